@@ -1,0 +1,195 @@
+# ratiolab build. GNU make, C11. `make help` lists the targets.
+#
+# Layout: every library folder (LIBDIRS) is compiled into one static library; cli/ links it into
+# build/ratiolab. Tests are tests/check_<module>.c (one Check suite each, found by file name);
+# benchmarks are bench/<name>.c (one program each); tests/progs/<name>.c are helper programs the
+# tests start. CUDA files (*.cu) are compiled only when nvcc is found.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := all
+
+SANITIZE ?= 0
+ifeq ($(SANITIZE),1)
+BUILD ?= build-san
+SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+else
+BUILD ?= build
+SANFLAGS :=
+endif
+
+PREFIX ?= /usr/local
+CC := gcc
+LIBDIRS := common plan sim exec kernels traces validation plots monitor
+
+# ---- feature detection (one line each) -----------------------------------------------------
+NVCC := $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+CUDA_HOME := $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(realpath $(NVCC))))
+NCCL_H := $(firstword $(wildcard $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h /usr/local/include/nccl.h))
+NCCL_LIBDIR := $(patsubst %/,%,$(dir $(firstword $(wildcard $(CUDA_HOME)/lib/libnccl.so $(CUDA_HOME)/lib64/libnccl.so /usr/lib/x86_64-linux-gnu/libnccl.so))))
+MPICC := $(shell command -v mpicc 2>/dev/null)
+HAVE_CHECK := $(shell pkg-config --exists check 2>/dev/null && echo yes)
+HAVE_JANSSON := $(shell pkg-config --exists jansson 2>/dev/null && echo yes)
+HAVE_ZLIB := $(shell pkg-config --exists zlib 2>/dev/null && echo yes)
+GNUPLOT := $(shell command -v gnuplot 2>/dev/null)
+
+ifeq ($(filter clean help deps,$(MAKECMDGOALS)),)
+ifndef RL_FEATURES_SHOWN
+$(info feature: nvcc     $(if $(NVCC),yes ($(NVCC)),no (CUDA code not built; GPU tests skip)))
+$(info feature: NCCL     $(if $(and $(NVCC),$(NCCL_H),$(NCCL_LIBDIR)),yes ($(NCCL_H)),no))
+$(info feature: MPI      $(if $(MPICC),yes ($(MPICC)),no))
+$(info feature: Check    $(if $(HAVE_CHECK),yes,no (needed by make test)))
+$(info feature: jansson  $(if $(HAVE_JANSSON),yes,no (required)))
+$(info feature: zlib     $(if $(HAVE_ZLIB),yes,no (required)))
+$(info feature: gnuplot  $(if $(GNUPLOT),yes ($(GNUPLOT)),no (ratiolab plot writes data and scripts only)))
+export RL_FEATURES_SHOWN := 1
+endif
+endif
+
+# ---- flags ------------------------------------------------------------------------------------
+# -ffp-contract=off and no fast-math: the bitwise contract (kernels/README.md) depends on it.
+CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -Wno-format-truncation -ffp-contract=off -fopenmp -D_GNU_SOURCE \
+          -I. -I$(BUILD)/gen $(SANFLAGS) $(EXTRA_CFLAGS)
+LDLIBS := $(shell pkg-config --libs jansson zlib 2>/dev/null) -lm -ldl -lpthread
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+LDFLAGS := -fopenmp $(SANFLAGS)
+
+ifneq ($(NVCC),)
+CFLAGS += -DRL_HAVE_CUDA=1 -I$(CUDA_HOME)/include
+NVCC_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,compute_90]
+NVCCFLAGS := -O3 -std=c++17 $(NVCC_ARCH) --fmad=false -prec-div=true -prec-sqrt=true -ftz=false \
+             -I. -I$(BUILD)/gen -Xcompiler -ffp-contract=off,-Wall,-Werror -DRL_HAVE_CUDA=1
+CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
+LDLIBS += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcudart -lstdc++
+ifneq ($(and $(NCCL_H),$(NCCL_LIBDIR)),)
+CFLAGS += -DRL_HAVE_NCCL=1
+NVCCFLAGS += -DRL_HAVE_NCCL=1
+LDLIBS += -L$(NCCL_LIBDIR) -Wl,-rpath,$(NCCL_LIBDIR) -lnccl
+endif
+endif
+
+# ---- sources ----------------------------------------------------------------------------------
+LIB_SRC := $(foreach d,$(LIBDIRS),$(wildcard $(d)/*.c))
+CU_SRC := $(if $(NVCC),$(foreach d,$(LIBDIRS),$(wildcard $(d)/*.cu)))
+CLI_SRC := $(wildcard cli/*.c)
+TEST_SRC := $(wildcard tests/*.c)
+PROG_SRC := $(wildcard tests/progs/*.c)
+BENCH_SRC := $(wildcard bench/*.c)
+
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(CU_SRC:%.cu=$(BUILD)/obj/%.cu.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
+LIB := $(BUILD)/libratiolab.a
+BIN := $(BUILD)/ratiolab
+TEST_BIN := $(BUILD)/tests/run_tests
+PROGS := $(PROG_SRC:tests/progs/%.c=$(BUILD)/tests/progs/%)
+BENCHES := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+
+# Generated lists: every cli/cmd_<name>.c defines `const struct cli_cmd cli_cmd_<name>`, every
+# tests/check_<module>.c defines `Suite *<module>_suite(void)` (check_gpu_* run without fork).
+CMD_NAMES := $(sort $(patsubst cli/cmd_%.c,%,$(wildcard cli/cmd_*.c)))
+SUITE_NAMES := $(sort $(patsubst tests/check_%.c,%,$(wildcard tests/check_*.c)))
+GEN_CMDS := $(BUILD)/gen/commands.h
+GEN_SUITES := $(BUILD)/gen/suites.h
+
+.PHONY: all test test-run demo bench install clean deps help FORCE
+
+all: deps-quiet $(BIN)
+
+help:
+	@echo "make            build $(BIN)"
+	@echo "make demo       build and run the default case (Megatron gpt-2.7b, 8 x V100)"
+	@echo "make test       build and run every test, then again under ASan + UBSan"
+	@echo "make test SANITIZE=1   only the ASan + UBSan run"
+	@echo "make bench      build and run the benchmarks (bench/)"
+	@echo "make install PREFIX=/usr/local"
+	@echo "make deps       install missing Debian packages (as root) or print the command"
+	@echo "make clean"
+
+# ---- Debian packages ----------------------------------------------------------------------
+DEB_PKGS := build-essential pkg-config libjansson-dev zlib1g-dev check libsubunit-dev \
+            gnuplot-nox libopenmpi-dev openmpi-bin
+deps:
+	@scripts/deps.sh $(DEB_PKGS)
+deps-quiet:
+	@scripts/deps.sh --quiet $(DEB_PKGS)
+.PHONY: deps-quiet
+
+# ---- build rules ----------------------------------------------------------------------------
+$(BUILD)/gen/commands.h: FORCE
+	@mkdir -p $(@D)
+	@{ $(foreach c,$(CMD_NAMES),echo 'RL_CMD($(c))';) } > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+
+$(BUILD)/gen/suites.h: FORCE
+	@mkdir -p $(@D)
+	@{ $(foreach s,$(SUITE_NAMES),echo 'RL_SUITE($(s))';) } > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+
+$(BUILD)/obj/%.o: %.c $(GEN_CMDS) $(GEN_SUITES)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/tests/%.o: tests/%.c $(GEN_SUITES)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(shell pkg-config --cflags check 2>/dev/null) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/%.cu.o: %.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(@D)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BIN): $(CLI_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
+
+$(TEST_BIN): $(TEST_OBJ) $(filter-out $(BUILD)/obj/cli/main.o,$(CLI_OBJ)) $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
+
+$(BUILD)/tests/progs/%: tests/progs/%.c $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+$(BUILD)/bench/%: bench/%.c $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fno-math-errno $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# ---- tests ------------------------------------------------------------------------------------
+# `make test` runs the suite twice: a plain optimised build, then ASan + UBSan (build-san/).
+# RATIOLAB_BIN and RATIOLAB_SRC tell the tests where the binary and the source tree are.
+TEST_ENV := RATIOLAB_BIN=$(CURDIR)/$(BIN) RATIOLAB_SRC=$(CURDIR) RATIOLAB_BUILD=$(CURDIR)/$(BUILD) \
+            ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1:abort_on_error=0 \
+            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp
+
+test-run: deps-quiet $(BIN) $(TEST_BIN) $(PROGS)
+	@echo "== tests ($(if $(filter 1,$(SANITIZE)),ASan + UBSan,plain build)) =="
+	$(TEST_ENV) $(TEST_BIN)
+
+ifeq ($(SANITIZE),1)
+test: test-run
+else
+test: deps-quiet
+	@$(MAKE) --no-print-directory test-run
+	@$(MAKE) --no-print-directory SANITIZE=1 test-run
+endif
+
+# ---- demo, bench, install -----------------------------------------------------------------------
+demo: all
+	@scripts/demo.sh $(BIN)
+
+bench: all $(BENCHES)
+	@for b in $(BENCHES); do echo "== $$b =="; RATIOLAB_SRC=$(CURDIR) $$b || exit 1; done
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/ratiolab
+	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/ratiolab
+	cp -r catalog $(DESTDIR)$(PREFIX)/share/ratiolab/
+	if [ -d plots/gnuplot ]; then cp -r plots/gnuplot $(DESTDIR)$(PREFIX)/share/ratiolab/; fi
+
+clean:
+	rm -rf build build-san

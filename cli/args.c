@@ -1,0 +1,94 @@
+/* cli/args.c — option parsing and help for every subcommand. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const struct cli_opt *find(const struct cli_optset *sets, int n_sets, const char *name,
+                                  size_t len, int *set)
+{
+    for (int s = 0; s < n_sets; s++)
+        for (const struct cli_opt *o = sets[s].opts; o && o->name; o++)
+            if (strlen(o->name) == len && strncmp(o->name, name, len) == 0) {
+                *set = s;
+                return o;
+            }
+    return NULL;
+}
+
+int cli_parse(int argc, char **argv, const struct cli_optset *sets, int n_sets,
+              struct cli_rest *rest, struct rl_err *e)
+{
+    memset(rest, 0, sizeof *rest);
+    for (int i = 1; i < argc; i++) {
+        char *a = argv[i];
+        if (strcmp(a, "--") == 0) {
+            rest->after = argv + i + 1;
+            rest->n_after = argc - i - 1;
+            return 0;
+        }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+            return CLI_HELP;
+        if (strncmp(a, "--", 2) != 0 || a[2] == 0) {
+            if (a[0] == '-' && a[1] != 0 && !(a[1] >= '0' && a[1] <= '9'))
+                return rl_errf(e, RL_EINVAL, "unknown option '%s' (see --help)", a);
+            if (rest->n_pos >= CLI_MAX_POS)
+                return rl_errf(e, RL_EINVAL, "too many arguments (at most %d)", CLI_MAX_POS);
+            rest->pos[rest->n_pos++] = a;
+            continue;
+        }
+        const char *name = a + 2;
+        const char *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        int set = 0;
+        const struct cli_opt *o = find(sets, n_sets, name, len, &set);
+        if (!o)
+            return rl_errf(e, RL_EINVAL, "unknown option '--%.*s' (see --help)", (int)len, name);
+        const char *value = NULL;
+        if (o->metavar) {
+            if (eq)
+                value = eq + 1;
+            else if (i + 1 < argc)
+                value = argv[++i];
+            else
+                return rl_errf(e, RL_EINVAL, "option --%s needs a value (%s)", o->name, o->metavar);
+        } else if (eq) {
+            return rl_errf(e, RL_EINVAL, "option --%s takes no value (got '%s')", o->name, eq + 1);
+        }
+        int rc = sets[set].fn(sets[set].ctx, o->id, value, e);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+void cli_help(FILE *f, const char *usage, const char *description, const struct cli_optset *sets,
+              int n_sets)
+{
+    fprintf(f, "usage: %s\n\n%s\n", usage, description);
+    for (int s = 0; s < n_sets; s++) {
+        fprintf(f, "\n%s:\n", sets[s].title);
+        for (const struct cli_opt *o = sets[s].opts; o && o->name; o++) {
+            char left[64];
+            snprintf(left, sizeof left, "--%s%s%s", o->name, o->metavar ? " " : "",
+                     o->metavar ? o->metavar : "");
+            if (strlen(left) > 26)
+                fprintf(f, "  %s\n  %-26s %s\n", left, "", o->help);
+            else
+                fprintf(f, "  %-26s %s\n", left, o->help);
+        }
+    }
+    fprintf(f, "  %-26s %s\n", "-h, --help", "this help");
+}
+
+int cli_fail(const char *cmd, const struct rl_err *e)
+{
+    fprintf(stderr, "ratiolab %s: %s\n", cmd, e->msg[0] ? e->msg : rl_strerror(e->code));
+    return rl_exit_code(e->code ? e->code : RL_EINTERNAL);
+}
+
+const char *cli_gib(char *buf, size_t n, int64_t bytes)
+{
+    snprintf(buf, n, "%.2f", (double)bytes / RL_GIB);
+    return buf;
+}

@@ -1,0 +1,94 @@
+/* common/rl.h — error values, checked parsing and atomic output files shared by every module.
+ *
+ * Library functions return 0 or a negative RL_E* code and fill a `struct rl_err` with one line
+ * naming the field, the value and what is allowed. Only cli/ prints it and maps it to an exit
+ * code with rl_exit_code(). */
+#ifndef RL_COMMON_RL_H
+#define RL_COMMON_RL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* X(name, value, exit code, description) */
+#define RL_ERRORS(X)                                                          \
+    X(RL_OK, 0, 0, "ok")                                                      \
+    X(RL_EINVAL, -1, 2, "bad input")                                          \
+    X(RL_ENOENT, -2, 2, "not found")                                          \
+    X(RL_EIO, -3, 2, "input/output error")                                    \
+    X(RL_ENOMEM, -4, 3, "out of memory")                                      \
+    X(RL_EENV, -5, 3, "environment (missing GPU, library or resource)")       \
+    X(RL_ECHECK, -6, 1, "a check failed")                                     \
+    X(RL_EINTERNAL, -7, 3, "internal error")
+
+enum rl_status {
+#define RL__ENUM(n, v, x, d) n = v,
+    RL_ERRORS(RL__ENUM)
+#undef RL__ENUM
+};
+
+#define RL_ERR_MSG_MAX 1024
+
+struct rl_err {
+    int code;                  /* 0 or an RL_E* value */
+    char msg[RL_ERR_MSG_MAX];  /* one line: field, value, what is allowed */
+};
+
+const char *rl_strerror(int code);
+int rl_exit_code(int code);   /* 0 ok, 1 check failed, 2 bad input, 3 environment */
+
+/* Sets *e (when e is not NULL) and returns code, so `return rl_errf(e, RL_EINVAL, ...)` works. */
+int rl_errf(struct rl_err *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Prepends "prefix: " to an existing message (adding context on the way up). */
+int rl_err_prefix(struct rl_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- checked parsing: each names `field` in its error ---------------------------------------- */
+int rl_parse_i64(const char *field, const char *s, int64_t min, int64_t max, int64_t *out,
+                 struct rl_err *e);
+int rl_parse_int(const char *field, const char *s, int min, int max, int *out, struct rl_err *e);
+/* Finite doubles in [lo, hi]; NaN and infinities are rejected. */
+int rl_parse_double(const char *field, const char *s, double lo, double hi, double *out,
+                    struct rl_err *e);
+/* Sizes: "16GiB", "80GB", "512MiB", "1e9", "4096"; binary (KiB..TiB) and decimal (kB..TB). */
+int rl_parse_bytes(const char *field, const char *s, int64_t *out, struct rl_err *e);
+/* "lo:hi:step" (or a single value, or a comma list) into values in [min, max]. Each value is
+ * lo + i*step rounded to 10 significant digits, so 0:1:0.1 gives exactly the doubles 0.3 and 0.7
+ * a user would type (DeepSpeed's floor rules are sensitive to the last bit). *out is malloc'd. */
+int rl_parse_ratio_list(const char *field, const char *s, double min, double max, double **out,
+                        size_t *n, struct rl_err *e);
+bool rl_streq(const char *a, const char *b);
+
+/* ---- versions ------------------------------------------------------------------------------ */
+struct rl_version {
+    int major, minor, patch;   /* "0.12.4" -> 0, 12, 4 */
+};
+int rl_parse_version(const char *field, const char *s, struct rl_version *v, struct rl_err *e);
+int rl_version_cmp(struct rl_version a, struct rl_version b);   /* <0, 0, >0 */
+
+/* ---- atomic output files --------------------------------------------------------------------
+ * Written to a temporary file in the same folder and renamed over `path` on commit, so a failed
+ * or interrupted run never leaves a partial file. "-" means standard output (no rename). */
+struct rl_outfile {
+    FILE *fp;          /* write here */
+    char *path;        /* final name */
+    char *tmp;         /* temporary name, NULL for stdout */
+};
+int rl_outfile_open(struct rl_outfile *o, const char *path, struct rl_err *e);
+int rl_outfile_commit(struct rl_outfile *o, struct rl_err *e);
+void rl_outfile_abort(struct rl_outfile *o);
+/* Removes every temporary file still open (called from a signal handler on Ctrl-C). */
+void rl_outfile_abort_all(void);
+
+/* Reads a whole file (NUL-terminated); *out is malloc'd. */
+int rl_read_file(const char *path, char **out, size_t *len, struct rl_err *e);
+
+/* 1024^3 */
+#define RL_GIB 1073741824.0
+
+/* Directory holding catalog/ (models, hardware): $RATIOLAB_CATALOG, else next to the executable
+ * (<exe>/../catalog, <exe>/../share/ratiolab/catalog), else RL_CATALOG_FALLBACK. */
+const char *rl_catalog_dir(void);
+
+#endif

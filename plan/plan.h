@@ -1,0 +1,298 @@
+/* plan/plan.h — the single truth that sim/, exec/, validation/ and cli/ share.
+ *
+ * A `plan_model` is the ordered list of parameter tensors of one pipeline stage on one tensor-
+ * parallel rank. A `plan_zero` is what a DeepSpeed config says. A `plan_layout` is the parallel
+ * layout. plan_build() resolves the three into a `plan`: per-rank ZeRO-3 partitions, param
+ * groups, sub-groups, the CPU/GPU placement under a policy, the honored ratio and the memory
+ * ledger. A plan is pure data, computed once and shared read-only.
+ *
+ * DeepSpeed facts modelled here are listed in plan/README.md with the source they come from. */
+#ifndef RL_PLAN_PLAN_H
+#define RL_PLAN_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/rl.h"
+
+/* ---- dtypes ----------------------------------------------------------------------------------- */
+enum plan_dtype { PLAN_FP32, PLAN_FP16, PLAN_BF16 };
+int plan_dtype_bytes(enum plan_dtype t);
+const char *plan_dtype_name(enum plan_dtype t);
+
+/* ---- model -------------------------------------------------------------------------------------- */
+#define PLAN_NAME_MAX 128
+#define PLAN_MAX_GROUPS 8
+
+/* How tensor parallelism splits a tensor (Megatron); HF models are never split (tp = 1). */
+enum plan_tp_split {
+    PLAN_TP_REPLICATED,   /* every TP rank holds the whole tensor (norms, row-parallel bias) */
+    PLAN_TP_COLUMN,       /* output dim split (QKV, MLP up: weight and bias) */
+    PLAN_TP_ROW,          /* input dim split (attention out, MLP down: weight only) */
+    PLAN_TP_VOCAB,        /* vocabulary dim split (word embeddings, untied output layer) */
+};
+const char *plan_tp_split_name(enum plan_tp_split s);
+
+/* Tensor flags used by the param-group rules. */
+#define PLAN_TF_BIAS 0x1u        /* name ends in ".bias" */
+#define PLAN_TF_LAYERNORM 0x2u   /* parameter of a LayerNorm module */
+#define PLAN_TF_RMSNORM 0x4u     /* parameter of an RMSNorm module */
+#define PLAN_TF_EMBEDDING 0x8u   /* word/position embedding or tied output */
+
+struct plan_tensor {
+    char name[PLAN_NAME_MAX];    /* framework name, e.g. "language_model.encoder.layers.0.mlp..." */
+    int ndim;                    /* 1..4 */
+    int64_t shape[4];            /* on this TP rank */
+    int64_t numel;               /* product of shape */
+    enum plan_tp_split tp;       /* how TP splits it */
+    unsigned flags;              /* PLAN_TF_* */
+    int layer;                   /* transformer block index, -1 outside the blocks */
+    int group;                   /* param group index, set by plan_model_group() */
+};
+
+enum plan_arch_kind {
+    PLAN_ARCH_MEGATRON_GPT,
+    PLAN_ARCH_HF_GPT2,
+    PLAN_ARCH_HF_T5,
+    PLAN_ARCH_HF_LLAMA,
+    PLAN_ARCH_HF_OPT,
+};
+const char *plan_arch_name(enum plan_arch_kind k);
+
+/* Shape facts the simulator needs for compute and activation estimates. */
+struct plan_arch {
+    enum plan_arch_kind kind;
+    int layers;                  /* transformer blocks in the whole model (T5: encoder + decoder) */
+    int layers_here;             /* blocks on this pipeline stage */
+    int64_t hidden;              /* model width */
+    int64_t ffn_hidden;          /* MLP inner width */
+    int64_t heads;               /* attention heads */
+    int64_t kv_heads;            /* key/value heads (GQA), == heads without GQA */
+    int64_t vocab;               /* vocabulary as configured */
+    int64_t vocab_padded;        /* after Megatron's padding to a multiple of divisor x TP */
+    int64_t seq_len;             /* training sequence length */
+    int64_t max_pos;             /* learned position table rows (0 with rotary / relative) */
+    bool swiglu;                 /* gated MLP (LLaMA, --swiglu) */
+    bool tied_embeddings;        /* output layer shares the word embeddings */
+    int tp;                      /* tensor-parallel degree the tensor list was built for */
+    int pp;                      /* pipeline-parallel degree */
+    int pp_stage;                /* which stage this tensor list is */
+};
+
+/* Param-group rules (DESIGN.md section 1). */
+enum plan_group_rule {
+    PLAN_GROUPS_AUTO,            /* choose from the front end and the DeepSpeed config */
+    PLAN_GROUPS_MEGATRON,        /* since mid-2023: no-decay = ".bias" or 1-D */
+    PLAN_GROUPS_MEGATRON_OLD,    /* before: no-decay = LayerNorm params and biases */
+    PLAN_GROUPS_HF_TWO,          /* HF Trainer's own optimizer: decay, then bias + norm weights */
+    PLAN_GROUPS_FLAT,            /* one group in module order (HF with an "optimizer" block) */
+};
+const char *plan_group_rule_name(enum plan_group_rule r);
+int plan_group_rule_parse(const char *s, enum plan_group_rule *r, struct rl_err *e);
+
+struct plan_model {
+    char name[64];               /* preset name or file name */
+    struct plan_arch arch;
+    struct plan_tensor *tensors; /* module order: ZeRO-3 packs sub-groups in this order */
+    int n_tensors;
+    int cap_tensors;             /* allocated entries */
+    int n_groups;                /* after plan_model_group(): 1 or 2 */
+    enum plan_group_rule group_rule;   /* the rule applied */
+    int64_t total_numel;         /* sum of numel over tensors (this stage, this TP rank) */
+};
+
+/* Megatron GPT generator input (also filled from a --megatron-args line). */
+struct plan_megatron_cfg {
+    int num_layers;
+    int64_t hidden, ffn_hidden;  /* ffn_hidden 0 -> 4 x hidden */
+    int64_t heads, kv_heads;     /* kv_heads 0 -> heads */
+    int64_t vocab;               /* unpadded */
+    int64_t vocab_divisor;       /* --make-vocab-size-divisible-by, default 128 */
+    int64_t seq_len, max_pos;    /* max_pos 0 -> seq_len */
+    bool swiglu, rmsnorm, no_bias, untie, rotary;
+    int tp, pp, pp_stage;
+};
+void plan_megatron_defaults(struct plan_megatron_cfg *c);
+int plan_model_megatron(struct plan_model *m, const struct plan_megatron_cfg *c, struct rl_err *e);
+
+/* Loads a preset name from <catalog>/models/<name>.json, or a path to a preset file or a HF
+ * config.json (model_type gpt2, t5, llama, opt). tp/pp/pp_stage apply to Megatron presets; HF
+ * models require tp == 1. seq_len 0 keeps the model's default. */
+struct plan_model_opts {
+    int tp, pp, pp_stage;
+    int64_t seq_len;
+};
+int plan_model_load(struct plan_model *m, const char *catalog_dir, const char *name_or_path,
+                    const struct plan_model_opts *o, struct rl_err *e);
+/* Names of the presets in <catalog>/models, sorted; free with free() on each and the array. */
+int plan_model_list(const char *catalog_dir, char ***names, int *n, struct rl_err *e);
+
+/* Assigns tensor.group under a rule; PLAN_GROUPS_AUTO picks MEGATRON for Megatron models,
+ * FLAT for HF models when has_optimizer_block, else HF_TWO. Empty groups are dropped so groups
+ * are numbered 0..n_groups-1 in order. */
+void plan_model_group(struct plan_model *m, enum plan_group_rule rule, bool has_optimizer_block);
+
+int plan_model_add(struct plan_model *m, const char *name, int ndim, const int64_t *shape,
+                   enum plan_tp_split tp, unsigned flags, int layer, struct rl_err *e);
+void plan_model_free(struct plan_model *m);
+
+/* ---- DeepSpeed config ------------------------------------------------------------------------ */
+enum plan_offload { PLAN_OFFLOAD_NONE, PLAN_OFFLOAD_CPU, PLAN_OFFLOAD_NVME };
+
+/* Where a value came from, for reporting ("auto" resolved to a default is said so). */
+enum plan_src { PLAN_SRC_DEFAULT, PLAN_SRC_CONFIG, PLAN_SRC_AUTO, PLAN_SRC_CLI };
+
+struct plan_zero {
+    int stage;                       /* zero_optimization.stage */
+    enum plan_offload offload;       /* offload_optimizer.device */
+    bool pin_memory;                 /* offload_optimizer.pin_memory */
+    double ratio;                    /* offload_optimizer.ratio in [0, 1] */
+    int64_t sub_group_size;          /* elements, default 1e9 */
+    int64_t reduce_bucket_size;      /* elements, default 5e8 */
+    int64_t prefetch_bucket_size;    /* stage3_prefetch_bucket_size, elements, default 5e7 */
+    int64_t max_live_parameters;     /* stage3_max_live_parameters, default 1e9 */
+    enum plan_dtype dtype;           /* model dtype: bf16 / fp16 when enabled, else fp32 */
+    bool has_optimizer_block;        /* an "optimizer" block is present (HF: one flat group) */
+    char optimizer_type[32];         /* its "type", "" when absent */
+    int64_t micro_batch;             /* train_micro_batch_size_per_gpu, default 1 */
+    int64_t grad_accum;              /* gradient_accumulation_steps, default 1 */
+    int64_t train_batch;             /* train_batch_size, 0 when unset */
+    struct rl_version ds_version;    /* DeepSpeed whose rules apply, default 0.12.4 */
+    /* provenance of the fields above, for the report */
+    enum plan_src src_ratio, src_sub_group_size, src_reduce_bucket_size, src_prefetch_bucket_size,
+        src_max_live_parameters, src_dtype, src_micro_batch, src_grad_accum, src_train_batch;
+    char notes[8][160];              /* "auto" resolutions and ignored settings, for the report */
+    int n_notes;
+};
+void plan_zero_defaults(struct plan_zero *z);
+/* Reads a DeepSpeed JSON file. Errors name the JSON path, the value and what is allowed; an
+ * unreplaced template placeholder (CONFIG_BATCH_SIZE, LOG_INTERVAL) is named as such. */
+int plan_zero_load(struct plan_zero *z, const char *path, struct rl_err *e);
+/* Same, from text already in memory (`what` names it in errors). */
+int plan_zero_parse(struct plan_zero *z, const char *text, const char *what, struct rl_err *e);
+/* Cross-field checks (ratio with stage < 3, offload device none with ratio > 0, ...). */
+int plan_zero_validate(const struct plan_zero *z, struct rl_err *e);
+
+/* ---- layout ------------------------------------------------------------------------------------ */
+struct plan_layout {
+    int world;          /* total ranks = tp * pp * dp */
+    int tp, pp, dp;     /* parallel degrees */
+    int nodes;          /* nodes */
+    int gpus_per_node;  /* ranks per node */
+    int rank;           /* global rank this plan describes (0 by default) */
+};
+/* Fills what is missing: given any of (tp, pp, dp, nodes x gpus_per_node) derives the rest;
+ * fields <= 0 are unknown. Errors when they do not multiply up. */
+int plan_layout_resolve(struct plan_layout *l, struct rl_err *e);
+
+/* ---- placement -------------------------------------------------------------------------------- */
+enum plan_policy {
+    PLAN_POLICY_AUTO,     /* from zero.ds_version */
+    PLAN_POLICY_DS012,    /* sub-group i on CPU iff i < floor(ratio * N)            (0.12.3 - 0.17.x) */
+    PLAN_POLICY_DS018,    /* sub-group i on CPU iff i >= floor((1 - ratio) * N)     (>= 0.18) */
+    PLAN_POLICY_EXACT,    /* element granularity: CPU share = ratio x per-rank elements */
+};
+const char *plan_policy_name(enum plan_policy p);
+int plan_policy_parse(const char *s, enum plan_policy *p, struct rl_err *e);
+/* The DeepSpeed rule that applies to a version; RL_EINVAL before 0.12.3 (no ratio support). */
+int plan_policy_for_version(struct rl_version v, enum plan_policy *p, struct rl_err *e);
+
+/* Alignment of the exact policy's CPU share, in elements: the CPU share is the first
+ * round(ratio x P / granule) x granule elements of the rank's flat partition (P itself when
+ * ratio == 1), so |honored - ratio| <= granule / (2 P). */
+#define PLAN_EXACT_GRANULE 256
+
+enum plan_device { PLAN_DEV_GPU, PLAN_DEV_CPU_PINNED, PLAN_DEV_CPU_PAGEABLE };
+const char *plan_device_name(enum plan_device d);
+
+/* Ledgers: which buffers exist and when. */
+enum plan_ledger_kind {
+    PLAN_LEDGER_AUTO,     /* from zero.ds_version */
+    PLAN_LEDGER_DS012,    /* DeepSpeed 0.12.x: Adam states created at init (one step) */
+    PLAN_LEDGER_DS013,    /* DeepSpeed 0.13+: Adam states at the first real step */
+    PLAN_LEDGER_EXEC,     /* ratiolab's executor (exec/), the buffers it allocates */
+};
+const char *plan_ledger_name(enum plan_ledger_kind k);
+
+enum plan_stage {
+    PLAN_STAGE_FP16_PARTITIONS,   /* after_fp16_partitions */
+    PLAN_STAGE_FP32_PARTITIONS,   /* after_fp32_partitions */
+    PLAN_STAGE_OPTIMIZER_STATES,  /* after_optimizer_states */
+    PLAN_STAGE_ZERO_OPTIMIZER,    /* after_zero_optimizer */
+    PLAN_STAGE_FIRST_STEP,        /* after_first_step (Adam states of 0.13+) */
+    PLAN_STAGE_COUNT
+};
+const char *plan_stage_name(enum plan_stage s);
+
+struct plan_buffer {
+    char name[48];               /* e.g. "fp32_master_cpu" */
+    enum plan_device device;
+    enum plan_dtype dtype;
+    int64_t numel;               /* elements */
+    int64_t bytes;               /* exact */
+    enum plan_stage stage;       /* allocated at */
+};
+
+struct plan_stage_total {
+    int64_t gpu_bytes;           /* cumulative GPU bytes at the end of this stage */
+    int64_t cpu_bytes;           /* cumulative host bytes (pinned + pageable) */
+    int64_t cpu_pinned_bytes;    /* of which pinned */
+};
+
+struct plan_subgroup {
+    int index;                   /* global index, over groups in order */
+    int group;                   /* param group */
+    int first_tensor;            /* index into model->tensors */
+    int n_tensors;               /* consecutive tensors in it */
+    int64_t offset;              /* first element in the rank's flat partition */
+    int64_t numel;               /* per-rank elements */
+    int64_t cpu_numel;           /* of which updated on the CPU: 0, numel, or a split (exact) */
+};
+
+struct plan_options {
+    enum plan_policy policy;       /* AUTO: from zero->ds_version */
+    enum plan_ledger_kind ledger;  /* AUTO: from zero->ds_version */
+    int64_t exec_chunk_numel;      /* executor CPU pipeline chunk, elements (default 4 Mi) */
+};
+
+struct plan {
+    const struct plan_model *model;  /* not owned */
+    struct plan_layout layout;
+    struct plan_zero zero;
+    enum plan_policy policy;         /* resolved */
+    enum plan_ledger_kind ledger_kind; /* resolved */
+    int64_t *part_numel;             /* per tensor: ceil(numel / dp) */
+    int n_groups;
+    int64_t group_numel[PLAN_MAX_GROUPS];   /* per-rank elements per param group */
+    struct plan_subgroup *subgroups;
+    int n_subgroups;
+    int64_t per_rank_numel;          /* P: elements of the rank's partition (padded) */
+    int64_t cpu_numel;               /* elements updated on the CPU */
+    int64_t gpu_numel;               /* elements updated on the GPU */
+    double requested_ratio;
+    double honored_ratio;            /* cpu_numel / per_rank_numel (0 when empty) */
+    int cpu_subgroups;               /* sub-groups with any element on the CPU */
+    struct plan_buffer *buffers;
+    int n_buffers;
+    struct plan_stage_total stages[PLAN_STAGE_COUNT];
+    int64_t exec_chunk_numel;
+};
+
+int plan_build(struct plan *p, const struct plan_model *m, const struct plan_layout *l,
+               const struct plan_zero *z, const struct plan_options *o, struct rl_err *e);
+void plan_free(struct plan *p);
+
+/* Peak per-rank memory of the model states from the ledger (the last stage). */
+int64_t plan_peak_gpu_bytes(const struct plan *p);
+int64_t plan_peak_cpu_bytes(const struct plan *p);
+
+/* The largest sub_group_size (a round number where one exists) for which the honored ratio is
+ * within `tol` of the requested one under the plan's DeepSpeed policy; 0 when none is (e.g. a
+ * single tensor larger than the whole CPU share). Leaves *p unchanged. */
+int64_t plan_max_honoring_sub_group_size(const struct plan *p, double tol);
+
+/* Number of sub-groups and the honored ratio for a sub_group_size without building a ledger. */
+int plan_honored_for(const struct plan *p, int64_t sub_group_size, double ratio, double *honored,
+                     int *n_subgroups);
+
+#endif

@@ -1,0 +1,121 @@
+/* tests/check_common.c — checked parsing, versions and atomic output files (common/). */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/rl.h"
+#include "tests/util.h"
+
+START_TEST(parse_bytes_units)
+{
+    int64_t b;
+    struct rl_err e = {0};
+    ck_assert_int_eq(rl_parse_bytes("gpu-mem", "16GiB", &b, &e), 0);
+    ck_assert_int_eq(b, 17179869184LL);
+    ck_assert_int_eq(rl_parse_bytes("gpu-mem", "80GB", &b, &e), 0);
+    ck_assert_int_eq(b, 80000000000LL);
+    ck_assert_int_eq(rl_parse_bytes("x", "1e9", &b, &e), 0);
+    ck_assert_int_eq(b, 1000000000LL);
+    ck_assert_int_eq(rl_parse_bytes("gpu-mem", "16 parsecs", &b, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "gpu-mem"));
+    ck_assert_int_eq(rl_parse_bytes("gpu-mem", "1e30GiB", &b, &e), RL_EINVAL);
+    ck_assert_int_eq(rl_parse_bytes("gpu-mem", "-1GiB", &b, &e), RL_EINVAL);
+}
+END_TEST
+
+START_TEST(parse_double_rejects_nan_and_range)
+{
+    double v;
+    struct rl_err e = {0};
+    ck_assert_int_eq(rl_parse_double("ratio", "nan", 0, 1, &v, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "ratio"));
+    ck_assert_int_eq(rl_parse_double("ratio", "inf", 0, 1, &v, &e), RL_EINVAL);
+    ck_assert_int_eq(rl_parse_double("ratio", "1.5", 0, 1, &v, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "1.5 is outside [0, 1]"));
+    ck_assert_int_eq(rl_parse_double("ratio", "0.3x", 0, 1, &v, &e), RL_EINVAL);
+    ck_assert_int_eq(rl_parse_double("ratio", "0.25", 0, 1, &v, &e), 0);
+    ck_assert(v == 0.25);
+}
+END_TEST
+
+START_TEST(ratio_list_gives_typed_doubles)
+{
+    double *v;
+    size_t n;
+    struct rl_err e = {0};
+    ck_assert_int_eq(rl_parse_ratio_list("ratios", "0:1:0.1", 0, 1, &v, &n, &e), 0);
+    ck_assert_uint_eq(n, 11);
+    ck_assert(v[3] == 0.3);   /* not 0.30000000000000004 */
+    ck_assert(v[7] == 0.7);
+    ck_assert(v[10] == 1.0);
+    free(v);
+    ck_assert_int_eq(rl_parse_ratio_list("ratios", "0.1,0.5", 0, 1, &v, &n, &e), 0);
+    ck_assert_uint_eq(n, 2);
+    free(v);
+    ck_assert_int_eq(rl_parse_ratio_list("ratios", "0:2:0.1", 0, 1, &v, &n, &e), RL_EINVAL);
+    ck_assert_int_eq(rl_parse_ratio_list("ratios", "0:1:0", 0, 1, &v, &n, &e), RL_EINVAL);
+    ck_assert_int_eq(rl_parse_ratio_list("ratios", "0:1", 0, 1, &v, &n, &e), RL_EINVAL);
+}
+END_TEST
+
+START_TEST(versions_compare)
+{
+    struct rl_version a, b;
+    ck_assert_int_eq(rl_parse_version("v", "0.12.4", &a, NULL), 0);
+    ck_assert_int_eq(rl_parse_version("v", "0.18", &b, NULL), 0);
+    ck_assert_int_lt(rl_version_cmp(a, b), 0);
+    ck_assert_int_eq(rl_parse_version("v", "0.x", &a, NULL), RL_EINVAL);
+    ck_assert_int_eq(rl_parse_version("v", "1.2.3.4", &a, NULL), RL_EINVAL);
+}
+END_TEST
+
+START_TEST(outfile_is_atomic)
+{
+    struct rl_outfile o;
+    struct rl_err e = {0};
+    char path[512];
+    snprintf(path, sizeof path, "%s/atomic.txt", tu_tmpdir());
+    int before = tu_count_files();
+    ck_assert_int_eq(rl_outfile_open(&o, path, &e), 0);
+    fputs("partial", o.fp);
+    ck_assert(!tu_exists(path));
+    rl_outfile_abort(&o);
+    ck_assert(!tu_exists(path));
+    ck_assert_int_eq(tu_count_files(), before);
+    ck_assert_int_eq(rl_outfile_open(&o, path, &e), 0);
+    fputs("whole", o.fp);
+    ck_assert_int_eq(rl_outfile_commit(&o, &e), 0);
+    char *s;
+    ck_assert_int_eq(rl_read_file(path, &s, NULL, &e), 0);
+    ck_assert_str_eq(s, "whole");
+    free(s);
+    ck_assert_int_eq(tu_count_files(), before + 1);
+    ck_assert_int_eq(rl_outfile_open(&o, "/nonexistent-dir/x", &e), RL_EIO);
+}
+END_TEST
+
+START_TEST(exit_codes_follow_table)
+{
+    ck_assert_int_eq(rl_exit_code(RL_OK), 0);
+    ck_assert_int_eq(rl_exit_code(RL_ECHECK), 1);
+    ck_assert_int_eq(rl_exit_code(RL_EINVAL), 2);
+    ck_assert_int_eq(rl_exit_code(RL_EENV), 3);
+}
+END_TEST
+
+Suite *common_suite(void)
+{
+    Suite *s = suite_create("common");
+    TCase *tc = tcase_create("parsing");
+    tcase_add_test(tc, parse_bytes_units);
+    tcase_add_test(tc, parse_double_rejects_nan_and_range);
+    tcase_add_test(tc, ratio_list_gives_typed_doubles);
+    tcase_add_test(tc, versions_compare);
+    tcase_add_test(tc, exit_codes_follow_table);
+    suite_add_tcase(s, tc);
+    TCase *io = tcase_create("files");
+    tcase_add_test(io, outfile_is_atomic);
+    suite_add_tcase(s, io);
+    return s;
+}

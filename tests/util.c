@@ -1,0 +1,149 @@
+/* tests/util.c — see util.h. */
+#include "tests/util.h"
+
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/rl.h"
+
+static const char *env_or(const char *name, const char *fallback)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : fallback;
+}
+
+const char *tu_bin(void) { return env_or("RATIOLAB_BIN", "build/ratiolab"); }
+const char *tu_src(void) { return env_or("RATIOLAB_SRC", "."); }
+const char *tu_build(void) { return env_or("RATIOLAB_BUILD", "build"); }
+
+static char tmpdir[256];
+static pid_t tmp_owner;
+
+static void cleanup(void)
+{
+    if (tmpdir[0] && getpid() == tmp_owner) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "warning: could not remove %s\n", tmpdir);
+    }
+}
+
+const char *tu_tmpdir(void)
+{
+    if (!tmpdir[0] || tmp_owner != getpid()) {
+        snprintf(tmpdir, sizeof tmpdir, "/tmp/ratiolab-test-XXXXXX");
+        if (!mkdtemp(tmpdir)) {
+            perror("mkdtemp");
+            abort();
+        }
+        tmp_owner = getpid();
+        atexit(cleanup);
+    }
+    return tmpdir;
+}
+
+const char *tu_write(const char *name, const char *text)
+{
+    static char paths[8][512];
+    static int slot;
+    char *p = paths[slot++ % 8];
+    snprintf(p, 512, "%s/%s", tu_tmpdir(), name);
+    FILE *f = fopen(p, "w");
+    if (!f) {
+        perror(p);
+        abort();
+    }
+    fputs(text, f);
+    fclose(f);
+    return p;
+}
+
+static char *slurp(const char *path)
+{
+    char *s = NULL;
+    if (rl_read_file(path, &s, NULL, NULL) != 0)
+        s = strdup("");
+    return s;
+}
+
+static void run_shell(struct tu_run *r, const char *cmdline)
+{
+    const char *d = tu_tmpdir();
+    size_t n = strlen(cmdline) + 1024;
+    char *cmd = malloc(n);
+    snprintf(cmd, n, "cd '%s' && ( %s ) >'%s/.out' 2>'%s/.err' </dev/null", d, cmdline, d, d);
+    int st = system(cmd);
+    free(cmd);
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    char p[600];
+    snprintf(p, sizeof p, "%s/.out", d);
+    r->out = slurp(p);
+    unlink(p);
+    snprintf(p, sizeof p, "%s/.err", d);
+    r->err = slurp(p);
+    unlink(p);
+}
+
+void tu_ratiolab(struct tu_run *r, const char *fmt, ...)
+{
+    char args[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "'%s' %s", tu_bin(), args);
+    run_shell(r, cmd);
+}
+
+void tu_sh(struct tu_run *r, const char *fmt, ...)
+{
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    run_shell(r, cmd);
+}
+
+void tu_run_free(struct tu_run *r)
+{
+    free(r->out);
+    free(r->err);
+    r->out = r->err = NULL;
+}
+
+int tu_count_files(void)
+{
+    DIR *d = opendir(tu_tmpdir());
+    int n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            n++;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+bool tu_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+unsigned long tu_seed(const char *test)
+{
+    const char *s = getenv("RL_SEED");
+    unsigned long seed = s && *s ? strtoul(s, NULL, 0) : (unsigned long)time(NULL) ^ (unsigned long)getpid();
+    fprintf(stderr, "%s: seed %lu (replay with RL_SEED=%lu)\n", test, seed, seed);
+    return seed;
+}

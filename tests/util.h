@@ -1,0 +1,32 @@
+/* tests/util.h — helpers for tests that run the ratiolab binary or need scratch files. */
+#ifndef RL_TESTS_UTIL_H
+#define RL_TESTS_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct tu_run {
+    int status;      /* exit code, or 128 + signal */
+    char *out;       /* stdout, NUL-terminated, owned */
+    char *err;       /* stderr, NUL-terminated, owned */
+};
+
+const char *tu_bin(void);      /* $RATIOLAB_BIN (build/ratiolab) */
+const char *tu_src(void);      /* $RATIOLAB_SRC (the source tree) */
+const char *tu_build(void);    /* $RATIOLAB_BUILD (build/ or build-san/) */
+/* A fresh empty directory for this test process (removed at exit). */
+const char *tu_tmpdir(void);
+/* Writes text to <tmpdir>/<name> and returns the full path (static buffer per call slot). */
+const char *tu_write(const char *name, const char *text);
+/* Runs `cd <tmpdir> && <RATIOLAB_BIN> <args>` through /bin/sh; args is shell text. */
+void tu_ratiolab(struct tu_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Runs any shell command in <tmpdir>. */
+void tu_sh(struct tu_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tu_run_free(struct tu_run *r);
+/* Number of entries in <tmpdir> (to show no partial file was left behind). */
+int tu_count_files(void);
+bool tu_exists(const char *path);
+/* Seed for randomized tests: $RL_SEED when set, else from the time; printed either way. */
+unsigned long tu_seed(const char *test);
+
+#endif

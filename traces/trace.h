@@ -1,0 +1,59 @@
+/* traces/trace.h — Chrome Trace Event JSON (Perfetto opens it), written by the simulator, the
+ * executor and the monitor in one format, read back by validation and plots.
+ *
+ * Times are integer nanoseconds; the file stores microseconds with three decimals ("ts":
+ * 12.345), which is exact. A path ending in ".gz" is written and read through zlib. Output is
+ * atomic (see rl_outfile): a failed or aborted trace leaves no file. Writing is deterministic:
+ * the same calls give the same bytes. */
+#ifndef RL_TRACES_TRACE_H
+#define RL_TRACES_TRACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/rl.h"
+
+struct trace;   /* a writer, opaque */
+
+int trace_open(struct trace **t, const char *path, struct rl_err *e);
+/* Metadata: names shown for a process (pid) and a thread (tid) track. */
+int trace_process_name(struct trace *t, int pid, const char *name);
+int trace_thread_name(struct trace *t, int pid, int tid, const char *name);
+/* A complete span ("ph":"X"). args_json is a JSON object text or NULL. */
+int trace_span(struct trace *t, int pid, int tid, const char *name, const char *cat, int64_t t0_ns,
+               int64_t dur_ns, const char *args_json);
+/* A counter sample ("ph":"C"): track `name` on process pid, series `series` = value. */
+int trace_counter(struct trace *t, int pid, const char *name, int64_t t_ns, const char *series,
+                  double value);
+/* An instant event ("ph":"i"), scope 'g' global, 'p' process, 't' thread. */
+int trace_instant(struct trace *t, int pid, int tid, const char *name, int64_t t_ns, char scope,
+                  const char *args_json);
+/* Finishes the JSON, flushes, renames into place and frees t. */
+int trace_close(struct trace *t, struct rl_err *e);
+/* Drops the file and frees t. */
+void trace_abort(struct trace *t);
+
+/* ---- reader ------------------------------------------------------------------------------------ */
+struct trace_event {
+    char ph;            /* 'X', 'C', 'i', 'M' */
+    int pid, tid;
+    char *name;         /* owned */
+    char *cat;          /* owned, may be NULL */
+    int64_t ts_ns;      /* start */
+    int64_t dur_ns;     /* 'X' only */
+    char *series;       /* 'C': first series name, owned */
+    double value;       /* 'C': its value */
+    char *args_json;    /* the "args" object as compact JSON text, owned, may be NULL */
+};
+
+struct trace_doc {
+    struct trace_event *events;
+    int n_events;
+};
+
+/* Reads a trace written by trace_open (or any Chrome trace with a traceEvents array or a bare
+ * array), gzip or not. A truncated gzip or malformed JSON is RL_EINVAL naming the file. */
+int trace_read(const char *path, struct trace_doc *doc, struct rl_err *e);
+void trace_doc_free(struct trace_doc *doc);
+
+#endif
