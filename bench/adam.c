@@ -393,9 +393,10 @@ static int gpu_section(int64_t n_req, int rounds, const struct kern_adam_scalars
     CUDA_OR_DIE(cudaGetDeviceProperties(&prop, 0));
     size_t free_b = 0, total_b = 0;
     CUDA_OR_DIE(cudaMemGetInfo(&free_b, &total_b));
-    /* Up to 2^28 elements (30 bytes each incl. the copy), within 70 % of free memory. */
+    /* Up to 2^28 elements: 30 bytes each for the arrays and 28 for the copy buffers, all within
+     * 70 % of free memory. */
     int64_t n = n_req > 0 ? n_req : (int64_t)1 << 28;
-    while (n > 1024 && (double)n * 32 > 0.7 * (double)free_b)
+    while (n > 1024 && (double)n * 64 > 0.7 * (double)free_b)
         n /= 2;
     printf("\nGPU: %s, %.1f GiB free; %lld elements, %d rounds\n", prop.name, free_b / RL_GIB,
            (long long)n, rounds);
