@@ -430,34 +430,29 @@ static int run(int argc, char **argv)
     ign.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &ign, &ss.pipe);   /* a closed stdout must not kill us before the files are written */
 
-    /* Outputs are opened (as temporary files) before the command starts: a bad --out or --csv
-     * is reported without running anything. The roots are checked by mon_open. */
     struct stream st[2] = {{.fd = -1, .out_fd = 1, .name = "stdout"}, {.fd = -1, .out_fd = 2, .name = "stderr"}};
     pid_t child = 0;
-    int pids[MAX_PIDS];
-    int n_pids = a.n_pids;
-    memcpy(pids, a.pids, sizeof pids);
     struct mon *m = NULL;
-    struct mon_config cfg = {pids, n_pids, a.interval_ns, a.out, a.csv, a.no_gpu};
+    struct mon_config cfg = {a.pids, a.n_pids, a.interval_ns, a.out, a.csv, a.no_gpu};
+    /* The outputs are opened (as temporary files) and NVML loaded before the command starts: a
+     * bad --out or --csv is reported without running anything, and the first sample is not
+     * delayed by NVML's start-up. */
+    if (cmd)
+        cfg.n_pids = 0;
+    if ((rc = mon_open(&m, &cfg, &e)) != 0) {
+        if (mk.on)
+            regfree(&mk.re);
+        return cli_fail("monitor", &e);
+    }
     if (cmd) {
-        /* The outputs must be openable before the command runs: try them with a dummy root
-         * (ourselves), then open for real once the command exists. */
-        int self = getpid();
-        struct mon_config probe = cfg;
-        probe.pids = &self;
-        probe.n_pids = 1;
-        probe.no_gpu = true;
-        if ((rc = mon_open(&m, &probe, &e)) != 0) {
-            if (mk.on)
-                regfree(&mk.re);
-            return cli_fail("monitor", &e);
-        }
-        mon_abort(m);
-        mon_free(m);
-        m = NULL;
         int fds[2] = {-1, -1};
         child = start_command(rest.after, mk.on, fds, &ss, &e);
-        if (child < 0) {
+        if (child < 0 || (rc = mon_add_root(m, child, &e)) != 0) {
+            if (child > 0) {
+                kill(child, SIGTERM);
+                waitpid(child, NULL, 0);
+            }
+            mon_free(m);
             if (mk.on)
                 regfree(&mk.re);
             return cli_fail("monitor", &e);
@@ -467,18 +462,6 @@ static int run(int argc, char **argv)
             st[0].fd = fds[0];
             st[1].fd = fds[1];
         }
-        pids[0] = child;
-        n_pids = 1;
-        cfg.n_pids = 1;
-    }
-    if ((rc = mon_open(&m, &cfg, &e)) != 0) {
-        if (child > 0) {
-            kill(child, SIGTERM);
-            waitpid(child, NULL, 0);
-        }
-        if (mk.on)
-            regfree(&mk.re);
-        return cli_fail("monitor", &e);
     }
 
     int64_t t0 = mono_ns(), next = t0;

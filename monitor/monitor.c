@@ -149,11 +149,36 @@ static struct mon__proc *add_proc(struct mon *m, const struct mon_proc_stat *s)
     return p;
 }
 
+static int by_pid(const void *a, const void *b)
+{
+    int x = ((const struct mon_proc_stat *)a)->pid, y = ((const struct mon_proc_stat *)b)->pid;
+    return (x > y) - (x < y);
+}
+
+/* Index of pid in m->all (sorted by pid), or -1. O(log P). */
+static int index_of(const struct mon__all *a, int pid)
+{
+    int lo = 0, hi = a->n - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (a->s[mid].pid == pid)
+            return mid;
+        if (a->s[mid].pid < pid)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
 /* Marks every process in m->all that is followed: a known one (same pid and start time), or
- * one whose parent is followed. Repeats until nothing changes: O(P x depth). */
+ * one whose parent is followed (and started no later than it, against PID reuse). The listing
+ * is sorted by pid so a parent is found by binary search; passes repeat until nothing changes,
+ * one per generation of new descendants: O(P log P x depth) for P processes. */
 static int discover(struct mon *m, bool *followed)
 {
     struct mon__all *a = &m->all;
+    qsort(a->s, (size_t)a->n, sizeof *a->s, by_pid);
     for (int i = 0; i < a->n; i++) {
         const struct mon__proc *p = find_proc(m, a->s[i].pid, a->s[i].start_ticks);
         followed[i] = p && !p->gone;
@@ -164,14 +189,11 @@ static int discover(struct mon *m, bool *followed)
         for (int i = 0; i < a->n; i++) {
             if (followed[i])
                 continue;
-            for (int j = 0; j < a->n; j++) {
-                if (followed[j] && a->s[j].pid == a->s[i].ppid &&
-                    a->s[j].start_ticks <= a->s[i].start_ticks) {
-                    if (!add_proc(m, &a->s[i]))
-                        return RL_ENOMEM;
-                    followed[i] = changed = true;
-                    break;
-                }
+            int j = index_of(a, a->s[i].ppid);
+            if (j >= 0 && followed[j] && a->s[j].start_ticks <= a->s[i].start_ticks) {
+                if (!add_proc(m, &a->s[i]))
+                    return RL_ENOMEM;
+                followed[i] = changed = true;
             }
         }
     }
@@ -231,7 +253,7 @@ static const char csv_header[] =
 int mon_open(struct mon **mp, const struct mon_config *c, struct rl_err *e)
 {
     *mp = NULL;
-    if (!c || c->n_pids < 1)
+    if (!c || c->n_pids < 0)
         return rl_errf(e, RL_EINVAL, "--pid: no process given; expected --pid P[,P...] or -- CMD");
     if (c->interval_ns <= 0)
         return rl_errf(e, RL_EINVAL, "--interval: %" PRId64 " ns; expected > 0", c->interval_ns);
@@ -247,16 +269,15 @@ int mon_open(struct mon **mp, const struct mon_config *c, struct rl_err *e)
     for (int k = 0; k < S_N; k++)
         m->last_tree[k] = NAN;
     m->sum.tree.gpu_bytes = MON_UNAVAILABLE;
-    /* Roots: each must exist and not be a zombie. */
+    /* Roots given by PID must be running now (a zombie has already exited). */
     for (int i = 0; i < c->n_pids; i++) {
         struct mon_proc_stat s;
-        if (c->pids[i] <= 0 || mon__read_stat(c->pids[i], &s) != 0 || s.state == 'Z' || s.state == 'X') {
+        int rc = c->pids[i] > 0 && mon__read_stat(c->pids[i], &s) == 0 && s.state != 'Z' && s.state != 'X'
+                     ? mon_add_root(m, c->pids[i], e)
+                     : rl_errf(e, RL_ENOENT, "--pid: %d: no such process (or already exited)", c->pids[i]);
+        if (rc) {
             mon_free(m);
-            return rl_errf(e, RL_ENOENT, "--pid: %d: no such process (or already exited)", c->pids[i]);
-        }
-        if (!find_proc(m, s.pid, s.start_ticks) && !add_proc(m, &s)) {
-            mon_free(m);
-            return rl_errf(e, RL_ENOMEM, "monitor: out of memory");
+            return rc;
         }
     }
     /* Uptime in ticks now, to turn a process's start time into an age for its first CPU figure. */
@@ -318,6 +339,16 @@ int mon_open(struct mon **mp, const struct mon_config *c, struct rl_err *e)
     return 0;
 }
 
+int mon_add_root(struct mon *m, int pid, struct rl_err *e)
+{
+    struct mon_proc_stat s;
+    if (pid <= 0 || mon__read_stat(pid, &s) != 0)
+        return rl_errf(e, RL_ENOENT, "--pid: %d: no such process", pid);
+    if (!find_proc(m, s.pid, s.start_ticks) && !add_proc(m, &s))
+        return rl_errf(e, RL_ENOMEM, "monitor: out of memory");
+    return 0;
+}
+
 static void name_track(struct mon *m, struct mon__proc *p)
 {
     if (!m->trace || p->named)
@@ -367,6 +398,11 @@ int mon_sample(struct mon *m, int64_t t_ns, struct rl_err *e)
     if (m->gpu) {
         gpu_ok = mon_gpu_sample(m->gpu, dev_used, dev_total, m->gpu_pids, m->gpu_bytes,
                                 MON__MAX_GPU_PIDS, &n_gpu_pids) == 0;
+        if (!gpu_ok && m->sum.gpu_per_process) {
+            m->sum.gpu_per_process = false;   /* sticky: the columns must not flip to 0 */
+            snprintf(m->sum.gpu_note, sizeof m->sum.gpu_note,
+                     "NVML could not list the processes using a GPU (unsupported here)");
+        }
         /* NVML in a container may report PIDs of the host namespace: when none of the PIDs it
          * lists exists here, per-process figures cannot be attributed. */
         if (gpu_ok && n_gpu_pids > 0 && m->sum.gpu_per_process) {

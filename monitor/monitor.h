@@ -78,7 +78,7 @@ void mon_gpu_close(struct mon_gpu *g);
 
 struct mon_config {
     const int *pids;          /* root processes to follow (with their descendants) */
-    int n_pids;               /* at least 1 */
+    int n_pids;               /* entries in pids (0: roots come from mon_add_root) */
     int64_t interval_ns;      /* sampling interval, recorded in the outputs */
     const char *trace_path;   /* Chrome trace (".gz" compresses), or NULL */
     const char *csv_path;     /* one row per sample per process, or NULL */
@@ -145,8 +145,14 @@ struct mon_summary {
 struct mon;
 
 /* Checks that every root PID exists (RL_ENOENT naming "--pid" and the PID otherwise), loads NVML
- * unless disabled, and opens the outputs (atomic: nothing appears until mon_close). */
+ * unless disabled, and opens the outputs (atomic: nothing appears until mon_close). n_pids may
+ * be 0 when the roots are added later with mon_add_root (a command started after the outputs
+ * were checked). */
 int mon_open(struct mon **m, const struct mon_config *c, struct rl_err *e);
+/* Follows one more root process (and its descendants). RL_ENOENT when it does not exist. A
+ * zombie is accepted: a command we started and have not reaped yet may already have exited
+ * (it is then retired at the first sample). */
+int mon_add_root(struct mon *m, int pid, struct rl_err *e);
 /* Takes one sample at t_ns (nanoseconds since the start of monitoring, non-decreasing). Returns
  * the number of followed processes alive (>= 0), or a negative RL_E* code (output failure). */
 int mon_sample(struct mon *m, int64_t t_ns, struct rl_err *e);

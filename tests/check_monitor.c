@@ -298,7 +298,7 @@ START_TEST(vanished_pids_are_handled)
     ck_assert_int_eq(tu_count_files(), before);
     tu_run_free(&r);
     /* Two processes, one gone early: both followed, the file complete, exit 0. */
-    tu_sh(&r, "sleep 0.2 & a=$!; sleep 0.6 & b=$!; echo \"A $a B $b\"; "
+    tu_sh(&r, "sleep 0.5 & a=$!; sleep 1 & b=$!; echo \"A $a B $b\"; "
                     "'%s' monitor --pid $a,$b --interval 20ms --no-gpu --out v.json --csv v.csv",
                 tu_bin());
     ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
