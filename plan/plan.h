@@ -77,6 +77,7 @@ struct plan_arch {
     int tp;                      /* tensor-parallel degree the tensor list was built for */
     int pp;                      /* pipeline-parallel degree */
     int pp_stage;                /* which stage this tensor list is */
+    int64_t head_dim;            /* per-head width; heads x head_dim may differ from hidden (T5) */
 };
 
 /* Param-group rules (DESIGN.md section 1). */
