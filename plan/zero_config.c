@@ -50,7 +50,7 @@ static void show(const json_t *v, char *buf, size_t n)
         snprintf(buf, n, "\"%s\"", json_string_value(v));
         return;
     }
-    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15));
     snprintf(buf, n, "%s", s ? s : "?");
     free(s);
     if (strlen(buf) > 60)
@@ -366,7 +366,7 @@ int plan_zero_load(struct plan_zero *z, const char *path, struct rl_err *e)
     int rc = rl_read_file(path, &text, NULL, e);
     if (rc) {
         plan_zero_defaults(z);
-        return rl_errf(e, rc, "--ds-config: %s", e->msg);
+        return rl_err_prefix(e, "--ds-config");
     }
     const char *base = strrchr(path, '/');
     rc = plan_zero_parse(z, text, base ? base + 1 : path, e);
