@@ -191,8 +191,8 @@ static void report_text(const struct cli_ctx *c, const struct check_args *a, con
     if (!a->quiet || !ok)
         printf("%s  %s, %s\n", ok ? "PASS" : "FAIL", c->model_desc, plan_policy_name(c->popt.policy));
     if (!a->quiet || !v->ratio_ok)
-        printf("  ratio   %s requested %.4f, honored %.4f (%d sub-groups of sub_group_size %lld, tolerance %.4f)\n",
-               v->ratio_ok ? "ok  " : "FAIL", v->requested, v->honored, v->n_subgroups,
+        printf("  ratio   %s requested %.4f, honored %.4f (%d sub-group%s of sub_group_size %lld, tolerance %.4f)\n",
+               v->ratio_ok ? "ok  " : "FAIL", v->requested, v->honored, v->n_subgroups, v->n_subgroups == 1 ? "" : "s",
                (long long)v->sub_group_size, a->tol);
     if (a->gpu_mem && (!a->quiet || !v->memory_ok))
         printf("  memory  %s model states need %s GiB per rank of %s GiB (activations and CUDA context not "
