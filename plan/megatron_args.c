@@ -272,7 +272,7 @@ static void note_ignored(struct plan_megatron_launch *o, const char *s)
 
 /* What the parse has seen besides the launch fields. */
 struct seen {
-    bool layers, hidden, heads, seq, vocab_size, tp_given, pp_given;
+    bool layers, hidden, heads, seq, vocab_size;   /* required flags seen */
     const char *vocab_file;      /* value of --vocab-file, NULL when absent */
     bool vocab_file_expands;     /* it was an unexpanded variable */
     const char *tokenizer;       /* value of --tokenizer-type */
@@ -342,12 +342,12 @@ static int apply(const struct flag *f, const char *v, struct plan_megatron_launc
     case F_MP:
         rc = int_value(f->name, v, 1, 1 << 20, &x, e);
         c->tp = (int)x;
-        s->tp_given = true;
+        o->tp_set = true;
         break;
     case F_PP:
         rc = int_value(f->name, v, 1, 1 << 20, &x, e);
         c->pp = (int)x;
-        s->pp_given = true;
+        o->pp_set = true;
         break;
     case F_MICRO:
     case F_BATCH: rc = int_value(f->name, v, 1, PLAN__MAX_DIM, &o->micro_batch, e); break;

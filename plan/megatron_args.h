@@ -34,6 +34,7 @@ struct plan_megatron_launch {
     int zero_stage;                   /* --zero-stage, -1 when not given */
     bool cpu_optimizer;               /* --cpu-optimizer */
     bool no_pipeline_parallel;        /* --no-pipeline-parallel (pp must be 1) */
+    bool tp_set, pp_set;              /* the line gave the TP / PP size (else model.tp/pp are 1) */
     char ds_config[1024];             /* --deepspeed_config path as given, "" when absent */
     char ignored[4096];               /* ignored flags and words, space separated, for --verbose */
 };

@@ -304,6 +304,132 @@ START_TEST(megatron_version_rule)
 }
 END_TEST
 
+START_TEST(subgroup_count_by_hand)
+{
+    /* The 350M tutorial model on DP 2 with sub_group_size 5e7 elements per rank. Per-rank
+     * elements (every tensor here has an even element count, so ceil(n / 2) = n / 2):
+     *   decay group, module order: word embeddings 50304 x 1024 / 2 = 25,755,648, positions
+     *   2048 x 1024 / 2 = 1,048,576, then per layer QKV 1,572,864, dense 524,288, MLP up
+     *   2,097,152, MLP down 2,097,152 (6,291,456 per layer);
+     *   no-decay group: 24 x 13 x 1024 / 2 + 2 x 1024 / 2 = 160,768 (biases and LayerNorms).
+     * A sub-group closes once it holds >= 5e7:
+     *   SG0 = embeddings + layers 0..3: 26,804,224 + 4 x 6,291,456 = 51,970,048 (after layer 3's
+     *         MLP up it holds 49,872,896 < 5e7, so it closes on layer 3's MLP down);
+     *   SG1 = layers 4..11: 8 x 6,291,456 = 50,331,648 (48,234,496 before the last tensor);
+     *   SG2 = layers 12..19: 50,331,648;   SG3 = layers 20..23: 25,165,824 (end of group);
+     *   SG4 = the no-decay group: 160,768.
+     * So 5 sub-groups; DeepSpeed 0.12 at ratio 0.3 puts floor(0.3 x 5) = 1 on the CPU. */
+    struct plan_megatron_launch l;
+    parse_ok(line_350m, &l);
+    struct plan_model m;
+    struct rl_err e = {0};
+    ck_assert_int_eq(plan_model_megatron(&m, &l.model, &e), 0);
+    struct plan_zero z;
+    plan_zero_defaults(&z);
+    z.stage = 3;
+    z.offload = PLAN_OFFLOAD_CPU;
+    z.pin_memory = true;
+    z.ratio = 0.3;
+    z.src_ratio = PLAN_SRC_CLI;
+    z.sub_group_size = 50000000;
+    z.dtype = PLAN_FP16;
+    struct plan_layout lay = {.dp = 2, .tp = 1, .pp = 1};
+    struct plan_options po = {.policy = PLAN_POLICY_DS012};
+    struct plan p;
+    ck_assert_msg(plan_build(&p, &m, &lay, &z, &po, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(p.n_subgroups, 5);
+    ck_assert_int_eq(p.subgroups[0].numel, 51970048);
+    ck_assert_int_eq(p.subgroups[1].numel, 50331648);
+    ck_assert_int_eq(p.subgroups[2].numel, 50331648);
+    ck_assert_int_eq(p.subgroups[3].numel, 25165824);
+    ck_assert_int_eq(p.subgroups[4].numel, 160768);
+    ck_assert_int_eq(p.subgroups[4].group, 1);
+    ck_assert_int_eq(p.cpu_subgroups, 1);
+    ck_assert_int_eq(p.cpu_numel, 51970048);
+    plan_free(&p);
+
+    /* The old Megatron rule keeps the same groups here (LayerNorm, no RMSNorm), but RMSNorm
+     * weights move: with --normalization rmsnorm the new rule has 24 x 2 + 1 more 1-D tensors
+     * in no-decay than the old one. */
+    l.model.rmsnorm = true;
+    plan_model_free(&m);
+    ck_assert_int_eq(plan_model_megatron(&m, &l.model, &e), 0);
+    int nd_new = 0, nd_old = 0;
+    plan_model_group(&m, PLAN_GROUPS_MEGATRON, false);
+    for (int i = 0; i < m.n_tensors; i++)
+        nd_new += m.tensors[i].group == 1;
+    plan_model_group(&m, PLAN_GROUPS_MEGATRON_OLD, false);
+    for (int i = 0; i < m.n_tensors; i++)
+        nd_old += m.tensors[i].group == 1;
+    ck_assert_int_eq(nd_new - nd_old, 24 * 2 + 1);
+    plan_model_free(&m);
+}
+END_TEST
+
+/* ---- the command line ------------------------------------------------------------------------ */
+
+START_TEST(cli_megatron_args)
+{
+    struct tu_run r;
+    const char *args = "--num-layers 24 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 "
+                       "--vocab-size 50257 --lr 1e-4";
+    tu_ratiolab(&r, "plan --megatron-args '%s' --gpus 2 --sub-group-size 5e7 --verbose", args);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "5 sub-groups"));
+    ck_assert_ptr_nonnull(strstr(r.out, "ignored Megatron arguments: --lr"));
+    ck_assert_ptr_nonnull(strstr(r.out, "rule megatron)"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "plan --megatron-args '%s' --gpus 2 --megatron-version 2023-01", args);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "rule megatron-old"));
+    tu_run_free(&r);
+    /* Bad lines exit 2 and name the argument. */
+    tu_ratiolab(&r, "plan --megatron-args '--num-layers ${L} --hidden-size 1024'");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--num-layers"));
+    ck_assert_ptr_nonnull(strstr(r.err, "${L}"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "plan --megatron-args '--hidden-size 1024 --num-attention-heads 16 --seq-length 8 --vocab-size 9'");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--num-layers: missing"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "plan --megatron-args '%s --tensor-model-parallel-size 2' --tp 4 --gpus 8", args);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--tp 4"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "plan --megatron-args '%s' --model gpt2", args);
+    ck_assert_int_eq(r.status, 2);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "plan --model gpt2 --megatron-version 2024-01");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--megatron-version"));
+    tu_run_free(&r);
+    /* The DeepSpeed config the line names: an error saying which file is needed, then found
+     * next to the arguments file. */
+    tu_ratiolab(&r, "plan --megatron-args '%s --deepspeed_config nowhere/ds.json'", args);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "nowhere/ds.json"));
+    ck_assert_ptr_nonnull(strstr(r.err, "--ds-config"));
+    tu_run_free(&r);
+    tu_sh(&r, "mkdir -p launch");
+    ck_assert_int_eq(r.status, 0);
+    tu_run_free(&r);
+    tu_write("launch/ds.json",
+             "{\"train_micro_batch_size_per_gpu\": 2, \"zero_optimization\": {\"stage\": 3, "
+             "\"sub_group_size\": 5e7, \"offload_optimizer\": {\"device\": \"cpu\", "
+             "\"pin_memory\": true, \"ratio\": 0.3}}, \"fp16\": {\"enabled\": true}}");
+    char text[1024];
+    snprintf(text, sizeof text, "%s \\\n  --deepspeed_config ds.json --fp16\n", args);
+    tu_write("launch/args.txt", text);
+    tu_ratiolab(&r, "plan --megatron-args-file launch/args.txt --gpus 2");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "launch/ds.json"));
+    ck_assert_ptr_nonnull(strstr(r.out, "5 sub-groups"));
+    ck_assert_ptr_nonnull(strstr(r.out, "args.txt"));
+    tu_run_free(&r);
+}
+END_TEST
+
 Suite *megatron_args_suite(void)
 {
     Suite *s = suite_create("megatron_args");
@@ -315,6 +441,8 @@ Suite *megatron_args_suite(void)
     tcase_add_test(t, bad_lines_name_the_argument);
     tcase_add_test(t, args_file);
     tcase_add_test(t, megatron_version_rule);
+    tcase_add_test(t, subgroup_count_by_hand);
+    tcase_add_test(t, cli_megatron_args);
     suite_add_tcase(s, t);
     return s;
 }
