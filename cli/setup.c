@@ -178,6 +178,11 @@ int cli_setup_resolve(const struct cli_setup *s, struct cli_ctx *c, struct rl_er
         if ((rc = launch_ds_config(s, &launch, launch_ds, sizeof launch_ds, e)))
             return rc;
         ds_path = launch_ds;
+    } else if (ds_path && have_launch && launch.ds_config[0] && strcmp(ds_path, launch.ds_config) != 0) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "--ds-config %s is used; the Megatron arguments name %s", ds_path,
+                 launch.ds_config);
+        ctx_note(c, msg);
     }
 
     /* DeepSpeed config, then the launch line's settings, then command-line overrides. */

@@ -42,7 +42,7 @@ static int buf_put(struct buf *b, char c, struct rl_err *e)
         size_t cap = b->cap ? 2 * b->cap : 64;
         char *s = realloc(b->s, cap);
         if (!s)
-            return rl_errf(e, RL_ENOMEM, "megatron-args: out of memory");
+            return rl_errf(e, RL_ENOMEM, "out of memory");
         b->s = s;
         b->cap = cap;
     }
@@ -106,7 +106,7 @@ static int split(const char *line, struct words *w, struct rl_err *e)
                 while (*q == ' ' || *q == '\t')
                     q++;
                 if (q > p + 1 && (*q == '\n' || *q == '\r' || *q == 0)) {
-                    rc = rl_errf(e, RL_EINVAL, "megatron-args: a backslash followed by blanks at "
+                    rc = rl_errf(e, RL_EINVAL, "a backslash followed by blanks at "
                                  "the end of a line, after '%s': remove the blanks after the "
                                  "backslash (the shell would end the command there)",
                                  b.s ? b.s : last_word(w));
@@ -130,7 +130,7 @@ static int split(const char *line, struct words *w, struct rl_err *e)
             } else if (*p == '\'') {
                 const char *end = strchr(p + 1, '\'');
                 if (!end) {
-                    rc = rl_errf(e, RL_EINVAL, "megatron-args: unterminated single quote in the "
+                    rc = rl_errf(e, RL_EINVAL, "unterminated single quote in the "
                                  "argument after '%s' (\"%.40s\"); close the quote",
                                  last_word(w), p);
                     break;
@@ -159,7 +159,7 @@ static int split(const char *line, struct words *w, struct rl_err *e)
                 if (rc)
                     break;
                 if (*q != '"') {
-                    rc = rl_errf(e, RL_EINVAL, "megatron-args: unterminated double quote in the "
+                    rc = rl_errf(e, RL_EINVAL, "unterminated double quote in the "
                                  "argument after '%s' (%.40s); close the quote", last_word(w), p);
                     break;
                 }
@@ -177,7 +177,7 @@ static int split(const char *line, struct words *w, struct rl_err *e)
             int cap = w->cap ? 2 * w->cap : 64;
             struct word *v = realloc(w->v, (size_t)cap * sizeof *v);
             if (!v)
-                rc = rl_errf(e, RL_ENOMEM, "megatron-args: out of memory");
+                rc = rl_errf(e, RL_ENOMEM, "out of memory");
             else {
                 w->v = v;
                 w->cap = cap;
@@ -484,7 +484,7 @@ int plan_megatron_args_parse(const char *line, struct plan_megatron_launch *out,
         const char *t = wd->s;
         if (strncmp(t, "--", 2) != 0 || t[2] == 0) {
             if (wd->expands && whole_var(t))
-                rc = rl_errf(e, RL_EINVAL, "megatron-args: '%s' is an unexpanded shell variable "
+                rc = rl_errf(e, RL_EINVAL, "'%s' is an unexpanded shell variable "
                              "in place of arguments (after '%s'); paste the expanded line (e.g. "
                              "from `bash -x` or the launcher's log)", t, i ? w.v[i - 1].s : "start");
             else
@@ -492,7 +492,7 @@ int plan_megatron_args_parse(const char *line, struct plan_megatron_launch *out,
             continue;
         }
         if (wd->quoted && strpbrk(t, " \t\n")) {
-            rc = rl_errf(e, RL_EINVAL, "megatron-args: '%.60s' holds several arguments in one "
+            rc = rl_errf(e, RL_EINVAL, "'%.60s' holds several arguments in one "
                          "quoted word; remove the quotes around them", t);
             break;
         }
