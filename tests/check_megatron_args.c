@@ -366,6 +366,37 @@ START_TEST(subgroup_count_by_hand)
 }
 END_TEST
 
+START_TEST(random_lines_never_crash)
+{
+    /* Random lines over the characters that matter to the tokenizer: every line either parses
+     * or fails with RL_EINVAL and a message; ASan/UBSan catch anything else. */
+    unsigned long seed = tu_seed("random_lines_never_crash");
+    srand((unsigned)seed);
+    static const char *const pieces[] = {
+        "--num-layers", "--hidden-size", "--num-attention-heads", "--seq-length", "--vocab-size",
+        "--swiglu", "--tensor-model-parallel-size", "--num-key-value-heads", "--bf16", "--fp16",
+        "--deepspeed_config", "--x", "2", "4", "64", "0", "-1", "${V}", "$V", "'", "\"", "\\",
+        "\\\n", "\\ \n", "#", "=", "\n", " ", "\t", "$(", "`", "''", "a b",
+    };
+    const int n_pieces = (int)(sizeof pieces / sizeof pieces[0]);
+    for (int it = 0; it < 3000; it++) {
+        char line[512] = "";
+        int k = rand() % 24;
+        for (int i = 0; i < k; i++) {
+            strncat(line, pieces[rand() % n_pieces], sizeof line - strlen(line) - 1);
+            if (rand() % 2)
+                strncat(line, " ", sizeof line - strlen(line) - 1);
+        }
+        struct plan_megatron_launch l;
+        struct rl_err e = {0};
+        int rc = plan_megatron_args_parse(line, &l, &e);
+        ck_assert_msg(rc == 0 || rc == RL_EINVAL, "rc %d for [%s]", rc, line);
+        if (rc)
+            ck_assert_msg(e.msg[0] != 0, "no message for [%s]", line);
+    }
+}
+END_TEST
+
 /* ---- the command line ------------------------------------------------------------------------ */
 
 START_TEST(cli_megatron_args)
@@ -442,6 +473,7 @@ Suite *megatron_args_suite(void)
     tcase_add_test(t, args_file);
     tcase_add_test(t, megatron_version_rule);
     tcase_add_test(t, subgroup_count_by_hand);
+    tcase_add_test(t, random_lines_never_crash);
     tcase_add_test(t, cli_megatron_args);
     suite_add_tcase(s, t);
     return s;
