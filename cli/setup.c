@@ -196,7 +196,7 @@ int cli_setup_resolve(const struct cli_setup *s, struct cli_ctx *c, struct rl_er
         }
     } else {
         builtin_zero(&c->zero);
-        ctx_note(c, "no --ds-config: built-in ZeRO-3 config (optimizer offload to pinned CPU memory, fp16, ratio 0.3 unless --ratio)");
+        ctx_note(c, "no --ds-config: built-in ZeRO-3 config, optimizer offload to pinned CPU memory, ratio 0.3 and fp16 unless set otherwise");
     }
     for (int i = 0; i < c->zero.n_notes; i++)
         ctx_note(c, c->zero.notes[i]);
