@@ -8,6 +8,7 @@
 
 #include "common/rl.h"
 #include "tests/util.h"
+#include "traces/dslog.h"
 #include "traces/trace.h"
 
 static const char *tpath(const char *name)
@@ -291,6 +292,82 @@ START_TEST(large_trace_round_trips_through_gzip)
 }
 END_TEST
 
+/* A log as DeepSpeed 0.12 writes it (logger format "[time] [LEVEL] [file:line:func] msg"), with
+ * a launcher's rank prefix, unrelated lines, a stage logged across midnight of a leap day and a
+ * stage without figures. Expected bytes are the logged GiB x 1024^3, rounded. */
+static const char ds_log[] =
+    "[2024-02-29 23:59:58,000] [INFO] [engine.py:1:_configure] using ZeRO stage 3\n"
+    "[default0]:[2024-02-29 23:59:59,900] [INFO] [utils.py:802:see_memory_usage] Stage 3 initialize beginning\n"
+    "[default0]:[2024-02-29 23:59:59,901] [INFO] [utils.py:803:see_memory_usage] MA 0.0 GB         Max_MA 0.0 GB         CA 0.0 GB         Max_CA 0 GB \n"
+    "[default0]:[2024-02-29 23:59:59,902] [INFO] [utils.py:810:see_memory_usage] CPU Virtual Memory:  used = 30.5 GB, percent = 12.1%\n"
+    "\n"
+    "[default0]:[2024-03-01 00:00:00,100] [INFO] [utils.py:802:see_memory_usage] After creating fp16 partitions: 1\r\n"
+    "[default0]:[2024-03-01 00:00:00,101] [INFO] [utils.py:803:see_memory_usage] MA 1.23 GB         Max_MA 1.5 GB         CA 2.0 GB         Max_CA 2 GB \r\n"
+    "some unrelated line\n"
+    "[2024-03-01 00:00:01,000] [INFO] [utils.py:802:see_memory_usage] After initializing ZeRO optimizer\n";
+
+START_TEST(deepspeed_memory_log_is_parsed)
+{
+    const char *names[2] = {"ds.log", "ds.log.gz"};
+    const char *p = tu_write("ds.log", ds_log);
+    /* The same log compressed must read the same. */
+    char gz[600];
+    snprintf(gz, sizeof gz, "%s.gz", p);
+    struct tu_run r;
+    tu_sh(&r, "gzip -c ds.log > ds.log.gz");
+    ck_assert_int_eq(r.status, 0);
+    tu_run_free(&r);
+    for (int k = 0; k < 2; k++) {
+        struct trace_ds_log log;
+        struct rl_err e = {0};
+        ck_assert_msg(trace_ds_read(k ? gz : p, &log, &e) == 0, "%s: %s", names[k], e.msg);
+        ck_assert_int_eq(log.n_stages, 3);
+        struct trace_ds_stage *s = log.stages;
+        ck_assert_str_eq(s[0].name, "Stage 3 initialize beginning");
+        ck_assert_int_eq(s[0].line, 2);
+        ck_assert_int_eq(s[0].t_ns, 0);
+        ck_assert_int_eq(s[0].ma_bytes, 0);
+        ck_assert_int_eq(s[0].max_ca_bytes, 0);
+        ck_assert_int_eq(s[0].cpu_used_bytes, 32749125632LL);   /* 30.5 x 2^30 */
+        ck_assert(s[0].cpu_percent == 12.1);
+        ck_assert_str_eq(s[1].name, "After creating fp16 partitions: 1");
+        ck_assert_int_eq(s[1].line, 6);
+        ck_assert_int_eq(s[1].t_ns, 200000000LL);               /* across midnight of Feb 29 */
+        ck_assert_int_eq(s[1].ma_bytes, 1320702444LL);           /* 1.23 x 2^30 = 1320702443.52 */
+        ck_assert_int_eq(s[1].max_ma_bytes, 1610612736LL);
+        ck_assert_int_eq(s[1].ca_bytes, 2147483648LL);
+        ck_assert_int_eq(s[1].max_ca_bytes, 2147483648LL);
+        ck_assert_int_eq(s[1].cpu_used_bytes, -1);
+        ck_assert_str_eq(s[2].name, "After initializing ZeRO optimizer");
+        ck_assert_int_eq(s[2].t_ns, 1100000000LL);
+        ck_assert_int_eq(s[2].ma_bytes, -1);
+        /* Written into a trace and read back: instants at the stage times, counters beside. */
+        const char *tp = tpath("ds.json");
+        struct trace *t;
+        ck_assert_int_eq(trace_open(&t, tp, &e), 0);
+        ck_assert_int_eq(trace_ds_write(t, &log, 5, 1000), 0);
+        ck_assert_int_eq(trace_close(t, &e), 0);
+        struct trace_doc d;
+        ck_assert_msg(trace_read(tp, &d, &e) == 0, "%s", e.msg);
+        ck_assert_int_eq(d.n_events, 3 + 5 + 4 + 0);
+        ck_assert_int_eq(d.events[0].ph, 'i');
+        ck_assert_int_eq(d.events[0].ts_ns, 1000);
+        ck_assert_str_eq(d.events[6].name, "After creating fp16 partitions: 1");
+        ck_assert_int_eq(d.events[6].ts_ns, 200001000LL);
+        ck_assert_str_eq(d.events[7].series, "ma_bytes");
+        ck_assert(d.events[7].value == 1320702444.0);
+        ck_assert_int_eq(d.events[7].pid, 5);
+        trace_doc_free(&d);
+        trace_ds_free(&log);
+    }
+    struct trace_ds_log log;
+    struct rl_err e = {0};
+    ck_assert_int_eq(trace_ds_read(tu_write("none.log", "hello\nworld\n"), &log, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "none.log"));
+    ck_assert_int_eq(trace_ds_read(tpath("absent.log"), &log, &e), RL_ENOENT);
+}
+END_TEST
+
 Suite *traces_suite(void)
 {
     Suite *s = suite_create("traces");
@@ -304,6 +381,7 @@ Suite *traces_suite(void)
     tcase_add_test(tc, malformed_json_is_rejected);
     tcase_add_test(tc, abort_and_errors_leave_no_file);
     tcase_add_test(tc, large_trace_round_trips_through_gzip);
+    tcase_add_test(tc, deepspeed_memory_log_is_parsed);
     suite_add_tcase(s, tc);
     return s;
 }

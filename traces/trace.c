@@ -385,7 +385,7 @@ void trace_abort(struct trace *t)
 
 /* Reads the whole file through zlib (gzip or, for other names, plain). A gzip stream that ends
  * early or fails its checks is RL_EINVAL naming the file. */
-static int read_all(const char *path, char **out, size_t *out_len, struct rl_err *e)
+int trace__read_all(const char *path, char **out, size_t *out_len, struct rl_err *e)
 {
     bool want_gz = has_gz_suffix(path);
     FILE *f = fopen(path, "rb");
@@ -519,7 +519,7 @@ int trace_read(const char *path, struct trace_doc *doc, struct rl_err *e)
     memset(doc, 0, sizeof *doc);
     char *text;
     size_t len;
-    int rc = read_all(path, &text, &len, e);
+    int rc = trace__read_all(path, &text, &len, e);
     if (rc)
         return rc;
     json_error_t je;

@@ -61,5 +61,9 @@ struct trace_doc {
  * array), gzip or not. A truncated gzip or malformed JSON is RL_EINVAL naming the file. */
 int trace_read(const char *path, struct trace_doc *doc, struct rl_err *e);
 void trace_doc_free(struct trace_doc *doc);
+/* Reads a whole file, through zlib when it starts with the gzip magic (a ".gz" name without it
+ * is RL_EINVAL); truncated or corrupt gzip is RL_EINVAL naming the file. *out is malloc'd and
+ * NUL-terminated. Shared by the readers in traces/. */
+int trace__read_all(const char *path, char **out, size_t *out_len, struct rl_err *e);
 
 #endif
