@@ -422,7 +422,8 @@ static int run(int argc, char **argv)
     struct saved_sig ss;
     struct sigaction sa = {0};
     sa.sa_sigaction = on_signal;
-    sa.sa_flags = SA_SIGINFO;   /* no SA_RESTART: ppoll returns early */
+    /* SA_RESTART keeps file writes and waits going; ppoll and nanosleep still return EINTR. */
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &ss.intr);
     sigaction(SIGTERM, &sa, &ss.term);

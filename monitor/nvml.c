@@ -1,11 +1,15 @@
 /* monitor/nvml.c — GPU memory per device and per process through NVML, loaded with dlopen so
  * that ratiolab builds and runs without the NVIDIA driver (the figures are then unavailable).
  *
- * Only the few NVML entry points used are declared here, with the ABI of nvml.h (API 11+):
- * nvmlProcessInfo_t as taken by the _v2/_v3 process queries has four fields. */
+ * Only the few NVML entry points used are declared here, with the ABI of nvml.h. The process
+ * queries use the _v2 entry points (four-field nvmlProcessInfo_v2_t, 24 bytes) or, on old
+ * drivers, the unversioned ones (two fields, 16 bytes). The _v3 ones are avoided on purpose:
+ * the structure they take gained a field (usedGpuCcProtectedMemory) in some nvml.h releases and
+ * not in others, and a wrong stride would read garbage PIDs. */
 #include "monitor/monitor.h"
 
 #include <dlfcn.h>   /* dlopen, dlsym, dlclose */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +25,12 @@ struct nvml_memory {             /* nvmlMemory_t */
     unsigned long long used;     /* bytes */
 };
 
-struct nvml_process {            /* nvmlProcessInfo_v2_t (also taken by the _v3 functions) */
+struct nvml_process_v1 {         /* nvmlProcessInfo_v1_t, taken by the unversioned queries */
+    unsigned int pid;            /* process id */
+    unsigned long long used;     /* bytes, or NVML_VALUE_NOT_AVAILABLE */
+};
+
+struct nvml_process {            /* nvmlProcessInfo_v2_t, taken by the _v2 queries */
     unsigned int pid;            /* process id, in the PID namespace NVML runs in */
     unsigned long long used;     /* bytes, or NVML_VALUE_NOT_AVAILABLE */
     unsigned int gpu_instance;   /* MIG GPU instance, or ~0 */
@@ -32,7 +41,7 @@ typedef nvml_return nvml_init_fn(void);
 typedef nvml_return nvml_count_fn(unsigned int *);
 typedef nvml_return nvml_handle_fn(unsigned int, nvml_device *);
 typedef nvml_return nvml_mem_fn(nvml_device, struct nvml_memory *);
-typedef nvml_return nvml_procs_fn(nvml_device, unsigned int *, struct nvml_process *);
+typedef nvml_return nvml_procs_fn(nvml_device, unsigned int *, void *);
 typedef const char *nvml_errstr_fn(nvml_return);
 
 #define MON__MAX_GPU_PROCS 256   /* processes per device read per sample */
@@ -41,8 +50,9 @@ struct mon_gpu {
     void *lib;                          /* dlopen handle */
     nvml_init_fn *shutdown;             /* nvmlShutdown */
     nvml_mem_fn *mem;                   /* nvmlDeviceGetMemoryInfo */
-    nvml_procs_fn *compute;             /* nvmlDeviceGetComputeRunningProcesses_v3/_v2, or NULL */
-    nvml_procs_fn *graphics;            /* nvmlDeviceGetGraphicsRunningProcesses_v3/_v2, or NULL */
+    nvml_procs_fn *compute;             /* nvmlDeviceGetComputeRunningProcesses_v2 (or v1), or NULL */
+    nvml_procs_fn *graphics;            /* nvmlDeviceGetGraphicsRunningProcesses_v2 (or v1), or NULL */
+    bool v1;                            /* the queries take the 16-byte v1 structure */
     int n;                              /* devices */
     nvml_device dev[MON_MAX_GPUS];      /* handles by index */
     struct nvml_process buf[MON__MAX_GPU_PROCS]; /* scratch for one query */
@@ -78,10 +88,13 @@ int mon_gpu_open(struct mon_gpu **gp, char *why, size_t why_len)
     g->lib = lib;
     g->shutdown = (nvml_init_fn *)dlsym(lib, "nvmlShutdown");
     g->mem = (nvml_mem_fn *)dlsym(lib, "nvmlDeviceGetMemoryInfo");
-    g->compute = (nvml_procs_fn *)sym2(lib, "nvmlDeviceGetComputeRunningProcesses_v3",
-                                       "nvmlDeviceGetComputeRunningProcesses_v2");
-    g->graphics = (nvml_procs_fn *)sym2(lib, "nvmlDeviceGetGraphicsRunningProcesses_v3",
-                                        "nvmlDeviceGetGraphicsRunningProcesses_v2");
+    g->compute = (nvml_procs_fn *)dlsym(lib, "nvmlDeviceGetComputeRunningProcesses_v2");
+    g->graphics = (nvml_procs_fn *)dlsym(lib, "nvmlDeviceGetGraphicsRunningProcesses_v2");
+    if (!g->compute) {
+        g->v1 = true;
+        g->compute = (nvml_procs_fn *)dlsym(lib, "nvmlDeviceGetComputeRunningProcesses");
+        g->graphics = (nvml_procs_fn *)dlsym(lib, "nvmlDeviceGetGraphicsRunningProcesses");
+    }
     if (!init || !count || !handle || !g->mem || !g->shutdown) {
         snprintf(why, why_len, "NVML library lacks nvmlInit/nvmlDeviceGetMemoryInfo");
         dlclose(lib);
@@ -156,9 +169,11 @@ static int query(struct mon_gpu *g, nvml_procs_fn *fn, nvml_device d, int *pids,
         return RL_EENV;
     if (cnt > MON__MAX_GPU_PROCS)
         cnt = MON__MAX_GPU_PROCS;
+    const struct nvml_process_v1 *v1 = (const struct nvml_process_v1 *)(const void *)g->buf;
     for (unsigned int i = 0; i < cnt; i++) {
-        unsigned long long u = g->buf[i].used;
-        add_proc(pids, bytes, max, n, (int)g->buf[i].pid,
+        unsigned int pid = g->v1 ? v1[i].pid : g->buf[i].pid;
+        unsigned long long u = g->v1 ? v1[i].used : g->buf[i].used;
+        add_proc(pids, bytes, max, n, (int)pid,
                  u == NVML_VALUE_NOT_AVAILABLE_ULL ? MON_UNAVAILABLE : (int64_t)u);
     }
     return 0;
