@@ -63,7 +63,7 @@ int mon_read_meminfo(struct mon_sys_stat *s, struct rl_err *e);
 
 struct mon_gpu;   /* opaque: the loaded library and device handles */
 
-/* Loads NVML. Returns 0, or RL_EENV with `why` saying what is missing (no library, no driver,
+/* Loads NVML (libnvidia-ml.so.1, or the library $RATIOLAB_NVML_LIB names). Returns 0, or RL_EENV with `why` saying what is missing (no library, no driver,
  * no device); the monitor then reports GPU columns as unavailable, never as 0. */
 int mon_gpu_open(struct mon_gpu **g, char *why, size_t why_len);
 int mon_gpu_count(const struct mon_gpu *g);

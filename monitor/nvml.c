@@ -67,9 +67,20 @@ static void *sym2(void *lib, const char *a, const char *b)
 int mon_gpu_open(struct mon_gpu **gp, char *why, size_t why_len)
 {
     *gp = NULL;
-    void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib)
-        lib = dlopen("libnvidia-ml.so", RTLD_NOW | RTLD_LOCAL);
+    /* $RATIOLAB_NVML_LIB names another library (a driver in an unusual place, or a test's). */
+    const char *env = getenv("RATIOLAB_NVML_LIB");
+    void *lib = NULL;
+    if (env && *env) {
+        lib = dlopen(env, RTLD_NOW | RTLD_LOCAL);
+        if (!lib) {
+            snprintf(why, why_len, "RATIOLAB_NVML_LIB=%s: cannot load (%s)", env, dlerror());
+            return RL_EENV;
+        }
+    } else {
+        lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (!lib)
+            lib = dlopen("libnvidia-ml.so", RTLD_NOW | RTLD_LOCAL);
+    }
     if (!lib) {
         snprintf(why, why_len, "NVML not found (libnvidia-ml.so.1: no NVIDIA driver)");
         return RL_EENV;

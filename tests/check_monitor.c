@@ -470,6 +470,83 @@ START_TEST(nvml_gpu_memory_per_process)
 }
 END_TEST
 
+/* A stand-in for libnvidia-ml.so.1 with the NVML ABI the monitor uses: two GPUs with 1 and 2 GiB
+ * used of 80 GiB, and on each the process $FAKE_NVML_PID using 100 MiB x (device index + 1). It
+ * lets the NVML code path run on machines without a GPU. */
+static const char fake_nvml_src[] =
+    "#include <stdint.h>\n#include <stdlib.h>\n"
+    "typedef struct { unsigned long long total, free, used; } mem_t;\n"
+    "typedef struct { unsigned int pid; unsigned long long used; unsigned int gi, ci; } proc_t;\n"
+    "int nvmlInit_v2(void) { return 0; }\n"
+    "int nvmlShutdown(void) { return 0; }\n"
+    "const char *nvmlErrorString(int r) { (void)r; return \"fake\"; }\n"
+    "int nvmlDeviceGetCount_v2(unsigned *n) { *n = 2; return 0; }\n"
+    "int nvmlDeviceGetHandleByIndex_v2(unsigned i, void **d) { *d = (void *)(uintptr_t)(i + 1); return 0; }\n"
+    "int nvmlDeviceGetMemoryInfo(void *d, mem_t *m) {\n"
+    "    m->total = 80ULL << 30; m->used = (uintptr_t)d << 30; m->free = m->total - m->used; return 0; }\n"
+    "int nvmlDeviceGetComputeRunningProcesses_v2(void *d, unsigned *n, proc_t *p) {\n"
+    "    const char *e = getenv(\"FAKE_NVML_PID\");\n"
+    "    if (!e) { *n = 0; return 0; }\n"
+    "    if (*n < 1) { *n = 1; return 7; }\n"
+    "    p[0].pid = (unsigned)atoi(e); p[0].used = ((uintptr_t)d * 100ULL) << 20;\n"
+    "    p[0].gi = p[0].ci = 0xFFFFFFFFu; *n = 1; return 0; }\n";
+
+START_TEST(nvml_path_with_a_stand_in_library)
+{
+    struct tu_run r;
+    tu_write("fake_nvml.c", fake_nvml_src);
+    tu_sh(&r, "cc -shared -fPIC -o fake_nvml.so fake_nvml.c");
+    if (r.status != 0) {
+        fprintf(stderr, "nvml_path_with_a_stand_in_library: skipped: no C compiler (%s)\n", r.err);
+        tu_run_free(&r);
+        return;
+    }
+    tu_run_free(&r);
+    /* The followed process is the one NVML lists: 100 + 200 MiB summed over both GPUs. */
+    tu_sh(&r, "sleep 0.6 & s=$!; echo \"S $s\"; RATIOLAB_NVML_LIB=./fake_nvml.so FAKE_NVML_PID=$s "
+              "'%s' monitor --pid $s --interval 20ms --out n.json --csv n.csv", tu_bin());
+    ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+    int pid = 0;
+    ck_assert_int_eq(sscanf(strstr(r.out, "S "), "S %d", &pid), 1);
+    ck_assert_int_eq(csv_max(tfile("n.csv"), pid, 12), 300 * MIB);
+    struct trace_doc d;
+    struct rl_err e = {0};
+    ck_assert_msg(trace_read(tfile("n.json"), &d, &e) == 0, "%s", e.msg);
+    ck_assert(max_in(&d, pid, "gpu_bytes", 0, INT64_MAX) == 300.0 * MIB);
+    ck_assert(max_in(&d, MON_TREE_PID, "gpu_bytes", 0, INT64_MAX) == 300.0 * MIB);
+    bool gpu0 = false, gpu1 = false;
+    for (int i = 0; i < d.n_events; i++) {
+        const struct trace_event *ev = &d.events[i];
+        if (ev->ph == 'C' && strcmp(ev->name, "gpu0 memory") == 0 && strcmp(ev->series, "used_bytes") == 0)
+            gpu0 = ev->value == 1.0 * RL_GIB;
+        if (ev->ph == 'C' && strcmp(ev->name, "gpu1 memory") == 0 && strcmp(ev->series, "used_bytes") == 0)
+            gpu1 = ev->value == 2.0 * RL_GIB;
+    }
+    ck_assert(gpu0 && gpu1);
+    ck_assert_ptr_nonnull(strstr(r.err, "gpu1: NVML used (all processes) peaked at 2.000 GiB"));
+    ck_assert_ptr_null(strstr(r.err, "unavail"));
+    trace_doc_free(&d);
+    tu_run_free(&r);
+    /* NVML lists a PID that does not exist here (another PID namespace): per-process figures are
+     * unavailable, never 0; per-device figures remain. */
+    tu_sh(&r, "sleep 0.3 & s=$!; RATIOLAB_NVML_LIB=./fake_nvml.so FAKE_NVML_PID=999999999 "
+              "'%s' monitor --pid $s --interval 20ms --csv u.csv", tu_bin());
+    ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+    ck_assert_ptr_nonnull(strstr(r.err, "per-process GPU memory unavailable"));
+    ck_assert_ptr_nonnull(strstr(r.err, "gpu0: NVML used"));
+    char *csv;
+    ck_assert_int_eq(rl_read_file(tfile("u.csv"), &csv, NULL, NULL), 0);
+    ck_assert_ptr_nonnull(strstr(csv, ",unavailable,"));
+    free(csv);
+    tu_run_free(&r);
+    /* A library that cannot be loaded: unavailable, with the reason. */
+    tu_sh(&r, "sleep 0.1 & s=$!; RATIOLAB_NVML_LIB=./missing.so '%s' monitor --pid $s --interval 20ms", tu_bin());
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(r.err, "RATIOLAB_NVML_LIB=./missing.so: cannot load"));
+    tu_run_free(&r);
+}
+END_TEST
+
 Suite *monitor_suite(void)
 {
     Suite *s = suite_create("monitor");
@@ -483,6 +560,7 @@ Suite *monitor_suite(void)
     tcase_add_test(tc, mark_passes_output_through);
     tcase_add_test(tc, bad_input_exits_2_without_files);
     tcase_add_test(tc, nvml_gpu_memory_per_process);
+    tcase_add_test(tc, nvml_path_with_a_stand_in_library);
     suite_add_tcase(s, tc);
     return s;
 }
