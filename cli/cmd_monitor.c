@@ -487,6 +487,13 @@ static int run(int argc, char **argv)
             break;
         int64_t now = mono_ns();
         if (now >= next) {
+            /* Lines already written come before this sample, so marks and samples keep order. */
+            for (int i = 0; i < n_st; i++) {
+                struct pollfd pf = {st[i].fd, POLLIN, 0};
+                if (st[i].fd >= 0 && poll(&pf, 1, 0) > 0)
+                    pump(&mk, &st[i]);
+            }
+            now = mono_ns();
             int live = mon_sample(m, now - t0, &e);
             if (live < 0) {
                 mon_abort(m);

@@ -10,7 +10,7 @@
  *   pin:MIB:MS              a buffer registered with io_uring (the kernel pins it: VmPin)
  *   tree:N:MIB:MS           N children, each with one grandchild; all 2N touch MIB anonymous
  * Prints "PID <pid>" first, then "PHASE <name> begin" / "PHASE <name> end" around each hold (on
- * stdout, flushed), and "SKIP <name>: <reason>" when the kernel refuses (mlock limits, io_uring
+ * stdout, flushed; the memory is freed after "end" and the next phase starts GAP_MS later), and "SKIP <name>: <reason>" when the kernel refuses (mlock limits, io_uring
  * disabled). Memory is touched through a volatile pointer in a function that is not
  * instrumented, so a sanitizer build touches no shadow memory for it. */
 #include <errno.h>
@@ -55,6 +55,11 @@ static void say(const char *fmt, const char *name)
     fputc('\n', stdout);
     fflush(stdout);
 }
+
+/* Holds a phase between its marks. The caller frees the memory after "end"; the pause before
+ * the next phase allocates gives the monitor samples of the freed state (a baseline) even when
+ * it reads the "end" line a little late. */
+#define GAP_MS 100
 
 static void hold(const char *name, long ms)
 {
@@ -220,6 +225,10 @@ int main(int argc, char **argv)
             fprintf(stderr, "memhog: unknown phase '%s'\n", argv[i]);
             return 2;
         }
+        sleep_ms(GAP_MS);
     }
-    return 0;
+    /* _exit: a sanitizer build's leak checker would otherwise start a helper task at exit,
+     * which the monitor would rightly follow as one more process of the tree. */
+    fflush(stdout);
+    _exit(0);
 }
