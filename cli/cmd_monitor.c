@@ -330,8 +330,13 @@ static void print_summary(FILE *f, const struct mon_summary *s, int64_t interval
         gib(c[6], 24, p->pinned_bytes);
         gib(c[7], 24, p->swap_bytes);
         gib(c[8], 24, p->gpu_bytes);
+        char cmdname[48];
+        if (p->rank >= 0)
+            snprintf(cmdname, sizeof cmdname, "%s[r%d]", p->comm, p->rank);
+        else
+            snprintf(cmdname, sizeof cmdname, "%s", p->comm);
         fprintf(f, "%8d %8d %-16s %8s %8s %8s %8s %8s %8s %8s %8s %8s %7.1f %4d\n", p->pid, p->ppid,
-                p->comm, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], p->cpu_percent,
+                cmdname, c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], p->cpu_percent,
                 p->threads);
     }
     const struct mon_tree_peak *t = &s->tree;

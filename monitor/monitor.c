@@ -6,7 +6,8 @@
  * process and for the per-sample sums; samples are streamed out, so memory is O(processes ever
  * followed), not O(samples).
  *
- * Trace layout: one process track per PID (named "<comm> (<pid>)") with counter "memory"
+ * Trace layout: one process track per PID (named "<comm> (<pid>)", plus " rank <r>" when its
+ * environment has RANK or OMPI_COMM_WORLD_RANK) with counter "memory"
  * (series rss_bytes, anon_bytes, file_bytes, shmem_bytes, locked_bytes, pinned_bytes,
  * swap_bytes), "gpu" (gpu_bytes) and "cpu" (cpu_percent, threads); a value is written only
  * when it changed since the previous sample of that process (counters are step functions, so
@@ -141,6 +142,7 @@ static struct mon__proc *add_proc(struct mon *m, const struct mon_proc_stat *s)
     p->peak.pid = s->pid;
     p->peak.ppid = s->ppid;
     snprintf(p->peak.comm, sizeof p->peak.comm, "%s", s->comm);
+    p->peak.rank = -1;
     p->peak.gpu_bytes = MON_UNAVAILABLE;
     p->start_ticks = s->start_ticks;
     p->prev_t_ns = -1;
@@ -247,7 +249,7 @@ static void csv_i64(FILE *f, int64_t v)
 }
 
 static const char csv_header[] =
-    "t_ns,pid,ppid,comm,rss_bytes,anon_bytes,file_bytes,shmem_bytes,hwm_bytes,locked_bytes,"
+    "t_ns,pid,ppid,comm,rank,rss_bytes,anon_bytes,file_bytes,shmem_bytes,hwm_bytes,locked_bytes,"
     "pinned_bytes,swap_bytes,gpu_bytes,cpu_percent,threads,system_used_bytes\n";
 
 int mon_open(struct mon **mp, const struct mon_config *c, struct rl_err *e)
@@ -353,8 +355,11 @@ static void name_track(struct mon *m, struct mon__proc *p)
 {
     if (!m->trace || p->named)
         return;
-    char name[64];
-    snprintf(name, sizeof name, "%s (%d)", p->peak.comm, p->peak.pid);
+    char name[80];
+    if (p->peak.rank >= 0)
+        snprintf(name, sizeof name, "%s (%d) rank %d", p->peak.comm, p->peak.pid, p->peak.rank);
+    else
+        snprintf(name, sizeof name, "%s (%d)", p->peak.comm, p->peak.pid);
     trace_process_name(m->trace, p->peak.pid, name);
     p->named = true;
 }
@@ -444,6 +449,8 @@ int mon_sample(struct mon *m, int64_t t_ns, struct rl_err *e)
             snprintf(p->peak.comm, sizeof p->peak.comm, "%s", s.comm);
             p->named = false;
         }
+        if (!p->named)   /* first sight, or after an exec: the environment may be new */
+            p->peak.rank = mon_read_rank(s.pid);
         name_track(m, p);
         double cpu;
         if (p->prev_t_ns >= 0 && t_ns > p->prev_t_ns) {
@@ -503,6 +510,7 @@ int mon_sample(struct mon *m, int64_t t_ns, struct rl_err *e)
             FILE *f = m->csv.fp;
             fprintf(f, "%" PRId64 ",%d,%d,", t_ns, s.pid, s.ppid);
             csv_str(f, s.comm);
+            fprintf(f, ",%d", p->peak.rank);
             fprintf(f, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
                        ",%" PRId64 ",%" PRId64,
                     s.rss_bytes, s.anon_bytes, s.file_bytes, s.shmem_bytes, s.hwm_bytes,

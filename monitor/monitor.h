@@ -56,6 +56,10 @@ struct mon_sys_stat {
     int64_t swap_used_bytes;   /* SwapTotal - SwapFree */
 };
 int mon_read_meminfo(struct mon_sys_stat *s, struct rl_err *e);
+/* The distributed rank a process was started with: RANK (torchrun, the DeepSpeed launcher) or
+ * else OMPI_COMM_WORLD_RANK (mpirun), read from /proc/<pid>/environ (its environment at exec).
+ * Returns -1 when neither is set or the environment cannot be read (another user's process). */
+int mon_read_rank(int pid);
 
 /* ---- GPU memory through NVML (libnvidia-ml.so.1, loaded with dlopen) ----------------------- */
 
@@ -91,6 +95,7 @@ struct mon_peak {
     int pid;                  /* process id */
     int ppid;                 /* parent when first seen */
     char comm[32];            /* last executable name seen */
+    int rank;                 /* RANK (or OMPI_COMM_WORLD_RANK) from its environment, or -1 */
     int64_t rss_bytes;        /* sampled VmRSS */
     int64_t hwm_bytes;        /* VmHWM, or the exit rusage ru_maxrss when larger (mon_note_exit) */
     int64_t anon_bytes;       /* RssAnon */

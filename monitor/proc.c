@@ -150,3 +150,52 @@ int mon_read_meminfo(struct mon_sys_stat *s, struct rl_err *e)
     s->swap_used_bytes = swap_total - swap_free;
     return 0;
 }
+
+int mon_read_rank(int pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/environ", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    /* NUL-separated KEY=VALUE entries; environments are rarely above a few tens of kB. */
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+        if (n == cap) {
+            if (cap >= (1u << 24))
+                break;
+            char *nb = realloc(buf, cap * 2 + 1);
+            if (!nb)
+                break;
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    close(fd);
+    if (!buf)
+        return -1;
+    buf[n] = 0;
+    int rank = -1, mpi_rank = -1;
+    for (size_t i = 0; i < n; i += strlen(buf + i) + 1) {
+        const char *kv = buf + i;
+        char *end;
+        if (strncmp(kv, "RANK=", 5) == 0) {
+            long v = strtol(kv + 5, &end, 10);
+            if (end != kv + 5 && *end == 0 && v >= 0 && v < (1L << 30))
+                rank = (int)v;
+        } else if (strncmp(kv, "OMPI_COMM_WORLD_RANK=", 21) == 0) {
+            long v = strtol(kv + 21, &end, 10);
+            if (end != kv + 21 && *end == 0 && v >= 0 && v < (1L << 30))
+                mpi_rank = (int)v;
+        }
+    }
+    free(buf);
+    return rank >= 0 ? rank : mpi_rank;
+}

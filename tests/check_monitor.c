@@ -149,16 +149,16 @@ static long long csv_max(const char *path, int pid, int column)
     long long best = -1;
     char *save = NULL;
     for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        char *f[20];
+        char *f[24];
         int n = 0;
-        for (char *p = line; n < 20;) {
+        for (char *p = line; n < 24;) {
             f[n++] = p;
             p = strchr(p, ',');
             if (!p)
                 break;
             *p++ = 0;
         }
-        if (n != 16 || atoi(f[1]) != pid)
+        if (n != 17 || atoi(f[1]) != pid)
             continue;
         long long v = atoll(f[column]);
         if (v > best)
@@ -227,7 +227,7 @@ START_TEST(phase_peaks_match_allocations)
     check_phase(&d, pid, "anon", "rss_bytes", 64 * MIB);
     /* CSV and trace agree on the peak (same samples), and the summary names the process. */
     double trace_peak = max_in(&d, pid, "anon_bytes", 0, INT64_MAX);
-    ck_assert(csv_max(tfile("p.csv"), pid, 5) == (long long)trace_peak);
+    ck_assert(csv_max(tfile("p.csv"), pid, 6) == (long long)trace_peak);
     char row[32];
     snprintf(row, sizeof row, "%8d ", pid);
     ck_assert_ptr_nonnull(strstr(r.err, row));
@@ -235,7 +235,8 @@ START_TEST(phase_peaks_match_allocations)
     ck_assert_ptr_nonnull(strstr(r.err, "MemTotal - MemAvailable"));
     /* --no-gpu: GPU figures say unavailable, never 0. */
     ck_assert_ptr_nonnull(strstr(r.err, "unavail"));
-    ck_assert(csv_max(tfile("p.csv"), pid, 12) == 0);   /* atoll("unavailable") */
+    ck_assert(csv_max(tfile("p.csv"), pid, 13) == 0);   /* atoll("unavailable") */
+    ck_assert(csv_max(tfile("p.csv"), pid, 4) == -1);   /* no RANK in its environment */
     char *csv;
     ck_assert_int_eq(rl_read_file(tfile("p.csv"), &csv, NULL, NULL), 0);
     ck_assert_ptr_nonnull(strstr(csv, ",unavailable,"));
@@ -252,7 +253,7 @@ START_TEST(descendants_are_found)
 {
     struct tu_run r;
     tu_ratiolab(&r, "monitor --interval 20ms --no-gpu --mark '^PHASE' --out t.json --csv t.csv "
-                    "-- '%s' idle:100 tree:2:16:400", memhog());
+                    "-- env RANK=5 '%s' idle:100 tree:2:16:400", memhog());
     ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
     int root = printed_pid(r.out);
     struct trace_doc d;
@@ -282,6 +283,17 @@ START_TEST(descendants_are_found)
         }
     }
     ck_assert_int_eq(grandchildren, 2);
+    /* The rank from the environment names the tracks and fills the CSV column (inherited). */
+    char want[64];
+    snprintf(want, sizeof want, "memhog (%d) rank 5", root);
+    bool named = false;
+    for (int i = 0; i < d.n_events; i++)
+        if (d.events[i].ph == 'M' && d.events[i].pid == root && d.events[i].args_json &&
+            strstr(d.events[i].args_json, want))
+            named = true;
+    ck_assert_msg(named, "no track named '%s'", want);
+    ck_assert_int_eq(csv_max(tfile("t.csv"), pids[0], 4), 5);
+    ck_assert_ptr_nonnull(strstr(r.err, "memhog[r5]"));
     /* Tree total: the peak of the per-sample sum includes the four 16 MiB processes at once. */
     double tree = max_in(&d, MON_TREE_PID, "anon_bytes", t0, t1);
     ck_assert_msg(tree >= 4 * 16 * MIB - TOL(4 * 16 * MIB), "tree anon %.0f", tree);
@@ -515,7 +527,7 @@ START_TEST(nvml_path_with_a_stand_in_library)
     ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
     int pid = 0;
     ck_assert_int_eq(sscanf(strstr(r.out, "S "), "S %d", &pid), 1);
-    ck_assert_int_eq(csv_max(tfile("n.csv"), pid, 12), 300 * MIB);
+    ck_assert_int_eq(csv_max(tfile("n.csv"), pid, 13), 300 * MIB);
     struct trace_doc d;
     struct rl_err e = {0};
     ck_assert_msg(trace_read(tfile("n.json"), &d, &e) == 0, "%s", e.msg);
