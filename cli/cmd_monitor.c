@@ -510,10 +510,11 @@ static int run(int argc, char **argv)
             while (next <= now)
                 next += a.interval_ns;
             if (live == 0 && !child_done) {
-                /* The command is a zombie (it exited since the last reap): collect it now. */
+                /* The command is a zombie (it exited since the last reap): collect it now. Not
+                 * blocking: should it still run (unreadable for a moment), sampling goes on. */
                 struct rusage ru;
                 int wst;
-                if (wait4(child, &wst, 0, &ru) == child) {
+                if (wait4(child, &wst, WNOHANG, &ru) == child) {
                     child_done = true;
                     child_status = wst;
                     mon_note_exit(m, child, (int64_t)ru.ru_maxrss * 1024);
