@@ -177,19 +177,23 @@ static int index_of(const struct mon__all *a, int pid)
  * one whose parent is followed (and started no later than it, against PID reuse). The listing
  * is sorted by pid so a parent is found by binary search; passes repeat until nothing changes,
  * one per generation of new descendants: O(P log P x depth) for P processes. */
-static int discover(struct mon *m, bool *followed)
+static int discover(struct mon *m, bool *followed /* 2 x m->all.n entries */)
 {
     struct mon__all *a = &m->all;
     qsort(a->s, (size_t)a->n, sizeof *a->s, by_pid);
+    /* known[i]: already in m->procs (followed now, or retired: a retired process listed again
+     * is a zombie not yet reaped and must not be added a second time). */
+    bool *known = followed + a->n;
     for (int i = 0; i < a->n; i++) {
         const struct mon__proc *p = find_proc(m, a->s[i].pid, a->s[i].start_ticks);
+        known[i] = p != NULL;
         followed[i] = p && !p->gone;
     }
     bool changed = true;
     while (changed) {
         changed = false;
         for (int i = 0; i < a->n; i++) {
-            if (followed[i])
+            if (followed[i] || known[i])
                 continue;
             int j = index_of(a, a->s[i].ppid);
             if (j >= 0 && followed[j] && a->s[j].start_ticks <= a->s[i].start_ticks) {
@@ -386,7 +390,7 @@ int mon_sample(struct mon *m, int64_t t_ns, struct rl_err *e)
     int rc = read_all_procs(&m->all);
     if (rc)
         return rl_errf(e, rc, "monitor: cannot list /proc");
-    bool *followed = calloc((size_t)m->all.n + 1, sizeof *followed);
+    bool *followed = calloc(2 * (size_t)m->all.n + 1, sizeof *followed);   /* + discover's known[] */
     if (!followed)
         return rl_errf(e, RL_ENOMEM, "monitor: out of memory");
     rc = discover(m, followed);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/vfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/rl.h"
@@ -566,12 +567,50 @@ START_TEST(nvml_path_with_a_stand_in_library)
 }
 END_TEST
 
+START_TEST(lingering_zombie_is_followed_once)
+{
+    /* A child whose own child exits at once and is not reaped for 300 ms: the zombie is listed
+     * at every sample meanwhile and must count as one process, not one more per sample. */
+    pid_t a = fork();
+    ck_assert_int_ge(a, 0);
+    if (a == 0) {
+        pid_t b = fork();
+        if (b == 0)
+            _exit(0);
+        usleep(300000);
+        _exit(0);
+    }
+    struct mon *m;
+    struct rl_err e = {0};
+    int root = a;
+    struct mon_config c = {&root, 1, 20000000, NULL, NULL, true};
+    ck_assert_msg(mon_open(&m, &c, &e) == 0, "%s", e.msg);
+    int samples = 0;
+    for (; samples < 100; samples++) {
+        int live = mon_sample(m, samples * 20000000LL, &e);
+        ck_assert_int_ge(live, 0);
+        if (live == 0)
+            break;
+        usleep(20000);
+    }
+    ck_assert_int_gt(samples, 5);
+    const struct mon_summary *s = mon_summary(m);
+    ck_assert_int_le(s->n_procs, 2);
+    ck_assert_int_eq(s->procs[0].pid, a);
+    ck_assert_int_gt(s->procs[0].n_samples, 5);
+    ck_assert_int_gt(s->procs[0].rss_bytes, 0);
+    mon_free(m);
+    waitpid(a, NULL, 0);
+}
+END_TEST
+
 Suite *monitor_suite(void)
 {
     Suite *s = suite_create("monitor");
     TCase *tc = tcase_create("monitor");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, proc_reader_sees_own_memory);
+    tcase_add_test(tc, lingering_zombie_is_followed_once);
     tcase_add_test(tc, phase_peaks_match_allocations);
     tcase_add_test(tc, descendants_are_found);
     tcase_add_test(tc, vanished_pids_are_handled);
