@@ -1,7 +1,7 @@
 /* monitor/monitor.c — follows a process tree, samples it and writes the trace and CSV.
  *
- * Per sample: one pass over /proc (every numeric entry's stat file, O(P) for P processes on the
- * machine) finds the followed set, a fixpoint over ppid links adds new descendants (O(P x depth)),
+ * Per sample: one pass over /proc (a directory listing, and the stat file of each pid not seen
+ * at the previous sample; O(P log P) for P processes on the machine) finds the followed set, a fixpoint over ppid links adds new descendants (O(P x depth)),
  * then each followed live process costs one read of /proc/<pid>/status. Peaks are kept per
  * process and for the per-sample sums; samples are streamed out, so memory is O(processes ever
  * followed), not O(samples).
@@ -30,6 +30,7 @@
 #include "traces/trace.h"
 
 #define MON__MAX_GPU_PIDS 1024   /* GPU processes read per sample, all devices together */
+#define MON__FULL_EVERY 50       /* every this many samples, every /proc/<pid>/stat is read again */
 
 /* Series written on each process's "memory" counter, in this order. */
 enum { S_RSS, S_ANON, S_FILE, S_SHMEM, S_LOCKED, S_PINNED, S_SWAP, S_GPU, S_CPU, S_THREADS, S_N };
@@ -67,7 +68,10 @@ struct mon {
     int cap_procs;                /* allocated */
     struct mon_peak *peaks;       /* summary view, rebuilt by mon_summary */
     struct mon_summary sum;       /* the summary */
-    struct mon__all all;          /* scratch: every process's stat */
+    struct mon__all all;          /* every process's stat at the last sample, sorted by pid */
+    struct mon__all all_next;     /* scratch for the next listing (swapped with all) */
+    int *pids_buf;                /* scratch: pids read from /proc */
+    int cap_pids;                 /* allocated entries in pids_buf */
     struct trace *trace;          /* or NULL */
     struct rl_outfile csv;        /* csv.fp NULL when no CSV */
     struct mon_gpu *gpu;          /* or NULL (unavailable) */
@@ -91,31 +95,64 @@ static int64_t mono_ns(void)
 
 /* ---- enumeration of /proc ------------------------------------------------------------------ */
 
-static int read_all_procs(struct mon__all *a)
+static int cmp_int(const void *a, const void *b)
 {
-    a->n = 0;
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* Lists /proc into m->all, sorted by pid. Reading every /proc/<pid>/stat costs about 20 us per
+ * process, so a pid already listed at the previous sample keeps its entry (ppid, start time)
+ * and only new pids are read; every MON__FULL_EVERY samples all are read again. Followed
+ * processes are re-read by mon_read_proc anyway (state, identity). A pid that exited and was
+ * reused within one interval keeps the old entry until the next full read: a descendant
+ * started that way is found up to MON__FULL_EVERY samples late. O(P log P). */
+static int read_all_procs(struct mon *m, bool full)
+{
     DIR *d = opendir("/proc");
     if (!d)
         return RL_EENV;
+    int n = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
         if (!isdigit((unsigned char)de->d_name[0]))
             continue;
-        int pid = atoi(de->d_name);
-        if (a->n == a->cap) {
-            int cap = a->cap ? a->cap * 2 : 512;
-            struct mon_proc_stat *ns = realloc(a->s, (size_t)cap * sizeof *ns);
-            if (!ns) {
+        if (n == m->cap_pids) {
+            int cap = m->cap_pids ? m->cap_pids * 2 : 1024;
+            int *np = realloc(m->pids_buf, (size_t)cap * sizeof *np);
+            if (!np) {
                 closedir(d);
                 return RL_ENOMEM;
             }
-            a->s = ns;
-            a->cap = cap;
+            m->pids_buf = np;
+            m->cap_pids = cap;
         }
-        if (mon__read_stat(pid, &a->s[a->n]) == 0)
-            a->n++;
+        m->pids_buf[n++] = atoi(de->d_name);
     }
     closedir(d);
+    qsort(m->pids_buf, (size_t)n, sizeof *m->pids_buf, cmp_int);
+    struct mon__all *old = &m->all, *nw = &m->all_next;
+    if (nw->cap < n) {
+        struct mon_proc_stat *ns = realloc(nw->s, (size_t)n * sizeof *ns);
+        if (!ns)
+            return RL_ENOMEM;
+        nw->s = ns;
+        nw->cap = n;
+    }
+    nw->n = 0;
+    int j = 0;
+    for (int i = 0; i < n; i++) {
+        int pid = m->pids_buf[i];
+        while (j < old->n && old->s[j].pid < pid)
+            j++;
+        if (!full && j < old->n && old->s[j].pid == pid)
+            nw->s[nw->n++] = old->s[j];
+        else if (mon__read_stat(pid, &nw->s[nw->n]) == 0)
+            nw->n++;
+    }
+    struct mon__all tmp = *old;   /* swap the two buffers */
+    *old = *nw;
+    *nw = tmp;
     return 0;
 }
 
@@ -151,12 +188,6 @@ static struct mon__proc *add_proc(struct mon *m, const struct mon_proc_stat *s)
     return p;
 }
 
-static int by_pid(const void *a, const void *b)
-{
-    int x = ((const struct mon_proc_stat *)a)->pid, y = ((const struct mon_proc_stat *)b)->pid;
-    return (x > y) - (x < y);
-}
-
 /* Index of pid in m->all (sorted by pid), or -1. O(log P). */
 static int index_of(const struct mon__all *a, int pid)
 {
@@ -179,8 +210,7 @@ static int index_of(const struct mon__all *a, int pid)
  * one per generation of new descendants: O(P log P x depth) for P processes. */
 static int discover(struct mon *m, bool *followed /* 2 x m->all.n entries */)
 {
-    struct mon__all *a = &m->all;
-    qsort(a->s, (size_t)a->n, sizeof *a->s, by_pid);
+    struct mon__all *a = &m->all;   /* sorted by pid (read_all_procs) */
     /* known[i]: already in m->procs (followed now, or retired: a retired process listed again
      * is a zombie not yet reaped and must not be added a second time). */
     bool *known = followed + a->n;
@@ -387,7 +417,7 @@ static void retire(struct mon *m, struct mon__proc *p, int64_t t_ns)
 int mon_sample(struct mon *m, int64_t t_ns, struct rl_err *e)
 {
     int64_t t_start = mono_ns();
-    int rc = read_all_procs(&m->all);
+    int rc = read_all_procs(m, m->sum.n_samples % MON__FULL_EVERY == 0);
     if (rc)
         return rl_errf(e, rc, "monitor: cannot list /proc");
     bool *followed = calloc(2 * (size_t)m->all.n + 1, sizeof *followed);   /* + discover's known[] */
@@ -671,5 +701,7 @@ void mon_free(struct mon *m)
     free(m->procs);
     free(m->peaks);
     free(m->all.s);
+    free(m->all_next.s);
+    free(m->pids_buf);
     free(m);
 }
