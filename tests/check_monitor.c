@@ -446,17 +446,10 @@ START_TEST(bad_input_exits_2_without_files)
 }
 END_TEST
 
+/* Registered only when NVML finds a GPU (see monitor_suite), so a machine without one does not
+ * count it as passed. */
 START_TEST(nvml_gpu_memory_per_process)
 {
-    struct mon_gpu *g;
-    char why[256];
-    if (mon_gpu_open(&g, why, sizeof why) != 0) {
-        fprintf(stderr, "nvml_gpu_memory_per_process: skipped: no GPU (%s)\n", why);
-        return;
-    }
-    int n_gpus = mon_gpu_count(g);
-    mon_gpu_close(g);
-    ck_assert_int_gt(n_gpus, 0);
     struct tu_run r;
     tu_ratiolab(&r, "monitor --interval 20ms --mark '^PHASE' --out g.json --csv g.csv -- "
                     "'%s/tests/progs/gpuhog' 512 256 600", tu_build());
@@ -617,7 +610,14 @@ Suite *monitor_suite(void)
     tcase_add_test(tc, ctrl_c_still_writes_a_complete_file);
     tcase_add_test(tc, mark_passes_output_through);
     tcase_add_test(tc, bad_input_exits_2_without_files);
-    tcase_add_test(tc, nvml_gpu_memory_per_process);
+    struct mon_gpu *g;
+    char why[256];
+    if (mon_gpu_open(&g, why, sizeof why) == 0) {
+        mon_gpu_close(g);
+        tcase_add_test(tc, nvml_gpu_memory_per_process);
+    } else {
+        fprintf(stderr, "monitor: nvml_gpu_memory_per_process: skipped: no GPU (%s)\n", why);
+    }
     tcase_add_test(tc, nvml_path_with_a_stand_in_library);
     suite_add_tcase(s, tc);
     return s;
