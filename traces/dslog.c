@@ -166,8 +166,8 @@ int trace_ds_write(struct trace *t, const struct trace_ds_log *log, int pid, int
         snprintf(args, sizeof args, "{\"line\":%d}", st->line);
         int rc = trace_instant(t, pid, 0, st->name, ts, 'p', args);
         const struct {
-            const char *series;
-            int64_t v;
+            const char *series;   /* counter series name */
+            int64_t v;            /* bytes, or -1 when the log did not give it */
         } c[5] = {{"ma_bytes", st->ma_bytes}, {"max_ma_bytes", st->max_ma_bytes},
                   {"ca_bytes", st->ca_bytes}, {"max_ca_bytes", st->max_ca_bytes},
                   {"cpu_used_bytes", st->cpu_used_bytes}};

@@ -53,8 +53,8 @@ struct trace_event {
 };
 
 struct trace_doc {
-    struct trace_event *events;
-    int n_events;
+    struct trace_event *events;  /* in file order, owned */
+    int n_events;                /* entries in events */
 };
 
 /* Reads a trace written by trace_open (or any Chrome trace with a traceEvents array or a bare
