@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -479,13 +478,12 @@ static int run(int argc, char **argv)
     int exit_code = 0;
     for (;;) {
         if (!child_done) {
-            struct rusage ru;
+            /* Not wait4's ru_maxrss: it is the largest of the command and every descendant
+             * it waited for (a launcher would show its ranks' peak), not the command's own. */
             int wst;
-            pid_t w = wait4(child, &wst, WNOHANG, &ru);
-            if (w == child) {
+            if (waitpid(child, &wst, WNOHANG) == child) {
                 child_done = true;
                 child_status = wst;
-                mon_note_exit(m, child, (int64_t)ru.ru_maxrss * 1024);
             }
         }
         if (g_stop_sig)
@@ -512,12 +510,10 @@ static int run(int argc, char **argv)
             if (live == 0 && !child_done) {
                 /* The command is a zombie (it exited since the last reap): collect it now. Not
                  * blocking: should it still run (unreadable for a moment), sampling goes on. */
-                struct rusage ru;
                 int wst;
-                if (wait4(child, &wst, WNOHANG, &ru) == child) {
+                if (waitpid(child, &wst, WNOHANG) == child) {
                     child_done = true;
                     child_status = wst;
-                    mon_note_exit(m, child, (int64_t)ru.ru_maxrss * 1024);
                 }
             }
             if (live == 0 && child_done)

@@ -627,16 +627,6 @@ int mon_mark(struct mon *m, int64_t t_ns, const char *stream, const char *line)
     return 0;
 }
 
-void mon_note_exit(struct mon *m, int pid, int64_t maxrss_bytes)
-{
-    for (int i = m->n_procs - 1; i >= 0; i--) {
-        if (m->procs[i].peak.pid == pid) {
-            m->procs[i].peak.hwm_bytes = max64(m->procs[i].peak.hwm_bytes, maxrss_bytes);
-            return;
-        }
-    }
-}
-
 const struct mon_summary *mon_summary(const struct mon *mc)
 {
     struct mon *m = (struct mon *)mc;

@@ -97,7 +97,7 @@ struct mon_peak {
     char comm[32];            /* last executable name seen */
     int rank;                 /* RANK (or OMPI_COMM_WORLD_RANK) from its environment, or -1 */
     int64_t rss_bytes;        /* sampled VmRSS */
-    int64_t hwm_bytes;        /* VmHWM, or the exit rusage ru_maxrss when larger (mon_note_exit) */
+    int64_t hwm_bytes;        /* VmHWM at the last sample (the kernel's peak RSS so far) */
     int64_t anon_bytes;       /* RssAnon */
     int64_t file_bytes;       /* RssFile */
     int64_t shmem_bytes;      /* RssShmem */
@@ -164,8 +164,6 @@ int mon_sample(struct mon *m, int64_t t_ns, struct rl_err *e);
 /* Records a matching output line as an instant event ("ph":"i") at t_ns on the tree track;
  * `stream` is "stdout" or "stderr". */
 int mon_mark(struct mon *m, int64_t t_ns, const char *stream, const char *line);
-/* Folds a reaped process's rusage peak (ru_maxrss in bytes) into its hwm_bytes. */
-void mon_note_exit(struct mon *m, int pid, int64_t maxrss_bytes);
 /* The peaks so far (valid until the next call on m and until mon_close/mon_abort). */
 const struct mon_summary *mon_summary(const struct mon *m);
 /* Finishes and commits the outputs. The summary stays readable until mon_free. */
