@@ -73,6 +73,8 @@ struct cli_setup {
     enum plan_group_rule groups;   /* --param-groups */
     int64_t seq_len;               /* --seq-len */
     int64_t micro_batch;           /* --micro-batch */
+    enum plan_dtype dtype;         /* --dtype */
+    bool dtype_set;
     bool verbose;                  /* --verbose */
 };
 void cli_setup_init(struct cli_setup *s);

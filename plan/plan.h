@@ -77,6 +77,7 @@ struct plan_arch {
     int tp;                      /* tensor-parallel degree the tensor list was built for */
     int pp;                      /* pipeline-parallel degree */
     int pp_stage;                /* which stage this tensor list is */
+    int64_t head_dim;            /* per-head width; heads x head_dim may differ from hidden (T5) */
 };
 
 /* Param-group rules (DESIGN.md section 1). */
@@ -242,8 +243,8 @@ struct plan_stage_total {
 struct plan_subgroup {
     int index;                   /* global index, over groups in order */
     int group;                   /* param group */
-    int first_tensor;            /* index into model->tensors */
-    int n_tensors;               /* consecutive tensors in it */
+    int first;                   /* first position in plan->order (flat partition order) */
+    int n_tensors;               /* tensors in it: plan->order[first .. first + n_tensors) */
     int64_t offset;              /* first element in the rank's flat partition */
     int64_t numel;               /* per-rank elements */
     int64_t cpu_numel;           /* of which updated on the CPU: 0, numel, or a split (exact) */
@@ -261,7 +262,9 @@ struct plan {
     struct plan_zero zero;
     enum plan_policy policy;         /* resolved */
     enum plan_ledger_kind ledger_kind; /* resolved */
-    int64_t *part_numel;             /* per tensor: ceil(numel / dp) */
+    int64_t *part_numel;             /* per tensor (model order): ceil(numel / dp) */
+    int *order;                      /* tensor indices in flat-partition order: group 0 in module
+                                        order, then group 1, ...; sub-groups are runs of it */
     int n_groups;
     int64_t group_numel[PLAN_MAX_GROUPS];   /* per-rank elements per param group */
     struct plan_subgroup *subgroups;
