@@ -52,6 +52,8 @@ struct verdict {
     int64_t gpu_bytes;          /* model states per rank, ledger peak */
     int64_t fix_sgs;            /* 0: no change needed or none exists */
     bool fix_sgs_none;          /* no sub_group_size can honor the ratio */
+    int64_t closest_sgs;        /* then: the sub_group_size that comes closest */
+    double closest_honored;     /* and the ratio it honors */
     double fix_ratio;           /* < 0: no change */
     int64_t fix_gpu_bytes;      /* with the fix */
     bool fix_fits;              /* the memory fix exists */
@@ -103,6 +105,8 @@ static int judge(const struct cli_ctx *c, const struct check_args *a, struct ver
     if (!v->ratio_ok) {
         v->fix_sgs = plan_max_honoring_sub_group_size(&p, a->tol);
         v->fix_sgs_none = v->fix_sgs == 0;
+        if (v->fix_sgs_none)
+            v->closest_sgs = plan_closest_sub_group_size(&p, &v->closest_honored);
     }
     plan_free(&p);
     if (!v->memory_ok) {
@@ -191,8 +195,8 @@ static void report_text(const struct cli_ctx *c, const struct check_args *a, con
     if (!a->quiet || !ok)
         printf("%s  %s, %s\n", ok ? "PASS" : "FAIL", c->model_desc, plan_policy_name(c->popt.policy));
     if (!a->quiet || !v->ratio_ok)
-        printf("  ratio   %s requested %.4f, honored %.4f (%d sub-groups of sub_group_size %lld, tolerance %.4f)\n",
-               v->ratio_ok ? "ok  " : "FAIL", v->requested, v->honored, v->n_subgroups,
+        printf("  ratio   %s requested %.4f, honored %.4f (%d sub-group%s of sub_group_size %lld, tolerance %.4f)\n",
+               v->ratio_ok ? "ok  " : "FAIL", v->requested, v->honored, v->n_subgroups, v->n_subgroups == 1 ? "" : "s",
                (long long)v->sub_group_size, a->tol);
     if (a->gpu_mem && (!a->quiet || !v->memory_ok))
         printf("  memory  %s model states need %s GiB per rank of %s GiB (activations and CUDA context not "
@@ -200,8 +204,9 @@ static void report_text(const struct cli_ctx *c, const struct check_args *a, con
                v->memory_ok ? "ok  " : "FAIL", cli_gib(g1, sizeof g1, v->gpu_bytes), cli_gib(g2, sizeof g2, a->gpu_mem));
     if (!v->ratio_ok) {
         if (v->fix_sgs_none)
-            printf("  fix     no sub_group_size honors %.4f within %.4f: single tensors are coarser than that; "
-                   "use a ratio the tensors allow\n", v->requested, a->tol);
+            printf("  fix     no sub_group_size honors %.4f within %.4f (the rule counts sub-groups, not elements, "
+                   "and tensors are never split); the closest is sub_group_size %lld (honored %.4f)\n",
+                   v->requested, a->tol, (long long)v->closest_sgs, v->closest_honored);
         else if (v->memory_ok || !v->fix_fits)
             printf("  fix     set zero_optimization.sub_group_size to %lld (the largest that honors the ratio)\n",
                    (long long)v->fix_sgs);

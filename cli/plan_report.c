@@ -119,8 +119,12 @@ int cli_honor_advice(const struct plan *p, double tol, char *buf, size_t n)
                  " Fix: sub_group_size %lld (the largest found) gives %d sub-groups and honored ratio %.4f.",
                  (long long)sgs, k, h);
     } else if (p->policy != PLAN_POLICY_EXACT) {
+        double h;
+        int64_t c = plan_closest_sub_group_size(p, &h);
         snprintf(buf + used, n - (size_t)used,
-                 " No sub_group_size honors it within %.1f points: single tensors are too coarse.", 100 * tol);
+                 " No sub_group_size honors it within %.1f points: the rule counts sub-groups, not elements, and "
+                 "tensors are never split; the closest is sub_group_size %lld (honored %.4f), or use a ratio "
+                 "the sub-groups allow.", 100 * tol, (long long)c, h);
     }
     return 1;
 }

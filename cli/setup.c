@@ -134,7 +134,7 @@ int cli_setup_resolve(const struct cli_setup *s, struct cli_ctx *c, struct rl_er
             return rc;
     } else {
         builtin_zero(&c->zero);
-        ctx_note(c, "no --ds-config: ZeRO-3, optimizer offload to pinned CPU memory, fp16, ratio 0.3");
+        ctx_note(c, "no --ds-config: built-in ZeRO-3 config (optimizer offload to pinned CPU memory, fp16, ratio 0.3 unless --ratio)");
     }
     for (int i = 0; i < c->zero.n_notes; i++)
         ctx_note(c, c->zero.notes[i]);

@@ -323,6 +323,26 @@ static int64_t round_down_sig(int64_t v, int digits)
     return v / scale * scale;
 }
 
+int64_t plan_closest_sub_group_size(const struct plan *p, double *honored)
+{
+    int64_t top = 0, best = 0;
+    double best_err = INFINITY;
+    for (int g = 0; g < p->n_groups; g++)
+        if (p->group_numel[g] > top)
+            top = p->group_numel[g];
+    for (int64_t s = top; s >= 1; s -= s / 256 > 0 ? s / 256 : 1) {
+        double h;
+        if (plan_honored_for(p, s, p->requested_ratio, &h, NULL) != 0)
+            break;
+        if (fabs(h - p->requested_ratio) < best_err) {   /* strict: ties keep the larger size */
+            best_err = fabs(h - p->requested_ratio);
+            best = s;
+            *honored = h;
+        }
+    }
+    return best;
+}
+
 int64_t plan_max_honoring_sub_group_size(const struct plan *p, double tol)
 {
     int64_t top = 0;

@@ -294,6 +294,10 @@ int64_t plan_peak_cpu_bytes(const struct plan *p);
  * single tensor larger than the whole CPU share). Leaves *p unchanged. */
 int64_t plan_max_honoring_sub_group_size(const struct plan *p, double tol);
 
+/* The sub_group_size whose honored ratio is closest to the requested one (the largest of equals),
+ * on the same grid as above; *honored receives that ratio. */
+int64_t plan_closest_sub_group_size(const struct plan *p, double *honored);
+
 /* Number of sub-groups and the honored ratio for a sub_group_size without building a ledger. */
 int plan_honored_for(const struct plan *p, int64_t sub_group_size, double ratio, double *honored,
                      int *n_subgroups);

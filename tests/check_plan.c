@@ -363,6 +363,19 @@ START_TEST(max_honoring_sub_group_size_honors)
     mk(&h, 1, one, NULL, 1);
     build(&p, &h, 1, 0.3, INT64_C(1000000000), PLAN_POLICY_DS012);
     ck_assert_int_eq(plan_max_honoring_sub_group_size(&p, 0.01), 0);
+    ck_assert_int_eq(plan_closest_sub_group_size(&p, &hr), 1000);   /* all equal: the largest */
+    ck_assert(hr == 0.0);
+    plan_free(&p);
+    /* Unequal tensors {600, 300, 100} at ratio 0.7: no sub_group_size honors it, the closest is 0.6. */
+    const int64_t three[] = {600, 300, 100};
+    mk(&h, 3, three, NULL, 1);
+    build(&p, &h, 1, 0.7, INT64_C(1000000000), PLAN_POLICY_DS012);
+    /* sizes: 1 sub-group -> 0; {600},{400} -> floor(1.4)=1 -> 0.6; {600},{300},{100} -> 2 -> 0.9 */
+    ck_assert_int_eq(plan_max_honoring_sub_group_size(&p, 0.01), 0);
+    int64_t c = plan_closest_sub_group_size(&p, &hr);
+    ck_assert(hr == 0.6);
+    ck_assert_int_ge(c, 301);   /* 600 closes alone, 300 + 100 together: sizes 301..600 */
+    ck_assert_int_le(c, 600);
     plan_free(&p);
 }
 END_TEST

@@ -22,12 +22,17 @@ int trace_thread_name(struct trace *t, int pid, int tid, const char *name);
 /* A complete span ("ph":"X"). args_json is a JSON object text or NULL. */
 int trace_span(struct trace *t, int pid, int tid, const char *name, const char *cat, int64_t t0_ns,
                int64_t dur_ns, const char *args_json);
-/* A counter sample ("ph":"C"): track `name` on process pid, series `series` = value. */
+/* A counter sample ("ph":"C"): track `name` on process pid, series `series` = value. Integral
+ * values up to 2^53 are printed as integers, others with %.17g; NaN and infinities are rejected
+ * (RL_EINVAL). Errors are sticky: every call after a failure returns it and trace_close reports
+ * it (with the file name) and leaves no file. */
 int trace_counter(struct trace *t, int pid, const char *name, int64_t t_ns, const char *series,
                   double value);
 /* An instant event ("ph":"i"), scope 'g' global, 'p' process, 't' thread. */
 int trace_instant(struct trace *t, int pid, int tid, const char *name, int64_t t_ns, char scope,
                   const char *args_json);
+/* Events written so far (metadata included). */
+long trace_n_events(const struct trace *t);
 /* Finishes the JSON, flushes, renames into place and frees t. */
 int trace_close(struct trace *t, struct rl_err *e);
 /* Drops the file and frees t. */
@@ -44,6 +49,7 @@ struct trace_event {
     char *series;       /* 'C': first series name, owned */
     double value;       /* 'C': its value */
     char *args_json;    /* the "args" object as compact JSON text, owned, may be NULL */
+    char scope;         /* 'i': 'g', 'p' or 't' ("s"; 't' when absent); 0 for other phases */
 };
 
 struct trace_doc {
