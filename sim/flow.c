@@ -108,8 +108,10 @@ void sim_flow_advance(struct sim_flow *f)
 static void on_tick(struct sim *s, void *arg, int64_t tag);
 static void on_update(struct sim *s, void *arg, int64_t tag);
 
-/* Progressive filling: every unfixed activity's rate rises together (the "level") until a
- * resource saturates or an activity reaches its own cap; those activities are fixed at the level.
+/* Progressive filling: a common "level" rises and every unfixed activity runs at level / w_max,
+ * w_max its largest weight, so activities share a bottleneck equally in that resource's units
+ * (a copy and a CPU Adam get equal bytes/s of DRAM, not equal bytes vs elements). The level rises
+ * until a resource saturates or an activity reaches its own cap; those activities are fixed.
  * O(L x (A k + R)) with L rounds. */
 static void recompute(struct sim_flow *f)
 {
@@ -127,6 +129,11 @@ static void recompute(struct sim_flow *f)
             continue;
         }
         unfixed++;
+        double wmax = 0;
+        for (int k = 0; k < a->req.n_res; k++)
+            if (a->req.weight[k] > wmax)
+                wmax = a->req.weight[k];
+        a->growth = wmax > 0 ? 1.0 / wmax : 1.0;
         for (int k = 0; k < a->req.n_res; k++) {
             struct sim_resource *r = &f->res[a->req.res[k]];
             if (r->mark != stamp) {
@@ -149,7 +156,7 @@ static void recompute(struct sim_flow *f)
             if (a->fixed)
                 continue;
             for (int k = 0; k < a->req.n_res; k++)
-                f->res[a->req.res[k]].wsum += a->req.weight[k];
+                f->res[a->req.res[k]].wsum += a->req.weight[k] * a->growth;
         }
         double delta = INFINITY;
         int arg_res = -1, arg_act = -1;
@@ -166,8 +173,8 @@ static void recompute(struct sim_flow *f)
         }
         for (int i = 0; i < f->n_active; i++) {
             struct sim__act *a = &f->act[f->active[i]];
-            if (!a->fixed && a->req.rate_cap > 0 && a->req.rate_cap - level < delta) {
-                delta = a->req.rate_cap - level;
+            if (!a->fixed && a->req.rate_cap > 0 && a->req.rate_cap / a->growth - level < delta) {
+                delta = a->req.rate_cap / a->growth - level;
                 arg_act = i;
                 arg_res = -1;
             }
@@ -189,15 +196,17 @@ static void recompute(struct sim_flow *f)
             struct sim__act *a = &f->act[f->active[i]];
             if (a->fixed)
                 continue;
-            bool fix = i == arg_act ||
-                       (a->req.rate_cap > 0 && a->req.rate_cap - level <= SIM__SAT_TOL * a->req.rate_cap);
+            bool fix = i == arg_act || (a->req.rate_cap > 0 && a->req.rate_cap - level * a->growth <=
+                                                                  SIM__SAT_TOL * a->req.rate_cap);
             for (int k = 0; k < a->req.n_res && !fix; k++) {
                 struct sim_resource *r = &f->res[a->req.res[k]];
                 fix = r->rem <= SIM__SAT_TOL * r->capacity;
             }
             if (fix) {
                 a->fixed = true;
-                a->settled = (i == arg_act) ? a->req.rate_cap : level;
+                a->settled = (i == arg_act || level * a->growth > a->req.rate_cap) && a->req.rate_cap > 0
+                                 ? a->req.rate_cap
+                                 : level * a->growth;
                 unfixed--;
             }
         }

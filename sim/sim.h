@@ -106,7 +106,9 @@ typedef void sim_flow_done_fn(struct sim_flow *f, void *arg, int64_t tag);
 typedef void sim_flow_observe_fn(struct sim_flow *f, void *arg);
 
 /* What an activity needs: `work` units, progressing at rate x where every resource i carries
- * weight[i] x x, and x <= rate_cap (0: no own cap). Rates are max-min fair over the activities. */
+ * weight[i] x x, and x <= rate_cap (0: no own cap). Rates are max-min fair over the activities,
+ * measured in the units of each activity's most heavily weighted resource (so with weights 1 it
+ * is plain max-min fairness of rates). */
 struct sim_flow_req {
     double work;                 /* units, >= 0 */
     int n_res;                   /* 0..SIM_MAX_RES; 0 with rate_cap 0 completes at once */
@@ -127,6 +129,7 @@ struct sim__act {
     int active_pos;              /* position in f->active, -1 when free */
     bool fixed;                  /* scratch: rate settled at the current level */
     double settled;              /* scratch: the rate it settled at */
+    double growth;               /* scratch: 1 / largest weight (rate per unit of level) */
 };
 
 struct sim_flow {

@@ -208,6 +208,19 @@ START_TEST(flow_weights_count_load)
     ck_assert_int_eq(sim_run(&s, -1), 0);
     ck_assert_int_eq(en.t[0], 500000000);
     ck_assert(fabs(f.res[dram].served - 28e9) <= 1e-9 * 28e9);
+    /* A copy (1 byte of DRAM per unit) and a CPU Adam (28) share DRAM equally in bytes/s:
+     * 28e9 B/s each, so the Adam runs at 1e9 elements/s. */
+    struct sim_flow_req c = {.work = 28e9, .n_res = 1, .res = {dram}, .weight = {1}, .done = on_end,
+                             .arg = &en, .tag = 1};
+    int ia, ic;
+    sim_flow_start(&f, &a, &ia, NULL);
+    sim_flow_start(&f, &c, &ic, NULL);
+    sim_run(&s, s.now_ns);
+    ck_assert(sim_flow_rate(&f, ia) == 1e9);
+    ck_assert(sim_flow_rate(&f, ic) == 28e9);
+    ck_assert_int_eq(sim_run(&s, -1), 0);
+    ck_assert_int_eq(en.t[0], 1500000000);   /* both end together: 1 s at equal shares */
+    ck_assert_int_eq(en.t[1], 1500000000);
     sim_flow_free(&f);
     sim_free(&s);
 }
