@@ -71,6 +71,8 @@ struct cli_setup {
     int64_t sub_group_size;        /* --sub-group-size */
     bool sub_group_size_set;
     enum plan_group_rule groups;   /* --param-groups */
+    enum plan_group_rule megatron_rule; /* --megatron-version, as a param-group rule */
+    bool megatron_rule_set;
     int64_t seq_len;               /* --seq-len */
     int64_t micro_batch;           /* --micro-batch */
     enum plan_dtype dtype;         /* --dtype */

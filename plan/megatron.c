@@ -200,6 +200,13 @@ int plan_model_megatron(struct plan_model *m, const struct plan_megatron_cfg *c,
     return 0;
 }
 
+int64_t plan__megatron_default_ffn(int64_t hidden, bool swiglu)
+{
+    /* int((4 h 2 / 3) / 64) in Python floors the real 8h/192 = h/24 (rounding of the float
+     * quotient cannot cross an integer for h < 2^31), so floor(h / 24) x 64. */
+    return swiglu ? hidden / 24 * 64 : 4 * hidden;
+}
+
 /* Keys a Megatron preset may hold: the Megatron argument names with '_' for '-'. Unknown keys
  * are errors, so a typo cannot silently fall back to a default. */
 static const char *const preset_keys[] = {
@@ -263,6 +270,8 @@ int plan__megatron_from_json(struct plan_model *m, const json_t *root, const cha
     else if (s && strcmp(s, "learned_absolute") != 0)
         return rl_errf(e, RL_EINVAL, "%s: position_embedding_type: '%s'; allowed: learned_absolute, "
                        "rope", what, s);
+    if (c.ffn_hidden == 0)
+        c.ffn_hidden = plan__megatron_default_ffn(c.hidden, c.swiglu);
     c.tp = o->tp;
     c.pp = o->pp;
     c.pp_stage = o->pp_stage;

@@ -69,6 +69,10 @@ const char *plan_group_rule_name(enum plan_group_rule r)
 
 int plan_group_rule_parse(const char *s, enum plan_group_rule *r, struct rl_err *e)
 {
+    if (rl_streq(s, "hf")) {   /* short for hf-two */
+        *r = PLAN_GROUPS_HF_TWO;
+        return 0;
+    }
     for (size_t i = 0; i < sizeof group_rule_names / sizeof group_rule_names[0]; i++) {
         if (rl_streq(s, group_rule_names[i])) {
             *r = (enum plan_group_rule)i;
@@ -78,7 +82,7 @@ int plan_group_rule_parse(const char *s, enum plan_group_rule *r, struct rl_err 
     return rl_errf(e, RL_EINVAL,
                    "param-groups: '%s' is not a grouping rule; allowed: auto, megatron (no-decay = "
                    "biases and 1-D params), megatron-old (no-decay = LayerNorm params and biases), "
-                   "hf-two (no-decay = biases and norm weights), flat (one group)",
+                   "hf or hf-two (no-decay = biases and norm weights), flat (one group)",
                    s ? s : "");
 }
 

@@ -29,6 +29,10 @@ int plan__json_bool(const json_t *root, const char *what, const char *key, bool 
 int plan__json_str(const json_t *root, const char *what, const char *key, const char *def,
                    const char **out, struct rl_err *e);
 
+/* Megatron's --ffn-hidden-size default: 4 x hidden, or int(4 hidden x 2 / 3 / 64) x 64 with
+ * --swiglu (arguments.py), computed exactly in integers as floor(hidden / 24) x 64. */
+int64_t plan__megatron_default_ffn(int64_t hidden, bool swiglu);
+
 /* Builders from parsed JSON (o is never NULL here; tp, pp >= 1). */
 int plan__hf_from_json(struct plan_model *m, const json_t *root, const char *what,
                        const struct plan_model_opts *o, struct rl_err *e);

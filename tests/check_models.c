@@ -344,6 +344,8 @@ START_TEST(group_rule_names)
         ck_assert_int_eq(plan_group_rule_parse(plan_group_rule_name(all[i]), &r, &e), 0);
         ck_assert_int_eq(r, all[i]);
     }
+    ck_assert_int_eq(plan_group_rule_parse("hf", &r, &e), 0);
+    ck_assert_int_eq(r, PLAN_GROUPS_HF_TWO);
     ck_assert_int_eq(plan_group_rule_parse("decay", &r, &e), RL_EINVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "'decay'"));
     ck_assert_ptr_nonnull(strstr(e.msg, "megatron-old"));
