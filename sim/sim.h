@@ -4,7 +4,7 @@
  * resources (anything with a capacity in work units per second) between activities, and the task
  * graph runs a DAG of activities on them. sim/hw.h and sim/step.h give those a meaning.
  *
- * Complexity (n = pending events, A = running activities, k = resources per activity <= 4,
+ * Complexity (n = pending events, A = running activities, k = resources per activity <= 6,
  * R = resources touched by running activities):
  *   sim_at / sim_after        O(log n)
  *   sim_cancel                O(1) (a flag; the entry is dropped when it reaches the heap top)
@@ -83,7 +83,7 @@ void sim_stop(struct sim *s);
 static inline uint32_t sim_pending(const struct sim *s) { return s->n_heap; }
 
 /* ---- flow model ---------------------------------------------------------------------------------- */
-#define SIM_MAX_RES 4          /* resources one activity may use */
+#define SIM_MAX_RES 6          /* resources one activity may use */
 #define SIM_NAME_MAX 40
 
 /* A resource: capacity in work units per second (bytes/s, FLOP/s, elements/s). */

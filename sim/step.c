@@ -725,9 +725,10 @@ static int breakdown(const struct sim_graph *g, int rank, int64_t t0, int64_t t1
     int n = 0;
     for (int i = 0; i < g->n_task; i++) {
         const struct sim_task *t = &g->task[i];
-        if (t->rank != rank || t->phase < 0 || t->t_end_ns <= t->t_start_ns)
+        int64_t t0 = sim__task_span_start(t);
+        if (t->rank != rank || t->phase < 0 || t->t_end_ns <= t0)
             continue;
-        ev[n++] = (struct edge_ev){t->t_start_ns, t->phase, +1};
+        ev[n++] = (struct edge_ev){t0, t->phase, +1};
         ev[n++] = (struct edge_ev){t->t_end_ns, t->phase, -1};
     }
     qsort(ev, (size_t)n, sizeof *ev, cmp_edge);

@@ -50,6 +50,13 @@ struct sim__step {
     int n_link_samples, cap_link_samples;
 };
 
+/* Where a task's span starts: a pure delay (no resources: a pipeline bubble) spans its latency,
+ * anything else starts when its work starts. */
+static inline int64_t sim__task_span_start(const struct sim_task *t)
+{
+    return t->req.n_res == 0 && !(t->req.rate_cap > 0) ? t->t_ready_ns : t->t_start_ns;
+}
+
 /* Writes the Chrome trace of a finished run. */
 int sim__step_trace(struct sim__step *b, const struct sim_step_result *r, const char *path,
                     struct rl_err *e);

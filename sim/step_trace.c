@@ -78,7 +78,8 @@ int sim__step_trace(struct sim__step *b, const struct sim_step_result *r, const 
     /* Spans, in task order. */
     for (int i = 0; i < b->g.n_task; i++) {
         const struct sim_task *k = &b->g.task[i];
-        if (k->rank < 0 || k->track < 0 || k->phase < 0 || k->t_end_ns <= k->t_start_ns)
+        int64_t t0 = sim__task_span_start(k);
+        if (k->rank < 0 || k->track < 0 || k->phase < 0 || k->t_end_ns <= t0)
             continue;
         int pid = PID_GPU(k->rank), tid = k->track;
         if (k->track == SIM_TR_CPU_ADAM) {
@@ -90,7 +91,7 @@ int sim__step_trace(struct sim__step *b, const struct sim_step_result *r, const 
                                                                                          : "bytes";
         snprintf(buf, sizeof buf, "{\"%s\":%lld,\"ready_ns\":%lld,\"latency_ns\":%lld}", what, (long long)k->arg,
                  (long long)k->t_ready_ns, (long long)k->latency_ns);
-        trace_span(t, pid, tid, k->name, sim_phase_name(k->phase), k->t_start_ns, k->t_end_ns - k->t_start_ns, buf);
+        trace_span(t, pid, tid, k->name, sim_phase_name(k->phase), t0, k->t_end_ns - t0, buf);
     }
 
     /* Memory counters per GPU: the ledger, reserve and the activations/gathered parameters as

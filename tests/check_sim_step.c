@@ -297,6 +297,54 @@ START_TEST(step_multi_node_uses_the_network)
 }
 END_TEST
 
+START_TEST(step_accumulation_pipeline_and_numa)
+{
+    struct sim_hw hw = load_hw("dgx1-v100");
+    struct fixture f;
+    fx_init(&f, "gpt-2.7b", 8, 8, 8, 0.5, PLAN_POLICY_EXACT);
+    struct sim_train t;
+    sim_train_defaults(&t);
+    struct sim_step_result one, two, il;
+    struct rl_err e;
+    ck_assert_int_eq(sim_step_run(&f.p, &hw, &t, NULL, &one, &e), 0);
+    /* Two micro-steps: twice the forward work, one optimizer step. */
+    t.grad_accum = 2;
+    ck_assert_int_eq(sim_step_run(&f.p, &hw, &t, NULL, &two, &e), 0);
+    ck_assert_int_eq(two.phase[SIM_PH_FORWARD].busy_ns, 2 * one.phase[SIM_PH_FORWARD].busy_ns);
+    ck_assert_int_eq(two.phase[SIM_PH_CPU_ADAM].busy_ns, one.phase[SIM_PH_CPU_ADAM].busy_ns);
+    ck_assert_int_eq(two.grad_accum, 2);
+    /* Without core binding the CPU Adam threads and buffers spread over both sockets: the
+     * inter-socket link joins every host transfer, so the optimizer is slower. */
+    t.grad_accum = 1;
+    t.numa_interleave = true;
+    ck_assert_int_eq(sim_step_run(&f.p, &hw, &t, NULL, &il, &e), 0);
+    ck_assert_int_gt(il.step_ns, one.step_ns);
+    fx_free(&f);
+    /* Two pipeline stages: the 1F1B bubble appears. */
+    struct plan_layout l = {.tp = 4, .pp = 2, .world = 8, .gpus_per_node = 8};
+    ck_assert_int_eq(plan_layout_resolve(&l, &e), 0);
+    struct plan_model m;
+    struct plan_model_opts mo = {.tp = 4, .pp = 2, .pp_stage = 0};
+    ck_assert_msg(plan_model_load(&m, cat(), "gpt-2.7b", &mo, &e) == 0, "%s", e.msg);
+    plan_model_group(&m, PLAN_GROUPS_AUTO, false);
+    struct plan_zero z;
+    plan_zero_defaults(&z);
+    z.stage = 3;
+    z.offload = PLAN_OFFLOAD_CPU;
+    z.pin_memory = true;
+    z.dtype = PLAN_FP16;
+    struct plan_options o = {.policy = PLAN_POLICY_EXACT};
+    struct plan p;
+    ck_assert_msg(plan_build(&p, &m, &l, &z, &o, &e) == 0, "%s", e.msg);
+    struct sim_step_result pr;
+    sim_train_defaults(&t);
+    ck_assert_int_eq(sim_step_run(&p, &hw, &t, NULL, &pr, &e), 0);
+    ck_assert_int_gt(pr.phase[SIM_PH_PIPELINE_BUBBLE].busy_ns, 0);
+    plan_free(&p);
+    plan_model_free(&m);
+}
+END_TEST
+
 /* ---- commands ------------------------------------------------------------------------------------- */
 START_TEST(predict_json_and_trace_are_deterministic)
 {
@@ -529,6 +577,7 @@ Suite *sim_step_suite(void)
     tcase_add_test(c, step_shared_switches_slow_the_copies);
     tcase_add_test(c, step_memory_prediction);
     tcase_add_test(c, step_multi_node_uses_the_network);
+    tcase_add_test(c, step_accumulation_pipeline_and_numa);
     suite_add_tcase(s, c);
     c = tcase_create("commands");
     tcase_set_timeout(c, 60);
