@@ -15,8 +15,8 @@ static const struct cli_opt opts[] = {
 };
 
 struct predict_args {
-    bool json;
-    const char *trace;
+    bool json;           /* --json */
+    const char *trace;   /* --trace FILE, NULL when absent */
 };
 
 static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)

@@ -18,10 +18,10 @@ static const struct cli_opt opts[] = {
 };
 
 struct sweep_args {
-    const char *ratios;
-    bool csv, json;
-    int64_t gpu_mem;
-    const char *out;
+    const char *ratios;  /* --ratios */
+    bool csv, json;      /* output format */
+    int64_t gpu_mem;     /* --gpu-mem, 0: the profile's */
+    const char *out;     /* --out FILE, NULL: standard output */
 };
 
 static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)

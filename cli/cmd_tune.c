@@ -18,10 +18,10 @@ static const struct cli_opt opts[] = {
 };
 
 struct tune_args {
-    int64_t gpu_mem;
-    const char *ratios;
-    double tol;
-    bool json;
+    int64_t gpu_mem;     /* --gpu-mem, 0: the profile's */
+    const char *ratios;  /* --ratios, the candidates */
+    double tol;          /* --tolerance on the honored ratio */
+    bool json;           /* --json */
 };
 
 static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
@@ -38,11 +38,11 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 
 /* One candidate: the plan's ratio, what it fits in and how fast it is. */
 struct cand {
-    double requested, honored;
-    int n_subgroups;
-    int64_t sub_group_size;
-    struct sim_step_result r;
-    bool valid;
+    double requested, honored;   /* ratios */
+    int n_subgroups;             /* sub-groups of its plan */
+    int64_t sub_group_size;      /* the plan's sub_group_size */
+    struct sim_step_result r;    /* the prediction */
+    bool valid;                  /* filled */
 };
 
 /* Simulates every ratio under the context's policy; returns the index of the fastest one that

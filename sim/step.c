@@ -234,9 +234,9 @@ int sim_step_memory(const struct plan *p, const struct sim_hw *hw, const struct 
 
 /* ---- graph construction -------------------------------------------------------------------------- */
 struct builder {
-    struct sim__step *b;
-    struct blocks k;
-    int err;
+    struct sim__step *b;   /* the run being built */
+    struct blocks k;       /* the model cut into blocks */
+    int err;               /* first error while adding tasks (sticky) */
 };
 
 static int add_task(struct builder *u, const char *name, int rank, int track, int phase, double work,
@@ -438,7 +438,10 @@ static int add_resources(struct sim__step *b, struct rl_err *e)
 
 /* The last task of each stream of a rank, so the next task on that stream follows it. */
 struct streams {
-    int compute, gather, reduce, copy, adam;
+    int compute;   /* compute stream: forward, backward, TP all-reduce */
+    int gather;    /* NCCL all-gather stream */
+    int reduce;    /* NCCL reduce-scatter stream */
+    int copy;      /* gradient copies during backward */
 };
 
 static int build(struct builder *u, struct rl_err *e)
@@ -477,7 +480,7 @@ static int build(struct builder *u, struct rl_err *e)
         return rl_errf(e, RL_ENOMEM, "step: out of memory");
     }
     for (int g = 0; g < G; g++)
-        st[g] = (struct streams){-1, -1, -1, -1, -1};
+        st[g] = (struct streams){-1, -1, -1, -1};
     int64_t act_per_block = k->n > 2 ? activation_bytes(p, &b->t, 1) : 0;
 
     for (int64_t mb = 0; mb < b->t.grad_accum; mb++) {
@@ -702,9 +705,9 @@ static int build(struct builder *u, struct rl_err *e)
 
 /* ---- breakdown ------------------------------------------------------------------------------------ */
 struct edge_ev {
-    int64_t t_ns;
-    int phase;
-    int delta;
+    int64_t t_ns;   /* when */
+    int phase;      /* which phase */
+    int delta;      /* +1 a task starts, -1 it ends */
 };
 
 static int cmp_edge(const void *x, const void *y)

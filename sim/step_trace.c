@@ -17,10 +17,10 @@ static const char *const track_names[SIM_TR_COUNT] = {
     "copy engine H2D", "CPU Adam", "pipeline bubble"};
 
 struct mem_sorted {
-    int64_t t_ns;
-    int order;
-    int rank;
-    int64_t delta;
+    int64_t t_ns;    /* the task's end */
+    int order;       /* its position in the event list (stable ties) */
+    int rank;        /* GPU */
+    int64_t delta;   /* bytes allocated (+) or freed (-) */
 };
 
 static int cmp_mem(const void *x, const void *y)
