@@ -88,8 +88,8 @@ static json_t *cand_json(const struct cand *k)
 static void print_cand(const char *label, const struct cand *k)
 {
     char g1[32], g2[32];
-    printf("  %-34s requested %.4f honored %.4f  step %.4f s  GPU %s GiB  host %s GiB/node\n", label, k->requested,
-           k->honored, (double)k->r.step_ns * 1e-9, cli_gib(g1, sizeof g1, k->r.gpu_total_bytes),
+    printf("  %s\n    ratio requested %.4f, honored %.4f: step %.4f s, GPU %s GiB per rank, host %s GiB per node\n",
+           label, k->requested, k->honored, (double)k->r.step_ns * 1e-9, cli_gib(g1, sizeof g1, k->r.gpu_total_bytes),
            cli_gib(g2, sizeof g2, k->r.host_node_bytes));
 }
 
@@ -218,17 +218,18 @@ static int run(int argc, char **argv)
                    cli_gib(g2, sizeof g2, hw.context_bytes), hw.allocator_overhead * 100, hw.name);
         printf("candidates %zu ratios (%s)\n\n", n, a.ratios);
         if (b_exact >= 0)
-            print_cand("fastest that fits, exact split:", &exact[b_exact]);
+            print_cand("fastest that fits, ratio honored exactly (policy exact):", &exact[b_exact]);
         if (ds_policy) {
-            char lbl[96];
-            snprintf(lbl, sizeof lbl, "%s, sub_group_size %lld:", plan_policy_name(c.popt.policy),
-                     (long long)c.zero.sub_group_size);
+            char lbl[160];
+            snprintf(lbl, sizeof lbl, "fastest that fits under %s with the current sub_group_size %lld:",
+                     plan_policy_name(c.popt.policy), (long long)c.zero.sub_group_size);
             if (b_ds >= 0)
                 print_cand(lbl, &ds[b_ds]);
             else
-                printf("  %-34s nothing fits\n", lbl);
+                printf("  %s\n    nothing fits\n", lbl);
             if (fix.valid) {
-                snprintf(lbl, sizeof lbl, "%s, sub_group_size %lld:", plan_policy_name(c.popt.policy), (long long)sgs);
+                snprintf(lbl, sizeof lbl, "the best exact ratio under %s with sub_group_size %lld:",
+                         plan_policy_name(c.popt.policy), (long long)sgs);
                 print_cand(lbl, &fix);
                 printf("\nto get ratio %.4f from DeepSpeed: \"zero_optimization\": {\"sub_group_size\": %lld, "
                        "\"offload_optimizer\": {\"ratio\": %.4f}} (%d sub-groups, honored %.4f)%s\n",
