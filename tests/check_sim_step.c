@@ -13,6 +13,7 @@
 #include "sim/hw.h"
 #include "sim/step.h"
 #include "tests/util.h"
+#include "traces/trace.h"
 
 static char catalog[4096];
 static const char *cat(void)
@@ -474,6 +475,63 @@ START_TEST(tune_finds_ratio_and_sub_group_size)
 }
 END_TEST
 
+START_TEST(trace_streams_are_serial_and_memory_returns)
+{
+    /* ZeRO-3 over 8 ranks of a node with offload: the trace read back has, per GPU, compute
+     * spans that never overlap (one stream), every span inside the step, and a memory counter
+     * that starts and ends at the model states + reserve (activations and gathered parameters
+     * are all released). */
+    struct sim_hw hw = load_hw("dgx1-v100");
+    struct fixture f;
+    fx_init(&f, "gpt-350m", 1, 8, 8, 0.4, PLAN_POLICY_EXACT);
+    struct sim_train t;
+    sim_train_defaults(&t);
+    t.schedule = SIM_SCHED_OVERLAP;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/step.json", tu_tmpdir());
+    struct sim_step_result r;
+    struct rl_err e;
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, path, &r, &e) == 0, "%s", e.msg);
+    struct trace_doc d;
+    ck_assert_msg(trace_read(path, &d, &e) == 0, "%s", e.msg);
+    int64_t last_end[8], first_mem[8], last_mem[8];
+    int n_spans[8] = {0}, n_mem[8] = {0};
+    for (int g = 0; g < 8; g++)
+        last_end[g] = first_mem[g] = last_mem[g] = -1;
+    int adam_spans = 0;
+    for (int i = 0; i < d.n_events; i++) {
+        const struct trace_event *v = &d.events[i];
+        if (v->ph == 'X') {
+            ck_assert_int_ge(v->ts_ns, 0);
+            ck_assert_int_le(v->ts_ns + v->dur_ns, r.step_ns);
+            if (v->pid >= 100 && v->pid < 200)
+                adam_spans++;
+            if (v->pid >= 1 && v->pid <= 8 && v->tid == 0) {   /* compute stream, in task order */
+                int g = v->pid - 1;
+                ck_assert_int_ge(v->ts_ns, last_end[g]);
+                last_end[g] = v->ts_ns + v->dur_ns;
+                n_spans[g]++;
+            }
+        } else if (v->ph == 'C' && v->pid >= 1 && v->pid <= 8 && strcmp(v->name, "GPU memory (bytes)") == 0) {
+            int g = v->pid - 1;
+            if (n_mem[g]++ == 0)
+                first_mem[g] = (int64_t)v->value;
+            last_mem[g] = (int64_t)v->value;
+            ck_assert_int_ge((int64_t)v->value, r.gpu_ledger_bytes + r.gpu_reserve_bytes);
+        }
+    }
+    for (int g = 0; g < 8; g++) {
+        ck_assert_int_gt(n_spans[g], 24 * 2);
+        ck_assert_int_gt(n_mem[g], 2);
+        ck_assert_int_eq(first_mem[g], r.gpu_ledger_bytes + r.gpu_reserve_bytes);
+        ck_assert_int_eq(last_mem[g], first_mem[g]);
+    }
+    ck_assert_int_gt(adam_spans, 8);
+    trace_doc_free(&d);
+    fx_free(&f);
+}
+END_TEST
+
 /* ---- golden table ------------------------------------------------------------------------------- */
 static void golden_rows(FILE *out)
 {
@@ -585,6 +643,7 @@ Suite *sim_step_suite(void)
     tcase_add_test(c, predict_bad_input_exits_2_without_files);
     tcase_add_test(c, sweep_rows_and_formats);
     tcase_add_test(c, tune_finds_ratio_and_sub_group_size);
+    tcase_add_test(c, trace_streams_are_serial_and_memory_returns);
     suite_add_tcase(s, c);
     c = tcase_create("golden");
     tcase_set_timeout(c, 120);
