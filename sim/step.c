@@ -10,8 +10,8 @@
 
 static const char *const schedule_names[] = {"deepspeed-0.12", "overlap"};
 static const char *const phase_names[] = {
-    "forward", "backward", "gpu_adam", "tp_allreduce", "allgather", "reduce_scatter",
-    "grad_d2h", "grad_h2d", "cpu_adam", "param_h2d", "pipeline_bubble"};
+    "forward", "backward", "gpu_adam", "cpu_adam", "tp_allreduce", "allgather", "reduce_scatter",
+    "grad_d2h", "grad_h2d", "param_h2d", "pipeline_bubble"};
 
 const char *sim_schedule_name(enum sim_schedule s) { return schedule_names[s]; }
 const char *sim_phase_name(int phase)

@@ -29,12 +29,12 @@ enum sim_phase {
     SIM_PH_FORWARD,          /* forward compute */
     SIM_PH_BACKWARD,         /* backward compute (with recomputation when checkpointing) */
     SIM_PH_GPU_ADAM,         /* Adam on the GPU share */
+    SIM_PH_CPU_ADAM,         /* Adam on the CPU share */
     SIM_PH_TP_ALLREDUCE,     /* Megatron tensor-parallel all-reduces */
     SIM_PH_ALLGATHER,        /* ZeRO-3 parameter all-gather (forward and backward) */
     SIM_PH_REDUCE_SCATTER,   /* gradient reduce-scatter, per bucket */
     SIM_PH_GRAD_D2H,         /* gradients to host */
     SIM_PH_GRAD_H2D,         /* gradients back to the GPU (DeepSpeed 0.12 round trip) */
-    SIM_PH_CPU_ADAM,         /* Adam on the CPU share */
     SIM_PH_PARAM_H2D,        /* updated parameters (or fp32 master) to the GPU */
     SIM_PH_PIPELINE_BUBBLE,  /* pipeline-parallel fill and drain (analytical) */
     SIM_PH_COUNT
