@@ -152,14 +152,28 @@ static void resolve_train(const struct plan *p, const struct sim_train *in, stru
  * its 16-bit input (2 s b h) and one layer's full set is live during recomputation. Pipeline
  * stage k of pp holds pp - k micro-batches in flight (1F1B). Plus fp32 logits and their gradient
  * on the last stage. */
-static int64_t activation_bytes(const struct plan *p, const struct sim_train *t, int layers)
+/* Bytes one layer keeps from its forward to its backward: the full set, or with checkpointing
+ * its 16-bit input. *full_out receives the full set (live during recomputation). */
+static double layer_activation_bytes(const struct plan *p, const struct sim_train *t, double *full_out)
 {
     const struct plan_arch *a = &p->model->arch;
     double s = (double)t->seq_len, b = (double)t->micro_batch, h = (double)a->hidden;
     double tp = a->tp > 0 ? a->tp : 1, heads = (double)(a->heads > 0 ? a->heads : 1);
     double width = plan_dtype_bytes(p->zero.dtype) / 2.0;   /* fp32 activations are twice as big */
     double full = s * b * h * (10.0 + 24.0 / tp + 5.0 * heads * s / (h * tp)) * width;
-    double per_mb = t->checkpoint_activations ? layers * 2.0 * s * b * h * width + full : layers * full;
+    if (full_out)
+        *full_out = full;
+    return t->checkpoint_activations ? 2.0 * s * b * h * width : full;
+}
+
+static int64_t activation_bytes(const struct plan *p, const struct sim_train *t, int layers)
+{
+    const struct plan_arch *a = &p->model->arch;
+    double s = (double)t->seq_len, b = (double)t->micro_batch;
+    double tp = a->tp > 0 ? a->tp : 1;
+    double full;
+    double kept = layer_activation_bytes(p, t, &full);
+    double per_mb = t->checkpoint_activations ? layers * kept + full : layers * full;
     int in_flight = a->pp > 1 ? a->pp - a->pp_stage : 1;
     double bytes = per_mb * in_flight;
     if (a->pp <= 1 || a->pp_stage == a->pp - 1) {
@@ -481,7 +495,7 @@ static int build(struct builder *u, struct rl_err *e)
     }
     for (int g = 0; g < G; g++)
         st[g] = (struct streams){-1, -1, -1, -1};
-    int64_t act_per_block = k->n > 2 ? activation_bytes(p, &b->t, 1) : 0;
+    int64_t act_per_block = (int64_t)ceil(layer_activation_bytes(p, &b->t, NULL));   /* trace counter */
 
     for (int64_t mb = 0; mb < b->t.grad_accum; mb++) {
         /* Forward: gather block i (prefetched up to `depth` blocks ahead), compute, TP all-reduce. */
