@@ -284,7 +284,7 @@ static void on_tick(struct sim *s, void *arg, int64_t tag)
     int64_t now = s->now_ns;
     int n_due = 0;
     int w = 0;
-    int *due = f->due;
+    int *due = f->due;   /* valid until the callbacks below run */
     for (int i = 0; i < f->n_active; i++) {
         struct sim__act *a = &f->act[f->active[i]];
         if (a->t_finish_ns <= now)
@@ -312,10 +312,12 @@ static void on_tick(struct sim *s, void *arg, int64_t tag)
     }
     f->n_active = w;
     mark_dirty(f);
+    /* Callbacks may start activities, which may move f->act and f->due: index afresh each time,
+     * and free each slot only once its request is copied. */
     for (int i = 0; i < n_due; i++) {
-        struct sim__act *a = &f->act[due[i]];
-        struct sim_flow_req r = a->req;
-        f->free_act[f->n_free++] = due[i];
+        int id = f->due[i];
+        struct sim_flow_req r = f->act[id].req;
+        f->free_act[f->n_free++] = id;
         if (r.done)
             r.done(f, r.arg, r.tag);
     }

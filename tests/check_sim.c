@@ -300,6 +300,45 @@ START_TEST(flow_random_flows_conserve_bytes)
 }
 END_TEST
 
+/* Each completion starts three more activities until `left` runs out: the activity pool grows
+ * while completion callbacks run (a use-after-realloc would show under ASan). */
+struct fanout {
+    int link;
+    int left;
+    int done;
+};
+
+static void fan(struct sim_flow *f, void *arg, int64_t tag)
+{
+    struct fanout *x = arg;
+    x->done++;
+    for (int k = 0; k < 3 && x->left > 0; k++, x->left--) {
+        struct sim_flow_req q = {.work = 1000.0 * (1 + (tag + k) % 7), .n_res = 1, .res = {x->link},
+                                 .weight = {1}, .done = fan, .arg = x, .tag = tag + k + 1};
+        ck_assert_int_eq(sim_flow_start(f, &q, NULL, NULL), 0);
+    }
+}
+
+START_TEST(flow_callbacks_may_start_many)
+{
+    struct sim s;
+    struct sim_flow f;
+    sim_init(&s);
+    sim_flow_init(&f, &s);
+    struct fanout x = {.link = sim_flow_add_resource(&f, "link", 1e9, NULL), .left = 3000};
+    for (int i = 0; i < 4; i++) {
+        struct sim_flow_req q = {.work = 1000, .n_res = 1, .res = {x.link}, .weight = {1}, .done = fan, .arg = &x,
+                                 .tag = i};
+        sim_flow_start(&f, &q, NULL, NULL);
+    }
+    ck_assert_int_eq(sim_run(&s, -1), 0);
+    ck_assert_int_eq(x.done, 3004);
+    ck_assert_int_gt(f.cap_act, 1000);   /* the pool grew inside callbacks */
+    sim_flow_free(&f);
+    sim_free(&s);
+}
+END_TEST
+
 /* ---- task graph vs closed forms ------------------------------------------------------------------ */
 static int64_t ceil_div_ns(double work, double rate)
 {
@@ -397,6 +436,7 @@ Suite *sim_suite(void)
     tcase_add_test(c, flow_rate_changes_reschedule);
     tcase_add_test(c, flow_random_flows_conserve_bytes);
     tcase_add_test(c, flow_rejects_bad_input);
+    tcase_add_test(c, flow_callbacks_may_start_many);
     suite_add_tcase(s, c);
     c = tcase_create("graph");
     tcase_add_test(c, graph_matches_closed_forms);
