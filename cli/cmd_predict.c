@@ -85,24 +85,15 @@ static int run(int argc, char **argv)
         {"hardware and training", cli_sim_opts, cli_sim_opt, &sim},
         {"model, layout and DeepSpeed config", cli_setup_opts, cli_setup_opt, &s},
     };
-    struct cli_rest rest;
     struct rl_err e = {0};
-    int rc = cli_parse(argc, argv, sets, 3, &rest, &e);
-    if (rc == CLI_HELP) {
-        cli_help(stdout, "ratiolab predict [--model NAME] [--ratio R] [--hw NAME|FILE] [--schedule S] [--trace FILE] [--json]",
+    int rc = cli_command_parse("predict", argc, argv, "ratiolab predict [--model NAME] [--ratio R] [--hw NAME|FILE] [--schedule S] [--trace FILE] [--json]",
                  "Simulates one training step for one ratio on every GPU of a node (contention on PCIe\n"
                  "switches, host DRAM and CPU cores included): step time, where it goes (exposed vs\n"
                  "overlapped per phase) and the per-rank GPU and host memory.\n"
                  "Default: Megatron gpt-2.7b, TP 8 on 8 x V100 (dgx1-v100), DeepSpeed 0.12.4 rules.",
-                 sets, 3);
-        return 0;
-    }
-    if (rc)
-        return cli_fail("predict", &e);
-    if (rest.n_pos || rest.n_after) {
-        rl_errf(&e, RL_EINVAL, "unexpected argument '%s'", rest.n_pos ? rest.pos[0] : "--");
-        return cli_fail("predict", &e);
-    }
+                               sets, 3);
+    if (rc >= 0)
+        return rc;
     struct cli_ctx c;
     struct sim_hw hw;
     struct plan p;

@@ -49,23 +49,14 @@ static int run(int argc, char **argv)
         {"hardware and training", cli_sim_opts, cli_sim_opt, &sim},
         {"model, layout and DeepSpeed config", cli_setup_opts, cli_setup_opt, &s},
     };
-    struct cli_rest rest;
     struct rl_err e = {0};
-    int rc = cli_parse(argc, argv, sets, 3, &rest, &e);
-    if (rc == CLI_HELP) {
-        cli_help(stdout, "ratiolab sweep [--ratios LO:HI:STEP] [--hw NAME|FILE] [--csv | --json] [model options]",
+    int rc = cli_command_parse("sweep", argc, argv, "ratiolab sweep [--ratios LO:HI:STEP] [--hw NAME|FILE] [--csv | --json] [model options]",
                  "Simulates one step per ratio: requested and honored ratio, predicted GPU memory per rank\n"
                  "(NVML-visible), host memory per node, step time, and whether it fits.\n"
                  "Default: Megatron gpt-2.7b, TP 8 on 8 x V100 (dgx1-v100), DeepSpeed 0.12.4 rules.",
-                 sets, 3);
-        return 0;
-    }
-    if (rc)
-        return cli_fail("sweep", &e);
-    if (rest.n_pos || rest.n_after) {
-        rl_errf(&e, RL_EINVAL, "unexpected argument '%s'", rest.n_pos ? rest.pos[0] : "--");
-        return cli_fail("sweep", &e);
-    }
+                               sets, 3);
+    if (rc >= 0)
+        return rc;
     if (a.csv && a.json) {
         rl_errf(&e, RL_EINVAL, "--csv and --json: give at most one");
         return cli_fail("sweep", &e);

@@ -105,25 +105,16 @@ static int run(int argc, char **argv)
         {"hardware and training", cli_sim_opts, cli_sim_opt, &sim},
         {"model, layout and DeepSpeed config", cli_setup_opts, cli_setup_opt, &s},
     };
-    struct cli_rest rest;
     struct rl_err e = {0};
-    int rc = cli_parse(argc, argv, sets, 3, &rest, &e);
-    if (rc == CLI_HELP) {
-        cli_help(stdout, "ratiolab tune [--gpu-mem 16GiB] [--hw NAME|FILE] [--json] [model options]",
+    int rc = cli_command_parse("tune", argc, argv, "ratiolab tune [--gpu-mem 16GiB] [--hw NAME|FILE] [--json] [model options]",
                  "Finds the fastest ratio whose predicted GPU memory per rank (model states, activations,\n"
                  "gathered parameters and a stated reserve for the CUDA context, NCCL and the caching\n"
                  "allocator) fits in --gpu-mem, first with the ratio honored exactly, then, under a\n"
                  "DeepSpeed policy, the sub_group_size that makes DeepSpeed honor it (its ratio counts\n"
                  "whole sub-groups). Exit 1 when no candidate fits.",
-                 sets, 3);
-        return 0;
-    }
-    if (rc)
-        return cli_fail("tune", &e);
-    if (rest.n_pos || rest.n_after) {
-        rl_errf(&e, RL_EINVAL, "unexpected argument '%s'", rest.n_pos ? rest.pos[0] : "--");
-        return cli_fail("tune", &e);
-    }
+                               sets, 3);
+    if (rc >= 0)
+        return rc;
     double *ratios = NULL;
     size_t n = 0;
     if ((rc = rl_parse_ratio_list("--ratios", a.ratios, 0, 1, &ratios, &n, &e)))
