@@ -50,6 +50,10 @@ int cli_parse(int argc, char **argv, const struct cli_optset *sets, int n_sets,
               struct cli_rest *rest, struct rl_err *e);
 void cli_help(FILE *f, const char *usage, const char *description, const struct cli_optset *sets,
               int n_sets);
+/* The whole option step of a command without positional arguments: parses, prints --help (0),
+ * reports a bad option (2). Returns the exit code when the command is done, -1 to go on. */
+int cli_command_parse(const char *cmd, int argc, char **argv, const char *usage, const char *description,
+                      const struct cli_optset *sets, int n_sets);
 /* Prints "ratiolab <cmd>: <msg>" to stderr and returns the exit code for e->code. */
 int cli_fail(const char *cmd, const struct rl_err *e);
 

@@ -265,26 +265,17 @@ static int run(int argc, char **argv)
         {"check options", opts, on_opt, &a},
         {"model, layout and DeepSpeed config", cli_setup_opts, cli_setup_opt, &s},
     };
-    struct cli_rest rest;
     struct rl_err e = {0};
-    int rc = cli_parse(argc, argv, sets, 2, &rest, &e);
-    if (rc == CLI_HELP) {
-        cli_help(stdout,
-                 "ratiolab check --ds-config FILE (--model NAME | --megatron-args \"...\") [--tp N --dp N ...]\n"
-                 "                      [--deepspeed-version X.Y.Z] [--tolerance 0.02] [--gpu-mem 80GiB] [--fix-to FILE]",
-                 "Exits 0 when the config honors its offload ratio within the tolerance under the DeepSpeed\n"
-                 "version's rule (and, with --gpu-mem, the model states of one rank fit); exits 1 otherwise and\n"
-                 "prints the fix: the largest sub_group_size that honors the ratio, and the ratio that fits.\n"
-                 "Exit 2: bad input. Use it as a CI step after every model, config or DeepSpeed change.",
-                 sets, 2);
-        return 0;
-    }
-    if (rc)
-        return cli_fail("check", &e);
-    if (rest.n_pos || rest.n_after) {
-        rl_errf(&e, RL_EINVAL, "unexpected argument '%s'", rest.n_pos ? rest.pos[0] : "--");
-        return cli_fail("check", &e);
-    }
+    int rc = cli_command_parse("check", argc, argv,
+                               "ratiolab check --ds-config FILE (--model NAME | --megatron-args \"...\") [--tp N --dp N ...]\n"
+                               "                      [--deepspeed-version X.Y.Z] [--tolerance 0.02] [--gpu-mem 80GiB] [--fix-to FILE]",
+                               "Exits 0 when the config honors its offload ratio within the tolerance under the DeepSpeed\n"
+                               "version's rule (and, with --gpu-mem, the model states of one rank fit); exits 1 otherwise and\n"
+                               "prints the fix: the largest sub_group_size that honors the ratio, and the ratio that fits.\n"
+                               "Exit 2: bad input. Use it as a CI step after every model, config or DeepSpeed change.",
+                               sets, 2);
+    if (rc >= 0)
+        return rc;
     if (!s.ds_config) {
         rl_errf(&e, RL_EINVAL, "--ds-config: required (the DeepSpeed JSON config to check)");
         return cli_fail("check", &e);

@@ -211,24 +211,15 @@ static int run(int argc, char **argv)
         {"plan options", opts, on_opt, &a},
         {"model, layout and DeepSpeed config", cli_setup_opts, cli_setup_opt, &s},
     };
-    struct cli_rest rest;
     struct rl_err e = {0};
-    int rc = cli_parse(argc, argv, sets, 2, &rest, &e);
-    if (rc == CLI_HELP) {
-        cli_help(stdout, "ratiolab plan [--model NAME | --megatron-args \"...\"] [--ds-config FILE] [--ratios LO:HI:STEP] [--json]",
+    int rc = cli_command_parse("plan", argc, argv, "ratiolab plan [--model NAME | --megatron-args \"...\"] [--ds-config FILE] [--ratios LO:HI:STEP] [--json]",
                  "Shows, for a model, a parallel layout and a DeepSpeed config, which fraction of each rank's\n"
                  "optimizer state really goes to the CPU (DeepSpeed counts whole sub-groups), and the GPU and\n"
                  "host memory of the model states per rank at each allocation stage.\n"
                  "Default: Megatron gpt-2.7b, TP 8 on 8 GPUs, DeepSpeed 0.12.4 rules.",
-                 sets, 2);
-        return 0;
-    }
-    if (rc)
-        return cli_fail("plan", &e);
-    if (rest.n_pos || rest.n_after) {
-        rl_errf(&e, RL_EINVAL, "unexpected argument '%s'", rest.n_pos ? rest.pos[0] : "--");
-        return cli_fail("plan", &e);
-    }
+                               sets, 2);
+    if (rc >= 0)
+        return rc;
     struct cli_ctx c;
     if ((rc = cli_setup_resolve(&s, &c, &e))) {
         cli_ctx_free(&c);

@@ -18,7 +18,9 @@ for cmd in sweep tune; do
     echo
     case $cmd in
       sweep) echo "== Predicted step time and memory per ratio (simulator, dgx1-v100) =="; run sweep --ratios 0:1:0.1 ;;
-      tune) echo "== The fastest ratio that fits a 16 GiB V100 =="; run tune --gpu-mem 16GiB ;;
+      tune) echo "== The fastest ratio that fits a 16 GiB V100 =="; run tune --gpu-mem 16GiB
+            echo; echo "== Micro-batch 16 with activation checkpointing needs offload: which ratio, which sub_group_size =="
+            run tune --gpu-mem 16GiB --micro-batch 16 --checkpoint-activations ;;
     esac
   fi
 done
