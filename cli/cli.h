@@ -94,6 +94,7 @@ struct cli_ctx {
     struct plan_layout layout;
     struct plan_options popt;
     const char *catalog;           /* directory */
+    bool checkpoint_activations;   /* the launch line's --checkpoint-activations (for the simulator) */
     char model_desc[160];          /* for headings, e.g. "gpt-2.7b (Megatron GPT), TP 8" */
     char notes[8][200];            /* things the user should know (ignored flags, defaults) */
     int n_notes;

@@ -215,6 +215,7 @@ int cli_setup_resolve(const struct cli_setup *s, struct cli_ctx *c, struct rl_er
             if (c->zero.src_dtype != PLAN_SRC_CONFIG)
                 c->zero.src_dtype = PLAN_SRC_CLI;
         }
+        c->checkpoint_activations = launch.checkpoint_activations;
         if (launch.zero_stage >= 0 && launch.zero_stage != c->zero.stage) {
             snprintf(msg, sizeof msg, "Megatron --zero-stage %d differs from the DeepSpeed config's "
                      "stage %d; the config's applies", launch.zero_stage, c->zero.stage);

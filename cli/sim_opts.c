@@ -43,8 +43,10 @@ int cli_sim_opt(void *ctx, int id, const char *v, struct rl_err *e)
     return rl_errf(e, RL_EINTERNAL, "option id %d not handled", id);
 }
 
-int cli_sim_load_hw(const struct cli_sim *s, const struct cli_ctx *c, struct sim_hw *hw, struct rl_err *e)
+int cli_sim_load_hw(struct cli_sim *s, const struct cli_ctx *c, struct sim_hw *hw, struct rl_err *e)
 {
+    if (c->checkpoint_activations)   /* a Megatron launch line with --checkpoint-activations */
+        s->train.checkpoint_activations = true;
     return sim_hw_load(hw, c->catalog, s->hw, e);
 }
 

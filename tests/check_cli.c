@@ -167,6 +167,22 @@ START_TEST(out_file_is_written_whole)
 }
 END_TEST
 
+START_TEST(launch_line_checkpointing_reaches_the_simulator)
+{
+    struct tu_run r;
+    const char *line = "--num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "
+                       "--max-position-embeddings 1024 --vocab-size 32000 --fp16 --micro-batch-size 2";
+    tu_ratiolab(&r, "predict --gpus 8 --megatron-args \"%s --checkpoint-activations\"", line);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "activation checkpointing on"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "predict --gpus 8 --megatron-args \"%s\"", line);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "activation checkpointing off"));
+    tu_run_free(&r);
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -182,6 +198,7 @@ Suite *cli_suite(void)
     tcase_add_test(tc, default_case_shows_the_staircase);
     tcase_add_test(tc, json_is_deterministic_and_exact);
     tcase_add_test(tc, out_file_is_written_whole);
+    tcase_add_test(tc, launch_line_checkpointing_reaches_the_simulator);
     suite_add_tcase(s, tc);
     return s;
 }
