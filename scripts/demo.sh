@@ -13,14 +13,12 @@ run plan --ratio 0.3
 echo
 echo "== With that sub_group_size the staircase gets finer =="
 run plan --ratios 0:1:0.1 --sub-group-size 1e8
-for cmd in sweep tune; do
-  if "$bin" "$cmd" --help >/dev/null 2>&1; then
-    echo
-    case $cmd in
-      sweep) echo "== Predicted step time and memory per ratio (simulator, dgx1-v100) =="; run sweep --ratios 0:1:0.1 ;;
-      tune) echo "== The fastest ratio that fits a 16 GiB V100 =="; run tune --gpu-mem 16GiB
-            echo; echo "== Micro-batch 16 with activation checkpointing needs offload: which ratio, which sub_group_size =="
-            run tune --gpu-mem 16GiB --micro-batch 16 --checkpoint-activations ;;
-    esac
-  fi
-done
+echo
+echo "== Predicted step time and memory per ratio (simulator, dgx1-v100) =="
+run sweep --ratios 0:1:0.1
+echo
+echo "== The fastest ratio that fits a 16 GiB V100 =="
+run tune --gpu-mem 16GiB
+echo
+echo "== Micro-batch 16 with activation checkpointing needs offload: which ratio, which sub_group_size =="
+run tune --gpu-mem 16GiB --micro-batch 16 --checkpoint-activations
