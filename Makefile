@@ -32,7 +32,9 @@ HAVE_JANSSON := $(shell pkg-config --exists jansson 2>/dev/null && echo yes)
 HAVE_ZLIB := $(shell pkg-config --exists zlib 2>/dev/null && echo yes)
 GNUPLOT := $(shell command -v gnuplot 2>/dev/null)
 
-ifeq ($(filter clean help deps,$(MAKECMDGOALS)),)
+# Printed by the inner make only: the entry targets (all, test, demo, bench) first install missing
+# packages, then run an inner make that sees them.
+ifeq ($(RL_INNER),1)
 ifndef RL_FEATURES_SHOWN
 $(info feature: nvcc     $(if $(NVCC),yes ($(NVCC)),no (CUDA code not built; GPU tests skip)))
 $(info feature: NCCL     $(if $(and $(NVCC),$(NCCL_H),$(NCCL_LIBDIR)),yes ($(NCCL_H)),no))
@@ -93,7 +95,10 @@ GEN_SUITES := $(BUILD)/gen/suites.h
 
 .PHONY: all test test-run demo bench install clean deps help FORCE
 
-all: deps-quiet $(BIN)
+INNER := $(MAKE) --no-print-directory RL_INNER=1
+
+all: deps-quiet
+	@$(INNER) $(BIN)
 
 help:
 	@echo "make            build $(BIN)"
@@ -166,24 +171,29 @@ TEST_ENV := RATIOLAB_BIN=$(CURDIR)/$(BIN) RATIOLAB_SRC=$(CURDIR) RATIOLAB_BUILD=
             ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1:abort_on_error=0 \
             UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp
 
-test-run: deps-quiet $(BIN) $(TEST_BIN) $(PROGS)
+test-run: $(BIN) $(TEST_BIN) $(PROGS)
 	@echo "== tests ($(if $(filter 1,$(SANITIZE)),ASan + UBSan,plain build)) =="
 	$(TEST_ENV) $(TEST_BIN)
 
 ifeq ($(SANITIZE),1)
-test: test-run
+test: deps-quiet
+	@$(INNER) test-run
 else
 test: deps-quiet
-	@$(MAKE) --no-print-directory test-run
-	@$(MAKE) --no-print-directory SANITIZE=1 test-run
+	@$(INNER) test-run
+	@$(INNER) SANITIZE=1 test-run
 endif
 
 # ---- demo, bench, install -----------------------------------------------------------------------
-demo: all
+demo: deps-quiet
+	@$(INNER) $(BIN)
 	@scripts/demo.sh $(BIN)
 
-bench: all $(BENCHES)
+bench: deps-quiet
+	@$(INNER) bench-run
+bench-run: $(BIN) $(BENCHES)
 	@for b in $(BENCHES); do echo "== $$b =="; RATIOLAB_SRC=$(CURDIR) $$b || exit 1; done
+.PHONY: bench-run
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/ratiolab

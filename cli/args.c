@@ -92,3 +92,22 @@ const char *cli_gib(char *buf, size_t n, int64_t bytes)
     snprintf(buf, n, "%.2f", (double)bytes / RL_GIB);
     return buf;
 }
+
+int cli_command_parse(const char *cmd, int argc, char **argv, const char *usage, const char *description,
+                      const struct cli_optset *sets, int n_sets)
+{
+    struct cli_rest rest;
+    struct rl_err e = {0};
+    int rc = cli_parse(argc, argv, sets, n_sets, &rest, &e);
+    if (rc == CLI_HELP) {
+        cli_help(stdout, usage, description, sets, n_sets);
+        return 0;
+    }
+    if (rc)
+        return cli_fail(cmd, &e);
+    if (rest.n_pos || rest.n_after) {
+        rl_errf(&e, RL_EINVAL, "unexpected argument '%s'", rest.n_pos ? rest.pos[0] : "--");
+        return cli_fail(cmd, &e);
+    }
+    return -1;
+}

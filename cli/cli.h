@@ -50,6 +50,10 @@ int cli_parse(int argc, char **argv, const struct cli_optset *sets, int n_sets,
               struct cli_rest *rest, struct rl_err *e);
 void cli_help(FILE *f, const char *usage, const char *description, const struct cli_optset *sets,
               int n_sets);
+/* The whole option step of a command without positional arguments: parses, prints --help (0),
+ * reports a bad option (2). Returns the exit code when the command is done, -1 to go on. */
+int cli_command_parse(const char *cmd, int argc, char **argv, const char *usage, const char *description,
+                      const struct cli_optset *sets, int n_sets);
 /* Prints "ratiolab <cmd>: <msg>" to stderr and returns the exit code for e->code. */
 int cli_fail(const char *cmd, const struct rl_err *e);
 
@@ -71,8 +75,12 @@ struct cli_setup {
     int64_t sub_group_size;        /* --sub-group-size */
     bool sub_group_size_set;
     enum plan_group_rule groups;   /* --param-groups */
+    enum plan_group_rule megatron_rule; /* --megatron-version, as a param-group rule */
+    bool megatron_rule_set;
     int64_t seq_len;               /* --seq-len */
     int64_t micro_batch;           /* --micro-batch */
+    enum plan_dtype dtype;         /* --dtype */
+    bool dtype_set;
     bool verbose;                  /* --verbose */
 };
 void cli_setup_init(struct cli_setup *s);
@@ -86,6 +94,7 @@ struct cli_ctx {
     struct plan_layout layout;
     struct plan_options popt;
     const char *catalog;           /* directory */
+    bool checkpoint_activations;   /* the launch line's --checkpoint-activations (for the simulator) */
     char model_desc[160];          /* for headings, e.g. "gpt-2.7b (Megatron GPT), TP 8" */
     char notes[8][200];            /* things the user should know (ignored flags, defaults) */
     int n_notes;

@@ -52,21 +52,10 @@ static int run(int argc, char **argv)
 {
     const char *dir = NULL;
     struct cli_optset set = {"options", opts, on_opt, &dir};
-    struct cli_rest rest;
-    struct rl_err e = {0};
-    int rc = cli_parse(argc, argv, &set, 1, &rest, &e);
-    if (rc == CLI_HELP) {
-        cli_help(stdout, "ratiolab catalog [--catalog DIR]",
-                 "Lists the model presets (--model NAME) and hardware profiles (--hw NAME).", &set, 1);
-        return 0;
-    }
-    if (rc)
-        return cli_fail("catalog", &e);
-    if (rest.n_pos) {
-        e.code = RL_EINVAL;
-        snprintf(e.msg, sizeof e.msg, "unexpected argument '%s'", rest.pos[0]);
-        return cli_fail("catalog", &e);
-    }
+    int rc = cli_command_parse("catalog", argc, argv, "ratiolab catalog [--catalog DIR]",
+                               "Lists the model presets (--model NAME) and hardware profiles (--hw NAME).", &set, 1);
+    if (rc >= 0)
+        return rc;
     if (!dir)
         dir = rl_catalog_dir();
     rc = list_dir(dir, "models");

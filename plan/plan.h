@@ -77,6 +77,7 @@ struct plan_arch {
     int tp;                      /* tensor-parallel degree the tensor list was built for */
     int pp;                      /* pipeline-parallel degree */
     int pp_stage;                /* which stage this tensor list is */
+    int64_t head_dim;            /* per-head width; heads x head_dim may differ from hidden (T5) */
 };
 
 /* Param-group rules (DESIGN.md section 1). */
@@ -242,8 +243,8 @@ struct plan_stage_total {
 struct plan_subgroup {
     int index;                   /* global index, over groups in order */
     int group;                   /* param group */
-    int first_tensor;            /* index into model->tensors */
-    int n_tensors;               /* consecutive tensors in it */
+    int first;                   /* first position in plan->order (flat partition order) */
+    int n_tensors;               /* tensors in it: plan->order[first .. first + n_tensors) */
     int64_t offset;              /* first element in the rank's flat partition */
     int64_t numel;               /* per-rank elements */
     int64_t cpu_numel;           /* of which updated on the CPU: 0, numel, or a split (exact) */
@@ -261,7 +262,9 @@ struct plan {
     struct plan_zero zero;
     enum plan_policy policy;         /* resolved */
     enum plan_ledger_kind ledger_kind; /* resolved */
-    int64_t *part_numel;             /* per tensor: ceil(numel / dp) */
+    int64_t *part_numel;             /* per tensor (model order): ceil(numel / dp) */
+    int *order;                      /* tensor indices in flat-partition order: group 0 in module
+                                        order, then group 1, ...; sub-groups are runs of it */
     int n_groups;
     int64_t group_numel[PLAN_MAX_GROUPS];   /* per-rank elements per param group */
     struct plan_subgroup *subgroups;
@@ -290,6 +293,10 @@ int64_t plan_peak_cpu_bytes(const struct plan *p);
  * within `tol` of the requested one under the plan's DeepSpeed policy; 0 when none is (e.g. a
  * single tensor larger than the whole CPU share). Leaves *p unchanged. */
 int64_t plan_max_honoring_sub_group_size(const struct plan *p, double tol);
+
+/* The sub_group_size whose honored ratio is closest to the requested one (the largest of equals),
+ * on the same grid as above; *honored receives that ratio. */
+int64_t plan_closest_sub_group_size(const struct plan *p, double *honored);
 
 /* Number of sub-groups and the honored ratio for a sub_group_size without building a ledger. */
 int plan_honored_for(const struct plan *p, int64_t sub_group_size, double ratio, double *honored,

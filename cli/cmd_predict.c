@@ -1,0 +1,142 @@
+/* cli/cmd_predict.c — `ratiolab predict`: the simulated step time of one ratio, where the time
+ * goes (exposed vs overlapped per phase), the per-rank GPU and host memory, and a Chrome trace. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/sim_opts.h"
+
+enum { P_JSON = 1, P_TRACE };
+static const struct cli_opt opts[] = {
+    {"json", NULL, "machine-readable output (exact integers: bytes, nanoseconds)", P_JSON},
+    {"trace", "FILE", "write a Chrome trace (Perfetto); FILE ending in .gz is gzipped", P_TRACE},
+    {NULL, NULL, NULL, 0},
+};
+
+struct predict_args {
+    bool json;           /* --json */
+    const char *trace;   /* --trace FILE, NULL when absent */
+};
+
+static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
+{
+    (void)e;
+    struct predict_args *a = ctx;
+    if (id == P_JSON)
+        a->json = true;
+    else if (id == P_TRACE)
+        a->trace = v;
+    return 0;
+}
+
+static double sec(int64_t ns) { return (double)ns * 1e-9; }
+
+static void print_human(const struct cli_ctx *c, const struct plan *p, const struct sim_hw *hw,
+                        const struct sim_train *t, const struct sim_step_result *r, bool verbose)
+{
+    char set[256], g[8][32];
+    cli_sim_settings(r, t, set, sizeof set);
+    printf("model      %s\n", c->model_desc);
+    printf("hardware   %s: %d x %s per node\n", hw->name, hw->gpus, hw->gpu_model);
+    printf("schedule   %s\n", set);
+    printf("ratio      requested %.4f, honored %.4f (policy %s, %d of %d sub-groups on the CPU)\n",
+           p->requested_ratio, p->honored_ratio, plan_policy_name(p->policy), p->cpu_subgroups, p->n_subgroups);
+    for (int i = 0; verbose && i < c->n_notes; i++)
+        printf("note       %s\n", c->notes[i]);
+    printf("\nstep       %.4f s (all %d GPUs of a node; slowest GPU %d), %.0f tokens/s per GPU\n", sec(r->step_ns),
+           p->layout.gpus_per_node, r->critical_rank, r->tokens_per_s);
+    printf("\nwhere the time goes on GPU %d (exposed: nothing of a higher row was running)\n", r->critical_rank);
+    printf("  %-16s %10s %10s %10s\n", "phase", "busy s", "exposed s", "overlap s");
+    int64_t sum = 0;
+    for (int i = 0; i < SIM_PH_COUNT; i++) {
+        if (!r->phase[i].busy_ns)
+            continue;
+        sum += r->phase[i].exposed_ns;
+        printf("  %-16s %10.4f %10.4f %10.4f\n", sim_phase_name(i), sec(r->phase[i].busy_ns),
+               sec(r->phase[i].exposed_ns), sec(r->phase[i].busy_ns - r->phase[i].exposed_ns));
+    }
+    if (r->idle_ns)
+        printf("  %-16s %10s %10.4f\n", "idle", "", sec(r->idle_ns));
+    printf("  %-16s %10s %10.4f\n", "step", "", sec(sum + r->idle_ns));
+    printf("\nGPU memory per rank (GiB = 1024^3)\n");
+    printf("  model states (ledger)     %8s\n", cli_gib(g[0], sizeof g[0], r->gpu_ledger_bytes));
+    printf("  activations               %8s\n", cli_gib(g[1], sizeof g[1], r->gpu_activation_bytes));
+    printf("  gathered parameters       %8s\n", cli_gib(g[2], sizeof g[2], r->gpu_live_param_bytes));
+    printf("  allocated                 %8s\n", cli_gib(g[3], sizeof g[3], r->gpu_allocated_bytes));
+    printf("  context/NCCL/allocator    %8s%s\n", cli_gib(g[4], sizeof g[4], r->gpu_reserve_bytes),
+           t->gpu_reserve_bytes >= 0 ? "  (--reserve)" : "  (profile model)");
+    printf("  total (NVML)              %8s of %s  %s\n", cli_gib(g[5], sizeof g[5], r->gpu_total_bytes),
+           cli_gib(g[6], sizeof g[6], r->gpu_capacity_bytes), r->fits_gpu ? "fits" : "DOES NOT FIT");
+    printf("host memory: %s GiB per rank, %s GiB per node of %s  %s\n", cli_gib(g[0], sizeof g[0], r->host_rank_bytes),
+           cli_gib(g[1], sizeof g[1], r->host_node_bytes), cli_gib(g[2], sizeof g[2], r->host_capacity_bytes),
+           r->fits_host ? "fits" : "DOES NOT FIT");
+}
+
+static int run(int argc, char **argv)
+{
+    struct cli_setup s;
+    cli_setup_init(&s);
+    struct cli_sim sim;
+    cli_sim_init(&sim);
+    struct predict_args a = {0};
+    struct cli_optset sets[] = {
+        {"predict options", opts, on_opt, &a},
+        {"hardware and training", cli_sim_opts, cli_sim_opt, &sim},
+        {"model, layout and DeepSpeed config", cli_setup_opts, cli_setup_opt, &s},
+    };
+    struct rl_err e = {0};
+    int rc = cli_command_parse("predict", argc, argv, "ratiolab predict [--model NAME] [--ratio R] [--hw NAME|FILE] [--schedule S] [--trace FILE] [--json]",
+                 "Simulates one training step for one ratio on every GPU of a node (contention on PCIe\n"
+                 "switches, host DRAM and CPU cores included): step time, where it goes (exposed vs\n"
+                 "overlapped per phase) and the per-rank GPU and host memory.\n"
+                 "Default: Megatron gpt-2.7b, TP 8 on 8 x V100 (dgx1-v100), DeepSpeed 0.12.4 rules.",
+                               sets, 3);
+    if (rc >= 0)
+        return rc;
+    struct cli_ctx c;
+    struct sim_hw hw;
+    struct plan p;
+    memset(&p, 0, sizeof p);
+    if ((rc = cli_setup_resolve(&s, &c, &e)) || (rc = cli_sim_load_hw(&sim, &c, &hw, &e)) ||
+        (rc = cli_ctx_plan(&c, -1, &p, &e))) {
+        plan_free(&p);
+        cli_ctx_free(&c);
+        return cli_fail("predict", &e);
+    }
+    struct sim_step_result r;
+    rc = sim_step_run(&p, &hw, &sim.train, a.trace, &r, &e);
+    if (rc) {
+        plan_free(&p);
+        cli_ctx_free(&c);
+        return cli_fail("predict", &e);
+    }
+    if (a.json) {
+        json_t *o = json_object();
+        json_object_set_new(o, "model", json_string(c.model_desc));
+        json_object_set_new(o, "hardware", json_string(hw.name));
+        json_object_set_new(o, "schedule", json_string(sim_schedule_name(sim.train.schedule)));
+        json_object_set_new(o, "checkpoint_activations", json_boolean(sim.train.checkpoint_activations));
+        json_object_set_new(o, "policy", json_string(plan_policy_name(p.policy)));
+        json_object_set_new(o, "requested_ratio", json_real(p.requested_ratio));
+        json_object_set_new(o, "honored_ratio", json_real(p.honored_ratio));
+        json_object_set_new(o, "cpu_numel", json_integer(p.cpu_numel));
+        json_object_set_new(o, "per_rank_numel", json_integer(p.per_rank_numel));
+        json_object_set_new(o, "prediction", cli_sim_result_json(&r));
+        if (a.trace)
+            json_object_set_new(o, "trace", json_string(a.trace));
+        char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        printf("%s\n", text);
+        free(text);
+        json_decref(o);
+    } else {
+        print_human(&c, &p, &hw, &sim.train, &r, s.verbose);
+        if (a.trace)
+            printf("trace: %s\n", a.trace);
+    }
+    plan_free(&p);
+    cli_ctx_free(&c);
+    return 0;
+}
+
+const struct cli_cmd cli_cmd_predict = {"predict", "simulate one step for one ratio: time, breakdown, memory, trace", run};

@@ -1,0 +1,150 @@
+/* cli/cmd_sweep.c — `ratiolab sweep`: one simulated step per ratio: requested and honored ratio,
+ * GPU and host memory, step time, and whether it fits. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/sim_opts.h"
+
+enum { W_RATIOS = 1, W_CSV, W_JSON, W_GPU_MEM, W_OUT };
+static const struct cli_opt opts[] = {
+    {"ratios", "LO:HI:STEP", "ratios to simulate (also a,b,c; default 0:1:0.05)", W_RATIOS},
+    {"csv", NULL, "CSV output", W_CSV},
+    {"json", NULL, "JSON output (exact integers)", W_JSON},
+    {"gpu-mem", "BYTES", "GPU memory to fit in (default: the profile's, e.g. 16GiB)", W_GPU_MEM},
+    {"out", "FILE", "write to FILE (atomically) instead of standard output", W_OUT},
+    {NULL, NULL, NULL, 0},
+};
+
+struct sweep_args {
+    const char *ratios;  /* --ratios */
+    bool csv, json;      /* output format */
+    int64_t gpu_mem;     /* --gpu-mem, 0: the profile's */
+    const char *out;     /* --out FILE, NULL: standard output */
+};
+
+static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
+{
+    struct sweep_args *a = ctx;
+    switch (id) {
+    case W_RATIOS: a->ratios = v; return 0;
+    case W_CSV: a->csv = true; return 0;
+    case W_JSON: a->json = true; return 0;
+    case W_GPU_MEM: return rl_parse_bytes("--gpu-mem", v, &a->gpu_mem, e);
+    case W_OUT: a->out = v; return 0;
+    }
+    return RL_EINTERNAL;
+}
+
+static int run(int argc, char **argv)
+{
+    struct cli_setup s;
+    cli_setup_init(&s);
+    struct cli_sim sim;
+    cli_sim_init(&sim);
+    struct sweep_args a = {.ratios = "0:1:0.05"};
+    struct cli_optset sets[] = {
+        {"sweep options", opts, on_opt, &a},
+        {"hardware and training", cli_sim_opts, cli_sim_opt, &sim},
+        {"model, layout and DeepSpeed config", cli_setup_opts, cli_setup_opt, &s},
+    };
+    struct rl_err e = {0};
+    int rc = cli_command_parse("sweep", argc, argv, "ratiolab sweep [--ratios LO:HI:STEP] [--hw NAME|FILE] [--csv | --json] [model options]",
+                 "Simulates one step per ratio: requested and honored ratio, predicted GPU memory per rank\n"
+                 "(NVML-visible), host memory per node, step time, and whether it fits.\n"
+                 "Default: Megatron gpt-2.7b, TP 8 on 8 x V100 (dgx1-v100), DeepSpeed 0.12.4 rules.",
+                               sets, 3);
+    if (rc >= 0)
+        return rc;
+    if (a.csv && a.json) {
+        rl_errf(&e, RL_EINVAL, "--csv and --json: give at most one");
+        return cli_fail("sweep", &e);
+    }
+    double *ratios = NULL;
+    size_t n = 0;
+    if ((rc = rl_parse_ratio_list("--ratios", a.ratios, 0, 1, &ratios, &n, &e)))
+        return cli_fail("sweep", &e);
+    struct cli_ctx c;
+    struct sim_hw hw;
+    if ((rc = cli_setup_resolve(&s, &c, &e)) || (rc = cli_sim_load_hw(&sim, &c, &hw, &e))) {
+        free(ratios);
+        cli_ctx_free(&c);
+        return cli_fail("sweep", &e);
+    }
+    if (a.gpu_mem > 0)
+        hw.gpu_mem_bytes = a.gpu_mem;
+    struct plan *plans = calloc(n, sizeof *plans);
+    struct sim_step_result *res = calloc(n, sizeof *res);
+    if (!plans || !res) {
+        rl_errf(&e, RL_ENOMEM, "sweep: out of memory for %zu ratios", n);
+        rc = RL_ENOMEM;
+    }
+    for (size_t i = 0; !rc && i < n; i++) {
+        if ((rc = cli_ctx_plan(&c, ratios[i], &plans[i], &e)) ||
+            (rc = sim_step_run(&plans[i], &hw, &sim.train, NULL, &res[i], &e)))
+            rl_err_prefix(&e, "ratio %g", ratios[i]);
+    }
+    struct rl_outfile of = {0};
+    FILE *out = stdout;
+    if (!rc && a.out) {
+        if ((rc = rl_outfile_open(&of, a.out, &e)) == 0)
+            out = of.fp;
+    }
+    if (!rc) {
+        char set[256];
+        cli_sim_settings(&res[0], &sim.train, set, sizeof set);
+        if (a.json) {
+            json_t *o = json_object(), *rows = json_array();
+            json_object_set_new(o, "model", json_string(c.model_desc));
+            json_object_set_new(o, "hardware", json_string(hw.name));
+            json_object_set_new(o, "schedule", json_string(sim_schedule_name(sim.train.schedule)));
+            json_object_set_new(o, "policy", json_string(plan_policy_name(plans[0].policy)));
+            for (size_t i = 0; i < n; i++) {
+                json_t *r = json_object();
+                json_object_set_new(r, "requested_ratio", json_real(ratios[i]));
+                json_object_set_new(r, "honored_ratio", json_real(plans[i].honored_ratio));
+                json_object_set_new(r, "cpu_numel", json_integer(plans[i].cpu_numel));
+                json_object_set_new(r, "prediction", cli_sim_result_json(&res[i]));
+                json_array_append_new(rows, r);
+            }
+            json_object_set_new(o, "rows", rows);
+            char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+            fprintf(out, "%s\n", text);
+            free(text);
+            json_decref(o);
+        } else if (a.csv) {
+            fprintf(out, "requested_ratio,honored_ratio,gpu_bytes,gpu_gib,host_node_bytes,host_node_gib,step_s,fits\n");
+            for (size_t i = 0; i < n; i++)
+                fprintf(out, "%.4f,%.6f,%lld,%.2f,%lld,%.2f,%.6f,%s\n", ratios[i], plans[i].honored_ratio,
+                        (long long)res[i].gpu_total_bytes, (double)res[i].gpu_total_bytes / RL_GIB,
+                        (long long)res[i].host_node_bytes, (double)res[i].host_node_bytes / RL_GIB,
+                        (double)res[i].step_ns * 1e-9, res[i].fits_gpu && res[i].fits_host ? "yes" : "no");
+        } else {
+            char g1[32], g2[32];
+            fprintf(out, "model      %s\nhardware   %s: %d x %s per node, %s GiB each\nschedule   %s\npolicy     %s\n\n",
+                    c.model_desc, hw.name, hw.gpus, hw.gpu_model, cli_gib(g1, sizeof g1, hw.gpu_mem_bytes), set,
+                    plan_policy_name(plans[0].policy));
+            fprintf(out, "%9s %9s %10s %14s %10s  %s\n", "requested", "honored", "GPU GiB", "host GiB/node", "step s",
+                    "fits");
+            for (size_t i = 0; i < n; i++)
+                fprintf(out, "%9.4f %9.4f %10s %14s %10.4f  %s\n", ratios[i], plans[i].honored_ratio,
+                        cli_gib(g1, sizeof g1, res[i].gpu_total_bytes), cli_gib(g2, sizeof g2, res[i].host_node_bytes),
+                        (double)res[i].step_ns * 1e-9,
+                        res[i].fits_gpu ? (res[i].fits_host ? "yes" : "no (host)") : "no (GPU)");
+        }
+        if (a.out && (rc = rl_outfile_commit(&of, &e)))
+            out = NULL;
+    } else if (a.out && of.fp) {
+        rl_outfile_abort(&of);
+    }
+    for (size_t i = 0; plans && i < n; i++)
+        plan_free(&plans[i]);
+    free(plans);
+    free(res);
+    free(ratios);
+    cli_ctx_free(&c);
+    return rc ? cli_fail("sweep", &e) : 0;
+}
+
+const struct cli_cmd cli_cmd_sweep = {"sweep", "simulate a range of ratios: memory, step time, fits or not", run};

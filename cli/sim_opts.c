@@ -1,0 +1,99 @@
+/* cli/sim_opts.c — see sim_opts.h. */
+#include <string.h>
+
+#include "cli/sim_opts.h"
+
+enum { M_HW = 2000, M_SCHEDULE, M_CKPT, M_GA, M_NUMA, M_RESERVE };
+
+const struct cli_opt cli_sim_opts[] = {
+    {"hw", "NAME|FILE", "hardware profile (ratiolab catalog) or a profile file (default dgx1-v100)", M_HW},
+    {"schedule", "S", "optimizer step: deepspeed-0.12 (sequential, default) or overlap (ratiolab's pipeline)", M_SCHEDULE},
+    {"checkpoint-activations", NULL, "full activation checkpointing (recompute in backward)", M_CKPT},
+    {"grad-accum", "N", "micro-steps per step, overrides the config (default 1)", M_GA},
+    {"numa", "M", "host buffers and CPU Adam threads: local (bound to the GPU's socket, default) or interleave", M_NUMA},
+    {"reserve", "BYTES", "GPU memory outside the allocator (default: the profile's CUDA context + allocator model)", M_RESERVE},
+    {NULL, NULL, NULL, 0},
+};
+
+void cli_sim_init(struct cli_sim *s)
+{
+    memset(s, 0, sizeof *s);
+    s->hw = "dgx1-v100";
+    sim_train_defaults(&s->train);
+}
+
+int cli_sim_opt(void *ctx, int id, const char *v, struct rl_err *e)
+{
+    struct cli_sim *s = ctx;
+    switch (id) {
+    case M_HW: s->hw = v; return 0;
+    case M_SCHEDULE: return sim_schedule_parse(v, &s->train.schedule, e);
+    case M_CKPT: s->train.checkpoint_activations = true; return 0;
+    case M_GA: return rl_parse_i64("--grad-accum", v, 1, 1 << 16, &s->train.grad_accum, e);
+    case M_NUMA:
+        if (rl_streq(v, "local"))
+            s->train.numa_interleave = false;
+        else if (rl_streq(v, "interleave"))
+            s->train.numa_interleave = true;
+        else
+            return rl_errf(e, RL_EINVAL, "--numa: '%s' is not allowed; allowed: local, interleave", v);
+        return 0;
+    case M_RESERVE: return rl_parse_bytes("--reserve", v, &s->train.gpu_reserve_bytes, e);
+    }
+    return rl_errf(e, RL_EINTERNAL, "option id %d not handled", id);
+}
+
+int cli_sim_load_hw(struct cli_sim *s, const struct cli_ctx *c, struct sim_hw *hw, struct rl_err *e)
+{
+    if (c->checkpoint_activations)   /* a Megatron launch line with --checkpoint-activations */
+        s->train.checkpoint_activations = true;
+    return sim_hw_load(hw, c->catalog, s->hw, e);
+}
+
+void cli_sim_settings(const struct sim_step_result *r, const struct sim_train *t, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s; micro-batch %lld, seq %lld, grad accum %lld, activation checkpointing %s, NUMA %s",
+             sim_schedule_name(t->schedule), (long long)r->micro_batch, (long long)r->seq_len,
+             (long long)r->grad_accum, t->checkpoint_activations ? "on" : "off",
+             t->numa_interleave ? "interleave" : "local");
+}
+
+json_t *cli_sim_result_json(const struct sim_step_result *r)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "step_ns", json_integer(r->step_ns));
+    json_object_set_new(o, "critical_rank", json_integer(r->critical_rank));
+    json_object_set_new(o, "tokens_per_s_per_gpu", json_real(r->tokens_per_s));
+    json_t *ph = json_object();
+    for (int i = 0; i < SIM_PH_COUNT; i++) {
+        json_t *x = json_object();
+        json_object_set_new(x, "busy_ns", json_integer(r->phase[i].busy_ns));
+        json_object_set_new(x, "exposed_ns", json_integer(r->phase[i].exposed_ns));
+        json_object_set_new(x, "overlapped_ns", json_integer(r->phase[i].busy_ns - r->phase[i].exposed_ns));
+        json_object_set_new(ph, sim_phase_name(i), x);
+    }
+    json_object_set_new(o, "phases", ph);
+    json_object_set_new(o, "idle_ns", json_integer(r->idle_ns));
+    json_t *m = json_object();
+    json_object_set_new(m, "ledger_bytes", json_integer(r->gpu_ledger_bytes));
+    json_object_set_new(m, "activation_bytes", json_integer(r->gpu_activation_bytes));
+    json_object_set_new(m, "live_param_bytes", json_integer(r->gpu_live_param_bytes));
+    json_object_set_new(m, "allocated_bytes", json_integer(r->gpu_allocated_bytes));
+    json_object_set_new(m, "reserve_bytes", json_integer(r->gpu_reserve_bytes));
+    json_object_set_new(m, "total_bytes", json_integer(r->gpu_total_bytes));
+    json_object_set_new(m, "capacity_bytes", json_integer(r->gpu_capacity_bytes));
+    json_object_set_new(m, "fits", json_boolean(r->fits_gpu));
+    json_object_set_new(o, "gpu_memory_per_rank", m);
+    json_t *h = json_object();
+    json_object_set_new(h, "rank_bytes", json_integer(r->host_rank_bytes));
+    json_object_set_new(h, "node_bytes", json_integer(r->host_node_bytes));
+    json_object_set_new(h, "capacity_bytes", json_integer(r->host_capacity_bytes));
+    json_object_set_new(h, "fits", json_boolean(r->fits_host));
+    json_object_set_new(o, "host_memory", h);
+    json_object_set_new(o, "micro_batch", json_integer(r->micro_batch));
+    json_object_set_new(o, "seq_len", json_integer(r->seq_len));
+    json_object_set_new(o, "grad_accum", json_integer(r->grad_accum));
+    json_object_set_new(o, "events", json_integer((json_int_t)r->events));
+    json_object_set_new(o, "tasks", json_integer(r->tasks));
+    return o;
+}

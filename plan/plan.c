@@ -1,0 +1,369 @@
+/* plan/plan.c — ZeRO-3 partitioning, sub-groups, placement policies and the memory ledger.
+ *
+ * Complexity: plan_build is O(T) in the number of tensors T (plus the ledger, O(1) buffers);
+ * plan_max_honoring_sub_group_size evaluates O(log(max group) x 256) candidate sizes at O(T)
+ * each. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/plan.h"
+
+/* ---- names ----------------------------------------------------------------------------------- */
+
+static const char *const policy_names[] = {"auto", "deepspeed-0.12", "deepspeed-0.18", "exact"};
+static const char *const device_names[] = {"gpu", "cpu-pinned", "cpu-pageable"};
+static const char *const ledger_names[] = {"auto", "deepspeed-0.12", "deepspeed-0.13", "exec"};
+static const char *const stage_names[] = {"after_fp16_partitions", "after_fp32_partitions",
+                                          "after_optimizer_states", "after_zero_optimizer",
+                                          "after_first_step"};
+
+const char *plan_policy_name(enum plan_policy p) { return policy_names[p]; }
+const char *plan_device_name(enum plan_device d) { return device_names[d]; }
+const char *plan_ledger_name(enum plan_ledger_kind k) { return ledger_names[k]; }
+const char *plan_stage_name(enum plan_stage s) { return stage_names[s]; }
+
+int plan_policy_parse(const char *s, enum plan_policy *p, struct rl_err *e)
+{
+    for (int i = 0; i < 4; i++)
+        if (rl_streq(s, policy_names[i])) {
+            *p = (enum plan_policy)i;
+            return 0;
+        }
+    return rl_errf(e, RL_EINVAL, "--policy: '%s' is not a policy; allowed: auto, deepspeed-0.12, deepspeed-0.18, exact",
+                   s ? s : "");
+}
+
+int plan_policy_for_version(struct rl_version v, enum plan_policy *p, struct rl_err *e)
+{
+    if (rl_version_cmp(v, (struct rl_version){0, 12, 3}) < 0)
+        return rl_errf(e, RL_EINVAL,
+                       "--deepspeed-version: %d.%d.%d has no offload_optimizer.ratio (partial offload "
+                       "arrived in 0.12.3); allowed: 0.12.3 or later", v.major, v.minor, v.patch);
+    *p = rl_version_cmp(v, (struct rl_version){0, 18, 0}) < 0 ? PLAN_POLICY_DS012 : PLAN_POLICY_DS018;
+    return 0;
+}
+
+/* ---- sub-groups and placement ------------------------------------------------------------- */
+
+/* Packs sub-groups the way DeepSpeed's _create_fp16_sub_groups does, per param group in order:
+ * a group whose per-rank size is <= sgs is one sub-group; otherwise tensors are appended and a
+ * sub-group closes once it holds >= sgs elements (or at the group's last tensor). Fills sizes
+ * (numel per sub-group) when not NULL and returns the count. */
+static int pack(const struct plan *p, int64_t sgs, struct plan_subgroup *out)
+{
+    int n = 0, pos = 0;
+    int64_t offset = 0;
+    for (int g = 0; g < p->n_groups; g++) {
+        int start = pos;
+        while (pos < p->model->n_tensors && p->model->tensors[p->order[pos]].group == g)
+            pos++;
+        if (pos == start)
+            continue;
+        bool whole = p->group_numel[g] <= sgs;
+        int first = start;
+        int64_t acc = 0;
+        for (int i = start; i < pos; i++) {
+            acc += p->part_numel[p->order[i]];
+            if ((!whole && acc >= sgs) || i == pos - 1) {
+                if (out)
+                    out[n] = (struct plan_subgroup){.index = n, .group = g, .first = first,
+                                                    .n_tensors = i - first + 1, .offset = offset,
+                                                    .numel = acc, .cpu_numel = 0};
+                offset += acc;
+                n++;
+                first = i + 1;
+                acc = 0;
+            }
+        }
+    }
+    return n;
+}
+
+/* Number of CPU sub-groups for the DeepSpeed rules, as their Python computes it in double. */
+static int ds_cpu_first(enum plan_policy pol, double ratio, int n, int *lo, int *hi)
+{
+    if (pol == PLAN_POLICY_DS012) {
+        *lo = 0;
+        *hi = (int)floor(ratio * (double)n);
+    } else {
+        *lo = (int)floor((1.0 - ratio) * (double)n);
+        *hi = n;
+    }
+    if (*hi > n)
+        *hi = n;
+    if (*lo < 0)
+        *lo = 0;
+    return *hi > *lo ? *hi - *lo : 0;
+}
+
+static int64_t exact_cpu_numel(double ratio, int64_t total)
+{
+    if (ratio >= 1.0)
+        return total;
+    int64_t granules = (int64_t)llround(ratio * (double)total / PLAN_EXACT_GRANULE);
+    int64_t c = granules * PLAN_EXACT_GRANULE;
+    return c > total ? total : c;
+}
+
+/* Marks cpu_numel on sub-groups sg[0..n) and returns the CPU element count. */
+static int64_t place(enum plan_policy pol, double ratio, struct plan_subgroup *sg, int n, int64_t total)
+{
+    int64_t cpu = 0;
+    if (pol == PLAN_POLICY_EXACT) {
+        int64_t left = exact_cpu_numel(ratio, total);
+        for (int i = 0; i < n; i++) {
+            sg[i].cpu_numel = left < sg[i].numel ? left : sg[i].numel;
+            left -= sg[i].cpu_numel;
+            cpu += sg[i].cpu_numel;
+        }
+        return cpu;
+    }
+    int lo, hi;
+    ds_cpu_first(pol, ratio, n, &lo, &hi);
+    for (int i = 0; i < n; i++) {
+        sg[i].cpu_numel = (i >= lo && i < hi) ? sg[i].numel : 0;
+        cpu += sg[i].cpu_numel;
+    }
+    return cpu;
+}
+
+/* ---- ledger --------------------------------------------------------------------------------- */
+
+static int add_buf(struct plan *p, const char *name, enum plan_device dev, enum plan_dtype dt,
+                   int64_t numel, enum plan_stage st)
+{
+    if (numel <= 0)
+        return 0;
+    struct plan_buffer *b = &p->buffers[p->n_buffers++];
+    snprintf(b->name, sizeof b->name, "%s", name);
+    b->device = dev;
+    b->dtype = dt;
+    b->numel = numel;
+    b->bytes = numel * plan_dtype_bytes(dt);
+    b->stage = st;
+    return 0;
+}
+
+/* DeepSpeed's CPU Adam (csrc/includes/cpu_adam.h, up to 0.14.2) pins two tiles of 128 Mi floats. */
+#define DS_CPU_ADAM_TILE_NUMEL (INT64_C(128) * 1024 * 1024)
+
+static void build_ledger(struct plan *p)
+{
+    const struct plan_zero *z = &p->zero;
+    const int64_t P = p->per_rank_numel, Pc = p->cpu_numel, Pg = p->gpu_numel;
+    const enum plan_dtype md = z->dtype;
+    const bool off = z->offload == PLAN_OFFLOAD_CPU;
+    const enum plan_device pinned_or_not = z->pin_memory ? PLAN_DEV_CPU_PINNED : PLAN_DEV_CPU_PAGEABLE;
+
+    if (p->ledger_kind == PLAN_LEDGER_EXEC) {
+        add_buf(p, "param_partition", PLAN_DEV_GPU, md, P, PLAN_STAGE_FP16_PARTITIONS);
+        add_buf(p, "fp32_master_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, PLAN_STAGE_FP32_PARTITIONS);
+        add_buf(p, "fp32_master_cpu", PLAN_DEV_CPU_PINNED, PLAN_FP32, Pc, PLAN_STAGE_FP32_PARTITIONS);
+        add_buf(p, "fp32_grad_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, PLAN_STAGE_OPTIMIZER_STATES);
+        add_buf(p, "fp32_grad_cpu", PLAN_DEV_CPU_PINNED, PLAN_FP32, Pc, PLAN_STAGE_OPTIMIZER_STATES);
+        add_buf(p, "adam_m_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, PLAN_STAGE_OPTIMIZER_STATES);
+        add_buf(p, "adam_v_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, PLAN_STAGE_OPTIMIZER_STATES);
+        add_buf(p, "adam_m_cpu", PLAN_DEV_CPU_PINNED, PLAN_FP32, Pc, PLAN_STAGE_OPTIMIZER_STATES);
+        add_buf(p, "adam_v_cpu", PLAN_DEV_CPU_PINNED, PLAN_FP32, Pc, PLAN_STAGE_OPTIMIZER_STATES);
+        int64_t bucket = z->reduce_bucket_size < P * p->layout.dp ? z->reduce_bucket_size : P * p->layout.dp;
+        add_buf(p, "reduce_scatter_bucket", PLAN_DEV_GPU, md, bucket, PLAN_STAGE_ZERO_OPTIMIZER);
+        if (Pc > 0) {
+            int64_t chunk = p->exec_chunk_numel < Pc ? p->exec_chunk_numel : Pc;
+            add_buf(p, "h2d_staging", PLAN_DEV_CPU_PINNED, md, 2 * chunk, PLAN_STAGE_ZERO_OPTIMIZER);
+        }
+    } else {
+        const bool ds012 = p->ledger_kind == PLAN_LEDGER_DS012;
+        const bool tiles = rl_version_cmp(z->ds_version, (struct rl_version){0, 14, 2}) <= 0;
+        if (off && tiles)
+            add_buf(p, "cpu_adam_tiles", PLAN_DEV_CPU_PINNED, PLAN_FP32, 2 * DS_CPU_ADAM_TILE_NUMEL,
+                    PLAN_STAGE_FP16_PARTITIONS);
+        add_buf(p, "fp16_partitions", PLAN_DEV_GPU, md, P, PLAN_STAGE_FP16_PARTITIONS);
+        add_buf(p, "fp32_partitions_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, PLAN_STAGE_FP32_PARTITIONS);
+        add_buf(p, "fp32_partitions_cpu", PLAN_DEV_CPU_PAGEABLE, PLAN_FP32, Pc, PLAN_STAGE_FP32_PARTITIONS);
+        add_buf(p, "fp32_grads_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, PLAN_STAGE_OPTIMIZER_STATES);
+        add_buf(p, "fp32_grads_cpu", PLAN_DEV_CPU_PINNED, PLAN_FP32, Pc, PLAN_STAGE_OPTIMIZER_STATES);
+        enum plan_stage adam_at = ds012 ? PLAN_STAGE_OPTIMIZER_STATES : PLAN_STAGE_FIRST_STEP;
+        add_buf(p, "adam_m_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, adam_at);
+        add_buf(p, "adam_v_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, adam_at);
+        add_buf(p, "adam_m_cpu", PLAN_DEV_CPU_PAGEABLE, PLAN_FP32, Pc, adam_at);
+        add_buf(p, "adam_v_cpu", PLAN_DEV_CPU_PAGEABLE, PLAN_FP32, Pc, adam_at);
+        /* stage3 IPG bucket: reduce_bucket_size elements of the model dtype */
+        add_buf(p, "reduce_bucket", PLAN_DEV_GPU, md, z->reduce_bucket_size, PLAN_STAGE_ZERO_OPTIMIZER);
+        if (off)
+            add_buf(p, "flat_grad_buffer", pinned_or_not, md, P, PLAN_STAGE_ZERO_OPTIMIZER);
+    }
+    for (int s = 0; s < PLAN_STAGE_COUNT; s++) {
+        struct plan_stage_total t = s ? p->stages[s - 1] : (struct plan_stage_total){0, 0, 0};
+        for (int i = 0; i < p->n_buffers; i++) {
+            const struct plan_buffer *b = &p->buffers[i];
+            if ((int)b->stage != s)
+                continue;
+            if (b->device == PLAN_DEV_GPU)
+                t.gpu_bytes += b->bytes;
+            else
+                t.cpu_bytes += b->bytes;
+            if (b->device == PLAN_DEV_CPU_PINNED)
+                t.cpu_pinned_bytes += b->bytes;
+        }
+        p->stages[s] = t;
+    }
+}
+
+/* ---- build ------------------------------------------------------------------------------------ */
+
+void plan_free(struct plan *p)
+{
+    free(p->part_numel);
+    free(p->order);
+    free(p->subgroups);
+    free(p->buffers);
+    memset(p, 0, sizeof *p);
+}
+
+int plan_build(struct plan *p, const struct plan_model *m, const struct plan_layout *l,
+               const struct plan_zero *z, const struct plan_options *o, struct rl_err *e)
+{
+    memset(p, 0, sizeof *p);
+    int rc;
+    if (m->n_tensors <= 0)
+        return rl_errf(e, RL_EINVAL, "model %s: has no parameters", m->name);
+    if (m->n_groups < 1 || m->n_groups > PLAN_MAX_GROUPS)
+        return rl_errf(e, RL_EINVAL, "model %s: %d param groups; allowed 1..%d (call plan_model_group)",
+                       m->name, m->n_groups, PLAN_MAX_GROUPS);
+    if ((rc = plan_zero_validate(z, e)))
+        return rc;
+    if (z->offload == PLAN_OFFLOAD_NVME)
+        return rl_errf(e, RL_EINVAL, "zero_optimization.offload_optimizer.device: \"nvme\" is not modelled; allowed: \"cpu\", \"none\"");
+    p->model = m;
+    p->layout = *l;
+    p->zero = *z;
+    if ((rc = plan_layout_resolve(&p->layout, e)))
+        return rc;
+    p->policy = o ? o->policy : PLAN_POLICY_AUTO;
+    if (p->policy == PLAN_POLICY_AUTO && (rc = plan_policy_for_version(z->ds_version, &p->policy, e)))
+        return rc;
+    p->ledger_kind = o ? o->ledger : PLAN_LEDGER_AUTO;
+    if (p->ledger_kind == PLAN_LEDGER_AUTO)
+        p->ledger_kind = rl_version_cmp(z->ds_version, (struct rl_version){0, 13, 0}) < 0 ? PLAN_LEDGER_DS012
+                                                                                           : PLAN_LEDGER_DS013;
+    p->exec_chunk_numel = o && o->exec_chunk_numel > 0 ? o->exec_chunk_numel : INT64_C(4) << 20;
+    /* Without offload nothing goes to the CPU, whatever the ratio says. */
+    p->requested_ratio = z->offload == PLAN_OFFLOAD_CPU ? z->ratio : 0.0;
+
+    const int T = m->n_tensors, dp = p->layout.dp;
+    p->part_numel = malloc((size_t)T * sizeof *p->part_numel);
+    p->order = malloc((size_t)T * sizeof *p->order);
+    p->subgroups = malloc((size_t)T * sizeof *p->subgroups);
+    p->buffers = calloc(32, sizeof *p->buffers);
+    if (!p->part_numel || !p->order || !p->subgroups || !p->buffers) {
+        plan_free(p);
+        return rl_errf(e, RL_ENOMEM, "plan: out of memory for %d tensors", T);
+    }
+    p->n_groups = m->n_groups;
+    int pos = 0;
+    for (int g = 0; g < m->n_groups; g++)
+        for (int t = 0; t < T; t++)
+            if (m->tensors[t].group == g)
+                p->order[pos++] = t;
+    if (pos != T) {
+        plan_free(p);
+        return rl_errf(e, RL_EINVAL, "model %s: a tensor has a param group outside 0..%d", m->name, m->n_groups - 1);
+    }
+    for (int t = 0; t < T; t++) {
+        int64_t n = m->tensors[t].numel;
+        if (n <= 0) {
+            plan_free(p);
+            return rl_errf(e, RL_EINVAL, "model %s: tensor %s has %lld elements; expected > 0", m->name,
+                           m->tensors[t].name, (long long)n);
+        }
+        p->part_numel[t] = (n + dp - 1) / dp;   /* ceil(n / dp): the last rank is padded */
+        p->group_numel[m->tensors[t].group] += p->part_numel[t];
+        p->per_rank_numel += p->part_numel[t];
+    }
+    p->n_subgroups = pack(p, z->sub_group_size, p->subgroups);
+    p->cpu_numel = place(p->policy, p->requested_ratio, p->subgroups, p->n_subgroups, p->per_rank_numel);
+    p->gpu_numel = p->per_rank_numel - p->cpu_numel;
+    p->honored_ratio = (double)p->cpu_numel / (double)p->per_rank_numel;
+    for (int i = 0; i < p->n_subgroups; i++)
+        p->cpu_subgroups += p->subgroups[i].cpu_numel > 0;
+    build_ledger(p);
+    return 0;
+}
+
+int64_t plan_peak_gpu_bytes(const struct plan *p) { return p->stages[PLAN_STAGE_COUNT - 1].gpu_bytes; }
+int64_t plan_peak_cpu_bytes(const struct plan *p) { return p->stages[PLAN_STAGE_COUNT - 1].cpu_bytes; }
+
+int plan_honored_for(const struct plan *p, int64_t sgs, double ratio, double *honored, int *n_subgroups)
+{
+    struct plan_subgroup *sg = malloc((size_t)p->model->n_tensors * sizeof *sg);
+    if (!sg)
+        return RL_ENOMEM;
+    int n = pack(p, sgs, sg);
+    int64_t cpu = place(p->policy, ratio, sg, n, p->per_rank_numel);
+    free(sg);
+    *honored = (double)cpu / (double)p->per_rank_numel;
+    if (n_subgroups)
+        *n_subgroups = n;
+    return 0;
+}
+
+static bool honors(const struct plan *p, int64_t sgs, double tol)
+{
+    double h;
+    return plan_honored_for(p, sgs, p->requested_ratio, &h, NULL) == 0 && fabs(h - p->requested_ratio) <= tol;
+}
+
+/* Rounds v down to `digits` significant decimal digits. */
+static int64_t round_down_sig(int64_t v, int digits)
+{
+    int64_t scale = 1;
+    while (v / scale >= (int64_t)pow(10, digits))
+        scale *= 10;
+    return v / scale * scale;
+}
+
+int64_t plan_closest_sub_group_size(const struct plan *p, double *honored)
+{
+    int64_t top = 0, best = 0;
+    double best_err = INFINITY;
+    for (int g = 0; g < p->n_groups; g++)
+        if (p->group_numel[g] > top)
+            top = p->group_numel[g];
+    for (int64_t s = top; s >= 1; s -= s / 256 > 0 ? s / 256 : 1) {
+        double h;
+        if (plan_honored_for(p, s, p->requested_ratio, &h, NULL) != 0)
+            break;
+        if (fabs(h - p->requested_ratio) < best_err) {   /* strict: ties keep the larger size */
+            best_err = fabs(h - p->requested_ratio);
+            best = s;
+            *honored = h;
+        }
+    }
+    return best;
+}
+
+int64_t plan_max_honoring_sub_group_size(const struct plan *p, double tol)
+{
+    int64_t top = 0;
+    for (int g = 0; g < p->n_groups; g++)
+        if (p->group_numel[g] > top)
+            top = p->group_numel[g];
+    /* Any size >= the largest group packs every group whole: the current maximum is that. */
+    int64_t found = 0;
+    for (int64_t s = top; s >= 1; s -= s / 256 > 0 ? s / 256 : 1) {
+        if (honors(p, s, tol)) {
+            found = s;
+            break;
+        }
+    }
+    if (found == 0)
+        return 0;
+    /* Prefer a round number: the fewest significant digits that still honors. */
+    for (int d = 1; d <= 3; d++) {
+        int64_t r = round_down_sig(found, d);
+        if (r >= 1 && r * 10 >= found * 9 && honors(p, r, tol))
+            return r;
+    }
+    return found;
+}

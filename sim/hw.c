@@ -1,0 +1,348 @@
+/* sim/hw.c — loads and validates hardware profiles (see sim/hw.h and sim/README.md). */
+#include <dirent.h>
+#include <jansson.h>   /* json_loads, json_object_foreach, json_array_foreach */
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/hw.h"
+
+/* A scalar field of the profile: JSON path (array indices as "[]"), kind, offset, range. */
+struct hw_field {
+    const char *path;
+    char kind;          /* 's' string, 'i' int, 'b' bytes (int64), 'd' double */
+    size_t off;         /* offset in struct sim_hw; (size_t)-1 for array members */
+    double lo, hi;      /* allowed range, inclusive */
+};
+
+#define F(p, k, m, lo, hi) {p, k, offsetof(struct sim_hw, m), lo, hi}
+#define A(p, k, lo, hi) {p, k, (size_t)-1, lo, hi}
+static const struct hw_field fields[] = {
+    {"name", 's', offsetof(struct sim_hw, name), 0, 0},
+    {"description", 's', (size_t)-1, 0, 0},
+    F("node.gpus", 'i', gpus, 1, SIM_HW_MAX_GPUS),
+    F("node.host_memory_bytes", 'b', host_mem_bytes, 1e9, 1e15),
+    F("node.inter_socket_gbps", 'd', inter_socket_gbps, 0.1, 1e5),
+    A("node.sockets[].cores", 'i', 1, 1024),
+    A("node.sockets[].dram_gbps", 'd', 1, 1e5),
+    A("node.pcie_switches[].socket", 'i', 0, SIM_HW_MAX_SOCKETS - 1),
+    A("node.pcie_switches[].uplink_gbps", 'd', 0.1, 1e5),
+    A("node.pcie_switches[].gpus", 'i', 0, SIM_HW_MAX_GPUS - 1),
+    {"gpu.model", 's', offsetof(struct sim_hw, gpu_model), 0, 0},
+    F("gpu.memory_bytes", 'b', gpu_mem_bytes, 1e9, 1e13),
+    F("gpu.hbm_gbps", 'd', hbm_gbps, 1, 1e5),
+    F("gpu.hbm_efficiency", 'd', hbm_efficiency, 0.01, 1),
+    F("gpu.tensor_tflops", 'd', tensor_tflops, 0.1, 1e5),
+    F("gpu.tensor_efficiency", 'd', tensor_efficiency, 0.01, 1),
+    F("gpu.fp32_tflops", 'd', fp32_tflops, 0.1, 1e5),
+    F("gpu.fp32_efficiency", 'd', fp32_efficiency, 0.01, 1),
+    F("gpu.h2d_pinned_gbps", 'd', h2d_pinned_gbps, 0.01, 1e4),
+    F("gpu.d2h_pinned_gbps", 'd', d2h_pinned_gbps, 0.01, 1e4),
+    F("gpu.h2d_pageable_gbps", 'd', h2d_pageable_gbps, 0.01, 1e4),
+    F("gpu.d2h_pageable_gbps", 'd', d2h_pageable_gbps, 0.01, 1e4),
+    F("gpu.context_bytes", 'b', context_bytes, 0, 1e11),
+    F("gpu.allocator_overhead", 'd', allocator_overhead, 0, 1),
+    F("collectives.allgather_busbw_gbps", 'd', allgather_busbw_gbps, 0.1, 1e5),
+    F("collectives.reduce_scatter_busbw_gbps", 'd', reduce_scatter_busbw_gbps, 0.1, 1e5),
+    F("collectives.allreduce_busbw_gbps", 'd', allreduce_busbw_gbps, 0.1, 1e5),
+    F("network.node_gbps", 'd', net_gbps, 0.01, 1e5),
+    F("latency_us.kernel_launch", 'd', lat_launch_us, 0, 1e5),
+    F("latency_us.pcie_copy", 'd', lat_copy_us, 0, 1e5),
+    F("latency_us.collective_intra", 'd', lat_coll_intra_us, 0, 1e5),
+    F("latency_us.collective_inter", 'd', lat_coll_inter_us, 0, 1e5),
+    F("cpu_adam.elements_per_s_per_core", 'd', cpu_adam_elems_per_core, 1e6, 1e12),
+    F("cpu_adam.dram_bytes_per_element", 'd', cpu_adam_dram_bytes, 1, 1000),
+};
+#undef F
+#undef A
+static const char *containers[] = {"node", "node.sockets", "node.sockets[]", "node.pcie_switches",
+                                   "node.pcie_switches[]", "gpu", "collectives", "network",
+                                   "latency_us", "cpu_adam"};
+#define N_FIELDS (sizeof fields / sizeof fields[0])
+#define N_CONTAINERS (sizeof containers / sizeof containers[0])
+
+static const struct hw_field *find_field(const char *norm)
+{
+    for (size_t i = 0; i < N_FIELDS; i++)
+        if (strcmp(fields[i].path, norm) == 0)
+            return &fields[i];
+    return NULL;
+}
+
+static bool is_container(const char *norm)
+{
+    for (size_t i = 0; i < N_CONTAINERS; i++)
+        if (strcmp(containers[i], norm) == 0)
+            return true;
+    return false;
+}
+
+struct walk {
+    const char *what;       /* file name for errors */
+    json_t *sources;        /* the "sources" object */
+    struct rl_err *e;
+};
+
+/* A number at `exact` (normalized `norm`) must have a non-empty source under either name. */
+static int check_source(struct walk *w, const char *exact, const char *norm)
+{
+    json_t *s = json_object_get(w->sources, exact);
+    if (!s)
+        s = json_object_get(w->sources, norm);
+    if (!s || !json_is_string(s) || !json_string_length(s))
+        return rl_errf(w->e, RL_EINVAL, "%s: %s: a number without a source (add \"%s\": \"<where "
+                       "the figure comes from>\" to \"sources\")", w->what, exact, norm);
+    return 0;
+}
+
+static int check_leaf(struct walk *w, json_t *v, const char *exact, const char *norm)
+{
+    const struct hw_field *f = find_field(norm);
+    if (!f)
+        return rl_errf(w->e, RL_EINVAL, "%s: %s: unknown key (see sim/README.md for the profile "
+                       "format)", w->what, exact);
+    if (f->kind == 's') {
+        if (!json_is_string(v))
+            return rl_errf(w->e, RL_EINVAL, "%s: %s: must be a string", w->what, exact);
+        return 0;
+    }
+    if (!json_is_number(v))
+        return rl_errf(w->e, RL_EINVAL, "%s: %s: must be a number", w->what, exact);
+    double x = json_number_value(v);
+    if (!isfinite(x) || x < f->lo || x > f->hi)
+        return rl_errf(w->e, RL_EINVAL, "%s: %s: %g is outside the allowed range [%g, %g]", w->what,
+                       exact, x, f->lo, f->hi);
+    if ((f->kind == 'i' || f->kind == 'b') && x != floor(x))
+        return rl_errf(w->e, RL_EINVAL, "%s: %s: %g must be a whole number", w->what, exact, x);
+    return check_source(w, exact, norm);
+}
+
+static int walk(struct walk *w, json_t *v, const char *exact, const char *norm)
+{
+    if (json_is_object(v)) {
+        if (*norm && !is_container(norm))
+            return rl_errf(w->e, RL_EINVAL, "%s: %s: unknown object", w->what, exact);
+        const char *k;
+        json_t *c;
+        json_object_foreach(v, k, c) {
+            if (!*norm && strcmp(k, "sources") == 0)
+                continue;
+            char ex[256], no[256];
+            snprintf(ex, sizeof ex, "%s%s%s", exact, *exact ? "." : "", k);
+            snprintf(no, sizeof no, "%s%s%s", norm, *norm ? "." : "", k);
+            int rc = walk(w, c, ex, no);
+            if (rc)
+                return rc;
+        }
+        return 0;
+    }
+    if (json_is_array(v)) {
+        char no[256];
+        snprintf(no, sizeof no, "%s[]", norm);
+        size_t i;
+        json_t *c;
+        json_array_foreach(v, i, c) {
+            char ex[256];
+            snprintf(ex, sizeof ex, "%s[%zu]", exact, i);
+            int rc;
+            if (json_is_object(c))
+                rc = walk(w, c, ex, no);
+            else   /* an array of numbers: its members share the array's path */
+                rc = check_leaf(w, c, ex, norm);
+            if (rc)
+                return rc;
+        }
+        if (!is_container(norm) && !find_field(norm))
+            return rl_errf(w->e, RL_EINVAL, "%s: %s: unknown array", w->what, exact);
+        return 0;
+    }
+    return check_leaf(w, v, exact, norm);
+}
+
+/* Copies the scalar fields into *hw (values are validated by walk()). */
+static int fill(struct sim_hw *hw, json_t *root, const char *what, struct rl_err *e)
+{
+    for (size_t i = 0; i < N_FIELDS; i++) {
+        const struct hw_field *f = &fields[i];
+        if (f->off == (size_t)-1)
+            continue;
+        char buf[128];
+        snprintf(buf, sizeof buf, "%s", f->path);
+        json_t *v = root;
+        for (char *tok = strtok(buf, "."); tok && v; tok = strtok(NULL, "."))
+            v = json_object_get(v, tok);
+        if (!v)
+            return rl_errf(e, RL_EINVAL, "%s: %s: missing (required)", what, f->path);
+        char *p = (char *)hw + f->off;
+        switch (f->kind) {
+        case 's': snprintf(p, 64, "%s", json_string_value(v)); break;
+        case 'i': *(int *)p = (int)json_number_value(v); break;
+        case 'b': *(int64_t *)p = (int64_t)json_number_value(v); break;
+        default: *(double *)p = json_number_value(v); break;
+        }
+    }
+    return 0;
+}
+
+int sim_hw_parse(struct sim_hw *hw, const char *text, const char *what, struct rl_err *e)
+{
+    memset(hw, 0, sizeof *hw);
+    json_error_t je;
+    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+    if (!root)
+        return rl_errf(e, RL_EINVAL, "%s: line %d: %s (a JSON object is expected)", what, je.line,
+                       je.text);
+    int rc = 0;
+    struct walk w = {what, json_object_get(root, "sources"), e};
+    if (!json_is_object(root)) {
+        rc = rl_errf(e, RL_EINVAL, "%s: the top level must be a JSON object", what);
+        goto out;
+    }
+    if (!json_is_object(w.sources)) {
+        rc = rl_errf(e, RL_EINVAL, "%s: sources: missing (an object naming the source of every "
+                     "number)", what);
+        goto out;
+    }
+    if ((rc = walk(&w, root, "", "")) || (rc = fill(hw, root, what, e)))
+        goto out;
+    hw->n_sources = (int)json_object_size(w.sources);
+    json_t *sockets = json_object_get(json_object_get(root, "node"), "sockets");
+    json_t *sw = json_object_get(json_object_get(root, "node"), "pcie_switches");
+    if (!json_is_array(sockets) || json_array_size(sockets) < 1 ||
+        json_array_size(sockets) > SIM_HW_MAX_SOCKETS) {
+        rc = rl_errf(e, RL_EINVAL, "%s: node.sockets: must be an array of 1..%d sockets", what,
+                     SIM_HW_MAX_SOCKETS);
+        goto out;
+    }
+    if (!json_is_array(sw) || json_array_size(sw) < 1 || json_array_size(sw) > SIM_HW_MAX_SWITCHES) {
+        rc = rl_errf(e, RL_EINVAL, "%s: node.pcie_switches: must be an array of 1..%d switches",
+                     what, SIM_HW_MAX_SWITCHES);
+        goto out;
+    }
+    hw->n_sockets = (int)json_array_size(sockets);
+    for (int i = 0; i < hw->n_sockets; i++) {
+        json_t *s = json_array_get(sockets, (size_t)i);
+        json_t *c = json_object_get(s, "cores"), *d = json_object_get(s, "dram_gbps");
+        if (!c || !d) {
+            rc = rl_errf(e, RL_EINVAL, "%s: node.sockets[%d]: needs cores and dram_gbps", what, i);
+            goto out;
+        }
+        hw->socket[i].cores = (int)json_number_value(c);
+        hw->socket[i].dram_gbps = json_number_value(d);
+    }
+    for (int g = 0; g < SIM_HW_MAX_GPUS; g++)
+        hw->gpu_switch[g] = -1;
+    hw->n_switches = (int)json_array_size(sw);
+    for (int i = 0; i < hw->n_switches; i++) {
+        json_t *s = json_array_get(sw, (size_t)i);
+        json_t *so = json_object_get(s, "socket"), *up = json_object_get(s, "uplink_gbps"),
+               *gp = json_object_get(s, "gpus");
+        if (!so || !up || !json_is_array(gp)) {
+            rc = rl_errf(e, RL_EINVAL, "%s: node.pcie_switches[%d]: needs socket, uplink_gbps and "
+                         "gpus", what, i);
+            goto out;
+        }
+        struct sim_hw_switch *x = &hw->sw[i];
+        x->socket = (int)json_number_value(so);
+        x->uplink_gbps = json_number_value(up);
+        if (x->socket >= hw->n_sockets) {
+            rc = rl_errf(e, RL_EINVAL, "%s: node.pcie_switches[%d].socket: %d is not a socket "
+                         "(0..%d)", what, i, x->socket, hw->n_sockets - 1);
+            goto out;
+        }
+        size_t k;
+        json_t *gv;
+        json_array_foreach(gp, k, gv) {
+            int g = (int)json_number_value(gv);
+            if (g >= hw->gpus || hw->gpu_switch[g] >= 0 || x->n_gpus >= SIM_HW_MAX_GPUS) {
+                rc = rl_errf(e, RL_EINVAL, "%s: node.pcie_switches[%d].gpus[%zu]: GPU %d is out of "
+                             "range or attached twice (each of GPUs 0..%d attaches to one switch)",
+                             what, i, k, g, hw->gpus - 1);
+                goto out;
+            }
+            hw->gpu_switch[g] = i;
+            x->gpus[x->n_gpus++] = g;
+        }
+    }
+    for (int g = 0; g < hw->gpus; g++)
+        if (hw->gpu_switch[g] < 0) {
+            rc = rl_errf(e, RL_EINVAL, "%s: node.pcie_switches: GPU %d is attached to no switch "
+                         "(each of GPUs 0..%d must appear once)", what, g, hw->gpus - 1);
+            goto out;
+        }
+out:
+    json_decref(root);
+    return rc;
+}
+
+int sim_hw_load(struct sim_hw *hw, const char *catalog_dir, const char *name_or_path,
+                struct rl_err *e)
+{
+    char path[4096];
+    size_t n = strlen(name_or_path);
+    bool is_path = strchr(name_or_path, '/') || (n > 5 && strcmp(name_or_path + n - 5, ".json") == 0);
+    if (is_path)
+        snprintf(path, sizeof path, "%s", name_or_path);
+    else
+        snprintf(path, sizeof path, "%s/hardware/%s.json", catalog_dir ? catalog_dir : ".", name_or_path);
+    char *text;
+    size_t len;
+    struct rl_err fe;
+    if (rl_read_file(path, &text, &len, &fe)) {
+        if (is_path)
+            return rl_errf(e, RL_EINVAL, "hw: %s: cannot read it (%s)", path, fe.msg);
+        char **names;
+        int k;
+        char list[512] = "";
+        if (sim_hw_list(catalog_dir, &names, &k, NULL) == 0) {
+            for (int i = 0; i < k; i++) {
+                size_t l = strlen(list);
+                snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", names[i]);
+                free(names[i]);
+            }
+            free(names);
+        }
+        return rl_errf(e, RL_EINVAL, "hw: %s: no such profile in %s/hardware (allowed: %s, or a "
+                       "path to a profile file)", name_or_path, catalog_dir ? catalog_dir : ".", list);
+    }
+    int rc = sim_hw_parse(hw, text, path, e);
+    free(text);
+    return rc;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int sim_hw_list(const char *catalog_dir, char ***names, int *n, struct rl_err *e)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/hardware", catalog_dir ? catalog_dir : ".");
+    DIR *d = opendir(path);
+    if (!d)
+        return rl_errf(e, RL_ENOENT, "hw: %s: cannot open the profile folder", path);
+    int cap = 16, k = 0;
+    char **v = malloc(sizeof *v * (size_t)cap);
+    struct dirent *de;
+    while (v && (de = readdir(d))) {
+        size_t len = strlen(de->d_name);
+        if (len <= 5 || strcmp(de->d_name + len - 5, ".json") != 0)
+            continue;
+        if (k == cap) {
+            char **q = realloc(v, sizeof *v * (size_t)(cap *= 2));
+            if (!q)
+                break;
+            v = q;
+        }
+        v[k++] = strndup(de->d_name, len - 5);
+    }
+    closedir(d);
+    if (!v)
+        return rl_errf(e, RL_ENOMEM, "hw: out of memory");
+    qsort(v, (size_t)k, sizeof *v, cmp_str);
+    *names = v;
+    *n = k;
+    return 0;
+}

@@ -1,0 +1,80 @@
+/* sim/hw.h — hardware profiles: one node's sockets, PCIe switches, GPUs, links and the costs the
+ * step models need, loaded from catalog/hardware/<name>.json (format: sim/README.md). Every
+ * number in a profile carries its source in the file's "sources" object; the loader refuses a
+ * profile with an unsourced number, an unknown key or a value out of range, naming the JSON path. */
+#ifndef RL_SIM_HW_H
+#define RL_SIM_HW_H
+
+#include <stdint.h>
+
+#include "common/rl.h"
+
+#define SIM_HW_MAX_SOCKETS 8
+#define SIM_HW_MAX_SWITCHES 16
+#define SIM_HW_MAX_GPUS 16
+
+struct sim_hw_socket {
+    int cores;                     /* physical cores */
+    double dram_gbps;              /* sustained DRAM bandwidth, GB/s (1e9 B/s), both directions */
+};
+
+struct sim_hw_switch {
+    int socket;                    /* the socket its uplink attaches to */
+    double uplink_gbps;            /* uplink bandwidth per direction, GB/s */
+    int n_gpus;                    /* GPUs behind it */
+    int gpus[SIM_HW_MAX_GPUS];     /* their indices in the node */
+};
+
+struct sim_hw {
+    char name[64];                 /* profile name ("dgx1-v100") */
+    char gpu_model[64];            /* "V100-SXM2-16GB" */
+    /* node */
+    int gpus;                      /* GPUs per node */
+    int64_t host_mem_bytes;        /* host DRAM per node */
+    int n_sockets;
+    struct sim_hw_socket socket[SIM_HW_MAX_SOCKETS];
+    double inter_socket_gbps;      /* socket-to-socket link per direction, GB/s */
+    int n_switches;
+    struct sim_hw_switch sw[SIM_HW_MAX_SWITCHES];
+    int gpu_switch[SIM_HW_MAX_GPUS];   /* derived: the switch of each GPU */
+    /* GPU */
+    int64_t gpu_mem_bytes;         /* device memory */
+    double hbm_gbps;               /* peak HBM bandwidth, GB/s */
+    double hbm_efficiency;         /* achieved fraction for streaming kernels (GPU Adam) */
+    double tensor_tflops;          /* dense bf16/fp16 tensor-core peak, TFLOP/s */
+    double tensor_efficiency;      /* achieved fraction for transformer GEMMs */
+    double fp32_tflops;            /* fp32 peak, TFLOP/s */
+    double fp32_efficiency;        /* achieved fraction */
+    double h2d_pinned_gbps;        /* per GPU link, pinned host memory, GB/s */
+    double d2h_pinned_gbps;
+    double h2d_pageable_gbps;      /* same from pageable host memory */
+    double d2h_pageable_gbps;
+    int64_t context_bytes;         /* CUDA context + NCCL buffers per GPU, outside the allocator */
+    double allocator_overhead;     /* caching-allocator reserve above allocated, as a fraction */
+    /* collectives (nccl-tests bus bandwidth inside a node) */
+    double allgather_busbw_gbps;   /* all-gather */
+    double reduce_scatter_busbw_gbps; /* reduce-scatter */
+    double allreduce_busbw_gbps;   /* all-reduce */
+    /* network between nodes */
+    double net_gbps;               /* per node, all NICs together, per direction, GB/s */
+    /* latencies, microseconds */
+    double lat_launch_us;          /* GPU kernel launch */
+    double lat_copy_us;            /* one cudaMemcpyAsync over PCIe */
+    double lat_coll_intra_us;      /* one NCCL collective inside a node */
+    double lat_coll_inter_us;      /* one NCCL collective across nodes */
+    /* CPU Adam */
+    double cpu_adam_elems_per_core;/* elements per second per core when not DRAM-bound */
+    double cpu_adam_dram_bytes;    /* DRAM bytes moved per element updated */
+    int n_sources;                 /* entries in "sources" */
+};
+
+/* name_or_path: a profile name looked up as <catalog_dir>/hardware/<name>.json, or a path (it
+ * contains '/' or ends in ".json"). */
+int sim_hw_load(struct sim_hw *hw, const char *catalog_dir, const char *name_or_path,
+                struct rl_err *e);
+/* Parses profile text; `what` names it in errors. */
+int sim_hw_parse(struct sim_hw *hw, const char *text, const char *what, struct rl_err *e);
+/* Names of the profiles in <catalog_dir>/hardware, sorted; free each and the array. */
+int sim_hw_list(const char *catalog_dir, char ***names, int *n, struct rl_err *e);
+
+#endif

@@ -1,0 +1,95 @@
+/* sim/step.h — one training step of ZeRO-3 with partial optimizer offload, simulated on one
+ * node's GPUs (every GPU of the node; nodes are symmetric, so other nodes appear only through the
+ * network resource), for a plan, a hardware profile and training settings.
+ *
+ * Both schedules are task graphs on the engine (sim/sim.h), so one breakdown and one trace writer
+ * serve both:
+ *   deepspeed-0.12  the sequential loop of DESIGN.md section 1: gradient round trips during
+ *                   backward, then per sub-group (CPU ones first) CPU Adam followed by a blocking
+ *                   pageable H2D of the fp32 master; GPU Adam only after all CPU sub-groups;
+ *   overlap         ratiolab's executor schedule: GPU Adam on the GPU share while the CPU share
+ *                   streams through pinned buffers in chunks (D2H, CPU Adam, H2D), double-buffered.
+ * What is modelled and how is written down in sim/README.md. */
+#ifndef RL_SIM_STEP_H
+#define RL_SIM_STEP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/rl.h"
+#include "plan/plan.h"
+#include "sim/hw.h"
+
+enum sim_schedule { SIM_SCHED_DS012, SIM_SCHED_OVERLAP };
+const char *sim_schedule_name(enum sim_schedule s);
+int sim_schedule_parse(const char *s, enum sim_schedule *out, struct rl_err *e);
+
+/* Phases of a step, in the priority order used to attribute exposed time (see sim_step_result). */
+enum sim_phase {
+    SIM_PH_FORWARD,          /* forward compute */
+    SIM_PH_BACKWARD,         /* backward compute (with recomputation when checkpointing) */
+    SIM_PH_GPU_ADAM,         /* Adam on the GPU share */
+    SIM_PH_CPU_ADAM,         /* Adam on the CPU share */
+    SIM_PH_TP_ALLREDUCE,     /* Megatron tensor-parallel all-reduces */
+    SIM_PH_ALLGATHER,        /* ZeRO-3 parameter all-gather (forward and backward) */
+    SIM_PH_REDUCE_SCATTER,   /* gradient reduce-scatter, per bucket */
+    SIM_PH_GRAD_D2H,         /* gradients to host */
+    SIM_PH_GRAD_H2D,         /* gradients back to the GPU (DeepSpeed 0.12 round trip) */
+    SIM_PH_PARAM_H2D,        /* updated parameters (or fp32 master) to the GPU */
+    SIM_PH_PIPELINE_BUBBLE,  /* pipeline-parallel fill and drain (analytical) */
+    SIM_PH_COUNT
+};
+const char *sim_phase_name(int phase);
+
+struct sim_train {
+    int64_t micro_batch;             /* sequences per GPU per micro-step; 0: the plan's */
+    int64_t seq_len;                 /* tokens per sequence; 0: the model's */
+    int64_t grad_accum;              /* micro-steps per step; 0: the plan's */
+    bool checkpoint_activations;     /* full activation checkpointing (recompute in backward) */
+    enum sim_schedule schedule;
+    bool numa_interleave;            /* host buffers and CPU Adam threads spread over all sockets
+                                        (no core binding) instead of the GPU's own socket */
+    int64_t gpu_reserve_bytes;       /* < 0: the profile's context + allocator model */
+};
+void sim_train_defaults(struct sim_train *t);
+
+struct sim_phase_time {
+    int64_t busy_ns;                 /* time the phase had any task running on the critical rank */
+    int64_t exposed_ns;              /* of which no higher-priority phase was running */
+};
+
+struct sim_step_result {
+    int64_t step_ns;                 /* all ranks of the node done */
+    int critical_rank;               /* the GPU that finished last (lowest index on ties) */
+    struct sim_phase_time phase[SIM_PH_COUNT];
+    int64_t idle_ns;                 /* nothing running on the critical rank */
+    /* GPU memory per rank */
+    int64_t gpu_ledger_bytes;        /* model states from the plan's ledger (peak stage) */
+    int64_t gpu_activation_bytes;    /* activations (+ logits), from arch, micro-batch, seq, TP */
+    int64_t gpu_live_param_bytes;    /* ZeRO-3 gathered + prefetched parameters */
+    int64_t gpu_allocated_bytes;     /* the three above: what the allocator reports as allocated */
+    int64_t gpu_reserve_bytes;       /* CUDA context, NCCL, caching allocator */
+    int64_t gpu_total_bytes;         /* NVML-visible: allocated + reserve */
+    int64_t gpu_capacity_bytes;      /* from the profile */
+    bool fits_gpu;                   /* gpu_total <= capacity */
+    /* host memory */
+    int64_t host_rank_bytes;         /* the ledger's host bytes per rank */
+    int64_t host_node_bytes;         /* x ranks per node */
+    int64_t host_capacity_bytes;     /* from the profile */
+    bool fits_host;
+    /* throughput and cost of the simulation */
+    double tokens_per_s;             /* per rank: micro_batch x seq x grad_accum / step */
+    uint64_t events;                 /* engine events run */
+    int tasks;                       /* tasks in the graph */
+    int64_t micro_batch, seq_len, grad_accum;   /* as resolved */
+};
+
+/* Simulates one step. trace_path (NULL: none) writes a Chrome trace (.gz: gzip). */
+int sim_step_run(const struct plan *p, const struct sim_hw *hw, const struct sim_train *t,
+                 const char *trace_path, struct sim_step_result *r, struct rl_err *e);
+
+/* Memory prediction alone (no simulation), as filled into r by sim_step_run. */
+int sim_step_memory(const struct plan *p, const struct sim_hw *hw, const struct sim_train *t,
+                    struct sim_step_result *r, struct rl_err *e);
+
+#endif

@@ -1,0 +1,170 @@
+/* tests/check_check.c — `ratiolab check`, the CI gate: pass, fail on the staircase, fail on
+ * memory, the written fix passes, and the user's other keys survive --fix-to. */
+#include <check.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/util.h"
+
+/* A user's config with keys ratiolab does not know, in an order of the user's. */
+static const char *user_cfg =
+    "{\n"
+    "  \"train_batch_size\": 512,\n"
+    "  \"my_team_key\": {\"keep\": [1, 2, 3], \"lr\": 5e-07},\n"
+    "  \"zero_optimization\": {\n"
+    "    \"stage\": 3,\n"
+    "    \"offload_optimizer\": {\"device\": \"cpu\", \"pin_memory\": true, \"ratio\": 0.3},\n"
+    "    \"contiguous_gradients\": true\n"
+    "  },\n"
+    "  \"fp16\": {\"enabled\": true, \"loss_scale\": 0},\n"
+    "  \"wall_clock_breakdown\": false\n"
+    "}\n";
+
+START_TEST(staircase_fails_and_fix_passes)
+{
+    tu_write("cfg.json", user_cfg);
+    struct tu_run r;
+    tu_ratiolab(&r, "check --ds-config cfg.json --model gpt-2.7b --tp 8 --gpus 8 --fix-to fixed.json");
+    ck_assert_msg(r.status == 1, "exit %d: %s %s", r.status, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "FAIL"));
+    ck_assert_ptr_nonnull(strstr(r.out, "honored 0.0000"));
+    ck_assert_ptr_nonnull(strstr(r.out, "sub_group_size to"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "check --ds-config fixed.json --model gpt-2.7b --tp 8 --gpus 8");
+    ck_assert_msg(r.status == 0, "fixed config: exit %d: %s %s", r.status, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "PASS"));
+    tu_run_free(&r);
+}
+END_TEST
+
+START_TEST(unknown_keys_survive_fix_in_order)
+{
+    tu_write("cfg.json", user_cfg);
+    struct tu_run r;
+    tu_ratiolab(&r, "check --ds-config cfg.json --model gpt-2.7b --tp 8 --gpus 8 --fix-to fixed.json --quiet");
+    ck_assert_int_eq(r.status, 1);
+    tu_run_free(&r);
+    /* Every key of the user's config is still there with an equal value, in the same order;
+     * only zero_optimization gains sub_group_size (appended). */
+    char path[600];
+    snprintf(path, sizeof path, "%s/fixed.json", tu_tmpdir());
+    json_error_t je;
+    json_t *orig = json_loads(user_cfg, 0, &je), *fixed = json_load_file(path, 0, &je);
+    ck_assert_ptr_nonnull(orig);
+    ck_assert_msg(fixed != NULL, "fixed.json: %s", je.text);
+    const char *key;
+    json_t *val;
+    void *it = json_object_iter(fixed);
+    json_object_foreach(orig, key, val) {
+        ck_assert_msg(it && strcmp(json_object_iter_key(it), key) == 0, "key %s moved", key);
+        json_t *fv = json_object_iter_value(it);
+        if (strcmp(key, "zero_optimization") == 0) {
+            const char *k2;
+            json_t *v2;
+            json_object_foreach(val, k2, v2) ck_assert_msg(json_equal(v2, json_object_get(fv, k2)), "%s changed", k2);
+            ck_assert_int_eq(json_object_size(fv), json_object_size(val) + 1);
+            ck_assert(json_is_integer(json_object_get(fv, "sub_group_size")));
+        } else {
+            ck_assert_msg(json_equal(val, fv), "value of %s changed", key);
+        }
+        it = json_object_iter_next(fixed, it);
+    }
+    ck_assert_ptr_null(it);
+    json_decref(orig);
+    json_decref(fixed);
+}
+END_TEST
+
+START_TEST(honored_config_passes)
+{
+    tu_write("ok.json", "{\"zero_optimization\":{\"stage\":3,\"offload_optimizer\":{\"device\":\"cpu\",\"ratio\":1.0}},"
+                        "\"fp16\":{\"enabled\":true}}");
+    struct tu_run r;
+    tu_ratiolab(&r, "check --ds-config ok.json --model gpt-2.7b --tp 8 --gpus 8 --json");
+    ck_assert_msg(r.status == 0, "exit %d: %s %s", r.status, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "\"ok\": true"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "check --ds-config ok.json --model gpt-2.7b --tp 8 --gpus 8 --quiet");
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_str_eq(r.out, "");   /* --quiet prints only failures */
+    tu_run_free(&r);
+}
+END_TEST
+
+START_TEST(memory_failure_gives_a_fitting_ratio)
+{
+    tu_write("zero.json", "{\"zero_optimization\":{\"stage\":3,\"offload_optimizer\":{\"device\":\"cpu\",\"ratio\":0.0}},"
+                          "\"fp16\":{\"enabled\":true},\"extra\":\"kept\"}");
+    struct tu_run r;
+    /* gpt-2.7b on TP 8 holds ~0.33 G elements per rank: ~6 GiB of model states at ratio 0 */
+    tu_ratiolab(&r, "check --ds-config zero.json --model gpt-2.7b --tp 8 --gpus 8 --gpu-mem 4GiB --json --fix-to fit.json");
+    ck_assert_msg(r.status == 1, "exit %d: %s %s", r.status, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "\"memory_ok\": false"));
+    ck_assert_ptr_nonnull(strstr(r.out, "\"ratio\":"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "check --ds-config fit.json --model gpt-2.7b --tp 8 --gpus 8 --gpu-mem 4GiB");
+    ck_assert_msg(r.status == 0, "fixed config: exit %d: %s %s", r.status, r.out, r.err);
+    tu_run_free(&r);
+    /* an impossible budget: no fix, no file */
+    tu_ratiolab(&r, "check --ds-config zero.json --model gpt-2.7b --tp 8 --gpus 8 --gpu-mem 1MiB --fix-to none.json");
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_ptr_nonnull(strstr(r.out, "fix     none"));
+    char p[600];
+    snprintf(p, sizeof p, "%s/none.json", tu_tmpdir());
+    ck_assert(!tu_exists(p));
+    tu_run_free(&r);
+}
+END_TEST
+
+START_TEST(newer_deepspeed_rule_is_applied)
+{
+    /* Ten equal sub-groups: ratio 0.8 is honored by 0.12 (8 of 10) but becomes 0.9 under 0.18. */
+    tu_write("r.json", "{\"zero_optimization\":{\"stage\":3,\"sub_group_size\":1,"
+                       "\"offload_optimizer\":{\"device\":\"cpu\",\"ratio\":0.8}},\"fp16\":{\"enabled\":true}}");
+    struct tu_run a, b;
+    tu_ratiolab(&a, "check --ds-config r.json --model gpt2 --json --tolerance 0.002");
+    tu_ratiolab(&b, "check --ds-config r.json --model gpt2 --json --tolerance 0.002 --deepspeed-version 0.18.0");
+    ck_assert_msg(a.status == 0 || a.status == 1, "%s", a.err);
+    ck_assert_msg(b.status == 0 || b.status == 1, "%s", b.err);
+    ck_assert_ptr_nonnull(strstr(b.out, "deepspeed-0.18"));
+    ck_assert_str_ne(a.out, b.out);
+    tu_run_free(&a);
+    tu_run_free(&b);
+}
+END_TEST
+
+START_TEST(check_requires_config_and_model)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "check --model gpt2");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--ds-config"));
+    tu_run_free(&r);
+    tu_write("c.json", "{}");
+    tu_ratiolab(&r, "check --ds-config c.json");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--model"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "check --ds-config c.json --model gpt2 --gpu-mem lots");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--gpu-mem"));
+    tu_run_free(&r);
+}
+END_TEST
+
+Suite *check_suite(void)
+{
+    Suite *s = suite_create("check");
+    TCase *tc = tcase_create("gate");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, staircase_fails_and_fix_passes);
+    tcase_add_test(tc, unknown_keys_survive_fix_in_order);
+    tcase_add_test(tc, honored_config_passes);
+    tcase_add_test(tc, memory_failure_gives_a_fitting_ratio);
+    tcase_add_test(tc, newer_deepspeed_rule_is_applied);
+    tcase_add_test(tc, check_requires_config_and_model);
+    suite_add_tcase(s, tc);
+    return s;
+}

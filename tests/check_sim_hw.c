@@ -1,0 +1,132 @@
+/* tests/check_sim_hw.c — hardware profiles: every catalog profile loads, every number is
+ * sourced, and bad profiles are refused with the JSON path, the value and what is allowed. */
+#include <check.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/hw.h"
+#include "tests/util.h"
+
+static char catalog[4096];
+static const char *cat(void)
+{
+    snprintf(catalog, sizeof catalog, "%s/catalog", tu_src());
+    return catalog;
+}
+
+START_TEST(hw_every_catalog_profile_loads)
+{
+    char **names;
+    int n;
+    struct rl_err e;
+    ck_assert_int_eq(sim_hw_list(cat(), &names, &n, &e), 0);
+    const char *want[] = {"dgx-a100-40g", "dgx-a100-80g", "dgx-h100", "dgx1-v100", "gh200", "hgx-h200"};
+    ck_assert_int_ge(n, 6);
+    for (int i = 0; i < 6; i++) {
+        bool found = false;
+        for (int k = 0; k < n; k++)
+            found |= strcmp(names[k], want[i]) == 0;
+        ck_assert_msg(found, "profile %s missing", want[i]);
+    }
+    for (int k = 0; k < n; k++) {
+        struct sim_hw hw;
+        ck_assert_msg(sim_hw_load(&hw, cat(), names[k], &e) == 0, "%s: %s", names[k], e.msg);
+        ck_assert_str_eq(hw.name, names[k]);
+        ck_assert_int_gt(hw.n_sources, 20);
+        free(names[k]);
+    }
+    free(names);
+}
+END_TEST
+
+START_TEST(hw_dgx1_v100_topology)
+{
+    struct sim_hw hw;
+    struct rl_err e;
+    ck_assert_int_eq(sim_hw_load(&hw, cat(), "dgx1-v100", &e), 0);
+    ck_assert_int_eq(hw.gpus, 8);
+    ck_assert_int_eq(hw.n_sockets, 2);
+    ck_assert_int_eq(hw.socket[0].cores, 12);
+    ck_assert_int_eq(hw.n_switches, 4);
+    for (int g = 0; g < 8; g++) {
+        ck_assert_int_eq(hw.gpu_switch[g], g / 2);   /* two GPUs per PCIe switch */
+        ck_assert_int_eq(hw.sw[hw.gpu_switch[g]].socket, g / 4);
+    }
+    ck_assert_int_eq(hw.gpu_mem_bytes, 17179869184LL);
+    ck_assert(hw.h2d_pinned_gbps == 12.2);
+    ck_assert(hw.d2h_pinned_gbps == 12.9);
+    /* A path works as well as a name. */
+    char path[4200];
+    snprintf(path, sizeof path, "%s/hardware/dgx1-v100.json", cat());
+    ck_assert_int_eq(sim_hw_load(&hw, cat(), path, &e), 0);
+    ck_assert_int_eq(sim_hw_load(&hw, cat(), "dgx-9000", &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "dgx-9000"));
+    ck_assert_ptr_nonnull(strstr(e.msg, "dgx1-v100"));   /* lists what is allowed */
+}
+END_TEST
+
+/* Loads the V100 profile, applies `edit` (jansson on the parsed document), and parses it back. */
+static int parse_edited(void (*edit)(json_t *), struct rl_err *e)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/hardware/dgx1-v100.json", cat());
+    json_t *root = json_load_file(path, 0, NULL);
+    ck_assert_ptr_nonnull(root);
+    edit(root);
+    char *text = json_dumps(root, 0);
+    struct sim_hw hw;
+    int rc = sim_hw_parse(&hw, text, "edited.json", e);
+    free(text);
+    json_decref(root);
+    return rc;
+}
+
+static void drop_source(json_t *r) { json_object_del(json_object_get(r, "sources"), "gpu.hbm_gbps"); }
+static void unknown_key(json_t *r) { json_object_set_new(json_object_get(r, "gpu"), "hbm_gbs", json_real(900)); }
+static void negative(json_t *r) { json_object_set_new(json_object_get(r, "gpu"), "h2d_pinned_gbps", json_real(-3)); }
+static void twice(json_t *r)
+{
+    json_t *sw = json_object_get(json_object_get(r, "node"), "pcie_switches");
+    json_array_set_new(json_object_get(json_array_get(sw, 1), "gpus"), 0, json_integer(0));
+}
+static void missing(json_t *r) { json_object_del(json_object_get(r, "cpu_adam"), "dram_bytes_per_element"); }
+static void fractional(json_t *r)
+{
+    json_object_set_new(json_array_get(json_object_get(json_object_get(r, "node"), "sockets"), 1),
+                        "cores", json_real(11.5));
+}
+
+START_TEST(hw_bad_profiles_name_the_path)
+{
+    struct rl_err e;
+    ck_assert_int_eq(parse_edited(drop_source, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "gpu.hbm_gbps"));
+    ck_assert_ptr_nonnull(strstr(e.msg, "source"));
+    ck_assert_int_eq(parse_edited(unknown_key, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "gpu.hbm_gbs: unknown key"));
+    ck_assert_int_eq(parse_edited(negative, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "gpu.h2d_pinned_gbps: -3 is outside"));
+    ck_assert_int_eq(parse_edited(twice, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "node.pcie_switches[1].gpus[0]"));
+    ck_assert_int_eq(parse_edited(missing, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "cpu_adam.dram_bytes_per_element: missing"));
+    ck_assert_int_eq(parse_edited(fractional, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "node.sockets[1].cores: 11.5"));
+    struct sim_hw hw;
+    ck_assert_int_eq(sim_hw_parse(&hw, "{\"name\": ", "trunc.json", &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "trunc.json"));
+}
+END_TEST
+
+Suite *sim_hw_suite(void)
+{
+    Suite *s = suite_create("sim_hw");
+    TCase *c = tcase_create("profiles");
+    tcase_add_test(c, hw_every_catalog_profile_loads);
+    tcase_add_test(c, hw_dgx1_v100_topology);
+    tcase_add_test(c, hw_bad_profiles_name_the_path);
+    suite_add_tcase(s, c);
+    return s;
+}

@@ -1,0 +1,653 @@
+/* tests/check_sim_step.c — the step models: a closed form on one GPU, the two schedules against
+ * each other, contention on shared PCIe switches, the breakdown, the memory prediction, the
+ * commands (predict, sweep, tune) and their trace determinism, and the golden prediction table
+ * (tests/golden/predictions.tsv; regenerate with RL_UPDATE_GOLDEN=1 make test-run). */
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/plan.h"
+#include "sim/hw.h"
+#include "sim/step.h"
+#include "tests/util.h"
+#include "traces/trace.h"
+
+static char catalog[4096];
+static const char *cat(void)
+{
+    snprintf(catalog, sizeof catalog, "%s/catalog", tu_src());
+    return catalog;
+}
+
+/* A model, its layout and a ZeRO-3 CPU-offload config, as the CLI's default builds them. */
+struct fixture {
+    struct plan_model m;
+    struct plan_layout l;
+    struct plan_zero z;
+    struct plan_options o;
+    struct plan p;
+};
+
+static void fx_init(struct fixture *f, const char *model, int tp, int world, int gpn, double ratio,
+                    enum plan_policy policy)
+{
+    struct rl_err e;
+    memset(f, 0, sizeof *f);
+    f->l.tp = tp;
+    f->l.world = world;
+    f->l.gpus_per_node = gpn;
+    ck_assert_msg(plan_layout_resolve(&f->l, &e) == 0, "%s", e.msg);
+    struct plan_model_opts mo = {.tp = tp, .pp = 1, .pp_stage = 0, .seq_len = 0};
+    ck_assert_msg(plan_model_load(&f->m, cat(), model, &mo, &e) == 0, "%s", e.msg);
+    plan_model_group(&f->m, PLAN_GROUPS_AUTO, false);
+    plan_zero_defaults(&f->z);
+    f->z.stage = 3;
+    f->z.offload = PLAN_OFFLOAD_CPU;
+    f->z.pin_memory = true;
+    f->z.dtype = PLAN_FP16;
+    f->z.ratio = ratio;
+    f->o.policy = policy;
+    ck_assert_msg(plan_build(&f->p, &f->m, &f->l, &f->z, &f->o, &e) == 0, "%s", e.msg);
+}
+
+static void fx_free(struct fixture *f)
+{
+    plan_free(&f->p);
+    plan_model_free(&f->m);
+}
+
+static struct sim_hw load_hw(const char *name)
+{
+    struct sim_hw hw;
+    struct rl_err e;
+    ck_assert_msg(sim_hw_load(&hw, cat(), name, &e) == 0, "%s", e.msg);
+    return hw;
+}
+
+/* ceil(x) with the simulator's convention: within 1e-6 above an integer counts as it. */
+static int64_t ceil_ns(long double ns)
+{
+    int64_t n = (int64_t)ns;
+    return (long double)n < ns - 1e-6L ? n + 1 : n;
+}
+
+START_TEST(step_single_gpu_equals_closed_form)
+{
+    /* gpt-350m on one GH200, ratio 0, overlap schedule: no collectives, no copies; the step is
+     * the chain of per-layer forward and backward GEMM work at the tensor rate, each after one
+     * launch latency, then GPU Adam over the partition at 30 bytes per element from HBM. */
+    struct fixture f;
+    fx_init(&f, "gpt-350m", 1, 1, 1, 0.0, PLAN_POLICY_DS012);
+    struct sim_hw hw = load_hw("gh200");
+    struct sim_train t;
+    sim_train_defaults(&t);
+    t.schedule = SIM_SCHED_OVERLAP;
+    struct sim_step_result r;
+    struct rl_err e;
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
+
+    const struct plan_arch *a = &f.m.arch;
+    long double rate = (long double)hw.tensor_tflops * hw.tensor_efficiency * 1e12L;
+    long double b = 1, s = (long double)a->seq_len, tokens = b * s;
+    int64_t launch = (int64_t)llround(hw.lat_launch_us * 1000);
+    int64_t layer_numel[256] = {0};
+    int lmax = -1;
+    for (int i = 0; i < f.m.n_tensors; i++)
+        if (f.m.tensors[i].layer >= 0) {
+            layer_numel[f.m.tensors[i].layer] += f.m.tensors[i].numel;
+            if (f.m.tensors[i].layer > lmax)
+                lmax = f.m.tensors[i].layer;
+        }
+    ck_assert_int_eq(lmax + 1, 24);
+    int64_t want = 0;
+    for (int l = 0; l <= lmax; l++) {
+        /* The ones used below for a layer: 2 x tokens x weights + 4 b s^2 x heads x head_dim. */
+        long double fwd = 2.0L * tokens * (long double)layer_numel[l] +
+                          4.0L * b * s * s * (long double)a->heads * (long double)(a->hidden / a->heads);
+        want += 2 * launch + ceil_ns(fwd / rate * 1e9L) + ceil_ns(2.0L * fwd / rate * 1e9L);
+    }
+    long double logits = 2.0L * tokens * (long double)a->hidden * (long double)a->vocab_padded;
+    want += 2 * launch + ceil_ns(logits / rate * 1e9L) + ceil_ns(2.0L * logits / rate * 1e9L);
+    long double hbm = (long double)hw.hbm_gbps * hw.hbm_efficiency * 1e9L;
+    want += launch + ceil_ns((long double)f.p.gpu_numel * 30.0L / hbm * 1e9L);
+    ck_assert_int_eq(r.step_ns, want);
+    ck_assert_int_eq(r.phase[SIM_PH_CPU_ADAM].busy_ns, 0);
+    fx_free(&f);
+}
+END_TEST
+
+START_TEST(step_breakdown_adds_up)
+{
+    struct sim_hw hw = load_hw("dgx1-v100");
+    const double ratios[] = {0, 0.5, 1};
+    for (int sch = 0; sch < 2; sch++)
+        for (int i = 0; i < 3; i++) {
+            struct fixture f;
+            fx_init(&f, "gpt-2.7b", 8, 8, 8, ratios[i], PLAN_POLICY_EXACT);
+            struct sim_train t;
+            sim_train_defaults(&t);
+            t.schedule = (enum sim_schedule)sch;
+            struct sim_step_result r;
+            struct rl_err e;
+            ck_assert_int_eq(sim_step_run(&f.p, &hw, &t, NULL, &r, &e), 0);
+            int64_t sum = r.idle_ns;
+            for (int k = 0; k < SIM_PH_COUNT; k++) {
+                ck_assert_int_le(r.phase[k].exposed_ns, r.phase[k].busy_ns);
+                sum += r.phase[k].exposed_ns;
+            }
+            ck_assert_int_eq(sum, r.step_ns);
+            ck_assert_int_gt(r.phase[SIM_PH_FORWARD].busy_ns, 0);
+            ck_assert_int_gt(r.phase[SIM_PH_TP_ALLREDUCE].busy_ns, 0);   /* TP 8 */
+            ck_assert_int_eq(r.phase[SIM_PH_ALLGATHER].busy_ns, 0);     /* DP 1: nothing to gather */
+            if (ratios[i] == 0)
+                ck_assert_int_eq(r.phase[SIM_PH_CPU_ADAM].busy_ns, 0);
+            else
+                ck_assert_int_gt(r.phase[SIM_PH_CPU_ADAM].busy_ns, 0);
+            if (ratios[i] == 1)
+                ck_assert_int_eq(r.phase[SIM_PH_GPU_ADAM].busy_ns, 0);
+            fx_free(&f);
+        }
+}
+END_TEST
+
+START_TEST(step_schedules_and_ratio_order)
+{
+    /* The sequential 0.12 loop leaves the GPU idle during CPU Adam: never faster than the
+     * overlapped pipeline, and slower with every extra element on the CPU. */
+    struct sim_hw hw = load_hw("dgx1-v100");
+    int64_t prev_ds = -1;
+    for (int i = 0; i <= 4; i++) {
+        double ratio = i / 4.0;
+        struct fixture f;
+        fx_init(&f, "gpt-2.7b", 8, 8, 8, ratio, PLAN_POLICY_EXACT);
+        struct sim_train t;
+        sim_train_defaults(&t);
+        struct sim_step_result ds, ov;
+        struct rl_err e;
+        ck_assert_int_eq(sim_step_run(&f.p, &hw, &t, NULL, &ds, &e), 0);
+        t.schedule = SIM_SCHED_OVERLAP;
+        ck_assert_int_eq(sim_step_run(&f.p, &hw, &t, NULL, &ov, &e), 0);
+        ck_assert_int_le(ov.step_ns, ds.step_ns);
+        if (i > 0) {
+            ck_assert_int_lt(ov.step_ns, ds.step_ns);
+            ck_assert_int_gt(ds.step_ns, prev_ds);
+            /* In the pipeline the copies hide behind CPU Adam; in 0.12 nothing overlaps it. */
+            ck_assert_int_gt(ov.phase[SIM_PH_GRAD_D2H].busy_ns - ov.phase[SIM_PH_GRAD_D2H].exposed_ns, 0);
+            ck_assert_int_gt(ov.phase[SIM_PH_PARAM_H2D].busy_ns - ov.phase[SIM_PH_PARAM_H2D].exposed_ns, 0);
+            ck_assert_int_eq(ds.phase[SIM_PH_CPU_ADAM].busy_ns, ds.phase[SIM_PH_CPU_ADAM].exposed_ns);
+            ck_assert_int_eq(ds.phase[SIM_PH_PARAM_H2D].busy_ns, ds.phase[SIM_PH_PARAM_H2D].exposed_ns);
+        }
+        prev_ds = ds.step_ns;
+        fx_free(&f);
+    }
+}
+END_TEST
+
+START_TEST(step_shared_switches_slow_the_copies)
+{
+    /* Two GPUs per PCIe switch (dgx1-v100) against the same node with one switch per GPU: the
+     * offload traffic contends on the uplinks, so the step is slower and copies take longer. */
+    struct sim_hw shared = load_hw("dgx1-v100"), own = shared;
+    own.n_switches = 8;
+    for (int g = 0; g < 8; g++) {
+        own.sw[g].socket = g / 4;
+        own.sw[g].uplink_gbps = shared.sw[0].uplink_gbps;
+        own.sw[g].n_gpus = 1;
+        own.sw[g].gpus[0] = g;
+        own.gpu_switch[g] = g;
+    }
+    struct fixture f;
+    fx_init(&f, "gpt-2.7b", 8, 8, 8, 0.5, PLAN_POLICY_EXACT);
+    struct sim_train t;
+    sim_train_defaults(&t);
+    struct sim_step_result a, b;
+    struct rl_err e;
+    ck_assert_int_eq(sim_step_run(&f.p, &shared, &t, NULL, &a, &e), 0);
+    ck_assert_int_eq(sim_step_run(&f.p, &own, &t, NULL, &b, &e), 0);
+    ck_assert_int_gt(a.step_ns, b.step_ns);
+    ck_assert_int_gt(a.phase[SIM_PH_GRAD_D2H].busy_ns, b.phase[SIM_PH_GRAD_D2H].busy_ns);
+    /* Pinned gradient round trips at ratio 0 on their own switch run at the GPU link rate; two
+     * GPUs on a 13 GB/s uplink get half of it each, so the copies take about twice as long. */
+    double ratio_d2h = (double)a.phase[SIM_PH_GRAD_D2H].busy_ns / (double)b.phase[SIM_PH_GRAD_D2H].busy_ns;
+    ck_assert_msg(ratio_d2h > 1.5, "shared/own D2H time %.3f", ratio_d2h);
+    fx_free(&f);
+}
+END_TEST
+
+START_TEST(step_memory_prediction)
+{
+    struct sim_hw hw = load_hw("dgx1-v100");
+    struct fixture f;
+    fx_init(&f, "gpt-2.7b", 8, 8, 8, 0.3, PLAN_POLICY_EXACT);
+    struct sim_train t;
+    sim_train_defaults(&t);
+    struct sim_step_result r, ck;
+    struct rl_err e;
+    ck_assert_int_eq(sim_step_memory(&f.p, &hw, &t, &r, &e), 0);
+    ck_assert_int_eq(r.gpu_ledger_bytes, plan_peak_gpu_bytes(&f.p));
+    ck_assert_int_eq(r.host_rank_bytes, plan_peak_cpu_bytes(&f.p));
+    ck_assert_int_eq(r.host_node_bytes, 8 * r.host_rank_bytes);
+    ck_assert_int_eq(r.gpu_live_param_bytes, 0);   /* DP 1: the partition is the whole tensor */
+    ck_assert_int_eq(r.gpu_allocated_bytes, r.gpu_ledger_bytes + r.gpu_activation_bytes + r.gpu_live_param_bytes);
+    ck_assert_int_eq(r.gpu_reserve_bytes,
+                     hw.context_bytes + (int64_t)ceil(hw.allocator_overhead * (double)r.gpu_allocated_bytes));
+    ck_assert_int_eq(r.gpu_total_bytes, r.gpu_allocated_bytes + r.gpu_reserve_bytes);
+    ck_assert(r.fits_gpu == (r.gpu_total_bytes <= hw.gpu_mem_bytes));
+    /* Activations, Korthikanti et al.: s b h (10 + 24/t + 5 a s / (h t)) per layer, 32 layers, plus
+     * fp32 logits and their gradient. */
+    const struct plan_arch *a = &f.m.arch;
+    double s = (double)a->seq_len, h = (double)a->hidden, heads = (double)a->heads;
+    double want = 32 * s * h * (10 + 24.0 / 8 + 5 * heads * s / (h * 8)) + 8 * s * (double)a->vocab_padded / 8;
+    ck_assert_int_eq(r.gpu_activation_bytes, (int64_t)ceil(want));
+    t.checkpoint_activations = true;
+    ck_assert_int_eq(sim_step_memory(&f.p, &hw, &t, &ck, &e), 0);
+    ck_assert_int_lt(ck.gpu_activation_bytes, r.gpu_activation_bytes / 4);
+    t.gpu_reserve_bytes = 0;
+    ck_assert_int_eq(sim_step_memory(&f.p, &hw, &t, &ck, &e), 0);
+    ck_assert_int_eq(ck.gpu_total_bytes, ck.gpu_allocated_bytes);
+    /* More on the CPU: less GPU memory, more host memory. */
+    struct fixture g;
+    fx_init(&g, "gpt-2.7b", 8, 8, 8, 0.9, PLAN_POLICY_EXACT);
+    struct sim_step_result r9;
+    sim_train_defaults(&t);
+    ck_assert_int_eq(sim_step_memory(&g.p, &hw, &t, &r9, &e), 0);
+    ck_assert_int_lt(r9.gpu_total_bytes, r.gpu_total_bytes);
+    ck_assert_int_gt(r9.host_node_bytes, r.host_node_bytes);
+    /* ZeRO-3 over 8 data-parallel ranks gathers parameters. */
+    struct fixture d;
+    fx_init(&d, "gpt-2.7b", 1, 8, 8, 0.3, PLAN_POLICY_EXACT);
+    ck_assert_int_eq(sim_step_memory(&d.p, &hw, &t, &r9, &e), 0);
+    ck_assert_int_gt(r9.gpu_live_param_bytes, 0);
+    /* A layout the profile cannot hold. */
+    struct sim_hw one = load_hw("gh200");
+    ck_assert_int_eq(sim_step_memory(&f.p, &one, &t, &r9, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "gh200"));
+    ck_assert_ptr_nonnull(strstr(e.msg, "--gpus-per-node"));
+    fx_free(&d);
+    fx_free(&g);
+    fx_free(&f);
+}
+END_TEST
+
+START_TEST(step_multi_node_uses_the_network)
+{
+    /* gpt-2.7b, TP 8 within each node, DP across nodes: parameters are gathered over the network;
+     * more nodes (same per-node work per rank halves, more traffic per element) change the time. */
+    struct sim_hw hw = load_hw("dgx-a100-80g");
+    struct fixture f;
+    fx_init(&f, "gpt-2.7b", 8, 32, 8, 0.3, PLAN_POLICY_EXACT);
+    struct sim_train t;
+    sim_train_defaults(&t);
+    struct sim_step_result r;
+    struct rl_err e;
+    ck_assert_int_eq(sim_step_run(&f.p, &hw, &t, NULL, &r, &e), 0);
+    ck_assert_int_gt(r.phase[SIM_PH_ALLGATHER].busy_ns, 0);
+    ck_assert_int_gt(r.phase[SIM_PH_REDUCE_SCATTER].busy_ns, 0);
+    ck_assert_int_gt(r.gpu_live_param_bytes, 0);
+    /* A slower network makes the gathers slower. */
+    struct sim_hw slow = hw;
+    slow.net_gbps = hw.net_gbps / 10;
+    struct sim_step_result q;
+    ck_assert_int_eq(sim_step_run(&f.p, &slow, &t, NULL, &q, &e), 0);
+    ck_assert_int_gt(q.phase[SIM_PH_ALLGATHER].busy_ns, r.phase[SIM_PH_ALLGATHER].busy_ns);
+    ck_assert_int_gt(q.step_ns, r.step_ns);
+    fx_free(&f);
+}
+END_TEST
+
+START_TEST(step_accumulation_pipeline_and_numa)
+{
+    struct sim_hw hw = load_hw("dgx1-v100");
+    struct fixture f;
+    fx_init(&f, "gpt-2.7b", 8, 8, 8, 0.5, PLAN_POLICY_EXACT);
+    struct sim_train t;
+    sim_train_defaults(&t);
+    struct sim_step_result one, two, il;
+    struct rl_err e;
+    ck_assert_int_eq(sim_step_run(&f.p, &hw, &t, NULL, &one, &e), 0);
+    /* Two micro-steps: twice the forward work, one optimizer step. */
+    t.grad_accum = 2;
+    ck_assert_int_eq(sim_step_run(&f.p, &hw, &t, NULL, &two, &e), 0);
+    ck_assert_int_eq(two.phase[SIM_PH_FORWARD].busy_ns, 2 * one.phase[SIM_PH_FORWARD].busy_ns);
+    ck_assert_int_eq(two.phase[SIM_PH_CPU_ADAM].busy_ns, one.phase[SIM_PH_CPU_ADAM].busy_ns);
+    ck_assert_int_eq(two.grad_accum, 2);
+    /* Without core binding the CPU Adam threads and buffers spread over both sockets: the
+     * inter-socket link joins every host transfer, so the optimizer is slower. */
+    t.grad_accum = 1;
+    t.numa_interleave = true;
+    ck_assert_int_eq(sim_step_run(&f.p, &hw, &t, NULL, &il, &e), 0);
+    ck_assert_int_gt(il.step_ns, one.step_ns);
+    fx_free(&f);
+    /* Two pipeline stages: the 1F1B bubble appears. */
+    struct plan_layout l = {.tp = 4, .pp = 2, .world = 8, .gpus_per_node = 8};
+    ck_assert_int_eq(plan_layout_resolve(&l, &e), 0);
+    struct plan_model m;
+    struct plan_model_opts mo = {.tp = 4, .pp = 2, .pp_stage = 0};
+    ck_assert_msg(plan_model_load(&m, cat(), "gpt-2.7b", &mo, &e) == 0, "%s", e.msg);
+    plan_model_group(&m, PLAN_GROUPS_AUTO, false);
+    struct plan_zero z;
+    plan_zero_defaults(&z);
+    z.stage = 3;
+    z.offload = PLAN_OFFLOAD_CPU;
+    z.pin_memory = true;
+    z.dtype = PLAN_FP16;
+    struct plan_options o = {.policy = PLAN_POLICY_EXACT};
+    struct plan p;
+    ck_assert_msg(plan_build(&p, &m, &l, &z, &o, &e) == 0, "%s", e.msg);
+    struct sim_step_result pr;
+    sim_train_defaults(&t);
+    ck_assert_int_eq(sim_step_run(&p, &hw, &t, NULL, &pr, &e), 0);
+    ck_assert_int_gt(pr.phase[SIM_PH_PIPELINE_BUBBLE].busy_ns, 0);
+    plan_free(&p);
+    plan_model_free(&m);
+}
+END_TEST
+
+/* ---- commands ------------------------------------------------------------------------------------- */
+START_TEST(predict_json_and_trace_are_deterministic)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "predict --ratio 0.5 --json --trace a.json");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    json_error_t je;
+    json_t *o = json_loads(r.out, 0, &je);
+    ck_assert_ptr_nonnull(o);
+    json_t *pr = json_object_get(o, "prediction");
+    ck_assert(json_integer_value(json_object_get(pr, "step_ns")) > 0);
+    ck_assert(json_real_value(json_object_get(o, "honored_ratio")) > 0.99);   /* the staircase: N = 2 */
+    json_decref(o);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "predict --ratio 0.5 --trace b.json >/dev/null && cmp a.json b.json");
+    ck_assert_msg(r.status == 0, "trace bytes differ: %s", r.err);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "predict --ratio 0.5 --schedule overlap --trace a.json.gz >/dev/null && "
+                    "%s predict --ratio 0.5 --schedule overlap --trace b.json.gz >/dev/null && cmp a.json.gz b.json.gz "
+                    "&& gzip -dc a.json.gz | head -c 15", tu_bin());
+    ck_assert_msg(r.status == 0, "gz trace bytes differ: %s", r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "{\"traceEvents\""));
+    tu_run_free(&r);
+    /* The trace has a track per GPU stream and copy engine, CPU Adam pools, links and memory. */
+    tu_sh(&r, "grep -c '\"ph\":\"X\"' a.json; grep -c 'CPU Adam pool, rank 7' a.json; "
+              "grep -c 'switch3.up.d2h' a.json; grep -c 'GPU memory' a.json");
+    ck_assert_int_eq(r.status, 0);
+    int spans, pools, links, mem;
+    ck_assert_int_eq(sscanf(r.out, "%d %d %d %d", &spans, &pools, &links, &mem), 4);
+    ck_assert_int_gt(spans, 100);
+    ck_assert_int_eq(pools, 1);
+    ck_assert_int_gt(links, 1);
+    ck_assert_int_ge(mem, 8);
+    tu_run_free(&r);
+}
+END_TEST
+
+START_TEST(predict_bad_input_exits_2_without_files)
+{
+    struct tu_run r;
+    int before = tu_count_files();
+    tu_ratiolab(&r, "predict --hw dgx-9000 --trace t.json");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "dgx-9000"));
+    ck_assert_ptr_nonnull(strstr(r.err, "dgx1-v100"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "predict --schedule fast");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--schedule: 'fast'"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "predict --hw gh200 --trace t.json");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--gpus-per-node"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "predict --trace no/such/dir/t.json");
+    ck_assert_int_ne(r.status, 0);
+    tu_run_free(&r);
+    tu_write("bad.json", "{\"name\": \"x\"}");
+    tu_ratiolab(&r, "predict --hw bad.json");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "sources"));
+    tu_run_free(&r);
+    ck_assert_int_eq(tu_count_files(), before + 1);   /* only bad.json */
+    tu_ratiolab(&r, "predict --help");
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "--hw"));
+    tu_run_free(&r);
+}
+END_TEST
+
+START_TEST(sweep_rows_and_formats)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "sweep --ratios 0:1:0.05 --csv");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    int lines = 0;
+    for (char *p = r.out; *p; p++)
+        lines += *p == '\n';
+    ck_assert_int_eq(lines, 22);   /* header + 21 ratios */
+    ck_assert_ptr_nonnull(strstr(r.out, "requested_ratio,honored_ratio,gpu_bytes"));
+    /* N = 2 sub-groups under the 0.12 rule: 0.45 offloads nothing, 0.5 one sub-group. */
+    ck_assert_ptr_nonnull(strstr(r.out, "\n0.4500,0.000000,"));
+    ck_assert_ptr_nonnull(strstr(r.out, "\n0.5000,0.998"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "sweep --ratios 0,1 --json");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    json_t *o = json_loads(r.out, 0, NULL);
+    ck_assert_ptr_nonnull(o);
+    ck_assert_int_eq(json_array_size(json_object_get(o, "rows")), 2);
+    json_decref(o);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "sweep --ratios 0:2:0.5");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--ratios"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "sweep --csv --json");
+    ck_assert_int_eq(r.status, 2);
+    tu_run_free(&r);
+}
+END_TEST
+
+START_TEST(tune_finds_ratio_and_sub_group_size)
+{
+    struct tu_run r;
+    /* Micro-batch 16 with checkpointing does not fit on a 16 GiB V100 without offload. */
+    tu_ratiolab(&r, "tune --gpu-mem 16GiB --micro-batch 16 --checkpoint-activations --json");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    json_t *o = json_loads(r.out, 0, NULL);
+    ck_assert_ptr_nonnull(o);
+    json_t *best = json_object_get(o, "best_exact");
+    double ratio = json_real_value(json_object_get(best, "requested_ratio"));
+    ck_assert(ratio > 0 && ratio < 1);
+    json_t *m = json_object_get(json_object_get(best, "prediction"), "gpu_memory_per_rank");
+    ck_assert(json_integer_value(json_object_get(m, "total_bytes")) <= 17179869184LL);
+    json_t *fix = json_object_get(o, "best_with_sub_group_size");
+    ck_assert(json_is_object(fix));
+    json_int_t sgs = json_integer_value(json_object_get(fix, "sub_group_size"));
+    ck_assert(sgs > 0 && sgs < 1000000000);
+    ck_assert(fabs(json_real_value(json_object_get(fix, "honored_ratio")) - ratio) <= 0.01);
+    json_decref(o);
+    tu_run_free(&r);
+    /* The next ratio down from the best one does not fit (it is the fastest that fits). */
+    tu_ratiolab(&r, "tune --gpu-mem 1GiB");
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_ptr_nonnull(strstr(r.err, "no ratio fits"));
+    tu_run_free(&r);
+}
+END_TEST
+
+START_TEST(trace_streams_are_serial_and_memory_returns)
+{
+    /* ZeRO-3 over 8 ranks of a node with offload: the trace read back has, per GPU, compute
+     * spans that never overlap (one stream), every span inside the step, and a memory counter
+     * that starts and ends at the model states + reserve (activations and gathered parameters
+     * are all released). */
+    struct sim_hw hw = load_hw("dgx1-v100");
+    struct fixture f;
+    fx_init(&f, "gpt-350m", 1, 8, 8, 0.4, PLAN_POLICY_EXACT);
+    struct sim_train t;
+    sim_train_defaults(&t);
+    t.schedule = SIM_SCHED_OVERLAP;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/step.json", tu_tmpdir());
+    struct sim_step_result r;
+    struct rl_err e;
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, path, &r, &e) == 0, "%s", e.msg);
+    struct trace_doc d;
+    ck_assert_msg(trace_read(path, &d, &e) == 0, "%s", e.msg);
+    int64_t last_end[8], first_mem[8], last_mem[8];
+    int n_spans[8] = {0}, n_mem[8] = {0};
+    for (int g = 0; g < 8; g++)
+        last_end[g] = first_mem[g] = last_mem[g] = -1;
+    int adam_spans = 0;
+    for (int i = 0; i < d.n_events; i++) {
+        const struct trace_event *v = &d.events[i];
+        if (v->ph == 'X') {
+            ck_assert_int_ge(v->ts_ns, 0);
+            ck_assert_int_le(v->ts_ns + v->dur_ns, r.step_ns);
+            if (v->pid >= 100 && v->pid < 200)
+                adam_spans++;
+            if (v->pid >= 1 && v->pid <= 8 && v->tid == 0) {   /* compute stream, in task order */
+                int g = v->pid - 1;
+                ck_assert_int_ge(v->ts_ns, last_end[g]);
+                last_end[g] = v->ts_ns + v->dur_ns;
+                n_spans[g]++;
+            }
+        } else if (v->ph == 'C' && v->pid >= 1 && v->pid <= 8 && strcmp(v->name, "GPU memory (bytes)") == 0) {
+            int g = v->pid - 1;
+            if (n_mem[g]++ == 0)
+                first_mem[g] = (int64_t)v->value;
+            last_mem[g] = (int64_t)v->value;
+            ck_assert_int_ge((int64_t)v->value, r.gpu_ledger_bytes + r.gpu_reserve_bytes);
+        }
+    }
+    for (int g = 0; g < 8; g++) {
+        ck_assert_int_gt(n_spans[g], 24 * 2);
+        ck_assert_int_gt(n_mem[g], 2);
+        ck_assert_int_eq(first_mem[g], r.gpu_ledger_bytes + r.gpu_reserve_bytes);
+        ck_assert_int_eq(last_mem[g], first_mem[g]);
+    }
+    ck_assert_int_gt(adam_spans, 8);
+    trace_doc_free(&d);
+    fx_free(&f);
+}
+END_TEST
+
+/* ---- golden table ------------------------------------------------------------------------------- */
+static void golden_rows(FILE *out)
+{
+    char **names;
+    int n;
+    struct rl_err e;
+    ck_assert_int_eq(sim_hw_list(cat(), &names, &n, &e), 0);
+    fprintf(out, "# ratiolab predictions: one step, micro-batch 1, the model's sequence length, fp16, ZeRO-3 with\n"
+                 "# pinned CPU offload, DeepSpeed defaults. Regenerate after an intended model change with\n"
+                 "# RL_UPDATE_GOLDEN=1 make test-run (tests/check_sim_step.c) and review the diff.\n");
+    fprintf(out, "hw\tmodel\ttp\tdp\tnodes\tpolicy\tratio\tschedule\thonored\tstep_ns\tgpu_total_bytes\t"
+                 "gpu_ledger_bytes\thost_node_bytes\tfits\n");
+    const char *models[] = {"gpt-2.7b", "llama2-7b", "gpt3-175b"};
+    struct {
+        enum plan_policy policy;
+        double ratio;
+    } const cases[] = {{PLAN_POLICY_DS012, 0}, {PLAN_POLICY_DS012, 0.3}, {PLAN_POLICY_DS012, 1}, {PLAN_POLICY_EXACT, 0.3}};
+    for (int h = 0; h < n; h++) {
+        struct sim_hw hw = load_hw(names[h]);
+        for (int mi = 0; mi < 3; mi++) {
+            int gpn = hw.gpus;
+            int tp = mi == 1 ? 1 : (gpn < 8 ? gpn : 8);
+            int nodes = mi == 2 ? 128 : 1;
+            for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+                struct fixture f;
+                fx_init(&f, models[mi], tp, nodes * gpn, gpn, cases[c].ratio, cases[c].policy);
+                for (int sch = 0; sch < 2; sch++) {
+                    struct sim_train t;
+                    sim_train_defaults(&t);
+                    t.schedule = (enum sim_schedule)sch;
+                    struct sim_step_result r;
+                    ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
+                    fprintf(out, "%s\t%s\t%d\t%d\t%d\t%s\t%.2f\t%s\t%.6f\t%lld\t%lld\t%lld\t%lld\t%s\n", names[h],
+                            models[mi], f.l.tp, f.l.dp, f.l.nodes, plan_policy_name(f.p.policy), cases[c].ratio,
+                            sim_schedule_name(t.schedule), f.p.honored_ratio, (long long)r.step_ns,
+                            (long long)r.gpu_total_bytes, (long long)r.gpu_ledger_bytes, (long long)r.host_node_bytes,
+                            r.fits_gpu && r.fits_host ? "yes" : "no");
+                }
+                fx_free(&f);
+            }
+        }
+        free(names[h]);
+    }
+    free(names);
+}
+
+START_TEST(golden_predictions_table)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    ck_assert_ptr_nonnull(mem);
+    golden_rows(mem);
+    fclose(mem);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/tests/golden/predictions.tsv", tu_src());
+    const char *upd = getenv("RL_UPDATE_GOLDEN");
+    if (upd && strcmp(upd, "1") == 0) {
+        struct rl_outfile o;
+        struct rl_err e;
+        ck_assert_int_eq(rl_outfile_open(&o, path, &e), 0);
+        fwrite(text, 1, len, o.fp);
+        ck_assert_int_eq(rl_outfile_commit(&o, &e), 0);
+        fprintf(stderr, "golden_predictions_table: wrote %s\n", path);
+    }
+    char *want = NULL;
+    size_t wlen = 0;
+    struct rl_err e;
+    ck_assert_msg(rl_read_file(path, &want, &wlen, &e) == 0, "%s (regenerate with RL_UPDATE_GOLDEN=1)", e.msg);
+    if (wlen != len || memcmp(want, text, len) != 0) {
+        /* Name the first differing line. */
+        const char *a = want, *b = text;
+        int line = 1;
+        while (*a && *a == *b) {
+            line += *a == '\n';
+            a++;
+            b++;
+        }
+        const char *la = a, *lb = b;
+        while (la > want && la[-1] != '\n')
+            la--;
+        while (lb > text && lb[-1] != '\n')
+            lb--;
+        ck_abort_msg("predictions differ from tests/golden/predictions.tsv at line %d:\n  golden: %.160s\n  now:    "
+                     "%.160s\n(an intended model change: RL_UPDATE_GOLDEN=1 make test-run, review git diff)",
+                     line, la, lb);
+    }
+    free(want);
+    free(text);
+}
+END_TEST
+
+Suite *sim_step_suite(void)
+{
+    Suite *s = suite_create("sim_step");
+    TCase *c = tcase_create("model");
+    tcase_set_timeout(c, 60);
+    tcase_add_test(c, step_single_gpu_equals_closed_form);
+    tcase_add_test(c, step_breakdown_adds_up);
+    tcase_add_test(c, step_schedules_and_ratio_order);
+    tcase_add_test(c, step_shared_switches_slow_the_copies);
+    tcase_add_test(c, step_memory_prediction);
+    tcase_add_test(c, step_multi_node_uses_the_network);
+    tcase_add_test(c, step_accumulation_pipeline_and_numa);
+    suite_add_tcase(s, c);
+    c = tcase_create("commands");
+    tcase_set_timeout(c, 60);
+    tcase_add_test(c, predict_json_and_trace_are_deterministic);
+    tcase_add_test(c, predict_bad_input_exits_2_without_files);
+    tcase_add_test(c, sweep_rows_and_formats);
+    tcase_add_test(c, tune_finds_ratio_and_sub_group_size);
+    tcase_add_test(c, trace_streams_are_serial_and_memory_returns);
+    suite_add_tcase(s, c);
+    c = tcase_create("golden");
+    tcase_set_timeout(c, 120);
+    tcase_add_test(c, golden_predictions_table);
+    suite_add_tcase(s, c);
+    return s;
+}

@@ -1,0 +1,46 @@
+/* traces/dslog.h — DeepSpeed `see_memory_usage` logs, parsed into stages and written as trace
+ * events, so what DeepSpeed logged lines up with a simulated, executed or monitored trace.
+ *
+ * DeepSpeed (runtime/utils.py) logs, on rank 0, three lines per stage through its logger
+ * (`[time] [INFO] [utils.py:N:see_memory_usage] message`):
+ *   <stage message>                       e.g. "After creating fp16 partitions: 1"
+ *   MA 1.23 GB  Max_MA 1.5 GB  CA 2.0 GB  Max_CA 2 GB     (torch allocator, GiB = 1024^3)
+ *   CPU Virtual Memory:  used = 30.5 GB, percent = 12.1%  (psutil, the whole machine)
+ * MA, Max_MA and CA are rounded to 2 decimals (+-0.005 GiB); Max_CA to a whole GiB (+-0.5 GiB).
+ * Any text before the time stamp (a launcher's "[default0]:" prefix) is ignored. */
+#ifndef RL_TRACES_DSLOG_H
+#define RL_TRACES_DSLOG_H
+
+#include <stdint.h>
+
+#include "common/rl.h"
+#include "traces/trace.h"
+
+struct trace_ds_stage {
+    char *name;              /* the stage message, owned */
+    int line;                /* 1-based line of the message in the log */
+    int64_t t_ns;            /* log time since the first stage's, or -1 without a time stamp */
+    int64_t ma_bytes;        /* torch memory_allocated, or -1 when not logged */
+    int64_t max_ma_bytes;    /* max_memory_allocated since the previous stage, or -1 */
+    int64_t ca_bytes;        /* memory_reserved (caching allocator), or -1 */
+    int64_t max_ca_bytes;    /* max_memory_reserved (whole GiB), or -1 */
+    int64_t cpu_used_bytes;  /* psutil total - available of the whole machine, or -1 */
+    double cpu_percent;      /* psutil percent, or -1 */
+};
+
+struct trace_ds_log {
+    struct trace_ds_stage *stages;  /* in log order */
+    int n_stages;                   /* entries */
+};
+
+/* Parses a log (plain or gzip). A log without any see_memory_usage line is RL_EINVAL naming the
+ * file; lines of other loggers are skipped. O(log size). */
+int trace_ds_read(const char *path, struct trace_ds_log *log, struct rl_err *e);
+void trace_ds_free(struct trace_ds_log *log);
+/* Writes each stage as an instant event named by its message on process pid (at its log time
+ * plus t0_ns; stages without a time get t0_ns), and counter "deepspeed memory" with series
+ * ma_bytes, max_ma_bytes, ca_bytes, max_ca_bytes, cpu_used_bytes (figures not logged are
+ * skipped). Returns 0 or the writer's error. */
+int trace_ds_write(struct trace *t, const struct trace_ds_log *log, int pid, int64_t t0_ns);
+
+#endif
