@@ -172,10 +172,12 @@ __attribute__((target("avx512f"))) static void stream_avx512(const struct arrays
 {
     int64_t i = lo;
     for (; i + 16 <= hi; i += 16) {
-        _mm_prefetch((const char *)(a->p + i + STREAM_PREFETCH), _MM_HINT_T0);
-        _mm_prefetch((const char *)(a->m + i + STREAM_PREFETCH), _MM_HINT_T0);
-        _mm_prefetch((const char *)(a->v + i + STREAM_PREFETCH), _MM_HINT_T0);
-        _mm_prefetch((const char *)a->g + (i + STREAM_PREFETCH) * kern_dtype_bytes(l->gt), _MM_HINT_T0);
+        /* Integer addresses: past the end of the arrays pointer arithmetic is undefined. */
+        _mm_prefetch((const char *)((uintptr_t)(a->p + i) + STREAM_PREFETCH * 4), _MM_HINT_T0);
+        _mm_prefetch((const char *)((uintptr_t)(a->m + i) + STREAM_PREFETCH * 4), _MM_HINT_T0);
+        _mm_prefetch((const char *)((uintptr_t)(a->v + i) + STREAM_PREFETCH * 4), _MM_HINT_T0);
+        _mm_prefetch((const char *)((uintptr_t)a->g + (uintptr_t)((i + STREAM_PREFETCH) *
+                                                               kern_dtype_bytes(l->gt))), _MM_HINT_T0);
         __m512 g;
         if (l->gt == KERN_F32)
             g = _mm512_loadu_ps((const float *)a->g + i);

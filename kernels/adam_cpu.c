@@ -29,13 +29,16 @@
 #define KERN__PREFETCH 512
 
 /* Prefetches the lines `KERN__PREFETCH` elements ahead of element i in p, m, v and the
- * gradients (gbytes per gradient). */
+ * gradients (gbytes per gradient). The addresses are formed as integers: near the end they lie
+ * past the arrays, where C pointer arithmetic would be undefined. */
+#define KERN__PF_ADDR(ptr, byte_off) ((const char *)((uintptr_t)(const void *)(ptr) + (uintptr_t)(byte_off)))
 #define KERN__PREFETCH_AHEAD(b, i, gbytes)                                                      \
     do {                                                                                        \
-        _mm_prefetch((const char *)((b)->param + (i) + KERN__PREFETCH), _MM_HINT_T0);           \
-        _mm_prefetch((const char *)((b)->exp_avg + (i) + KERN__PREFETCH), _MM_HINT_T0);         \
-        _mm_prefetch((const char *)((b)->exp_avg_sq + (i) + KERN__PREFETCH), _MM_HINT_T0);      \
-        _mm_prefetch((const char *)(b)->grad + ((i) + KERN__PREFETCH) * (gbytes), _MM_HINT_T0); \
+        const int64_t ahead_ = (i) + KERN__PREFETCH;                                            \
+        _mm_prefetch(KERN__PF_ADDR((b)->param, ahead_ * 4), _MM_HINT_T0);                       \
+        _mm_prefetch(KERN__PF_ADDR((b)->exp_avg, ahead_ * 4), _MM_HINT_T0);                     \
+        _mm_prefetch(KERN__PF_ADDR((b)->exp_avg_sq, ahead_ * 4), _MM_HINT_T0);                  \
+        _mm_prefetch(KERN__PF_ADDR((b)->grad, ahead_ * (gbytes)), _MM_HINT_T0);                 \
     } while (0)
 
 /* ---- AVX-512F: 16 lanes -------------------------------------------------------------------- */
