@@ -1,11 +1,15 @@
 /* tests/runner.c — runs every Check suite. Suites come from tests/check_<module>.c (listed by
  * the Makefile in suites.h). Suites named gpu_* run in a no-fork runner: a forked child must not
- * use CUDA. CK_RUN_SUITE / CK_RUN_CASE select as usual with Check. */
+ * use CUDA. A suite function that returns NULL has called tu_skip() to say why (e.g. "skipped:
+ * no GPU"); skips are counted as skipped, never as passed. CK_RUN_SUITE / CK_RUN_CASE select as usual
+ * with Check. The last line is "N passed, N failed, N skipped" over all runners. */
 #include <check.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "tests/util.h"
 
 #define RL_SUITE(n) Suite *n##_suite(void);
 #include "suites.h"
@@ -28,23 +32,29 @@ int main(void)
     SRunner *forked = NULL, *nofork = NULL;
     for (size_t i = 0; i < n; i++) {
         bool gpu = strncmp(suites[i].name, "gpu_", 4) == 0;
+        Suite *s = suites[i].make();
+        if (!s)   /* it called tu_skip() to say why */
+            continue;
         SRunner **r = gpu ? &nofork : &forked;
         if (!*r)
-            *r = srunner_create(suites[i].make());
+            *r = srunner_create(s);
         else
-            srunner_add_suite(*r, suites[i].make());
+            srunner_add_suite(*r, s);
     }
-    int failed = 0;
-    if (forked) {
-        srunner_run_all(forked, CK_NORMAL);
-        failed += srunner_ntests_failed(forked);
-        srunner_free(forked);
-    }
+    int failed = 0, run = 0;
     if (nofork) {
         srunner_set_fork_status(nofork, CK_NOFORK);
         srunner_run_all(nofork, CK_NORMAL);
         failed += srunner_ntests_failed(nofork);
+        run += srunner_ntests_run(nofork);
         srunner_free(nofork);
     }
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    if (forked) {
+        srunner_run_all(forked, CK_NORMAL);
+        failed += srunner_ntests_failed(forked);
+        run += srunner_ntests_run(forked);
+        srunner_free(forked);
+    }
+    printf("%d passed, %d failed, %d skipped\n", run - failed, failed, tu_skips());
+    return failed || run == 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -147,3 +147,14 @@ unsigned long tu_seed(const char *test)
     fprintf(stderr, "%s: seed %lu (replay with RL_SEED=%lu)\n", test, seed, seed);
     return seed;
 }
+
+static int n_skips;
+
+void tu_skip(const char *what, const char *why)
+{
+    printf("%s: skipped: %s\n", what, why);
+    fflush(stdout);
+    n_skips++;
+}
+
+int tu_skips(void) { return n_skips; }

@@ -26,6 +26,10 @@ void tu_run_free(struct tu_run *r);
 /* Number of entries in <tmpdir> (to show no partial file was left behind). */
 int tu_count_files(void);
 bool tu_exists(const char *path);
+/* Records a test that was not registered (printed as "<what>: skipped: <why>"); the runner counts
+ * it in its closing "N passed, N failed, N skipped" line. Call from a suite function. */
+void tu_skip(const char *what, const char *why);
+int tu_skips(void);
 /* Seed for randomized tests: $RL_SEED when set, else from the time; printed either way. */
 unsigned long tu_seed(const char *test);
 
