@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The GPU checks in one short run, for a machine with an NVIDIA GPU: the CUDA Adam kernel bitwise
+# against the reference (gpu_kernels suite, no fork), the monitor's NVML path, and the GPU
+# benchmark (adam.cu against a device-to-device copy). Builds when it can; otherwise uses an
+# already built tree (build/). Writes the logs to $OUT when set. Exit 0 only when all checks ran
+# and passed.
+set -u
+cd "$(dirname "$0")/.."
+out=${OUT:-/tmp/ratiolab-gpu}
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | tee "$out/gpu.txt"
+if command -v nvcc >/dev/null && pkg-config --exists check jansson 2>/dev/null; then
+  make -j"$(nproc)" RL_INNER=1 build/ratiolab build/tests/run_tests build/bench/adam \
+       build/tests/progs/gpuhog build/tests/progs/memhog > "$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 3; }
+fi
+export RATIOLAB_BIN=$PWD/build/ratiolab RATIOLAB_SRC=$PWD RATIOLAB_BUILD=$PWD/build
+rc=0
+CK_RUN_SUITE=gpu_kernels build/tests/run_tests 2>&1 | tee "$out/gpu_kernels.log" | tail -3
+grep -q '^[1-9][0-9]* passed, 0 failed' "$out/gpu_kernels.log" || rc=1
+CK_RUN_SUITE=monitor CK_RUN_CASE=monitor build/tests/run_tests 2>&1 | tee "$out/monitor.log" | tail -3
+grep -q 'skipped: no GPU' "$out/monitor.log" && rc=1
+build/bench/adam --gpu 2>&1 | tee "$out/bench_gpu.log" || rc=1
+echo "gpu-check: $([ $rc = 0 ] && echo passed || echo FAILED)"
+exit $rc
