@@ -458,6 +458,48 @@ struct streams {
     int copy;      /* gradient copies during backward */
 };
 
+/* What every block's compute on a rank needs to know. */
+struct pass_ctx {
+    int64_t launch_ns;   /* kernel launch latency */
+    int tp, tp_local;    /* TP degree, TP ranks in this node */
+    double ar_bytes;     /* bytes of one TP all-reduce */
+    int dtype;           /* bytes per parameter element */
+};
+
+/* Block i's compute on rank g, after its all-gather `ag` (-1: none): `flops` on the rank's SMs
+ * (0: nothing but waiting for the gather), the TP all-reduce of an inner block, the activation
+ * counter moved by act_delta for an inner block, and the gathered parameters released after use.
+ * Leaves the rank's compute-stream tail in st->compute. */
+static void block_compute(struct builder *u, struct streams *st, const struct pass_ctx *pc, int g, int i,
+                          int ag, double flops, const char *name, int phase, int64_t act_delta)
+{
+    const struct blocks *k = &u->k;
+    bool inner = i >= 1 && i < k->n - 1;
+    if (flops > 0) {
+        int res[1] = {u->b->r_sm[g]};
+        double w[1] = {1};
+        int c = add_task(u, name, g, SIM_TR_COMPUTE, phase, flops, pc->launch_ns, 0, 1, res, w, (int64_t)flops);
+        dep(u, st->compute, c);
+        dep(u, ag, c);
+        st->compute = c;
+        if (inner)
+            mem_event(u, c, act_delta);
+        if (pc->tp > 1 && inner) {
+            int ar = collective(u, "tp_allreduce", g, COLL_AR, pc->ar_bytes, pc->tp, pc->tp_local,
+                                SIM_PH_TP_ALLREDUCE, SIM_TR_COMPUTE);
+            dep(u, c, ar);
+            st->compute = ar;
+        }
+    } else if (ag >= 0) {
+        int z = add_task(u, "gathered", g, SIM_TR_COMPUTE, SIM_PH_ALLGATHER, 0, 0, 0, 0, NULL, NULL, 0);
+        dep(u, st->compute, z);
+        dep(u, ag, z);
+        st->compute = z;
+    }
+    if (ag >= 0) /* released after use */
+        mem_event(u, st->compute, -k->full_numel[i] * pc->dtype);
+}
+
 static int build(struct builder *u, struct rl_err *e)
 {
     struct sim__step *b = u->b;
@@ -496,6 +538,8 @@ static int build(struct builder *u, struct rl_err *e)
     for (int g = 0; g < G; g++)
         st[g] = (struct streams){-1, -1, -1, -1};
     int64_t act_per_block = (int64_t)ceil(layer_activation_bytes(p, &b->t, NULL));   /* trace counter */
+    const struct pass_ctx pc = {.launch_ns = launch, .tp = tp, .tp_local = tp_local, .ar_bytes = ar_bytes,
+                                .dtype = dtype};
 
     for (int64_t mb = 0; mb < b->t.grad_accum; mb++) {
         /* Forward: gather block i (prefetched up to `depth` blocks ahead), compute, TP all-reduce. */
@@ -511,31 +555,8 @@ static int build(struct builder *u, struct rl_err *e)
                     st[g].gather = ag;
                     mem_event(u, ag, k->full_numel[i] * dtype);
                 }
-                int c = -1;
-                if (k->fwd_flops[i] > 0) {
-                    int res[1] = {b->r_sm[g]};
-                    double w[1] = {1};
-                    c = add_task(u, i == k->n - 1 ? "logits" : "forward", g, SIM_TR_COMPUTE, SIM_PH_FORWARD,
-                                 k->fwd_flops[i], launch, 0, 1, res, w, (int64_t)k->fwd_flops[i]);
-                    dep(u, st[g].compute, c);
-                    dep(u, ag, c);
-                    st[g].compute = c;
-                    if (i >= 1 && i < k->n - 1)
-                        mem_event(u, c, act_per_block);
-                    if (tp > 1 && i >= 1 && i < k->n - 1) {
-                        int ar = collective(u, "tp_allreduce", g, COLL_AR, ar_bytes, tp, tp_local,
-                                            SIM_PH_TP_ALLREDUCE, SIM_TR_COMPUTE);
-                        dep(u, c, ar);
-                        st[g].compute = ar;
-                    }
-                } else if (ag >= 0) {
-                    int z = add_task(u, "gathered", g, SIM_TR_COMPUTE, SIM_PH_ALLGATHER, 0, 0, 0, 0, NULL, NULL, 0);
-                    dep(u, st[g].compute, z);
-                    dep(u, ag, z);
-                    st[g].compute = z;
-                }
-                if (ag >= 0) /* released after use */
-                    mem_event(u, st[g].compute, -k->full_numel[i] * dtype);
+                block_compute(u, &st[g], &pc, g, i, ag, k->fwd_flops[i], i == k->n - 1 ? "logits" : "forward",
+                              SIM_PH_FORWARD, act_per_block);
                 fwd[i * G + g] = st[g].compute;
             }
         }
@@ -557,32 +578,9 @@ static int build(struct builder *u, struct rl_err *e)
                     st[g].gather = ag;
                     mem_event(u, ag, k->full_numel[i] * dtype);
                 }
-                int c = -1;
-                if (k->fwd_flops[i] > 0) {
-                    double f = k->fwd_flops[i] * (b->t.checkpoint_activations && i >= 1 && i < k->n - 1 ? 3.0 : 2.0);
-                    int res[1] = {b->r_sm[g]};
-                    double w[1] = {1};
-                    c = add_task(u, "backward", g, SIM_TR_COMPUTE, SIM_PH_BACKWARD, f, launch, 0, 1, res, w,
-                                 (int64_t)f);
-                    dep(u, st[g].compute, c);
-                    dep(u, ag, c);
-                    st[g].compute = c;
-                    if (i >= 1 && i < k->n - 1)
-                        mem_event(u, c, -act_per_block);
-                    if (tp > 1 && i >= 1 && i < k->n - 1) {
-                        int ar = collective(u, "tp_allreduce", g, COLL_AR, ar_bytes, tp, tp_local,
-                                            SIM_PH_TP_ALLREDUCE, SIM_TR_COMPUTE);
-                        dep(u, c, ar);
-                        st[g].compute = ar;
-                    }
-                } else if (ag >= 0) {
-                    int z = add_task(u, "gathered", g, SIM_TR_COMPUTE, SIM_PH_ALLGATHER, 0, 0, 0, 0, NULL, NULL, 0);
-                    dep(u, st[g].compute, z);
-                    dep(u, ag, z);
-                    st[g].compute = z;
-                }
-                if (ag >= 0)
-                    mem_event(u, st[g].compute, -k->full_numel[i] * dtype);
+                /* backward is twice the forward, three times with recomputation of an inner block */
+                double f = k->fwd_flops[i] * (b->t.checkpoint_activations && i >= 1 && i < k->n - 1 ? 3.0 : 2.0);
+                block_compute(u, &st[g], &pc, g, i, ag, f, "backward", SIM_PH_BACKWARD, -act_per_block);
                 bwd[i * G + g] = st[g].compute;
             }
             acc_full += k->full_numel[i];
