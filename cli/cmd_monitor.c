@@ -304,6 +304,14 @@ static void gib(char *buf, size_t n, int64_t bytes)
         snprintf(buf, n, "%.3f", (double)bytes / RL_GIB);
 }
 
+/* The nine memory columns of the peak table (rss, rss_hwm, anon, file, shmem, locked, pinned,
+ * swap, gpu) as GiB text. */
+static void gib_cols(char c[][24], const int64_t v[9])
+{
+    for (int i = 0; i < 9; i++)
+        gib(c[i], 24, v[i]);
+}
+
 static void print_summary(FILE *f, const struct mon_summary *s, int64_t interval_ns)
 {
     fprintf(f, "\nratiolab monitor: %d samples every %.0f ms over %.2f s, %d processes followed "
@@ -320,15 +328,8 @@ static void print_summary(FILE *f, const struct mon_summary *s, int64_t interval
         const struct mon_peak *p = &s->procs[i];
         if (p->n_samples == 0)
             continue;
-        gib(c[0], 24, p->rss_bytes);
-        gib(c[1], 24, p->hwm_bytes);
-        gib(c[2], 24, p->anon_bytes);
-        gib(c[3], 24, p->file_bytes);
-        gib(c[4], 24, p->shmem_bytes);
-        gib(c[5], 24, p->locked_bytes);
-        gib(c[6], 24, p->pinned_bytes);
-        gib(c[7], 24, p->swap_bytes);
-        gib(c[8], 24, p->gpu_bytes);
+        gib_cols(c, (const int64_t[9]){p->rss_bytes, p->hwm_bytes, p->anon_bytes, p->file_bytes, p->shmem_bytes,
+                                       p->locked_bytes, p->pinned_bytes, p->swap_bytes, p->gpu_bytes});
         char cmdname[48];
         if (p->rank >= 0)
             snprintf(cmdname, sizeof cmdname, "%s[r%d]", p->comm, p->rank);
@@ -339,14 +340,8 @@ static void print_summary(FILE *f, const struct mon_summary *s, int64_t interval
                 p->threads);
     }
     const struct mon_tree_peak *t = &s->tree;
-    gib(c[0], 24, t->rss_bytes);
-    gib(c[2], 24, t->anon_bytes);
-    gib(c[3], 24, t->file_bytes);
-    gib(c[4], 24, t->shmem_bytes);
-    gib(c[5], 24, t->locked_bytes);
-    gib(c[6], 24, t->pinned_bytes);
-    gib(c[7], 24, t->swap_bytes);
-    gib(c[8], 24, t->gpu_bytes);
+    gib_cols(c, (const int64_t[9]){t->rss_bytes, 0, t->anon_bytes, t->file_bytes, t->shmem_bytes,
+                                   t->locked_bytes, t->pinned_bytes, t->swap_bytes, t->gpu_bytes});
     fprintf(f, "%8s %8s %-16s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", "tree", "", "(peak of sum)",
             c[0], "", c[2], c[3], c[4], c[5], c[6], c[7], c[8]);
     fprintf(f, "tree: each column is the largest per-sample sum over the processes alive at that "

@@ -50,6 +50,7 @@ struct mon__proc {
     int64_t prev_t_ns;        /* time of the previous sample, -1 before the first */
     double last[S_N];         /* last values written to the trace (NaN: none yet) */
     bool named;               /* process_name metadata written for the current comm */
+    int rank_tries;           /* samples since naming in which the rank was looked for again */
     bool seen;                /* alive at the sample being taken */
     bool gone;                /* seen exited; never followed again */
 };
@@ -483,8 +484,19 @@ int mon_sample(struct mon *m, int64_t t_ns, struct rl_err *e)
             snprintf(p->peak.comm, sizeof p->peak.comm, "%s", s.comm);
             p->named = false;
         }
-        if (!p->named)   /* first sight, or after an exec: the environment may be new */
+        if (!p->named) {   /* first sight, or after an exec: the environment may be new */
             p->peak.rank = mon_read_rank(s.pid);
+            p->rank_tries = 0;
+        } else if (p->peak.rank < 0 && p->rank_tries < 10) {
+            /* Mid-exec the new comm is visible before the new stack's environment is, so an
+             * empty environ is looked at again for a few samples; a rank found renames. */
+            p->rank_tries++;
+            int r = mon_read_rank(s.pid);
+            if (r >= 0) {
+                p->peak.rank = r;
+                p->named = false;
+            }
+        }
         name_track(m, p);
         double cpu;
         if (p->prev_t_ns >= 0 && t_ns > p->prev_t_ns) {
