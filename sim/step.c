@@ -8,28 +8,6 @@
 #include "sim/step.h"
 #include "sim/step_impl.h"
 
-static const char *const schedule_names[] = {"deepspeed-0.12", "overlap"};
-static const char *const phase_names[] = {
-    "forward", "backward", "gpu_adam", "cpu_adam", "tp_allreduce", "allgather", "reduce_scatter",
-    "grad_d2h", "grad_h2d", "param_h2d", "pipeline_bubble"};
-
-const char *sim_schedule_name(enum sim_schedule s) { return schedule_names[s]; }
-const char *sim_phase_name(int phase)
-{
-    return phase >= 0 && phase < SIM_PH_COUNT ? phase_names[phase] : "?";
-}
-
-int sim_schedule_parse(const char *s, enum sim_schedule *out, struct rl_err *e)
-{
-    for (int i = 0; i < 2; i++)
-        if (rl_streq(s, schedule_names[i])) {
-            *out = (enum sim_schedule)i;
-            return 0;
-        }
-    return rl_errf(e, RL_EINVAL, "--schedule: '%s' is not a schedule; allowed: deepspeed-0.12, overlap",
-                   s ? s : "");
-}
-
 void sim_train_defaults(struct sim_train *t)
 {
     memset(t, 0, sizeof *t);
@@ -683,10 +661,8 @@ static int build(struct builder *u, struct rl_err *e)
             }
             int64_t cpu = p->cpu_numel;
             if (cpu > 0) {
-                int64_t chunk = p->exec_chunk_numel > 0 ? p->exec_chunk_numel : INT64_C(4) << 20;
-                if ((cpu + chunk - 1) / chunk > 256)
-                    chunk = (cpu + 255) / 256;
-                int64_t nc = (cpu + chunk - 1) / chunk;
+                int64_t chunk = step_chunk_numel(cpu, p->exec_chunk_numel);
+                int64_t nc = step_chunk_count(cpu, p->exec_chunk_numel);
                 int pd = -1, pa = -1, ppa = -1, ph = -1;
                 for (int64_t c = 0; c < nc; c++) {
                     int64_t n = c == nc - 1 ? cpu - c * chunk : chunk;
@@ -716,60 +692,25 @@ static int build(struct builder *u, struct rl_err *e)
 }
 
 /* ---- breakdown ------------------------------------------------------------------------------------ */
-struct edge_ev {
-    int64_t t_ns;   /* when */
-    int phase;      /* which phase */
-    int delta;      /* +1 a task starts, -1 it ends */
-};
-
-static int cmp_edge(const void *x, const void *y)
-{
-    const struct edge_ev *a = x, *b = y;
-    if (a->t_ns != b->t_ns)
-        return a->t_ns < b->t_ns ? -1 : 1;
-    return a->delta - b->delta;   /* ends before starts at the same time */
-}
-
-/* Busy and exposed time per phase on one rank: a sweep over task start/end times; in each
- * interval the highest-priority running phase (lowest enum value) gets the exposed time. */
+/* The breakdown of one rank's spans (plan/step.h) into r. */
 static int breakdown(const struct sim_graph *g, int rank, int64_t t0, int64_t t1, struct sim_step_result *r)
 {
-    struct edge_ev *ev = malloc(sizeof *ev * (size_t)(2 * g->n_task + 1));
-    if (!ev)
+    struct step_span *sp = malloc(sizeof *sp * (size_t)(g->n_task > 0 ? g->n_task : 1));
+    if (!sp)
         return RL_ENOMEM;
     int n = 0;
     for (int i = 0; i < g->n_task; i++) {
         const struct sim_task *t = &g->task[i];
-        int64_t t0 = sim__task_span_start(t);
-        if (t->rank != rank || t->phase < 0 || t->t_end_ns <= t0)
-            continue;
-        ev[n++] = (struct edge_ev){t0, t->phase, +1};
-        ev[n++] = (struct edge_ev){t->t_end_ns, t->phase, -1};
+        if (t->rank == rank)
+            sp[n++] = (struct step_span){sim__task_span_start(t), t->t_end_ns, t->phase};
     }
-    qsort(ev, (size_t)n, sizeof *ev, cmp_edge);
-    int active[SIM_PH_COUNT] = {0};
-    int64_t prev = t0;
-    for (int i = 0; i <= n; i++) {
-        int64_t t = i < n ? ev[i].t_ns : t1;
-        if (t > prev) {
-            int top = -1;
-            for (int ph = 0; ph < SIM_PH_COUNT; ph++) {
-                if (active[ph]) {
-                    r->phase[ph].busy_ns += t - prev;
-                    if (top < 0)
-                        top = ph;
-                }
-            }
-            if (top >= 0)
-                r->phase[top].exposed_ns += t - prev;
-            else
-                r->idle_ns += t - prev;
-            prev = t;
-        }
-        if (i < n)
-            active[ev[i].phase] += ev[i].delta;
-    }
-    free(ev);
+    struct step_breakdown bd = {0};
+    int rc = step_breakdown(sp, n, t0, t1, &bd);
+    free(sp);
+    if (rc)
+        return rc;
+    memcpy(r->phase, bd.phase, sizeof r->phase);
+    r->idle_ns = bd.idle_ns;
     return 0;
 }
 

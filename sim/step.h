@@ -18,50 +18,48 @@
 
 #include "common/rl.h"
 #include "plan/plan.h"
+#include "plan/step.h"
 #include "sim/hw.h"
 
-enum sim_schedule { SIM_SCHED_DS012, SIM_SCHED_OVERLAP };
-const char *sim_schedule_name(enum sim_schedule s);
-int sim_schedule_parse(const char *s, enum sim_schedule *out, struct rl_err *e);
-
-/* Phases of a step, in the priority order used to attribute exposed time (see sim_step_result). */
-enum sim_phase {
-    SIM_PH_FORWARD,          /* forward compute */
-    SIM_PH_BACKWARD,         /* backward compute (with recomputation when checkpointing) */
-    SIM_PH_GPU_ADAM,         /* Adam on the GPU share */
-    SIM_PH_CPU_ADAM,         /* Adam on the CPU share */
-    SIM_PH_TP_ALLREDUCE,     /* Megatron tensor-parallel all-reduces */
-    SIM_PH_ALLGATHER,        /* ZeRO-3 parameter all-gather (forward and backward) */
-    SIM_PH_REDUCE_SCATTER,   /* gradient reduce-scatter, per bucket */
-    SIM_PH_GRAD_D2H,         /* gradients to host */
-    SIM_PH_GRAD_H2D,         /* gradients back to the GPU (DeepSpeed 0.12 round trip) */
-    SIM_PH_PARAM_H2D,        /* updated parameters (or fp32 master) to the GPU */
-    SIM_PH_PIPELINE_BUBBLE,  /* pipeline-parallel fill and drain (analytical) */
-    SIM_PH_COUNT
-};
-const char *sim_phase_name(int phase);
+/* The step vocabulary (schedules, phases, breakdown, chunking) is plan/step.h, shared with the
+ * executor; these are the simulator's names for it. */
+#define SIM_SCHED_DS012 STEP_SCHED_DS012
+#define SIM_SCHED_OVERLAP STEP_SCHED_OVERLAP
+#define SIM_PH_FORWARD STEP_PH_FORWARD
+#define SIM_PH_BACKWARD STEP_PH_BACKWARD
+#define SIM_PH_GPU_ADAM STEP_PH_GPU_ADAM
+#define SIM_PH_CPU_ADAM STEP_PH_CPU_ADAM
+#define SIM_PH_TP_ALLREDUCE STEP_PH_TP_ALLREDUCE
+#define SIM_PH_ALLGATHER STEP_PH_ALLGATHER
+#define SIM_PH_REDUCE_SCATTER STEP_PH_REDUCE_SCATTER
+#define SIM_PH_GRAD_D2H STEP_PH_GRAD_D2H
+#define SIM_PH_GRAD_H2D STEP_PH_GRAD_H2D
+#define SIM_PH_PARAM_H2D STEP_PH_PARAM_H2D
+#define SIM_PH_PIPELINE_BUBBLE STEP_PH_PIPELINE_BUBBLE
+#define SIM_PH_COUNT STEP_PH_COUNT
+static inline const char *sim_schedule_name(enum step_schedule s) { return step_schedule_name(s); }
+static inline const char *sim_phase_name(int phase) { return step_phase_name(phase); }
+static inline int sim_schedule_parse(const char *s, enum step_schedule *out, struct rl_err *e)
+{
+    return step_schedule_parse(s, out, e);
+}
 
 struct sim_train {
     int64_t micro_batch;             /* sequences per GPU per micro-step; 0: the plan's */
     int64_t seq_len;                 /* tokens per sequence; 0: the model's */
     int64_t grad_accum;              /* micro-steps per step; 0: the plan's */
     bool checkpoint_activations;     /* full activation checkpointing (recompute in backward) */
-    enum sim_schedule schedule;
+    enum step_schedule schedule;     /* how the optimizer step is ordered */
     bool numa_interleave;            /* host buffers and CPU Adam threads spread over all sockets
                                         (no core binding) instead of the GPU's own socket */
     int64_t gpu_reserve_bytes;       /* < 0: the profile's context + allocator model */
 };
 void sim_train_defaults(struct sim_train *t);
 
-struct sim_phase_time {
-    int64_t busy_ns;                 /* time the phase had any task running on the critical rank */
-    int64_t exposed_ns;              /* of which no higher-priority phase was running */
-};
-
 struct sim_step_result {
     int64_t step_ns;                 /* all ranks of the node done */
     int critical_rank;               /* the GPU that finished last (lowest index on ties) */
-    struct sim_phase_time phase[SIM_PH_COUNT];
+    struct step_phase_time phase[STEP_PH_COUNT];   /* per phase, on the critical rank */
     int64_t idle_ns;                 /* nothing running on the critical rank */
     /* GPU memory per rank */
     int64_t gpu_ledger_bytes;        /* model states from the plan's ledger (peak stage) */

@@ -129,7 +129,7 @@ START_TEST(step_breakdown_adds_up)
             fx_init(&f, "gpt-2.7b", 8, 8, 8, ratios[i], PLAN_POLICY_EXACT);
             struct sim_train t;
             sim_train_defaults(&t);
-            t.schedule = (enum sim_schedule)sch;
+            t.schedule = (enum step_schedule)sch;
             struct sim_step_result r;
             struct rl_err e;
             ck_assert_int_eq(sim_step_run(&f.p, &hw, &t, NULL, &r, &e), 0);
@@ -561,7 +561,7 @@ static void golden_rows(FILE *out)
                 for (int sch = 0; sch < 2; sch++) {
                     struct sim_train t;
                     sim_train_defaults(&t);
-                    t.schedule = (enum sim_schedule)sch;
+                    t.schedule = (enum step_schedule)sch;
                     struct sim_step_result r;
                     ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
                     fprintf(out, "%s\t%s\t%d\t%d\t%d\t%s\t%.2f\t%s\t%.6f\t%lld\t%lld\t%lld\t%lld\t%s\n", names[h],
@@ -624,11 +624,47 @@ START_TEST(golden_predictions_table)
 }
 END_TEST
 
+/* The shared breakdown over a plain array of spans (what the executor passes with measured
+ * spans), against hand-computed intervals: forward [0,10), CPU Adam [5,20), a D2H [8,30), nothing
+ * in [30,40). Forward is exposed for 10; CPU Adam for 20 - 10 = 10 of its 15; the D2H for
+ * 30 - 20 = 10 of its 22; idle 10. A span with phase -1 or an empty span counts nowhere. */
+START_TEST(step_vocabulary_breakdown_and_chunks)
+{
+    struct step_span sp[] = {{0, 10, STEP_PH_FORWARD}, {5, 20, STEP_PH_CPU_ADAM}, {8, 30, STEP_PH_GRAD_D2H},
+                             {12, 13, -1}, {25, 25, STEP_PH_BACKWARD}};
+    struct step_breakdown bd = {0};
+    ck_assert_int_eq(step_breakdown(sp, 5, 0, 40, &bd), 0);
+    ck_assert_int_eq(bd.phase[STEP_PH_FORWARD].busy_ns, 10);
+    ck_assert_int_eq(bd.phase[STEP_PH_FORWARD].exposed_ns, 10);
+    ck_assert_int_eq(bd.phase[STEP_PH_CPU_ADAM].busy_ns, 15);
+    ck_assert_int_eq(bd.phase[STEP_PH_CPU_ADAM].exposed_ns, 10);
+    ck_assert_int_eq(bd.phase[STEP_PH_GRAD_D2H].busy_ns, 22);
+    ck_assert_int_eq(bd.phase[STEP_PH_GRAD_D2H].exposed_ns, 10);
+    ck_assert_int_eq(bd.phase[STEP_PH_BACKWARD].busy_ns, 0);
+    ck_assert_int_eq(bd.idle_ns, 10);
+    ck_assert_str_eq(step_phase_name(STEP_PH_GRAD_H2D), "grad_h2d");
+    ck_assert_str_eq(step_phase_name(STEP_PH_COUNT), "?");
+    enum step_schedule sc;
+    struct rl_err e;
+    ck_assert_int_eq(step_schedule_parse("overlap", &sc, &e), 0);
+    ck_assert_int_eq(sc, STEP_SCHED_OVERLAP);
+    ck_assert_int_eq(step_schedule_parse("fast", &sc, &e), RL_EINVAL);
+    /* chunks: the default below the cap, the cap above it (ceil(n / 256) per chunk) */
+    ck_assert_int_eq(step_chunk_numel(10 << 20, 0), 4 << 20);
+    ck_assert_int_eq(step_chunk_count(10 << 20, 0), 3);
+    int64_t big = (int64_t)STEP_MAX_CHUNKS * (4 << 20) + 1;
+    ck_assert_int_eq(step_chunk_numel(big, 0), (big + 255) / 256);
+    ck_assert_int_eq(step_chunk_count(big, 0), 256);
+    ck_assert_int_eq(step_chunk_count(0, 0), 0);
+}
+END_TEST
+
 Suite *sim_step_suite(void)
 {
     Suite *s = suite_create("sim_step");
     TCase *c = tcase_create("model");
     tcase_set_timeout(c, 60);
+    tcase_add_test(c, step_vocabulary_breakdown_and_chunks);
     tcase_add_test(c, step_single_gpu_equals_closed_form);
     tcase_add_test(c, step_breakdown_adds_up);
     tcase_add_test(c, step_schedules_and_ratio_order);
