@@ -787,8 +787,13 @@ int sim_step_run(const struct plan *p, const struct sim_hw *hw, const struct sim
     r->tokens_per_s = r->step_ns > 0 ? (double)b.t.micro_batch * (double)b.t.seq_len * (double)b.t.grad_accum /
                                            ((double)r->step_ns * 1e-9)
                                      : 0;
-    if (trace_path)
-        rc = sim__step_trace(&b, r, trace_path, e);
+    if (trace_path) {
+        const struct sim__run_record rec = {
+            .hw = hw, .ranks = b.ranks, .numa_interleave = b.t.numa_interleave, .task = b.g.task,
+            .n_task = b.g.n_task, .mem = b.mem, .n_mem = b.n_mem, .res = b.f.res, .n_res = b.f.n_res,
+            .link_t_ns = b.link_t_ns, .link_load = b.link_load, .n_link_samples = b.n_link_samples};
+        rc = sim__step_trace(&rec, r, trace_path, e);
+    }
 out:
     blocks_free(&u.k);
 out_nok:
