@@ -14,13 +14,14 @@ struct hw_field {
     char kind;          /* 's' string, 'i' int, 'b' bytes (int64), 'd' double */
     size_t off;         /* offset in struct sim_hw; (size_t)-1 for array members */
     double lo, hi;      /* allowed range, inclusive */
+    bool array;         /* the value is an array of numbers (pcie_switches[].gpus) */
 };
 
-#define F(p, k, m, lo, hi) {p, k, offsetof(struct sim_hw, m), lo, hi}
-#define A(p, k, lo, hi) {p, k, (size_t)-1, lo, hi}
+#define F(p, k, m, lo, hi) {p, k, offsetof(struct sim_hw, m), lo, hi, false}
+#define A(p, k, lo, hi) {p, k, (size_t)-1, lo, hi, false}
 static const struct hw_field fields[] = {
-    {"name", 's', offsetof(struct sim_hw, name), 0, 0},
-    {"description", 's', (size_t)-1, 0, 0},
+    {"name", 's', offsetof(struct sim_hw, name), 0, 0, false},
+    {"description", 's', (size_t)-1, 0, 0, false},
     F("node.gpus", 'i', gpus, 1, SIM_HW_MAX_GPUS),
     F("node.host_memory_bytes", 'b', host_mem_bytes, 1e9, 1e15),
     F("node.inter_socket_gbps", 'd', inter_socket_gbps, 0.1, 1e5),
@@ -28,8 +29,8 @@ static const struct hw_field fields[] = {
     A("node.sockets[].dram_gbps", 'd', 1, 1e5),
     A("node.pcie_switches[].socket", 'i', 0, SIM_HW_MAX_SOCKETS - 1),
     A("node.pcie_switches[].uplink_gbps", 'd', 0.1, 1e5),
-    A("node.pcie_switches[].gpus", 'i', 0, SIM_HW_MAX_GPUS - 1),
-    {"gpu.model", 's', offsetof(struct sim_hw, gpu_model), 0, 0},
+    {"node.pcie_switches[].gpus", 'i', (size_t)-1, 0, SIM_HW_MAX_GPUS - 1, true},
+    {"gpu.model", 's', offsetof(struct sim_hw, gpu_model), 0, 0, false},
     F("gpu.memory_bytes", 'b', gpu_mem_bytes, 1e9, 1e13),
     F("gpu.hbm_gbps", 'd', hbm_gbps, 1, 1e5),
     F("gpu.hbm_efficiency", 'd', hbm_efficiency, 0.01, 1),
@@ -138,6 +139,12 @@ static int walk(struct walk *w, json_t *v, const char *exact, const char *norm)
         return 0;
     }
     if (json_is_array(v)) {
+        const struct hw_field *f = find_field(norm);
+        if (f && !f->array)
+            return rl_errf(w->e, RL_EINVAL, "%s: %s: must be a %s, not an array", w->what, exact,
+                           f->kind == 's' ? "string" : "number");
+        if (!f && !is_container(norm))
+            return rl_errf(w->e, RL_EINVAL, "%s: %s: unknown array", w->what, exact);
         char no[256];
         snprintf(no, sizeof no, "%s[]", norm);
         size_t i;
@@ -146,15 +153,15 @@ static int walk(struct walk *w, json_t *v, const char *exact, const char *norm)
             char ex[256];
             snprintf(ex, sizeof ex, "%s[%zu]", exact, i);
             int rc;
-            if (json_is_object(c))
-                rc = walk(w, c, ex, no);
-            else   /* an array of numbers: its members share the array's path */
+            if (f && f->array)   /* an array of numbers: its members share the array's path */
                 rc = check_leaf(w, c, ex, norm);
+            else if (json_is_object(c))
+                rc = walk(w, c, ex, no);
+            else
+                rc = rl_errf(w->e, RL_EINVAL, "%s: %s: must be an object", w->what, ex);
             if (rc)
                 return rc;
         }
-        if (!is_container(norm) && !find_field(norm))
-            return rl_errf(w->e, RL_EINVAL, "%s: %s: unknown array", w->what, exact);
         return 0;
     }
     return check_leaf(w, v, exact, norm);
