@@ -44,6 +44,7 @@ static const struct hw_field fields[] = {
     F("gpu.d2h_pageable_gbps", 'd', d2h_pageable_gbps, 0.01, 1e4),
     F("gpu.context_bytes", 'b', context_bytes, 0, 1e11),
     F("gpu.allocator_overhead", 'd', allocator_overhead, 0, 1),
+    F("gpu.nccl_bytes_per_communicator", 'b', nccl_comm_bytes, 0, 1e11),
     F("collectives.allgather_busbw_gbps", 'd', allgather_busbw_gbps, 0.1, 1e5),
     F("collectives.reduce_scatter_busbw_gbps", 'd', reduce_scatter_busbw_gbps, 0.1, 1e5),
     F("collectives.allreduce_busbw_gbps", 'd', allreduce_busbw_gbps, 0.1, 1e5),
@@ -54,6 +55,7 @@ static const struct hw_field fields[] = {
     F("latency_us.collective_inter", 'd', lat_coll_inter_us, 0, 1e5),
     F("cpu_adam.elements_per_s_per_core", 'd', cpu_adam_elems_per_core, 1e6, 1e12),
     F("cpu_adam.dram_bytes_per_element", 'd', cpu_adam_dram_bytes, 1, 1000),
+    F("cpu_adam.torch_elements_per_s_per_core", 'd', torch_adam_elems_per_core, 1e5, 1e12),
 };
 #undef F
 #undef A
@@ -167,6 +169,21 @@ static int walk(struct walk *w, json_t *v, const char *exact, const char *norm)
     return check_leaf(w, v, exact, norm);
 }
 
+/* Keys a profile may leave out (profiles written before they existed): their default, set once
+ * the required fields are in. Returns false for a required key. */
+static bool optional_default(struct sim_hw *hw, const char *path)
+{
+    if (strcmp(path, "gpu.nccl_bytes_per_communicator") == 0) {
+        hw->nccl_comm_bytes = INT64_C(2) * 16 * (INT64_C(4) << 20);
+        return true;
+    }
+    if (strcmp(path, "cpu_adam.torch_elements_per_s_per_core") == 0) {
+        hw->torch_adam_elems_per_core = -1;   /* resolved after the fill */
+        return true;
+    }
+    return false;
+}
+
 /* Copies the scalar fields into *hw (values are validated by walk()). */
 static int fill(struct sim_hw *hw, json_t *root, const char *what, struct rl_err *e)
 {
@@ -179,6 +196,8 @@ static int fill(struct sim_hw *hw, json_t *root, const char *what, struct rl_err
         json_t *v = root;
         for (char *tok = strtok(buf, "."); tok && v; tok = strtok(NULL, "."))
             v = json_object_get(v, tok);
+        if (!v && optional_default(hw, f->path))
+            continue;
         if (!v)
             return rl_errf(e, RL_EINVAL, "%s: %s: missing (required)", what, f->path);
         char *p = (char *)hw + f->off;
@@ -189,6 +208,8 @@ static int fill(struct sim_hw *hw, json_t *root, const char *what, struct rl_err
         default: *(double *)p = json_number_value(v); break;
         }
     }
+    if (hw->torch_adam_elems_per_core < 0)
+        hw->torch_adam_elems_per_core = hw->cpu_adam_elems_per_core / 6.0;
     return 0;
 }
 
