@@ -4,10 +4,11 @@
 
 #include "plan/step.h"
 
-static const char *const schedule_names[STEP_SCHED_COUNT] = {"deepspeed-0.12", "overlap"};
+static const char *const schedule_names[STEP_SCHED_COUNT] = {"deepspeed", "overlap"};
 static const char *const phase_names[STEP_PH_COUNT] = {
     "forward", "backward", "gpu_adam", "cpu_adam", "tp_allreduce", "allgather", "reduce_scatter",
-    "grad_d2h", "grad_h2d", "param_h2d", "pipeline_bubble"};
+    "grad_d2h", "grad_h2d", "param_h2d", "pipeline_bubble", "grad_norm", "grad_cast", "unscale", "param_cast",
+    "overflow_check"};
 
 const char *step_schedule_name(enum step_schedule s)
 {
@@ -26,7 +27,11 @@ int step_schedule_parse(const char *s, enum step_schedule *out, struct rl_err *e
             *out = (enum step_schedule)i;
             return 0;
         }
-    return rl_errf(e, RL_EINVAL, "--schedule: '%s' is not a schedule; allowed: deepspeed-0.12, overlap",
+    if (rl_streq(s, "deepspeed-0.12")) {   /* the name before schedules followed the version */
+        *out = STEP_SCHED_DS012;
+        return 0;
+    }
+    return rl_errf(e, RL_EINVAL, "--schedule: '%s' is not a schedule; allowed: deepspeed, overlap",
                    s ? s : "");
 }
 

@@ -15,7 +15,8 @@
 
 /* The schedules of the optimizer step. */
 enum step_schedule {
-    STEP_SCHED_DS012,     /* "deepspeed-0.12": DeepSpeed's sequential sub-group loop */
+    STEP_SCHED_DS012,     /* "deepspeed": DeepSpeed's step as its version runs it (sequential
+                             sub-group loop, gradient round trips; "deepspeed-0.12" is accepted) */
     STEP_SCHED_OVERLAP,   /* "overlap": ratiolab's executor, CPU share streamed in chunks */
     STEP_SCHED_COUNT
 };
@@ -37,6 +38,11 @@ enum step_phase {
     STEP_PH_GRAD_H2D,         /* gradients back to the GPU (DeepSpeed round trip) */
     STEP_PH_PARAM_H2D,        /* updated parameters (or fp32 master) to the GPU */
     STEP_PH_PIPELINE_BUBBLE,  /* pipeline-parallel fill and drain (analytical) */
+    STEP_PH_GRAD_NORM,        /* gradient norm: per-parameter GPU norms and their host syncs */
+    STEP_PH_GRAD_CAST,        /* 16-bit gradient to the fp32 gradient (GPU cast or host cast) */
+    STEP_PH_UNSCALE,          /* the unscale pass over the fp32 gradients */
+    STEP_PH_PARAM_CAST,       /* fp32 master to the 16-bit parameter (GPU cast or host cast) */
+    STEP_PH_OVERFLOW_CHECK,   /* fp16: the host's inf/nan scan of the flat gradient buffer */
     STEP_PH_COUNT
 };
 /* The phase's name ("forward", "grad_d2h", ...); "?" outside the enum. */

@@ -16,6 +16,7 @@
 #define SIM_TR_H2D TRACE_TID_H2D
 #define SIM_TR_CPU_ADAM TRACE_TID_CPU_ADAM
 #define SIM_TR_BUBBLE TRACE_TID_BUBBLE
+#define SIM_TR_HOST TRACE_TID_HOST
 
 /* A memory change on one rank at a task's end, for the trace's counters. */
 struct sim__mem_ev {
@@ -31,6 +32,7 @@ struct sim__step {
     struct sim_flow f;             /* flow model */
     struct sim_graph g;            /* task graph */
     int ranks;                     /* GPUs simulated (one node) */
+    int gpu[SIM_HW_MAX_GPUS];      /* the node's GPU index of each rank */
     /* resource indices */
     int r_sm[SIM_HW_MAX_GPUS], r_hbm[SIM_HW_MAX_GPUS], r_h2d[SIM_HW_MAX_GPUS],
         r_d2h[SIM_HW_MAX_GPUS], r_nvl[SIM_HW_MAX_GPUS];
@@ -61,6 +63,7 @@ static inline int64_t sim__task_span_start(const struct sim_task *t)
 struct sim__run_record {
     const struct sim_hw *hw;                /* the profile */
     int ranks;                              /* GPUs simulated */
+    const int *gpu;                         /* the node's GPU index of each rank */
     bool numa_interleave;                   /* CPU Adam pools on every socket */
     const struct sim_task *task;            /* finished tasks, in graph order */
     int n_task;

@@ -51,8 +51,9 @@ int sim__step_trace(const struct sim__run_record *rec, const struct sim_step_res
     char buf[256];
     const struct sim_hw *hw = rec->hw;
     for (int g = 0; g < rec->ranks; g++) {
-        snprintf(buf, sizeof buf, "GPU %d (%s, switch %d, socket %d)", g, hw->gpu_model, hw->gpu_switch[g],
-                 hw->sw[hw->gpu_switch[g]].socket);
+        int phys = rec->gpu[g];
+        snprintf(buf, sizeof buf, "rank %d: GPU %d (%s, switch %d, socket %d)", g, phys, hw->gpu_model,
+                 hw->gpu_switch[phys], hw->sw[hw->gpu_switch[phys]].socket);
         trace_process_name(t, TRACE_PID_RANK(g), buf);
         for (int k = 0; k < TRACE_TID_COUNT; k++)
             if (k != TRACE_TID_CPU_ADAM)
@@ -62,7 +63,7 @@ int sim__step_trace(const struct sim__run_record *rec, const struct sim_step_res
         snprintf(buf, sizeof buf, "host socket %d (%d cores)", k, hw->socket[k].cores);
         trace_process_name(t, TRACE_PID_SOCKET(k), buf);
         for (int g = 0; g < rec->ranks; g++)
-            if (hw->sw[hw->gpu_switch[g]].socket == k || rec->numa_interleave) {
+            if (hw->sw[hw->gpu_switch[rec->gpu[g]]].socket == k || rec->numa_interleave) {
                 snprintf(buf, sizeof buf, "CPU Adam pool, rank %d", g);
                 trace_thread_name(t, TRACE_PID_SOCKET(k), TRACE_TID_POOL(g), buf);
             }
@@ -77,12 +78,16 @@ int sim__step_trace(const struct sim__run_record *rec, const struct sim_step_res
             continue;
         int pid = TRACE_PID_RANK(k->rank), tid = k->track;
         if (k->track == TRACE_TID_CPU_ADAM) {
-            pid = TRACE_PID_SOCKET(hw->sw[hw->gpu_switch[k->rank]].socket);
+            pid = TRACE_PID_SOCKET(hw->sw[hw->gpu_switch[rec->gpu[k->rank]]].socket);
             tid = TRACE_TID_POOL(k->rank);
         }
-        const char *what = k->phase == SIM_PH_FORWARD || k->phase == SIM_PH_BACKWARD ? "flops"
-                           : k->phase == SIM_PH_CPU_ADAM || k->phase == SIM_PH_GPU_ADAM ? "elements"
-                                                                                         : "bytes";
+        const char *what = k->phase == STEP_PH_FORWARD || k->phase == STEP_PH_BACKWARD ? "flops"
+                           : k->phase == STEP_PH_CPU_ADAM || k->phase == STEP_PH_GPU_ADAM ||
+                                   k->phase == STEP_PH_GRAD_NORM || k->phase == STEP_PH_GRAD_CAST ||
+                                   k->phase == STEP_PH_UNSCALE || k->phase == STEP_PH_PARAM_CAST ||
+                                   k->phase == STEP_PH_OVERFLOW_CHECK
+                               ? "elements"
+                               : "bytes";
         snprintf(buf, sizeof buf, "{\"%s\":%lld,\"ready_ns\":%lld,\"latency_ns\":%lld}", what, (long long)k->arg,
                  (long long)k->t_ready_ns, (long long)k->latency_ns);
         trace_span(t, pid, tid, k->name, step_phase_name(k->phase), t0, k->t_end_ns - t0, buf);

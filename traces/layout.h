@@ -21,6 +21,7 @@ enum trace_tid {
     TRACE_TID_H2D,        /* copy engine host to device */
     TRACE_TID_CPU_ADAM,   /* the rank's CPU Adam threads: drawn under its socket, TRACE_TID_POOL */
     TRACE_TID_BUBBLE,     /* pipeline bubble */
+    TRACE_TID_HOST,       /* the rank's host thread: blocking copies, host casts, syncs */
     TRACE_TID_COUNT
 };
 /* Thread of rank g's CPU Adam pool under its socket's process. */
