@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan/megatron_args.h"
 #include "plan/plan.h"
 #include "sim/hw.h"
 #include "sim/step.h"
@@ -926,6 +927,60 @@ START_TEST(step_gpu_ids_choose_switches_and_sockets)
 }
 END_TEST
 
+/* Megatron-DeepSpeed checkouts from 2023-07-22 until 2023-11-21 register GQA's query and key_value
+ * as two parameters: 7 tensors per layer instead of 6 (no biases, RMSNorm), the same elements. */
+START_TEST(megatron_gqa_split_query_key_value)
+{
+    ck_assert(!plan_megatron_version_splits_qkv("2023-07-21"));
+    ck_assert(plan_megatron_version_splits_qkv("2023-07-22"));
+    ck_assert(plan_megatron_version_splits_qkv("2023-09"));
+    ck_assert(plan_megatron_version_splits_qkv("2023-11-20"));
+    ck_assert(!plan_megatron_version_splits_qkv("2023-11-21"));
+    ck_assert(!plan_megatron_version_splits_qkv("new"));
+    struct plan_megatron_cfg c;
+    plan_megatron_defaults(&c);
+    c.num_layers = 2;
+    c.hidden = 1024;
+    c.heads = 16;
+    c.kv_heads = 4;
+    c.seq_len = 2048;
+    c.rmsnorm = c.no_bias = c.swiglu = c.untie = c.rotary = true;
+    c.ffn_hidden = 2816;
+    c.tp = 2;
+    struct plan_model fused, split;
+    struct rl_err e;
+    ck_assert_msg(plan_model_megatron(&fused, &c, &e) == 0, "%s", e.msg);
+    ck_assert_msg(plan_model_megatron(&split, &c, &e) == 0, "%s", e.msg);
+    ck_assert_msg(plan_model_megatron_split_qkv(&split, &e) == 0, "%s", e.msg);
+    int per_layer[2] = {0, 0};
+    for (int i = 0; i < fused.n_tensors; i++)
+        per_layer[0] += fused.tensors[i].layer == 0;
+    for (int i = 0; i < split.n_tensors; i++)
+        per_layer[1] += split.tensors[i].layer == 0;
+    ck_assert_int_eq(per_layer[0], 6);
+    ck_assert_int_eq(per_layer[1], 7);
+    ck_assert_int_eq(split.total_numel, fused.total_numel);
+    int64_t q = -1, kv = -1;
+    for (int i = 0; i < split.n_tensors; i++) {
+        if (strstr(split.tensors[i].name, "layers.0.self_attention.query.weight"))
+            q = split.tensors[i].numel;
+        if (strstr(split.tensors[i].name, "layers.0.self_attention.key_value.weight"))
+            kv = split.tensors[i].numel;
+    }
+    ck_assert_int_eq(q, 1024 / 2 * 1024);              /* [h / tp] x h */
+    ck_assert_int_eq(kv, 2 * 4 * 64 / 2 * 1024);       /* [2 kv head_dim / tp] x h */
+    /* without GQA nothing changes */
+    c.kv_heads = 16;
+    struct plan_model mha;
+    ck_assert_msg(plan_model_megatron(&mha, &c, &e) == 0, "%s", e.msg);
+    ck_assert_msg(plan_model_megatron_split_qkv(&mha, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(mha.n_tensors, fused.n_tensors);
+    plan_model_free(&fused);
+    plan_model_free(&split);
+    plan_model_free(&mha);
+}
+END_TEST
+
 Suite *sim_step_suite(void)
 {
     Suite *s = suite_create("sim_step");
@@ -938,6 +993,7 @@ Suite *sim_step_suite(void)
     tcase_add_test(c, step_ds_018_overlaps_gpu_and_cpu_subgroups);
     tcase_add_test(c, step_grad_accum_repeats_the_steady_state);
     tcase_add_test(c, step_gpu_ids_choose_switches_and_sockets);
+    tcase_add_test(c, megatron_gqa_split_query_key_value);
     tcase_add_test(c, step_breakdown_adds_up);
     tcase_add_test(c, step_schedules_and_ratio_order);
     tcase_add_test(c, step_shared_switches_slow_the_copies);
