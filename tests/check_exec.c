@@ -12,10 +12,14 @@
 
 #include "tests/util.h"
 
+/* Ranks started by mpirun run without LeakSanitizer (under ASan): Open MPI dlclose's its plugins
+ * in MPI_Finalize and their leftovers show as "<unknown module>", which tests/lsan.supp cannot
+ * name. Our own code is leak-checked by the single-process runs (no mpirun) below. */
 /* gpt-2.7b (TP 8 shard) shrunk 10000 x: 220,418 elements; sub-groups of 1e8 / 1e4 elements. */
 #define SMALL "--scale 10000 --sub-group-size 1e8 --warmup 0"
 #define MPIRUN                                                                                   \
-    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 120 mpirun --oversubscribe " \
+    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 " \
+    "timeout 120 mpirun --oversubscribe " \
     "--bind-to none --mca mpi_yield_when_idle 1"
 
 /* The value after "digest " in text (8 hex digits), or "" when absent. */
