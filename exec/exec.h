@@ -167,6 +167,9 @@ float ex_synth_param(uint64_t seed, int64_t i);
 float ex_synth_grad(uint64_t seed, int64_t it, int64_t i);
 /* Rank q's share of it for world size W: sums over q = 0..W-1 to ex_synth_grad exactly. */
 float ex_synth_grad_share(uint64_t seed, int64_t it, int64_t i, int q, int W);
+/* The same with the iteration's key hoisted out of a loop: base = ex_synth_base(seed, it). */
+uint64_t ex_synth_base(uint64_t seed, int64_t it);
+float ex_synth_share(uint64_t base, int64_t i, int q, int W);
 /* The Adam hyper-parameters of param group g. */
 struct kern_adam_hparams ex_hparams(const struct ex_opts *o, int group);
 
