@@ -51,7 +51,7 @@ endif
 # -ffp-contract=off and no fast-math: the bitwise contract (kernels/README.md) depends on it.
 CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -Wno-format-truncation -ffp-contract=off -fopenmp -D_GNU_SOURCE \
           -I. -I$(BUILD)/gen $(SANFLAGS) $(EXTRA_CFLAGS)
-LDLIBS := $(shell pkg-config --libs jansson zlib 2>/dev/null) -lm -ldl -lpthread
+LDLIBS := $(shell pkg-config --libs jansson zlib 2>/dev/null) -lopenblas -lm -ldl -lpthread
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 LDFLAGS := -fopenmp $(SANFLAGS)
 
@@ -67,6 +67,13 @@ CFLAGS += -DRL_HAVE_NCCL=1
 NVCCFLAGS += -DRL_HAVE_NCCL=1
 LDLIBS += -L$(NCCL_LIBDIR) -Wl,-rpath,$(NCCL_LIBDIR) -lnccl
 endif
+endif
+
+# MPI (exec/comm.c only includes mpi.h; everything links it).
+ifneq ($(MPICC),)
+MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null) -DRL_HAVE_MPI=1
+LDLIBS += $(shell $(MPICC) --showme:link 2>/dev/null)
+$(BUILD)/obj/exec/comm.o: CFLAGS += $(MPI_CFLAGS)
 endif
 
 # ---- sources ----------------------------------------------------------------------------------
@@ -112,7 +119,7 @@ help:
 
 # ---- Debian packages ----------------------------------------------------------------------
 DEB_PKGS := build-essential pkg-config libjansson-dev zlib1g-dev check libsubunit-dev \
-            gnuplot-nox libopenmpi-dev openmpi-bin
+            gnuplot-nox libopenmpi-dev openmpi-bin libopenblas-dev
 deps:
 	@scripts/deps.sh $(DEB_PKGS)
 deps-quiet:
