@@ -31,11 +31,7 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     switch (id) {
     case O_TOL: return rl_parse_double("--tolerance", v, 0, 1, &a->tol, e);
     case O_GPU_MEM:
-        if (rl_parse_bytes("--gpu-mem", v, &a->gpu_mem, e))
-            return RL_EINVAL;
-        if (a->gpu_mem <= 0)
-            return rl_errf(e, RL_EINVAL, "--gpu-mem: '%s' must be larger than 0", v);
-        return 0;
+        return rl_parse_bytes_min("--gpu-mem", v, 1, &a->gpu_mem, e);
     case O_FIX_TO: a->fix_to = v; return 0;
     case O_JSON: a->json = true; return 0;
     case O_QUIET: a->quiet = true; return 0;

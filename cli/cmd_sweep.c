@@ -31,7 +31,7 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     case W_RATIOS: a->ratios = v; return 0;
     case W_CSV: a->csv = true; return 0;
     case W_JSON: a->json = true; return 0;
-    case W_GPU_MEM: return rl_parse_bytes("--gpu-mem", v, &a->gpu_mem, e);
+    case W_GPU_MEM: return rl_parse_bytes_min("--gpu-mem", v, 1, &a->gpu_mem, e);
     case W_OUT: a->out = v; return 0;
     }
     return RL_EINTERNAL;

@@ -22,6 +22,7 @@ const char *plan_dtype_name(enum plan_dtype t);
 
 /* ---- model -------------------------------------------------------------------------------------- */
 #define PLAN_NAME_MAX 128
+#define PLAN_MAX_RANK_NUMEL (INT64_C(1) << 56)   /* elements per rank whose byte counts cannot overflow */
 #define PLAN_MAX_GROUPS 8
 
 /* How tensor parallelism splits a tensor (Megatron); HF models are never split (tp = 1). */

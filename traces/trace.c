@@ -250,8 +250,7 @@ int trace_open(struct trace **tp, const char *path, struct rl_err *e)
     }
     if (path && has_gz_suffix(path)) {
         /* zlib gets its own descriptor so that gzclose and fclose each close one. */
-        fflush(t->out.fp);
-        int fd = dup(fileno(t->out.fp));
+        int fd = dup(rl_outfile_fd(&t->out));
         t->gz = fd >= 0 ? gzdopen(fd, "wb6") : NULL;
         if (!t->gz) {
             if (fd >= 0)
