@@ -409,6 +409,9 @@ int plan_zero_parse(struct plan_zero *z, const char *text, const char *what, str
     if (f16 || b16) {
         z->dtype = f16 ? PLAN_FP16 : PLAN_BF16;
         z->src_dtype = PLAN_SRC_CONFIG;
+    } else if ((fp16 && is_auto(json_object_get(fp16, "enabled"))) ||
+               (bf16 && is_auto(json_object_get(bf16, "enabled")))) {
+        z->src_dtype = PLAN_SRC_AUTO;   /* fp32 until --dtype says what the Trainer's flags would */
     }
 
     /* optimizer block: HF passes one flat parameter group when it is present */
