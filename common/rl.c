@@ -32,6 +32,31 @@ int rl_exit_code(int code)
     return 3;
 }
 
+/* Every message is one line: control characters from echoed input (a newline inside a quoted
+ * launch-line argument, a tab) are written as \n, \r, \t or \xHH. */
+static void one_line(char *msg, size_t cap)
+{
+    char out[RL_ERR_MSG_MAX];
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)msg; *p && o + 5 < sizeof out; p++) {
+        if (*p >= 0x20 && *p != 0x7f) {
+            out[o++] = (char)*p;
+            continue;
+        }
+        out[o++] = '\\';
+        if (*p == '\n')
+            out[o++] = 'n';
+        else if (*p == '\r')
+            out[o++] = 'r';
+        else if (*p == '\t')
+            out[o++] = 't';
+        else
+            o += (size_t)snprintf(out + o, sizeof out - o, "x%02x", *p);
+    }
+    out[o] = 0;
+    snprintf(msg, cap, "%s", out);
+}
+
 int rl_errf(struct rl_err *e, int code, const char *fmt, ...)
 {
     if (e) {
@@ -39,6 +64,7 @@ int rl_errf(struct rl_err *e, int code, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(e->msg, sizeof e->msg, fmt, ap);
         va_end(ap);
+        one_line(e->msg, sizeof e->msg);
         e->code = code;
     }
     return code;
@@ -55,6 +81,7 @@ int rl_err_prefix(struct rl_err *e, const char *fmt, ...)
     va_end(ap);
     memcpy(old, e->msg, sizeof old);
     snprintf(e->msg, sizeof e->msg, "%s: %s", pre, old);
+    one_line(e->msg, sizeof e->msg);
     return e->code;
 }
 
@@ -109,7 +136,7 @@ int rl_parse_double(const char *field, const char *s, double lo, double hi, doub
                        field, s, lo, hi);
     if (v < lo || v > hi)
         return rl_errf(e, RL_EINVAL, "%s: %s is outside [%g, %g]", field, s, lo, hi);
-    *out = v;
+    *out = v == 0 ? 0.0 : v;   /* -0 is 0 (and prints as 0.0000) */
     return 0;
 }
 
