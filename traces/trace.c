@@ -57,10 +57,10 @@ static int flush_buf(struct trace *t)
         if (gzwrite(t->gz, t->buf, (unsigned)t->len) != (int)t->len) {
             int zerr;
             const char *m = gzerror(t->gz, &zerr);
-            return fail(t, RL_EIO, "gzip write failed (%s)", m ? m : "unknown");
+            return fail(t, RL_EENV, "gzip write failed (%s)", m ? m : "unknown");
         }
     } else if (fwrite(t->buf, 1, t->len, t->out.fp) != t->len) {
-        return fail(t, RL_EIO, "write failed (%s)", strerror(errno));
+        return fail(t, RL_EENV, "write failed (%s)", strerror(errno));
     }
     t->len = 0;
     return 0;
