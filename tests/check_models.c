@@ -600,7 +600,7 @@ START_TEST(errors_bad_configs)
     char buf[512];
     snprintf(buf, sizeof buf, meg, "");
     expect_error(buf, 5, 1, RL_EINVAL, "--tp 5", "num_attention_heads 12");   /* named as typed */
-    expect_error(buf, 1, 4, RL_EINVAL, "--pipeline-model-parallel-size", "--num-layers 6");
+    expect_error(buf, 1, 4, RL_EINVAL, "--pp 4", "num_layers 6");
     snprintf(buf, sizeof buf, meg, ", \"hiden_size\": 3");
     expect_error(buf, 1, 1, RL_EINVAL, "hiden_size", "unknown key");
     snprintf(buf, sizeof buf, meg, ", \"normalization\": \"batchnorm\"");
