@@ -609,7 +609,7 @@ START_TEST(errors_bad_configs)
     expect_error(buf, 1, 1, RL_EINVAL, "--max-position-embeddings", "--seq-length 64");
     snprintf(buf, sizeof buf, meg, ", \"ffn_hidden_size\": 100");
     expect_error(buf, 8, 1, RL_EINVAL, "--tp 8", NULL);   /* 12 % 8 first */
-    expect_error(buf, 3, 1, RL_EINVAL, "--ffn-hidden-size 100", NULL);
+    expect_error(buf, 3, 1, RL_EINVAL, "--tp 3", "ffn_hidden_size 100");
 }
 END_TEST
 
