@@ -245,7 +245,7 @@ static int write_fix(const char *src, const char *text, const char *dst, const s
     int rc = rl_outfile_open(&o, dst, e);
     if (rc) {
         json_decref(root);
-        return rc;
+        return rl_err_prefix(e, "--fix-to");
     }
     size_t flags = JSON_INDENT(4) | JSON_REAL_PRECISION(reals_short(root) ? 15 : 17);
     bool bad = json_dumpf(root, o.fp, flags) != 0 || fputc('\n', o.fp) == EOF;
@@ -254,7 +254,9 @@ static int write_fix(const char *src, const char *text, const char *dst, const s
         rl_outfile_abort(&o);
         return rl_errf(e, RL_EINTERNAL, "--fix-to %s: the JSON could not be encoded", dst);
     }
-    return rl_outfile_commit(&o, e);   /* a write error is reported there, with its cause */
+    if ((rc = rl_outfile_commit(&o, e)))   /* a write error, with its cause */
+        rl_err_prefix(e, "--fix-to");
+    return rc;
 }
 
 /* Which dtype the judgement used and where it came from (an "auto" in an HF-style config is

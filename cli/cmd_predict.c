@@ -106,6 +106,8 @@ static int run(int argc, char **argv)
     }
     struct sim_step_result r;
     rc = sim_step_run(&p, &hw, &sim.train, a.trace, &r, &e);
+    if (rc && a.trace && strstr(e.msg, a.trace))
+        rl_err_prefix(&e, "--trace");
     if (rc) {
         plan_free(&p);
         cli_ctx_free(&c);

@@ -76,6 +76,7 @@ static int run(int argc, char **argv)
         hw.gpu_mem_bytes = a.gpu_mem;
     struct rl_outfile of = {0};
     if ((rc = rl_outfile_open(&of, a.out ? a.out : "-", &e))) {
+        rl_err_prefix(&e, "--out");
         free(ratios);
         cli_ctx_free(&c);
         return cli_fail("sweep", &e);
@@ -147,8 +148,8 @@ static int run(int argc, char **argv)
         fprintf(out, "\n  ]\n}\n");
     if (rc)
         rl_outfile_abort(&of);
-    else
-        rc = rl_outfile_commit(&of, &e);
+    else if ((rc = rl_outfile_commit(&of, &e)))
+        rl_err_prefix(&e, "--out");
     free(ratios);
     cli_ctx_free(&c);
     return rc ? cli_fail("sweep", &e) : 0;
