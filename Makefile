@@ -100,7 +100,7 @@ SUITE_NAMES := $(sort $(patsubst tests/check_%.c,%,$(wildcard tests/check_*.c)))
 GEN_CMDS := $(BUILD)/gen/commands.h
 GEN_SUITES := $(BUILD)/gen/suites.h
 
-.PHONY: all test test-run demo bench install clean deps help FORCE
+.PHONY: all test test-run demo bench install clean deps help fuzz fuzz-run FORCE
 
 INNER := $(MAKE) --no-print-directory RL_INNER=1
 
@@ -113,13 +113,14 @@ help:
 	@echo "make test       build and run every test, then again under ASan + UBSan"
 	@echo "make test SANITIZE=1   only the ASan + UBSan run"
 	@echo "make bench      build and run the benchmarks (bench/)"
+	@echo "make fuzz       libFuzzer on every parser, FUZZ_SECONDS per target (default 60)"
 	@echo "make install PREFIX=/usr/local"
 	@echo "make deps       install missing Debian packages (as root) or print the command"
 	@echo "make clean"
 
 # ---- Debian packages ----------------------------------------------------------------------
 DEB_PKGS := build-essential pkg-config libjansson-dev zlib1g-dev check libsubunit-dev \
-            gnuplot-nox libopenmpi-dev openmpi-bin libopenblas-dev
+            gnuplot-nox libopenmpi-dev openmpi-bin libopenblas-dev clang libclang-rt-dev
 deps:
 	@scripts/deps.sh $(DEB_PKGS)
 deps-quiet:
@@ -191,6 +192,36 @@ test: deps-quiet
 	@$(INNER) SANITIZE=1 test-run
 endif
 
+# ---- fuzzing ------------------------------------------------------------------------------------
+# `make fuzz`: one libFuzzer binary per parser (tests/fuzz_targets.c), clang with ASan + UBSan,
+# run one after the other for FUZZ_SECONDS each by scripts/fuzz.sh; findings are copied to
+# tests/fuzz/regressions/<target>/, which `make test` replays (no fuzzing inside make test).
+FUZZ_TARGETS := ds_config hf_config hw_profile megatron_args trace dslog
+FUZZ_SECONDS ?= 60
+FUZZ_CC := $(shell command -v clang 2>/dev/null || command -v clang-14 2>/dev/null)
+FUZZ_DIR := build-fuzz
+FUZZ_FLAGS := -std=c11 -O1 -g -D_GNU_SOURCE -I. -ffp-contract=off -fno-omit-frame-pointer \
+              -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_LIB_SRC := $(foreach d,common plan sim traces,$(wildcard $(d)/*.c)) tests/fuzz_targets.c
+FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
+FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
+
+$(FUZZ_DIR)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/libfuzzer.c $(FUZZ_LIB_OBJ)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -DRL_FUZZ_TARGET=$* -o $@ $^ \
+	    $(shell pkg-config --libs jansson zlib 2>/dev/null) -lm -lpthread
+
+-include $(shell find $(FUZZ_DIR)/obj -name '*.d' 2>/dev/null)
+
+fuzz: deps-quiet
+	@$(INNER) fuzz-run
+fuzz-run: $(FUZZ_BINS)
+	@test -n "$(FUZZ_CC)" || { echo "make fuzz needs clang (make deps)"; exit 3; }
+	@scripts/fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
 # ---- demo, bench, install -----------------------------------------------------------------------
 demo: deps-quiet
 	@$(INNER) $(BIN)
@@ -209,4 +240,4 @@ install: all
 	if [ -d plots/gnuplot ]; then cp -r plots/gnuplot $(DESTDIR)$(PREFIX)/share/ratiolab/; fi
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-fuzz

@@ -62,7 +62,7 @@ struct cli_setup {
     const char *model;             /* --model NAME|FILE */
     const char *megatron_args;     /* --megatron-args "..." */
     const char *megatron_args_file;/* --megatron-args-file FILE */
-    const char *ds_config;         /* --ds-config FILE */
+    const char *ds_config;         /* --ds-config FILE ("-": standard input) */
     const char *catalog;           /* --catalog DIR */
     struct plan_layout layout;     /* --tp --pp --dp --gpus --nodes --gpus-per-node */
     int pp_stage;                  /* --pp-stage */
@@ -97,6 +97,7 @@ struct cli_ctx {
     const char *catalog;           /* directory */
     bool checkpoint_activations;   /* the launch line's --checkpoint-activations (for the simulator) */
     char model_desc[160];          /* for headings, e.g. "gpt-2.7b (Megatron GPT), TP 8" */
+    char *ds_text;                 /* the DeepSpeed config as read (judged and fixed from this text) */
     char notes[8][200];            /* things the user should know (ignored flags, defaults) */
     int n_notes;
 };

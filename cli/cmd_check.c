@@ -7,11 +7,13 @@
 
 #include "cli/cli.h"
 #include "cli/plan_report.h"
+#include "cli/sim_opts.h"   /* --hw, --checkpoint-activations, --reserve: the memory the simulator predicts */
 
-enum { O_TOL = 1, O_GPU_MEM, O_FIX_TO, O_JSON, O_QUIET };
+enum { O_TOL = 1, O_GPU_MEM, O_FIX_TO, O_JSON, O_QUIET, O_STATES_ONLY };
 static const struct cli_opt opts[] = {
     {"tolerance", "T", "allowed |honored - requested| (default 0.02)", O_TOL},
-    {"gpu-mem", "SIZE", "also check that the model states of one rank fit, e.g. 80GiB", O_GPU_MEM},
+    {"gpu-mem", "SIZE", "also check that one rank's GPU memory (as ratiolab predict counts it) fits, e.g. 80GiB", O_GPU_MEM},
+    {"model-states-only", NULL, "with --gpu-mem: count only the model states (no activations, buffers, context)", O_STATES_ONLY},
     {"fix-to", "FILE", "on failure, write a copy of the config with the fix applied (atomically)", O_FIX_TO},
     {"json", NULL, "machine-readable verdict", O_JSON},
     {"quiet", NULL, "print only failures", O_QUIET},
@@ -23,6 +25,7 @@ struct check_args {
     int64_t gpu_mem;   /* bytes, 0: no memory check */
     const char *fix_to;
     bool json, quiet;
+    bool states_only;  /* --model-states-only */
 };
 
 static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
@@ -31,14 +34,11 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     switch (id) {
     case O_TOL: return rl_parse_double("--tolerance", v, 0, 1, &a->tol, e);
     case O_GPU_MEM:
-        if (rl_parse_bytes("--gpu-mem", v, &a->gpu_mem, e))
-            return RL_EINVAL;
-        if (a->gpu_mem <= 0)
-            return rl_errf(e, RL_EINVAL, "--gpu-mem: '%s' must be larger than 0", v);
-        return 0;
+        return rl_parse_bytes_min("--gpu-mem", v, 1, &a->gpu_mem, e);
     case O_FIX_TO: a->fix_to = v; return 0;
     case O_JSON: a->json = true; return 0;
     case O_QUIET: a->quiet = true; return 0;
+    case O_STATES_ONLY: a->states_only = true; return 0;
     }
     return RL_EINTERNAL;
 }
@@ -49,7 +49,8 @@ struct verdict {
     double requested, honored;
     int n_subgroups;
     int64_t sub_group_size;     /* in the config */
-    int64_t gpu_bytes;          /* model states per rank, ledger peak */
+    int64_t gpu_bytes;          /* per rank: the whole prediction, or the ledger peak (--model-states-only) */
+    struct sim_step_result mem; /* the parts of gpu_bytes (whole prediction only) */
     int64_t fix_sgs;            /* 0: no change needed or none exists */
     bool fix_sgs_none;          /* no sub_group_size can honor the ratio */
     int64_t closest_sgs;        /* then: the sub_group_size that comes closest */
@@ -59,10 +60,37 @@ struct verdict {
     bool fix_fits;              /* the memory fix exists */
 };
 
+/* What the memory judgement needs besides the setup. */
+struct mem_env {
+    const struct check_args *a;
+    const struct sim_hw *hw;       /* context and allocator model; capacity = --gpu-mem */
+    const struct sim_train *train; /* micro-batch, sequence, checkpointing, reserve */
+};
+
+/* The GPU bytes of one rank under plan p: the simulator's whole per-rank prediction (model states,
+ * activations, gathered parameters, context and allocator reserve), or the ledger's model states
+ * alone with --model-states-only. */
+static int gpu_bytes_of(const struct mem_env *m, const struct plan *p, int64_t *bytes,
+                        struct sim_step_result *parts, struct rl_err *e)
+{
+    if (m->a->states_only) {
+        *bytes = plan_peak_gpu_bytes(p);
+        return 0;
+    }
+    struct sim_step_result r;
+    int rc = sim_step_memory(p, m->hw, m->train, &r, e);
+    if (rc)
+        return rc;
+    *bytes = r.gpu_total_bytes;
+    if (parts)
+        *parts = r;
+    return 0;
+}
+
 /* Builds a plan for (ratio, sgs) and returns the honoring sgs for that ratio (the config's own
- * when it already honors), the resulting honored ratio and the GPU peak. */
-static int try_ratio(const struct cli_ctx *c, double ratio, int64_t sgs, double tol, int64_t *sgs_out,
-                     double *honored, int64_t *gpu, struct rl_err *e)
+ * when it already honors), the resulting honored ratio and the GPU bytes. */
+static int try_ratio(const struct cli_ctx *c, const struct mem_env *m, double ratio, int64_t sgs,
+                     int64_t *sgs_out, double *honored, int64_t *gpu, struct rl_err *e)
 {
     struct cli_ctx cc = *c;
     cc.zero.sub_group_size = sgs;
@@ -71,8 +99,8 @@ static int try_ratio(const struct cli_ctx *c, double ratio, int64_t sgs, double 
     if (rc)
         return rc;
     *sgs_out = sgs;
-    if (fabs(p.honored_ratio - p.requested_ratio) > tol && p.policy != PLAN_POLICY_EXACT) {
-        int64_t s = plan_max_honoring_sub_group_size(&p, tol);
+    if (fabs(p.honored_ratio - p.requested_ratio) > m->a->tol && p.policy != PLAN_POLICY_EXACT) {
+        int64_t s = plan_max_honoring_sub_group_size(&p, m->a->tol);
         if (s > 0) {
             plan_free(&p);
             cc.zero.sub_group_size = s;
@@ -82,13 +110,30 @@ static int try_ratio(const struct cli_ctx *c, double ratio, int64_t sgs, double 
         }
     }
     *honored = p.honored_ratio;
-    *gpu = plan_peak_gpu_bytes(&p);
+    rc = gpu_bytes_of(m, &p, gpu, NULL, e);
     plan_free(&p);
-    return 0;
+    return rc;
 }
 
-static int judge(const struct cli_ctx *c, const struct check_args *a, struct verdict *v, struct rl_err *e)
+/* GPU bytes at ratio r honored exactly: cheap (no sub_group_size search) and non-increasing in
+ * r, so the memory fix can bisect on it. */
+static int exact_bytes(const struct cli_ctx *c, const struct mem_env *m, double r, int64_t *gpu,
+                       struct rl_err *e)
 {
+    struct cli_ctx cc = *c;
+    cc.popt.policy = PLAN_POLICY_EXACT;
+    struct plan p;
+    int rc = cli_ctx_plan(&cc, r, &p, e);
+    if (rc)
+        return rc;
+    rc = gpu_bytes_of(m, &p, gpu, NULL, e);
+    plan_free(&p);
+    return rc;
+}
+
+static int judge(const struct cli_ctx *c, const struct mem_env *m, struct verdict *v, struct rl_err *e)
+{
+    const struct check_args *a = m->a;
     memset(v, 0, sizeof *v);
     v->fix_ratio = -1;
     struct plan p;
@@ -99,7 +144,12 @@ static int judge(const struct cli_ctx *c, const struct check_args *a, struct ver
     v->honored = p.honored_ratio;
     v->n_subgroups = p.n_subgroups;
     v->sub_group_size = p.zero.sub_group_size;
-    v->gpu_bytes = plan_peak_gpu_bytes(&p);
+    if (a->gpu_mem && (rc = gpu_bytes_of(m, &p, &v->gpu_bytes, &v->mem, e))) {
+        plan_free(&p);
+        return rc;
+    }
+    if (!a->gpu_mem)
+        v->gpu_bytes = plan_peak_gpu_bytes(&p);
     v->ratio_ok = fabs(p.honored_ratio - p.requested_ratio) <= a->tol;
     v->memory_ok = a->gpu_mem == 0 || v->gpu_bytes <= a->gpu_mem;
     if (!v->ratio_ok) {
@@ -109,21 +159,38 @@ static int judge(const struct cli_ctx *c, const struct check_args *a, struct ver
             v->closest_sgs = plan_closest_sub_group_size(&p, &v->closest_honored);
     }
     plan_free(&p);
-    if (!v->memory_ok) {
-        /* The smallest ratio on a 0.01 grid (least offload, fastest) whose model states fit once
-         * its sub_group_size honors it. */
-        for (int i = 0; i <= 100; i++) {
-            double r = i / 100.0, h;
-            int64_t s, g;
-            if ((rc = try_ratio(c, r, v->sub_group_size, a->tol, &s, &h, &g, e)))
-                return rc;
-            if (g <= a->gpu_mem && fabs(h - r) <= a->tol) {
-                v->fix_ratio = r;
-                v->fix_sgs = s != v->sub_group_size ? s : 0;
-                v->fix_gpu_bytes = g;
-                v->fix_fits = true;
-                break;
-            }
+    if (v->memory_ok)
+        return 0;
+    /* The smallest ratio on a 0.01 grid (least offload, fastest) whose memory fits once its
+     * sub_group_size honors it. Bisect on the exactly-honored memory (non-increasing in the
+     * ratio) for the first grid point that can fit, then confirm upwards under the real policy:
+     * O(log 100) cheap plans and usually one sub_group_size search, not 101 of them. */
+    int64_t g;
+    if ((rc = exact_bytes(c, m, 1.0, &g, e)))
+        return rc;
+    if (g > a->gpu_mem)
+        return 0;   /* even everything on the CPU does not fit */
+    int lo = 0, hi = 100;   /* exact(hi) fits; find the smallest such */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if ((rc = exact_bytes(c, m, mid / 100.0, &g, e)))
+            return rc;
+        if (g <= a->gpu_mem)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    for (int i = lo; i <= 100; i++) {
+        double r = i / 100.0, h;
+        int64_t s;
+        if ((rc = try_ratio(c, m, r, v->sub_group_size, &s, &h, &g, e)))
+            return rc;
+        if (g <= a->gpu_mem && fabs(h - r) <= a->tol) {
+            v->fix_ratio = r;
+            v->fix_sgs = s != v->sub_group_size ? s : 0;
+            v->fix_gpu_bytes = g;
+            v->fix_fits = true;
+            break;
         }
     }
     return 0;
@@ -150,12 +217,14 @@ static bool reals_short(const json_t *j)
     return true;
 }
 
-static int write_fix(const char *src, const char *dst, const struct verdict *v, struct rl_err *e)
+/* Applies the fix to the text that was judged (not the file as it may read now). */
+static int write_fix(const char *src, const char *text, const char *dst, const struct verdict *v,
+                     struct rl_err *e)
 {
     json_error_t je;
-    json_t *root = json_load_file(src, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
     if (!root)
-        return rl_errf(e, RL_EINVAL, "%s: not valid JSON at line %d: %s", src, je.line, je.text);
+        return rl_errf(e, RL_EINVAL, "--fix-to: %s cannot be rewritten: line %d: %s", src, je.line, je.text);
     json_t *zo = json_object_get(root, "zero_optimization");
     if (!zo) {
         zo = json_object();
@@ -176,32 +245,64 @@ static int write_fix(const char *src, const char *dst, const struct verdict *v, 
     int rc = rl_outfile_open(&o, dst, e);
     if (rc) {
         json_decref(root);
-        return rc;
+        return rl_err_prefix(e, "--fix-to");
     }
     size_t flags = JSON_INDENT(4) | JSON_REAL_PRECISION(reals_short(root) ? 15 : 17);
-    if (json_dumpf(root, o.fp, flags) != 0 || fputc('\n', o.fp) == EOF) {
-        rl_outfile_abort(&o);
-        json_decref(root);
-        return rl_errf(e, RL_EIO, "--fix-to %s: write failed", dst);
-    }
+    bool bad = json_dumpf(root, o.fp, flags) != 0 || fputc('\n', o.fp) == EOF;
     json_decref(root);
-    return rl_outfile_commit(&o, e);
+    if (bad && !ferror(o.fp)) {
+        rl_outfile_abort(&o);
+        return rl_errf(e, RL_EINTERNAL, "--fix-to %s: the JSON could not be encoded", dst);
+    }
+    if ((rc = rl_outfile_commit(&o, e)))   /* a write error, with its cause */
+        rl_err_prefix(e, "--fix-to");
+    return rc;
 }
 
-static void report_text(const struct cli_ctx *c, const struct check_args *a, const struct verdict *v)
+/* Which dtype the judgement used and where it came from (an "auto" in an HF-style config is
+ * otherwise invisible). */
+static const char *dtype_source(const struct cli_ctx *c)
+{
+    switch (c->zero.src_dtype) {
+    case PLAN_SRC_CLI: return "--dtype or the Megatron arguments";
+    case PLAN_SRC_CONFIG: return "the DeepSpeed config";
+    case PLAN_SRC_AUTO: return "fp16/bf16.enabled \"auto\", resolved to false as DeepSpeed does; the HF Trainer's --fp16/--bf16 correspond to --dtype fp16/bf16";
+    case PLAN_SRC_DEFAULT: break;
+    }
+    return "DeepSpeed's default (no fp16 or bf16 block enabled)";
+}
+
+static void report_text(const struct cli_ctx *c, const struct check_args *a, const struct verdict *v,
+                        bool checkpointing, bool verbose)
 {
     char g1[32], g2[32], g3[32];
     bool ok = v->ratio_ok && v->memory_ok;
     if (!a->quiet || !ok)
         printf("%s  %s, %s\n", ok ? "PASS" : "FAIL", c->model_desc, plan_policy_name(c->popt.policy));
+    if (!a->quiet)
+        printf("  dtype   %s (%s)\n", plan_dtype_name(c->zero.dtype), dtype_source(c));
+    for (int i = 0; verbose && i < c->n_notes; i++)
+        printf("  note    %s\n", c->notes[i]);
     if (!a->quiet || !v->ratio_ok)
         printf("  ratio   %s requested %.4f, honored %.4f (%d sub-group%s of sub_group_size %lld, tolerance %.4f)\n",
                v->ratio_ok ? "ok  " : "FAIL", v->requested, v->honored, v->n_subgroups, v->n_subgroups == 1 ? "" : "s",
                (long long)v->sub_group_size, a->tol);
-    if (a->gpu_mem && (!a->quiet || !v->memory_ok))
-        printf("  memory  %s model states need %s GiB per rank of %s GiB (activations and CUDA context not "
-               "included: see ratiolab predict)\n",
-               v->memory_ok ? "ok  " : "FAIL", cli_gib(g1, sizeof g1, v->gpu_bytes), cli_gib(g2, sizeof g2, a->gpu_mem));
+    if (a->gpu_mem && (!a->quiet || !v->memory_ok)) {
+        if (a->states_only) {
+            printf("  memory  %s model states need %s GiB per rank of %s GiB (--model-states-only: activations, "
+                   "gathered parameters and CUDA context not counted)\n",
+                   v->memory_ok ? "ok  " : "FAIL", cli_gib(g1, sizeof g1, v->gpu_bytes), cli_gib(g2, sizeof g2, a->gpu_mem));
+        } else {
+            char p1[32], p2[32], p3[32], p4[32];
+            printf("  memory  %s %s GiB per rank of %s GiB: model states %s + activations %s + gathered "
+                   "parameters %s + context/NCCL/allocator %s (micro-batch %lld, seq %lld, activation "
+                   "checkpointing %s; as ratiolab predict)\n",
+                   v->memory_ok ? "ok  " : "FAIL", cli_gib(g1, sizeof g1, v->gpu_bytes), cli_gib(g2, sizeof g2, a->gpu_mem),
+                   cli_gib(p1, sizeof p1, v->mem.gpu_ledger_bytes), cli_gib(p2, sizeof p2, v->mem.gpu_activation_bytes),
+                   cli_gib(p3, sizeof p3, v->mem.gpu_live_param_bytes), cli_gib(p4, sizeof p4, v->mem.gpu_reserve_bytes),
+                   (long long)v->mem.micro_batch, (long long)v->mem.seq_len, checkpointing ? "on" : "off");
+        }
+    }
     if (!v->ratio_ok) {
         if (v->fix_sgs_none)
             printf("  fix     no sub_group_size honors %.4f within %.4f (the rule counts sub-groups, not elements, "
@@ -216,10 +317,12 @@ static void report_text(const struct cli_ctx *c, const struct check_args *a, con
             printf("  fix     set zero_optimization.offload_optimizer.ratio to %.2f", v->fix_ratio);
             if (v->fix_sgs > 0)
                 printf(" and zero_optimization.sub_group_size to %lld", (long long)v->fix_sgs);
-            printf(" (model states %s GiB per rank)\n", cli_gib(g3, sizeof g3, v->fix_gpu_bytes));
+            printf(" (%s %s GiB per rank)\n", a->states_only ? "model states" : "GPU memory",
+                   cli_gib(g3, sizeof g3, v->fix_gpu_bytes));
         } else {
-            printf("  fix     none: even ratio 1.0 leaves more than %s GiB of model states on the GPU; "
-                   "more GPUs (--dp) or a smaller model\n", cli_gib(g2, sizeof g2, a->gpu_mem));
+            printf("  fix     none: even ratio 1.0 needs more than %s GiB per rank%s; more GPUs (--dp), "
+                   "a smaller micro-batch, activation checkpointing or a smaller model\n",
+                   cli_gib(g2, sizeof g2, a->gpu_mem), a->states_only ? " for the model states" : "");
         }
     }
 }
@@ -238,7 +341,16 @@ static void report_json(const struct cli_ctx *c, const struct check_args *a, con
     json_object_set_new(o, "sub_group_size", json_integer(v->sub_group_size));
     json_object_set_new(o, "memory_checked", json_boolean(a->gpu_mem > 0));
     json_object_set_new(o, "memory_ok", json_boolean(v->memory_ok));
+    json_object_set_new(o, "dtype", json_string(plan_dtype_name(c->zero.dtype)));
+    json_object_set_new(o, "dtype_source", json_string(dtype_source(c)));
     json_object_set_new(o, "gpu_bytes", json_integer(v->gpu_bytes));
+    json_object_set_new(o, "gpu_bytes_counts", json_string(a->states_only || !a->gpu_mem ? "model states" : "model states, activations, gathered parameters, context/NCCL/allocator"));
+    if (a->gpu_mem && !a->states_only) {
+        json_object_set_new(o, "model_states_bytes", json_integer(v->mem.gpu_ledger_bytes));
+        json_object_set_new(o, "activation_bytes", json_integer(v->mem.gpu_activation_bytes));
+        json_object_set_new(o, "live_param_bytes", json_integer(v->mem.gpu_live_param_bytes));
+        json_object_set_new(o, "reserve_bytes", json_integer(v->mem.gpu_reserve_bytes));
+    }
     if (a->gpu_mem)
         json_object_set_new(o, "gpu_mem_bytes", json_integer(a->gpu_mem));
     json_t *fix = json_object();
@@ -261,9 +373,12 @@ static int run(int argc, char **argv)
     struct cli_setup s;
     cli_setup_init(&s);
     struct check_args a = {.tol = 0.02};
+    struct cli_sim sim;
+    cli_sim_init(&sim);
     struct cli_optset sets[] = {
         {"check options", opts, on_opt, &a},
         {"model, layout and DeepSpeed config", cli_setup_opts, cli_setup_opt, &s},
+        {"memory prediction (with --gpu-mem)", cli_sim_opts, cli_sim_opt, &sim},
     };
     struct rl_err e = {0};
     int rc = cli_command_parse("check", argc, argv,
@@ -272,8 +387,11 @@ static int run(int argc, char **argv)
                                "Exits 0 when the config honors its offload ratio within the tolerance under the DeepSpeed\n"
                                "version's rule (and, with --gpu-mem, the model states of one rank fit); exits 1 otherwise and\n"
                                "prints the fix: the largest sub_group_size that honors the ratio, and the ratio that fits.\n"
+                               "With --gpu-mem it judges the whole per-rank GPU memory ratiolab predict counts (model states,\n"
+                               "activations for the micro-batch, gathered parameters, the --hw profile's CUDA context and\n"
+                               "allocator reserve); --model-states-only judges the model states alone.\n"
                                "Exit 2: bad input. Use it as a CI step after every model, config or DeepSpeed change.",
-                               sets, 2);
+                               sets, 3);
     if (rc >= 0)
         return rc;
     if (!s.ds_config) {
@@ -289,14 +407,22 @@ static int run(int argc, char **argv)
         cli_ctx_free(&c);
         return cli_fail("check", &e);
     }
+    struct sim_hw hw;
+    if (a.gpu_mem && !a.states_only && (rc = cli_sim_load_hw(&sim, &c, &hw, &e))) {
+        cli_ctx_free(&c);
+        return cli_fail("check", &e);
+    }
+    if (a.gpu_mem && !a.states_only)
+        hw.gpu_mem_bytes = a.gpu_mem;
+    struct mem_env m = {.a = &a, .hw = &hw, .train = &sim.train};
     struct verdict v;
-    if ((rc = judge(&c, &a, &v, &e))) {
+    if ((rc = judge(&c, &m, &v, &e))) {
         cli_ctx_free(&c);
         return cli_fail("check", &e);
     }
     bool ok = v.ratio_ok && v.memory_ok;
     if (a.fix_to && !ok && ((!v.ratio_ok && v.fix_sgs > 0) || (!v.memory_ok && v.fix_fits))) {
-        if ((rc = write_fix(s.ds_config, a.fix_to, &v, &e))) {
+        if ((rc = write_fix(s.ds_config, c.ds_text, a.fix_to, &v, &e))) {
             cli_ctx_free(&c);
             return cli_fail("check", &e);
         }
@@ -304,7 +430,7 @@ static int run(int argc, char **argv)
     if (a.json)
         report_json(&c, &a, &v);
     else
-        report_text(&c, &a, &v);
+        report_text(&c, &a, &v, sim.train.checkpoint_activations, s.verbose);
     if (a.fix_to && !a.json && !ok) {
         if ((!v.ratio_ok && v.fix_sgs > 0) || (!v.memory_ok && v.fix_fits))
             printf("  wrote   %s\n", a.fix_to);

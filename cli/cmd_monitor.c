@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>   /* SYS_pidfd_open */
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -27,7 +28,7 @@
 enum { OPT_PID = 1, OPT_INTERVAL, OPT_OUT, OPT_CSV, OPT_MARK, OPT_NO_GPU, OPT_QUIET };
 static const struct cli_opt opts[] = {
     {"pid", "P[,P...]", "follow these running processes and their descendants", OPT_PID},
-    {"interval", "DUR", "sampling interval: 100ms (default), 0.5s, 20ms; 1ms to 3600s", OPT_INTERVAL},
+    {"interval", "DUR", "sampling interval: 100ms (default), 0.5s, 20ms, 5 (seconds); 1ms to 3600s", OPT_INTERVAL},
     {"out", "FILE", "Chrome trace (Perfetto); FILE.json.gz is compressed", OPT_OUT},
     {"csv", "FILE", "one row per sample per process", OPT_CSV},
     {"mark", "REGEX", "lines of the command's output matching REGEX (POSIX extended) become "
@@ -48,7 +49,8 @@ struct args {
     bool quiet;              /* --quiet */
 };
 
-/* "100ms", "0.5s", "250us", "2" (milliseconds) -> ns in [1 ms, 3600 s]. */
+/* "100ms", "0.5s", "250us", "2" (seconds, as vmstat, watch and nvidia-smi -l read it) -> ns in
+ * [1 ms, 3600 s]. */
 static int parse_interval(const char *v, int64_t *out, struct rl_err *e)
 {
     char *end;
@@ -56,9 +58,9 @@ static int parse_interval(const char *v, int64_t *out, struct rl_err *e)
     double x = strtod(v, &end);
     double mult = 0;
     if (end != v && !errno) {
-        if (*end == 0 || strcmp(end, "ms") == 0)
+        if (strcmp(end, "ms") == 0)
             mult = 1e6;
-        else if (strcmp(end, "s") == 0)
+        else if (*end == 0 || strcmp(end, "s") == 0)
             mult = 1e9;
         else if (strcmp(end, "us") == 0)
             mult = 1e3;
@@ -66,7 +68,7 @@ static int parse_interval(const char *v, int64_t *out, struct rl_err *e)
     double ns = x * mult;
     if (mult == 0 || !(ns >= 1e6 && ns <= 3600e9))
         return rl_errf(e, RL_EINVAL, "--interval: '%s' is not allowed; expected a duration from 1ms "
-                       "to 3600s such as 100ms or 0.5s", v);
+                       "to 3600s: a number with us, ms or s (a bare number is seconds), such as 100ms or 0.5s", v);
     *out = (int64_t)llround(ns);
     return 0;
 }
@@ -206,28 +208,39 @@ static void pump(struct marker *mk, struct stream *s)
     }
 }
 
-/* Waits until deadline_ns (monotonic) or a signal, serving the output pipes meanwhile. */
-static void wait_until(struct marker *mk, struct stream *st, int n_st, int64_t deadline_ns)
+/* Waits until deadline_ns (monotonic), a signal, or the exit of the process behind pidfd (-1:
+ * none), serving the output pipes meanwhile. A pidfd turns readable when its process exits, so a
+ * command that ends is noticed at once, not at the next sample (which may be an hour away). */
+static void wait_until(struct marker *mk, struct stream *st, int n_st, int pidfd, int64_t deadline_ns)
 {
     for (;;) {
         int64_t left = deadline_ns - mono_ns();
         if (left <= 0 || g_stop_sig)
             return;
-        struct pollfd pf[2];
-        int map[2], n = 0;
+        struct pollfd pf[3];
+        int map[3], n = 0;
         for (int i = 0; i < n_st; i++)
             if (st[i].fd >= 0) {
                 pf[n].fd = st[i].fd;
                 pf[n].events = POLLIN;
                 map[n++] = i;
             }
+        if (pidfd >= 0) {
+            pf[n].fd = pidfd;
+            pf[n].events = POLLIN;
+            map[n++] = -1;
+        }
         struct timespec ts = {left / 1000000000, left % 1000000000};
         int r = ppoll(pf, (nfds_t)n, &ts, NULL);
         if (r < 0)
             return;   /* EINTR: a signal or a child; the caller checks */
-        for (int i = 0; i < n; i++)
-            if (pf[i].revents)
-                pump(mk, &st[map[i]]);
+        for (int i = 0; i < n; i++) {
+            if (!pf[i].revents)
+                continue;
+            if (map[i] < 0)
+                return;   /* the command exited */
+            pump(mk, &st[map[i]]);
+        }
     }
 }
 
@@ -464,6 +477,12 @@ static int run(int argc, char **argv)
         }
     }
 
+    /* pidfd_open (Linux 5.3): without it the exit is noticed at the next sample, as before. */
+#ifdef SYS_pidfd_open
+    int pidfd = child > 0 ? (int)syscall(SYS_pidfd_open, child, 0) : -1;
+#else
+    int pidfd = -1;
+#endif
     int64_t t0 = mono_ns(), next = t0;
     mk.m = m;
     mk.t0_ns = t0;
@@ -479,6 +498,11 @@ static int run(int argc, char **argv)
             if (waitpid(child, &wst, WNOHANG) == child) {
                 child_done = true;
                 child_status = wst;
+                next = mono_ns();   /* sample now: the tree may be gone already */
+                if (pidfd >= 0) {
+                    close(pidfd);
+                    pidfd = -1;
+                }
             }
         }
         if (g_stop_sig)
@@ -514,8 +538,11 @@ static int run(int argc, char **argv)
             if (live == 0 && child_done)
                 break;
         }
-        wait_until(&mk, st, n_st, next);
+        wait_until(&mk, st, n_st, pidfd, next);
     }
+    if (pidfd >= 0)
+        close(pidfd);
+    pidfd = -1;
     /* Output still buffered in the pipes belongs before the end of the trace. */
     for (int i = 0; i < n_st; i++)
         while (st[i].fd >= 0) {
@@ -539,7 +566,7 @@ static int run(int argc, char **argv)
     while (!child_done && g_n_sig < 2) {
         int64_t until = mono_ns() + 100000000;
         g_stop_sig = 0;
-        wait_until(&mk, st, n_st, until);
+        wait_until(&mk, st, n_st, -1, until);
         int wst;
         if (waitpid(child, &wst, WNOHANG) == child) {
             child_done = true;

@@ -230,6 +230,7 @@ static int run(int argc, char **argv)
     if (a.out) {
         if ((rc = rl_outfile_open(&of, a.out, &e))) {
             cli_ctx_free(&c);
+            rl_err_prefix(&e, "--out");
             return cli_fail("plan", &e);
         }
         out = of.fp;
@@ -240,6 +241,7 @@ static int run(int argc, char **argv)
         if (rc) {
             rl_outfile_abort(&of);
         } else if (rl_outfile_commit(&of, &e)) {
+            rl_err_prefix(&e, "--out");
             return cli_fail("plan", &e);
         }
     }

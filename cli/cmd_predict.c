@@ -10,7 +10,7 @@
 enum { P_JSON = 1, P_TRACE };
 static const struct cli_opt opts[] = {
     {"json", NULL, "machine-readable output (exact integers: bytes, nanoseconds)", P_JSON},
-    {"trace", "FILE", "write a Chrome trace (Perfetto); FILE ending in .gz is gzipped", P_TRACE},
+    {"trace", "FILE", "write a Chrome trace (Perfetto); FILE ending in .gz is gzipped; - for standard output (the report then goes to standard error)", P_TRACE},
     {NULL, NULL, NULL, 0},
 };
 
@@ -32,61 +32,61 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 
 static double sec(int64_t ns) { return (double)ns * 1e-9; }
 
-static void print_human(const struct cli_ctx *c, const struct plan *p, const struct sim_hw *hw,
+static void print_human(FILE *f, const struct cli_ctx *c, const struct plan *p, const struct sim_hw *hw,
                         const struct sim_train *t, const struct sim_step_result *r, bool verbose)
 {
     char set[256], g[8][32];
     cli_sim_settings(r, t, set, sizeof set);
-    printf("model      %s\n", c->model_desc);
-    printf("hardware   %s: %d x %s per node\n", hw->name, hw->gpus, hw->gpu_model);
-    printf("schedule   %s\n", set);
-    printf("ratio      requested %.4f, honored %.4f (policy %s, %d of %d sub-groups on the CPU)\n",
+    fprintf(f, "model      %s\n", c->model_desc);
+    fprintf(f, "hardware   %s: %d x %s per node\n", hw->name, hw->gpus, hw->gpu_model);
+    fprintf(f, "schedule   %s\n", set);
+    fprintf(f, "ratio      requested %.4f, honored %.4f (policy %s, %d of %d sub-groups on the CPU)\n",
            p->requested_ratio, p->honored_ratio, plan_policy_name(p->policy), p->cpu_subgroups, p->n_subgroups);
     for (int i = 0; verbose && i < c->n_notes; i++)
-        printf("note       %s\n", c->notes[i]);
+        fprintf(f, "note       %s\n", c->notes[i]);
     char ids[128] = "";
     for (int i = 0; i < r->ranks; i++) {
         size_t l = strlen(ids);
         snprintf(ids + l, sizeof ids - l, "%s%d", i ? "," : "", r->gpu_ids[i]);
     }
-    printf("GPUs       %s of the node's %d (%d of %d sockets)%s\n", ids, hw->gpus, r->sockets_used, hw->n_sockets,
+    fprintf(f, "GPUs       %s of the node's %d (%d of %d sockets)%s\n", ids, hw->gpus, r->sockets_used, hw->n_sockets,
            t->n_gpu_ids ? "  (--gpu-ids)" : r->ranks < hw->gpus ? "  (the first ones, as a launcher; --gpu-ids to choose)" : "");
-    printf("\nstep       %.4f s (all %d GPUs of a node; slowest rank %d), %.0f tokens/s per GPU\n", sec(r->step_ns),
+    fprintf(f, "\nstep       %.4f s (all %d GPUs of a node; slowest rank %d), %.0f tokens/s per GPU\n", sec(r->step_ns),
            p->layout.gpus_per_node, r->critical_rank, r->tokens_per_s);
     if (r->simulated_micro_steps < r->grad_accum)
-        printf("           %d micro-steps simulated, the other %lld repeat the steady-state one\n",
+        fprintf(f, "           %d micro-steps simulated, the other %lld repeat the steady-state one\n",
                r->simulated_micro_steps, (long long)(r->grad_accum - r->simulated_micro_steps));
-    printf("\nwhere the time goes on rank %d (exposed: nothing of a higher row was running)\n", r->critical_rank);
-    printf("  %-16s %10s %10s %10s\n", "phase", "busy s", "exposed s", "overlap s");
+    fprintf(f, "\nwhere the time goes on rank %d (exposed: nothing of a higher row was running)\n", r->critical_rank);
+    fprintf(f, "  %-16s %10s %10s %10s\n", "phase", "busy s", "exposed s", "overlap s");
     int64_t sum = 0;
     for (int i = 0; i < SIM_PH_COUNT; i++) {
         if (!r->phase[i].busy_ns)
             continue;
         sum += r->phase[i].exposed_ns;
-        printf("  %-16s %10.4f %10.4f %10.4f\n", sim_phase_name(i), sec(r->phase[i].busy_ns),
+        fprintf(f, "  %-16s %10.4f %10.4f %10.4f\n", sim_phase_name(i), sec(r->phase[i].busy_ns),
                sec(r->phase[i].exposed_ns), sec(r->phase[i].busy_ns - r->phase[i].exposed_ns));
     }
     if (r->idle_ns)
-        printf("  %-16s %10s %10.4f\n", "idle", "", sec(r->idle_ns));
-    printf("  %-16s %10s %10.4f\n", "step", "", sec(sum + r->idle_ns));
-    printf("\nGPU memory per rank (GiB = 1024^3)\n");
-    printf("  model states (ledger)     %8s\n", cli_gib(g[0], sizeof g[0], r->gpu_ledger_bytes));
-    printf("  activations               %8s\n", cli_gib(g[1], sizeof g[1], r->gpu_activation_bytes));
-    printf("  gathered parameters       %8s\n", cli_gib(g[2], sizeof g[2], r->gpu_live_param_bytes));
-    printf("  allocated                 %8s\n", cli_gib(g[3], sizeof g[3], r->gpu_allocated_bytes));
+        fprintf(f, "  %-16s %10s %10.4f\n", "idle", "", sec(r->idle_ns));
+    fprintf(f, "  %-16s %10s %10.4f\n", "step", "", sec(sum + r->idle_ns));
+    fprintf(f, "\nGPU memory per rank (GiB = 1024^3)\n");
+    fprintf(f, "  model states (ledger)     %8s\n", cli_gib(g[0], sizeof g[0], r->gpu_ledger_bytes));
+    fprintf(f, "  activations               %8s\n", cli_gib(g[1], sizeof g[1], r->gpu_activation_bytes));
+    fprintf(f, "  gathered parameters       %8s\n", cli_gib(g[2], sizeof g[2], r->gpu_live_param_bytes));
+    fprintf(f, "  allocated                 %8s\n", cli_gib(g[3], sizeof g[3], r->gpu_allocated_bytes));
     if (t->gpu_reserve_bytes >= 0) {
-        printf("  context/NCCL/allocator    %8s  (--reserve)\n", cli_gib(g[4], sizeof g[4], r->gpu_reserve_bytes));
+        fprintf(f, "  context/NCCL/allocator    %8s  (--reserve)\n", cli_gib(g[4], sizeof g[4], r->gpu_reserve_bytes));
     } else {
         char x[3][32];
-        printf("  CUDA context              %8s\n", cli_gib(x[0], sizeof x[0], r->gpu_context_bytes));
-        printf("  NCCL buffers              %8s  (%d communicators)\n", cli_gib(x[1], sizeof x[1], r->gpu_nccl_bytes),
+        fprintf(f, "  CUDA context              %8s\n", cli_gib(x[0], sizeof x[0], r->gpu_context_bytes));
+        fprintf(f, "  NCCL buffers              %8s  (%d communicators)\n", cli_gib(x[1], sizeof x[1], r->gpu_nccl_bytes),
                r->nccl_communicators);
-        printf("  caching allocator         %8s  (2 MiB rounding + fragmentation)\n",
+        fprintf(f, "  caching allocator         %8s  (2 MiB rounding + fragmentation)\n",
                cli_gib(x[2], sizeof x[2], r->gpu_allocator_bytes));
     }
-    printf("  total (NVML)              %8s of %s  %s\n", cli_gib(g[5], sizeof g[5], r->gpu_total_bytes),
+    fprintf(f, "  total (NVML)              %8s of %s  %s\n", cli_gib(g[5], sizeof g[5], r->gpu_total_bytes),
            cli_gib(g[6], sizeof g[6], r->gpu_capacity_bytes), r->fits_gpu ? "fits" : "DOES NOT FIT");
-    printf("host memory: %s GiB per rank, %s GiB per node of %s  %s\n", cli_gib(g[0], sizeof g[0], r->host_rank_bytes),
+    fprintf(f, "host memory: %s GiB per rank, %s GiB per node of %s  %s\n", cli_gib(g[0], sizeof g[0], r->host_rank_bytes),
            cli_gib(g[1], sizeof g[1], r->host_node_bytes), cli_gib(g[2], sizeof g[2], r->host_capacity_bytes),
            r->fits_host ? "fits" : "DOES NOT FIT");
 }
@@ -124,11 +124,15 @@ static int run(int argc, char **argv)
     }
     struct sim_step_result r;
     rc = sim_step_run(&p, &hw, &sim.train, a.trace, &r, &e);
+    if (rc && a.trace && strstr(e.msg, a.trace))
+        rl_err_prefix(&e, "--trace");
     if (rc) {
         plan_free(&p);
         cli_ctx_free(&c);
         return cli_fail("predict", &e);
     }
+    /* The trace owns standard output when it goes there; the report must not mix into it. */
+    FILE *rep = a.trace && strcmp(a.trace, "-") == 0 ? stderr : stdout;
     if (a.json) {
         json_t *o = json_object();
         json_object_set_new(o, "model", json_string(c.model_desc));
@@ -145,13 +149,13 @@ static int run(int argc, char **argv)
         if (a.trace)
             json_object_set_new(o, "trace", json_string(a.trace));
         char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        printf("%s\n", text);
+        fprintf(rep, "%s\n", text);
         free(text);
         json_decref(o);
     } else {
-        print_human(&c, &p, &hw, &sim.train, &r, s.verbose);
+        print_human(rep, &c, &p, &hw, &sim.train, &r, s.verbose);
         if (a.trace)
-            printf("trace: %s\n", a.trace);
+            fprintf(rep, "trace: %s\n", a.trace);
     }
     plan_free(&p);
     cli_ctx_free(&c);

@@ -31,7 +31,7 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     case W_RATIOS: a->ratios = v; return 0;
     case W_CSV: a->csv = true; return 0;
     case W_JSON: a->json = true; return 0;
-    case W_GPU_MEM: return rl_parse_bytes("--gpu-mem", v, &a->gpu_mem, e);
+    case W_GPU_MEM: return rl_parse_bytes_min("--gpu-mem", v, 1, &a->gpu_mem, e);
     case W_OUT: a->out = v; return 0;
     }
     return RL_EINTERNAL;
@@ -74,74 +74,82 @@ static int run(int argc, char **argv)
     }
     if (a.gpu_mem > 0)
         hw.gpu_mem_bytes = a.gpu_mem;
-    struct plan *plans = calloc(n, sizeof *plans);
-    struct sim_step_result *res = calloc(n, sizeof *res);
-    if (!plans || !res) {
-        rl_errf(&e, RL_ENOMEM, "sweep: out of memory for %zu ratios", n);
-        rc = RL_ENOMEM;
-    }
-    for (size_t i = 0; !rc && i < n; i++) {
-        if ((rc = cli_ctx_plan(&c, ratios[i], &plans[i], &e)) ||
-            (rc = sim_step_run(&plans[i], &hw, &sim.train, NULL, &res[i], &e)))
-            rl_err_prefix(&e, "ratio %g", ratios[i]);
-    }
     struct rl_outfile of = {0};
-    FILE *out = stdout;
-    if (!rc && a.out) {
-        if ((rc = rl_outfile_open(&of, a.out, &e)) == 0)
-            out = of.fp;
+    if ((rc = rl_outfile_open(&of, a.out ? a.out : "-", &e))) {
+        rl_err_prefix(&e, "--out");
+        free(ratios);
+        cli_ctx_free(&c);
+        return cli_fail("sweep", &e);
     }
-    if (!rc) {
-        char set[256];
-        cli_sim_settings(&res[0], &sim.train, set, sizeof set);
-        if (a.json) {
-            json_t *o = json_object(), *rows = json_array();
-            json_object_set_new(o, "model", json_string(c.model_desc));
-            json_object_set_new(o, "hardware", json_string(hw.name));
-            json_object_set_new(o, "schedule", json_string(sim_schedule_name(sim.train.schedule)));
-            json_object_set_new(o, "policy", json_string(plan_policy_name(plans[0].policy)));
-            for (size_t i = 0; i < n; i++) {
-                json_t *r = json_object();
-                json_object_set_new(r, "requested_ratio", json_real(ratios[i]));
-                json_object_set_new(r, "honored_ratio", json_real(plans[i].honored_ratio));
-                json_object_set_new(r, "cpu_numel", json_integer(plans[i].cpu_numel));
-                json_object_set_new(r, "prediction", cli_sim_result_json(&res[i]));
-                json_array_append_new(rows, r);
+    /* Rows are written as they are computed (memory stays one plan, whatever the count). */
+    FILE *out = of.fp;
+    for (size_t i = 0; !rc && i < n; i++) {
+        struct plan p;
+        struct sim_step_result r;
+        memset(&p, 0, sizeof p);
+        if ((rc = cli_ctx_plan(&c, ratios[i], &p, &e)) || (rc = sim_step_run(&p, &hw, &sim.train, NULL, &r, &e))) {
+            rl_err_prefix(&e, "ratio %g", ratios[i]);
+            plan_free(&p);
+            break;
+        }
+        if (i == 0) {
+            char set[256], g1[32];
+            cli_sim_settings(&r, &sim.train, set, sizeof set);
+            if (a.json) {
+                json_t *o = json_object();
+                json_object_set_new(o, "model", json_string(c.model_desc));
+                json_object_set_new(o, "hardware", json_string(hw.name));
+                json_object_set_new(o, "schedule", json_string(sim_schedule_name(sim.train.schedule)));
+                json_object_set_new(o, "policy", json_string(plan_policy_name(p.policy)));
+                char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+                /* the object without its closing brace, then "rows" streamed */
+                size_t tl = text ? strlen(text) : 0;
+                while (tl > 0 && text[tl - 1] != '}')
+                    tl--;
+                fprintf(out, "%.*s,\n  \"rows\": [", (int)(tl > 0 ? tl - 2 : 0), text ? text : "");
+                free(text);
+                json_decref(o);
+            } else if (a.csv) {
+                fprintf(out, "requested_ratio,honored_ratio,gpu_bytes,gpu_gib,host_node_bytes,host_node_gib,step_s,fits\n");
+            } else {
+                fprintf(out, "model      %s\nhardware   %s: %d x %s per node, %s GiB each\nschedule   %s\npolicy     %s\n\n",
+                        c.model_desc, hw.name, hw.gpus, hw.gpu_model, cli_gib(g1, sizeof g1, hw.gpu_mem_bytes), set,
+                        plan_policy_name(p.policy));
+                fprintf(out, "%9s %9s %10s %14s %10s  %s\n", "requested", "honored", "GPU GiB", "host GiB/node",
+                        "step s", "fits");
             }
-            json_object_set_new(o, "rows", rows);
-            char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-            fprintf(out, "%s\n", text);
+        }
+        if (a.json) {
+            json_t *row = json_object();
+            json_object_set_new(row, "requested_ratio", json_real(ratios[i]));
+            json_object_set_new(row, "honored_ratio", json_real(p.honored_ratio));
+            json_object_set_new(row, "cpu_numel", json_integer(p.cpu_numel));
+            json_object_set_new(row, "prediction", cli_sim_result_json(&r));
+            char *text = json_dumps(row, JSON_COMPACT | JSON_PRESERVE_ORDER);
+            fprintf(out, "%s\n    %s", i ? "," : "", text ? text : "{}");
             free(text);
-            json_decref(o);
+            json_decref(row);
         } else if (a.csv) {
-            fprintf(out, "requested_ratio,honored_ratio,gpu_bytes,gpu_gib,host_node_bytes,host_node_gib,step_s,fits\n");
-            for (size_t i = 0; i < n; i++)
-                fprintf(out, "%.4f,%.6f,%lld,%.2f,%lld,%.2f,%.6f,%s\n", ratios[i], plans[i].honored_ratio,
-                        (long long)res[i].gpu_total_bytes, (double)res[i].gpu_total_bytes / RL_GIB,
-                        (long long)res[i].host_node_bytes, (double)res[i].host_node_bytes / RL_GIB,
-                        (double)res[i].step_ns * 1e-9, res[i].fits_gpu && res[i].fits_host ? "yes" : "no");
+            fprintf(out, "%.4f,%.6f,%lld,%.2f,%lld,%.2f,%.6f,%s\n", ratios[i], p.honored_ratio,
+                    (long long)r.gpu_total_bytes, (double)r.gpu_total_bytes / RL_GIB,
+                    (long long)r.host_node_bytes, (double)r.host_node_bytes / RL_GIB,
+                    (double)r.step_ns * 1e-9, r.fits_gpu && r.fits_host ? "yes" : "no");
         } else {
             char g1[32], g2[32];
-            fprintf(out, "model      %s\nhardware   %s: %d x %s per node, %s GiB each\nschedule   %s\npolicy     %s\n\n",
-                    c.model_desc, hw.name, hw.gpus, hw.gpu_model, cli_gib(g1, sizeof g1, hw.gpu_mem_bytes), set,
-                    plan_policy_name(plans[0].policy));
-            fprintf(out, "%9s %9s %10s %14s %10s  %s\n", "requested", "honored", "GPU GiB", "host GiB/node", "step s",
-                    "fits");
-            for (size_t i = 0; i < n; i++)
-                fprintf(out, "%9.4f %9.4f %10s %14s %10.4f  %s\n", ratios[i], plans[i].honored_ratio,
-                        cli_gib(g1, sizeof g1, res[i].gpu_total_bytes), cli_gib(g2, sizeof g2, res[i].host_node_bytes),
-                        (double)res[i].step_ns * 1e-9,
-                        res[i].fits_gpu ? (res[i].fits_host ? "yes" : "no (host)") : "no (GPU)");
+            fprintf(out, "%9.4f %9.4f %10s %14s %10.4f  %s\n", ratios[i], p.honored_ratio,
+                    cli_gib(g1, sizeof g1, r.gpu_total_bytes), cli_gib(g2, sizeof g2, r.host_node_bytes),
+                    (double)r.step_ns * 1e-9, r.fits_gpu ? (r.fits_host ? "yes" : "no (host)") : "no (GPU)");
         }
-        if (a.out && (rc = rl_outfile_commit(&of, &e)))
-            out = NULL;
-    } else if (a.out && of.fp) {
-        rl_outfile_abort(&of);
+        if (!a.out)
+            fflush(out);
+        plan_free(&p);
     }
-    for (size_t i = 0; plans && i < n; i++)
-        plan_free(&plans[i]);
-    free(plans);
-    free(res);
+    if (!rc && a.json)
+        fprintf(out, "\n  ]\n}\n");
+    if (rc)
+        rl_outfile_abort(&of);
+    else if ((rc = rl_outfile_commit(&of, &e)))
+        rl_err_prefix(&e, "--out");
     free(ratios);
     cli_ctx_free(&c);
     return rc ? cli_fail("sweep", &e) : 0;

@@ -28,7 +28,7 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 {
     struct tune_args *a = ctx;
     switch (id) {
-    case T_GPU_MEM: return rl_parse_bytes("--gpu-mem", v, &a->gpu_mem, e);
+    case T_GPU_MEM: return rl_parse_bytes_min("--gpu-mem", v, 1, &a->gpu_mem, e);
     case T_RATIOS: a->ratios = v; return 0;
     case T_TOL: return rl_parse_double("--tolerance", v, 0, 1, &a->tol, e);
     case T_JSON: a->json = true; return 0;

@@ -18,7 +18,7 @@ const struct cli_opt cli_setup_opts[] = {
     {"megatron-args", "\"ARGS\"", "the model and layout from a Megatron-DeepSpeed launch line", S_MEGATRON_ARGS},
     {"megatron-args-file", "FILE", "the same, read from a file", S_MEGATRON_ARGS_FILE},
     {"megatron-version", "DATE|old|new", "Megatron-DeepSpeed checkout (YYYY-MM): picks its param-group rule (new from " PLAN_MEGATRON_RULE_DATE ")", S_MEGATRON_VERSION},
-    {"ds-config", "FILE", "DeepSpeed JSON config (default: ZeRO-3, CPU offload, pinned, fp16)", S_DS_CONFIG},
+    {"ds-config", "FILE", "DeepSpeed JSON config, - for standard input (default: ZeRO-3, CPU offload, pinned, fp16)", S_DS_CONFIG},
     {"ratio", "R", "offload ratio in [0, 1], overrides the config (default 0.3 without a config)", S_RATIO},
     {"policy", "P", "placement: auto (from --deepspeed-version), deepspeed-0.12, deepspeed-0.18, exact", S_POLICY},
     {"deepspeed-version", "X.Y.Z", "DeepSpeed whose rules apply (default 0.12.4)", S_DS_VERSION},
@@ -188,7 +188,13 @@ int cli_setup_resolve(const struct cli_setup *s, struct cli_ctx *c, struct rl_er
 
     /* DeepSpeed config, then the launch line's settings, then command-line overrides. */
     if (ds_path) {
-        if ((rc = plan_zero_load(&c->zero, ds_path, e)))
+        /* Read once: check judges and fixes this text, and standard input cannot be read twice. */
+        if ((rc = rl_read_input(ds_path, ds_path == s->ds_config, &c->ds_text, NULL, e))) {
+            plan_zero_defaults(&c->zero);
+            return rl_err_prefix(e, "%s", ds_path == s->ds_config ? "--ds-config" : "--deepspeed_config");
+        }
+        const char *base = strrchr(ds_path, '/');
+        if ((rc = plan_zero_parse(&c->zero, c->ds_text, strcmp(ds_path, "-") == 0 ? "--ds-config -" : base ? base + 1 : ds_path, e)))
             return rc;
         if (ds_path == launch_ds) {
             char msg[200];
@@ -334,5 +340,6 @@ int cli_ctx_plan(const struct cli_ctx *c, double ratio, struct plan *p, struct r
 void cli_ctx_free(struct cli_ctx *c)
 {
     plan_model_free(&c->model);
+    free(c->ds_text);
     memset(c, 0, sizeof *c);
 }

@@ -7,7 +7,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 const char *rl_strerror(int code)
@@ -30,6 +32,31 @@ int rl_exit_code(int code)
     return 3;
 }
 
+/* Every message is one line: control characters from echoed input (a newline inside a quoted
+ * launch-line argument, a tab) are written as \n, \r, \t or \xHH. */
+static void one_line(char *msg, size_t cap)
+{
+    char out[RL_ERR_MSG_MAX];
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)msg; *p && o + 5 < sizeof out; p++) {
+        if (*p >= 0x20 && *p != 0x7f) {
+            out[o++] = (char)*p;
+            continue;
+        }
+        out[o++] = '\\';
+        if (*p == '\n')
+            out[o++] = 'n';
+        else if (*p == '\r')
+            out[o++] = 'r';
+        else if (*p == '\t')
+            out[o++] = 't';
+        else
+            o += (size_t)snprintf(out + o, sizeof out - o, "x%02x", *p);
+    }
+    out[o] = 0;
+    snprintf(msg, cap, "%s", out);
+}
+
 int rl_errf(struct rl_err *e, int code, const char *fmt, ...)
 {
     if (e) {
@@ -37,6 +64,7 @@ int rl_errf(struct rl_err *e, int code, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(e->msg, sizeof e->msg, fmt, ap);
         va_end(ap);
+        one_line(e->msg, sizeof e->msg);
         e->code = code;
     }
     return code;
@@ -53,6 +81,7 @@ int rl_err_prefix(struct rl_err *e, const char *fmt, ...)
     va_end(ap);
     memcpy(old, e->msg, sizeof old);
     snprintf(e->msg, sizeof e->msg, "%s: %s", pre, old);
+    one_line(e->msg, sizeof e->msg);
     return e->code;
 }
 
@@ -107,23 +136,29 @@ int rl_parse_double(const char *field, const char *s, double lo, double hi, doub
                        field, s, lo, hi);
     if (v < lo || v > hi)
         return rl_errf(e, RL_EINVAL, "%s: %s is outside [%g, %g]", field, s, lo, hi);
-    *out = v;
+    *out = v == 0 ? 0.0 : v;   /* -0 is 0 (and prints as 0.0000) */
     return 0;
 }
+
+#define RL__SIZE_FORMS "a number with a unit: B, KiB, MiB, GiB, TiB (or K, M, G, T: the same binary units), kB, MB, GB, TB (decimal), e.g. 80GiB or 16G"
 
 int rl_parse_bytes(const char *field, const char *s, int64_t *out, struct rl_err *e)
 {
     static const struct { const char *suffix; double mult; } units[] = {
-        {"", 1}, {"B", 1}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", RL_GIB},
+        {"B", 1}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", RL_GIB},
         {"TiB", 1099511627776.0}, {"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
         {"K", 1024.0}, {"M", 1048576.0}, {"G", RL_GIB}, {"T", 1099511627776.0},
     };
     if (!s || !*s)
-        return rl_errf(e, RL_EINVAL, "%s: empty value; expected a size such as 16GiB or 80GB", field);
+        return rl_errf(e, RL_EINVAL, "%s: empty value; expected " RL__SIZE_FORMS, field);
     char *end;
+    errno = 0;
     double v = strtod(s, &end);
-    if (end == s || isnan(v) || isinf(v) || v < 0)
-        return rl_errf(e, RL_EINVAL, "%s: '%s' is not a size; expected e.g. 16GiB, 80GB or 1e9", field, s);
+    if (end == s || isnan(v) || isinf(v) || s[0] == '-' ||
+        (!isdigit((unsigned char)s[0]) && s[0] != '.' && s[0] != '+'))
+        return rl_errf(e, RL_EINVAL, "%s: '%s' is not a size; expected " RL__SIZE_FORMS, field, s);
+    if (!*end)
+        return rl_errf(e, RL_EINVAL, "%s: '%s' has no unit; expected " RL__SIZE_FORMS, field, s);
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
         if (strcmp(end, units[i].suffix) == 0) {
             double b = v * units[i].mult;
@@ -133,8 +168,20 @@ int rl_parse_bytes(const char *field, const char *s, int64_t *out, struct rl_err
             return 0;
         }
     }
-    return rl_errf(e, RL_EINVAL, "%s: '%s' has an unknown unit '%s'; allowed: B, KiB, MiB, GiB, TiB, kB, MB, GB, TB",
-                   field, s, end);
+    return rl_errf(e, RL_EINVAL, "%s: '%s' has an unknown unit '%s'; expected " RL__SIZE_FORMS, field, s, end);
+}
+
+int rl_parse_bytes_min(const char *field, const char *s, int64_t min, int64_t *out, struct rl_err *e)
+{
+    int64_t v;
+    int rc = rl_parse_bytes(field, s, &v, e);
+    if (rc)
+        return rc;
+    if (v < min)
+        return rl_errf(e, RL_EINVAL, "%s: '%s' is %lld bytes; expected at least %lld bytes", field, s,
+                       (long long)v, (long long)min);
+    *out = v;
+    return 0;
 }
 
 static double round10(double v)
@@ -237,7 +284,7 @@ int rl_version_cmp(struct rl_version a, struct rl_version b)
     return 0;
 }
 
-/* ---- atomic output files ----------------------------------------------------------------- */
+/* ---- output files ------------------------------------------------------------------------- */
 
 #define RL__MAX_OPEN 16
 static char *volatile rl__open_tmp[RL__MAX_OPEN];   /* read by the signal handler */
@@ -263,108 +310,362 @@ void rl_outfile_abort_all(void)
             unlink(rl__open_tmp[i]);   /* async-signal-safe */
 }
 
+/* The stream's writes go through here so that the errno of the first failed write is kept (stdio
+ * only remembers that one failed) and the final message can say why: "No space left on device". */
+struct rl__sink {
+    int fd;         /* the descriptor written */
+    int err;        /* errno of the first failed write, 0 while all succeeded */
+};
+
+static ssize_t sink_write(void *cookie, const char *buf, size_t n)
+{
+    struct rl__sink *s = cookie;
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = write(s->fd, buf + done, n - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (!s->err)
+                s->err = w < 0 ? errno : EIO;
+            return -1;
+        }
+        done += (size_t)w;
+    }
+    return (ssize_t)n;
+}
+
+static int sink_close(void *cookie)
+{
+    struct rl__sink *s = cookie;
+    int rc = 0;
+    if (s->fd > STDERR_FILENO && close(s->fd) != 0 && !s->err)
+        s->err = errno, rc = -1;
+    return rc;
+}
+
+/* Exit 2 for a path the user got wrong (no such folder), 3 for the environment (permissions, a
+ * full or read-only disk). */
+static int out_code(int err)
+{
+    return err == ENOENT || err == ENOTDIR || err == EISDIR || err == ENAMETOOLONG || err == ELOOP ? RL_EIO : RL_EENV;
+}
+
+/* Follows `path` through symbolic links (relative ones resolve against the link's folder) to the
+ * name that is finally written. Returns a malloc'd path, or NULL with errno set. */
+static char *follow_links(const char *path)
+{
+    char *cur = strdup(path);
+    for (int hops = 0; cur && hops < 40; hops++) {
+        struct stat st;
+        if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode))
+            return cur;
+        char target[PATH_MAX];
+        ssize_t n = readlink(cur, target, sizeof target - 1);
+        if (n < 0) {
+            free(cur);
+            return NULL;
+        }
+        target[n] = 0;
+        char *next;
+        const char *slash = strrchr(cur, '/');
+        if (target[0] == '/' || !slash) {
+            next = strdup(target);
+        } else {
+            size_t dl = (size_t)(slash - cur) + 1;
+            next = malloc(dl + (size_t)n + 1);
+            if (next) {
+                memcpy(next, cur, dl);
+                memcpy(next + dl, target, (size_t)n + 1);
+            }
+        }
+        free(cur);
+        cur = next;
+    }
+    if (cur) {
+        free(cur);
+        errno = ELOOP;
+    }
+    return NULL;
+}
+
+static int open_stream(struct rl_outfile *o, int fd, struct rl_err *e)
+{
+    struct rl__sink *s = malloc(sizeof *s);
+    if (s) {
+        s->fd = fd;
+        s->err = 0;
+        o->fp = fopencookie(s, "w", (cookie_io_functions_t){.write = sink_write, .close = sink_close});
+    }
+    if (!s || !o->fp) {
+        free(s);
+        if (fd > STDERR_FILENO)
+            close(fd);
+        return rl_errf(e, RL_ENOMEM, "output %s: out of memory", o->path);
+    }
+    o->sink = s;
+    return 0;
+}
+
 int rl_outfile_open(struct rl_outfile *o, const char *path, struct rl_err *e)
 {
     memset(o, 0, sizeof *o);
     if (!path || !*path)
         return rl_errf(e, RL_EINVAL, "output: empty file name");
-    if (strcmp(path, "-") == 0) {
-        o->fp = stdout;
-        o->path = strdup("-");
-        return 0;
-    }
-    size_t n = strlen(path) + 16;
-    o->tmp = malloc(n);
     o->path = strdup(path);
-    if (!o->tmp || !o->path) {
-        free(o->tmp);
+    if (!o->path)
+        return rl_errf(e, RL_ENOMEM, "output %s: out of memory", path);
+    if (strcmp(path, "-") == 0) {
+        fflush(stdout);
+        o->in_place = true;
+        return open_stream(o, STDOUT_FILENO, e);
+    }
+    char *target = follow_links(path);
+    if (!target) {
+        int err = errno;
         free(o->path);
+        o->path = NULL;
+        return rl_errf(e, out_code(err), "output %s: cannot follow the link (%s)", path, strerror(err));
+    }
+    struct stat st;
+    bool exists = stat(target, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) {
+        free(target);
+        free(o->path);
+        o->path = NULL;
+        return rl_errf(e, RL_EIO, "output %s: is a directory; expected a file name", path);
+    }
+    if (exists && !S_ISREG(st.st_mode)) {
+        /* A device, FIFO or socket: written in place, never replaced. */
+        int fd = open(target, O_WRONLY | O_CLOEXEC | (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? O_TRUNC : 0));
+        int err = errno;
+        free(target);
+        if (fd < 0) {
+            free(o->path);
+            o->path = NULL;
+            return rl_errf(e, out_code(err), "output %s: cannot open (%s)", path, strerror(err));
+        }
+        o->in_place = true;
+        return open_stream(o, fd, e);
+    }
+    size_t n = strlen(target) + 16;
+    o->tmp = malloc(n);
+    if (!o->tmp) {
+        free(target);
+        free(o->path);
+        o->path = NULL;
         return rl_errf(e, RL_ENOMEM, "output %s: out of memory", path);
     }
-    snprintf(o->tmp, n, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(o->tmp);
+    snprintf(o->tmp, n, "%s.tmp.XXXXXX", target);
+    o->target = target;
+    int fd = mkostemp(o->tmp, O_CLOEXEC);
     if (fd < 0) {
         int err = errno;
         free(o->tmp);
+        free(o->target);
         free(o->path);
-        o->tmp = o->path = NULL;
-        return rl_errf(e, RL_EIO, "output %s: cannot create file (%s)", path, strerror(err));
+        memset(o, 0, sizeof *o);
+        return rl_errf(e, out_code(err), "output %s: cannot create file (%s)", path, strerror(err));
     }
-    fchmod(fd, 0644);
-    o->fp = fdopen(fd, "wb");
+    if (exists) {
+        /* The replacement keeps the old file's mode and, where allowed, its owner. */
+        fchmod(fd, st.st_mode & 07777);
+        if (fchown(fd, st.st_uid, st.st_gid) != 0) {
+            /* not permitted for other owners: the file becomes ours */
+        }
+    } else {
+        mode_t mask = umask(0);
+        umask(mask);
+        fchmod(fd, 0666 & ~mask);
+    }
     track(o->tmp, true);
-    return 0;
+    return open_stream(o, fd, e);
+}
+
+int rl_outfile_fd(const struct rl_outfile *o)
+{
+    const struct rl__sink *s = o->sink;
+    if (o->fp)
+        fflush(o->fp);
+    return s ? s->fd : -1;
+}
+
+static void outfile_free(struct rl_outfile *o)
+{
+    free(o->sink);
+    free(o->tmp);
+    free(o->target);
+    free(o->path);
+    memset(o, 0, sizeof *o);
 }
 
 int rl_outfile_commit(struct rl_outfile *o, struct rl_err *e)
 {
     int rc = 0;
-    if (!o->tmp) {
-        fflush(o->fp);
-    } else {
-        bool bad = ferror(o->fp) != 0;
-        if (fclose(o->fp) != 0)
-            bad = true;
-        if (bad) {
-            rc = rl_errf(e, RL_EIO, "output %s: write failed", o->path);
+    struct rl__sink *s = o->sink;
+    bool bad = !o->fp || fflush(o->fp) != 0 || ferror(o->fp);
+    if (o->fp && fclose(o->fp) != 0)
+        bad = true;
+    o->fp = NULL;
+    int err = s && s->err ? s->err : EIO;
+    if (bad) {
+        rc = rl_errf(e, RL_EENV, "output %s: write failed (%s)", o->path ? o->path : "?", strerror(err));
+        if (o->tmp)
             unlink(o->tmp);
-        } else if (rename(o->tmp, o->path) != 0) {
-            rc = rl_errf(e, RL_EIO, "output %s: cannot rename into place (%s)", o->path, strerror(errno));
-            unlink(o->tmp);
-        }
-        track(o->tmp, false);
+    } else if (o->tmp && rename(o->tmp, o->target) != 0) {
+        err = errno;
+        rc = rl_errf(e, RL_EENV, "output %s: cannot rename into place (%s)", o->path, strerror(err));
+        unlink(o->tmp);
     }
-    free(o->tmp);
-    free(o->path);
-    memset(o, 0, sizeof *o);
+    if (o->tmp)
+        track(o->tmp, false);
+    outfile_free(o);
     return rc;
 }
 
 void rl_outfile_abort(struct rl_outfile *o)
 {
+    if (o->fp)
+        fclose(o->fp);
     if (o->tmp) {
-        if (o->fp)
-            fclose(o->fp);
         unlink(o->tmp);
         track(o->tmp, false);
     }
-    free(o->tmp);
-    free(o->path);
-    memset(o, 0, sizeof *o);
+    outfile_free(o);
 }
 
-int rl_read_file(const char *path, char **out, size_t *len, struct rl_err *e)
+/* ---- input files --------------------------------------------------------------------------- */
+
+static const char *file_kind(mode_t m)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return rl_errf(e, errno == ENOENT ? RL_ENOENT : RL_EIO, "%s: cannot open (%s)", path, strerror(errno));
+    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket"
+         : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device" : "not a regular file";
+}
+
+/* Reads fd to its end into a NUL-terminated buffer of at most RL_INPUT_MAX_BYTES. */
+static int read_fd(int fd, const char *name, char **out, size_t *len, struct rl_err *e)
+{
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
+    if (!buf)
+        return rl_errf(e, RL_ENOMEM, "%s: out of memory", name);
     for (;;) {
-        if (!buf) {
-            fclose(f);
-            return rl_errf(e, RL_ENOMEM, "%s: out of memory", path);
+        if (n + 1 >= cap) {
+            if (cap > RL_INPUT_MAX_BYTES) {
+                free(buf);
+                return rl_errf(e, RL_EINVAL, "%s: larger than %d MiB; inputs are limited to %d MiB",
+                               name, RL_INPUT_MAX_BYTES >> 20, RL_INPUT_MAX_BYTES >> 20);
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                return rl_errf(e, RL_ENOMEM, "%s: out of memory", name);
+            }
+            buf = nb;
+            cap *= 2;
         }
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1)
-            break;
-        cap *= 2;
-        char *nb = realloc(buf, cap);
-        if (!nb)
+        ssize_t r = read(fd, buf + n, cap - n - 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int err = errno;
             free(buf);
-        buf = nb;
+            return rl_errf(e, RL_EIO, "%s: read error (%s)", name, strerror(err));
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
     }
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
+    if (n > RL_INPUT_MAX_BYTES) {
         free(buf);
-        return rl_errf(e, RL_EIO, "%s: read error", path);
+        return rl_errf(e, RL_EINVAL, "%s: larger than %d MiB; inputs are limited to %d MiB", name,
+                       RL_INPUT_MAX_BYTES >> 20, RL_INPUT_MAX_BYTES >> 20);
     }
     buf[n] = 0;
     *out = buf;
     if (len)
         *len = n;
     return 0;
+}
+
+int rl_open_input(const char *path, int *fd_out, struct rl_err *e)
+{
+    *fd_out = -1;
+    if (!path || !*path)
+        return rl_errf(e, RL_EINVAL, "empty file name");
+    /* O_NONBLOCK: opening a FIFO without a writer must not hang before it can be refused. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        int err = errno;
+        return rl_errf(e, err == ENOENT ? RL_ENOENT : RL_EIO, "%s: cannot open (%s)", path, strerror(err));
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int err = errno;
+        close(fd);
+        return rl_errf(e, RL_EIO, "%s: cannot stat (%s)", path, strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return rl_errf(e, RL_EINVAL, "%s: is %s; expected a regular file", path, file_kind(st.st_mode));
+    }
+    if (st.st_size > RL_INPUT_MAX_BYTES) {
+        close(fd);
+        return rl_errf(e, RL_EINVAL, "%s: is %lld bytes; inputs are limited to %d MiB", path,
+                       (long long)st.st_size, RL_INPUT_MAX_BYTES >> 20);
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    *fd_out = fd;
+    return 0;
+}
+
+int rl_read_bytes(const char *path, char **out, size_t *len, struct rl_err *e)
+{
+    int fd;
+    int rc = rl_open_input(path, &fd, e);
+    if (rc)
+        return rc;
+    rc = read_fd(fd, path, out, len, e);
+    close(fd);
+    return rc;
+}
+
+int rl_check_text(const char *name, const char *text, size_t len, struct rl_err *e)
+{
+    const char *nul = memchr(text, 0, len);
+    if (nul)
+        return rl_errf(e, RL_EINVAL, "%s: NUL byte at offset %zu; expected text", name, (size_t)(nul - text));
+    return 0;
+}
+
+int rl_read_input(const char *path, bool allow_stdin, char **out, size_t *len, struct rl_err *e)
+{
+    size_t n = 0;
+    int rc;
+    const char *name = path;
+    if (allow_stdin && path && strcmp(path, "-") == 0) {
+        name = "(standard input)";
+        rc = read_fd(STDIN_FILENO, name, out, &n, e);
+    } else {
+        rc = rl_read_bytes(path, out, &n, e);
+    }
+    if (rc)
+        return rc;
+    if ((rc = rl_check_text(name, *out, n, e))) {
+        free(*out);
+        *out = NULL;
+        return rc;
+    }
+    if (len)
+        *len = n;
+    return 0;
+}
+
+int rl_read_file(const char *path, char **out, size_t *len, struct rl_err *e)
+{
+    return rl_read_input(path, false, out, len, e);
 }
 
 const char *rl_catalog_dir(void)

@@ -51,8 +51,11 @@ int rl_parse_int(const char *field, const char *s, int min, int max, int *out, s
 /* Finite doubles in [lo, hi]; NaN and infinities are rejected. */
 int rl_parse_double(const char *field, const char *s, double lo, double hi, double *out,
                     struct rl_err *e);
-/* Sizes: "16GiB", "80GB", "512MiB", "1e9", "4096"; binary (KiB..TiB) and decimal (kB..TB). */
+/* Sizes need a unit: "16GiB", "16G", "80GB", "512MiB", "1e9B"; binary (KiB..TiB, K..T) and decimal
+ * (kB..TB). A bare number ("80": 80 bytes or 80 GiB?) is refused, listing the accepted forms. */
 int rl_parse_bytes(const char *field, const char *s, int64_t *out, struct rl_err *e);
+/* The same, refusing values below min bytes (e.g. 1 for a GPU memory: 0, -0 and 1e-400GiB fail). */
+int rl_parse_bytes_min(const char *field, const char *s, int64_t min, int64_t *out, struct rl_err *e);
 /* "lo:hi:step" (or a single value, or a comma list) into values in [min, max]. Each value is
  * lo + i*step rounded to 10 significant digits, so 0:1:0.1 gives exactly the doubles 0.3 and 0.7
  * a user would type (DeepSpeed's floor rules are sensitive to the last bit). *out is malloc'd. */
@@ -67,22 +70,49 @@ struct rl_version {
 int rl_parse_version(const char *field, const char *s, struct rl_version *v, struct rl_err *e);
 int rl_version_cmp(struct rl_version a, struct rl_version b);   /* <0, 0, >0 */
 
-/* ---- atomic output files --------------------------------------------------------------------
- * Written to a temporary file in the same folder and renamed over `path` on commit, so a failed
- * or interrupted run never leaves a partial file. "-" means standard output (no rename). */
+/* ---- output files ----------------------------------------------------------------------------
+ * Every command writes its files through these, so the rules hold everywhere:
+ *   "-"                 standard output, written in place;
+ *   a regular file      written to a temporary file in the same folder and renamed over the name
+ *                       on commit (a failed or interrupted run never leaves a partial file); the
+ *                       new file keeps the old one's mode (a new one honours the umask);
+ *   a symbolic link     followed: its final target is replaced atomically, the link stays;
+ *   a device, FIFO, socket (exists, not regular)  written in place, never renamed over.
+ * A failed write or rename is RL_EENV (exit 3) naming the file and strerror ("No space left on
+ * device"); a name in a folder that does not exist is RL_EIO (exit 2). */
 struct rl_outfile {
     FILE *fp;          /* write here */
-    char *path;        /* final name */
-    char *tmp;         /* temporary name, NULL for stdout */
+    char *path;        /* the name given (for messages) */
+    char *target;      /* the regular file replaced on commit (path with links followed), or NULL */
+    char *tmp;         /* temporary name, NULL when written in place */
+    bool in_place;     /* standard output or a non-regular file */
+    void *sink;        /* the descriptor and the errno of its first failed write */
 };
 int rl_outfile_open(struct rl_outfile *o, const char *path, struct rl_err *e);
 int rl_outfile_commit(struct rl_outfile *o, struct rl_err *e);
 void rl_outfile_abort(struct rl_outfile *o);
+/* The descriptor under o->fp (flushed first), for writers that bypass stdio such as zlib. */
+int rl_outfile_fd(const struct rl_outfile *o);
 /* Removes every temporary file still open (called from a signal handler on Ctrl-C). */
 void rl_outfile_abort_all(void);
 
-/* Reads a whole file (NUL-terminated); *out is malloc'd. */
+/* ---- input files -----------------------------------------------------------------------------
+ * Every file input is read through these: only regular files are read (a directory, FIFO, socket
+ * or device is refused at once, without blocking), at most RL_INPUT_MAX_BYTES, and text inputs
+ * must not hold a NUL byte ("NUL byte at offset N"). Messages start with the path; callers prefix
+ * the option. */
+#define RL_INPUT_MAX_BYTES (64 << 20)   /* 64 MiB: the largest config, profile, log or trace read */
+/* Reads a whole text file (NUL-terminated); *out is malloc'd. With allow_stdin, "-" reads
+ * standard input (same size limit). */
+int rl_read_input(const char *path, bool allow_stdin, char **out, size_t *len, struct rl_err *e);
+/* rl_read_input without standard input. */
 int rl_read_file(const char *path, char **out, size_t *len, struct rl_err *e);
+/* The same checks and limit for binary content (no NUL check), e.g. a gzip stream. */
+int rl_read_bytes(const char *path, char **out, size_t *len, struct rl_err *e);
+/* Opens path for reading after the type and size checks; *fd is the descriptor. */
+int rl_open_input(const char *path, int *fd, struct rl_err *e);
+/* RL_EINVAL "name: NUL byte at offset N" when text[0..len) holds a NUL. */
+int rl_check_text(const char *name, const char *text, size_t len, struct rl_err *e);
 
 /* 1024^3 */
 #define RL_GIB 1073741824.0

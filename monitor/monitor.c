@@ -108,11 +108,11 @@ static int cmp_int(const void *a, const void *b)
  * processes are re-read by mon_read_proc anyway (state, identity). A pid that exited and was
  * reused within one interval keeps the old entry until the next full read: a descendant
  * started that way is found up to MON__FULL_EVERY samples late. O(P log P). */
-static int read_all_procs(struct mon *m, bool full)
+static int read_all_procs(struct mon *m, bool full, struct rl_err *e)
 {
     DIR *d = opendir("/proc");
     if (!d)
-        return RL_EENV;
+        return rl_errf(e, RL_EENV, "monitor: cannot list /proc (%s)", strerror(errno));
     int n = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
@@ -123,7 +123,7 @@ static int read_all_procs(struct mon *m, bool full)
             int *np = realloc(m->pids_buf, (size_t)cap * sizeof *np);
             if (!np) {
                 closedir(d);
-                return RL_ENOMEM;
+                return rl_errf(e, RL_ENOMEM, "monitor: out of memory for %d process ids", cap);
             }
             m->pids_buf = np;
             m->cap_pids = cap;
@@ -136,7 +136,7 @@ static int read_all_procs(struct mon *m, bool full)
     if (nw->cap < n) {
         struct mon_proc_stat *ns = realloc(nw->s, (size_t)n * sizeof *ns);
         if (!ns)
-            return RL_ENOMEM;
+            return rl_errf(e, RL_ENOMEM, "monitor: out of memory for %d processes", n);
         nw->s = ns;
         nw->cap = n;
     }
@@ -209,7 +209,7 @@ static int index_of(const struct mon__all *a, int pid)
  * one whose parent is followed (and started no later than it, against PID reuse). The listing
  * is sorted by pid so a parent is found by binary search; passes repeat until nothing changes,
  * one per generation of new descendants: O(P log P x depth) for P processes. */
-static int discover(struct mon *m, bool *followed /* 2 x m->all.n entries */)
+static int discover(struct mon *m, bool *followed /* 2 x m->all.n entries */, struct rl_err *e)
 {
     struct mon__all *a = &m->all;   /* sorted by pid (read_all_procs) */
     /* known[i]: already in m->procs (followed now, or retired: a retired process listed again
@@ -229,7 +229,8 @@ static int discover(struct mon *m, bool *followed /* 2 x m->all.n entries */)
             int j = index_of(a, a->s[i].ppid);
             if (j >= 0 && followed[j] && a->s[j].start_ticks <= a->s[i].start_ticks) {
                 if (!add_proc(m, &a->s[i]))
-                    return RL_ENOMEM;
+                    return rl_errf(e, RL_ENOMEM, "monitor: out of memory for %d followed processes",
+                                   m->n_procs + 1);
                 followed[i] = changed = true;
             }
         }
@@ -239,6 +240,9 @@ static int discover(struct mon *m, bool *followed /* 2 x m->all.n entries */)
 
 /* ---- outputs ---------------------------------------------------------------------------------- */
 
+/* Records the first output error. The failed output is closed (its temporary file removed) and
+ * sampling goes on into the other one, which mon_close still writes: a full disk under the CSV
+ * does not cost the trace. */
 static int out_fail(struct mon *m, int code, const char *msg)
 {
     if (!m->err) {
@@ -246,6 +250,25 @@ static int out_fail(struct mon *m, int code, const char *msg)
         snprintf(m->err_msg, sizeof m->err_msg, "%s", msg);
     }
     return code;
+}
+
+static void trace_failed(struct mon *m)
+{
+    struct rl_err e = {0};
+    int rc = trace_close(m->trace, &e);   /* fails (the writer's error) and removes the file */
+    m->trace = NULL;
+    char msg[RL_ERR_MSG_MAX];
+    snprintf(msg, sizeof msg, "--out: %s", rc ? e.msg : "trace write failed");
+    out_fail(m, rc ? rc : RL_EENV, msg);
+}
+
+static void csv_failed(struct mon *m)
+{
+    struct rl_err e = {0};
+    int rc = rl_outfile_commit(&m->csv, &e);   /* fails (stream error) and removes the file */
+    char msg[RL_ERR_MSG_MAX];
+    snprintf(msg, sizeof msg, "--csv: %s", rc ? e.msg : "CSV write failed");
+    out_fail(m, rc ? rc : RL_EENV, msg);
 }
 
 static void counter(struct mon *m, int pid, const char *name, int64_t t_ns, const char *series,
@@ -256,7 +279,7 @@ static void counter(struct mon *m, int pid, const char *name, int64_t t_ns, cons
     if (last)
         *last = v;
     if (trace_counter(m->trace, pid, name, t_ns, series, v) != 0)
-        out_fail(m, RL_EIO, "trace write failed");
+        trace_failed(m);
 }
 
 /* CSV field quoting: only comm can hold commas or quotes. */
@@ -418,16 +441,16 @@ static void retire(struct mon *m, struct mon__proc *p, int64_t t_ns)
 int mon_sample(struct mon *m, int64_t t_ns, struct rl_err *e)
 {
     int64_t t_start = mono_ns();
-    int rc = read_all_procs(m, m->sum.n_samples % MON__FULL_EVERY == 0);
+    int rc = read_all_procs(m, m->sum.n_samples % MON__FULL_EVERY == 0, e);
     if (rc)
-        return rl_errf(e, rc, "monitor: cannot list /proc");
+        return rc;
     bool *followed = calloc(2 * (size_t)m->all.n + 1, sizeof *followed);   /* + discover's known[] */
     if (!followed)
         return rl_errf(e, RL_ENOMEM, "monitor: out of memory");
-    rc = discover(m, followed);
+    rc = discover(m, followed, e);
     if (rc) {
         free(followed);
-        return rl_errf(e, rc, "monitor: out of memory");
+        return rc;
     }
 
     struct mon_sys_stat sys;
@@ -620,10 +643,8 @@ int mon_sample(struct mon *m, int64_t t_ns, struct rl_err *e)
     m->sum.last_t_ns = t_ns;
     m->sum.sample_cost_ns += mono_ns() - t_start;
     if (m->csv.fp && ferror(m->csv.fp))
-        out_fail(m, RL_EIO, "CSV write failed");
-    if (m->err)
-        return rl_errf(e, m->err, "monitor: %s", m->err_msg);
-    return alive;
+        csv_failed(m);
+    return alive;   /* an output error is reported by mon_close; the other output goes on */
 }
 
 int mon_mark(struct mon *m, int64_t t_ns, const char *stream, const char *line)
@@ -635,7 +656,7 @@ int mon_mark(struct mon *m, int64_t t_ns, const char *stream, const char *line)
     char args[64];
     snprintf(args, sizeof args, "{\"stream\":\"%s\"}", rl_streq(stream, "stderr") ? "stderr" : "stdout");
     if (trace_instant(m->trace, MON_TREE_PID, 0, line, t_ns, 'g', args) != 0)
-        return out_fail(m, RL_EIO, "trace write failed");
+        trace_failed(m);
     return 0;
 }
 
@@ -655,31 +676,31 @@ const struct mon_summary *mon_summary(const struct mon *mc)
 
 int mon_close(struct mon *m, struct rl_err *e)
 {
-    int rc = 0;
-    if (m->err) {
-        rc = rl_errf(e, m->err, "monitor: %s", m->err_msg);
-        mon_abort(m);
-        return rc;
-    }
+    /* Each output is finished on its own: one that failed does not take the other with it. */
     if (m->trace) {
         char args[128];
         snprintf(args, sizeof args, "{\"samples\":%d,\"marks\":%d}", m->sum.n_samples, m->sum.n_marks);
         trace_instant(m->trace, MON_TREE_PID, 0, "monitor end", m->sum.last_t_ns, 'g', args);
-        rc = trace_close(m->trace, e);
+        struct rl_err te = {0};
+        int rc = trace_close(m->trace, &te);
         m->trace = NULL;
         if (rc) {
-            rl_err_prefix(e, "--out");
-            mon_abort(m);
-            return rc;
+            char msg[RL_ERR_MSG_MAX];
+            snprintf(msg, sizeof msg, "--out: %s", te.msg);
+            out_fail(m, rc, msg);
         }
     }
     if (m->csv.fp) {
-        rc = rl_outfile_commit(&m->csv, e);
+        struct rl_err ce = {0};
+        int rc = rl_outfile_commit(&m->csv, &ce);
         if (rc) {
-            rl_err_prefix(e, "--csv");
-            return rc;
+            char msg[RL_ERR_MSG_MAX];
+            snprintf(msg, sizeof msg, "--csv: %s", ce.msg);
+            out_fail(m, rc, msg);
         }
     }
+    if (m->err)
+        return rl_errf(e, m->err, "%s", m->err_msg);
     return 0;
 }
 

@@ -21,6 +21,13 @@
         if (rc_)                                                                              \
             return rc_;                                                                       \
     } while (0)
+/* Reads a required layer count into *out (1..PLAN__MAX_LAYERS, the limit its message quotes). */
+#define NEED_LAYERS(key, out)                                                                 \
+    do {                                                                                      \
+        int rc_ = plan__json_int(root, what, key, true, 0, 1, PLAN__MAX_LAYERS, out, e);       \
+        if (rc_)                                                                              \
+            return rc_;                                                                       \
+    } while (0)
 /* Reads an optional size (default def) into *out. */
 #define OPT(key, def, out)                                                                    \
     do {                                                                                      \
@@ -78,7 +85,7 @@ static int gpt2(struct plan_model *m, const json_t *root, const char *what,
 {
     int64_t layers, h, heads, vocab, npos, inner;
     bool tied;
-    NEED("n_layer", &layers);
+    NEED_LAYERS("n_layer", &layers);
     NEED("n_embd", &h);
     NEED("n_head", &heads);
     NEED("vocab_size", &vocab);
@@ -129,7 +136,7 @@ static int llama(struct plan_model *m, const json_t *root, const char *what,
 {
     int64_t layers, h, ffn, heads, kv, vocab, max_pos, hd;
     bool tied, attn_bias, mlp_bias;
-    NEED("num_hidden_layers", &layers);
+    NEED_LAYERS("num_hidden_layers", &layers);
     NEED("hidden_size", &h);
     NEED("intermediate_size", &ffn);
     NEED("num_attention_heads", &heads);
@@ -209,7 +216,7 @@ static int opt(struct plan_model *m, const json_t *root, const char *what,
 {
     int64_t layers, h, ffn, heads, vocab, max_pos, proj;
     bool tied, ln_before, remove_final, bias, affine;
-    NEED("num_hidden_layers", &layers);
+    NEED_LAYERS("num_hidden_layers", &layers);
     NEED("hidden_size", &h);
     NEED("ffn_dim", &ffn);
     NEED("num_attention_heads", &heads);
@@ -312,13 +319,13 @@ static int t5(struct plan_model *m, const json_t *root, const char *what,
     int64_t layers, dec_layers, d, dkv, ff, heads, vocab, buckets, npos;
     bool tied;
     const char *ffp;
-    NEED("num_layers", &layers);
+    NEED_LAYERS("num_layers", &layers);
     NEED("d_model", &d);
     NEED("d_kv", &dkv);
     NEED("d_ff", &ff);
     NEED("num_heads", &heads);
     NEED("vocab_size", &vocab);
-    OPT("num_decoder_layers", layers, &dec_layers);
+    TRY(plan__json_int(root, what, "num_decoder_layers", false, layers, 1, PLAN__MAX_LAYERS, &dec_layers, e));
     OPT("relative_attention_num_buckets", 32, &buckets);
     OPT("n_positions", 512, &npos);
     OPTB("tie_word_embeddings", true, &tied);

@@ -554,7 +554,7 @@ int plan_megatron_args_load(const char *path, struct plan_megatron_launch *out, 
     int rc = rl_read_file(path, &text, NULL, e);
     if (rc) {
         memset(out, 0, sizeof *out);
-        return rl_err_prefix(e, "megatron-args-file");
+        return rl_err_prefix(e, "--megatron-args-file");
     }
     rc = plan_megatron_args_parse(text, out, e);
     free(text);

@@ -39,4 +39,10 @@ int plan__hf_from_json(struct plan_model *m, const json_t *root, const char *wha
 int plan__megatron_from_json(struct plan_model *m, const json_t *root, const char *what,
                              const struct plan_model_opts *o, struct rl_err *e);
 
+/* json_loads as DeepSpeed's Python reader sees the text: integers beyond int64 and reals beyond
+ * double become strings starting with PLAN__JSON_WIDE_MARK followed by the number as written,
+ * "\u0000" in strings is allowed. Internal to plan/ (and its fuzz target). */
+#define PLAN__JSON_WIDE_MARK '\x01'
+json_t *plan__json_loads(const char *text, size_t flags, json_error_t *je);
+
 #endif

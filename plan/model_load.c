@@ -113,11 +113,29 @@ int plan_model_load(struct plan_model *m, const char *catalog_dir, const char *n
     if (rc) {
         if (rc == RL_ENOENT && !is_path)
             return unknown_preset(catalog_dir, name_or_path, e);
-        return rl_err_prefix(e, "model");
+        return rl_err_prefix(e, "--model");
     }
+    rc = plan_model_parse(m, text, path, &opts, e);
+    free(text);
+    if (rc == 0)
+        snprintf(m->name, sizeof m->name, "%s", base);
+    return rc;
+}
+
+int plan_model_parse(struct plan_model *m, const char *text, const char *path,
+                     const struct plan_model_opts *o, struct rl_err *e)
+{
+    plan__model_init(m, "");
+    struct plan_model_opts opts = {1, 1, 0, 0};
+    if (o)
+        opts = *o;
+    if (opts.tp <= 0)
+        opts.tp = 1;
+    if (opts.pp <= 0)
+        opts.pp = 1;
+    int rc;
     json_error_t je;
     json_t *root = json_loads(text, 0, &je);
-    free(text);
     if (!root)
         return rl_errf(e, RL_EINVAL, "model: %s: line %d: %s", path, je.line, je.text);
     if (!json_is_object(root)) {
@@ -144,7 +162,8 @@ int plan_model_load(struct plan_model *m, const char *catalog_dir, const char *n
         plan_model_free(m);
         return rc;
     }
-    snprintf(m->name, sizeof m->name, "%s", base);
+    const char *slash = strrchr(path, '/');
+    snprintf(m->name, sizeof m->name, "%s", slash ? slash + 1 : path);
     plan_model_group(m, PLAN_GROUPS_AUTO, false);
     return 0;
 }

@@ -141,16 +141,18 @@ static int add_buf(struct plan *p, const char *name, enum plan_device dev, enum 
     b->device = dev;
     b->dtype = dt;
     b->numel = numel;
-    b->bytes = numel * plan_dtype_bytes(dt);
     b->stage = st;
-    return 0;
+    /* plan_build bounds every element count far below the overflow; checked all the same. */
+    return __builtin_mul_overflow(numel, (int64_t)plan_dtype_bytes(dt), &b->bytes) ? -1 : 0;
 }
 
 /* DeepSpeed's CPU Adam (csrc/includes/cpu_adam.h, up to 0.14.2) pins two tiles of 128 Mi floats. */
 #define DS_CPU_ADAM_TILE_NUMEL (INT64_C(128) * 1024 * 1024)
 
-static void build_ledger(struct plan *p)
+/* Fills p->buffers and p->stages; -1 when a byte count would overflow int64. */
+static int build_ledger(struct plan *p)
 {
+    int bad = 0;
     const struct plan_zero *z = &p->zero;
     const int64_t P = p->per_rank_numel, Pc = p->cpu_numel, Pg = p->gpu_numel;
     const enum plan_dtype md = z->dtype;
@@ -158,41 +160,41 @@ static void build_ledger(struct plan *p)
     const enum plan_device pinned_or_not = z->pin_memory ? PLAN_DEV_CPU_PINNED : PLAN_DEV_CPU_PAGEABLE;
 
     if (p->ledger_kind == PLAN_LEDGER_EXEC) {
-        add_buf(p, "param_partition", PLAN_DEV_GPU, md, P, PLAN_STAGE_FP16_PARTITIONS);
-        add_buf(p, "fp32_master_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, PLAN_STAGE_FP32_PARTITIONS);
-        add_buf(p, "fp32_master_cpu", PLAN_DEV_CPU_PINNED, PLAN_FP32, Pc, PLAN_STAGE_FP32_PARTITIONS);
-        add_buf(p, "fp32_grad_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, PLAN_STAGE_OPTIMIZER_STATES);
-        add_buf(p, "fp32_grad_cpu", PLAN_DEV_CPU_PINNED, PLAN_FP32, Pc, PLAN_STAGE_OPTIMIZER_STATES);
-        add_buf(p, "adam_m_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, PLAN_STAGE_OPTIMIZER_STATES);
-        add_buf(p, "adam_v_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, PLAN_STAGE_OPTIMIZER_STATES);
-        add_buf(p, "adam_m_cpu", PLAN_DEV_CPU_PINNED, PLAN_FP32, Pc, PLAN_STAGE_OPTIMIZER_STATES);
-        add_buf(p, "adam_v_cpu", PLAN_DEV_CPU_PINNED, PLAN_FP32, Pc, PLAN_STAGE_OPTIMIZER_STATES);
+        bad |= add_buf(p, "param_partition", PLAN_DEV_GPU, md, P, PLAN_STAGE_FP16_PARTITIONS);
+        bad |= add_buf(p, "fp32_master_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, PLAN_STAGE_FP32_PARTITIONS);
+        bad |= add_buf(p, "fp32_master_cpu", PLAN_DEV_CPU_PINNED, PLAN_FP32, Pc, PLAN_STAGE_FP32_PARTITIONS);
+        bad |= add_buf(p, "fp32_grad_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, PLAN_STAGE_OPTIMIZER_STATES);
+        bad |= add_buf(p, "fp32_grad_cpu", PLAN_DEV_CPU_PINNED, PLAN_FP32, Pc, PLAN_STAGE_OPTIMIZER_STATES);
+        bad |= add_buf(p, "adam_m_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, PLAN_STAGE_OPTIMIZER_STATES);
+        bad |= add_buf(p, "adam_v_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, PLAN_STAGE_OPTIMIZER_STATES);
+        bad |= add_buf(p, "adam_m_cpu", PLAN_DEV_CPU_PINNED, PLAN_FP32, Pc, PLAN_STAGE_OPTIMIZER_STATES);
+        bad |= add_buf(p, "adam_v_cpu", PLAN_DEV_CPU_PINNED, PLAN_FP32, Pc, PLAN_STAGE_OPTIMIZER_STATES);
         int64_t bucket = z->reduce_bucket_size < P * p->layout.dp ? z->reduce_bucket_size : P * p->layout.dp;
-        add_buf(p, "reduce_scatter_bucket", PLAN_DEV_GPU, md, bucket, PLAN_STAGE_ZERO_OPTIMIZER);
+        bad |= add_buf(p, "reduce_scatter_bucket", PLAN_DEV_GPU, md, bucket, PLAN_STAGE_ZERO_OPTIMIZER);
         if (Pc > 0) {
             int64_t chunk = p->exec_chunk_numel < Pc ? p->exec_chunk_numel : Pc;
-            add_buf(p, "h2d_staging", PLAN_DEV_CPU_PINNED, md, 2 * chunk, PLAN_STAGE_ZERO_OPTIMIZER);
+            bad |= add_buf(p, "h2d_staging", PLAN_DEV_CPU_PINNED, md, 2 * chunk, PLAN_STAGE_ZERO_OPTIMIZER);
         }
     } else {
         const bool ds012 = p->ledger_kind == PLAN_LEDGER_DS012;
         const bool tiles = rl_version_cmp(z->ds_version, (struct rl_version){0, 14, 2}) <= 0;
         if (off && tiles)
-            add_buf(p, "cpu_adam_tiles", PLAN_DEV_CPU_PINNED, PLAN_FP32, 2 * DS_CPU_ADAM_TILE_NUMEL,
+            bad |= add_buf(p, "cpu_adam_tiles", PLAN_DEV_CPU_PINNED, PLAN_FP32, 2 * DS_CPU_ADAM_TILE_NUMEL,
                     PLAN_STAGE_FP16_PARTITIONS);
-        add_buf(p, "fp16_partitions", PLAN_DEV_GPU, md, P, PLAN_STAGE_FP16_PARTITIONS);
-        add_buf(p, "fp32_partitions_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, PLAN_STAGE_FP32_PARTITIONS);
-        add_buf(p, "fp32_partitions_cpu", PLAN_DEV_CPU_PAGEABLE, PLAN_FP32, Pc, PLAN_STAGE_FP32_PARTITIONS);
-        add_buf(p, "fp32_grads_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, PLAN_STAGE_OPTIMIZER_STATES);
-        add_buf(p, "fp32_grads_cpu", PLAN_DEV_CPU_PINNED, PLAN_FP32, Pc, PLAN_STAGE_OPTIMIZER_STATES);
+        bad |= add_buf(p, "fp16_partitions", PLAN_DEV_GPU, md, P, PLAN_STAGE_FP16_PARTITIONS);
+        bad |= add_buf(p, "fp32_partitions_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, PLAN_STAGE_FP32_PARTITIONS);
+        bad |= add_buf(p, "fp32_partitions_cpu", PLAN_DEV_CPU_PAGEABLE, PLAN_FP32, Pc, PLAN_STAGE_FP32_PARTITIONS);
+        bad |= add_buf(p, "fp32_grads_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, PLAN_STAGE_OPTIMIZER_STATES);
+        bad |= add_buf(p, "fp32_grads_cpu", PLAN_DEV_CPU_PINNED, PLAN_FP32, Pc, PLAN_STAGE_OPTIMIZER_STATES);
         enum plan_stage adam_at = ds012 ? PLAN_STAGE_OPTIMIZER_STATES : PLAN_STAGE_FIRST_STEP;
-        add_buf(p, "adam_m_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, adam_at);
-        add_buf(p, "adam_v_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, adam_at);
-        add_buf(p, "adam_m_cpu", PLAN_DEV_CPU_PAGEABLE, PLAN_FP32, Pc, adam_at);
-        add_buf(p, "adam_v_cpu", PLAN_DEV_CPU_PAGEABLE, PLAN_FP32, Pc, adam_at);
+        bad |= add_buf(p, "adam_m_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, adam_at);
+        bad |= add_buf(p, "adam_v_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, adam_at);
+        bad |= add_buf(p, "adam_m_cpu", PLAN_DEV_CPU_PAGEABLE, PLAN_FP32, Pc, adam_at);
+        bad |= add_buf(p, "adam_v_cpu", PLAN_DEV_CPU_PAGEABLE, PLAN_FP32, Pc, adam_at);
         /* stage3 IPG bucket: reduce_bucket_size elements of the model dtype */
-        add_buf(p, "reduce_bucket", PLAN_DEV_GPU, md, z->reduce_bucket_size, PLAN_STAGE_ZERO_OPTIMIZER);
+        bad |= add_buf(p, "reduce_bucket", PLAN_DEV_GPU, md, z->reduce_bucket_size, PLAN_STAGE_ZERO_OPTIMIZER);
         if (off)
-            add_buf(p, "flat_grad_buffer", pinned_or_not, md, P, PLAN_STAGE_ZERO_OPTIMIZER);
+            bad |= add_buf(p, "flat_grad_buffer", pinned_or_not, md, P, PLAN_STAGE_ZERO_OPTIMIZER);
     }
     for (int s = 0; s < PLAN_STAGE_COUNT; s++) {
         struct plan_stage_total t = s ? p->stages[s - 1] : (struct plan_stage_total){0, 0, 0};
@@ -201,14 +203,15 @@ static void build_ledger(struct plan *p)
             if ((int)b->stage != s)
                 continue;
             if (b->device == PLAN_DEV_GPU)
-                t.gpu_bytes += b->bytes;
+                bad |= __builtin_add_overflow(t.gpu_bytes, b->bytes, &t.gpu_bytes);
             else
-                t.cpu_bytes += b->bytes;
+                bad |= __builtin_add_overflow(t.cpu_bytes, b->bytes, &t.cpu_bytes);
             if (b->device == PLAN_DEV_CPU_PINNED)
-                t.cpu_pinned_bytes += b->bytes;
+                bad |= __builtin_add_overflow(t.cpu_pinned_bytes, b->bytes, &t.cpu_pinned_bytes);
         }
         p->stages[s] = t;
     }
+    return bad ? -1 : 0;
 }
 
 /* ---- build ------------------------------------------------------------------------------------ */
@@ -278,9 +281,19 @@ int plan_build(struct plan *p, const struct plan_model *m, const struct plan_lay
             return rl_errf(e, RL_EINVAL, "model %s: tensor %s has %lld elements; expected > 0", m->name,
                            m->tensors[t].name, (long long)n);
         }
-        p->part_numel[t] = (n + dp - 1) / dp;   /* ceil(n / dp): the last rank is padded */
+        p->part_numel[t] = n / dp + (n % dp != 0);   /* ceil(n / dp): the last rank is padded */
         p->group_numel[m->tensors[t].group] += p->part_numel[t];
-        p->per_rank_numel += p->part_numel[t];
+        p->per_rank_numel += p->part_numel[t];   /* <= the model's total, itself checked */
+    }
+    /* Every ledger total is at most ~24 bytes per element plus the buckets: with at most 2^56
+     * elements per rank no byte count can overflow int64. */
+    if (p->per_rank_numel > PLAN_MAX_RANK_NUMEL) {
+        rc = rl_errf(e, RL_EINVAL, "model %s: %lld parameters per rank (from the config's sizes such as "
+                     "vocab_size, hidden_size and layers, divided by DP %d); at most %lld (2^56) can be "
+                     "counted in bytes", m->name, (long long)p->per_rank_numel, dp,
+                     (long long)PLAN_MAX_RANK_NUMEL);
+        plan_free(p);
+        return rc;
     }
     p->n_subgroups = pack(p, z->sub_group_size, p->subgroups);
     p->cpu_numel = place(p->policy, p->requested_ratio, p->subgroups, p->n_subgroups, p->per_rank_numel);
@@ -288,7 +301,13 @@ int plan_build(struct plan *p, const struct plan_model *m, const struct plan_lay
     p->honored_ratio = (double)p->cpu_numel / (double)p->per_rank_numel;
     for (int i = 0; i < p->n_subgroups; i++)
         p->cpu_subgroups += p->subgroups[i].cpu_numel > 0;
-    build_ledger(p);
+    if (build_ledger(p) != 0) {
+        rc = rl_errf(e, RL_EINVAL, "model %s with zero_optimization.reduce_bucket_size %lld: a memory "
+                     "ledger total overflows 8 EiB; allowed: smaller sizes", m->name,
+                     (long long)z->reduce_bucket_size);
+        plan_free(p);
+        return rc;
+    }
     return 0;
 }
 

@@ -22,6 +22,7 @@ const char *plan_dtype_name(enum plan_dtype t);
 
 /* ---- model -------------------------------------------------------------------------------------- */
 #define PLAN_NAME_MAX 128
+#define PLAN_MAX_RANK_NUMEL (INT64_C(1) << 56)   /* elements per rank whose byte counts cannot overflow */
 #define PLAN_MAX_GROUPS 8
 
 /* How tensor parallelism splits a tensor (Megatron); HF models are never split (tp = 1). */
@@ -131,6 +132,10 @@ struct plan_model_opts {
 };
 int plan_model_load(struct plan_model *m, const char *catalog_dir, const char *name_or_path,
                     const struct plan_model_opts *o, struct rl_err *e);
+/* plan_model_load on the text of a config already read; path names it in errors and its last
+ * component becomes the model's name. */
+int plan_model_parse(struct plan_model *m, const char *text, const char *path,
+                     const struct plan_model_opts *o, struct rl_err *e);
 /* Names of the presets in <catalog>/models, sorted; free with free() on each and the array. */
 int plan_model_list(const char *catalog_dir, char ***names, int *n, struct rl_err *e);
 

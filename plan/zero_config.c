@@ -4,12 +4,14 @@
  * DeepSpeed's documented defaults, recording each resolution in z->notes. Errors name the JSON
  * path, the value and what is allowed. Unknown keys are ignored (real configs carry many). */
 #include <ctype.h>
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "plan/model_impl.h"   /* plan__json_loads */
 #include "plan/plan.h"
 
 /* DeepSpeed defaults (deepspeed/runtime/zero/config.py, offload_config.py). */
@@ -46,6 +48,12 @@ static void note(struct plan_zero *z, const char *fmt, const char *a, const char
 /* Compact text of a JSON value for messages: strings quoted, others as JSON. */
 static void show(const json_t *v, char *buf, size_t n)
 {
+    if (json_is_string(v) && json_string_value(v)[0] == PLAN__JSON_WIDE_MARK) {
+        snprintf(buf, n, "%s", json_string_value(v) + 1);   /* a number jansson cannot hold */
+        if (strlen(buf) > 60)
+            strcpy(buf + 57, "...");
+        return;
+    }
     if (json_is_string(v)) {
         snprintf(buf, n, "\"%s\"", json_string_value(v));
         return;
@@ -157,6 +165,8 @@ static bool find_placeholder(const char *text, char *word, size_t wn, char *path
             }
             depth++;
         } else if (*p == '}' || *p == ']') {
+            if (depth == 0)
+                return false;   /* a closing bracket with nothing open: broken JSON, not a template */
             depth--;
         } else if (isalpha((unsigned char)*p) || *p == '_') {
             const char *s = p;
@@ -183,11 +193,92 @@ static bool find_placeholder(const char *text, char *word, size_t wn, char *path
     return false;
 }
 
+/* Length of the JSON number token at p (0 when none). */
+static size_t number_len(const char *p)
+{
+    size_t n = 0;
+    while (p[n] && strchr("0123456789+-.eE", p[n]))
+        n++;
+    return n;
+}
+
+json_t *plan__json_loads(const char *text, size_t flags, json_error_t *je)
+{
+    json_t *root = json_loads(text, flags | JSON_ALLOW_NUL, je);
+    if (root)
+        return root;
+    /* Python's json (DeepSpeed's reader) takes integers of any size and reals beyond double
+     * (1e400 -> inf); jansson refuses both. Such numbers become marked strings holding their
+     * text, so a key nobody reads does not reject the config and a key that is read reports the
+     * number as typed. */
+    size_t len = strlen(text), extra = 0;
+    for (const char *p = text; *p; p++)
+        extra += *p == '-' || (*p >= '0' && *p <= '9');
+    char *copy = malloc(len + 8 * extra + 1);
+    if (!copy)
+        return NULL;
+    char *o = copy;
+    bool changed = false;
+    for (const char *p = text; *p;) {
+        if (*p == '"') {   /* copy a string, escapes included */
+            *o++ = *p++;
+            while (*p && *p != '"') {
+                if (*p == '\\' && p[1])
+                    *o++ = *p++;
+                *o++ = *p++;
+            }
+            if (*p)
+                *o++ = *p++;
+            continue;
+        }
+        size_t n = (*p == '-' || (*p >= '0' && *p <= '9')) ? number_len(p) : 0;
+        if (n == 0) {
+            *o++ = *p++;
+            continue;
+        }
+        char tok[64];
+        bool wide = false;
+        if (n < sizeof tok) {
+            memcpy(tok, p, n);
+            tok[n] = 0;
+            char *end;
+            errno = 0;
+            if (strpbrk(tok, ".eE")) {
+                double d = strtod(tok, &end);
+                wide = *end == 0 && isinf(d);
+            } else {
+                (void)strtoll(tok, &end, 10);
+                wide = *end == 0 && errno == ERANGE;
+            }
+        } else {
+            wide = true;   /* 64 digits and more: beyond int64 and double precision alike */
+        }
+        if (wide) {
+            memcpy(o, "\"\\u0001", 7);
+            o += 7;
+            memcpy(o, p, n);
+            o += n;
+            *o++ = '"';
+            changed = true;
+        } else {
+            memcpy(o, p, n);
+            o += n;
+        }
+        p += n;
+    }
+    *o = 0;
+    root = changed ? json_loads(copy, flags | JSON_ALLOW_NUL, je) : NULL;
+    free(copy);
+    if (!root)   /* report the error of the text as written */
+        json_decref(json_loads(text, flags | JSON_ALLOW_NUL, je));
+    return root;
+}
+
 int plan_zero_parse(struct plan_zero *z, const char *text, const char *what, struct rl_err *e)
 {
     plan_zero_defaults(z);
     json_error_t je;
-    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = plan__json_loads(text, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
         char word[64], path[256];
         bool found = find_placeholder(text, word, sizeof word, path, sizeof path);
@@ -205,7 +296,7 @@ int plan_zero_parse(struct plan_zero *z, const char *text, const char *what, str
     int rc = 0, r;
     char buf[80];
     if (!json_is_object(root)) {
-        rc = rl_errf(e, RL_EINVAL, "%s: the top level must be a JSON object {...}", what);
+        rc = rl_errf(e, RL_EINVAL, "the top level must be a JSON object {...}");
         goto out;
     }
 
@@ -318,6 +409,9 @@ int plan_zero_parse(struct plan_zero *z, const char *text, const char *what, str
     if (f16 || b16) {
         z->dtype = f16 ? PLAN_FP16 : PLAN_BF16;
         z->src_dtype = PLAN_SRC_CONFIG;
+    } else if ((fp16 && is_auto(json_object_get(fp16, "enabled"))) ||
+               (bf16 && is_auto(json_object_get(bf16, "enabled")))) {
+        z->src_dtype = PLAN_SRC_AUTO;   /* fp32 until --dtype says what the Trainer's flags would */
     }
 
     /* optimizer block: HF passes one flat parameter group when it is present */

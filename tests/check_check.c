@@ -99,16 +99,16 @@ START_TEST(memory_failure_gives_a_fitting_ratio)
                           "\"fp16\":{\"enabled\":true},\"extra\":\"kept\"}");
     struct tu_run r;
     /* gpt-2.7b on TP 8 holds ~0.33 G elements per rank: ~6 GiB of model states at ratio 0 */
-    tu_ratiolab(&r, "check --ds-config zero.json --model gpt-2.7b --tp 8 --gpus 8 --gpu-mem 4GiB --json --fix-to fit.json");
+    tu_ratiolab(&r, "check --ds-config zero.json --model gpt-2.7b --tp 8 --gpus 8 --gpu-mem 4GiB --model-states-only --json --fix-to fit.json");
     ck_assert_msg(r.status == 1, "exit %d: %s %s", r.status, r.out, r.err);
     ck_assert_ptr_nonnull(strstr(r.out, "\"memory_ok\": false"));
     ck_assert_ptr_nonnull(strstr(r.out, "\"ratio\":"));
     tu_run_free(&r);
-    tu_ratiolab(&r, "check --ds-config fit.json --model gpt-2.7b --tp 8 --gpus 8 --gpu-mem 4GiB");
+    tu_ratiolab(&r, "check --ds-config fit.json --model gpt-2.7b --tp 8 --gpus 8 --gpu-mem 4GiB --model-states-only");
     ck_assert_msg(r.status == 0, "fixed config: exit %d: %s %s", r.status, r.out, r.err);
     tu_run_free(&r);
     /* an impossible budget: no fix, no file */
-    tu_ratiolab(&r, "check --ds-config zero.json --model gpt-2.7b --tp 8 --gpus 8 --gpu-mem 1MiB --fix-to none.json");
+    tu_ratiolab(&r, "check --ds-config zero.json --model gpt-2.7b --tp 8 --gpus 8 --gpu-mem 1MiB --model-states-only --fix-to none.json");
     ck_assert_int_eq(r.status, 1);
     ck_assert_ptr_nonnull(strstr(r.out, "fix     none"));
     char p[600];

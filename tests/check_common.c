@@ -15,8 +15,17 @@ START_TEST(parse_bytes_units)
     ck_assert_int_eq(b, 17179869184LL);
     ck_assert_int_eq(rl_parse_bytes("gpu-mem", "80GB", &b, &e), 0);
     ck_assert_int_eq(b, 80000000000LL);
-    ck_assert_int_eq(rl_parse_bytes("x", "1e9", &b, &e), 0);
+    ck_assert_int_eq(rl_parse_bytes("x", "1e9B", &b, &e), 0);
     ck_assert_int_eq(b, 1000000000LL);
+    ck_assert_int_eq(rl_parse_bytes("x", "16G", &b, &e), 0);   /* listed as accepted */
+    ck_assert_int_eq(b, 17179869184LL);
+    /* a bare number is 80 bytes to one reader and 80 GiB to another: refused, forms listed */
+    ck_assert_int_eq(rl_parse_bytes("--gpu-mem", "80", &b, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "no unit"));
+    ck_assert_ptr_nonnull(strstr(e.msg, "16G"));
+    ck_assert_int_eq(rl_parse_bytes_min("--gpu-mem", "-0GiB", 1, &b, &e), RL_EINVAL);
+    ck_assert_int_eq(rl_parse_bytes_min("--gpu-mem", "1e-400GiB", 1, &b, &e), RL_EINVAL);
+    ck_assert_int_eq(rl_parse_bytes_min("--gpu-mem", "0GiB", 1, &b, &e), RL_EINVAL);
     ck_assert_int_eq(rl_parse_bytes("gpu-mem", "16 parsecs", &b, &e), RL_EINVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "gpu-mem"));
     ck_assert_int_eq(rl_parse_bytes("gpu-mem", "1e30GiB", &b, &e), RL_EINVAL);

@@ -93,7 +93,7 @@ START_TEST(number_formats_are_fixed)
     trace_counter(t, 1, "c", 1, "v", 4096.0);
     ck_assert_int_eq(trace_close(t, &e), 0);
     char *s;
-    ck_assert_int_eq(rl_read_file(p, &s, NULL, &e), 0);
+    ck_assert_int_eq(rl_read_bytes(p, &s, NULL, &e), 0);
     ck_assert_ptr_nonnull(strstr(s, "\"ts\":12.345,\"dur\":0.001"));
     ck_assert_ptr_nonnull(strstr(s, "\"ts\":0.000,\"args\":{\"v\":0.10000000000000001}"));
     ck_assert_ptr_nonnull(strstr(s, "\"ts\":0.001,\"args\":{\"v\":4096}"));
@@ -114,8 +114,8 @@ START_TEST(writing_twice_gives_identical_bytes)
         char *a, *b;
         size_t na, nb;
         struct rl_err e = {0};
-        ck_assert_int_eq(rl_read_file(pa, &a, &na, &e), 0);
-        ck_assert_int_eq(rl_read_file(pb, &b, &nb, &e), 0);
+        ck_assert_int_eq(rl_read_bytes(pa, &a, &na, &e), 0);
+        ck_assert_int_eq(rl_read_bytes(pb, &b, &nb, &e), 0);
         ck_assert_uint_eq(na, nb);
         ck_assert(memcmp(a, b, na) == 0);
         if (k == 1)
@@ -161,7 +161,7 @@ static void truncate_copy(const char *src, const char *dst, size_t keep)
 {
     char *s;
     size_t n;
-    ck_assert_int_eq(rl_read_file(src, &s, &n, NULL), 0);
+    ck_assert_int_eq(rl_read_bytes(src, &s, &n, NULL), 0);
     ck_assert_uint_gt(n, keep);
     FILE *f = fopen(dst, "wb");
     ck_assert_ptr_nonnull(f);
@@ -178,7 +178,7 @@ START_TEST(truncated_gzip_is_rejected)
     struct rl_err e = {0};
     char *s;
     size_t n;
-    ck_assert_int_eq(rl_read_file(full, &s, &n, NULL), 0);
+    ck_assert_int_eq(rl_read_bytes(full, &s, &n, NULL), 0);
     free(s);
     size_t keeps[3] = {n / 2, n - 4, 1};   /* mid-stream, inside the trailer, inside the header */
     for (int i = 0; i < 3; i++) {
@@ -190,7 +190,7 @@ START_TEST(truncated_gzip_is_rejected)
         ck_assert_ptr_null(d.events);
     }
     /* A flipped byte in the compressed data fails the CRC or the inflater. */
-    ck_assert_int_eq(rl_read_file(full, &s, &n, NULL), 0);
+    ck_assert_int_eq(rl_read_bytes(full, &s, &n, NULL), 0);
     s[n / 2] ^= 0x55;
     FILE *f = fopen(cut, "wb");
     fwrite(s, 1, n, f);

@@ -20,27 +20,52 @@ static int64_t days_from_civil(int64_t y, int m, int d)
     return era * 146097 + doe - 719468;
 }
 
+/* Log dates accepted: the ns since 1970 of any of them fit int64 (which ends in 2262). */
+#define DS_YEAR_MIN 1970
+#define DS_YEAR_MAX 2261
+
 /* "[2024-03-05 10:11:12,345]" somewhere before the tag -> ns since 1970 (local time taken as
- * UTC: only differences are used), or -1. */
-static int64_t line_time_ns(const char *line, const char *tag)
+ * UTC: only differences are used) in *t_ns, or -1 without a time stamp. A stamp with a year or
+ * clock field out of range is RL_EINVAL naming file and line. */
+static int line_time_ns(const char *path, int line_no, const char *line, const char *tag, int64_t *t_ns,
+                        struct rl_err *e)
 {
+    *t_ns = -1;
     for (const char *p = line; p < tag; p++) {
         if (*p != '[')
             continue;
         int y, mo, d, h, mi, s, ms, used = 0;
         if (sscanf(p, "[%4d-%2d-%2d %2d:%2d:%2d,%3d]%n", &y, &mo, &d, &h, &mi, &s, &ms, &used) == 7 &&
             used > 0 && mo >= 1 && mo <= 12 && d >= 1 && d <= 31) {
+            if (y < DS_YEAR_MIN || y > DS_YEAR_MAX || h < 0 || h > 23 || mi < 0 || mi > 59 || s < 0 ||
+                s > 60 || ms < 0)
+                return rl_errf(e, RL_EINVAL, "%s: line %d: time stamp %04d-%02d-%02d %02d:%02d:%02d is out "
+                               "of range; expected a date in [%d, %d] and a valid time", path, line_no,
+                               y, mo, d, h, mi, s, DS_YEAR_MIN, DS_YEAR_MAX);
             int64_t days = days_from_civil(y, mo, d);
-            return ((days * 86400 + h * 3600 + mi * 60 + s) * 1000 + ms) * 1000000;
+            *t_ns = ((days * 86400 + h * 3600 + mi * 60 + s) * 1000 + ms) * 1000000;
+            return 0;
         }
     }
-    return -1;
+    return 0;
 }
 
-static int64_t gib_bytes(double gib) { return (int64_t)llround(gib * RL_GIB); }
+/* GiB figures above this (4 EiB in bytes) are refused rather than overflowing int64. */
+#define DS_MAX_GIB 4.0e9
+
+static int gib_bytes(const char *path, int line_no, const char *key, double gib, int64_t *out,
+                     struct rl_err *e)
+{
+    if (!(gib >= 0 && gib <= DS_MAX_GIB))
+        return rl_errf(e, RL_EINVAL, "%s: line %d: %s %g GB is out of range; expected [0, %g] GB", path,
+                       line_no, key, gib, DS_MAX_GIB);
+    *out = (int64_t)llround(gib * RL_GIB);
+    return 0;
+}
 
 /* "MA 1.23 GB  Max_MA 1.5 GB  CA 2.0 GB  Max_CA 2 GB" into the stage (keys in any order). */
-static void parse_ma(const char *msg, struct trace_ds_stage *st)
+static int parse_ma(const char *path, int line_no, const char *msg, struct trace_ds_stage *st,
+                    struct rl_err *e)
 {
     static const char *const keys[4] = {"MA", "Max_MA", "CA", "Max_CA"};
     int64_t *dst[4] = {&st->ma_bytes, &st->max_ma_bytes, &st->ca_bytes, &st->max_ca_bytes};
@@ -57,24 +82,32 @@ static void parse_ma(const char *msg, struct trace_ds_stage *st)
                 char *end;
                 double v = strtod(p, &end);
                 if (end != p && isfinite(v) && v >= 0) {
-                    *dst[k] = gib_bytes(v);
+                    int rc = gib_bytes(path, line_no, keys[k], v, dst[k], e);
+                    if (rc)
+                        return rc;
                     p = end;
                 }
             }
         }
     }
+    return 0;
 }
 
 /* "CPU Virtual Memory:  used = 30.5 GB, percent = 12.1%" into the stage. */
-static void parse_cpu(const char *msg, struct trace_ds_stage *st)
+static int parse_cpu(const char *path, int line_no, const char *msg, struct trace_ds_stage *st,
+                     struct rl_err *e)
 {
     double used, pct;
     const char *u = strstr(msg, "used =");
     const char *pc = strstr(msg, "percent =");
-    if (u && sscanf(u, "used = %lf", &used) == 1 && isfinite(used) && used >= 0)
-        st->cpu_used_bytes = gib_bytes(used);
+    if (u && sscanf(u, "used = %lf", &used) == 1 && isfinite(used) && used >= 0) {
+        int rc = gib_bytes(path, line_no, "used", used, &st->cpu_used_bytes, e);
+        if (rc)
+            return rc;
+    }
     if (pc && sscanf(pc, "percent = %lf", &pct) == 1 && isfinite(pct))
         st->cpu_percent = pct;
+    return 0;
 }
 
 int trace_ds_read(const char *path, struct trace_ds_log *log, struct rl_err *e)
@@ -85,7 +118,20 @@ int trace_ds_read(const char *path, struct trace_ds_log *log, struct rl_err *e)
     int rc = trace__read_all(path, &text, &len, e);
     if (rc)
         return rc;
-    int cap = 0, line_no = 0;
+    rc = trace_ds_parse(text, len, path, log, e);
+    free(text);
+    return rc;
+}
+
+int trace_ds_parse(const char *in, size_t len, const char *path, struct trace_ds_log *log, struct rl_err *e)
+{
+    memset(log, 0, sizeof *log);
+    char *text = malloc(len + 1);   /* lines are cut in place */
+    if (!text)
+        return rl_errf(e, RL_ENOMEM, "%s: out of memory", path);
+    memcpy(text, in, len);
+    text[len] = 0;
+    int rc = 0, cap = 0, line_no = 0;
     int64_t t_first = -1;
     /* Newlines are walked by hand (strtok would merge empty lines and shift line numbers). */
     for (char *line = text; line && line < text + len;) {
@@ -105,9 +151,14 @@ int trace_ds_read(const char *path, struct trace_ds_log *log, struct rl_err *e)
             if (is_ma || is_cpu) {
                 /* Figures belong to the stage logged just before them. */
                 if (cur && is_ma)
-                    parse_ma(msg, cur);
+                    rc = parse_ma(path, line_no, msg, cur, e);
                 else if (cur)
-                    parse_cpu(msg, cur);
+                    rc = parse_cpu(path, line_no, msg, cur, e);
+                if (rc) {
+                    free(text);
+                    trace_ds_free(log);
+                    return rc;
+                }
             } else {
                 if (log->n_stages == cap) {
                     cap = cap ? cap * 2 : 32;
@@ -131,7 +182,12 @@ int trace_ds_read(const char *path, struct trace_ds_log *log, struct rl_err *e)
                 st->ma_bytes = st->max_ma_bytes = st->ca_bytes = st->max_ca_bytes = -1;
                 st->cpu_used_bytes = -1;
                 st->cpu_percent = -1;
-                int64_t t = line_time_ns(line, tag);
+                int64_t t;
+                if ((rc = line_time_ns(path, line_no, line, tag, &t, e))) {
+                    free(text);
+                    trace_ds_free(log);
+                    return rc;
+                }
                 if (t >= 0 && t_first < 0)
                     t_first = t;
                 st->t_ns = t >= 0 ? t - t_first : -1;

@@ -36,6 +36,10 @@ struct trace_ds_log {
 /* Parses a log (plain or gzip). A log without any see_memory_usage line is RL_EINVAL naming the
  * file; lines of other loggers are skipped. O(log size). */
 int trace_ds_read(const char *path, struct trace_ds_log *log, struct rl_err *e);
+/* trace_ds_read on text in memory (len bytes, NUL bytes allowed); path names it in errors. A
+ * time stamp outside the years 1970..2261 or a figure above 4e9 GB is RL_EINVAL naming file and
+ * line. */
+int trace_ds_parse(const char *text, size_t len, const char *path, struct trace_ds_log *log, struct rl_err *e);
 void trace_ds_free(struct trace_ds_log *log);
 /* Writes each stage as an instant event named by its message on process pid (at its log time
  * plus t0_ns; stages without a time get t0_ns), and counter "deepspeed memory" with series

@@ -57,10 +57,10 @@ static int flush_buf(struct trace *t)
         if (gzwrite(t->gz, t->buf, (unsigned)t->len) != (int)t->len) {
             int zerr;
             const char *m = gzerror(t->gz, &zerr);
-            return fail(t, RL_EIO, "gzip write failed (%s)", m ? m : "unknown");
+            return fail(t, RL_EENV, "gzip write failed (%s)", m ? m : "unknown");
         }
     } else if (fwrite(t->buf, 1, t->len, t->out.fp) != t->len) {
-        return fail(t, RL_EIO, "write failed (%s)", strerror(errno));
+        return fail(t, RL_EENV, "write failed (%s)", strerror(errno));
     }
     t->len = 0;
     return 0;
@@ -250,8 +250,7 @@ int trace_open(struct trace **tp, const char *path, struct rl_err *e)
     }
     if (path && has_gz_suffix(path)) {
         /* zlib gets its own descriptor so that gzclose and fclose each close one. */
-        fflush(t->out.fp);
-        int fd = dup(fileno(t->out.fp));
+        int fd = dup(rl_outfile_fd(&t->out));
         t->gz = fd >= 0 ? gzdopen(fd, "wb6") : NULL;
         if (!t->gz) {
             if (fd >= 0)
@@ -388,23 +387,32 @@ void trace_abort(struct trace *t)
 int trace__read_all(const char *path, char **out, size_t *out_len, struct rl_err *e)
 {
     bool want_gz = has_gz_suffix(path);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return rl_errf(e, errno == ENOENT ? RL_ENOENT : RL_EIO, "%s: cannot open (%s)", path,
-                       strerror(errno));
+    int fd;
+    int rc = rl_open_input(path, &fd, e);   /* regular files only, size-capped */
+    if (rc)
+        return rc;
     unsigned char magic[2] = {0, 0};
-    size_t nm = fread(magic, 1, 2, f);
+    ssize_t nm = read(fd, magic, 2);
     bool is_gz = nm == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
-    fclose(f);
-    if (want_gz && !is_gz)
+    if (want_gz && !is_gz) {
+        close(fd);
         return rl_errf(e, RL_EINVAL, "%s: %s", path,
                        nm < 2 ? "truncated gzip stream (no gzip header)" : "not a gzip file (no gzip header)");
-    if (!is_gz)
+    }
+    if (!is_gz) {
+        close(fd);
         return rl_read_file(path, out, out_len, e);
-
-    gzFile gz = gzopen(path, "rb");
-    if (!gz)
-        return rl_errf(e, RL_EIO, "%s: cannot open (%s)", path, strerror(errno));
+    }
+    if (lseek(fd, 0, SEEK_SET) != 0) {
+        int err = errno;
+        close(fd);
+        return rl_errf(e, RL_EIO, "%s: cannot rewind (%s)", path, strerror(err));
+    }
+    gzFile gz = gzdopen(fd, "rb");
+    if (!gz) {
+        close(fd);
+        return rl_errf(e, RL_ENOMEM, "%s: out of memory for the gzip stream", path);
+    }
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
     if (!buf) {
@@ -413,7 +421,13 @@ int trace__read_all(const char *path, char **out, size_t *out_len, struct rl_err
     }
     for (;;) {
         if (cap - n - 1 == 0) {
-            char *nb = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
+            if (cap > TRACE_MAX_INFLATED_BYTES) {
+                free(buf);
+                gzclose(gz);
+                return rl_errf(e, RL_EINVAL, "%s: inflates to more than %d MiB; traces are limited to that",
+                               path, TRACE_MAX_INFLATED_BYTES >> 20);
+            }
+            char *nb = realloc(buf, cap * 2);
             if (!nb) {
                 free(buf);
                 gzclose(gz);
@@ -457,13 +471,45 @@ int trace__read_all(const char *path, char **out, size_t *out_len, struct rl_err
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
-static int64_t us_to_ns(json_t *v)
+/* A time in microseconds (integer or real) to ns; absent is 0. Values whose ns do not fit int64
+ * (beyond about +-292 years) are RL_EINVAL naming the event and key. */
+static int us_to_ns(const char *path, size_t idx, const char *key, json_t *v, int64_t *ns,
+                    struct rl_err *e)
 {
-    if (json_is_integer(v))
-        return (int64_t)json_integer_value(v) * 1000;
-    if (json_is_real(v))
-        return (int64_t)llround(json_real_value(v) * 1000.0);
-    return 0;
+    const double lim_us = 9.2e15;   /* 9.2e18 ns < INT64_MAX */
+    *ns = 0;
+    if (!v)
+        return 0;
+    if (json_is_integer(v) && json_integer_value(v) > -9200000000000000LL &&
+        json_integer_value(v) < 9200000000000000LL) {
+        *ns = (int64_t)json_integer_value(v) * 1000;
+        return 0;
+    }
+    if (json_is_real(v) && isfinite(json_real_value(v)) && fabs(json_real_value(v)) < lim_us) {
+        *ns = (int64_t)llround(json_real_value(v) * 1000.0);
+        return 0;
+    }
+    char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    int rc = rl_errf(e, RL_EINVAL, "%s: traceEvents[%zu].%s: %.40s is not allowed; expected microseconds "
+                     "in (-9.2e15, 9.2e15)", path, idx, key, s ? s : "?");
+    free(s);
+    return rc;
+}
+
+/* An optional integer id (pid, tid) that must fit an int. */
+static int get_id(const char *path, size_t idx, const char *key, json_t *v, int *out, struct rl_err *e)
+{
+    *out = 0;
+    if (!v)
+        return 0;
+    if (json_is_integer(v) && json_integer_value(v) >= INT32_MIN && json_integer_value(v) <= INT32_MAX) {
+        *out = (int)json_integer_value(v);
+        return 0;
+    }
+    if (!json_is_integer(v))
+        return 0;   /* Chrome accepts string ids; they are read as 0 */
+    return rl_errf(e, RL_EINVAL, "%s: traceEvents[%zu].%s: %lld is outside [%d, %d]", path, idx, key,
+                   (long long)json_integer_value(v), INT32_MIN, INT32_MAX);
 }
 
 static void event_free(struct trace_event *ev)
@@ -485,14 +531,15 @@ static int parse_event(const char *path, size_t idx, json_t *o, struct trace_eve
     if (!ph || !ph[0])
         return rl_errf(e, RL_EINVAL, "%s: traceEvents[%zu] has no \"ph\" string", path, idx);
     ev->ph = ph[0];
-    json_t *pid = json_object_get(o, "pid"), *tid = json_object_get(o, "tid");
-    ev->pid = json_is_integer(pid) ? (int)json_integer_value(pid) : 0;
-    ev->tid = json_is_integer(tid) ? (int)json_integer_value(tid) : 0;
+    int rc;
+    if ((rc = get_id(path, idx, "pid", json_object_get(o, "pid"), &ev->pid, e)) ||
+        (rc = get_id(path, idx, "tid", json_object_get(o, "tid"), &ev->tid, e)) ||
+        (rc = us_to_ns(path, idx, "ts", json_object_get(o, "ts"), &ev->ts_ns, e)) ||
+        (rc = us_to_ns(path, idx, "dur", json_object_get(o, "dur"), &ev->dur_ns, e)))
+        return rc;
     ev->name = strdup(json_is_string(json_object_get(o, "name"))
                           ? json_string_value(json_object_get(o, "name")) : "");
     ev->cat = dup_or_null(json_string_value(json_object_get(o, "cat")));
-    ev->ts_ns = us_to_ns(json_object_get(o, "ts"));
-    ev->dur_ns = us_to_ns(json_object_get(o, "dur"));
     const char *s = json_string_value(json_object_get(o, "s"));
     ev->scope = ev->ph == 'i' || ev->ph == 'I' ? (s && s[0] ? s[0] : 't') : 0;
     json_t *args = json_object_get(o, "args");
@@ -503,7 +550,7 @@ static int parse_event(const char *path, size_t idx, json_t *o, struct trace_eve
             if (it) {
                 ev->series = strdup(json_object_iter_key(it));
                 json_t *v = json_object_iter_value(it);
-                ev->value = json_is_number(v) ? json_number_value(v) : 0.0;
+                ev->value = json_is_number(v) && isfinite(json_number_value(v)) ? json_number_value(v) : 0.0;
             }
         }
     }
@@ -522,9 +569,17 @@ int trace_read(const char *path, struct trace_doc *doc, struct rl_err *e)
     int rc = trace__read_all(path, &text, &len, e);
     if (rc)
         return rc;
+    rc = trace_parse(text, len, path, doc, e);
+    free(text);
+    return rc;
+}
+
+int trace_parse(const char *text, size_t len, const char *path, struct trace_doc *doc, struct rl_err *e)
+{
+    memset(doc, 0, sizeof *doc);
+    int rc;
     json_error_t je;
     json_t *root = json_loadb(text, len, 0, &je);
-    free(text);
     if (!root)
         return rl_errf(e, RL_EINVAL, "%s: malformed JSON at line %d column %d: %s", path, je.line,
                        je.column, je.text);

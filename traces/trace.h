@@ -60,7 +60,11 @@ struct trace_doc {
 /* Reads a trace written by trace_open (or any Chrome trace with a traceEvents array or a bare
  * array), gzip or not. A truncated gzip or malformed JSON is RL_EINVAL naming the file. */
 int trace_read(const char *path, struct trace_doc *doc, struct rl_err *e);
+/* trace_read on text already in memory (len bytes); path names it in errors. */
+int trace_parse(const char *text, size_t len, const char *path, struct trace_doc *doc, struct rl_err *e);
 void trace_doc_free(struct trace_doc *doc);
+/* A gzip trace may inflate to at most this many bytes. */
+#define TRACE_MAX_INFLATED_BYTES (1 << 30)
 /* Reads a whole file, through zlib when it starts with the gzip magic (a ".gz" name without it
  * is RL_EINVAL); truncated or corrupt gzip is RL_EINVAL naming the file. *out is malloc'd and
  * NUL-terminated. Shared by the readers in traces/. */
