@@ -105,6 +105,7 @@ help:
 	@echo "make demo       build and run the default case (Megatron gpt-2.7b, 8 x V100)"
 	@echo "make test       build and run every test, then again under ASan + UBSan"
 	@echo "make test SANITIZE=1   only the ASan + UBSan run"
+	@echo "make mutate     mutation score of the tests (tests/mutants/, slow, not part of make test)"
 	@echo "make bench      build and run the benchmarks (bench/)"
 	@echo "make install PREFIX=/usr/local"
 	@echo "make deps       install missing Debian packages (as root) or print the command"
@@ -183,6 +184,13 @@ test: deps-quiet
 	@$(INNER) test-run
 	@$(INNER) SANITIZE=1 test-run
 endif
+
+# `make mutate`: each tests/mutants/*.mut applied alone to a scratch copy, its suites run, the
+# score printed with and without the golden table (scripts/mutate.sh; MUTANTS=name... for some).
+mutate: deps-quiet
+	@$(INNER) $(BIN) $(TEST_BIN) $(PROGS)
+	@MUTATE_JOBS=2 scripts/mutate.sh $(MUTANTS)
+.PHONY: mutate
 
 # ---- demo, bench, install -----------------------------------------------------------------------
 demo: deps-quiet
