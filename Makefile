@@ -112,6 +112,7 @@ help:
 	@echo "make demo       build and run the default case (Megatron gpt-2.7b, 8 x V100)"
 	@echo "make test       build and run every test, then again under ASan + UBSan"
 	@echo "make test SANITIZE=1   only the ASan + UBSan run"
+	@echo "make mutate     mutation score of the tests (tests/mutants/, slow, not part of make test)"
 	@echo "make bench      build and run the benchmarks (bench/)"
 	@echo "make fuzz       libFuzzer on every parser, FUZZ_SECONDS per target (default 60)"
 	@echo "make install PREFIX=/usr/local"
@@ -221,6 +222,12 @@ fuzz: deps-quiet
 fuzz-run: $(FUZZ_BINS)
 	@test -n "$(FUZZ_CC)" || { echo "make fuzz needs clang (make deps)"; exit 3; }
 	@scripts/fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+# `make mutate`: each tests/mutants/*.mut applied alone to a scratch copy, its suites run, the
+# score printed with and without the golden table (scripts/mutate.sh; MUTANTS=name... for some).
+mutate: deps-quiet
+	@$(INNER) $(BIN) $(TEST_BIN) $(PROGS)
+	@MUTATE_JOBS=2 scripts/mutate.sh $(MUTANTS)
+.PHONY: mutate
 
 # ---- demo, bench, install -----------------------------------------------------------------------
 demo: deps-quiet

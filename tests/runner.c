@@ -1,7 +1,9 @@
 /* tests/runner.c — runs every Check suite. Suites come from tests/check_<module>.c (listed by
  * the Makefile in suites.h). Suites named gpu_* run in a no-fork runner: a forked child must not
  * use CUDA. A suite function that returns NULL has called tu_skip() to say why (e.g. "skipped:
- * no GPU"); skips are counted as skipped, never as passed. CK_RUN_SUITE / CK_RUN_CASE select as usual
+ * no GPU"); a suite may also leave single tests out with tu_skip() (a missing compiler, a missing
+ * ../shared, a CPU without AVX-512). Skips are counted as skipped, never as passed, and listed by
+ * name with their reason just before the last line. CK_RUN_SUITE / CK_RUN_CASE select as usual
  * with Check. The last line is "N passed, N failed, N skipped" over all runners. */
 #include <check.h>
 #include <stdbool.h>
@@ -30,7 +32,11 @@ int main(void)
 {
     const size_t n = sizeof suites / sizeof suites[0];
     SRunner *forked = NULL, *nofork = NULL;
+    /* With CK_RUN_SUITE only that suite is built, so only its skips are counted. */
+    const char *only = getenv("CK_RUN_SUITE");
     for (size_t i = 0; i < n; i++) {
+        if (only && *only && strcmp(only, suites[i].name) != 0)
+            continue;
         bool gpu = strncmp(suites[i].name, "gpu_", 4) == 0;
         Suite *s = suites[i].make();
         if (!s)   /* it called tu_skip() to say why */
@@ -55,6 +61,7 @@ int main(void)
         run += srunner_ntests_run(forked);
         srunner_free(forked);
     }
+    tu_skips_print();   /* every skipped test by name, with its reason */
     printf("%d passed, %d failed, %d skipped\n", run - failed, failed, tu_skips());
     return failed || run == 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -148,13 +148,52 @@ unsigned long tu_seed(const char *test)
     return seed;
 }
 
+/* Skips recorded in the runner process (suite functions run there, before any fork). */
 static int n_skips;
+static struct {
+    char what[160];   /* test name */
+    char why[320];    /* reason */
+    int runs;         /* test runs it stands for (loop tests: the loop count) */
+} skips[64];
+static int n_skip_entries;
 
-void tu_skip(const char *what, const char *why)
+void tu_skip_runs(const char *what, int runs, const char *why)
 {
     printf("%s: skipped: %s\n", what, why);
     fflush(stdout);
-    n_skips++;
+    n_skips += runs;
+    if (n_skip_entries < (int)(sizeof skips / sizeof skips[0])) {
+        snprintf(skips[n_skip_entries].what, sizeof skips[0].what, "%s", what);
+        snprintf(skips[n_skip_entries].why, sizeof skips[0].why, "%s", why);
+        skips[n_skip_entries++].runs = runs;
+    }
 }
 
+void tu_skip(const char *what, const char *why) { tu_skip_runs(what, 1, why); }
+
 int tu_skips(void) { return n_skips; }
+
+void tu_skips_print(void)
+{
+    for (int i = 0; i < n_skip_entries; i++) {
+        if (skips[i].runs > 1)
+            printf("skipped: %s (%d runs): %s\n", skips[i].what, skips[i].runs, skips[i].why);
+        else
+            printf("skipped: %s: %s\n", skips[i].what, skips[i].why);
+    }
+}
+
+bool tu_have_program(const char *prog)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "command -v '%s' >/dev/null 2>&1", prog);
+    return system(cmd) == 0;
+}
+
+const char *tu_shared_example(const char *name, bool *found)
+{
+    static char path[4200];
+    snprintf(path, sizeof path, "%s/../shared/examples/%s", tu_src(), name);
+    *found = tu_exists(path);
+    return path;
+}

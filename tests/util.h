@@ -29,7 +29,18 @@ bool tu_exists(const char *path);
 /* Records a test that was not registered (printed as "<what>: skipped: <why>"); the runner counts
  * it in its closing "N passed, N failed, N skipped" line. Call from a suite function. */
 void tu_skip(const char *what, const char *why);
+/* As tu_skip for a loop test that would have run `runs` times (counted as that many skips). */
+void tu_skip_runs(const char *what, int runs, const char *why);
 int tu_skips(void);
+/* Prints every skip recorded so far, one "skipped: <what>: <why>" line each (the runner does this
+ * just before its closing line). */
+void tu_skips_print(void);
+/* True when `prog` is found on $PATH (decided in the suite function, before tests are registered,
+ * so that a missing tool is a skip and never a pass). */
+bool tu_have_program(const char *prog);
+/* The DeepSpeed example configs beside the repository: <RATIOLAB_SRC>/../shared/examples/<name>.
+ * Returns the path; *found tells whether it exists. */
+const char *tu_shared_example(const char *name, bool *found);
 /* Seed for randomized tests: $RL_SEED when set, else from the time; printed either way. */
 unsigned long tu_seed(const char *test);
 

@@ -1,0 +1,248 @@
+/* tests/check_sim_closed.c — simulator figures against closed forms: the work a flow serves at
+ * completion (exactly the work, also when work / rate is not a whole number of ns), the pipeline
+ * bubble ((pp - 1) micro-batches of forward + backward compute), CPU Adam with and without NUMA
+ * interleaving (its inter-socket load), and a parameter all-gather across nodes (nccl-tests bus
+ * bytes over the node network shared by the node's ranks).
+ *
+ * Expected values are computed here from the model's stated formulas and the hardware profile's
+ * numbers, never read back from the simulator's own intermediate results. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/plan.h"
+#include "sim/hw.h"
+#include "sim/sim.h"
+#include "sim/step.h"
+#include "tests/util.h"
+#include "traces/trace.h"
+
+/* ---- flows -------------------------------------------------------------------------------------- */
+struct ends {
+    int64_t t[4];   /* completion time per tag */
+};
+
+static void on_end(struct sim_flow *f, void *arg, int64_t tag) { ((struct ends *)arg)->t[tag] = f->sim->now_ns; }
+
+START_TEST(flow_serves_exactly_the_work)
+{
+    /* 1e9 units/s = 1 unit per ns. Work 1000 + 5e-7 needs 1000.0000005 ns: the simulator rounds a
+     * residual below 1e-6 ns down, so the flow completes at 1000 ns with 5e-7 units not yet
+     * accounted by the rate; completion must serve them. Work 1234.5678 completes at 1235 ns. On a
+     * second resource with weight 2 the served load is twice the work, exactly. */
+    const double w0 = 1000.0 + 5e-7, w1 = 1234.5678;
+    struct sim s;
+    struct sim_flow f;
+    struct ends en = {{0}};
+    sim_init(&s);
+    sim_flow_init(&f, &s);
+    int a = sim_flow_add_resource(&f, "a", 1e9, NULL);
+    int b = sim_flow_add_resource(&f, "b", 1e9, NULL);
+    int c = sim_flow_add_resource(&f, "c", 4e9, NULL);
+    struct sim_flow_req q0 = {.work = w0, .n_res = 2, .res = {a, c}, .weight = {1, 2}, .done = on_end,
+                              .arg = &en, .tag = 0};
+    struct sim_flow_req q1 = {.work = w1, .n_res = 1, .res = {b}, .weight = {1}, .done = on_end,
+                              .arg = &en, .tag = 1};
+    ck_assert_int_eq(sim_flow_start(&f, &q0, NULL, NULL), 0);
+    ck_assert_int_eq(sim_flow_start(&f, &q1, NULL, NULL), 0);
+    ck_assert_int_eq(sim_run(&s, -1), 0);
+    ck_assert_int_eq(en.t[0], 1000);
+    ck_assert_int_eq(en.t[1], 1235);
+    ck_assert_msg(f.res[a].served == w0, "served %.17g, work %.17g", f.res[a].served, w0);
+    ck_assert_msg(f.res[c].served == 2 * w0, "served %.17g, 2 x work %.17g", f.res[c].served, 2 * w0);
+    ck_assert_msg(f.res[b].served == w1, "served %.17g, work %.17g", f.res[b].served, w1);
+    sim_flow_free(&f);
+    sim_free(&s);
+}
+END_TEST
+
+/* ---- step fixtures ---------------------------------------------------------------------------------- */
+static const char *cat(void)
+{
+    static char buf[4096];
+    snprintf(buf, sizeof buf, "%s/catalog", tu_src());
+    return buf;
+}
+
+static struct sim_hw load_hw(const char *name)
+{
+    struct sim_hw hw;
+    struct rl_err e;
+    ck_assert_msg(sim_hw_load(&hw, cat(), name, &e) == 0, "%s", e.msg);
+    return hw;
+}
+
+struct fixture {
+    struct plan_model m;
+    struct plan p;
+};
+
+/* `model` with TP tp, PP pp (stage 0) on `world` GPUs of `gpn` per node, fp16, pinned CPU
+ * offload at `ratio` with the exact policy. */
+static void fx_init(struct fixture *f, const char *model, int tp, int pp, int world, int gpn, double ratio)
+{
+    struct rl_err e;
+    memset(f, 0, sizeof *f);
+    struct plan_layout l = {.tp = tp, .pp = pp, .world = world, .gpus_per_node = gpn};
+    ck_assert_msg(plan_layout_resolve(&l, &e) == 0, "%s", e.msg);
+    struct plan_model_opts mo = {.tp = tp, .pp = pp, .pp_stage = 0};
+    ck_assert_msg(plan_model_load(&f->m, cat(), model, &mo, &e) == 0, "%s", e.msg);
+    plan_model_group(&f->m, PLAN_GROUPS_AUTO, false);
+    struct plan_zero z;
+    plan_zero_defaults(&z);
+    z.stage = 3;
+    z.offload = PLAN_OFFLOAD_CPU;
+    z.pin_memory = true;
+    z.dtype = PLAN_FP16;
+    z.ratio = ratio;
+    z.src_ratio = PLAN_SRC_CLI;
+    struct plan_options o = {.policy = PLAN_POLICY_EXACT};
+    ck_assert_msg(plan_build(&f->p, &f->m, &l, &z, &o, &e) == 0, "%s", e.msg);
+}
+
+static void fx_free(struct fixture *f)
+{
+    plan_free(&f->p);
+    plan_model_free(&f->m);
+}
+
+/* ceil with the simulator's convention: within 1e-6 above an integer counts as it. */
+static int64_t ceil_ns(long double ns)
+{
+    int64_t n = (int64_t)ns;
+    return (long double)n < ns - 1e-6L ? n + 1 : n;
+}
+
+START_TEST(pipeline_bubble_is_pp_minus_one_micro_batches)
+{
+    /* gpt-2.7b, TP 4, PP 2, stage 0 (16 layers, no logits) on a DGX-1: the 1F1B fill and drain
+     * idle a stage for (pp - 1) micro-batches of forward (1x) and backward (2x) compute. Per
+     * layer: 2 x tokens x weights + 4 b s^2 x (heads / tp) x head_dim FLOPs forward. */
+    struct sim_hw hw = load_hw("dgx1-v100");
+    for (int pp = 2; pp <= 4; pp += 2) {
+        struct fixture f;
+        fx_init(&f, "gpt-2.7b", 4, pp, 4 * pp, 8, 0.5);
+        const struct plan_arch *a = &f.m.arch;
+        ck_assert_int_eq(a->layers_here, 32 / pp);
+        long double s = (long double)a->seq_len, tokens = s, per_tp_heads = (long double)(a->heads / 4);
+        int64_t layer_numel[64] = {0};
+        for (int i = 0; i < f.m.n_tensors; i++)
+            if (f.m.tensors[i].layer >= 0)
+                layer_numel[f.m.tensors[i].layer] += f.m.tensors[i].numel;
+        long double fwd = 0;
+        for (int l = 0; l < 64; l++)
+            if (layer_numel[l] > 0)
+                fwd += 2.0L * tokens * (long double)layer_numel[l] +
+                       4.0L * s * s * per_tp_heads * (long double)(a->hidden / a->heads);
+        long double rate = (long double)hw.tensor_tflops * hw.tensor_efficiency * 1e12L;
+        struct sim_train t;
+        sim_train_defaults(&t);
+        struct sim_step_result r;
+        struct rl_err e;
+        ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
+        int64_t want = ceil_ns((long double)(pp - 1) * 3.0L * fwd / rate * 1e9L);
+        ck_assert_msg(llabs(r.phase[SIM_PH_PIPELINE_BUBBLE].busy_ns - want) <= 1, "pp %d: bubble %lld ns, closed form %lld",
+                      pp, (long long)r.phase[SIM_PH_PIPELINE_BUBBLE].busy_ns, (long long)want);
+        fx_free(&f);
+    }
+}
+END_TEST
+
+START_TEST(cpu_adam_numa_closed_form)
+{
+    /* One rank of a DGX-1 (GPU 0), everything offloaded. CPU Adam over a sub-group of n elements
+     * runs at the smallest of: the socket's cores x elements per core, its DRAM / bytes per
+     * element; interleaved over both sockets, each DRAM and the inter-socket link carry half of
+     * the bytes. With the link at 1 GB/s it binds: n x bytes / 2 / 1e9 seconds. */
+    struct sim_hw hw = load_hw("dgx1-v100");
+    ck_assert_int_eq(hw.n_sockets, 2);
+    struct fixture f;
+    fx_init(&f, "gpt-350m", 1, 1, 1, 1, 1.0);
+    ck_assert_int_eq(f.p.cpu_numel, f.p.per_rank_numel);
+    struct sim_train t;
+    sim_train_defaults(&t);
+    struct sim_step_result r;
+    struct rl_err e;
+    int k = hw.sw[hw.gpu_switch[0]].socket;
+    long double own = fminl((long double)hw.socket[k].cores * hw.cpu_adam_elems_per_core,
+                            (long double)hw.socket[k].dram_gbps * 1e9L / hw.cpu_adam_dram_bytes);
+    int64_t want = 0;
+    for (int i = 0; i < f.p.n_subgroups; i++)
+        want += ceil_ns((long double)f.p.subgroups[i].cpu_numel / own * 1e9L);
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
+    ck_assert_msg(r.phase[SIM_PH_CPU_ADAM].busy_ns == want, "bound: CPU Adam %lld ns, closed form %lld",
+                  (long long)r.phase[SIM_PH_CPU_ADAM].busy_ns, (long long)want);
+    hw.inter_socket_gbps = 1.0;
+    t.numa_interleave = true;
+    long double isl = 1e9L / (hw.cpu_adam_dram_bytes / 2.0L);
+    ck_assert(isl < own);
+    want = 0;
+    for (int i = 0; i < f.p.n_subgroups; i++)
+        want += ceil_ns((long double)f.p.subgroups[i].cpu_numel / isl * 1e9L);
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
+    ck_assert_msg(r.phase[SIM_PH_CPU_ADAM].busy_ns == want, "interleaved: CPU Adam %lld ns, closed form %lld",
+                  (long long)r.phase[SIM_PH_CPU_ADAM].busy_ns, (long long)want);
+    fx_free(&f);
+}
+END_TEST
+
+START_TEST(allgather_across_nodes_closed_form)
+{
+    /* gpt-2.7b, TP 8 inside each of 4 DGX-A100 nodes, DP 4 across them: every rank gathers its
+     * TP shard of a block from 3 other nodes. nccl-tests convention: bus bytes = bytes x (n-1)/n.
+     * The node network (net_gbps, set to 8 GB/s here so that it binds) is shared by the node's 8
+     * ranks, which all gather the embedding block first, at t = 0: each at 1 GB/s. */
+    struct sim_hw hw = load_hw("dgx-a100-80g");
+    hw.net_gbps = 8.0;
+    struct fixture f;
+    fx_init(&f, "gpt-2.7b", 8, 1, 32, 8, 0.3);
+    ck_assert_int_eq(f.p.layout.dp, 4);
+    ck_assert_int_eq(f.p.layout.nodes, 4);
+    int64_t embed_numel = 0;
+    for (int i = 0; i < f.m.n_tensors && f.m.tensors[i].layer < 0; i++)
+        embed_numel += f.m.tensors[i].numel;
+    /* word embeddings (50257 padded to a multiple of 128 x TP 8: 51200) / 8 x 2560 and learned
+     * positions 2048 x 2560 (replicated) */
+    ck_assert_int_eq(embed_numel, 51200 / 8 * 2560 + 2048 * 2560);
+    long double bus = (long double)embed_numel * 2 * 3 / 4;
+    int64_t lat = (int64_t)llroundl((long double)hw.lat_coll_inter_us * 1000);
+    int64_t want = lat + ceil_ns(bus / (8e9L / 8) * 1e9L);
+    char path[600];
+    snprintf(path, sizeof path, "%s/ag.json", tu_tmpdir());
+    struct sim_train t;
+    sim_train_defaults(&t);
+    struct sim_step_result r;
+    struct rl_err e;
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, path, &r, &e) == 0, "%s", e.msg);
+    struct trace_doc d;
+    ck_assert_msg(trace_read(path, &d, &e) == 0, "%s", e.msg);
+    int64_t got = -1, start = -1;
+    for (int i = 0; i < d.n_events && got < 0; i++) {
+        const struct trace_event *ev = &d.events[i];
+        if (ev->ph == 'X' && strcmp(ev->name, "allgather") == 0 && ev->args_json &&
+            strstr(ev->args_json, "\"ready_ns\":0,")) {
+            got = ev->dur_ns;
+            start = ev->ts_ns;
+        }
+    }
+    trace_doc_free(&d);
+    ck_assert_msg(got >= 0, "no all-gather ready at t = 0 in the trace");
+    ck_assert_msg(start + got == want, "first all-gather: ts %lld dur %lld ns, closed form ends at %lld", (long long)start,
+                  (long long)got, (long long)want);
+    fx_free(&f);
+}
+END_TEST
+
+Suite *sim_closed_suite(void)
+{
+    Suite *s = suite_create("sim_closed");
+    TCase *tc = tcase_create("closed");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, flow_serves_exactly_the_work);
+    tcase_add_test(tc, pipeline_bubble_is_pp_minus_one_micro_batches);
+    tcase_add_test(tc, cpu_adam_numa_closed_form);
+    tcase_add_test(tc, allgather_across_nodes_closed_form);
+    suite_add_tcase(s, tc);
+    return s;
+}
