@@ -6,15 +6,17 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/hazard_report.h"
 #include "cli/plan_report.h"
 
-enum { O_TOL = 1, O_GPU_MEM, O_FIX_TO, O_JSON, O_QUIET };
+enum { O_TOL = 1, O_GPU_MEM, O_FIX_TO, O_JSON, O_QUIET, O_STRICT };
 static const struct cli_opt opts[] = {
     {"tolerance", "T", "allowed |honored - requested| (default 0.02)", O_TOL},
     {"gpu-mem", "SIZE", "also check that the model states of one rank fit, e.g. 80GiB", O_GPU_MEM},
     {"fix-to", "FILE", "on failure, write a copy of the config with the fix applied (atomically)", O_FIX_TO},
     {"json", NULL, "machine-readable verdict", O_JSON},
     {"quiet", NULL, "print only failures", O_QUIET},
+    {"strict", NULL, "also fail on suspected DeepSpeed hazards (readings of its code not yet seen in a run)", O_STRICT},
     {NULL, NULL, NULL, 0},
 };
 
@@ -23,6 +25,7 @@ struct check_args {
     int64_t gpu_mem;   /* bytes, 0: no memory check */
     const char *fix_to;
     bool json, quiet;
+    bool strict;       /* --strict: suspected hazards fail too */
 };
 
 static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
@@ -39,6 +42,7 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     case O_FIX_TO: a->fix_to = v; return 0;
     case O_JSON: a->json = true; return 0;
     case O_QUIET: a->quiet = true; return 0;
+    case O_STRICT: a->strict = true; return 0;
     }
     return RL_EINTERNAL;
 }
@@ -57,6 +61,8 @@ struct verdict {
     double fix_ratio;           /* < 0: no change */
     int64_t fix_gpu_bytes;      /* with the fix */
     bool fix_fits;              /* the memory fix exists */
+    struct cli_hazards hz;      /* DeepSpeed hazards of the config (plan/ds_hazards.h) */
+    struct plan_zero written;   /* the config as written, before the hazards' repairs */
 };
 
 /* Builds a plan for (ratio, sgs) and returns the honoring sgs for that ratio (the config's own
@@ -191,9 +197,12 @@ static int write_fix(const char *src, const char *dst, const struct verdict *v, 
 static void report_text(const struct cli_ctx *c, const struct check_args *a, const struct verdict *v)
 {
     char g1[32], g2[32], g3[32];
-    bool ok = v->ratio_ok && v->memory_ok;
+    bool ok = v->ratio_ok && v->memory_ok && v->hz.n_fail == 0;
     if (!a->quiet || !ok)
         printf("%s  %s, %s\n", ok ? "PASS" : "FAIL", c->model_desc, plan_policy_name(c->popt.policy));
+    cli_hazards_print(stdout, &v->hz, &v->written, a->strict, "  hazard  ", a->quiet ? NULL : "  warning ");
+    if (v->hz.n_repaired)
+        printf("  note    the lines below describe the config with the hazard fixes above applied\n");
     if (!a->quiet || !v->ratio_ok)
         printf("  ratio   %s requested %.4f, honored %.4f (%d sub-group%s of sub_group_size %lld, tolerance %.4f)\n",
                v->ratio_ok ? "ok  " : "FAIL", v->requested, v->honored, v->n_subgroups, v->n_subgroups == 1 ? "" : "s",
@@ -227,7 +236,8 @@ static void report_text(const struct cli_ctx *c, const struct check_args *a, con
 static void report_json(const struct cli_ctx *c, const struct check_args *a, const struct verdict *v)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "ok", json_boolean(v->ratio_ok && v->memory_ok));
+    json_object_set_new(o, "ok", json_boolean(v->ratio_ok && v->memory_ok && v->hz.n_fail == 0));
+    json_object_set_new(o, "hazards", cli_hazards_json(&v->hz, &v->written, a->strict));
     json_object_set_new(o, "model", json_string(c->model.name));
     json_object_set_new(o, "policy", json_string(plan_policy_name(c->popt.policy)));
     json_object_set_new(o, "ratio_ok", json_boolean(v->ratio_ok));
@@ -272,6 +282,9 @@ static int run(int argc, char **argv)
                                "Exits 0 when the config honors its offload ratio within the tolerance under the DeepSpeed\n"
                                "version's rule (and, with --gpu-mem, the model states of one rank fit); exits 1 otherwise and\n"
                                "prints the fix: the largest sub_group_size that honors the ratio, and the ratio that fits.\n"
+                               "Also exits 1 on a partial offload DeepSpeed crashes on, asserts on or ignores (device nvme,\n"
+                               "torch_adam, an optimizer other than Adam/AdamW, stage < 3), one line each with the key, the\n"
+                               "DeepSpeed versions, the source and the fix; a scheduler block is a warning (--strict: fails).\n"
                                "Exit 2: bad input. Use it as a CI step after every model, config or DeepSpeed change.",
                                sets, 2);
     if (rc >= 0)
@@ -285,16 +298,22 @@ static int run(int argc, char **argv)
         return cli_fail("check", &e);
     }
     struct cli_ctx c;
+    s.report_hazards = true;
     if ((rc = cli_setup_resolve(&s, &c, &e))) {
         cli_ctx_free(&c);
         return cli_fail("check", &e);
     }
+    const struct plan_zero written = c.zero;
+    struct cli_hazards hz;
+    cli_hazards_find(&hz, &c.zero, a.strict);
     struct verdict v;
     if ((rc = judge(&c, &a, &v, &e))) {
         cli_ctx_free(&c);
         return cli_fail("check", &e);
     }
-    bool ok = v.ratio_ok && v.memory_ok;
+    v.hz = hz;
+    v.written = written;
+    bool ok = v.ratio_ok && v.memory_ok && hz.n_fail == 0;
     if (a.fix_to && !ok && ((!v.ratio_ok && v.fix_sgs > 0) || (!v.memory_ok && v.fix_fits))) {
         if ((rc = write_fix(s.ds_config, a.fix_to, &v, &e))) {
             cli_ctx_free(&c);
@@ -309,7 +328,8 @@ static int run(int argc, char **argv)
         if ((!v.ratio_ok && v.fix_sgs > 0) || (!v.memory_ok && v.fix_fits))
             printf("  wrote   %s\n", a.fix_to);
         else
-            printf("  wrote   nothing to %s: no fix exists\n", a.fix_to);
+            printf("  wrote   nothing to %s: %s\n", a.fix_to,
+                   v.ratio_ok && v.memory_ok ? "the hazards above need an edit by hand" : "no fix exists");
     }
     cli_ctx_free(&c);
     return ok ? 0 : 1;
