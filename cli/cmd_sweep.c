@@ -114,23 +114,24 @@ static int run(int argc, char **argv)
             free(text);
             json_decref(o);
         } else if (a.csv) {
-            fprintf(out, "requested_ratio,honored_ratio,gpu_bytes,gpu_gib,host_node_bytes,host_node_gib,step_s,fits\n");
+            fprintf(out, "requested_ratio,honored_ratio,gpu_bytes,gpu_gib,host_node_bytes,host_node_gib,step_s,fits,tokens_per_s_per_gpu\n");
             for (size_t i = 0; i < n; i++)
-                fprintf(out, "%.4f,%.6f,%lld,%.2f,%lld,%.2f,%.6f,%s\n", ratios[i], plans[i].honored_ratio,
+                fprintf(out, "%.4f,%.6f,%lld,%.2f,%lld,%.2f,%.6f,%s,%.1f\n", ratios[i], plans[i].honored_ratio,
                         (long long)res[i].gpu_total_bytes, (double)res[i].gpu_total_bytes / RL_GIB,
                         (long long)res[i].host_node_bytes, (double)res[i].host_node_bytes / RL_GIB,
-                        (double)res[i].step_ns * 1e-9, res[i].fits_gpu && res[i].fits_host ? "yes" : "no");
+                        (double)res[i].step_ns * 1e-9, res[i].fits_gpu && res[i].fits_host ? "yes" : "no",
+                        res[i].tokens_per_s);
         } else {
             char g1[32], g2[32];
             fprintf(out, "model      %s\nhardware   %s: %d x %s per node, %s GiB each\nschedule   %s\npolicy     %s\n\n",
                     c.model_desc, hw.name, hw.gpus, hw.gpu_model, cli_gib(g1, sizeof g1, hw.gpu_mem_bytes), set,
                     plan_policy_name(plans[0].policy));
-            fprintf(out, "%9s %9s %10s %14s %10s  %s\n", "requested", "honored", "GPU GiB", "host GiB/node", "step s",
-                    "fits");
+            fprintf(out, "%9s %9s %10s %14s %10s %10s  %s\n", "requested", "honored", "GPU GiB", "host GiB/node", "step s",
+                    "tok/s/GPU", "fits");
             for (size_t i = 0; i < n; i++)
-                fprintf(out, "%9.4f %9.4f %10s %14s %10.4f  %s\n", ratios[i], plans[i].honored_ratio,
+                fprintf(out, "%9.4f %9.4f %10s %14s %10.4f %10.0f  %s\n", ratios[i], plans[i].honored_ratio,
                         cli_gib(g1, sizeof g1, res[i].gpu_total_bytes), cli_gib(g2, sizeof g2, res[i].host_node_bytes),
-                        (double)res[i].step_ns * 1e-9,
+                        (double)res[i].step_ns * 1e-9, res[i].tokens_per_s,
                         res[i].fits_gpu ? (res[i].fits_host ? "yes" : "no (host)") : "no (GPU)");
         }
         if (a.out && (rc = rl_outfile_commit(&of, &e)))
