@@ -93,6 +93,7 @@ static int micro_batches(const struct tune_args *a, const struct plan_zero *z, i
 static json_t *choice_json(const struct sim_tune_choice *k)
 {
     json_t *o = json_object();
+    json_object_set_new(o, "offload", json_string(k->offload ? "cpu" : "none"));
     json_object_set_new(o, "requested_ratio", json_real(k->ratio));
     json_object_set_new(o, "honored_ratio", json_real(k->honored));
     json_object_set_new(o, "micro_batch", json_integer(k->micro_batch));
@@ -138,6 +139,7 @@ static json_t *run_json(const struct cli_ctx *c, const struct tune_run *t, const
     json_object_set_new(o, "simulated", json_integer(t->res.simulated));
     json_object_set_new(o, "answer", t->res.found ? choice_json(answer(t)) : json_null());
     json_object_set_new(o, "best_exact", t->res.found ? choice_json(&t->res.exact) : json_null());
+    json_object_set_new(o, "best_with_offload", t->res.offload_found ? choice_json(&t->res.best_offload) : json_null());
     if (c->popt.policy != PLAN_POLICY_EXACT)
         json_object_set_new(o, "best_with_sub_group_size", t->res.ds_valid ? choice_json(&t->res.ds) : json_null());
     json_object_set_new(o, "min_gpu_bytes", json_integer(t->res.min_gpu_bytes));
@@ -153,7 +155,7 @@ static void print_one(const struct cli_ctx *c, const struct tune_run *t, const s
            c->layout.gpus_per_node, t->hw.gpus, t->hw.gpu_model, cli_gib(g[0], sizeof g[0], t->hw.gpu_mem_bytes),
            cli_gib(g[1], sizeof g[1], t->headroom),
            a->headroom >= 0 ? "--headroom" : "default: 5% of GPU memory, see sim/tune.h");
-    printf("searched   %zu ratios (%s) x %d micro-batch%s (", q->n_ratios, a->ratios, q->n_micro_batches,
+    printf("searched   no offload and %zu ratios (%s) x %d micro-batch%s (", q->n_ratios, a->ratios, q->n_micro_batches,
            q->n_micro_batches == 1 ? "" : "es");
     for (int i = 0; i < q->n_micro_batches; i++)
         printf("%s%lld", i ? "," : "", (long long)q->micro_batches[i]);
@@ -165,15 +167,31 @@ static void print_one(const struct cli_ctx *c, const struct tune_run *t, const s
     if (!t->res.found)
         return;
     const struct sim_tune_choice *k = answer(t);
-    printf("\nanswer     micro-batch %lld, grad accum %lld, activation checkpointing %s, offload ratio %.2f\n",
-           (long long)k->micro_batch, (long long)k->grad_accum, k->ckpt ? "on" : "off", k->ratio);
+    char off[64];
+    if (k->offload)
+        snprintf(off, sizeof off, "offload ratio %.2f", k->ratio);
+    else
+        snprintf(off, sizeof off, "no optimizer offload");
+    printf("\nanswer     micro-batch %lld, grad accum %lld, activation checkpointing %s, %s\n",
+           (long long)k->micro_batch, (long long)k->grad_accum, k->ckpt ? "on" : "off", off);
     printf("speed      %.0f tokens/s per GPU, %.0f tokens/s per node (%d GPUs); step %.4f s\n", k->tokens_per_s_gpu,
            k->tokens_per_s_node, c->layout.gpus_per_node, (double)k->r.step_ns * 1e-9);
     printf("GPU        %s GiB per rank of %s GiB (%s GiB free)\n", cli_gib(g[0], sizeof g[0], k->r.gpu_total_bytes),
            cli_gib(g[1], sizeof g[1], k->r.gpu_capacity_bytes), cli_gib(g[2], sizeof g[2], k->free_gpu_bytes));
     printf("host RAM   %s GiB per node for the offloaded optimizer (%s GiB per rank): the node needs at least this\n",
            cli_gib(g[3], sizeof g[3], k->r.host_node_bytes), cli_gib(g[4], sizeof g[4], k->r.host_rank_bytes));
-    if (c->popt.policy == PLAN_POLICY_EXACT) {
+    if (!k->offload && t->res.offload_found) {
+        const struct sim_tune_choice *b = &t->res.best_offload;
+        printf("offload    not needed: the best with offload (ratio %.2f, micro-batch %lld, checkpointing %s) gives "
+               "%.0f tokens/s per GPU and needs %s GiB of host RAM per node\n", b->ratio, (long long)b->micro_batch,
+               b->ckpt ? "on" : "off", b->tokens_per_s_gpu, cli_gib(g[5], sizeof g[5], b->r.host_node_bytes));
+    }
+    if (!k->offload) {
+        printf("DeepSpeed  \"train_micro_batch_size_per_gpu\": %lld, \"gradient_accumulation_steps\": %lld,\n"
+               "           \"zero_optimization\": {\"stage\": 3} without offload_optimizer%s\n",
+               (long long)k->micro_batch, (long long)k->grad_accum,
+               k->ckpt ? "\n           and activation checkpointing in the training script" : "");
+    } else if (c->popt.policy == PLAN_POLICY_EXACT) {
         printf("policy     exact (the ratio honored as asked)\n");
     } else if (k == &t->res.ds) {
         printf("DeepSpeed  %s honors %.4f with sub_group_size %lld (%d sub-groups):\n", plan_policy_name(c->popt.policy),
@@ -205,8 +223,10 @@ static void print_table(const struct cli_ctx *c, const struct tune_run *runs, in
             continue;
         }
         const struct sim_tune_choice *k = answer(t);
-        printf("%-14s %5d %6lld %5lld %6s %8.2f %10.0f %11.0f %8.4f %9s %13s\n", t->hw.name, c->layout.gpus_per_node,
-               (long long)k->micro_batch, (long long)k->grad_accum, k->ckpt ? "on" : "off", k->ratio, k->tokens_per_s_gpu,
+        char ratio[16];
+        snprintf(ratio, sizeof ratio, k->offload ? "%.2f" : "none", k->ratio);
+        printf("%-14s %5d %6lld %5lld %6s %8s %10.0f %11.0f %8.4f %9s %13s\n", t->hw.name, c->layout.gpus_per_node,
+               (long long)k->micro_batch, (long long)k->grad_accum, k->ckpt ? "on" : "off", ratio, k->tokens_per_s_gpu,
                k->tokens_per_s_node, (double)k->r.step_ns * 1e-9, cli_gib(g[1], sizeof g[1], k->r.gpu_total_bytes),
                cli_gib(g[2], sizeof g[2], k->r.host_node_bytes));
     }
@@ -279,7 +299,7 @@ static int run(int argc, char **argv)
         q = (struct sim_tune_request){
             .model = &c.model, .layout = &c.layout, .zero = &c.zero, .popt = c.popt, .hw = &t->hw, .train = sim.train,
             .ratios = ratios, .n_ratios = n_ratios, .micro_batches = mbs, .n_micro_batches = n_mbs,
-            .ckpt_off = !sim.train.checkpoint_activations, .ckpt_on = true,
+            .ckpt_off = !sim.train.checkpoint_activations, .ckpt_on = true, .no_offload = true,
             .global_batch = a.global_batch > 0 ? a.global_batch : c.zero.src_train_batch == PLAN_SRC_CONFIG ? c.zero.train_batch : 0,
             .headroom_bytes = t->headroom, .tol = a.tol};
         if ((rc = sim_tune(&q, &t->res, &e)))

@@ -5,12 +5,21 @@
 
 #include "sim/tune.h"
 
+/* ratio < 0: no optimizer offload (device "none"). */
 static int build(struct plan *p, const struct sim_tune_request *q, double ratio, int64_t sgs,
                  enum plan_policy policy, struct rl_err *e)
 {
     struct plan_zero z = *q->zero;
-    z.ratio = ratio;
-    z.src_ratio = PLAN_SRC_CLI;
+    if (ratio < 0) {
+        z.offload = PLAN_OFFLOAD_NONE;
+        z.ratio = 1.0;
+        z.src_ratio = PLAN_SRC_DEFAULT;
+    } else {
+        if (z.offload == PLAN_OFFLOAD_NONE)
+            z.offload = PLAN_OFFLOAD_CPU;   /* a ratio needs offload to the CPU */
+        z.ratio = ratio;
+        z.src_ratio = PLAN_SRC_CLI;
+    }
     if (sgs > 0) {
         z.sub_group_size = sgs;
         z.src_sub_group_size = PLAN_SRC_CLI;
@@ -32,7 +41,8 @@ static bool fits(const struct sim_tune_request *q, const struct sim_step_result 
 static void fill(struct sim_tune_choice *c, const struct sim_tune_request *q, const struct plan *p, double ratio,
                  const struct sim_train *t, const struct sim_step_result *r)
 {
-    c->ratio = ratio;
+    c->offload = ratio >= 0;
+    c->ratio = ratio >= 0 ? ratio : 0.0;
     c->honored = p->honored_ratio;
     c->micro_batch = r->micro_batch;
     c->grad_accum = r->grad_accum;
@@ -50,6 +60,11 @@ static void fill(struct sim_tune_choice *c, const struct sim_tune_request *q, co
 static int deepspeed_answer(const struct sim_tune_request *q, struct sim_tune_result *out, struct rl_err *e)
 {
     const struct sim_tune_choice *b = &out->exact;
+    if (!b->offload) {   /* nothing for DeepSpeed to honor */
+        out->ds = *b;
+        out->ds_valid = out->ds_honored = out->ds_fits = true;
+        return 0;
+    }
     struct plan p;
     int rc = build(&p, q, b->ratio, 0, q->popt.policy, e);
     if (rc)
@@ -85,13 +100,25 @@ int sim_tune(const struct sim_tune_request *q, struct sim_tune_result *out, stru
     out->min_gpu_bytes = INT64_MAX;
     if (q->n_ratios == 0 || q->n_micro_batches == 0 || (!q->ckpt_off && !q->ckpt_on))
         return rl_errf(e, RL_EINVAL, "tune: nothing to search (no ratio, micro-batch or checkpointing setting)");
-    struct plan *plans = calloc(q->n_ratios, sizeof *plans);
-    if (!plans)
-        return rl_errf(e, RL_ENOMEM, "tune: out of memory for %zu plans", q->n_ratios);
+    /* Candidates: no offload first when asked (it wins ties: no host memory at all), then the
+     * ratios; ratio[k] < 0 marks no offload. */
+    const size_t n_cand = q->n_ratios + (q->no_offload ? 1 : 0);
+    struct plan *plans = calloc(n_cand, sizeof *plans);
+    double *ratio = calloc(n_cand, sizeof *ratio);
+    if (!plans || !ratio) {
+        free(plans);
+        free(ratio);
+        return rl_errf(e, RL_ENOMEM, "tune: out of memory for %zu plans", n_cand);
+    }
+    size_t k0 = 0;
+    if (q->no_offload)
+        ratio[k0++] = -1;
+    for (size_t i = 0; i < q->n_ratios; i++)
+        ratio[k0 + i] = q->ratios[i];
     int rc = 0;
     size_t built = 0;
-    for (; built < q->n_ratios && !rc; built++)
-        rc = build(&plans[built], q, q->ratios[built], 0, PLAN_POLICY_EXACT, e);
+    for (; built < n_cand && !rc; built++)
+        rc = build(&plans[built], q, ratio[built], 0, PLAN_POLICY_EXACT, e);
     if (rc)
         built--;   /* the failed one holds nothing */
     const int64_t dp = q->layout->dp > 0 ? q->layout->dp : 1;
@@ -111,7 +138,7 @@ int sim_tune(const struct sim_tune_request *q, struct sim_tune_result *out, stru
             t.micro_batch = mb;
             t.grad_accum = ga;
             t.checkpoint_activations = ck == 1;
-            for (size_t i = 0; i < q->n_ratios && !rc; i++) {
+            for (size_t i = 0; i < n_cand && !rc; i++) {
                 struct sim_step_result r;
                 if ((rc = sim_step_memory(&plans[i], q->hw, &t, &r, e)))
                     break;
@@ -124,8 +151,12 @@ int sim_tune(const struct sim_tune_request *q, struct sim_tune_result *out, stru
                     break;
                 out->simulated++;
                 if (!out->found || r.tokens_per_s > out->exact.tokens_per_s_gpu) {
-                    fill(&out->exact, q, &plans[i], q->ratios[i], &t, &r);
+                    fill(&out->exact, q, &plans[i], ratio[i], &t, &r);
                     out->found = true;
+                }
+                if (ratio[i] >= 0 && (!out->offload_found || r.tokens_per_s > out->best_offload.tokens_per_s_gpu)) {
+                    fill(&out->best_offload, q, &plans[i], ratio[i], &t, &r);
+                    out->offload_found = true;
                 }
             }
             if (rc)
@@ -135,6 +166,7 @@ int sim_tune(const struct sim_tune_request *q, struct sim_tune_result *out, stru
     for (size_t i = 0; i < built; i++)
         plan_free(&plans[i]);
     free(plans);
+    free(ratio);
     if (!rc && out->found && q->popt.policy != PLAN_POLICY_EXACT)
         rc = deepspeed_answer(q, out, e);
     return rc;

@@ -41,12 +41,14 @@ struct sim_tune_request {
     const int64_t *micro_batches;    /* candidate micro-batches per GPU */
     int n_micro_batches;
     bool ckpt_off, ckpt_on;          /* which activation-checkpointing settings to try */
+    bool no_offload;                 /* also try offload_optimizer.device "none" (no host copies) */
     int64_t global_batch;            /* sequences per step over all DP ranks; 0: accumulation stays */
     int64_t headroom_bytes;          /* GPU memory that must stay free beyond the prediction */
     double tol;                      /* |honored - requested| DeepSpeed must reach */
 };
 
 struct sim_tune_choice {
+    bool offload;                    /* optimizer offload on; false: device "none", ratio meaningless */
     double ratio;                    /* requested offload ratio */
     double honored;                  /* what the answer's policy honors */
     int64_t micro_batch;             /* sequences per GPU per micro-step */
@@ -63,6 +65,8 @@ struct sim_tune_choice {
 struct sim_tune_result {
     bool found;                      /* some candidate fits with the headroom */
     struct sim_tune_choice exact;    /* the best candidate, ratio honored exactly */
+    bool offload_found;              /* some candidate with offload fits */
+    struct sim_tune_choice best_offload; /* the best of those (exact policy), for comparison */
     bool ds_valid;                   /* a DeepSpeed answer exists (policy not EXACT) */
     bool ds_honored;                 /* its sub_group_size honors the ratio within tol */
     bool ds_fits;                    /* and it still fits with the headroom */

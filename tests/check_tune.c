@@ -25,13 +25,27 @@ static json_t *run_json(const char *args)
 static int64_t jint(json_t *o, const char *k) { return json_integer_value(json_object_get(o, k)); }
 static double jreal(json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
 
-/* predict of one configuration, as JSON. */
+/* predict of one configuration, as JSON (sgs < 0: no optimizer offload, the built-in config's
+ * fp16 ZeRO-3 without offload_optimizer). */
 static json_t *predict(const char *base, double ratio, int64_t mb, int64_t ga, bool ckpt, int64_t sgs)
 {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "predict %s --ratio %.17g --micro-batch %lld --grad-accum %lld --sub-group-size %lld%s --json",
-             base, ratio, (long long)mb, (long long)ga, (long long)sgs, ckpt ? " --checkpoint-activations" : "");
+    char cmd[1024], off[200];
+    if (sgs < 0) {
+        tu_write("none.json", "{\"zero_optimization\": {\"stage\": 3}, \"fp16\": {\"enabled\": true}}");
+        snprintf(off, sizeof off, "--ds-config none.json");
+    } else {
+        snprintf(off, sizeof off, "--ratio %.17g --sub-group-size %lld", ratio, (long long)sgs);
+    }
+    snprintf(cmd, sizeof cmd, "predict %s %s --micro-batch %lld --grad-accum %lld%s --json", base, off, (long long)mb,
+             (long long)ga, ckpt ? " --checkpoint-activations" : "");
     return run_json(cmd);
+}
+
+static json_t *predict_choice(const char *base, json_t *k)
+{
+    bool off = !strcmp(json_string_value(json_object_get(k, "offload")), "cpu");
+    return predict(base, jreal(k, "requested_ratio"), jint(k, "micro_batch"), jint(k, "grad_accum"),
+                   json_is_true(json_object_get(k, "checkpoint_activations")), off ? jint(k, "sub_group_size") : -1);
 }
 
 #define QUESTION "--model llama2-13b --hw dgx-a100-80g --gpus 4"
@@ -43,7 +57,9 @@ START_TEST(answer_is_what_predict_says)
     json_t *ans = json_object_get(t, "answer");
     ck_assert(json_is_object(ans));
     double ratio = jreal(ans, "requested_ratio");
-    int64_t mb = jint(ans, "micro_batch"), ga = jint(ans, "grad_accum"), sgs = jint(ans, "sub_group_size");
+    int64_t mb = jint(ans, "micro_batch"), ga = jint(ans, "grad_accum");
+    bool off = !strcmp(json_string_value(json_object_get(ans, "offload")), "cpu");
+    int64_t sgs = off ? jint(ans, "sub_group_size") : -1;
     bool ckpt = json_is_true(json_object_get(ans, "checkpoint_activations"));
     json_t *p = predict(QUESTION, ratio, mb, ga, ckpt, sgs);
     json_t *pp = json_object_get(p, "prediction"), *tp = json_object_get(ans, "prediction");
@@ -65,6 +81,13 @@ START_TEST(answer_is_what_predict_says)
     ck_assert(jint(qm, "total_bytes") + headroom > jint(qm, "capacity_bytes") ||
               jreal(qp, "tokens_per_s_per_gpu") <= jreal(ans, "tokens_per_s_per_gpu"));
     json_decref(q);
+    /* The best candidate with offload is what predict says too, and no faster than the answer. */
+    json_t *bo = json_object_get(t, "best_with_offload");
+    ck_assert(json_is_object(bo));
+    json_t *b = predict_choice(QUESTION, bo);
+    ck_assert_int_eq(jint(json_object_get(b, "prediction"), "step_ns"), jint(json_object_get(bo, "prediction"), "step_ns"));
+    ck_assert(jreal(bo, "tokens_per_s_per_gpu") <= jreal(ans, "tokens_per_s_per_gpu"));
+    json_decref(b);
     json_decref(p);
     json_decref(t);
 }
