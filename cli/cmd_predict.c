@@ -45,7 +45,7 @@ static void print_human(const struct cli_ctx *c, const struct plan *p, const str
     for (int i = 0; verbose && i < c->n_notes; i++)
         printf("note       %s\n", c->notes[i]);
     printf("\nstep       %.4f s (all %d GPUs of a node; slowest GPU %d), %.0f tokens/s per GPU\n", sec(r->step_ns),
-           p->layout.gpus_per_node, r->critical_rank, r->tokens_per_s);
+           p->layout.gpus_per_node, r->critical_rank, r->tokens_per_s / (p->layout.tp * p->layout.pp));
     printf("\nwhere the time goes on GPU %d (exposed: nothing of a higher row was running)\n", r->critical_rank);
     printf("  %-16s %10s %10s %10s\n", "phase", "busy s", "exposed s", "overlap s");
     int64_t sum = 0;

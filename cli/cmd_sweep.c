@@ -120,7 +120,7 @@ static int run(int argc, char **argv)
                         (long long)res[i].gpu_total_bytes, (double)res[i].gpu_total_bytes / RL_GIB,
                         (long long)res[i].host_node_bytes, (double)res[i].host_node_bytes / RL_GIB,
                         (double)res[i].step_ns * 1e-9, res[i].fits_gpu && res[i].fits_host ? "yes" : "no",
-                        res[i].tokens_per_s);
+                        res[i].tokens_per_s / (c.layout.tp * c.layout.pp));
         } else {
             char g1[32], g2[32];
             fprintf(out, "model      %s\nhardware   %s: %d x %s per node, %s GiB each\nschedule   %s\npolicy     %s\n\n",
@@ -131,7 +131,7 @@ static int run(int argc, char **argv)
             for (size_t i = 0; i < n; i++)
                 fprintf(out, "%9.4f %9.4f %10s %14s %10.4f %10.0f  %s\n", ratios[i], plans[i].honored_ratio,
                         cli_gib(g1, sizeof g1, res[i].gpu_total_bytes), cli_gib(g2, sizeof g2, res[i].host_node_bytes),
-                        (double)res[i].step_ns * 1e-9, res[i].tokens_per_s,
+                        (double)res[i].step_ns * 1e-9, res[i].tokens_per_s / (c.layout.tp * c.layout.pp),
                         res[i].fits_gpu ? (res[i].fits_host ? "yes" : "no (host)") : "no (GPU)");
         }
         if (a.out && (rc = rl_outfile_commit(&of, &e)))

@@ -50,9 +50,12 @@ static void fill(struct sim_tune_choice *c, const struct sim_tune_request *q, co
     c->sub_group_size = p->zero.sub_group_size;
     c->n_subgroups = p->n_subgroups;
     c->r = *r;
-    c->tokens_per_s_gpu = r->tokens_per_s;
+    /* r->tokens_per_s counts one rank's micro-batches; the TP x PP ranks of one model replica
+     * share those tokens, so per GPU it is divided by TP x PP. */
     int gpn = q->layout->gpus_per_node > 0 ? q->layout->gpus_per_node : 1;
-    c->tokens_per_s_node = r->tokens_per_s * gpn;
+    int mp = (q->layout->tp > 0 ? q->layout->tp : 1) * (q->layout->pp > 0 ? q->layout->pp : 1);
+    c->tokens_per_s_gpu = r->tokens_per_s / mp;
+    c->tokens_per_s_node = c->tokens_per_s_gpu * gpn;
     c->free_gpu_bytes = r->gpu_capacity_bytes - r->gpu_total_bytes;
 }
 
@@ -150,11 +153,11 @@ int sim_tune(const struct sim_tune_request *q, struct sim_tune_result *out, stru
                 if ((rc = sim_step_run(&plans[i], q->hw, &t, NULL, &r, e)))
                     break;
                 out->simulated++;
-                if (!out->found || r.tokens_per_s > out->exact.tokens_per_s_gpu) {
+                if (!out->found || r.tokens_per_s > out->exact.r.tokens_per_s) {
                     fill(&out->exact, q, &plans[i], ratio[i], &t, &r);
                     out->found = true;
                 }
-                if (ratio[i] >= 0 && (!out->offload_found || r.tokens_per_s > out->best_offload.tokens_per_s_gpu)) {
+                if (ratio[i] >= 0 && (!out->offload_found || r.tokens_per_s > out->best_offload.r.tokens_per_s)) {
                     fill(&out->best_offload, q, &plans[i], ratio[i], &t, &r);
                     out->offload_found = true;
                 }

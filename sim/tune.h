@@ -57,7 +57,7 @@ struct sim_tune_choice {
     int64_t sub_group_size;          /* of the answer's plan */
     int n_subgroups;                 /* of the answer's plan */
     struct sim_step_result r;        /* its prediction */
-    double tokens_per_s_gpu;         /* = r.tokens_per_s */
+    double tokens_per_s_gpu;         /* tokens/s of the whole job / its GPUs: r.tokens_per_s / (TP x PP) */
     double tokens_per_s_node;        /* x GPUs per node */
     int64_t free_gpu_bytes;          /* capacity - NVML-visible total */
 };
