@@ -83,6 +83,7 @@ struct cli_setup {
     enum plan_dtype dtype;         /* --dtype */
     bool dtype_set;
     bool verbose;                  /* --verbose */
+    bool report_hazards;           /* the command reports DeepSpeed hazards itself (check, plan) */
 };
 void cli_setup_init(struct cli_setup *s);
 extern const struct cli_opt cli_setup_opts[];

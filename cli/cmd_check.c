@@ -6,10 +6,11 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/hazard_report.h"
 #include "cli/plan_report.h"
 #include "cli/sim_opts.h"   /* --hw, --checkpoint-activations, --reserve: the memory the simulator predicts */
 
-enum { O_TOL = 1, O_GPU_MEM, O_FIX_TO, O_JSON, O_QUIET, O_STATES_ONLY };
+enum { O_TOL = 1, O_GPU_MEM, O_FIX_TO, O_JSON, O_QUIET, O_STATES_ONLY, O_STRICT };
 static const struct cli_opt opts[] = {
     {"tolerance", "T", "allowed |honored - requested| (default 0.02)", O_TOL},
     {"gpu-mem", "SIZE", "also check that one rank's GPU memory (as ratiolab predict counts it) fits, e.g. 80GiB", O_GPU_MEM},
@@ -17,6 +18,7 @@ static const struct cli_opt opts[] = {
     {"fix-to", "FILE", "on failure, write a copy of the config with the fix applied (atomically)", O_FIX_TO},
     {"json", NULL, "machine-readable verdict", O_JSON},
     {"quiet", NULL, "print only failures", O_QUIET},
+    {"strict", NULL, "also fail on suspected DeepSpeed hazards (readings of its code not yet seen in a run)", O_STRICT},
     {NULL, NULL, NULL, 0},
 };
 
@@ -26,6 +28,7 @@ struct check_args {
     const char *fix_to;
     bool json, quiet;
     bool states_only;  /* --model-states-only */
+    bool strict;       /* --strict: suspected hazards fail too */
 };
 
 static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
@@ -39,6 +42,7 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     case O_JSON: a->json = true; return 0;
     case O_QUIET: a->quiet = true; return 0;
     case O_STATES_ONLY: a->states_only = true; return 0;
+    case O_STRICT: a->strict = true; return 0;
     }
     return RL_EINTERNAL;
 }
@@ -58,6 +62,8 @@ struct verdict {
     double fix_ratio;           /* < 0: no change */
     int64_t fix_gpu_bytes;      /* with the fix */
     bool fix_fits;              /* the memory fix exists */
+    struct cli_hazards hz;      /* DeepSpeed hazards of the config (plan/ds_hazards.h) */
+    struct plan_zero written;   /* the config as written, before the hazards' repairs */
 };
 
 /* What the memory judgement needs besides the setup. */
@@ -276,13 +282,16 @@ static void report_text(const struct cli_ctx *c, const struct check_args *a, con
                         bool checkpointing, bool verbose)
 {
     char g1[32], g2[32], g3[32];
-    bool ok = v->ratio_ok && v->memory_ok;
+    bool ok = v->ratio_ok && v->memory_ok && v->hz.n_fail == 0;
     if (!a->quiet || !ok)
         printf("%s  %s, %s\n", ok ? "PASS" : "FAIL", c->model_desc, plan_policy_name(c->popt.policy));
     if (!a->quiet)
         printf("  dtype   %s (%s)\n", plan_dtype_name(c->zero.dtype), dtype_source(c));
     for (int i = 0; verbose && i < c->n_notes; i++)
         printf("  note    %s\n", c->notes[i]);
+    cli_hazards_print(stdout, &v->hz, &v->written, a->strict, "  hazard  ", a->quiet ? NULL : "  warning ");
+    if (v->hz.n_repaired)
+        printf("  note    the lines below describe the config with the hazard fixes above applied\n");
     if (!a->quiet || !v->ratio_ok)
         printf("  ratio   %s requested %.4f, honored %.4f (%d sub-group%s of sub_group_size %lld, tolerance %.4f)\n",
                v->ratio_ok ? "ok  " : "FAIL", v->requested, v->honored, v->n_subgroups, v->n_subgroups == 1 ? "" : "s",
@@ -330,7 +339,8 @@ static void report_text(const struct cli_ctx *c, const struct check_args *a, con
 static void report_json(const struct cli_ctx *c, const struct check_args *a, const struct verdict *v)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "ok", json_boolean(v->ratio_ok && v->memory_ok));
+    json_object_set_new(o, "ok", json_boolean(v->ratio_ok && v->memory_ok && v->hz.n_fail == 0));
+    json_object_set_new(o, "hazards", cli_hazards_json(&v->hz, &v->written, a->strict));
     json_object_set_new(o, "model", json_string(c->model.name));
     json_object_set_new(o, "policy", json_string(plan_policy_name(c->popt.policy)));
     json_object_set_new(o, "ratio_ok", json_boolean(v->ratio_ok));
@@ -390,6 +400,9 @@ static int run(int argc, char **argv)
                                "With --gpu-mem it judges the whole per-rank GPU memory ratiolab predict counts (model states,\n"
                                "activations for the micro-batch, gathered parameters, the --hw profile's CUDA context and\n"
                                "allocator reserve); --model-states-only judges the model states alone.\n"
+                               "Also exits 1 on a partial offload DeepSpeed crashes on, asserts on or ignores (device nvme,\n"
+                               "torch_adam, an optimizer other than Adam/AdamW, stage < 3), one line each with the key, the\n"
+                               "DeepSpeed versions, the source and the fix; a scheduler block is a warning (--strict: fails).\n"
                                "Exit 2: bad input. Use it as a CI step after every model, config or DeepSpeed change.",
                                sets, 3);
     if (rc >= 0)
@@ -403,6 +416,7 @@ static int run(int argc, char **argv)
         return cli_fail("check", &e);
     }
     struct cli_ctx c;
+    s.report_hazards = true;
     if ((rc = cli_setup_resolve(&s, &c, &e))) {
         cli_ctx_free(&c);
         return cli_fail("check", &e);
@@ -415,12 +429,17 @@ static int run(int argc, char **argv)
     if (a.gpu_mem && !a.states_only)
         hw.gpu_mem_bytes = a.gpu_mem;
     struct mem_env m = {.a = &a, .hw = &hw, .train = &sim.train};
+    const struct plan_zero written = c.zero;
+    struct cli_hazards hz;
+    cli_hazards_find(&hz, &c.zero, a.strict);
     struct verdict v;
     if ((rc = judge(&c, &m, &v, &e))) {
         cli_ctx_free(&c);
         return cli_fail("check", &e);
     }
-    bool ok = v.ratio_ok && v.memory_ok;
+    v.hz = hz;
+    v.written = written;
+    bool ok = v.ratio_ok && v.memory_ok && hz.n_fail == 0;
     if (a.fix_to && !ok && ((!v.ratio_ok && v.fix_sgs > 0) || (!v.memory_ok && v.fix_fits))) {
         if ((rc = write_fix(s.ds_config, c.ds_text, a.fix_to, &v, &e))) {
             cli_ctx_free(&c);
@@ -435,7 +454,8 @@ static int run(int argc, char **argv)
         if ((!v.ratio_ok && v.fix_sgs > 0) || (!v.memory_ok && v.fix_fits))
             printf("  wrote   %s\n", a.fix_to);
         else
-            printf("  wrote   nothing to %s: no fix exists\n", a.fix_to);
+            printf("  wrote   nothing to %s: %s\n", a.fix_to,
+                   v.ratio_ok && v.memory_ok ? "the hazards above need an edit by hand" : "no fix exists");
     }
     cli_ctx_free(&c);
     return ok ? 0 : 1;

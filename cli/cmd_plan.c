@@ -6,10 +6,14 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/hazard_report.h"
 #include "cli/plan_report.h"
 
 /* Where the report goes: stdout, or the temporary file of --out (renamed into place at the end). */
 static FILE *out;
+/* DeepSpeed hazards of the config as written (plan/ds_hazards.h): printed as warnings. */
+static struct cli_hazards hazards;
+static struct plan_zero written;
 
 enum { O_JSON = 1, O_RATIOS, O_ALL_SUBGROUPS, O_TOLERANCE, O_OUT };
 static const struct cli_opt opts[] = {
@@ -58,6 +62,9 @@ static void print_header(const struct cli_ctx *c, const struct plan *p, bool ver
     (void)verbose;
     for (int i = 0; i < c->n_notes; i++)
         fprintf(out, "note       %s\n", c->notes[i]);
+    cli_hazards_print(out, &hazards, &written, false, "warning    ", "warning    ");
+    if (hazards.n_repaired)
+        fprintf(out, "note       the plan below is for the config with the hazard fixes above applied\n");
 }
 
 static void print_subgroups(const struct plan *p, bool all)
@@ -100,6 +107,7 @@ static int one(const struct cli_ctx *c, const struct plan_args *a, bool verbose)
         return cli_fail("plan", &e);
     if (a->json) {
         json_t *j = cli_plan_json(&p);
+        json_object_set_new(j, "hazards", cli_hazards_json(&hazards, &written, false));
         json_dumpf(j, out, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
         fputc('\n', out);
         json_decref(j);
@@ -177,6 +185,7 @@ static int table(const struct cli_ctx *c, const struct plan_args *a, bool verbos
     if (!rc && a->json) {
         json_t *root = json_object();
         json_object_set_new(root, "rows", arr);
+        json_object_set_new(root, "hazards", cli_hazards_json(&hazards, &written, false));
         arr = NULL;
         json_dumpf(root, out, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
         fputc('\n', out);
@@ -221,10 +230,13 @@ static int run(int argc, char **argv)
     if (rc >= 0)
         return rc;
     struct cli_ctx c;
+    s.report_hazards = true;
     if ((rc = cli_setup_resolve(&s, &c, &e))) {
         cli_ctx_free(&c);
         return cli_fail("plan", &e);
     }
+    written = c.zero;
+    cli_hazards_find(&hazards, &c.zero, false);
     struct rl_outfile of = {0};
     out = stdout;
     if (a.out) {

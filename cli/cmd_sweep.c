@@ -110,13 +110,13 @@ static int run(int argc, char **argv)
                 free(text);
                 json_decref(o);
             } else if (a.csv) {
-                fprintf(out, "requested_ratio,honored_ratio,gpu_bytes,gpu_gib,host_node_bytes,host_node_gib,step_s,fits\n");
+                fprintf(out, "requested_ratio,honored_ratio,gpu_bytes,gpu_gib,host_node_bytes,host_node_gib,step_s,fits,tokens_per_s_per_gpu\n");
             } else {
                 fprintf(out, "model      %s\nhardware   %s: %d x %s per node, %s GiB each\nschedule   %s\npolicy     %s\n\n",
                         c.model_desc, hw.name, hw.gpus, hw.gpu_model, cli_gib(g1, sizeof g1, hw.gpu_mem_bytes), set,
                         plan_policy_name(p.policy));
-                fprintf(out, "%9s %9s %10s %14s %10s  %s\n", "requested", "honored", "GPU GiB", "host GiB/node",
-                        "step s", "fits");
+                fprintf(out, "%9s %9s %10s %14s %10s %10s  %s\n", "requested", "honored", "GPU GiB", "host GiB/node",
+                        "step s", "tok/s/GPU", "fits");
             }
         }
         if (a.json) {
@@ -130,15 +130,17 @@ static int run(int argc, char **argv)
             free(text);
             json_decref(row);
         } else if (a.csv) {
-            fprintf(out, "%.4f,%.6f,%lld,%.2f,%lld,%.2f,%.6f,%s\n", ratios[i], p.honored_ratio,
+            fprintf(out, "%.4f,%.6f,%lld,%.2f,%lld,%.2f,%.6f,%s,%.1f\n", ratios[i], p.honored_ratio,
                     (long long)r.gpu_total_bytes, (double)r.gpu_total_bytes / RL_GIB,
                     (long long)r.host_node_bytes, (double)r.host_node_bytes / RL_GIB,
-                    (double)r.step_ns * 1e-9, r.fits_gpu && r.fits_host ? "yes" : "no");
+                    (double)r.step_ns * 1e-9, r.fits_gpu && r.fits_host ? "yes" : "no",
+                    r.tokens_per_s / (c.layout.tp * c.layout.pp));
         } else {
             char g1[32], g2[32];
-            fprintf(out, "%9.4f %9.4f %10s %14s %10.4f  %s\n", ratios[i], p.honored_ratio,
+            fprintf(out, "%9.4f %9.4f %10s %14s %10.4f %10.0f  %s\n", ratios[i], p.honored_ratio,
                     cli_gib(g1, sizeof g1, r.gpu_total_bytes), cli_gib(g2, sizeof g2, r.host_node_bytes),
-                    (double)r.step_ns * 1e-9, r.fits_gpu ? (r.fits_host ? "yes" : "no (host)") : "no (GPU)");
+                    (double)r.step_ns * 1e-9, r.tokens_per_s / (c.layout.tp * c.layout.pp),
+                    r.fits_gpu ? (r.fits_host ? "yes" : "no (host)") : "no (GPU)");
         }
         if (!a.out)
             fflush(out);

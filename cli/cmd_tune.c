@@ -1,5 +1,6 @@
-/* cli/cmd_tune.c — `ratiolab tune`: the fastest ratio whose predicted GPU memory (with a stated
- * reserve) fits, and under a DeepSpeed policy the sub_group_size that makes DeepSpeed honor it. */
+/* cli/cmd_tune.c — `ratiolab tune`: the micro-batch, activation checkpointing and offload ratio
+ * with the most tokens/s per GPU that fit with a headroom, the host RAM a node needs, and the
+ * DeepSpeed settings that get it. The search is sim/tune.c; this file parses, calls and prints. */
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -7,21 +8,28 @@
 
 #include "cli/cli.h"
 #include "cli/sim_opts.h"
+#include "sim/tune.h"
 
-enum { T_GPU_MEM = 1, T_RATIOS, T_TOL, T_JSON };
+enum { T_GPU_MEM = 1, T_RATIOS, T_TOL, T_JSON, T_HEADROOM, T_GLOBAL, T_MBS };
 static const struct cli_opt opts[] = {
     {"gpu-mem", "BYTES", "GPU memory per GPU to fit in, e.g. 16GiB (default: the profile's)", T_GPU_MEM},
-    {"ratios", "LO:HI:STEP", "candidate ratios (default 0:1:0.01)", T_RATIOS},
+    {"headroom", "BYTES", "GPU memory left free beyond the prediction, e.g. 4GiB (default 5% of GPU memory)", T_HEADROOM},
+    {"ratios", "LO:HI:STEP", "candidate ratios (default 0:1:0.05)", T_RATIOS},
+    {"micro-batches", "A,B,..", "candidate micro-batches (default 1,2,4,...,64 and the config's; --micro-batch fixes one)", T_MBS},
+    {"global-batch", "N", "sequences per step over all data-parallel ranks; accumulation follows (default: train_batch_size)", T_GLOBAL},
     {"tolerance", "T", "how close DeepSpeed's honored ratio must come (default 0.01)", T_TOL},
     {"json", NULL, "JSON output (exact integers)", T_JSON},
     {NULL, NULL, NULL, 0},
 };
 
 struct tune_args {
-    int64_t gpu_mem;     /* --gpu-mem, 0: the profile's */
-    const char *ratios;  /* --ratios, the candidates */
-    double tol;          /* --tolerance on the honored ratio */
-    bool json;           /* --json */
+    int64_t gpu_mem;        /* --gpu-mem, 0: the profile's */
+    int64_t headroom;       /* --headroom, < 0: the default fraction */
+    const char *ratios;     /* --ratios, the candidates */
+    const char *mbs;        /* --micro-batches, NULL: the default set */
+    int64_t global_batch;   /* --global-batch, 0: the config's train_batch_size or none */
+    double tol;             /* --tolerance on the honored ratio */
+    bool json;              /* --json */
 };
 
 static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
@@ -29,68 +37,199 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     struct tune_args *a = ctx;
     switch (id) {
     case T_GPU_MEM: return rl_parse_bytes_min("--gpu-mem", v, 1, &a->gpu_mem, e);
+    case T_HEADROOM: return rl_parse_bytes("--headroom", v, &a->headroom, e);
     case T_RATIOS: a->ratios = v; return 0;
+    case T_MBS: a->mbs = v; return 0;
+    case T_GLOBAL: return rl_parse_i64("--global-batch", v, 1, INT64_C(1) << 30, &a->global_batch, e);
     case T_TOL: return rl_parse_double("--tolerance", v, 0, 1, &a->tol, e);
     case T_JSON: a->json = true; return 0;
     }
     return RL_EINTERNAL;
 }
 
-/* One candidate: the plan's ratio, what it fits in and how fast it is. */
-struct cand {
-    double requested, honored;   /* ratios */
-    int n_subgroups;             /* sub-groups of its plan */
-    int64_t sub_group_size;      /* the plan's sub_group_size */
-    struct sim_step_result r;    /* the prediction */
-    bool valid;                  /* filled */
-};
+#define MAX_MBS 16
+#define MAX_HW 8
 
-/* Simulates every ratio under the context's policy; returns the index of the fastest one that
- * fits (ties: the smaller ratio), -1 when none fits. *min_gpu gets the smallest GPU total seen. */
-static int best_of(const struct cli_ctx *c, const struct sim_hw *hw, const struct sim_train *t, const double *ratios,
-                   size_t n, struct cand *out, int64_t *min_gpu, struct rl_err *e, int *rc)
+/* The micro-batch candidates: --micro-batch fixes one; else --micro-batches or powers of two up
+ * to 64, plus the config's value; sorted, without repeats. */
+static int micro_batches(const struct tune_args *a, const struct plan_zero *z, int64_t *mb, int *n, struct rl_err *e)
 {
-    int best = -1;
-    *min_gpu = INT64_MAX;
-    for (size_t i = 0; i < n; i++) {
-        struct plan p;
-        memset(&p, 0, sizeof p);
-        if ((*rc = cli_ctx_plan(c, ratios[i], &p, e)) || (*rc = sim_step_run(&p, hw, t, NULL, &out[i].r, e))) {
-            rl_err_prefix(e, "ratio %g", ratios[i]);
-            plan_free(&p);
-            return -1;
-        }
-        out[i].requested = ratios[i];
-        out[i].honored = p.honored_ratio;
-        out[i].n_subgroups = p.n_subgroups;
-        out[i].sub_group_size = p.zero.sub_group_size;
-        out[i].valid = true;
-        plan_free(&p);
-        if (out[i].r.gpu_total_bytes < *min_gpu)
-            *min_gpu = out[i].r.gpu_total_bytes;
-        if (out[i].r.fits_gpu && out[i].r.fits_host && (best < 0 || out[i].r.step_ns < out[best].r.step_ns))
-            best = (int)i;
+    *n = 0;
+    if (z->src_micro_batch == PLAN_SRC_CLI) {
+        mb[(*n)++] = z->micro_batch;
+        return 0;
     }
-    return best;
+    if (a->mbs) {
+        const char *p = a->mbs;
+        while (*p) {
+            char *end;
+            long long v = strtoll(p, &end, 10);
+            if (end == p || v < 1 || v > 1 << 20 || (*end && *end != ',') || *n >= MAX_MBS - 1)
+                return rl_errf(e, RL_EINVAL, "--micro-batches: '%s' is not allowed; expected up to %d integers "
+                               ">= 1 separated by commas, e.g. 1,2,4", a->mbs, MAX_MBS - 1);
+            mb[(*n)++] = v;
+            p = *end ? end + 1 : end;
+        }
+    } else {
+        for (int64_t v = 1; v <= 64; v *= 2)
+            mb[(*n)++] = v;
+    }
+    if (z->src_micro_batch == PLAN_SRC_CONFIG)
+        mb[(*n)++] = z->micro_batch;
+    for (int i = 1; i < *n; i++)   /* insertion sort: a handful of values */
+        for (int j = i; j > 0 && mb[j] < mb[j - 1]; j--) {
+            int64_t t = mb[j];
+            mb[j] = mb[j - 1];
+            mb[j - 1] = t;
+        }
+    int k = 0;
+    for (int i = 0; i < *n; i++)
+        if (k == 0 || mb[i] != mb[k - 1])
+            mb[k++] = mb[i];
+    *n = k;
+    return 0;
 }
 
-static json_t *cand_json(const struct cand *k)
+static json_t *choice_json(const struct sim_tune_choice *k)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "requested_ratio", json_real(k->requested));
+    json_object_set_new(o, "offload", json_string(k->offload ? "cpu" : "none"));
+    json_object_set_new(o, "requested_ratio", json_real(k->ratio));
     json_object_set_new(o, "honored_ratio", json_real(k->honored));
+    json_object_set_new(o, "micro_batch", json_integer(k->micro_batch));
+    json_object_set_new(o, "grad_accum", json_integer(k->grad_accum));
+    json_object_set_new(o, "checkpoint_activations", json_boolean(k->ckpt));
     json_object_set_new(o, "sub_group_size", json_integer(k->sub_group_size));
     json_object_set_new(o, "sub_groups", json_integer(k->n_subgroups));
+    json_object_set_new(o, "tokens_per_s_per_gpu", json_real(k->tokens_per_s_gpu));
+    json_object_set_new(o, "tokens_per_s_per_node", json_real(k->tokens_per_s_node));
+    json_object_set_new(o, "free_gpu_bytes", json_integer(k->free_gpu_bytes));
+    json_object_set_new(o, "host_node_bytes", json_integer(k->r.host_node_bytes));
     json_object_set_new(o, "prediction", cli_sim_result_json(&k->r));
     return o;
 }
 
-static void print_cand(const char *label, const struct cand *k)
+/* One profile's search: inputs and result. */
+struct tune_run {
+    struct sim_hw hw;             /* the profile, with --gpu-mem applied */
+    int64_t headroom;             /* bytes */
+    struct sim_tune_result res;   /* what sim_tune found */
+};
+
+/* The answer: the DeepSpeed one when there is one that is honored and fits, else the exact one. */
+static const struct sim_tune_choice *answer(const struct tune_run *t)
 {
-    char g1[32], g2[32];
-    printf("  %s\n    ratio requested %.4f, honored %.4f: step %.4f s, GPU %s GiB per rank, host %s GiB per node\n",
-           label, k->requested, k->honored, (double)k->r.step_ns * 1e-9, cli_gib(g1, sizeof g1, k->r.gpu_total_bytes),
-           cli_gib(g2, sizeof g2, k->r.host_node_bytes));
+    if (t->res.ds_valid && t->res.ds_honored && t->res.ds_fits)
+        return &t->res.ds;
+    return &t->res.exact;
+}
+
+static json_t *run_json(const struct cli_ctx *c, const struct tune_run *t, const struct sim_train *train)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "model", json_string(c->model_desc));
+    json_object_set_new(o, "hardware", json_string(t->hw.name));
+    json_object_set_new(o, "gpus_per_node", json_integer(c->layout.gpus_per_node));
+    json_object_set_new(o, "gpu_mem_bytes", json_integer(t->hw.gpu_mem_bytes));
+    json_object_set_new(o, "headroom_bytes", json_integer(t->headroom));
+    json_object_set_new(o, "reserve", json_string(train->gpu_reserve_bytes >= 0 ? "--reserve" : "profile"));
+    json_object_set_new(o, "schedule", json_string(sim_schedule_name(train->schedule)));
+    json_object_set_new(o, "policy", json_string(plan_policy_name(c->popt.policy)));
+    json_object_set_new(o, "candidates", json_integer(t->res.evaluated));
+    json_object_set_new(o, "simulated", json_integer(t->res.simulated));
+    json_object_set_new(o, "answer", t->res.found ? choice_json(answer(t)) : json_null());
+    json_object_set_new(o, "best_exact", t->res.found ? choice_json(&t->res.exact) : json_null());
+    json_object_set_new(o, "best_with_offload", t->res.offload_found ? choice_json(&t->res.best_offload) : json_null());
+    if (c->popt.policy != PLAN_POLICY_EXACT)
+        json_object_set_new(o, "best_with_sub_group_size", t->res.ds_valid ? choice_json(&t->res.ds) : json_null());
+    json_object_set_new(o, "min_gpu_bytes", json_integer(t->res.min_gpu_bytes));
+    return o;
+}
+
+static void print_one(const struct cli_ctx *c, const struct tune_run *t, const struct tune_args *a,
+                      const struct sim_tune_request *q)
+{
+    char g[6][32];
+    printf("model      %s\n", c->model_desc);
+    printf("hardware   %s: %d of %d x %s per node, %s GiB per GPU; headroom %s GiB left free (%s)\n", t->hw.name,
+           c->layout.gpus_per_node, t->hw.gpus, t->hw.gpu_model, cli_gib(g[0], sizeof g[0], t->hw.gpu_mem_bytes),
+           cli_gib(g[1], sizeof g[1], t->headroom),
+           a->headroom >= 0 ? "--headroom" : "default: 5% of GPU memory, see sim/tune.h");
+    printf("searched   no offload and %zu ratios (%s) x %d micro-batch%s (", q->n_ratios, a->ratios, q->n_micro_batches,
+           q->n_micro_batches == 1 ? "" : "es");
+    for (int i = 0; i < q->n_micro_batches; i++)
+        printf("%s%lld", i ? "," : "", (long long)q->micro_batches[i]);
+    printf(") x activation checkpointing %s", q->ckpt_off && q->ckpt_on ? "off/on" : q->ckpt_on ? "on" : "off");
+    if (q->global_batch > 0)
+        printf(", global batch %lld sequences", (long long)q->global_batch);
+    printf(": %d candidates, %d fit and were simulated; schedule %s\n", t->res.evaluated, t->res.simulated,
+           sim_schedule_name(q->train.schedule));
+    if (!t->res.found)
+        return;
+    const struct sim_tune_choice *k = answer(t);
+    char off[64];
+    if (k->offload)
+        snprintf(off, sizeof off, "offload ratio %.2f", k->ratio);
+    else
+        snprintf(off, sizeof off, "no optimizer offload");
+    printf("\nanswer     micro-batch %lld, grad accum %lld, activation checkpointing %s, %s\n",
+           (long long)k->micro_batch, (long long)k->grad_accum, k->ckpt ? "on" : "off", off);
+    printf("speed      %.0f tokens/s per GPU, %.0f tokens/s per node (%d GPUs); step %.4f s\n", k->tokens_per_s_gpu,
+           k->tokens_per_s_node, c->layout.gpus_per_node, (double)k->r.step_ns * 1e-9);
+    printf("GPU        %s GiB per rank of %s GiB (%s GiB free)\n", cli_gib(g[0], sizeof g[0], k->r.gpu_total_bytes),
+           cli_gib(g[1], sizeof g[1], k->r.gpu_capacity_bytes), cli_gib(g[2], sizeof g[2], k->free_gpu_bytes));
+    printf("host RAM   %s GiB per node for the offloaded optimizer (%s GiB per rank): the node needs at least this\n",
+           cli_gib(g[3], sizeof g[3], k->r.host_node_bytes), cli_gib(g[4], sizeof g[4], k->r.host_rank_bytes));
+    if (!k->offload && t->res.offload_found) {
+        const struct sim_tune_choice *b = &t->res.best_offload;
+        printf("offload    not needed: the best with offload (ratio %.2f, micro-batch %lld, checkpointing %s) gives "
+               "%.0f tokens/s per GPU and needs %s GiB of host RAM per node\n", b->ratio, (long long)b->micro_batch,
+               b->ckpt ? "on" : "off", b->tokens_per_s_gpu, cli_gib(g[5], sizeof g[5], b->r.host_node_bytes));
+    }
+    if (!k->offload) {
+        printf("DeepSpeed  \"train_micro_batch_size_per_gpu\": %lld, \"gradient_accumulation_steps\": %lld,\n"
+               "           \"zero_optimization\": {\"stage\": 3} without offload_optimizer%s\n",
+               (long long)k->micro_batch, (long long)k->grad_accum,
+               k->ckpt ? "\n           and activation checkpointing in the training script" : "");
+    } else if (c->popt.policy == PLAN_POLICY_EXACT) {
+        printf("policy     exact (the ratio honored as asked)\n");
+    } else if (k == &t->res.ds) {
+        printf("DeepSpeed  %s honors %.4f with sub_group_size %lld (%d sub-groups):\n", plan_policy_name(c->popt.policy),
+               k->honored, (long long)k->sub_group_size, k->n_subgroups);
+        printf("           \"train_micro_batch_size_per_gpu\": %lld, \"gradient_accumulation_steps\": %lld,\n"
+               "           \"zero_optimization\": {\"stage\": 3, \"sub_group_size\": %lld, \"offload_optimizer\": "
+               "{\"device\": \"cpu\", \"pin_memory\": true, \"ratio\": %.2f}}%s\n",
+               (long long)k->micro_batch, (long long)k->grad_accum, (long long)k->sub_group_size, k->ratio,
+               k->ckpt ? "\n           and activation checkpointing in the training script" : "");
+    } else if (t->res.ds_valid) {
+        printf("DeepSpeed  %s: %s (honored %.4f with sub_group_size %lld); the line above is the exact-policy "
+               "prediction\n", plan_policy_name(c->popt.policy),
+               !t->res.ds_honored ? "no sub_group_size honors this ratio" : "the honoring sub_group_size no longer fits",
+               t->res.ds.honored, (long long)t->res.ds.sub_group_size);
+    }
+}
+
+static void print_table(const struct cli_ctx *c, const struct tune_run *runs, int n)
+{
+    char g[3][32];
+    printf("model      %s\n\n", c->model_desc);
+    printf("%-14s %5s %6s %5s %6s %8s %10s %11s %8s %9s %13s\n", "hardware", "GPUs", "micro", "accum", "ckpt", "ratio",
+           "tok/s/GPU", "tok/s/node", "step s", "GPU GiB", "host GiB/node");
+    for (int i = 0; i < n; i++) {
+        const struct tune_run *t = &runs[i];
+        if (!t->res.found) {
+            printf("%-14s %5d  nothing fits (smallest prediction %s GiB per GPU)\n", t->hw.name, c->layout.gpus_per_node,
+                   cli_gib(g[0], sizeof g[0], t->res.min_gpu_bytes));
+            continue;
+        }
+        const struct sim_tune_choice *k = answer(t);
+        char ratio[16];
+        snprintf(ratio, sizeof ratio, k->offload ? "%.2f" : "none", k->ratio);
+        printf("%-14s %5d %6lld %5lld %6s %8s %10.0f %11.0f %8.4f %9s %13s\n", t->hw.name, c->layout.gpus_per_node,
+               (long long)k->micro_batch, (long long)k->grad_accum, k->ckpt ? "on" : "off", ratio, k->tokens_per_s_gpu,
+               k->tokens_per_s_node, (double)k->r.step_ns * 1e-9, cli_gib(g[1], sizeof g[1], k->r.gpu_total_bytes),
+               cli_gib(g[2], sizeof g[2], k->r.host_node_bytes));
+    }
 }
 
 static int run(int argc, char **argv)
@@ -99,151 +238,106 @@ static int run(int argc, char **argv)
     cli_setup_init(&s);
     struct cli_sim sim;
     cli_sim_init(&sim);
-    struct tune_args a = {.ratios = "0:1:0.01", .tol = 0.01};
+    struct tune_args a = {.ratios = "0:1:0.05", .tol = 0.01, .headroom = -1};
     struct cli_optset sets[] = {
         {"tune options", opts, on_opt, &a},
         {"hardware and training", cli_sim_opts, cli_sim_opt, &sim},
         {"model, layout and DeepSpeed config", cli_setup_opts, cli_setup_opt, &s},
     };
     struct rl_err e = {0};
-    int rc = cli_command_parse("tune", argc, argv, "ratiolab tune [--gpu-mem 16GiB] [--hw NAME|FILE] [--json] [model options]",
-                 "Finds the fastest ratio whose predicted GPU memory per rank (model states, activations,\n"
-                 "gathered parameters and a stated reserve for the CUDA context, NCCL and the caching\n"
-                 "allocator) fits in --gpu-mem, first with the ratio honored exactly, then, under a\n"
-                 "DeepSpeed policy, the sub_group_size that makes DeepSpeed honor it (its ratio counts\n"
-                 "whole sub-groups). Exit 1 when no candidate fits.",
+    int rc = cli_command_parse("tune", argc, argv,
+                 "ratiolab tune --model NAME --hw NAME[,NAME..] [--gpus N] [--ds-config FILE] [--headroom 4GiB]\n"
+                 "                     [--global-batch N] [--micro-batches 1,2,4] [--ratios 0:1:0.05] [--json]",
+                 "Answers \"which ratio, how much host RAM, how fast?\": searches micro-batch (powers of two\n"
+                 "and the config's), activation checkpointing off/on (--checkpoint-activations: on only)\n"
+                 "and the offload ratio together, for a fixed global batch when one is given (gradient\n"
+                 "accumulation follows), and prints the configuration with the most tokens/s per GPU whose\n"
+                 "predicted GPU memory leaves --headroom free, the host RAM a node needs, and the DeepSpeed\n"
+                 "settings (with the sub_group_size that makes DeepSpeed honor the ratio). --hw a,b,c\n"
+                 "compares profiles side by side. Exit 1 when nothing fits.",
                                sets, 3);
     if (rc >= 0)
         return rc;
     double *ratios = NULL;
-    size_t n = 0;
-    if ((rc = rl_parse_ratio_list("--ratios", a.ratios, 0, 1, &ratios, &n, &e)))
+    size_t n_ratios = 0;
+    if ((rc = rl_parse_ratio_list("--ratios", a.ratios, 0, 1, &ratios, &n_ratios, &e)))
         return cli_fail("tune", &e);
     struct cli_ctx c;
-    struct sim_hw hw;
-    if ((rc = cli_setup_resolve(&s, &c, &e)) || (rc = cli_sim_load_hw(&sim, &c, &hw, &e))) {
+    if ((rc = cli_setup_resolve(&s, &c, &e))) {
         free(ratios);
         cli_ctx_free(&c);
         return cli_fail("tune", &e);
     }
-    if (a.gpu_mem > 0)
-        hw.gpu_mem_bytes = a.gpu_mem;
-    struct cand *exact = calloc(n, sizeof *exact), *ds = calloc(n, sizeof *ds);
-    struct cand fix = {0};
-    int64_t sgs = 0, min_exact = 0, min_ds = 0;
-    int b_exact = -1, b_ds = -1;
-    bool ds_policy = c.popt.policy != PLAN_POLICY_EXACT;
-    bool honored_now = false;   /* the current sub_group_size already honors the best ratio */
-    if (!exact || !ds) {
-        rc = rl_errf(&e, RL_ENOMEM, "tune: out of memory for %zu ratios", n);
-        goto out;
+    int64_t mbs[MAX_MBS];
+    int n_mbs;
+    char hwlist[1024], *names[MAX_HW];
+    int n_hw = 0;
+    snprintf(hwlist, sizeof hwlist, "%s", sim.hw);
+    for (char *save = NULL, *tok = strtok_r(hwlist, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (n_hw == MAX_HW) {
+            rc = rl_errf(&e, RL_EINVAL, "--hw: '%s' names more than %d profiles", sim.hw, MAX_HW);
+            break;
+        }
+        names[n_hw++] = tok;
     }
-    struct cli_ctx cx = c;   /* shallow: only read by cli_ctx_plan */
-    cx.popt.policy = PLAN_POLICY_EXACT;
-    b_exact = best_of(&cx, &hw, &sim.train, ratios, n, exact, &min_exact, &e, &rc);
-    if (rc)
-        goto out;
-    if (ds_policy) {
-        b_ds = best_of(&c, &hw, &sim.train, ratios, n, ds, &min_ds, &e, &rc);
-        if (rc)
-            goto out;
-        if (b_exact >= 0) {
-            /* The sub_group_size that makes DeepSpeed honor the best exact ratio. */
-            struct plan p;
-            memset(&p, 0, sizeof p);
-            if ((rc = cli_ctx_plan(&c, exact[b_exact].requested, &p, &e)))
-                goto out;
-            bool honored = fabs(p.honored_ratio - p.requested_ratio) <= a.tol;
-            sgs = honored ? 0 : plan_max_honoring_sub_group_size(&p, a.tol);
-            honored_now = honored;
-            plan_free(&p);
-            if (sgs > 0) {
-                struct cli_ctx cs = c;
-                cs.zero.sub_group_size = sgs;
-                struct plan q;
-                memset(&q, 0, sizeof q);
-                if ((rc = cli_ctx_plan(&cs, exact[b_exact].requested, &q, &e)) ||
-                    (rc = sim_step_run(&q, &hw, &sim.train, NULL, &fix.r, &e))) {
-                    plan_free(&q);
-                    goto out;
-                }
-                fix.requested = exact[b_exact].requested;
-                fix.honored = q.honored_ratio;
-                fix.n_subgroups = q.n_subgroups;
-                fix.sub_group_size = sgs;
-                fix.valid = true;
-                plan_free(&q);
+    if (!rc && n_hw == 0)
+        rc = rl_errf(&e, RL_EINVAL, "--hw: '%s' names no profile", sim.hw);
+    if (!rc)
+        rc = micro_batches(&a, &c.zero, mbs, &n_mbs, &e);
+    struct tune_run *runs = calloc((size_t)(n_hw > 0 ? n_hw : 1), sizeof *runs);
+    if (!rc && !runs)
+        rc = rl_errf(&e, RL_ENOMEM, "tune: out of memory");
+    struct sim_tune_request q = {0};
+    for (int i = 0; i < n_hw && !rc; i++) {
+        struct tune_run *t = &runs[i];
+        sim.hw = names[i];
+        if ((rc = cli_sim_load_hw(&sim, &c, &t->hw, &e)))
+            break;
+        if (a.gpu_mem > 0)
+            t->hw.gpu_mem_bytes = a.gpu_mem;
+        t->headroom = a.headroom >= 0 ? a.headroom : (int64_t)(SIM_TUNE_HEADROOM_FRACTION * (double)t->hw.gpu_mem_bytes);
+        q = (struct sim_tune_request){
+            .model = &c.model, .layout = &c.layout, .zero = &c.zero, .popt = c.popt, .hw = &t->hw, .train = sim.train,
+            .ratios = ratios, .n_ratios = n_ratios, .micro_batches = mbs, .n_micro_batches = n_mbs,
+            .ckpt_off = !sim.train.checkpoint_activations, .ckpt_on = true, .no_offload = true,
+            .global_batch = a.global_batch > 0 ? a.global_batch : c.zero.src_train_batch == PLAN_SRC_CONFIG ? c.zero.train_batch : 0,
+            .headroom_bytes = t->headroom, .tol = a.tol};
+        if ((rc = sim_tune(&q, &t->res, &e)))
+            rl_err_prefix(&e, "--hw %s", names[i]);
+    }
+    int found = 0;
+    if (!rc) {
+        for (int i = 0; i < n_hw; i++)
+            found += runs[i].res.found;
+        if (a.json) {
+            json_t *o;
+            if (n_hw == 1) {
+                o = run_json(&c, &runs[0], &sim.train);
+            } else {
+                o = json_object();
+                json_t *arr = json_array();
+                for (int i = 0; i < n_hw; i++)
+                    json_array_append_new(arr, run_json(&c, &runs[i], &sim.train));
+                json_object_set_new(o, "profiles", arr);
             }
+            char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+            printf("%s\n", text);
+            free(text);
+            json_decref(o);
+        } else if (n_hw == 1) {
+            print_one(&c, &runs[0], &a, &q);
+        } else {
+            print_table(&c, runs, n_hw);
+        }
+        if (!found) {
+            char g1[32], g2[32];
+            fprintf(stderr, "ratiolab tune: no ratio fits: the smallest prediction is %s GiB per GPU, above %s GiB "
+                            "less the headroom; try more GPUs, activation checkpointing or a smaller micro-batch\n",
+                    cli_gib(g1, sizeof g1, runs[0].res.min_gpu_bytes), cli_gib(g2, sizeof g2, runs[0].hw.gpu_mem_bytes));
+            rc = 1;
         }
     }
-    char g1[32], g2[32], set[256];
-    const struct sim_step_result *any = &exact[0].r;
-    cli_sim_settings(any, &sim.train, set, sizeof set);
-    if (a.json) {
-        json_t *o = json_object();
-        json_object_set_new(o, "model", json_string(c.model_desc));
-        json_object_set_new(o, "hardware", json_string(hw.name));
-        json_object_set_new(o, "gpu_mem_bytes", json_integer(hw.gpu_mem_bytes));
-        json_object_set_new(o, "reserve", json_string(sim.train.gpu_reserve_bytes >= 0 ? "--reserve" : "profile"));
-        json_object_set_new(o, "schedule", json_string(sim_schedule_name(sim.train.schedule)));
-        json_object_set_new(o, "policy", json_string(plan_policy_name(c.popt.policy)));
-        json_object_set_new(o, "best_exact", b_exact >= 0 ? cand_json(&exact[b_exact]) : json_null());
-        if (ds_policy) {
-            json_object_set_new(o, "best_current_sub_group_size", b_ds >= 0 ? cand_json(&ds[b_ds]) : json_null());
-            json_object_set_new(o, "best_with_sub_group_size", fix.valid ? cand_json(&fix) : json_null());
-        }
-        json_object_set_new(o, "min_gpu_bytes", json_integer(min_exact));
-        char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        printf("%s\n", text);
-        free(text);
-        json_decref(o);
-    } else {
-        printf("model      %s\nhardware   %s: %s GiB per GPU to fit in\nschedule   %s\n", c.model_desc, hw.name,
-               cli_gib(g1, sizeof g1, hw.gpu_mem_bytes), set);
-        if (sim.train.gpu_reserve_bytes >= 0)
-            printf("reserve    %s GiB per GPU outside the allocator (--reserve)\n",
-                   cli_gib(g2, sizeof g2, sim.train.gpu_reserve_bytes));
-        else
-            printf("reserve    CUDA context %s GiB + NCCL buffers per communicator + caching allocator (2 MiB "
-                   "rounding, %.0f %% of activations and gathered parameters) (profile %s; --reserve overrides)\n",
-                   cli_gib(g2, sizeof g2, hw.context_bytes), hw.allocator_overhead * 100, hw.name);
-        printf("candidates %zu ratios (%s)\n\n", n, a.ratios);
-        if (b_exact >= 0)
-            print_cand("fastest that fits, ratio honored exactly (policy exact):", &exact[b_exact]);
-        if (ds_policy) {
-            char lbl[160];
-            snprintf(lbl, sizeof lbl, "fastest that fits under %s with the current sub_group_size %lld:",
-                     plan_policy_name(c.popt.policy), (long long)c.zero.sub_group_size);
-            if (b_ds >= 0)
-                print_cand(lbl, &ds[b_ds]);
-            else
-                printf("  %s\n    nothing fits\n", lbl);
-            if (fix.valid) {
-                snprintf(lbl, sizeof lbl, "the best exact ratio under %s with sub_group_size %lld:",
-                         plan_policy_name(c.popt.policy), (long long)sgs);
-                print_cand(lbl, &fix);
-                printf("\nto get ratio %.4f from DeepSpeed: \"zero_optimization\": {\"sub_group_size\": %lld, "
-                       "\"offload_optimizer\": {\"ratio\": %.4f}} (%d sub-groups, honored %.4f)%s\n",
-                       fix.requested, (long long)sgs, fix.requested, fix.n_subgroups, fix.honored,
-                       fix.r.fits_gpu ? "" : " -- but then it does not fit");
-            } else if (b_exact >= 0 && honored_now) {
-                printf("\n%s honors ratio %.4f within %.4f with the current sub_group_size %lld\n",
-                       plan_policy_name(c.popt.policy), exact[b_exact].requested, a.tol, (long long)c.zero.sub_group_size);
-            } else if (b_exact >= 0) {
-                printf("\nno sub_group_size makes %s honor ratio %.4f within %.4f\n", plan_policy_name(c.popt.policy),
-                       exact[b_exact].requested, a.tol);
-            }
-        }
-    }
-    if (b_exact < 0) {
-        fprintf(stderr, "ratiolab tune: no ratio fits: the smallest prediction is %s GiB per GPU, above %s GiB "
-                        "(--gpu-mem); try more GPUs, activation checkpointing or a smaller micro-batch\n",
-                cli_gib(g1, sizeof g1, min_exact), cli_gib(g2, sizeof g2, hw.gpu_mem_bytes));
-        rc = 1;
-    }
-out:
-    free(exact);
-    free(ds);
+    free(runs);
     free(ratios);
     cli_ctx_free(&c);
     if (rc < 0)
@@ -251,4 +345,4 @@ out:
     return rc;
 }
 
-const struct cli_cmd cli_cmd_tune = {"tune", "the fastest ratio that fits in GPU memory, and the sub_group_size to get it", run};
+const struct cli_cmd cli_cmd_tune = {"tune", "the micro-batch, checkpointing and ratio with the most tokens/s that fit, and the host RAM", run};

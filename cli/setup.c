@@ -5,6 +5,7 @@
 #include <unistd.h>   /* access */
 
 #include "cli/cli.h"
+#include "plan/ds_hazards.h"
 #include "plan/megatron_args.h"
 
 enum {
@@ -159,6 +160,22 @@ static void builtin_zero(struct plan_zero *z)
     z->dtype = PLAN_FP16;
 }
 
+/* A config whose ratio DeepSpeed would ignore or crash on cannot be simulated as a partial
+ * offload: refused here with the hazard's line; check and plan report it instead. */
+static int refuse_hazards(const struct plan_zero *z, struct rl_err *e)
+{
+    const struct plan_hazard *hz[PLAN_HAZARDS_MAX];
+    int n = plan_ds_hazards(z, hz, PLAN_HAZARDS_MAX);
+    for (int i = 0; i < n; i++) {
+        if (hz[i]->repair == PLAN_REPAIR_NONE)
+            continue;
+        char line[1024];
+        plan_hazard_line(hz[i], z, line, sizeof line);
+        return rl_errf(e, RL_EINVAL, "%s", line);
+    }
+    return 0;
+}
+
 int cli_setup_resolve(const struct cli_setup *s, struct cli_ctx *c, struct rl_err *e)
 {
     memset(c, 0, sizeof *c);
@@ -254,6 +271,8 @@ int cli_setup_resolve(const struct cli_setup *s, struct cli_ctx *c, struct rl_er
         c->zero.src_dtype = PLAN_SRC_CLI;
     }
     if ((rc = plan_zero_validate(&c->zero, e)))
+        return rc;
+    if (!s->report_hazards && (rc = refuse_hazards(&c->zero, e)))
         return rc;
     if (s->policy == PLAN_POLICY_AUTO && (rc = plan_policy_for_version(c->zero.ds_version, &c->popt.policy, e)))
         return rc;

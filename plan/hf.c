@@ -1,4 +1,5 @@
-/* plan/hf.c — Hugging Face transformers models from a config.json: GPT-2, T5, LLaMA and OPT.
+/* plan/hf.c — Hugging Face transformers models from a config.json: GPT-2, T5, OPT, and the
+ * LLaMA-like decoders Llama 1-3, Mistral, Qwen2/2.5, Qwen3, Gemma 2 and Phi-3.
  *
  * Tensor order is model.named_parameters() order (module registration order in __init__,
  * a shared parameter listed once, where it is first registered); shapes are the PyTorch
@@ -130,9 +131,32 @@ static int gpt2(struct plan_model *m, const json_t *root, const char *what,
     return 0;
 }
 
-/* ---- LLaMA (LlamaForCausalLM) ------------------------------------------------------------------ */
-static int llama(struct plan_model *m, const json_t *root, const char *what,
-                 const struct plan_model_opts *o, struct rl_err *e)
+/* ---- LLaMA-like decoders (LlamaForCausalLM and its descendants) ---------------------------------
+ * One tensor list with per-family switches, each read in the family's modeling_<type>.py:
+ * Llama 1-3 (Llama 3.1's rope_scaling block changes no parameter), Mistral (as Llama),
+ * Qwen2/2.5 (q/k/v biases), Qwen3 (q_norm/k_norm of head_dim after o_proj), Gemma 2 (pre- and
+ * post-feedforward norms, tied embeddings by default), Phi-3 (o_proj before a fused qkv_proj,
+ * fused gate_up_proj). */
+struct decoder_family {
+    const char *type;        /* model_type */
+    bool qkv_bias;           /* q/k/v projections carry biases (Qwen2) */
+    bool qk_norm;            /* per-head RMSNorm of q and k (Qwen3) */
+    bool fused;              /* o_proj, qkv_proj and gate_up_proj (Phi-3) */
+    bool sandwich_norms;     /* pre/post feed-forward norms (Gemma 2) */
+    bool tied_default;       /* tie_word_embeddings default of the config class */
+};
+
+static const struct decoder_family decoder_families[] = {
+    {"llama", false, false, false, false, false},
+    {"mistral", false, false, false, false, false},
+    {"qwen2", true, false, false, false, false},
+    {"qwen3", false, true, false, false, false},
+    {"gemma2", false, false, false, true, true},
+    {"phi3", false, false, true, false, false},
+};
+
+static int decoder(struct plan_model *m, const json_t *root, const char *what,
+                   const struct plan_model_opts *o, const struct decoder_family *f, struct rl_err *e)
 {
     int64_t layers, h, ffn, heads, kv, vocab, max_pos, hd;
     bool tied, attn_bias, mlp_bias;
@@ -143,7 +167,7 @@ static int llama(struct plan_model *m, const json_t *root, const char *what,
     NEED("vocab_size", &vocab);
     OPT("num_key_value_heads", heads, &kv);
     OPT("max_position_embeddings", 2048, &max_pos);
-    OPTB("tie_word_embeddings", false, &tied);
+    OPTB("tie_word_embeddings", f->tied_default, &tied);
     OPTB("attention_bias", false, &attn_bias);
     OPTB("mlp_bias", false, &mlp_bias);
     TRY(check_layers(what, "num_hidden_layers", layers, e));
@@ -168,7 +192,11 @@ static int llama(struct plan_model *m, const json_t *root, const char *what,
     a->max_pos = 0;   /* rotary */
     a->swiglu = true;
     a->tied_embeddings = tied;
-    TRY(seq_len(what, o, max_pos, 0, "max_position_embeddings", &a->seq_len, e));
+    /* A preset's seq_len_default: max_position_embeddings of today's models is a context limit
+     * (128k), not a training length. */
+    int64_t seq_def;
+    OPT("seq_len_default", max_pos, &seq_def);
+    TRY(seq_len(what, o, seq_def, 0, "max_position_embeddings", &a->seq_len, e));
 
     const unsigned RMS = PLAN_TF_RMSNORM, B = PLAN_TF_BIAS;
     const enum plan_tp_split R = PLAN_TP_REPLICATED;
@@ -176,23 +204,37 @@ static int llama(struct plan_model *m, const json_t *root, const char *what,
     const int64_t rows[4] = {heads * hd, kv * hd, kv * hd, h};
     const int64_t cols[4] = {h, h, h, heads * hd};
     const char *const mlp[3] = {"gate", "up", "down"};
+    const char *const L = "model.layers";
     TRY(plan__addf(m, e, R, PLAN_TF_EMBEDDING, -1, 2, vocab, h, "model.embed_tokens.weight"));
     for (int i = 0; i < (int)layers; i++) {
-        for (int k = 0; k < 4; k++) {
-            TRY(plan__addf(m, e, R, 0, i, 2, rows[k], cols[k], "model.layers.%d.self_attn.%s_proj.weight",
-                           i, proj[k]));
-            if (attn_bias)
-                TRY(plan__addf(m, e, R, B, i, 1, rows[k], 0, "model.layers.%d.self_attn.%s_proj.bias",
-                               i, proj[k]));
+        if (f->fused) {
+            TRY(plan__addf(m, e, R, 0, i, 2, h, heads * hd, "%s.%d.self_attn.o_proj.weight", L, i));
+            TRY(plan__addf(m, e, R, 0, i, 2, (heads + 2 * kv) * hd, h, "%s.%d.self_attn.qkv_proj.weight", L, i));
+            TRY(plan__addf(m, e, R, 0, i, 2, 2 * ffn, h, "%s.%d.mlp.gate_up_proj.weight", L, i));
+            TRY(plan__addf(m, e, R, 0, i, 2, h, ffn, "%s.%d.mlp.down_proj.weight", L, i));
+        } else {
+            for (int k = 0; k < 4; k++) {
+                TRY(plan__addf(m, e, R, 0, i, 2, rows[k], cols[k], "%s.%d.self_attn.%s_proj.weight", L, i, proj[k]));
+                if (attn_bias || (f->qkv_bias && k < 3))
+                    TRY(plan__addf(m, e, R, B, i, 1, rows[k], 0, "%s.%d.self_attn.%s_proj.bias", L, i, proj[k]));
+            }
+            if (f->qk_norm) {
+                TRY(plan__addf(m, e, R, RMS, i, 1, hd, 0, "%s.%d.self_attn.q_norm.weight", L, i));
+                TRY(plan__addf(m, e, R, RMS, i, 1, hd, 0, "%s.%d.self_attn.k_norm.weight", L, i));
+            }
+            for (int k = 0; k < 3; k++) {
+                const int64_t r = k < 2 ? ffn : h, c = k < 2 ? h : ffn;
+                TRY(plan__addf(m, e, R, 0, i, 2, r, c, "%s.%d.mlp.%s_proj.weight", L, i, mlp[k]));
+                if (mlp_bias)
+                    TRY(plan__addf(m, e, R, B, i, 1, r, 0, "%s.%d.mlp.%s_proj.bias", L, i, mlp[k]));
+            }
         }
-        for (int k = 0; k < 3; k++) {
-            const int64_t r = k < 2 ? ffn : h, c = k < 2 ? h : ffn;
-            TRY(plan__addf(m, e, R, 0, i, 2, r, c, "model.layers.%d.mlp.%s_proj.weight", i, mlp[k]));
-            if (mlp_bias)
-                TRY(plan__addf(m, e, R, B, i, 1, r, 0, "model.layers.%d.mlp.%s_proj.bias", i, mlp[k]));
+        TRY(plan__addf(m, e, R, RMS, i, 1, h, 0, "%s.%d.input_layernorm.weight", L, i));
+        TRY(plan__addf(m, e, R, RMS, i, 1, h, 0, "%s.%d.post_attention_layernorm.weight", L, i));
+        if (f->sandwich_norms) {
+            TRY(plan__addf(m, e, R, RMS, i, 1, h, 0, "%s.%d.pre_feedforward_layernorm.weight", L, i));
+            TRY(plan__addf(m, e, R, RMS, i, 1, h, 0, "%s.%d.post_feedforward_layernorm.weight", L, i));
         }
-        TRY(plan__addf(m, e, R, RMS, i, 1, h, 0, "model.layers.%d.input_layernorm.weight", i));
-        TRY(plan__addf(m, e, R, RMS, i, 1, h, 0, "model.layers.%d.post_attention_layernorm.weight", i));
     }
     TRY(plan__addf(m, e, R, RMS, -1, 1, h, 0, "model.norm.weight"));
     if (!tied)
@@ -391,7 +433,7 @@ int plan__hf_from_json(struct plan_model *m, const json_t *root, const char *wha
     const char *type;
     TRY(plan__json_str(root, what, "model_type", NULL, &type, e));
     if (!type)
-        return rl_errf(e, RL_EINVAL, "%s: model_type: missing; allowed: gpt2, t5, llama, opt", what);
+        return rl_errf(e, RL_EINVAL, "%s: model_type: missing; allowed: gpt2, t5, llama, opt, mistral, qwen2, qwen3, gemma2, phi3", what);
     if (o->tp != 1)
         return rl_errf(e, RL_EINVAL, "tp: %d with the Hugging Face model %s; allowed: 1 (tensor "
                        "parallelism is modelled for Megatron GPT only)", o->tp, what);
@@ -403,13 +445,18 @@ int plan__hf_from_json(struct plan_model *m, const json_t *root, const char *wha
         rc = gpt2(m, root, what, o, e);
     else if (strcmp(type, "t5") == 0)
         rc = t5(m, root, what, o, e);
-    else if (strcmp(type, "llama") == 0)
-        rc = llama(m, root, what, o, e);
     else if (strcmp(type, "opt") == 0)
         rc = opt(m, root, what, o, e);
-    else
-        return rl_errf(e, RL_EINVAL, "%s: model_type: '%s' is not supported; allowed: gpt2, t5, "
-                       "llama, opt", what, type);
+    else {
+        const struct decoder_family *f = NULL;
+        for (size_t i = 0; i < sizeof decoder_families / sizeof decoder_families[0]; i++)
+            if (strcmp(type, decoder_families[i].type) == 0)
+                f = &decoder_families[i];
+        if (!f)
+            return rl_errf(e, RL_EINVAL, "%s: model_type: '%s' is not supported; allowed: gpt2, t5, "
+                           "llama, opt, mistral, qwen2, qwen3, gemma2, phi3", what, type);
+        rc = decoder(m, root, what, o, f, e);
+    }
     if (rc)
         return rc;
     m->arch.tp = m->arch.pp = 1;

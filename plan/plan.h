@@ -166,6 +166,9 @@ struct plan_zero {
     enum plan_dtype dtype;           /* model dtype: bf16 / fp16 when enabled, else fp32 */
     bool has_optimizer_block;        /* an "optimizer" block is present (HF: one flat group) */
     char optimizer_type[32];         /* its "type", "" when absent */
+    bool torch_adam;                 /* optimizer.params.torch_adam (torch Adam instead of DeepSpeed's) */
+    bool has_scheduler_block;        /* a "scheduler" block is present (DeepSpeed's lr scheduler) */
+    char scheduler_type[32];         /* its "type", "" when absent */
     int64_t micro_batch;             /* train_micro_batch_size_per_gpu, default 1 */
     int64_t grad_accum;              /* gradient_accumulation_steps, default 1 */
     int64_t train_batch;             /* train_batch_size, 0 when unset */
@@ -182,7 +185,8 @@ void plan_zero_defaults(struct plan_zero *z);
 int plan_zero_load(struct plan_zero *z, const char *path, struct rl_err *e);
 /* Same, from text already in memory (`what` names it in errors). */
 int plan_zero_parse(struct plan_zero *z, const char *text, const char *what, struct rl_err *e);
-/* Cross-field checks (ratio with stage < 3, offload device none with ratio > 0, ...). */
+/* Cross-field checks (offload device none with a ratio, batch sizes, ...). A ratio with stage < 3
+ * or device "nvme" parses: plan/ds_hazards.h names what DeepSpeed does with it. */
 int plan_zero_validate(const struct plan_zero *z, struct rl_err *e);
 
 /* ---- layout ------------------------------------------------------------------------------------ */

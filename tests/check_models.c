@@ -419,6 +419,96 @@ START_TEST(gpt2_and_t5_order)
 }
 END_TEST
 
+/* Today's models: each preset reproduces its published parameter count exactly. The counts are
+ * the safetensors totals Hugging Face publishes for the checkpoints (the same figures appear in
+ * GGUF general.parameter_count metadata): Llama-2-13b-hf 13,015,864,320; Llama-2-70b-hf
+ * 68,976,648,192 (its files add 5,120 rotary inv_freq buffer elements, not parameters);
+ * Llama-3.1-8B 8,030,261,248; Llama-3.1-70B 70,553,706,496; Mistral-7B-v0.1 7,241,732,096;
+ * Qwen2.5-7B 7,615,616,512; Qwen3-8B 8,190,735,360. */
+START_TEST(published_totals_todays_models)
+{
+    static const struct { const char *name; int64_t total; int64_t seq; } known[] = {
+        {"llama2-13b", 13015864320LL, 4096},
+        {"llama2-70b", 68976648192LL, 4096},
+        {"llama3.1-8b", 8030261248LL, 8192},
+        {"llama3.1-70b", 70553706496LL, 8192},
+        {"mistral-7b", 7241732096LL, 4096},
+        {"qwen2.5-7b", 7615616512LL, 4096},
+        {"qwen3-8b", 8190735360LL, 4096},
+    };
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        struct plan_model m;
+        load(&m, known[i].name, 1, 1, 0);
+        ck_assert_msg(m.total_numel == known[i].total, "%s: %lld != %lld", known[i].name,
+                      (long long)m.total_numel, (long long)known[i].total);
+        ck_assert_int_eq(sum_numel(&m), m.total_numel);
+        /* the preset's training length, not the 128k context limit */
+        ck_assert_int_eq(m.arch.seq_len, known[i].seq);
+        plan_model_free(&m);
+    }
+}
+END_TEST
+
+START_TEST(hf_families_tensor_lists)
+{
+    struct plan_model m;
+    /* Qwen2.5-7B: q/k/v carry biases, o does not. */
+    load(&m, "qwen2.5-7b", 1, 1, 0);
+    int q = index_of(&m, "model.layers.5.self_attn.q_proj.weight");
+    ck_assert_str_eq(m.tensors[q + 1].name, "model.layers.5.self_attn.q_proj.bias");
+    shape2(&m.tensors[q + 2], 4 * 128, 3584);
+    ck_assert_int_lt(index_of(&m, "model.layers.5.self_attn.v_proj.bias"), index_of(&m, "model.layers.5.self_attn.o_proj.weight"));
+    ck_assert_int_lt(index_of(&m, "model.layers.5.self_attn.o_proj.bias"), 0);
+    plan_model_free(&m);
+    /* Qwen3-8B: q_norm and k_norm of head_dim right after o_proj (Qwen3Attention.__init__). */
+    load(&m, "qwen3-8b", 1, 1, 0);
+    int o = index_of(&m, "model.layers.0.self_attn.o_proj.weight");
+    ck_assert_str_eq(m.tensors[o + 1].name, "model.layers.0.self_attn.q_norm.weight");
+    ck_assert_str_eq(m.tensors[o + 2].name, "model.layers.0.self_attn.k_norm.weight");
+    ck_assert_int_eq(m.tensors[o + 1].shape[0], 128);
+    ck_assert(m.tensors[o + 1].flags & PLAN_TF_RMSNORM);
+    plan_model_free(&m);
+    /* Gemma-2-9B's published config.json: 9,241,705,984 parameters (tied embeddings, head_dim
+     * 256 with 16 heads > hidden 3584, four norms per layer). */
+    const char *g = tu_write("gemma2.json",
+        "{\"architectures\": [\"Gemma2ForCausalLM\"], \"head_dim\": 256, \"hidden_size\": 3584,"
+        " \"intermediate_size\": 14336, \"max_position_embeddings\": 8192, \"model_type\": \"gemma2\","
+        " \"num_attention_heads\": 16, \"num_hidden_layers\": 42, \"num_key_value_heads\": 8,"
+        " \"vocab_size\": 256000, \"sliding_window\": 4096, \"final_logit_softcapping\": 30.0}");
+    load(&m, g, 1, 1, 0);
+    ck_assert_int_eq(m.total_numel, 9241705984LL);
+    ck_assert(m.arch.tied_embeddings);
+    int f = index_of(&m, "model.layers.1.pre_feedforward_layernorm.weight");
+    ck_assert_str_eq(m.tensors[f - 1].name, "model.layers.1.post_attention_layernorm.weight");
+    ck_assert_str_eq(m.tensors[f + 1].name, "model.layers.1.post_feedforward_layernorm.weight");
+    plan_model_free(&m);
+    /* Phi-3-mini-4k-instruct's published config.json: 3,821,079,552 parameters; o_proj is
+     * registered before the fused qkv_proj, then gate_up_proj and down_proj. */
+    const char *ph = tu_write("phi3.json",
+        "{\"architectures\": [\"Phi3ForCausalLM\"], \"hidden_size\": 3072, \"intermediate_size\": 8192,"
+        " \"max_position_embeddings\": 4096, \"model_type\": \"phi3\", \"num_attention_heads\": 32,"
+        " \"num_hidden_layers\": 32, \"num_key_value_heads\": 32, \"tie_word_embeddings\": false,"
+        " \"vocab_size\": 32064}");
+    load(&m, ph, 1, 1, 0);
+    ck_assert_int_eq(m.total_numel, 3821079552LL);
+    int op = index_of(&m, "model.layers.2.self_attn.o_proj.weight");
+    ck_assert_str_eq(m.tensors[op + 1].name, "model.layers.2.self_attn.qkv_proj.weight");
+    shape2(&m.tensors[op + 1], 3 * 3072, 3072);
+    shape2(&m.tensors[op + 2], 2 * 8192, 3072);
+    plan_model_free(&m);
+    /* Llama 3.1's rope_scaling block parses and changes no parameter. */
+    load(&m, "llama3.1-8b", 1, 1, 0);
+    ck_assert_int_eq(m.arch.kv_heads, 8);
+    plan_model_free(&m);
+    /* Others are refused naming their model_type. */
+    struct rl_err e = {0};
+    const char *x = tu_write("mixtral.json", "{\"model_type\": \"mixtral\", \"num_hidden_layers\": 2}");
+    ck_assert_int_eq(plan_model_load(&m, catalog(), x, NULL, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "model_type: 'mixtral' is not supported"));
+    ck_assert_ptr_nonnull(strstr(e.msg, "qwen3"));
+}
+END_TEST
+
 START_TEST(hf_llama_gqa_70b)
 {
     /* Llama-2-70B's published config.json: GQA with 8 KV heads; 68,976,648,192 parameters. */
@@ -655,6 +745,8 @@ Suite *models_suite(void)
     tcase_add_test(t, opt_order);
     tcase_add_test(t, gpt2_and_t5_order);
     tcase_add_test(t, hf_llama_gqa_70b);
+    tcase_add_test(t, published_totals_todays_models);
+    tcase_add_test(t, hf_families_tensor_lists);
     tcase_add_test(t, hf_t5_v11_gated_untied);
     tcase_add_test(t, every_preset_loads);
     tcase_add_test(t, gpt3_175b_and_350m_counts);

@@ -1,0 +1,166 @@
+/* plan/ds_hazards.c — the table of DeepSpeed partial-offload hazards and its matcher.
+ *
+ * Every entry was read in DeepSpeed's source or issue tracker (plan/README.md lists what was read).
+ * Partial offload (offload_optimizer.ratio) arrived in DeepSpeed 0.12.3, so no entry starts
+ * earlier. An entry applies when its predicate holds for the parsed config and the config's
+ * DeepSpeed version lies in [from, until). */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "plan/ds_hazards.h"
+
+const char *plan_hazard_kind_name(enum plan_hazard_kind k)
+{
+    switch (k) {
+    case PLAN_HAZARD_CRASH: return "crash";
+    case PLAN_HAZARD_ASSERT: return "assert";
+    case PLAN_HAZARD_IGNORED: return "ignored";
+    case PLAN_HAZARD_SUSPECT: return "suspect";
+    }
+    return "?";
+}
+
+/* Is the optimizer block's type one that DeepSpeed turns into DeepSpeedCPUAdam under offload?
+ * DeepSpeed lower-cases the names it knows (runtime/config.py get_optimizer_name), and
+ * runtime/engine.py _configure_basic_optimizer builds DeepSpeedCPUAdam for "adam" and "adamw". */
+static bool cpu_adam_type(const char *t) { return !strcasecmp(t, "adam") || !strcasecmp(t, "adamw"); }
+
+typedef bool hazard_pred(const struct plan_zero *z);
+
+static bool pred_nvme(const struct plan_zero *z) { return z->offload == PLAN_OFFLOAD_NVME; }
+static bool pred_stage(const struct plan_zero *z) { return z->stage < 3; }
+static bool pred_torch_adam(const struct plan_zero *z)
+{
+    return z->has_optimizer_block && cpu_adam_type(z->optimizer_type) && z->torch_adam;
+}
+static bool pred_opt_type(const struct plan_zero *z)
+{
+    return z->has_optimizer_block && !cpu_adam_type(z->optimizer_type);
+}
+static bool pred_scheduler(const struct plan_zero *z) { return z->has_scheduler_block; }
+
+#define V(a, b, c) ((struct rl_version){a, b, c})
+#define NO_END V(0, 0, 0)
+
+static const struct {
+    struct plan_hazard h;    /* what is reported */
+    hazard_pred *applies;    /* when, besides the version range */
+} table[] = {
+    {{"nvme-ratio", PLAN_HAZARD_CRASH, "zero_optimization.offload_optimizer.device", V(0, 12, 3), NO_END,
+      "crashes at initialisation (\"RuntimeError: expected input to be on cuda\"); partial offload "
+      "splits the optimizer between GPU and CPU only",
+      "DeepSpeed issue #4872 (maintainers: partial offload needs device \"cpu\"; #5508 asks for a CPU+NVMe split)",
+      "set offload_optimizer.device to \"cpu\" (and pin_memory true)", PLAN_REPAIR_DEVICE_CPU},
+     pred_nvme},
+    {{"stage-ignored", PLAN_HAZARD_IGNORED, "zero_optimization.stage", V(0, 12, 3), V(0, 15, 0),
+      "the ratio is silently ignored (stages 1 and 2 offload the whole optimizer; the validator reads "
+      "the values dict with getattr(), never finds the key and never fires)",
+      "runtime/zero/config.py DeepSpeedZeroConfig.offload_ratio_check (root_validator)",
+      "set zero_optimization.stage to 3 (partial offload exists only in ZeRO-3's stage3.py)", PLAN_REPAIR_STAGE_3},
+     pred_stage},
+    {{"stage-assert", PLAN_HAZARD_ASSERT, "zero_optimization.stage", V(0, 15, 0), NO_END,
+      "asserts while the config is parsed (\"Partial offloading only supported for ZeRO Stage 3.\")",
+      "runtime/zero/config.py DeepSpeedZeroConfig.offload_ratio_check (model_validator since the "
+      "pydantic v2 migration, PR #5167)",
+      "set zero_optimization.stage to 3", PLAN_REPAIR_STAGE_3},
+     pred_stage},
+    {{"torch-adam", PLAN_HAZARD_ASSERT, "optimizer.params.torch_adam", V(0, 12, 3), NO_END,
+      "asserts at initialisation (\"Hybrid Optimizer Only Supports DeepSpeedCPUAdam\"): torch_adam makes "
+      "the engine build torch.optim.Adam/AdamW instead of DeepSpeedCPUAdam",
+      "runtime/engine.py _configure_basic_optimizer; runtime/zero/stage3.py DeepSpeedZeroOptimizer_Stage3.__init__",
+      "remove \"torch_adam\" (DeepSpeed then builds DeepSpeedCPUAdam)", PLAN_REPAIR_NONE},
+     pred_torch_adam},
+    {{"optimizer-type", PLAN_HAZARD_ASSERT, "optimizer.type", V(0, 12, 3), NO_END,
+      "asserts at initialisation (\"Hybrid Optimizer Only Supports DeepSpeedCPUAdam\"): only Adam and "
+      "AdamW become DeepSpeedCPUAdam (Adagrad becomes DeepSpeedCPUAdagrad, Lamb FusedLamb)",
+      "runtime/engine.py _configure_basic_optimizer; runtime/zero/stage3.py DeepSpeedZeroOptimizer_Stage3.__init__",
+      "use \"Adam\" or \"AdamW\", or ratio 1.0", PLAN_REPAIR_NONE},
+     pred_opt_type},
+    {{"scheduler-lr", PLAN_HAZARD_SUSPECT, "scheduler", V(0, 12, 3), NO_END,
+      "a reading of the code, not yet observed in a run: the GPU-side optimizer copies param group 0's "
+      "lr once at construction while the scheduler updates only the CPU optimizer's groups, so "
+      "GPU-resident sub-groups of group 0 (usually the weight-decay group) keep the initial lr",
+      "runtime/zero/stage3.py DeepSpeedZeroOptimizer_Stage3.__init__ (backup_optimizer) and _optimizer_step",
+      "use ratio 1.0 or a constant lr, or check the lr of a GPU-resident sub-group in a short run",
+      PLAN_REPAIR_NONE},
+     pred_scheduler},
+};
+
+static bool partial_offload(const struct plan_zero *z)
+{
+    /* stage3.py builds the backup (GPU) optimizer when offload is on and ratio != 1.0. */
+    return z->src_ratio != PLAN_SRC_DEFAULT && z->ratio < 1.0 &&
+           (z->offload == PLAN_OFFLOAD_CPU || z->offload == PLAN_OFFLOAD_NVME);
+}
+
+static bool in_range(const struct plan_hazard *h, struct rl_version v)
+{
+    if (rl_version_cmp(v, h->from) < 0)
+        return false;
+    bool open = h->until.major == 0 && h->until.minor == 0 && h->until.patch == 0;
+    return open || rl_version_cmp(v, h->until) < 0;
+}
+
+int plan_ds_hazards(const struct plan_zero *z, const struct plan_hazard **out, int cap)
+{
+    int n = 0;
+    if (!partial_offload(z))
+        return 0;
+    for (size_t i = 0; i < sizeof table / sizeof table[0] && n < cap; i++)
+        if (in_range(&table[i].h, z->ds_version) && table[i].applies(z))
+            out[n++] = &table[i].h;
+    return n;
+}
+
+void plan_hazard_versions(const struct plan_hazard *h, char *buf, size_t n)
+{
+    bool open = h->until.major == 0 && h->until.minor == 0 && h->until.patch == 0;
+    if (open)
+        snprintf(buf, n, ">= %d.%d.%d", h->from.major, h->from.minor, h->from.patch);
+    else
+        snprintf(buf, n, ">= %d.%d.%d, < %d.%d.%d", h->from.major, h->from.minor, h->from.patch,
+                 h->until.major, h->until.minor, h->until.patch);
+}
+
+/* The config's value at the hazard's key, as the user wrote it. */
+static void value_text(const struct plan_hazard *h, const struct plan_zero *z, char *buf, size_t n)
+{
+    if (!strcmp(h->id, "nvme-ratio"))
+        snprintf(buf, n, "\"nvme\"");
+    else if (!strncmp(h->id, "stage-", 6))
+        snprintf(buf, n, "%d", z->stage);
+    else if (!strcmp(h->id, "torch-adam"))
+        snprintf(buf, n, "true");
+    else if (!strcmp(h->id, "optimizer-type"))
+        snprintf(buf, n, "\"%s\"", z->optimizer_type);
+    else if (z->scheduler_type[0])
+        snprintf(buf, n, "type \"%s\"", z->scheduler_type);
+    else
+        snprintf(buf, n, "present");
+}
+
+void plan_hazard_line(const struct plan_hazard *h, const struct plan_zero *z, char *buf, size_t n)
+{
+    char val[64], ver[48];
+    value_text(h, z, val, sizeof val);
+    plan_hazard_versions(h, ver, sizeof ver);
+    snprintf(buf, n, "%s %s with offload_optimizer.ratio %g: %s [DeepSpeed %s; source: %s]; fix: %s", h->key, val,
+             z->ratio, h->what, ver, h->source, h->fix);
+}
+
+int plan_ds_hazards_assume_fixed(struct plan_zero *z)
+{
+    const struct plan_hazard *hz[PLAN_HAZARDS_MAX];
+    int n = plan_ds_hazards(z, hz, PLAN_HAZARDS_MAX), applied = 0;
+    for (int i = 0; i < n; i++) {
+        if (hz[i]->repair == PLAN_REPAIR_DEVICE_CPU && z->offload != PLAN_OFFLOAD_CPU) {
+            z->offload = PLAN_OFFLOAD_CPU;
+            applied++;
+        } else if (hz[i]->repair == PLAN_REPAIR_STAGE_3 && z->stage != 3) {
+            z->stage = 3;
+            applied++;
+        }
+    }
+    return applied;
+}

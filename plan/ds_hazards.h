@@ -1,0 +1,62 @@
+/* plan/ds_hazards.h — DeepSpeed configs with a partial optimizer offload (offload_optimizer.ratio
+ * < 1) that DeepSpeed crashes on, asserts on, or silently gets wrong.
+ *
+ * One table (ds_hazards.c) holds what is known: the JSON key, the DeepSpeed versions, the source
+ * (file and function, or issue number), the reason and the fix. plan_ds_hazards() returns the
+ * entries that apply to a parsed config under its DeepSpeed version; the cli turns each into one
+ * line (`check` fails on them, `plan` warns). Pure data: nothing here prints. */
+#ifndef RL_PLAN_DS_HAZARDS_H
+#define RL_PLAN_DS_HAZARDS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "plan/plan.h"
+
+/* What DeepSpeed does with the config. */
+enum plan_hazard_kind {
+    PLAN_HAZARD_CRASH,     /* an exception at initialisation */
+    PLAN_HAZARD_ASSERT,    /* an assert at initialisation */
+    PLAN_HAZARD_IGNORED,   /* the ratio is silently ignored */
+    PLAN_HAZARD_SUSPECT,   /* a reading of the code, not yet observed in a run: a warning */
+};
+const char *plan_hazard_kind_name(enum plan_hazard_kind k);   /* "crash", "assert", ... */
+
+/* Which repair the planner can apply to go on with the analysis (plan_ds_hazards_assume_fixed). */
+enum plan_hazard_repair {
+    PLAN_REPAIR_NONE,          /* nothing the planner models changes */
+    PLAN_REPAIR_DEVICE_CPU,    /* offload_optimizer.device -> "cpu" */
+    PLAN_REPAIR_STAGE_3,       /* zero_optimization.stage -> 3 */
+};
+
+struct plan_hazard {
+    const char *id;                  /* short stable name, e.g. "nvme-ratio" (JSON output, tests) */
+    enum plan_hazard_kind kind;      /* crash, assert, ignored, suspect */
+    const char *key;                 /* the JSON path the user edits */
+    struct rl_version from;          /* first DeepSpeed version it applies to */
+    struct rl_version until;         /* first version it no longer applies to; {0,0,0}: none known */
+    const char *what;                /* what DeepSpeed does, with its message when there is one */
+    const char *source;              /* DeepSpeed file and function, or issue number */
+    const char *fix;                 /* the change that avoids it */
+    enum plan_hazard_repair repair;  /* what plan_ds_hazards_assume_fixed() changes */
+};
+
+/* The most hazards one config can match (the table has fewer entries). */
+#define PLAN_HAZARDS_MAX 8
+
+/* Fills out[] with the table entries that apply to z under z->ds_version, in table order, and
+ * returns their number. Only configs with a partial offload (ratio < 1 set by the config or the
+ * command line, offload_optimizer.device "cpu" or "nvme") can match. O(table size). */
+int plan_ds_hazards(const struct plan_zero *z, const struct plan_hazard **out, int cap);
+
+/* "0.12.3 to 0.14.x" style text of a hazard's version range: ">= 0.15.0" or "0.12.3 - <0.15.0". */
+void plan_hazard_versions(const struct plan_hazard *h, char *buf, size_t n);
+
+/* One line: key, the config's value, what DeepSpeed does, versions, source and fix. */
+void plan_hazard_line(const struct plan_hazard *h, const struct plan_zero *z, char *buf, size_t n);
+
+/* Applies the repairs of the hazards that match z (device cpu, stage 3), so the ratio and memory
+ * analysis can describe the config the user gets after the fixes. Returns how many it applied. */
+int plan_ds_hazards_assume_fixed(struct plan_zero *z);
+
+#endif

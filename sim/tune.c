@@ -1,0 +1,176 @@
+/* sim/tune.c — the search of sim/tune.h. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/tune.h"
+
+/* ratio < 0: no optimizer offload (device "none"). */
+static int build(struct plan *p, const struct sim_tune_request *q, double ratio, int64_t sgs,
+                 enum plan_policy policy, struct rl_err *e)
+{
+    struct plan_zero z = *q->zero;
+    if (ratio < 0) {
+        z.offload = PLAN_OFFLOAD_NONE;
+        z.ratio = 1.0;
+        z.src_ratio = PLAN_SRC_DEFAULT;
+    } else {
+        if (z.offload == PLAN_OFFLOAD_NONE)
+            z.offload = PLAN_OFFLOAD_CPU;   /* a ratio needs offload to the CPU */
+        z.ratio = ratio;
+        z.src_ratio = PLAN_SRC_CLI;
+    }
+    if (sgs > 0) {
+        z.sub_group_size = sgs;
+        z.src_sub_group_size = PLAN_SRC_CLI;
+    }
+    struct plan_options o = q->popt;
+    o.policy = policy;
+    memset(p, 0, sizeof *p);
+    int rc = plan_build(p, q->model, q->layout, &z, &o, e);
+    if (rc)
+        rl_err_prefix(e, "tune: ratio %g", ratio);
+    return rc;
+}
+
+static bool fits(const struct sim_tune_request *q, const struct sim_step_result *r)
+{
+    return r->fits_host && r->gpu_total_bytes <= r->gpu_capacity_bytes - q->headroom_bytes;
+}
+
+static void fill(struct sim_tune_choice *c, const struct sim_tune_request *q, const struct plan *p, double ratio,
+                 const struct sim_train *t, const struct sim_step_result *r)
+{
+    c->offload = ratio >= 0;
+    c->ratio = ratio >= 0 ? ratio : 0.0;
+    c->honored = p->honored_ratio;
+    c->micro_batch = r->micro_batch;
+    c->grad_accum = r->grad_accum;
+    c->ckpt = t->checkpoint_activations;
+    c->sub_group_size = p->zero.sub_group_size;
+    c->n_subgroups = p->n_subgroups;
+    c->r = *r;
+    /* r->tokens_per_s counts one rank's micro-batches; the TP x PP ranks of one model replica
+     * share those tokens, so per GPU it is divided by TP x PP. */
+    int gpn = q->layout->gpus_per_node > 0 ? q->layout->gpus_per_node : 1;
+    int mp = (q->layout->tp > 0 ? q->layout->tp : 1) * (q->layout->pp > 0 ? q->layout->pp : 1);
+    c->tokens_per_s_gpu = r->tokens_per_s / mp;
+    c->tokens_per_s_node = c->tokens_per_s_gpu * gpn;
+    c->free_gpu_bytes = r->gpu_capacity_bytes - r->gpu_total_bytes;
+}
+
+/* The winner under the DeepSpeed policy, with the sub_group_size that honors its ratio. */
+static int deepspeed_answer(const struct sim_tune_request *q, struct sim_tune_result *out, struct rl_err *e)
+{
+    const struct sim_tune_choice *b = &out->exact;
+    if (!b->offload) {   /* nothing for DeepSpeed to honor */
+        out->ds = *b;
+        out->ds_valid = out->ds_honored = out->ds_fits = true;
+        return 0;
+    }
+    struct plan p;
+    int rc = build(&p, q, b->ratio, 0, q->popt.policy, e);
+    if (rc)
+        return rc;
+    if (fabs(p.honored_ratio - p.requested_ratio) > q->tol) {
+        int64_t sgs = plan_max_honoring_sub_group_size(&p, q->tol);
+        if (sgs > 0) {
+            plan_free(&p);
+            if ((rc = build(&p, q, b->ratio, sgs, q->popt.policy, e)))
+                return rc;
+        }
+    }
+    struct sim_train t = q->train;
+    t.micro_batch = b->micro_batch;
+    t.grad_accum = b->grad_accum;
+    t.checkpoint_activations = b->ckpt;
+    struct sim_step_result r;
+    if ((rc = sim_step_run(&p, q->hw, &t, NULL, &r, e))) {
+        plan_free(&p);
+        return rc;
+    }
+    fill(&out->ds, q, &p, b->ratio, &t, &r);
+    out->ds_valid = true;
+    out->ds_honored = fabs(p.honored_ratio - p.requested_ratio) <= q->tol;
+    out->ds_fits = fits(q, &r);
+    plan_free(&p);
+    return 0;
+}
+
+int sim_tune(const struct sim_tune_request *q, struct sim_tune_result *out, struct rl_err *e)
+{
+    memset(out, 0, sizeof *out);
+    out->min_gpu_bytes = INT64_MAX;
+    if (q->n_ratios == 0 || q->n_micro_batches == 0 || (!q->ckpt_off && !q->ckpt_on))
+        return rl_errf(e, RL_EINVAL, "tune: nothing to search (no ratio, micro-batch or checkpointing setting)");
+    /* Candidates: no offload first when asked (it wins ties: no host memory at all), then the
+     * ratios; ratio[k] < 0 marks no offload. */
+    const size_t n_cand = q->n_ratios + (q->no_offload ? 1 : 0);
+    struct plan *plans = calloc(n_cand, sizeof *plans);
+    double *ratio = calloc(n_cand, sizeof *ratio);
+    if (!plans || !ratio) {
+        free(plans);
+        free(ratio);
+        return rl_errf(e, RL_ENOMEM, "tune: out of memory for %zu plans", n_cand);
+    }
+    size_t k0 = 0;
+    if (q->no_offload)
+        ratio[k0++] = -1;
+    for (size_t i = 0; i < q->n_ratios; i++)
+        ratio[k0 + i] = q->ratios[i];
+    int rc = 0;
+    size_t built = 0;
+    for (; built < n_cand && !rc; built++)
+        rc = build(&plans[built], q, ratio[built], 0, PLAN_POLICY_EXACT, e);
+    if (rc)
+        built--;   /* the failed one holds nothing */
+    const int64_t dp = q->layout->dp > 0 ? q->layout->dp : 1;
+    /* Loop order sets the tie-break: checkpointing off first, smaller micro-batches, smaller ratios. */
+    for (int ck = 0; ck < 2 && !rc; ck++) {
+        if ((ck == 0 && !q->ckpt_off) || (ck == 1 && !q->ckpt_on))
+            continue;
+        for (int m = 0; m < q->n_micro_batches && !rc; m++) {
+            const int64_t mb = q->micro_batches[m];
+            int64_t ga = q->train.grad_accum;
+            if (q->global_batch > 0) {
+                if (q->global_batch % (mb * dp) != 0)
+                    continue;   /* this micro-batch cannot make the global batch */
+                ga = q->global_batch / (mb * dp);
+            }
+            struct sim_train t = q->train;
+            t.micro_batch = mb;
+            t.grad_accum = ga;
+            t.checkpoint_activations = ck == 1;
+            for (size_t i = 0; i < n_cand && !rc; i++) {
+                struct sim_step_result r;
+                if ((rc = sim_step_memory(&plans[i], q->hw, &t, &r, e)))
+                    break;
+                out->evaluated++;
+                if (r.gpu_total_bytes < out->min_gpu_bytes)
+                    out->min_gpu_bytes = r.gpu_total_bytes;
+                if (!fits(q, &r))
+                    continue;
+                if ((rc = sim_step_run(&plans[i], q->hw, &t, NULL, &r, e)))
+                    break;
+                out->simulated++;
+                if (!out->found || r.tokens_per_s > out->exact.r.tokens_per_s) {
+                    fill(&out->exact, q, &plans[i], ratio[i], &t, &r);
+                    out->found = true;
+                }
+                if (ratio[i] >= 0 && (!out->offload_found || r.tokens_per_s > out->best_offload.r.tokens_per_s)) {
+                    fill(&out->best_offload, q, &plans[i], ratio[i], &t, &r);
+                    out->offload_found = true;
+                }
+            }
+            if (rc)
+                rl_err_prefix(e, "micro-batch %lld, checkpointing %s", (long long)mb, ck ? "on" : "off");
+        }
+    }
+    for (size_t i = 0; i < built; i++)
+        plan_free(&plans[i]);
+    free(plans);
+    free(ratio);
+    if (!rc && out->found && q->popt.policy != PLAN_POLICY_EXACT)
+        rc = deepspeed_answer(q, out, e);
+    return rc;
+}

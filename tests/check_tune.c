@@ -1,0 +1,158 @@
+/* tests/check_tune.c — `ratiolab tune` answers "which micro-batch, checkpointing and ratio, how
+ * much host RAM, how fast" and its answer is what `predict` says about the same settings; the
+ * answer beats or out-fits its neighbours; a global batch fixes the accumulation; --hw a,b
+ * compares profiles; --headroom is honored. */
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tests/util.h"
+
+static json_t *run_json(const char *args)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "%s", args);
+    ck_assert_msg(r.status == 0, "%s: exit %d: %s", args, r.status, r.err);
+    json_error_t je;
+    json_t *o = json_loads(r.out, 0, &je);
+    ck_assert_msg(o != NULL, "%s: %s", args, je.text);
+    tu_run_free(&r);
+    return o;
+}
+
+static int64_t jint(json_t *o, const char *k) { return json_integer_value(json_object_get(o, k)); }
+static double jreal(json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
+
+/* predict of one configuration, as JSON (sgs < 0: no optimizer offload, the built-in config's
+ * fp16 ZeRO-3 without offload_optimizer). */
+static json_t *predict(const char *base, double ratio, int64_t mb, int64_t ga, bool ckpt, int64_t sgs)
+{
+    char cmd[1024], off[200];
+    if (sgs < 0) {
+        tu_write("none.json", "{\"zero_optimization\": {\"stage\": 3}, \"fp16\": {\"enabled\": true}}");
+        snprintf(off, sizeof off, "--ds-config none.json");
+    } else {
+        snprintf(off, sizeof off, "--ratio %.17g --sub-group-size %lld", ratio, (long long)sgs);
+    }
+    snprintf(cmd, sizeof cmd, "predict %s %s --micro-batch %lld --grad-accum %lld%s --json", base, off, (long long)mb,
+             (long long)ga, ckpt ? " --checkpoint-activations" : "");
+    return run_json(cmd);
+}
+
+static json_t *predict_choice(const char *base, json_t *k)
+{
+    bool off = !strcmp(json_string_value(json_object_get(k, "offload")), "cpu");
+    return predict(base, jreal(k, "requested_ratio"), jint(k, "micro_batch"), jint(k, "grad_accum"),
+                   json_is_true(json_object_get(k, "checkpoint_activations")), off ? jint(k, "sub_group_size") : -1);
+}
+
+#define QUESTION "--model llama2-13b --hw dgx-a100-80g --gpus 4"
+
+START_TEST(answer_is_what_predict_says)
+{
+    /* 4 x A100-80GB, Llama-2-13B, ZeRO-3: what ratio, how much host RAM, how fast? */
+    json_t *t = run_json("tune " QUESTION " --ratios 0:1:0.1 --json");
+    json_t *ans = json_object_get(t, "answer");
+    ck_assert(json_is_object(ans));
+    double ratio = jreal(ans, "requested_ratio");
+    int64_t mb = jint(ans, "micro_batch"), ga = jint(ans, "grad_accum");
+    bool off = !strcmp(json_string_value(json_object_get(ans, "offload")), "cpu");
+    int64_t sgs = off ? jint(ans, "sub_group_size") : -1;
+    bool ckpt = json_is_true(json_object_get(ans, "checkpoint_activations"));
+    json_t *p = predict(QUESTION, ratio, mb, ga, ckpt, sgs);
+    json_t *pp = json_object_get(p, "prediction"), *tp = json_object_get(ans, "prediction");
+    ck_assert_int_eq(jint(pp, "step_ns"), jint(tp, "step_ns"));
+    ck_assert(jreal(pp, "tokens_per_s_per_gpu") == jreal(ans, "tokens_per_s_per_gpu"));
+    /* tokens/s per GPU: micro-batch x sequence x accumulation / step */
+    double want = (double)mb * (double)jint(pp, "seq_len") * (double)ga / ((double)jint(pp, "step_ns") * 1e-9);
+    ck_assert_msg(fabs(want - jreal(ans, "tokens_per_s_per_gpu")) <= 1e-6 * want, "%g vs %g", want,
+                  jreal(ans, "tokens_per_s_per_gpu"));
+    ck_assert(jreal(ans, "tokens_per_s_per_node") == 4 * jreal(ans, "tokens_per_s_per_gpu"));
+    json_t *mem = json_object_get(pp, "gpu_memory_per_rank");
+    int64_t headroom = jint(t, "headroom_bytes");
+    ck_assert_int_eq(headroom, (int64_t)(0.05 * 85899345920.0));
+    ck_assert_int_le(jint(mem, "total_bytes") + headroom, jint(mem, "capacity_bytes"));
+    ck_assert_int_eq(jint(ans, "host_node_bytes"), jint(json_object_get(pp, "host_memory"), "node_bytes"));
+    /* Its neighbour with twice the micro-batch is slower or does not leave the headroom. */
+    json_t *q = predict(QUESTION, ratio, 2 * mb, ga, ckpt, sgs);
+    json_t *qp = json_object_get(q, "prediction"), *qm = json_object_get(qp, "gpu_memory_per_rank");
+    ck_assert(jint(qm, "total_bytes") + headroom > jint(qm, "capacity_bytes") ||
+              jreal(qp, "tokens_per_s_per_gpu") <= jreal(ans, "tokens_per_s_per_gpu"));
+    json_decref(q);
+    /* The best candidate with offload is what predict says too, and no faster than the answer. */
+    json_t *bo = json_object_get(t, "best_with_offload");
+    ck_assert(json_is_object(bo));
+    json_t *b = predict_choice(QUESTION, bo);
+    ck_assert_int_eq(jint(json_object_get(b, "prediction"), "step_ns"), jint(json_object_get(bo, "prediction"), "step_ns"));
+    ck_assert(jreal(bo, "tokens_per_s_per_gpu") <= jreal(ans, "tokens_per_s_per_gpu"));
+    json_decref(b);
+    json_decref(p);
+    json_decref(t);
+}
+END_TEST
+
+START_TEST(offloading_answer_is_what_predict_says)
+{
+    /* Micro-batch 16 with checkpointing on a 16 GiB V100 needs offload: the answer carries the
+     * sub_group_size that makes DeepSpeed 0.12 honor its ratio, and predict agrees. */
+    json_t *t = run_json("tune --gpu-mem 16GiB --micro-batch 16 --checkpoint-activations --json");
+    json_t *ans = json_object_get(t, "answer");
+    ck_assert(json_is_object(ans));
+    double ratio = jreal(ans, "requested_ratio");
+    ck_assert(ratio > 0 && ratio < 1);
+    ck_assert(fabs(jreal(ans, "honored_ratio") - ratio) <= 0.01);
+    int64_t sgs = jint(ans, "sub_group_size");
+    ck_assert(sgs > 0 && sgs < 1000000000);
+    json_t *p = predict("", ratio, 16, jint(ans, "grad_accum"), true, sgs);
+    ck_assert_int_eq(jint(json_object_get(p, "prediction"), "step_ns"), jint(json_object_get(ans, "prediction"), "step_ns"));
+    ck_assert(jreal(p, "honored_ratio") == jreal(ans, "honored_ratio"));
+    json_decref(p);
+    json_decref(t);
+}
+END_TEST
+
+START_TEST(global_batch_sets_accumulation)
+{
+    json_t *t = run_json("tune " QUESTION " --ratios 0:1:0.25 --global-batch 64 --json");
+    json_t *ans = json_object_get(t, "answer");
+    ck_assert(json_is_object(ans));
+    ck_assert_int_eq(jint(ans, "micro_batch") * jint(ans, "grad_accum") * 4, 64);
+    json_decref(t);
+}
+END_TEST
+
+START_TEST(profiles_side_by_side_and_headroom)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "tune " "--model llama2-13b --gpus 4 --hw dgx-a100-80g,dgx-h100 --ratios 0:1:0.25");
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "\ndgx-a100-80g "));
+    ck_assert_ptr_nonnull(strstr(r.out, "\ndgx-h100 "));
+    ck_assert_ptr_nonnull(strstr(r.out, "tok/s/GPU"));
+    tu_run_free(&r);
+    /* leave 79 GiB of 80 free: nothing fits, exit 1 */
+    tu_ratiolab(&r, "tune " QUESTION " --ratios 0:1:0.5 --headroom 79GiB");
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_ptr_nonnull(strstr(r.err, "no ratio fits"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "tune " QUESTION " --micro-batches 1,x");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--micro-batches"));
+    tu_run_free(&r);
+}
+END_TEST
+
+Suite *tune_suite(void)
+{
+    Suite *s = suite_create("tune");
+    TCase *t = tcase_create("tune");
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, answer_is_what_predict_says);
+    tcase_add_test(t, offloading_answer_is_what_predict_says);
+    tcase_add_test(t, global_batch_sets_accumulation);
+    tcase_add_test(t, profiles_side_by_side_and_headroom);
+    suite_add_tcase(s, t);
+    return s;
+}
