@@ -468,8 +468,10 @@ int plot__monitor_read(const char *path, struct plot__monitor *m, struct rl_err 
         struct plot__mon_proc *q = &m->procs[k];
         if (rank >= 0)
             q->rank = (int)rank;
-        if (rss > q->peak_rss_bytes)
+        if (rss > q->peak_rss_bytes) {   /* named as it was at its peak (an exec changes comm) */
             q->peak_rss_bytes = rss;
+            copy_str(q->comm, sizeof q->comm, f[MC_COMM]);
+        }
         if (gpu > q->peak_gpu_bytes)
             q->peak_gpu_bytes = gpu;
     }

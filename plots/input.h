@@ -85,7 +85,7 @@ struct plot__mon_sample {
 struct plot__mon_proc {
     int pid;                           /* process id */
     int rank;                          /* rank from its environment, -1 none */
-    char comm[64];                     /* command name */
+    char comm[64];                     /* command name at its resident peak */
     int64_t peak_rss_bytes;            /* largest rss sample */
     int64_t peak_gpu_bytes;            /* largest gpu sample, -1 never available */
 };
