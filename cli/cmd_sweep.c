@@ -100,6 +100,11 @@ static int run(int argc, char **argv)
             json_object_set_new(o, "hardware", json_string(hw.name));
             json_object_set_new(o, "schedule", json_string(sim_schedule_name(sim.train.schedule)));
             json_object_set_new(o, "policy", json_string(plan_policy_name(plans[0].policy)));
+            /* Layout and size, for plots across sweeps (ratiolab plot scaling). */
+            json_object_set_new(o, "gpus", json_integer(c.layout.world));
+            json_object_set_new(o, "tp", json_integer(c.layout.tp));
+            json_object_set_new(o, "pp", json_integer(c.layout.pp));
+            json_object_set_new(o, "rank_numel", json_integer(c.model.total_numel));
             for (size_t i = 0; i < n; i++) {
                 json_t *r = json_object();
                 json_object_set_new(r, "requested_ratio", json_real(ratios[i]));

@@ -87,8 +87,12 @@ static int sweep_json(const char *path, json_t *root, struct plot__sweep *s, str
     int rc = j_int(root, "gpus", path, "top level", &gpus, false, e);
     if (rc)
         return rc;
-    if ((rc = j_int(root, "params", path, "top level", &s->params, false, e)))
+    int64_t tp = 1, pp = 1, rank_numel = 0;
+    if ((rc = j_int(root, "rank_numel", path, "top level", &rank_numel, false, e)) ||
+        (rc = j_int(root, "tp", path, "top level", &tp, false, e)) ||
+        (rc = j_int(root, "pp", path, "top level", &pp, false, e)))
         return rc;
+    s->params = rank_numel * tp * pp;
     /* Older sweeps name the GPU count only in the model description ("..., 8 GPUs on 1 node"). */
     const char *g = strstr(s->model, " GPUs on");
     if (!gpus && g) {

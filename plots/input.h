@@ -35,7 +35,8 @@ struct plot__sweep {
     int64_t micro_batch;               /* 0 when unknown */
     int64_t seq_len;                   /* 0 when unknown */
     int gpus;                          /* total GPUs; 0 when unknown */
-    int64_t params;                    /* model parameters; 0 when unknown */
+    int64_t params;                    /* model parameters, rank_numel x TP x PP (tensors TP replicates
+                                          count once per rank); 0 when unknown */
     int64_t gpu_capacity_bytes;        /* the profile's GPU memory; 0 when unknown */
     bool has_phases;                   /* rows carry the per-phase breakdown (JSON) */
     int n_phases;                      /* entries in phase */

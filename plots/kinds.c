@@ -876,8 +876,8 @@ int plot__scaling(struct plot__fig *f, struct rl_err *e)
             rc = rl_errf(e, RL_EINVAL, "%s: no GPU count (field 'gpus', or 'N GPUs' in 'model'); plot scaling "
                          "--x gpus needs `ratiolab sweep --json`", f->o->in[i]);
         else if (!gpus && s[i].params <= 0)
-            rc = rl_errf(e, RL_EINVAL, "%s: no model size (field 'params'); plot scaling --x params needs "
-                         "`ratiolab sweep --json` from this version", f->o->in[i]);
+            rc = rl_errf(e, RL_EINVAL, "%s: no model size (field 'rank_numel'); plot scaling --x params needs "
+                         "`ratiolab sweep --json` from ratiolab 0.1.0 or later", f->o->in[i]);
         else if (tokens && (s[i].gpus <= 0 || !s[i].has_phases))
             rc = rl_errf(e, RL_EINVAL, "%s: no tokens/s or GPU count; plot scaling --y tokens needs `ratiolab "
                          "sweep --json`", f->o->in[i]);
@@ -950,15 +950,22 @@ int plot__scaling(struct plot__fig *f, struct rl_err *e)
     FILE *gp = f->gp;
     plot__multiplot(f);
     plot__panel(f, &g, 0, 0);
-    plot__ylabel(f, &g, 0, 0, tokens ? "tokens/s, all GPUs" : "step time (s)");
     if (ymax <= 0)
         ymax = 1;
+    /* Large throughputs are shown in thousands, so tick labels stay short. */
+    double yscale = ymax >= 1e4 ? 1e-3 : 1;
+    ymax *= yscale;
+    plot__ylabel(f, &g, 0, 0, !tokens ? "step time (s)" : yscale < 1 ? "tokens/s, all GPUs (thousands)" : "tokens/s, all GPUs");
     double tick = plot__tick(ymax, 5);
-    fprintf(gp, "set xlabel '%s' offset 0,0.9\nset yrange [0:%g]\nset ytics %g format '%s'\nunset key\n",
+    fprintf(gp, "set xlabel '%s' offset 0,0.9\nset yrange [0:%g]\nset ytics %g format '%s'\nunset key\nys = %g\n",
             gpus ? "GPUs" : "model parameters (billions)", ceil(ymax * 1.15 / tick) * tick, tick,
-            plot__tick_format(tick));
-    if (xmax >= 4 * xmin && xmin > 0) {
-        fprintf(gp, "set logscale x 2\nset xrange [%g:%g]\n", xmin / 1.25, xmax * 1.25);
+            plot__tick_format(tick), yscale);
+    if (gpus || (xmax >= 4 * xmin && xmin > 0)) {
+        /* Ticks at the values drawn only (GPU counts are discrete); log2 when they span 4x. */
+        if (xmax >= 4 * xmin && xmin > 0)
+            fprintf(gp, "set logscale x 2\nset xrange [%g:%g]\n", xmin / 1.25, xmax * 1.25);
+        else
+            fprintf(gp, "set xrange [%g:%g]\n", xmin - fmax((xmax - xmin) * 0.12, 0.5), xmax + fmax((xmax - xmin) * 0.12, 0.5));
         fputs("set xtics (", gp);
         bool first = true;
         double prev = -1;
@@ -987,7 +994,7 @@ int plot__scaling(struct plot__fig *f, struct rl_err *e)
     }
     fputs("plot ", gp);
     for (int k = 0; k < n_series; k++)
-        fprintf(gp, "%s'%s' index %d using 1:2 with linespoints lt %d, \\\n     '%s' index %d using 1:2:(sprintf('r=%%.2f', $3)) "
+        fprintf(gp, "%s'%s' index %d using 1:($2*ys) with linespoints lt %d, \\\n     '%s' index %d using 1:($2*ys):(sprintf('r=%%.2f', $3)) "
                     "with labels offset 0,0.8 font ',7' tc lt %d",
                 k ? ", \\\n     " : "", f->dat_name, k, k + 1, f->dat_name, k, k + 1);
     fputs("\n", gp);
@@ -1004,6 +1011,9 @@ int plot__scaling(struct plot__fig *f, struct rl_err *e)
     fputs("unset multiplot\n", gp);
     fprintf(f->dat, "\n\n# [note] labels on the points: the requested ratio shown%s\n",
             f->o->ratio >= 0 ? " (--ratio)" : " (the fastest that fits)");
+    if (!gpus)
+        fputs("# [note] parameters: one rank's (rank_numel) x TP x PP; tensors TP replicates count once per rank\n",
+              f->dat);
     free_sweeps(s, ns);
     return 0;
 }

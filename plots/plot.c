@@ -180,6 +180,9 @@ static const struct {
     {"param_h2d", "#000000", 0},      {"pipeline_bubble", "#DDDDDD", 0}, {"idle", "#888888", 5},
 };
 
+/* Other categories (an executor's own span names): Paul Tol's colours the phases do not use. */
+static const char *const extra_colors[] = {"#332288", "#44AA99", "#AA4499", "#777777", "#88CCEE", "#DDCC77"};
+
 const char *plot__phase_color(const char *name, int i, int *pattern)
 {
     *pattern = 0;
@@ -188,7 +191,7 @@ const char *plot__phase_color(const char *name, int i, int *pattern)
             *pattern = phase_colors[k].pattern;
             return phase_colors[k].color;
         }
-    return plot__color(i);
+    return extra_colors[(i < 0 ? -i : i) % 6];
 }
 
 void plot__gp_preamble(struct plot__fig *f, double height_in)

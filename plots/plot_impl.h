@@ -43,8 +43,8 @@ double plot__tick(double max, int n);
 const char *plot__tick_format(double tick);
 /* The figure's width in inches (3.5 or 7). */
 double plot__width_in(const struct plot__fig *f);
-/* The colour of a phase (sim_phase_name) or, for other names, of series index i; and whether its
- * fill gets a hatch pattern (pairs sharing a colour). */
+/* The colour of a phase (sim_phase_name) or, for other names, the i-th of a few colours no phase
+ * uses; and whether its fill gets a hatch pattern (pairs sharing a colour). */
 const char *plot__phase_color(const char *name, int i, int *pattern);
 /* The i-th series colour, dash type and point type (Okabe-Ito; cycles after 7). */
 const char *plot__color(int i);
