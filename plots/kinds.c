@@ -156,8 +156,8 @@ int plot__memory(struct plot__fig *f, struct rl_err *e)
     fputs("plot x with lines lc rgb '#999999' dt 3 lw 1", gp);
     for (int i = 0; i < ns; i++) {
         bool st = is_staircase(s[i].policy);
-        fprintf(gp, ", \\\n     '%s' index %d using 1:2 with %s lt %d", f->dat_name, i, st ? "steps" : "lines",
-                i + 1);
+        fprintf(gp, ", \\\n     '%s' index %d using 1:2 with %s lt %d dt 1", f->dat_name, i,
+                st ? "steps" : "lines", i + 1);
         fprintf(gp, ", \\\n     '%s' index %d using 1:2 with points lt %d", f->dat_name, i, i + 1);
     }
     fputs("\n", gp);
@@ -183,7 +183,7 @@ int plot__memory(struct plot__fig *f, struct rl_err *e)
     int ke = 0;
     for (int i = 0; i < ns; i++) {
         plot__key_entry(f, &g, &k, ke++);
-        fprintf(gp, "NaN with linespoints lt %d title ", i + 1);
+        fprintf(gp, "NaN with linespoints lt %d dt 1 title ", i + 1);
         plot__gp_str(gp, s[i].policy);
         fputc('\n', gp);
     }
@@ -196,7 +196,7 @@ int plot__memory(struct plot__fig *f, struct rl_err *e)
     if (cap > 0) {
         char t[64], c[32];
         gib_label(c, sizeof c, cap);
-        snprintf(t, sizeof t, "GPU has %s", c);
+        snprintf(t, sizeof t, "GPU capacity %s", c);
         fputc('\n', gp);
         plot__key_entry(f, &g, &k, ke++);
         fputs("NaN with lines lc rgb '#000000' dt 3 lw 1 title ", gp);
@@ -379,7 +379,7 @@ int plot__time(struct plot__fig *f, struct rl_err *e)
     plot__key_entry(f, &g, &k, n_names);
     char t[96];
     snprintf(t, sizeof t, "%s%s", gpu_mem[0] ? "over " : "does not fit", gpu_mem);
-    fputs("NaN with boxes fc rgb '#ececec' fs solid 1.0 title ", gp);
+    fputs("NaN with boxes fc rgb '#ececec' fs solid 1.0 border lc rgb '#aaaaaa' title ", gp);
     plot__gp_str(gp, t);
     fputs("\nunset multiplot\n", gp);
     free_sweeps(s, ns);

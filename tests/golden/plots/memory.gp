@@ -37,9 +37,9 @@ set yrange [0:1.02]
 set ytics 0, 0.2, 1 format '%.1f'
 set label 1 '(a)' at graph 0.04, graph 0.92 left
 plot x with lines lc rgb '#999999' dt 3 lw 1, \
-     'memory.dat' index 0 using 1:2 with steps lt 1, \
+     'memory.dat' index 0 using 1:2 with steps lt 1 dt 1, \
      'memory.dat' index 0 using 1:2 with points lt 1, \
-     'memory.dat' index 1 using 1:2 with lines lt 2, \
+     'memory.dat' index 1 using 1:2 with lines lt 2 dt 1, \
      'memory.dat' index 1 using 1:2 with points lt 2
 set lmargin at screen 0.1429
 set rmargin at screen 0.9571
@@ -77,9 +77,9 @@ unset logscale
 set xrange [0:1]
 set yrange [0:1]
 set key at screen 0.0729, screen 0.1122 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with linespoints lt 1 title 'deepspeed-0.12'
+plot NaN with linespoints lt 1 dt 1 title 'deepspeed-0.12'
 set key at screen 0.5000, screen 0.1122 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with linespoints lt 2 title 'exact'
+plot NaN with linespoints lt 2 dt 1 title 'exact'
 set key at screen 0.0729, screen 0.0780 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with lines lc rgb '#000000' dt 1 title 'GPU (b)'
 set key at screen 0.5000, screen 0.0780 left top Left reverse samplen 2 spacing 1 noautotitle
@@ -87,5 +87,5 @@ plot NaN with lines lc rgb '#000000' dt 2 title 'host (b)'
 set key at screen 0.0729, screen 0.0439 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with lines lc rgb '#999999' dt 3 lw 1 title 'honored = requested'
 set key at screen 0.5000, screen 0.0439 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with lines lc rgb '#000000' dt 3 lw 1 title 'GPU has 16 GiB'
+plot NaN with lines lc rgb '#000000' dt 3 lw 1 title 'GPU capacity 16 GiB'
 unset multiplot

@@ -115,5 +115,5 @@ plot NaN with boxes fc rgb '#000000' fs solid 1.0 title 'param_h2d'
 set key at screen 0.5911, screen 0.0641 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#888888' fs pattern 5 border lc rgb '#888888' title 'idle'
 set key at screen 0.7732, screen 0.0641 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#ececec' fs solid 1.0 title 'over 12 GiB'
+plot NaN with boxes fc rgb '#ececec' fs solid 1.0 border lc rgb '#aaaaaa' title 'over 12 GiB'
 unset multiplot
