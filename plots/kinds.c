@@ -1081,7 +1081,7 @@ int plot__monitor(struct plot__fig *f, struct rl_err *e)
     for (int k = 0; k < m.n_procs; k++)
         if (m.procs[k].peak_rss_bytes > top_peak)
             top_peak = m.procs[k].peak_rss_bytes;
-    bool *taken = calloc((size_t)m.n_procs, sizeof *taken);
+    bool *taken = m.n_procs > 0 ? calloc((size_t)(unsigned)m.n_procs, sizeof *taken) : NULL;
     if (!taken) {
         plot__monitor_free(&m);
         return rl_errf(e, RL_ENOMEM, "plot monitor: out of memory");
