@@ -602,6 +602,7 @@ int plot__timeline(struct plot__fig *f, struct rl_err *e)
     struct plot__meta m = {NULL, NULL, NULL, NULL, NULL};
     plot__dat_header(f, &m);
     double span_ms = 0;
+    int n_spans[2][TL_MAX_CATS] = {{0}};   /* spans per trace and category (empty blocks are not plotted) */
     for (int i = 0; i < nt; i++) {
         char what[512];
         snprintf(what, sizeof what, "%s: tracks (row, process id, thread id, label); times below are ms from the "
@@ -623,6 +624,7 @@ int plot__timeline(struct plot__fig *f, struct rl_err *e)
                     row++;
                 fprintf(f->dat, "%.6f\t%.6f\t%d\n", (double)(ev->ts_ns - t[i].t0_ns) * 1e-6,
                         (double)(ev->ts_ns + ev->dur_ns - t[i].t0_ns) * 1e-6, row);
+                n_spans[i][c]++;
             }
             fputs("?\t?\t?\n", f->dat);   /* a block is never empty */
         }
@@ -676,11 +678,15 @@ int plot__timeline(struct plot__fig *f, struct rl_err *e)
         }
         b++;   /* the track list block */
         fputs("plot ", gp);
+        bool first = true;
         for (int c = 0; c < n_cats; c++, b++) {
             int pat;
             const char *col = plot__phase_color(cats[c], c, &pat);
+            if (!n_spans[i][c])
+                continue;
             fprintf(gp, "%s'%s' index %d using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '%s' "
-                        "fs %s", c ? ", \\\n     " : "", f->dat_name, b, col, pat ? "pattern 4 noborder" : "solid 1.0");
+                        "fs %s", first ? "" : ", \\\n     ", f->dat_name, b, col, pat ? "pattern 4 noborder" : "solid 1.0");
+            first = false;
             if (pat)
                 fprintf(gp, " lc rgb '%s'", col);
         }

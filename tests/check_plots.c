@@ -2,8 +2,8 @@
  * (tests/golden/plots/, from committed inputs), the numbers in the .dat against the inputs read
  * independently, determinism, bad input (exit 2, no files), no gnuplot (exit 3, data and script
  * still written) and, when gnuplot is installed, a render of every kind checked as a valid PDF,
- * SVG or PNG of plausible size. Set RL_UPDATE_GOLDEN=1 to rewrite the goldens (then look at the
- * figures and the diff). */
+ * SVG or PNG of plausible size, with no gnuplot warning about the script. Set RL_UPDATE_GOLDEN=1
+ * to rewrite the goldens (then look at the figures and the diff). */
 #include <check.h>
 #include <jansson.h>
 #include <math.h>
@@ -400,6 +400,13 @@ START_TEST(every_kind_renders)
             ck_assert_msg(n < 12 || memcmp(b + n - 8, "IEND", 4) == 0, "%s: no IEND chunk", out);
         }
         free(b);
+        /* gnuplot has nothing to warn about in the script (empty blocks, undefined values). */
+        char stem[128];
+        snprintf(stem, sizeof stem, "%.*s", (int)(strlen(out) - strlen(exts[x])), out);
+        struct tu_run w;
+        tu_sh(&w, "gnuplot -e \"outfile='warn-check%s'\" %s.gp 2>&1", exts[x], stem);
+        ck_assert_msg(w.status == 0 && w.out[0] == 0, "%s.gp: gnuplot says: %s", stem, w.out);
+        tu_run_free(&w);
         /* No temporary file is left beside the figure. */
         struct tu_run l;
         tu_sh(&l, "ls | grep -c '\\.tmp\\.' || true");

@@ -44,8 +44,7 @@ plot 'timeline.dat' index 1 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxy
      'timeline.dat' index 3 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#009E73' fs solid 1.0, \
      'timeline.dat' index 4 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#E69F00' fs solid 1.0, \
      'timeline.dat' index 5 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#D55E00' fs solid 1.0, \
-     'timeline.dat' index 6 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#000000' fs solid 1.0, \
-     'timeline.dat' index 7 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#332288' fs solid 1.0
+     'timeline.dat' index 6 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#000000' fs solid 1.0
 set lmargin at screen 0.1400
 set rmargin at screen 0.9786
 set tmargin at screen 0.4375
@@ -57,10 +56,7 @@ set yrange [1.5:-0.5]
 set ytics ('rank 0 compute' 0, 'rank 0 CPU Adam' 1)
 plot 'timeline.dat' index 9 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs solid 1.0, \
      'timeline.dat' index 10 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#56B4E9' fs solid 1.0, \
-     'timeline.dat' index 11 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#009E73' fs solid 1.0, \
      'timeline.dat' index 12 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#E69F00' fs solid 1.0, \
-     'timeline.dat' index 13 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#D55E00' fs solid 1.0, \
-     'timeline.dat' index 14 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#000000' fs solid 1.0, \
      'timeline.dat' index 15 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#332288' fs solid 1.0
 # the key, in its own strip under the panels
 set lmargin at screen 0.01
