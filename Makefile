@@ -110,6 +110,7 @@ all: deps-quiet
 help:
 	@echo "make            build $(BIN)"
 	@echo "make demo       build and run the default case (Megatron gpt-2.7b, 8 x V100)"
+	@echo "make figures    redraw the README's figures (docs/figures/*.png, needs gnuplot)"
 	@echo "make test       build and run every test, then again under ASan + UBSan"
 	@echo "make test SANITIZE=1   only the ASan + UBSan run"
 	@echo "make mutate     mutation score of the tests (tests/mutants/, slow, not part of make test)"
@@ -233,6 +234,14 @@ mutate: deps-quiet
 demo: deps-quiet
 	@$(INNER) $(BIN)
 	@scripts/demo.sh $(BIN)
+
+# The README's figures (docs/figures/*.png), drawn as make demo draws them.
+figures: deps-quiet
+	@$(INNER) $(BIN)
+	@scripts/demo.sh --figures docs/figures $(BIN)
+	@rm -f docs/figures/*.json
+	@ls docs/figures/*.png
+.PHONY: figures
 
 bench: deps-quiet
 	@$(INNER) bench-run

@@ -101,6 +101,11 @@ static int run(int argc, char **argv)
                 json_object_set_new(o, "hardware", json_string(hw.name));
                 json_object_set_new(o, "schedule", json_string(sim_schedule_name(sim.train.schedule)));
                 json_object_set_new(o, "policy", json_string(plan_policy_name(p.policy)));
+                /* Layout and size, for plots across sweeps (ratiolab plot scaling). */
+                json_object_set_new(o, "gpus", json_integer(c.layout.world));
+                json_object_set_new(o, "tp", json_integer(c.layout.tp));
+                json_object_set_new(o, "pp", json_integer(c.layout.pp));
+                json_object_set_new(o, "rank_numel", json_integer(c.model.total_numel));
                 char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
                 /* the object without its closing brace, then "rows" streamed */
                 size_t tl = text ? strlen(text) : 0;

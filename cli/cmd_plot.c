@@ -1,0 +1,274 @@
+/* cli/cmd_plot.c — `ratiolab plot KIND --in DATA --out FILE`: figures for papers.
+ *
+ * plots/ writes FILE.dat and FILE.gp; this command runs gnuplot on the script (in the figure's
+ * folder, output to a temporary name renamed into place, so a failed run leaves no figure) and
+ * reports the three files. Without gnuplot it still writes the data and the script, says how to
+ * install gnuplot and exits 3. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "plots/plot.h"
+
+#ifndef RL_VERSION_STRING
+#define RL_VERSION_STRING "0.1.0"   /* as `ratiolab --version` prints it */
+#endif
+
+enum { P_IN = 1, P_OUT, P_WIDTH, P_TITLE, P_GPU_MEM, P_MARKS, P_PIDS, P_BAND, P_PHASE_TIME, P_X, P_Y, P_RATIO };
+static const struct cli_opt opts[] = {
+    {"in", "FILE", "input (repeat for several): sweep --json/--csv, a trace, a validate report.json, "
+                   "a monitor CSV", P_IN},
+    {"out", "FILE", "the figure: .pdf or .svg (papers), .png (screens); FILE.dat and FILE.gp beside it", P_OUT},
+    {"width", "W", "single (3.5 in, default) or double (7 in) column, 9 pt text", P_WIDTH},
+    {"title", "TEXT", "a title over the figure (default none: papers caption figures)", P_TITLE},
+    {"gpu-mem", "BYTES", "time, scaling: GPU memory to fit in, e.g. 16GiB (default: what the sweep says fits)",
+     P_GPU_MEM},
+    {"marks", "TRACE", "monitor: the monitor's trace (--out of ratiolab monitor); its --mark lines become "
+                       "vertical lines", P_MARKS},
+    {"pids", "P[,P...]", "timeline: trace process ids to draw (default all with spans)", P_PIDS},
+    {"band", "PCT", "parity: error band, +-PCT percent around the identity (default 10)", P_BAND},
+    {"phase-time", "T", "parity: per-phase time compared, busy (default) or exposed", P_PHASE_TIME},
+    {"x", "X", "scaling: x axis, gpus (default) or params", P_X},
+    {"y", "Y", "scaling: y axis, step (step time, default) or tokens (tokens/s of all GPUs)", P_Y},
+    {"ratio", "R", "scaling: the requested ratio shown (default: the fastest that fits)", P_RATIO},
+    {NULL, NULL, NULL, 0},
+};
+
+static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
+{
+    struct plot_opts *o = ctx;
+    switch (id) {
+    case P_IN:
+        if (o->n_in == PLOT_MAX_IN)
+            return rl_errf(e, RL_EINVAL, "--in: more than %d inputs", PLOT_MAX_IN);
+        o->in[o->n_in++] = v;
+        return 0;
+    case P_OUT: o->out = v; return 0;
+    case P_WIDTH:
+        if (rl_streq(v, "single"))
+            o->width = PLOT_SINGLE;
+        else if (rl_streq(v, "double"))
+            o->width = PLOT_DOUBLE;
+        else
+            return rl_errf(e, RL_EINVAL, "--width: '%s'; allowed: single (3.5 in), double (7 in)", v);
+        return 0;
+    case P_TITLE: o->title = v; return 0;
+    case P_GPU_MEM: {
+        int rc = rl_parse_bytes("--gpu-mem", v, &o->gpu_mem_bytes, e);
+        if (!rc && o->gpu_mem_bytes <= 0)
+            rc = rl_errf(e, RL_EINVAL, "--gpu-mem: '%s'; expected a size > 0, e.g. 16GiB", v);
+        return rc;
+    }
+    case P_MARKS: o->marks = v; return 0;
+    case P_PIDS: o->pids = v; return 0;
+    case P_BAND: return rl_parse_double("--band", v, 0, 100, &o->band_pct, e);
+    case P_PHASE_TIME:
+        if (rl_streq(v, "busy") || rl_streq(v, "exposed")) {
+            o->phase_exposed = rl_streq(v, "exposed");
+            return 0;
+        }
+        return rl_errf(e, RL_EINVAL, "--phase-time: '%s'; allowed: busy, exposed", v);
+    case P_X:
+        if (rl_streq(v, "gpus") || rl_streq(v, "params")) {
+            o->scaling_x = rl_streq(v, "gpus") ? PLOT_X_GPUS : PLOT_X_PARAMS;
+            return 0;
+        }
+        return rl_errf(e, RL_EINVAL, "--x: '%s'; allowed: gpus, params", v);
+    case P_Y:
+        if (rl_streq(v, "step") || rl_streq(v, "tokens")) {
+            o->scaling_y = rl_streq(v, "step") ? PLOT_Y_STEP : PLOT_Y_TOKENS;
+            return 0;
+        }
+        return rl_errf(e, RL_EINVAL, "--y: '%s'; allowed: step, tokens", v);
+    case P_RATIO: return rl_parse_double("--ratio", v, 0, 1, &o->ratio, e);
+    }
+    return RL_EINTERNAL;
+}
+
+/* The gnuplot executable on PATH, or NULL. */
+static const char *find_gnuplot(char *buf, size_t n)
+{
+    const char *path = getenv("PATH");
+    while (path && *path) {
+        const char *c = strchr(path, ':');
+        size_t len = c ? (size_t)(c - path) : strlen(path);
+        if (len && snprintf(buf, n, "%.*s/gnuplot", (int)len, path) < (int)n && access(buf, X_OK) == 0)
+            return buf;
+        path = c ? c + 1 : NULL;
+    }
+    return NULL;
+}
+
+static void split_dir(const char *path, char *dir, size_t n, const char **base)
+{
+    const char *s = strrchr(path, '/');
+    if (!s) {
+        snprintf(dir, n, ".");
+        *base = path;
+    } else {
+        snprintf(dir, n, "%.*s", s == path ? 1 : (int)(s - path), path);
+        *base = s + 1;
+    }
+}
+
+/* Runs `gnuplot -e "outfile='tmp'" script` in the script's folder; gnuplot's messages are kept
+ * and returned in err_text (shown only when it fails). */
+static int run_gnuplot(const char *gnuplot, const char *gp_path, const char *tmp_path, char *err_text, size_t n,
+                       struct rl_err *e)
+{
+    char dir[1024], expr[1200];
+    const char *gp_base, *tmp_base;
+    split_dir(gp_path, dir, sizeof dir, &gp_base);
+    char tdir[1024];
+    split_dir(tmp_path, tdir, sizeof tdir, &tmp_base);
+    snprintf(expr, sizeof expr, "outfile='%s'", tmp_base);   /* mkstemp names hold no quote */
+    int pfd[2];
+    if (pipe(pfd) != 0)
+        return rl_errf(e, RL_EENV, "plot: pipe failed (%s)", strerror(errno));
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(pfd[0]);
+        close(pfd[1]);
+        return rl_errf(e, RL_EENV, "plot: fork failed (%s)", strerror(errno));
+    }
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_RDWR);
+        if (devnull >= 0) {
+            dup2(devnull, 0);
+            dup2(devnull, 1);
+        }
+        dup2(pfd[1], 2);
+        close(pfd[0]);
+        if (chdir(dir) != 0)
+            _exit(126);
+        execl(gnuplot, "gnuplot", "-e", expr, gp_base, (char *)NULL);
+        _exit(127);
+    }
+    close(pfd[1]);
+    size_t got = 0;
+    ssize_t r;
+    char sink[512];
+    while ((r = read(pfd[0], got + 1 < n ? err_text + got : sink, got + 1 < n ? n - 1 - got : sizeof sink)) > 0 ||
+           (r < 0 && errno == EINTR))
+        if (r > 0 && got + 1 < n)
+            got += (size_t)r;
+    err_text[got] = 0;
+    close(pfd[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        char *nl = strchr(err_text, '\n');
+        while (nl && nl[1] && (nl == err_text || nl[-1] == '\n'))
+            nl = strchr(nl + 1, '\n');
+        return rl_errf(e, RL_EENV, "plot: gnuplot failed on %s (exit %d)%s%s", gp_path,
+                       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), got ? ": " : "",
+                       got ? err_text : "");
+    }
+    struct stat st;
+    if (stat(tmp_path, &st) != 0 || st.st_size == 0)
+        return rl_errf(e, RL_EENV, "plot: gnuplot wrote no figure from %s", gp_path);
+    return 0;
+}
+
+static int run(int argc, char **argv)
+{
+    struct plot_opts o;
+    plot_opts_init(&o);
+    o.version = RL_VERSION_STRING;
+    struct cli_optset sets[] = {{"plot options", opts, on_opt, &o}};
+    const char *usage = "ratiolab plot KIND --in DATA [--in DATA...] --out FILE.pdf|.svg|.png [--width single|double]";
+    const char *desc =
+        "Draws a figure for a paper from what ratiolab wrote (never re-runs a simulation), with gnuplot.\n"
+        "Beside FILE it writes FILE.dat (the numbers, with model, hardware, policy, schedule,\n"
+        "micro-batch and ratiolab version in its header) and FILE.gp (the gnuplot script that draws\n"
+        "it: restyle and rerun with `gnuplot FILE.gp` in that folder). Colours: Okabe-Ito, with\n"
+        "distinct dash and point types for grey print.\n\n"
+        "kinds:\n"
+        "  memory    GPU and host memory per rank and the honored ratio against the requested\n"
+        "            ratio; one sweep --json per policy (e.g. --policy deepspeed-0.12 and exact)\n"
+        "  time      step time against ratio, stacked by phase (exposed time), the fastest ratio\n"
+        "            that fits marked; one sweep --json per schedule (1 to 4 panels)\n"
+        "  timeline  Gantt chart of one step per track (rank, stream, thread) from a trace;\n"
+        "            two traces (predicted, measured) are drawn one above the other\n"
+        "  parity    predicted against measured step and phase times from a validate report.json,\n"
+        "            with the identity line and the error band\n"
+        "  scaling   step time or tokens/s against GPU count or model size, one sweep per point\n"
+        "  monitor   per-process memory over time from a `ratiolab monitor --csv` file; --marks\n"
+        "            takes the monitor's trace for its --mark lines\n\n"
+        "Without gnuplot the .dat and .gp are written and the command exits 3.";
+    struct cli_rest rest;
+    struct rl_err e = {0};
+    int rc = cli_parse(argc, argv, sets, 1, &rest, &e);
+    if (rc == CLI_HELP) {
+        cli_help(stdout, usage, desc, sets, 1);
+        return 0;
+    }
+    if (rc)
+        return cli_fail("plot", &e);
+    if (rest.n_pos != 1 || rest.n_after) {
+        rl_errf(&e, RL_EINVAL, "KIND: %s; expected one of memory, time, timeline, parity, scaling, monitor",
+                rest.n_pos ? "more than one given" : "missing");
+        return cli_fail("plot", &e);
+    }
+    enum plot_format fmt;
+    if ((rc = plot_kind_parse(rest.pos[0], &o.kind, &e)))
+        return cli_fail("plot", &e);
+    if (!o.out) {
+        rl_errf(&e, RL_EINVAL, "--out: missing; expected FILE.pdf, FILE.svg or FILE.png");
+        return cli_fail("plot", &e);
+    }
+    if ((rc = plot_format_of(o.out, &fmt, &e)))
+        return cli_fail("plot", &e);
+    if (o.n_in == 0) {
+        rl_errf(&e, RL_EINVAL, "--in: missing; plot %s needs an input file", plot_kind_name(o.kind));
+        return cli_fail("plot", &e);
+    }
+    struct plot_files files;
+    if ((rc = plot_write(&o, &files, &e)))
+        return cli_fail("plot", &e);
+
+    char gbuf[4096];
+    const char *gnuplot = find_gnuplot(gbuf, sizeof gbuf);
+    if (!gnuplot) {
+        char dir[1024];
+        const char *gp_base;
+        split_dir(files.gp, dir, sizeof dir, &gp_base);
+        fprintf(stderr, "ratiolab plot: gnuplot not found on PATH; wrote %s and %s. Install gnuplot "
+                        "(Debian/Ubuntu: sudo apt-get install gnuplot-nox; macOS: brew install gnuplot), "
+                        "then: cd %s && gnuplot %s\n", files.dat, files.gp, dir, gp_base);
+        return 3;
+    }
+    struct rl_outfile fig;
+    if ((rc = rl_outfile_open(&fig, o.out, &e)))
+        return cli_fail("plot", &e);
+    fclose(fig.fp);   /* gnuplot writes the temporary file itself */
+    fig.fp = NULL;
+    char err_text[2048];
+    rc = run_gnuplot(gnuplot, files.gp, fig.tmp, err_text, sizeof err_text, &e);
+    if (rc) {
+        rl_outfile_abort(&fig);
+        return cli_fail("plot", &e);
+    }
+    /* rl_outfile_commit closes fp; hand it a stream on the finished file. */
+    fig.fp = fopen(fig.tmp, "rb");
+    if (!fig.fp) {
+        rl_errf(&e, RL_EIO, "--out %s: cannot reopen the figure (%s)", o.out, strerror(errno));
+        rl_outfile_abort(&fig);
+        return cli_fail("plot", &e);
+    }
+    if ((rc = rl_outfile_commit(&fig, &e)))
+        return cli_fail("plot", &e);
+    printf("wrote %s (%s, %s column), %s, %s\n", o.out, fmt == PLOT_PDF ? "PDF" : fmt == PLOT_SVG ? "SVG" : "PNG",
+           o.width == PLOT_DOUBLE ? "double" : "single", files.dat, files.gp);
+    return 0;
+}
+
+const struct cli_cmd cli_cmd_plot = {"plot", "figures for papers from sweeps, traces, reports (gnuplot)", run};

@@ -1,0 +1,117 @@
+# ratiolab plot time (ratiolab 0.1.0): draws fig2-time.png from fig2-time.dat.
+# Run from this folder: gnuplot fig2-time.gp   (gnuplot -e "outfile='other.png'" ... to rename)
+# Paper size: 7.0 in x 2.56 in, 9 pt text.
+if (!exists("outfile")) outfile = 'fig2-time.png'
+set terminal pngcairo size 1400,512 font ',9' fontscale 1.39 linewidth 1.39 pointscale 1.8 background '#ffffff'
+set output outfile
+set termoption noenhanced
+set datafile separator '\t'
+set datafile missing '?'
+set border 3 lw 0.8
+set tics nomirror out scale 0.6
+set grid ytics lc rgb '#e0e0e0' lw 0.6 dt 1
+set grid back
+set key noautotitle samplen 2.5 spacing 1.0
+set xtics offset 0,0.4
+# palette: Okabe-Ito, with distinct dash and point types for grey print
+set linetype 1 lc rgb '#0072B2' lw 1.4 dt 1 pt 7 ps 0.4
+set linetype 2 lc rgb '#D55E00' lw 1.4 dt 2 pt 5 ps 0.4
+set linetype 3 lc rgb '#009E73' lw 1.4 dt 4 pt 9 ps 0.4
+set linetype 4 lc rgb '#CC79A7' lw 1.4 dt 5 pt 11 ps 0.4
+set linetype 5 lc rgb '#E69F00' lw 1.4 dt 3 pt 13 ps 0.4
+set linetype 6 lc rgb '#56B4E9' lw 1.4 dt 6 pt 4 ps 0.4
+set linetype 7 lc rgb '#000000' lw 1.4 dt 1 pt 6 ps 0.4
+set linetype cycle 7
+set multiplot
+set style fill solid 1.0 noborder
+set boxwidth 0.8 relative
+set xlabel 'requested ratio' offset 0,0.9
+set xrange [-0.04:1.04]
+set xtics 0.2 format '%.1f'
+set yrange [0:2]
+set ytics 0, 0.5, 2 format '%.1f'
+unset key
+set lmargin at screen 0.0714
+set rmargin at screen 0.4786
+set tmargin at screen 0.9141
+set bmargin at screen 0.2812
+unset object
+unset arrow
+unset label
+unset ylabel
+set label 90 'step time (s)' at screen 0.0114, screen 0.5977 center rotate by 90
+set title 'schedule deepspeed-0.12'
+set arrow 1 from 0.0000, graph 0.86 to 0.0000, first 0.343582 head size screen 0.012,25 filled lw 1.2 lc rgb '#000000' front
+set label 2 'fastest that fits: 0.00 (0.31 s)' at -0.0300, graph 0.93 left front
+plot 'fig2-time.dat' index 0 using 1:13 with boxes fc rgb '#ffffff' fs solid 1.0, \
+     'fig2-time.dat' index 0 using 1:13 with boxes fc rgb '#888888' fs pattern 5 noborder, \
+     'fig2-time.dat' index 0 using 1:12 with boxes fc rgb '#000000' fs solid 1.0, \
+     'fig2-time.dat' index 0 using 1:11 with boxes fc rgb '#ffffff' fs solid 1.0, \
+     'fig2-time.dat' index 0 using 1:11 with boxes fc rgb '#D55E00' fs pattern 4 noborder, \
+     'fig2-time.dat' index 0 using 1:10 with boxes fc rgb '#D55E00' fs solid 1.0, \
+     'fig2-time.dat' index 0 using 1:9 with boxes fc rgb '#CC79A7' fs solid 1.0, \
+     'fig2-time.dat' index 0 using 1:8 with boxes fc rgb '#E69F00' fs solid 1.0, \
+     'fig2-time.dat' index 0 using 1:7 with boxes fc rgb '#009E73' fs solid 1.0, \
+     'fig2-time.dat' index 0 using 1:6 with boxes fc rgb '#56B4E9' fs solid 1.0, \
+     'fig2-time.dat' index 0 using 1:5 with boxes fc rgb '#0072B2' fs solid 1.0
+set lmargin at screen 0.5714
+set rmargin at screen 0.9786
+set tmargin at screen 0.9141
+set bmargin at screen 0.2812
+unset object
+unset arrow
+unset label
+unset ylabel
+set label 90 'step time (s)' at screen 0.5114, screen 0.5977 center rotate by 90
+set title 'schedule overlap'
+set arrow 1 from 0.0000, graph 0.86 to 0.0000, first 0.136315 head size screen 0.012,25 filled lw 1.2 lc rgb '#000000' front
+set label 2 'fastest that fits: 0.00 (0.11 s)' at -0.0300, graph 0.93 left front
+plot 'fig2-time.dat' index 1 using 1:13 with boxes fc rgb '#ffffff' fs solid 1.0, \
+     'fig2-time.dat' index 1 using 1:13 with boxes fc rgb '#888888' fs pattern 5 noborder, \
+     'fig2-time.dat' index 1 using 1:12 with boxes fc rgb '#000000' fs solid 1.0, \
+     'fig2-time.dat' index 1 using 1:11 with boxes fc rgb '#ffffff' fs solid 1.0, \
+     'fig2-time.dat' index 1 using 1:11 with boxes fc rgb '#D55E00' fs pattern 4 noborder, \
+     'fig2-time.dat' index 1 using 1:10 with boxes fc rgb '#D55E00' fs solid 1.0, \
+     'fig2-time.dat' index 1 using 1:9 with boxes fc rgb '#CC79A7' fs solid 1.0, \
+     'fig2-time.dat' index 1 using 1:8 with boxes fc rgb '#E69F00' fs solid 1.0, \
+     'fig2-time.dat' index 1 using 1:7 with boxes fc rgb '#009E73' fs solid 1.0, \
+     'fig2-time.dat' index 1 using 1:6 with boxes fc rgb '#56B4E9' fs solid 1.0, \
+     'fig2-time.dat' index 1 using 1:5 with boxes fc rgb '#0072B2' fs solid 1.0
+# the key, in its own strip under the panels
+set lmargin at screen 0.01
+set rmargin at screen 0.99
+set tmargin at screen 0.1406
+set bmargin at screen 0.005
+unset title
+unset border
+unset tics
+unset xlabel
+unset ylabel
+unset grid
+unset label
+unset arrow
+unset object
+unset logscale
+set xrange [0:1]
+set yrange [0:1]
+set key at screen 0.0446, screen 0.1250 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#0072B2' fs solid 1.0 title 'forward'
+set key at screen 0.2268, screen 0.1250 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#56B4E9' fs solid 1.0 title 'backward'
+set key at screen 0.4089, screen 0.1250 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#009E73' fs solid 1.0 title 'gpu_adam'
+set key at screen 0.5911, screen 0.1250 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#E69F00' fs solid 1.0 title 'cpu_adam'
+set key at screen 0.7732, screen 0.1250 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#CC79A7' fs solid 1.0 title 'tp_allreduce'
+set key at screen 0.0446, screen 0.0703 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#D55E00' fs solid 1.0 title 'grad_d2h'
+set key at screen 0.2268, screen 0.0703 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#D55E00' fs pattern 4 border lc rgb '#D55E00' title 'grad_h2d'
+set key at screen 0.4089, screen 0.0703 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#000000' fs solid 1.0 title 'param_h2d'
+set key at screen 0.5911, screen 0.0703 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#888888' fs pattern 5 border lc rgb '#888888' title 'idle'
+set key at screen 0.7732, screen 0.0703 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#ececec' fs solid 1.0 border lc rgb '#aaaaaa' title 'over 16 GiB'
+unset multiplot

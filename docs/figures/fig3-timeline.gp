@@ -1,0 +1,79 @@
+# ratiolab plot timeline (ratiolab 0.1.0): draws fig3-timeline.png from fig3-timeline.dat.
+# Run from this folder: gnuplot fig3-timeline.gp   (gnuplot -e "outfile='other.png'" ... to rename)
+# Paper size: 7.0 in x 2.10 in, 9 pt text.
+if (!exists("outfile")) outfile = 'fig3-timeline.png'
+set terminal pngcairo size 1400,420 font ',9' fontscale 1.39 linewidth 1.39 pointscale 1.8 background '#ffffff'
+set output outfile
+set termoption noenhanced
+set datafile separator '\t'
+set datafile missing '?'
+set border 3 lw 0.8
+set tics nomirror out scale 0.6
+set grid ytics lc rgb '#e0e0e0' lw 0.6 dt 1
+set grid back
+set key noautotitle samplen 2.5 spacing 1.0
+set xtics offset 0,0.4
+# palette: Okabe-Ito, with distinct dash and point types for grey print
+set linetype 1 lc rgb '#0072B2' lw 1.4 dt 1 pt 7 ps 0.4
+set linetype 2 lc rgb '#D55E00' lw 1.4 dt 2 pt 5 ps 0.4
+set linetype 3 lc rgb '#009E73' lw 1.4 dt 4 pt 9 ps 0.4
+set linetype 4 lc rgb '#CC79A7' lw 1.4 dt 5 pt 11 ps 0.4
+set linetype 5 lc rgb '#E69F00' lw 1.4 dt 3 pt 13 ps 0.4
+set linetype 6 lc rgb '#56B4E9' lw 1.4 dt 6 pt 4 ps 0.4
+set linetype 7 lc rgb '#000000' lw 1.4 dt 1 pt 6 ps 0.4
+set linetype cycle 7
+set multiplot
+set style fill solid 1.0 noborder
+set xrange [0:257.177]
+set xtics 50 format '%g'
+unset grid
+set grid xtics lc rgb '#e0e0e0' lw 0.6
+unset key
+set ytics scale 0
+set lmargin at screen 0.1400
+set rmargin at screen 0.9786
+set tmargin at screen 0.9619
+set bmargin at screen 0.3429
+set xlabel 'time (ms)' offset 0,0.9
+set format x '%g'
+set yrange [9.5:-0.5]
+set ytics ('GPU 0 compute' 0, 'GPU 0 D2H' 1, 'GPU 0 H2D' 2, 'GPU 1 compute' 3, 'GPU 1 D2H' 4, 'GPU 1 H2D' 5, 'rank 0 CPU Adam' 6, 'rank 1 CPU Adam' 7, 'rank 2 CPU Adam' 8, 'rank 3 CPU Adam' 9)
+plot 'fig3-timeline.dat' index 1 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs solid 1.0, \
+     'fig3-timeline.dat' index 2 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#56B4E9' fs solid 1.0, \
+     'fig3-timeline.dat' index 3 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#009E73' fs solid 1.0, \
+     'fig3-timeline.dat' index 4 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#E69F00' fs solid 1.0, \
+     'fig3-timeline.dat' index 5 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#CC79A7' fs solid 1.0, \
+     'fig3-timeline.dat' index 6 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#D55E00' fs solid 1.0, \
+     'fig3-timeline.dat' index 7 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#000000' fs solid 1.0
+# the key, in its own strip under the panels
+set lmargin at screen 0.01
+set rmargin at screen 0.99
+set tmargin at screen 0.1714
+set bmargin at screen 0.005
+unset title
+unset border
+unset tics
+unset xlabel
+unset ylabel
+unset grid
+unset label
+unset arrow
+unset object
+unset logscale
+set xrange [0:1]
+set yrange [0:1]
+set key at screen 0.0243, screen 0.1524 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#0072B2' fs solid 1.0 title 'forward'
+set key at screen 0.1829, screen 0.1524 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#56B4E9' fs solid 1.0 title 'backward'
+set key at screen 0.3414, screen 0.1524 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#009E73' fs solid 1.0 title 'gpu_adam'
+set key at screen 0.5000, screen 0.1524 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#E69F00' fs solid 1.0 title 'cpu_adam'
+set key at screen 0.6586, screen 0.1524 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#CC79A7' fs solid 1.0 title 'tp_allreduce'
+set key at screen 0.8171, screen 0.1524 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#D55E00' fs solid 1.0 title 'grad_d2h'
+set key at screen 0.0243, screen 0.0857 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#000000' fs solid 1.0 title 'param_h2d'
+unset multiplot

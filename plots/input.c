@@ -1,0 +1,497 @@
+/* plots/input.c — readers for sweeps (JSON and CSV), validate reports and monitor CSVs. */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plots/input.h"
+#include "traces/trace.h"   /* trace__read_all: plain or gzip */
+
+const char *plot__base(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+static void copy_str(char *dst, size_t n, const char *src)
+{
+    snprintf(dst, n, "%s", src ? src : "");
+}
+
+/* ---- small JSON accessors: each names the file and the field ---------------------------------- */
+static int j_int(json_t *o, const char *key, const char *file, const char *where, int64_t *out, bool required,
+                 struct rl_err *e)
+{
+    json_t *v = json_object_get(o, key);
+    if (!v) {
+        if (!required)
+            return 0;
+        return rl_errf(e, RL_EINVAL, "%s: %s: field '%s' missing; expected an integer", file, where, key);
+    }
+    if (!json_is_integer(v))
+        return rl_errf(e, RL_EINVAL, "%s: %s: field '%s' is not an integer", file, where, key);
+    *out = json_integer_value(v);
+    return 0;
+}
+
+static int j_num(json_t *o, const char *key, const char *file, const char *where, double *out, bool required,
+                 struct rl_err *e)
+{
+    json_t *v = json_object_get(o, key);
+    if (!v) {
+        if (!required)
+            return 0;
+        return rl_errf(e, RL_EINVAL, "%s: %s: field '%s' missing; expected a number", file, where, key);
+    }
+    if (!json_is_number(v) || !isfinite(json_number_value(v)))
+        return rl_errf(e, RL_EINVAL, "%s: %s: field '%s' is not a finite number", file, where, key);
+    *out = json_number_value(v);
+    return 0;
+}
+
+static void j_str(json_t *o, const char *key, char *dst, size_t n, const char *fallback)
+{
+    json_t *v = json_object_get(o, key);
+    copy_str(dst, n, json_is_string(v) ? json_string_value(v) : fallback);
+}
+
+static int load_json(const char *path, json_t **root, struct rl_err *e)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int rc = trace__read_all(path, &text, &len, e);
+    if (rc)
+        return rc;
+    json_error_t je;
+    *root = json_loadb(text, len, 0, &je);
+    free(text);
+    if (!*root)
+        return rl_errf(e, RL_EINVAL, "%s: line %d: not JSON (%s)", path, je.line, je.text);
+    return 0;
+}
+
+/* ---- sweep --json --------------------------------------------------------------------------------- */
+static int sweep_json(const char *path, json_t *root, struct plot__sweep *s, struct rl_err *e)
+{
+    json_t *rows = json_object_get(root, "rows");
+    if (!json_is_object(root) || !json_is_array(rows) || json_array_size(rows) == 0)
+        return rl_errf(e, RL_EINVAL, "%s: not a sweep (expected the output of `ratiolab sweep --json`: an "
+                       "object with a non-empty 'rows' array)", path);
+    j_str(root, "model", s->model, sizeof s->model, "unknown");
+    j_str(root, "hardware", s->hardware, sizeof s->hardware, "unknown");
+    j_str(root, "schedule", s->schedule, sizeof s->schedule, "unknown");
+    j_str(root, "policy", s->policy, sizeof s->policy, "unknown");
+    int64_t gpus = 0;
+    int rc = j_int(root, "gpus", path, "top level", &gpus, false, e);
+    if (rc)
+        return rc;
+    int64_t tp = 1, pp = 1, rank_numel = 0;
+    if ((rc = j_int(root, "rank_numel", path, "top level", &rank_numel, false, e)) ||
+        (rc = j_int(root, "tp", path, "top level", &tp, false, e)) ||
+        (rc = j_int(root, "pp", path, "top level", &pp, false, e)))
+        return rc;
+    s->params = rank_numel * tp * pp;
+    /* Older sweeps name the GPU count only in the model description ("..., 8 GPUs on 1 node"). */
+    const char *g = strstr(s->model, " GPUs on");
+    if (!gpus && g) {
+        const char *p = g;
+        while (p > s->model && p[-1] >= '0' && p[-1] <= '9')
+            p--;
+        gpus = strtol(p, NULL, 10);
+    }
+    s->gpus = (int)gpus;
+    s->n_rows = (int)json_array_size(rows);
+    s->rows = calloc((size_t)s->n_rows, sizeof *s->rows);
+    if (!s->rows)
+        return rl_errf(e, RL_ENOMEM, "%s: out of memory", path);
+    s->has_phases = true;
+    for (int i = 0; i < s->n_rows; i++) {
+        json_t *r = json_array_get(rows, (size_t)i);
+        struct plot__sweep_row *w = &s->rows[i];
+        char where[32];
+        snprintf(where, sizeof where, "rows[%d]", i);
+        json_t *pr = json_object_get(r, "prediction");
+        if (!json_is_object(r) || !json_is_object(pr))
+            return rl_errf(e, RL_EINVAL, "%s: %s: expected an object with a 'prediction' object", path, where);
+        json_t *gm = json_object_get(pr, "gpu_memory_per_rank"), *hm = json_object_get(pr, "host_memory");
+        if (!json_is_object(gm) || !json_is_object(hm))
+            return rl_errf(e, RL_EINVAL, "%s: %s.prediction: 'gpu_memory_per_rank' and 'host_memory' objects "
+                           "expected", path, where);
+        if ((rc = j_num(r, "requested_ratio", path, where, &w->requested, true, e)) ||
+            (rc = j_num(r, "honored_ratio", path, where, &w->honored, true, e)) ||
+            (rc = j_int(pr, "step_ns", path, where, &w->step_ns, true, e)) ||
+            (rc = j_num(pr, "tokens_per_s_per_gpu", path, where, &w->tokens_per_s, false, e)) ||
+            (rc = j_int(pr, "idle_ns", path, where, &w->idle_ns, false, e)) ||
+            (rc = j_int(gm, "total_bytes", path, where, &w->gpu_bytes, true, e)) ||
+            (rc = j_int(hm, "rank_bytes", path, where, &w->host_rank_bytes, true, e)) ||
+            (rc = j_int(hm, "node_bytes", path, where, &w->host_node_bytes, true, e)))
+            return rc;
+        if (i == 0 && (rc = j_int(pr, "micro_batch", path, where, &s->micro_batch, false, e)) == 0)
+            rc = j_int(pr, "seq_len", path, where, &s->seq_len, false, e);
+        if (rc)
+            return rc;
+        json_t *fh = json_object_get(hm, "fits");
+        w->fits_gpu = json_is_true(json_object_get(gm, "fits"));
+        w->fits_host = !fh || json_is_true(fh);
+        if (i == 0 && (rc = j_int(gm, "capacity_bytes", path, where, &s->gpu_capacity_bytes, false, e)))
+            return rc;
+        json_t *ph = json_object_get(pr, "phases");
+        if (!json_is_object(ph))
+            return rl_errf(e, RL_EINVAL, "%s: %s.prediction: 'phases' object missing", path, where);
+        const char *key;
+        json_t *v;
+        json_object_foreach(ph, key, v) {
+            int k = 0;
+            while (k < s->n_phases && strcmp(s->phase[k], key) != 0)
+                k++;
+            if (k == s->n_phases) {
+                if (k == PLOT__PH_MAX)
+                    return rl_errf(e, RL_EINVAL, "%s: %s: more than %d phases", path, where, PLOT__PH_MAX);
+                copy_str(s->phase[k], sizeof s->phase[k], key);
+                s->n_phases++;
+            }
+            if ((rc = j_int(v, "exposed_ns", path, key, &w->exposed_ns[k], true, e)))
+                return rc;
+        }
+    }
+    return 0;
+}
+
+/* ---- sweep --csv ----------------------------------------------------------------------------------- */
+static const char sweep_csv_header[] =
+    "requested_ratio,honored_ratio,gpu_bytes,gpu_gib,host_node_bytes,host_node_gib,step_s,fits";
+
+static int sweep_csv(const char *path, char *text, struct plot__sweep *s, struct rl_err *e)
+{
+    char *save = NULL;
+    char *line = strtok_r(text, "\n", &save);
+    if (!line || strncmp(line, sweep_csv_header, sizeof sweep_csv_header - 1) != 0)
+        return rl_errf(e, RL_EINVAL, "%s: not a sweep (expected JSON or CSV from `ratiolab sweep`, whose "
+                       "CSV header is %s)", path, sweep_csv_header);
+    copy_str(s->model, sizeof s->model, "unknown (sweep --csv does not record it)");
+    copy_str(s->hardware, sizeof s->hardware, "unknown");
+    copy_str(s->schedule, sizeof s->schedule, "unknown");
+    copy_str(s->policy, sizeof s->policy, "unknown");
+    int cap = 0;
+    for (int ln = 2; (line = strtok_r(NULL, "\n", &save)); ln++) {
+        if (!*line || *line == '\r')
+            continue;
+        if (s->n_rows == cap) {
+            cap = cap ? 2 * cap : 32;
+            void *p = realloc(s->rows, (size_t)cap * sizeof *s->rows);
+            if (!p)
+                return rl_errf(e, RL_ENOMEM, "%s: out of memory", path);
+            s->rows = p;
+        }
+        struct plot__sweep_row *w = &s->rows[s->n_rows];
+        memset(w, 0, sizeof *w);
+        long long gb, hb;
+        double gg, hg, step_s;
+        char fits[8];
+        if (sscanf(line, "%lf,%lf,%lld,%lf,%lld,%lf,%lf,%7[a-z]", &w->requested, &w->honored, &gb, &gg, &hb,
+                   &hg, &step_s, fits) != 8 || !isfinite(w->requested) || !isfinite(w->honored) || !isfinite(step_s))
+            return rl_errf(e, RL_EINVAL, "%s: line %d: expected 8 comma-separated fields (%s)", path, ln,
+                           sweep_csv_header);
+        w->gpu_bytes = gb;
+        w->host_node_bytes = hb;
+        w->host_rank_bytes = -1;
+        w->step_ns = llround(step_s * 1e9);
+        w->fits_gpu = w->fits_host = strcmp(fits, "yes") == 0;
+        s->n_rows++;
+    }
+    if (!s->n_rows)
+        return rl_errf(e, RL_EINVAL, "%s: a sweep CSV without rows", path);
+    return 0;
+}
+
+int plot__sweep_read(const char *path, struct plot__sweep *s, struct rl_err *e)
+{
+    memset(s, 0, sizeof *s);
+    copy_str(s->name, sizeof s->name, plot__base(path));
+    char *text = NULL;
+    size_t len = 0;
+    int rc = trace__read_all(path, &text, &len, e);
+    if (rc)
+        return rc;
+    size_t i = 0;
+    while (i < len && (text[i] == ' ' || text[i] == '\n' || text[i] == '\t' || text[i] == '\r'))
+        i++;
+    if (i < len && text[i] == '{') {
+        json_error_t je;
+        json_t *root = json_loadb(text, len, 0, &je);
+        if (!root)
+            rc = rl_errf(e, RL_EINVAL, "%s: line %d: not JSON (%s)", path, je.line, je.text);
+        else
+            rc = sweep_json(path, root, s, e);
+        json_decref(root);
+    } else {
+        rc = sweep_csv(path, text, s, e);
+    }
+    free(text);
+    if (rc)
+        plot__sweep_free(s);
+    return rc;
+}
+
+void plot__sweep_free(struct plot__sweep *s)
+{
+    free(s->rows);
+    s->rows = NULL;
+    s->n_rows = 0;
+}
+
+/* ---- validate report.json --------------------------------------------------------------------------- */
+static int report_side(const char *path, const char *where, json_t *o, struct plot__report *r, struct plot__side *d,
+                       struct rl_err *e)
+{
+    if (!json_is_object(o))
+        return rl_errf(e, RL_EINVAL, "%s: %s: expected an object with step_ns and phases", path, where);
+    int rc = j_int(o, "step_ns", path, where, &d->step_ns, true, e);
+    if (rc)
+        return rc;
+    if (d->step_ns <= 0)
+        return rl_errf(e, RL_EINVAL, "%s: %s: step_ns %lld; expected > 0", path, where, (long long)d->step_ns);
+    for (int k = 0; k < PLOT__PH_MAX; k++)
+        d->busy_ns[k] = d->exposed_ns[k] = -1;
+    json_t *ph = json_object_get(o, "phases");
+    if (!ph)
+        return 0;
+    if (!json_is_object(ph))
+        return rl_errf(e, RL_EINVAL, "%s: %s: 'phases' is not an object", path, where);
+    const char *key;
+    json_t *v;
+    json_object_foreach(ph, key, v) {
+        int k = 0;
+        while (k < r->n_phases && strcmp(r->phase[k], key) != 0)
+            k++;
+        if (k == r->n_phases) {
+            if (k == PLOT__PH_MAX)
+                return rl_errf(e, RL_EINVAL, "%s: %s: more than %d phases", path, where, PLOT__PH_MAX);
+            copy_str(r->phase[k], sizeof r->phase[k], key);
+            r->n_phases++;
+        }
+        char w2[160];
+        snprintf(w2, sizeof w2, "%s.phases.%s", where, key);
+        if ((rc = j_int(v, "busy_ns", path, w2, &d->busy_ns[k], false, e)) ||
+            (rc = j_int(v, "exposed_ns", path, w2, &d->exposed_ns[k], false, e)))
+            return rc;
+    }
+    return 0;
+}
+
+int plot__report_read(const char *path, struct plot__report *r, struct rl_err *e)
+{
+    memset(r, 0, sizeof *r);
+    copy_str(r->name, sizeof r->name, plot__base(path));
+    json_t *root = NULL;
+    int rc = load_json(path, &root, e);
+    if (rc)
+        return rc;
+    json_t *kind = json_object_get(root, "kind"), *rows = json_object_get(root, "rows");
+    int64_t schema = 0;
+    if (!json_is_object(root) || !json_is_string(kind) ||
+        strcmp(json_string_value(kind), "ratiolab-validate-report") != 0) {
+        rc = rl_errf(e, RL_EINVAL, "%s: field 'kind': expected \"ratiolab-validate-report\" (the report.json "
+                     "of `ratiolab validate`)", path);
+    } else if ((rc = j_int(root, "schema_version", path, "top level", &schema, true, e)) == 0 && schema != 1) {
+        rc = rl_errf(e, RL_EINVAL, "%s: schema_version %lld; this ratiolab reads version 1", path,
+                     (long long)schema);
+    } else if (!rc && (!json_is_array(rows) || json_array_size(rows) == 0)) {
+        rc = rl_errf(e, RL_EINVAL, "%s: field 'rows': expected a non-empty array", path);
+    }
+    if (!rc) {
+        j_str(root, "model", r->model, sizeof r->model, "unknown");
+        j_str(root, "hardware", r->hardware, sizeof r->hardware, "unknown");
+        j_str(root, "backend", r->backend, sizeof r->backend, "unknown");
+        j_str(root, "policy", r->policy, sizeof r->policy, "unknown");
+        int64_t ranks = 0;
+        rc = j_int(root, "ranks", path, "top level", &ranks, false, e);
+        r->ranks = (int)ranks;
+    }
+    if (!rc) {
+        r->n_rows = (int)json_array_size(rows);
+        r->rows = calloc((size_t)r->n_rows, sizeof *r->rows);
+        if (!r->rows)
+            rc = rl_errf(e, RL_ENOMEM, "%s: out of memory", path);
+    }
+    for (int i = 0; !rc && i < r->n_rows; i++) {
+        json_t *o = json_array_get(rows, (size_t)i);
+        struct plot__report_row *w = &r->rows[i];
+        char where[64];
+        snprintf(where, sizeof where, "rows[%d]", i);
+        if (!json_is_object(o)) {
+            rc = rl_errf(e, RL_EINVAL, "%s: %s: expected an object", path, where);
+            break;
+        }
+        j_str(o, "schedule", w->schedule, sizeof w->schedule, "unknown");
+        j_str(o, "policy", w->policy, sizeof w->policy, r->policy);
+        char wp[80], wm[80];
+        snprintf(wp, sizeof wp, "%s.predicted", where);
+        snprintf(wm, sizeof wm, "%s.measured", where);
+        w->step_error_pct = NAN;
+        if ((rc = j_num(o, "ratio", path, where, &w->ratio, true, e)) ||
+            (rc = j_num(o, "step_error_pct", path, where, &w->step_error_pct, false, e)) ||
+            (rc = report_side(path, wp, json_object_get(o, "predicted"), r, &w->pred, e)) ||
+            (rc = report_side(path, wm, json_object_get(o, "measured"), r, &w->meas, e)))
+            break;
+    }
+    json_decref(root);
+    if (rc)
+        plot__report_free(r);
+    return rc;
+}
+
+void plot__report_free(struct plot__report *r)
+{
+    free(r->rows);
+    r->rows = NULL;
+    r->n_rows = 0;
+}
+
+/* ---- monitor --csv ---------------------------------------------------------------------------------- */
+static const char mon_header[] =
+    "t_ns,pid,ppid,comm,rank,rss_bytes,anon_bytes,file_bytes,shmem_bytes,hwm_bytes,locked_bytes,"
+    "pinned_bytes,swap_bytes,gpu_bytes,cpu_percent,threads,system_used_bytes";
+enum { MC_T, MC_PID, MC_PPID, MC_COMM, MC_RANK, MC_RSS, MC_GPU = 13, MC_N = 17 };
+
+/* Splits one CSV line into fields in place (RFC 4180 quoting: only comm is ever quoted). */
+static int csv_split(char *line, char **f, int max)
+{
+    int n = 0;
+    char *p = line;
+    while (n < max) {
+        if (*p == '"') {
+            char *w = ++p;
+            f[n++] = w;
+            for (;;) {
+                if (!*p)
+                    return -1;
+                if (*p == '"' && p[1] == '"') {
+                    *w++ = '"';
+                    p += 2;
+                } else if (*p == '"') {
+                    p++;
+                    break;
+                } else {
+                    *w++ = *p++;
+                }
+            }
+            *w = 0;
+            if (*p == ',')
+                p++;
+            else if (*p)
+                return -1;
+            else
+                return n;
+        } else {
+            f[n++] = p;
+            char *c = strchr(p, ',');
+            if (!c)
+                return n;
+            *c = 0;
+            p = c + 1;
+        }
+    }
+    return *p ? -1 : n;
+}
+
+static int parse_i64(const char *s, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end || errno)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int plot__monitor_read(const char *path, struct plot__monitor *m, struct rl_err *e)
+{
+    memset(m, 0, sizeof *m);
+    copy_str(m->name, sizeof m->name, plot__base(path));
+    char *text = NULL;
+    size_t len = 0;
+    int rc = trace__read_all(path, &text, &len, e);
+    if (rc)
+        return rc;
+    char *save = NULL;
+    char *line = strtok_r(text, "\n", &save);
+    if (!line || strncmp(line, mon_header, sizeof mon_header - 1) != 0)
+        rc = rl_errf(e, RL_EINVAL, "%s: not a monitor CSV (expected the header of `ratiolab monitor --csv`: %.40s...)",
+                     path, mon_header);
+    int cap = 0, pcap = 0;
+    for (int ln = 2; !rc && (line = strtok_r(NULL, "\n", &save)); ln++) {
+        size_t l = strlen(line);
+        if (l && line[l - 1] == '\r')
+            line[--l] = 0;
+        if (!l)
+            continue;
+        char *f[MC_N + 1];
+        int64_t t, pid, rank, rss, gpu = -1;
+        if (csv_split(line, f, MC_N + 1) != MC_N || parse_i64(f[MC_T], &t) || parse_i64(f[MC_PID], &pid) ||
+            parse_i64(f[MC_RANK], &rank) || parse_i64(f[MC_RSS], &rss) ||
+            (strcmp(f[MC_GPU], "unavailable") != 0 && parse_i64(f[MC_GPU], &gpu)) || t < 0 || pid <= 0 ||
+            pid > INT32_MAX || rank < -1 || rank > INT32_MAX || rss < 0) {
+            rc = rl_errf(e, RL_EINVAL, "%s: line %d: expected %d fields as in `ratiolab monitor --csv` (t_ns, "
+                         "pid and rss_bytes integers, gpu_bytes an integer or 'unavailable')", path, ln, MC_N);
+            break;
+        }
+        if (m->n_samples == cap) {
+            cap = cap ? 2 * cap : 256;
+            void *p = realloc(m->samples, (size_t)cap * sizeof *m->samples);
+            if (!p) {
+                rc = rl_errf(e, RL_ENOMEM, "%s: out of memory", path);
+                break;
+            }
+            m->samples = p;
+        }
+        m->samples[m->n_samples++] = (struct plot__mon_sample){t, (int)pid, rss, gpu};
+        int k = 0;
+        while (k < m->n_procs && m->procs[k].pid != pid)
+            k++;
+        if (k == m->n_procs) {
+            if (m->n_procs == pcap) {
+                pcap = pcap ? 2 * pcap : 16;
+                void *p = realloc(m->procs, (size_t)pcap * sizeof *m->procs);
+                if (!p) {
+                    rc = rl_errf(e, RL_ENOMEM, "%s: out of memory", path);
+                    break;
+                }
+                m->procs = p;
+            }
+            struct plot__mon_proc *q = &m->procs[m->n_procs++];
+            q->pid = (int)pid;
+            q->rank = (int)rank;
+            copy_str(q->comm, sizeof q->comm, f[MC_COMM]);
+            q->peak_rss_bytes = 0;
+            q->peak_gpu_bytes = -1;
+        }
+        struct plot__mon_proc *q = &m->procs[k];
+        if (rank >= 0)
+            q->rank = (int)rank;
+        if (rss > q->peak_rss_bytes) {   /* named as it was at its peak (an exec changes comm) */
+            q->peak_rss_bytes = rss;
+            copy_str(q->comm, sizeof q->comm, f[MC_COMM]);
+        }
+        if (gpu > q->peak_gpu_bytes)
+            q->peak_gpu_bytes = gpu;
+    }
+    if (!rc && !m->n_samples)
+        rc = rl_errf(e, RL_EINVAL, "%s: a monitor CSV without samples", path);
+    free(text);
+    if (rc)
+        plot__monitor_free(m);
+    return rc;
+}
+
+void plot__monitor_free(struct plot__monitor *m)
+{
+    free(m->samples);
+    free(m->procs);
+    m->samples = NULL;
+    m->procs = NULL;
+    m->n_samples = m->n_procs = 0;
+}

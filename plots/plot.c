@@ -1,0 +1,347 @@
+/* plots/plot.c — options, file names, the shared .dat header and .gp preamble, and dispatch to
+ * the figure writers (kinds.c). */
+#include <ctype.h>
+#include <math.h>
+#include <string.h>
+
+#include "plots/plot_impl.h"
+
+static const char *const kind_names[PLOT_KIND_COUNT] = {"memory", "time", "timeline", "parity", "scaling",
+                                                        "monitor"};
+
+void plot_opts_init(struct plot_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->width = PLOT_SINGLE;
+    o->version = "unknown";
+    o->band_pct = 10.0;
+    o->ratio = -1;
+}
+
+const char *plot_kind_name(enum plot_kind k)
+{
+    return k >= 0 && k < PLOT_KIND_COUNT ? kind_names[k] : "?";
+}
+
+int plot_kind_parse(const char *s, enum plot_kind *k, struct rl_err *e)
+{
+    for (int i = 0; i < PLOT_KIND_COUNT; i++)
+        if (s && strcmp(s, kind_names[i]) == 0) {
+            *k = (enum plot_kind)i;
+            return 0;
+        }
+    return rl_errf(e, RL_EINVAL, "KIND: '%s' is not a plot kind; allowed: memory, time, timeline, parity, "
+                   "scaling, monitor", s ? s : "");
+}
+
+static const char *ext_of(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *dot = strrchr(base, '.');
+    return dot && dot != base ? dot : NULL;
+}
+
+int plot_format_of(const char *path, enum plot_format *f, struct rl_err *e)
+{
+    const char *x = ext_of(path ? path : "");
+    char low[8] = {0};
+    for (int i = 0; x && x[i] && i < 7; i++)
+        low[i] = (char)tolower((unsigned char)x[i]);
+    if (x && strlen(x) < 8) {
+        if (strcmp(low, ".pdf") == 0)
+            return *f = PLOT_PDF, 0;
+        if (strcmp(low, ".svg") == 0)
+            return *f = PLOT_SVG, 0;
+        if (strcmp(low, ".png") == 0)
+            return *f = PLOT_PNG, 0;
+    }
+    return rl_errf(e, RL_EINVAL, "--out: '%s' has no figure extension; allowed: .pdf, .svg (papers), .png (screens)",
+                   path ? path : "");
+}
+
+int plot_files_of(const char *out, struct plot_files *f, struct rl_err *e)
+{
+    enum plot_format fmt;
+    int rc = plot_format_of(out, &fmt, e);
+    if (rc)
+        return rc;
+    size_t stem = (size_t)(ext_of(out) - out);
+    if (stem + 4 >= sizeof f->dat)
+        return rl_errf(e, RL_EINVAL, "--out: path of %zu characters; at most %zu allowed", strlen(out),
+                       sizeof f->dat - 5);
+    snprintf(f->dat, sizeof f->dat, "%.*s.dat", (int)stem, out);
+    snprintf(f->gp, sizeof f->gp, "%.*s.gp", (int)stem, out);
+    return 0;
+}
+
+/* ---- shared writers ------------------------------------------------------------------------------- */
+double plot__tick(double max, int n)
+{
+    static const double steps[] = {0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 1, 2, 5, 10, 20, 25, 50, 100, 200, 500,
+                                   1000, 2000, 5000, 10000};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
+        if (max / steps[i] <= n)
+            return steps[i];
+    return pow(10, ceil(log10(max / n)));
+}
+
+const char *plot__tick_format(double tick)
+{
+    double r = tick * 10;
+    return tick >= 1 ? "%g" : fabs(r - round(r)) < 1e-9 ? "%.1f" : "%.2f";
+}
+
+double plot__width_in(const struct plot__fig *f)
+{
+    return f->o->width == PLOT_DOUBLE ? 7.0 : 3.5;
+}
+
+void plot__gp_str(FILE *f, const char *s)
+{
+    fputc('\'', f);
+    for (; s && *s; s++) {
+        if (*s == '\'')
+            fputc('\'', f);
+        if (*s == '\n' || *s == '\r' || *s == '\t')
+            fputc(' ', f);
+        else
+            fputc(*s, f);
+    }
+    fputc('\'', f);
+}
+
+/* A header value on one line (newlines and tabs become spaces). */
+static void dat_value(FILE *f, const char *s)
+{
+    if (!s || !*s) {
+        fputs("not recorded in the input", f);
+        return;
+    }
+    for (; *s; s++)
+        fputc(*s == '\n' || *s == '\r' || *s == '\t' ? ' ' : *s, f);
+}
+
+void plot__dat_header(struct plot__fig *f, const struct plot__meta *m)
+{
+    FILE *d = f->dat;
+    fprintf(d, "# ratiolab plot %s: the data of %s, drawn by %.*s.gp\n", plot_kind_name(f->o->kind), f->out_name,
+            (int)(strlen(f->dat_name) - 4), f->dat_name);
+    fprintf(d, "# ratiolab version: ");
+    dat_value(d, f->o->version);
+    fprintf(d, "\n# model: ");
+    dat_value(d, m->model);
+    fprintf(d, "\n# hardware: ");
+    dat_value(d, m->hardware);
+    fprintf(d, "\n# policy: ");
+    dat_value(d, m->policy);
+    fprintf(d, "\n# schedule: ");
+    dat_value(d, m->schedule);
+    fprintf(d, "\n# micro-batch: ");
+    dat_value(d, m->micro_batch);
+    fprintf(d, "\n# inputs:");
+    for (int i = 0; i < f->o->n_in; i++)
+        fprintf(d, " %s", plot__base(f->o->in[i]));
+    if (f->o->marks)
+        fprintf(d, " (marks) %s", plot__base(f->o->marks));
+    fprintf(d, "\n# columns are tab-separated; blocks are separated by two blank lines (gnuplot index)\n");
+}
+
+int plot__block(struct plot__fig *f, const char *what)
+{
+    if (f->block)
+        fputs("\n\n", f->dat);
+    fprintf(f->dat, "# [index %d] %s\n", f->block, what);
+    return f->block++;
+}
+
+/* Okabe & Ito (2008), "Color Universal Design": distinguishable with every common colour-vision
+ * deficiency. Each series also gets its own dash and point type, so grey print keeps them apart. */
+static const char *const palette[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"};
+static const int dashes[] = {1, 2, 4, 5, 3, 6, 1};
+static const int points[] = {7, 5, 9, 11, 13, 4, 6};
+#define N_PAL 7
+
+const char *plot__color(int i) { return palette[(i % N_PAL + N_PAL) % N_PAL]; }
+int plot__dash(int i) { return dashes[(i % N_PAL + N_PAL) % N_PAL]; }
+int plot__point(int i) { return points[(i % N_PAL + N_PAL) % N_PAL]; }
+
+/* Phase colours, fixed so a phase looks the same in every figure. Neighbours in the stacking
+ * order alternate dark and light, so adjacent bands stay apart in grey; the copy pairs share a
+ * colour, the second one hatched. */
+static const struct {
+    const char *name;    /* sim_phase_name */
+    const char *color;   /* fill */
+    int pattern;         /* 0 solid, else a gnuplot fill pattern */
+} phase_colors[] = {
+    {"forward", "#0072B2", 0},        {"backward", "#56B4E9", 0},      {"gpu_adam", "#009E73", 0},
+    {"cpu_adam", "#E69F00", 0},       {"tp_allreduce", "#CC79A7", 0},  {"allgather", "#882255", 0},
+    {"reduce_scatter", "#999933", 0}, {"grad_d2h", "#D55E00", 0},      {"grad_h2d", "#D55E00", 4},
+    {"param_h2d", "#000000", 0},      {"pipeline_bubble", "#DDDDDD", 0}, {"idle", "#888888", 5},
+};
+
+/* Other categories (an executor's own span names): Paul Tol's colours the phases do not use. */
+static const char *const extra_colors[] = {"#332288", "#44AA99", "#AA4499", "#777777", "#88CCEE", "#DDCC77"};
+
+const char *plot__phase_color(const char *name, int i, int *pattern)
+{
+    *pattern = 0;
+    for (size_t k = 0; k < sizeof phase_colors / sizeof phase_colors[0]; k++)
+        if (name && strcmp(name, phase_colors[k].name) == 0) {
+            *pattern = phase_colors[k].pattern;
+            return phase_colors[k].color;
+        }
+    return extra_colors[(i < 0 ? -i : i) % 6];
+}
+
+void plot__gp_preamble(struct plot__fig *f, double height_in)
+{
+    FILE *g = f->gp;
+    double w = plot__width_in(f);
+    fprintf(g, "# ratiolab plot %s (ratiolab %s): draws %s from %s.\n", plot_kind_name(f->o->kind), f->o->version,
+            f->out_name, f->dat_name);
+    fprintf(g, "# Run from this folder: gnuplot %.*s.gp   (gnuplot -e \"outfile='other.%s'\" ... to rename)\n",
+            (int)(strlen(f->dat_name) - 4), f->dat_name,
+            f->fmt == PLOT_PDF ? "pdf" : f->fmt == PLOT_SVG ? "svg" : "png");
+    fprintf(g, "# Paper size: %.1f in x %.2f in, 9 pt text.\n", w, height_in);
+    fputs("if (!exists(\"outfile\")) outfile = ", g);
+    plot__gp_str(g, f->out_name);
+    fputc('\n', g);
+    switch (f->fmt) {
+    case PLOT_PDF:
+        fprintf(g, "set terminal pdfcairo size %.2fin,%.2fin font ',9' linewidth 1\n", w, height_in);
+        break;
+    case PLOT_SVG:   /* sizes in points (72 per inch) */
+        fprintf(g, "set terminal svg size %d,%d font ',9' linewidth 1 background '#ffffff'\n",
+                (int)(w * 72 + 0.5), (int)(height_in * 72 + 0.5));
+        break;
+    case PLOT_PNG:   /* 200 dpi; scales measured to match the PDF rendered at 200 dpi */
+        fprintf(g, "set terminal pngcairo size %d,%d font ',9' fontscale 1.39 linewidth 1.39 pointscale 1.8 "
+                   "background '#ffffff'\n", (int)(w * 200 + 0.5), (int)(height_in * 200 + 0.5));
+        break;
+    }
+    fputs("set output outfile\n"
+          "set termoption noenhanced\n"
+          "set datafile separator '\\t'\n"
+          "set datafile missing '?'\n"
+          "set border 3 lw 0.8\n"
+          "set tics nomirror out scale 0.6\n"
+          "set grid ytics lc rgb '#e0e0e0' lw 0.6 dt 1\n"
+          "set grid back\n"
+          "set key noautotitle samplen 2.5 spacing 1.0\n"
+          "set xtics offset 0,0.4\n"
+          "# palette: Okabe-Ito, with distinct dash and point types for grey print\n", g);
+    for (int i = 0; i < N_PAL; i++)
+        fprintf(g, "set linetype %d lc rgb '%s' lw 1.4 dt %d pt %d ps 0.4\n", i + 1, palette[i], dashes[i], points[i]);
+    fprintf(g, "set linetype cycle %d\n", N_PAL);
+}
+
+void plot__panel(struct plot__fig *f, const struct plot__grid *g, int r, int c)
+{
+    double w = plot__width_in(f), h = g->height_in;
+    double pw = w / g->cols, ph = (h - g->title_in - g->key_in) / g->rows;
+    double x0 = c * pw, y1 = h - g->title_in - r * ph;   /* panel's left and top edges */
+    fprintf(f->gp, "set lmargin at screen %.4f\nset rmargin at screen %.4f\n", (x0 + g->left_in) / w,
+            (x0 + pw - g->right_in) / w);
+    fprintf(f->gp, "set tmargin at screen %.4f\nset bmargin at screen %.4f\n", (y1 - g->top_in) / h,
+            (y1 - ph + g->bottom_in) / h);
+}
+
+#define KEY_ROW_IN 0.14   /* one key line at 9 pt */
+
+/* 9 pt text: about 0.055 in per character (measured on the PDF); the sample and gaps take 0.45 in. */
+static void key_grid(const struct plot__fig *f, int n, int max_chars, int *cols, double *colw_in)
+{
+    *colw_in = max_chars * 0.055 + 0.45;
+    *cols = (int)((plot__width_in(f) - 0.2) / *colw_in);
+    if (*cols < 1)
+        *cols = 1;
+    if (*cols > n)
+        *cols = n;
+}
+
+double plot__key_height(const struct plot__fig *f, int n, int max_chars)
+{
+    int cols;
+    double colw;
+    key_grid(f, n, max_chars, &cols, &colw);
+    return 0.08 + KEY_ROW_IN * ((n + cols - 1) / cols);
+}
+
+void plot__ylabel(struct plot__fig *f, const struct plot__grid *g, int r, int c, const char *text)
+{
+    double w = plot__width_in(f), h = g->height_in;
+    double pw = w / g->cols, ph = (h - g->title_in - g->key_in) / g->rows;
+    double y_mid = h - g->title_in - r * ph - (g->top_in + ph - g->bottom_in) / 2;
+    fputs("unset ylabel\nset label 90 ", f->gp);
+    plot__gp_str(f->gp, text);
+    fprintf(f->gp, " at screen %.4f, screen %.4f center rotate by 90\n", (c * pw + 0.08) / w, y_mid / h);
+}
+
+void plot__key_begin(struct plot__fig *f, const struct plot__grid *g, int n, int max_chars, struct plot__key *k)
+{
+    k->n = n;
+    key_grid(f, n, max_chars, &k->cols, &k->colw_in);
+    k->x0_in = (plot__width_in(f) - k->cols * k->colw_in) / 2;
+    fprintf(f->gp, "# the key, in its own strip under the panels\n"
+                   "set lmargin at screen 0.01\nset rmargin at screen 0.99\n"
+                   "set tmargin at screen %.4f\nset bmargin at screen 0.005\n", g->key_in / g->height_in);
+    fputs("unset title\nunset border\nunset tics\nunset xlabel\nunset ylabel\nunset grid\n"
+          "unset label\nunset arrow\nunset object\nunset logscale\nset xrange [0:1]\nset yrange [0:1]\n", f->gp);
+}
+
+void plot__key_entry(struct plot__fig *f, const struct plot__grid *g, const struct plot__key *k, int i)
+{
+    double x = k->x0_in + (i % k->cols) * k->colw_in;
+    double y = g->key_in - 0.04 - (i / k->cols) * KEY_ROW_IN;
+    fprintf(f->gp, "set key at screen %.4f, screen %.4f left top Left reverse samplen 2 spacing 1 noautotitle\nplot ",
+            x / plot__width_in(f), y / g->height_in);
+}
+
+void plot__multiplot(struct plot__fig *f)
+{
+    fputs("set multiplot", f->gp);
+    if (f->o->title && *f->o->title) {
+        fputs(" title ", f->gp);
+        plot__gp_str(f->gp, f->o->title);
+        fputs(" font ',10'", f->gp);
+    }
+    fputc('\n', f->gp);
+}
+
+int plot_write(const struct plot_opts *o, struct plot_files *files, struct rl_err *e)
+{
+    struct plot__fig f = {.o = o};
+    int rc = plot_files_of(o->out, files, e);
+    if (rc || (rc = plot_format_of(o->out, &f.fmt, e)))
+        return rc;
+    if (o->n_in < 1)
+        return rl_errf(e, RL_EINVAL, "--in: no input given; plot %s needs at least one", plot_kind_name(o->kind));
+    snprintf(f.dat_name, sizeof f.dat_name, "%s", plot__base(files->dat));
+    snprintf(f.out_name, sizeof f.out_name, "%s", plot__base(o->out));
+    struct rl_outfile dat = {0}, gp = {0};
+    if ((rc = rl_outfile_open(&dat, files->dat, e)))
+        return rc;
+    if ((rc = rl_outfile_open(&gp, files->gp, e))) {
+        rl_outfile_abort(&dat);
+        return rc;
+    }
+    f.dat = dat.fp;
+    f.gp = gp.fp;
+    static int (*const writers[PLOT_KIND_COUNT])(struct plot__fig *, struct rl_err *) = {
+        plot__memory, plot__time, plot__timeline, plot__parity, plot__scaling, plot__monitor};
+    rc = o->kind >= 0 && o->kind < PLOT_KIND_COUNT ? writers[o->kind](&f, e)
+                                                   : rl_errf(e, RL_EINTERNAL, "plot: kind %d", (int)o->kind);
+    if (rc) {
+        rl_outfile_abort(&dat);
+        rl_outfile_abort(&gp);
+        return rc;
+    }
+    if ((rc = rl_outfile_commit(&dat, e))) {
+        rl_outfile_abort(&gp);
+        return rc;
+    }
+    if ((rc = rl_outfile_commit(&gp, e)))
+        remove(files->dat);   /* both or neither */
+    return rc;
+}

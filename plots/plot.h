@@ -1,0 +1,73 @@
+/* plots/plot.h — figures for papers: reads what ratiolab writes (sweeps, traces, validate
+ * reports, monitor CSVs) and writes, for one figure, the data (FILE.dat) and the gnuplot script
+ * that draws it (FILE.gp). Drawing is gnuplot's job; cli/ runs it. Never prints.
+ *
+ * The .dat is tab-separated with '#' comment lines; its header names the model, hardware,
+ * policy, schedule, micro-batch and ratiolab version. Blocks are separated by two blank lines
+ * (gnuplot's `index`). The .gp refers to the .dat by its file name, so the pair can be moved
+ * together and run with `gnuplot FILE.gp` from their folder; it writes FILE.<ext> unless the
+ * caller sets the gnuplot variable `outfile`. Both files are written through rl_outfile (temp
+ * file and rename): on error neither is left behind. Output is deterministic: the same inputs
+ * give the same bytes (input paths appear by their base name only). */
+#ifndef RL_PLOTS_PLOT_H
+#define RL_PLOTS_PLOT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/rl.h"
+
+enum plot_kind {
+    PLOT_MEMORY,     /* GPU and host memory per rank, honored ratio, against requested ratio */
+    PLOT_TIME,       /* step time against ratio, stacked by phase (exposed time) */
+    PLOT_TIMELINE,   /* Gantt chart of one step from one or two traces */
+    PLOT_PARITY,     /* predicted against measured from a validate report */
+    PLOT_SCALING,    /* step time or tokens/s against GPU count or model size */
+    PLOT_MONITOR,    /* per-process memory over time from a monitor CSV */
+    PLOT_KIND_COUNT
+};
+
+enum plot_format { PLOT_PDF, PLOT_SVG, PLOT_PNG };
+enum plot_width { PLOT_SINGLE, PLOT_DOUBLE };   /* 3.5 in / 7 in, 9 pt text */
+enum plot_scaling_x { PLOT_X_GPUS, PLOT_X_PARAMS };
+enum plot_scaling_y { PLOT_Y_STEP, PLOT_Y_TOKENS };
+
+#define PLOT_MAX_IN 16   /* input files of one figure */
+
+struct plot_opts {
+    enum plot_kind kind;              /* which figure */
+    const char *in[PLOT_MAX_IN];      /* input files, in the order given */
+    int n_in;                         /* entries in in */
+    const char *out;                  /* the figure's path; its extension picks the format */
+    enum plot_width width;            /* --width */
+    const char *title;                /* --title, NULL or "" for none */
+    const char *version;              /* ratiolab version for the .dat header */
+    int64_t gpu_mem_bytes;            /* time, scaling: the GPU memory to fit in; 0: the sweep's own "fits" */
+    const char *marks;                /* monitor: a monitor trace whose marks become vertical lines, or NULL */
+    const char *pids;                 /* timeline: comma list of trace process ids to draw, NULL: all */
+    double band_pct;                  /* parity: half-width of the error band, percent */
+    bool phase_exposed;               /* parity: per-phase exposed time instead of busy time */
+    enum plot_scaling_x scaling_x;    /* scaling: x axis */
+    enum plot_scaling_y scaling_y;    /* scaling: y axis */
+    double ratio;                     /* scaling: the requested ratio to show; < 0: the best that fits */
+};
+
+void plot_opts_init(struct plot_opts *o);
+const char *plot_kind_name(enum plot_kind k);
+/* "memory" -> PLOT_MEMORY; anything else is RL_EINVAL naming the allowed kinds. */
+int plot_kind_parse(const char *s, enum plot_kind *k, struct rl_err *e);
+/* The format from the extension of path (.pdf, .svg, .png; case-insensitive). */
+int plot_format_of(const char *path, enum plot_format *f, struct rl_err *e);
+
+struct plot_files {
+    char dat[1024];   /* FILE.dat (the figure's path with its extension replaced) */
+    char gp[1024];    /* FILE.gp */
+};
+/* The two companion paths of a figure path. */
+int plot_files_of(const char *out, struct plot_files *f, struct rl_err *e);
+
+/* Reads the inputs of o->kind and writes FILE.dat and FILE.gp. Bad or missing input is RL_EINVAL
+ * (or RL_ENOENT) naming the file and the field; nothing is written then. */
+int plot_write(const struct plot_opts *o, struct plot_files *files, struct rl_err *e);
+
+#endif

@@ -1,0 +1,98 @@
+/* plots/plot_impl.h — what the figure writers share (internal to plots/). */
+#ifndef RL_PLOTS_PLOT_IMPL_H
+#define RL_PLOTS_PLOT_IMPL_H
+
+#include <stdio.h>
+
+#include "plots/input.h"
+#include "plots/plot.h"
+
+/* One figure being written: the two open files and what the script needs to know. */
+struct plot__fig {
+    const struct plot_opts *o;   /* the request */
+    enum plot_format fmt;        /* from the figure's extension */
+    FILE *dat;                   /* FILE.dat */
+    FILE *gp;                    /* FILE.gp */
+    char dat_name[256];          /* base name of FILE.dat, as the script refers to it */
+    char out_name[256];          /* base name of the figure, the script's default output */
+    int block;                   /* data blocks written so far (the next `index`) */
+};
+
+/* What the .dat header names; NULL fields print as "not recorded in the input". */
+struct plot__meta {
+    const char *model;           /* model description */
+    const char *hardware;        /* hardware profile */
+    const char *policy;          /* placement policy (or a list) */
+    const char *schedule;        /* optimizer-step schedule (or a list) */
+    const char *micro_batch;     /* micro-batch as text */
+};
+
+/* Writes the .dat header: kind, ratiolab version, metadata and the inputs' base names. */
+void plot__dat_header(struct plot__fig *f, const struct plot__meta *m);
+/* Starts a data block: two blank lines before every block but the first, then "# [index] what".
+ * Returns the block's index. */
+int plot__block(struct plot__fig *f, const char *what);
+/* Writes the script's preamble: comment, output variable, terminal (width_in x height_in, 9 pt),
+ * the palette and the shared style. */
+void plot__gp_preamble(struct plot__fig *f, double height_in);
+/* Writes s as a gnuplot single-quoted string ('' for a quote). */
+void plot__gp_str(FILE *f, const char *s);
+/* A tick step (1, 2, 2.5 or 5 x 10^k) giving at most n intervals up to max (> 0). */
+double plot__tick(double max, int n);
+/* The gnuplot format that prints every multiple of tick alike ("%.1f" for 0.2). */
+const char *plot__tick_format(double tick);
+/* The figure's width in inches (3.5 or 7). */
+double plot__width_in(const struct plot__fig *f);
+/* The colour of a phase (sim_phase_name) or, for other names, the i-th of a few colours no phase
+ * uses; and whether its fill gets a hatch pattern (pairs sharing a colour). */
+const char *plot__phase_color(const char *name, int i, int *pattern);
+/* The i-th series colour, dash type and point type (Okabe-Ito; cycles after 7). */
+const char *plot__color(int i);
+int plot__dash(int i);
+int plot__point(int i);
+
+/* Panels placed by explicit screen margins, so stacked or side-by-side panels line up whatever
+ * their tick labels, with an optional strip at the bottom holding the one key of the figure.
+ * Sizes in inches. */
+struct plot__grid {
+    int rows, cols;        /* panels */
+    double height_in;      /* the whole figure */
+    double left_in;        /* per panel: room for the y tick labels and label */
+    double right_in;       /* per panel: room at the right */
+    double top_in;         /* per panel: room for a panel title */
+    double bottom_in;      /* per panel: room for the x tick labels and label */
+    double title_in;       /* at the top of the figure for --title (0 without one) */
+    double key_in;         /* height of the key strip at the bottom (0: none) */
+};
+/* Emits the y axis label of panel (r, c) at the panel's left edge (gnuplot's own placement
+ * ignores margins set at screen positions). */
+void plot__ylabel(struct plot__fig *f, const struct plot__grid *g, int r, int c, const char *text);
+/* Emits the margins of panel (r, c). */
+void plot__panel(struct plot__fig *f, const struct plot__grid *g, int r, int c);
+/* The key of a figure as its own strip under the panels, laid out by ratiolab (not gnuplot) in
+ * a grid of columns wide enough for the longest title, so every terminal gives the same layout. */
+struct plot__key {
+    int n;            /* entries */
+    int cols;         /* columns of the grid */
+    double x0_in;     /* left edge of the first column */
+    double colw_in;   /* column width */
+};
+/* Height in inches of a strip holding n entries whose longest title has max_chars characters. */
+double plot__key_height(const struct plot__fig *f, int n, int max_chars);
+/* Emits the settings of the strip (the grid's panel area) and fills k. */
+void plot__key_begin(struct plot__fig *f, const struct plot__grid *g, int n, int max_chars, struct plot__key *k);
+/* Emits the position of entry i and "plot "; the caller writes one NaN clause with its title
+ * and a newline. */
+void plot__key_entry(struct plot__fig *f, const struct plot__grid *g, const struct plot__key *k, int i);
+/* Emits `set multiplot`, with --title at the top of the figure when one is given. */
+void plot__multiplot(struct plot__fig *f);
+
+/* The kinds (kinds.c). */
+int plot__memory(struct plot__fig *f, struct rl_err *e);
+int plot__time(struct plot__fig *f, struct rl_err *e);
+int plot__timeline(struct plot__fig *f, struct rl_err *e);
+int plot__parity(struct plot__fig *f, struct rl_err *e);
+int plot__scaling(struct plot__fig *f, struct rl_err *e);
+int plot__monitor(struct plot__fig *f, struct rl_err *e);
+
+#endif

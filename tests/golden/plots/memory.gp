@@ -1,0 +1,91 @@
+# ratiolab plot memory (ratiolab 0.1.0): draws memory.pdf from memory.dat.
+# Run from this folder: gnuplot memory.gp   (gnuplot -e "outfile='other.pdf'" ... to rename)
+# Paper size: 3.5 in x 4.10 in, 9 pt text.
+if (!exists("outfile")) outfile = 'memory.pdf'
+set terminal pdfcairo size 3.50in,4.10in font ',9' linewidth 1
+set output outfile
+set termoption noenhanced
+set datafile separator '\t'
+set datafile missing '?'
+set border 3 lw 0.8
+set tics nomirror out scale 0.6
+set grid ytics lc rgb '#e0e0e0' lw 0.6 dt 1
+set grid back
+set key noautotitle samplen 2.5 spacing 1.0
+set xtics offset 0,0.4
+# palette: Okabe-Ito, with distinct dash and point types for grey print
+set linetype 1 lc rgb '#0072B2' lw 1.4 dt 1 pt 7 ps 0.4
+set linetype 2 lc rgb '#D55E00' lw 1.4 dt 2 pt 5 ps 0.4
+set linetype 3 lc rgb '#009E73' lw 1.4 dt 4 pt 9 ps 0.4
+set linetype 4 lc rgb '#CC79A7' lw 1.4 dt 5 pt 11 ps 0.4
+set linetype 5 lc rgb '#E69F00' lw 1.4 dt 3 pt 13 ps 0.4
+set linetype 6 lc rgb '#56B4E9' lw 1.4 dt 6 pt 4 ps 0.4
+set linetype 7 lc rgb '#000000' lw 1.4 dt 1 pt 6 ps 0.4
+set linetype cycle 7
+set multiplot
+set xlabel 'requested ratio' offset 0,0.9
+set xrange [0:1]
+set xtics 0.2 format '%.1f'
+unset key
+set lmargin at screen 0.1429
+set rmargin at screen 0.9571
+set tmargin at screen 0.9805
+set bmargin at screen 0.6488
+unset ylabel
+set label 90 'honored ratio' at screen 0.0229, screen 0.8146 center rotate by 90
+set yrange [0:1.02]
+set ytics 0, 0.2, 1 format '%.1f'
+set label 1 '(a)' at graph 0.04, graph 0.92 left
+plot x with lines lc rgb '#999999' dt 3 lw 1, \
+     'memory.dat' index 0 using 1:2 with steps lt 1 dt 1, \
+     'memory.dat' index 0 using 1:2 with points lt 1, \
+     'memory.dat' index 1 using 1:2 with lines lt 2 dt 1, \
+     'memory.dat' index 1 using 1:2 with points lt 2
+set lmargin at screen 0.1429
+set rmargin at screen 0.9571
+set tmargin at screen 0.5415
+set bmargin at screen 0.2098
+unset ylabel
+set label 90 'memory per rank (GiB)' at screen 0.0229, screen 0.3756 center rotate by 90
+set yrange [0:20]
+set ytics 0, 5, 20 format '%g'
+set label 1 '(b)' at graph 0.04, graph 0.92 left
+plot 'memory.dat' index 0 using 1:3 with steps lt 1 dt 1, \
+     'memory.dat' index 0 using 1:3 with points lt 1, \
+     'memory.dat' index 0 using 1:4 with steps lt 1 dt 2, \
+     'memory.dat' index 0 using 1:4 with points lt 1, \
+     'memory.dat' index 1 using 1:3 with lines lt 2 dt 1, \
+     'memory.dat' index 1 using 1:3 with points lt 2, \
+     'memory.dat' index 1 using 1:4 with lines lt 2 dt 2, \
+     'memory.dat' index 1 using 1:4 with points lt 2, \
+     16.0000 with lines lc rgb '#000000' dt 3 lw 1
+# the key, in its own strip under the panels
+set lmargin at screen 0.01
+set rmargin at screen 0.99
+set tmargin at screen 0.1220
+set bmargin at screen 0.005
+unset title
+unset border
+unset tics
+unset xlabel
+unset ylabel
+unset grid
+unset label
+unset arrow
+unset object
+unset logscale
+set xrange [0:1]
+set yrange [0:1]
+set key at screen 0.0729, screen 0.1122 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with linespoints lt 1 dt 1 title 'deepspeed-0.12'
+set key at screen 0.5000, screen 0.1122 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with linespoints lt 2 dt 1 title 'exact'
+set key at screen 0.0729, screen 0.0780 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with lines lc rgb '#000000' dt 1 title 'GPU (b)'
+set key at screen 0.5000, screen 0.0780 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with lines lc rgb '#000000' dt 2 title 'host (b)'
+set key at screen 0.0729, screen 0.0439 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with lines lc rgb '#999999' dt 3 lw 1 title 'honored = requested'
+set key at screen 0.5000, screen 0.0439 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with lines lc rgb '#000000' dt 3 lw 1 title 'GPU capacity 16 GiB'
+unset multiplot

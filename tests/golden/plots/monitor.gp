@@ -1,0 +1,78 @@
+# ratiolab plot monitor (ratiolab 0.1.0): draws monitor.pdf from monitor.dat.
+# Run from this folder: gnuplot monitor.gp   (gnuplot -e "outfile='other.pdf'" ... to rename)
+# Paper size: 7.0 in x 3.24 in, 9 pt text.
+if (!exists("outfile")) outfile = 'monitor.pdf'
+set terminal pdfcairo size 7.00in,3.24in font ',9' linewidth 1
+set output outfile
+set termoption noenhanced
+set datafile separator '\t'
+set datafile missing '?'
+set border 3 lw 0.8
+set tics nomirror out scale 0.6
+set grid ytics lc rgb '#e0e0e0' lw 0.6 dt 1
+set grid back
+set key noautotitle samplen 2.5 spacing 1.0
+set xtics offset 0,0.4
+# palette: Okabe-Ito, with distinct dash and point types for grey print
+set linetype 1 lc rgb '#0072B2' lw 1.4 dt 1 pt 7 ps 0.4
+set linetype 2 lc rgb '#D55E00' lw 1.4 dt 2 pt 5 ps 0.4
+set linetype 3 lc rgb '#009E73' lw 1.4 dt 4 pt 9 ps 0.4
+set linetype 4 lc rgb '#CC79A7' lw 1.4 dt 5 pt 11 ps 0.4
+set linetype 5 lc rgb '#E69F00' lw 1.4 dt 3 pt 13 ps 0.4
+set linetype 6 lc rgb '#56B4E9' lw 1.4 dt 6 pt 4 ps 0.4
+set linetype 7 lc rgb '#000000' lw 1.4 dt 1 pt 6 ps 0.4
+set linetype cycle 7
+set multiplot
+set lmargin at screen 0.0714
+set rmargin at screen 0.9786
+set tmargin at screen 0.9383
+set bmargin at screen 0.3086
+unset ylabel
+set label 90 'memory (GiB)' at screen 0.0114, screen 0.6235 center rotate by 90
+set xlabel 'time (s)' offset 0,0.9
+set xrange [0:1.515]
+set xtics 0.25 format '%.2f'
+set yrange [0:8]
+set ytics 2 format '%g'
+unset key
+set arrow 1 from 0.4000, graph 0 to 0.4000, graph 1 nohead lc rgb '#555555' dt 3 lw 0.8 back
+set label 1 '1' at 0.4000, graph 1 center offset 0,0.6 font ',8'
+set arrow 2 from 0.9000, graph 0 to 0.9000, graph 1 nohead lc rgb '#555555' dt 3 lw 0.8 back
+set label 2 '2' at 0.9000, graph 1 center offset 0,0.6 font ',8'
+plot 'monitor.dat' index 0 using 1:2 with lines lt 1 dt 1, \
+     'monitor.dat' index 1 using 1:2 with lines lt 2 dt 1, \
+     'monitor.dat' index 1 using 1:3 with lines lt 2 dt 2, \
+     'monitor.dat' index 2 using 1:2 with lines lt 3 dt 1, \
+     'monitor.dat' index 2 using 1:3 with lines lt 3 dt 2
+# the key, in its own strip under the panels
+set lmargin at screen 0.01
+set rmargin at screen 0.99
+set tmargin at screen 0.1975
+set bmargin at screen 0.005
+unset title
+unset border
+unset tics
+unset xlabel
+unset ylabel
+unset grid
+unset label
+unset arrow
+unset object
+unset logscale
+set xrange [0:1]
+set yrange [0:1]
+set key at screen 0.0743, screen 0.1852 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with lines lt 1 dt 1 title 'launcher 4100'
+set key at screen 0.5000, screen 0.1852 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with lines lt 2 dt 1 title 'rank 0 (python 4101)'
+set key at screen 0.0743, screen 0.1420 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with lines lt 3 dt 1 title 'rank 1 (py,worker 4102)'
+set key at screen 0.5000, screen 0.1420 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with lines lc rgb '#000000' dt 1 title 'resident (RSS)'
+set key at screen 0.0743, screen 0.0988 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with lines lc rgb '#000000' dt 2 title 'GPU (NVML)'
+set key at screen 0.5000, screen 0.0988 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with lines lc rgb '#555555' dt 3 lw 0.8 title '1: [INFO] After creating fp16 partitions: 1'
+set key at screen 0.0743, screen 0.0556 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with lines lc rgb '#555555' dt 3 lw 0.8 title '2: [INFO] After initializing optimizer states'
+unset multiplot

@@ -1,0 +1,64 @@
+# ratiolab plot scaling (ratiolab 0.1.0): draws scaling.png from scaling.dat.
+# Run from this folder: gnuplot scaling.gp   (gnuplot -e "outfile='other.png'" ... to rename)
+# Paper size: 3.5 in x 2.56 in, 9 pt text.
+if (!exists("outfile")) outfile = 'scaling.png'
+set terminal pngcairo size 700,512 font ',9' fontscale 1.39 linewidth 1.39 pointscale 1.8 background '#ffffff'
+set output outfile
+set termoption noenhanced
+set datafile separator '\t'
+set datafile missing '?'
+set border 3 lw 0.8
+set tics nomirror out scale 0.6
+set grid ytics lc rgb '#e0e0e0' lw 0.6 dt 1
+set grid back
+set key noautotitle samplen 2.5 spacing 1.0
+set xtics offset 0,0.4
+# palette: Okabe-Ito, with distinct dash and point types for grey print
+set linetype 1 lc rgb '#0072B2' lw 1.4 dt 1 pt 7 ps 0.4
+set linetype 2 lc rgb '#D55E00' lw 1.4 dt 2 pt 5 ps 0.4
+set linetype 3 lc rgb '#009E73' lw 1.4 dt 4 pt 9 ps 0.4
+set linetype 4 lc rgb '#CC79A7' lw 1.4 dt 5 pt 11 ps 0.4
+set linetype 5 lc rgb '#E69F00' lw 1.4 dt 3 pt 13 ps 0.4
+set linetype 6 lc rgb '#56B4E9' lw 1.4 dt 6 pt 4 ps 0.4
+set linetype 7 lc rgb '#000000' lw 1.4 dt 1 pt 6 ps 0.4
+set linetype cycle 7
+set multiplot
+set lmargin at screen 0.1571
+set rmargin at screen 0.9571
+set tmargin at screen 0.9688
+set bmargin at screen 0.2812
+unset ylabel
+set label 90 'tokens/s, all GPUs (thousands)' at screen 0.0229, screen 0.6250 center rotate by 90
+set xlabel 'GPUs' offset 0,0.9
+set yrange [0:250]
+set ytics 50 format '%g'
+unset key
+ys = 0.001
+set xrange [7.04:16.96]
+set xtics ('8' 8, '16' 16)
+plot 'scaling.dat' index 0 using 1:($2*ys) with linespoints lt 1, \
+     'scaling.dat' index 0 using 1:($2*ys):(sprintf('r=%.2f', $3)) with labels offset 0,0.8 font ',7' tc lt 1, \
+     'scaling.dat' index 1 using 1:($2*ys) with linespoints lt 2, \
+     'scaling.dat' index 1 using 1:($2*ys):(sprintf('r=%.2f', $3)) with labels offset 0,0.8 font ',7' tc lt 2
+# the key, in its own strip under the panels
+set lmargin at screen 0.01
+set rmargin at screen 0.99
+set tmargin at screen 0.1406
+set bmargin at screen 0.005
+unset title
+unset border
+unset tics
+unset xlabel
+unset ylabel
+unset grid
+unset label
+unset arrow
+unset object
+unset logscale
+set xrange [0:1]
+set yrange [0:1]
+set key at screen 0.0664, screen 0.1250 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with linespoints lt 1 title 'policy deepspeed-0.12, schedule deepspeed-0.12'
+set key at screen 0.0664, screen 0.0703 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with linespoints lt 2 title 'policy exact, schedule overlap'
+unset multiplot
