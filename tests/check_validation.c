@@ -1,0 +1,285 @@
+/* tests/check_validation.c — validation/: DeepSpeed logs against the ledger, monitor CSVs, trace
+ * diff, calibrate and the executor report (validate --ratios). Logs are written here in
+ * DeepSpeed's exact format (runtime/utils.py see_memory_usage: round(x / 1024^3, 2) printed by
+ * Python, so "0.9" not "0.90"; Max_CA rounded to a whole GiB). */
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/rl.h"
+#include "tests/util.h"
+#include "traces/dslog.h"
+#include "traces/trace.h"
+#include "validation/val.h"
+
+#define TS "[2024-03-05 10:11:%02d,%03d] [INFO] [utils.py:%d:see_memory_usage] "
+
+/* One see_memory_usage block as DeepSpeed 0.12.4 logs it. */
+static void block(char *buf, size_t n, int sec, const char *msg, const char *ma, const char *cpu)
+{
+    size_t l = strlen(buf);
+    snprintf(buf + l, n - l,
+             TS "%s\n" TS "MA %s GB         Max_MA %s GB         CA %s GB         Max_CA %d GB \n"
+             TS "CPU Virtual Memory:  used = %s GB, percent = 6.3%%\n",
+             sec, 1, 802, msg, sec, 2, 803, ma, ma, ma, (int)lround(atof(ma)), sec, 3, 810, cpu);
+}
+
+/* The DeepSpeed 0.12.4 log of Megatron GPT-2.7B, TP 8, ratio <= 0.4 (N = 2), as DESIGN.md and
+ * DEEPSPEED-STEP.md quote it: 0.63 / 1.88 / 5.65 / 6.58 GiB. n_sub and the MA of the last stage
+ * are parameters so tests can break them. */
+static const char *gpt27_log(const char *name, int n_sub, const char *last_ma, const char *iters)
+{
+    static char buf[8192];
+    buf[0] = 0;
+    char fp16[64];
+    snprintf(fp16, sizeof fp16, "After creating fp16 partitions: %d", n_sub);
+    block(buf, sizeof buf, 10, "Before creating fp16 partitions", "0.63", "30.5");
+    block(buf, sizeof buf, 11, fp16, "0.63", "31.55");
+    block(buf, sizeof buf, 12, "After creating fp32 partitions", "1.88", "31.6");
+    block(buf, sizeof buf, 13, "After initializing optimizer states", "5.65", "31.62");
+    block(buf, sizeof buf, 14, "After initializing ZeRO optimizer", last_ma, "32.3");
+    size_t l = strlen(buf);
+    snprintf(buf + l, sizeof buf - l, "%s", iters ? iters : "");
+    return tu_write(name, buf);
+}
+
+START_TEST(stage_names_map_to_ledger_stages)
+{
+    int n;
+    ck_assert_int_eq(val_ds_stage_of("After creating fp16 partitions: 7", &n), PLAN_STAGE_FP16_PARTITIONS);
+    ck_assert_int_eq(n, 7);
+    ck_assert_int_eq(val_ds_stage_of("After creating fp32 partitions", &n), PLAN_STAGE_FP32_PARTITIONS);
+    ck_assert_int_eq(n, -1);
+    ck_assert_int_eq(val_ds_stage_of("After initializing optimizer states", &n), PLAN_STAGE_OPTIMIZER_STATES);
+    ck_assert_int_eq(val_ds_stage_of("After initializing ZeRO optimizer", &n), PLAN_STAGE_ZERO_OPTIMIZER);
+    ck_assert_int_eq(val_ds_stage_of("Before creating fp16 partitions", &n), -1);
+    ck_assert_int_eq(val_ds_stage_of("After creating fp16 partitions: x", &n), -1);
+    ck_assert_int_eq(val_ds_stage_of("After creating fp32 partitions later", &n), -1);
+}
+END_TEST
+
+START_TEST(median_skips_nothing_itself)
+{
+    double v[5] = {5, 1, 4, 2, 3};
+    ck_assert(val_median(v, 5) == 3);
+    ck_assert(val_median(v, 4) == 3);   /* 1 2 4 5 -> (2 + 4) / 2 */
+    ck_assert(v[0] == 5);               /* input untouched */
+    ck_assert(val_median(v, 0) == 0);
+}
+END_TEST
+
+START_TEST(iteration_lines_are_parsed)
+{
+    const char *p = tu_write("it.log",
+        " iteration        1/      10 | consumed samples:            8 | elapsed time per iteration (ms): 9000.1 | learning rate: 1.000E-04 |\n"
+        "[default0]: [2025-05-27 15:23:07] iteration        2/    24000 | consumed samples:  16 | elapsed time per iteration (ms): 271607.0 | lm loss: 1.1E+01 |\n"
+        " iteration 3/ 10 | elapsed time per iteration (ms): 412.5/410.0 | x\n"
+        "elapsed time per iteration (ms): nan |\n"
+        "no timing here\n");
+    double *ms;
+    int64_t *it;
+    int n;
+    struct rl_err e = {0};
+    ck_assert_int_eq(trace_ds_read_iterations(p, &ms, &it, &n, &e), 0);
+    ck_assert_int_eq(n, 3);
+    ck_assert(ms[0] == 9000.1 && ms[1] == 271607.0 && ms[2] == 412.5);
+    ck_assert(it[0] == 1 && it[1] == 2 && it[2] == 3);
+    free(ms);
+    free(it);
+}
+END_TEST
+
+/* val_ds_compare on a hand-made plan-free case: the time verdict from the median, first skipped. */
+START_TEST(time_verdict_uses_median_without_first)
+{
+    struct plan p;
+    memset(&p, 0, sizeof p);
+    p.n_subgroups = 2;
+    double ms[4] = {9000, 400, 410, 430};
+    struct val_ds_opts o = {.tol_bytes = 0, .tol_time_pct = 5};
+    struct val_ds_result r;
+    struct rl_err e = {0};
+    ck_assert_int_eq(val_ds_compare(&p, NULL, 0, ms, 4, 400000000, NULL, &o, &r, &e), 0);
+    ck_assert(r.measured_step_ms == 410);
+    ck_assert(fabs(r.step_error_pct - 2.5) < 1e-9);
+    ck_assert_int_eq(r.time_status, VAL_PASS);
+    ck_assert_int_eq(r.overall, VAL_PASS);
+    val_ds_result_free(&r);
+    ck_assert_int_eq(val_ds_compare(&p, NULL, 0, ms, 4, 380000000, NULL, &o, &r, &e), 0);
+    ck_assert_int_eq(r.time_status, VAL_FAIL);   /* 410 vs 380: +7.9 % */
+    ck_assert_int_eq(r.overall, VAL_FAIL);
+    val_ds_result_free(&r);
+    /* Nothing to compare at all. */
+    ck_assert_int_eq(val_ds_compare(&p, NULL, 0, ms, 0, 1, NULL, &o, &r, &e), RL_EINVAL);
+}
+END_TEST
+
+START_TEST(deepspeed_log_matching_the_ledger_passes)
+{
+    gpt27_log("ok.log", 2, "6.58", NULL);
+    struct tu_run r;
+    tu_ratiolab(&r, "validate --deepspeed-log ok.log --ratio 0.3 --json");
+    ck_assert_msg(r.status == 0, "status %d: %s%s", r.status, r.out, r.err);
+    json_error_t je;
+    json_t *j = json_loads(r.out, 0, &je);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")), "PASS");
+    json_t *st = json_object_get(j, "stages");
+    ck_assert_int_eq(json_array_size(st), 5);
+    ck_assert(json_is_null(json_object_get(json_array_get(st, 0), "ledger_stage")));
+    json_t *s1 = json_array_get(st, 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(s1, "logged_subgroups")), 2);
+    /* 0.63 GiB as DeepSpeed rounds it, exactly */
+    ck_assert_int_eq(json_integer_value(json_object_get(s1, "logged_ma_bytes")), llround(0.63 * RL_GIB));
+    /* The ledger's fp16 stage: 336768000 elements x 2 bytes (gpt-2.7b, TP 8, plan output). */
+    ck_assert_int_eq(json_integer_value(json_object_get(s1, "predicted_gpu_bytes")), 673536000);
+    json_decref(j);
+    tu_run_free(&r);
+}
+END_TEST
+
+START_TEST(wrong_subgroup_count_or_memory_fails)
+{
+    struct tu_run r;
+    gpt27_log("n3.log", 3, "6.58", NULL);
+    tu_ratiolab(&r, "validate --deepspeed-log n3.log --ratio 0.3");
+    ck_assert_msg(r.status == 1, "status %d: %s%s", r.status, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "3 vs 2"));
+    tu_run_free(&r);
+    gpt27_log("mem.log", 2, "6.8", NULL);   /* 0.22 GiB above the ledger */
+    tu_ratiolab(&r, "validate --deepspeed-log mem.log --ratio 0.3");
+    ck_assert_int_eq(r.status, 1);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "validate --deepspeed-log mem.log --ratio 0.3 --tolerance 0.25");
+    ck_assert_msg(r.status == 0, "status %d: %s%s", r.status, r.out, r.err);
+    tu_run_free(&r);
+}
+END_TEST
+
+/* The iteration time against predict's step: a log whose median equals the prediction passes,
+ * one 50 % slower fails. The prediction is read from `ratiolab predict --json`. */
+START_TEST(iteration_time_against_predict)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "predict --ratio 0.3 --json");
+    ck_assert_int_eq(r.status, 0);
+    json_t *j = json_loads(r.out, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    double pred_ms = (double)json_integer_value(json_object_get(json_object_get(j, "prediction"), "step_ns")) * 1e-6;
+    json_decref(j);
+    tu_run_free(&r);
+    char it[1024];
+    snprintf(it, sizeof it,
+             " iteration        1/      10 | elapsed time per iteration (ms): %.1f |\n"
+             " iteration        2/      10 | elapsed time per iteration (ms): %.1f |\n"
+             " iteration        3/      10 | elapsed time per iteration (ms): %.1f |\n"
+             " iteration        4/      10 | elapsed time per iteration (ms): %.1f |\n",
+             pred_ms * 10, pred_ms * 0.99, pred_ms, pred_ms * 1.01);
+    gpt27_log("t.log", 2, "6.58", it);
+    tu_ratiolab(&r, "validate --deepspeed-log t.log --ratio 0.3 --tolerance 0.1,2");
+    ck_assert_msg(r.status == 0, "status %d: %s%s", r.status, r.out, r.err);
+    tu_run_free(&r);
+    snprintf(it, sizeof it,
+             " iteration        1/      10 | elapsed time per iteration (ms): %.1f |\n"
+             " iteration        2/      10 | elapsed time per iteration (ms): %.1f |\n",
+             pred_ms, pred_ms * 1.5);
+    /* Stages in one file, iterations in another (DeepSpeed's stderr and Megatron's stdout). */
+    gpt27_log("s.log", 2, "6.58", NULL);
+    tu_write("i.log", it);
+    tu_ratiolab(&r, "validate --deepspeed-log s.log i.log --ratio 0.3 --tolerance 0.1,10");
+    ck_assert_msg(r.status == 1, "status %d: %s%s", r.status, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "+50.0 %"));
+    tu_run_free(&r);
+}
+END_TEST
+
+static const char *mon_header =
+    "t_ns,pid,ppid,comm,rank,rss_bytes,anon_bytes,file_bytes,shmem_bytes,hwm_bytes,locked_bytes,"
+    "pinned_bytes,swap_bytes,gpu_bytes,cpu_percent,threads,system_used_bytes\n";
+
+START_TEST(monitor_csv_gives_per_process_host_growth)
+{
+    /* Launcher 10 (no rank), rank 0 = pid 11 from 2 GiB to 2 + 1.63 GiB, rank 1 = pid 12. */
+    char csv[4096];
+    int64_t g = 1073741824, peak = 2 * g + 1750000000;   /* 1.63 GiB = ledger host peak */
+    snprintf(csv, sizeof csv,
+             "%s0,10,1,deepspeed,-1,50000000,1,1,1,50000000,0,0,0,unavailable,1.0,1,100\n"
+             "0,11,10,python,0,%lld,1,1,1,%lld,0,0,0,unavailable,1.0,1,100\n"
+             "0,12,10,python,1,%lld,1,1,1,%lld,0,0,0,unavailable,1.0,1,100\n"
+             "100,11,10,python,0,%lld,1,1,1,%lld,0,0,0,unavailable,1.0,1,100\n",
+             mon_header, (long long)(2 * g), (long long)(2 * g), (long long)(3 * g), (long long)(3 * g),
+             (long long)(peak - 1000), (long long)peak);
+    const char *p = tu_write("m.csv", csv);
+    struct val_monitor m;
+    struct rl_err e = {0};
+    ck_assert_msg(val_monitor_read(p, &m, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(m.n_procs, 3);
+    const struct val_mon_proc *r0 = val_monitor_rank(&m, 0);
+    ck_assert_ptr_nonnull(r0);
+    ck_assert_int_eq(r0->pid, 11);
+    ck_assert_int_eq(r0->first_rss_bytes, 2 * g);
+    ck_assert_int_eq(r0->peak_rss_bytes, peak);
+    ck_assert_int_eq(r0->samples, 2);
+    val_monitor_free(&m);
+    gpt27_log("h.log", 2, "6.58", NULL);
+    struct tu_run r;
+    tu_ratiolab(&r, "validate --deepspeed-log h.log --ratio 0.3 --monitor m.csv");
+    ck_assert_msg(r.status == 0, "status %d: %s%s", r.status, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "pid 11"));
+    tu_run_free(&r);
+    /* A bad row names the file, line and column. */
+    snprintf(csv, sizeof csv, "%s0,11,10,python,0,12x,1,1,1,5,0,0,0,unavailable,1.0,1,100\n", mon_header);
+    tu_write("bad.csv", csv);
+    tu_ratiolab(&r, "validate --deepspeed-log h.log --ratio 0.3 --monitor bad.csv");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "line 2: column 'rss_bytes': '12x'"));
+    tu_run_free(&r);
+}
+END_TEST
+
+START_TEST(validate_bad_input_exits_2)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "validate --deepspeed-log nosuch.log");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "nosuch.log"));
+    tu_run_free(&r);
+    tu_write("empty.log", "nothing of DeepSpeed here\n");
+    tu_ratiolab(&r, "validate --deepspeed-log empty.log");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "see_memory_usage"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "validate --deepspeed-log x.log --tolerance -1");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--tolerance"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "validate stray");
+    ck_assert_int_eq(r.status, 2);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "validate --help");
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "--deepspeed-log"));
+    tu_run_free(&r);
+}
+END_TEST
+
+Suite *validation_suite(void)
+{
+    Suite *s = suite_create("validation");
+    TCase *tc = tcase_create("validation");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, stage_names_map_to_ledger_stages);
+    tcase_add_test(tc, median_skips_nothing_itself);
+    tcase_add_test(tc, iteration_lines_are_parsed);
+    tcase_add_test(tc, time_verdict_uses_median_without_first);
+    tcase_add_test(tc, deepspeed_log_matching_the_ledger_passes);
+    tcase_add_test(tc, wrong_subgroup_count_or_memory_fails);
+    tcase_add_test(tc, iteration_time_against_predict);
+    tcase_add_test(tc, monitor_csv_gives_per_process_host_growth);
+    tcase_add_test(tc, validate_bad_input_exits_2);
+    suite_add_tcase(s, tc);
+    return s;
+}

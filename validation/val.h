@@ -1,0 +1,102 @@
+/* validation/val.h — verdicts, as data, on whether predictions hold: a real DeepSpeed log against
+ * the plan's ledger and the simulator, two traces phase by phase, and (val_report) the
+ * executor's runs against the simulator across ratios. Never prints; cli/ prints and sets the
+ * exit code from the verdicts. */
+#ifndef RL_VALIDATION_VAL_H
+#define RL_VALIDATION_VAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/rl.h"
+#include "plan/plan.h"
+#include "traces/dslog.h"
+
+/* A verdict. INFO: shown, not gated (nothing to compare, or a figure that cannot be compared). */
+enum val_status { VAL_PASS, VAL_FAIL, VAL_INFO };
+const char *val_status_name(enum val_status s);   /* "PASS", "FAIL", "info" */
+
+/* Median of n values (the mean of the two middle ones when n is even); 0 when n == 0. Does not
+ * modify v. */
+double val_median(const double *v, int n);
+
+/* ---- a ratiolab monitor CSV (monitor/README.md "Outputs") ------------------------------------ */
+struct val_mon_proc {
+    int pid;                       /* process id */
+    int rank;                      /* RANK / OMPI_COMM_WORLD_RANK of the process, -1 when none */
+    char comm[32];                 /* command name */
+    int samples;                   /* rows seen */
+    int64_t first_rss_bytes;       /* rss at its first sample: the start-up baseline */
+    int64_t peak_rss_bytes;        /* max over samples of max(rss, hwm) */
+    int64_t first_t_ns;            /* time of the first sample */
+};
+struct val_monitor {
+    struct val_mon_proc *procs;    /* in order of first appearance */
+    int n_procs;                   /* entries */
+};
+/* Reads the CSV; a missing column in the header, a malformed row or no rows is RL_EINVAL naming
+ * the file, line and column. "unavailable" fields are skipped. */
+int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e);
+void val_monitor_free(struct val_monitor *m);
+/* The process that stands for one rank: the one with `rank` when any process carries a rank,
+ * else the one with the largest peak RSS (a launcher-less run). NULL when there is none. */
+const struct val_mon_proc *val_monitor_rank(const struct val_monitor *m, int rank);
+
+/* ---- a real DeepSpeed run against the plan ----------------------------------------------------- */
+/* The plan stage a see_memory_usage message reports, or -1 for messages that are not one
+ * ("Before ..." and any other). Stage names as DeepSpeed 0.12-0.18 (stage3.py) logs them:
+ * "After creating fp16 partitions: N", "After creating fp32 partitions", "After initializing
+ * optimizer states", "After initializing ZeRO optimizer". *n_subgroups receives N (or -1). */
+int val_ds_stage_of(const char *message, int *n_subgroups);
+
+struct val_ds_stage {
+    const char *message;           /* the log's message (points into the log, not owned) */
+    int file;                      /* which log (index into the logs given) */
+    int line;                      /* 1-based line in that log */
+    int plan_stage;                /* enum plan_stage, or -1 when the message is not a ledger stage */
+    int64_t logged_ma_bytes;       /* MA as logged (2 decimals of GiB), -1 when absent */
+    int64_t predicted_gpu_bytes;   /* the ledger's cumulative GPU bytes at plan_stage, -1 when none */
+    int64_t diff_bytes;            /* logged - predicted (0 when not compared) */
+    int64_t logged_cpu_used_bytes; /* "CPU Virtual Memory: used" (whole machine), -1 when absent */
+    int64_t predicted_host_bytes;  /* the ledger's cumulative host bytes per rank, -1 when none */
+    int logged_subgroups;          /* N of "After creating fp16 partitions: N", -1 elsewhere */
+    enum val_status status;        /* memory within tolerance and N equal to the plan's */
+};
+
+struct val_ds_opts {
+    int64_t tol_bytes;             /* |logged - predicted| allowed for memory (GPU, and host with a monitor) */
+    double tol_time_pct;           /* |measured - predicted| / predicted x 100 allowed for the step */
+};
+
+struct val_ds_result {
+    struct val_ds_stage *stages;   /* every see_memory_usage stage of every log, in order (owned) */
+    int n_stages;                  /* entries */
+    int compared;                  /* stages compared with the ledger */
+    int plan_subgroups;            /* the plan's sub-group count */
+    /* time */
+    int n_iterations;              /* iteration lines found */
+    double measured_step_ms;       /* median of the logged iterations, the first skipped when n >= 2 */
+    int64_t predicted_step_ns;     /* the simulator's step */
+    double step_error_pct;         /* (measured - predicted) / predicted x 100 */
+    enum val_status time_status;   /* INFO when no iteration line was logged */
+    /* per-process host memory, from a monitor CSV */
+    bool have_monitor;             /* a monitor CSV was given */
+    int monitor_pid;               /* the process taken as rank 0 */
+    int64_t monitor_baseline_bytes;/* its rss at its first sample */
+    int64_t monitor_peak_bytes;    /* its peak rss */
+    int64_t predicted_host_peak_bytes; /* plan_peak_cpu_bytes */
+    enum val_status host_status;   /* growth (peak - baseline) against the ledger; INFO without a CSV */
+    enum val_status overall;       /* FAIL when any gated verdict fails */
+};
+
+/* Compares the stages of n_logs logs with the plan's ledger (whose kind follows the DeepSpeed
+ * version), the logged iteration times with predicted_step_ns, and, when mon is not NULL, rank
+ * 0's per-process host growth with the ledger's host peak. RL_EINVAL when no log holds a ledger
+ * stage and no iteration time either (nothing to compare). */
+int val_ds_compare(const struct plan *p, const struct trace_ds_log *logs, int n_logs,
+                   const double *iter_ms, int n_iter, int64_t predicted_step_ns,
+                   const struct val_monitor *mon, const struct val_ds_opts *o,
+                   struct val_ds_result *r, struct rl_err *e);
+void val_ds_result_free(struct val_ds_result *r);
+
+#endif
