@@ -266,6 +266,111 @@ START_TEST(validate_bad_input_exits_2)
 }
 END_TEST
 
+
+/* Hand-made spans: rank 0 forward [0,10), backward [5,20) overlapping, cpu_adam on socket pid 100
+ * tid 0 [15,30); a gap, then reduce_scatter [40,50) via args.rank; rank 1 one span. Expected values
+ * worked out by hand from the priority order forward > backward > ... > cpu_adam > reduce_scatter. */
+START_TEST(trace_times_attribute_exposure_by_priority)
+{
+    const char *p = tu_write("h.json",
+        "{\"traceEvents\":["
+        "{\"ph\":\"X\",\"pid\":1,\"tid\":0,\"name\":\"f\",\"cat\":\"forward\",\"ts\":0.000,\"dur\":0.010},"
+        "{\"ph\":\"X\",\"pid\":1,\"tid\":0,\"name\":\"b\",\"cat\":\"backward\",\"ts\":0.005,\"dur\":0.015},"
+        "{\"ph\":\"X\",\"pid\":100,\"tid\":0,\"name\":\"a\",\"cat\":\"cpu_adam\",\"ts\":0.015,\"dur\":0.015},"
+        "{\"ph\":\"X\",\"pid\":300,\"tid\":9,\"name\":\"r\",\"cat\":\"reduce_scatter\",\"ts\":0.040,\"dur\":0.010,\"args\":{\"rank\":0}},"
+        "{\"ph\":\"X\",\"pid\":2,\"tid\":0,\"name\":\"f\",\"cat\":\"forward\",\"ts\":0.000,\"dur\":0.007},"
+        "{\"ph\":\"X\",\"pid\":2,\"tid\":0,\"name\":\"x\",\"cat\":\"not a phase\",\"ts\":0.000,\"dur\":0.100}"
+        "]}");
+    struct trace_doc d;
+    struct rl_err e = {0};
+    ck_assert_msg(trace_read(p, &d, &e) == 0, "%s", e.msg);
+    struct val_trace_times t;
+    ck_assert_int_eq(val_trace_times(&d, &t, &e), 0);
+    trace_doc_free(&d);
+    ck_assert_int_eq(t.n_ranks, 2);
+    const struct val_rank_times *r0 = val_trace_rank(&t, 0), *r1 = val_trace_rank(&t, 1);
+    ck_assert_ptr_nonnull(r0);
+    ck_assert_int_eq(r0->busy_ns[0], 10);       /* forward */
+    ck_assert_int_eq(r0->exposed_ns[0], 10);
+    ck_assert_int_eq(r0->busy_ns[1], 15);       /* backward */
+    ck_assert_int_eq(r0->exposed_ns[1], 10);    /* [10,20) */
+    ck_assert_int_eq(r0->busy_ns[3], 15);       /* cpu_adam */
+    ck_assert_int_eq(r0->exposed_ns[3], 10);    /* [20,30) */
+    ck_assert_int_eq(r0->busy_ns[6], 10);       /* reduce_scatter */
+    ck_assert_int_eq(r0->exposed_ns[6], 10);
+    ck_assert_int_eq(r0->extent_ns, 50);
+    ck_assert_int_eq(r0->idle_ns, 10);          /* [30,40) */
+    ck_assert_int_eq(r1->busy_ns[0], 7);
+    ck_assert_int_eq(r1->extent_ns, 7);
+    ck_assert_ptr_null(val_trace_rank(&t, 2));
+    val_trace_times_free(&t);
+}
+END_TEST
+
+/* The simulator's own breakdown, recovered from its trace: predict --json gives busy and exposed
+ * per phase for the critical rank; trace diff of that trace against itself must show the same
+ * figures on both sides and zero differences. */
+START_TEST(trace_diff_recovers_predict_breakdown)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "predict --ratio 0.5 --schedule overlap --json --trace p.json.gz");
+    ck_assert_int_eq(r.status, 0);
+    json_t *pj = json_loads(r.out, 0, NULL);
+    tu_run_free(&r);
+    ck_assert_ptr_nonnull(pj);
+    json_t *pred = json_object_get(pj, "prediction");
+    int crit = (int)json_integer_value(json_object_get(pred, "critical_rank"));
+    tu_ratiolab(&r, "trace diff p.json.gz p.json.gz --json");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    json_t *dj = json_loads(r.out, 0, NULL);
+    tu_run_free(&r);
+    ck_assert_ptr_nonnull(dj);
+    json_t *ranks = json_object_get(dj, "ranks");
+    ck_assert_int_eq(json_array_size(ranks), 8);
+    json_t *rk = json_array_get(ranks, (size_t)crit);
+    ck_assert_int_eq(json_integer_value(json_object_get(rk, "rank")), crit);
+    const char *k;
+    json_t *v;
+    int checked = 0;
+    json_object_foreach(json_object_get(pred, "phases"), k, v) {
+        json_t *a = json_object_get(json_object_get(json_object_get(rk, "a"), "phases"), k);
+        json_t *df = json_object_get(json_object_get(json_object_get(rk, "diff"), "phases"), k);
+        ck_assert_ptr_nonnull(a);
+        ck_assert_int_eq(json_integer_value(json_object_get(a, "busy_ns")), json_integer_value(json_object_get(v, "busy_ns")));
+        ck_assert_int_eq(json_integer_value(json_object_get(a, "exposed_ns")), json_integer_value(json_object_get(v, "exposed_ns")));
+        ck_assert_int_eq(json_integer_value(json_object_get(df, "busy_ns")), 0);
+        checked += json_integer_value(json_object_get(v, "busy_ns")) > 0;
+    }
+    ck_assert_int_ge(checked, 4);
+    /* The trace's extent runs from the first span to the last, the step from 0 to the end: the
+     * simulator's idle is the trace's plus what lies outside the extent. */
+    int64_t ext = json_integer_value(json_object_get(json_object_get(rk, "a"), "extent_ns"));
+    int64_t step = json_integer_value(json_object_get(pred, "step_ns"));
+    ck_assert_int_le(ext, step);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(rk, "a"), "idle_ns")) + (step - ext),
+                     json_integer_value(json_object_get(pred, "idle_ns")));
+    json_decref(pj);
+    json_decref(dj);
+    /* Human table, and bad input. */
+    tu_ratiolab(&r, "trace diff p.json.gz p.json.gz");
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "rank 7"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "trace diff p.json.gz");
+    ck_assert_int_eq(r.status, 2);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "trace show p.json.gz p.json.gz");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "allowed: diff"));
+    tu_run_free(&r);
+    tu_write("e.json", "{\"traceEvents\":[]}");
+    tu_ratiolab(&r, "trace diff e.json p.json.gz");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "e.json"));
+    tu_run_free(&r);
+}
+END_TEST
+
 Suite *validation_suite(void)
 {
     Suite *s = suite_create("validation");
@@ -280,6 +385,8 @@ Suite *validation_suite(void)
     tcase_add_test(tc, iteration_time_against_predict);
     tcase_add_test(tc, monitor_csv_gives_per_process_host_growth);
     tcase_add_test(tc, validate_bad_input_exits_2);
+    tcase_add_test(tc, trace_times_attribute_exposure_by_priority);
+    tcase_add_test(tc, trace_diff_recovers_predict_breakdown);
     suite_add_tcase(s, tc);
     return s;
 }

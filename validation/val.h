@@ -11,6 +11,7 @@
 #include "common/rl.h"
 #include "plan/plan.h"
 #include "traces/dslog.h"
+#include "traces/trace.h"
 
 /* A verdict. INFO: shown, not gated (nothing to compare, or a figure that cannot be compared). */
 enum val_status { VAL_PASS, VAL_FAIL, VAL_INFO };
@@ -98,5 +99,31 @@ int val_ds_compare(const struct plan *p, const struct trace_ds_log *logs, int n_
                    const struct val_monitor *mon, const struct val_ds_opts *o,
                    struct val_ds_result *r, struct rl_err *e);
 void val_ds_result_free(struct val_ds_result *r);
+
+/* ---- per-phase times of a trace, and two traces side by side ----------------------------------
+ * The shared layout (sim/step_trace.c; the executor writes the same): a span ("X") belongs to
+ * the phase named by its category ("cat" = sim_phase_name(), spans of other categories are
+ * ignored) and to a rank: args.rank when present, else pid - 1 for pids 1..99 (one process per
+ * GPU), else the thread id for pids 100..199 (host sockets, one CPU Adam track per rank). Per rank
+ * and phase, busy = the union of the phase's spans; exposed = the time it was the highest-priority
+ * phase running (enum sim_phase order, as the simulator attributes it); idle = the rank's extent
+ * (first start to last end) minus the union of all its spans. O(n log n) in spans. */
+#define VAL_PHASES 11                /* == SIM_PH_COUNT (checked in tdiff.c) */
+struct val_rank_times {
+    int rank;                        /* rank */
+    int64_t busy_ns[VAL_PHASES];     /* per phase */
+    int64_t exposed_ns[VAL_PHASES];  /* per phase; exposed + idle add up to extent */
+    int64_t extent_ns;               /* first span start to last span end */
+    int64_t idle_ns;                 /* nothing running */
+    int spans;                       /* spans counted */
+};
+struct val_trace_times {
+    struct val_rank_times *ranks;    /* sorted by rank (owned) */
+    int n_ranks;                     /* entries */
+};
+int val_trace_times(const struct trace_doc *d, struct val_trace_times *t, struct rl_err *e);
+void val_trace_times_free(struct val_trace_times *t);
+/* The entry of one rank, NULL when the trace has none. */
+const struct val_rank_times *val_trace_rank(const struct val_trace_times *t, int rank);
 
 #endif
