@@ -69,6 +69,13 @@ LDLIBS += -L$(NCCL_LIBDIR) -Wl,-rpath,$(NCCL_LIBDIR) -lnccl
 endif
 endif
 
+# OpenBLAS (sgemm for ratiolab calibrate's emulated-device GEMM throughput).
+HAVE_OPENBLAS := $(shell pkg-config --exists openblas 2>/dev/null && echo yes)
+ifneq ($(HAVE_OPENBLAS),)
+CFLAGS += -DRL_HAVE_OPENBLAS=1 $(shell pkg-config --cflags openblas)
+LDLIBS += $(shell pkg-config --libs openblas)
+endif
+
 # ---- sources ----------------------------------------------------------------------------------
 LIB_SRC := $(foreach d,$(LIBDIRS),$(wildcard $(d)/*.c))
 CU_SRC := $(if $(NVCC),$(foreach d,$(LIBDIRS),$(wildcard $(d)/*.cu)))
@@ -112,7 +119,7 @@ help:
 
 # ---- Debian packages ----------------------------------------------------------------------
 DEB_PKGS := build-essential pkg-config libjansson-dev zlib1g-dev check libsubunit-dev \
-            gnuplot-nox libopenmpi-dev openmpi-bin
+            gnuplot-nox libopenmpi-dev openmpi-bin libopenblas-dev
 deps:
 	@scripts/deps.sh $(DEB_PKGS)
 deps-quiet:

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/rl.h"
+#include "sim/hw.h"
 #include "tests/util.h"
 #include "traces/dslog.h"
 #include "traces/trace.h"
@@ -371,6 +372,83 @@ START_TEST(trace_diff_recovers_predict_breakdown)
 }
 END_TEST
 
+
+/* calibrate writes a profile that loads, whose every number is sourced as measured here, and that
+ * predict accepts; bad input leaves no file. */
+START_TEST(calibrate_writes_a_loadable_sourced_profile)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "calibrate --quiet --max-threads 1 --devices 2 --out cal.json --name test-cal");
+    ck_assert_msg(r.status == 0, "status %d: %s%s", r.status, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "DRAM triad"));
+    tu_run_free(&r);
+    char path[512];
+    snprintf(path, sizeof path, "%s/cal.json", tu_tmpdir());
+    struct sim_hw hw;
+    struct rl_err e = {0};
+    ck_assert_msg(sim_hw_load(&hw, NULL, path, &e) == 0, "%s", e.msg);
+    ck_assert_str_eq(hw.name, "test-cal");
+    ck_assert_int_eq(hw.gpus, 2);
+    ck_assert_int_eq(hw.gpu_emulated, 1);
+    ck_assert_int_ge(hw.gpu_emulated_cores, 1);
+    ck_assert(hw.socket[0].dram_gbps >= 1);
+    ck_assert(hw.cpu_adam_elems_per_core >= 1e6);
+    json_t *j = json_load_file(path, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    const char *k;
+    json_t *v;
+    int n = 0;
+    json_object_foreach(json_object_get(j, "sources"), k, v) {
+        ck_assert_msg(strncmp(json_string_value(v), "measured by ratiolab calibrate on ", 34) == 0, "%s", k);
+        n++;
+    }
+    ck_assert_int_eq(n, hw.n_sources);
+    ck_assert_int_ge(n, 30);
+    json_decref(j);
+    tu_ratiolab(&r, "predict --hw ./cal.json --model gpt-350m --tp 1 --gpus 2 --ratio 0.5 --json");
+    ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+    tu_run_free(&r);
+    int files = tu_count_files();
+    tu_ratiolab(&r, "calibrate --quiet --devices 0 --out bad.json");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--devices"));
+    tu_run_free(&r);
+    ck_assert_int_eq(tu_count_files(), files);
+}
+END_TEST
+
+/* The emulated-device keys are optional (catalog profiles leave them out) and range-checked. */
+START_TEST(hw_emulated_keys_are_optional)
+{
+    struct sim_hw hw;
+    struct rl_err e = {0};
+    char cat[512];
+    snprintf(cat, sizeof cat, "%s/catalog", tu_src());
+    ck_assert_msg(sim_hw_load(&hw, cat, "dgx1-v100", &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(hw.gpu_emulated, 0);
+    ck_assert_int_eq(hw.gpu_emulated_cores, 0);
+    char *text;
+    size_t len;
+    char path[600];
+    snprintf(path, sizeof path, "%s/hardware/dgx1-v100.json", cat);
+    ck_assert_int_eq(rl_read_file(path, &text, &len, &e), 0);
+    json_t *j = json_loads(text, 0, NULL);
+    free(text);
+    json_object_set_new(json_object_get(j, "gpu"), "emulated", json_integer(2));
+    json_object_set_new(json_object_get(j, "sources"), "gpu.emulated", json_string("test"));
+    text = json_dumps(j, 0);
+    ck_assert_int_eq(sim_hw_parse(&hw, text, "t.json", &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "gpu.emulated"));
+    free(text);
+    json_object_set_new(json_object_get(j, "gpu"), "emulated", json_integer(1));
+    text = json_dumps(j, 0);
+    ck_assert_msg(sim_hw_parse(&hw, text, "t.json", &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(hw.gpu_emulated, 1);
+    free(text);
+    json_decref(j);
+}
+END_TEST
+
 Suite *validation_suite(void)
 {
     Suite *s = suite_create("validation");
@@ -387,6 +465,8 @@ Suite *validation_suite(void)
     tcase_add_test(tc, validate_bad_input_exits_2);
     tcase_add_test(tc, trace_times_attribute_exposure_by_priority);
     tcase_add_test(tc, trace_diff_recovers_predict_breakdown);
+    tcase_add_test(tc, calibrate_writes_a_loadable_sourced_profile);
+    tcase_add_test(tc, hw_emulated_keys_are_optional);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,72 @@
+/* validation/calib.h — measures this machine for `ratiolab calibrate` and turns the figures into
+ * a hardware profile (sim/README.md format) whose every number is sourced "measured by ratiolab
+ * calibrate" with the method, host, date and spread. Never prints: progress goes through a
+ * callback. Wall-clock timing (CLOCK_MONOTONIC) is the point here, so results vary run to run;
+ * each figure is the median of its repeats and the spread (min..max) is kept. */
+#ifndef RL_VALIDATION_CALIB_H
+#define RL_VALIDATION_CALIB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/rl.h"
+
+#define VAL_CALIB_MAX_THREADS 64
+
+/* One measured figure: median of `repeats` runs and their range. */
+struct val_figure {
+    double median;                 /* the figure (unit in the field name that holds it) */
+    double min, max;               /* spread over the repeats */
+    int repeats;                   /* runs */
+};
+
+typedef void val_calib_progress_fn(void *ctx, const char *what, int done, int total);
+
+struct val_calib_opts {
+    bool thorough;                 /* larger arrays, more repeats, more GEMM shapes */
+    int max_threads;               /* thread counts 1..max_threads (0: the online cores) */
+    int devices;                   /* emulated devices (= ranks per node) the profile describes */
+    int device_threads;            /* threads of one emulated device's kernels (0: cores / devices, >= 1) */
+    val_calib_progress_fn *progress;   /* NULL: none */
+    void *progress_ctx;            /* passed to progress */
+};
+void val_calib_opts_default(struct val_calib_opts *o);
+
+struct val_calib {
+    char host[64];                 /* gethostname */
+    char date[32];                 /* UTC, ISO 8601 */
+    char cpu_model[96];            /* /proc/cpuinfo "model name" */
+    char isa[16];                  /* the CPU Adam kernel's instruction set */
+    int cores;                     /* online cores */
+    int64_t host_mem_bytes;        /* MemTotal */
+    int n_threads;                 /* thread counts measured: 1..n_threads */
+    int64_t dram_array_bytes;      /* per array of the triad */
+    struct val_figure dram_gbps[VAL_CALIB_MAX_THREADS];        /* triad, 24 bytes per element, index = threads - 1 */
+    int64_t adam_numel;            /* elements per Adam run */
+    struct val_figure adam_elems_per_s[VAL_CALIB_MAX_THREADS]; /* the project's CPU Adam, index = threads - 1 */
+    int64_t copy_bytes;            /* bytes per copy */
+    struct val_figure copy_gbps;   /* one copy thread (memcpy between two host buffers) */
+    struct val_figure copy_all_gbps;   /* `devices` copy threads at once, their sum */
+    int device_threads;            /* threads of one emulated device */
+    struct val_figure device_adam_elems_per_s;  /* Adam with device_threads threads */
+    int gemm_n;                    /* square sgemm size measured (largest) */
+    struct val_figure gemm_flops;  /* OpenBLAS sgemm, device_threads threads, FLOP/s; median 0 without OpenBLAS */
+    struct val_figure launch_us;   /* an empty parallel region of device_threads threads (the "kernel launch") */
+    bool have_mpi;                 /* MPI collectives measured */
+    struct val_figure allgather_busbw_gbps;      /* nccl-tests convention */
+    struct val_figure reduce_scatter_busbw_gbps; /* nccl-tests convention */
+    int devices;                   /* as in the options */
+};
+
+/* Runs every measurement (quick: well under a minute on 2 cores). RL_ENOMEM when the arrays cannot
+ * be allocated. */
+int val_calibrate(const struct val_calib_opts *o, struct val_calib *c, struct rl_err *e);
+
+/* The profile text (JSON, the format sim_hw_parse reads) for the emulated device: one socket of
+ * `cores` cores at the best triad bandwidth, one "switch" whose uplink is all copy threads at
+ * once, devices whose memory is host DRAM (gpu.emulated = 1), GEMM rate as tensor and fp32 rate,
+ * Adam rates, and collectives from MPI or, without it, estimated from the copy bandwidth (said so
+ * in the source). *out is malloc'd. */
+int val_calib_profile(const struct val_calib *c, const char *name, char **out, struct rl_err *e);
+
+#endif
