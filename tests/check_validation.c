@@ -449,6 +449,125 @@ START_TEST(hw_emulated_keys_are_optional)
 }
 END_TEST
 
+
+/* Two rows built by hand; each check is broken on purpose and must fail, and the JSON carries the
+ * schema the plots read. */
+static void two_rows(struct val_report *r)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->model, sizeof r->model, "m");
+    snprintf(r->hardware, sizeof r->hardware, "hw");
+    snprintf(r->backend, sizeof r->backend, "cpu");
+    snprintf(r->policy, sizeof r->policy, "exact");
+    r->ranks = 2;
+    r->mem_tol_pct = 10;
+    r->gate_time_pct = -1;
+    r->have_reference = true;
+    r->reference_digest = 0xabcdef01u;
+    r->n_rows = 2;
+    for (int i = 0; i < 2; i++) {
+        struct val_row *w = &r->rows[i];
+        w->ratio = i ? 0.5 : 0;
+        snprintf(w->schedule, sizeof w->schedule, "overlap");
+        snprintf(w->policy, sizeof w->policy, "exact");
+        w->digest = 0xabcdef01u;
+        w->plan_per_rank_numel = 10240;
+        w->plan_cpu_numel = i ? 5120 : 0;
+        w->plan_honored_ratio = (double)w->plan_cpu_numel / 10240;
+        w->plan_device_bytes = 1000 + i;
+        w->plan_host_bytes = 2000 + i;
+        w->predicted.step_ns = 100;
+        w->measured.step_ns = i ? 110 : 95;   /* errors +10 % and -5 %: MAPE 7.5 % */
+        w->predicted.busy_ns[3] = 40;
+        w->measured.busy_ns[3] = 50;
+        w->n_ranks = 2;
+        for (int k = 0; k < 2; k++)
+            w->mem[k] = (struct val_rank_mem){w->plan_device_bytes, w->plan_host_bytes, w->plan_cpu_numel,
+                                              10240, 1000000 + w->plan_host_bytes, 1000000, -1, -1};
+    }
+}
+
+static const struct val_check *find_check(const struct val_report *r, const char *name)
+{
+    for (int i = 0; i < r->n_checks; i++)
+        if (strcmp(r->checks[i].name, name) == 0)
+            return &r->checks[i];
+    return NULL;
+}
+
+START_TEST(report_checks_fail_when_broken)
+{
+    struct val_report *r = malloc(sizeof *r);
+    two_rows(r);
+    val_report_check(r);
+    ck_assert_int_eq(find_check(r, "bitwise")->status, VAL_PASS);
+    ck_assert_int_eq(find_check(r, "honored_ratio")->status, VAL_PASS);
+    ck_assert_int_eq(find_check(r, "memory_ledger")->status, VAL_PASS);
+    ck_assert_int_eq(find_check(r, "memory_process")->status, VAL_PASS);
+    ck_assert_int_eq(find_check(r, "time")->status, VAL_INFO);
+    ck_assert(fabs(r->step_mape_pct - 7.5) < 1e-9);
+    ck_assert(fabs(r->phase_mape_pct[3] - 25) < 1e-9);
+    ck_assert(!val_report_failed(r));
+    r->gate_time_pct = 5;
+    val_report_check(r);
+    ck_assert_int_eq(find_check(r, "time")->status, VAL_FAIL);
+    ck_assert(val_report_failed(r));
+    two_rows(r);
+    r->rows[1].digest ^= 1;
+    val_report_check(r);
+    ck_assert_int_eq(find_check(r, "bitwise")->status, VAL_FAIL);
+    two_rows(r);
+    r->reference_digest ^= 1;
+    val_report_check(r);
+    ck_assert_int_eq(find_check(r, "bitwise")->status, VAL_FAIL);
+    two_rows(r);
+    r->rows[1].mem[1].host_placed_numel--;
+    val_report_check(r);
+    ck_assert_int_eq(find_check(r, "honored_ratio")->status, VAL_FAIL);
+    two_rows(r);
+    r->rows[1].plan_cpu_numel = r->rows[1].mem[0].host_placed_numel = r->rows[1].mem[1].host_placed_numel = 5120 + 256;
+    r->rows[1].plan_honored_ratio = 5376.0 / 10240;   /* one granule off 0.5 under exact */
+    val_report_check(r);
+    ck_assert_int_eq(find_check(r, "honored_ratio")->status, VAL_FAIL);
+    two_rows(r);
+    r->rows[0].mem[1].ledger_host_bytes++;
+    val_report_check(r);
+    ck_assert_int_eq(find_check(r, "memory_ledger")->status, VAL_FAIL);
+    ck_assert(val_report_failed(r));
+    two_rows(r);
+    r->rows[0].mem[0].rss_bytes = 1300000;   /* 30 % above ledger + baseline */
+    val_report_check(r);
+    ck_assert_int_eq(find_check(r, "memory_process")->status, VAL_FAIL);
+
+    two_rows(r);
+    val_report_check(r);
+    char *text;
+    struct rl_err e = {0};
+    ck_assert_int_eq(val_report_json(r, &text, &e), 0);
+    json_t *j = json_loads(text, 0, NULL);
+    free(text);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "schema_version")), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "kind")), "ratiolab-validate-report");
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "ranks")), 2);
+    json_t *row = json_array_get(json_object_get(j, "rows"), 1);
+    ck_assert(json_real_value(json_object_get(row, "ratio")) == 0.5);
+    ck_assert_str_eq(json_string_value(json_object_get(row, "schedule")), "overlap");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(row, "measured"), "step_ns")), 110);
+    json_t *ph = json_object_get(json_object_get(json_object_get(row, "predicted"), "phases"), "cpu_adam");
+    ck_assert_int_eq(json_integer_value(json_object_get(ph, "busy_ns")), 40);
+    ck_assert(fabs(json_real_value(json_object_get(row, "step_error_pct")) - 10) < 1e-9);
+    json_t *ck = json_array_get(json_object_get(j, "checks"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(ck, "name")), "bitwise");
+    ck_assert_str_eq(json_string_value(json_object_get(ck, "status")), "PASS");
+    json_decref(j);
+    ck_assert_int_eq(val_report_md(r, &text, &e), 0);
+    ck_assert_ptr_nonnull(strstr(text, "| bitwise | PASS |"));
+    free(text);
+    free(r);
+}
+END_TEST
+
 Suite *validation_suite(void)
 {
     Suite *s = suite_create("validation");
@@ -467,6 +586,7 @@ Suite *validation_suite(void)
     tcase_add_test(tc, trace_diff_recovers_predict_breakdown);
     tcase_add_test(tc, calibrate_writes_a_loadable_sourced_profile);
     tcase_add_test(tc, hw_emulated_keys_are_optional);
+    tcase_add_test(tc, report_checks_fail_when_broken);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -126,4 +126,92 @@ void val_trace_times_free(struct val_trace_times *t);
 /* The entry of one rank, NULL when the trace has none. */
 const struct val_rank_times *val_trace_rank(const struct val_trace_times *t, int rank);
 
+/* ---- the executor against the simulator (ratiolab validate --ratios) ---------------------------
+ * One row per (ratio, schedule, policy): what the simulator predicted and the executor measured,
+ * and the figures the checks need. The checks are computed from the rows (val_report_check) and
+ * written as DIR/report.json (schema below, read by plots/) and DIR/report.md. */
+struct val_side {
+    int64_t step_ns;                 /* step time (measured: median over the timed steps, slowest rank) */
+    int64_t busy_ns[VAL_PHASES];     /* per phase (sim_phase_name order) */
+    int64_t exposed_ns[VAL_PHASES];  /* per phase */
+};
+
+#define VAL_MAX_RANKS 64
+struct val_rank_mem {
+    int64_t ledger_device_bytes;     /* measured: device buffers the executor allocated */
+    int64_t ledger_host_bytes;       /* measured: host buffers it allocated */
+    int64_t host_placed_numel;       /* elements whose Adam ran on the host */
+    int64_t per_rank_numel;          /* P as the executor saw it */
+    int64_t rss_bytes;               /* peak RSS, -1 unavailable */
+    int64_t baseline_rss_bytes;      /* RSS before the buffers were allocated, -1 unavailable */
+    int64_t pinned_bytes;            /* locked/pinned host bytes, -1 unavailable */
+    int64_t device_used_bytes;       /* device memory in use, -1 unavailable */
+};
+
+struct val_row {
+    double ratio;                    /* requested */
+    char schedule[32];               /* sim_schedule_name */
+    char policy[32];                 /* plan_policy_name */
+    struct val_side predicted;       /* simulator */
+    struct val_side measured;        /* executor (its critical rank) */
+    double step_error_pct;           /* (measured - predicted) / predicted x 100 */
+    uint32_t digest;                 /* the executor's digest of the final state */
+    /* the plan of this row */
+    int64_t plan_cpu_numel;          /* elements the plan puts on the host */
+    int64_t plan_per_rank_numel;     /* P */
+    double plan_honored_ratio;       /* cpu_numel / P */
+    int64_t plan_device_bytes;       /* the exec ledger's device bytes per rank */
+    int64_t plan_host_bytes;         /* the exec ledger's host bytes per rank */
+    int64_t plan_host_pinned_bytes;  /* of which pinned */
+    int n_ranks;                     /* entries in mem */
+    struct val_rank_mem mem[VAL_MAX_RANKS];   /* per rank, measured */
+};
+
+struct val_check {
+    char name[32];                   /* bitwise, honored_ratio, memory_ledger, memory_process, time */
+    enum val_status status;          /* PASS / FAIL; INFO when not gated */
+    bool gated;                      /* a FAIL makes validate exit 1 */
+    char detail[1024];               /* one paragraph: what was compared, the worst case */
+};
+
+#define VAL_MAX_ROWS 64
+#define VAL_MAX_CHECKS 8
+struct val_report {
+    char model[160];                 /* model description */
+    char hardware[64];               /* profile name */
+    char hardware_path[256];         /* profile file or catalog name */
+    char backend[16];                /* cpu / cuda */
+    char policy[32];                 /* placement policy of the runs */
+    int ranks;                       /* MPI ranks per run */
+    int steps;                       /* timed steps per run */
+    double scale;                    /* model shrink factor given to the executor */
+    uint32_t reference_digest;       /* the single-process scalar reference's */
+    bool have_reference;             /* reference_digest is set */
+    double mem_tol_pct;              /* process memory tolerance, percent of prediction + baseline */
+    double gate_time_pct;            /* < 0: time reported, not gated */
+    int n_rows;                      /* entries */
+    struct val_row rows[VAL_MAX_ROWS];
+    int n_checks;                    /* entries */
+    struct val_check checks[VAL_MAX_CHECKS];
+    double step_mape_pct;            /* mean absolute percentage error of the step over the rows */
+    double phase_mape_pct[VAL_PHASES];   /* per phase, over rows where the phase was predicted busy; -1 none */
+};
+
+/* Fills r->checks and the MAPEs from the rows: bitwise (every digest equal, and equal to the
+ * reference), honored_ratio (host-placed elements == the plan's on every rank; under exact, the
+ * plan within one granule of the request), memory_ledger (every rank's allocations == the plan's
+ * exec ledger, to the byte), memory_process (RSS - baseline within mem_tol_pct of the ledger's
+ * host bytes, and device use within it of the ledger's device bytes; not gated), time (step MAPE,
+ * gated when gate_time_pct >= 0). */
+void val_report_check(struct val_report *r);
+/* true when a gated check failed. */
+bool val_report_failed(const struct val_report *r);
+/* report.json, schema_version 1: {"schema_version":1,"kind":"ratiolab-validate-report","model",
+ * "hardware","backend","policy","ranks","rows":[{"ratio","schedule","policy","predicted":{"step_ns",
+ * "phases":{name:{"busy_ns","exposed_ns"}}},"measured":{...},"step_error_pct"}],"checks":[{"name",
+ * "status","detail"}], ...}. *out is malloc'd. */
+int val_report_json(const struct val_report *r, char **out, struct rl_err *e);
+/* report.md: the same as a Markdown document. *out is malloc'd. */
+int val_report_md(const struct val_report *r, char **out, struct rl_err *e);
+
 #endif
