@@ -55,6 +55,47 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     return cli_validate_exec_opt(&a->ex, id, v, e);
 }
 
+/* The setup and simulator options as given, to pass them on to `ratiolab run`. */
+struct fwd_opts {
+    struct cli_setup *s;                 /* parsed into here as usual */
+    struct cli_sim *sim;                 /* likewise */
+    const char *argv[4 * CLI_MAX_POS];   /* "--name", "value", ... */
+    char names[2 * CLI_MAX_POS][48];     /* storage of the "--name" strings */
+    int n;                               /* entries in argv */
+    bool schedule_given;                 /* --schedule seen */
+};
+
+static void fwd_push(struct fwd_opts *f, const struct cli_opt *table, int id, const char *v)
+{
+    for (const struct cli_opt *o = table; o->name; o++)
+        if (o->id == id && f->n + 2 <= (int)(sizeof f->argv / sizeof f->argv[0])) {
+            char *nm = f->names[f->n / 2 % (2 * CLI_MAX_POS)];
+            snprintf(nm, 48, "--%s", o->name);
+            f->argv[f->n++] = nm;
+            if (v)
+                f->argv[f->n++] = v;
+            return;
+        }
+}
+
+static int on_setup(void *ctx, int id, const char *v, struct rl_err *e)
+{
+    struct fwd_opts *f = ctx;
+    fwd_push(f, cli_setup_opts, id, v);
+    return cli_setup_opt(f->s, id, v, e);
+}
+
+static int on_sim(void *ctx, int id, const char *v, struct rl_err *e)
+{
+    struct fwd_opts *f = ctx;
+    for (const struct cli_opt *o = cli_sim_opts; o->name; o++)
+        if (o->id == id && strcmp(o->name, "schedule") == 0)
+            f->schedule_given = true;
+        else if (o->id == id && strcmp(o->name, "checkpoint-activations") == 0)
+            fwd_push(f, cli_sim_opts, id, v);
+    return cli_sim_opt(f->sim, id, v, e);
+}
+
 static double gib(int64_t b) { return (double)b / RL_GIB; }
 
 static void print_ds(const struct validate_args *a, const struct cli_ctx *c, const struct plan *p,
@@ -265,11 +306,16 @@ static int run(int argc, char **argv)
     cli_sim_init(&sim);
     struct validate_args a = {.tol_gib = 0.1, .tol_pct = 10};
     cli_validate_exec_init(&a.ex);
+    static struct fwd_opts fw_store;   /* large; one command per process */
+    struct fwd_opts *fw = &fw_store;
+    memset(fw, 0, sizeof *fw);
+    fw->s = &s;
+    fw->sim = &sim;
     struct cli_optset sets[] = {
         {"real DeepSpeed runs", opts, on_opt, &a},
         {"executor against simulator", cli_validate_exec_opts, on_opt, &a},
-        {"hardware and training", cli_sim_opts, cli_sim_opt, &sim},
-        {"model, layout and DeepSpeed config", cli_setup_opts, cli_setup_opt, &s},
+        {"hardware and training", cli_sim_opts, on_sim, fw},
+        {"model, layout and DeepSpeed config", cli_setup_opts, on_setup, fw},
     };
     static const char usage[] =
         "ratiolab validate --deepspeed-log FILE [FILE...] [--ds-config F] [--model M] [--monitor CSV] [--json]\n"
@@ -314,7 +360,7 @@ static int run(int argc, char **argv)
         rl_errf(&e, RL_EINVAL, "--monitor: applies with --deepspeed-log only");
         return cli_fail("validate", &e);
     }
-    return cli_validate_exec_run(&a.ex, &s, &sim, a.json);
+    return cli_validate_exec_run(&a.ex, &s, &sim, fw->argv, fw->n, fw->schedule_given, a.json);
 }
 
 const struct cli_cmd cli_cmd_validate = {"validate", "check predictions against real runs (DeepSpeed logs, or the executor per ratio)", run};
