@@ -51,7 +51,7 @@ endif
 # -ffp-contract=off and no fast-math: the bitwise contract (kernels/README.md) depends on it.
 CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -Wno-format-truncation -ffp-contract=off -fopenmp -D_GNU_SOURCE \
           -I. -I$(BUILD)/gen $(SANFLAGS) $(EXTRA_CFLAGS)
-LDLIBS := $(shell pkg-config --libs jansson zlib 2>/dev/null) -lm -ldl -lpthread
+LDLIBS := $(shell pkg-config --libs jansson zlib 2>/dev/null) -lopenblas -lm -ldl -lpthread
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 LDFLAGS := -fopenmp $(SANFLAGS)
 
@@ -74,6 +74,13 @@ HAVE_OPENBLAS := $(shell pkg-config --exists openblas 2>/dev/null && echo yes)
 ifneq ($(HAVE_OPENBLAS),)
 CFLAGS += -DRL_HAVE_OPENBLAS=1 $(shell pkg-config --cflags openblas)
 LDLIBS += $(shell pkg-config --libs openblas)
+endif
+
+# MPI (exec/comm.c only includes mpi.h; everything links it).
+ifneq ($(MPICC),)
+MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null) -DRL_HAVE_MPI=1
+LDLIBS += $(shell $(MPICC) --showme:link 2>/dev/null)
+$(BUILD)/obj/exec/comm.o: CFLAGS += $(MPI_CFLAGS)
 endif
 
 # ---- sources ----------------------------------------------------------------------------------

@@ -1,0 +1,71 @@
+/* exec/backend.h — the small table one pipeline (exec/run.c) runs on. Two implementations:
+ * `cpu` (exec/backend_cpu.c: the device is a separately accounted host pool with a capacity)
+ * and `cuda` (exec/backend_cuda.cu, when nvcc is found). Pointers called "device" are device
+ * memory on cuda and pool memory on cpu; "host" pointers are host memory on both.
+ *
+ * Streams: EX_STREAM_COMPUTE (forward/backward, device Adam), EX_STREAM_COMM (collectives and
+ * the reduce path), EX_STREAM_COPY (host <-> device copies). Operations on one stream run in
+ * order; ex_backend.sync waits for a stream. Every operation returns 0 or RL_E* with *e filled. */
+#ifndef RL_EXEC_BACKEND_H
+#define RL_EXEC_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/rl.h"
+#include "kernels/adam.h"
+
+enum ex_stream { EX_STREAM_COMPUTE, EX_STREAM_COMM, EX_STREAM_COPY, EX_STREAM_COUNT };
+enum ex_copy_dir { EX_H2D, EX_D2H, EX_D2D, EX_H2H };
+
+struct ex_dev;   /* backend state, opaque to the pipeline */
+
+struct ex_backend {
+    const char *name;   /* "cpu", "cuda" */
+    /* Opens the device for this rank (local rank picks the GPU); capacity_bytes 0: unlimited. */
+    int (*open)(struct ex_dev **d, int local_rank, int64_t capacity_bytes, struct rl_err *e);
+    void (*close)(struct ex_dev *d);
+    /* Device memory in use by this process and the capacity (-1: unknown). */
+    void (*mem)(struct ex_dev *d, int64_t *used_bytes, int64_t *capacity_bytes);
+    int (*dev_alloc)(struct ex_dev *d, int64_t bytes, void **p, struct rl_err *e);
+    void (*dev_free)(struct ex_dev *d, void *p, int64_t bytes);
+    /* Host memory; pinned: page-locked (cudaMallocHost on cuda, mlock'ed where allowed on cpu). */
+    int (*host_alloc)(struct ex_dev *d, int64_t bytes, bool pinned, void **p, struct rl_err *e);
+    void (*host_free)(struct ex_dev *d, void *p, int64_t bytes, bool pinned);
+    int (*copy)(struct ex_dev *d, void *dst, const void *src, int64_t bytes, enum ex_copy_dir dir,
+                enum ex_stream s, struct rl_err *e);
+    /* Device Adam (kernels/adam.h on device pointers). */
+    int (*adam)(struct ex_dev *d, const struct kern_adam_scalars *sc, const struct kern_adam_bufs *b,
+                enum ex_stream s, struct rl_err *e);
+    /* dst[i] = src[i] * c on the device (the unscale pass). */
+    int (*scale)(struct ex_dev *d, float *x, int64_t n, float c, enum ex_stream s, struct rl_err *e);
+    /* fp32 -> 16-bit (RNE, kernels/lowp.h) and back, on the device. */
+    int (*narrow)(struct ex_dev *d, void *dst, enum kern_dtype t, const float *src, int64_t n,
+                  enum ex_stream s, struct rl_err *e);
+    int (*widen)(struct ex_dev *d, float *dst, const void *src, enum kern_dtype t, int64_t n,
+                 enum ex_stream s, struct rl_err *e);
+    /* The synthetic gradient shares (exec/synth.c) of rank q of W for global elements
+     * gstart .. gstart + valid - 1 into dst[0..valid), zeros into dst[valid..count) (padding).
+     * nan_at: the global element whose share is NaN (-1: none). */
+    int (*shares)(struct ex_dev *d, float *dst, int64_t count, int64_t valid, int64_t gstart,
+                  uint64_t seed, int64_t it, int q, int W, int64_t nan_at, enum ex_stream s,
+                  struct rl_err *e);
+    /* Number of non-finite values of x[0..n) added to *count (after sync). */
+    int (*nonfinite)(struct ex_dev *d, const float *x, int64_t n, int64_t *count, enum ex_stream s,
+                     struct rl_err *e);
+    /* C[m x n] = A[m x k] B[k x n], row-major, on scratch device buffers (compute time only). */
+    int (*gemm)(struct ex_dev *d, int64_t m, int64_t n, int64_t k, const float *a, const float *b,
+                float *c, enum ex_stream s, struct rl_err *e);
+    int (*sync)(struct ex_dev *d, enum ex_stream s, struct rl_err *e);
+};
+
+extern const struct ex_backend ex_backend_cpu;
+#ifdef RL_EX_CUDA
+extern const struct ex_backend ex_backend_cuda;
+#endif
+
+/* Host-side helpers shared by the backends and the pipeline. */
+void ex__narrow_host(void *dst, enum kern_dtype t, const float *src, int64_t n);
+void ex__widen_host(float *dst, const void *src, enum kern_dtype t, int64_t n);
+
+#endif

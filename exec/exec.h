@@ -1,0 +1,173 @@
+/* exec/exec.h — the executor: runs the ratio-split ZeRO-3 step for real, one MPI rank per
+ * process, on a plan built by plan/ (usually on a model shrunk with ex_scale_model).
+ *
+ * Use (cli/cmd_run.c):
+ *   ex_comm_init(&comm, &e);                       MPI when started by mpirun, else one rank
+ *   ex_scale_model(&model, F, &scaled, &e);        same layer structure, F x fewer elements
+ *   plan_build(&plan, &scaled, ...)                with .ledger = PLAN_LEDGER_EXEC
+ *   struct ex_opts o; ex_opts_default(&o);         schedule, steps, seed, ...
+ *   ex_run(&plan, &o, &comm, &result, &e);         allocate, check the ledger, run, digest
+ *   ex_reference(&model_scaled, ...)               the expected digest, one process, scalar Adam
+ *
+ * Numbers are exact by construction (exec/README.md, "Why the bits do not depend on anything"):
+ * synthetic gradients are small integers times 2^-10 whose sum over ranks is exact in fp32, and
+ * every update is kernels/ Adam, so the final fp32 master, Adam moments and 16-bit parameters
+ * depend on the seed, the steps and the model only. The library never prints. */
+#ifndef RL_EXEC_EXEC_H
+#define RL_EXEC_EXEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/rl.h"
+#include "kernels/adam.h"
+#include "plan/plan.h"
+#include "sim/step.h"   /* enum sim_schedule, enum sim_phase, sim_phase_name: one step vocabulary */
+
+/* Largest data-parallel world size for which the reduced gradient is exact: every rank adds a
+ * value of magnitude <= 254 x 2^-10 and any partial sum of W of them stays below 2^24 x 2^-10. */
+#define EX_MAX_WORLD 65536
+
+/* ---- ranks ------------------------------------------------------------------------------------ */
+struct ex_comm {
+    int rank;             /* this process in the data-parallel group */
+    int size;             /* data-parallel world size */
+    bool mpi;             /* MPI is initialised (started by mpirun); false: one rank, no MPI */
+    void *impl;           /* MPI_Comm when mpi */
+};
+/* MPI_Init when the process was started by an MPI launcher (OMPI_COMM_WORLD_SIZE or PMI_SIZE
+ * in the environment), else a one-rank communicator. RL_EENV when MPI is needed but missing. */
+int ex_comm_init(struct ex_comm *c, struct rl_err *e);
+void ex_comm_finalize(struct ex_comm *c);
+/* Ends every rank with exit code `code` (MPI_Abort); returns only without MPI. */
+void ex_comm_abort(struct ex_comm *c, int code);
+int ex_comm_barrier(struct ex_comm *c, struct rl_err *e);
+/* In place: the maximum over ranks of v[0..n). */
+int ex_comm_max_i64(struct ex_comm *c, int64_t *v, int n, struct rl_err *e);
+/* In place on buf (rank-major: rank q's block is buf[q*count .. q*count+count)): after the call
+ * buf[0..count) holds the element-wise fp32 sum of every rank's block `rank`. */
+int ex_comm_reduce_scatter_f32(struct ex_comm *c, float *buf, int64_t count, struct rl_err *e);
+/* Gathers `bytes` from each rank into out (rank order) on every rank; out holds size x bytes.
+ * in == out: in place, this rank's bytes are already at out + rank x bytes. */
+int ex_comm_allgather(struct ex_comm *c, const void *in, void *out, int64_t bytes, struct rl_err *e);
+/* Variable-size gather to rank 0: out (malloc'd, only on rank 0) receives every rank's bytes in
+ * rank order, *out_bytes their total. */
+int ex_comm_gatherv(struct ex_comm *c, const void *in, int64_t bytes, void **out, int64_t *out_bytes,
+                    struct rl_err *e);
+
+/* ---- the model, shrunk ------------------------------------------------------------------------- */
+/* A copy of *in whose tensors each hold about numel / F elements (the first dimension divided by
+ * F, rounded up, at least 1), with the same names, order, layers, flags and param groups, so the
+ * layer structure and the param groups are kept. F >= 1. */
+int ex_scale_model(const struct plan_model *in, double F, struct plan_model *out, struct rl_err *e);
+/* Element-count settings divided by F the same way (sub_group_size, reduce_bucket_size,
+ * prefetch bucket, chunk), so the sub-group packing rule sees the same proportions. */
+void ex_scale_zero(struct plan_zero *z, int64_t *chunk_numel, double F);
+
+/* ---- options and results ---------------------------------------------------------------------- */
+enum ex_backend_kind { EX_BACKEND_AUTO, EX_BACKEND_CPU, EX_BACKEND_CUDA };
+const char *ex_backend_name(enum ex_backend_kind k);
+int ex_backend_parse(const char *s, enum ex_backend_kind *k, struct rl_err *e);
+
+enum ex_compute { EX_COMPUTE_NONE, EX_COMPUTE_GEMM };
+
+struct ex_opts {
+    enum sim_schedule schedule;     /* deepspeed-0.12 or overlap */
+    enum ex_backend_kind backend;   /* auto: cuda when a GPU is visible */
+    enum ex_compute compute;        /* none or gemm */
+    int steps;                      /* timed steps (>= 1) */
+    int warmup;                     /* untimed steps before them (>= 0); they update the state too */
+    uint64_t seed;                  /* synthetic data seed */
+    int64_t inject_nan_step;        /* iteration (1-based, counted over the whole run) whose
+                                       gradient holds a NaN; 0: none */
+    int64_t device_mem_bytes;       /* cpu backend: emulated device capacity; 0: unlimited */
+    int threads;                    /* host Adam threads (>= 1) */
+    double weight_decay;            /* AdamW decay of param group 0 (others: 0) */
+    double lr;                      /* learning rate */
+    int64_t micro_batch, seq_len;   /* tokens per micro-step for --compute gemm */
+    bool checkpoint_activations;    /* backward runs the forward GEMMs again */
+    const char *save_dir;           /* --save DIR, NULL: none */
+    const char *load_dir;           /* --load DIR, NULL: none */
+    const char *trace_path;         /* --trace FILE[.gz], NULL: none */
+    int fail_rank;                  /* testing: this rank fails at its first step (-1: none) */
+    enum plan_dtype ref_dtype;      /* ex_reference only: the model dtype of the 16-bit copy */
+};
+void ex_opts_default(struct ex_opts *o);
+
+/* One buffer as allocated, next to what the ledger says. */
+struct ex_buf_report {
+    char name[48];                  /* ledger buffer name */
+    enum plan_device device;        /* where it lives */
+    int64_t bytes;                  /* allocated by the executor */
+    int64_t ledger_bytes;           /* the plan's ledger (-1: not in the ledger) */
+};
+#define EX_MAX_BUFS 16
+
+/* A memory reading; MON-style: -1 means unavailable (never reported as 0). */
+struct ex_mem {
+    int64_t rss_bytes;              /* VmRSS at the end of the run */
+    int64_t peak_rss_bytes;         /* VmHWM */
+    int64_t locked_bytes;           /* VmLck */
+    int64_t pinned_bytes;           /* VmPin */
+    int64_t device_used_bytes;      /* device pool in use (cpu backend) or cudaMemGetInfo */
+    int64_t device_capacity_bytes;  /* --device-mem or the GPU's; -1 unlimited/unknown */
+};
+
+struct ex_phase_stat {
+    int64_t busy_ns;                /* median over timed steps: time the phase was running */
+    int64_t exposed_ns;             /* of which no higher-priority phase was running */
+    int64_t bytes;                  /* bytes moved (copies, collectives) or touched (Adam) per step */
+};
+
+struct ex_rank_result {
+    int rank;                       /* data-parallel rank */
+    int64_t step_ns;                /* median step time over the timed steps */
+    struct ex_phase_stat phase[SIM_PH_COUNT];
+    int64_t ledger_device_bytes;    /* sum of the device buffers allocated */
+    int64_t ledger_host_bytes;      /* sum of the host buffers allocated */
+    int64_t host_placed_numel;      /* elements whose Adam ran on the host */
+    int64_t per_rank_numel;         /* P */
+    int64_t bytes_moved;            /* copies + collectives per step (bytes) */
+    struct ex_mem mem;
+    int n_bufs;
+    struct ex_buf_report bufs[EX_MAX_BUFS];
+};
+
+struct ex_result {
+    enum ex_backend_kind backend;   /* as resolved */
+    int world;                      /* ranks */
+    int64_t iterations;             /* iterations run in total (steps counted from a checkpoint) */
+    int64_t adam_step;              /* Adam steps applied (skipped steps not counted) */
+    int64_t skipped;                /* steps skipped for a non-finite gradient in this run */
+    int64_t total_numel;            /* global elements (model, unpadded) */
+    uint32_t digest;                /* crc32 of master | m | v | 16-bit params in global order */
+    bool ledger_ok;                 /* every buffer equals the ledger to the byte */
+    int critical_rank;              /* the rank with the longest step */
+    struct ex_rank_result *ranks;   /* world entries, filled on rank 0 only (NULL elsewhere) */
+    struct ex_rank_result self;     /* this rank */
+};
+void ex_result_free(struct ex_result *r);
+
+/* Runs the whole thing on this rank: allocation (checked against the plan's `exec` ledger:
+ * RL_ECHECK on a mismatch), optional checkpoint load, warmup + steps, digest, optional save.
+ * p must be built with ledger PLAN_LEDGER_EXEC and layout.dp == c->size. RL_ENOMEM (exit 3)
+ * when the emulated device is too small: the message gives the bytes needed and free. */
+int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, struct ex_result *r,
+           struct rl_err *e);
+
+/* The expected digest of a run: one process, the scalar reference Adam over the whole model in
+ * global element order, `iterations` steps (minus the NaN step). Memory: 14 bytes per element. */
+int ex_reference(const struct plan_model *m, const struct ex_opts *o, int64_t iterations,
+                 uint32_t *digest, int64_t *adam_step, struct rl_err *e);
+
+/* ---- building blocks (exposed for tests and the reference) -------------------------------- */
+/* Initial fp32 master value of global element i. */
+float ex_synth_param(uint64_t seed, int64_t i);
+/* The reduced gradient of global element i at iteration `it` (the sum of every rank's share). */
+float ex_synth_grad(uint64_t seed, int64_t it, int64_t i);
+/* Rank q's share of it for world size W: sums over q = 0..W-1 to ex_synth_grad exactly. */
+float ex_synth_grad_share(uint64_t seed, int64_t it, int64_t i, int q, int W);
+/* The Adam hyper-parameters of param group g. */
+struct kern_adam_hparams ex_hparams(const struct ex_opts *o, int group);
+
+#endif

@@ -1,0 +1,107 @@
+/* exec/exec_impl.h — the state of one rank's run, shared by exec/run.c, exec/digest.c and
+ * exec/ckpt.c. Not part of the library's interface. */
+#ifndef RL_EXEC_EXEC_IMPL_H
+#define RL_EXEC_EXEC_IMPL_H
+
+#include "exec/backend.h"
+#include "exec/exec.h"
+
+/* One tensor as this rank sees it. */
+struct ex_tmap {
+    int64_t n;        /* elements of the tensor */
+    int64_t s;        /* per-rank partition: ceil(n / W) */
+    int64_t goff;     /* global index of its first element (model order) */
+    int64_t foff;     /* offset of this rank's partition in the flat partition */
+    int64_t real;     /* elements of the partition that exist (the rest is padding) */
+    int layer;        /* transformer block, -1 outside */
+    int group;        /* param group */
+};
+
+/* A run of the flat partition updated on one side. */
+struct ex_seg {
+    int64_t flat;     /* first flat element */
+    int64_t numel;    /* elements */
+    int64_t off;      /* offset in the *_cpu (host) or *_gpu (device) arrays */
+    bool cpu;         /* updated on the host */
+    int group;        /* param group (Adam hyper-parameters) */
+    int subgroup;     /* plan sub-group index */
+};
+
+/* A piece of a tensor's partition waiting in the reduce bucket. */
+struct ex_item {
+    int t;            /* tensor */
+    int64_t a;        /* first partition element */
+    int64_t len;      /* elements per rank */
+};
+
+struct ex_run {
+    const struct plan *p;            /* the plan (exec ledger) */
+    const struct ex_opts *o;         /* options */
+    struct ex_comm *c;               /* ranks */
+    const struct ex_backend *be;     /* backend table */
+    struct ex_dev *dev;              /* backend state */
+    int W, k;                        /* world size, this rank */
+    enum kern_dtype md;              /* model dtype (bf16 / fp16) */
+    int mdb;                         /* its bytes */
+    int T;                           /* tensors */
+    struct ex_tmap *tm;              /* per tensor, model order */
+    int nseg;                        /* segments */
+    struct ex_seg *seg;              /* sorted by flat */
+    int nblocks;                     /* blocks (runs of tensors with one layer index) */
+    int *blocks;                     /* first tensor of each block; blocks[nblocks] = T */
+    int64_t P, Pc, Pg;               /* partition elements: all, host, device */
+    int64_t total_numel;             /* global elements */
+    /* ledger buffers */
+    void *param16;                   /* param_partition: P x 16-bit, device */
+    float *master_gpu, *grad_gpu, *m_gpu, *v_gpu;   /* Pg each, device */
+    float *master_cpu, *grad_cpu, *m_cpu, *v_cpu;   /* Pc each, pinned host */
+    float *bucket;                   /* reduce_scatter_bucket, device, used as fp32 */
+    void *staging;                   /* h2d_staging: 2 x chunk x 16-bit, pinned host */
+    /* schedule and transient buffers */
+    void *flat_grad;                 /* deepspeed-0.12: P x 16-bit pinned flat gradient buffer */
+    void *dev16;                     /* deepspeed-0.12: one bucket's 16-bit gradients, device */
+    void *pageable16;                /* deepspeed-0.12: pageable staging, host */
+    void *gathered;                  /* the gathered block, device */
+    int64_t gathered_bytes;          /* its size */
+    float *act, *act_out, *wscratch; /* --compute gemm scratch, device */
+    int64_t tokens;                  /* micro_batch x seq */
+    int64_t bucket_rank_numel;       /* fp32 elements per rank per flush */
+    int64_t bucket_fill;             /* of which filled */
+    int64_t chunk;                   /* host pipeline chunk, elements */
+    struct ex_item *items;           /* bucket contents */
+    int n_items, cap_items;          /* used, allocated */
+    /* bookkeeping */
+    int nbufs;                       /* buffers allocated */
+    int n_ledger_bufs;               /* of which the exec ledger's */
+    struct ex_buf_report bufs[EX_MAX_BUFS];
+    void **buf_ptr[EX_MAX_BUFS];     /* where each pointer lives, to free it */
+    bool buf_transient[EX_MAX_BUFS]; /* not a model-state buffer (not checked) */
+    bool ledger_ok;                  /* check_ledger passed */
+    int64_t iterations;              /* iterations done (including a checkpoint's) */
+    int64_t adam_step;               /* Adam steps applied */
+    int64_t skipped;                 /* skipped in this run */
+    int64_t ph_ns[SIM_PH_COUNT];     /* this step's time per phase */
+    int64_t ph_bytes[SIM_PH_COUNT];  /* this step's bytes per phase */
+};
+
+int64_t ex__now_ns(void);
+/* Reads master, m, v (and, when hp != NULL, the 16-bit copy) of flat [f, f + len) to the host. */
+int ex__get_range(struct ex_run *r, int64_t f, int64_t len, float *hm, float *h1, float *h2, uint16_t *hp,
+                  struct rl_err *e);
+/* Writes master, m, v of flat [f, f + len) from the host; the 16-bit copy is the cast of master. */
+int ex__put_range(struct ex_run *r, int64_t f, int64_t len, const float *hm, const float *h1, const float *h2,
+                  struct rl_err *e);
+/* The world-size independent digest, valid on rank 0 (every rank takes part). */
+int ex__digest(struct ex_run *r, uint32_t *digest, struct rl_err *e);
+/* Combines per-range crcs of the four arrays into the digest (used by the reference too):
+ * rec[i] = {global start, elements, crc master, crc m, crc v, crc 16-bit}. */
+struct ex__crc_rec {
+    int64_t gstart;                  /* first global element */
+    int64_t len;                     /* elements */
+    uint32_t crc[4];                 /* master, m, v (4 bytes each), 16-bit (2 bytes) */
+};
+uint32_t ex__digest_combine(struct ex__crc_rec *rec, int64_t n);
+int ex__ckpt_save(struct ex_run *r, const char *dir, struct rl_err *e);
+int ex__ckpt_load(struct ex_run *r, const char *dir, struct rl_err *e);
+
+#endif

@@ -1,0 +1,926 @@
+/* exec/run.c — the pipeline: one ZeRO-3 step with a ratio-split optimizer, on a backend table
+ * (exec/backend.h), for the schedules deepspeed-0.12 and overlap (exec/README.md draws both).
+ *
+ * Layout of a rank's state. Tensor t (model order, n_t elements, global offset goff_t) has a
+ * per-rank partition of s_t = ceil(n_t / W) elements; rank k holds its elements
+ * [k s_t, k s_t + s_t) (those >= n_t are padding: no global index, always zero). Partitions are
+ * laid out in the plan's flat order (plan->order). The plan's sub-groups split that flat range;
+ * each sub-group's first cpu_numel elements are updated on the host, the rest on the device.
+ * A "segment" is one such run: host segments are packed into the *_cpu arrays, device segments
+ * into the *_gpu arrays, both in flat order. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>   /* crc32, crc32_combine */
+
+#include "exec/backend.h"
+#include "exec/exec.h"
+#include "exec/exec_impl.h"
+#include "monitor/monitor.h"
+
+static const char *const backend_names[] = {"auto", "cpu", "cuda"};
+const char *ex_backend_name(enum ex_backend_kind k) { return backend_names[k]; }
+
+int ex_backend_parse(const char *s, enum ex_backend_kind *k, struct rl_err *e)
+{
+    for (int i = 0; i < 3; i++)
+        if (rl_streq(s, backend_names[i])) {
+            *k = (enum ex_backend_kind)i;
+            return 0;
+        }
+    return rl_errf(e, RL_EINVAL, "--backend: '%s' is not a backend; allowed: auto, cpu, cuda", s ? s : "");
+}
+
+void ex_opts_default(struct ex_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->schedule = SIM_SCHED_OVERLAP;
+    o->backend = EX_BACKEND_AUTO;
+    o->compute = EX_COMPUTE_NONE;
+    o->steps = 3;
+    o->warmup = 1;
+    o->seed = 1;
+    o->threads = 1;
+    o->weight_decay = 0.01;
+    o->lr = 1e-3;
+    o->micro_batch = 1;
+    o->fail_rank = -1;
+}
+
+void ex_result_free(struct ex_result *r)
+{
+    free(r->ranks);
+    r->ranks = NULL;
+}
+
+int64_t ex__now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- setup ----------------------------------------------------------------------------------- */
+
+static int build_maps(struct ex_run *r, struct rl_err *e)
+{
+    const struct plan *p = r->p;
+    const struct plan_model *m = p->model;
+    r->T = m->n_tensors;
+    r->tm = calloc((size_t)r->T, sizeof *r->tm);
+    r->seg = calloc((size_t)(2 * p->n_subgroups + 1), sizeof *r->seg);
+    if (!r->tm || !r->seg)
+        return rl_errf(e, RL_ENOMEM, "out of host memory for the rank's maps");
+    int64_t g = 0;
+    for (int t = 0; t < r->T; t++) {
+        struct ex_tmap *x = &r->tm[t];
+        x->n = m->tensors[t].numel;
+        x->s = (x->n + r->W - 1) / r->W;
+        x->goff = g;
+        g += x->n;
+        int64_t lo = (int64_t)r->k * x->s;
+        x->real = lo >= x->n ? 0 : (x->n - lo < x->s ? x->n - lo : x->s);
+        x->layer = m->tensors[t].layer;
+        x->group = m->tensors[t].group;
+    }
+    r->total_numel = g;
+    int64_t f = 0;
+    for (int j = 0; j < r->T; j++) {
+        struct ex_tmap *x = &r->tm[p->order[j]];
+        x->foff = f;
+        f += x->s;
+    }
+    r->P = f;
+    int64_t coff = 0, goff = 0;
+    for (int i = 0; i < p->n_subgroups; i++) {
+        const struct plan_subgroup *sg = &p->subgroups[i];
+        int group = m->tensors[p->order[sg->first]].group;
+        if (sg->cpu_numel > 0) {
+            r->seg[r->nseg++] = (struct ex_seg){.flat = sg->offset, .numel = sg->cpu_numel, .off = coff,
+                                                .cpu = true, .group = group, .subgroup = i};
+            coff += sg->cpu_numel;
+        }
+        if (sg->numel > sg->cpu_numel) {
+            r->seg[r->nseg++] = (struct ex_seg){.flat = sg->offset + sg->cpu_numel,
+                                                .numel = sg->numel - sg->cpu_numel, .off = goff,
+                                                .cpu = false, .group = group, .subgroup = i};
+            goff += sg->numel - sg->cpu_numel;
+        }
+    }
+    r->Pc = coff;
+    r->Pg = goff;
+    if (coff + goff != r->P)
+        return rl_errf(e, RL_EINTERNAL, "sub-groups cover %lld elements, partitions %lld",
+                       (long long)(coff + goff), (long long)r->P);
+    /* Blocks: maximal runs of tensors (model order) with the same layer index. */
+    r->blocks = calloc((size_t)r->T + 1, sizeof *r->blocks);
+    if (!r->blocks)
+        return rl_errf(e, RL_ENOMEM, "out of host memory for the block list");
+    for (int t = 0; t < r->T; t++)
+        if (t == 0 || r->tm[t].layer != r->tm[t - 1].layer)
+            r->blocks[r->nblocks++] = t;
+    r->blocks[r->nblocks] = r->T;
+    return 0;
+}
+
+/* Index of the segment holding flat element f (segments are sorted and cover [0, P)). */
+static int seg_find(const struct ex_run *r, int64_t f)
+{
+    int lo = 0, hi = r->nseg - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (r->seg[mid].flat <= f)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* ---- buffers --------------------------------------------------------------------------------- */
+
+static int alloc_buf(struct ex_run *r, const char *name, enum plan_device dev, int64_t bytes, void **ptr,
+                     bool transient, struct rl_err *e)
+{
+    int rc = dev == PLAN_DEV_GPU ? r->be->dev_alloc(r->dev, bytes, ptr, e)
+                                 : r->be->host_alloc(r->dev, bytes, dev == PLAN_DEV_CPU_PINNED, ptr, e);
+    if (rc)
+        return rc;
+    if (r->nbufs < EX_MAX_BUFS) {
+        struct ex_buf_report *b = &r->bufs[r->nbufs];
+        snprintf(b->name, sizeof b->name, "%s", name);
+        b->device = dev;
+        b->bytes = bytes;
+        b->ledger_bytes = -1;
+        r->buf_ptr[r->nbufs] = ptr;
+        r->buf_transient[r->nbufs] = transient;
+        r->nbufs++;
+    }
+    return 0;
+}
+
+static void free_bufs(struct ex_run *r)
+{
+    for (int i = r->nbufs - 1; i >= 0; i--) {
+        struct ex_buf_report *b = &r->bufs[i];
+        if (b->device == PLAN_DEV_GPU)
+            r->be->dev_free(r->dev, *r->buf_ptr[i], b->bytes);
+        else
+            r->be->host_free(r->dev, *r->buf_ptr[i], b->bytes, b->device == PLAN_DEV_CPU_PINNED);
+        *r->buf_ptr[i] = NULL;
+    }
+}
+
+/* Device bytes the run needs besides the ledger: the gathered block and, for deepspeed-0.12,
+ * the copy of a bucket's gradients brought back from the host. */
+static int64_t transient_device_bytes(const struct ex_run *r, int64_t bucket_rank_numel)
+{
+    int64_t gather = 0;
+    for (int b = 0; b < r->nblocks; b++) {
+        int64_t s = 0;
+        for (int t = r->blocks[b]; t < r->blocks[b + 1]; t++)
+            s += r->tm[t].s;
+        if (s > gather)
+            gather = s;
+    }
+    int64_t bytes = gather * r->W * r->mdb;
+    if (r->o->schedule == SIM_SCHED_DS012)
+        bytes += bucket_rank_numel * r->mdb;
+    return bytes;
+}
+
+/* The smallest ratio (grid 0.01) whose device bytes fit in `cap`; -1 when none does. */
+static double ratio_that_fits(const struct ex_run *r, int64_t cap, int64_t transient)
+{
+    for (int i = 0; i <= 100; i++) {
+        struct plan q;
+        struct plan_zero z = r->p->zero;
+        z.ratio = i / 100.0;
+        struct plan_options po = {.policy = r->p->policy, .ledger = PLAN_LEDGER_EXEC,
+                                  .exec_chunk_numel = r->p->exec_chunk_numel};
+        struct rl_err e2 = {0};
+        if (plan_build(&q, r->p->model, &r->p->layout, &z, &po, &e2) == 0) {
+            int64_t need = q.stages[PLAN_STAGE_COUNT - 1].gpu_bytes + transient;
+            plan_free(&q);
+            if (need <= cap)
+                return z.ratio;
+        }
+    }
+    return -1;
+}
+
+static int allocate(struct ex_run *r, struct rl_err *e)
+{
+    const struct plan *p = r->p;
+    const int mdb = r->mdb;
+    /* Sizes from the executor's own layout, checked against the ledger below. */
+    int64_t bucket_numel = p->zero.reduce_bucket_size < r->P * r->W ? p->zero.reduce_bucket_size : r->P * r->W;
+    int64_t bucket_bytes = bucket_numel * mdb;
+    /* The bucket carries fp32 gradients (exact sums): bytes / 4 of them per flush. */
+    r->bucket_rank_numel = bucket_bytes / 4 / r->W;
+    if (r->bucket_rank_numel < 1)
+        return rl_errf(e, RL_EINVAL, "reduce_bucket_size: %lld elements (after --scale) hold no fp32 "
+                       "gradient per rank for %d ranks; allowed: at least %d (use a smaller --scale)",
+                       (long long)bucket_numel, r->W, 2 * r->W);
+    r->chunk = p->exec_chunk_numel < r->Pc ? p->exec_chunk_numel : r->Pc;
+    int64_t trans = transient_device_bytes(r, r->bucket_rank_numel);
+    int64_t need_dev = r->P * mdb + r->Pg * 16 + bucket_bytes + trans;
+    int64_t cap = r->o->device_mem_bytes;
+    if (cap > 0 && need_dev > cap) {
+        double fit = ratio_that_fits(r, cap, trans);
+        char fits[96];
+        if (fit >= 0)
+            snprintf(fits, sizeof fits, "--ratio %.2f fits", fit);
+        else
+            snprintf(fits, sizeof fits, "no ratio fits (the 16-bit parameters and buckets alone do not)");
+        return rl_errf(e, RL_ENOMEM, "rank %d: device memory: the ledger needs %lld bytes (+ %lld "
+                       "transient), %lld free (--device-mem); %s", r->k,
+                       (long long)(need_dev - trans), (long long)trans, (long long)cap, fits);
+    }
+    int rc;
+    const enum plan_device D = PLAN_DEV_GPU, H = PLAN_DEV_CPU_PINNED;
+    if ((rc = alloc_buf(r, "param_partition", D, r->P * mdb, &r->param16, false, e)) ||
+        (rc = alloc_buf(r, "fp32_master_gpu", D, r->Pg * 4, (void **)&r->master_gpu, false, e)) ||
+        (rc = alloc_buf(r, "fp32_master_cpu", H, r->Pc * 4, (void **)&r->master_cpu, false, e)) ||
+        (rc = alloc_buf(r, "fp32_grad_gpu", D, r->Pg * 4, (void **)&r->grad_gpu, false, e)) ||
+        (rc = alloc_buf(r, "fp32_grad_cpu", H, r->Pc * 4, (void **)&r->grad_cpu, false, e)) ||
+        (rc = alloc_buf(r, "adam_m_gpu", D, r->Pg * 4, (void **)&r->m_gpu, false, e)) ||
+        (rc = alloc_buf(r, "adam_v_gpu", D, r->Pg * 4, (void **)&r->v_gpu, false, e)) ||
+        (rc = alloc_buf(r, "adam_m_cpu", H, r->Pc * 4, (void **)&r->m_cpu, false, e)) ||
+        (rc = alloc_buf(r, "adam_v_cpu", H, r->Pc * 4, (void **)&r->v_cpu, false, e)) ||
+        (rc = alloc_buf(r, "reduce_scatter_bucket", D, bucket_bytes, (void **)&r->bucket, false, e)))
+        return rc;
+    if (r->Pc > 0 && (rc = alloc_buf(r, "h2d_staging", H, 2 * r->chunk * mdb, &r->staging, false, e)))
+        return rc;
+    r->n_ledger_bufs = r->nbufs;
+    if (r->o->schedule == SIM_SCHED_DS012) {
+        /* DeepSpeed's pinned flat gradient buffer (all P elements, model dtype), its GPU copy of
+         * one bucket brought back, the pageable staging of a CPU sub-group's parameter copy. */
+        int64_t sg_max = 0;
+        for (int i = 0; i < r->nseg; i++)
+            if (r->seg[i].cpu && r->seg[i].numel > sg_max)
+                sg_max = r->seg[i].numel;
+        int64_t pg = sg_max > r->bucket_rank_numel ? sg_max : r->bucket_rank_numel;
+        if ((rc = alloc_buf(r, "flat_grad_buffer", H, r->P * mdb, &r->flat_grad, false, e)) ||
+            (rc = alloc_buf(r, "grad_partition_gpu_copy", D, r->bucket_rank_numel * mdb, &r->dev16, true, e)) ||
+            (rc = alloc_buf(r, "pageable_staging", PLAN_DEV_CPU_PAGEABLE, pg * mdb, &r->pageable16, true, e)))
+            return rc;
+    }
+    int64_t gather = (trans - (r->o->schedule == SIM_SCHED_DS012 ? r->bucket_rank_numel * mdb : 0));
+    if ((rc = alloc_buf(r, "gathered_params", D, gather, &r->gathered, true, e)))
+        return rc;
+    r->gathered_bytes = gather;
+    return 0;
+}
+
+/* Every buffer against the plan's ledger, by name, to the byte. DeepSpeed's flat gradient buffer
+ * (deepspeed-0.12 schedule only) is checked against the deepspeed-0.12 ledger's entry. */
+static int check_ledger(struct ex_run *r, struct rl_err *e)
+{
+    const struct plan *p = r->p;
+    int bad = -1;
+    for (int i = 0; i < r->nbufs; i++) {
+        struct ex_buf_report *b = &r->bufs[i];
+        if (r->buf_transient[i])
+            continue;
+        if (strcmp(b->name, "flat_grad_buffer") == 0)
+            b->ledger_bytes = p->per_rank_numel * plan_dtype_bytes(p->zero.dtype);
+        for (int j = 0; j < p->n_buffers; j++)
+            if (strcmp(p->buffers[j].name, b->name) == 0)
+                b->ledger_bytes = p->buffers[j].bytes;
+        if (b->ledger_bytes < 0 && b->bytes == 0)
+            b->ledger_bytes = 0;   /* the ledger lists no empty buffer */
+        if (b->ledger_bytes != b->bytes && bad < 0)
+            bad = i;
+    }
+    /* And every ledger buffer is allocated. */
+    for (int j = 0; j < p->n_buffers && bad < 0; j++) {
+        bool found = false;
+        for (int i = 0; i < r->nbufs; i++)
+            found |= strcmp(p->buffers[j].name, r->bufs[i].name) == 0;
+        if (!found && p->buffers[j].bytes > 0)
+            return rl_errf(e, RL_ECHECK, "rank %d: ledger buffer %s (%lld bytes) was not allocated", r->k,
+                           p->buffers[j].name, (long long)p->buffers[j].bytes);
+    }
+    r->ledger_ok = bad < 0;
+    if (bad >= 0)
+        return rl_errf(e, RL_ECHECK, "rank %d: buffer %s: allocated %lld bytes, the plan's ledger says %lld",
+                       r->k, r->bufs[bad].name, (long long)r->bufs[bad].bytes, (long long)r->bufs[bad].ledger_bytes);
+    return 0;
+}
+
+/* ---- state ----------------------------------------------------------------------------------- */
+
+/* Writes host arrays (flat order, len elements from flat f) of master, m, v into the segments,
+ * and the 16-bit copy of master into param_partition. */
+int ex__put_range(struct ex_run *r, int64_t f, int64_t len, const float *hm, const float *h1, const float *h2,
+                     struct rl_err *e)
+{
+    int rc;
+    uint16_t *tmp = malloc((size_t)(len ? len : 1) * 2);
+    if (!tmp)
+        return rl_errf(e, RL_ENOMEM, "out of host memory");
+    ex__narrow_host(tmp, r->md, hm, len);
+    rc = r->be->copy(r->dev, (char *)r->param16 + f * r->mdb, tmp, len * r->mdb, EX_H2D, EX_STREAM_COPY, e);
+    free(tmp);
+    int64_t x = f;
+    while (!rc && x < f + len) {
+        const struct ex_seg *s = &r->seg[seg_find(r, x)];
+        int64_t end = s->flat + s->numel < f + len ? s->flat + s->numel : f + len;
+        int64_t o = s->off + (x - s->flat), n = end - x, h = x - f;
+        if (s->cpu) {
+            memcpy(r->master_cpu + o, hm + h, (size_t)n * 4);
+            memcpy(r->m_cpu + o, h1 + h, (size_t)n * 4);
+            memcpy(r->v_cpu + o, h2 + h, (size_t)n * 4);
+        } else if ((rc = r->be->copy(r->dev, r->master_gpu + o, hm + h, n * 4, EX_H2D, EX_STREAM_COPY, e)) ||
+                   (rc = r->be->copy(r->dev, r->m_gpu + o, h1 + h, n * 4, EX_H2D, EX_STREAM_COPY, e)) ||
+                   (rc = r->be->copy(r->dev, r->v_gpu + o, h2 + h, n * 4, EX_H2D, EX_STREAM_COPY, e))) {
+            break;
+        }
+        x = end;
+    }
+    return rc ? rc : r->be->sync(r->dev, EX_STREAM_COPY, e);
+}
+
+/* Reads master, m, v and the 16-bit parameters of flat [f, f + len) into host arrays. */
+int ex__get_range(struct ex_run *r, int64_t f, int64_t len, float *hm, float *h1, float *h2, uint16_t *hp,
+                  struct rl_err *e)
+{
+    int rc = 0;
+    if (hp)
+        rc = r->be->copy(r->dev, hp, (char *)r->param16 + f * r->mdb, len * r->mdb, EX_D2H, EX_STREAM_COPY, e);
+    int64_t x = f;
+    while (!rc && x < f + len) {
+        const struct ex_seg *s = &r->seg[seg_find(r, x)];
+        int64_t end = s->flat + s->numel < f + len ? s->flat + s->numel : f + len;
+        int64_t o = s->off + (x - s->flat), n = end - x, h = x - f;
+        if (s->cpu) {
+            memcpy(hm + h, r->master_cpu + o, (size_t)n * 4);
+            memcpy(h1 + h, r->m_cpu + o, (size_t)n * 4);
+            memcpy(h2 + h, r->v_cpu + o, (size_t)n * 4);
+        } else if ((rc = r->be->copy(r->dev, hm + h, r->master_gpu + o, n * 4, EX_D2H, EX_STREAM_COPY, e)) ||
+                   (rc = r->be->copy(r->dev, h1 + h, r->m_gpu + o, n * 4, EX_D2H, EX_STREAM_COPY, e)) ||
+                   (rc = r->be->copy(r->dev, h2 + h, r->v_gpu + o, n * 4, EX_D2H, EX_STREAM_COPY, e))) {
+            break;
+        }
+        x = end;
+    }
+    return rc ? rc : r->be->sync(r->dev, EX_STREAM_COPY, e);
+}
+
+/* Fresh state: master from ex_synth_param, m = v = 0, padding 0. */
+static int init_state(struct ex_run *r, struct rl_err *e)
+{
+    int64_t maxs = 0;
+    for (int t = 0; t < r->T; t++)
+        maxs = r->tm[t].s > maxs ? r->tm[t].s : maxs;
+    float *hm = calloc((size_t)maxs + 1, 4), *z = calloc((size_t)maxs + 1, 4);
+    int rc = 0;
+    if (!hm || !z)
+        rc = rl_errf(e, RL_ENOMEM, "out of host memory");
+    for (int t = 0; t < r->T && !rc; t++) {
+        const struct ex_tmap *x = &r->tm[t];
+        int64_t g0 = x->goff + (int64_t)r->k * x->s;
+        for (int64_t j = 0; j < x->s; j++)
+            hm[j] = j < x->real ? ex_synth_param(r->o->seed, g0 + j) : 0.0f;
+        rc = ex__put_range(r, x->foff, x->s, hm, z, z, e);
+    }
+    free(hm);
+    free(z);
+    return rc;
+}
+
+/* ---- the step -------------------------------------------------------------------------------- */
+
+static void phase_add(struct ex_run *r, int ph, int64_t t0, int64_t bytes)
+{
+    r->ph_ns[ph] += ex__now_ns() - t0;
+    r->ph_bytes[ph] += bytes;
+}
+
+#define TRY(x)                                                                                 \
+    do {                                                                                       \
+        int rc__ = (x);                                                                        \
+        if (rc__)                                                                              \
+            return rc__;                                                                       \
+    } while (0)
+
+/* The GEMMs of one block on micro_batch x seq tokens, `times` passes (compute time only). */
+static int block_compute(struct ex_run *r, int b, int times, struct rl_err *e)
+{
+    if (r->o->compute != EX_COMPUTE_GEMM || !r->act)
+        return 0;
+    const struct plan_model *m = r->p->model;
+    for (int pass = 0; pass < times; pass++)
+        for (int t = r->blocks[b]; t < r->blocks[b + 1]; t++) {
+            const struct plan_tensor *x = &m->tensors[t];
+            if (x->ndim != 2)
+                continue;
+            TRY(r->be->gemm(r->dev, r->tokens, x->shape[0], x->shape[1], r->act, r->wscratch, r->act_out,
+                            EX_STREAM_COMPUTE, e));
+        }
+    return r->be->sync(r->dev, EX_STREAM_COMPUTE, e);
+}
+
+/* All-gather of block b's 16-bit partitions into the gathered buffer. */
+static int block_gather(struct ex_run *r, int b, struct rl_err *e)
+{
+    int64_t t0 = ex__now_ns(), off = 0;
+    char *mine = (char *)r->gathered;   /* packed into slot 0 first, then gathered in place */
+    int64_t per = 0;
+    for (int t = r->blocks[b]; t < r->blocks[b + 1]; t++)
+        per += r->tm[t].s;
+    char *slot = mine + (int64_t)r->k * per * r->mdb;
+    for (int t = r->blocks[b]; t < r->blocks[b + 1]; t++) {
+        TRY(r->be->copy(r->dev, slot + off * r->mdb, (char *)r->param16 + r->tm[t].foff * r->mdb,
+                        r->tm[t].s * r->mdb, EX_D2D, EX_STREAM_COMM, e));
+        off += r->tm[t].s;
+    }
+    TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
+    TRY(ex_comm_allgather(r->c, mine, mine, per * r->mdb, e));   /* in place: slot k is ours */
+    phase_add(r, SIM_PH_ALLGATHER, t0, per * r->mdb * r->W);
+    return 0;
+}
+
+/* Delivers a reduced fp32 range (device pointer src, flat [f, f + len)) to the fp32 gradients.
+ * overlap: device share D2D, host share D2H straight into the pinned fp32 gradient.
+ * deepspeed-0.12: cast to the model dtype, D2H of everything into the pinned flat buffer, H2D
+ * back, then device share widened on the device, host share D2H again into pageable memory and
+ * widened on the host. */
+static int deliver(struct ex_run *r, const float *src, int64_t f, int64_t len, struct rl_err *e)
+{
+    const bool ds = r->o->schedule == SIM_SCHED_DS012;
+    const int mdb = r->mdb;
+    int64_t t0;
+    if (ds) {
+        t0 = ex__now_ns();
+        TRY(r->be->narrow(r->dev, r->dev16, r->md, src, len, EX_STREAM_COMM, e));
+        TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
+        phase_add(r, SIM_PH_REDUCE_SCATTER, t0, len * (4 + mdb));
+        t0 = ex__now_ns();
+        TRY(r->be->copy(r->dev, (char *)r->flat_grad + f * mdb, r->dev16, len * mdb, EX_D2H, EX_STREAM_COMM, e));
+        TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
+        phase_add(r, SIM_PH_GRAD_D2H, t0, len * mdb);
+        t0 = ex__now_ns();
+        TRY(r->be->copy(r->dev, r->dev16, (char *)r->flat_grad + f * mdb, len * mdb, EX_H2D, EX_STREAM_COMM, e));
+        TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
+        phase_add(r, SIM_PH_GRAD_H2D, t0, len * mdb);
+    }
+    int64_t x = f;
+    while (x < f + len) {
+        const struct ex_seg *s = &r->seg[seg_find(r, x)];
+        int64_t end = s->flat + s->numel < f + len ? s->flat + s->numel : f + len;
+        int64_t o = s->off + (x - s->flat), n = end - x, h = x - f;
+        t0 = ex__now_ns();
+        if (!ds && !s->cpu) {
+            TRY(r->be->copy(r->dev, r->grad_gpu + o, src + h, n * 4, EX_D2D, EX_STREAM_COMM, e));
+            TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
+            phase_add(r, SIM_PH_REDUCE_SCATTER, t0, n * 8);
+        } else if (!ds) {
+            TRY(r->be->copy(r->dev, r->grad_cpu + o, src + h, n * 4, EX_D2H, EX_STREAM_COPY, e));
+            TRY(r->be->sync(r->dev, EX_STREAM_COPY, e));
+            phase_add(r, SIM_PH_GRAD_D2H, t0, n * 4);
+        } else if (!s->cpu) {
+            TRY(r->be->widen(r->dev, r->grad_gpu + o, (char *)r->dev16 + h * mdb, r->md, n, EX_STREAM_COMM, e));
+            TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
+            phase_add(r, SIM_PH_REDUCE_SCATTER, t0, n * (mdb + 4));
+        } else {
+            /* A blocking copy to pageable memory, then the cast on the host (inside backward). */
+            TRY(r->be->copy(r->dev, r->pageable16, (char *)r->dev16 + h * mdb, n * mdb, EX_D2H, EX_STREAM_COMPUTE, e));
+            TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
+            ex__widen_host(r->grad_cpu + o, r->pageable16, r->md, n);
+            phase_add(r, SIM_PH_GRAD_D2H, t0, n * (2 * mdb + 4));
+        }
+        x = end;
+    }
+    return 0;
+}
+
+/* Flushes the bucket: every rank's shares of the items in rank-major order, reduce-scatter in
+ * fp32 (exact), delivery of this rank's sums. */
+static int flush(struct ex_run *r, int64_t it, struct rl_err *e)
+{
+    if (r->n_items == 0)
+        return 0;
+    int64_t cnt = 0;
+    for (int i = 0; i < r->n_items; i++)
+        cnt += r->items[i].len;
+    int64_t t0 = ex__now_ns();
+    int64_t nan_at = it == r->o->inject_nan_step ? 0 : -1;
+    for (int q = 0; q < r->W; q++) {
+        int64_t off = (int64_t)q * cnt;
+        for (int i = 0; i < r->n_items; i++) {
+            const struct ex_item *b = &r->items[i];
+            const struct ex_tmap *x = &r->tm[b->t];
+            int64_t lo = (int64_t)q * x->s + b->a;   /* in-tensor index of the first element */
+            int64_t valid = x->n - lo;
+            valid = valid < 0 ? 0 : valid > b->len ? b->len : valid;
+            /* This rank's share of the elements destined for rank q. */
+            TRY(r->be->shares(r->dev, r->bucket + off, b->len, valid, x->goff + lo, r->o->seed, it, r->k, r->W,
+                              r->k == 0 ? nan_at : -1, EX_STREAM_COMPUTE, e));
+            off += b->len;
+        }
+    }
+    TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
+    phase_add(r, SIM_PH_BACKWARD, t0, 0);
+    t0 = ex__now_ns();
+    TRY(ex_comm_reduce_scatter_f32(r->c, r->bucket, cnt, e));
+    phase_add(r, SIM_PH_REDUCE_SCATTER, t0, cnt * 4 * r->W);
+    int64_t off = 0;
+    for (int i = 0; i < r->n_items; i++) {
+        const struct ex_item *b = &r->items[i];
+        TRY(deliver(r, r->bucket + off, r->tm[b->t].foff + b->a, b->len, e));
+        off += b->len;
+    }
+    r->n_items = 0;
+    r->bucket_fill = 0;
+    return 0;
+}
+
+/* Adds tensor t's partition range to the bucket, flushing whenever it is full. */
+static int bucket_add(struct ex_run *r, int t, int64_t it, struct rl_err *e)
+{
+    int64_t a = 0, s = r->tm[t].s;
+    while (a < s) {
+        if (r->bucket_fill == r->bucket_rank_numel)
+            TRY(flush(r, it, e));
+        int64_t room = r->bucket_rank_numel - r->bucket_fill;
+        int64_t n = s - a < room ? s - a : room;
+        r->items[r->n_items++] = (struct ex_item){.t = t, .a = a, .len = n};
+        r->bucket_fill += n;
+        a += n;
+        if (r->n_items == r->cap_items)
+            TRY(flush(r, it, e));
+    }
+    return 0;
+}
+
+static int forward_backward(struct ex_run *r, int64_t it, struct rl_err *e)
+{
+    for (int b = 0; b < r->nblocks; b++) {
+        TRY(block_gather(r, b, e));
+        int64_t t0 = ex__now_ns();
+        TRY(block_compute(r, b, 1, e));
+        phase_add(r, SIM_PH_FORWARD, t0, 0);
+    }
+    for (int b = r->nblocks - 1; b >= 0; b--) {
+        TRY(block_gather(r, b, e));
+        int64_t t0 = ex__now_ns();
+        TRY(block_compute(r, b, r->o->checkpoint_activations ? 3 : 2, e));
+        phase_add(r, SIM_PH_BACKWARD, t0, 0);
+        for (int t = r->blocks[b + 1] - 1; t >= r->blocks[b]; t--)
+            TRY(bucket_add(r, t, it, e));
+    }
+    return flush(r, it, e);
+}
+
+static bool lowp_nonfinite(const uint16_t *x, int64_t n, enum kern_dtype t)
+{
+    const uint16_t mask = t == KERN_BF16 ? 0x7f80 : 0x7c00;
+    for (int64_t i = 0; i < n; i++)
+        if ((x[i] & mask) == mask)
+            return true;
+    return false;
+}
+
+/* Any non-finite gradient on any rank (then the step is skipped). */
+static int overflow(struct ex_run *r, bool *skip, struct rl_err *e)
+{
+    int64_t t0 = ex__now_ns();
+    int64_t bad = 0;
+    if (r->o->schedule == SIM_SCHED_DS012) {
+        bad = lowp_nonfinite(r->flat_grad, r->P, r->md);
+        phase_add(r, SIM_PH_CPU_ADAM, t0, r->P * r->mdb);
+    } else {
+        TRY(r->be->nonfinite(r->dev, r->grad_gpu, r->Pg, &bad, EX_STREAM_COMPUTE, e));
+        TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
+        phase_add(r, SIM_PH_GPU_ADAM, t0, r->Pg * 4);
+        t0 = ex__now_ns();
+        for (int64_t i = 0; i < r->Pc && !bad; i++)
+            bad += !(r->grad_cpu[i] - r->grad_cpu[i] == 0.0f);
+        phase_add(r, SIM_PH_CPU_ADAM, t0, r->Pc * 4);
+    }
+    TRY(ex_comm_max_i64(r->c, &bad, 1, e));
+    *skip = bad > 0;
+    return 0;
+}
+
+static int scalars(struct ex_run *r, int group, struct kern_adam_scalars *s, struct rl_err *e)
+{
+    struct kern_adam_hparams h = ex_hparams(r->o, group);
+    return kern_adam_scalars_make(&h, r->adam_step, s, e);
+}
+
+static int optimizer_overlap(struct ex_run *r, struct rl_err *e)
+{
+    /* Device share first (asynchronous on a GPU), writing the 16-bit copy in place. */
+    int64_t t0 = ex__now_ns();
+    for (int i = 0; i < r->nseg; i++) {
+        const struct ex_seg *s = &r->seg[i];
+        if (s->cpu)
+            continue;
+        struct kern_adam_scalars sc;
+        TRY(scalars(r, s->group, &sc, e));
+        struct kern_adam_bufs b = {.param = r->master_gpu + s->off, .exp_avg = r->m_gpu + s->off,
+                                   .exp_avg_sq = r->v_gpu + s->off, .grad = r->grad_gpu + s->off,
+                                   .grad_dtype = KERN_F32, .param_lowp = (char *)r->param16 + s->flat * r->mdb,
+                                   .param_lowp_dtype = r->md, .numel = s->numel};
+        TRY(r->be->adam(r->dev, &sc, &b, EX_STREAM_COMPUTE, e));
+    }
+    TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
+    phase_add(r, SIM_PH_GPU_ADAM, t0, r->Pg * (28 + r->mdb));
+    /* Host share in chunks: CPU Adam writes the 16-bit copy into a pinned staging half, which
+     * goes H2D while the next chunk is updated (double buffer). */
+    int half = 0;
+    for (int i = 0; i < r->nseg; i++) {
+        const struct ex_seg *s = &r->seg[i];
+        if (!s->cpu)
+            continue;
+        struct kern_adam_scalars sc;
+        TRY(scalars(r, s->group, &sc, e));
+        for (int64_t a = 0; a < s->numel; a += r->chunk) {
+            int64_t n = s->numel - a < r->chunk ? s->numel - a : r->chunk;
+            void *st = (char *)r->staging + (int64_t)half * r->chunk * r->mdb;
+            t0 = ex__now_ns();
+            TRY(r->be->sync(r->dev, EX_STREAM_COPY, e));   /* the copy that last used this half */
+            struct kern_adam_bufs b = {.param = r->master_cpu + s->off + a, .exp_avg = r->m_cpu + s->off + a,
+                                       .exp_avg_sq = r->v_cpu + s->off + a, .grad = r->grad_cpu + s->off + a,
+                                       .grad_dtype = KERN_F32, .param_lowp = st, .param_lowp_dtype = r->md,
+                                       .numel = n};
+            TRY(kern_adam_cpu(&sc, &b, r->o->threads, e));
+            phase_add(r, SIM_PH_CPU_ADAM, t0, n * (28 + r->mdb));
+            t0 = ex__now_ns();
+            TRY(r->be->copy(r->dev, (char *)r->param16 + (s->flat + a) * r->mdb, st, n * r->mdb, EX_H2D,
+                            EX_STREAM_COPY, e));
+            phase_add(r, SIM_PH_PARAM_H2D, t0, n * r->mdb);
+            half ^= 1;
+        }
+    }
+    t0 = ex__now_ns();
+    TRY(r->be->sync(r->dev, EX_STREAM_COPY, e));
+    phase_add(r, SIM_PH_PARAM_H2D, t0, 0);
+    return 0;
+}
+
+/* DeepSpeed 0.12.4's loop: host sub-groups first, each unscaled, updated, then cast on the host
+ * into pageable memory and copied H2D blocking; then the device sub-groups: unscale, Adam, cast. */
+static int optimizer_ds012(struct ex_run *r, struct rl_err *e)
+{
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < r->nseg; i++) {
+            const struct ex_seg *s = &r->seg[i];
+            if (s->cpu != (pass == 0))
+                continue;
+            struct kern_adam_scalars sc;
+            TRY(scalars(r, s->group, &sc, e));
+            int64_t t0 = ex__now_ns();
+            if (s->cpu) {
+                float *g = r->grad_cpu + s->off;
+                for (int64_t j = 0; j < s->numel; j++)
+                    g[j] = g[j] * 1.0f;   /* unscale by the static loss scale 1 */
+                struct kern_adam_bufs b = {.param = r->master_cpu + s->off, .exp_avg = r->m_cpu + s->off,
+                                           .exp_avg_sq = r->v_cpu + s->off, .grad = g, .grad_dtype = KERN_F32,
+                                           .numel = s->numel};
+                TRY(kern_adam_cpu(&sc, &b, r->o->threads, e));
+                ex__narrow_host(r->pageable16, r->md, r->master_cpu + s->off, s->numel);
+                phase_add(r, SIM_PH_CPU_ADAM, t0, s->numel * (36 + r->mdb));
+                t0 = ex__now_ns();
+                TRY(r->be->copy(r->dev, (char *)r->param16 + s->flat * r->mdb, r->pageable16, s->numel * r->mdb,
+                                EX_H2D, EX_STREAM_COMPUTE, e));
+                TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
+                phase_add(r, SIM_PH_PARAM_H2D, t0, s->numel * r->mdb);
+            } else {
+                TRY(r->be->scale(r->dev, r->grad_gpu + s->off, s->numel, 1.0f, EX_STREAM_COMPUTE, e));
+                struct kern_adam_bufs b = {.param = r->master_gpu + s->off, .exp_avg = r->m_gpu + s->off,
+                                           .exp_avg_sq = r->v_gpu + s->off, .grad = r->grad_gpu + s->off,
+                                           .grad_dtype = KERN_F32, .numel = s->numel};
+                TRY(r->be->adam(r->dev, &sc, &b, EX_STREAM_COMPUTE, e));
+                TRY(r->be->narrow(r->dev, (char *)r->param16 + s->flat * r->mdb, r->md, r->master_gpu + s->off,
+                                  s->numel, EX_STREAM_COMPUTE, e));
+                TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
+                phase_add(r, SIM_PH_GPU_ADAM, t0, s->numel * (36 + 4 + r->mdb));
+            }
+        }
+    return 0;
+}
+
+static int one_step(struct ex_run *r, int64_t it, bool *skipped, struct rl_err *e)
+{
+    if (r->o->fail_rank == r->k)
+        return rl_errf(e, RL_EENV, "rank %d: failing on purpose at iteration %lld (--fail-rank)", r->k,
+                       (long long)it);
+    TRY(forward_backward(r, it, e));
+    TRY(overflow(r, skipped, e));
+    if (*skipped)
+        return 0;
+    r->adam_step++;
+    return r->o->schedule == SIM_SCHED_DS012 ? optimizer_ds012(r, e) : optimizer_overlap(r, e);
+}
+
+/* ---- results --------------------------------------------------------------------------------- */
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int64_t median(int64_t *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_i64);
+    return n ? v[n / 2] : 0;
+}
+
+static void read_memory(struct ex_run *r, struct ex_mem *m)
+{
+    struct mon_proc_stat ps;
+    struct rl_err e2 = {0};
+    m->rss_bytes = m->peak_rss_bytes = m->locked_bytes = m->pinned_bytes = -1;
+    if (mon_read_proc((int)getpid(), &ps, &e2) == 0) {
+        m->rss_bytes = ps.rss_bytes;
+        m->peak_rss_bytes = ps.hwm_bytes;
+        m->locked_bytes = ps.locked_bytes;
+        m->pinned_bytes = ps.pinned_bytes;
+    }
+    r->be->mem(r->dev, &m->device_used_bytes, &m->device_capacity_bytes);
+}
+
+/* ---- the whole run --------------------------------------------------------------------------- */
+
+static int setup_compute(struct ex_run *r, struct rl_err *e)
+{
+    if (r->o->compute != EX_COMPUTE_GEMM)
+        return 0;
+    const struct plan_model *m = r->p->model;
+    int64_t seq = r->o->seq_len > 0 ? r->o->seq_len : m->arch.seq_len > 0 ? m->arch.seq_len : 1024;
+    r->tokens = (r->o->micro_batch > 0 ? r->o->micro_batch : 1) * seq;
+    int64_t wmax = 1, dmax = 1;
+    for (int t = 0; t < r->T; t++) {
+        const struct plan_tensor *x = &m->tensors[t];
+        if (x->ndim != 2)
+            continue;
+        wmax = x->numel > wmax ? x->numel : wmax;
+        dmax = x->shape[0] > dmax ? x->shape[0] : dmax;
+        dmax = x->shape[1] > dmax ? x->shape[1] : dmax;
+    }
+    int rc;
+    if ((rc = alloc_buf(r, "gemm_activations", PLAN_DEV_GPU, r->tokens * dmax * 4, (void **)&r->act, true, e)) ||
+        (rc = alloc_buf(r, "gemm_outputs", PLAN_DEV_GPU, r->tokens * dmax * 4, (void **)&r->act_out, true, e)) ||
+        (rc = alloc_buf(r, "gemm_weights", PLAN_DEV_GPU, wmax * 4, (void **)&r->wscratch, true, e)))
+        return rc;
+    return 0;
+}
+
+static int run_all(struct ex_run *r, struct ex_result *res, struct rl_err *e)
+{
+    const struct ex_opts *o = r->o;
+    TRY(build_maps(r, e));
+    TRY(allocate(r, e));
+    TRY(check_ledger(r, e));
+    TRY(setup_compute(r, e));
+    r->cap_items = r->T + 2;
+    r->items = calloc((size_t)r->cap_items, sizeof *r->items);
+    if (!r->items)
+        return rl_errf(e, RL_ENOMEM, "out of host memory");
+    if (o->load_dir)
+        TRY(ex__ckpt_load(r, o->load_dir, e));
+    else
+        TRY(init_state(r, e));
+    int total = o->warmup + o->steps;
+    int64_t *step_ns = calloc((size_t)total + 1, sizeof *step_ns);
+    int64_t *ph = calloc((size_t)(total + 1) * SIM_PH_COUNT, sizeof *ph);
+    if (!step_ns || !ph) {
+        free(step_ns);
+        free(ph);
+        return rl_errf(e, RL_ENOMEM, "out of host memory");
+    }
+    int rc = 0;
+    int n_timed = 0;
+    for (int s = 0; s < total && !rc; s++) {
+        memset(r->ph_ns, 0, sizeof r->ph_ns);
+        memset(r->ph_bytes, 0, sizeof r->ph_bytes);
+        int64_t t0 = ex__now_ns();
+        bool skipped = false;
+        rc = one_step(r, ++r->iterations, &skipped, e);
+        int64_t dt = ex__now_ns() - t0;
+        r->skipped += skipped;
+        if (!rc && s >= o->warmup) {
+            step_ns[n_timed] = dt;
+            for (int k = 0; k < SIM_PH_COUNT; k++)
+                ph[(int64_t)k * (total + 1) + n_timed] = r->ph_ns[k];
+            n_timed++;
+        }
+    }
+    if (!rc) {
+        struct ex_rank_result *me = &res->self;
+        me->rank = r->k;
+        me->step_ns = median(step_ns, n_timed);
+        for (int k = 0; k < SIM_PH_COUNT; k++) {
+            me->phase[k].busy_ns = median(ph + (int64_t)k * (total + 1), n_timed);
+            me->phase[k].exposed_ns = me->phase[k].busy_ns;   /* every stream is synchronous here */
+            me->phase[k].bytes = r->ph_bytes[k];
+            me->bytes_moved += k >= SIM_PH_ALLGATHER ? r->ph_bytes[k] : 0;
+        }
+        me->per_rank_numel = r->P;
+        me->host_placed_numel = r->Pc;
+        for (int i = 0; i < r->nbufs; i++)
+            if (!r->buf_transient[i]) {
+                if (r->bufs[i].device == PLAN_DEV_GPU)
+                    me->ledger_device_bytes += r->bufs[i].bytes;
+                else
+                    me->ledger_host_bytes += r->bufs[i].bytes;
+            }
+        me->n_bufs = r->nbufs;
+        memcpy(me->bufs, r->bufs, sizeof r->bufs);
+        read_memory(r, &me->mem);
+        res->iterations = r->iterations;
+        res->adam_step = r->adam_step;
+        res->skipped = r->skipped;
+        res->total_numel = r->total_numel;
+        res->ledger_ok = r->ledger_ok;
+        rc = ex__digest(r, &res->digest, e);
+    }
+    if (!rc && o->save_dir)
+        rc = ex__ckpt_save(r, o->save_dir, e);
+    free(step_ns);
+    free(ph);
+    return rc;
+}
+
+int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, struct ex_result *res,
+           struct rl_err *e)
+{
+    memset(res, 0, sizeof *res);
+    if (p->ledger_kind != PLAN_LEDGER_EXEC)
+        return rl_errf(e, RL_EINTERNAL, "ex_run needs a plan with the exec ledger");
+    if (p->layout.pp > 1)
+        return rl_errf(e, RL_EINVAL, "--pp: %d; the executor runs the data-parallel ZeRO-3 dimension "
+                       "only; pipeline parallelism is refused (plan and predict support it)", p->layout.pp);
+    if (p->layout.dp != c->size)
+        return rl_errf(e, RL_EINVAL, "world size: the layout has %d data-parallel ranks (--dp), the MPI "
+                       "world has %d processes; allowed: equal (mpirun -np %d)", p->layout.dp, c->size,
+                       p->layout.dp);
+    if (c->size > EX_MAX_WORLD)
+        return rl_errf(e, RL_EINVAL, "world size: %d; allowed up to %d (the synthetic gradient sum is exact "
+                       "only up to there)", c->size, EX_MAX_WORLD);
+    if (p->zero.dtype == PLAN_FP32)
+        return rl_errf(e, RL_EINVAL, "--dtype: fp32; the executor runs fp16 or bf16 models");
+    if (o->steps < 1 || o->warmup < 0)
+        return rl_errf(e, RL_EINVAL, "--steps/--warmup: %d/%d; allowed: steps >= 1, warmup >= 0", o->steps,
+                       o->warmup);
+    struct ex_run r;
+    memset(&r, 0, sizeof r);
+    r.p = p;
+    r.o = o;
+    r.c = c;
+    r.W = c->size;
+    r.k = c->rank;
+    r.md = p->zero.dtype == PLAN_BF16 ? KERN_BF16 : KERN_F16;
+    r.mdb = 2;
+    enum ex_backend_kind bk = o->backend;
+#ifdef RL_EX_CUDA
+    if (bk == EX_BACKEND_AUTO)
+        bk = kern_cuda_device_count() > 0 ? EX_BACKEND_CUDA : EX_BACKEND_CPU;
+    r.be = bk == EX_BACKEND_CUDA ? &ex_backend_cuda : &ex_backend_cpu;
+#else
+    if (bk == EX_BACKEND_CUDA)
+        return rl_errf(e, RL_EENV, "--backend cuda: this ratiolab was built without the CUDA backend "
+                       "(nvcc, cuBLAS and NCCL are needed)");
+    bk = EX_BACKEND_CPU;
+    r.be = &ex_backend_cpu;
+#endif
+    res->backend = bk;
+    res->world = c->size;
+    const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    int rc = r.be->open(&r.dev, lr ? atoi(lr) : 0, o->device_mem_bytes, e);
+    if (!rc) {
+        rc = run_all(&r, res, e);
+        /* Rank 0 collects every rank's figures. */
+        if (!rc) {
+            void *all = NULL;
+            int64_t bytes = 0;
+            rc = ex_comm_gatherv(c, &res->self, sizeof res->self, &all, &bytes, e);
+            if (!rc && c->rank == 0) {
+                res->ranks = all;
+                int64_t worst = -1;
+                for (int q = 0; q < c->size; q++)
+                    if (res->ranks[q].step_ns > worst) {
+                        worst = res->ranks[q].step_ns;
+                        res->critical_rank = q;
+                    }
+            } else {
+                free(all);
+            }
+        }
+        free_bufs(&r);
+        r.be->close(r.dev);
+    }
+    free(r.tm);
+    free(r.seg);
+    free(r.blocks);
+    free(r.items);
+    return rc;
+}
