@@ -6,10 +6,11 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "exec/exec.h"
 #include "sim/hw.h"
 #include "validation/calib.h"
 
-enum { C_OUT = 1, C_NAME, C_THOROUGH, C_DEVICES, C_DEVTHREADS, C_MAXTHREADS, C_BACKEND, C_JSON, C_QUIET };
+enum { C_OUT = 1, C_NAME, C_THOROUGH, C_DEVICES, C_DEVTHREADS, C_MAXTHREADS, C_BACKEND, C_JSON, C_QUIET, C_COLL };
 static const struct cli_opt opts[] = {
     {"out", "FILE", "write the profile here (default: calibrated-<host>.json)", C_OUT},
     {"name", "NAME", "profile name (default: calibrated-<host>)", C_NAME},
@@ -20,6 +21,7 @@ static const struct cli_opt opts[] = {
     {"backend", "B", "cpu (the emulated device; default) or cuda (see scripts/gpu-check.sh)", C_BACKEND},
     {"json", NULL, "print every measured figure as JSON instead of the table", C_JSON},
     {"quiet", NULL, "no progress line", C_QUIET},
+    {"collectives-only", NULL, "under mpirun: only the MPI collectives, printed as JSON by rank 0 (no profile)", C_COLL},
     {NULL, NULL, NULL, 0},
 };
 
@@ -30,6 +32,7 @@ struct calib_args {
     bool cuda;                     /* --backend cuda */
     bool json;                     /* --json */
     bool quiet;                    /* --quiet */
+    bool coll_only;                /* --collectives-only */
 };
 
 static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
@@ -52,6 +55,7 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
         return 0;
     case C_JSON: a->json = true; return 0;
     case C_QUIET: a->quiet = true; return 0;
+    case C_COLL: a->coll_only = true; return 0;
     }
     return rl_errf(e, RL_EINTERNAL, "option id %d not handled", id);
 }
@@ -95,11 +99,53 @@ static int run(int argc, char **argv)
                 "GEMM, NCCL) are not part of this build; calibrate the emulated device with --backend cpu");
         return cli_fail("calibrate", &e);
     }
-    if (!a.quiet)
-        a.o.progress = on_progress;
-    struct val_calib c;
-    if ((rc = val_calibrate(&a.o, &c, &e)))
+    /* Under mpirun: rank 0 measures the node while the others wait, then all ranks measure the
+     * collectives; rank 0 writes the profile. */
+    struct ex_comm comm;
+    if ((rc = ex_comm_init(&comm, &e)))
         return cli_fail("calibrate", &e);
+    if (!a.quiet && comm.rank == 0)
+        a.o.progress = on_progress;
+    if (comm.size > 1 && a.o.devices == 2)
+        a.o.devices = comm.size > SIM_HW_MAX_GPUS ? SIM_HW_MAX_GPUS : comm.size;
+    struct val_calib c;
+    memset(&c, 0, sizeof c);
+    if (comm.rank == 0 && !a.coll_only)
+        rc = val_calibrate(&a.o, &c, &e);
+    if (comm.size > 1) {   /* every rank joins, so a failure on rank 0 ends all of them */
+        struct rl_err be;
+        int64_t bad = rc != 0;
+        if (ex_comm_max_i64(&comm, &bad, 1, &be) == 0 && !bad) {
+            if (!a.quiet && comm.rank == 0)
+                on_progress(NULL, "MPI all-gather / reduce-scatter", 0, 1);
+            rc = val_calibrate_collectives(&comm, a.o.thorough, &c, &e);
+            if (!a.quiet && comm.rank == 0)
+                on_progress(NULL, "done", 1, 1);
+        }
+    }
+    if (rc || comm.rank != 0) {
+        int code = rc ? cli_fail("calibrate", &e) : 0;
+        ex_comm_finalize(&comm);
+        return code;
+    }
+    ex_comm_finalize(&comm);
+    if (a.coll_only) {
+        if (!c.have_mpi) {
+            rl_errf(&e, RL_EINVAL, "--collectives-only: needs at least 2 ranks (run it under mpirun -np N)");
+            return cli_fail("calibrate", &e);
+        }
+        json_t *o = json_object();
+        json_object_set_new(o, "ranks", json_integer(c.coll_ranks));
+        json_object_set_new(o, "max_bytes", json_integer(c.coll_max_bytes));
+        json_object_set_new(o, "allgather_busbw_gbps", fig(&c.allgather_busbw_gbps));
+        json_object_set_new(o, "reduce_scatter_busbw_gbps", fig(&c.reduce_scatter_busbw_gbps));
+        json_object_set_new(o, "latency_us", fig(&c.collective_latency_us));
+        char *t = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        printf("%s\n", t);
+        free(t);
+        json_decref(o);
+        return 0;
+    }
     char name[128], out[300];
     snprintf(name, sizeof name, "%s", a.name ? a.name : "");
     if (!a.name)
@@ -175,7 +221,12 @@ static int run(int argc, char **argv)
     else
         printf("  device GEMM              not measured (built without OpenBLAS)\n");
     printf("  launch (parallel region) %8.2f us\n", c.launch_us.median);
-    printf("  collectives              %s\n", c.have_mpi ? "measured under mpirun" : "not measured (not under mpirun): estimated, said so in the profile");
+    if (c.have_mpi)
+        printf("  MPI, %d ranks              all-gather %.2f GB/s bus (%.2f..%.2f), reduce-scatter %.2f GB/s bus, "
+               "latency %.1f us\n", c.coll_ranks, c.allgather_busbw_gbps.median, c.allgather_busbw_gbps.min,
+               c.allgather_busbw_gbps.max, c.reduce_scatter_busbw_gbps.median, c.collective_latency_us.median);
+    else
+        printf("  collectives              not measured (not under mpirun): estimated, said so in the profile\n");
     printf("\nprofile    %s (use: --hw %s)\n", out, out);
     return 0;
 }

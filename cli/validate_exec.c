@@ -212,6 +212,17 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
                 "runs one rank per data-parallel rank)", x->ranks, c.layout.dp);
         goto fail;
     }
+    char exe[4096];
+    ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (el <= 0) {
+        rl_errf(&e, RL_EENV, "validate: cannot find its own executable (/proc/self/exe)");
+        goto fail;
+    }
+    exe[el] = 0;
+    if (geteuid() == 0) {   /* Open MPI refuses root without these */
+        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    }
     /* Hardware: --calibrate measures this machine for the emulated device. */
     char hw_path[600];
     if (x->calibrate) {
@@ -221,7 +232,22 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         struct val_calib cal;
         snprintf(hw_path, sizeof hw_path, "%s/hw-calibrated.json", x->out);
         fprintf(stderr, "validate: calibrating this machine (%d device%s) ...\n", x->ranks, x->ranks == 1 ? "" : "s");
-        if (val_calibrate(&co, &cal, &e) || val_calib_profile(&cal, "calibrated", &text, &e))
+        if (val_calibrate(&co, &cal, &e))
+            goto fail;
+        if (x->ranks > 1) {   /* the collectives under mpirun, with the same ranks as the runs */
+            char np[16], *out = NULL;
+            snprintf(np, sizeof np, "%d", x->ranks);
+            char *cv[] = {"mpirun", "--oversubscribe", "-np", np, exe, "calibrate", "--collectives-only", "--quiet", NULL};
+            int st = capture(cv, &out);
+            if (st != 0 || !out || val_calib_read_collectives(out, &cal, &e)) {
+                free(out);
+                rl_errf(&e, RL_EENV, "validate --calibrate: mpirun ... ratiolab calibrate --collectives-only failed "
+                        "(exit %d)", st);
+                goto fail;
+            }
+            free(out);
+        }
+        if (val_calib_profile(&cal, "calibrated", &text, &e))
             goto fail;
         struct rl_outfile of;
         if (rl_outfile_open(&of, hw_path, &e))
@@ -239,17 +265,6 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         goto fail;
     sim->train.micro_batch = c.zero.micro_batch > 0 ? c.zero.micro_batch : 1;
 
-    char exe[4096];
-    ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (el <= 0) {
-        rl_errf(&e, RL_EENV, "validate: cannot find its own executable (/proc/self/exe)");
-        goto fail;
-    }
-    exe[el] = 0;
-    if (geteuid() == 0) {   /* Open MPI refuses root without these */
-        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-    }
     snprintf(rep->model, sizeof rep->model, "%s, scaled 1/%g", c.model_desc, x->scale);
     snprintf(rep->hardware, sizeof rep->hardware, "%s", hw.name);
     snprintf(rep->hardware_path, sizeof rep->hardware_path, "%s", hw_path);
@@ -260,6 +275,7 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
     rep->scale = x->scale;
     rep->mem_tol_pct = x->mem_tol_pct;
     rep->gate_time_pct = x->gate_time_pct;
+    rep->device_in_rss = strcmp(x->backend, "cpu") == 0;
 
     /* The common part of every `ratiolab run`. */
     struct argv_b base = {0};
@@ -286,6 +302,15 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
     arg(&base, "--compute");
     arg(&base, "gemm");
 
+    /* Does this executor write traces (--trace)? */
+    bool run_traces = false;
+    {
+        char *out;
+        char *hv[] = {exe, "run", "--help", NULL};
+        if (capture(hv, &out) == 0 && out && strstr(out, "--trace"))
+            run_traces = true;
+        free(out);
+    }
     /* The reference digest: one process, scalar Adam. */
     {
         int skip = x->ranks > 1 ? 4 : 0;   /* without mpirun */
@@ -307,18 +332,20 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         rep->have_reference = true;
         free(out);
     }
-    /* The baseline: the same launch with a model of one element per tensor, so its RSS is the
-     * process, libraries, MPI and threads without the buffers. */
+    /* The baseline: the same launch with the model shrunk until its buffers are negligible (the
+     * reduce bucket keeps 8 elements per rank, the least the executor accepts with room), so its
+     * peak RSS is the process, libraries, MPI and threads without the buffers. */
     int64_t baseline[VAL_MAX_RANKS];
     for (int k = 0; k < VAL_MAX_RANKS; k++)
         baseline[k] = -1;
     {
         struct argv_b a = base;
+        char bscale[32];
+        double bf = (double)c.zero.reduce_bucket_size / (8.0 * x->ranks);
+        snprintf(bscale, sizeof bscale, "%.6g", bf > x->scale ? floor(bf) : x->scale);
         for (int i = 0; i < a.n; i++)
             if (strcmp(a.v[i], "--scale") == 0 && i + 1 < a.n)
-                a.v[i + 1] = "1e12";
-            else if (strcmp(a.v[i], "--compute") == 0 && i + 1 < a.n)
-                a.v[i + 1] = "none";
+                a.v[i + 1] = bscale;
         arg(&a, "--ratio");
         arg(&a, "0");
         arg(&a, "--json");
@@ -378,8 +405,10 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         argf(&a, "%.17g", ratios[ri]);
         arg(&a, "--schedule");
         arg(&a, w->schedule);
-        arg(&a, "--trace");
-        arg(&a, mtrace);
+        if (run_traces) {
+            arg(&a, "--trace");
+            arg(&a, mtrace);
+        }
         arg(&a, "--json");
         fprintf(stderr, "validate: ratio %g, %s: %d rank%s ...\n", ratios[ri], w->schedule, x->ranks, x->ranks == 1 ? "" : "s");
         char *out;
@@ -423,6 +452,15 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
             vm->pinned_bytes = json_is_integer(v) ? json_integer_value(v) : -1;
             v = json_object_get(mem, "device_used_bytes");
             vm->device_used_bytes = json_is_integer(v) ? json_integer_value(v) : -1;
+            /* Device buffers outside the ledger (the executor's compute scratch) are part of
+             * what the device pool should hold. */
+            json_t *bufs = json_object_get(q, "buffers");
+            for (size_t b = 0; b < json_array_size(bufs); b++) {
+                json_t *bb = json_array_get(bufs, b);
+                const char *dev = json_string_value(json_object_get(bb, "device"));
+                if (json_is_null(json_object_get(bb, "ledger_bytes")) && dev && strcmp(dev, "gpu") == 0)
+                    vm->scratch_device_bytes += json_integer_value(json_object_get(bb, "bytes"));
+            }
         }
         json_decref(j);
         rep->n_rows++;

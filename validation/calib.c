@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "exec/exec.h"
 #include "kernels/adam.h"
 #include "validation/calib.h"
 #include "validation/val.h"
@@ -300,6 +301,93 @@ int val_calibrate(const struct val_calib_opts *o, struct val_calib *c, struct rl
     return 0;
 }
 
+int val_calibrate_collectives(struct ex_comm *comm, bool thorough, struct val_calib *c, struct rl_err *e)
+{
+    if (comm->size < 2)
+        return 0;
+    int W = comm->size, reps = thorough ? 15 : 7;
+    int64_t max_bytes = (int64_t)(thorough ? 64 : 16) << 20, min_bytes = 4096;
+    char *in = malloc((size_t)max_bytes), *out = malloc((size_t)max_bytes * (size_t)W);
+    float *rs = malloc((size_t)max_bytes * (size_t)W);
+    int rc = 0;
+    if (!in || !out || !rs) {
+        rc = rl_errf(e, RL_ENOMEM, "calibrate: cannot allocate %d x %lld bytes for the collectives", W,
+                     (long long)max_bytes);
+        goto out;
+    }
+    memset(in, 1, (size_t)max_bytes);
+    memset(out, 0, (size_t)max_bytes * (size_t)W);
+    memset(rs, 0, (size_t)max_bytes * (size_t)W);
+    double x[64], y[64];
+    for (int64_t b = min_bytes; b <= max_bytes && !rc; b *= 4) {
+        bool last = b * 4 > max_bytes;
+        for (int r = 0; r <= reps && !rc; r++) {
+            if ((rc = ex_comm_barrier(comm, e)))
+                break;
+            double t0 = now_s();
+            if ((rc = ex_comm_allgather(comm, in, out, b, e)))
+                break;
+            double t1 = now_s();
+            if ((rc = ex_comm_barrier(comm, e)))
+                break;
+            double t2 = now_s();
+            if ((rc = ex_comm_reduce_scatter_f32(comm, rs, b / 4, e)))
+                break;
+            double t3 = now_s();
+            if (r == 0)
+                continue;   /* warm-up */
+            double bus = (double)(W - 1) / W;
+            x[r - 1] = b == min_bytes ? (t1 - t0) * 1e6 : (double)b * W / (t1 - t0) * bus * 1e-9;
+            y[r - 1] = (double)b * W / (t3 - t2) * bus * 1e-9;
+        }
+        if (rc)
+            break;
+        if (b == min_bytes)
+            figure(&c->collective_latency_us, x, reps);
+        if (last) {
+            figure(&c->allgather_busbw_gbps, x, reps);
+            figure(&c->reduce_scatter_busbw_gbps, y, reps);
+            c->coll_max_bytes = b;
+        }
+    }
+    if (!rc) {
+        c->have_mpi = true;
+        c->coll_ranks = W;
+    }
+out:
+    free(in);
+    free(out);
+    free(rs);
+    return rc;
+}
+
+static int read_fig(json_t *o, const char *k, struct val_figure *f)
+{
+    json_t *x = json_object_get(o, k);
+    if (!json_is_object(x) || !json_is_number(json_object_get(x, "median")))
+        return -1;
+    f->median = json_number_value(json_object_get(x, "median"));
+    f->min = json_number_value(json_object_get(x, "min"));
+    f->max = json_number_value(json_object_get(x, "max"));
+    f->repeats = (int)json_integer_value(json_object_get(x, "repeats"));
+    return 0;
+}
+
+int val_calib_read_collectives(const char *json_text, struct val_calib *c, struct rl_err *e)
+{
+    json_t *o = json_loads(json_text, 0, NULL);
+    int bad = !o || read_fig(o, "allgather_busbw_gbps", &c->allgather_busbw_gbps) ||
+              read_fig(o, "reduce_scatter_busbw_gbps", &c->reduce_scatter_busbw_gbps) ||
+              read_fig(o, "latency_us", &c->collective_latency_us);
+    if (!bad) {
+        c->coll_ranks = (int)json_integer_value(json_object_get(o, "ranks"));
+        c->coll_max_bytes = json_integer_value(json_object_get(o, "max_bytes"));
+        c->have_mpi = true;
+    }
+    json_decref(o);
+    return bad ? rl_errf(e, RL_EINVAL, "calibrate --collectives-only: unexpected output") : 0;
+}
+
 /* ---- the profile -------------------------------------------------------------------------------- */
 static double best_dram(const struct val_calib *c, int *at)
 {
@@ -404,7 +492,7 @@ int val_calib_profile(const struct val_calib *c, const char *name, char **out, s
     json_t *lat = json_object();
     json_object_set_new(lat, "kernel_launch", json_real(clamp(c->launch_us.median, 0, 1e5)));
     json_object_set_new(lat, "pcie_copy", json_real(0));
-    json_object_set_new(lat, "collective_intra", json_real(0));
+    json_object_set_new(lat, "collective_intra", json_real(c->have_mpi ? clamp(c->collective_latency_us.median, 0, 1e5) : 0));
     json_object_set_new(lat, "collective_inter", json_real(0));
     json_object_set_new(root, "latency_us", lat);
     json_t *ca = json_object();
@@ -468,11 +556,13 @@ int val_calib_profile(const struct val_calib *c, const char *name, char **out, s
                          "collectives.allreduce_busbw_gbps"};
     for (int i = 0; i < 3; i++) {
         if (c->have_mpi)
-            src(s, cn[i], c, "MPI %s under mpirun, bus bandwidth (nccl-tests convention): median %.2f GB/s, spread "
-                "%.2f..%.2f", i == 0 ? "all-gather" : "reduce-scatter",
+            src(s, cn[i], c, "MPI %s under mpirun, %d ranks, %lld MiB per rank, bus bandwidth (nccl-tests convention): "
+                "median %.2f GB/s, spread %.2f..%.2f%s", i == 0 ? "all-gather" : "reduce-scatter", c->coll_ranks,
+                (long long)(c->coll_max_bytes >> 20),
                 (i == 0 ? &c->allgather_busbw_gbps : &c->reduce_scatter_busbw_gbps)->median,
                 (i == 0 ? &c->allgather_busbw_gbps : &c->reduce_scatter_busbw_gbps)->min,
-                (i == 0 ? &c->allgather_busbw_gbps : &c->reduce_scatter_busbw_gbps)->max);
+                (i == 0 ? &c->allgather_busbw_gbps : &c->reduce_scatter_busbw_gbps)->max,
+                i == 2 ? " (all-reduce taken as reduce-scatter; unverified)" : "");
         else
             src(s, cn[i], c, "not measured (not run under mpirun): estimated as half the one-thread copy bandwidth "
                 "(%.2f GB/s; shared-memory MPI copies through a buffer; unverified)", c->copy_gbps.median);
@@ -482,7 +572,12 @@ int val_calib_profile(const struct val_calib *c, const char *name, char **out, s
         "%.2f..%.2f, %d x 1000 regions", c->device_threads, c->device_threads == 1 ? "" : "s", c->launch_us.median,
         c->launch_us.min, c->launch_us.max, c->launch_us.repeats);
     src(s, "latency_us.pcie_copy", c, "a copy is a memcpy: no fixed cost beyond the bandwidth");
-    src(s, "latency_us.collective_intra", c, "not measured; 0");
+    if (c->have_mpi)
+        src(s, "latency_us.collective_intra", c, "MPI all-gather of 4 KiB per rank over %d ranks: median %.1f us, "
+            "spread %.1f..%.1f, %d repeats", c->coll_ranks, c->collective_latency_us.median,
+            c->collective_latency_us.min, c->collective_latency_us.max, c->collective_latency_us.repeats);
+    else
+        src(s, "latency_us.collective_intra", c, "not measured (not run under mpirun): 0; unverified");
     src(s, "latency_us.collective_inter", c, "one node: unused");
     src(s, "cpu_adam.elements_per_s_per_core", c, "kernels/ CPU Adam (%s, AdamW, fp32 grad, bf16 copy) on one "
         "thread, %lld elements: median %.3g elements/s, spread %.3g..%.3g, %d repeats; elements/s by threads: %s",

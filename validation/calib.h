@@ -55,12 +55,26 @@ struct val_calib {
     bool have_mpi;                 /* MPI collectives measured */
     struct val_figure allgather_busbw_gbps;      /* nccl-tests convention */
     struct val_figure reduce_scatter_busbw_gbps; /* nccl-tests convention */
+    struct val_figure collective_latency_us;     /* all-gather of the smallest size */
+    int coll_ranks;                /* ranks the collectives ran on */
+    int64_t coll_max_bytes;        /* largest per-rank message */
     int devices;                   /* as in the options */
 };
 
 /* Runs every measurement (quick: well under a minute on 2 cores). RL_ENOMEM when the arrays cannot
  * be allocated. */
 int val_calibrate(const struct val_calib_opts *o, struct val_calib *c, struct rl_err *e);
+
+/* Collective bandwidth and latency across the ranks of `comm` (a struct ex_comm from exec/, MPI
+ * under mpirun): all-gather and reduce-scatter at sizes 4 KiB .. 16 MiB per rank (64 MiB
+ * thorough), the median of the repeats per size; bus bandwidth by the nccl-tests convention at the
+ * largest size, latency at the smallest. Every rank must call it; c->have_mpi is set on every
+ * rank. A one-rank comm measures nothing. */
+struct ex_comm;
+int val_calibrate_collectives(struct ex_comm *comm, bool thorough, struct val_calib *c, struct rl_err *e);
+
+/* Reads the JSON `ratiolab calibrate --collectives-only` prints into c's collective fields. */
+int val_calib_read_collectives(const char *json_text, struct val_calib *c, struct rl_err *e);
 
 /* The profile text (JSON, the format sim_hw_parse reads) for the emulated device: one socket of
  * `cores` cores at the best triad bandwidth, one "switch" whose uplink is all copy threads at

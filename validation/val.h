@@ -146,6 +146,7 @@ struct val_rank_mem {
     int64_t baseline_rss_bytes;      /* RSS before the buffers were allocated, -1 unavailable */
     int64_t pinned_bytes;            /* locked/pinned host bytes, -1 unavailable */
     int64_t device_used_bytes;       /* device memory in use, -1 unavailable */
+    int64_t scratch_device_bytes;    /* device buffers outside the ledger (compute scratch) */
 };
 
 struct val_row {
@@ -189,6 +190,7 @@ struct val_report {
     bool have_reference;             /* reference_digest is set */
     double mem_tol_pct;              /* process memory tolerance, percent of prediction + baseline */
     double gate_time_pct;            /* < 0: time reported, not gated */
+    bool device_in_rss;              /* the emulated device's memory is host memory (cpu backend) */
     int n_rows;                      /* entries */
     struct val_row rows[VAL_MAX_ROWS];
     int n_checks;                    /* entries */
