@@ -10,7 +10,7 @@
 #include "sim/hw.h"
 #include "validation/calib.h"
 
-enum { C_OUT = 1, C_NAME, C_THOROUGH, C_DEVICES, C_DEVTHREADS, C_MAXTHREADS, C_BACKEND, C_JSON, C_QUIET, C_COLL };
+enum { C_OUT = 1, C_NAME, C_THOROUGH, C_DEVICES, C_DEVTHREADS, C_MAXTHREADS, C_BACKEND, C_JSON, C_QUIET, C_COLL, C_BASE };
 static const struct cli_opt opts[] = {
     {"out", "FILE", "write the profile here (default: calibrated-<host>.json)", C_OUT},
     {"name", "NAME", "profile name (default: calibrated-<host>)", C_NAME},
@@ -18,7 +18,8 @@ static const struct cli_opt opts[] = {
     {"devices", "N", "emulated devices (ranks per node) the profile describes (default 2)", C_DEVICES},
     {"device-threads", "N", "threads of one emulated device's kernels (default: cores / devices, at least 1)", C_DEVTHREADS},
     {"max-threads", "N", "measure DRAM and CPU Adam for 1..N threads (default: the online cores)", C_MAXTHREADS},
-    {"backend", "B", "cpu (the emulated device; default) or cuda (see scripts/gpu-check.sh)", C_BACKEND},
+    {"backend", "B", "cpu (the emulated device; default) or cuda (the GPUs; needs --base)", C_BACKEND},
+    {"base", "NAME|FILE", "with --backend cuda: the catalog profile of this machine type, for what is not measured", C_BASE},
     {"json", NULL, "print every measured figure as JSON instead of the table", C_JSON},
     {"quiet", NULL, "no progress line", C_QUIET},
     {"collectives-only", NULL, "under mpirun: only the MPI collectives, printed as JSON by rank 0 (no profile)", C_COLL},
@@ -33,6 +34,7 @@ struct calib_args {
     bool json;                     /* --json */
     bool quiet;                    /* --quiet */
     bool coll_only;                /* --collectives-only */
+    const char *base;              /* --base NAME|FILE */
 };
 
 static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
@@ -56,6 +58,7 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     case C_JSON: a->json = true; return 0;
     case C_QUIET: a->quiet = true; return 0;
     case C_COLL: a->coll_only = true; return 0;
+    case C_BASE: a->base = v; return 0;
     }
     return rl_errf(e, RL_EINTERNAL, "option id %d not handled", id);
 }
@@ -79,6 +82,73 @@ static json_t *fig(const struct val_figure *f)
     return o;
 }
 
+/* --backend cuda: the host figures, then the GPUs, written over the --base profile. */
+static int run_cuda(struct calib_args *a)
+{
+    struct rl_err e = {0};
+    if (!a->base) {
+        rl_errf(&e, RL_EINVAL, "--backend cuda: needs --base NAME|FILE (the catalog profile of this machine type: "
+                "tensor rate, collectives and topology are taken from it)");
+        return cli_fail("calibrate", &e);
+    }
+    char path[4096];
+    size_t n = strlen(a->base);
+    if (strchr(a->base, '/') || (n > 5 && strcmp(a->base + n - 5, ".json") == 0))
+        snprintf(path, sizeof path, "%s", a->base);
+    else
+        snprintf(path, sizeof path, "%s/hardware/%s.json", rl_catalog_dir(), a->base);
+    char *base;
+    size_t len;
+    struct sim_hw hw;
+    if (sim_hw_load(&hw, rl_catalog_dir(), a->base, &e) || rl_read_file(path, &base, &len, &e)) {
+        rl_err_prefix(&e, "--base");
+        return cli_fail("calibrate", &e);
+    }
+    if (!a->quiet)
+        a->o.progress = on_progress;
+    a->o.devices = hw.gpus;
+    struct val_calib c;
+    struct val_calib_gpu g;
+    char *text = NULL;
+    int rc;
+    if ((rc = val_calibrate_gpu(&a->o, &g, &e)) || (rc = val_calibrate(&a->o, &c, &e))) {
+        free(base);
+        return cli_fail("calibrate", &e);
+    }
+    char name[128], out[300];
+    snprintf(name, sizeof name, "%s", a->name ? a->name : "");
+    if (!a->name)
+        snprintf(name, sizeof name, "calibrated-%s", c.host);
+    snprintf(out, sizeof out, "%s", a->out ? a->out : "");
+    if (!a->out)
+        snprintf(out, sizeof out, "%s.json", name);
+    rc = val_calib_gpu_profile(&c, &g, base, name, &text, &e);
+    free(base);
+    struct rl_outfile of;
+    if (rc || (rc = sim_hw_parse(&hw, text, out, &e)) || (rc = rl_outfile_open(&of, out, &e))) {
+        free(text);
+        return cli_fail("calibrate", &e);
+    }
+    fprintf(of.fp, "%s\n", text);
+    free(text);
+    if ((rc = rl_outfile_commit(&of, &e)))
+        return cli_fail("calibrate", &e);
+    printf("host       %s (%s, %d cores), %s; %d x %s\n", c.host, c.cpu_model, c.cores, c.date, g.n_gpus, g.model);
+    printf("  %-5s %22s %22s %22s %22s\n", "GPU", "H2D pinned GB/s", "D2H pinned GB/s", "H2D pageable GB/s",
+           "D2H pageable GB/s");
+    for (int d = 0; d < g.n_gpus; d++)
+        printf("  %-5d %9.2f (%5.2f..%5.2f) %9.2f (%5.2f..%5.2f) %9.2f (%5.2f..%5.2f) %9.2f (%5.2f..%5.2f)\n", d,
+               g.h2d_pinned_gbps[d].median, g.h2d_pinned_gbps[d].min, g.h2d_pinned_gbps[d].max,
+               g.d2h_pinned_gbps[d].median, g.d2h_pinned_gbps[d].min, g.d2h_pinned_gbps[d].max,
+               g.h2d_pageable_gbps[d].median, g.h2d_pageable_gbps[d].min, g.h2d_pageable_gbps[d].max,
+               g.d2h_pageable_gbps[d].median, g.d2h_pageable_gbps[d].min, g.d2h_pageable_gbps[d].max);
+    printf("  all GPUs at once, H2D pinned: %.2f GB/s\n  D2D (GPU 0): %.1f GB/s\n  GPU Adam (GPU 0): %.3g elements/s\n",
+           g.h2d_all_gbps.median, g.d2d_gbps.median, g.adam_elems_per_s.median);
+    printf("  not measured (taken from %s): tensor rate (no cuBLAS GEMM yet), NCCL collectives, topology\n", a->base);
+    printf("\nprofile    %s (use: --hw %s)\n", out, out);
+    return 0;
+}
+
 static int run(int argc, char **argv)
 {
     struct calib_args a = {0};
@@ -94,11 +164,8 @@ static int run(int argc, char **argv)
     if (rc >= 0)
         return rc;
     struct rl_err e = {0};
-    if (a.cuda) {
-        rl_errf(&e, RL_EENV, "--backend cuda: the GPU measurements (pinned/pageable copies, GPU Adam, cuBLAS "
-                "GEMM, NCCL) are not part of this build; calibrate the emulated device with --backend cpu");
-        return cli_fail("calibrate", &e);
-    }
+    if (a.cuda)
+        return run_cuda(&a);
     /* Under mpirun: rank 0 measures the node while the others wait, then all ranks measure the
      * collectives; rank 0 writes the profile. */
     struct ex_comm comm;

@@ -627,6 +627,35 @@ START_TEST(validate_cpu_backend_two_ranks)
 }
 END_TEST
 
+
+/* Without a GPU, calibrate --backend cuda is an environment error naming the cause and writes no
+ * file; with one, the profile loads. It always needs --base. */
+START_TEST(calibrate_cuda_needs_a_gpu_and_a_base)
+{
+    struct tu_run r;
+    int files = tu_count_files();
+    tu_ratiolab(&r, "calibrate --backend cuda --base hgx-h200 --quiet --out g.json");
+    if (r.status == 0) {   /* a GPU machine: the profile must load */
+        char path[512];
+        snprintf(path, sizeof path, "%s/g.json", tu_tmpdir());
+        struct sim_hw hw;
+        struct rl_err e = {0};
+        ck_assert_msg(sim_hw_load(&hw, NULL, path, &e) == 0, "%s", e.msg);
+        ck_assert(hw.h2d_pinned_gbps > 0.01);
+        files++;
+    } else {
+        ck_assert_msg(r.status == 3, "status %d: %s", r.status, r.err);
+        ck_assert_ptr_nonnull(strstr(r.err, "GPU") ? r.err : strstr(r.err, "CUDA"));
+    }
+    tu_run_free(&r);
+    ck_assert_int_eq(tu_count_files(), files);
+    tu_ratiolab(&r, "calibrate --backend cuda --quiet");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--base"));
+    tu_run_free(&r);
+}
+END_TEST
+
 Suite *validation_suite(void)
 {
     Suite *s = suite_create("validation");
@@ -646,6 +675,7 @@ Suite *validation_suite(void)
     tcase_add_test(tc, calibrate_writes_a_loadable_sourced_profile);
     tcase_add_test(tc, hw_emulated_keys_are_optional);
     tcase_add_test(tc, report_checks_fail_when_broken);
+    tcase_add_test(tc, calibrate_cuda_needs_a_gpu_and_a_base);
     if (have_mpirun())
         tcase_add_test(tc, validate_cpu_backend_two_ranks);
     else

@@ -83,4 +83,29 @@ int val_calib_read_collectives(const char *json_text, struct val_calib *c, struc
  * in the source). *out is malloc'd. */
 int val_calib_profile(const struct val_calib *c, const char *name, char **out, struct rl_err *e);
 
+/* ---- GPUs (--backend cuda; built with CUDA, run by scripts/gpu-check.sh) --------------------- */
+#define VAL_CALIB_MAX_GPUS 16
+struct val_calib_gpu {
+    int n_gpus;                                          /* visible CUDA devices measured */
+    char model[64];                                      /* cudaDeviceProp.name of GPU 0 */
+    int64_t memory_bytes;                                /* totalGlobalMem of GPU 0 */
+    int64_t copy_bytes;                                  /* bytes per copy */
+    struct val_figure h2d_pinned_gbps[VAL_CALIB_MAX_GPUS];   /* per GPU, alone */
+    struct val_figure d2h_pinned_gbps[VAL_CALIB_MAX_GPUS];
+    struct val_figure h2d_pageable_gbps[VAL_CALIB_MAX_GPUS];
+    struct val_figure d2h_pageable_gbps[VAL_CALIB_MAX_GPUS];
+    struct val_figure h2d_all_gbps;                      /* every GPU at once, pinned, the sum */
+    struct val_figure d2d_gbps;                          /* GPU 0 device-to-device copy, read + write bytes */
+    int64_t adam_numel;                                  /* elements per GPU Adam run */
+    struct val_figure adam_elems_per_s;                  /* kern_adam_cuda on GPU 0 */
+};
+/* Measures the GPUs: RL_EENV without CUDA or without a GPU. */
+int val_calibrate_gpu(const struct val_calib_opts *o, struct val_calib_gpu *g, struct rl_err *e);
+/* A profile for real GPUs: the measured figures (copies per GPU, the PCIe uplink as all GPUs at
+ * once, HBM as the D2D copy, GPU Adam as its efficiency, host DRAM and CPU Adam from c) written
+ * over `base_text`, a catalog profile of the same machine type that supplies what is not
+ * measured (tensor rate, collectives, topology), whose sources are kept for those. */
+int val_calib_gpu_profile(const struct val_calib *c, const struct val_calib_gpu *g, const char *base_text,
+                          const char *name, char **out, struct rl_err *e);
+
 #endif
