@@ -69,6 +69,13 @@ LDLIBS += -L$(NCCL_LIBDIR) -Wl,-rpath,$(NCCL_LIBDIR) -lnccl
 endif
 endif
 
+# OpenBLAS (sgemm for ratiolab calibrate's emulated-device GEMM throughput).
+HAVE_OPENBLAS := $(shell pkg-config --exists openblas 2>/dev/null && echo yes)
+ifneq ($(HAVE_OPENBLAS),)
+CFLAGS += -DRL_HAVE_OPENBLAS=1 $(shell pkg-config --cflags openblas)
+LDLIBS += $(shell pkg-config --libs openblas)
+endif
+
 # MPI (exec/comm.c only includes mpi.h; everything links it).
 ifneq ($(MPICC),)
 MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null) -DRL_HAVE_MPI=1

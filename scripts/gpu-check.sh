@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU checks in one short run, for a machine with an NVIDIA GPU: the CUDA Adam kernel bitwise
 # against the reference (gpu_kernels suite, no fork), the monitor's NVML path, and the GPU
-# benchmark (adam.cu against a device-to-device copy). Builds when it can; otherwise uses an
+# benchmark (adam.cu against a device-to-device copy), and ratiolab calibrate --backend cuda. Builds when it can; otherwise uses an
 # already built tree (build/). Writes the logs to $OUT when set. Exit 0 only when all checks ran
 # and passed.
 set -u
@@ -20,5 +20,10 @@ grep -q '^[1-9][0-9]* passed, 0 failed' "$out/gpu_kernels.log" || rc=1
 CK_RUN_SUITE=monitor CK_RUN_CASE=monitor build/tests/run_tests 2>&1 | tee "$out/monitor.log" | tail -3
 grep -q 'skipped: no GPU' "$out/monitor.log" && rc=1
 build/bench/adam --gpu 2>&1 | tee "$out/bench_gpu.log" || rc=1
+# calibrate --backend cuda: pinned/pageable copies per GPU and all at once, D2D, GPU Adam; the
+# profile must load (predict reads it).
+build/ratiolab calibrate --backend cuda --base hgx-h200 --quiet --out "$out/calibrated-gpu.json" 2>&1 \
+  | tee "$out/calibrate_gpu.log" || rc=1
+build/ratiolab predict --hw "$out/calibrated-gpu.json" --model llama2-7b --ratio 0.3 > "$out/predict_calibrated.log" 2>&1 || rc=1
 echo "gpu-check: $([ $rc = 0 ] && echo passed || echo FAILED)"
 exit $rc

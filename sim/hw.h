@@ -70,6 +70,10 @@ struct sim_hw {
     double cpu_adam_dram_bytes;    /* DRAM bytes moved per element updated */
     double torch_adam_elems_per_core;  /* torch.optim.AdamW on the CPU, elements per second per
                                       core (optional key; default a sixth of DeepSpeed's) */
+    /* emulated device (ratiolab's cpu backend; optional keys, default 0 = a real GPU) */
+    int gpu_emulated;              /* 1: device memory is the host's DRAM and device kernels run
+                                      on host cores, so they contend with the host share */
+    int gpu_emulated_cores;        /* host cores each emulated device's kernels use */
     int n_sources;                 /* entries in "sources" */
 };
 

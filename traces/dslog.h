@@ -47,4 +47,13 @@ void trace_ds_free(struct trace_ds_log *log);
  * skipped). Returns 0 or the writer's error. */
 int trace_ds_write(struct trace *t, const struct trace_ds_log *log, int pid, int64_t t0_ns);
 
+/* Megatron's per-iteration log lines (training.py training_log):
+ *   " iteration       10/     100 | consumed samples: ... | elapsed time per iteration (ms): 1234.5 | ..."
+ * (newer versions print "1234.5/1200.3", the last value and a running mean; the first is taken).
+ * *ms receives the logged times in log order (malloc'd, NULL when none), *iters the iteration
+ * numbers (malloc'd, -1 where the line has none) and *n their count, which may be 0. Plain or
+ * gzip. Lines without a finite, non-negative time are skipped. O(log size). Declared here, defined
+ * in traces/dslog_iter.c. */
+int trace_ds_read_iterations(const char *path, double **ms, int64_t **iters, int *n, struct rl_err *e);
+
 #endif

@@ -1,0 +1,301 @@
+/* cli/cmd_calibrate.c — `ratiolab calibrate`: measures this machine and writes a hardware profile
+ * (`--hw FILE` reads it) for the emulated device of the cpu backend. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "exec/exec.h"
+#include "sim/hw.h"
+#include "validation/calib.h"
+
+enum { C_OUT = 1, C_NAME, C_THOROUGH, C_DEVICES, C_DEVTHREADS, C_MAXTHREADS, C_BACKEND, C_JSON, C_QUIET, C_COLL, C_BASE };
+static const struct cli_opt opts[] = {
+    {"out", "FILE", "write the profile here (default: calibrated-<host>.json)", C_OUT},
+    {"name", "NAME", "profile name (default: calibrated-<host>)", C_NAME},
+    {"thorough", NULL, "larger arrays and more repeats (a few minutes instead of seconds)", C_THOROUGH},
+    {"devices", "N", "emulated devices (ranks per node) the profile describes (default 2)", C_DEVICES},
+    {"device-threads", "N", "threads of one emulated device's kernels (default: cores / devices, at least 1)", C_DEVTHREADS},
+    {"max-threads", "N", "measure DRAM and CPU Adam for 1..N threads (default: the online cores)", C_MAXTHREADS},
+    {"backend", "B", "cpu (the emulated device; default) or cuda (the GPUs; needs --base)", C_BACKEND},
+    {"base", "NAME|FILE", "with --backend cuda: the catalog profile of this machine type, for what is not measured", C_BASE},
+    {"json", NULL, "print every measured figure as JSON instead of the table", C_JSON},
+    {"quiet", NULL, "no progress line", C_QUIET},
+    {"collectives-only", NULL, "under mpirun: only the MPI collectives, printed as JSON by rank 0 (no profile)", C_COLL},
+    {NULL, NULL, NULL, 0},
+};
+
+struct calib_args {
+    const char *out;               /* --out */
+    const char *name;              /* --name */
+    struct val_calib_opts o;       /* measurement options */
+    bool cuda;                     /* --backend cuda */
+    bool json;                     /* --json */
+    bool quiet;                    /* --quiet */
+    bool coll_only;                /* --collectives-only */
+    const char *base;              /* --base NAME|FILE */
+};
+
+static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
+{
+    struct calib_args *a = ctx;
+    switch (id) {
+    case C_OUT: a->out = v; return 0;
+    case C_NAME: a->name = v; return 0;
+    case C_THOROUGH: a->o.thorough = true; return 0;
+    case C_DEVICES: return rl_parse_int("--devices", v, 1, SIM_HW_MAX_GPUS, &a->o.devices, e);
+    case C_DEVTHREADS: return rl_parse_int("--device-threads", v, 1, 4096, &a->o.device_threads, e);
+    case C_MAXTHREADS: return rl_parse_int("--max-threads", v, 1, VAL_CALIB_MAX_THREADS, &a->o.max_threads, e);
+    case C_BACKEND:
+        if (rl_streq(v, "cpu"))
+            a->cuda = false;
+        else if (rl_streq(v, "cuda"))
+            a->cuda = true;
+        else
+            return rl_errf(e, RL_EINVAL, "--backend: '%s' is not allowed; allowed: cpu, cuda", v);
+        return 0;
+    case C_JSON: a->json = true; return 0;
+    case C_QUIET: a->quiet = true; return 0;
+    case C_COLL: a->coll_only = true; return 0;
+    case C_BASE: a->base = v; return 0;
+    }
+    return rl_errf(e, RL_EINTERNAL, "option id %d not handled", id);
+}
+
+static void on_progress(void *ctx, const char *what, int done, int total)
+{
+    (void)ctx;
+    fprintf(stderr, "\rcalibrate [%2d/%2d] %-40s", done, total, what);
+    if (done == total)
+        fprintf(stderr, "\n");
+    fflush(stderr);
+}
+
+static json_t *fig(const struct val_figure *f)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "median", json_real(f->median));
+    json_object_set_new(o, "min", json_real(f->min));
+    json_object_set_new(o, "max", json_real(f->max));
+    json_object_set_new(o, "repeats", json_integer(f->repeats));
+    return o;
+}
+
+/* --backend cuda: the host figures, then the GPUs, written over the --base profile. */
+static int run_cuda(struct calib_args *a)
+{
+    struct rl_err e = {0};
+    if (!a->base) {
+        rl_errf(&e, RL_EINVAL, "--backend cuda: needs --base NAME|FILE (the catalog profile of this machine type: "
+                "tensor rate, collectives and topology are taken from it)");
+        return cli_fail("calibrate", &e);
+    }
+    char path[4096];
+    size_t n = strlen(a->base);
+    if (strchr(a->base, '/') || (n > 5 && strcmp(a->base + n - 5, ".json") == 0))
+        snprintf(path, sizeof path, "%s", a->base);
+    else
+        snprintf(path, sizeof path, "%s/hardware/%s.json", rl_catalog_dir(), a->base);
+    char *base;
+    size_t len;
+    struct sim_hw hw;
+    if (sim_hw_load(&hw, rl_catalog_dir(), a->base, &e) || rl_read_file(path, &base, &len, &e)) {
+        rl_err_prefix(&e, "--base");
+        return cli_fail("calibrate", &e);
+    }
+    if (!a->quiet)
+        a->o.progress = on_progress;
+    a->o.devices = hw.gpus;
+    struct val_calib c;
+    struct val_calib_gpu g;
+    char *text = NULL;
+    int rc;
+    if ((rc = val_calibrate_gpu(&a->o, &g, &e)) || (rc = val_calibrate(&a->o, &c, &e))) {
+        free(base);
+        return cli_fail("calibrate", &e);
+    }
+    char name[128], out[300];
+    snprintf(name, sizeof name, "%s", a->name ? a->name : "");
+    if (!a->name)
+        snprintf(name, sizeof name, "calibrated-%s", c.host);
+    snprintf(out, sizeof out, "%s", a->out ? a->out : "");
+    if (!a->out)
+        snprintf(out, sizeof out, "%s.json", name);
+    rc = val_calib_gpu_profile(&c, &g, base, name, &text, &e);
+    free(base);
+    struct rl_outfile of;
+    if (rc || (rc = sim_hw_parse(&hw, text, out, &e)) || (rc = rl_outfile_open(&of, out, &e))) {
+        free(text);
+        return cli_fail("calibrate", &e);
+    }
+    fprintf(of.fp, "%s\n", text);
+    free(text);
+    if ((rc = rl_outfile_commit(&of, &e)))
+        return cli_fail("calibrate", &e);
+    printf("host       %s (%s, %d cores), %s; %d x %s\n", c.host, c.cpu_model, c.cores, c.date, g.n_gpus, g.model);
+    printf("  %-5s %22s %22s %22s %22s\n", "GPU", "H2D pinned GB/s", "D2H pinned GB/s", "H2D pageable GB/s",
+           "D2H pageable GB/s");
+    for (int d = 0; d < g.n_gpus; d++)
+        printf("  %-5d %9.2f (%5.2f..%5.2f) %9.2f (%5.2f..%5.2f) %9.2f (%5.2f..%5.2f) %9.2f (%5.2f..%5.2f)\n", d,
+               g.h2d_pinned_gbps[d].median, g.h2d_pinned_gbps[d].min, g.h2d_pinned_gbps[d].max,
+               g.d2h_pinned_gbps[d].median, g.d2h_pinned_gbps[d].min, g.d2h_pinned_gbps[d].max,
+               g.h2d_pageable_gbps[d].median, g.h2d_pageable_gbps[d].min, g.h2d_pageable_gbps[d].max,
+               g.d2h_pageable_gbps[d].median, g.d2h_pageable_gbps[d].min, g.d2h_pageable_gbps[d].max);
+    printf("  all GPUs at once, H2D pinned: %.2f GB/s\n  D2D (GPU 0): %.1f GB/s\n  GPU Adam (GPU 0): %.3g elements/s\n",
+           g.h2d_all_gbps.median, g.d2d_gbps.median, g.adam_elems_per_s.median);
+    printf("  not measured (taken from %s): tensor rate (no cuBLAS GEMM yet), NCCL collectives, topology\n", a->base);
+    printf("\nprofile    %s (use: --hw %s)\n", out, out);
+    return 0;
+}
+
+static int run(int argc, char **argv)
+{
+    struct calib_args a = {0};
+    val_calib_opts_default(&a.o);
+    struct cli_optset sets[] = {{"calibrate options", opts, on_opt, &a}};
+    int rc = cli_command_parse("calibrate", argc, argv, "ratiolab calibrate [--out FILE] [--thorough] [--devices N]",
+        "Measures this machine and writes a hardware profile that --hw FILE accepts, every number\n"
+        "sourced \"measured by ratiolab calibrate\" with the method, host, date and spread (median of\n"
+        "the repeats, min..max): DRAM bandwidth (triad) and the project's CPU Adam against threads,\n"
+        "copy-thread bandwidth alone and all devices at once, the emulated device's Adam, GEMM\n"
+        "(OpenBLAS sgemm) and launch cost. Collective bandwidth is measured under mpirun only.\n"
+        "Quick by default (seconds); --thorough for larger arrays and more repeats.", sets, 1);
+    if (rc >= 0)
+        return rc;
+    struct rl_err e = {0};
+    if (a.cuda)
+        return run_cuda(&a);
+    /* Under mpirun: rank 0 measures the node while the others wait, then all ranks measure the
+     * collectives; rank 0 writes the profile. */
+    struct ex_comm comm;
+    if ((rc = ex_comm_init(&comm, &e)))
+        return cli_fail("calibrate", &e);
+    if (!a.quiet && comm.rank == 0)
+        a.o.progress = on_progress;
+    if (comm.size > 1 && a.o.devices == 2)
+        a.o.devices = comm.size > SIM_HW_MAX_GPUS ? SIM_HW_MAX_GPUS : comm.size;
+    struct val_calib c;
+    memset(&c, 0, sizeof c);
+    if (comm.rank == 0 && !a.coll_only)
+        rc = val_calibrate(&a.o, &c, &e);
+    if (comm.size > 1) {   /* every rank joins, so a failure on rank 0 ends all of them */
+        struct rl_err be;
+        int64_t bad = rc != 0;
+        if (ex_comm_max_i64(&comm, &bad, 1, &be) == 0 && !bad) {
+            if (!a.quiet && comm.rank == 0)
+                on_progress(NULL, "MPI all-gather / reduce-scatter", 0, 1);
+            rc = val_calibrate_collectives(&comm, a.o.thorough, &c, &e);
+            if (!a.quiet && comm.rank == 0)
+                on_progress(NULL, "done", 1, 1);
+        }
+    }
+    if (rc || comm.rank != 0) {
+        int code = rc ? cli_fail("calibrate", &e) : 0;
+        ex_comm_finalize(&comm);
+        return code;
+    }
+    ex_comm_finalize(&comm);
+    if (a.coll_only) {
+        if (!c.have_mpi) {
+            rl_errf(&e, RL_EINVAL, "--collectives-only: needs at least 2 ranks (run it under mpirun -np N)");
+            return cli_fail("calibrate", &e);
+        }
+        json_t *o = json_object();
+        json_object_set_new(o, "ranks", json_integer(c.coll_ranks));
+        json_object_set_new(o, "max_bytes", json_integer(c.coll_max_bytes));
+        json_object_set_new(o, "allgather_busbw_gbps", fig(&c.allgather_busbw_gbps));
+        json_object_set_new(o, "reduce_scatter_busbw_gbps", fig(&c.reduce_scatter_busbw_gbps));
+        json_object_set_new(o, "latency_us", fig(&c.collective_latency_us));
+        char *t = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        printf("%s\n", t);
+        free(t);
+        json_decref(o);
+        return 0;
+    }
+    char name[128], out[300];
+    snprintf(name, sizeof name, "%s", a.name ? a.name : "");
+    if (!a.name)
+        snprintf(name, sizeof name, "calibrated-%s", c.host);
+    snprintf(out, sizeof out, "%s", a.out ? a.out : "");
+    if (!a.out)
+        snprintf(out, sizeof out, "%s.json", name);
+    char *text;
+    if ((rc = val_calib_profile(&c, name, &text, &e)))
+        return cli_fail("calibrate", &e);
+    /* The profile must load as it will be used (--hw FILE). */
+    struct sim_hw hw;
+    if ((rc = sim_hw_parse(&hw, text, out, &e))) {
+        free(text);
+        rl_err_prefix(&e, "calibrate: the written profile does not load");
+        return cli_fail("calibrate", &e);
+    }
+    struct rl_outfile of;
+    if ((rc = rl_outfile_open(&of, out, &e))) {
+        free(text);
+        return cli_fail("calibrate", &e);
+    }
+    fprintf(of.fp, "%s\n", text);
+    free(text);
+    if ((rc = rl_outfile_commit(&of, &e)))
+        return cli_fail("calibrate", &e);
+    if (a.json) {
+        json_t *o = json_object();
+        json_object_set_new(o, "host", json_string(c.host));
+        json_object_set_new(o, "date", json_string(c.date));
+        json_object_set_new(o, "cpu", json_string(c.cpu_model));
+        json_object_set_new(o, "cores", json_integer(c.cores));
+        json_t *d = json_array(), *ad = json_array();
+        for (int t = 0; t < c.n_threads; t++) {
+            json_t *x = fig(&c.dram_gbps[t]);
+            json_object_set_new(x, "threads", json_integer(t + 1));
+            json_array_append_new(d, x);
+            x = fig(&c.adam_elems_per_s[t]);
+            json_object_set_new(x, "threads", json_integer(t + 1));
+            json_array_append_new(ad, x);
+        }
+        json_object_set_new(o, "dram_triad_gbps", d);
+        json_object_set_new(o, "cpu_adam_elements_per_s", ad);
+        json_object_set_new(o, "copy_gbps", fig(&c.copy_gbps));
+        json_object_set_new(o, "copy_all_devices_gbps", fig(&c.copy_all_gbps));
+        json_object_set_new(o, "device_threads", json_integer(c.device_threads));
+        json_object_set_new(o, "device_adam_elements_per_s", fig(&c.device_adam_elems_per_s));
+        json_object_set_new(o, "device_gemm_flops", fig(&c.gemm_flops));
+        json_object_set_new(o, "launch_us", fig(&c.launch_us));
+        json_object_set_new(o, "profile", json_string(out));
+        char *t = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        printf("%s\n", t);
+        free(t);
+        json_decref(o);
+        return 0;
+    }
+    printf("host       %s (%s, %d cores, %.1f GiB), %s, CPU Adam kernel %s\n", c.host, c.cpu_model, c.cores,
+           (double)c.host_mem_bytes / RL_GIB, c.date, c.isa);
+    printf("\n  %-8s %22s %30s\n", "threads", "DRAM triad GB/s", "CPU Adam G elements/s");
+    for (int t = 0; t < c.n_threads; t++)
+        printf("  %-8d %8.2f (%6.2f..%6.2f) %12.3f (%6.3f..%6.3f)\n", t + 1, c.dram_gbps[t].median, c.dram_gbps[t].min,
+               c.dram_gbps[t].max, c.adam_elems_per_s[t].median * 1e-9, c.adam_elems_per_s[t].min * 1e-9,
+               c.adam_elems_per_s[t].max * 1e-9);
+    printf("\n  copy thread              %8.2f GB/s (%.2f..%.2f)\n", c.copy_gbps.median, c.copy_gbps.min, c.copy_gbps.max);
+    printf("  %d copy threads at once   %8.2f GB/s (%.2f..%.2f)\n", c.devices, c.copy_all_gbps.median,
+           c.copy_all_gbps.min, c.copy_all_gbps.max);
+    printf("  device Adam (%d thr)      %8.3f G elements/s (%.3f..%.3f)\n", c.device_threads,
+           c.device_adam_elems_per_s.median * 1e-9, c.device_adam_elems_per_s.min * 1e-9,
+           c.device_adam_elems_per_s.max * 1e-9);
+    if (c.gemm_flops.median > 0)
+        printf("  device GEMM %4d^3        %8.1f GFLOP/s (%.1f..%.1f)\n", c.gemm_n, c.gemm_flops.median * 1e-9,
+               c.gemm_flops.min * 1e-9, c.gemm_flops.max * 1e-9);
+    else
+        printf("  device GEMM              not measured (built without OpenBLAS)\n");
+    printf("  launch (parallel region) %8.2f us\n", c.launch_us.median);
+    if (c.have_mpi)
+        printf("  MPI, %d ranks              all-gather %.2f GB/s bus (%.2f..%.2f), reduce-scatter %.2f GB/s bus, "
+               "latency %.1f us\n", c.coll_ranks, c.allgather_busbw_gbps.median, c.allgather_busbw_gbps.min,
+               c.allgather_busbw_gbps.max, c.reduce_scatter_busbw_gbps.median, c.collective_latency_us.median);
+    else
+        printf("  collectives              not measured (not under mpirun): estimated, said so in the profile\n");
+    printf("\nprofile    %s (use: --hw %s)\n", out, out);
+    return 0;
+}
+
+const struct cli_cmd cli_cmd_calibrate = {"calibrate", "measure this machine and write a hardware profile (--hw FILE)", run};

@@ -1,0 +1,168 @@
+/* cli/cmd_trace.c — `ratiolab trace diff A B`: two traces in the shared layout (predicted and
+ * measured, or two measured runs) lined up by rank and phase. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "sim/step.h"
+#include "validation/val.h"
+
+enum { T_JSON = 1 };
+static const struct cli_opt opts[] = {
+    {"json", NULL, "machine-readable output (exact integer nanoseconds)", T_JSON},
+    {NULL, NULL, NULL, 0},
+};
+
+static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
+{
+    (void)v;
+    (void)e;
+    (void)id;
+    *(bool *)ctx = true;
+    return 0;
+}
+
+static json_t *side_json(const struct val_rank_times *r)
+{
+    if (!r)
+        return json_null();
+    json_t *o = json_object();
+    json_object_set_new(o, "extent_ns", json_integer(r->extent_ns));
+    json_object_set_new(o, "idle_ns", json_integer(r->idle_ns));
+    json_t *ph = json_object();
+    for (int p = 0; p < SIM_PH_COUNT; p++) {
+        json_t *x = json_object();
+        json_object_set_new(x, "busy_ns", json_integer(r->busy_ns[p]));
+        json_object_set_new(x, "exposed_ns", json_integer(r->exposed_ns[p]));
+        json_object_set_new(ph, sim_phase_name(p), x);
+    }
+    json_object_set_new(o, "phases", ph);
+    return o;
+}
+
+static double ms(int64_t ns) { return (double)ns * 1e-6; }
+
+static int load(const char *path, struct val_trace_times *t, struct rl_err *e)
+{
+    struct trace_doc d;
+    int rc = trace_read(path, &d, e);
+    if (rc)
+        return rc;
+    rc = val_trace_times(&d, t, e);
+    trace_doc_free(&d);
+    if (!rc && t->n_ranks == 0) {
+        val_trace_times_free(t);
+        rc = rl_errf(e, RL_EINVAL, "%s: no span with a phase category (cat one of forward, backward, "
+                     "gpu_adam, ...: the layout ratiolab predict --trace and ratiolab run write)", path);
+    }
+    return rc;
+}
+
+static int run(int argc, char **argv)
+{
+    bool json = false;
+    struct cli_optset sets[] = {{"trace diff options", opts, on_opt, &json}};
+    static const char usage[] = "ratiolab trace diff A B [--json]";
+    static const char desc[] =
+        "Lines up two traces in the shared layout (ratiolab predict --trace, ratiolab run --trace;\n"
+        "Chrome JSON, .gz or not) by rank and phase: each phase's busy time (any span of it running)\n"
+        "and exposed time (it was the highest-priority phase running, as the simulator attributes\n"
+        "it) on both sides, and the difference B - A.";
+    struct cli_rest rest;
+    struct rl_err e = {0};
+    int rc = cli_parse(argc, argv, sets, 1, &rest, &e);
+    if (rc == CLI_HELP) {
+        cli_help(stdout, usage, desc, sets, 1);
+        return 0;
+    }
+    if (rc)
+        return cli_fail("trace", &e);
+    if (rest.n_pos < 1 || strcmp(rest.pos[0], "diff") != 0) {
+        rl_errf(&e, RL_EINVAL, "'%s': unknown subcommand; allowed: diff (ratiolab trace diff A B)",
+                rest.n_pos ? rest.pos[0] : "");
+        return cli_fail("trace", &e);
+    }
+    if (rest.n_pos != 3 || rest.n_after) {
+        rl_errf(&e, RL_EINVAL, "diff: needs exactly two traces A and B (got %d)", rest.n_pos - 1);
+        return cli_fail("trace", &e);
+    }
+    const char *pa = rest.pos[1], *pb = rest.pos[2];
+    struct val_trace_times a = {0}, b = {0};
+    if ((rc = load(pa, &a, &e)) || (rc = load(pb, &b, &e))) {
+        val_trace_times_free(&a);
+        return cli_fail("trace", &e);
+    }
+    /* Ranks of either side, in order (both are sorted). */
+    int *ranks = malloc(sizeof *ranks * (size_t)(a.n_ranks + b.n_ranks));
+    int nr = 0;
+    for (int i = 0, j = 0; ranks && (i < a.n_ranks || j < b.n_ranks);) {
+        int ra = i < a.n_ranks ? a.ranks[i].rank : 1 << 30, rb = j < b.n_ranks ? b.ranks[j].rank : 1 << 30;
+        int r = ra < rb ? ra : rb;
+        ranks[nr++] = r;
+        i += ra == r;
+        j += rb == r;
+    }
+    if (json) {
+        json_t *o = json_object();
+        json_object_set_new(o, "a", json_string(pa));
+        json_object_set_new(o, "b", json_string(pb));
+        json_t *arr = json_array();
+        for (int k = 0; k < nr; k++) {
+            const struct val_rank_times *x = val_trace_rank(&a, ranks[k]), *y = val_trace_rank(&b, ranks[k]);
+            json_t *r = json_object();
+            json_object_set_new(r, "rank", json_integer(ranks[k]));
+            json_object_set_new(r, "a", side_json(x));
+            json_object_set_new(r, "b", side_json(y));
+            if (x && y) {
+                json_t *df = json_object();
+                json_object_set_new(df, "extent_ns", json_integer(y->extent_ns - x->extent_ns));
+                json_object_set_new(df, "idle_ns", json_integer(y->idle_ns - x->idle_ns));
+                json_t *ph = json_object();
+                for (int p = 0; p < SIM_PH_COUNT; p++) {
+                    json_t *z = json_object();
+                    json_object_set_new(z, "busy_ns", json_integer(y->busy_ns[p] - x->busy_ns[p]));
+                    json_object_set_new(z, "exposed_ns", json_integer(y->exposed_ns[p] - x->exposed_ns[p]));
+                    json_object_set_new(ph, sim_phase_name(p), z);
+                }
+                json_object_set_new(df, "phases", ph);
+                json_object_set_new(r, "diff", df);
+            } else {
+                json_object_set_new(r, "diff", json_null());
+            }
+            json_array_append_new(arr, r);
+        }
+        json_object_set_new(o, "ranks", arr);
+        char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        printf("%s\n", text);
+        free(text);
+        json_decref(o);
+    } else {
+        printf("A  %s\nB  %s\n(milliseconds; exposed: the highest-priority phase running; diff = B - A)\n", pa, pb);
+        for (int k = 0; k < nr; k++) {
+            const struct val_rank_times *x = val_trace_rank(&a, ranks[k]), *y = val_trace_rank(&b, ranks[k]);
+            printf("\nrank %d%s\n", ranks[k], !x ? "  (only in B)" : !y ? "  (only in A)" : "");
+            printf("  %-16s %10s %10s %10s %10s %10s %10s\n", "phase", "A busy", "A exposed", "B busy",
+                   "B exposed", "diff busy", "diff exp");
+            static const struct val_rank_times zero;
+            const struct val_rank_times *xa = x ? x : &zero, *yb = y ? y : &zero;
+            for (int p = 0; p < SIM_PH_COUNT; p++) {
+                if (!xa->busy_ns[p] && !yb->busy_ns[p])
+                    continue;
+                printf("  %-16s %10.3f %10.3f %10.3f %10.3f %+10.3f %+10.3f\n", sim_phase_name(p),
+                       ms(xa->busy_ns[p]), ms(xa->exposed_ns[p]), ms(yb->busy_ns[p]), ms(yb->exposed_ns[p]),
+                       ms(yb->busy_ns[p] - xa->busy_ns[p]), ms(yb->exposed_ns[p] - xa->exposed_ns[p]));
+            }
+            printf("  %-16s %10s %10.3f %10s %10.3f %10s %+10.3f\n", "idle", "", ms(xa->idle_ns), "",
+                   ms(yb->idle_ns), "", ms(yb->idle_ns - xa->idle_ns));
+            printf("  %-16s %10s %10.3f %10s %10.3f %10s %+10.3f\n", "extent", "", ms(xa->extent_ns), "",
+                   ms(yb->extent_ns), "", ms(yb->extent_ns - xa->extent_ns));
+        }
+    }
+    free(ranks);
+    val_trace_times_free(&a);
+    val_trace_times_free(&b);
+    return 0;
+}
+
+const struct cli_cmd cli_cmd_trace = {"trace", "trace diff A B: two traces side by side per rank and phase", run};

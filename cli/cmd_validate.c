@@ -1,0 +1,366 @@
+/* cli/cmd_validate.c — `ratiolab validate`: checks predictions against what really ran.
+ *   --deepspeed-log FILE...  a real DeepSpeed run: its see_memory_usage stages against the plan's
+ *                            ledger, Megatron's iteration time against predict's step;
+ *   --ratios ... --out DIR   the executor (`ratiolab run`) per ratio against the simulator:
+ *                            bitwise, honored ratio, memory, time (cli/validate_exec.c). */
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/sim_opts.h"
+#include "cli/validate_exec.h"
+#include "traces/dslog.h"
+#include "validation/val.h"
+
+enum { V_DSLOG = 1, V_MONITOR, V_TOL, V_JSON };
+static const struct cli_opt opts[] = {
+    {"deepspeed-log", "FILE...", "DeepSpeed/Megatron log(s) of a real run (plain or .gz); more files may follow", V_DSLOG},
+    {"monitor", "FILE", "a ratiolab monitor --csv of the same run: per-process host memory", V_MONITOR},
+    {"tolerance", "GIB[,PCT]", "allowed difference: memory in GiB (default 0.1), step time in percent (default 10)", V_TOL},
+    {"json", NULL, "machine-readable output (exact integers: bytes, nanoseconds)", V_JSON},
+    {NULL, NULL, NULL, 0},
+};
+
+struct validate_args {
+    const char *logs[CLI_MAX_POS + 1];   /* --deepspeed-log FILE and the files after it */
+    int n_logs;                          /* entries */
+    const char *monitor;                 /* --monitor FILE, NULL when absent */
+    double tol_gib;                      /* memory tolerance, GiB */
+    double tol_pct;                      /* step-time tolerance, percent */
+    bool json;                           /* --json */
+    struct cli_validate_exec ex;         /* executor mode's options */
+};
+
+static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
+{
+    struct validate_args *a = ctx;
+    switch (id) {
+    case V_DSLOG: a->logs[a->n_logs++] = v; return 0;
+    case V_MONITOR: a->monitor = v; return 0;
+    case V_JSON: a->json = true; return 0;
+    case V_TOL: {
+        char buf[128];
+        snprintf(buf, sizeof buf, "%s", v);
+        char *comma = strchr(buf, ',');
+        if (comma)
+            *comma = 0;
+        int rc = rl_parse_double("--tolerance (GiB)", buf, 0, 1e6, &a->tol_gib, e);
+        if (!rc && comma)
+            rc = rl_parse_double("--tolerance (percent)", comma + 1, 0, 1e6, &a->tol_pct, e);
+        return rc;
+    }
+    }
+    return cli_validate_exec_opt(&a->ex, id, v, e);
+}
+
+/* The setup and simulator options as given, to pass them on to `ratiolab run`. */
+struct fwd_opts {
+    struct cli_setup *s;                 /* parsed into here as usual */
+    struct cli_sim *sim;                 /* likewise */
+    const char *argv[4 * CLI_MAX_POS];   /* "--name", "value", ... */
+    char names[2 * CLI_MAX_POS][48];     /* storage of the "--name" strings */
+    int n;                               /* entries in argv */
+    bool schedule_given;                 /* --schedule seen */
+};
+
+static void fwd_push(struct fwd_opts *f, const struct cli_opt *table, int id, const char *v)
+{
+    for (const struct cli_opt *o = table; o->name; o++)
+        if (o->id == id && f->n + 2 <= (int)(sizeof f->argv / sizeof f->argv[0])) {
+            char *nm = f->names[f->n / 2 % (2 * CLI_MAX_POS)];
+            snprintf(nm, 48, "--%s", o->name);
+            f->argv[f->n++] = nm;
+            if (v)
+                f->argv[f->n++] = v;
+            return;
+        }
+}
+
+static int on_setup(void *ctx, int id, const char *v, struct rl_err *e)
+{
+    struct fwd_opts *f = ctx;
+    fwd_push(f, cli_setup_opts, id, v);
+    return cli_setup_opt(f->s, id, v, e);
+}
+
+static int on_sim(void *ctx, int id, const char *v, struct rl_err *e)
+{
+    struct fwd_opts *f = ctx;
+    for (const struct cli_opt *o = cli_sim_opts; o->name; o++)
+        if (o->id == id && strcmp(o->name, "schedule") == 0)
+            f->schedule_given = true;
+        else if (o->id == id && strcmp(o->name, "checkpoint-activations") == 0)
+            fwd_push(f, cli_sim_opts, id, v);
+    return cli_sim_opt(f->sim, id, v, e);
+}
+
+static double gib(int64_t b) { return (double)b / RL_GIB; }
+
+static void print_ds(const struct validate_args *a, const struct cli_ctx *c, const struct plan *p,
+                     const struct sim_hw *hw, const struct val_ds_result *r)
+{
+    printf("model      %s\n", c->model_desc);
+    printf("DeepSpeed  %d.%d.%d rules: ledger %s, policy %s, %d sub-groups, honored ratio %.4f\n",
+           p->zero.ds_version.major, p->zero.ds_version.minor, p->zero.ds_version.patch,
+           plan_ledger_name(p->ledger_kind), plan_policy_name(p->policy), p->n_subgroups, p->honored_ratio);
+    printf("logs      ");
+    for (int i = 0; i < a->n_logs; i++)
+        printf(" %s", a->logs[i]);
+    printf("\n\nGPU memory per stage (GiB = 1024^3; MA is logged to 2 decimals; tolerance %.2f GiB)\n",
+           a->tol_gib);
+    printf("  %-44s %8s %9s %8s %12s  %s\n", "stage (log:line)", "MA", "ledger", "diff", "sub-groups", "verdict");
+    for (int i = 0; i < r->n_stages; i++) {
+        const struct val_ds_stage *s = &r->stages[i];
+        char name[45], ma[16] = "-", led[16] = "-", diff[16] = "", sg[24] = "";
+        snprintf(name, sizeof name, "%s", s->message);
+        if (s->logged_ma_bytes >= 0)
+            snprintf(ma, sizeof ma, "%.2f", gib(s->logged_ma_bytes));
+        if (s->predicted_gpu_bytes >= 0)
+            snprintf(led, sizeof led, "%.2f", gib(s->predicted_gpu_bytes));
+        if (s->status != VAL_INFO)
+            snprintf(diff, sizeof diff, "%+.2f", gib(s->diff_bytes));
+        if (s->logged_subgroups >= 0)
+            snprintf(sg, sizeof sg, "%d vs %d", s->logged_subgroups, r->plan_subgroups);
+        printf("  %-44s %8s %9s %8s %12s  %s%s\n", name, ma, led, diff, sg,
+               s->status == VAL_INFO ? "" : val_status_name(s->status),
+               s->status == VAL_INFO && s->plan_stage < 0 ? "(not a ledger stage)" : "");
+    }
+    printf("\nhost memory: DeepSpeed's \"CPU Virtual Memory: used\" is the whole machine's (psutil),\n"
+           "not the process's; the ledger's host bytes per rank for comparison:\n");
+    for (int i = 0; i < r->n_stages; i++) {
+        const struct val_ds_stage *s = &r->stages[i];
+        if (s->plan_stage < 0 || s->logged_cpu_used_bytes < 0)
+            continue;
+        printf("  %-44.44s machine %8.2f  ledger %6.2f\n", s->message, gib(s->logged_cpu_used_bytes),
+               gib(s->predicted_host_bytes));
+    }
+    if (r->have_monitor)
+        printf("  rank 0 process (pid %d, monitor): start-up %.2f, peak %.2f, growth %.2f vs ledger peak %.2f GiB  %s\n",
+               r->monitor_pid, gib(r->monitor_baseline_bytes), gib(r->monitor_peak_bytes),
+               gib(r->monitor_peak_bytes - r->monitor_baseline_bytes), gib(r->predicted_host_peak_bytes),
+               val_status_name(r->host_status));
+    else
+        printf("  (give --monitor FILE, a ratiolab monitor CSV of the run, to compare per process)\n");
+    printf("\nstep time on %s: ", hw->name);
+    if (r->n_iterations == 0)
+        printf("no 'elapsed time per iteration (ms)' line in the logs\n");
+    else
+        printf("measured %.1f ms (median of %d logged iteration%s%s), predicted %.1f ms, error %+.1f %% "
+               "(tolerance %.1f %%)  %s\n", r->measured_step_ms, r->n_iterations >= 2 ? r->n_iterations - 1 : 1,
+               r->n_iterations >= 2 && r->n_iterations - 1 == 1 ? "" : "s",
+               r->n_iterations >= 2 ? ", the first skipped" : "", (double)r->predicted_step_ns * 1e-6,
+               r->step_error_pct, a->tol_pct, val_status_name(r->time_status));
+    printf("\nverdict    %s\n", r->overall == VAL_PASS ? "PASS" : "FAIL");
+}
+
+static json_t *ds_json(const struct validate_args *a, const struct cli_ctx *c, const struct plan *p,
+                       const struct sim_hw *hw, const struct val_ds_result *r)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "kind", json_string("ratiolab-validate-deepspeed-log"));
+    json_object_set_new(o, "model", json_string(c->model_desc));
+    json_object_set_new(o, "hardware", json_string(hw->name));
+    char ver[32];
+    snprintf(ver, sizeof ver, "%d.%d.%d", p->zero.ds_version.major, p->zero.ds_version.minor, p->zero.ds_version.patch);
+    json_object_set_new(o, "deepspeed_version", json_string(ver));
+    json_object_set_new(o, "ledger", json_string(plan_ledger_name(p->ledger_kind)));
+    json_object_set_new(o, "subgroups", json_integer(p->n_subgroups));
+    json_object_set_new(o, "tolerance_bytes", json_integer((json_int_t)llround(a->tol_gib * RL_GIB)));
+    json_object_set_new(o, "tolerance_time_pct", json_real(a->tol_pct));
+    json_t *logs = json_array();
+    for (int i = 0; i < a->n_logs; i++)
+        json_array_append_new(logs, json_string(a->logs[i]));
+    json_object_set_new(o, "logs", logs);
+    json_t *st = json_array();
+    for (int i = 0; i < r->n_stages; i++) {
+        const struct val_ds_stage *s = &r->stages[i];
+        json_t *x = json_object();
+        json_object_set_new(x, "message", json_string(s->message));
+        json_object_set_new(x, "log", json_integer(s->file));
+        json_object_set_new(x, "line", json_integer(s->line));
+        json_object_set_new(x, "ledger_stage", s->plan_stage >= 0 ? json_string(plan_stage_name(s->plan_stage)) : json_null());
+        json_object_set_new(x, "logged_ma_bytes", s->logged_ma_bytes >= 0 ? json_integer(s->logged_ma_bytes) : json_null());
+        json_object_set_new(x, "predicted_gpu_bytes", s->predicted_gpu_bytes >= 0 ? json_integer(s->predicted_gpu_bytes) : json_null());
+        json_object_set_new(x, "diff_bytes", s->status != VAL_INFO ? json_integer(s->diff_bytes) : json_null());
+        json_object_set_new(x, "logged_subgroups", s->logged_subgroups >= 0 ? json_integer(s->logged_subgroups) : json_null());
+        json_object_set_new(x, "machine_cpu_used_bytes", s->logged_cpu_used_bytes >= 0 ? json_integer(s->logged_cpu_used_bytes) : json_null());
+        json_object_set_new(x, "predicted_host_bytes", s->predicted_host_bytes >= 0 ? json_integer(s->predicted_host_bytes) : json_null());
+        json_object_set_new(x, "status", json_string(val_status_name(s->status)));
+        json_array_append_new(st, x);
+    }
+    json_object_set_new(o, "stages", st);
+    json_t *t = json_object();
+    json_object_set_new(t, "iterations", json_integer(r->n_iterations));
+    json_object_set_new(t, "measured_step_ms", r->n_iterations ? json_real(r->measured_step_ms) : json_null());
+    json_object_set_new(t, "predicted_step_ns", json_integer(r->predicted_step_ns));
+    json_object_set_new(t, "step_error_pct", r->n_iterations ? json_real(r->step_error_pct) : json_null());
+    json_object_set_new(t, "status", json_string(val_status_name(r->time_status)));
+    json_object_set_new(o, "time", t);
+    json_t *h = json_object();
+    json_object_set_new(h, "note", json_string("DeepSpeed's CPU Virtual Memory figure is system-wide; per-process "
+                                               "figures come from a ratiolab monitor CSV"));
+    json_object_set_new(h, "predicted_peak_bytes", json_integer(r->predicted_host_peak_bytes));
+    if (r->have_monitor) {
+        json_object_set_new(h, "monitor_pid", json_integer(r->monitor_pid));
+        json_object_set_new(h, "baseline_bytes", json_integer(r->monitor_baseline_bytes));
+        json_object_set_new(h, "peak_bytes", json_integer(r->monitor_peak_bytes));
+    }
+    json_object_set_new(h, "status", json_string(val_status_name(r->host_status)));
+    json_object_set_new(o, "host", h);
+    json_object_set_new(o, "verdict", json_string(val_status_name(r->overall)));
+    return o;
+}
+
+/* Reads every log: stages and iteration times. A log with iteration lines only (Megatron's stdout)
+ * is fine; one with neither is an error. */
+static int read_logs(const struct validate_args *a, struct trace_ds_log *logs, double **ms, int *n_ms,
+                     struct rl_err *e)
+{
+    *ms = NULL;
+    *n_ms = 0;
+    for (int i = 0; i < a->n_logs; i++) {
+        double *v;
+        int64_t *it;
+        int n;
+        struct rl_err se = {0};
+        int rc = trace_ds_read_iterations(a->logs[i], &v, &it, &n, e);
+        if (rc)
+            return rl_err_prefix(e, "--deepspeed-log");
+        free(it);
+        int rs = trace_ds_read(a->logs[i], &logs[i], &se);
+        if (rs && (n == 0 || rs != RL_EINVAL)) {
+            free(v);
+            *e = se;
+            return rl_err_prefix(e, "--deepspeed-log");
+        }
+        if (rs)
+            memset(&logs[i], 0, sizeof logs[i]);
+        double *all = realloc(*ms, (size_t)(*n_ms + n + 1) * sizeof *all);
+        if (!all) {
+            free(v);
+            return rl_errf(e, RL_ENOMEM, "validate: out of memory");
+        }
+        *ms = all;
+        if (n)
+            memcpy(all + *n_ms, v, (size_t)n * sizeof *v);
+        *n_ms += n;
+        free(v);
+    }
+    return 0;
+}
+
+static int run_ds(struct validate_args *a, struct cli_setup *s, struct cli_sim *sim)
+{
+    struct rl_err e = {0};
+    struct cli_ctx c;
+    struct sim_hw hw;
+    struct plan p;
+    memset(&p, 0, sizeof p);
+    memset(&c, 0, sizeof c);
+    struct trace_ds_log logs[CLI_MAX_POS + 1];
+    memset(logs, 0, sizeof logs);
+    double *ms = NULL;
+    int n_ms = 0, rc;
+    struct val_monitor mon = {0};
+    struct val_ds_result r = {0};
+    struct sim_step_result sr;
+    if ((rc = cli_setup_resolve(s, &c, &e)) || (rc = cli_sim_load_hw(sim, &c, &hw, &e)) ||
+        (rc = cli_ctx_plan(&c, -1, &p, &e)) || (rc = sim_step_run(&p, &hw, &sim->train, NULL, &sr, &e)) ||
+        (rc = read_logs(a, logs, &ms, &n_ms, &e)) || (a->monitor && (rc = val_monitor_read(a->monitor, &mon, &e)))) {
+        rc = cli_fail("validate", &e);
+        goto out;
+    }
+    struct val_ds_opts o = {.tol_bytes = (int64_t)llround(a->tol_gib * RL_GIB), .tol_time_pct = a->tol_pct};
+    if ((rc = val_ds_compare(&p, logs, a->n_logs, ms, n_ms, sr.step_ns, a->monitor ? &mon : NULL, &o, &r, &e))) {
+        rc = cli_fail("validate", &e);
+        goto out;
+    }
+    if (a->json) {
+        json_t *j = ds_json(a, &c, &p, &hw, &r);
+        char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        printf("%s\n", text);
+        free(text);
+        json_decref(j);
+    } else {
+        print_ds(a, &c, &p, &hw, &r);
+    }
+    rc = r.overall == VAL_PASS ? 0 : 1;
+out:
+    val_ds_result_free(&r);
+    val_monitor_free(&mon);
+    for (int i = 0; i < a->n_logs; i++)
+        trace_ds_free(&logs[i]);
+    free(ms);
+    plan_free(&p);
+    cli_ctx_free(&c);
+    return rc;
+}
+
+static int run(int argc, char **argv)
+{
+    struct cli_setup s;
+    cli_setup_init(&s);
+    struct cli_sim sim;
+    cli_sim_init(&sim);
+    struct validate_args a = {.tol_gib = 0.1, .tol_pct = 10};
+    cli_validate_exec_init(&a.ex);
+    static struct fwd_opts fw_store;   /* large; one command per process */
+    struct fwd_opts *fw = &fw_store;
+    memset(fw, 0, sizeof *fw);
+    fw->s = &s;
+    fw->sim = &sim;
+    struct cli_optset sets[] = {
+        {"real DeepSpeed runs", opts, on_opt, &a},
+        {"executor against simulator", cli_validate_exec_opts, on_opt, &a},
+        {"hardware and training", cli_sim_opts, on_sim, fw},
+        {"model, layout and DeepSpeed config", cli_setup_opts, on_setup, fw},
+    };
+    static const char usage[] =
+        "ratiolab validate --deepspeed-log FILE [FILE...] [--ds-config F] [--model M] [--monitor CSV] [--json]\n"
+        "       ratiolab validate --ratios 0,0.3,0.5,1 --ranks N [--backend cpu|cuda] [--hw P | --calibrate] --out DIR";
+    static const char desc[] =
+        "Checks predictions against what really ran.\n"
+        "With --deepspeed-log: every see_memory_usage stage DeepSpeed logged (MA) against the plan's\n"
+        "ledger for that DeepSpeed version (the N of 'After creating fp16 partitions: N' must equal the\n"
+        "plan's sub-group count), and Megatron's 'elapsed time per iteration (ms)' (median, the first\n"
+        "skipped) against predict's step. Exit 1 beyond --tolerance.\n"
+        "With --ratios: runs the executor per ratio and the simulator for the same runs, checks bitwise\n"
+        "equality, the honored ratio, memory and time, writes DIR/report.md and DIR/report.json; exit 1\n"
+        "when a gated check fails.";
+    struct cli_rest rest;
+    struct rl_err e = {0};
+    int rc = cli_parse(argc, argv, sets, 4, &rest, &e);
+    if (rc == CLI_HELP) {
+        cli_help(stdout, usage, desc, sets, 4);
+        return 0;
+    }
+    if (rc)
+        return cli_fail("validate", &e);
+    if (rest.n_after) {
+        rl_errf(&e, RL_EINVAL, "unexpected argument '--'");
+        return cli_fail("validate", &e);
+    }
+    if (rest.n_pos && !a.n_logs) {
+        rl_errf(&e, RL_EINVAL, "unexpected argument '%s' (log files follow --deepspeed-log)", rest.pos[0]);
+        return cli_fail("validate", &e);
+    }
+    for (int i = 0; i < rest.n_pos; i++)
+        a.logs[a.n_logs++] = rest.pos[i];
+    if (a.n_logs) {
+        if (cli_validate_exec_given(&a.ex)) {
+            rl_errf(&e, RL_EINVAL, "--deepspeed-log: cannot be combined with the executor options "
+                    "(--ratios, --ranks, --out, ...); run them separately");
+            return cli_fail("validate", &e);
+        }
+        return run_ds(&a, &s, &sim);
+    }
+    if (a.monitor) {
+        rl_errf(&e, RL_EINVAL, "--monitor: applies with --deepspeed-log only");
+        return cli_fail("validate", &e);
+    }
+    return cli_validate_exec_run(&a.ex, &s, &sim, fw->argv, fw->n, fw->schedule_given, a.json);
+}
+
+const struct cli_cmd cli_cmd_validate = {"validate", "check predictions against real runs (DeepSpeed logs, or the executor per ratio)", run};

@@ -1,0 +1,521 @@
+/* cli/validate_exec.c — `ratiolab validate --ratios ...` (see validate_exec.h): for every ratio
+ * (and schedule) runs the executor (`ratiolab run --json`, under mpirun when --ranks > 1),
+ * predicts the same run with the simulator (the same scaled model, the same exec ledger), and
+ * writes DIR/report.md, DIR/report.json and both sides' traces. */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/validate_exec.h"
+#include "sim/step.h"
+#include "validation/calib.h"
+#include "validation/val.h"
+
+#if defined(__has_include)
+#if __has_include("exec/exec.h")
+#include "exec/exec.h"
+#define HAVE_EXEC 1
+#endif
+#endif
+
+enum { X_RATIOS = 100, X_RANKS, X_BACKEND, X_CALIBRATE, X_STEPS, X_OUT, X_GATE_TIME, X_MEM_TOL, X_SCALE };
+
+const struct cli_opt cli_validate_exec_opts[] = {
+    {"ratios", "LIST", "ratios to run, e.g. 0,0.3,0.5,1 or 0:1:0.25", X_RATIOS},
+    {"ranks", "N", "MPI ranks of each executor run (default 1; mpirun is started for N > 1)", X_RANKS},
+    {"backend", "B", "executor backend: cpu (emulated device, default) or cuda", X_BACKEND},
+    {"calibrate", NULL, "measure this machine first (ratiolab calibrate) and predict with that profile", X_CALIBRATE},
+    {"steps", "K", "timed steps per run (default 3; one warm-up step before them)", X_STEPS},
+    {"out", "DIR", "where report.md, report.json and the traces go", X_OUT},
+    {"gate-time", "PCT", "fail when the step MAPE over the runs exceeds PCT (default: reported only)", X_GATE_TIME},
+    {"mem-tolerance", "PCT", "allowed peak RSS / device use difference from ledger + baseline (default 10)", X_MEM_TOL},
+    {"scale", "F", "shrink the model by F for the executor and the prediction (>= 1, default 1)", X_SCALE},
+    {NULL, NULL, NULL, 0},
+};
+
+void cli_validate_exec_init(struct cli_validate_exec *x)
+{
+    memset(x, 0, sizeof *x);
+    x->backend = "cpu";
+    x->steps = 3;
+    x->gate_time_pct = -1;
+    x->mem_tol_pct = 10;
+    x->scale = 1;
+    x->ranks = 1;
+}
+
+int cli_validate_exec_opt(struct cli_validate_exec *x, int id, const char *v, struct rl_err *e)
+{
+    x->given = true;
+    switch (id) {
+    case X_RATIOS: x->ratios = v; return 0;
+    case X_RANKS: return rl_parse_int("--ranks", v, 1, VAL_MAX_RANKS, &x->ranks, e);
+    case X_BACKEND:
+        if (!rl_streq(v, "cpu") && !rl_streq(v, "cuda"))
+            return rl_errf(e, RL_EINVAL, "--backend: '%s' is not allowed; allowed: cpu, cuda", v);
+        x->backend = v;
+        return 0;
+    case X_CALIBRATE: x->calibrate = true; return 0;
+    case X_STEPS: return rl_parse_int("--steps", v, 1, 100000, &x->steps, e);
+    case X_OUT: x->out = v; return 0;
+    case X_GATE_TIME: return rl_parse_double("--gate-time", v, 0, 1e6, &x->gate_time_pct, e);
+    case X_MEM_TOL: return rl_parse_double("--mem-tolerance", v, 0, 1e6, &x->mem_tol_pct, e);
+    case X_SCALE: return rl_parse_double("--scale", v, 1, 1e12, &x->scale, e);
+    }
+    return rl_errf(e, RL_EINTERNAL, "option id %d not handled", id);
+}
+
+bool cli_validate_exec_given(const struct cli_validate_exec *x) { return x->given; }
+
+/* ---- running a command and capturing its stdout ------------------------------------------------ */
+/* Runs argv (argv[0] looked up in PATH) with stdout captured into *out (malloc'd); stderr passes
+ * through. Returns the exit status (128 + signal when killed), or -1 when it could not start. */
+static int capture(char *const *argv, char **out)
+{
+    *out = NULL;
+    int fd[2];
+    if (pipe(fd) != 0)
+        return -1;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        close(fd[0]);
+        close(fd[1]);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    close(fd[1]);
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (buf && n + 4096 > cap) {
+            char *nb = realloc(buf, cap *= 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+            } else {
+                buf = nb;
+            }
+        }
+        char sink[4096];
+        ssize_t k = read(fd[0], buf ? buf + n : sink, 4096);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            break;
+        n += buf ? (size_t)k : 0;
+    }
+    close(fd[0]);
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (buf)
+        buf[n] = 0;
+    *out = buf;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* ---- argv for `ratiolab run` -------------------------------------------------------------------- */
+#define MAX_ARGS 160
+struct argv_b {
+    char *v[MAX_ARGS + 1];   /* NULL-terminated */
+    int n;                   /* entries */
+    char store[MAX_ARGS][64];/* storage for formatted numbers */
+};
+static void arg(struct argv_b *a, const char *s)
+{
+    if (a->n < MAX_ARGS)
+        a->v[a->n++] = (char *)s;
+    a->v[a->n] = NULL;
+}
+static void argf(struct argv_b *a, const char *fmt, double v)
+{
+    if (a->n >= MAX_ARGS)
+        return;
+    snprintf(a->store[a->n], sizeof a->store[a->n], fmt, v);
+    arg(a, a->store[a->n]);
+}
+
+int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, struct cli_sim *sim,
+                          const char *const *fwd, int n_fwd, bool schedule_given, bool json)
+{
+    struct rl_err e = {0};
+    if (!x->ratios || !x->out) {
+        rl_errf(&e, RL_EINVAL, "give --deepspeed-log FILE, or --ratios LIST and --out DIR (see --help)");
+        return cli_fail("validate", &e);
+    }
+    double *ratios = NULL;
+    size_t n_ratios = 0;
+    if (rl_parse_ratio_list("--ratios", x->ratios, 0, 1, &ratios, &n_ratios, &e))
+        return cli_fail("validate", &e);
+    if (n_ratios > VAL_MAX_ROWS) {
+        free(ratios);
+        rl_errf(&e, RL_EINVAL, "--ratios: %zu ratios; allowed: at most %d", n_ratios, VAL_MAX_ROWS);
+        return cli_fail("validate", &e);
+    }
+#ifndef HAVE_EXEC
+    (void)sim;
+    (void)s;
+    (void)fwd;
+    (void)n_fwd;
+    (void)schedule_given;
+    (void)json;
+    (void)capture;
+    (void)argf;
+    free(ratios);
+    rl_errf(&e, RL_EENV, "validate --ratios: the executor (exec/, ratiolab run) is not part of this build");
+    return cli_fail("validate", &e);
+#else
+    int code = 0;
+    struct cli_ctx c;
+    memset(&c, 0, sizeof c);
+    struct plan_model scaled;
+    memset(&scaled, 0, sizeof scaled);
+    struct val_report *rep = calloc(1, sizeof *rep);
+    struct sim_hw hw;
+    char *text = NULL;
+    if (!rep) {
+        free(ratios);
+        rl_errf(&e, RL_ENOMEM, "validate: out of memory");
+        return cli_fail("validate", &e);
+    }
+    if (mkdir(x->out, 0777) != 0 && errno != EEXIST) {
+        rl_errf(&e, RL_EINVAL, "--out %s: cannot create the folder (%s)", x->out, strerror(errno));
+        goto fail;
+    }
+    /* The executor's layout: --ranks data-parallel processes on one node, TP 1 unless given. */
+    if (s->layout.tp <= 0)
+        s->layout.tp = 1;
+    if (s->layout.dp <= 0 && s->layout.world <= 0)
+        s->layout.dp = x->ranks;
+    s->layout.nodes = 1;
+    if (s->policy == PLAN_POLICY_AUTO)
+        s->policy = PLAN_POLICY_EXACT;
+    if (!schedule_given)
+        sim->train.schedule = SIM_SCHED_OVERLAP;
+    if (cli_setup_resolve(s, &c, &e) || ex_scale_model(&c.model, x->scale, &scaled, &e))
+        goto fail;
+    if (c.layout.dp != x->ranks) {
+        rl_errf(&e, RL_EINVAL, "--ranks %d: the layout has %d data-parallel ranks; allowed: equal (the executor "
+                "runs one rank per data-parallel rank)", x->ranks, c.layout.dp);
+        goto fail;
+    }
+    char exe[4096];
+    ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (el <= 0) {
+        rl_errf(&e, RL_EENV, "validate: cannot find its own executable (/proc/self/exe)");
+        goto fail;
+    }
+    exe[el] = 0;
+    if (geteuid() == 0) {   /* Open MPI refuses root without these */
+        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    }
+    /* Hardware: --calibrate measures this machine for the emulated device. */
+    char hw_path[600];
+    if (x->calibrate) {
+        struct val_calib_opts co;
+        val_calib_opts_default(&co);
+        co.devices = x->ranks;
+        struct val_calib cal;
+        snprintf(hw_path, sizeof hw_path, "%s/hw-calibrated.json", x->out);
+        fprintf(stderr, "validate: calibrating this machine (%d device%s) ...\n", x->ranks, x->ranks == 1 ? "" : "s");
+        if (val_calibrate(&co, &cal, &e))
+            goto fail;
+        if (x->ranks > 1) {   /* the collectives under mpirun, with the same ranks as the runs */
+            char np[16], *out = NULL;
+            snprintf(np, sizeof np, "%d", x->ranks);
+            char *cv[] = {"mpirun", "--oversubscribe", "-np", np, exe, "calibrate", "--collectives-only", "--quiet", NULL};
+            int st = capture(cv, &out);
+            if (st != 0 || !out || val_calib_read_collectives(out, &cal, &e)) {
+                free(out);
+                rl_errf(&e, RL_EENV, "validate --calibrate: mpirun ... ratiolab calibrate --collectives-only failed "
+                        "(exit %d)", st);
+                goto fail;
+            }
+            free(out);
+        }
+        if (val_calib_profile(&cal, "calibrated", &text, &e))
+            goto fail;
+        struct rl_outfile of;
+        if (rl_outfile_open(&of, hw_path, &e))
+            goto fail;
+        fprintf(of.fp, "%s\n", text);
+        if (rl_outfile_commit(&of, &e))
+            goto fail;
+        free(text);
+        text = NULL;
+        sim->hw = hw_path;
+    } else {
+        snprintf(hw_path, sizeof hw_path, "%s", sim->hw);
+    }
+    if (cli_sim_load_hw(sim, &c, &hw, &e))
+        goto fail;
+    sim->train.micro_batch = c.zero.micro_batch > 0 ? c.zero.micro_batch : 1;
+
+    snprintf(rep->model, sizeof rep->model, "%s, scaled 1/%g", c.model_desc, x->scale);
+    snprintf(rep->hardware, sizeof rep->hardware, "%s", hw.name);
+    snprintf(rep->hardware_path, sizeof rep->hardware_path, "%s", hw_path);
+    snprintf(rep->backend, sizeof rep->backend, "%s", x->backend);
+    snprintf(rep->policy, sizeof rep->policy, "%s", plan_policy_name(c.popt.policy));
+    rep->ranks = x->ranks;
+    rep->steps = x->steps;
+    rep->scale = x->scale;
+    rep->mem_tol_pct = x->mem_tol_pct;
+    rep->gate_time_pct = x->gate_time_pct;
+    rep->device_in_rss = strcmp(x->backend, "cpu") == 0;
+
+    /* The common part of every `ratiolab run`. */
+    struct argv_b base = {0};
+    if (x->ranks > 1) {
+        arg(&base, "mpirun");
+        arg(&base, "--oversubscribe");
+        arg(&base, "-np");
+        argf(&base, "%.0f", x->ranks);
+    }
+    arg(&base, exe);
+    arg(&base, "run");
+    for (int i = 0; i < n_fwd; i++)
+        arg(&base, fwd[i]);
+    arg(&base, "--tp");
+    argf(&base, "%.0f", c.layout.tp);
+    arg(&base, "--policy");
+    arg(&base, plan_policy_name(c.popt.policy));
+    arg(&base, "--backend");
+    arg(&base, x->backend);
+    arg(&base, "--scale");
+    argf(&base, "%.17g", x->scale);
+    arg(&base, "--steps");
+    argf(&base, "%.0f", x->steps);
+    arg(&base, "--compute");
+    arg(&base, "gemm");
+
+    /* Does this executor write traces (--trace)? */
+    bool run_traces = false;
+    {
+        char *out;
+        char *hv[] = {exe, "run", "--help", NULL};
+        if (capture(hv, &out) == 0 && out && strstr(out, "--trace"))
+            run_traces = true;
+        free(out);
+    }
+    /* The reference digest: one process, scalar Adam. */
+    {
+        int skip = x->ranks > 1 ? 4 : 0;   /* without mpirun */
+        struct argv_b r = {0};
+        for (int i = skip; i < base.n; i++)
+            arg(&r, base.v[i]);
+        arg(&r, "--reference");
+        char *out;
+        fprintf(stderr, "validate: reference digest (one process, scalar Adam)\n");
+        int st = capture(r.v, &out);
+        const char *d = out ? strstr(out, "digest ") : NULL;
+        unsigned v;
+        if (st != 0 || !d || sscanf(d, "digest %8x", &v) != 1) {
+            rl_errf(&e, RL_EENV, "validate: ratiolab run --reference failed (exit %d)", st);
+            free(out);
+            goto fail;
+        }
+        rep->reference_digest = v;
+        rep->have_reference = true;
+        free(out);
+    }
+    /* The baseline: the same launch with the model shrunk until its buffers are negligible (the
+     * reduce bucket keeps 8 elements per rank, the least the executor accepts with room), so its
+     * peak RSS is the process, libraries, MPI and threads without the buffers. */
+    int64_t baseline[VAL_MAX_RANKS];
+    for (int k = 0; k < VAL_MAX_RANKS; k++)
+        baseline[k] = -1;
+    {
+        struct argv_b a = base;
+        char bscale[32];
+        double bf = (double)c.zero.reduce_bucket_size / (8.0 * x->ranks);
+        snprintf(bscale, sizeof bscale, "%.6g", bf > x->scale ? floor(bf) : x->scale);
+        for (int i = 0; i < a.n; i++)
+            if (strcmp(a.v[i], "--scale") == 0 && i + 1 < a.n)
+                a.v[i + 1] = bscale;
+        arg(&a, "--ratio");
+        arg(&a, "0");
+        arg(&a, "--json");
+        char *out;
+        fprintf(stderr, "validate: baseline run (one element per tensor)\n");
+        int st = capture(a.v, &out);
+        json_t *j = st == 0 && out ? json_loads(out, 0, NULL) : NULL;
+        free(out);
+        json_t *rk = json_object_get(j, "ranks");
+        for (size_t k = 0; k < json_array_size(rk) && k < VAL_MAX_RANKS; k++) {
+            json_t *m = json_object_get(json_object_get(json_array_get(rk, k), "memory"), "peak_rss_bytes");
+            if (json_is_integer(m))
+                baseline[k] = json_integer_value(m);
+        }
+        json_decref(j);
+    }
+    for (size_t ri = 0; ri < n_ratios; ri++) {
+        struct val_row *w = &rep->rows[rep->n_rows];
+        memset(w, 0, sizeof *w);
+        w->ratio = ratios[ri];
+        snprintf(w->schedule, sizeof w->schedule, "%s", sim_schedule_name(sim->train.schedule));
+        snprintf(w->policy, sizeof w->policy, "%s", plan_policy_name(c.popt.policy));
+        /* Prediction: the plan the executor builds (cli/cmd_run.c), simulated. */
+        struct plan p;
+        memset(&p, 0, sizeof p);
+        struct plan_zero z = c.zero;
+        int64_t chunk = INT64_C(4) << 20;
+        ex_scale_zero(&z, &chunk, x->scale);
+        z.ratio = ratios[ri];
+        z.src_ratio = PLAN_SRC_CLI;
+        struct plan_options po = c.popt;
+        po.ledger = PLAN_LEDGER_EXEC;
+        po.exec_chunk_numel = chunk;
+        char ptrace[700], mtrace[700];
+        snprintf(ptrace, sizeof ptrace, "%s/predicted-%g-%s.json.gz", x->out, ratios[ri], w->schedule);
+        snprintf(mtrace, sizeof mtrace, "%s/measured-%g-%s.json.gz", x->out, ratios[ri], w->schedule);
+        struct sim_step_result sr;
+        if (plan_build(&p, &scaled, &c.layout, &z, &po, &e) || sim_step_run(&p, &hw, &sim->train, ptrace, &sr, &e)) {
+            plan_free(&p);
+            goto fail;
+        }
+        w->predicted.step_ns = sr.step_ns;
+        for (int k = 0; k < VAL_PHASES; k++) {
+            w->predicted.busy_ns[k] = sr.phase[k].busy_ns;
+            w->predicted.exposed_ns[k] = sr.phase[k].exposed_ns;
+        }
+        w->plan_cpu_numel = p.cpu_numel;
+        w->plan_per_rank_numel = p.per_rank_numel;
+        w->plan_honored_ratio = p.honored_ratio;
+        w->plan_device_bytes = plan_peak_gpu_bytes(&p);
+        w->plan_host_bytes = plan_peak_cpu_bytes(&p);
+        w->plan_host_pinned_bytes = p.stages[PLAN_STAGE_COUNT - 1].cpu_pinned_bytes;
+        plan_free(&p);
+        /* Measurement. */
+        struct argv_b a = base;
+        arg(&a, "--ratio");
+        argf(&a, "%.17g", ratios[ri]);
+        arg(&a, "--schedule");
+        arg(&a, w->schedule);
+        if (run_traces) {
+            arg(&a, "--trace");
+            arg(&a, mtrace);
+        }
+        arg(&a, "--json");
+        fprintf(stderr, "validate: ratio %g, %s: %d rank%s ...\n", ratios[ri], w->schedule, x->ranks, x->ranks == 1 ? "" : "s");
+        char *out;
+        int st = capture(a.v, &out);
+        json_error_t je;
+        json_t *j = st == 0 && out ? json_loads(out, 0, &je) : NULL;
+        free(out);
+        if (!j) {
+            rl_errf(&e, st == 0 ? RL_EINTERNAL : RL_EENV, "validate: ratio %g: ratiolab run %s (exit %d)", ratios[ri],
+                    st == 0 ? "printed no JSON" : "failed", st);
+            goto fail;
+        }
+        unsigned dg = 0;
+        const char *ds = json_string_value(json_object_get(j, "digest"));
+        if (ds)
+            sscanf(ds, "%8x", &dg);
+        w->digest = dg;
+        json_t *m = json_object_get(j, "measurement");
+        w->measured.step_ns = json_integer_value(json_object_get(m, "step_ns"));
+        json_t *ph = json_object_get(m, "phases");
+        for (int k = 0; k < VAL_PHASES; k++) {
+            json_t *q = json_object_get(ph, sim_phase_name(k));
+            w->measured.busy_ns[k] = json_integer_value(json_object_get(q, "busy_ns"));
+            w->measured.exposed_ns[k] = json_integer_value(json_object_get(q, "exposed_ns"));
+        }
+        json_t *rk = json_object_get(j, "ranks");
+        w->n_ranks = (int)json_array_size(rk);
+        if (w->n_ranks > VAL_MAX_RANKS)
+            w->n_ranks = VAL_MAX_RANKS;
+        for (int k = 0; k < w->n_ranks; k++) {
+            json_t *q = json_array_get(rk, (size_t)k), *mem = json_object_get(q, "memory");
+            struct val_rank_mem *vm = &w->mem[k];
+            vm->ledger_device_bytes = json_integer_value(json_object_get(q, "ledger_device_bytes"));
+            vm->ledger_host_bytes = json_integer_value(json_object_get(q, "ledger_host_bytes"));
+            vm->host_placed_numel = json_integer_value(json_object_get(q, "host_placed_numel"));
+            vm->per_rank_numel = json_integer_value(json_object_get(q, "per_rank_numel"));
+            json_t *v = json_object_get(mem, "peak_rss_bytes");
+            vm->rss_bytes = json_is_integer(v) ? json_integer_value(v) : -1;
+            vm->baseline_rss_bytes = baseline[k];
+            v = json_object_get(mem, "pinned_bytes");
+            vm->pinned_bytes = json_is_integer(v) ? json_integer_value(v) : -1;
+            v = json_object_get(mem, "device_used_bytes");
+            vm->device_used_bytes = json_is_integer(v) ? json_integer_value(v) : -1;
+            /* Device buffers outside the ledger (the executor's compute scratch) are part of
+             * what the device pool should hold. */
+            json_t *bufs = json_object_get(q, "buffers");
+            for (size_t b = 0; b < json_array_size(bufs); b++) {
+                json_t *bb = json_array_get(bufs, b);
+                const char *dev = json_string_value(json_object_get(bb, "device"));
+                if (json_is_null(json_object_get(bb, "ledger_bytes")) && dev && strcmp(dev, "gpu") == 0)
+                    vm->scratch_device_bytes += json_integer_value(json_object_get(bb, "bytes"));
+            }
+        }
+        json_decref(j);
+        rep->n_rows++;
+    }
+    val_report_check(rep);
+    char path[700];
+    struct rl_outfile of;
+    snprintf(path, sizeof path, "%s/report.json", x->out);
+    if (val_report_json(rep, &text, &e) || rl_outfile_open(&of, path, &e))
+        goto fail;
+    fprintf(of.fp, "%s\n", text);
+    free(text);
+    text = NULL;
+    if (rl_outfile_commit(&of, &e))
+        goto fail;
+    snprintf(path, sizeof path, "%s/report.md", x->out);
+    if (val_report_md(rep, &text, &e) || rl_outfile_open(&of, path, &e))
+        goto fail;
+    fputs(text, of.fp);
+    if (rl_outfile_commit(&of, &e))
+        goto fail;
+    if (json) {
+        char *t2;
+        if (!val_report_json(rep, &t2, &e)) {
+            printf("%s\n", t2);
+            free(t2);
+        }
+    } else {
+        printf("model      %s\nhardware   %s (%s)\nbackend    %s, %d rank%s, %d timed steps, policy %s\n\n", rep->model,
+               rep->hardware, rep->hardware_path, rep->backend, rep->ranks, rep->ranks == 1 ? "" : "s", rep->steps,
+               rep->policy);
+        printf("  %-6s %-15s %8s %9s %12s %12s %8s\n", "ratio", "schedule", "honored", "digest", "predicted ms",
+               "measured ms", "error %");
+        for (int i = 0; i < rep->n_rows; i++) {
+            const struct val_row *w = &rep->rows[i];
+            printf("  %-6g %-15s %8.4f %9.8x %12.3f %12.3f %+8.1f\n", w->ratio, w->schedule, w->plan_honored_ratio,
+                   w->digest, (double)w->predicted.step_ns * 1e-6, (double)w->measured.step_ns * 1e-6,
+                   w->step_error_pct);
+        }
+        printf("\n");
+        for (int i = 0; i < rep->n_checks; i++)
+            printf("  %-15s %-4s%s  %s\n", rep->checks[i].name, val_status_name(rep->checks[i].status),
+                   rep->checks[i].gated ? "" : " (not gated)", rep->checks[i].detail);
+        printf("\nreport     %s/report.md, %s/report.json\n", x->out, x->out);
+    }
+    code = val_report_failed(rep) ? 1 : 0;
+    goto out;
+fail:
+    code = cli_fail("validate", &e);
+out:
+    free(text);
+    free(rep);
+    free(ratios);
+    plan_model_free(&scaled);
+    cli_ctx_free(&c);
+    return code;
+#endif
+}

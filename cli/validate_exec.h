@@ -1,0 +1,30 @@
+/* cli/validate_exec.h — `ratiolab validate --ratios ...`: the executor against the simulator. */
+#ifndef RL_CLI_VALIDATE_EXEC_H
+#define RL_CLI_VALIDATE_EXEC_H
+
+#include "cli/cli.h"
+#include "cli/sim_opts.h"
+
+struct cli_validate_exec {
+    const char *ratios;            /* --ratios LIST, NULL when absent */
+    int ranks;                     /* --ranks N (0: not given) */
+    const char *backend;           /* --backend cpu|cuda */
+    bool calibrate;                /* --calibrate: measure this machine first */
+    int steps;                     /* --steps K */
+    const char *out;               /* --out DIR */
+    double gate_time_pct;          /* --gate-time PCT, < 0: time not gated */
+    double mem_tol_pct;            /* --mem-tolerance PCT of RSS/pinned/device against prediction + baseline */
+    double scale;                  /* --scale F: the executor's and the prediction's model is 1/F */
+    bool given;                    /* any of the above was given */
+};
+void cli_validate_exec_init(struct cli_validate_exec *x);
+extern const struct cli_opt cli_validate_exec_opts[];
+int cli_validate_exec_opt(struct cli_validate_exec *x, int id, const char *v, struct rl_err *e);
+bool cli_validate_exec_given(const struct cli_validate_exec *x);
+/* The whole executor mode; returns the exit code. fwd: the model/layout/config options as given
+ * (passed on to `ratiolab run`); schedule_given: --schedule was given (else overlap, the
+ * executor's schedule). */
+int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, struct cli_sim *sim,
+                          const char *const *fwd, int n_fwd, bool schedule_given, bool json);
+
+#endif

@@ -1,0 +1,685 @@
+/* tests/check_validation.c — validation/: DeepSpeed logs against the ledger, monitor CSVs, trace
+ * diff, calibrate and the executor report (validate --ratios). Logs are written here in
+ * DeepSpeed's exact format (runtime/utils.py see_memory_usage: round(x / 1024^3, 2) printed by
+ * Python, so "0.9" not "0.90"; Max_CA rounded to a whole GiB). */
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/rl.h"
+#include "sim/hw.h"
+#include "tests/util.h"
+#include "traces/dslog.h"
+#include "traces/trace.h"
+#include "validation/val.h"
+
+#define TS "[2024-03-05 10:11:%02d,%03d] [INFO] [utils.py:%d:see_memory_usage] "
+
+/* One see_memory_usage block as DeepSpeed 0.12.4 logs it. */
+static void block(char *buf, size_t n, int sec, const char *msg, const char *ma, const char *cpu)
+{
+    size_t l = strlen(buf);
+    snprintf(buf + l, n - l,
+             TS "%s\n" TS "MA %s GB         Max_MA %s GB         CA %s GB         Max_CA %d GB \n"
+             TS "CPU Virtual Memory:  used = %s GB, percent = 6.3%%\n",
+             sec, 1, 802, msg, sec, 2, 803, ma, ma, ma, (int)lround(atof(ma)), sec, 3, 810, cpu);
+}
+
+/* The DeepSpeed 0.12.4 log of Megatron GPT-2.7B, TP 8, ratio <= 0.4 (N = 2), as DESIGN.md and
+ * DEEPSPEED-STEP.md quote it: 0.63 / 1.88 / 5.65 / 6.58 GiB. n_sub and the MA of the last stage
+ * are parameters so tests can break them. */
+static const char *gpt27_log(const char *name, int n_sub, const char *last_ma, const char *iters)
+{
+    static char buf[8192];
+    buf[0] = 0;
+    char fp16[64];
+    snprintf(fp16, sizeof fp16, "After creating fp16 partitions: %d", n_sub);
+    block(buf, sizeof buf, 10, "Before creating fp16 partitions", "0.63", "30.5");
+    block(buf, sizeof buf, 11, fp16, "0.63", "31.55");
+    block(buf, sizeof buf, 12, "After creating fp32 partitions", "1.88", "31.6");
+    block(buf, sizeof buf, 13, "After initializing optimizer states", "5.65", "31.62");
+    block(buf, sizeof buf, 14, "After initializing ZeRO optimizer", last_ma, "32.3");
+    size_t l = strlen(buf);
+    snprintf(buf + l, sizeof buf - l, "%s", iters ? iters : "");
+    return tu_write(name, buf);
+}
+
+START_TEST(stage_names_map_to_ledger_stages)
+{
+    int n;
+    ck_assert_int_eq(val_ds_stage_of("After creating fp16 partitions: 7", &n), PLAN_STAGE_FP16_PARTITIONS);
+    ck_assert_int_eq(n, 7);
+    ck_assert_int_eq(val_ds_stage_of("After creating fp32 partitions", &n), PLAN_STAGE_FP32_PARTITIONS);
+    ck_assert_int_eq(n, -1);
+    ck_assert_int_eq(val_ds_stage_of("After initializing optimizer states", &n), PLAN_STAGE_OPTIMIZER_STATES);
+    ck_assert_int_eq(val_ds_stage_of("After initializing ZeRO optimizer", &n), PLAN_STAGE_ZERO_OPTIMIZER);
+    ck_assert_int_eq(val_ds_stage_of("Before creating fp16 partitions", &n), -1);
+    ck_assert_int_eq(val_ds_stage_of("After creating fp16 partitions: x", &n), -1);
+    ck_assert_int_eq(val_ds_stage_of("After creating fp32 partitions later", &n), -1);
+}
+END_TEST
+
+START_TEST(median_skips_nothing_itself)
+{
+    double v[5] = {5, 1, 4, 2, 3};
+    ck_assert(val_median(v, 5) == 3);
+    ck_assert(val_median(v, 4) == 3);   /* 1 2 4 5 -> (2 + 4) / 2 */
+    ck_assert(v[0] == 5);               /* input untouched */
+    ck_assert(val_median(v, 0) == 0);
+}
+END_TEST
+
+START_TEST(iteration_lines_are_parsed)
+{
+    const char *p = tu_write("it.log",
+        " iteration        1/      10 | consumed samples:            8 | elapsed time per iteration (ms): 9000.1 | learning rate: 1.000E-04 |\n"
+        "[default0]: [2025-05-27 15:23:07] iteration        2/    24000 | consumed samples:  16 | elapsed time per iteration (ms): 271607.0 | lm loss: 1.1E+01 |\n"
+        " iteration 3/ 10 | elapsed time per iteration (ms): 412.5/410.0 | x\n"
+        "elapsed time per iteration (ms): nan |\n"
+        "no timing here\n");
+    double *ms;
+    int64_t *it;
+    int n;
+    struct rl_err e = {0};
+    ck_assert_int_eq(trace_ds_read_iterations(p, &ms, &it, &n, &e), 0);
+    ck_assert_int_eq(n, 3);
+    ck_assert(ms[0] == 9000.1 && ms[1] == 271607.0 && ms[2] == 412.5);
+    ck_assert(it[0] == 1 && it[1] == 2 && it[2] == 3);
+    free(ms);
+    free(it);
+}
+END_TEST
+
+/* val_ds_compare on a hand-made plan-free case: the time verdict from the median, first skipped. */
+START_TEST(time_verdict_uses_median_without_first)
+{
+    struct plan p;
+    memset(&p, 0, sizeof p);
+    p.n_subgroups = 2;
+    double ms[4] = {9000, 400, 410, 430};
+    struct val_ds_opts o = {.tol_bytes = 0, .tol_time_pct = 5};
+    struct val_ds_result r;
+    struct rl_err e = {0};
+    ck_assert_int_eq(val_ds_compare(&p, NULL, 0, ms, 4, 400000000, NULL, &o, &r, &e), 0);
+    ck_assert(r.measured_step_ms == 410);
+    ck_assert(fabs(r.step_error_pct - 2.5) < 1e-9);
+    ck_assert_int_eq(r.time_status, VAL_PASS);
+    ck_assert_int_eq(r.overall, VAL_PASS);
+    val_ds_result_free(&r);
+    ck_assert_int_eq(val_ds_compare(&p, NULL, 0, ms, 4, 380000000, NULL, &o, &r, &e), 0);
+    ck_assert_int_eq(r.time_status, VAL_FAIL);   /* 410 vs 380: +7.9 % */
+    ck_assert_int_eq(r.overall, VAL_FAIL);
+    val_ds_result_free(&r);
+    /* Nothing to compare at all. */
+    ck_assert_int_eq(val_ds_compare(&p, NULL, 0, ms, 0, 1, NULL, &o, &r, &e), RL_EINVAL);
+}
+END_TEST
+
+START_TEST(deepspeed_log_matching_the_ledger_passes)
+{
+    gpt27_log("ok.log", 2, "6.58", NULL);
+    struct tu_run r;
+    tu_ratiolab(&r, "validate --deepspeed-log ok.log --ratio 0.3 --json");
+    ck_assert_msg(r.status == 0, "status %d: %s%s", r.status, r.out, r.err);
+    json_error_t je;
+    json_t *j = json_loads(r.out, 0, &je);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")), "PASS");
+    json_t *st = json_object_get(j, "stages");
+    ck_assert_int_eq(json_array_size(st), 5);
+    ck_assert(json_is_null(json_object_get(json_array_get(st, 0), "ledger_stage")));
+    json_t *s1 = json_array_get(st, 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(s1, "logged_subgroups")), 2);
+    /* 0.63 GiB as DeepSpeed rounds it, exactly */
+    ck_assert_int_eq(json_integer_value(json_object_get(s1, "logged_ma_bytes")), llround(0.63 * RL_GIB));
+    /* The ledger's fp16 stage: 336768000 elements x 2 bytes (gpt-2.7b, TP 8, plan output). */
+    ck_assert_int_eq(json_integer_value(json_object_get(s1, "predicted_gpu_bytes")), 673536000);
+    json_decref(j);
+    tu_run_free(&r);
+}
+END_TEST
+
+START_TEST(wrong_subgroup_count_or_memory_fails)
+{
+    struct tu_run r;
+    gpt27_log("n3.log", 3, "6.58", NULL);
+    tu_ratiolab(&r, "validate --deepspeed-log n3.log --ratio 0.3");
+    ck_assert_msg(r.status == 1, "status %d: %s%s", r.status, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "3 vs 2"));
+    tu_run_free(&r);
+    gpt27_log("mem.log", 2, "6.8", NULL);   /* 0.22 GiB above the ledger */
+    tu_ratiolab(&r, "validate --deepspeed-log mem.log --ratio 0.3");
+    ck_assert_int_eq(r.status, 1);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "validate --deepspeed-log mem.log --ratio 0.3 --tolerance 0.25");
+    ck_assert_msg(r.status == 0, "status %d: %s%s", r.status, r.out, r.err);
+    tu_run_free(&r);
+}
+END_TEST
+
+/* The iteration time against predict's step: a log whose median equals the prediction passes,
+ * one 50 % slower fails. The prediction is read from `ratiolab predict --json`. */
+START_TEST(iteration_time_against_predict)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "predict --ratio 0.3 --json");
+    ck_assert_int_eq(r.status, 0);
+    json_t *j = json_loads(r.out, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    double pred_ms = (double)json_integer_value(json_object_get(json_object_get(j, "prediction"), "step_ns")) * 1e-6;
+    json_decref(j);
+    tu_run_free(&r);
+    char it[1024];
+    snprintf(it, sizeof it,
+             " iteration        1/      10 | elapsed time per iteration (ms): %.1f |\n"
+             " iteration        2/      10 | elapsed time per iteration (ms): %.1f |\n"
+             " iteration        3/      10 | elapsed time per iteration (ms): %.1f |\n"
+             " iteration        4/      10 | elapsed time per iteration (ms): %.1f |\n",
+             pred_ms * 10, pred_ms * 0.99, pred_ms, pred_ms * 1.01);
+    gpt27_log("t.log", 2, "6.58", it);
+    tu_ratiolab(&r, "validate --deepspeed-log t.log --ratio 0.3 --tolerance 0.1,2");
+    ck_assert_msg(r.status == 0, "status %d: %s%s", r.status, r.out, r.err);
+    tu_run_free(&r);
+    snprintf(it, sizeof it,
+             " iteration        1/      10 | elapsed time per iteration (ms): %.1f |\n"
+             " iteration        2/      10 | elapsed time per iteration (ms): %.1f |\n",
+             pred_ms, pred_ms * 1.5);
+    /* Stages in one file, iterations in another (DeepSpeed's stderr and Megatron's stdout). */
+    gpt27_log("s.log", 2, "6.58", NULL);
+    tu_write("i.log", it);
+    tu_ratiolab(&r, "validate --deepspeed-log s.log i.log --ratio 0.3 --tolerance 0.1,10");
+    ck_assert_msg(r.status == 1, "status %d: %s%s", r.status, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "+50.0 %"));
+    tu_run_free(&r);
+}
+END_TEST
+
+static const char *mon_header =
+    "t_ns,pid,ppid,comm,rank,rss_bytes,anon_bytes,file_bytes,shmem_bytes,hwm_bytes,locked_bytes,"
+    "pinned_bytes,swap_bytes,gpu_bytes,cpu_percent,threads,system_used_bytes\n";
+
+START_TEST(monitor_csv_gives_per_process_host_growth)
+{
+    /* Launcher 10 (no rank), rank 0 = pid 11 from 2 GiB to 2 + 1.63 GiB, rank 1 = pid 12. */
+    char csv[4096];
+    int64_t g = 1073741824, peak = 2 * g + 1750000000;   /* 1.63 GiB = ledger host peak */
+    snprintf(csv, sizeof csv,
+             "%s0,10,1,deepspeed,-1,50000000,1,1,1,50000000,0,0,0,unavailable,1.0,1,100\n"
+             "0,11,10,python,0,%lld,1,1,1,%lld,0,0,0,unavailable,1.0,1,100\n"
+             "0,12,10,python,1,%lld,1,1,1,%lld,0,0,0,unavailable,1.0,1,100\n"
+             "100,11,10,python,0,%lld,1,1,1,%lld,0,0,0,unavailable,1.0,1,100\n",
+             mon_header, (long long)(2 * g), (long long)(2 * g), (long long)(3 * g), (long long)(3 * g),
+             (long long)(peak - 1000), (long long)peak);
+    const char *p = tu_write("m.csv", csv);
+    struct val_monitor m;
+    struct rl_err e = {0};
+    ck_assert_msg(val_monitor_read(p, &m, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(m.n_procs, 3);
+    const struct val_mon_proc *r0 = val_monitor_rank(&m, 0);
+    ck_assert_ptr_nonnull(r0);
+    ck_assert_int_eq(r0->pid, 11);
+    ck_assert_int_eq(r0->first_rss_bytes, 2 * g);
+    ck_assert_int_eq(r0->peak_rss_bytes, peak);
+    ck_assert_int_eq(r0->samples, 2);
+    val_monitor_free(&m);
+    gpt27_log("h.log", 2, "6.58", NULL);
+    struct tu_run r;
+    tu_ratiolab(&r, "validate --deepspeed-log h.log --ratio 0.3 --monitor m.csv");
+    ck_assert_msg(r.status == 0, "status %d: %s%s", r.status, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "pid 11"));
+    tu_run_free(&r);
+    /* A bad row names the file, line and column. */
+    snprintf(csv, sizeof csv, "%s0,11,10,python,0,12x,1,1,1,5,0,0,0,unavailable,1.0,1,100\n", mon_header);
+    tu_write("bad.csv", csv);
+    tu_ratiolab(&r, "validate --deepspeed-log h.log --ratio 0.3 --monitor bad.csv");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "line 2: column 'rss_bytes': '12x'"));
+    tu_run_free(&r);
+}
+END_TEST
+
+START_TEST(validate_bad_input_exits_2)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "validate --deepspeed-log nosuch.log");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "nosuch.log"));
+    tu_run_free(&r);
+    tu_write("empty.log", "nothing of DeepSpeed here\n");
+    tu_ratiolab(&r, "validate --deepspeed-log empty.log");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "see_memory_usage"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "validate --deepspeed-log x.log --tolerance -1");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--tolerance"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "validate stray");
+    ck_assert_int_eq(r.status, 2);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "validate --help");
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "--deepspeed-log"));
+    tu_run_free(&r);
+}
+END_TEST
+
+
+/* Hand-made spans: rank 0 forward [0,10), backward [5,20) overlapping, cpu_adam on socket pid 100
+ * tid 0 [15,30); a gap, then reduce_scatter [40,50) via args.rank; rank 1 one span. Expected values
+ * worked out by hand from the priority order forward > backward > ... > cpu_adam > reduce_scatter. */
+START_TEST(trace_times_attribute_exposure_by_priority)
+{
+    const char *p = tu_write("h.json",
+        "{\"traceEvents\":["
+        "{\"ph\":\"X\",\"pid\":1,\"tid\":0,\"name\":\"f\",\"cat\":\"forward\",\"ts\":0.000,\"dur\":0.010},"
+        "{\"ph\":\"X\",\"pid\":1,\"tid\":0,\"name\":\"b\",\"cat\":\"backward\",\"ts\":0.005,\"dur\":0.015},"
+        "{\"ph\":\"X\",\"pid\":100,\"tid\":0,\"name\":\"a\",\"cat\":\"cpu_adam\",\"ts\":0.015,\"dur\":0.015},"
+        "{\"ph\":\"X\",\"pid\":300,\"tid\":9,\"name\":\"r\",\"cat\":\"reduce_scatter\",\"ts\":0.040,\"dur\":0.010,\"args\":{\"rank\":0}},"
+        "{\"ph\":\"X\",\"pid\":2,\"tid\":0,\"name\":\"f\",\"cat\":\"forward\",\"ts\":0.000,\"dur\":0.007},"
+        "{\"ph\":\"X\",\"pid\":2,\"tid\":0,\"name\":\"x\",\"cat\":\"not a phase\",\"ts\":0.000,\"dur\":0.100}"
+        "]}");
+    struct trace_doc d;
+    struct rl_err e = {0};
+    ck_assert_msg(trace_read(p, &d, &e) == 0, "%s", e.msg);
+    struct val_trace_times t;
+    ck_assert_int_eq(val_trace_times(&d, &t, &e), 0);
+    trace_doc_free(&d);
+    ck_assert_int_eq(t.n_ranks, 2);
+    const struct val_rank_times *r0 = val_trace_rank(&t, 0), *r1 = val_trace_rank(&t, 1);
+    ck_assert_ptr_nonnull(r0);
+    ck_assert_int_eq(r0->busy_ns[0], 10);       /* forward */
+    ck_assert_int_eq(r0->exposed_ns[0], 10);
+    ck_assert_int_eq(r0->busy_ns[1], 15);       /* backward */
+    ck_assert_int_eq(r0->exposed_ns[1], 10);    /* [10,20) */
+    ck_assert_int_eq(r0->busy_ns[3], 15);       /* cpu_adam */
+    ck_assert_int_eq(r0->exposed_ns[3], 10);    /* [20,30) */
+    ck_assert_int_eq(r0->busy_ns[6], 10);       /* reduce_scatter */
+    ck_assert_int_eq(r0->exposed_ns[6], 10);
+    ck_assert_int_eq(r0->extent_ns, 50);
+    ck_assert_int_eq(r0->idle_ns, 10);          /* [30,40) */
+    ck_assert_int_eq(r1->busy_ns[0], 7);
+    ck_assert_int_eq(r1->extent_ns, 7);
+    ck_assert_ptr_null(val_trace_rank(&t, 2));
+    val_trace_times_free(&t);
+}
+END_TEST
+
+/* The simulator's own breakdown, recovered from its trace: predict --json gives busy and exposed
+ * per phase for the critical rank; trace diff of that trace against itself must show the same
+ * figures on both sides and zero differences. */
+START_TEST(trace_diff_recovers_predict_breakdown)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "predict --ratio 0.5 --schedule overlap --json --trace p.json.gz");
+    ck_assert_int_eq(r.status, 0);
+    json_t *pj = json_loads(r.out, 0, NULL);
+    tu_run_free(&r);
+    ck_assert_ptr_nonnull(pj);
+    json_t *pred = json_object_get(pj, "prediction");
+    int crit = (int)json_integer_value(json_object_get(pred, "critical_rank"));
+    tu_ratiolab(&r, "trace diff p.json.gz p.json.gz --json");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    json_t *dj = json_loads(r.out, 0, NULL);
+    tu_run_free(&r);
+    ck_assert_ptr_nonnull(dj);
+    json_t *ranks = json_object_get(dj, "ranks");
+    ck_assert_int_eq(json_array_size(ranks), 8);
+    json_t *rk = json_array_get(ranks, (size_t)crit);
+    ck_assert_int_eq(json_integer_value(json_object_get(rk, "rank")), crit);
+    const char *k;
+    json_t *v;
+    int checked = 0;
+    json_object_foreach(json_object_get(pred, "phases"), k, v) {
+        json_t *a = json_object_get(json_object_get(json_object_get(rk, "a"), "phases"), k);
+        json_t *df = json_object_get(json_object_get(json_object_get(rk, "diff"), "phases"), k);
+        ck_assert_ptr_nonnull(a);
+        ck_assert_int_eq(json_integer_value(json_object_get(a, "busy_ns")), json_integer_value(json_object_get(v, "busy_ns")));
+        ck_assert_int_eq(json_integer_value(json_object_get(a, "exposed_ns")), json_integer_value(json_object_get(v, "exposed_ns")));
+        ck_assert_int_eq(json_integer_value(json_object_get(df, "busy_ns")), 0);
+        checked += json_integer_value(json_object_get(v, "busy_ns")) > 0;
+    }
+    ck_assert_int_ge(checked, 4);
+    /* The trace's extent runs from the first span to the last, the step from 0 to the end: the
+     * simulator's idle is the trace's plus what lies outside the extent. */
+    int64_t ext = json_integer_value(json_object_get(json_object_get(rk, "a"), "extent_ns"));
+    int64_t step = json_integer_value(json_object_get(pred, "step_ns"));
+    ck_assert_int_le(ext, step);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(rk, "a"), "idle_ns")) + (step - ext),
+                     json_integer_value(json_object_get(pred, "idle_ns")));
+    json_decref(pj);
+    json_decref(dj);
+    /* Human table, and bad input. */
+    tu_ratiolab(&r, "trace diff p.json.gz p.json.gz");
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "rank 7"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "trace diff p.json.gz");
+    ck_assert_int_eq(r.status, 2);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "trace show p.json.gz p.json.gz");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "allowed: diff"));
+    tu_run_free(&r);
+    tu_write("e.json", "{\"traceEvents\":[]}");
+    tu_ratiolab(&r, "trace diff e.json p.json.gz");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "e.json"));
+    tu_run_free(&r);
+}
+END_TEST
+
+
+/* calibrate writes a profile that loads, whose every number is sourced as measured here, and that
+ * predict accepts; bad input leaves no file. */
+START_TEST(calibrate_writes_a_loadable_sourced_profile)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "calibrate --quiet --max-threads 1 --devices 2 --out cal.json --name test-cal");
+    ck_assert_msg(r.status == 0, "status %d: %s%s", r.status, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "DRAM triad"));
+    tu_run_free(&r);
+    char path[512];
+    snprintf(path, sizeof path, "%s/cal.json", tu_tmpdir());
+    struct sim_hw hw;
+    struct rl_err e = {0};
+    ck_assert_msg(sim_hw_load(&hw, NULL, path, &e) == 0, "%s", e.msg);
+    ck_assert_str_eq(hw.name, "test-cal");
+    ck_assert_int_eq(hw.gpus, 2);
+    ck_assert_int_eq(hw.gpu_emulated, 1);
+    ck_assert_int_ge(hw.gpu_emulated_cores, 1);
+    ck_assert(hw.socket[0].dram_gbps >= 1);
+    ck_assert(hw.cpu_adam_elems_per_core >= 1e6);
+    json_t *j = json_load_file(path, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    const char *k;
+    json_t *v;
+    int n = 0;
+    json_object_foreach(json_object_get(j, "sources"), k, v) {
+        ck_assert_msg(strncmp(json_string_value(v), "measured by ratiolab calibrate on ", 34) == 0, "%s", k);
+        n++;
+    }
+    ck_assert_int_eq(n, hw.n_sources);
+    ck_assert_int_ge(n, 30);
+    json_decref(j);
+    tu_ratiolab(&r, "predict --hw ./cal.json --model gpt-350m --tp 1 --gpus 2 --ratio 0.5 --json");
+    ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+    tu_run_free(&r);
+    int files = tu_count_files();
+    tu_ratiolab(&r, "calibrate --quiet --devices 0 --out bad.json");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--devices"));
+    tu_run_free(&r);
+    ck_assert_int_eq(tu_count_files(), files);
+}
+END_TEST
+
+/* The emulated-device keys are optional (catalog profiles leave them out) and range-checked. */
+START_TEST(hw_emulated_keys_are_optional)
+{
+    struct sim_hw hw;
+    struct rl_err e = {0};
+    char cat[512];
+    snprintf(cat, sizeof cat, "%s/catalog", tu_src());
+    ck_assert_msg(sim_hw_load(&hw, cat, "dgx1-v100", &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(hw.gpu_emulated, 0);
+    ck_assert_int_eq(hw.gpu_emulated_cores, 0);
+    char *text;
+    size_t len;
+    char path[600];
+    snprintf(path, sizeof path, "%s/hardware/dgx1-v100.json", cat);
+    ck_assert_int_eq(rl_read_file(path, &text, &len, &e), 0);
+    json_t *j = json_loads(text, 0, NULL);
+    free(text);
+    json_object_set_new(json_object_get(j, "gpu"), "emulated", json_integer(2));
+    json_object_set_new(json_object_get(j, "sources"), "gpu.emulated", json_string("test"));
+    text = json_dumps(j, 0);
+    ck_assert_int_eq(sim_hw_parse(&hw, text, "t.json", &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "gpu.emulated"));
+    free(text);
+    json_object_set_new(json_object_get(j, "gpu"), "emulated", json_integer(1));
+    text = json_dumps(j, 0);
+    ck_assert_msg(sim_hw_parse(&hw, text, "t.json", &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(hw.gpu_emulated, 1);
+    free(text);
+    json_decref(j);
+}
+END_TEST
+
+
+/* Two rows built by hand; each check is broken on purpose and must fail, and the JSON carries the
+ * schema the plots read. */
+static void two_rows(struct val_report *r)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->model, sizeof r->model, "m");
+    snprintf(r->hardware, sizeof r->hardware, "hw");
+    snprintf(r->backend, sizeof r->backend, "cpu");
+    snprintf(r->policy, sizeof r->policy, "exact");
+    r->ranks = 2;
+    r->mem_tol_pct = 10;
+    r->gate_time_pct = -1;
+    r->have_reference = true;
+    r->reference_digest = 0xabcdef01u;
+    r->n_rows = 2;
+    for (int i = 0; i < 2; i++) {
+        struct val_row *w = &r->rows[i];
+        w->ratio = i ? 0.5 : 0;
+        snprintf(w->schedule, sizeof w->schedule, "overlap");
+        snprintf(w->policy, sizeof w->policy, "exact");
+        w->digest = 0xabcdef01u;
+        w->plan_per_rank_numel = 10240;
+        w->plan_cpu_numel = i ? 5120 : 0;
+        w->plan_honored_ratio = (double)w->plan_cpu_numel / 10240;
+        w->plan_device_bytes = 1000 + i;
+        w->plan_host_bytes = 2000 + i;
+        w->predicted.step_ns = 100;
+        w->measured.step_ns = i ? 110 : 95;   /* errors +10 % and -5 %: MAPE 7.5 % */
+        w->predicted.busy_ns[3] = 40;
+        w->measured.busy_ns[3] = 50;
+        w->n_ranks = 2;
+        for (int k = 0; k < 2; k++)
+            w->mem[k] = (struct val_rank_mem){w->plan_device_bytes, w->plan_host_bytes, w->plan_cpu_numel,
+                                              10240, 1000000 + w->plan_host_bytes, 1000000, -1, -1, 0};
+    }
+}
+
+static const struct val_check *find_check(const struct val_report *r, const char *name)
+{
+    for (int i = 0; i < r->n_checks; i++)
+        if (strcmp(r->checks[i].name, name) == 0)
+            return &r->checks[i];
+    return NULL;
+}
+
+START_TEST(report_checks_fail_when_broken)
+{
+    struct val_report *r = malloc(sizeof *r);
+    two_rows(r);
+    val_report_check(r);
+    ck_assert_int_eq(find_check(r, "bitwise")->status, VAL_PASS);
+    ck_assert_int_eq(find_check(r, "honored_ratio")->status, VAL_PASS);
+    ck_assert_int_eq(find_check(r, "memory_ledger")->status, VAL_PASS);
+    ck_assert_int_eq(find_check(r, "memory_process")->status, VAL_PASS);
+    ck_assert_int_eq(find_check(r, "time")->status, VAL_INFO);
+    ck_assert(fabs(r->step_mape_pct - 7.5) < 1e-9);
+    ck_assert(fabs(r->phase_mape_pct[3] - 25) < 1e-9);
+    ck_assert(!val_report_failed(r));
+    r->gate_time_pct = 5;
+    val_report_check(r);
+    ck_assert_int_eq(find_check(r, "time")->status, VAL_FAIL);
+    ck_assert(val_report_failed(r));
+    two_rows(r);
+    r->rows[1].digest ^= 1;
+    val_report_check(r);
+    ck_assert_int_eq(find_check(r, "bitwise")->status, VAL_FAIL);
+    two_rows(r);
+    r->reference_digest ^= 1;
+    val_report_check(r);
+    ck_assert_int_eq(find_check(r, "bitwise")->status, VAL_FAIL);
+    two_rows(r);
+    r->rows[1].mem[1].host_placed_numel--;
+    val_report_check(r);
+    ck_assert_int_eq(find_check(r, "honored_ratio")->status, VAL_FAIL);
+    two_rows(r);
+    r->rows[1].plan_cpu_numel = r->rows[1].mem[0].host_placed_numel = r->rows[1].mem[1].host_placed_numel = 5120 + 256;
+    r->rows[1].plan_honored_ratio = 5376.0 / 10240;   /* one granule off 0.5 under exact */
+    val_report_check(r);
+    ck_assert_int_eq(find_check(r, "honored_ratio")->status, VAL_FAIL);
+    two_rows(r);
+    r->rows[0].mem[1].ledger_host_bytes++;
+    val_report_check(r);
+    ck_assert_int_eq(find_check(r, "memory_ledger")->status, VAL_FAIL);
+    ck_assert(val_report_failed(r));
+    two_rows(r);
+    r->rows[0].mem[0].rss_bytes = 1002000 + 2 * VAL_MEM_FLOOR_BYTES;   /* far beyond 10 % and the floor */
+    val_report_check(r);
+    ck_assert_int_eq(find_check(r, "memory_process")->status, VAL_FAIL);
+
+    two_rows(r);
+    val_report_check(r);
+    char *text;
+    struct rl_err e = {0};
+    ck_assert_int_eq(val_report_json(r, &text, &e), 0);
+    json_t *j = json_loads(text, 0, NULL);
+    free(text);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "schema_version")), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "kind")), "ratiolab-validate-report");
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "ranks")), 2);
+    json_t *row = json_array_get(json_object_get(j, "rows"), 1);
+    ck_assert(json_real_value(json_object_get(row, "ratio")) == 0.5);
+    ck_assert_str_eq(json_string_value(json_object_get(row, "schedule")), "overlap");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(row, "measured"), "step_ns")), 110);
+    json_t *ph = json_object_get(json_object_get(json_object_get(row, "predicted"), "phases"), "cpu_adam");
+    ck_assert_int_eq(json_integer_value(json_object_get(ph, "busy_ns")), 40);
+    ck_assert(fabs(json_real_value(json_object_get(row, "step_error_pct")) - 10) < 1e-9);
+    json_t *ck = json_array_get(json_object_get(j, "checks"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(ck, "name")), "bitwise");
+    ck_assert_str_eq(json_string_value(json_object_get(ck, "status")), "PASS");
+    json_decref(j);
+    ck_assert_int_eq(val_report_md(r, &text, &e), 0);
+    ck_assert_ptr_nonnull(strstr(text, "| bitwise | PASS |"));
+    free(text);
+    free(r);
+}
+END_TEST
+
+
+static bool have_mpirun(void)
+{
+    return system("command -v mpirun >/dev/null 2>&1") == 0;
+}
+
+/* The small validate `make test` runs: the cpu backend, two ranks under mpirun, ratios 0, 0.5, 1;
+ * gated: bitwise, honored ratio, memory. Under ASan the process memory check is not meaningful
+ * (shadow memory and the sanitizer's allocator change RSS), so there only checks 1-3's ledger
+ * parts are required to pass. */
+START_TEST(validate_cpu_backend_two_ranks)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "validate --model gpt-350m --scale 300 --seq-len 16 --ranks 2 --ratios 0,0.5,1 --steps 1 "
+                    "--out vout");
+    char path[512];
+    snprintf(path, sizeof path, "%s/vout/report.json", tu_tmpdir());
+    json_t *j = json_load_file(path, 0, NULL);
+    ck_assert_msg(j != NULL, "no report.json; status %d: %s%s", r.status, r.out, r.err);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "schema_version")), 1);
+    ck_assert_int_eq(json_array_size(json_object_get(j, "rows")), 3);
+    json_t *cks = json_object_get(j, "checks");
+    bool san = strstr(tu_build(), "build-san") != NULL;
+    for (size_t i = 0; i < json_array_size(cks); i++) {
+        json_t *c = json_array_get(cks, i);
+        const char *name = json_string_value(json_object_get(c, "name"));
+        const char *st = json_string_value(json_object_get(c, "status"));
+        if (strcmp(name, "time") == 0 || (san && strcmp(name, "memory_process") == 0))
+            continue;
+        ck_assert_msg(strcmp(st, "PASS") == 0, "%s: %s: %s", name, st,
+                      json_string_value(json_object_get(c, "detail")));
+    }
+    if (!san)
+        ck_assert_msg(r.status == 0, "status %d: %s%s", r.status, r.out, r.err);
+    /* Every ratio: the same digest; the exact policy's honored ratio is the request. */
+    json_t *rows = json_object_get(j, "rows");
+    const char *d0 = json_string_value(json_object_get(json_array_get(rows, 0), "digest"));
+    for (size_t i = 0; i < 3; i++) {
+        json_t *w = json_array_get(rows, i);
+        ck_assert_str_eq(json_string_value(json_object_get(w, "digest")), d0);
+        ck_assert(fabs(json_real_value(json_object_get(w, "honored_ratio")) - json_real_value(json_object_get(w, "ratio"))) < 1e-3);
+        ck_assert_int_gt(json_integer_value(json_object_get(json_object_get(w, "predicted"), "step_ns")), 0);
+        ck_assert_int_gt(json_integer_value(json_object_get(json_object_get(w, "measured"), "step_ns")), 0);
+    }
+    json_decref(j);
+    snprintf(path, sizeof path, "%s/vout/report.md", tu_tmpdir());
+    ck_assert(tu_exists(path));
+    tu_run_free(&r);
+    /* Bad input: no file, exit 2. */
+    tu_ratiolab(&r, "validate --ratios 0,2 --out v2");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--ratios"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "validate --ratios 0,1");
+    ck_assert_int_eq(r.status, 2);
+    tu_run_free(&r);
+}
+END_TEST
+
+
+/* Without a GPU, calibrate --backend cuda is an environment error naming the cause and writes no
+ * file; with one, the profile loads. It always needs --base. */
+START_TEST(calibrate_cuda_needs_a_gpu_and_a_base)
+{
+    struct tu_run r;
+    int files = tu_count_files();
+    tu_ratiolab(&r, "calibrate --backend cuda --base hgx-h200 --quiet --out g.json");
+    if (r.status == 0) {   /* a GPU machine: the profile must load */
+        char path[512];
+        snprintf(path, sizeof path, "%s/g.json", tu_tmpdir());
+        struct sim_hw hw;
+        struct rl_err e = {0};
+        ck_assert_msg(sim_hw_load(&hw, NULL, path, &e) == 0, "%s", e.msg);
+        ck_assert(hw.h2d_pinned_gbps > 0.01);
+        files++;
+    } else {
+        ck_assert_msg(r.status == 3, "status %d: %s", r.status, r.err);
+        ck_assert_ptr_nonnull(strstr(r.err, "GPU") ? r.err : strstr(r.err, "CUDA"));
+    }
+    tu_run_free(&r);
+    ck_assert_int_eq(tu_count_files(), files);
+    tu_ratiolab(&r, "calibrate --backend cuda --quiet");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--base"));
+    tu_run_free(&r);
+}
+END_TEST
+
+Suite *validation_suite(void)
+{
+    Suite *s = suite_create("validation");
+    TCase *tc = tcase_create("validation");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, stage_names_map_to_ledger_stages);
+    tcase_add_test(tc, median_skips_nothing_itself);
+    tcase_add_test(tc, iteration_lines_are_parsed);
+    tcase_add_test(tc, time_verdict_uses_median_without_first);
+    tcase_add_test(tc, deepspeed_log_matching_the_ledger_passes);
+    tcase_add_test(tc, wrong_subgroup_count_or_memory_fails);
+    tcase_add_test(tc, iteration_time_against_predict);
+    tcase_add_test(tc, monitor_csv_gives_per_process_host_growth);
+    tcase_add_test(tc, validate_bad_input_exits_2);
+    tcase_add_test(tc, trace_times_attribute_exposure_by_priority);
+    tcase_add_test(tc, trace_diff_recovers_predict_breakdown);
+    tcase_add_test(tc, calibrate_writes_a_loadable_sourced_profile);
+    tcase_add_test(tc, hw_emulated_keys_are_optional);
+    tcase_add_test(tc, report_checks_fail_when_broken);
+    tcase_add_test(tc, calibrate_cuda_needs_a_gpu_and_a_base);
+    if (have_mpirun())
+        tcase_add_test(tc, validate_cpu_backend_two_ranks);
+    else
+        tu_skip("validation: validate_cpu_backend_two_ranks", "mpirun not found (openmpi-bin)");
+    suite_add_tcase(s, tc);
+    return s;
+}

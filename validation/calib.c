@@ -1,0 +1,593 @@
+/* validation/calib.c — see calib.h. */
+#include <jansson.h>
+#include <math.h>
+#include <omp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "exec/exec.h"
+#include "kernels/adam.h"
+#include "validation/calib.h"
+#include "validation/val.h"
+
+#ifdef RL_HAVE_OPENBLAS
+#include <cblas.h>   /* cblas_sgemm, openblas_set_num_threads */
+#endif
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void figure(struct val_figure *f, const double *v, int n)
+{
+    f->median = val_median(v, n);
+    f->min = f->max = v[0];
+    for (int i = 1; i < n; i++) {
+        f->min = v[i] < f->min ? v[i] : f->min;
+        f->max = v[i] > f->max ? v[i] : f->max;
+    }
+    f->repeats = n;
+}
+
+void val_calib_opts_default(struct val_calib_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->devices = 2;
+}
+
+static void progress(const struct val_calib_opts *o, const char *what, int done, int total)
+{
+    if (o->progress)
+        o->progress(o->progress_ctx, what, done, total);
+}
+
+/* Triad a = b + s c over n floats with t threads, static chunks (first touch by the same chunks). */
+static double triad_gbps(float *a, const float *b, const float *c, int64_t n, int t)
+{
+    double t0 = now_s();
+#pragma omp parallel for num_threads(t) schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        a[i] = b[i] + 3.0f * c[i];
+    double dt = now_s() - t0;
+    return (double)n * 12.0 / dt * 1e-9;   /* 4 bytes read b, read c, write a */
+}
+
+static int adam_run(int64_t numel, int threads, int reps, struct val_figure *f, struct rl_err *e)
+{
+    float *p = malloc((size_t)numel * 4), *m = malloc((size_t)numel * 4), *v = malloc((size_t)numel * 4);
+    float *g = malloc((size_t)numel * 4);
+    uint16_t *lp = malloc((size_t)numel * 2);
+    int rc = 0;
+    if (!p || !m || !v || !g || !lp) {
+        rc = rl_errf(e, RL_ENOMEM, "calibrate: cannot allocate %lld Adam elements", (long long)numel);
+        goto out;
+    }
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t i = 0; i < numel; i++) {
+        p[i] = 1.0f + (float)(i & 1023) * 1e-3f;
+        m[i] = v[i] = 0;
+        g[i] = (float)((i * 7) & 255) * 0x1p-10f;
+        lp[i] = 0;
+    }
+    struct kern_adam_hparams h = kern_adam_hparams_default();
+    struct kern_adam_bufs b = {.param = p, .exp_avg = m, .exp_avg_sq = v, .grad = g, .grad_dtype = KERN_F32,
+                               .param_lowp = lp, .param_lowp_dtype = KERN_BF16, .numel = numel};
+    double x[64];
+    for (int r = 0; r <= reps && !rc; r++) {
+        struct kern_adam_scalars s;
+        if ((rc = kern_adam_scalars_make(&h, r + 1, &s, e)))
+            break;
+        double t0 = now_s();
+        rc = kern_adam_cpu(&s, &b, threads, e);
+        double dt = now_s() - t0;
+        if (r > 0)   /* the first run pays page faults */
+            x[r - 1] = (double)numel / dt;
+    }
+    if (!rc)
+        figure(f, x, reps);
+out:
+    free(p);
+    free(m);
+    free(v);
+    free(g);
+    free(lp);
+    return rc;
+}
+
+/* `k` threads each memcpy their own `bytes` buffer at once; the sum of their bandwidths. */
+static int copy_run(int64_t bytes, int k, int reps, struct val_figure *f, struct rl_err *e)
+{
+    char **src = calloc((size_t)k, sizeof *src), **dst = calloc((size_t)k, sizeof *dst);
+    int rc = 0;
+    for (int i = 0; src && dst && i < k; i++) {
+        src[i] = malloc((size_t)bytes);
+        dst[i] = malloc((size_t)bytes);
+        if (src[i])
+            memset(src[i], i + 1, (size_t)bytes);
+        if (dst[i])
+            memset(dst[i], 0, (size_t)bytes);
+        if (!src[i] || !dst[i])
+            rc = rl_errf(e, RL_ENOMEM, "calibrate: cannot allocate copy buffers of %lld bytes", (long long)bytes);
+    }
+    if (!src || !dst)
+        rc = rl_errf(e, RL_ENOMEM, "calibrate: out of memory");
+    double x[64];
+    for (int r = 0; r < reps && !rc; r++) {
+        double gb = 0;
+#pragma omp parallel num_threads(k) reduction(+ : gb)
+        {
+            int i = omp_get_thread_num();
+            double t0 = now_s();
+            memcpy(dst[i], src[i], (size_t)bytes);
+            gb += (double)bytes / (now_s() - t0) * 1e-9;
+        }
+        x[r] = gb;
+    }
+    if (!rc)
+        figure(f, x, reps);
+    for (int i = 0; src && dst && i < k; i++) {
+        free(src[i]);
+        free(dst[i]);
+    }
+    free(src);
+    free(dst);
+    return rc;
+}
+
+static int gemm_run(int n, int threads, int reps, struct val_figure *f, struct rl_err *e)
+{
+#ifdef RL_HAVE_OPENBLAS
+    float *a = malloc(sizeof(float) * (size_t)n * (size_t)n), *b = malloc(sizeof(float) * (size_t)n * (size_t)n);
+    float *c = malloc(sizeof(float) * (size_t)n * (size_t)n);
+    int rc = 0;
+    if (!a || !b || !c) {
+        rc = rl_errf(e, RL_ENOMEM, "calibrate: cannot allocate %dx%d GEMM operands", n, n);
+    } else {
+        for (int64_t i = 0; i < (int64_t)n * n; i++) {
+            a[i] = (float)(i % 17) * 0.25f;
+            b[i] = (float)(i % 13) * 0.5f;
+            c[i] = 0;
+        }
+        openblas_set_num_threads(threads);
+        double x[64];
+        for (int r = 0; r <= reps; r++) {
+            double t0 = now_s();
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+            double dt = now_s() - t0;
+            if (r > 0)
+                x[r - 1] = 2.0 * n * (double)n * n / dt;
+        }
+        figure(f, x, reps);
+    }
+    free(a);
+    free(b);
+    free(c);
+    return rc;
+#else
+    (void)n;
+    (void)threads;
+    (void)reps;
+    (void)e;
+    memset(f, 0, sizeof *f);
+    return 0;
+#endif
+}
+
+static void host_facts(struct val_calib *c)
+{
+    if (gethostname(c->host, sizeof c->host) != 0)
+        snprintf(c->host, sizeof c->host, "unknown");
+    c->host[sizeof c->host - 1] = 0;
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(c->date, sizeof c->date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    long nc = sysconf(_SC_NPROCESSORS_ONLN);
+    c->cores = nc > 0 ? (int)nc : 1;
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    c->host_mem_bytes = pages > 0 && psz > 0 ? (int64_t)pages * psz : 0;
+    snprintf(c->cpu_model, sizeof c->cpu_model, "unknown CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) == 0) {
+            char *colon = strchr(line, ':');
+            if (colon) {
+                colon += 2;
+                colon[strcspn(colon, "\n")] = 0;
+                snprintf(c->cpu_model, sizeof c->cpu_model, "%s", colon);
+            }
+            break;
+        }
+    }
+    if (f)
+        fclose(f);
+    enum kern_isa isa;
+    struct rl_err ie;
+    snprintf(c->isa, sizeof c->isa, "%s", kern_isa_resolve(KERN_ISA_AUTO, &isa, &ie) == 0 ? kern_isa_name(isa) : "?");
+}
+
+int val_calibrate(const struct val_calib_opts *o, struct val_calib *c, struct rl_err *e)
+{
+    memset(c, 0, sizeof *c);
+    host_facts(c);
+    c->devices = o->devices > 0 ? o->devices : 1;
+    c->n_threads = o->max_threads > 0 ? o->max_threads : c->cores;
+    if (c->n_threads > VAL_CALIB_MAX_THREADS)
+        c->n_threads = VAL_CALIB_MAX_THREADS;
+    c->device_threads = o->device_threads > 0 ? o->device_threads : c->cores / c->devices;
+    if (c->device_threads < 1)
+        c->device_threads = 1;
+    int reps = o->thorough ? 15 : 9;
+    int total = 2 * c->n_threads + 4, done = 0;
+
+    /* DRAM: triad over three arrays far larger than the caches. */
+    c->dram_array_bytes = (int64_t)(o->thorough ? 256 : 64) << 20;
+    int64_t n = c->dram_array_bytes / 4;
+    float *a = malloc((size_t)c->dram_array_bytes), *b = malloc((size_t)c->dram_array_bytes),
+          *cc = malloc((size_t)c->dram_array_bytes);
+    if (!a || !b || !cc) {
+        free(a);
+        free(b);
+        free(cc);
+        return rl_errf(e, RL_ENOMEM, "calibrate: cannot allocate 3 x %lld bytes for the DRAM triad",
+                       (long long)c->dram_array_bytes);
+    }
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        a[i] = 0;
+        b[i] = (float)(i & 255);
+        cc[i] = 1;
+    }
+    for (int t = 1; t <= c->n_threads; t++) {
+        char what[64];
+        snprintf(what, sizeof what, "DRAM triad, %d thread%s", t, t == 1 ? "" : "s");
+        progress(o, what, done++, total);
+        double x[64];
+        triad_gbps(a, b, cc, n, t);   /* warm-up */
+        for (int r = 0; r < reps; r++)
+            x[r] = triad_gbps(a, b, cc, n, t);
+        figure(&c->dram_gbps[t - 1], x, reps);
+    }
+    free(a);
+    free(b);
+    free(cc);
+
+    /* CPU Adam (kernels/, the executor's host kernel) against threads. */
+    c->adam_numel = (int64_t)(o->thorough ? 16 : 4) << 20;
+    int rc;
+    for (int t = 1; t <= c->n_threads; t++) {
+        char what[64];
+        snprintf(what, sizeof what, "CPU Adam, %d thread%s", t, t == 1 ? "" : "s");
+        progress(o, what, done++, total);
+        if ((rc = adam_run(c->adam_numel, t, reps, &c->adam_elems_per_s[t - 1], e)))
+            return rc;
+    }
+    /* Copy threads: one alone, then one per device at once. */
+    c->copy_bytes = (int64_t)(o->thorough ? 256 : 64) << 20;
+    progress(o, "copy threads", done++, total);
+    if ((rc = copy_run(c->copy_bytes, 1, reps, &c->copy_gbps, e)) ||
+        (rc = copy_run(c->copy_bytes, c->devices, reps, &c->copy_all_gbps, e)))
+        return rc;
+    /* The emulated device: its Adam and GEMM on device_threads threads, and its launch cost. */
+    progress(o, "device Adam", done++, total);
+    if ((rc = adam_run(c->adam_numel, c->device_threads, reps, &c->device_adam_elems_per_s, e)))
+        return rc;
+    progress(o, "device GEMM (OpenBLAS sgemm)", done++, total);
+    c->gemm_n = o->thorough ? 2048 : 1024;
+    if ((rc = gemm_run(c->gemm_n, c->device_threads, o->thorough ? 5 : 3, &c->gemm_flops, e)))
+        return rc;
+    progress(o, "launch latency", done++, total);
+    double x[64];
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_s();
+        for (int i = 0; i < 1000; i++) {
+#pragma omp parallel num_threads(c->device_threads)
+            {
+                __asm__ volatile("" ::: "memory");
+            }
+        }
+        x[r] = (now_s() - t0) * 1e6 / 1000;
+    }
+    figure(&c->launch_us, x, reps);
+    progress(o, "done", total, total);
+    return 0;
+}
+
+int val_calibrate_collectives(struct ex_comm *comm, bool thorough, struct val_calib *c, struct rl_err *e)
+{
+    if (comm->size < 2)
+        return 0;
+    int W = comm->size, reps = thorough ? 15 : 7;
+    int64_t max_bytes = (int64_t)(thorough ? 64 : 16) << 20, min_bytes = 4096;
+    char *in = malloc((size_t)max_bytes), *out = malloc((size_t)max_bytes * (size_t)W);
+    float *rs = malloc((size_t)max_bytes * (size_t)W);
+    int rc = 0;
+    if (!in || !out || !rs) {
+        rc = rl_errf(e, RL_ENOMEM, "calibrate: cannot allocate %d x %lld bytes for the collectives", W,
+                     (long long)max_bytes);
+        goto out;
+    }
+    memset(in, 1, (size_t)max_bytes);
+    memset(out, 0, (size_t)max_bytes * (size_t)W);
+    memset(rs, 0, (size_t)max_bytes * (size_t)W);
+    double x[64], y[64];
+    for (int64_t b = min_bytes; b <= max_bytes && !rc; b *= 4) {
+        bool last = b * 4 > max_bytes;
+        for (int r = 0; r <= reps && !rc; r++) {
+            if ((rc = ex_comm_barrier(comm, e)))
+                break;
+            double t0 = now_s();
+            if ((rc = ex_comm_allgather(comm, in, out, b, e)))
+                break;
+            double t1 = now_s();
+            if ((rc = ex_comm_barrier(comm, e)))
+                break;
+            double t2 = now_s();
+            if ((rc = ex_comm_reduce_scatter_f32(comm, rs, b / 4, e)))
+                break;
+            double t3 = now_s();
+            if (r == 0)
+                continue;   /* warm-up */
+            double bus = (double)(W - 1) / W;
+            x[r - 1] = b == min_bytes ? (t1 - t0) * 1e6 : (double)b * W / (t1 - t0) * bus * 1e-9;
+            y[r - 1] = (double)b * W / (t3 - t2) * bus * 1e-9;
+        }
+        if (rc)
+            break;
+        if (b == min_bytes)
+            figure(&c->collective_latency_us, x, reps);
+        if (last) {
+            figure(&c->allgather_busbw_gbps, x, reps);
+            figure(&c->reduce_scatter_busbw_gbps, y, reps);
+            c->coll_max_bytes = b;
+        }
+    }
+    if (!rc) {
+        c->have_mpi = true;
+        c->coll_ranks = W;
+    }
+out:
+    free(in);
+    free(out);
+    free(rs);
+    return rc;
+}
+
+static int read_fig(json_t *o, const char *k, struct val_figure *f)
+{
+    json_t *x = json_object_get(o, k);
+    if (!json_is_object(x) || !json_is_number(json_object_get(x, "median")))
+        return -1;
+    f->median = json_number_value(json_object_get(x, "median"));
+    f->min = json_number_value(json_object_get(x, "min"));
+    f->max = json_number_value(json_object_get(x, "max"));
+    f->repeats = (int)json_integer_value(json_object_get(x, "repeats"));
+    return 0;
+}
+
+int val_calib_read_collectives(const char *json_text, struct val_calib *c, struct rl_err *e)
+{
+    json_t *o = json_loads(json_text, 0, NULL);
+    int bad = !o || read_fig(o, "allgather_busbw_gbps", &c->allgather_busbw_gbps) ||
+              read_fig(o, "reduce_scatter_busbw_gbps", &c->reduce_scatter_busbw_gbps) ||
+              read_fig(o, "latency_us", &c->collective_latency_us);
+    if (!bad) {
+        c->coll_ranks = (int)json_integer_value(json_object_get(o, "ranks"));
+        c->coll_max_bytes = json_integer_value(json_object_get(o, "max_bytes"));
+        c->have_mpi = true;
+    }
+    json_decref(o);
+    return bad ? rl_errf(e, RL_EINVAL, "calibrate --collectives-only: unexpected output") : 0;
+}
+
+/* ---- the profile -------------------------------------------------------------------------------- */
+static double best_dram(const struct val_calib *c, int *at)
+{
+    double best = 0;
+    for (int t = 0; t < c->n_threads; t++)
+        if (c->dram_gbps[t].median > best) {
+            best = c->dram_gbps[t].median;
+            *at = t + 1;
+        }
+    return best;
+}
+
+static void src(json_t *s, const char *key, const struct val_calib *c, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void src(json_t *s, const char *key, const struct val_calib *c, const char *fmt, ...)
+{
+    char body[1024], all[1400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(body, sizeof body, fmt, ap);
+    va_end(ap);
+    snprintf(all, sizeof all, "measured by ratiolab calibrate on %s, %s: %s", c->host, c->date, body);
+    json_object_set_new(s, key, json_string(all));
+}
+
+static double clamp(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
+
+int val_calib_profile(const struct val_calib *c, const char *name, char **out, struct rl_err *e)
+{
+    int at = 1;
+    double dram = best_dram(c, &at);
+    const struct val_figure *dr = &c->dram_gbps[at - 1];
+    const struct val_figure *a1 = &c->adam_elems_per_s[0];
+    double adam_bytes = 30;   /* fp32 p, m, v, grad read (16), p, m, v written (12), bf16 copy written (2) */
+    double dev_adam = c->device_adam_elems_per_s.median;
+    double hbm_eff = clamp(dev_adam * adam_bytes / (dram * 1e9), 0.01, 1);
+    double gemm_tflops = c->gemm_flops.median * 1e-12;
+    bool have_gemm = gemm_tflops > 0;
+    if (!have_gemm)   /* without OpenBLAS: a nominal figure, said so in the source */
+        gemm_tflops = 0.01;
+    gemm_tflops = clamp(gemm_tflops, 1e-3, 1e5);
+    double copy1 = clamp(c->copy_gbps.median, 0.01, 1e4);
+    double copy_all = clamp(c->copy_all_gbps.median, 0.1, 1e5);
+    double coll = c->have_mpi ? c->allgather_busbw_gbps.median : copy1 / 2;
+    double coll_rs = c->have_mpi ? c->reduce_scatter_busbw_gbps.median : copy1 / 2;
+    coll = clamp(coll, 0.1, 1e5);
+    coll_rs = clamp(coll_rs, 0.1, 1e5);
+
+    json_t *root = json_object();
+    json_object_set_new(root, "name", json_string(name));
+    char desc[512];
+    snprintf(desc, sizeof desc, "emulated devices (ratiolab cpu backend) on %s: %s, %d cores, %d devices of %d "
+             "thread%s; measured by ratiolab calibrate on %s", c->host, c->cpu_model, c->cores, c->devices,
+             c->device_threads, c->device_threads == 1 ? "" : "s", c->date);
+    json_object_set_new(root, "description", json_string(desc));
+    json_t *node = json_object();
+    json_object_set_new(node, "gpus", json_integer(c->devices));
+    json_object_set_new(node, "host_memory_bytes", json_integer(c->host_mem_bytes));
+    json_t *sockets = json_array(), *sock = json_object();
+    json_object_set_new(sock, "cores", json_integer(c->cores));
+    json_object_set_new(sock, "dram_gbps", json_real(clamp(dram, 1, 1e5)));
+    json_array_append_new(sockets, sock);
+    json_object_set_new(node, "sockets", sockets);
+    json_object_set_new(node, "inter_socket_gbps", json_real(clamp(dram, 0.1, 1e5)));
+    json_t *sws = json_array(), *sw = json_object(), *gl = json_array();
+    json_object_set_new(sw, "socket", json_integer(0));
+    json_object_set_new(sw, "uplink_gbps", json_real(copy_all));
+    for (int g = 0; g < c->devices; g++)
+        json_array_append_new(gl, json_integer(g));
+    json_object_set_new(sw, "gpus", gl);
+    json_array_append_new(sws, sw);
+    json_object_set_new(node, "pcie_switches", sws);
+    json_object_set_new(root, "node", node);
+
+    json_t *gpu = json_object();
+    json_object_set_new(gpu, "model", json_string("emulated (host DRAM and cores)"));
+    int64_t dev_mem = c->host_mem_bytes / c->devices;
+    json_object_set_new(gpu, "memory_bytes", json_integer(dev_mem < 1000000000 ? 1000000000 : dev_mem));
+    json_object_set_new(gpu, "hbm_gbps", json_real(clamp(dram, 1, 1e5)));
+    json_object_set_new(gpu, "hbm_efficiency", json_real(hbm_eff));
+    json_object_set_new(gpu, "tensor_tflops", json_real(gemm_tflops));
+    json_object_set_new(gpu, "tensor_efficiency", json_real(1.0));
+    json_object_set_new(gpu, "fp32_tflops", json_real(gemm_tflops));
+    json_object_set_new(gpu, "fp32_efficiency", json_real(1.0));
+    json_object_set_new(gpu, "h2d_pinned_gbps", json_real(copy1));
+    json_object_set_new(gpu, "d2h_pinned_gbps", json_real(copy1));
+    json_object_set_new(gpu, "h2d_pageable_gbps", json_real(copy1));
+    json_object_set_new(gpu, "d2h_pageable_gbps", json_real(copy1));
+    json_object_set_new(gpu, "context_bytes", json_integer(0));
+    json_object_set_new(gpu, "allocator_overhead", json_real(0));
+    json_object_set_new(gpu, "emulated", json_integer(1));
+    json_object_set_new(gpu, "emulated_cores", json_integer(c->device_threads));
+    json_object_set_new(root, "gpu", gpu);
+    json_t *co = json_object();
+    json_object_set_new(co, "allgather_busbw_gbps", json_real(coll));
+    json_object_set_new(co, "reduce_scatter_busbw_gbps", json_real(coll_rs));
+    json_object_set_new(co, "allreduce_busbw_gbps", json_real(coll_rs));
+    json_object_set_new(root, "collectives", co);
+    json_t *net = json_object();
+    json_object_set_new(net, "node_gbps", json_real(copy1));
+    json_object_set_new(root, "network", net);
+    json_t *lat = json_object();
+    json_object_set_new(lat, "kernel_launch", json_real(clamp(c->launch_us.median, 0, 1e5)));
+    json_object_set_new(lat, "pcie_copy", json_real(0));
+    json_object_set_new(lat, "collective_intra", json_real(c->have_mpi ? clamp(c->collective_latency_us.median, 0, 1e5) : 0));
+    json_object_set_new(lat, "collective_inter", json_real(0));
+    json_object_set_new(root, "latency_us", lat);
+    json_t *ca = json_object();
+    json_object_set_new(ca, "elements_per_s_per_core", json_real(clamp(a1->median, 1e6, 1e12)));
+    json_object_set_new(ca, "dram_bytes_per_element", json_real(adam_bytes));
+    json_object_set_new(root, "cpu_adam", ca);
+
+    /* Sources: method, host, date and spread for every number. */
+    json_t *s = json_object();
+    char curve[600] = "", acurve[600] = "";
+    for (int t = 0; t < c->n_threads; t++) {
+        size_t l = strlen(curve), l2 = strlen(acurve);
+        snprintf(curve + l, sizeof curve - l, "%s%d: %.1f", t ? ", " : "", t + 1, c->dram_gbps[t].median);
+        snprintf(acurve + l2, sizeof acurve - l2, "%s%d: %.3g", t ? ", " : "", t + 1, c->adam_elems_per_s[t].median);
+    }
+    src(s, "node.gpus", c, "the emulated devices (ranks) the profile is for (--devices)");
+    src(s, "node.host_memory_bytes", c, "MemTotal (sysconf)");
+    src(s, "node.sockets[].cores", c, "online cores (sysconf), %s, seen as one socket", c->cpu_model);
+    src(s, "node.sockets[].dram_gbps", c, "STREAM-style triad a = b + 3c over 3 x %lld MiB float arrays, 12 B per "
+        "element, OpenMP static chunks; best over thread counts (%d thread%s: median %.2f GB/s, spread %.2f..%.2f, "
+        "%d repeats); GB/s by threads: %s", (long long)(c->dram_array_bytes >> 20), at, at == 1 ? "" : "s",
+        dr->median, dr->min, dr->max, dr->repeats, curve);
+    src(s, "node.inter_socket_gbps", c, "one socket: no inter-socket link (set to the DRAM bandwidth, unused)");
+    src(s, "node.pcie_switches[].socket", c, "the emulated devices live in the one socket's DRAM");
+    src(s, "node.pcie_switches[].gpus", c, "every emulated device shares the host's DRAM");
+    src(s, "node.pcie_switches[].uplink_gbps", c, "%d copy threads at once, memcpy of %lld MiB each, sum of their "
+        "rates: median %.2f GB/s, spread %.2f..%.2f, %d repeats (the copies of all devices share DRAM)", c->devices,
+        (long long)(c->copy_bytes >> 20), c->copy_all_gbps.median, c->copy_all_gbps.min, c->copy_all_gbps.max,
+        c->copy_all_gbps.repeats);
+    src(s, "gpu.memory_bytes", c, "host memory divided among the emulated devices");
+    src(s, "gpu.hbm_gbps", c, "device memory is host DRAM: the triad bandwidth above");
+    src(s, "gpu.hbm_efficiency", c, "device Adam (%d thread%s, %lld elements, kernels/ CPU Adam, %s): median %.3g "
+        "elements/s (spread %.3g..%.3g, %d repeats) x %.0f B per element over the DRAM bandwidth",
+        c->device_threads, c->device_threads == 1 ? "" : "s", (long long)c->adam_numel, c->isa,
+        c->device_adam_elems_per_s.median, c->device_adam_elems_per_s.min, c->device_adam_elems_per_s.max,
+        c->device_adam_elems_per_s.repeats, adam_bytes);
+    if (have_gemm) {
+        char g[400];
+        snprintf(g, sizeof g, "OpenBLAS cblas_sgemm %dx%dx%d on %d thread%s (the device's): median %.3g TFLOP/s, "
+                 "spread %.3g..%.3g, %d repeats; the emulated device computes in fp32 whatever the model dtype",
+                 c->gemm_n, c->gemm_n, c->gemm_n, c->device_threads, c->device_threads == 1 ? "" : "s",
+                 c->gemm_flops.median * 1e-12, c->gemm_flops.min * 1e-12, c->gemm_flops.max * 1e-12, c->gemm_flops.repeats);
+        src(s, "gpu.tensor_tflops", c, "%s", g);
+        src(s, "gpu.fp32_tflops", c, "%s", g);
+    } else {
+        src(s, "gpu.tensor_tflops", c, "not measured: built without OpenBLAS (nominal 0.01 TFLOP/s; unverified)");
+        src(s, "gpu.fp32_tflops", c, "not measured: built without OpenBLAS (nominal 0.01 TFLOP/s; unverified)");
+    }
+    src(s, "gpu.tensor_efficiency", c, "the GEMM rate is already the achieved one");
+    src(s, "gpu.fp32_efficiency", c, "the GEMM rate is already the achieved one");
+    const char *copies[4] = {"gpu.h2d_pinned_gbps", "gpu.d2h_pinned_gbps", "gpu.h2d_pageable_gbps", "gpu.d2h_pageable_gbps"};
+    for (int i = 0; i < 4; i++)
+        src(s, copies[i], c, "one copy thread, memcpy of %lld MiB between host buffers: median %.2f GB/s, spread "
+            "%.2f..%.2f, %d repeats (pinned and pageable are the same memory here)", (long long)(c->copy_bytes >> 20),
+            c->copy_gbps.median, c->copy_gbps.min, c->copy_gbps.max, c->copy_gbps.repeats);
+    src(s, "gpu.context_bytes", c, "no CUDA context on the emulated device");
+    src(s, "gpu.allocator_overhead", c, "the emulated device pool allocates exactly");
+    src(s, "gpu.emulated", c, "ratiolab cpu backend: device memory and kernels are host DRAM and cores");
+    src(s, "gpu.emulated_cores", c, "threads of one emulated device's kernels (--device-threads)");
+    const char *cn[3] = {"collectives.allgather_busbw_gbps", "collectives.reduce_scatter_busbw_gbps",
+                         "collectives.allreduce_busbw_gbps"};
+    for (int i = 0; i < 3; i++) {
+        if (c->have_mpi)
+            src(s, cn[i], c, "MPI %s under mpirun, %d ranks, %lld MiB per rank, bus bandwidth (nccl-tests convention): "
+                "median %.2f GB/s, spread %.2f..%.2f%s", i == 0 ? "all-gather" : "reduce-scatter", c->coll_ranks,
+                (long long)(c->coll_max_bytes >> 20),
+                (i == 0 ? &c->allgather_busbw_gbps : &c->reduce_scatter_busbw_gbps)->median,
+                (i == 0 ? &c->allgather_busbw_gbps : &c->reduce_scatter_busbw_gbps)->min,
+                (i == 0 ? &c->allgather_busbw_gbps : &c->reduce_scatter_busbw_gbps)->max,
+                i == 2 ? " (all-reduce taken as reduce-scatter; unverified)" : "");
+        else
+            src(s, cn[i], c, "not measured (not run under mpirun): estimated as half the one-thread copy bandwidth "
+                "(%.2f GB/s; shared-memory MPI copies through a buffer; unverified)", c->copy_gbps.median);
+    }
+    src(s, "network.node_gbps", c, "one node: unused (set to the copy bandwidth)");
+    src(s, "latency_us.kernel_launch", c, "an empty OpenMP parallel region of %d thread%s: median %.2f us, spread "
+        "%.2f..%.2f, %d x 1000 regions", c->device_threads, c->device_threads == 1 ? "" : "s", c->launch_us.median,
+        c->launch_us.min, c->launch_us.max, c->launch_us.repeats);
+    src(s, "latency_us.pcie_copy", c, "a copy is a memcpy: no fixed cost beyond the bandwidth");
+    if (c->have_mpi)
+        src(s, "latency_us.collective_intra", c, "MPI all-gather of 4 KiB per rank over %d ranks: median %.1f us, "
+            "spread %.1f..%.1f, %d repeats", c->coll_ranks, c->collective_latency_us.median,
+            c->collective_latency_us.min, c->collective_latency_us.max, c->collective_latency_us.repeats);
+    else
+        src(s, "latency_us.collective_intra", c, "not measured (not run under mpirun): 0; unverified");
+    src(s, "latency_us.collective_inter", c, "one node: unused");
+    src(s, "cpu_adam.elements_per_s_per_core", c, "kernels/ CPU Adam (%s, AdamW, fp32 grad, bf16 copy) on one "
+        "thread, %lld elements: median %.3g elements/s, spread %.3g..%.3g, %d repeats; elements/s by threads: %s",
+        c->isa, (long long)c->adam_numel, a1->median, a1->min, a1->max, a1->repeats, acurve);
+    src(s, "cpu_adam.dram_bytes_per_element", c, "what the measured kernel moves: fp32 param, m, v, grad read, "
+        "param, m, v written, bf16 copy written = 30 B");
+    json_object_set_new(root, "sources", s);
+    *out = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+    json_decref(root);
+    if (!*out)
+        return rl_errf(e, RL_ENOMEM, "calibrate: out of memory");
+    return 0;
+}

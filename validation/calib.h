@@ -1,0 +1,111 @@
+/* validation/calib.h — measures this machine for `ratiolab calibrate` and turns the figures into
+ * a hardware profile (sim/README.md format) whose every number is sourced "measured by ratiolab
+ * calibrate" with the method, host, date and spread. Never prints: progress goes through a
+ * callback. Wall-clock timing (CLOCK_MONOTONIC) is the point here, so results vary run to run;
+ * each figure is the median of its repeats and the spread (min..max) is kept. */
+#ifndef RL_VALIDATION_CALIB_H
+#define RL_VALIDATION_CALIB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/rl.h"
+
+#define VAL_CALIB_MAX_THREADS 64
+
+/* One measured figure: median of `repeats` runs and their range. */
+struct val_figure {
+    double median;                 /* the figure (unit in the field name that holds it) */
+    double min, max;               /* spread over the repeats */
+    int repeats;                   /* runs */
+};
+
+typedef void val_calib_progress_fn(void *ctx, const char *what, int done, int total);
+
+struct val_calib_opts {
+    bool thorough;                 /* larger arrays, more repeats, more GEMM shapes */
+    int max_threads;               /* thread counts 1..max_threads (0: the online cores) */
+    int devices;                   /* emulated devices (= ranks per node) the profile describes */
+    int device_threads;            /* threads of one emulated device's kernels (0: cores / devices, >= 1) */
+    val_calib_progress_fn *progress;   /* NULL: none */
+    void *progress_ctx;            /* passed to progress */
+};
+void val_calib_opts_default(struct val_calib_opts *o);
+
+struct val_calib {
+    char host[64];                 /* gethostname */
+    char date[32];                 /* UTC, ISO 8601 */
+    char cpu_model[96];            /* /proc/cpuinfo "model name" */
+    char isa[16];                  /* the CPU Adam kernel's instruction set */
+    int cores;                     /* online cores */
+    int64_t host_mem_bytes;        /* MemTotal */
+    int n_threads;                 /* thread counts measured: 1..n_threads */
+    int64_t dram_array_bytes;      /* per array of the triad */
+    struct val_figure dram_gbps[VAL_CALIB_MAX_THREADS];        /* triad, 24 bytes per element, index = threads - 1 */
+    int64_t adam_numel;            /* elements per Adam run */
+    struct val_figure adam_elems_per_s[VAL_CALIB_MAX_THREADS]; /* the project's CPU Adam, index = threads - 1 */
+    int64_t copy_bytes;            /* bytes per copy */
+    struct val_figure copy_gbps;   /* one copy thread (memcpy between two host buffers) */
+    struct val_figure copy_all_gbps;   /* `devices` copy threads at once, their sum */
+    int device_threads;            /* threads of one emulated device */
+    struct val_figure device_adam_elems_per_s;  /* Adam with device_threads threads */
+    int gemm_n;                    /* square sgemm size measured (largest) */
+    struct val_figure gemm_flops;  /* OpenBLAS sgemm, device_threads threads, FLOP/s; median 0 without OpenBLAS */
+    struct val_figure launch_us;   /* an empty parallel region of device_threads threads (the "kernel launch") */
+    bool have_mpi;                 /* MPI collectives measured */
+    struct val_figure allgather_busbw_gbps;      /* nccl-tests convention */
+    struct val_figure reduce_scatter_busbw_gbps; /* nccl-tests convention */
+    struct val_figure collective_latency_us;     /* all-gather of the smallest size */
+    int coll_ranks;                /* ranks the collectives ran on */
+    int64_t coll_max_bytes;        /* largest per-rank message */
+    int devices;                   /* as in the options */
+};
+
+/* Runs every measurement (quick: well under a minute on 2 cores). RL_ENOMEM when the arrays cannot
+ * be allocated. */
+int val_calibrate(const struct val_calib_opts *o, struct val_calib *c, struct rl_err *e);
+
+/* Collective bandwidth and latency across the ranks of `comm` (a struct ex_comm from exec/, MPI
+ * under mpirun): all-gather and reduce-scatter at sizes 4 KiB .. 16 MiB per rank (64 MiB
+ * thorough), the median of the repeats per size; bus bandwidth by the nccl-tests convention at the
+ * largest size, latency at the smallest. Every rank must call it; c->have_mpi is set on every
+ * rank. A one-rank comm measures nothing. */
+struct ex_comm;
+int val_calibrate_collectives(struct ex_comm *comm, bool thorough, struct val_calib *c, struct rl_err *e);
+
+/* Reads the JSON `ratiolab calibrate --collectives-only` prints into c's collective fields. */
+int val_calib_read_collectives(const char *json_text, struct val_calib *c, struct rl_err *e);
+
+/* The profile text (JSON, the format sim_hw_parse reads) for the emulated device: one socket of
+ * `cores` cores at the best triad bandwidth, one "switch" whose uplink is all copy threads at
+ * once, devices whose memory is host DRAM (gpu.emulated = 1), GEMM rate as tensor and fp32 rate,
+ * Adam rates, and collectives from MPI or, without it, estimated from the copy bandwidth (said so
+ * in the source). *out is malloc'd. */
+int val_calib_profile(const struct val_calib *c, const char *name, char **out, struct rl_err *e);
+
+/* ---- GPUs (--backend cuda; built with CUDA, run by scripts/gpu-check.sh) --------------------- */
+#define VAL_CALIB_MAX_GPUS 16
+struct val_calib_gpu {
+    int n_gpus;                                          /* visible CUDA devices measured */
+    char model[64];                                      /* cudaDeviceProp.name of GPU 0 */
+    int64_t memory_bytes;                                /* totalGlobalMem of GPU 0 */
+    int64_t copy_bytes;                                  /* bytes per copy */
+    struct val_figure h2d_pinned_gbps[VAL_CALIB_MAX_GPUS];   /* per GPU, alone */
+    struct val_figure d2h_pinned_gbps[VAL_CALIB_MAX_GPUS];
+    struct val_figure h2d_pageable_gbps[VAL_CALIB_MAX_GPUS];
+    struct val_figure d2h_pageable_gbps[VAL_CALIB_MAX_GPUS];
+    struct val_figure h2d_all_gbps;                      /* every GPU at once, pinned, the sum */
+    struct val_figure d2d_gbps;                          /* GPU 0 device-to-device copy, read + write bytes */
+    int64_t adam_numel;                                  /* elements per GPU Adam run */
+    struct val_figure adam_elems_per_s;                  /* kern_adam_cuda on GPU 0 */
+};
+/* Measures the GPUs: RL_EENV without CUDA or without a GPU. */
+int val_calibrate_gpu(const struct val_calib_opts *o, struct val_calib_gpu *g, struct rl_err *e);
+/* A profile for real GPUs: the measured figures (copies per GPU, the PCIe uplink as all GPUs at
+ * once, HBM as the D2D copy, GPU Adam as its efficiency, host DRAM and CPU Adam from c) written
+ * over `base_text`, a catalog profile of the same machine type that supplies what is not
+ * measured (tensor rate, collectives, topology), whose sources are kept for those. */
+int val_calib_gpu_profile(const struct val_calib *c, const struct val_calib_gpu *g, const char *base_text,
+                          const char *name, char **out, struct rl_err *e);
+
+#endif

@@ -1,0 +1,161 @@
+/* validation/monitor_csv.c — reads a `ratiolab monitor --csv` file into per-process figures. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "validation/val.h"
+
+/* Columns used, by header name. */
+enum { C_T, C_PID, C_COMM, C_RANK, C_RSS, C_HWM, C_N };
+static const char *const col_names[C_N] = {"t_ns", "pid", "comm", "rank", "rss_bytes", "hwm_bytes"};
+
+/* Splits a CSV line at commas in place (the monitor writes no quoted fields). */
+static int split(char *line, char **f, int max)
+{
+    int n = 0;
+    for (char *p = line; n < max;) {
+        f[n++] = p;
+        char *c = strchr(p, ',');
+        if (!c)
+            break;
+        *c = 0;
+        p = c + 1;
+    }
+    return n;
+}
+
+static int field_i64(const char *s, int64_t *out)
+{
+    if (!*s)
+        return -1;
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e)
+{
+    memset(m, 0, sizeof *m);
+    char *text;
+    size_t len;
+    int rc = rl_read_file(path, &text, &len, e);
+    if (rc)
+        return rl_err_prefix(e, "--monitor");
+    int col[C_N];
+    for (int k = 0; k < C_N; k++)
+        col[k] = -1;
+    int line_no = 0, cap = 0, rows = 0;
+    char *f[64];
+    for (char *line = text; line && *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = 0;
+        line_no++;
+        size_t ll = strlen(line);
+        if (ll && line[ll - 1] == '\r')
+            line[ll - 1] = 0;
+        int nf = split(line, f, 64);
+        if (line_no == 1) {
+            for (int i = 0; i < nf; i++)
+                for (int k = 0; k < C_N; k++)
+                    if (strcmp(f[i], col_names[k]) == 0)
+                        col[k] = i;
+            for (int k = 0; k < C_N; k++)
+                if (col[k] < 0) {
+                    rc = rl_errf(e, RL_EINVAL, "--monitor %s: line 1: no column '%s' (expected the "
+                                 "header of ratiolab monitor --csv)", path, col_names[k]);
+                    goto out;
+                }
+        } else if (nf > 1 || *f[0]) {
+            int64_t v[C_N] = {0};
+            for (int k = 0; k < C_N; k++) {
+                if (k == C_COMM)
+                    continue;
+                if (col[k] >= nf) {
+                    rc = rl_errf(e, RL_EINVAL, "--monitor %s: line %d: %d fields, column '%s' is "
+                                 "missing", path, line_no, nf, col_names[k]);
+                    goto out;
+                }
+                const char *s = f[col[k]];
+                if (strcmp(s, "unavailable") == 0) {
+                    v[k] = -1;
+                    continue;
+                }
+                if (field_i64(s, &v[k])) {
+                    rc = rl_errf(e, RL_EINVAL, "--monitor %s: line %d: column '%s': '%s' is not an "
+                                 "integer", path, line_no, col_names[k], s);
+                    goto out;
+                }
+            }
+            rows++;
+            struct val_mon_proc *pr = NULL;
+            for (int i = 0; i < m->n_procs; i++)
+                if (m->procs[i].pid == (int)v[C_PID])
+                    pr = &m->procs[i];
+            if (!pr) {
+                if (m->n_procs == cap) {
+                    cap = cap ? cap * 2 : 16;
+                    struct val_mon_proc *np = realloc(m->procs, (size_t)cap * sizeof *np);
+                    if (!np) {
+                        rc = rl_errf(e, RL_ENOMEM, "--monitor %s: out of memory", path);
+                        goto out;
+                    }
+                    m->procs = np;
+                }
+                pr = &m->procs[m->n_procs++];
+                memset(pr, 0, sizeof *pr);
+                pr->pid = (int)v[C_PID];
+                pr->rank = (int)v[C_RANK];
+                snprintf(pr->comm, sizeof pr->comm, "%s", f[col[C_COMM]]);
+                pr->first_rss_bytes = v[C_RSS];
+                pr->first_t_ns = v[C_T];
+                pr->peak_rss_bytes = -1;
+            }
+            pr->samples++;
+            if (pr->rank < 0 && v[C_RANK] >= 0)
+                pr->rank = (int)v[C_RANK];
+            if (pr->first_rss_bytes < 0)
+                pr->first_rss_bytes = v[C_RSS];
+            int64_t peak = v[C_RSS] > v[C_HWM] ? v[C_RSS] : v[C_HWM];
+            if (peak > pr->peak_rss_bytes)
+                pr->peak_rss_bytes = peak;
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    if (!rows)
+        rc = rl_errf(e, RL_EINVAL, "--monitor %s: no samples (expected a CSV written by ratiolab "
+                     "monitor --csv)", path);
+out:
+    free(text);
+    if (rc)
+        val_monitor_free(m);
+    return rc;
+}
+
+void val_monitor_free(struct val_monitor *m)
+{
+    if (!m)
+        return;
+    free(m->procs);
+    m->procs = NULL;
+    m->n_procs = 0;
+}
+
+const struct val_mon_proc *val_monitor_rank(const struct val_monitor *m, int rank)
+{
+    const struct val_mon_proc *best = NULL;
+    bool any_rank = false;
+    for (int i = 0; i < m->n_procs; i++)
+        if (m->procs[i].rank >= 0)
+            any_rank = true;
+    for (int i = 0; i < m->n_procs; i++) {
+        const struct val_mon_proc *p = &m->procs[i];
+        if (any_rank ? p->rank == rank && !best : !best || p->peak_rss_bytes > best->peak_rss_bytes)
+            best = p;
+    }
+    return best;
+}

@@ -1,0 +1,223 @@
+/* validation/val.h — verdicts, as data, on whether predictions hold: a real DeepSpeed log against
+ * the plan's ledger and the simulator, two traces phase by phase, and (val_report) the
+ * executor's runs against the simulator across ratios. Never prints; cli/ prints and sets the
+ * exit code from the verdicts. */
+#ifndef RL_VALIDATION_VAL_H
+#define RL_VALIDATION_VAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/rl.h"
+#include "plan/plan.h"
+#include "traces/dslog.h"
+#include "traces/trace.h"
+
+/* A verdict. INFO: shown, not gated (nothing to compare, or a figure that cannot be compared). */
+enum val_status { VAL_PASS, VAL_FAIL, VAL_INFO };
+const char *val_status_name(enum val_status s);   /* "PASS", "FAIL", "info" */
+
+/* Median of n values (the mean of the two middle ones when n is even); 0 when n == 0. Does not
+ * modify v. */
+double val_median(const double *v, int n);
+
+/* ---- a ratiolab monitor CSV (monitor/README.md "Outputs") ------------------------------------ */
+struct val_mon_proc {
+    int pid;                       /* process id */
+    int rank;                      /* RANK / OMPI_COMM_WORLD_RANK of the process, -1 when none */
+    char comm[32];                 /* command name */
+    int samples;                   /* rows seen */
+    int64_t first_rss_bytes;       /* rss at its first sample: the start-up baseline */
+    int64_t peak_rss_bytes;        /* max over samples of max(rss, hwm) */
+    int64_t first_t_ns;            /* time of the first sample */
+};
+struct val_monitor {
+    struct val_mon_proc *procs;    /* in order of first appearance */
+    int n_procs;                   /* entries */
+};
+/* Reads the CSV; a missing column in the header, a malformed row or no rows is RL_EINVAL naming
+ * the file, line and column. "unavailable" fields are skipped. */
+int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e);
+void val_monitor_free(struct val_monitor *m);
+/* The process that stands for one rank: the one with `rank` when any process carries a rank,
+ * else the one with the largest peak RSS (a launcher-less run). NULL when there is none. */
+const struct val_mon_proc *val_monitor_rank(const struct val_monitor *m, int rank);
+
+/* ---- a real DeepSpeed run against the plan ----------------------------------------------------- */
+/* The plan stage a see_memory_usage message reports, or -1 for messages that are not one
+ * ("Before ..." and any other). Stage names as DeepSpeed 0.12-0.18 (stage3.py) logs them:
+ * "After creating fp16 partitions: N", "After creating fp32 partitions", "After initializing
+ * optimizer states", "After initializing ZeRO optimizer". *n_subgroups receives N (or -1). */
+int val_ds_stage_of(const char *message, int *n_subgroups);
+
+struct val_ds_stage {
+    const char *message;           /* the log's message (points into the log, not owned) */
+    int file;                      /* which log (index into the logs given) */
+    int line;                      /* 1-based line in that log */
+    int plan_stage;                /* enum plan_stage, or -1 when the message is not a ledger stage */
+    int64_t logged_ma_bytes;       /* MA as logged (2 decimals of GiB), -1 when absent */
+    int64_t predicted_gpu_bytes;   /* the ledger's cumulative GPU bytes at plan_stage, -1 when none */
+    int64_t diff_bytes;            /* logged - predicted (0 when not compared) */
+    int64_t logged_cpu_used_bytes; /* "CPU Virtual Memory: used" (whole machine), -1 when absent */
+    int64_t predicted_host_bytes;  /* the ledger's cumulative host bytes per rank, -1 when none */
+    int logged_subgroups;          /* N of "After creating fp16 partitions: N", -1 elsewhere */
+    enum val_status status;        /* memory within tolerance and N equal to the plan's */
+};
+
+struct val_ds_opts {
+    int64_t tol_bytes;             /* |logged - predicted| allowed for memory (GPU, and host with a monitor) */
+    double tol_time_pct;           /* |measured - predicted| / predicted x 100 allowed for the step */
+};
+
+struct val_ds_result {
+    struct val_ds_stage *stages;   /* every see_memory_usage stage of every log, in order (owned) */
+    int n_stages;                  /* entries */
+    int compared;                  /* stages compared with the ledger */
+    int plan_subgroups;            /* the plan's sub-group count */
+    /* time */
+    int n_iterations;              /* iteration lines found */
+    double measured_step_ms;       /* median of the logged iterations, the first skipped when n >= 2 */
+    int64_t predicted_step_ns;     /* the simulator's step */
+    double step_error_pct;         /* (measured - predicted) / predicted x 100 */
+    enum val_status time_status;   /* INFO when no iteration line was logged */
+    /* per-process host memory, from a monitor CSV */
+    bool have_monitor;             /* a monitor CSV was given */
+    int monitor_pid;               /* the process taken as rank 0 */
+    int64_t monitor_baseline_bytes;/* its rss at its first sample */
+    int64_t monitor_peak_bytes;    /* its peak rss */
+    int64_t predicted_host_peak_bytes; /* plan_peak_cpu_bytes */
+    enum val_status host_status;   /* growth (peak - baseline) against the ledger; INFO without a CSV */
+    enum val_status overall;       /* FAIL when any gated verdict fails */
+};
+
+/* Compares the stages of n_logs logs with the plan's ledger (whose kind follows the DeepSpeed
+ * version), the logged iteration times with predicted_step_ns, and, when mon is not NULL, rank
+ * 0's per-process host growth with the ledger's host peak. RL_EINVAL when no log holds a ledger
+ * stage and no iteration time either (nothing to compare). */
+int val_ds_compare(const struct plan *p, const struct trace_ds_log *logs, int n_logs,
+                   const double *iter_ms, int n_iter, int64_t predicted_step_ns,
+                   const struct val_monitor *mon, const struct val_ds_opts *o,
+                   struct val_ds_result *r, struct rl_err *e);
+void val_ds_result_free(struct val_ds_result *r);
+
+/* ---- per-phase times of a trace, and two traces side by side ----------------------------------
+ * The shared layout (sim/step_trace.c; the executor writes the same): a span ("X") belongs to
+ * the phase named by its category ("cat" = sim_phase_name(), spans of other categories are
+ * ignored) and to a rank: args.rank when present, else pid - 1 for pids 1..99 (one process per
+ * GPU), else the thread id for pids 100..199 (host sockets, one CPU Adam track per rank). Per rank
+ * and phase, busy = the union of the phase's spans; exposed = the time it was the highest-priority
+ * phase running (enum sim_phase order, as the simulator attributes it); idle = the rank's extent
+ * (first start to last end) minus the union of all its spans. O(n log n) in spans. */
+#define VAL_PHASES 11                /* == SIM_PH_COUNT (checked in tdiff.c) */
+struct val_rank_times {
+    int rank;                        /* rank */
+    int64_t busy_ns[VAL_PHASES];     /* per phase */
+    int64_t exposed_ns[VAL_PHASES];  /* per phase; exposed + idle add up to extent */
+    int64_t extent_ns;               /* first span start to last span end */
+    int64_t idle_ns;                 /* nothing running */
+    int spans;                       /* spans counted */
+};
+struct val_trace_times {
+    struct val_rank_times *ranks;    /* sorted by rank (owned) */
+    int n_ranks;                     /* entries */
+};
+int val_trace_times(const struct trace_doc *d, struct val_trace_times *t, struct rl_err *e);
+void val_trace_times_free(struct val_trace_times *t);
+/* The entry of one rank, NULL when the trace has none. */
+const struct val_rank_times *val_trace_rank(const struct val_trace_times *t, int rank);
+
+/* ---- the executor against the simulator (ratiolab validate --ratios) ---------------------------
+ * One row per (ratio, schedule, policy): what the simulator predicted and the executor measured,
+ * and the figures the checks need. The checks are computed from the rows (val_report_check) and
+ * written as DIR/report.json (schema below, read by plots/) and DIR/report.md. */
+struct val_side {
+    int64_t step_ns;                 /* step time (measured: median over the timed steps, slowest rank) */
+    int64_t busy_ns[VAL_PHASES];     /* per phase (sim_phase_name order) */
+    int64_t exposed_ns[VAL_PHASES];  /* per phase */
+};
+
+#define VAL_MAX_RANKS 64
+struct val_rank_mem {
+    int64_t ledger_device_bytes;     /* measured: device buffers the executor allocated */
+    int64_t ledger_host_bytes;       /* measured: host buffers it allocated */
+    int64_t host_placed_numel;       /* elements whose Adam ran on the host */
+    int64_t per_rank_numel;          /* P as the executor saw it */
+    int64_t rss_bytes;               /* peak RSS, -1 unavailable */
+    int64_t baseline_rss_bytes;      /* RSS before the buffers were allocated, -1 unavailable */
+    int64_t pinned_bytes;            /* locked/pinned host bytes, -1 unavailable */
+    int64_t device_used_bytes;       /* device memory in use, -1 unavailable */
+    int64_t scratch_device_bytes;    /* device buffers outside the ledger (compute scratch) */
+};
+
+struct val_row {
+    double ratio;                    /* requested */
+    char schedule[32];               /* sim_schedule_name */
+    char policy[32];                 /* plan_policy_name */
+    struct val_side predicted;       /* simulator */
+    struct val_side measured;        /* executor (its critical rank) */
+    double step_error_pct;           /* (measured - predicted) / predicted x 100 */
+    uint32_t digest;                 /* the executor's digest of the final state */
+    /* the plan of this row */
+    int64_t plan_cpu_numel;          /* elements the plan puts on the host */
+    int64_t plan_per_rank_numel;     /* P */
+    double plan_honored_ratio;       /* cpu_numel / P */
+    int64_t plan_device_bytes;       /* the exec ledger's device bytes per rank */
+    int64_t plan_host_bytes;         /* the exec ledger's host bytes per rank */
+    int64_t plan_host_pinned_bytes;  /* of which pinned */
+    int n_ranks;                     /* entries in mem */
+    struct val_rank_mem mem[VAL_MAX_RANKS];   /* per rank, measured */
+};
+
+struct val_check {
+    char name[32];                   /* bitwise, honored_ratio, memory_ledger, memory_process, time */
+    enum val_status status;          /* PASS / FAIL; INFO when not gated */
+    bool gated;                      /* a FAIL makes validate exit 1 */
+    char detail[1024];               /* one paragraph: what was compared, the worst case */
+};
+
+/* RSS differences up to this are accepted whatever the percentage: malloc arenas, thread stacks
+ * and library buffers vary by a few MiB between otherwise equal runs. */
+#define VAL_MEM_FLOOR_BYTES (INT64_C(4) << 20)
+#define VAL_MAX_ROWS 64
+#define VAL_MAX_CHECKS 8
+struct val_report {
+    char model[160];                 /* model description */
+    char hardware[64];               /* profile name */
+    char hardware_path[256];         /* profile file or catalog name */
+    char backend[16];                /* cpu / cuda */
+    char policy[32];                 /* placement policy of the runs */
+    int ranks;                       /* MPI ranks per run */
+    int steps;                       /* timed steps per run */
+    double scale;                    /* model shrink factor given to the executor */
+    uint32_t reference_digest;       /* the single-process scalar reference's */
+    bool have_reference;             /* reference_digest is set */
+    double mem_tol_pct;              /* process memory tolerance, percent of prediction + baseline */
+    double gate_time_pct;            /* < 0: time reported, not gated */
+    bool device_in_rss;              /* the emulated device's memory is host memory (cpu backend) */
+    int n_rows;                      /* entries */
+    struct val_row rows[VAL_MAX_ROWS];
+    int n_checks;                    /* entries */
+    struct val_check checks[VAL_MAX_CHECKS];
+    double step_mape_pct;            /* mean absolute percentage error of the step over the rows */
+    double phase_mape_pct[VAL_PHASES];   /* per phase, over rows where the phase was predicted busy; -1 none */
+};
+
+/* Fills r->checks and the MAPEs from the rows: bitwise (every digest equal, and equal to the
+ * reference), honored_ratio (host-placed elements == the plan's on every rank; under exact, the
+ * plan within one granule of the request), memory_ledger (every rank's allocations == the plan's
+ * exec ledger, to the byte), memory_process (RSS - baseline within mem_tol_pct of the ledger's
+ * host bytes (and, on the emulated device, its device bytes) plus the baseline, or within
+ * VAL_MEM_FLOOR_BYTES; device use within it of the device bytes plus compute scratch), time (step MAPE,
+ * gated when gate_time_pct >= 0). */
+void val_report_check(struct val_report *r);
+/* true when a gated check failed. */
+bool val_report_failed(const struct val_report *r);
+/* report.json, schema_version 1: {"schema_version":1,"kind":"ratiolab-validate-report","model",
+ * "hardware","backend","policy","ranks","rows":[{"ratio","schedule","policy","predicted":{"step_ns",
+ * "phases":{name:{"busy_ns","exposed_ns"}}},"measured":{...},"step_error_pct"}],"checks":[{"name",
+ * "status","detail"}], ...}. *out is malloc'd. */
+int val_report_json(const struct val_report *r, char **out, struct rl_err *e);
+/* report.md: the same as a Markdown document. *out is malloc'd. */
+int val_report_md(const struct val_report *r, char **out, struct rl_err *e);
+
+#endif
