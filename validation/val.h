@@ -10,6 +10,7 @@
 
 #include "common/rl.h"
 #include "plan/plan.h"
+#include "plan/step.h"
 #include "traces/dslog.h"
 #include "traces/trace.h"
 
@@ -108,7 +109,7 @@ void val_ds_result_free(struct val_ds_result *r);
  * and phase, busy = the union of the phase's spans; exposed = the time it was the highest-priority
  * phase running (enum sim_phase order, as the simulator attributes it); idle = the rank's extent
  * (first start to last end) minus the union of all its spans. O(n log n) in spans. */
-#define VAL_PHASES 11                /* == SIM_PH_COUNT (checked in tdiff.c) */
+#define VAL_PHASES STEP_PH_COUNT      /* the step vocabulary's phases (plan/step.h) */
 struct val_rank_times {
     int rank;                        /* rank */
     int64_t busy_ns[VAL_PHASES];     /* per phase */
