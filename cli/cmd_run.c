@@ -328,7 +328,7 @@ static int run(int argc, char **argv)
         {"run options", opts, on_opt, &a},
         {"model, layout and DeepSpeed config", cli_setup_opts, cli_setup_opt, &s},
     };
-    int rc = cli_command_parse("run", argc, argv, "[mpirun -np N] ratiolab run [--model NAME] [--ratio R] [--scale F] [--schedule S] [--hash] [--json]",
+    int rc = cli_command_parse("run", argc, argv, "ratiolab run [--model NAME] [--ratio R] [--scale F] [--schedule S] [--hash] [--json]   (N ranks: mpirun -np N ratiolab run ...)",
                  "Runs the ratio-split ZeRO-3 step for real: every rank allocates the buffers of the plan's\n"
                  "exec ledger (checked to the byte), reduce-scatters exact synthetic gradients, runs the\n"
                  "device and host shares of Adam (kernels/, bitwise equal) and reports the time per phase,\n"

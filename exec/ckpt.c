@@ -139,6 +139,45 @@ int ex__ckpt_save(struct ex_run *r, const char *dir, struct rl_err *e)
     return 0;
 }
 
+/* Reads a whole regular file into *out (malloc'd). Checkpoints hold a rank's whole optimizer
+ * state (12 bytes per element and more), so the 64 MiB cap of the configuration readers in
+ * common/ does not apply; the size comes from fstat and the header is checked by the caller. */
+static int read_whole(const char *path, char **out, size_t *len, struct rl_err *e)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return rl_errf(e, RL_EIO, "%s", strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return rl_errf(e, RL_EINVAL, "not a regular file");
+    }
+    size_t n = (size_t)st.st_size, got = 0;
+    char *buf = malloc(n + 1);
+    if (!buf) {
+        close(fd);
+        return rl_errf(e, RL_ENOMEM, "%zu bytes: out of memory", n);
+    }
+    while (got < n) {
+        ssize_t k = read(fd, buf + got, n - got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            int err = k < 0 ? errno : 0;
+            free(buf);
+            close(fd);
+            return rl_errf(e, RL_EIO, "read failed after %zu of %zu bytes%s%s", got, n, err ? ": " : "",
+                           err ? strerror(err) : "");
+        }
+        got += (size_t)k;
+    }
+    close(fd);
+    buf[n] = 0;
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
 /* Reads and checks one file; *out (malloc'd) holds it whole. */
 static int read_checked(const char *dir, int q, const struct ckpt_header *first, struct ckpt_header *h,
                         char **out, struct rl_err *e)
@@ -148,7 +187,7 @@ static int read_checked(const char *dir, int q, const struct ckpt_header *first,
     char *buf = NULL;
     size_t len = 0;
     struct rl_err e2 = {0};
-    if (rl_read_file(path, &buf, &len, &e2))
+    if (read_whole(path, &buf, &len, &e2))
         return rl_errf(e, RL_EINVAL, "--load: %s: cannot read it (%s)", path, e2.msg);
     int rc = 0;
     if (len < sizeof *h)

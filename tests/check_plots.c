@@ -40,7 +40,7 @@ static char *slurp(const char *path, size_t *len)
     char *text = NULL;
     struct rl_err e = {0};
     size_t n = 0;
-    if (rl_read_file(path, &text, &n, &e) != 0)
+    if (rl_read_bytes(path, &text, &n, &e) != 0)
         return NULL;
     if (len)
         *len = n;
