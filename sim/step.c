@@ -832,7 +832,6 @@ static void ds_optimizer(struct builder *u, const struct ds_rules *dr, int g, in
             stream = ca;
         }
     }
-    (void)host;
 }
 
 /* ratiolab's overlap schedule on rank g after `ready`: GPU Adam on the GPU share at once; the CPU

@@ -1049,6 +1049,68 @@ START_TEST(megatron_gqa_split_query_key_value)
 }
 END_TEST
 
+/* The stall itself, to the nanosecond, from the trace: under 0.16.3 every backward kernel that
+ * follows a blocking fp32 gradient copy starts exactly one launch latency after the copy ends
+ * (the host returns from the copy, then launches); under 0.19.5 a backward kernel starts before
+ * a copy ends. */
+static int count_stalls(const char *path, int64_t launch_ns, int *started_before)
+{
+    struct trace_doc d;
+    struct rl_err e;
+    ck_assert_msg(trace_read(path, &d, &e) == 0, "%s", e.msg);
+    int exact = 0, copies = 0;
+    *started_before = 0;
+    for (int i = 0; i < d.n_events; i++) {
+        const struct trace_event *c = &d.events[i];
+        if (c->ph != 'X' || strcmp(c->name, "grad_d2h_fp32") != 0)
+            continue;
+        int64_t end = c->ts_ns + c->dur_ns, next = INT64_MAX;
+        for (int j = 0; j < d.n_events; j++) {
+            const struct trace_event *b = &d.events[j];
+            if (b->ph == 'X' && b->pid == c->pid && strcmp(b->name, "backward") == 0 &&
+                b->ts_ns + b->dur_ns > c->ts_ns && b->ts_ns < next)
+                next = b->ts_ns;   /* the first backward kernel not finished when the copy began */
+        }
+        if (next == INT64_MAX)
+            continue;   /* the last flush: no backward follows */
+        copies++;
+        exact += next == end + launch_ns;
+        *started_before += next < end;
+    }
+    trace_doc_free(&d);
+    ck_assert_int_gt(copies, 2);
+    return exact == copies ? copies : -1;
+}
+
+START_TEST(step_ds_blocking_copy_stall_in_the_trace)
+{
+    struct sim_hw hw = load_hw("dgx1-v100");
+    struct sim_train t;
+    sim_train_defaults(&t);
+    struct rl_err e;
+    struct sim_step_result r;
+    char path[4200];
+    int64_t launch = (int64_t)llround(hw.lat_launch_us * 1000);
+    const int minor[] = {16, 19}, patch[] = {3, 5};
+    for (int i = 0; i < 2; i++) {
+        struct fixture f;
+        one_gpu(&f, 1.0, minor[i], patch[i]);
+        f.p.zero.reduce_bucket_size = 10000000;
+        snprintf(path, sizeof path, "%s/stall%d.json", tu_tmpdir(), i);
+        ck_assert_msg(sim_step_run(&f.p, &hw, &t, path, &r, &e) == 0, "%s", e.msg);
+        int before;
+        int n = count_stalls(path, launch, &before);
+        if (i == 0) {
+            ck_assert_int_gt(n, 2);
+            ck_assert_int_eq(before, 0);
+        } else {
+            ck_assert_int_gt(before, 0);
+        }
+        fx_free(&f);
+    }
+}
+END_TEST
+
 Suite *sim_step_suite(void)
 {
     Suite *s = suite_create("sim_step");
@@ -1058,6 +1120,7 @@ Suite *sim_step_suite(void)
     tcase_add_test(c, step_single_gpu_equals_closed_form);
     tcase_add_test(c, step_ds_host_cast_and_sequential_loop_closed_forms);
     tcase_add_test(c, step_ds_blocking_copy_stalls_backward);
+    tcase_add_test(c, step_ds_blocking_copy_stall_in_the_trace);
     tcase_add_test(c, step_ds_018_overlaps_gpu_and_cpu_subgroups);
     tcase_add_test(c, step_grad_accum_repeats_the_steady_state);
     tcase_add_test(c, step_gpu_ids_choose_switches_and_sockets);
