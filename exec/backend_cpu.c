@@ -13,6 +13,7 @@
 #include "kernels/lowp.h"
 
 struct ex_dev {
+    struct ex_comm *comm;     /* MPI collectives */
     int64_t used_bytes;       /* pool bytes allocated */
     int64_t capacity_bytes;   /* 0: unlimited */
     int threads;              /* Adam threads for device kernels */
@@ -40,12 +41,14 @@ void ex__widen_host(float *dst, const void *src, enum kern_dtype t, int64_t n)
             dst[i] = kern_f16_to_f32(s[i]);
 }
 
-static int cpu_open(struct ex_dev **d, int local_rank, int64_t capacity_bytes, struct rl_err *e)
+static int cpu_open(struct ex_dev **d, struct ex_comm *c, int local_rank, int64_t capacity_bytes,
+                    struct rl_err *e)
 {
     (void)local_rank;
     *d = calloc(1, sizeof **d);
     if (!*d)
         return rl_errf(e, RL_ENOMEM, "out of host memory");
+    (*d)->comm = c;
     (*d)->capacity_bytes = capacity_bytes;
     (*d)->threads = 1;
     return 0;
@@ -203,6 +206,17 @@ static int cpu_sync(struct ex_dev *d, enum ex_stream s, struct rl_err *e)
     return 0;
 }
 
+static int cpu_reduce_scatter(struct ex_dev *d, float *buf, int64_t count, float **out, struct rl_err *e)
+{
+    *out = buf;   /* MPI in place: the result lands at the front */
+    return ex_comm_reduce_scatter_f32(d->comm, buf, count, e);
+}
+
+static int cpu_allgather(struct ex_dev *d, void *buf, int64_t bytes, struct rl_err *e)
+{
+    return ex_comm_allgather(d->comm, buf, buf, bytes, e);
+}
+
 const struct ex_backend ex_backend_cpu = {
     .name = "cpu",
     .open = cpu_open,
@@ -221,4 +235,6 @@ const struct ex_backend ex_backend_cpu = {
     .nonfinite = cpu_nonfinite,
     .gemm = cpu_gemm,
     .sync = cpu_sync,
+    .reduce_scatter = cpu_reduce_scatter,
+    .allgather = cpu_allgather,
 };

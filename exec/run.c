@@ -452,7 +452,7 @@ static int block_gather(struct ex_run *r, int b, struct rl_err *e)
         off += r->tm[t].s;
     }
     TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
-    TRY(ex_comm_allgather(r->c, mine, mine, per * r->mdb, e));   /* in place: slot k is ours */
+    TRY(r->be->allgather(r->dev, mine, per * r->mdb, e));   /* in place: slot k is ours */
     phase_add(r, STEP_PH_ALLGATHER, t0, per * r->mdb * r->W);
     return 0;
 }
@@ -541,12 +541,13 @@ static int flush(struct ex_run *r, int64_t it, struct rl_err *e)
     TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
     phase_add(r, STEP_PH_BACKWARD, t0, 0);
     t0 = ex__now_ns();
-    TRY(ex_comm_reduce_scatter_f32(r->c, r->bucket, cnt, e));
+    float *sums = NULL;
+    TRY(r->be->reduce_scatter(r->dev, r->bucket, cnt, &sums, e));
     phase_add(r, STEP_PH_REDUCE_SCATTER, t0, cnt * 4 * r->W);
     int64_t off = 0;
     for (int i = 0; i < r->n_items; i++) {
         const struct ex_item *b = &r->items[i];
-        TRY(deliver(r, r->bucket + off, r->tm[b->t].foff + b->a, b->len, e));
+        TRY(deliver(r, sums + off, r->tm[b->t].foff + b->a, b->len, e));
         off += b->len;
     }
     r->n_items = 0;
@@ -930,7 +931,7 @@ int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, str
     res->backend = bk;
     res->world = c->size;
     const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    int rc = r.be->open(&r.dev, lr ? atoi(lr) : 0, o->device_mem_bytes, e);
+    int rc = r.be->open(&r.dev, c, lr ? atoi(lr) : 0, o->device_mem_bytes, e);
     if (!rc) {
         rc = run_all(&r, res, e);
         /* Rank 0 collects every rank's figures. */
