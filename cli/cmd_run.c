@@ -29,6 +29,7 @@ static const struct cli_opt opts[] = {
     {"inject-nan", "STEP", "iteration (1-based) whose gradient holds a NaN: the step is skipped", R_NAN},
     {"hash", NULL, "print the digest of the final master, m, v and 16-bit parameters", R_HASH},
     {"json", NULL, "machine-readable output (exec/README.md documents the schema)", R_JSON},
+    {"trace", "FILE", "write a Chrome trace (Perfetto) of every step; FILE ending in .gz is gzipped", R_TRACE},
     {"save", "DIR", "write a checkpoint of the optimizer state at the end", R_SAVE},
     {"load", "DIR", "start from a checkpoint (any world size, ratio, policy, schedule)", R_LOAD},
     {"reference", NULL, "compute the expected digest in one process with the scalar reference Adam", R_REFERENCE},

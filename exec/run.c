@@ -395,6 +395,23 @@ static int init_state(struct ex_run *r, struct rl_err *e)
 
 /* ---- the step -------------------------------------------------------------------------------- */
 
+/* Keeps a trace record (phase < 0: a memory sample of `value` bytes). */
+static void trace_add(struct ex_run *r, int64_t t0, int64_t t1, int ph, int64_t value)
+{
+    if (r->n_tspans == r->cap_tspans) {
+        int cap = r->cap_tspans ? 2 * r->cap_tspans : 1024;
+        struct ex__tspan *n = realloc(r->tspans, (size_t)cap * sizeof *n);
+        if (!n) {
+            r->span_oom = true;
+            return;
+        }
+        r->tspans = n;
+        r->cap_tspans = cap;
+    }
+    r->tspans[r->n_tspans++] = (struct ex__tspan){.t0_ns = t0 - r->t_origin_ns, .t1_ns = t1 - r->t_origin_ns,
+                                                  .phase = ph, .rank = r->k, .value = value};
+}
+
 /* Records the span [t0, now) of phase ph and the bytes it moved. */
 static void phase_add(struct ex_run *r, int ph, int64_t t0, int64_t bytes)
 {
@@ -411,6 +428,8 @@ static void phase_add(struct ex_run *r, int ph, int64_t t0, int64_t bytes)
         r->cap_spans = cap;
     }
     r->spans[r->n_spans++] = (struct step_span){.start_ns = t0, .end_ns = t1, .phase = ph};
+    if (r->o->trace_path)
+        trace_add(r, t0, t1, ph, 0);
 }
 
 #define TRY(x)                                                                                 \
@@ -814,6 +833,8 @@ static int run_all(struct ex_run *r, struct ex_result *res, struct rl_err *e)
         TRY(ex__ckpt_load(r, o->load_dir, e));
     else
         TRY(init_state(r, e));
+    TRY(ex_comm_barrier(r->c, e));
+    r->t_origin_ns = ex__now_ns();
     int total = o->warmup + o->steps;
     int64_t *step_ns = calloc((size_t)total + 1, sizeof *step_ns);
     /* per phase: busy then exposed, one row of total + 1 steps each */
@@ -833,6 +854,12 @@ static int run_all(struct ex_run *r, struct ex_result *res, struct rl_err *e)
         rc = one_step(r, ++r->iterations, &skipped, e);
         int64_t t1 = ex__now_ns();
         r->skipped += skipped;
+        if (o->trace_path) {
+            struct ex_mem mm;
+            read_memory(r, &mm);
+            trace_add(r, t1, t1, -1, mm.device_used_bytes);
+            trace_add(r, t1, t1, -2, mm.rss_bytes);
+        }
         if (!rc && r->span_oom)
             rc = rl_errf(e, RL_ENOMEM, "out of host memory for the step's spans");
         if (!rc && s >= o->warmup) {
@@ -881,6 +908,8 @@ static int run_all(struct ex_run *r, struct ex_result *res, struct rl_err *e)
     }
     if (!rc && o->save_dir)
         rc = ex__ckpt_save(r, o->save_dir, e);
+    if (!rc && o->trace_path)
+        rc = ex__trace_write(r, o->trace_path, e);
     free(step_ns);
     free(ph);
     return rc;
@@ -959,5 +988,6 @@ int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, str
     free(r.blocks);
     free(r.items);
     free(r.spans);
+    free(r.tspans);
     return rc;
 }
