@@ -254,6 +254,9 @@ static void print_human(const struct cli_ctx *c, const struct plan *p, const str
     printf("ratio      requested %.4f, honored %.4f (policy %s), host-placed %lld of %lld elements per rank\n",
            p->requested_ratio, p->honored_ratio, plan_policy_name(p->policy), (long long)cr->host_placed_numel,
            (long long)cr->per_rank_numel);
+    if (p->layout.tp > 1)
+        printf("layout     TP %d: each rank runs one tensor-parallel shard as its model (the data-parallel "
+               "ZeRO-3 dimension is what runs)\n", p->layout.tp);
     if (r->skipped)
         printf("skipped    %lld step%s: a gradient was NaN or Inf (no state changed)\n", (long long)r->skipped,
                r->skipped == 1 ? "" : "s");
