@@ -181,6 +181,7 @@ static json_t *rank_json(const struct ex_rank_result *x)
     json_object_set_new(m, "pinned_bytes", bytes_or_unavailable(x->mem.pinned_bytes));
     json_object_set_new(m, "device_used_bytes", bytes_or_unavailable(x->mem.device_used_bytes));
     json_object_set_new(m, "device_capacity_bytes", bytes_or_unavailable(x->mem.device_capacity_bytes));
+    json_object_set_new(m, "gpu_process_bytes", bytes_or_unavailable(x->mem.gpu_process_bytes));
     json_object_set_new(o, "memory", m);
     return o;
 }

@@ -1,10 +1,12 @@
 /* exec/backend_cuda.cu — the `cuda` backend: one GPU per rank (OMPI_COMM_WORLD_LOCAL_RANK picks
  * it among the visible ones), cudaMalloc, pinned host memory from cudaMallocHost, three streams,
- * kernels/adam.cu, cuBLAS GEMMs, NCCL collectives bootstrapped over MPI (rank 0's unique id is
+ * kernels/adam.cu, cuBLAS GEMMs (libcublas is loaded with dlopen when --compute gemm asks for it:
+ * linked, its static initialisers cost every ratiolab invocation half a second), NCCL collectives bootstrapped over MPI (rank 0's unique id is
  * broadcast). Every CUDA, cuBLAS and NCCL call is checked and reports file:line; NCCL's
  * asynchronous errors are polled after each collective. Built only with nvcc, cuBLAS and NCCL. */
-#include <cublas_v2.h>      /* cublasSgemm */
+#include <cublas_v2.h>      /* the cuBLAS types; the library is dlopen'ed (see load_cublas) */
 #include <cuda_runtime.h>
+#include <dlfcn.h>          /* dlopen, dlsym */
 #include <nccl.h>           /* ncclCommInitRank, ncclReduceScatter, ncclAllGather */
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +19,19 @@ extern "C" {
 }
 #include "exec/synth.h"     /* ex__share, also device code */
 
+/* The cuBLAS entry points used, resolved from libcublas.so at run time. */
+struct cublas_fns {
+    void *lib;                                                              /* dlopen handle */
+    cublasStatus_t (*create)(cublasHandle_t *);                             /* cublasCreate_v2 */
+    cublasStatus_t (*destroy)(cublasHandle_t);                              /* cublasDestroy_v2 */
+    cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t);             /* cublasSetStream_v2 */
+    cublasStatus_t (*sgemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const float *,
+                            const float *, int, const float *, int, const float *, float *, int);   /* cublasSgemm_v2 */
+};
+
 struct ex_dev {
     struct ex_comm *comm;           /* MPI, for the NCCL bootstrap */
+    struct cublas_fns blas_fns;     /* loaded on the first GEMM */
     int device;                     /* CUDA device ordinal */
     cudaStream_t stream[EX_STREAM_COUNT];
     cublasHandle_t blas;            /* on EX_STREAM_COMPUTE */
@@ -129,9 +142,6 @@ static int cu_open_(struct ex_dev **dp, struct ex_comm *c, int local_rank, int64
     CU_TRY(cudaSetDevice(d->device));
     for (int s = 0; s < EX_STREAM_COUNT; s++)
         CU_TRY(cudaStreamCreateWithFlags(&d->stream[s], cudaStreamNonBlocking));
-    if (cublasCreate(&d->blas) != CUBLAS_STATUS_SUCCESS)
-        return rl_errf(e, RL_EENV, "%s:%d: cublasCreate failed", __FILE__, __LINE__);
-    cublasSetStream(d->blas, d->stream[EX_STREAM_COMPUTE]);
     CU_TRY(cudaMalloc((void **)&d->count_d, sizeof *d->count_d));
     if (c->size > 1) {
         ncclUniqueId id;
@@ -164,7 +174,9 @@ static void cu_close(struct ex_dev *d)
     if (d->nccl)
         ncclCommDestroy(d->nccl);
     if (d->blas)
-        cublasDestroy(d->blas);
+        d->blas_fns.destroy(d->blas);
+    if (d->blas_fns.lib)
+        dlclose(d->blas_fns.lib);
     cudaFree(d->count_d);
     for (int s = 0; s < EX_STREAM_COUNT; s++)
         if (d->stream[s])
@@ -289,13 +301,41 @@ static int cu_nonfinite(struct ex_dev *d, const float *x, int64_t n, int64_t *co
     return 0;
 }
 
+/* Loads libcublas and creates the handle on the compute stream. */
+static int load_cublas(struct ex_dev *d, struct rl_err *e)
+{
+    struct cublas_fns *f = &d->blas_fns;
+    static const char *const names[] = {"libcublas.so", "libcublas.so.13", "libcublas.so.12"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !f->lib; i++)
+        f->lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!f->lib)
+        return rl_errf(e, RL_EENV, "--compute gemm: cannot load cuBLAS (libcublas.so): %s", dlerror());
+    f->create = (cublasStatus_t(*)(cublasHandle_t *))dlsym(f->lib, "cublasCreate_v2");
+    f->destroy = (cublasStatus_t(*)(cublasHandle_t))dlsym(f->lib, "cublasDestroy_v2");
+    f->set_stream = (cublasStatus_t(*)(cublasHandle_t, cudaStream_t))dlsym(f->lib, "cublasSetStream_v2");
+    f->sgemm = (cublasStatus_t(*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const float *,
+                                  const float *, int, const float *, int, const float *, float *, int))
+        dlsym(f->lib, "cublasSgemm_v2");
+    if (!f->create || !f->destroy || !f->set_stream || !f->sgemm)
+        return rl_errf(e, RL_EENV, "--compute gemm: libcublas lacks cublasCreate_v2/cublasSgemm_v2");
+    if (f->create(&d->blas) != CUBLAS_STATUS_SUCCESS)
+        return rl_errf(e, RL_EENV, "%s:%d: cublasCreate failed", __FILE__, __LINE__);
+    f->set_stream(d->blas, d->stream[EX_STREAM_COMPUTE]);
+    return 0;
+}
+
 static int cu_gemm(struct ex_dev *d, int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c,
                    enum ex_stream s, struct rl_err *e)
 {
     (void)s;
+    if (!d->blas) {
+        int rc = load_cublas(d, e);
+        if (rc)
+            return rc;
+    }
     const float one = 1.0f, zero = 0.0f;
     /* Row-major C = A B is column-major C^T = B^T A^T. */
-    if (cublasSgemm(d->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k, &one, b, (int)n, a, (int)k, &zero, c,
+    if (d->blas_fns.sgemm(d->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k, &one, b, (int)n, a, (int)k, &zero, c,
                     (int)n) != CUBLAS_STATUS_SUCCESS)
         return rl_errf(e, RL_EENV, "%s:%d: cublasSgemm %lld x %lld x %lld failed", __FILE__, __LINE__,
                        (long long)m, (long long)n, (long long)k);

@@ -790,6 +790,22 @@ static void read_memory(struct ex_run *r, struct ex_mem *m)
         m->pinned_bytes = ps.pinned_bytes;
     }
     r->be->mem(r->dev, &m->device_used_bytes, &m->device_capacity_bytes);
+    m->gpu_process_bytes = -1;
+    if (strcmp(r->be->name, "cuda") == 0) {
+        /* NVML per process (the monitor's reader, dlopen'ed; absent: unavailable). */
+        struct mon_gpu *g = NULL;
+        char why[128];
+        enum { MAXP = 256 };
+        int pids[MAXP], n = 0;
+        int64_t bytes[MAXP], used[MON_MAX_GPUS], total[MON_MAX_GPUS];
+        if (mon_gpu_open(&g, why, sizeof why) == 0) {
+            if (mon_gpu_sample(g, used, total, pids, bytes, MAXP, &n) == 0)
+                for (int i = 0; i < n; i++)
+                    if (pids[i] == (int)getpid())
+                        m->gpu_process_bytes = bytes[i];
+            mon_gpu_close(g);
+        }
+    }
 }
 
 /* ---- the whole run --------------------------------------------------------------------------- */
