@@ -333,7 +333,8 @@ static int run(int argc, char **argv)
         {"run options", opts, on_opt, &a},
         {"model, layout and DeepSpeed config", cli_setup_opts, cli_setup_opt, &s},
     };
-    int rc = cli_command_parse("run", argc, argv, "[mpirun -np N] ratiolab run [--model NAME] [--ratio R] [--scale F] [--schedule S] [--hash] [--json]",
+    int rc = cli_command_parse("run", argc, argv, "ratiolab run [--model NAME] [--ratio R] [--scale F] [--schedule S] [--hash] [--json]\n"
+                 "       mpirun -np N ratiolab run ...   (N ranks = --dp)",
                  "Runs the ratio-split ZeRO-3 step for real: every rank allocates the buffers of the plan's\n"
                  "exec ledger (checked to the byte), reduce-scatters exact synthetic gradients, runs the\n"
                  "device and host shares of Adam (kernels/, bitwise equal) and reports the time per phase,\n"
@@ -376,8 +377,7 @@ static int run(int argc, char **argv)
         code = cli_fail("run", &e);
         goto out;
     }
-    if (a.o.micro_batch <= 0 || s.micro_batch > 0)
-        a.o.micro_batch = c.zero.micro_batch > 0 ? c.zero.micro_batch : 1;
+    a.o.micro_batch = c.zero.micro_batch > 0 ? c.zero.micro_batch : 1;   /* config or --micro-batch */
     a.o.seq_len = s.seq_len;
     a.o.checkpoint_activations |= c.checkpoint_activations;
     if (a.reference) {
