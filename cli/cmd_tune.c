@@ -204,8 +204,8 @@ static int run(int argc, char **argv)
             printf("reserve    %s GiB per GPU outside the allocator (--reserve)\n",
                    cli_gib(g2, sizeof g2, sim.train.gpu_reserve_bytes));
         else
-            printf("reserve    CUDA context + NCCL %s GiB + caching allocator %.0f %% of allocated (profile %s; "
-                   "--reserve overrides)\n",
+            printf("reserve    CUDA context %s GiB + NCCL buffers per communicator + caching allocator (2 MiB "
+                   "rounding, %.0f %% of activations and gathered parameters) (profile %s; --reserve overrides)\n",
                    cli_gib(g2, sizeof g2, hw.context_bytes), hw.allocator_overhead * 100, hw.name);
         printf("candidates %zu ratios (%s)\n\n", n, a.ratios);
         if (b_exact >= 0)

@@ -78,19 +78,20 @@ int sim_at(struct sim *s, int64_t t_ns, sim_event_fn *fn, void *arg, int64_t tag
            struct sim_event_id *id)
 {
     if (t_ns < s->now_ns || !fn)
-        return RL_EINVAL;
+        return rl_errf(&s->e, RL_EINVAL, "engine: an event at %lld ns %s (now %lld ns)", (long long)t_ns,
+                       fn ? "is in the past" : "has no callback", (long long)s->now_ns);
     uint32_t slot;
     if (s->n_free) {
         slot = s->free_slot[--s->n_free];
     } else {
         if (grow((void **)&s->ev, &s->cap_ev, sizeof *s->ev, s->n_ev + 1) ||
             grow((void **)&s->free_slot, &s->cap_free, sizeof *s->free_slot, s->n_ev + 1))
-            return s->err = RL_ENOMEM;
+            return s->err = rl_errf(&s->e, RL_ENOMEM, "engine: out of memory for %u events", s->n_ev + 1);
         slot = s->n_ev++;
         s->ev[slot].gen = 0;
     }
     if (grow((void **)&s->heap, &s->cap_heap, sizeof *s->heap, s->n_heap + 1))
-        return s->err = RL_ENOMEM;
+        return s->err = rl_errf(&s->e, RL_ENOMEM, "engine: out of memory for %u pending events", s->n_heap + 1);
     struct sim__event *ev = &s->ev[slot];
     ev->fn = fn;
     ev->arg = arg;
@@ -107,7 +108,8 @@ int sim_after(struct sim *s, int64_t dt_ns, sim_event_fn *fn, void *arg, int64_t
               struct sim_event_id *id)
 {
     if (dt_ns < 0 || dt_ns > INT64_MAX - s->now_ns)
-        return RL_EINVAL;
+        return rl_errf(&s->e, RL_EINVAL, "engine: a delay of %lld ns from %lld ns is not allowed (0 .. %lld)",
+                       (long long)dt_ns, (long long)s->now_ns, (long long)(INT64_MAX - s->now_ns));
     return sim_at(s, s->now_ns + dt_ns, fn, arg, tag, id);
 }
 
@@ -143,7 +145,7 @@ int sim_run(struct sim *s, int64_t until_ns)
         uint32_t nb = 0;
         while (s->n_heap && s->heap[0].t_ns == t) {
             if (grow((void **)&s->batch, &s->cap_batch, sizeof *s->batch, nb + 1))
-                return s->err = RL_ENOMEM;
+                return s->err = rl_errf(&s->e, RL_ENOMEM, "engine: out of memory for a batch of %u events", nb + 1);
             s->batch[nb++] = s->heap[0].slot;
             s->heap[0] = s->heap[--s->n_heap];
             if (s->n_heap)

@@ -24,6 +24,7 @@ void sim_graph_reset(struct sim_graph *g)
     g->n_done = 0;
     g->end_ns = 0;
     g->err = 0;
+    g->e.code = 0;
 }
 
 int sim_graph_add(struct sim_graph *g, const struct sim_task *t)
@@ -32,7 +33,7 @@ int sim_graph_add(struct sim_graph *g, const struct sim_task *t)
         int n = g->cap_task ? 2 * g->cap_task : 256;
         void *q = realloc(g->task, (size_t)n * sizeof *g->task);
         if (!q)
-            return RL_ENOMEM;
+            return rl_errf(&g->e, RL_ENOMEM, "task graph: out of memory for %d tasks", n);
         g->task = q;
         g->cap_task = n;
     }
@@ -45,12 +46,13 @@ int sim_graph_dep(struct sim_graph *g, int from, int to)
     if (from < 0)
         return 0;
     if (from >= g->n_task || to < 0 || to >= g->n_task || from == to)
-        return RL_EINVAL;
+        return rl_errf(&g->e, RL_EINVAL, "task graph: an edge %d -> %d is not allowed (two different tasks "
+                       "of 0..%d)", from, to, g->n_task - 1);
     if (g->n_edge == g->cap_edge) {
         int n = g->cap_edge ? 2 * g->cap_edge : 512;
         void *q = realloc(g->edge, (size_t)n * sizeof *g->edge);
         if (!q)
-            return RL_ENOMEM;
+            return rl_errf(&g->e, RL_ENOMEM, "task graph: out of memory for %d edges", n);
         g->edge = q;
         g->cap_edge = n;
     }
@@ -87,8 +89,10 @@ static void task_begin(struct sim_graph *g, int i)
     r.tag = i;
     struct rl_err e;
     int rc = sim_flow_start(g->flow, &r, NULL, &e);
-    if (rc && !g->err)
+    if (rc && !g->err) {
         g->err = rc;
+        rl_errf(&g->e, rc, "task %d (%s): %s", i, t->name ? t->name : "?", e.msg);
+    }
 }
 
 static void on_latency(struct sim *s, void *arg, int64_t tag)
@@ -103,8 +107,10 @@ static void task_ready(struct sim_graph *g, int i)
     t->t_ready_ns = g->flow->sim->now_ns;
     if (t->latency_ns > 0) {
         int rc = sim_after(g->flow->sim, t->latency_ns, on_latency, g, i, NULL);
-        if (rc && !g->err)
+        if (rc && !g->err) {
             g->err = rc;
+            rl_errf(&g->e, rc, "task %d (%s): %s", i, t->name ? t->name : "?", g->flow->sim->e.msg);
+        }
     } else {
         task_begin(g, i);
     }
@@ -145,9 +151,10 @@ int sim_graph_run(struct sim_graph *g, struct sim_flow *f, struct rl_err *e)
             task_ready(g, i);
     int rc = sim_run(f->sim, -1);
     g->flow = NULL;
-    if (rc || g->err)
-        return rl_errf(e, rc ? rc : g->err, "task graph: the simulation failed (%s)",
-                       rl_strerror(rc ? rc : g->err));
+    if (g->err)
+        return rl_errf(e, g->err, "task graph: %s", g->e.msg);
+    if (rc)
+        return rl_errf(e, rc, "task graph: %s", f->sim->e.code ? f->sim->e.msg : rl_strerror(rc));
     if (g->n_done != g->n_task)
         return rl_errf(e, RL_EINVAL, "task graph: %d of %d tasks never ran (a dependency cycle)",
                        g->n_task - g->n_done, g->n_task);

@@ -62,6 +62,7 @@ struct sim {
     uint64_t n_cancelled;        /* events dropped because cancelled */
     bool stop;                   /* set by sim_stop: sim_run returns after the current batch */
     int err;                     /* first allocation failure inside a callback (RL_ENOMEM) */
+    struct rl_err e;             /* the message of the last error code an engine call returned */
 };
 
 int sim_init(struct sim *s);
@@ -191,13 +192,15 @@ struct sim_graph {
     int64_t end_ns;              /* when the last task finished */
     int n_done;                  /* tasks finished */
     int err;                     /* first error of the run */
+    struct rl_err e;             /* the message of the last error code a graph call returned */
     struct sim_flow *flow;       /* during sim_graph_run */
 };
 
 void sim_graph_init(struct sim_graph *g);
 void sim_graph_free(struct sim_graph *g);
 void sim_graph_reset(struct sim_graph *g);   /* keeps the allocations */
-/* Adds a task; returns its index or a negative RL_E* code. */
+/* Adds a task; returns its index or a negative RL_E* code (its message in g->e). A failed
+ * sim_graph_dep leaves its message there too; sim_at, sim_after and sim_run in s->e. */
 int sim_graph_add(struct sim_graph *g, const struct sim_task *t);
 /* Task `to` waits for task `from` (from < 0 is ignored, so optional predecessors are easy). */
 int sim_graph_dep(struct sim_graph *g, int from, int to);

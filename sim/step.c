@@ -1046,7 +1046,8 @@ static int build(struct builder *u, int nsim, struct rl_err *e)
     }
     free(st);
     if (u->err)
-        return rl_errf(e, u->err, "step: building the task graph failed (%s)", rl_strerror(u->err));
+        return rl_errf(e, u->err, "step: building the task graph failed: %s",
+                       b->g.e.code ? b->g.e.msg : rl_strerror(u->err));
     return 0;
 }
 

@@ -400,6 +400,52 @@ START_TEST(graph_matches_closed_forms)
 }
 END_TEST
 
+/* Every engine and graph call that returns an error code leaves a message saying what was wrong
+ * (before, a bare code reached the CLI as "the simulation failed (invalid input)"). */
+START_TEST(engine_and_graph_errors_have_messages)
+{
+    struct sim s;
+    sim_init(&s);
+    struct log l = {0};
+    ck_assert_int_eq(sim_at(&s, 10, rec, &l, 1, NULL), 0);
+    ck_assert_int_eq(sim_run(&s, -1), 0);
+    ck_assert_int_eq(sim_at(&s, 5, rec, &l, 2, NULL), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(s.e.msg, "event at 5 ns is in the past (now 10 ns)"));
+    ck_assert_int_eq(sim_after(&s, -1, rec, &l, 2, NULL), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(s.e.msg, "delay of -1 ns"));
+    ck_assert_int_eq(sim_at(&s, 20, NULL, &l, 2, NULL), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(s.e.msg, "no callback"));
+    sim_free(&s);
+
+    struct sim_graph g;
+    sim_graph_init(&g);
+    struct sim_task t = {.name = "a", .rank = -1, .track = -1, .phase = -1};
+    ck_assert_int_eq(sim_graph_add(&g, &t), 0);
+    ck_assert_int_eq(sim_graph_dep(&g, 0, 0), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(g.e.msg, "edge 0 -> 0"));
+    ck_assert_int_eq(sim_graph_dep(&g, 0, 7), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(g.e.msg, "edge 0 -> 7"));
+    /* a task whose activity the flow model refuses: the run's message names the task and why */
+    struct sim_task bad = {.name = "weightless", .rank = -1, .track = -1, .phase = -1};
+    bad.req.work = 1;
+    bad.req.n_res = 1;
+    bad.req.res[0] = 0;
+    bad.req.weight[0] = -1;
+    ck_assert_int_eq(sim_graph_add(&g, &bad), 1);
+    sim_init(&s);
+    struct sim_flow f;
+    sim_flow_init(&f, &s);
+    ck_assert_int_ge(sim_flow_add_resource(&f, "link", 1e9, NULL), 0);
+    struct rl_err e;
+    ck_assert_int_eq(sim_graph_run(&g, &f, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "task 1 (weightless)"));
+    ck_assert_ptr_nonnull(strstr(e.msg, "weight -1"));
+    sim_flow_free(&f);
+    sim_free(&s);
+    sim_graph_free(&g);
+}
+END_TEST
+
 START_TEST(flow_rejects_bad_input)
 {
     struct sim s;
@@ -440,6 +486,7 @@ Suite *sim_suite(void)
     suite_add_tcase(s, c);
     c = tcase_create("graph");
     tcase_add_test(c, graph_matches_closed_forms);
+    tcase_add_test(c, engine_and_graph_errors_have_messages);
     suite_add_tcase(s, c);
     return s;
 }
