@@ -4,8 +4,8 @@
  * overlap efficiency step / max(device-side time, host-side time), and this machine's memcpy
  * bandwidth measured in the same run.
  *
- * On the cpu backend the "device" and the host share one DRAM and the same cores, and every
- * stream is synchronous, so `overlap` can win only by moving fewer bytes. Usage:
+ * On the cpu backend the "device" and the host share one DRAM and the same cores (only copies run
+ * on their own thread), so `overlap` can win only by moving fewer bytes. Usage:
  *   build/bench/exec [--gpu] [SCALE]  (RATIOLAB_SRC: the source tree, for catalog/)
  * --gpu runs the cuda backend instead (scripts/gpu-check.sh; target there: efficiency <= 1.10
  * and overlap >= 2x faster than deepspeed at ratio 0.5). */
@@ -152,8 +152,8 @@ int main(int argc, char **argv)
                (double)opt_at_half[0] / (double)opt_at_half[1]);
         printf("B/elem: bytes moved or touched per partition element by the optimizer path (reduce-scatter\n"
                "delivery, copies, casts, unscale, overflow scan, Adam); step: forward + backward + optimizer;\n"
-               "effic.: step / max(device-side, host-side) busy time (1.00 = perfect overlap; the cpu\n"
-               "backend runs every stream synchronously, so it is >= 1 here by construction)\n");
+               "effic.: step / max(device-side, host-side) busy time (1.00 = perfect overlap; on the cpu\n"
+               "backend only copies run on their own thread, the device side is the host's own cores)\n");
     }
     plan_model_free(&scaled);
     plan_model_free(&m);

@@ -5,7 +5,9 @@
  *
  * Streams: EX_STREAM_COMPUTE (forward/backward, device Adam), EX_STREAM_COMM (collectives and
  * the reduce path), EX_STREAM_COPY (host <-> device copies). Operations on one stream run in
- * order; ex_backend.sync waits for a stream. Every operation returns 0 or RL_E* with *e filled. */
+ * order; ex_backend.sync waits for a stream. On the cpu backend EX_STREAM_COPY is a copy thread
+ * and the other streams run synchronously; on cuda every stream is a CUDA stream. Every
+ * operation returns 0 or RL_E* with *e filled. */
 #ifndef RL_EXEC_BACKEND_H
 #define RL_EXEC_BACKEND_H
 
@@ -14,6 +16,7 @@
 
 #include "common/rl.h"
 #include "kernels/adam.h"
+#include "plan/step.h"   /* struct step_span */
 
 struct ex_comm;
 
@@ -60,6 +63,15 @@ struct ex_backend {
     int (*gemm)(struct ex_dev *d, int64_t m, int64_t n, int64_t k, const float *a, const float *b,
                 float *c, enum ex_stream s, struct rl_err *e);
     int (*sync)(struct ex_dev *d, enum ex_stream s, struct rl_err *e);
+    /* Events: record returns a marker of the work queued so far on stream s; wait blocks until
+     * that work is done (a double buffer waits for the copy that used its half, not the newest). */
+    int (*event_record)(struct ex_dev *d, enum ex_stream s, uint64_t *ev, struct rl_err *e);
+    int (*event_wait)(struct ex_dev *d, uint64_t ev, struct rl_err *e);
+    /* Phase (enum step_phase) the next queued copies are attributed to. */
+    void (*tag)(struct ex_dev *d, int phase);
+    /* When not NULL, the backend times its asynchronous copies itself: moves up to max finished
+     * spans into out and returns how many (the pipeline then records no span around them). */
+    int (*take_spans)(struct ex_dev *d, struct step_span *out, int max);
     /* fp32 sum over ranks of buf (rank-major blocks of count elements, device memory); *out
      * points at this rank's reduced block inside buf when it returns (synchronous). */
     int (*reduce_scatter)(struct ex_dev *d, float *buf, int64_t count, float **out, struct rl_err *e);

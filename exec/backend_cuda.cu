@@ -37,6 +37,8 @@ struct ex_dev {
     cublasHandle_t blas;            /* on EX_STREAM_COMPUTE */
     ncclComm_t nccl;                /* NULL with one rank */
     int64_t *count_d;               /* device counter for nonfinite */
+    cudaEvent_t ev[64];             /* event ring for event_record / event_wait */
+    uint64_t n_ev;                  /* events recorded since open */
     int64_t capacity_bytes;         /* 0: the GPU's */
 };
 
@@ -143,6 +145,8 @@ static int cu_open_(struct ex_dev **dp, struct ex_comm *c, int local_rank, int64
     for (int s = 0; s < EX_STREAM_COUNT; s++)
         CU_TRY(cudaStreamCreateWithFlags(&d->stream[s], cudaStreamNonBlocking));
     CU_TRY(cudaMalloc((void **)&d->count_d, sizeof *d->count_d));
+    for (int i = 0; i < 64; i++)
+        CU_TRY(cudaEventCreateWithFlags(&d->ev[i], cudaEventDisableTiming));
     if (c->size > 1) {
         ncclUniqueId id;
         if (c->rank == 0)
@@ -178,6 +182,9 @@ static void cu_close(struct ex_dev *d)
     if (d->blas_fns.lib)
         dlclose(d->blas_fns.lib);
     cudaFree(d->count_d);
+    for (int i = 0; i < 64; i++)
+        if (d->ev[i])
+            cudaEventDestroy(d->ev[i]);
     for (int s = 0; s < EX_STREAM_COUNT; s++)
         if (d->stream[s])
             cudaStreamDestroy(d->stream[s]);
@@ -372,7 +379,30 @@ static int cu_allgather(struct ex_dev *d, void *buf, int64_t bytes, struct rl_er
     return nccl_async_check(d, e);
 }
 
+/* Event ids are 1-based counts; the ring keeps the last 64, enough for a double buffer. */
+static int cu_event_record(struct ex_dev *d, enum ex_stream s, uint64_t *ev, struct rl_err *e)
+{
+    CU_TRY(cudaEventRecord(d->ev[d->n_ev % 64], d->stream[s]));
+    *ev = ++d->n_ev;
+    return 0;
+}
+
+static int cu_event_wait(struct ex_dev *d, uint64_t ev, struct rl_err *e)
+{
+    if (ev == 0 || ev + 64 <= d->n_ev)
+        return 0;   /* nothing recorded, or older than the ring: long done (the ring is synced in order) */
+    CU_TRY(cudaEventSynchronize(d->ev[(ev - 1) % 64]));
+    return 0;
+}
+
+static void cu_tag(struct ex_dev *d, int phase)
+{
+    (void)d;
+    (void)phase;
+}
+
 extern "C" const struct ex_backend ex_backend_cuda = {
     "cuda", cu_open, cu_close, cu_mem, cu_dev_alloc, cu_dev_free, cu_host_alloc, cu_host_free, cu_copy, cu_adam,
-    cu_scale, cu_narrow, cu_widen, cu_shares, cu_nonfinite, cu_gemm, cu_sync, cu_reduce_scatter, cu_allgather,
+    cu_scale, cu_narrow, cu_widen, cu_shares, cu_nonfinite, cu_gemm, cu_sync, cu_event_record, cu_event_wait,
+    cu_tag, NULL, cu_reduce_scatter, cu_allgather,
 };
