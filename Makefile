@@ -66,6 +66,9 @@ ifneq ($(and $(NCCL_H),$(NCCL_LIBDIR)),)
 CFLAGS += -DRL_HAVE_NCCL=1
 NVCCFLAGS += -DRL_HAVE_NCCL=1
 LDLIBS += -L$(NCCL_LIBDIR) -Wl,-rpath,$(NCCL_LIBDIR) -lnccl
+# The executor's cuda backend (exec/backend_cuda.cu) needs NCCL (and cuBLAS, loaded at run time).
+CFLAGS += -DRL_EX_CUDA=1
+NVCCFLAGS += -DRL_EX_CUDA=1
 endif
 endif
 

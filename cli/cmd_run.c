@@ -29,6 +29,7 @@ static const struct cli_opt opts[] = {
     {"inject-nan", "STEP", "iteration (1-based) whose gradient holds a NaN: the step is skipped", R_NAN},
     {"hash", NULL, "print the digest of the final master, m, v and 16-bit parameters", R_HASH},
     {"json", NULL, "machine-readable output (exec/README.md documents the schema)", R_JSON},
+    {"trace", "FILE", "write a Chrome trace (Perfetto) of every step; FILE ending in .gz is gzipped", R_TRACE},
     {"save", "DIR", "write a checkpoint of the optimizer state at the end", R_SAVE},
     {"load", "DIR", "start from a checkpoint (any world size, ratio, policy, schedule)", R_LOAD},
     {"reference", NULL, "compute the expected digest in one process with the scalar reference Adam", R_REFERENCE},
@@ -180,6 +181,7 @@ static json_t *rank_json(const struct ex_rank_result *x)
     json_object_set_new(m, "pinned_bytes", bytes_or_unavailable(x->mem.pinned_bytes));
     json_object_set_new(m, "device_used_bytes", bytes_or_unavailable(x->mem.device_used_bytes));
     json_object_set_new(m, "device_capacity_bytes", bytes_or_unavailable(x->mem.device_capacity_bytes));
+    json_object_set_new(m, "gpu_process_bytes", bytes_or_unavailable(x->mem.gpu_process_bytes));
     json_object_set_new(o, "memory", m);
     return o;
 }
@@ -253,6 +255,9 @@ static void print_human(const struct cli_ctx *c, const struct plan *p, const str
     printf("ratio      requested %.4f, honored %.4f (policy %s), host-placed %lld of %lld elements per rank\n",
            p->requested_ratio, p->honored_ratio, plan_policy_name(p->policy), (long long)cr->host_placed_numel,
            (long long)cr->per_rank_numel);
+    if (p->layout.tp > 1)
+        printf("layout     TP %d: each rank runs one tensor-parallel shard as its model (the data-parallel "
+               "ZeRO-3 dimension is what runs)\n", p->layout.tp);
     if (r->skipped)
         printf("skipped    %lld step%s: a gradient was NaN or Inf (no state changed)\n", (long long)r->skipped,
                r->skipped == 1 ? "" : "s");
@@ -328,7 +333,8 @@ static int run(int argc, char **argv)
         {"run options", opts, on_opt, &a},
         {"model, layout and DeepSpeed config", cli_setup_opts, cli_setup_opt, &s},
     };
-    int rc = cli_command_parse("run", argc, argv, "ratiolab run [--model NAME] [--ratio R] [--scale F] [--schedule S] [--hash] [--json]   (N ranks: mpirun -np N ratiolab run ...)",
+    int rc = cli_command_parse("run", argc, argv, "ratiolab run [--model NAME] [--ratio R] [--scale F] [--schedule S] [--hash] [--json]\n"
+                 "       mpirun -np N ratiolab run ...   (N ranks = --dp)",
                  "Runs the ratio-split ZeRO-3 step for real: every rank allocates the buffers of the plan's\n"
                  "exec ledger (checked to the byte), reduce-scatters exact synthetic gradients, runs the\n"
                  "device and host shares of Adam (kernels/, bitwise equal) and reports the time per phase,\n"
@@ -371,8 +377,7 @@ static int run(int argc, char **argv)
         code = cli_fail("run", &e);
         goto out;
     }
-    if (a.o.micro_batch <= 0 || s.micro_batch > 0)
-        a.o.micro_batch = c.zero.micro_batch > 0 ? c.zero.micro_batch : 1;
+    a.o.micro_batch = c.zero.micro_batch > 0 ? c.zero.micro_batch : 1;   /* config or --micro-batch */
     a.o.seq_len = s.seq_len;
     a.o.checkpoint_activations |= c.checkpoint_activations;
     if (a.reference) {

@@ -5,7 +5,9 @@
  *
  * Streams: EX_STREAM_COMPUTE (forward/backward, device Adam), EX_STREAM_COMM (collectives and
  * the reduce path), EX_STREAM_COPY (host <-> device copies). Operations on one stream run in
- * order; ex_backend.sync waits for a stream. Every operation returns 0 or RL_E* with *e filled. */
+ * order; ex_backend.sync waits for a stream. On the cpu backend EX_STREAM_COPY is a copy thread
+ * and the other streams run synchronously; on cuda every stream is a CUDA stream. Every
+ * operation returns 0 or RL_E* with *e filled. */
 #ifndef RL_EXEC_BACKEND_H
 #define RL_EXEC_BACKEND_H
 
@@ -14,6 +16,9 @@
 
 #include "common/rl.h"
 #include "kernels/adam.h"
+#include "plan/step.h"   /* struct step_span */
+
+struct ex_comm;
 
 enum ex_stream { EX_STREAM_COMPUTE, EX_STREAM_COMM, EX_STREAM_COPY, EX_STREAM_COUNT };
 enum ex_copy_dir { EX_H2D, EX_D2H, EX_D2D, EX_H2H };
@@ -22,8 +27,9 @@ struct ex_dev;   /* backend state, opaque to the pipeline */
 
 struct ex_backend {
     const char *name;   /* "cpu", "cuda" */
-    /* Opens the device for this rank (local rank picks the GPU); capacity_bytes 0: unlimited. */
-    int (*open)(struct ex_dev **d, int local_rank, int64_t capacity_bytes, struct rl_err *e);
+    /* Opens the device for this rank (local rank picks the GPU; c bootstraps the collectives);
+     * capacity_bytes 0: unlimited. */
+    int (*open)(struct ex_dev **d, struct ex_comm *c, int local_rank, int64_t capacity_bytes, struct rl_err *e);
     void (*close)(struct ex_dev *d);
     /* Device memory in use by this process and the capacity (-1: unknown). */
     void (*mem)(struct ex_dev *d, int64_t *used_bytes, int64_t *capacity_bytes);
@@ -57,6 +63,20 @@ struct ex_backend {
     int (*gemm)(struct ex_dev *d, int64_t m, int64_t n, int64_t k, const float *a, const float *b,
                 float *c, enum ex_stream s, struct rl_err *e);
     int (*sync)(struct ex_dev *d, enum ex_stream s, struct rl_err *e);
+    /* Events: record returns a marker of the work queued so far on stream s; wait blocks until
+     * that work is done (a double buffer waits for the copy that used its half, not the newest). */
+    int (*event_record)(struct ex_dev *d, enum ex_stream s, uint64_t *ev, struct rl_err *e);
+    int (*event_wait)(struct ex_dev *d, uint64_t ev, struct rl_err *e);
+    /* Phase (enum step_phase) the next queued copies are attributed to. */
+    void (*tag)(struct ex_dev *d, int phase);
+    /* When not NULL, the backend times its asynchronous copies itself: moves up to max finished
+     * spans into out and returns how many (the pipeline then records no span around them). */
+    int (*take_spans)(struct ex_dev *d, struct step_span *out, int max);
+    /* fp32 sum over ranks of buf (rank-major blocks of count elements, device memory); *out
+     * points at this rank's reduced block inside buf when it returns (synchronous). */
+    int (*reduce_scatter)(struct ex_dev *d, float *buf, int64_t count, float **out, struct rl_err *e);
+    /* In place: buf holds size x bytes, this rank's part at rank x bytes (synchronous). */
+    int (*allgather)(struct ex_dev *d, void *buf, int64_t bytes, struct rl_err *e);
 };
 
 extern const struct ex_backend ex_backend_cpu;

@@ -1,22 +1,87 @@
 /* exec/backend_cpu.c — the `cpu` backend: the device is emulated on the host. Device memory is a
  * separately accounted pool with a capacity (--device-mem), device kernels are the kernels/ CPU
- * Adam and plain loops, GEMMs are OpenBLAS. Operations run when they are issued (every stream
- * is synchronous), so busy time equals exposed time per phase on this backend. */
+ * Adam and plain loops, GEMMs are OpenBLAS. Copies on EX_STREAM_COPY run on a copy thread (a FIFO
+ * queue; the thread times each copy and the pipeline collects the spans), so host Adam and copies
+ * overlap as on a GPU; the compute and communication streams run when they are issued. */
 #include <cblas.h>      /* cblas_sgemm (OpenBLAS) */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>   /* mlock, munlock */
+#include <time.h>       /* clock_gettime */
 
 #include "exec/backend.h"
 #include "exec/exec.h"
 #include "kernels/lowp.h"
 
+/* One queued copy. */
+struct cpu_copy {
+    void *dst;                /* destination */
+    const void *src;          /* source */
+    int64_t bytes;            /* size */
+    int phase;                /* step phase it is attributed to */
+};
+
 struct ex_dev {
+    struct ex_comm *comm;     /* MPI collectives */
     int64_t used_bytes;       /* pool bytes allocated */
     int64_t capacity_bytes;   /* 0: unlimited */
     int threads;              /* Adam threads for device kernels */
+    /* the copy thread: queue[done .. queued) are pending, guarded by mu */
+    pthread_t copier;         /* the thread */
+    bool copier_up;           /* started */
+    pthread_mutex_t mu;       /* guards everything below */
+    pthread_cond_t work;      /* signalled when a copy is queued or on stop */
+    pthread_cond_t idle;      /* signalled when a copy finishes */
+    struct cpu_copy *queue;   /* ring of cap entries, indexed modulo cap */
+    uint64_t cap;             /* ring size (a power of two) */
+    uint64_t queued;          /* copies queued since open */
+    uint64_t done;            /* copies finished since open */
+    bool stop;                /* close() asks the thread to end */
+    int tag;                  /* phase of the next queued copies */
+    struct step_span *spans;  /* finished copies' spans, not yet taken */
+    int n_spans, cap_spans;   /* used, allocated */
 };
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void *copier_main(void *arg)
+{
+    struct ex_dev *d = arg;
+    pthread_mutex_lock(&d->mu);
+    for (;;) {
+        while (d->done == d->queued && !d->stop)
+            pthread_cond_wait(&d->work, &d->mu);
+        if (d->done == d->queued)
+            break;   /* stop, and nothing left */
+        struct cpu_copy c = d->queue[d->done & (d->cap - 1)];
+        pthread_mutex_unlock(&d->mu);
+        int64_t t0 = now_ns();
+        memmove(c.dst, c.src, (size_t)c.bytes);
+        int64_t t1 = now_ns();
+        pthread_mutex_lock(&d->mu);
+        if (d->n_spans == d->cap_spans) {
+            int cap = d->cap_spans ? 2 * d->cap_spans : 256;
+            struct step_span *n = realloc(d->spans, (size_t)cap * sizeof *n);
+            if (n) {
+                d->spans = n;
+                d->cap_spans = cap;
+            }
+        }
+        if (d->n_spans < d->cap_spans)   /* a span lost to memory shortage only loses its time */
+            d->spans[d->n_spans++] = (struct step_span){.start_ns = t0, .end_ns = t1, .phase = c.phase};
+        d->done++;
+        pthread_cond_broadcast(&d->idle);
+    }
+    pthread_mutex_unlock(&d->mu);
+    return NULL;
+}
 
 void ex__narrow_host(void *dst, enum kern_dtype t, const float *src, int64_t n)
 {
@@ -40,18 +105,49 @@ void ex__widen_host(float *dst, const void *src, enum kern_dtype t, int64_t n)
             dst[i] = kern_f16_to_f32(s[i]);
 }
 
-static int cpu_open(struct ex_dev **d, int local_rank, int64_t capacity_bytes, struct rl_err *e)
+static int cpu_open(struct ex_dev **d, struct ex_comm *c, int local_rank, int64_t capacity_bytes,
+                    struct rl_err *e)
 {
     (void)local_rank;
     *d = calloc(1, sizeof **d);
     if (!*d)
         return rl_errf(e, RL_ENOMEM, "out of host memory");
+    (*d)->comm = c;
     (*d)->capacity_bytes = capacity_bytes;
     (*d)->threads = 1;
+    (*d)->cap = 64;
+    (*d)->queue = calloc((size_t)(*d)->cap, sizeof *(*d)->queue);
+    if (!(*d)->queue) {
+        free(*d);
+        *d = NULL;
+        return rl_errf(e, RL_ENOMEM, "out of host memory");
+    }
+    pthread_mutex_init(&(*d)->mu, NULL);
+    pthread_cond_init(&(*d)->work, NULL);
+    pthread_cond_init(&(*d)->idle, NULL);
+    if (pthread_create(&(*d)->copier, NULL, copier_main, *d) == 0)
+        (*d)->copier_up = true;   /* otherwise copies run inline */
     return 0;
 }
 
-static void cpu_close(struct ex_dev *d) { free(d); }
+static void cpu_close(struct ex_dev *d)
+{
+    if (!d)
+        return;
+    if (d->copier_up) {
+        pthread_mutex_lock(&d->mu);
+        d->stop = true;
+        pthread_cond_signal(&d->work);
+        pthread_mutex_unlock(&d->mu);
+        pthread_join(d->copier, NULL);
+    }
+    pthread_mutex_destroy(&d->mu);
+    pthread_cond_destroy(&d->work);
+    pthread_cond_destroy(&d->idle);
+    free(d->queue);
+    free(d->spans);
+    free(d);
+}
 
 static void cpu_mem(struct ex_dev *d, int64_t *used, int64_t *cap)
 {
@@ -106,13 +202,76 @@ static void cpu_host_free(struct ex_dev *d, void *p, int64_t bytes, bool pinned)
 static int cpu_copy(struct ex_dev *d, void *dst, const void *src, int64_t bytes, enum ex_copy_dir dir,
                     enum ex_stream s, struct rl_err *e)
 {
-    (void)d;
     (void)dir;
-    (void)s;
-    (void)e;
-    if (bytes > 0)
+    if (bytes <= 0)
+        return 0;
+    if (s != EX_STREAM_COPY || !d->copier_up) {
         memmove(dst, src, (size_t)bytes);
+        return 0;
+    }
+    pthread_mutex_lock(&d->mu);
+    if (d->queued - d->done == d->cap) {   /* full: grow the ring, keeping the order */
+        struct cpu_copy *n = calloc((size_t)(2 * d->cap), sizeof *n);
+        if (!n) {
+            pthread_mutex_unlock(&d->mu);
+            return rl_errf(e, RL_ENOMEM, "out of host memory for the copy queue");
+        }
+        for (uint64_t i = d->done; i < d->queued; i++)
+            n[i & (2 * d->cap - 1)] = d->queue[i & (d->cap - 1)];
+        free(d->queue);
+        d->queue = n;
+        d->cap *= 2;
+    }
+    d->queue[d->queued & (d->cap - 1)] = (struct cpu_copy){.dst = dst, .src = src, .bytes = bytes, .phase = d->tag};
+    d->queued++;
+    pthread_cond_signal(&d->work);
+    pthread_mutex_unlock(&d->mu);
     return 0;
+}
+
+/* Blocks until the first `upto` copies queued since open are done. */
+static void copies_wait(struct ex_dev *d, uint64_t upto)
+{
+    if (!d->copier_up)
+        return;
+    pthread_mutex_lock(&d->mu);
+    while (d->done < upto)
+        pthread_cond_wait(&d->idle, &d->mu);
+    pthread_mutex_unlock(&d->mu);
+}
+
+static int cpu_event_record(struct ex_dev *d, enum ex_stream s, uint64_t *ev, struct rl_err *e)
+{
+    (void)e;
+    pthread_mutex_lock(&d->mu);
+    *ev = s == EX_STREAM_COPY ? d->queued : 0;   /* other streams are synchronous: already done */
+    pthread_mutex_unlock(&d->mu);
+    return 0;
+}
+
+static int cpu_event_wait(struct ex_dev *d, uint64_t ev, struct rl_err *e)
+{
+    (void)e;
+    copies_wait(d, ev);
+    return 0;
+}
+
+static void cpu_tag(struct ex_dev *d, int phase)
+{
+    pthread_mutex_lock(&d->mu);
+    d->tag = phase;
+    pthread_mutex_unlock(&d->mu);
+}
+
+static int cpu_take_spans(struct ex_dev *d, struct step_span *out, int max)
+{
+    pthread_mutex_lock(&d->mu);
+    int n = d->n_spans < max ? d->n_spans : max;
+    memcpy(out, d->spans, (size_t)n * sizeof *out);
+    memmove(d->spans, d->spans + n, (size_t)(d->n_spans - n) * sizeof *out);
+    d->n_spans -= n;
+    pthread_mutex_unlock(&d->mu);
+    return n;
 }
 
 static int cpu_adam(struct ex_dev *d, const struct kern_adam_scalars *sc, const struct kern_adam_bufs *b,
@@ -197,10 +356,25 @@ static int cpu_gemm(struct ex_dev *d, int64_t m, int64_t n, int64_t k, const flo
 
 static int cpu_sync(struct ex_dev *d, enum ex_stream s, struct rl_err *e)
 {
-    (void)d;
-    (void)s;
     (void)e;
+    if (s == EX_STREAM_COPY) {
+        pthread_mutex_lock(&d->mu);
+        uint64_t q = d->queued;
+        pthread_mutex_unlock(&d->mu);
+        copies_wait(d, q);
+    }
     return 0;
+}
+
+static int cpu_reduce_scatter(struct ex_dev *d, float *buf, int64_t count, float **out, struct rl_err *e)
+{
+    *out = buf;   /* MPI in place: the result lands at the front */
+    return ex_comm_reduce_scatter_f32(d->comm, buf, count, e);
+}
+
+static int cpu_allgather(struct ex_dev *d, void *buf, int64_t bytes, struct rl_err *e)
+{
+    return ex_comm_allgather(d->comm, buf, buf, bytes, e);
 }
 
 const struct ex_backend ex_backend_cpu = {
@@ -221,4 +395,10 @@ const struct ex_backend ex_backend_cpu = {
     .nonfinite = cpu_nonfinite,
     .gemm = cpu_gemm,
     .sync = cpu_sync,
+    .reduce_scatter = cpu_reduce_scatter,
+    .allgather = cpu_allgather,
+    .event_record = cpu_event_record,
+    .event_wait = cpu_event_wait,
+    .tag = cpu_tag,
+    .take_spans = cpu_take_spans,
 };

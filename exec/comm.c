@@ -133,6 +133,19 @@ int ex_comm_allgather(struct ex_comm *c, const void *in, void *out, int64_t byte
     return 0;
 }
 
+int ex_comm_bcast(struct ex_comm *c, void *buf, int64_t bytes, struct rl_err *e)
+{
+    if (bytes > INT32_MAX)
+        return rl_errf(e, RL_EINTERNAL, "broadcast of %lld bytes exceeds MPI's int count", (long long)bytes);
+#ifdef RL_HAVE_MPI
+    if (c->mpi && c->size > 1)
+        MPI_TRY(MPI_Bcast(buf, (int)bytes, MPI_BYTE, 0, comm_of(c)), "MPI_Bcast");
+#endif
+    (void)c;
+    (void)buf;
+    return 0;
+}
+
 int ex_comm_gatherv(struct ex_comm *c, const void *in, int64_t bytes, void **out, int64_t *out_bytes,
                     struct rl_err *e)
 {

@@ -50,6 +50,8 @@ int ex_comm_reduce_scatter_f32(struct ex_comm *c, float *buf, int64_t count, str
 /* Gathers `bytes` from each rank into out (rank order) on every rank; out holds size x bytes.
  * in == out: in place, this rank's bytes are already at out + rank x bytes. */
 int ex_comm_allgather(struct ex_comm *c, const void *in, void *out, int64_t bytes, struct rl_err *e);
+/* Broadcast of bytes from rank 0 (the NCCL unique id). */
+int ex_comm_bcast(struct ex_comm *c, void *buf, int64_t bytes, struct rl_err *e);
 /* Variable-size gather to rank 0: out (malloc'd, only on rank 0) receives every rank's bytes in
  * rank order, *out_bytes their total. */
 int ex_comm_gatherv(struct ex_comm *c, const void *in, int64_t bytes, void **out, int64_t *out_bytes,
@@ -111,6 +113,8 @@ struct ex_mem {
     int64_t pinned_bytes;           /* VmPin */
     int64_t device_used_bytes;      /* device pool in use (cpu backend) or cudaMemGetInfo */
     int64_t device_capacity_bytes;  /* --device-mem or the GPU's; -1 unlimited/unknown */
+    int64_t gpu_process_bytes;      /* cuda: this process's GPU memory as NVML reports it; -1
+                                       unavailable (cpu backend, no NVML, or NVML cannot tell) */
 };
 
 struct ex_phase_stat {

@@ -34,6 +34,15 @@ struct ex_item {
     int64_t len;      /* elements per rank */
 };
 
+/* A span or a memory sample for the trace (phase < 0: a sample, value in bytes). */
+struct ex__tspan {
+    int64_t t0_ns;                   /* start, relative to the run's origin */
+    int64_t t1_ns;                   /* end (samples: == t0) */
+    int32_t phase;                   /* enum step_phase, -1 device memory, -2 RSS */
+    int32_t rank;                    /* the rank */
+    int64_t value;                   /* samples: bytes */
+};
+
 struct ex_run {
     const struct plan *p;            /* the plan (exec ledger) */
     const struct ex_opts *o;         /* options */
@@ -84,6 +93,9 @@ struct ex_run {
     struct step_span *spans;          /* this step's spans (phase, start, end) */
     int n_spans, cap_spans;           /* used, allocated */
     bool span_oom;                    /* a span could not be recorded (out of memory) */
+    struct ex__tspan *tspans;         /* --trace: every span and memory sample of the run */
+    int n_tspans, cap_tspans;         /* used, allocated */
+    int64_t t_origin_ns;              /* --trace: the run's time zero (after a barrier) */
 };
 
 int64_t ex__now_ns(void);
@@ -103,6 +115,8 @@ struct ex__crc_rec {
     uint32_t crc[4];                 /* master, m, v (4 bytes each), 16-bit (2 bytes) */
 };
 uint32_t ex__digest_combine(struct ex__crc_rec *rec, int64_t n);
+/* Gathers every rank's trace records and writes the trace on rank 0 (traces/ writer, layout.h). */
+int ex__trace_write(struct ex_run *r, const char *path, struct rl_err *e);
 int ex__ckpt_save(struct ex_run *r, const char *dir, struct rl_err *e);
 int ex__ckpt_load(struct ex_run *r, const char *dir, struct rl_err *e);
 

@@ -325,6 +325,8 @@ int ex__put_range(struct ex_run *r, int64_t f, int64_t len, const float *hm, con
         return rl_errf(e, RL_ENOMEM, "out of host memory");
     ex__narrow_host(tmp, r->md, hm, len);
     rc = r->be->copy(r->dev, (char *)r->param16 + f * r->mdb, tmp, len * r->mdb, EX_H2D, EX_STREAM_COPY, e);
+    if (!rc)
+        rc = r->be->sync(r->dev, EX_STREAM_COPY, e);   /* before tmp goes */
     free(tmp);
     int64_t x = f;
     while (!rc && x < f + len) {
@@ -395,6 +397,23 @@ static int init_state(struct ex_run *r, struct rl_err *e)
 
 /* ---- the step -------------------------------------------------------------------------------- */
 
+/* Keeps a trace record (phase < 0: a memory sample of `value` bytes). */
+static void trace_add(struct ex_run *r, int64_t t0, int64_t t1, int ph, int64_t value)
+{
+    if (r->n_tspans == r->cap_tspans) {
+        int cap = r->cap_tspans ? 2 * r->cap_tspans : 1024;
+        struct ex__tspan *n = realloc(r->tspans, (size_t)cap * sizeof *n);
+        if (!n) {
+            r->span_oom = true;
+            return;
+        }
+        r->tspans = n;
+        r->cap_tspans = cap;
+    }
+    r->tspans[r->n_tspans++] = (struct ex__tspan){.t0_ns = t0 - r->t_origin_ns, .t1_ns = t1 - r->t_origin_ns,
+                                                  .phase = ph, .rank = r->k, .value = value};
+}
+
 /* Records the span [t0, now) of phase ph and the bytes it moved. */
 static void phase_add(struct ex_run *r, int ph, int64_t t0, int64_t bytes)
 {
@@ -411,6 +430,43 @@ static void phase_add(struct ex_run *r, int ph, int64_t t0, int64_t bytes)
         r->cap_spans = cap;
     }
     r->spans[r->n_spans++] = (struct step_span){.start_ns = t0, .end_ns = t1, .phase = ph};
+    if (r->o->trace_path)
+        trace_add(r, t0, t1, ph, 0);
+}
+
+/* An asynchronous copy's bytes; its time comes from the backend (take_spans) when it has one,
+ * else from the span [t0, now) the pipeline measured around it. */
+static void copy_done(struct ex_run *r, int ph, int64_t t0, int64_t bytes)
+{
+    if (r->be->take_spans)
+        r->ph_bytes[ph] += bytes;
+    else
+        phase_add(r, ph, t0, bytes);
+}
+
+/* Moves the backend's finished copy spans into the step's spans (and the trace). */
+static void collect_copy_spans(struct ex_run *r, bool keep)
+{
+    if (!r->be->take_spans)
+        return;
+    struct step_span buf[64];
+    int n;
+    while ((n = r->be->take_spans(r->dev, buf, 64)) > 0)
+        for (int i = 0; keep && i < n; i++) {
+            if (r->n_spans == r->cap_spans) {
+                int cap = r->cap_spans ? 2 * r->cap_spans : 256;
+                struct step_span *x = realloc(r->spans, (size_t)cap * sizeof *x);
+                if (!x) {
+                    r->span_oom = true;
+                    return;
+                }
+                r->spans = x;
+                r->cap_spans = cap;
+            }
+            r->spans[r->n_spans++] = buf[i];
+            if (r->o->trace_path)
+                trace_add(r, buf[i].start_ns, buf[i].end_ns, buf[i].phase, 0);
+        }
 }
 
 #define TRY(x)                                                                                 \
@@ -452,7 +508,7 @@ static int block_gather(struct ex_run *r, int b, struct rl_err *e)
         off += r->tm[t].s;
     }
     TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
-    TRY(ex_comm_allgather(r->c, mine, mine, per * r->mdb, e));   /* in place: slot k is ours */
+    TRY(r->be->allgather(r->dev, mine, per * r->mdb, e));   /* in place: slot k is ours */
     phase_add(r, STEP_PH_ALLGATHER, t0, per * r->mdb * r->W);
     return 0;
 }
@@ -492,9 +548,10 @@ static int deliver(struct ex_run *r, const float *src, int64_t f, int64_t len, s
             TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
             phase_add(r, STEP_PH_REDUCE_SCATTER, t0, n * 8);
         } else if (!ds) {
+            /* Asynchronous: the next flush waits for it before reusing the bucket. */
+            r->be->tag(r->dev, STEP_PH_GRAD_D2H);
             TRY(r->be->copy(r->dev, r->grad_cpu + o, src + h, n * 4, EX_D2H, EX_STREAM_COPY, e));
-            TRY(r->be->sync(r->dev, EX_STREAM_COPY, e));
-            phase_add(r, STEP_PH_GRAD_D2H, t0, n * 4);
+            copy_done(r, STEP_PH_GRAD_D2H, t0, n * 4);
         } else if (!s->cpu) {
             TRY(r->be->widen(r->dev, r->grad_gpu + o, (char *)r->dev16 + h * mdb, r->md, n, EX_STREAM_COMM, e));
             TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
@@ -522,6 +579,7 @@ static int flush(struct ex_run *r, int64_t it, struct rl_err *e)
     int64_t cnt = 0;
     for (int i = 0; i < r->n_items; i++)
         cnt += r->items[i].len;
+    TRY(r->be->sync(r->dev, EX_STREAM_COPY, e));   /* the last flush's D2H is done with the bucket */
     int64_t t0 = ex__now_ns();
     int64_t nan_at = it == r->o->inject_nan_step ? 0 : -1;
     for (int q = 0; q < r->W; q++) {
@@ -541,12 +599,13 @@ static int flush(struct ex_run *r, int64_t it, struct rl_err *e)
     TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
     phase_add(r, STEP_PH_BACKWARD, t0, 0);
     t0 = ex__now_ns();
-    TRY(ex_comm_reduce_scatter_f32(r->c, r->bucket, cnt, e));
+    float *sums = NULL;
+    TRY(r->be->reduce_scatter(r->dev, r->bucket, cnt, &sums, e));
     phase_add(r, STEP_PH_REDUCE_SCATTER, t0, cnt * 4 * r->W);
     int64_t off = 0;
     for (int i = 0; i < r->n_items; i++) {
         const struct ex_item *b = &r->items[i];
-        TRY(deliver(r, r->bucket + off, r->tm[b->t].foff + b->a, b->len, e));
+        TRY(deliver(r, sums + off, r->tm[b->t].foff + b->a, b->len, e));
         off += b->len;
     }
     r->n_items = 0;
@@ -604,6 +663,9 @@ static bool lowp_nonfinite(const uint16_t *x, int64_t n, enum kern_dtype t)
 static int overflow(struct ex_run *r, bool *skip, struct rl_err *e)
 {
     int64_t t0 = ex__now_ns();
+    TRY(r->be->sync(r->dev, EX_STREAM_COPY, e));   /* the host share's gradients have arrived */
+    phase_add(r, STEP_PH_GRAD_D2H, t0, 0);
+    t0 = ex__now_ns();
     int64_t bad = 0;
     if (r->o->schedule == STEP_SCHED_DS012) {
         bad = lowp_nonfinite(r->flat_grad, r->P, r->md);
@@ -649,6 +711,8 @@ static int optimizer_overlap(struct ex_run *r, struct rl_err *e)
     /* Host share in chunks: CPU Adam writes the 16-bit copy into a pinned staging half, which
      * goes H2D while the next chunk is updated (double buffer). */
     int half = 0;
+    uint64_t used[2] = {0, 0};   /* the copy event that last read each half */
+    r->be->tag(r->dev, STEP_PH_PARAM_H2D);
     for (int i = 0; i < r->nseg; i++) {
         const struct ex_seg *s = &r->seg[i];
         if (!s->cpu)
@@ -659,7 +723,7 @@ static int optimizer_overlap(struct ex_run *r, struct rl_err *e)
             int64_t n = s->numel - a < r->chunk ? s->numel - a : r->chunk;
             void *st = (char *)r->staging + (int64_t)half * r->chunk * r->mdb;
             t0 = ex__now_ns();
-            TRY(r->be->sync(r->dev, EX_STREAM_COPY, e));   /* the copy that last used this half */
+            TRY(r->be->event_wait(r->dev, used[half], e));   /* the copy that last used this half */
             struct kern_adam_bufs b = {.param = r->master_cpu + s->off + a, .exp_avg = r->m_cpu + s->off + a,
                                        .exp_avg_sq = r->v_cpu + s->off + a, .grad = r->grad_cpu + s->off + a,
                                        .grad_dtype = KERN_F32, .param_lowp = st, .param_lowp_dtype = r->md,
@@ -669,13 +733,15 @@ static int optimizer_overlap(struct ex_run *r, struct rl_err *e)
             t0 = ex__now_ns();
             TRY(r->be->copy(r->dev, (char *)r->param16 + (s->flat + a) * r->mdb, st, n * r->mdb, EX_H2D,
                             EX_STREAM_COPY, e));
-            phase_add(r, STEP_PH_PARAM_H2D, t0, n * r->mdb);
+            TRY(r->be->event_record(r->dev, EX_STREAM_COPY, &used[half], e));
+            copy_done(r, STEP_PH_PARAM_H2D, t0, n * r->mdb);
             half ^= 1;
         }
     }
     t0 = ex__now_ns();
     TRY(r->be->sync(r->dev, EX_STREAM_COPY, e));
-    phase_add(r, STEP_PH_PARAM_H2D, t0, 0);
+    if (!r->be->take_spans)
+        phase_add(r, STEP_PH_PARAM_H2D, t0, 0);
     return 0;
 }
 
@@ -738,10 +804,13 @@ static int one_step(struct ex_run *r, int64_t it, bool *skipped, struct rl_err *
                        (long long)it);
     TRY(forward_backward(r, it, e));
     TRY(overflow(r, skipped, e));
-    if (*skipped)
-        return 0;
-    r->adam_step++;
-    return r->o->schedule == STEP_SCHED_DS012 ? optimizer_ds012(r, e) : optimizer_overlap(r, e);
+    if (!*skipped) {
+        r->adam_step++;
+        TRY(r->o->schedule == STEP_SCHED_DS012 ? optimizer_ds012(r, e) : optimizer_overlap(r, e));
+    }
+    TRY(r->be->sync(r->dev, EX_STREAM_COPY, e));
+    collect_copy_spans(r, true);
+    return 0;
 }
 
 /* ---- results --------------------------------------------------------------------------------- */
@@ -770,6 +839,22 @@ static void read_memory(struct ex_run *r, struct ex_mem *m)
         m->pinned_bytes = ps.pinned_bytes;
     }
     r->be->mem(r->dev, &m->device_used_bytes, &m->device_capacity_bytes);
+    m->gpu_process_bytes = -1;
+    if (strcmp(r->be->name, "cuda") == 0) {
+        /* NVML per process (the monitor's reader, dlopen'ed; absent: unavailable). */
+        struct mon_gpu *g = NULL;
+        char why[128];
+        enum { MAXP = 256 };
+        int pids[MAXP], n = 0;
+        int64_t bytes[MAXP], used[MON_MAX_GPUS], total[MON_MAX_GPUS];
+        if (mon_gpu_open(&g, why, sizeof why) == 0) {
+            if (mon_gpu_sample(g, used, total, pids, bytes, MAXP, &n) == 0)
+                for (int i = 0; i < n; i++)
+                    if (pids[i] == (int)getpid())
+                        m->gpu_process_bytes = bytes[i];
+            mon_gpu_close(g);
+        }
+    }
 }
 
 /* ---- the whole run --------------------------------------------------------------------------- */
@@ -813,6 +898,8 @@ static int run_all(struct ex_run *r, struct ex_result *res, struct rl_err *e)
         TRY(ex__ckpt_load(r, o->load_dir, e));
     else
         TRY(init_state(r, e));
+    TRY(ex_comm_barrier(r->c, e));
+    r->t_origin_ns = ex__now_ns();
     int total = o->warmup + o->steps;
     int64_t *step_ns = calloc((size_t)total + 1, sizeof *step_ns);
     /* per phase: busy then exposed, one row of total + 1 steps each */
@@ -826,12 +913,19 @@ static int run_all(struct ex_run *r, struct ex_result *res, struct rl_err *e)
     int n_timed = 0;
     for (int s = 0; s < total && !rc; s++) {
         memset(r->ph_bytes, 0, sizeof r->ph_bytes);
+        collect_copy_spans(r, false);   /* copies before this step (state set-up) */
         r->n_spans = 0;
         int64_t t0 = ex__now_ns();
         bool skipped = false;
         rc = one_step(r, ++r->iterations, &skipped, e);
         int64_t t1 = ex__now_ns();
         r->skipped += skipped;
+        if (o->trace_path) {
+            struct ex_mem mm;
+            read_memory(r, &mm);
+            trace_add(r, t1, t1, -1, mm.device_used_bytes);
+            trace_add(r, t1, t1, -2, mm.rss_bytes);
+        }
         if (!rc && r->span_oom)
             rc = rl_errf(e, RL_ENOMEM, "out of host memory for the step's spans");
         if (!rc && s >= o->warmup) {
@@ -880,6 +974,8 @@ static int run_all(struct ex_run *r, struct ex_result *res, struct rl_err *e)
     }
     if (!rc && o->save_dir)
         rc = ex__ckpt_save(r, o->save_dir, e);
+    if (!rc && o->trace_path)
+        rc = ex__trace_write(r, o->trace_path, e);
     free(step_ns);
     free(ph);
     return rc;
@@ -930,7 +1026,7 @@ int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, str
     res->backend = bk;
     res->world = c->size;
     const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-    int rc = r.be->open(&r.dev, lr ? atoi(lr) : 0, o->device_mem_bytes, e);
+    int rc = r.be->open(&r.dev, c, lr ? atoi(lr) : 0, o->device_mem_bytes, e);
     if (!rc) {
         rc = run_all(&r, res, e);
         /* Rank 0 collects every rank's figures. */
@@ -958,5 +1054,6 @@ int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, str
     free(r.blocks);
     free(r.items);
     free(r.spans);
+    free(r.tspans);
     return rc;
 }

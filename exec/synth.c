@@ -16,45 +16,29 @@
 #include <string.h>
 
 #include "exec/exec.h"
-
-static uint64_t mix64(uint64_t z)
-{
-    z += 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+#include "exec/synth.h"
 
 /* The per-iteration key: two mixes, computed once per call site and iteration. */
 uint64_t ex_synth_base(uint64_t seed, int64_t it)
 {
-    return mix64(mix64(seed ^ 0x5bd1e995u) ^ (uint64_t)it);
+    return ex__mix64(ex__mix64(seed ^ 0x5bd1e995u) ^ (uint64_t)it);
 }
 
 float ex_synth_param(uint64_t seed, int64_t i)
 {
     /* An integer in [-4096, 4096] times 2^-13: values in [-0.5, 0.5], exact in fp32. */
-    uint64_t h = mix64(ex_synth_base(seed, -1) ^ ((uint64_t)i * 0x2545f4914f6cdd1dull));
+    uint64_t h = ex__mix64(ex_synth_base(seed, -1) ^ ((uint64_t)i * 0x2545f4914f6cdd1dull));
     return ldexpf((float)((int64_t)(h % 8193u) - 4096), -13);
-}
-
-/* u_q for share index q in [0, W): an integer in [-127, 127]. */
-static int64_t share_u(uint64_t base, int64_t i, int q)
-{
-    uint64_t h = mix64(base ^ ((uint64_t)i * 0x2545f4914f6cdd1dull) ^ ((uint64_t)(q + 1) << 40));
-    return (int64_t)(h % 255u) - 127;
 }
 
 float ex_synth_grad(uint64_t seed, int64_t it, int64_t i)
 {
-    return ldexpf((float)share_u(ex_synth_base(seed, it), i, 0), -10);
+    return ldexpf((float)ex__share_u(ex_synth_base(seed, it), i, 0), -10);
 }
 
 float ex_synth_share(uint64_t base, int64_t i, int q, int W)
 {
-    int64_t a = share_u(base, i, q);
-    int64_t b = q + 1 < W ? share_u(base, i, q + 1) : 0;
-    return ldexpf((float)(a - b), -10);
+    return ex__share(base, i, q, W);
 }
 
 float ex_synth_grad_share(uint64_t seed, int64_t it, int64_t i, int q, int W)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The GPU checks in one short run, for a machine with an NVIDIA GPU: the CUDA Adam kernel bitwise
-# against the reference (gpu_kernels suite, no fork), the monitor's NVML path, and the GPU
-# benchmark (adam.cu against a device-to-device copy), and ratiolab calibrate --backend cuda. Builds when it can; otherwise uses an
+# against the reference (gpu_kernels suite, no fork), the monitor's NVML path, the GPU
+# benchmark (adam.cu against a device-to-device copy), the executor's cuda backend (gpu_exec
+# suite; ratios 0, 0.5, 1 x both schedules with the cpu backend's digest; bench/exec --gpu) and
+# ratiolab calibrate --backend cuda. Builds when it can; otherwise uses an
 # already built tree (build/). Writes the logs to $OUT when set. Exit 0 only when all checks ran
 # and passed.
 set -u
@@ -10,7 +12,7 @@ out=${OUT:-/tmp/ratiolab-gpu}
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | tee "$out/gpu.txt"
 if command -v nvcc >/dev/null && pkg-config --exists check jansson 2>/dev/null; then
-  make -j"$(nproc)" RL_INNER=1 build/ratiolab build/tests/run_tests build/bench/adam \
+  make -j"$(nproc)" RL_INNER=1 build/ratiolab build/tests/run_tests build/bench/adam build/bench/exec \
        build/tests/progs/gpuhog build/tests/progs/memhog > "$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 3; }
 fi
 export RATIOLAB_BIN=$PWD/build/ratiolab RATIOLAB_SRC=$PWD RATIOLAB_BUILD=$PWD/build
@@ -20,6 +22,15 @@ grep -q '^[1-9][0-9]* passed, 0 failed' "$out/gpu_kernels.log" || rc=1
 CK_RUN_SUITE=monitor CK_RUN_CASE=monitor build/tests/run_tests 2>&1 | tee "$out/monitor.log" | tail -3
 grep -q 'skipped: no GPU' "$out/monitor.log" && rc=1
 build/bench/adam --gpu 2>&1 | tee "$out/bench_gpu.log" || rc=1
+CK_RUN_SUITE=gpu_exec build/tests/run_tests 2>&1 | tee "$out/gpu_exec.log" | tail -3
+grep -q '^[1-9][0-9]* passed, 0 failed' "$out/gpu_exec.log" || rc=1
+# The executor on the GPU: one digest for ratios 0, 0.5, 1 x both schedules, equal to the cpu backend's.
+args="--scale 64 --warmup 1 --steps 2 --ratios 0,0.5,1 --policies exact --schedules overlap,deepspeed"
+build/ratiolab run $args --backend cuda 2>&1 | tee "$out/run_cuda.log"
+build/ratiolab run $args --backend cpu > "$out/run_cpu.log" 2>&1
+n=$(awk '{print $NF}' "$out/run_cuda.log" "$out/run_cpu.log" | sort -u | wc -l)
+[ "$n" = 1 ] && [ "$(wc -l < "$out/run_cuda.log")" = 6 ] || { echo "executor: digests differ"; rc=1; }
+RATIOLAB_SRC=$PWD build/bench/exec --gpu 2>&1 | tee "$out/bench_exec_gpu.log" || rc=1
 # calibrate --backend cuda: pinned/pageable copies per GPU and all at once, D2D, GPU Adam; the
 # profile must load (predict reads it).
 build/ratiolab calibrate --backend cuda --base hgx-h200 --quiet --out "$out/calibrated-gpu.json" 2>&1 \

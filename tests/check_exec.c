@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "tests/util.h"
+#include "traces/layout.h"
+#include "traces/trace.h"
 
 /* Ranks started by mpirun run without LeakSanitizer (under ASan): Open MPI dlclose's its plugins
  * in MPI_Finalize and their leftovers show as "<unknown module>", which tests/lsan.supp cannot
@@ -190,6 +192,30 @@ START_TEST(ledger_equals_plan_on_every_rank)
 }
 END_TEST
 
+START_TEST(trace_has_a_process_per_rank)
+{
+    struct tu_run r;
+    tu_sh(&r, MPIRUN " -np 2 '%s' run " SMALL " --ratio 0.5 --policy exact --steps 1 --trace t.json.gz", tu_bin());
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    tu_run_free(&r);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/t.json.gz", tu_tmpdir());
+    struct trace_doc d;
+    struct rl_err e = {0};
+    ck_assert_msg(trace_read(path, &d, &e) == 0, "%s", e.msg);
+    int rs[2] = {0, 0}, adam = 0, mem = 0;
+    for (int i = 0; i < d.n_events; i++) {
+        const struct trace_event *x = &d.events[i];
+        for (int q = 0; q < 2; q++)
+            rs[q] += x->ph == 'X' && x->pid == TRACE_PID_RANK(q) && strcmp(x->name, "reduce_scatter") == 0;
+        adam += x->ph == 'X' && x->pid == TRACE_PID_SOCKET(0) && strcmp(x->name, "cpu_adam") == 0;
+        mem += x->ph == 'C' && strcmp(x->name, TRACE_COUNTER_GPU_MEMORY) == 0;
+    }
+    ck_assert_msg(rs[0] > 0 && rs[1] > 0 && adam >= 2 && mem >= 2, "rs %d %d adam %d mem %d", rs[0], rs[1], adam, mem);
+    trace_doc_free(&d);
+}
+END_TEST
+
 /* ---- errors ---------------------------------------------------------------------------------- */
 
 START_TEST(nan_step_is_skipped_without_state_change)
@@ -282,6 +308,7 @@ Suite *exec_suite(void)
     tcase_add_test(t, checkpoint_continues_on_other_world_and_ratio);
     tcase_add_test(t, checkpoint_corrupt_or_truncated_is_refused);
     tcase_add_test(t, ledger_equals_plan_on_every_rank);
+    tcase_add_test(t, trace_has_a_process_per_rank);
     tcase_add_test(t, nan_step_is_skipped_without_state_change);
     tcase_add_test(t, device_memory_too_small);
     tcase_add_test(t, failing_rank_ends_every_rank);

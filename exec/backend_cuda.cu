@@ -1,0 +1,408 @@
+/* exec/backend_cuda.cu — the `cuda` backend: one GPU per rank (OMPI_COMM_WORLD_LOCAL_RANK picks
+ * it among the visible ones), cudaMalloc, pinned host memory from cudaMallocHost, three streams,
+ * kernels/adam.cu, cuBLAS GEMMs (libcublas is loaded with dlopen when --compute gemm asks for it:
+ * linked, its static initialisers cost every ratiolab invocation half a second), NCCL collectives bootstrapped over MPI (rank 0's unique id is
+ * broadcast). Every CUDA, cuBLAS and NCCL call is checked and reports file:line; NCCL's
+ * asynchronous errors are polled after each collective. Built only with nvcc, cuBLAS and NCCL. */
+#include <cublas_v2.h>      /* the cuBLAS types; the library is dlopen'ed (see load_cublas) */
+#include <cuda_runtime.h>
+#include <dlfcn.h>          /* dlopen, dlsym */
+#include <nccl.h>           /* ncclCommInitRank, ncclReduceScatter, ncclAllGather */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/adam.h"   /* kern_adam_cuda; includes common/rl.h in extern "C" */
+
+extern "C" {
+#include "exec/backend.h"
+#include "exec/exec.h"
+}
+#include "exec/synth.h"     /* ex__share, also device code */
+
+/* The cuBLAS entry points used, resolved from libcublas.so at run time. */
+struct cublas_fns {
+    void *lib;                                                              /* dlopen handle */
+    cublasStatus_t (*create)(cublasHandle_t *);                             /* cublasCreate_v2 */
+    cublasStatus_t (*destroy)(cublasHandle_t);                              /* cublasDestroy_v2 */
+    cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t);             /* cublasSetStream_v2 */
+    cublasStatus_t (*sgemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const float *,
+                            const float *, int, const float *, int, const float *, float *, int);   /* cublasSgemm_v2 */
+};
+
+struct ex_dev {
+    struct ex_comm *comm;           /* MPI, for the NCCL bootstrap */
+    struct cublas_fns blas_fns;     /* loaded on the first GEMM */
+    int device;                     /* CUDA device ordinal */
+    cudaStream_t stream[EX_STREAM_COUNT];
+    cublasHandle_t blas;            /* on EX_STREAM_COMPUTE */
+    ncclComm_t nccl;                /* NULL with one rank */
+    int64_t *count_d;               /* device counter for nonfinite */
+    cudaEvent_t ev[64];             /* event ring for event_record / event_wait */
+    uint64_t n_ev;                  /* events recorded since open */
+    int64_t capacity_bytes;         /* 0: the GPU's */
+};
+
+#define CU_TRY(call)                                                                            \
+    do {                                                                                        \
+        cudaError_t rc__ = (call);                                                              \
+        if (rc__ != cudaSuccess)                                                                \
+            return rl_errf(e, RL_EENV, "%s:%d: %s: %s", __FILE__, __LINE__, #call,              \
+                           cudaGetErrorString(rc__));                                           \
+    } while (0)
+#define NCCL_TRY(call)                                                                          \
+    do {                                                                                        \
+        ncclResult_t rc__ = (call);                                                             \
+        if (rc__ != ncclSuccess)                                                                \
+            return rl_errf(e, RL_EENV, "%s:%d: %s: %s", __FILE__, __LINE__, #call,              \
+                           ncclGetErrorString(rc__));                                           \
+    } while (0)
+
+static int launch_check(struct rl_err *e, const char *what, int line)
+{
+    cudaError_t rc = cudaGetLastError();
+    if (rc != cudaSuccess)
+        return rl_errf(e, RL_EENV, "%s:%d: %s: %s", __FILE__, line, what, cudaGetErrorString(rc));
+    return 0;
+}
+
+/* NCCL errors raised asynchronously (a peer died, a network failure). */
+static int nccl_async_check(struct ex_dev *d, struct rl_err *e)
+{
+    if (!d->nccl)
+        return 0;
+    ncclResult_t async = ncclSuccess;
+    NCCL_TRY(ncclCommGetAsyncError(d->nccl, &async));
+    if (async != ncclSuccess)
+        return rl_errf(e, RL_EENV, "NCCL asynchronous error: %s", ncclGetErrorString(async));
+    return 0;
+}
+
+static int grid_for(int64_t n)
+{
+    int64_t b = (n + 255) / 256;
+    return (int)(b < 1 ? 1 : b > 65535 ? 65535 : b);
+}
+
+/* ---- kernels --------------------------------------------------------------------------------- */
+
+__global__ void k_scale(float *x, int64_t n, float c)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        x[i] = __fmul_rn(x[i], c);
+}
+
+__global__ void k_narrow(uint16_t *d, int bf16, const float *s, int64_t n)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        d[i] = bf16 ? kern_f32_to_bf16(s[i]) : kern_f32_to_f16(s[i]);
+}
+
+__global__ void k_widen(float *d, int bf16, const uint16_t *s, int64_t n)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        d[i] = bf16 ? kern_bf16_to_f32(s[i]) : kern_f16_to_f32(s[i]);
+}
+
+__global__ void k_nonfinite(const float *x, int64_t n, unsigned long long *count)
+{
+    unsigned long long k = 0;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        k += !isfinite(x[i]);
+    if (k)
+        atomicAdd(count, k);
+}
+
+__global__ void k_shares(float *dst, int64_t count, int64_t valid, int64_t gstart, uint64_t base, int q, int W,
+                         int64_t nan_at)
+{
+    for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < count; j += (int64_t)gridDim.x * blockDim.x) {
+        float v = j < valid ? ex__share(base, gstart + j, q, W) : 0.0f;
+        if (j < valid && gstart + j == nan_at)
+            v = __int_as_float(0x7fc00000);
+        dst[j] = v;
+    }
+}
+
+/* ---- the table ------------------------------------------------------------------------------- */
+
+static void cu_close(struct ex_dev *d);
+
+static int cu_open_(struct ex_dev **dp, struct ex_comm *c, int local_rank, int64_t capacity_bytes, struct rl_err *e)
+{
+    int n = 0;
+    cudaError_t rc0 = cudaGetDeviceCount(&n);
+    if (rc0 != cudaSuccess || n < 1)
+        return rl_errf(e, RL_EENV, "--backend cuda: no GPU is visible (cudaGetDeviceCount: %s)",
+                       rc0 != cudaSuccess ? cudaGetErrorString(rc0) : "0 devices");
+    struct ex_dev *d = (struct ex_dev *)calloc(1, sizeof *d);
+    if (!d)
+        return rl_errf(e, RL_ENOMEM, "out of host memory");
+    *dp = d;
+    d->comm = c;
+    d->device = local_rank % n;
+    d->capacity_bytes = capacity_bytes;
+    CU_TRY(cudaSetDevice(d->device));
+    for (int s = 0; s < EX_STREAM_COUNT; s++)
+        CU_TRY(cudaStreamCreateWithFlags(&d->stream[s], cudaStreamNonBlocking));
+    CU_TRY(cudaMalloc((void **)&d->count_d, sizeof *d->count_d));
+    for (int i = 0; i < 64; i++)
+        CU_TRY(cudaEventCreateWithFlags(&d->ev[i], cudaEventDisableTiming));
+    if (c->size > 1) {
+        ncclUniqueId id;
+        if (c->rank == 0)
+            NCCL_TRY(ncclGetUniqueId(&id));
+        int rc = ex_comm_bcast(c, &id, sizeof id, e);
+        if (rc)
+            return rc;
+        NCCL_TRY(ncclCommInitRank(&d->nccl, c->size, id, c->rank));
+    }
+    return 0;
+}
+
+/* Opens, or releases what was opened and returns the error. */
+static int cu_open(struct ex_dev **dp, struct ex_comm *c, int local_rank, int64_t capacity_bytes, struct rl_err *e)
+{
+    *dp = NULL;
+    int rc = cu_open_(dp, c, local_rank, capacity_bytes, e);
+    if (rc) {
+        cu_close(*dp);
+        *dp = NULL;
+    }
+    return rc;
+}
+
+static void cu_close(struct ex_dev *d)
+{
+    if (!d)
+        return;
+    if (d->nccl)
+        ncclCommDestroy(d->nccl);
+    if (d->blas)
+        d->blas_fns.destroy(d->blas);
+    if (d->blas_fns.lib)
+        dlclose(d->blas_fns.lib);
+    cudaFree(d->count_d);
+    for (int i = 0; i < 64; i++)
+        if (d->ev[i])
+            cudaEventDestroy(d->ev[i]);
+    for (int s = 0; s < EX_STREAM_COUNT; s++)
+        if (d->stream[s])
+            cudaStreamDestroy(d->stream[s]);
+    free(d);
+}
+
+static void cu_mem(struct ex_dev *d, int64_t *used, int64_t *cap)
+{
+    size_t fr = 0, total = 0;
+    if (cudaMemGetInfo(&fr, &total) != cudaSuccess) {
+        *used = *cap = -1;
+        return;
+    }
+    *used = (int64_t)(total - fr);   /* every process on this GPU (NVML has the per-process figure) */
+    *cap = d->capacity_bytes > 0 ? d->capacity_bytes : (int64_t)total;
+}
+
+static int cu_dev_alloc(struct ex_dev *d, int64_t bytes, void **p, struct rl_err *e)
+{
+    (void)d;
+    cudaError_t rc = cudaMalloc(p, bytes ? (size_t)bytes : 1);
+    if (rc != cudaSuccess) {
+        size_t fr = 0, total = 0;
+        cudaMemGetInfo(&fr, &total);
+        return rl_errf(e, RL_ENOMEM, "GPU %d: cudaMalloc of %lld bytes failed (%s), %zu bytes free", d->device,
+                       (long long)bytes, cudaGetErrorString(rc), fr);
+    }
+    CU_TRY(cudaMemset(*p, 0, bytes ? (size_t)bytes : 1));
+    return 0;
+}
+
+static void cu_dev_free(struct ex_dev *d, void *p, int64_t bytes)
+{
+    (void)d;
+    (void)bytes;
+    cudaFree(p);
+}
+
+static int cu_host_alloc(struct ex_dev *d, int64_t bytes, bool pinned, void **p, struct rl_err *e)
+{
+    (void)d;
+    if (!pinned) {
+        *p = calloc(1, bytes ? (size_t)bytes : 1);
+        return *p ? 0 : rl_errf(e, RL_ENOMEM, "out of host memory for %lld pageable bytes", (long long)bytes);
+    }
+    cudaError_t rc = cudaMallocHost(p, bytes ? (size_t)bytes : 1);
+    if (rc != cudaSuccess)
+        return rl_errf(e, RL_ENOMEM, "cudaMallocHost of %lld pinned bytes failed: %s", (long long)bytes,
+                       cudaGetErrorString(rc));
+    memset(*p, 0, bytes ? (size_t)bytes : 1);
+    return 0;
+}
+
+static void cu_host_free(struct ex_dev *d, void *p, int64_t bytes, bool pinned)
+{
+    (void)d;
+    (void)bytes;
+    if (pinned)
+        cudaFreeHost(p);
+    else
+        free(p);
+}
+
+static int cu_copy(struct ex_dev *d, void *dst, const void *src, int64_t bytes, enum ex_copy_dir dir,
+                   enum ex_stream s, struct rl_err *e)
+{
+    (void)dir;
+    if (bytes > 0)
+        CU_TRY(cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyDefault, d->stream[s]));
+    return 0;
+}
+
+static int cu_adam(struct ex_dev *d, const struct kern_adam_scalars *sc, const struct kern_adam_bufs *b,
+                   enum ex_stream s, struct rl_err *e)
+{
+    return kern_adam_cuda(sc, b, d->stream[s], e);
+}
+
+static int cu_scale(struct ex_dev *d, float *x, int64_t n, float c, enum ex_stream s, struct rl_err *e)
+{
+    k_scale<<<grid_for(n), 256, 0, d->stream[s]>>>(x, n, c);
+    return launch_check(e, "k_scale", __LINE__);
+}
+
+static int cu_narrow(struct ex_dev *d, void *dst, enum kern_dtype t, const float *src, int64_t n, enum ex_stream s,
+                     struct rl_err *e)
+{
+    k_narrow<<<grid_for(n), 256, 0, d->stream[s]>>>((uint16_t *)dst, t == KERN_BF16, src, n);
+    return launch_check(e, "k_narrow", __LINE__);
+}
+
+static int cu_widen(struct ex_dev *d, float *dst, const void *src, enum kern_dtype t, int64_t n, enum ex_stream s,
+                    struct rl_err *e)
+{
+    k_widen<<<grid_for(n), 256, 0, d->stream[s]>>>(dst, t == KERN_BF16, (const uint16_t *)src, n);
+    return launch_check(e, "k_widen", __LINE__);
+}
+
+static int cu_shares(struct ex_dev *d, float *dst, int64_t count, int64_t valid, int64_t gstart, uint64_t seed,
+                     int64_t it, int q, int W, int64_t nan_at, enum ex_stream s, struct rl_err *e)
+{
+    k_shares<<<grid_for(count), 256, 0, d->stream[s]>>>(dst, count, valid, gstart, ex_synth_base(seed, it), q, W,
+                                                       nan_at);
+    return launch_check(e, "k_shares", __LINE__);
+}
+
+static int cu_nonfinite(struct ex_dev *d, const float *x, int64_t n, int64_t *count, enum ex_stream s,
+                        struct rl_err *e)
+{
+    CU_TRY(cudaMemsetAsync(d->count_d, 0, sizeof *d->count_d, d->stream[s]));
+    if (n > 0) {
+        k_nonfinite<<<grid_for(n), 256, 0, d->stream[s]>>>(x, n, (unsigned long long *)d->count_d);
+        int rc = launch_check(e, "k_nonfinite", __LINE__);
+        if (rc)
+            return rc;
+    }
+    int64_t h = 0;
+    CU_TRY(cudaMemcpyAsync(&h, d->count_d, sizeof h, cudaMemcpyDeviceToHost, d->stream[s]));
+    CU_TRY(cudaStreamSynchronize(d->stream[s]));
+    *count += h;
+    return 0;
+}
+
+/* Loads libcublas and creates the handle on the compute stream. */
+static int load_cublas(struct ex_dev *d, struct rl_err *e)
+{
+    struct cublas_fns *f = &d->blas_fns;
+    static const char *const names[] = {"libcublas.so", "libcublas.so.13", "libcublas.so.12"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !f->lib; i++)
+        f->lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!f->lib)
+        return rl_errf(e, RL_EENV, "--compute gemm: cannot load cuBLAS (libcublas.so): %s", dlerror());
+    f->create = (cublasStatus_t(*)(cublasHandle_t *))dlsym(f->lib, "cublasCreate_v2");
+    f->destroy = (cublasStatus_t(*)(cublasHandle_t))dlsym(f->lib, "cublasDestroy_v2");
+    f->set_stream = (cublasStatus_t(*)(cublasHandle_t, cudaStream_t))dlsym(f->lib, "cublasSetStream_v2");
+    f->sgemm = (cublasStatus_t(*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const float *,
+                                  const float *, int, const float *, int, const float *, float *, int))
+        dlsym(f->lib, "cublasSgemm_v2");
+    if (!f->create || !f->destroy || !f->set_stream || !f->sgemm)
+        return rl_errf(e, RL_EENV, "--compute gemm: libcublas lacks cublasCreate_v2/cublasSgemm_v2");
+    if (f->create(&d->blas) != CUBLAS_STATUS_SUCCESS)
+        return rl_errf(e, RL_EENV, "%s:%d: cublasCreate failed", __FILE__, __LINE__);
+    f->set_stream(d->blas, d->stream[EX_STREAM_COMPUTE]);
+    return 0;
+}
+
+static int cu_gemm(struct ex_dev *d, int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c,
+                   enum ex_stream s, struct rl_err *e)
+{
+    (void)s;
+    if (!d->blas) {
+        int rc = load_cublas(d, e);
+        if (rc)
+            return rc;
+    }
+    const float one = 1.0f, zero = 0.0f;
+    /* Row-major C = A B is column-major C^T = B^T A^T. */
+    if (d->blas_fns.sgemm(d->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k, &one, b, (int)n, a, (int)k, &zero, c,
+                    (int)n) != CUBLAS_STATUS_SUCCESS)
+        return rl_errf(e, RL_EENV, "%s:%d: cublasSgemm %lld x %lld x %lld failed", __FILE__, __LINE__,
+                       (long long)m, (long long)n, (long long)k);
+    return 0;
+}
+
+static int cu_sync(struct ex_dev *d, enum ex_stream s, struct rl_err *e)
+{
+    CU_TRY(cudaStreamSynchronize(d->stream[s]));
+    return 0;
+}
+
+static int cu_reduce_scatter(struct ex_dev *d, float *buf, int64_t count, float **out, struct rl_err *e)
+{
+    if (!d->nccl) {
+        *out = buf;
+        return 0;
+    }
+    /* NCCL in place: the result lands in this rank's block. */
+    float *mine = buf + (int64_t)d->comm->rank * count;
+    NCCL_TRY(ncclReduceScatter(buf, mine, (size_t)count, ncclFloat32, ncclSum, d->nccl, d->stream[EX_STREAM_COMM]));
+    CU_TRY(cudaStreamSynchronize(d->stream[EX_STREAM_COMM]));
+    *out = mine;
+    return nccl_async_check(d, e);
+}
+
+static int cu_allgather(struct ex_dev *d, void *buf, int64_t bytes, struct rl_err *e)
+{
+    if (!d->nccl)
+        return 0;
+    char *mine = (char *)buf + (int64_t)d->comm->rank * bytes;
+    NCCL_TRY(ncclAllGather(mine, buf, (size_t)bytes, ncclUint8, d->nccl, d->stream[EX_STREAM_COMM]));
+    CU_TRY(cudaStreamSynchronize(d->stream[EX_STREAM_COMM]));
+    return nccl_async_check(d, e);
+}
+
+/* Event ids are 1-based counts; the ring keeps the last 64, enough for a double buffer. */
+static int cu_event_record(struct ex_dev *d, enum ex_stream s, uint64_t *ev, struct rl_err *e)
+{
+    CU_TRY(cudaEventRecord(d->ev[d->n_ev % 64], d->stream[s]));
+    *ev = ++d->n_ev;
+    return 0;
+}
+
+static int cu_event_wait(struct ex_dev *d, uint64_t ev, struct rl_err *e)
+{
+    if (ev == 0 || ev + 64 <= d->n_ev)
+        return 0;   /* nothing recorded, or older than the ring: long done (the ring is synced in order) */
+    CU_TRY(cudaEventSynchronize(d->ev[(ev - 1) % 64]));
+    return 0;
+}
+
+static void cu_tag(struct ex_dev *d, int phase)
+{
+    (void)d;
+    (void)phase;
+}
+
+extern "C" const struct ex_backend ex_backend_cuda = {
+    "cuda", cu_open, cu_close, cu_mem, cu_dev_alloc, cu_dev_free, cu_host_alloc, cu_host_free, cu_copy, cu_adam,
+    cu_scale, cu_narrow, cu_widen, cu_shares, cu_nonfinite, cu_gemm, cu_sync, cu_event_record, cu_event_wait,
+    cu_tag, NULL, cu_reduce_scatter, cu_allgather,
+};
