@@ -145,6 +145,23 @@ START_TEST(trace_on_standard_output_does_not_mix_with_the_report)
 }
 END_TEST
 
+START_TEST(descriptor_alias_is_written_in_place)
+{
+    struct tu_run r;
+    /* /dev/fd/1 leads through /proc to the test's capture file: appended to, never replaced */
+    tu_ratiolab(&r, "plan --model gpt2 --out /dev/fd/1");
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "gpt2"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "plan --model gpt2 --json --out - > o.json");
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    tu_run_free(&r);
+    char *s = slurp("o.json");
+    ck_assert_ptr_nonnull(strstr(s, "\"requested_ratio\""));
+    free(s);
+}
+END_TEST
+
 /* ---- item 8: a failing output keeps the others ---------------------------------------------- */
 START_TEST(monitor_keeps_the_trace_when_the_csv_fails)
 {
@@ -341,6 +358,7 @@ Suite *hardening_suite(void)
     tcase_add_test(tc, new_file_honours_the_umask);
     tcase_add_test(tc, fifo_output_is_written_in_place);
     tcase_add_test(tc, trace_on_standard_output_does_not_mix_with_the_report);
+    tcase_add_test(tc, descriptor_alias_is_written_in_place);
     tcase_add_test(tc, monitor_keeps_the_trace_when_the_csv_fails);
     tcase_add_test(tc, sweep_prints_rows_before_it_ends);
     tcase_add_test(tc, memory_fix_on_ten_thousand_layers_is_quick);
