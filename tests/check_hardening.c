@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "common/rl.h"
+#include "plan/plan.h"
 #include "tests/util.h"
 #include "traces/dslog.h"
 #include "traces/trace.h"
@@ -312,6 +313,48 @@ START_TEST(unread_keys_take_what_deepspeed_takes)
 }
 END_TEST
 
+/* ---- item 20: plan_honored_for cannot fail (it allocated, and failed with a bare code) ------- */
+START_TEST(honored_for_matches_a_built_plan)
+{
+    struct plan_model m;
+    struct plan_model_opts mo = {1, 1, 0, 0};
+    struct rl_err e = {0};
+    char cat[600];
+    snprintf(cat, sizeof cat, "%s/catalog", tu_src());
+    ck_assert_msg(plan_model_load(&m, cat, "gpt2", &mo, &e) == 0, "%s", e.msg);
+    static const int64_t sgs[] = {1000000, 7000000, 38574562, 100000000, 1000000000};
+    static const double ratios[] = {0.0, 0.1, 0.3, 0.55, 1.0};
+    static const enum plan_policy pols[] = {PLAN_POLICY_DS012, PLAN_POLICY_DS018, PLAN_POLICY_EXACT};
+    for (size_t k = 0; k < 3; k++)
+        for (size_t i = 0; i < 5; i++)
+            for (size_t j = 0; j < 5; j++) {
+                struct plan_zero z;
+                plan_zero_defaults(&z);
+                z.stage = 3;
+                z.offload = PLAN_OFFLOAD_CPU;
+                z.ratio = ratios[j];
+                z.src_ratio = PLAN_SRC_CLI;
+                z.sub_group_size = sgs[i];
+                struct plan_layout l = {.tp = 1, .pp = 1, .world = 2};
+                struct plan_options o = {.policy = pols[k]};
+                struct plan p;
+                ck_assert_msg(plan_build(&p, &m, &l, &z, &o, &e) == 0, "%s", e.msg);
+                double h = -1;
+                int n = -1;
+                /* asked of a plan built with another sub_group_size */
+                struct plan q;
+                z.sub_group_size = 1000;
+                ck_assert_int_eq(plan_build(&q, &m, &l, &z, &o, &e), 0);
+                ck_assert_int_eq(plan_honored_for(&q, sgs[i], ratios[j], &h, &n), 0);
+                ck_assert_msg(h == p.honored_ratio && n == p.n_subgroups, "policy %zu sgs %lld ratio %g: %.17g/%d vs %.17g/%d",
+                              k, (long long)sgs[i], ratios[j], h, n, p.honored_ratio, p.n_subgroups);
+                plan_free(&q);
+                plan_free(&p);
+            }
+    plan_model_free(&m);
+}
+END_TEST
+
 /* ---- item 18: the readers' ranges ----------------------------------------------------------- */
 START_TEST(trace_reader_refuses_time_stamps_beyond_int64)
 {
@@ -368,6 +411,7 @@ Suite *hardening_suite(void)
     tcase_add_test(tc, ratio_minus_zero_prints_as_zero);
     tcase_add_test(tc, config_file_name_is_said_once);
     tcase_add_test(tc, unread_keys_take_what_deepspeed_takes);
+    tcase_add_test(tc, honored_for_matches_a_built_plan);
     tcase_add_test(tc, trace_reader_refuses_time_stamps_beyond_int64);
     tcase_add_test(tc, deepspeed_log_reader_refuses_out_of_range_dates_and_sizes);
     suite_add_tcase(s, tc);
