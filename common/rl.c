@@ -401,7 +401,16 @@ static int open_stream(struct rl_outfile *o, int fd, struct rl_err *e)
         free(s);
         if (fd > STDERR_FILENO)
             close(fd);
-        return rl_errf(e, RL_ENOMEM, "output %s: out of memory", o->path);
+        int rc = rl_errf(e, RL_ENOMEM, "output %s: out of memory", o->path);
+        if (o->tmp) {
+            unlink(o->tmp);
+            track(o->tmp, false);
+        }
+        free(o->tmp);
+        free(o->target);
+        free(o->path);
+        memset(o, 0, sizeof *o);
+        return rc;
     }
     o->sink = s;
     return 0;
