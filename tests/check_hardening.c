@@ -198,21 +198,27 @@ START_TEST(sweep_prints_rows_before_it_ends)
 }
 END_TEST
 
-/* ---- item 4: the memory fix bisects ---------------------------------------------------------- */
-START_TEST(memory_fix_on_ten_thousand_layers_is_quick)
+/* ---- item 4: the memory fix bisects (the 10,000-layer timing is in the closing note) ------- */
+START_TEST(memory_fix_costs_a_few_judgements_not_a_hundred)
 {
-    tu_write("deep.json", "{\"model_type\":\"gpt2\",\"n_layer\":10000,\"n_embd\":256,\"n_head\":4,\"vocab_size\":50257}");
+    tu_write("deep.json", "{\"model_type\":\"gpt2\",\"n_layer\":2000,\"n_embd\":256,\"n_head\":4,\"vocab_size\":50257}");
     tu_write("c.json", "{" Z3 ",\"fp16\":{\"enabled\":true}}");
     struct tu_run r;
     double t0 = children_cpu_s();
-    tu_ratiolab(&r, "check --ds-config c.json --model ./deep.json --gpu-mem 40GiB --model-states-only");
-    double dt = children_cpu_s() - t0;
-    ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
-    ck_assert_ptr_nonnull(strstr(r.out, "offload_optimizer.ratio to 0.80"));
+    tu_ratiolab(&r, "check --ds-config c.json --model ./deep.json");
+    double base = children_cpu_s() - t0;
+    ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);   /* 0.3 is not honored: one search */
     tu_run_free(&r);
-    /* CPU time: a scan of 101 sub_group_size searches took 13 s (plain build); the bisection
-     * 0.45 s plain, 3.4 s under ASan */
-    ck_assert_msg(dt < 8.0, "check took %.1f s of CPU", dt);
+    t0 = children_cpu_s();
+    tu_ratiolab(&r, "check --ds-config c.json --model ./deep.json --gpu-mem 8GiB --model-states-only");
+    double mem = children_cpu_s() - t0;
+    ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "offload_optimizer.ratio to 0.83"));
+    tu_run_free(&r);
+    /* CPU time, not wall time (the machine may be busy). The scan of 101 ratios, each with its
+     * sub_group_size search, cost ~100 judgements (13 s at 10,000 layers); the bisection a few
+     * (0.45 s at 10,000 layers; here 0.03 s base, 0.07 s with the fix). */
+    ck_assert_msg(mem < 10 * base + 0.2, "the memory fix took %.2f s of CPU, the judgement alone %.2f s", mem, base);
 }
 END_TEST
 
@@ -404,7 +410,7 @@ Suite *hardening_suite(void)
     tcase_add_test(tc, descriptor_alias_is_written_in_place);
     tcase_add_test(tc, monitor_keeps_the_trace_when_the_csv_fails);
     tcase_add_test(tc, sweep_prints_rows_before_it_ends);
-    tcase_add_test(tc, memory_fix_on_ten_thousand_layers_is_quick);
+    tcase_add_test(tc, memory_fix_costs_a_few_judgements_not_a_hundred);
     tcase_add_test(tc, check_counts_the_whole_gpu_memory);
     tcase_add_test(tc, check_says_which_dtype_it_used);
     tcase_add_test(tc, monitor_interval_is_seconds_and_the_exit_is_noticed_at_once);
