@@ -213,11 +213,11 @@ START_TEST(memory_fix_costs_a_few_judgements_not_a_hundred)
     tu_ratiolab(&r, "check --ds-config c.json --model ./deep.json --gpu-mem 8GiB --model-states-only");
     double mem = children_cpu_s() - t0;
     ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
-    ck_assert_ptr_nonnull(strstr(r.out, "offload_optimizer.ratio to 0.83"));
+    ck_assert_ptr_nonnull(strstr(r.out, "offload_optimizer.ratio to 0.81"));
     tu_run_free(&r);
     /* CPU time, not wall time (the machine may be busy). The scan of 101 ratios, each with its
      * sub_group_size search, cost ~100 judgements (13 s at 10,000 layers); the bisection a few
-     * (0.45 s at 10,000 layers; here 0.03 s base, 0.07 s with the fix). */
+     * (0.5-0.9 s at 10,000 layers; here 0.03 s base, 0.1 s with the fix; the scan took 1.4 s). */
     ck_assert_msg(mem < 10 * base + 0.2, "the memory fix took %.2f s of CPU, the judgement alone %.2f s", mem, base);
 }
 END_TEST
