@@ -219,6 +219,13 @@ START_TEST(memory_fix_costs_a_few_judgements_not_a_hundred)
      * sub_group_size search, cost ~100 judgements (13 s at 10,000 layers); the bisection a few
      * (0.5-0.9 s at 10,000 layers; here 0.03 s base, 0.1 s with the fix; the scan took 1.4 s). */
     ck_assert_msg(mem < 10 * base + 0.2, "the memory fix took %.2f s of CPU, the judgement alone %.2f s", mem, base);
+    /* the same answers as the scan of every grid point gave (its output for these budgets) */
+    static const struct { const char *budget, *fix; } same[] = {{"6GiB", "ratio to 0.91"}, {"10GiB", "ratio to 0.74"}};
+    for (int i = 0; i < 2; i++) {
+        tu_ratiolab(&r, "check --ds-config c.json --model ./deep.json --gpu-mem %s --model-states-only", same[i].budget);
+        ck_assert_msg(strstr(r.out, same[i].fix), "%s: %s", same[i].budget, r.out);
+        tu_run_free(&r);
+    }
 }
 END_TEST
 
