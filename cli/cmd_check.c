@@ -170,7 +170,7 @@ static int judge(const struct cli_ctx *c, const struct mem_env *m, struct verdic
     /* The smallest ratio on a 0.01 grid (least offload, fastest) whose memory fits once its
      * sub_group_size honors it. Bisect on the exactly-honored memory (non-increasing in the
      * ratio) for the first grid point that can fit, then confirm upwards under the real policy:
-     * O(log 100) cheap plans and usually one sub_group_size search, not 101 of them. */
+     * O(log 100) cheap plans and a few sub_group_size searches, not 101 of them. */
     int64_t g;
     if ((rc = exact_bytes(c, m, 1.0, &g, e)))
         return rc;
@@ -186,7 +186,10 @@ static int judge(const struct cli_ctx *c, const struct mem_env *m, struct verdic
         else
             lo = mid + 1;
     }
-    for (int i = lo; i <= 100; i++) {
+    /* A DeepSpeed policy honors r within the tolerance, so a grid point up to tol below lo may
+     * still fit with its honored ratio: the confirmation starts there, as the old scan would. */
+    int from = lo - (int)ceil(a->tol * 100.0) - 1;
+    for (int i = from > 0 ? from : 0; i <= 100; i++) {
         double r = i / 100.0, h;
         int64_t s;
         if ((rc = try_ratio(c, m, r, v->sub_group_size, &s, &h, &g, e)))

@@ -388,12 +388,14 @@ static const char description[] =
     "Exit status: with -- CMD the command's (128+N if killed by signal N); with --pid 0;\n"
     "130/143 when stopped by SIGINT/SIGTERM; 2 bad input; 3 environment.";
 
+static int fail_input(const char *fmt, const char *v) __attribute__((format(printf, 1, 0)));
 static int fail_input(const char *fmt, const char *v)
 {
-    fprintf(stderr, "ratiolab monitor: ");
-    fprintf(stderr, fmt, v);
-    fputc('\n', stderr);
-    return 2;
+    struct rl_err e = {0};
+    char msg[RL_ERR_MSG_MAX];
+    snprintf(msg, sizeof msg, fmt, v);
+    rl_errf(&e, RL_EINVAL, "%s", msg);   /* one line, whatever the user typed */
+    return cli_fail("monitor", &e);
 }
 
 static int run(int argc, char **argv)
@@ -424,9 +426,10 @@ static int run(int argc, char **argv)
         if (rr) {
             char why[200];
             regerror(rr, &mk.re, why, sizeof why);
-            fprintf(stderr, "ratiolab monitor: --mark: '%s' is not a POSIX extended regular "
-                            "expression (%s)\n", a.mark, why);
-            return 2;
+            struct rl_err re = {0};
+            rl_errf(&re, RL_EINVAL, "--mark: '%s' is not a POSIX extended regular expression (%s)",
+                    a.mark, why);
+            return cli_fail("monitor", &re);
         }
     }
 

@@ -401,7 +401,16 @@ static int open_stream(struct rl_outfile *o, int fd, struct rl_err *e)
         free(s);
         if (fd > STDERR_FILENO)
             close(fd);
-        return rl_errf(e, RL_ENOMEM, "output %s: out of memory", o->path);
+        int rc = rl_errf(e, RL_ENOMEM, "output %s: out of memory", o->path);
+        if (o->tmp) {
+            unlink(o->tmp);
+            track(o->tmp, false);
+        }
+        free(o->tmp);
+        free(o->target);
+        free(o->path);
+        memset(o, 0, sizeof *o);
+        return rc;
     }
     o->sink = s;
     return 0;
@@ -420,33 +429,40 @@ int rl_outfile_open(struct rl_outfile *o, const char *path, struct rl_err *e)
         o->in_place = true;
         return open_stream(o, STDOUT_FILENO, e);
     }
-    char *target = follow_links(path);
-    if (!target) {
-        int err = errno;
-        free(o->path);
-        o->path = NULL;
-        return rl_errf(e, out_code(err), "output %s: cannot follow the link (%s)", path, strerror(err));
-    }
     struct stat st;
-    bool exists = stat(target, &st) == 0;
+    bool exists = stat(path, &st) == 0;   /* follows every link, /proc's fd links included */
     if (exists && S_ISDIR(st.st_mode)) {
-        free(target);
         free(o->path);
         o->path = NULL;
         return rl_errf(e, RL_EIO, "output %s: is a directory; expected a file name", path);
     }
-    if (exists && !S_ISREG(st.st_mode)) {
-        /* A device, FIFO or socket: written in place, never replaced. */
-        int fd = open(target, O_WRONLY | O_CLOEXEC | (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? O_TRUNC : 0));
-        int err = errno;
-        free(target);
+    /* A device, FIFO or socket, or a descriptor alias (/dev/stdout, /dev/fd/N, /proc/...): written
+     * in place, never replaced. An alias of a regular file is appended to, as the shell's >> or a
+     * fresh > leaves it. */
+    bool alias = strncmp(path, "/dev/std", 8) == 0 || strncmp(path, "/dev/fd/", 8) == 0 ||
+                 strncmp(path, "/proc/", 6) == 0;
+    if (exists && (!S_ISREG(st.st_mode) || alias)) {
+        int flags = O_WRONLY | O_CLOEXEC;
+        if (S_ISREG(st.st_mode))
+            flags |= O_APPEND;
+        else if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
+            flags |= O_TRUNC;
+        int fd = open(path, flags);
         if (fd < 0) {
+            int err = errno;
             free(o->path);
             o->path = NULL;
             return rl_errf(e, out_code(err), "output %s: cannot open (%s)", path, strerror(err));
         }
         o->in_place = true;
         return open_stream(o, fd, e);
+    }
+    char *target = follow_links(path);   /* also for a dangling link: its target is created */
+    if (!target) {
+        int err = errno;
+        free(o->path);
+        o->path = NULL;
+        return rl_errf(e, out_code(err), "output %s: cannot follow the link (%s)", path, strerror(err));
     }
     size_t n = strlen(target) + 16;
     o->tmp = malloc(n);

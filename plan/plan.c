@@ -51,9 +51,21 @@ int plan_policy_for_version(struct rl_version v, enum plan_policy *p, struct rl_
  * a group whose per-rank size is <= sgs is one sub-group; otherwise tensors are appended and a
  * sub-group closes once it holds >= sgs elements (or at the group's last tensor). Fills sizes
  * (numel per sub-group) when not NULL and returns the count. */
+static int pack_range(const struct plan *p, int64_t sgs, struct plan_subgroup *out, int lo, int hi,
+                      int64_t *range_numel);
+
 static int pack(const struct plan *p, int64_t sgs, struct plan_subgroup *out)
 {
+    return pack_range(p, sgs, out, 0, 0, NULL);
+}
+
+/* pack(), also summing into *range_numel (when not NULL) the elements of sub-groups lo..hi-1. */
+static int pack_range(const struct plan *p, int64_t sgs, struct plan_subgroup *out, int lo, int hi,
+                      int64_t *range_numel)
+{
     int n = 0, pos = 0;
+    if (range_numel)
+        *range_numel = 0;
     int64_t offset = 0;
     for (int g = 0; g < p->n_groups; g++) {
         int start = pos;
@@ -72,6 +84,8 @@ static int pack(const struct plan *p, int64_t sgs, struct plan_subgroup *out)
                                                     .n_tensors = i - first + 1, .offset = offset,
                                                     .numel = acc, .cpu_numel = 0};
                 offset += acc;
+                if (range_numel && n >= lo && n < hi)
+                    *range_numel += acc;
                 n++;
                 first = i + 1;
                 acc = 0;
@@ -316,12 +330,18 @@ int64_t plan_peak_cpu_bytes(const struct plan *p) { return p->stages[PLAN_STAGE_
 
 int plan_honored_for(const struct plan *p, int64_t sgs, double ratio, double *honored, int *n_subgroups)
 {
-    struct plan_subgroup *sg = malloc((size_t)p->model->n_tensors * sizeof *sg);
-    if (!sg)
-        return RL_ENOMEM;
-    int n = pack(p, sgs, sg);
-    int64_t cpu = place(p->policy, ratio, sg, n, p->per_rank_numel);
-    free(sg);
+    /* Two packing passes instead of a sub-group array: nothing to allocate, nothing can fail.
+     * The same sums as place(): exact takes its granules, the DeepSpeed rules whole sub-groups. */
+    int n = pack(p, sgs, NULL);
+    int64_t cpu;
+    if (p->policy == PLAN_POLICY_EXACT) {
+        int64_t want = exact_cpu_numel(ratio, p->per_rank_numel);
+        cpu = want < p->per_rank_numel ? want : p->per_rank_numel;
+    } else {
+        int lo, hi;
+        ds_cpu_first(p->policy, ratio, n, &lo, &hi);
+        pack_range(p, sgs, NULL, lo, hi, &cpu);
+    }
     *honored = (double)cpu / (double)p->per_rank_numel;
     if (n_subgroups)
         *n_subgroups = n;

@@ -313,7 +313,8 @@ int64_t plan_max_honoring_sub_group_size(const struct plan *p, double tol);
  * on the same grid as above; *honored receives that ratio. */
 int64_t plan_closest_sub_group_size(const struct plan *p, double *honored);
 
-/* Number of sub-groups and the honored ratio for a sub_group_size without building a ledger. */
+/* Number of sub-groups and the honored ratio for a sub_group_size without building a ledger.
+ * Allocates nothing and always returns 0. O(tensors). */
 int plan_honored_for(const struct plan *p, int64_t sub_group_size, double ratio, double *honored,
                      int *n_subgroups);
 
