@@ -78,15 +78,15 @@ struct fixture {
     struct plan p;
 };
 
-/* `model` with TP tp, PP pp (stage 0) on `world` GPUs of `gpn` per node, fp16, pinned CPU
+/* `model` with TP tp, PP pp (stage `stage`) on `world` GPUs of `gpn` per node, fp16, pinned CPU
  * offload at `ratio` with the exact policy. */
-static void fx_init(struct fixture *f, const char *model, int tp, int pp, int world, int gpn, double ratio)
+static void fx_stage(struct fixture *f, const char *model, int tp, int pp, int stage, int world, int gpn, double ratio)
 {
     struct rl_err e;
     memset(f, 0, sizeof *f);
     struct plan_layout l = {.tp = tp, .pp = pp, .world = world, .gpus_per_node = gpn};
     ck_assert_msg(plan_layout_resolve(&l, &e) == 0, "%s", e.msg);
-    struct plan_model_opts mo = {.tp = tp, .pp = pp, .pp_stage = 0};
+    struct plan_model_opts mo = {.tp = tp, .pp = pp, .pp_stage = stage};
     ck_assert_msg(plan_model_load(&f->m, cat(), model, &mo, &e) == 0, "%s", e.msg);
     plan_model_group(&f->m, PLAN_GROUPS_AUTO, false);
     struct plan_zero z;
@@ -99,6 +99,11 @@ static void fx_init(struct fixture *f, const char *model, int tp, int pp, int wo
     z.src_ratio = PLAN_SRC_CLI;
     struct plan_options o = {.policy = PLAN_POLICY_EXACT};
     ck_assert_msg(plan_build(&f->p, &f->m, &l, &z, &o, &e) == 0, "%s", e.msg);
+}
+
+static void fx_init(struct fixture *f, const char *model, int tp, int pp, int world, int gpn, double ratio)
+{
+    fx_stage(f, model, tp, pp, 0, world, gpn, ratio);
 }
 
 static void fx_free(struct fixture *f)
@@ -234,6 +239,41 @@ START_TEST(allgather_across_nodes_closed_form)
 }
 END_TEST
 
+START_TEST(memory_pipeline_stages_and_gathered_parameters)
+{
+    /* Activations (Korthikanti et al. 2022, eq. 2): s b h (10 + 24/t + 5 a s / (h t)) bytes per
+     * layer at 16-bit. gpt-2.7b, TP 4, PP 2: each stage holds 16 layers; in 1F1B stage k keeps
+     * pp - k micro-batches in flight; the last stage adds fp32 logits and their gradient,
+     * 2 x 4 s b vocab / t (vocab 50257 padded to a multiple of 128 x 4: 50688). */
+    struct sim_hw hw = load_hw("dgx1-v100");
+    const double s = 2048, h = 2560, heads = 32, t = 4;
+    const double layer = s * h * (10 + 24 / t + 5 * heads * s / (h * t));
+    struct sim_train tr;
+    sim_train_defaults(&tr);
+    struct sim_step_result r;
+    struct rl_err e;
+    for (int stage = 0; stage < 2; stage++) {
+        struct fixture f;
+        fx_stage(&f, "gpt-2.7b", 4, 2, stage, 8, 8, 0.3);
+        ck_assert_msg(sim_step_memory(&f.p, &hw, &tr, &r, &e) == 0, "%s", e.msg);
+        double want = 16 * layer * (2 - stage) + (stage == 1 ? 2 * 4 * s * 50688 / t : 0);
+        ck_assert_msg(r.gpu_activation_bytes == (int64_t)ceil(want), "stage %d: %lld activation bytes, closed form %.0f",
+                      stage, (long long)r.gpu_activation_bytes, want);
+        fx_free(&f);
+    }
+    /* ZeRO-3 over 8 data-parallel ranks (TP 1): the largest block (word embeddings 50304 x 2560
+     * plus positions 2048 x 2560) is gathered, and prefetch_bucket_size 5e7 elements cannot hold
+     * another one ahead: at least one more in flight, so 2 x 134,021,120 fp16 elements live. */
+    struct fixture f;
+    fx_init(&f, "gpt-2.7b", 1, 1, 8, 8, 0.3);
+    ck_assert_msg(sim_step_memory(&f.p, &hw, &tr, &r, &e) == 0, "%s", e.msg);
+    const int64_t block = (50304 + 2048) * INT64_C(2560);
+    ck_assert_int_eq(block, 134021120);
+    ck_assert_int_eq(r.gpu_live_param_bytes, 2 * block * 2);
+    fx_free(&f);
+}
+END_TEST
+
 Suite *sim_closed_suite(void)
 {
     Suite *s = suite_create("sim_closed");
@@ -243,6 +283,7 @@ Suite *sim_closed_suite(void)
     tcase_add_test(tc, pipeline_bubble_is_pp_minus_one_micro_batches);
     tcase_add_test(tc, cpu_adam_numa_closed_form);
     tcase_add_test(tc, allgather_across_nodes_closed_form);
+    tcase_add_test(tc, memory_pipeline_stages_and_gathered_parameters);
     suite_add_tcase(s, tc);
     return s;
 }
