@@ -100,6 +100,47 @@ START_TEST(every_path_equals_the_reference)
 }
 END_TEST
 
+START_TEST(hyperparameters_outside_their_range_are_refused)
+{
+    /* Each bad value is refused with RL_EINVAL naming its field, also where a derived scalar
+     * would still be finite (no bias correction: 1 - beta2^t is not formed). */
+    static const struct {
+        const char *field;
+        double lr, beta1, beta2, eps, wd;
+        bool bias_correction;
+        int64_t step;
+    } bad[] = {
+        {"beta2", 1e-3, 0.9, 1.0, 1e-8, 0, false, 1}, {"beta2", 1e-3, 0.9, 1.0, 1e-8, 0, true, 1},
+        {"beta1", 1e-3, 1.0, 0.999, 1e-8, 0, false, 1}, {"beta2", 1e-3, 0.9, -0.1, 1e-8, 0, true, 1},
+        {"eps", 1e-3, 0.9, 0.999, 0, 0, true, 1},       {"lr", -1e-3, 0.9, 0.999, 1e-8, 0, true, 1},
+        {"weight_decay", 1e-3, 0.9, 0.999, 1e-8, -0.1, true, 1}, {"step", 1e-3, 0.9, 0.999, 1e-8, 0, true, 0},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct kern_adam_hparams h = kern_adam_hparams_default();
+        h.lr = bad[i].lr;
+        h.beta1 = bad[i].beta1;
+        h.beta2 = bad[i].beta2;
+        h.eps = bad[i].eps;
+        h.weight_decay = bad[i].wd;
+        h.bias_correction = bad[i].bias_correction;
+        struct kern_adam_scalars s;
+        struct rl_err e = {0};
+        ck_assert_msg(kern_adam_scalars_make(&h, bad[i].step, &s, &e) == RL_EINVAL, "case %zu (%s) accepted", i,
+                      bad[i].field);
+        ck_assert_msg(strncmp(e.msg, bad[i].field, strlen(bad[i].field)) == 0, "case %zu: '%s' does not start with %s",
+                      i, e.msg, bad[i].field);
+    }
+    /* The edges that are allowed: beta 0, no decay, lr 0. */
+    struct kern_adam_hparams h = kern_adam_hparams_default();
+    h.beta1 = 0;
+    h.beta2 = 0;
+    h.lr = 0;
+    struct kern_adam_scalars s;
+    struct rl_err e = {0};
+    ck_assert_msg(kern_adam_scalars_make(&h, 1, &s, &e) == 0, "%s", e.msg);
+}
+END_TEST
+
 Suite *kernels_paths_suite(void)
 {
     Suite *s = suite_create("kernels_paths");
@@ -114,6 +155,7 @@ Suite *kernels_paths_suite(void)
             tu_skip(what, i == 1 ? "this CPU lacks AVX2 or F16C" : "this CPU lacks AVX-512F");
         }
     }
+    tcase_add_test(tc, hyperparameters_outside_their_range_are_refused);
     suite_add_tcase(s, tc);
     return s;
 }

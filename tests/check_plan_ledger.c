@@ -248,6 +248,26 @@ START_TEST(newer_rule_honors_the_hand_counted_ratio)
 }
 END_TEST
 
+START_TEST(layout_dp_counts_pipeline_stages)
+{
+    /* world = tp x pp x dp: 32 GPUs with TP 4 and PP 2 leave DP 4, on 4 nodes of 8. */
+    struct plan_layout l = {.tp = 4, .pp = 2, .world = 32, .gpus_per_node = 8};
+    struct rl_err e = {0};
+    ck_assert_msg(plan_layout_resolve(&l, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(l.dp, 4);
+    ck_assert_int_eq(l.nodes, 4);
+    l = (struct plan_layout){.tp = 2, .pp = 4, .dp = 2};
+    ck_assert_msg(plan_layout_resolve(&l, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(l.world, 16);
+    l = (struct plan_layout){.tp = 2, .pp = 4, .dp = 4, .world = 16};
+    ck_assert_int_eq(plan_layout_resolve(&l, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "--dp: 4"));
+    l = (struct plan_layout){.tp = 4, .pp = 3, .world = 16};
+    ck_assert_int_eq(plan_layout_resolve(&l, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "--gpus: 16"));
+}
+END_TEST
+
 Suite *plan_ledger_suite(void)
 {
     Suite *s = suite_create("plan_ledger");
@@ -258,6 +278,7 @@ Suite *plan_ledger_suite(void)
     tcase_add_test(tc, version_0_12_3_is_the_first_accepted);
     tcase_add_test(tc, offload_ratio_defaults_to_full_offload);
     tcase_add_test(tc, newer_rule_honors_the_hand_counted_ratio);
+    tcase_add_test(tc, layout_dp_counts_pipeline_stages);
     suite_add_tcase(s, tc);
     return s;
 }
