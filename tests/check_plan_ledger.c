@@ -268,6 +268,27 @@ START_TEST(layout_dp_counts_pipeline_stages)
 }
 END_TEST
 
+START_TEST(pin_memory_false_keeps_the_flat_buffer_pageable)
+{
+    /* The 0.12 ledger's flat gradient buffer (P fp16 elements) follows pin_memory; the CPU-Adam
+     * tiles and the CPU fp32 gradients are pinned either way. P = 1000, Pc = 300. */
+    struct ten h;
+    ten_init(&h);
+    const int64_t P = 1000, Pc = 300;
+    struct plan p;
+    struct plan_zero z = offload(0.3, V(0, 12, 4));
+    z.pin_memory = false;
+    build(&p, &h, 1, &z, PLAN_LEDGER_AUTO);
+    ck_assert_int_eq(p.stages[PLAN_STAGE_ZERO_OPTIMIZER].cpu_pinned_bytes, TILES_BYTES + 4 * Pc);
+    ck_assert_int_eq(p.stages[PLAN_STAGE_ZERO_OPTIMIZER].cpu_bytes, TILES_BYTES + 16 * Pc + 2 * P);
+    plan_free(&p);
+    z.pin_memory = true;
+    build(&p, &h, 1, &z, PLAN_LEDGER_AUTO);
+    ck_assert_int_eq(p.stages[PLAN_STAGE_ZERO_OPTIMIZER].cpu_pinned_bytes, TILES_BYTES + 4 * Pc + 2 * P);
+    plan_free(&p);
+}
+END_TEST
+
 Suite *plan_ledger_suite(void)
 {
     Suite *s = suite_create("plan_ledger");
@@ -279,6 +300,7 @@ Suite *plan_ledger_suite(void)
     tcase_add_test(tc, offload_ratio_defaults_to_full_offload);
     tcase_add_test(tc, newer_rule_honors_the_hand_counted_ratio);
     tcase_add_test(tc, layout_dp_counts_pipeline_stages);
+    tcase_add_test(tc, pin_memory_false_keeps_the_flat_buffer_pageable);
     suite_add_tcase(s, tc);
     return s;
 }
