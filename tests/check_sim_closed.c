@@ -288,6 +288,44 @@ START_TEST(memory_pipeline_stages_and_gathered_parameters)
 }
 END_TEST
 
+START_TEST(interleaved_host_copies_load_the_inter_socket_link_by_half)
+{
+    /* One rank of a DGX-1, everything offloaded, buffers interleaved over both sockets: half of
+     * every host copy's bytes crosses the inter-socket link. With the link at 0.5 GB/s it binds
+     * (below the GPU link, the switch uplink and the pageable caps): a copy of B bytes takes
+     * B x 0.5 / 0.5e9 s after its launch latency. */
+    struct sim_hw hw = load_hw("dgx1-v100");
+    hw.inter_socket_gbps = 0.5;
+    ck_assert(hw.h2d_pageable_gbps > 1 && hw.d2h_pageable_gbps > 1);
+    struct fixture f;
+    fx_init(&f, "gpt-350m", 1, 1, 1, 1, 1.0);
+    char path[600];
+    snprintf(path, sizeof path, "%s/numa.json", tu_tmpdir());
+    struct sim_train t;
+    sim_train_defaults(&t);
+    t.numa_interleave = true;
+    struct sim_step_result r;
+    struct rl_err e;
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, path, &r, &e) == 0, "%s", e.msg);
+    struct trace_doc d;
+    ck_assert_msg(trace_read(path, &d, &e) == 0, "%s", e.msg);
+    int copies = 0;
+    for (int i = 0; i < d.n_events; i++) {
+        const struct trace_event *ev = &d.events[i];
+        const char *b = ev->args_json ? strstr(ev->args_json, "\"bytes\":") : NULL;
+        if (ev->ph != 'X' || !b || !(strstr(ev->name, "h2d") || strstr(ev->name, "d2h")))
+            continue;
+        long long bytes = atoll(b + 8);
+        ck_assert_msg(ev->dur_ns == ceil_ns((long double)bytes * 0.5L / 0.5e9L * 1e9L), "%s of %lld bytes: %lld ns",
+                      ev->name, bytes, (long long)ev->dur_ns);
+        copies++;
+    }
+    trace_doc_free(&d);
+    ck_assert_int_ge(copies, 3);
+    fx_free(&f);
+}
+END_TEST
+
 Suite *sim_closed_suite(void)
 {
     Suite *s = suite_create("sim_closed");
@@ -298,6 +336,7 @@ Suite *sim_closed_suite(void)
     tcase_add_test(tc, cpu_adam_numa_closed_form);
     tcase_add_test(tc, allgather_across_nodes_closed_form);
     tcase_add_test(tc, memory_pipeline_stages_and_gathered_parameters);
+    tcase_add_test(tc, interleaved_host_copies_load_the_inter_socket_link_by_half);
     suite_add_tcase(s, tc);
     return s;
 }
