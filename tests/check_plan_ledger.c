@@ -289,6 +289,32 @@ START_TEST(pin_memory_false_keeps_the_flat_buffer_pageable)
 }
 END_TEST
 
+START_TEST(offload_devices_and_pin_memory_values)
+{
+    struct plan_zero z;
+    struct rl_err e = {0};
+    ck_assert_msg(plan_zero_parse(&z, "{\"zero_optimization\":{\"stage\":3,\"offload_optimizer\":{\"device\":\"nvme\"}}}",
+                                  "cfg.json", &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(z.offload, PLAN_OFFLOAD_NVME);
+    struct ten h;
+    ten_init(&h);
+    struct plan p;
+    struct plan_layout l = {.dp = 1, .tp = 1, .pp = 1};
+    ck_assert_int_eq(plan_build(&p, &h.m, &l, &z, NULL, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "\"nvme\" is not modelled"));
+    ck_assert_msg(plan_zero_parse(&z, "{\"zero_optimization\":{\"stage\":3,\"offload_optimizer\":{\"device\":\"none\"}}}",
+                                  "cfg.json", &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(z.offload, PLAN_OFFLOAD_NONE);
+    /* pin_memory takes true or false; "auto" is not a DeepSpeed value for it. */
+    ck_assert_int_eq(plan_zero_parse(&z, "{\"zero_optimization\":{\"stage\":3,\"offload_optimizer\":{\"device\":\"cpu\","
+                                         "\"pin_memory\":\"auto\"}}}", "cfg.json", &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "offload_optimizer.pin_memory: \"auto\" is not allowed; expected true or false"));
+    ck_assert_msg(plan_zero_parse(&z, "{\"zero_optimization\":{\"stage\":3,\"offload_optimizer\":{\"device\":\"cpu\","
+                                      "\"pin_memory\":true}}}", "cfg.json", &e) == 0, "%s", e.msg);
+    ck_assert(z.pin_memory);
+}
+END_TEST
+
 Suite *plan_ledger_suite(void)
 {
     Suite *s = suite_create("plan_ledger");
@@ -301,6 +327,7 @@ Suite *plan_ledger_suite(void)
     tcase_add_test(tc, newer_rule_honors_the_hand_counted_ratio);
     tcase_add_test(tc, layout_dp_counts_pipeline_stages);
     tcase_add_test(tc, pin_memory_false_keeps_the_flat_buffer_pageable);
+    tcase_add_test(tc, offload_devices_and_pin_memory_values);
     suite_add_tcase(s, tc);
     return s;
 }

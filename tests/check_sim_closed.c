@@ -288,25 +288,21 @@ START_TEST(memory_pipeline_stages_and_gathered_parameters)
 }
 END_TEST
 
-START_TEST(interleaved_host_copies_load_the_inter_socket_link_by_half)
+/* Checks every host copy span (name with h2d or d2h) of a one-rank gpt-350m step, everything
+ * offloaded, against its closed form: launch latency aside, bytes x weight / gbps, weight 2 for
+ * spans named `twice` (0: none). Returns the number of copies seen. */
+static int copies_match(const struct sim_hw *hw, bool interleave, double gbps, const char *twice, const char *file)
 {
-    /* One rank of a DGX-1, everything offloaded, buffers interleaved over both sockets: half of
-     * every host copy's bytes crosses the inter-socket link. With the link at 0.5 GB/s it binds
-     * (below the GPU link, the switch uplink and the pageable caps): a copy of B bytes takes
-     * B x 0.5 / 0.5e9 s after its launch latency. */
-    struct sim_hw hw = load_hw("dgx1-v100");
-    hw.inter_socket_gbps = 0.5;
-    ck_assert(hw.h2d_pageable_gbps > 1 && hw.d2h_pageable_gbps > 1);
     struct fixture f;
     fx_init(&f, "gpt-350m", 1, 1, 1, 1, 1.0);
     char path[600];
-    snprintf(path, sizeof path, "%s/numa.json", tu_tmpdir());
+    snprintf(path, sizeof path, "%s/%s", tu_tmpdir(), file);
     struct sim_train t;
     sim_train_defaults(&t);
-    t.numa_interleave = true;
+    t.numa_interleave = interleave;
     struct sim_step_result r;
     struct rl_err e;
-    ck_assert_msg(sim_step_run(&f.p, &hw, &t, path, &r, &e) == 0, "%s", e.msg);
+    ck_assert_msg(sim_step_run(&f.p, hw, &t, path, &r, &e) == 0, "%s", e.msg);
     struct trace_doc d;
     ck_assert_msg(trace_read(path, &d, &e) == 0, "%s", e.msg);
     int copies = 0;
@@ -316,13 +312,38 @@ START_TEST(interleaved_host_copies_load_the_inter_socket_link_by_half)
         if (ev->ph != 'X' || !b || !(strstr(ev->name, "h2d") || strstr(ev->name, "d2h")))
             continue;
         long long bytes = atoll(b + 8);
-        ck_assert_msg(ev->dur_ns == ceil_ns((long double)bytes * 0.5L / 0.5e9L * 1e9L), "%s of %lld bytes: %lld ns",
-                      ev->name, bytes, (long long)ev->dur_ns);
+        long double w = twice && strcmp(ev->name, twice) == 0 ? 2.0L : 1.0L;
+        ck_assert_msg(ev->dur_ns == ceil_ns((long double)bytes * w / ((long double)gbps * 1e9L) * 1e9L),
+                      "%s of %lld bytes: %lld ns", ev->name, bytes, (long long)ev->dur_ns);
         copies++;
     }
     trace_doc_free(&d);
-    ck_assert_int_ge(copies, 3);
     fx_free(&f);
+    return copies;
+}
+
+START_TEST(interleaved_host_copies_load_the_inter_socket_link_by_half)
+{
+    /* One rank of a DGX-1, buffers interleaved over both sockets: half of every host copy's bytes
+     * crosses the inter-socket link. With the link at 0.5 GB/s it binds (below the GPU link, the
+     * switch uplink and the pageable caps): B bytes take B x 0.5 / 0.5 GB/s. */
+    struct sim_hw hw = load_hw("dgx1-v100");
+    hw.inter_socket_gbps = 0.5;
+    ck_assert(hw.h2d_pageable_gbps > 1 && hw.d2h_pageable_gbps > 1);
+    ck_assert_int_ge(copies_match(&hw, true, 1.0, NULL, "numa.json"), 3);
+}
+END_TEST
+
+START_TEST(pageable_copies_cross_dram_twice)
+{
+    /* Without interleaving, with the sockets' DRAM at 1 GB/s (binding): a pinned copy crosses
+     * DRAM once, a pageable one twice (the driver's staging copy). The DeepSpeed 0.12 step
+     * copies the fp32 master back from pageable memory (master_h2d); gradients are pinned. */
+    struct sim_hw hw = load_hw("dgx1-v100");
+    for (int k = 0; k < hw.n_sockets; k++)
+        hw.socket[k].dram_gbps = 1.0;
+    ck_assert(hw.h2d_pageable_gbps > 0.5 && hw.h2d_pinned_gbps > 1);
+    ck_assert_int_ge(copies_match(&hw, false, 1.0, "master_h2d", "dram.json"), 3);
 }
 END_TEST
 
@@ -337,6 +358,7 @@ Suite *sim_closed_suite(void)
     tcase_add_test(tc, allgather_across_nodes_closed_form);
     tcase_add_test(tc, memory_pipeline_stages_and_gathered_parameters);
     tcase_add_test(tc, interleaved_host_copies_load_the_inter_socket_link_by_half);
+    tcase_add_test(tc, pageable_copies_cross_dram_twice);
     suite_add_tcase(s, tc);
     return s;
 }
