@@ -58,7 +58,7 @@ scratch=$(mktemp -d /tmp/ratiolab-mutate-XXXXXX)
 if [ "${MUTATE_KEEP:-0}" != 1 ]; then trap 'rm -rf "$scratch"' EXIT; fi
 src=$scratch/src
 mkdir -p "$src"
-(cd "$root" && git ls-files -co --exclude-standard -z | xargs -0 tar cf - 2>/dev/null) | tar xf - -C "$src" ||
+(cd "$root" && git ls-files -co --exclude-standard -z | xargs -0 tar cf - --ignore-failed-read 2>/dev/null) | tar xf - -C "$src" ||
     { echo "mutate: could not copy the source tree" >&2; exit 3; }
 # The build tree, when there is one, saves a full rebuild (timestamps are kept).
 if [ "$check_only" = 0 ] && [ -d "$root/build" ]; then cp -a "$root/build" "$src/build"; fi
