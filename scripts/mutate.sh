@@ -19,12 +19,12 @@
 # Usage: scripts/mutate.sh [--check] [mutant-file-or-name ...]   (default: every tests/mutants/*.mut)
 #        --check only reports stale mutants, without building or testing.
 # Environment: MUTATE_JOBS (make -j, default 2), MUTATE_KEEP=1 keeps the scratch directory,
-#              MUTATE_TIMEOUT seconds per suite run (default 300).
+#              MUTATE_TIMEOUT seconds per suite run (default 600).
 #
 # Mutant file format (see tests/mutants/README.md):
 #   reason: <one line: the bug this stands for>
 #   file: <path from the repository root>
-#   suites: <suite names, space separated>
+#   suites: <suite names, space separated; suite:case runs one test case (CK_RUN_CASE)>
 #   equivalent: <why no test can tell>           (optional)
 #   @@ original
 #   <exact text: whole lines or part of one; the newline before "@@ replacement" is not part of it>
@@ -35,7 +35,7 @@ set -u -o pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 jobs=${MUTATE_JOBS:-2}
-per_run_timeout=${MUTATE_TIMEOUT:-300}
+per_run_timeout=${MUTATE_TIMEOUT:-600}
 
 check_only=0
 if [ "${1:-}" = --check ]; then check_only=1; shift; fi
@@ -58,7 +58,7 @@ scratch=$(mktemp -d /tmp/ratiolab-mutate-XXXXXX)
 if [ "${MUTATE_KEEP:-0}" != 1 ]; then trap 'rm -rf "$scratch"' EXIT; fi
 src=$scratch/src
 mkdir -p "$src"
-(cd "$root" && git ls-files -co --exclude-standard -z | xargs -0 tar cf - 2>/dev/null) | tar xf - -C "$src" ||
+(cd "$root" && git ls-files -co --exclude-standard -z | xargs -0 tar cf - --ignore-failed-read 2>/dev/null) | tar xf - -C "$src" ||
     { echo "mutate: could not copy the source tree" >&2; exit 3; }
 # The build tree, when there is one, saves a full rebuild (timestamps are kept).
 if [ "$check_only" = 0 ] && [ -d "$root/build" ]; then cp -a "$root/build" "$src/build"; fi
@@ -71,10 +71,14 @@ build() {
         build/ratiolab build/tests/run_tests $progs) >"$scratch/build.log" 2>&1
 }
 
-# Runs one suite; prints its closing line. $2: extra environment (e.g. CK_EXCLUDE_TAGS=golden).
+# Runs one suite, or one test case of it as suite:case; $2: extra environment (e.g.
+# CK_EXCLUDE_TAGS=golden). Fails when a test fails, the binary crashes or it runs too long.
 run_suite() {
-    (cd "$src" && env CK_RUN_SUITE="$1" $2 RATIOLAB_BIN="$src/build/ratiolab" RATIOLAB_SRC="$src" \
-        RATIOLAB_BUILD="$src/build" timeout "$per_run_timeout" build/tests/run_tests) >"$scratch/run.log" 2>&1
+    local suite=${1%%:*} case=
+    [ "$suite" != "$1" ] && case=${1#*:}
+    (cd "$src" && env CK_RUN_SUITE="$suite" ${case:+CK_RUN_CASE="$case"} $2 RATIOLAB_BIN="$src/build/ratiolab" \
+        RATIOLAB_SRC="$src" RATIOLAB_BUILD="$src/build" timeout "$per_run_timeout" build/tests/run_tests) \
+        >"$scratch/run.log" 2>&1
 }
 
 field() { sed -n "s/^$1:[[:space:]]*//p" "$2" | head -n 1; }

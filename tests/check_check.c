@@ -154,6 +154,36 @@ START_TEST(check_requires_config_and_model)
 }
 END_TEST
 
+START_TEST(newer_rule_gives_the_hand_counted_ratio)
+{
+    /* GPT-2 small, sub_group_size 1: 148 one-tensor sub-groups, the 50 decay tensors first. At
+     * ratio 0.8 the 0.18 rule offloads the last 148 - floor(0.2 x 148) = 119: layer 6's
+     * mlp.c_proj (4h^2), layers 7..11's four matrices (12h^2 each) and all 98 no-decay tensors
+     * (13h per layer, 2h for ln_f), h = 768: 37,870,080 of 124,439,808. The 0.12 rule offloads
+     * the first 118: all but layer 8's last 4 no-decay tensors (7h), layers 9..11's and ln_f's. */
+    const double h = 768, total = 124439808;
+    tu_write("r.json", "{\"zero_optimization\":{\"stage\":3,\"sub_group_size\":1,"
+                       "\"offload_optimizer\":{\"device\":\"cpu\",\"ratio\":0.8}},\"fp16\":{\"enabled\":true}}");
+    const char *versions[2] = {"0.18.0", "0.12.4"};
+    const double cpu[2] = {4 * h * h + 5 * 12 * h * h + 12 * 13 * h + 2 * h, total - (7 * h + 3 * 13 * h + 2 * h)};
+    for (int i = 0; i < 2; i++) {
+        struct tu_run r;
+        tu_ratiolab(&r, "check --ds-config r.json --model gpt2 --json --tolerance 0.002 --deepspeed-version %s",
+                    versions[i]);
+        ck_assert_msg(r.status == 1, "%s: exit %d (the ratio is not honored): %s", versions[i], r.status, r.err);
+        json_error_t je;
+        json_t *o = json_loads(r.out, 0, &je);
+        ck_assert_msg(o != NULL, "not JSON: %s", je.text);
+        ck_assert_int_eq(json_integer_value(json_object_get(o, "num_subgroups")), 148);
+        double got = json_number_value(json_object_get(o, "honored_ratio"));
+        ck_assert_msg(got == cpu[i] / total, "%s: honored %.17g, hand count %.17g", versions[i], got, cpu[i] / total);
+        ck_assert(!json_is_true(json_object_get(o, "ratio_ok")));
+        json_decref(o);
+        tu_run_free(&r);
+    }
+}
+END_TEST
+
 Suite *check_suite(void)
 {
     Suite *s = suite_create("check");
@@ -164,6 +194,7 @@ Suite *check_suite(void)
     tcase_add_test(tc, honored_config_passes);
     tcase_add_test(tc, memory_failure_gives_a_fitting_ratio);
     tcase_add_test(tc, newer_deepspeed_rule_is_applied);
+    tcase_add_test(tc, newer_rule_gives_the_hand_counted_ratio);
     tcase_add_test(tc, check_requires_config_and_model);
     suite_add_tcase(s, tc);
     return s;

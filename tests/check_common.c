@@ -113,11 +113,33 @@ START_TEST(exit_codes_follow_table)
 }
 END_TEST
 
+START_TEST(every_size_unit_by_its_definition)
+{
+    /* IEC units are powers of 1024, SI units powers of 1000; the bare K/M/G/T letters are IEC
+     * (as in `free -h` and DeepSpeed's memory logs). */
+    static const struct { const char *text; int64_t bytes; } u[] = {
+        {"3", 3},          {"3B", 3},
+        {"3KiB", 3 * 1024LL},                {"3MiB", 3 * 1024LL * 1024},
+        {"3GiB", 3 * 1024LL * 1024 * 1024}, {"3TiB", 3 * 1024LL * 1024 * 1024 * 1024},
+        {"3kB", 3000},     {"3KB", 3000}, {"3MB", 3000000}, {"3GB", 3000000000LL}, {"3TB", 3000000000000LL},
+        {"3K", 3 * 1024LL}, {"3M", 3 * 1024LL * 1024}, {"3G", 3 * 1024LL * 1024 * 1024},
+        {"3T", 3 * 1024LL * 1024 * 1024 * 1024}, {"1.5GiB", 3 * 512LL * 1024 * 1024},
+    };
+    for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) {
+        int64_t b = -1;
+        struct rl_err e = {0};
+        ck_assert_msg(rl_parse_bytes("size", u[i].text, &b, &e) == 0, "%s: %s", u[i].text, e.msg);
+        ck_assert_msg(b == u[i].bytes, "%s: %lld bytes, want %lld", u[i].text, (long long)b, (long long)u[i].bytes);
+    }
+}
+END_TEST
+
 Suite *common_suite(void)
 {
     Suite *s = suite_create("common");
     TCase *tc = tcase_create("parsing");
     tcase_add_test(tc, parse_bytes_units);
+    tcase_add_test(tc, every_size_unit_by_its_definition);
     tcase_add_test(tc, parse_double_rejects_nan_and_range);
     tcase_add_test(tc, ratio_list_gives_typed_doubles);
     tcase_add_test(tc, versions_compare);

@@ -1,11 +1,12 @@
-/* tests/check_models_hf.c — Hugging Face shapes no catalog preset exercises: OPT's
- * project_in/project_out (word_embed_proj_dim != hidden_size, opt-350m) and Llama's
- * attention_bias / mlp_bias. Totals are published figures or hand counts written out as
- * arithmetic from the configuration. */
+/* tests/check_models_hf.c — model shapes no catalog preset exercises: OPT's project_in/project_out
+ * (word_embed_proj_dim != hidden_size, opt-350m), Llama's attention_bias / mlp_bias, and Megatron's
+ * default vocabulary padding under tensor parallelism. Totals are published figures or hand counts
+ * written out as arithmetic from the configuration. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan/megatron_args.h"
 #include "plan/plan.h"
 #include "tests/util.h"
 
@@ -121,12 +122,35 @@ START_TEST(llama_attention_and_mlp_bias)
 }
 END_TEST
 
+START_TEST(megatron_vocab_padding_default)
+{
+    /* Without --make-vocab-size-divisible-by, Megatron pads the vocabulary (GPT-2's 50257) to a
+     * multiple of 128 x TP: 50304 at TP 1, 50432 at TP 2, 51200 at TP 8. */
+    static const struct { int tp; int64_t padded; } cases[] = {{1, 50304}, {2, 50432}, {8, 51200}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char line[512];
+        snprintf(line, sizeof line, "pretrain_gpt.py --tensor-model-parallel-size %d --num-layers 2 --hidden-size 1024 "
+                 "--num-attention-heads 16 --seq-length 1024 --max-position-embeddings 1024 --fp16 "
+                 "--vocab-file gpt2-vocab.json", cases[i].tp);
+        struct plan_megatron_launch l;
+        struct rl_err e = {0};
+        ck_assert_msg(plan_megatron_args_parse(line, &l, &e) == 0, "%s", e.msg);
+        struct plan_model m;
+        ck_assert_msg(plan_model_megatron(&m, &l.model, &e) == 0, "%s", e.msg);
+        ck_assert_int_eq(m.arch.vocab_padded, cases[i].padded);
+        shape2(find(&m, "language_model.embedding.word_embeddings.weight"), cases[i].padded / cases[i].tp, 1024);
+        plan_model_free(&m);
+    }
+}
+END_TEST
+
 Suite *models_hf_suite(void)
 {
     Suite *s = suite_create("models_hf");
     TCase *tc = tcase_create("hf");
     tcase_add_test(tc, opt_350m_projections_and_published_total);
     tcase_add_test(tc, llama_attention_and_mlp_bias);
+    tcase_add_test(tc, megatron_vocab_padding_default);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -65,18 +65,19 @@ START_TEST(cpu_ticks_equal_times)
      * reports the same thread-group counters in the same clock ticks. */
     volatile double x = 0;
     struct tms a, b;
-    clock_t t0 = times(&a);
     const long hz = sysconf(_SC_CLK_TCK);
-    while (times(&a) - t0 < hz / 4)
-        for (int i = 0; i < 100000; i++)
-            x += i * 0.5;
     char buf[4096];
-    t0 = times(&a);
-    while (times(&a) - t0 < hz / 4) {
-        FILE *f = fopen("/proc/self/stat", "r");
-        if (f) {
-            (void)!fread(buf, 1, sizeof buf, f);
-            fclose(f);
+    clock_t t0 = times(&a);
+    /* Until both counters moved by a few ticks (at most 20 s of wall time on a loaded machine). */
+    while ((a.tms_utime < 3 || a.tms_stime < 3) && times(&a) - t0 < 20 * hz) {
+        for (int i = 0; i < 200000; i++)
+            x += i * 0.5;
+        for (int i = 0; i < 50; i++) {
+            FILE *f = fopen("/proc/self/stat", "r");
+            if (f) {
+                (void)!fread(buf, 1, sizeof buf, f);
+                fclose(f);
+            }
         }
     }
     struct mon_proc_stat s;

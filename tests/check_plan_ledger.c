@@ -248,6 +248,73 @@ START_TEST(newer_rule_honors_the_hand_counted_ratio)
 }
 END_TEST
 
+START_TEST(layout_dp_counts_pipeline_stages)
+{
+    /* world = tp x pp x dp: 32 GPUs with TP 4 and PP 2 leave DP 4, on 4 nodes of 8. */
+    struct plan_layout l = {.tp = 4, .pp = 2, .world = 32, .gpus_per_node = 8};
+    struct rl_err e = {0};
+    ck_assert_msg(plan_layout_resolve(&l, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(l.dp, 4);
+    ck_assert_int_eq(l.nodes, 4);
+    l = (struct plan_layout){.tp = 2, .pp = 4, .dp = 2};
+    ck_assert_msg(plan_layout_resolve(&l, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(l.world, 16);
+    l = (struct plan_layout){.tp = 2, .pp = 4, .dp = 4, .world = 16};
+    ck_assert_int_eq(plan_layout_resolve(&l, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "--dp: 4"));
+    l = (struct plan_layout){.tp = 4, .pp = 3, .world = 16};
+    ck_assert_int_eq(plan_layout_resolve(&l, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "--gpus: 16"));
+}
+END_TEST
+
+START_TEST(pin_memory_false_keeps_the_flat_buffer_pageable)
+{
+    /* The 0.12 ledger's flat gradient buffer (P fp16 elements) follows pin_memory; the CPU-Adam
+     * tiles and the CPU fp32 gradients are pinned either way. P = 1000, Pc = 300. */
+    struct ten h;
+    ten_init(&h);
+    const int64_t P = 1000, Pc = 300;
+    struct plan p;
+    struct plan_zero z = offload(0.3, V(0, 12, 4));
+    z.pin_memory = false;
+    build(&p, &h, 1, &z, PLAN_LEDGER_AUTO);
+    ck_assert_int_eq(p.stages[PLAN_STAGE_ZERO_OPTIMIZER].cpu_pinned_bytes, TILES_BYTES + 4 * Pc);
+    ck_assert_int_eq(p.stages[PLAN_STAGE_ZERO_OPTIMIZER].cpu_bytes, TILES_BYTES + 16 * Pc + 2 * P);
+    plan_free(&p);
+    z.pin_memory = true;
+    build(&p, &h, 1, &z, PLAN_LEDGER_AUTO);
+    ck_assert_int_eq(p.stages[PLAN_STAGE_ZERO_OPTIMIZER].cpu_pinned_bytes, TILES_BYTES + 4 * Pc + 2 * P);
+    plan_free(&p);
+}
+END_TEST
+
+START_TEST(offload_devices_and_pin_memory_values)
+{
+    struct plan_zero z;
+    struct rl_err e = {0};
+    ck_assert_msg(plan_zero_parse(&z, "{\"zero_optimization\":{\"stage\":3,\"offload_optimizer\":{\"device\":\"nvme\"}}}",
+                                  "cfg.json", &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(z.offload, PLAN_OFFLOAD_NVME);
+    struct ten h;
+    ten_init(&h);
+    struct plan p;
+    struct plan_layout l = {.dp = 1, .tp = 1, .pp = 1};
+    ck_assert_int_eq(plan_build(&p, &h.m, &l, &z, NULL, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "\"nvme\" is not modelled"));
+    ck_assert_msg(plan_zero_parse(&z, "{\"zero_optimization\":{\"stage\":3,\"offload_optimizer\":{\"device\":\"none\"}}}",
+                                  "cfg.json", &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(z.offload, PLAN_OFFLOAD_NONE);
+    /* pin_memory takes true or false; "auto" is not a DeepSpeed value for it. */
+    ck_assert_int_eq(plan_zero_parse(&z, "{\"zero_optimization\":{\"stage\":3,\"offload_optimizer\":{\"device\":\"cpu\","
+                                         "\"pin_memory\":\"auto\"}}}", "cfg.json", &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "offload_optimizer.pin_memory: \"auto\" is not allowed; expected true or false"));
+    ck_assert_msg(plan_zero_parse(&z, "{\"zero_optimization\":{\"stage\":3,\"offload_optimizer\":{\"device\":\"cpu\","
+                                      "\"pin_memory\":true}}}", "cfg.json", &e) == 0, "%s", e.msg);
+    ck_assert(z.pin_memory);
+}
+END_TEST
+
 Suite *plan_ledger_suite(void)
 {
     Suite *s = suite_create("plan_ledger");
@@ -258,6 +325,9 @@ Suite *plan_ledger_suite(void)
     tcase_add_test(tc, version_0_12_3_is_the_first_accepted);
     tcase_add_test(tc, offload_ratio_defaults_to_full_offload);
     tcase_add_test(tc, newer_rule_honors_the_hand_counted_ratio);
+    tcase_add_test(tc, layout_dp_counts_pipeline_stages);
+    tcase_add_test(tc, pin_memory_false_keeps_the_flat_buffer_pageable);
+    tcase_add_test(tc, offload_devices_and_pin_memory_values);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -78,15 +78,15 @@ struct fixture {
     struct plan p;
 };
 
-/* `model` with TP tp, PP pp (stage 0) on `world` GPUs of `gpn` per node, fp16, pinned CPU
+/* `model` with TP tp, PP pp (stage `stage`) on `world` GPUs of `gpn` per node, fp16, pinned CPU
  * offload at `ratio` with the exact policy. */
-static void fx_init(struct fixture *f, const char *model, int tp, int pp, int world, int gpn, double ratio)
+static void fx_stage(struct fixture *f, const char *model, int tp, int pp, int stage, int world, int gpn, double ratio)
 {
     struct rl_err e;
     memset(f, 0, sizeof *f);
     struct plan_layout l = {.tp = tp, .pp = pp, .world = world, .gpus_per_node = gpn};
     ck_assert_msg(plan_layout_resolve(&l, &e) == 0, "%s", e.msg);
-    struct plan_model_opts mo = {.tp = tp, .pp = pp, .pp_stage = 0};
+    struct plan_model_opts mo = {.tp = tp, .pp = pp, .pp_stage = stage};
     ck_assert_msg(plan_model_load(&f->m, cat(), model, &mo, &e) == 0, "%s", e.msg);
     plan_model_group(&f->m, PLAN_GROUPS_AUTO, false);
     struct plan_zero z;
@@ -99,6 +99,11 @@ static void fx_init(struct fixture *f, const char *model, int tp, int pp, int wo
     z.src_ratio = PLAN_SRC_CLI;
     struct plan_options o = {.policy = PLAN_POLICY_EXACT};
     ck_assert_msg(plan_build(&f->p, &f->m, &l, &z, &o, &e) == 0, "%s", e.msg);
+}
+
+static void fx_init(struct fixture *f, const char *model, int tp, int pp, int world, int gpn, double ratio)
+{
+    fx_stage(f, model, tp, pp, 0, world, gpn, ratio);
 }
 
 static void fx_free(struct fixture *f)
@@ -187,14 +192,40 @@ START_TEST(cpu_adam_numa_closed_form)
 }
 END_TEST
 
+/* The first all-gather of the step (the embedding block, ready at t = 0) in a trace: its end. */
+static int64_t first_allgather_end(const struct plan *p, const struct sim_hw *hw, const char *name)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", tu_tmpdir(), name);
+    struct sim_train t;
+    sim_train_defaults(&t);
+    struct sim_step_result r;
+    struct rl_err e;
+    ck_assert_msg(sim_step_run(p, hw, &t, path, &r, &e) == 0, "%s", e.msg);
+    struct trace_doc d;
+    ck_assert_msg(trace_read(path, &d, &e) == 0, "%s", e.msg);
+    int64_t end = -1;
+    for (int i = 0; i < d.n_events && end < 0; i++) {
+        const struct trace_event *ev = &d.events[i];
+        if (ev->ph == 'X' && strcmp(ev->name, "allgather") == 0 && ev->args_json &&
+            strstr(ev->args_json, "\"ready_ns\":0,"))
+            end = ev->ts_ns + ev->dur_ns;
+    }
+    trace_doc_free(&d);
+    ck_assert_msg(end >= 0, "no all-gather ready at t = 0 in the trace");
+    return end;
+}
+
 START_TEST(allgather_across_nodes_closed_form)
 {
-    /* gpt-2.7b, TP 8 inside each of 4 DGX-A100 nodes, DP 4 across them: every rank gathers its
-     * TP shard of a block from 3 other nodes. nccl-tests convention: bus bytes = bytes x (n-1)/n.
-     * The node network (net_gbps, set to 8 GB/s here so that it binds) is shared by the node's 8
-     * ranks, which all gather the embedding block first, at t = 0: each at 1 GB/s. */
+    /* gpt-2.7b on 4 DGX-A100 nodes. nccl-tests convention: bus bytes = bytes x (n-1)/n. The node
+     * network (net_gbps, set to 8 GB/s here so that it binds) carries, for each rank, its
+     * 1/local share of its DP group's traffic, local being the group's members in this node; all
+     * 8 ranks gather the embedding block first, at t = 0. */
     struct sim_hw hw = load_hw("dgx-a100-80g");
     hw.net_gbps = 8.0;
+    int64_t lat = (int64_t)llroundl((long double)hw.lat_coll_inter_us * 1000);
+    /* TP 8 inside each node, DP 4 across them (local 1): each rank's gather runs at 8/8 GB/s. */
     struct fixture f;
     fx_init(&f, "gpt-2.7b", 8, 1, 32, 8, 0.3);
     ck_assert_int_eq(f.p.layout.dp, 4);
@@ -205,32 +236,114 @@ START_TEST(allgather_across_nodes_closed_form)
     /* word embeddings (50257 padded to a multiple of 128 x TP 8: 51200) / 8 x 2560 and learned
      * positions 2048 x 2560 (replicated) */
     ck_assert_int_eq(embed_numel, 51200 / 8 * 2560 + 2048 * 2560);
-    long double bus = (long double)embed_numel * 2 * 3 / 4;
-    int64_t lat = (int64_t)llroundl((long double)hw.lat_coll_inter_us * 1000);
-    int64_t want = lat + ceil_ns(bus / (8e9L / 8) * 1e9L);
-    char path[600];
-    snprintf(path, sizeof path, "%s/ag.json", tu_tmpdir());
-    struct sim_train t;
-    sim_train_defaults(&t);
+    int64_t want = lat + ceil_ns((long double)embed_numel * 2 * 3 / 4 / (8e9L / 8) * 1e9L);
+    ck_assert_int_eq(first_allgather_end(&f.p, &hw, "ag8.json"), want);
+    fx_free(&f);
+    /* TP 2, DP 16 (4 members per node): the network load of a rank is 1/4 of its rate, 8 ranks
+     * load it 2x their rate, so each gathers at 8/2 = 4 GB/s. */
+    fx_init(&f, "gpt-2.7b", 2, 1, 32, 8, 0.3);
+    ck_assert_int_eq(f.p.layout.dp, 16);
+    embed_numel = 0;
+    for (int i = 0; i < f.m.n_tensors && f.m.tensors[i].layer < 0; i++)
+        embed_numel += f.m.tensors[i].numel;
+    ck_assert_int_eq(embed_numel, 50432 / 2 * 2560 + 2048 * 2560);   /* 50257 -> multiple of 256 */
+    want = lat + ceil_ns((long double)embed_numel * 2 * 15 / 16 / 4e9L * 1e9L);
+    ck_assert_int_eq(first_allgather_end(&f.p, &hw, "ag2.json"), want);
+    fx_free(&f);
+}
+END_TEST
+
+START_TEST(memory_pipeline_stages_and_gathered_parameters)
+{
+    /* Activations (Korthikanti et al. 2022, eq. 2): s b h (10 + 24/t + 5 a s / (h t)) bytes per
+     * layer at 16-bit. gpt-2.7b, TP 4, PP 2: each stage holds 16 layers; in 1F1B stage k keeps
+     * pp - k micro-batches in flight; the last stage adds fp32 logits and their gradient,
+     * 2 x 4 s b vocab / t (vocab 50257 padded to a multiple of 128 x 4: 50688). */
+    struct sim_hw hw = load_hw("dgx1-v100");
+    const double s = 2048, h = 2560, heads = 32, t = 4;
+    const double layer = s * h * (10 + 24 / t + 5 * heads * s / (h * t));
+    struct sim_train tr;
+    sim_train_defaults(&tr);
     struct sim_step_result r;
     struct rl_err e;
-    ck_assert_msg(sim_step_run(&f.p, &hw, &t, path, &r, &e) == 0, "%s", e.msg);
+    for (int stage = 0; stage < 2; stage++) {
+        struct fixture f;
+        fx_stage(&f, "gpt-2.7b", 4, 2, stage, 8, 8, 0.3);
+        ck_assert_msg(sim_step_memory(&f.p, &hw, &tr, &r, &e) == 0, "%s", e.msg);
+        double want = 16 * layer * (2 - stage) + (stage == 1 ? 2 * 4 * s * 50688 / t : 0);
+        ck_assert_msg(r.gpu_activation_bytes == (int64_t)ceil(want), "stage %d: %lld activation bytes, closed form %.0f",
+                      stage, (long long)r.gpu_activation_bytes, want);
+        fx_free(&f);
+    }
+    /* ZeRO-3 over 8 data-parallel ranks (TP 1): the largest block (word embeddings 50304 x 2560
+     * plus positions 2048 x 2560) is gathered, and prefetch_bucket_size 5e7 elements cannot hold
+     * another one ahead: at least one more in flight, so 2 x 134,021,120 fp16 elements live. */
+    struct fixture f;
+    fx_init(&f, "gpt-2.7b", 1, 1, 8, 8, 0.3);
+    ck_assert_msg(sim_step_memory(&f.p, &hw, &tr, &r, &e) == 0, "%s", e.msg);
+    const int64_t block = (50304 + 2048) * INT64_C(2560);
+    ck_assert_int_eq(block, 134021120);
+    ck_assert_int_eq(r.gpu_live_param_bytes, 2 * block * 2);
+    fx_free(&f);
+}
+END_TEST
+
+/* Checks every host copy span (name with h2d or d2h) of a one-rank gpt-350m step, everything
+ * offloaded, against its closed form: launch latency aside, bytes x weight / gbps, weight 2 for
+ * spans named `twice` (0: none). Returns the number of copies seen. */
+static int copies_match(const struct sim_hw *hw, bool interleave, double gbps, const char *twice, const char *file)
+{
+    struct fixture f;
+    fx_init(&f, "gpt-350m", 1, 1, 1, 1, 1.0);
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", tu_tmpdir(), file);
+    struct sim_train t;
+    sim_train_defaults(&t);
+    t.numa_interleave = interleave;
+    struct sim_step_result r;
+    struct rl_err e;
+    ck_assert_msg(sim_step_run(&f.p, hw, &t, path, &r, &e) == 0, "%s", e.msg);
     struct trace_doc d;
     ck_assert_msg(trace_read(path, &d, &e) == 0, "%s", e.msg);
-    int64_t got = -1, start = -1;
-    for (int i = 0; i < d.n_events && got < 0; i++) {
+    int copies = 0;
+    for (int i = 0; i < d.n_events; i++) {
         const struct trace_event *ev = &d.events[i];
-        if (ev->ph == 'X' && strcmp(ev->name, "allgather") == 0 && ev->args_json &&
-            strstr(ev->args_json, "\"ready_ns\":0,")) {
-            got = ev->dur_ns;
-            start = ev->ts_ns;
-        }
+        const char *b = ev->args_json ? strstr(ev->args_json, "\"bytes\":") : NULL;
+        if (ev->ph != 'X' || !b || !(strstr(ev->name, "h2d") || strstr(ev->name, "d2h")))
+            continue;
+        long long bytes = atoll(b + 8);
+        long double w = twice && strcmp(ev->name, twice) == 0 ? 2.0L : 1.0L;
+        ck_assert_msg(ev->dur_ns == ceil_ns((long double)bytes * w / ((long double)gbps * 1e9L) * 1e9L),
+                      "%s of %lld bytes: %lld ns", ev->name, bytes, (long long)ev->dur_ns);
+        copies++;
     }
     trace_doc_free(&d);
-    ck_assert_msg(got >= 0, "no all-gather ready at t = 0 in the trace");
-    ck_assert_msg(start + got == want, "first all-gather: ts %lld dur %lld ns, closed form ends at %lld", (long long)start,
-                  (long long)got, (long long)want);
     fx_free(&f);
+    return copies;
+}
+
+START_TEST(interleaved_host_copies_load_the_inter_socket_link_by_half)
+{
+    /* One rank of a DGX-1, buffers interleaved over both sockets: half of every host copy's bytes
+     * crosses the inter-socket link. With the link at 0.5 GB/s it binds (below the GPU link, the
+     * switch uplink and the pageable caps): B bytes take B x 0.5 / 0.5 GB/s. */
+    struct sim_hw hw = load_hw("dgx1-v100");
+    hw.inter_socket_gbps = 0.5;
+    ck_assert(hw.h2d_pageable_gbps > 1 && hw.d2h_pageable_gbps > 1);
+    ck_assert_int_ge(copies_match(&hw, true, 1.0, NULL, "numa.json"), 3);
+}
+END_TEST
+
+START_TEST(pageable_copies_cross_dram_twice)
+{
+    /* Without interleaving, with the sockets' DRAM at 1 GB/s (binding): a pinned copy crosses
+     * DRAM once, a pageable one twice (the driver's staging copy). The DeepSpeed 0.12 step
+     * copies the fp32 master back from pageable memory (master_h2d); gradients are pinned. */
+    struct sim_hw hw = load_hw("dgx1-v100");
+    for (int k = 0; k < hw.n_sockets; k++)
+        hw.socket[k].dram_gbps = 1.0;
+    ck_assert(hw.h2d_pageable_gbps > 0.5 && hw.h2d_pinned_gbps > 1);
+    ck_assert_int_ge(copies_match(&hw, false, 1.0, "master_h2d", "dram.json"), 3);
 }
 END_TEST
 
@@ -243,6 +356,9 @@ Suite *sim_closed_suite(void)
     tcase_add_test(tc, pipeline_bubble_is_pp_minus_one_micro_batches);
     tcase_add_test(tc, cpu_adam_numa_closed_form);
     tcase_add_test(tc, allgather_across_nodes_closed_form);
+    tcase_add_test(tc, memory_pipeline_stages_and_gathered_parameters);
+    tcase_add_test(tc, interleaved_host_copies_load_the_inter_socket_link_by_half);
+    tcase_add_test(tc, pageable_copies_cross_dram_twice);
     suite_add_tcase(s, tc);
     return s;
 }

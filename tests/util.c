@@ -159,8 +159,6 @@ static int n_skip_entries;
 
 void tu_skip_runs(const char *what, int runs, const char *why)
 {
-    printf("%s: skipped: %s\n", what, why);
-    fflush(stdout);
     n_skips += runs;
     if (n_skip_entries < (int)(sizeof skips / sizeof skips[0])) {
         snprintf(skips[n_skip_entries].what, sizeof skips[0].what, "%s", what);

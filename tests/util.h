@@ -26,8 +26,8 @@ void tu_run_free(struct tu_run *r);
 /* Number of entries in <tmpdir> (to show no partial file was left behind). */
 int tu_count_files(void);
 bool tu_exists(const char *path);
-/* Records a test that was not registered (printed as "<what>: skipped: <why>"); the runner counts
- * it in its closing "N passed, N failed, N skipped" line. Call from a suite function. */
+/* Records a test that was not registered; the runner lists it as "skipped: <what>: <why>" and
+ * counts it in its closing "N passed, N failed, N skipped" line. Call from a suite function. */
 void tu_skip(const char *what, const char *why);
 /* As tu_skip for a loop test that would have run `runs` times (counted as that many skips). */
 void tu_skip_runs(const char *what, int runs, const char *why);
