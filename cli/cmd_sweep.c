@@ -7,12 +7,11 @@
 #include "cli/cli.h"
 #include "cli/sim_opts.h"
 
-enum { W_RATIOS = 1, W_CSV, W_JSON, W_GPU_MEM, W_OUT };
+enum { W_RATIOS = 1, W_CSV, W_JSON, W_OUT };
 static const struct cli_opt opts[] = {
     {"ratios", "LO:HI:STEP", "ratios to simulate (also a,b,c; default 0:1:0.05)", W_RATIOS},
     {"csv", NULL, "CSV output", W_CSV},
     {"json", NULL, "JSON output (exact integers)", W_JSON},
-    {"gpu-mem", "BYTES", "GPU memory to fit in (default: the profile's, e.g. 16GiB)", W_GPU_MEM},
     {"out", "FILE", "write to FILE (atomically) instead of standard output", W_OUT},
     {NULL, NULL, NULL, 0},
 };
@@ -20,18 +19,17 @@ static const struct cli_opt opts[] = {
 struct sweep_args {
     const char *ratios;  /* --ratios */
     bool csv, json;      /* output format */
-    int64_t gpu_mem;     /* --gpu-mem, 0: the profile's */
     const char *out;     /* --out FILE, NULL: standard output */
 };
 
 static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 {
+    (void)e;
     struct sweep_args *a = ctx;
     switch (id) {
     case W_RATIOS: a->ratios = v; return 0;
     case W_CSV: a->csv = true; return 0;
     case W_JSON: a->json = true; return 0;
-    case W_GPU_MEM: return rl_parse_bytes("--gpu-mem", v, &a->gpu_mem, e);
     case W_OUT: a->out = v; return 0;
     }
     return RL_EINTERNAL;
@@ -72,8 +70,6 @@ static int run(int argc, char **argv)
         cli_ctx_free(&c);
         return cli_fail("sweep", &e);
     }
-    if (a.gpu_mem > 0)
-        hw.gpu_mem_bytes = a.gpu_mem;
     struct plan *plans = calloc(n, sizeof *plans);
     struct sim_step_result *res = calloc(n, sizeof *res);
     if (!plans || !res) {

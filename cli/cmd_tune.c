@@ -10,9 +10,8 @@
 #include "cli/sim_opts.h"
 #include "sim/tune.h"
 
-enum { T_GPU_MEM = 1, T_RATIOS, T_TOL, T_JSON, T_HEADROOM, T_GLOBAL, T_MBS };
+enum { T_RATIOS = 1, T_TOL, T_JSON, T_HEADROOM, T_GLOBAL, T_MBS };
 static const struct cli_opt opts[] = {
-    {"gpu-mem", "BYTES", "GPU memory per GPU to fit in, e.g. 16GiB (default: the profile's)", T_GPU_MEM},
     {"headroom", "BYTES", "GPU memory left free beyond the prediction, e.g. 4GiB (default 5% of GPU memory)", T_HEADROOM},
     {"ratios", "LO:HI:STEP", "candidate ratios (default 0:1:0.05)", T_RATIOS},
     {"micro-batches", "A,B,..", "candidate micro-batches (default 1,2,4,...,64 and the config's; --micro-batch fixes one)", T_MBS},
@@ -23,7 +22,6 @@ static const struct cli_opt opts[] = {
 };
 
 struct tune_args {
-    int64_t gpu_mem;        /* --gpu-mem, 0: the profile's */
     int64_t headroom;       /* --headroom, < 0: the default fraction */
     const char *ratios;     /* --ratios, the candidates */
     const char *mbs;        /* --micro-batches, NULL: the default set */
@@ -36,7 +34,6 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 {
     struct tune_args *a = ctx;
     switch (id) {
-    case T_GPU_MEM: return rl_parse_bytes("--gpu-mem", v, &a->gpu_mem, e);
     case T_HEADROOM: return rl_parse_bytes("--headroom", v, &a->headroom, e);
     case T_RATIOS: a->ratios = v; return 0;
     case T_MBS: a->mbs = v; return 0;
@@ -293,8 +290,6 @@ static int run(int argc, char **argv)
         sim.hw = names[i];
         if ((rc = cli_sim_load_hw(&sim, &c, &t->hw, &e)))
             break;
-        if (a.gpu_mem > 0)
-            t->hw.gpu_mem_bytes = a.gpu_mem;
         t->headroom = a.headroom >= 0 ? a.headroom : (int64_t)(SIM_TUNE_HEADROOM_FRACTION * (double)t->hw.gpu_mem_bytes);
         q = (struct sim_tune_request){
             .model = &c.model, .layout = &c.layout, .zero = &c.zero, .popt = c.popt, .hw = &t->hw, .train = sim.train,
