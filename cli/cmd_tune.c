@@ -143,6 +143,25 @@ static json_t *run_json(const struct cli_ctx *c, const struct tune_run *t, const
     return o;
 }
 
+/* With fewer GPUs than the profile has, the simulator models GPUs 0..n-1: say which, and on
+ * which sockets they sit. */
+static void print_modelled(const struct sim_hw *hw, int gpn)
+{
+    if (gpn >= hw->gpus)
+        return;
+    bool on[SIM_HW_MAX_SOCKETS] = {false};
+    for (int g = 0; g < gpn; g++)
+        on[hw->sw[hw->gpu_switch[g]].socket] = true;
+    printf("modelled   GPUs 0-%d of the profile's %d, on socket%s", gpn - 1, hw->gpus,
+           on[0] + on[1] + on[2] + on[3] + on[4] + on[5] + on[6] + on[7] > 1 ? "s" : "");
+    for (int k = 0, first = 1; k < hw->n_sockets; k++)
+        if (on[k]) {
+            printf("%s%d", first ? " " : ", ", k);
+            first = 0;
+        }
+    printf(" (their PCIe switches, DRAM and cores)\n");
+}
+
 static void print_one(const struct cli_ctx *c, const struct tune_run *t, const struct tune_args *a,
                       const struct sim_tune_request *q)
 {
@@ -152,6 +171,7 @@ static void print_one(const struct cli_ctx *c, const struct tune_run *t, const s
            c->layout.gpus_per_node, t->hw.gpus, t->hw.gpu_model, cli_gib(g[0], sizeof g[0], t->hw.gpu_mem_bytes),
            cli_gib(g[1], sizeof g[1], t->headroom),
            a->headroom >= 0 ? "--headroom" : "default: 5% of GPU memory, see sim/tune.h");
+    print_modelled(&t->hw, c->layout.gpus_per_node);
     printf("searched   no offload and %zu ratios (%s) x %d micro-batch%s (", q->n_ratios, a->ratios, q->n_micro_batches,
            q->n_micro_batches == 1 ? "" : "es");
     for (int i = 0; i < q->n_micro_batches; i++)

@@ -132,6 +132,11 @@ START_TEST(profiles_side_by_side_and_headroom)
     ck_assert_ptr_nonnull(strstr(r.out, "\ndgx-h100 "));
     ck_assert_ptr_nonnull(strstr(r.out, "tok/s/GPU"));
     tu_run_free(&r);
+    /* 4 of DGX A100's 8 GPUs: GPUs 0-3, behind the switches of socket 0 */
+    tu_ratiolab(&r, "tune " QUESTION " --ratios 0:1:0.5 --micro-batches 1");
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "GPUs 0-3 of the profile's 8, on socket 0 "));
+    tu_run_free(&r);
     /* leave 79 GiB of 80 free: nothing fits, exit 1 */
     tu_ratiolab(&r, "tune " QUESTION " --ratios 0:1:0.5 --headroom 79GiB");
     ck_assert_int_eq(r.status, 1);
