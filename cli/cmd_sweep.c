@@ -110,13 +110,22 @@ static int run(int argc, char **argv)
             free(text);
             json_decref(o);
         } else if (a.csv) {
-            fprintf(out, "requested_ratio,honored_ratio,gpu_bytes,gpu_gib,host_node_bytes,host_node_gib,step_s,fits,tokens_per_s_per_gpu\n");
-            for (size_t i = 0; i < n; i++)
-                fprintf(out, "%.4f,%.6f,%lld,%.2f,%lld,%.2f,%.6f,%s,%.1f\n", ratios[i], plans[i].honored_ratio,
+            /* Per phase of the critical GPU: busy and exposed seconds (predict's breakdown). */
+            fprintf(out, "requested_ratio,honored_ratio,gpu_bytes,gpu_gib,host_node_bytes,host_node_gib,step_s,fits,tokens_per_s_per_gpu");
+            for (int ph = 0; ph < SIM_PH_COUNT; ph++)
+                fprintf(out, ",%s_busy_s,%s_exposed_s", sim_phase_name(ph), sim_phase_name(ph));
+            fprintf(out, ",idle_s\n");
+            for (size_t i = 0; i < n; i++) {
+                fprintf(out, "%.4f,%.6f,%lld,%.2f,%lld,%.2f,%.6f,%s,%.1f", ratios[i], plans[i].honored_ratio,
                         (long long)res[i].gpu_total_bytes, (double)res[i].gpu_total_bytes / RL_GIB,
                         (long long)res[i].host_node_bytes, (double)res[i].host_node_bytes / RL_GIB,
                         (double)res[i].step_ns * 1e-9, res[i].fits_gpu && res[i].fits_host ? "yes" : "no",
                         res[i].tokens_per_s / (c.layout.tp * c.layout.pp));
+                for (int ph = 0; ph < SIM_PH_COUNT; ph++)
+                    fprintf(out, ",%.6f,%.6f", (double)res[i].phase[ph].busy_ns * 1e-9,
+                            (double)res[i].phase[ph].exposed_ns * 1e-9);
+                fprintf(out, ",%.6f\n", (double)res[i].idle_ns * 1e-9);
+            }
         } else {
             char g1[32], g2[32];
             fprintf(out, "model      %s\nhardware   %s: %d x %s per node, %s GiB each\nschedule   %s\npolicy     %s\n\n",
