@@ -29,6 +29,8 @@ int cli_parse(int argc, char **argv, const struct cli_optset *sets, int n_sets,
         }
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
             return CLI_HELP;
+        if (strcmp(a, "--version") == 0)
+            return CLI_VERSION;
         if (strncmp(a, "--", 2) != 0 || a[2] == 0) {
             if (a[0] == '-' && a[1] != 0 && !(a[1] >= '0' && a[1] <= '9'))
                 return rl_errf(e, RL_EINVAL, "unknown option '%s' (see --help)", a);
@@ -79,6 +81,7 @@ void cli_help(FILE *f, const char *usage, const char *description, const struct 
         }
     }
     fprintf(f, "  %-26s %s\n", "-h, --help", "this help");
+    fprintf(f, "  %-26s %s\n", "--version", "print the ratiolab version");
 }
 
 int cli_fail(const char *cmd, const struct rl_err *e)
@@ -101,6 +104,10 @@ int cli_command_parse(const char *cmd, int argc, char **argv, const char *usage,
     int rc = cli_parse(argc, argv, sets, n_sets, &rest, &e);
     if (rc == CLI_HELP) {
         cli_help(stdout, usage, description, sets, n_sets);
+        return 0;
+    }
+    if (rc == CLI_VERSION) {
+        printf("ratiolab %s\n", RL_VERSION_STRING);
         return 0;
     }
     if (rc)

@@ -43,6 +43,8 @@ struct cli_rest {
 };
 
 #define CLI_HELP 1   /* cli_parse saw -h/--help */
+#define CLI_VERSION 2   /* cli_parse saw --version */
+#define RL_VERSION_STRING "0.1.0"   /* printed by --version, on every command */
 
 /* Parses --name value, --name=value and flags; "--" ends options. Returns 0, CLI_HELP, or an
  * RL_E* code with a message naming the option. */

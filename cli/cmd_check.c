@@ -234,6 +234,7 @@ static int write_fix(const char *src, const char *text, const char *dst, const s
     json_t *root = json_loads(text, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
     if (!root)
         return rl_errf(e, RL_EINVAL, "--fix-to: %s cannot be rewritten: line %d: %s", src, je.line, je.text);
+    cli_hazards_fix_json(root, &v->hz);
     json_t *zo = json_object_get(root, "zero_optimization");
     if (!zo) {
         zo = json_object();
@@ -443,7 +444,8 @@ static int run(int argc, char **argv)
     v.hz = hz;
     v.written = written;
     bool ok = v.ratio_ok && v.memory_ok && hz.n_fail == 0;
-    if (a.fix_to && !ok && ((!v.ratio_ok && v.fix_sgs > 0) || (!v.memory_ok && v.fix_fits))) {
+    bool fixes = (!v.ratio_ok && v.fix_sgs > 0) || (!v.memory_ok && v.fix_fits) || cli_hazards_fixable(&hz) > 0;
+    if (a.fix_to && !ok && fixes) {
         if ((rc = write_fix(s.ds_config, c.ds_text, a.fix_to, &v, &e))) {
             cli_ctx_free(&c);
             return cli_fail("check", &e);
@@ -454,7 +456,10 @@ static int run(int argc, char **argv)
     else
         report_text(&c, &a, &v, sim.train.checkpoint_activations, s.verbose);
     if (a.fix_to && !a.json && !ok) {
-        if ((!v.ratio_ok && v.fix_sgs > 0) || (!v.memory_ok && v.fix_fits))
+        if (fixes && cli_hazards_fixable(&hz) < hz.n_fail)
+            printf("  wrote   %s (device, stage and torch_adam fixed; the other hazards above need an edit by hand)\n",
+                   a.fix_to);
+        else if (fixes)
             printf("  wrote   %s\n", a.fix_to);
         else
             printf("  wrote   nothing to %s: %s\n", a.fix_to,

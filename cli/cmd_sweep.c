@@ -7,12 +7,11 @@
 #include "cli/cli.h"
 #include "cli/sim_opts.h"
 
-enum { W_RATIOS = 1, W_CSV, W_JSON, W_GPU_MEM, W_OUT };
+enum { W_RATIOS = 1, W_CSV, W_JSON, W_OUT };
 static const struct cli_opt opts[] = {
     {"ratios", "LO:HI:STEP", "ratios to simulate (also a,b,c; default 0:1:0.05)", W_RATIOS},
     {"csv", NULL, "CSV output", W_CSV},
     {"json", NULL, "JSON output (exact integers)", W_JSON},
-    {"gpu-mem", "BYTES", "GPU memory to fit in (default: the profile's, e.g. 16GiB)", W_GPU_MEM},
     {"out", "FILE", "write to FILE (atomically) instead of standard output", W_OUT},
     {NULL, NULL, NULL, 0},
 };
@@ -20,18 +19,17 @@ static const struct cli_opt opts[] = {
 struct sweep_args {
     const char *ratios;  /* --ratios */
     bool csv, json;      /* output format */
-    int64_t gpu_mem;     /* --gpu-mem, 0: the profile's */
     const char *out;     /* --out FILE, NULL: standard output */
 };
 
 static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 {
+    (void)e;
     struct sweep_args *a = ctx;
     switch (id) {
     case W_RATIOS: a->ratios = v; return 0;
     case W_CSV: a->csv = true; return 0;
     case W_JSON: a->json = true; return 0;
-    case W_GPU_MEM: return rl_parse_bytes_min("--gpu-mem", v, 1, &a->gpu_mem, e);
     case W_OUT: a->out = v; return 0;
     }
     return RL_EINTERNAL;
@@ -72,8 +70,6 @@ static int run(int argc, char **argv)
         cli_ctx_free(&c);
         return cli_fail("sweep", &e);
     }
-    if (a.gpu_mem > 0)
-        hw.gpu_mem_bytes = a.gpu_mem;
     struct rl_outfile of = {0};
     if ((rc = rl_outfile_open(&of, a.out ? a.out : "-", &e))) {
         rl_err_prefix(&e, "--out");
@@ -115,7 +111,10 @@ static int run(int argc, char **argv)
                 free(text);
                 json_decref(o);
             } else if (a.csv) {
-                fprintf(out, "requested_ratio,honored_ratio,gpu_bytes,gpu_gib,host_node_bytes,host_node_gib,step_s,fits,tokens_per_s_per_gpu\n");
+                fprintf(out, "requested_ratio,honored_ratio,gpu_bytes,gpu_gib,host_node_bytes,host_node_gib,step_s,fits,tokens_per_s_per_gpu");
+                for (int ph = 0; ph < SIM_PH_COUNT; ph++)
+                    fprintf(out, ",%s_busy_s,%s_exposed_s", sim_phase_name(ph), sim_phase_name(ph));
+                fprintf(out, ",idle_s\n");
             } else {
                 fprintf(out, "model      %s\nhardware   %s: %d x %s per node, %s GiB each\nschedule   %s\npolicy     %s\n\n",
                         c.model_desc, hw.name, hw.gpus, hw.gpu_model, cli_gib(g1, sizeof g1, hw.gpu_mem_bytes), set,
@@ -135,11 +134,15 @@ static int run(int argc, char **argv)
             free(text);
             json_decref(row);
         } else if (a.csv) {
-            fprintf(out, "%.4f,%.6f,%lld,%.2f,%lld,%.2f,%.6f,%s,%.1f\n", ratios[i], p.honored_ratio,
+            fprintf(out, "%.4f,%.6f,%lld,%.2f,%lld,%.2f,%.6f,%s,%.1f", ratios[i], p.honored_ratio,
                     (long long)r.gpu_total_bytes, (double)r.gpu_total_bytes / RL_GIB,
                     (long long)r.host_node_bytes, (double)r.host_node_bytes / RL_GIB,
                     (double)r.step_ns * 1e-9, r.fits_gpu && r.fits_host ? "yes" : "no",
                     r.tokens_per_s / (c.layout.tp * c.layout.pp));
+            /* Per phase of the critical GPU: busy and exposed seconds (predict's breakdown). */
+            for (int ph = 0; ph < SIM_PH_COUNT; ph++)
+                fprintf(out, ",%.6f,%.6f", (double)r.phase[ph].busy_ns * 1e-9, (double)r.phase[ph].exposed_ns * 1e-9);
+            fprintf(out, ",%.6f\n", (double)r.idle_ns * 1e-9);
         } else {
             char g1[32], g2[32];
             fprintf(out, "%9.4f %9.4f %10s %14s %10.4f %10.0f  %s\n", ratios[i], p.honored_ratio,

@@ -10,9 +10,8 @@
 #include "cli/sim_opts.h"
 #include "sim/tune.h"
 
-enum { T_GPU_MEM = 1, T_RATIOS, T_TOL, T_JSON, T_HEADROOM, T_GLOBAL, T_MBS };
+enum { T_RATIOS = 1, T_TOL, T_JSON, T_HEADROOM, T_GLOBAL, T_MBS };
 static const struct cli_opt opts[] = {
-    {"gpu-mem", "BYTES", "GPU memory per GPU to fit in, e.g. 16GiB (default: the profile's)", T_GPU_MEM},
     {"headroom", "BYTES", "GPU memory left free beyond the prediction, e.g. 4GiB (default 5% of GPU memory)", T_HEADROOM},
     {"ratios", "LO:HI:STEP", "candidate ratios (default 0:1:0.05)", T_RATIOS},
     {"micro-batches", "A,B,..", "candidate micro-batches (default 1,2,4,...,64 and the config's; --micro-batch fixes one)", T_MBS},
@@ -23,7 +22,6 @@ static const struct cli_opt opts[] = {
 };
 
 struct tune_args {
-    int64_t gpu_mem;        /* --gpu-mem, 0: the profile's */
     int64_t headroom;       /* --headroom, < 0: the default fraction */
     const char *ratios;     /* --ratios, the candidates */
     const char *mbs;        /* --micro-batches, NULL: the default set */
@@ -36,7 +34,6 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 {
     struct tune_args *a = ctx;
     switch (id) {
-    case T_GPU_MEM: return rl_parse_bytes_min("--gpu-mem", v, 1, &a->gpu_mem, e);
     case T_HEADROOM: return rl_parse_bytes("--headroom", v, &a->headroom, e);
     case T_RATIOS: a->ratios = v; return 0;
     case T_MBS: a->mbs = v; return 0;
@@ -146,6 +143,25 @@ static json_t *run_json(const struct cli_ctx *c, const struct tune_run *t, const
     return o;
 }
 
+/* With fewer GPUs than the profile has, the simulator models GPUs 0..n-1: say which, and on
+ * which sockets they sit. */
+static void print_modelled(const struct sim_hw *hw, int gpn)
+{
+    if (gpn >= hw->gpus)
+        return;
+    bool on[SIM_HW_MAX_SOCKETS] = {false};
+    for (int g = 0; g < gpn; g++)
+        on[hw->sw[hw->gpu_switch[g]].socket] = true;
+    printf("modelled   GPUs 0-%d of the profile's %d, on socket%s", gpn - 1, hw->gpus,
+           on[0] + on[1] + on[2] + on[3] + on[4] + on[5] + on[6] + on[7] > 1 ? "s" : "");
+    for (int k = 0, first = 1; k < hw->n_sockets; k++)
+        if (on[k]) {
+            printf("%s%d", first ? " " : ", ", k);
+            first = 0;
+        }
+    printf(" (their PCIe switches, DRAM and cores)\n");
+}
+
 static void print_one(const struct cli_ctx *c, const struct tune_run *t, const struct tune_args *a,
                       const struct sim_tune_request *q)
 {
@@ -155,6 +171,7 @@ static void print_one(const struct cli_ctx *c, const struct tune_run *t, const s
            c->layout.gpus_per_node, t->hw.gpus, t->hw.gpu_model, cli_gib(g[0], sizeof g[0], t->hw.gpu_mem_bytes),
            cli_gib(g[1], sizeof g[1], t->headroom),
            a->headroom >= 0 ? "--headroom" : "default: 5% of GPU memory, see sim/tune.h");
+    print_modelled(&t->hw, c->layout.gpus_per_node);
     printf("searched   no offload and %zu ratios (%s) x %d micro-batch%s (", q->n_ratios, a->ratios, q->n_micro_batches,
            q->n_micro_batches == 1 ? "" : "es");
     for (int i = 0; i < q->n_micro_batches; i++)
@@ -293,8 +310,6 @@ static int run(int argc, char **argv)
         sim.hw = names[i];
         if ((rc = cli_sim_load_hw(&sim, &c, &t->hw, &e)))
             break;
-        if (a.gpu_mem > 0)
-            t->hw.gpu_mem_bytes = a.gpu_mem;
         t->headroom = a.headroom >= 0 ? a.headroom : (int64_t)(SIM_TUNE_HEADROOM_FRACTION * (double)t->hw.gpu_mem_bytes);
         q = (struct sim_tune_request){
             .model = &c.model, .layout = &c.layout, .zero = &c.zero, .popt = c.popt, .hw = &t->hw, .train = sim.train,

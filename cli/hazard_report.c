@@ -1,4 +1,6 @@
 /* cli/hazard_report.c — DeepSpeed hazards as lines and JSON (see hazard_report.h). */
+#include <string.h>
+
 #include "cli/hazard_report.h"
 
 static bool fails(const struct plan_hazard *h, bool strict) { return strict || h->kind != PLAN_HAZARD_SUSPECT; }
@@ -45,4 +47,35 @@ json_t *cli_hazards_json(const struct cli_hazards *hz, const struct plan_zero *z
         json_array_append_new(arr, o);
     }
     return arr;
+}
+
+static bool fixable(const struct plan_hazard *h)
+{
+    return !strcmp(h->id, "nvme-ratio") || !strncmp(h->id, "stage-", 6) || !strcmp(h->id, "torch-adam");
+}
+
+int cli_hazards_fixable(const struct cli_hazards *hz)
+{
+    int n = 0;
+    for (int i = 0; i < hz->n; i++)
+        n += fixable(hz->h[i]);
+    return n;
+}
+
+int cli_hazards_fix_json(json_t *root, const struct cli_hazards *hz)
+{
+    int n = 0;
+    json_t *zo = json_object_get(root, "zero_optimization");
+    json_t *off = json_object_get(zo, "offload_optimizer");
+    json_t *params = json_object_get(json_object_get(root, "optimizer"), "params");
+    for (int i = 0; i < hz->n; i++) {
+        const char *id = hz->h[i]->id;
+        if (!strcmp(id, "nvme-ratio") && json_is_object(off))
+            n += json_object_set_new(off, "device", json_string("cpu")) == 0;
+        else if (!strncmp(id, "stage-", 6) && json_is_object(zo))
+            n += json_object_set_new(zo, "stage", json_integer(3)) == 0;
+        else if (!strcmp(id, "torch-adam") && json_is_object(params))
+            n += json_object_del(params, "torch_adam") == 0;
+    }
+    return n;
 }

@@ -24,6 +24,11 @@ void cli_hazards_find(struct cli_hazards *hz, struct plan_zero *z, bool strict);
  * (fail_prefix / warn_prefix give the exact text; NULL skips those). z: the config as written. */
 void cli_hazards_print(FILE *out, const struct cli_hazards *hz, const struct plan_zero *z, bool strict,
                        const char *fail_prefix, const char *warn_prefix);
+/* How many of the hazards --fix-to can repair in the JSON: device "cpu", stage 3, torch_adam
+ * removed (an optimizer type or a scheduler needs the user's judgement). */
+int cli_hazards_fixable(const struct cli_hazards *hz);
+/* Applies those repairs to a parsed DeepSpeed config; returns how many it applied. */
+int cli_hazards_fix_json(json_t *root, const struct cli_hazards *hz);
 /* [{"id", "kind", "key", "deepspeed_versions", "source", "fix", "fails", "line"}, ...] */
 json_t *cli_hazards_json(const struct cli_hazards *hz, const struct plan_zero *z, bool strict);
 

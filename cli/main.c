@@ -36,7 +36,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("ratiolab 0.1.0\n");
+        printf("ratiolab %s\n", RL_VERSION_STRING);
         return 0;
     }
     for (int i = 0; i < n_commands; i++)

@@ -3,7 +3,7 @@
 
 #include "cli/sim_opts.h"
 
-enum { M_HW = 2000, M_SCHEDULE, M_CKPT, M_GA, M_NUMA, M_RESERVE, M_CPU_OPT, M_GPU_IDS };
+enum { M_HW = 2000, M_SCHEDULE, M_CKPT, M_GA, M_NUMA, M_RESERVE, M_CPU_OPT, M_GPU_IDS, M_GPU_MEM, M_HOST_MEM, M_PCIE_GEN };
 
 const struct cli_opt cli_sim_opts[] = {
     {"hw", "NAME|FILE", "hardware profile (ratiolab catalog) or a profile file (default dgx1-v100)", M_HW},
@@ -14,6 +14,9 @@ const struct cli_opt cli_sim_opts[] = {
     {"reserve", "BYTES", "GPU memory outside the allocator (default: the profile's CUDA context + NCCL + allocator model)", M_RESERVE},
     {"cpu-optimizer", "O", "what updates the CPU share: deepspeed (DeepSpeedCPUAdam, default) or torch (torch.optim.AdamW)", M_CPU_OPT},
     {"gpu-ids", "LIST", "the node's GPUs the ranks use, e.g. 0,2,4,6 or 4-7 (default: the first ones, as a launcher)", M_GPU_IDS},
+    {"gpu-mem", "BYTES", "GPU memory per GPU, overrides the profile's (e.g. 16GiB)", M_GPU_MEM},
+    {"host-mem", "BYTES", "host memory per node, overrides the profile's (e.g. 512GiB)", M_HOST_MEM},
+    {"pcie-gen", "N", "PCIe generation 3, 4 or 5 of the host-GPU links and switch uplinks, overrides the profile's", M_PCIE_GEN},
     {NULL, NULL, NULL, 0},
 };
 
@@ -43,15 +46,59 @@ int cli_sim_opt(void *ctx, int id, const char *v, struct rl_err *e)
     case M_RESERVE: return rl_parse_bytes("--reserve", v, &s->train.gpu_reserve_bytes, e);
     case M_CPU_OPT: return sim_cpu_optimizer_parse(v, &s->train.cpu_optimizer, e);
     case M_GPU_IDS: return sim_gpu_ids_parse(v, s->train.gpu_ids, &s->train.n_gpu_ids, e);
+    case M_GPU_MEM:
+    case M_HOST_MEM: {
+        const char *flag = id == M_GPU_MEM ? "--gpu-mem" : "--host-mem";
+        int64_t *out = id == M_GPU_MEM ? &s->gpu_mem_bytes : &s->host_mem_bytes;
+        if (rl_parse_bytes(flag, v, out, e))
+            return RL_EINVAL;
+        if (*out <= 0)
+            return rl_errf(e, RL_EINVAL, "%s: '%s' must be larger than 0", flag, v);
+        return 0;
+    }
+    case M_PCIE_GEN: {
+        int64_t g;
+        if (rl_parse_i64("--pcie-gen", v, 3, 5, &g, e))
+            return RL_EINVAL;
+        s->pcie_gen = (int)g;
+        return 0;
+    }
     }
     return rl_errf(e, RL_EINTERNAL, "option id %d not handled", id);
+}
+
+/* Host<->GPU bandwidth per PCIe generation, GB/s per direction (pinned H2D, pinned D2H, switch
+ * uplink): the sourced figures of the catalog's profiles of that generation (dgx1-v100 Gen3,
+ * dgx-a100-* Gen4, dgx-h100 / hgx-h200 Gen5). Pageable copies keep the profile's pageable/pinned
+ * proportion. */
+static const struct {
+    double h2d, d2h, uplink;
+} pcie_gen[] = {[3] = {12.2, 12.9, 13.0}, [4] = {25.0, 25.0, 25.0}, [5] = {55.0, 55.0, 55.0}};
+
+static void apply_pcie_gen(struct sim_hw *hw, int gen)
+{
+    hw->h2d_pageable_gbps *= pcie_gen[gen].h2d / hw->h2d_pinned_gbps;
+    hw->d2h_pageable_gbps *= pcie_gen[gen].d2h / hw->d2h_pinned_gbps;
+    hw->h2d_pinned_gbps = pcie_gen[gen].h2d;
+    hw->d2h_pinned_gbps = pcie_gen[gen].d2h;
+    for (int i = 0; i < hw->n_switches; i++)
+        hw->sw[i].uplink_gbps = pcie_gen[gen].uplink;   /* an x16 uplink of that generation */
 }
 
 int cli_sim_load_hw(struct cli_sim *s, const struct cli_ctx *c, struct sim_hw *hw, struct rl_err *e)
 {
     if (c->checkpoint_activations)   /* a Megatron launch line with --checkpoint-activations */
         s->train.checkpoint_activations = true;
-    return sim_hw_load(hw, c->catalog, s->hw, e);
+    int rc = sim_hw_load(hw, c->catalog, s->hw, e);
+    if (rc)
+        return rc;
+    if (s->gpu_mem_bytes > 0)
+        hw->gpu_mem_bytes = s->gpu_mem_bytes;
+    if (s->host_mem_bytes > 0)
+        hw->host_mem_bytes = s->host_mem_bytes;
+    if (s->pcie_gen)
+        apply_pcie_gen(hw, s->pcie_gen);
+    return 0;
 }
 
 void cli_sim_settings(const struct sim_step_result *r, const struct sim_train *t, char *buf, size_t n)

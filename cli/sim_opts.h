@@ -13,12 +13,16 @@ struct cli_sim {
     const char *hw;              /* --hw NAME|FILE (default dgx1-v100) */
     struct sim_train train;      /* --schedule, --checkpoint-activations, --grad-accum, --numa, --reserve,
                                     --cpu-optimizer, --gpu-ids */
+    int64_t gpu_mem_bytes;       /* --gpu-mem: overrides the profile's GPU memory, 0: keep */
+    int64_t host_mem_bytes;      /* --host-mem: overrides the profile's host memory per node, 0: keep */
+    int pcie_gen;                /* --pcie-gen 3|4|5: host<->GPU link and switch uplinks, 0: keep */
 };
 void cli_sim_init(struct cli_sim *s);
 extern const struct cli_opt cli_sim_opts[];
 int cli_sim_opt(void *ctx, int id, const char *value, struct rl_err *e);
-/* Loads the profile from --hw (a name in the context's catalog, or a path) and takes over what
- * the setup learned for the simulator (a launch line's --checkpoint-activations). */
+/* Loads the profile from --hw (a name in the context's catalog, or a path), applies the
+ * --gpu-mem, --host-mem and --pcie-gen overrides, and takes over what the setup learned for the
+ * simulator (a launch line's --checkpoint-activations). */
 int cli_sim_load_hw(struct cli_sim *s, const struct cli_ctx *c, struct sim_hw *hw, struct rl_err *e);
 /* A one-line description of the training settings, e.g. "deepspeed 0.12.4, CPU optimizer deepspeed; micro-batch 1, ...". */
 void cli_sim_settings(const struct sim_step_result *r, const struct sim_train *t, char *buf, size_t n);

@@ -43,7 +43,7 @@ if [ -z "$figures_only" ]; then
     echo "== Predicted step time and memory per ratio (simulator, dgx1-v100) =="
     run sweep --ratios 0:1:0.1
     echo
-    echo "== The fastest ratio that fits a 16 GiB V100 =="
+    echo "== The micro-batch, checkpointing and ratio with the most tokens/s that fit a 16 GiB V100 =="
     run tune --gpu-mem 16GiB
     echo
     echo "== Micro-batch 16 with activation checkpointing needs offload: which ratio, which sub_group_size =="

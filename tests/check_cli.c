@@ -114,6 +114,10 @@ START_TEST(every_command_has_help)
         ck_assert_msg(h.status == 0, "%s --help: exit %d", name, h.status);
         ck_assert_msg(strstr(h.out, "usage: ratiolab"), "%s --help prints no usage", name);
         tu_run_free(&h);
+        tu_ratiolab(&h, "%s --version", name);
+        ck_assert_msg(h.status == 0 && strncmp(h.out, "ratiolab ", 9) == 0, "%s --version: exit %d, '%s'", name,
+                      h.status, h.out);
+        tu_run_free(&h);
         n++;
     }
     ck_assert_int_ge(n, 2);

@@ -115,6 +115,36 @@ START_TEST(one_line_per_hazard_and_plan_warns_the_same)
 }
 END_TEST
 
+START_TEST(fix_to_repairs_device_stage_and_torch_adam)
+{
+    /* nvme, stage 2 and torch_adam: --fix-to writes device "cpu", stage 3 and drops torch_adam,
+     * keeping the user's other keys; the written config passes. */
+    tu_write("h.json", CFG("", "nvme", "2", ",\"optimizer\":{\"type\":\"AdamW\",\"params\":{\"lr\":1e-4,\"torch_adam\":true}},"
+                                            "\"my_key\":[1,2]"));
+    struct tu_run r;
+    tu_ratiolab(&r, "check --ds-config h.json --model gpt2 --deepspeed-version 0.16.0 --fix-to fixed.json");
+    ck_assert_msg(r.status == 1, "exit %d: %s %s", r.status, r.out, r.err);
+    ck_assert_int_eq(count_lines_with(r.out, "\n  hazard  "), 3);
+    ck_assert_ptr_nonnull(strstr(r.out, "wrote   fixed.json"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "check --ds-config fixed.json --model gpt2 --deepspeed-version 0.16.0 --strict");
+    ck_assert_msg(r.status == 0, "fixed config: exit %d: %s %s", r.status, r.out, r.err);
+    tu_run_free(&r);
+    tu_sh(&r, "grep -c torch_adam fixed.json; grep -c my_key fixed.json; grep -c '\"lr\"' fixed.json");
+    ck_assert_str_eq(r.out, "0\n1\n1\n");
+    tu_run_free(&r);
+    /* An optimizer type alone: nothing --fix-to can repair, nothing written. */
+    tu_write("s.json", CFG("", "cpu", "3", ",\"optimizer\":{\"type\":\"Lamb\"}"));
+    tu_ratiolab(&r, "check --ds-config s.json --model gpt2 --fix-to none.json");
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_ptr_nonnull(strstr(r.out, "need an edit by hand"));
+    tu_run_free(&r);
+    char p[600];
+    snprintf(p, sizeof p, "%s/none.json", tu_tmpdir());
+    ck_assert(!tu_exists(p));
+}
+END_TEST
+
 START_TEST(strict_fails_on_the_scheduler_case)
 {
     tu_write("h.json", CFG("", "cpu", "3", ",\"optimizer\":{\"type\":\"AdamW\"},\"scheduler\":{\"type\":\"WarmupDecayLR\"}"));
@@ -218,6 +248,7 @@ Suite *hazards_suite(void)
     tcase_set_timeout(t, 60);
     tcase_add_loop_test(t, one_config_per_hazard, 0, (int)(sizeof cases / sizeof cases[0]));
     tcase_add_test(t, one_line_per_hazard_and_plan_warns_the_same);
+    tcase_add_test(t, fix_to_repairs_device_stage_and_torch_adam);
     tcase_add_test(t, strict_fails_on_the_scheduler_case);
     tcase_add_test(t, full_offload_has_no_hazards);
     tcase_add_test(t, predict_refuses_a_ratio_deepspeed_ignores);

@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tests/util.h"
@@ -132,6 +133,11 @@ START_TEST(profiles_side_by_side_and_headroom)
     ck_assert_ptr_nonnull(strstr(r.out, "\ndgx-h100 "));
     ck_assert_ptr_nonnull(strstr(r.out, "tok/s/GPU"));
     tu_run_free(&r);
+    /* 4 of DGX A100's 8 GPUs: GPUs 0-3, behind the switches of socket 0 */
+    tu_ratiolab(&r, "tune " QUESTION " --ratios 0:1:0.5 --micro-batches 1");
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "GPUs 0-3 of the profile's 8, on socket 0 "));
+    tu_run_free(&r);
     /* leave 79 GiB of 80 free: nothing fits, exit 1 */
     tu_ratiolab(&r, "tune " QUESTION " --ratios 0:1:0.5 --headroom 79GiB");
     ck_assert_int_eq(r.status, 1);
@@ -140,6 +146,36 @@ START_TEST(profiles_side_by_side_and_headroom)
     tu_ratiolab(&r, "tune " QUESTION " --micro-batches 1,x");
     ck_assert_int_eq(r.status, 2);
     ck_assert_ptr_nonnull(strstr(r.err, "--micro-batches"));
+    tu_run_free(&r);
+}
+END_TEST
+
+START_TEST(sweep_csv_has_tokens_and_phases)
+{
+    /* The default case (gpt-2.7b, TP 8 on 8 GPUs, micro-batch 1, seq 2048): tokens/s per GPU is
+     * 2048 / step / 8, and the exposed times of the phases plus idle add up to the step. */
+    struct tu_run r;
+    tu_ratiolab(&r, "sweep --ratios 0.5 --csv");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    char *row = strchr(r.out, '\n');
+    ck_assert_ptr_nonnull(row);
+    *row++ = 0;
+    double v[64];
+    int n = 0;
+    char *save = NULL, *dup = strdup(row);
+    for (char *tok = strtok_r(dup, ",\n", &save); tok && n < 64; tok = strtok_r(NULL, ",\n", &save))
+        v[n++] = strtod(tok, NULL);
+    free(dup);
+    int cols = 1;
+    for (char *p = r.out; *p; p++)
+        cols += *p == ',';
+    ck_assert_int_eq(n, cols);
+    ck_assert_ptr_nonnull(strstr(r.out, "step_s,fits,tokens_per_s_per_gpu,forward_busy_s,forward_exposed_s"));
+    double step = v[6], tps = v[8], sum = v[n - 1];
+    for (int k = 10; k < n - 1; k += 2)
+        sum += v[k];
+    ck_assert_msg(fabs(sum - step) < 2e-5, "exposed + idle %.6f vs step %.6f", sum, step);
+    ck_assert_msg(fabs(tps - 2048.0 / step / 8) < 0.1, "%g", tps);
     tu_run_free(&r);
 }
 END_TEST
@@ -153,6 +189,7 @@ Suite *tune_suite(void)
     tcase_add_test(t, offloading_answer_is_what_predict_says);
     tcase_add_test(t, global_batch_sets_accumulation);
     tcase_add_test(t, profiles_side_by_side_and_headroom);
+    tcase_add_test(t, sweep_csv_has_tokens_and_phases);
     suite_add_tcase(s, t);
     return s;
 }
