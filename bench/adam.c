@@ -221,7 +221,7 @@ static int64_t state_bad(const struct arrays *a)
 /* ---- stream28: one loop per ISA path ------------------------------------------------------ */
 
 /* Prefetch distance of the "pf" variants in elements: the kernel's on this path
- * (kern_adam_prefetch_elems), or 512 (2 KiB of fp32, the AVX2 default) where the kernel uses
+ * (kern_adam_prefetch_resolve), or 512 (2 KiB of fp32, the AVX2 default) where the kernel uses
  * none. Set in main. */
 static int64_t g_stream_pf = 512;
 
@@ -1184,8 +1184,12 @@ int main(int argc, char **argv)
             threads[nthr++] = t;
     }
     int64_t n = numel > 0 ? numel : (int64_t)1 << 26;
+    int64_t kern_pf;
+    if (kern_adam_prefetch_resolve(isa, &kern_pf, &e)) {
+        fprintf(stderr, "adam bench: %s\n", e.msg);
+        return 2;
+    }
     printf("adam bench: %d cores; AdamW, weight decay 0.01, step 10\n", omp_get_num_procs());
-    const int64_t kern_pf = kern_adam_prefetch_elems(isa);
     g_stream_pf = kern_pf > 0 ? kern_pf : 512;
     printf("paths: kernel %s (kern_adam_cpu, software prefetch %lld elements ahead), stream28 %s "
            "(same target attributes; pf variants %lld ahead), deepspeed %s (8-register FMA body, "

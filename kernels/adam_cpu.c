@@ -453,18 +453,15 @@ int kern_isa_resolve(enum kern_isa isa, enum kern_isa *out, struct rl_err *e)
 
 /* ---- the entry points -------------------------------------------------------------------- */
 
-int64_t kern_adam_prefetch_elems(enum kern_isa isa)
+int kern_adam_prefetch_resolve(enum kern_isa isa, int64_t *out, struct rl_err *e)
 {
     const char *env = getenv("RL_KERN_PREFETCH");
-    if (env && *env) {
-        char *end = NULL;
-        long long v = strtoll(env, &end, 10);
-        if (*end == '\0' && v >= 0 && v <= (1 << 20))
-            return (int64_t)v;
-    }
-    return isa == KERN_ISA_AVX512 ? KERN__PREFETCH_AVX512
+    if (env && *env)
+        return rl_parse_i64("RL_KERN_PREFETCH", env, 0, (int64_t)1 << 20, out, e);
+    *out = isa == KERN_ISA_AVX512 ? KERN__PREFETCH_AVX512
          : isa == KERN_ISA_AVX2   ? KERN__PREFETCH_AVX2
                                   : 0;
+    return 0;
 }
 
 /* Elements [lo, hi) on one thread: the vector loop, then the reference for the rest. */
@@ -490,7 +487,10 @@ int kern_adam_cpu_isa(const struct kern_adam_scalars *s, const struct kern_adam_
     rc = kern_isa_resolve(isa, &isa, e);
     if (rc)
         return rc;
-    const int64_t pf = kern_adam_prefetch_elems(isa);
+    int64_t pf;
+    rc = kern_adam_prefetch_resolve(isa, &pf, e);
+    if (rc)
+        return rc;
     /* Thread t of nt takes blocks [nblk t / nt, nblk (t+1) / nt) of KERN__GRAIN elements: chunks
      * are contiguous, start on a grain boundary, and differ in size by at most one block. */
     const int64_t n = b->numel;
