@@ -220,17 +220,19 @@ static int64_t state_bad(const struct arrays *a)
 
 /* ---- stream28: one loop per ISA path ------------------------------------------------------ */
 
-/* Prefetch distance in elements, as the kernel's (KERN__PREFETCH in kernels/adam_cpu.c). */
-#define STREAM_PREFETCH 512
+/* Prefetch distance of the "pf" variants in elements: the kernel's on this path
+ * (kern_adam_prefetch_resolve), or 512 (2 KiB of fp32, the AVX2 default) where the kernel uses
+ * none. Set in main. */
+static int64_t g_stream_pf = 512;
 
 /* The address `bytes` past ptr, formed as an integer: near the end of the arrays it lies past
  * them, where pointer arithmetic would be undefined (a prefetch never faults). */
 #define PF_ADDR(ptr, bytes) ((const char *)((uintptr_t)(const void *)(ptr) + (uintptr_t)(bytes)))
 
-/* Prefetches the lines STREAM_PREFETCH elements after element i of p, m, v and g. */
+/* Prefetches the lines g_stream_pf elements after element i of p, m, v and g. */
 #define STREAM_PF(a, i, gbytes)                                                                 \
     do {                                                                                        \
-        const int64_t ahead_ = (i) + STREAM_PREFETCH;                                           \
+        const int64_t ahead_ = (i) + g_stream_pf;                                               \
         _mm_prefetch(PF_ADDR((a)->p, ahead_ * 4), _MM_HINT_T0);                                 \
         _mm_prefetch(PF_ADDR((a)->m, ahead_ * 4), _MM_HINT_T0);                                 \
         _mm_prefetch(PF_ADDR((a)->v, ahead_ * 4), _MM_HINT_T0);                                 \
@@ -276,8 +278,9 @@ __attribute__((always_inline)) static inline void stream_scalar_loop(const struc
     }
 }
 
-/* AVX-512F, 16 lanes: the kernel's target attribute. The copy is the top half of p (one shift:
- * the stream does the least work that still writes every byte). */
+/* AVX-512F, 16 lanes: the kernel's target attribute and block shape (4 vectors per iteration,
+ * each array's loaded together). The copy is the top half of p (one shift: the stream does the
+ * least work that still writes every byte). */
 __attribute__((target("avx512f"), always_inline)) static inline void
 stream_avx512_loop(const struct arrays *a, int64_t lo, int64_t hi, const int gt, const int lt,
                    const int pf, const int nt)
@@ -287,25 +290,42 @@ stream_avx512_loop(const struct arrays *a, int64_t lo, int64_t hi, const int gt,
     uint16_t *restrict lp = a->lp;
     const int nt_ok = nt && lt == KERN_BF16 && ((uintptr_t)(lp + lo) & 31) == 0;
     int64_t i = lo;
-    for (; i + 16 <= hi; i += 16) {
-        if (pf)
-            STREAM_PF(a, i, gt == KERN_F32 ? 4 : 2);
-        __m512 g;
-        if (gt == KERN_F32)
-            g = _mm512_loadu_ps((const float *)gv + i);
-        else
-            g = _mm512_castsi512_ps(_mm512_slli_epi32(
-                _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)((const uint16_t *)gv + i))), 16));
-        __m512 pv = _mm512_add_ps(_mm512_loadu_ps(p + i), g);
-        _mm512_storeu_ps(p + i, pv);
-        _mm512_storeu_ps(m + i, _mm512_add_ps(_mm512_loadu_ps(m + i), g));
-        _mm512_storeu_ps(v + i, _mm512_add_ps(_mm512_loadu_ps(v + i), g));
-        if (lt == KERN_BF16) {
-            __m256i c = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(pv), 16));
-            if (nt_ok)
-                _mm256_stream_si256((__m256i *)(lp + i), c);
+    for (; i + 64 <= hi; i += 64) {
+        __m512 g[4], pv[4], mv[4], vv[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            if (pf)
+                STREAM_PF(a, i + 16 * j, gt == KERN_F32 ? 4 : 2);
+        }
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            if (gt == KERN_F32)
+                g[j] = _mm512_loadu_ps((const float *)gv + i + 16 * j);
             else
-                _mm256_storeu_si256((__m256i *)(lp + i), c);
+                g[j] = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(
+                    _mm256_loadu_si256((const __m256i *)((const uint16_t *)gv + i + 16 * j))), 16));
+        }
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            pv[j] = _mm512_add_ps(_mm512_loadu_ps(p + i + 16 * j), g[j]);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            mv[j] = _mm512_add_ps(_mm512_loadu_ps(m + i + 16 * j), g[j]);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++)
+            vv[j] = _mm512_add_ps(_mm512_loadu_ps(v + i + 16 * j), g[j]);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            _mm512_storeu_ps(p + i + 16 * j, pv[j]);
+            _mm512_storeu_ps(m + i + 16 * j, mv[j]);
+            _mm512_storeu_ps(v + i + 16 * j, vv[j]);
+            if (lt == KERN_BF16) {
+                __m256i c = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(pv[j]), 16));
+                if (nt_ok)
+                    _mm256_stream_si256((__m256i *)(lp + i + 16 * j), c);
+                else
+                    _mm256_storeu_si256((__m256i *)(lp + i + 16 * j), c);
+            }
         }
     }
     if (nt_ok)
@@ -313,8 +333,8 @@ stream_avx512_loop(const struct arrays *a, int64_t lo, int64_t hi, const int gt,
     stream_elems(a, i, hi, gt, lt);
 }
 
-/* AVX2 (+ F16C, the kernel's target attribute), 16 elements (two vectors, one line of fp32)
- * per iteration. */
+/* AVX2 (+ F16C), the kernel's target attribute and block shape: 16 elements (two vectors, one
+ * line of fp32) per iteration. */
 __attribute__((target("avx2,f16c"), always_inline)) static inline void
 stream_avx2_loop(const struct arrays *a, int64_t lo, int64_t hi, const int gt, const int lt,
                  const int pf, const int nt)
@@ -1164,10 +1184,17 @@ int main(int argc, char **argv)
             threads[nthr++] = t;
     }
     int64_t n = numel > 0 ? numel : (int64_t)1 << 26;
+    int64_t kern_pf;
+    if (kern_adam_prefetch_resolve(isa, &kern_pf, &e)) {
+        fprintf(stderr, "adam bench: %s\n", e.msg);
+        return 2;
+    }
     printf("adam bench: %d cores; AdamW, weight decay 0.01, step 10\n", omp_get_num_procs());
-    printf("paths: kernel %s (kern_adam_cpu), stream28 %s (same target attributes), deepspeed %s "
-           "(8-register FMA body, %lld Mi-element tiles)\n", kern_isa_name(isa),
-           kern_isa_name(isa), kern_isa_name(isa), (long long)(PEER_TILE >> 20));
+    g_stream_pf = kern_pf > 0 ? kern_pf : 512;
+    printf("paths: kernel %s (kern_adam_cpu, software prefetch %lld elements ahead), stream28 %s "
+           "(same target attributes; pf variants %lld ahead), deepspeed %s (8-register FMA body, "
+           "%lld Mi-element tiles)\n", kern_isa_name(isa), (long long)kern_pf, kern_isa_name(isa),
+           (long long)g_stream_pf, kern_isa_name(isa), (long long)(PEER_TILE >> 20));
     printf("arrays: %s\n", g_huge ? "2 MiB aligned, madvise(MADV_HUGEPAGE)" : "4 KiB pages (--no-huge)");
     for (size_t li = 0; li < sizeof layouts / sizeof layouts[0]; li++)
         if (validate(&layouts[li], &s, threads[nthr - 1], isa))

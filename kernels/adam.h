@@ -132,6 +132,11 @@ int kern_adam_cpu(const struct kern_adam_scalars *s, const struct kern_adam_bufs
                   struct rl_err *e);
 int kern_adam_cpu_isa(const struct kern_adam_scalars *s, const struct kern_adam_bufs *b,
                       int threads, enum kern_isa isa, struct rl_err *e);
+/* Software prefetch distance (elements ahead in every stream; 0: none) of the CPU kernel on the
+ * resolved path `isa`: $RL_KERN_PREFETCH when set (an integer in [0, 1048576]; RL_EINVAL naming
+ * it otherwise), else 0 on AVX-512 and 512 on AVX2 (kernels/adam_cpu.c says why). Results never
+ * depend on it. kern_adam_cpu_isa calls it and returns its error. */
+int kern_adam_prefetch_resolve(enum kern_isa isa, int64_t *out, struct rl_err *e);
 
 #ifdef RL_HAVE_CUDA
 /* The CUDA kernel, queued on `stream` (device pointers in *b; 16-byte vector loads where the
