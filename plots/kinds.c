@@ -807,7 +807,7 @@ int plot__parity(struct plot__fig *f, struct rl_err *e)
     plot__multiplot(f);
     plot__panel(f, &g, 0, 0);
     fprintf(gp, "set label 90 'measured (ms)' at screen %.4f, screen %.4f center rotate by 90\n",
-            (g.left_in - left + 0.08) / w, (g.height_in - title_in - top - side / 2) / g.height_in);
+            (g.left_in - 0.42) / w, (g.height_in - title_in - top - side / 2) / g.height_in);
     fprintf(gp, "set xlabel 'predicted (ms)' offset 0,0.9\nset logscale xy\nset xrange [%g:%g]\nset yrange [%g:%g]\n"
                 "set grid xtics ytics\nset samples 200\nband = %g\n",
             x0, x1, x0, x1, f->o->band_pct / 100.0);
