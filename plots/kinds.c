@@ -296,8 +296,16 @@ int plot__time(struct plot__fig *f, struct rl_err *e)
         gib_label(gpu_mem, sizeof gpu_mem, f->o->gpu_mem_bytes);
     else if (s[0].gpu_capacity_bytes > 0)
         gib_label(gpu_mem, sizeof gpu_mem, s[0].gpu_capacity_bytes);
+    /* Bars are 80 % of the closest spacing of ratios. */
+    double min_step = 1;
+    for (int i = 0; i < ns; i++)
+        for (int k = 1; k < s[i].n_rows; k++) {
+            double d = fabs(s[i].rows[k].requested - s[i].rows[k - 1].requested);
+            if (d > 1e-9 && d < min_step)
+                min_step = d;
+        }
     plot__multiplot(f);
-    fprintf(gp, "set style fill solid 1.0 noborder\nset boxwidth 0.8 relative\n"
+    fprintf(gp, "set style fill solid 1.0 noborder\n"
                 "set xlabel 'requested ratio' offset 0,0.9\nset xrange [-0.04:1.04]\nset xtics 0.2 format '%%.1f'\n"
                 "set yrange [0:%g]\nset ytics 0, %g, %g format '%s'\nunset key\n",
             top, tick, ceil(ymax / tick) * tick, plot__tick_format(tick));
@@ -344,21 +352,26 @@ int plot__time(struct plot__fig *f, struct rl_err *e)
         } else {
             fputs("set label 2 'no ratio fits' at graph 0.5, graph 0.93 center front\n", gp);
         }
+        /* Each band is its own box from the top of the band below to its own top, so no band is
+         * drawn over another (overdrawn edges show through anti-aliasing). */
+        double half = 0.4 * min_step;
         fputs("plot ", gp);
-        /* Tallest band first: each later band covers the lower part of the ones before it. */
-        for (int q = n_names - 1; q >= 0; q--) {
+        for (int q = 0; q < n_names; q++) {
             int pat;
             const char *c = plot__phase_color(names[q], q, &pat);
-            if (pat)   /* hatched bands get a white base, so the band below does not show through */
-                fprintf(gp, "'%s' index %d using 1:%d with boxes fc rgb '#ffffff' fs solid 1.0, \\\n     ",
-                        f->dat_name, i, 5 + q);
-            fprintf(gp, "'%s' index %d using 1:%d with boxes fc rgb '%s' ", f->dat_name, i, 5 + q, c);
+            char lo[16];
+            if (q)
+                snprintf(lo, sizeof lo, "$%d", 4 + q);
+            else
+                snprintf(lo, sizeof lo, "0");
+            fprintf(gp, "%s'%s' index %d using 1:((%s+$%d)/2):($1-%.4f):($1+%.4f):(%s):%d with boxxyerror fc rgb '%s' ",
+                    q ? ", \\\n     " : "", f->dat_name, i, lo, 5 + q, half, half, lo, 5 + q, c);
             if (pat)
                 fprintf(gp, "fs pattern %d noborder", pat);
             else
-                fputs("fs solid 1.0", gp);
-            fputs(q ? ", \\\n     " : "\n", gp);
+                fputs("fs solid 1.0 noborder", gp);
         }
+        fputc('\n', gp);
     }
     /* The key strip: one entry per phase and one for the shading. */
     struct plot__key k;
@@ -794,7 +807,7 @@ int plot__parity(struct plot__fig *f, struct rl_err *e)
     plot__multiplot(f);
     plot__panel(f, &g, 0, 0);
     fprintf(gp, "set label 90 'measured (ms)' at screen %.4f, screen %.4f center rotate by 90\n",
-            (g.left_in - left + 0.08) / w, (g.height_in - title_in - top - side / 2) / g.height_in);
+            (g.left_in - 0.42) / w, (g.height_in - title_in - top - side / 2) / g.height_in);
     fprintf(gp, "set xlabel 'predicted (ms)' offset 0,0.9\nset logscale xy\nset xrange [%g:%g]\nset yrange [%g:%g]\n"
                 "set grid xtics ytics\nset samples 200\nband = %g\n",
             x0, x1, x0, x1, f->o->band_pct / 100.0);

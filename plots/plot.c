@@ -167,8 +167,8 @@ int plot__dash(int i) { return dashes[(i % N_PAL + N_PAL) % N_PAL]; }
 int plot__point(int i) { return points[(i % N_PAL + N_PAL) % N_PAL]; }
 
 /* Phase colours, fixed so a phase looks the same in every figure. Neighbours in the stacking
- * order alternate dark and light, so adjacent bands stay apart in grey; the copy pairs share a
- * colour, the second one hatched. */
+ * order alternate dark and light, so adjacent bands stay apart in grey; the gradient copies are a
+ * pair (vermillion, then a light tint of it); idle time is hatched, like empty space. */
 static const struct {
     const char *name;    /* sim_phase_name */
     const char *color;   /* fill */
@@ -176,7 +176,7 @@ static const struct {
 } phase_colors[] = {
     {"forward", "#0072B2", 0},        {"backward", "#56B4E9", 0},      {"gpu_adam", "#009E73", 0},
     {"cpu_adam", "#E69F00", 0},       {"tp_allreduce", "#CC79A7", 0},  {"allgather", "#882255", 0},
-    {"reduce_scatter", "#999933", 0}, {"grad_d2h", "#D55E00", 0},      {"grad_h2d", "#D55E00", 4},
+    {"reduce_scatter", "#999933", 0}, {"grad_d2h", "#D55E00", 0},      {"grad_h2d", "#F0B38A", 0},
     {"param_h2d", "#000000", 0},      {"pipeline_bubble", "#DDDDDD", 0}, {"idle", "#888888", 5},
 };
 

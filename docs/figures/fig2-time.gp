@@ -24,7 +24,6 @@ set linetype 7 lc rgb '#000000' lw 1.4 dt 1 pt 6 ps 0.4
 set linetype cycle 7
 set multiplot
 set style fill solid 1.0 noborder
-set boxwidth 0.8 relative
 set xlabel 'requested ratio' offset 0,0.9
 set xrange [-0.04:1.04]
 set xtics 0.2 format '%.1f'
@@ -43,17 +42,15 @@ set label 90 'step time (s)' at screen 0.0114, screen 0.5977 center rotate by 90
 set title 'schedule deepspeed-0.12'
 set arrow 1 from 0.0000, graph 0.86 to 0.0000, first 0.343582 head size screen 0.012,25 filled lw 1.2 lc rgb '#000000' front
 set label 2 'fastest that fits: 0.00 (0.31 s)' at -0.0300, graph 0.93 left front
-plot 'fig2-time.dat' index 0 using 1:13 with boxes fc rgb '#ffffff' fs solid 1.0, \
-     'fig2-time.dat' index 0 using 1:13 with boxes fc rgb '#888888' fs pattern 5 noborder, \
-     'fig2-time.dat' index 0 using 1:12 with boxes fc rgb '#000000' fs solid 1.0, \
-     'fig2-time.dat' index 0 using 1:11 with boxes fc rgb '#ffffff' fs solid 1.0, \
-     'fig2-time.dat' index 0 using 1:11 with boxes fc rgb '#D55E00' fs pattern 4 noborder, \
-     'fig2-time.dat' index 0 using 1:10 with boxes fc rgb '#D55E00' fs solid 1.0, \
-     'fig2-time.dat' index 0 using 1:9 with boxes fc rgb '#CC79A7' fs solid 1.0, \
-     'fig2-time.dat' index 0 using 1:8 with boxes fc rgb '#E69F00' fs solid 1.0, \
-     'fig2-time.dat' index 0 using 1:7 with boxes fc rgb '#009E73' fs solid 1.0, \
-     'fig2-time.dat' index 0 using 1:6 with boxes fc rgb '#56B4E9' fs solid 1.0, \
-     'fig2-time.dat' index 0 using 1:5 with boxes fc rgb '#0072B2' fs solid 1.0
+plot 'fig2-time.dat' index 0 using 1:((0+$5)/2):($1-0.0200):($1+0.0200):(0):5 with boxxyerror fc rgb '#0072B2' fs solid 1.0 noborder, \
+     'fig2-time.dat' index 0 using 1:(($5+$6)/2):($1-0.0200):($1+0.0200):($5):6 with boxxyerror fc rgb '#56B4E9' fs solid 1.0 noborder, \
+     'fig2-time.dat' index 0 using 1:(($6+$7)/2):($1-0.0200):($1+0.0200):($6):7 with boxxyerror fc rgb '#009E73' fs solid 1.0 noborder, \
+     'fig2-time.dat' index 0 using 1:(($7+$8)/2):($1-0.0200):($1+0.0200):($7):8 with boxxyerror fc rgb '#E69F00' fs solid 1.0 noborder, \
+     'fig2-time.dat' index 0 using 1:(($8+$9)/2):($1-0.0200):($1+0.0200):($8):9 with boxxyerror fc rgb '#CC79A7' fs solid 1.0 noborder, \
+     'fig2-time.dat' index 0 using 1:(($9+$10)/2):($1-0.0200):($1+0.0200):($9):10 with boxxyerror fc rgb '#D55E00' fs solid 1.0 noborder, \
+     'fig2-time.dat' index 0 using 1:(($10+$11)/2):($1-0.0200):($1+0.0200):($10):11 with boxxyerror fc rgb '#F0B38A' fs solid 1.0 noborder, \
+     'fig2-time.dat' index 0 using 1:(($11+$12)/2):($1-0.0200):($1+0.0200):($11):12 with boxxyerror fc rgb '#000000' fs solid 1.0 noborder, \
+     'fig2-time.dat' index 0 using 1:(($12+$13)/2):($1-0.0200):($1+0.0200):($12):13 with boxxyerror fc rgb '#888888' fs pattern 5 noborder
 set lmargin at screen 0.5714
 set rmargin at screen 0.9786
 set tmargin at screen 0.9141
@@ -66,17 +63,15 @@ set label 90 'step time (s)' at screen 0.5114, screen 0.5977 center rotate by 90
 set title 'schedule overlap'
 set arrow 1 from 0.0000, graph 0.86 to 0.0000, first 0.136315 head size screen 0.012,25 filled lw 1.2 lc rgb '#000000' front
 set label 2 'fastest that fits: 0.00 (0.11 s)' at -0.0300, graph 0.93 left front
-plot 'fig2-time.dat' index 1 using 1:13 with boxes fc rgb '#ffffff' fs solid 1.0, \
-     'fig2-time.dat' index 1 using 1:13 with boxes fc rgb '#888888' fs pattern 5 noborder, \
-     'fig2-time.dat' index 1 using 1:12 with boxes fc rgb '#000000' fs solid 1.0, \
-     'fig2-time.dat' index 1 using 1:11 with boxes fc rgb '#ffffff' fs solid 1.0, \
-     'fig2-time.dat' index 1 using 1:11 with boxes fc rgb '#D55E00' fs pattern 4 noborder, \
-     'fig2-time.dat' index 1 using 1:10 with boxes fc rgb '#D55E00' fs solid 1.0, \
-     'fig2-time.dat' index 1 using 1:9 with boxes fc rgb '#CC79A7' fs solid 1.0, \
-     'fig2-time.dat' index 1 using 1:8 with boxes fc rgb '#E69F00' fs solid 1.0, \
-     'fig2-time.dat' index 1 using 1:7 with boxes fc rgb '#009E73' fs solid 1.0, \
-     'fig2-time.dat' index 1 using 1:6 with boxes fc rgb '#56B4E9' fs solid 1.0, \
-     'fig2-time.dat' index 1 using 1:5 with boxes fc rgb '#0072B2' fs solid 1.0
+plot 'fig2-time.dat' index 1 using 1:((0+$5)/2):($1-0.0200):($1+0.0200):(0):5 with boxxyerror fc rgb '#0072B2' fs solid 1.0 noborder, \
+     'fig2-time.dat' index 1 using 1:(($5+$6)/2):($1-0.0200):($1+0.0200):($5):6 with boxxyerror fc rgb '#56B4E9' fs solid 1.0 noborder, \
+     'fig2-time.dat' index 1 using 1:(($6+$7)/2):($1-0.0200):($1+0.0200):($6):7 with boxxyerror fc rgb '#009E73' fs solid 1.0 noborder, \
+     'fig2-time.dat' index 1 using 1:(($7+$8)/2):($1-0.0200):($1+0.0200):($7):8 with boxxyerror fc rgb '#E69F00' fs solid 1.0 noborder, \
+     'fig2-time.dat' index 1 using 1:(($8+$9)/2):($1-0.0200):($1+0.0200):($8):9 with boxxyerror fc rgb '#CC79A7' fs solid 1.0 noborder, \
+     'fig2-time.dat' index 1 using 1:(($9+$10)/2):($1-0.0200):($1+0.0200):($9):10 with boxxyerror fc rgb '#D55E00' fs solid 1.0 noborder, \
+     'fig2-time.dat' index 1 using 1:(($10+$11)/2):($1-0.0200):($1+0.0200):($10):11 with boxxyerror fc rgb '#F0B38A' fs solid 1.0 noborder, \
+     'fig2-time.dat' index 1 using 1:(($11+$12)/2):($1-0.0200):($1+0.0200):($11):12 with boxxyerror fc rgb '#000000' fs solid 1.0 noborder, \
+     'fig2-time.dat' index 1 using 1:(($12+$13)/2):($1-0.0200):($1+0.0200):($12):13 with boxxyerror fc rgb '#888888' fs pattern 5 noborder
 # the key, in its own strip under the panels
 set lmargin at screen 0.01
 set rmargin at screen 0.99
@@ -107,7 +102,7 @@ plot NaN with boxes fc rgb '#CC79A7' fs solid 1.0 title 'tp_allreduce'
 set key at screen 0.0446, screen 0.0703 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#D55E00' fs solid 1.0 title 'grad_d2h'
 set key at screen 0.2268, screen 0.0703 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#D55E00' fs pattern 4 border lc rgb '#D55E00' title 'grad_h2d'
+plot NaN with boxes fc rgb '#F0B38A' fs solid 1.0 title 'grad_h2d'
 set key at screen 0.4089, screen 0.0703 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#000000' fs solid 1.0 title 'param_h2d'
 set key at screen 0.5911, screen 0.0703 left top Left reverse samplen 2 spacing 1 noautotitle

@@ -47,8 +47,7 @@ set label 2 'fastest that fits: 0.50 (1.52 s)' at 0.5000, graph 0.93 center fron
 plot 'time.dat' index 0 using 1:13 with boxes fc rgb '#ffffff' fs solid 1.0, \
      'time.dat' index 0 using 1:13 with boxes fc rgb '#888888' fs pattern 5 noborder, \
      'time.dat' index 0 using 1:12 with boxes fc rgb '#000000' fs solid 1.0, \
-     'time.dat' index 0 using 1:11 with boxes fc rgb '#ffffff' fs solid 1.0, \
-     'time.dat' index 0 using 1:11 with boxes fc rgb '#D55E00' fs pattern 4 noborder, \
+     'time.dat' index 0 using 1:11 with boxes fc rgb '#F0B38A' fs solid 1.0, \
      'time.dat' index 0 using 1:10 with boxes fc rgb '#D55E00' fs solid 1.0, \
      'time.dat' index 0 using 1:9 with boxes fc rgb '#CC79A7' fs solid 1.0, \
      'time.dat' index 0 using 1:8 with boxes fc rgb '#E69F00' fs solid 1.0, \
@@ -71,8 +70,7 @@ set label 2 'fastest that fits: 0.25 (0.23 s)' at 0.2200, graph 0.93 left front
 plot 'time.dat' index 1 using 1:13 with boxes fc rgb '#ffffff' fs solid 1.0, \
      'time.dat' index 1 using 1:13 with boxes fc rgb '#888888' fs pattern 5 noborder, \
      'time.dat' index 1 using 1:12 with boxes fc rgb '#000000' fs solid 1.0, \
-     'time.dat' index 1 using 1:11 with boxes fc rgb '#ffffff' fs solid 1.0, \
-     'time.dat' index 1 using 1:11 with boxes fc rgb '#D55E00' fs pattern 4 noborder, \
+     'time.dat' index 1 using 1:11 with boxes fc rgb '#F0B38A' fs solid 1.0, \
      'time.dat' index 1 using 1:10 with boxes fc rgb '#D55E00' fs solid 1.0, \
      'time.dat' index 1 using 1:9 with boxes fc rgb '#CC79A7' fs solid 1.0, \
      'time.dat' index 1 using 1:8 with boxes fc rgb '#E69F00' fs solid 1.0, \
@@ -109,7 +107,7 @@ plot NaN with boxes fc rgb '#CC79A7' fs solid 1.0 title 'tp_allreduce'
 set key at screen 0.0446, screen 0.0641 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#D55E00' fs solid 1.0 title 'grad_d2h'
 set key at screen 0.2268, screen 0.0641 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#D55E00' fs pattern 4 border lc rgb '#D55E00' title 'grad_h2d'
+plot NaN with boxes fc rgb '#F0B38A' fs solid 1.0 title 'grad_h2d'
 set key at screen 0.4089, screen 0.0641 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#000000' fs solid 1.0 title 'param_h2d'
 set key at screen 0.5911, screen 0.0641 left top Left reverse samplen 2 spacing 1 noautotitle
