@@ -77,6 +77,7 @@ struct cli_setup {
     enum plan_group_rule groups;   /* --param-groups */
     enum plan_group_rule megatron_rule; /* --megatron-version, as a param-group rule */
     bool megatron_rule_set;
+    bool megatron_split_qkv;            /* --megatron-version dated in the GQA query/key_value split */
     int64_t seq_len;               /* --seq-len */
     int64_t micro_batch;           /* --micro-batch */
     enum plan_dtype dtype;         /* --dtype */

@@ -44,9 +44,19 @@ static void print_human(const struct cli_ctx *c, const struct plan *p, const str
            p->requested_ratio, p->honored_ratio, plan_policy_name(p->policy), p->cpu_subgroups, p->n_subgroups);
     for (int i = 0; verbose && i < c->n_notes; i++)
         printf("note       %s\n", c->notes[i]);
-    printf("\nstep       %.4f s (all %d GPUs of a node; slowest GPU %d), %.0f tokens/s per GPU\n", sec(r->step_ns),
+    char ids[128] = "";
+    for (int i = 0; i < r->ranks; i++) {
+        size_t l = strlen(ids);
+        snprintf(ids + l, sizeof ids - l, "%s%d", i ? "," : "", r->gpu_ids[i]);
+    }
+    printf("GPUs       %s of the node's %d (%d of %d sockets)%s\n", ids, hw->gpus, r->sockets_used, hw->n_sockets,
+           t->n_gpu_ids ? "  (--gpu-ids)" : r->ranks < hw->gpus ? "  (the first ones, as a launcher; --gpu-ids to choose)" : "");
+    printf("\nstep       %.4f s (all %d GPUs of a node; slowest rank %d), %.0f tokens/s per GPU\n", sec(r->step_ns),
            p->layout.gpus_per_node, r->critical_rank, r->tokens_per_s);
-    printf("\nwhere the time goes on GPU %d (exposed: nothing of a higher row was running)\n", r->critical_rank);
+    if (r->simulated_micro_steps < r->grad_accum)
+        printf("           %d micro-steps simulated, the other %lld repeat the steady-state one\n",
+               r->simulated_micro_steps, (long long)(r->grad_accum - r->simulated_micro_steps));
+    printf("\nwhere the time goes on rank %d (exposed: nothing of a higher row was running)\n", r->critical_rank);
     printf("  %-16s %10s %10s %10s\n", "phase", "busy s", "exposed s", "overlap s");
     int64_t sum = 0;
     for (int i = 0; i < SIM_PH_COUNT; i++) {
@@ -64,8 +74,16 @@ static void print_human(const struct cli_ctx *c, const struct plan *p, const str
     printf("  activations               %8s\n", cli_gib(g[1], sizeof g[1], r->gpu_activation_bytes));
     printf("  gathered parameters       %8s\n", cli_gib(g[2], sizeof g[2], r->gpu_live_param_bytes));
     printf("  allocated                 %8s\n", cli_gib(g[3], sizeof g[3], r->gpu_allocated_bytes));
-    printf("  context/NCCL/allocator    %8s%s\n", cli_gib(g[4], sizeof g[4], r->gpu_reserve_bytes),
-           t->gpu_reserve_bytes >= 0 ? "  (--reserve)" : "  (profile model)");
+    if (t->gpu_reserve_bytes >= 0) {
+        printf("  context/NCCL/allocator    %8s  (--reserve)\n", cli_gib(g[4], sizeof g[4], r->gpu_reserve_bytes));
+    } else {
+        char x[3][32];
+        printf("  CUDA context              %8s\n", cli_gib(x[0], sizeof x[0], r->gpu_context_bytes));
+        printf("  NCCL buffers              %8s  (%d communicators)\n", cli_gib(x[1], sizeof x[1], r->gpu_nccl_bytes),
+               r->nccl_communicators);
+        printf("  caching allocator         %8s  (2 MiB rounding + fragmentation)\n",
+               cli_gib(x[2], sizeof x[2], r->gpu_allocator_bytes));
+    }
     printf("  total (NVML)              %8s of %s  %s\n", cli_gib(g[5], sizeof g[5], r->gpu_total_bytes),
            cli_gib(g[6], sizeof g[6], r->gpu_capacity_bytes), r->fits_gpu ? "fits" : "DOES NOT FIT");
     printf("host memory: %s GiB per rank, %s GiB per node of %s  %s\n", cli_gib(g[0], sizeof g[0], r->host_rank_bytes),
@@ -86,7 +104,7 @@ static int run(int argc, char **argv)
         {"model, layout and DeepSpeed config", cli_setup_opts, cli_setup_opt, &s},
     };
     struct rl_err e = {0};
-    int rc = cli_command_parse("predict", argc, argv, "ratiolab predict [--model NAME] [--ratio R] [--hw NAME|FILE] [--schedule S] [--trace FILE] [--json]",
+    int rc = cli_command_parse("predict", argc, argv, "ratiolab predict [--model NAME] [--ratio R] [--hw NAME|FILE] [--schedule S] [--cpu-optimizer O] [--gpu-ids LIST] [--trace FILE] [--json]",
                  "Simulates one training step for one ratio on every GPU of a node (contention on PCIe\n"
                  "switches, host DRAM and CPU cores included): step time, where it goes (exposed vs\n"
                  "overlapped per phase) and the per-rank GPU and host memory.\n"
@@ -116,6 +134,7 @@ static int run(int argc, char **argv)
         json_object_set_new(o, "model", json_string(c.model_desc));
         json_object_set_new(o, "hardware", json_string(hw.name));
         json_object_set_new(o, "schedule", json_string(sim_schedule_name(sim.train.schedule)));
+        json_object_set_new(o, "cpu_optimizer", json_string(sim_cpu_optimizer_name(sim.train.cpu_optimizer)));
         json_object_set_new(o, "checkpoint_activations", json_boolean(sim.train.checkpoint_activations));
         json_object_set_new(o, "policy", json_string(plan_policy_name(p.policy)));
         json_object_set_new(o, "requested_ratio", json_real(p.requested_ratio));

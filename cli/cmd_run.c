@@ -48,7 +48,7 @@ struct run_args {
     size_t n_ratios;
     enum plan_policy policies[MAX_LIST]; /* --policies */
     int n_policies;
-    enum sim_schedule schedules[MAX_LIST]; /* --schedules */
+    enum step_schedule schedules[MAX_LIST]; /* --schedules */
     int n_schedules;
 };
 
@@ -61,7 +61,7 @@ static int parse_list(const char *v, const char *field, int *n, void *out, bool 
         if (*n == MAX_LIST)
             return rl_errf(e, RL_EINVAL, "%s: more than %d entries", field, MAX_LIST);
         int rc = policy ? plan_policy_parse(tok, &((enum plan_policy *)out)[*n], e)
-                        : sim_schedule_parse(tok, &((enum sim_schedule *)out)[*n], e);
+                        : step_schedule_parse(tok, &((enum step_schedule *)out)[*n], e);
         if (rc)
             return rl_err_prefix(e, "%s", field);
         (*n)++;
@@ -75,7 +75,7 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     int64_t x;
     int rc;
     switch (id) {
-    case R_SCHEDULE: return sim_schedule_parse(v, &a->o.schedule, e);
+    case R_SCHEDULE: return step_schedule_parse(v, &a->o.schedule, e);
     case R_BACKEND: return ex_backend_parse(v, &a->o.backend, e);
     case R_COMPUTE:
         if (rl_streq(v, "none")) a->o.compute = EX_COMPUTE_NONE;
@@ -132,13 +132,13 @@ static const char *human_bytes(char *buf, size_t n, int64_t v)
 static json_t *phases_json(const struct ex_rank_result *x)
 {
     json_t *ph = json_object();
-    for (int i = 0; i < SIM_PH_COUNT; i++) {
+    for (int i = 0; i < STEP_PH_COUNT; i++) {
         json_t *o = json_object();
         json_object_set_new(o, "busy_ns", json_integer(x->phase[i].busy_ns));
         json_object_set_new(o, "exposed_ns", json_integer(x->phase[i].exposed_ns));
         json_object_set_new(o, "overlapped_ns", json_integer(x->phase[i].busy_ns - x->phase[i].exposed_ns));
         json_object_set_new(o, "bytes", json_integer(x->phase[i].bytes));
-        json_object_set_new(ph, sim_phase_name(i), o);
+        json_object_set_new(ph, step_phase_name(i), o);
     }
     return ph;
 }
@@ -146,7 +146,7 @@ static json_t *phases_json(const struct ex_rank_result *x)
 static int64_t idle_ns(const struct ex_rank_result *x)
 {
     int64_t s = 0;
-    for (int i = 0; i < SIM_PH_COUNT; i++)
+    for (int i = 0; i < STEP_PH_COUNT; i++)
         s += x->phase[i].exposed_ns;
     return x->step_ns > s ? x->step_ns - s : 0;
 }
@@ -200,7 +200,7 @@ static void print_json(const struct cli_ctx *c, const struct plan *p, const stru
     json_object_set_new(o, "scale", json_real(a->scale));
     json_object_set_new(o, "backend", json_string(ex_backend_name(r->backend)));
     json_object_set_new(o, "world", json_integer(r->world));
-    json_object_set_new(o, "schedule", json_string(sim_schedule_name(a->o.schedule)));
+    json_object_set_new(o, "schedule", json_string(step_schedule_name(a->o.schedule)));
     json_object_set_new(o, "compute", json_string(a->o.compute == EX_COMPUTE_GEMM ? "gemm" : "none"));
     json_object_set_new(o, "policy", json_string(plan_policy_name(p->policy)));
     json_object_set_new(o, "requested_ratio", json_real(p->requested_ratio));
@@ -247,7 +247,7 @@ static void print_human(const struct cli_ctx *c, const struct plan *p, const str
     printf("model      %s, --scale %g: %lld elements, %lld per rank\n", c->model_desc, a->scale,
            (long long)r->total_numel, (long long)p->per_rank_numel);
     printf("run        backend %s, %d rank%s, schedule %s, compute %s, %lld iterations (%d timed), %lld Adam steps\n",
-           ex_backend_name(r->backend), r->world, r->world == 1 ? "" : "s", sim_schedule_name(a->o.schedule),
+           ex_backend_name(r->backend), r->world, r->world == 1 ? "" : "s", step_schedule_name(a->o.schedule),
            a->o.compute == EX_COMPUTE_GEMM ? "gemm" : "none", (long long)r->iterations, a->o.steps,
            (long long)r->adam_step);
     printf("ratio      requested %.4f, honored %.4f (policy %s), host-placed %lld of %lld elements per rank\n",
@@ -258,14 +258,14 @@ static void print_human(const struct cli_ctx *c, const struct plan *p, const str
                r->skipped == 1 ? "" : "s");
     printf("\nstep       %.6f s (median; slowest rank %d)\n", sec(cr->step_ns), r->critical_rank);
     printf("  %-16s %10s %10s %10s %10s\n", "phase", "busy s", "exposed s", "overlap s", "GB/s");
-    for (int i = 0; i < SIM_PH_COUNT; i++) {
+    for (int i = 0; i < STEP_PH_COUNT; i++) {
         const struct ex_phase_stat *x = &cr->phase[i];
         if (!x->busy_ns)
             continue;
         char gb[16] = "";
         if (x->bytes)
             snprintf(gb, sizeof gb, "%.2f", (double)x->bytes / (double)x->busy_ns);
-        printf("  %-16s %10.6f %10.6f %10.6f %10s\n", sim_phase_name(i), sec(x->busy_ns), sec(x->exposed_ns),
+        printf("  %-16s %10.6f %10.6f %10.6f %10s\n", step_phase_name(i), sec(x->busy_ns), sec(x->exposed_ns),
                sec(x->busy_ns - x->exposed_ns), gb);
     }
     printf("  %-16s %10s %10.6f\n", "other", "", sec(idle_ns(cr)));
@@ -397,8 +397,8 @@ static int run(int argc, char **argv)
     enum plan_policy pol1 = c.popt.policy;
     const enum plan_policy *pols = a.n_policies ? a.policies : &pol1;
     int n_p = a.n_policies ? a.n_policies : 1;
-    enum sim_schedule sch1 = a.o.schedule;
-    const enum sim_schedule *schs = a.n_schedules ? a.schedules : &sch1;
+    enum step_schedule sch1 = a.o.schedule;
+    const enum step_schedule *schs = a.n_schedules ? a.schedules : &sch1;
     int n_s = a.n_schedules ? a.n_schedules : 1;
     const bool matrix = a.ratios || a.n_policies || a.n_schedules;
     for (size_t ri = 0; ri < n_r && !code; ri++)
@@ -423,7 +423,7 @@ static int run(int argc, char **argv)
                     char hex[9];
                     if (matrix)
                         printf("ratio %.4f policy %s schedule %s honored %.4f world %d digest %s\n",
-                               p.requested_ratio, plan_policy_name(p.policy), sim_schedule_name(o.schedule),
+                               p.requested_ratio, plan_policy_name(p.policy), step_schedule_name(o.schedule),
                                p.honored_ratio, r.world, digest_hex(r.digest, hex));
                     else if (a.json)
                         print_json(&c, &p, &shown, &r);

@@ -92,6 +92,7 @@ int cli_setup_opt(void *ctx, int id, const char *v, struct rl_err *e)
     case S_GROUPS: return plan_group_rule_parse(v, &s->groups, e);
     case S_MEGATRON_VERSION:
         s->megatron_rule_set = true;
+        s->megatron_split_qkv = plan_megatron_version_splits_qkv(v);
         return plan_megatron_version_rule(v, &s->megatron_rule, e);
     case S_SEQ: return rl_parse_i64("--seq-len", v, 1, 1 << 24, &s->seq_len, e);
     case S_MICRO: return rl_parse_i64("--micro-batch", v, 1, 1 << 20, &s->micro_batch, e);
@@ -296,6 +297,8 @@ int cli_setup_resolve(const struct cli_setup *s, struct cli_ctx *c, struct rl_er
         if ((rc = plan_model_load(&c->model, c->catalog, name, &mo, e)))
             return rc;
     }
+    if (s->megatron_split_qkv && (rc = plan_model_megatron_split_qkv(&c->model, e)))
+        return rc;
     enum plan_group_rule rule = s->groups;
     if (s->megatron_rule_set) {
         if (s->groups != PLAN_GROUPS_AUTO)

@@ -3,15 +3,17 @@
 
 #include "cli/sim_opts.h"
 
-enum { M_HW = 2000, M_SCHEDULE, M_CKPT, M_GA, M_NUMA, M_RESERVE };
+enum { M_HW = 2000, M_SCHEDULE, M_CKPT, M_GA, M_NUMA, M_RESERVE, M_CPU_OPT, M_GPU_IDS };
 
 const struct cli_opt cli_sim_opts[] = {
     {"hw", "NAME|FILE", "hardware profile (ratiolab catalog) or a profile file (default dgx1-v100)", M_HW},
-    {"schedule", "S", "optimizer step: deepspeed-0.12 (sequential, default) or overlap (ratiolab's pipeline)", M_SCHEDULE},
+    {"schedule", "S", "optimizer step: deepspeed (the --deepspeed-version's step, default) or overlap (ratiolab's pipeline)", M_SCHEDULE},
     {"checkpoint-activations", NULL, "full activation checkpointing (recompute in backward)", M_CKPT},
     {"grad-accum", "N", "micro-steps per step, overrides the config (default 1)", M_GA},
     {"numa", "M", "host buffers and CPU Adam threads: local (bound to the GPU's socket, default) or interleave", M_NUMA},
-    {"reserve", "BYTES", "GPU memory outside the allocator (default: the profile's CUDA context + allocator model)", M_RESERVE},
+    {"reserve", "BYTES", "GPU memory outside the allocator (default: the profile's CUDA context + NCCL + allocator model)", M_RESERVE},
+    {"cpu-optimizer", "O", "what updates the CPU share: deepspeed (DeepSpeedCPUAdam, default) or torch (torch.optim.AdamW)", M_CPU_OPT},
+    {"gpu-ids", "LIST", "the node's GPUs the ranks use, e.g. 0,2,4,6 or 4-7 (default: the first ones, as a launcher)", M_GPU_IDS},
     {NULL, NULL, NULL, 0},
 };
 
@@ -39,6 +41,8 @@ int cli_sim_opt(void *ctx, int id, const char *v, struct rl_err *e)
             return rl_errf(e, RL_EINVAL, "--numa: '%s' is not allowed; allowed: local, interleave", v);
         return 0;
     case M_RESERVE: return rl_parse_bytes("--reserve", v, &s->train.gpu_reserve_bytes, e);
+    case M_CPU_OPT: return sim_cpu_optimizer_parse(v, &s->train.cpu_optimizer, e);
+    case M_GPU_IDS: return sim_gpu_ids_parse(v, s->train.gpu_ids, &s->train.n_gpu_ids, e);
     }
     return rl_errf(e, RL_EINTERNAL, "option id %d not handled", id);
 }
@@ -52,9 +56,12 @@ int cli_sim_load_hw(struct cli_sim *s, const struct cli_ctx *c, struct sim_hw *h
 
 void cli_sim_settings(const struct sim_step_result *r, const struct sim_train *t, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s; micro-batch %lld, seq %lld, grad accum %lld, activation checkpointing %s, NUMA %s",
-             sim_schedule_name(t->schedule), (long long)r->micro_batch, (long long)r->seq_len,
-             (long long)r->grad_accum, t->checkpoint_activations ? "on" : "off",
+    char ver[48] = "";
+    if (t->schedule == SIM_SCHED_DS012)
+        snprintf(ver, sizeof ver, " %d.%d.%d", r->ds_version.major, r->ds_version.minor, r->ds_version.patch);
+    snprintf(buf, n, "%s%s, CPU optimizer %s; micro-batch %lld, seq %lld, grad accum %lld, activation checkpointing %s, NUMA %s",
+             sim_schedule_name(t->schedule), ver, sim_cpu_optimizer_name(t->cpu_optimizer), (long long)r->micro_batch,
+             (long long)r->seq_len, (long long)r->grad_accum, t->checkpoint_activations ? "on" : "off",
              t->numa_interleave ? "interleave" : "local");
 }
 
@@ -80,6 +87,10 @@ json_t *cli_sim_result_json(const struct sim_step_result *r)
     json_object_set_new(m, "live_param_bytes", json_integer(r->gpu_live_param_bytes));
     json_object_set_new(m, "allocated_bytes", json_integer(r->gpu_allocated_bytes));
     json_object_set_new(m, "reserve_bytes", json_integer(r->gpu_reserve_bytes));
+    json_object_set_new(m, "cuda_context_bytes", json_integer(r->gpu_context_bytes));
+    json_object_set_new(m, "nccl_bytes", json_integer(r->gpu_nccl_bytes));
+    json_object_set_new(m, "nccl_communicators", json_integer(r->nccl_communicators));
+    json_object_set_new(m, "allocator_bytes", json_integer(r->gpu_allocator_bytes));
     json_object_set_new(m, "total_bytes", json_integer(r->gpu_total_bytes));
     json_object_set_new(m, "capacity_bytes", json_integer(r->gpu_capacity_bytes));
     json_object_set_new(m, "fits", json_boolean(r->fits_gpu));
@@ -93,6 +104,12 @@ json_t *cli_sim_result_json(const struct sim_step_result *r)
     json_object_set_new(o, "micro_batch", json_integer(r->micro_batch));
     json_object_set_new(o, "seq_len", json_integer(r->seq_len));
     json_object_set_new(o, "grad_accum", json_integer(r->grad_accum));
+    json_object_set_new(o, "simulated_micro_steps", json_integer(r->simulated_micro_steps));
+    json_t *ids = json_array();
+    for (int g = 0; g < r->ranks; g++)
+        json_array_append_new(ids, json_integer(r->gpu_ids[g]));
+    json_object_set_new(o, "gpu_ids", ids);
+    json_object_set_new(o, "sockets_used", json_integer(r->sockets_used));
     json_object_set_new(o, "events", json_integer((json_int_t)r->events));
     json_object_set_new(o, "tasks", json_integer(r->tasks));
     return o;

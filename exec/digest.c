@@ -124,7 +124,7 @@ int ex_reference(const struct plan_model *m, const struct ex_opts *o, int64_t it
             continue;   /* the NaN step is skipped everywhere */
         ++*adam_step;
         for (int64_t i = 0; i < N; i++)
-            g[i] = ex_synth_grad(o->seed, it, i);
+            g[i] = ex_synth_grad(o->seed, it, i);   /* the whole sum, no shares */
         int64_t off = 0;
         for (int t = 0; t < m->n_tensors && !rc; t++) {
             int64_t n = m->tensors[t].numel;

@@ -22,7 +22,7 @@
 #include "common/rl.h"
 #include "kernels/adam.h"
 #include "plan/plan.h"
-#include "sim/step.h"   /* enum sim_schedule, enum sim_phase, sim_phase_name: one step vocabulary */
+#include "plan/step.h"   /* enum step_schedule, enum step_phase, step_breakdown: one step vocabulary */
 
 /* Largest data-parallel world size for which the reduced gradient is exact: every rank adds a
  * value of magnitude <= 254 x 2^-10 and any partial sum of W of them stays below 2^24 x 2^-10. */
@@ -72,7 +72,7 @@ int ex_backend_parse(const char *s, enum ex_backend_kind *k, struct rl_err *e);
 enum ex_compute { EX_COMPUTE_NONE, EX_COMPUTE_GEMM };
 
 struct ex_opts {
-    enum sim_schedule schedule;     /* deepspeed-0.12 or overlap */
+    enum step_schedule schedule;     /* deepspeed-0.12 or overlap */
     enum ex_backend_kind backend;   /* auto: cuda when a GPU is visible */
     enum ex_compute compute;        /* none or gemm */
     int steps;                      /* timed steps (>= 1) */
@@ -122,7 +122,7 @@ struct ex_phase_stat {
 struct ex_rank_result {
     int rank;                       /* data-parallel rank */
     int64_t step_ns;                /* median step time over the timed steps */
-    struct ex_phase_stat phase[SIM_PH_COUNT];
+    struct ex_phase_stat phase[STEP_PH_COUNT];
     int64_t ledger_device_bytes;    /* sum of the device buffers allocated */
     int64_t ledger_host_bytes;      /* sum of the host buffers allocated */
     int64_t host_placed_numel;      /* elements whose Adam ran on the host */
@@ -167,6 +167,9 @@ float ex_synth_param(uint64_t seed, int64_t i);
 float ex_synth_grad(uint64_t seed, int64_t it, int64_t i);
 /* Rank q's share of it for world size W: sums over q = 0..W-1 to ex_synth_grad exactly. */
 float ex_synth_grad_share(uint64_t seed, int64_t it, int64_t i, int q, int W);
+/* The same with the iteration's key hoisted out of a loop: base = ex_synth_base(seed, it). */
+uint64_t ex_synth_base(uint64_t seed, int64_t it);
+float ex_synth_share(uint64_t base, int64_t i, int q, int W);
 /* The Adam hyper-parameters of param group g. */
 struct kern_adam_hparams ex_hparams(const struct ex_opts *o, int group);
 

@@ -80,8 +80,10 @@ struct ex_run {
     int64_t iterations;              /* iterations done (including a checkpoint's) */
     int64_t adam_step;               /* Adam steps applied */
     int64_t skipped;                 /* skipped in this run */
-    int64_t ph_ns[SIM_PH_COUNT];     /* this step's time per phase */
-    int64_t ph_bytes[SIM_PH_COUNT];  /* this step's bytes per phase */
+    int64_t ph_bytes[STEP_PH_COUNT];  /* this step's bytes per phase */
+    struct step_span *spans;          /* this step's spans (phase, start, end) */
+    int n_spans, cap_spans;           /* used, allocated */
+    bool span_oom;                    /* a span could not be recorded (out of memory) */
 };
 
 int64_t ex__now_ns(void);

@@ -37,7 +37,7 @@ int ex_backend_parse(const char *s, enum ex_backend_kind *k, struct rl_err *e)
 void ex_opts_default(struct ex_opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->schedule = SIM_SCHED_OVERLAP;
+    o->schedule = STEP_SCHED_OVERLAP;
     o->backend = EX_BACKEND_AUTO;
     o->compute = EX_COMPUTE_NONE;
     o->steps = 3;
@@ -187,7 +187,7 @@ static int64_t transient_device_bytes(const struct ex_run *r, int64_t bucket_ran
             gather = s;
     }
     int64_t bytes = gather * r->W * r->mdb;
-    if (r->o->schedule == SIM_SCHED_DS012)
+    if (r->o->schedule == STEP_SCHED_DS012)
         bytes += bucket_rank_numel * r->mdb;
     return bytes;
 }
@@ -256,7 +256,7 @@ static int allocate(struct ex_run *r, struct rl_err *e)
     if (r->Pc > 0 && (rc = alloc_buf(r, "h2d_staging", H, 2 * r->chunk * mdb, &r->staging, false, e)))
         return rc;
     r->n_ledger_bufs = r->nbufs;
-    if (r->o->schedule == SIM_SCHED_DS012) {
+    if (r->o->schedule == STEP_SCHED_DS012) {
         /* DeepSpeed's pinned flat gradient buffer (all P elements, model dtype), its GPU copy of
          * one bucket brought back, the pageable staging of a CPU sub-group's parameter copy. */
         int64_t sg_max = 0;
@@ -269,7 +269,7 @@ static int allocate(struct ex_run *r, struct rl_err *e)
             (rc = alloc_buf(r, "pageable_staging", PLAN_DEV_CPU_PAGEABLE, pg * mdb, &r->pageable16, true, e)))
             return rc;
     }
-    int64_t gather = (trans - (r->o->schedule == SIM_SCHED_DS012 ? r->bucket_rank_numel * mdb : 0));
+    int64_t gather = (trans - (r->o->schedule == STEP_SCHED_DS012 ? r->bucket_rank_numel * mdb : 0));
     if ((rc = alloc_buf(r, "gathered_params", D, gather, &r->gathered, true, e)))
         return rc;
     r->gathered_bytes = gather;
@@ -395,10 +395,22 @@ static int init_state(struct ex_run *r, struct rl_err *e)
 
 /* ---- the step -------------------------------------------------------------------------------- */
 
+/* Records the span [t0, now) of phase ph and the bytes it moved. */
 static void phase_add(struct ex_run *r, int ph, int64_t t0, int64_t bytes)
 {
-    r->ph_ns[ph] += ex__now_ns() - t0;
+    int64_t t1 = ex__now_ns();
     r->ph_bytes[ph] += bytes;
+    if (r->n_spans == r->cap_spans) {
+        int cap = r->cap_spans ? 2 * r->cap_spans : 256;
+        struct step_span *n = realloc(r->spans, (size_t)cap * sizeof *n);
+        if (!n) {
+            r->span_oom = true;
+            return;
+        }
+        r->spans = n;
+        r->cap_spans = cap;
+    }
+    r->spans[r->n_spans++] = (struct step_span){.start_ns = t0, .end_ns = t1, .phase = ph};
 }
 
 #define TRY(x)                                                                                 \
@@ -441,7 +453,7 @@ static int block_gather(struct ex_run *r, int b, struct rl_err *e)
     }
     TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
     TRY(ex_comm_allgather(r->c, mine, mine, per * r->mdb, e));   /* in place: slot k is ours */
-    phase_add(r, SIM_PH_ALLGATHER, t0, per * r->mdb * r->W);
+    phase_add(r, STEP_PH_ALLGATHER, t0, per * r->mdb * r->W);
     return 0;
 }
 
@@ -452,22 +464,22 @@ static int block_gather(struct ex_run *r, int b, struct rl_err *e)
  * widened on the host. */
 static int deliver(struct ex_run *r, const float *src, int64_t f, int64_t len, struct rl_err *e)
 {
-    const bool ds = r->o->schedule == SIM_SCHED_DS012;
+    const bool ds = r->o->schedule == STEP_SCHED_DS012;
     const int mdb = r->mdb;
     int64_t t0;
     if (ds) {
         t0 = ex__now_ns();
         TRY(r->be->narrow(r->dev, r->dev16, r->md, src, len, EX_STREAM_COMM, e));
         TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
-        phase_add(r, SIM_PH_REDUCE_SCATTER, t0, len * (4 + mdb));
+        phase_add(r, STEP_PH_REDUCE_SCATTER, t0, len * (4 + mdb));
         t0 = ex__now_ns();
         TRY(r->be->copy(r->dev, (char *)r->flat_grad + f * mdb, r->dev16, len * mdb, EX_D2H, EX_STREAM_COMM, e));
         TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
-        phase_add(r, SIM_PH_GRAD_D2H, t0, len * mdb);
+        phase_add(r, STEP_PH_GRAD_D2H, t0, len * mdb);
         t0 = ex__now_ns();
         TRY(r->be->copy(r->dev, r->dev16, (char *)r->flat_grad + f * mdb, len * mdb, EX_H2D, EX_STREAM_COMM, e));
         TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
-        phase_add(r, SIM_PH_GRAD_H2D, t0, len * mdb);
+        phase_add(r, STEP_PH_GRAD_H2D, t0, len * mdb);
     }
     int64_t x = f;
     while (x < f + len) {
@@ -478,21 +490,23 @@ static int deliver(struct ex_run *r, const float *src, int64_t f, int64_t len, s
         if (!ds && !s->cpu) {
             TRY(r->be->copy(r->dev, r->grad_gpu + o, src + h, n * 4, EX_D2D, EX_STREAM_COMM, e));
             TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
-            phase_add(r, SIM_PH_REDUCE_SCATTER, t0, n * 8);
+            phase_add(r, STEP_PH_REDUCE_SCATTER, t0, n * 8);
         } else if (!ds) {
             TRY(r->be->copy(r->dev, r->grad_cpu + o, src + h, n * 4, EX_D2H, EX_STREAM_COPY, e));
             TRY(r->be->sync(r->dev, EX_STREAM_COPY, e));
-            phase_add(r, SIM_PH_GRAD_D2H, t0, n * 4);
+            phase_add(r, STEP_PH_GRAD_D2H, t0, n * 4);
         } else if (!s->cpu) {
             TRY(r->be->widen(r->dev, r->grad_gpu + o, (char *)r->dev16 + h * mdb, r->md, n, EX_STREAM_COMM, e));
             TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
-            phase_add(r, SIM_PH_REDUCE_SCATTER, t0, n * (mdb + 4));
+            phase_add(r, STEP_PH_GRAD_CAST, t0, n * (mdb + 4));
         } else {
             /* A blocking copy to pageable memory, then the cast on the host (inside backward). */
             TRY(r->be->copy(r->dev, r->pageable16, (char *)r->dev16 + h * mdb, n * mdb, EX_D2H, EX_STREAM_COMPUTE, e));
             TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
+            phase_add(r, STEP_PH_GRAD_D2H, t0, n * mdb);
+            t0 = ex__now_ns();
             ex__widen_host(r->grad_cpu + o, r->pageable16, r->md, n);
-            phase_add(r, SIM_PH_GRAD_D2H, t0, n * (2 * mdb + 4));
+            phase_add(r, STEP_PH_GRAD_CAST, t0, n * (mdb + 4));
         }
         x = end;
     }
@@ -525,10 +539,10 @@ static int flush(struct ex_run *r, int64_t it, struct rl_err *e)
         }
     }
     TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
-    phase_add(r, SIM_PH_BACKWARD, t0, 0);
+    phase_add(r, STEP_PH_BACKWARD, t0, 0);
     t0 = ex__now_ns();
     TRY(ex_comm_reduce_scatter_f32(r->c, r->bucket, cnt, e));
-    phase_add(r, SIM_PH_REDUCE_SCATTER, t0, cnt * 4 * r->W);
+    phase_add(r, STEP_PH_REDUCE_SCATTER, t0, cnt * 4 * r->W);
     int64_t off = 0;
     for (int i = 0; i < r->n_items; i++) {
         const struct ex_item *b = &r->items[i];
@@ -564,13 +578,13 @@ static int forward_backward(struct ex_run *r, int64_t it, struct rl_err *e)
         TRY(block_gather(r, b, e));
         int64_t t0 = ex__now_ns();
         TRY(block_compute(r, b, 1, e));
-        phase_add(r, SIM_PH_FORWARD, t0, 0);
+        phase_add(r, STEP_PH_FORWARD, t0, 0);
     }
     for (int b = r->nblocks - 1; b >= 0; b--) {
         TRY(block_gather(r, b, e));
         int64_t t0 = ex__now_ns();
         TRY(block_compute(r, b, r->o->checkpoint_activations ? 3 : 2, e));
-        phase_add(r, SIM_PH_BACKWARD, t0, 0);
+        phase_add(r, STEP_PH_BACKWARD, t0, 0);
         for (int t = r->blocks[b + 1] - 1; t >= r->blocks[b]; t--)
             TRY(bucket_add(r, t, it, e));
     }
@@ -591,17 +605,17 @@ static int overflow(struct ex_run *r, bool *skip, struct rl_err *e)
 {
     int64_t t0 = ex__now_ns();
     int64_t bad = 0;
-    if (r->o->schedule == SIM_SCHED_DS012) {
+    if (r->o->schedule == STEP_SCHED_DS012) {
         bad = lowp_nonfinite(r->flat_grad, r->P, r->md);
-        phase_add(r, SIM_PH_CPU_ADAM, t0, r->P * r->mdb);
+        phase_add(r, STEP_PH_OVERFLOW_CHECK, t0, r->P * r->mdb);
     } else {
         TRY(r->be->nonfinite(r->dev, r->grad_gpu, r->Pg, &bad, EX_STREAM_COMPUTE, e));
         TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
-        phase_add(r, SIM_PH_GPU_ADAM, t0, r->Pg * 4);
+        phase_add(r, STEP_PH_OVERFLOW_CHECK, t0, r->Pg * 4);
         t0 = ex__now_ns();
         for (int64_t i = 0; i < r->Pc && !bad; i++)
             bad += !(r->grad_cpu[i] - r->grad_cpu[i] == 0.0f);
-        phase_add(r, SIM_PH_CPU_ADAM, t0, r->Pc * 4);
+        phase_add(r, STEP_PH_OVERFLOW_CHECK, t0, r->Pc * 4);
     }
     TRY(ex_comm_max_i64(r->c, &bad, 1, e));
     *skip = bad > 0;
@@ -631,7 +645,7 @@ static int optimizer_overlap(struct ex_run *r, struct rl_err *e)
         TRY(r->be->adam(r->dev, &sc, &b, EX_STREAM_COMPUTE, e));
     }
     TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
-    phase_add(r, SIM_PH_GPU_ADAM, t0, r->Pg * (28 + r->mdb));
+    phase_add(r, STEP_PH_GPU_ADAM, t0, r->Pg * (28 + r->mdb));
     /* Host share in chunks: CPU Adam writes the 16-bit copy into a pinned staging half, which
      * goes H2D while the next chunk is updated (double buffer). */
     int half = 0;
@@ -651,17 +665,17 @@ static int optimizer_overlap(struct ex_run *r, struct rl_err *e)
                                        .grad_dtype = KERN_F32, .param_lowp = st, .param_lowp_dtype = r->md,
                                        .numel = n};
             TRY(kern_adam_cpu(&sc, &b, r->o->threads, e));
-            phase_add(r, SIM_PH_CPU_ADAM, t0, n * (28 + r->mdb));
+            phase_add(r, STEP_PH_CPU_ADAM, t0, n * (28 + r->mdb));
             t0 = ex__now_ns();
             TRY(r->be->copy(r->dev, (char *)r->param16 + (s->flat + a) * r->mdb, st, n * r->mdb, EX_H2D,
                             EX_STREAM_COPY, e));
-            phase_add(r, SIM_PH_PARAM_H2D, t0, n * r->mdb);
+            phase_add(r, STEP_PH_PARAM_H2D, t0, n * r->mdb);
             half ^= 1;
         }
     }
     t0 = ex__now_ns();
     TRY(r->be->sync(r->dev, EX_STREAM_COPY, e));
-    phase_add(r, SIM_PH_PARAM_H2D, t0, 0);
+    phase_add(r, STEP_PH_PARAM_H2D, t0, 0);
     return 0;
 }
 
@@ -681,27 +695,37 @@ static int optimizer_ds012(struct ex_run *r, struct rl_err *e)
                 float *g = r->grad_cpu + s->off;
                 for (int64_t j = 0; j < s->numel; j++)
                     g[j] = g[j] * 1.0f;   /* unscale by the static loss scale 1 */
+                phase_add(r, STEP_PH_UNSCALE, t0, s->numel * 8);
+                t0 = ex__now_ns();
                 struct kern_adam_bufs b = {.param = r->master_cpu + s->off, .exp_avg = r->m_cpu + s->off,
                                            .exp_avg_sq = r->v_cpu + s->off, .grad = g, .grad_dtype = KERN_F32,
                                            .numel = s->numel};
                 TRY(kern_adam_cpu(&sc, &b, r->o->threads, e));
+                phase_add(r, STEP_PH_CPU_ADAM, t0, s->numel * 28);
+                t0 = ex__now_ns();
                 ex__narrow_host(r->pageable16, r->md, r->master_cpu + s->off, s->numel);
-                phase_add(r, SIM_PH_CPU_ADAM, t0, s->numel * (36 + r->mdb));
+                phase_add(r, STEP_PH_PARAM_CAST, t0, s->numel * (4 + r->mdb));
                 t0 = ex__now_ns();
                 TRY(r->be->copy(r->dev, (char *)r->param16 + s->flat * r->mdb, r->pageable16, s->numel * r->mdb,
                                 EX_H2D, EX_STREAM_COMPUTE, e));
                 TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
-                phase_add(r, SIM_PH_PARAM_H2D, t0, s->numel * r->mdb);
+                phase_add(r, STEP_PH_PARAM_H2D, t0, s->numel * r->mdb);
             } else {
                 TRY(r->be->scale(r->dev, r->grad_gpu + s->off, s->numel, 1.0f, EX_STREAM_COMPUTE, e));
+                TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
+                phase_add(r, STEP_PH_UNSCALE, t0, s->numel * 8);
+                t0 = ex__now_ns();
                 struct kern_adam_bufs b = {.param = r->master_gpu + s->off, .exp_avg = r->m_gpu + s->off,
                                            .exp_avg_sq = r->v_gpu + s->off, .grad = r->grad_gpu + s->off,
                                            .grad_dtype = KERN_F32, .numel = s->numel};
                 TRY(r->be->adam(r->dev, &sc, &b, EX_STREAM_COMPUTE, e));
+                TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
+                phase_add(r, STEP_PH_GPU_ADAM, t0, s->numel * 28);
+                t0 = ex__now_ns();
                 TRY(r->be->narrow(r->dev, (char *)r->param16 + s->flat * r->mdb, r->md, r->master_gpu + s->off,
                                   s->numel, EX_STREAM_COMPUTE, e));
                 TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
-                phase_add(r, SIM_PH_GPU_ADAM, t0, s->numel * (36 + 4 + r->mdb));
+                phase_add(r, STEP_PH_PARAM_CAST, t0, s->numel * (4 + r->mdb));
             }
         }
     return 0;
@@ -717,7 +741,7 @@ static int one_step(struct ex_run *r, int64_t it, bool *skipped, struct rl_err *
     if (*skipped)
         return 0;
     r->adam_step++;
-    return r->o->schedule == SIM_SCHED_DS012 ? optimizer_ds012(r, e) : optimizer_overlap(r, e);
+    return r->o->schedule == STEP_SCHED_DS012 ? optimizer_ds012(r, e) : optimizer_overlap(r, e);
 }
 
 /* ---- results --------------------------------------------------------------------------------- */
@@ -791,7 +815,8 @@ static int run_all(struct ex_run *r, struct ex_result *res, struct rl_err *e)
         TRY(init_state(r, e));
     int total = o->warmup + o->steps;
     int64_t *step_ns = calloc((size_t)total + 1, sizeof *step_ns);
-    int64_t *ph = calloc((size_t)(total + 1) * SIM_PH_COUNT, sizeof *ph);
+    /* per phase: busy then exposed, one row of total + 1 steps each */
+    int64_t *ph = calloc((size_t)(total + 1) * 2 * STEP_PH_COUNT, sizeof *ph);
     if (!step_ns || !ph) {
         free(step_ns);
         free(ph);
@@ -800,17 +825,27 @@ static int run_all(struct ex_run *r, struct ex_result *res, struct rl_err *e)
     int rc = 0;
     int n_timed = 0;
     for (int s = 0; s < total && !rc; s++) {
-        memset(r->ph_ns, 0, sizeof r->ph_ns);
         memset(r->ph_bytes, 0, sizeof r->ph_bytes);
+        r->n_spans = 0;
         int64_t t0 = ex__now_ns();
         bool skipped = false;
         rc = one_step(r, ++r->iterations, &skipped, e);
-        int64_t dt = ex__now_ns() - t0;
+        int64_t t1 = ex__now_ns();
         r->skipped += skipped;
+        if (!rc && r->span_oom)
+            rc = rl_errf(e, RL_ENOMEM, "out of host memory for the step's spans");
         if (!rc && s >= o->warmup) {
-            step_ns[n_timed] = dt;
-            for (int k = 0; k < SIM_PH_COUNT; k++)
-                ph[(int64_t)k * (total + 1) + n_timed] = r->ph_ns[k];
+            struct step_breakdown bd;
+            memset(&bd, 0, sizeof bd);
+            if (step_breakdown(r->spans, r->n_spans, t0, t1, &bd)) {
+                rc = rl_errf(e, RL_ENOMEM, "out of host memory for the step breakdown");
+                break;
+            }
+            step_ns[n_timed] = t1 - t0;
+            for (int k = 0; k < STEP_PH_COUNT; k++) {
+                ph[(int64_t)(2 * k) * (total + 1) + n_timed] = bd.phase[k].busy_ns;
+                ph[(int64_t)(2 * k + 1) * (total + 1) + n_timed] = bd.phase[k].exposed_ns;
+            }
             n_timed++;
         }
     }
@@ -818,11 +853,11 @@ static int run_all(struct ex_run *r, struct ex_result *res, struct rl_err *e)
         struct ex_rank_result *me = &res->self;
         me->rank = r->k;
         me->step_ns = median(step_ns, n_timed);
-        for (int k = 0; k < SIM_PH_COUNT; k++) {
-            me->phase[k].busy_ns = median(ph + (int64_t)k * (total + 1), n_timed);
-            me->phase[k].exposed_ns = me->phase[k].busy_ns;   /* every stream is synchronous here */
+        for (int k = 0; k < STEP_PH_COUNT; k++) {
+            me->phase[k].busy_ns = median(ph + (int64_t)(2 * k) * (total + 1), n_timed);
+            me->phase[k].exposed_ns = median(ph + (int64_t)(2 * k + 1) * (total + 1), n_timed);
             me->phase[k].bytes = r->ph_bytes[k];
-            me->bytes_moved += k >= SIM_PH_ALLGATHER ? r->ph_bytes[k] : 0;
+            me->bytes_moved += k >= STEP_PH_ALLGATHER ? r->ph_bytes[k] : 0;
         }
         me->per_rank_numel = r->P;
         me->host_placed_numel = r->Pc;
@@ -922,5 +957,6 @@ int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, str
     free(r.seg);
     free(r.blocks);
     free(r.items);
+    free(r.spans);
     return rc;
 }

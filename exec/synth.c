@@ -25,34 +25,41 @@ static uint64_t mix64(uint64_t z)
     return z ^ (z >> 31);
 }
 
-static uint64_t key(uint64_t seed, uint64_t a, uint64_t b, uint64_t c)
+/* The per-iteration key: two mixes, computed once per call site and iteration. */
+uint64_t ex_synth_base(uint64_t seed, int64_t it)
 {
-    return mix64(mix64(mix64(seed ^ 0x5bd1e995u) ^ a) ^ (b * 0x2545f4914f6cdd1dull) ^ (c << 1));
+    return mix64(mix64(seed ^ 0x5bd1e995u) ^ (uint64_t)it);
 }
 
 float ex_synth_param(uint64_t seed, int64_t i)
 {
     /* An integer in [-4096, 4096] times 2^-13: values in [-0.5, 0.5], exact in fp32. */
-    int64_t v = (int64_t)(key(seed, 0x7061u, (uint64_t)i, 0) % 8193u) - 4096;
-    return ldexpf((float)v, -13);
+    uint64_t h = mix64(ex_synth_base(seed, -1) ^ ((uint64_t)i * 0x2545f4914f6cdd1dull));
+    return ldexpf((float)((int64_t)(h % 8193u) - 4096), -13);
 }
 
 /* u_q for share index q in [0, W): an integer in [-127, 127]. */
-static int64_t share_u(uint64_t seed, int64_t it, int64_t i, int q)
+static int64_t share_u(uint64_t base, int64_t i, int q)
 {
-    return (int64_t)(key(seed, (uint64_t)it, (uint64_t)i, (uint64_t)q + 1) % 255u) - 127;
+    uint64_t h = mix64(base ^ ((uint64_t)i * 0x2545f4914f6cdd1dull) ^ ((uint64_t)(q + 1) << 40));
+    return (int64_t)(h % 255u) - 127;
 }
 
 float ex_synth_grad(uint64_t seed, int64_t it, int64_t i)
 {
-    return ldexpf((float)share_u(seed, it, i, 0), -10);
+    return ldexpf((float)share_u(ex_synth_base(seed, it), i, 0), -10);
+}
+
+float ex_synth_share(uint64_t base, int64_t i, int q, int W)
+{
+    int64_t a = share_u(base, i, q);
+    int64_t b = q + 1 < W ? share_u(base, i, q + 1) : 0;
+    return ldexpf((float)(a - b), -10);
 }
 
 float ex_synth_grad_share(uint64_t seed, int64_t it, int64_t i, int q, int W)
 {
-    int64_t a = share_u(seed, it, i, q);
-    int64_t b = q + 1 < W ? share_u(seed, it, i, q + 1) : 0;
-    return ldexpf((float)(a - b), -10);
+    return ex_synth_share(ex_synth_base(seed, it), i, q, W);
 }
 
 struct kern_adam_hparams ex_hparams(const struct ex_opts *o, int group)

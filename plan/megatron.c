@@ -6,7 +6,9 @@
  *  - the vocabulary is padded up to a multiple of make_vocab_size_divisible_by x TP and split
  *    over the TP ranks (VocabParallelEmbedding);
  *  - query_key_value ([h + 2 kv_heads head_dim] x h) and dense_h_to_4h ([ffn or 2 ffn] x h) are
- *    ColumnParallelLinear: weight rows and bias split;
+ *    ColumnParallelLinear: weight rows and bias split; checkouts from 2023-07-22 (GQA support) until
+ *    2023-11-21 (fused again) register query ([h] x h) and key_value ([2 kv_heads head_dim] x h)
+ *    as two ColumnParallelLinear modules when kv_heads < heads (plan_model_megatron_split_qkv);
  *  - self_attention.dense and dense_4h_to_h are RowParallelLinear: weight columns split, bias whole
  *    on every rank;
  *  - norms and the learned position table are replicated;
@@ -17,6 +19,7 @@
  * Layer names use the stage-local index (ParallelTransformer.layers is a per-stage ModuleList);
  * plan_tensor.layer holds the global block index. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "plan/model_impl.h"
@@ -281,4 +284,45 @@ int plan__megatron_from_json(struct plan_model *m, const json_t *root, const cha
     if (rc)
         rl_err_prefix(e, "%s", what);
     return rc;
+}
+
+int plan_model_megatron_split_qkv(struct plan_model *m, struct rl_err *e)
+{
+    const struct plan_arch *a = &m->arch;
+    if (a->kind != PLAN_ARCH_MEGATRON_GPT || a->kv_heads <= 0 || a->kv_heads >= a->heads)
+        return 0;
+    const char *const fused = "self_attention.query_key_value.";
+    int64_t tp = a->tp > 0 ? a->tp : 1, q_rows = a->hidden / tp;
+    struct plan_model n = *m;
+    n.tensors = NULL;
+    n.n_tensors = n.cap_tensors = 0;
+    n.total_numel = 0;
+    int rc = 0;
+    for (int i = 0; i < m->n_tensors && rc == 0; i++) {
+        const struct plan_tensor *t = &m->tensors[i];
+        const char *at = strstr(t->name, fused);
+        if (!at) {
+            rc = plan_model_add(&n, t->name, t->ndim, t->shape, t->tp, t->flags, t->layer, e);
+            continue;
+        }
+        /* "<prefix>self_attention.query_key_value.<weight|bias>" -> query.<...>, key_value.<...> */
+        int pre = (int)(at - t->name) + (int)strlen("self_attention.");
+        const char *leaf = at + strlen(fused);
+        int64_t shape[4];
+        memcpy(shape, t->shape, sizeof shape);
+        shape[0] = q_rows;
+        if ((rc = plan__addf(&n, e, t->tp, t->flags, t->layer, t->ndim, shape[0], shape[1], "%.*squery.%s", pre,
+                             t->name, leaf)))
+            break;
+        shape[0] = t->shape[0] - q_rows;
+        rc = plan__addf(&n, e, t->tp, t->flags, t->layer, t->ndim, shape[0], shape[1], "%.*skey_value.%s", pre,
+                        t->name, leaf);
+    }
+    if (rc) {
+        free(n.tensors);
+        return rc;
+    }
+    free(m->tensors);
+    *m = n;
+    return 0;
 }

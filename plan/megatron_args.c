@@ -585,3 +585,15 @@ int plan_megatron_version_rule(const char *s, enum plan_group_rule *r, struct rl
     *r = strcmp(iso, PLAN_MEGATRON_RULE_DATE) < 0 ? PLAN_GROUPS_MEGATRON_OLD : PLAN_GROUPS_MEGATRON;
     return 0;
 }
+
+bool plan_megatron_version_splits_qkv(const char *s)
+{
+    int y = 0, m = 0, d = 1, used = 0;
+    bool ok = s && ((sscanf(s, "%4d-%2d-%2d%n", &y, &m, &d, &used) == 3 && s[used] == 0) ||
+                    (used = 0, d = 1, sscanf(s, "%4d-%2d%n", &y, &m, &used) == 2 && s[used] == 0));
+    if (!ok || m < 1 || m > 12 || d < 1 || d > 31)
+        return false;
+    char iso[16];
+    snprintf(iso, sizeof iso, "%04d-%02d-%02d", y, m, d);
+    return strcmp(iso, PLAN_MEGATRON_GQA_SPLIT_FROM) >= 0 && strcmp(iso, PLAN_MEGATRON_GQA_SPLIT_UNTIL) < 0;
+}

@@ -53,6 +53,13 @@ int plan_megatron_args_load(const char *path, struct plan_megatron_launch *out, 
  * PLAN_MEGATRON_RULE_DATE the old rule (_get_params_for_weight_decay_optimization), from it on the
  * new one (get_param_groups). */
 #define PLAN_MEGATRON_RULE_DATE "2023-07-01"
+/* Checkouts dated from PLAN_MEGATRON_GQA_SPLIT_FROM up to (not including) PLAN_MEGATRON_GQA_SPLIT_UNTIL
+ * register self-attention's query and key_value as separate parameters when the key-value heads
+ * are fewer than the heads (GQA support, then fused again). True for such a --megatron-version
+ * date (YYYY-MM-DD or YYYY-MM, taken as its first day); false for "new", "old" and other dates. */
+#define PLAN_MEGATRON_GQA_SPLIT_FROM "2023-07-22"
+#define PLAN_MEGATRON_GQA_SPLIT_UNTIL "2023-11-21"
+bool plan_megatron_version_splits_qkv(const char *s);
 int plan_megatron_version_rule(const char *s, enum plan_group_rule *r, struct rl_err *e);
 
 #endif

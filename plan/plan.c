@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "plan/plan.h"
+#include "plan/step.h"
 
 /* ---- names ----------------------------------------------------------------------------------- */
 
@@ -247,7 +248,7 @@ int plan_build(struct plan *p, const struct plan_model *m, const struct plan_lay
     if (p->ledger_kind == PLAN_LEDGER_AUTO)
         p->ledger_kind = rl_version_cmp(z->ds_version, (struct rl_version){0, 13, 0}) < 0 ? PLAN_LEDGER_DS012
                                                                                            : PLAN_LEDGER_DS013;
-    p->exec_chunk_numel = o && o->exec_chunk_numel > 0 ? o->exec_chunk_numel : INT64_C(4) << 20;
+    p->exec_chunk_numel = o && o->exec_chunk_numel > 0 ? o->exec_chunk_numel : STEP_CHUNK_DEFAULT_NUMEL;
     /* Without offload nothing goes to the CPU, whatever the ratio says. */
     p->requested_ratio = z->offload == PLAN_OFFLOAD_CPU ? z->ratio : 0.0;
 

@@ -115,6 +115,12 @@ struct plan_megatron_cfg {
 };
 void plan_megatron_defaults(struct plan_megatron_cfg *c);
 int plan_model_megatron(struct plan_model *m, const struct plan_megatron_cfg *c, struct rl_err *e);
+/* Megatron-DeepSpeed from 2023-07-22 (GQA support) until 2023-11-21 (fused again): with fewer
+ * key-value heads than heads, self-attention registers `query` ([h] x h) and `key_value`
+ * ([2 kv_heads head_dim] x h) instead of `query_key_value`: 7 tensors per layer instead of 6
+ * (without biases), the same elements. Rewrites a Megatron model in place; other models and
+ * models without GQA are left as they are. */
+int plan_model_megatron_split_qkv(struct plan_model *m, struct rl_err *e);
 
 /* Loads a preset name from <catalog>/models/<name>.json, or a path to a preset file or a HF
  * config.json (model_type gpt2, t5, llama, opt). tp/pp/pp_stage apply to Megatron presets; HF

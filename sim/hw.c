@@ -11,17 +11,17 @@
 /* A scalar field of the profile: JSON path (array indices as "[]"), kind, offset, range. */
 struct hw_field {
     const char *path;
-    char kind;          /* 's' string, 'i' int, 'b' bytes (int64), 'd' double; 'I' an optional
-                           int (0 when absent) */
+    char kind;          /* 's' string, 'i' int, 'b' bytes (int64), 'd' double */
     size_t off;         /* offset in struct sim_hw; (size_t)-1 for array members */
     double lo, hi;      /* allowed range, inclusive */
+    bool array;         /* the value is an array of numbers (pcie_switches[].gpus) */
 };
 
-#define F(p, k, m, lo, hi) {p, k, offsetof(struct sim_hw, m), lo, hi}
-#define A(p, k, lo, hi) {p, k, (size_t)-1, lo, hi}
+#define F(p, k, m, lo, hi) {p, k, offsetof(struct sim_hw, m), lo, hi, false}
+#define A(p, k, lo, hi) {p, k, (size_t)-1, lo, hi, false}
 static const struct hw_field fields[] = {
-    {"name", 's', offsetof(struct sim_hw, name), 0, 0},
-    {"description", 's', (size_t)-1, 0, 0},
+    {"name", 's', offsetof(struct sim_hw, name), 0, 0, false},
+    {"description", 's', (size_t)-1, 0, 0, false},
     F("node.gpus", 'i', gpus, 1, SIM_HW_MAX_GPUS),
     F("node.host_memory_bytes", 'b', host_mem_bytes, 1e9, 1e15),
     F("node.inter_socket_gbps", 'd', inter_socket_gbps, 0.1, 1e5),
@@ -29,8 +29,8 @@ static const struct hw_field fields[] = {
     A("node.sockets[].dram_gbps", 'd', 1, 1e5),
     A("node.pcie_switches[].socket", 'i', 0, SIM_HW_MAX_SOCKETS - 1),
     A("node.pcie_switches[].uplink_gbps", 'd', 0.1, 1e5),
-    A("node.pcie_switches[].gpus", 'i', 0, SIM_HW_MAX_GPUS - 1),
-    {"gpu.model", 's', offsetof(struct sim_hw, gpu_model), 0, 0},
+    {"node.pcie_switches[].gpus", 'i', (size_t)-1, 0, SIM_HW_MAX_GPUS - 1, true},
+    {"gpu.model", 's', offsetof(struct sim_hw, gpu_model), 0, 0, false},
     F("gpu.memory_bytes", 'b', gpu_mem_bytes, 1e9, 1e13),
     F("gpu.hbm_gbps", 'd', hbm_gbps, 1, 1e5),
     F("gpu.hbm_efficiency", 'd', hbm_efficiency, 0.01, 1),
@@ -44,6 +44,7 @@ static const struct hw_field fields[] = {
     F("gpu.d2h_pageable_gbps", 'd', d2h_pageable_gbps, 0.01, 1e4),
     F("gpu.context_bytes", 'b', context_bytes, 0, 1e11),
     F("gpu.allocator_overhead", 'd', allocator_overhead, 0, 1),
+    F("gpu.nccl_bytes_per_communicator", 'b', nccl_comm_bytes, 0, 1e11),
     F("collectives.allgather_busbw_gbps", 'd', allgather_busbw_gbps, 0.1, 1e5),
     F("collectives.reduce_scatter_busbw_gbps", 'd', reduce_scatter_busbw_gbps, 0.1, 1e5),
     F("collectives.allreduce_busbw_gbps", 'd', allreduce_busbw_gbps, 0.1, 1e5),
@@ -54,8 +55,9 @@ static const struct hw_field fields[] = {
     F("latency_us.collective_inter", 'd', lat_coll_inter_us, 0, 1e5),
     F("cpu_adam.elements_per_s_per_core", 'd', cpu_adam_elems_per_core, 1e6, 1e12),
     F("cpu_adam.dram_bytes_per_element", 'd', cpu_adam_dram_bytes, 1, 1000),
-    F("gpu.emulated", 'I', gpu_emulated, 0, 1),
-    F("gpu.emulated_cores", 'I', gpu_emulated_cores, 0, 4096),
+    F("cpu_adam.torch_elements_per_s_per_core", 'd', torch_adam_elems_per_core, 1e5, 1e12),
+    F("gpu.emulated", 'i', gpu_emulated, 0, 1),
+    F("gpu.emulated_cores", 'i', gpu_emulated_cores, 0, 4096),
 };
 #undef F
 #undef A
@@ -116,7 +118,7 @@ static int check_leaf(struct walk *w, json_t *v, const char *exact, const char *
     if (!isfinite(x) || x < f->lo || x > f->hi)
         return rl_errf(w->e, RL_EINVAL, "%s: %s: %g is outside the allowed range [%g, %g]", w->what,
                        exact, x, f->lo, f->hi);
-    if ((f->kind == 'i' || f->kind == 'I' || f->kind == 'b') && x != floor(x))
+    if ((f->kind == 'i' || f->kind == 'b') && x != floor(x))
         return rl_errf(w->e, RL_EINVAL, "%s: %s: %g must be a whole number", w->what, exact, x);
     return check_source(w, exact, norm);
 }
@@ -141,6 +143,12 @@ static int walk(struct walk *w, json_t *v, const char *exact, const char *norm)
         return 0;
     }
     if (json_is_array(v)) {
+        const struct hw_field *f = find_field(norm);
+        if (f && !f->array)
+            return rl_errf(w->e, RL_EINVAL, "%s: %s: must be a %s, not an array", w->what, exact,
+                           f->kind == 's' ? "string" : "number");
+        if (!f && !is_container(norm))
+            return rl_errf(w->e, RL_EINVAL, "%s: %s: unknown array", w->what, exact);
         char no[256];
         snprintf(no, sizeof no, "%s[]", norm);
         size_t i;
@@ -149,18 +157,35 @@ static int walk(struct walk *w, json_t *v, const char *exact, const char *norm)
             char ex[256];
             snprintf(ex, sizeof ex, "%s[%zu]", exact, i);
             int rc;
-            if (json_is_object(c))
-                rc = walk(w, c, ex, no);
-            else   /* an array of numbers: its members share the array's path */
+            if (f && f->array)   /* an array of numbers: its members share the array's path */
                 rc = check_leaf(w, c, ex, norm);
+            else if (json_is_object(c))
+                rc = walk(w, c, ex, no);
+            else
+                rc = rl_errf(w->e, RL_EINVAL, "%s: %s: must be an object", w->what, ex);
             if (rc)
                 return rc;
         }
-        if (!is_container(norm) && !find_field(norm))
-            return rl_errf(w->e, RL_EINVAL, "%s: %s: unknown array", w->what, exact);
         return 0;
     }
     return check_leaf(w, v, exact, norm);
+}
+
+/* Keys a profile may leave out (profiles written before they existed): their default, set once
+ * the required fields are in. Returns false for a required key. */
+static bool optional_default(struct sim_hw *hw, const char *path)
+{
+    if (strcmp(path, "gpu.nccl_bytes_per_communicator") == 0) {
+        hw->nccl_comm_bytes = INT64_C(2) * 16 * (INT64_C(4) << 20);
+        return true;
+    }
+    if (strcmp(path, "gpu.emulated") == 0 || strcmp(path, "gpu.emulated_cores") == 0)
+        return true;   /* 0: a real GPU (memset by sim_hw_parse) */
+    if (strcmp(path, "cpu_adam.torch_elements_per_s_per_core") == 0) {
+        hw->torch_adam_elems_per_core = -1;   /* resolved after the fill */
+        return true;
+    }
+    return false;
 }
 
 /* Copies the scalar fields into *hw (values are validated by walk()). */
@@ -175,19 +200,20 @@ static int fill(struct sim_hw *hw, json_t *root, const char *what, struct rl_err
         json_t *v = root;
         for (char *tok = strtok(buf, "."); tok && v; tok = strtok(NULL, "."))
             v = json_object_get(v, tok);
-        if (!v && f->kind == 'I')
-            continue;   /* optional: stays 0 (memset by sim_hw_parse) */
+        if (!v && optional_default(hw, f->path))
+            continue;
         if (!v)
             return rl_errf(e, RL_EINVAL, "%s: %s: missing (required)", what, f->path);
         char *p = (char *)hw + f->off;
         switch (f->kind) {
         case 's': snprintf(p, 64, "%s", json_string_value(v)); break;
-        case 'i':
-        case 'I': *(int *)p = (int)json_number_value(v); break;
+        case 'i': *(int *)p = (int)json_number_value(v); break;
         case 'b': *(int64_t *)p = (int64_t)json_number_value(v); break;
         default: *(double *)p = json_number_value(v); break;
         }
     }
+    if (hw->torch_adam_elems_per_core < 0)
+        hw->torch_adam_elems_per_core = hw->cpu_adam_elems_per_core / 6.0;
     return 0;
 }
 

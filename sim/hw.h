@@ -49,8 +49,11 @@ struct sim_hw {
     double d2h_pinned_gbps;
     double h2d_pageable_gbps;      /* same from pageable host memory */
     double d2h_pageable_gbps;
-    int64_t context_bytes;         /* CUDA context + NCCL buffers per GPU, outside the allocator */
-    double allocator_overhead;     /* caching-allocator reserve above allocated, as a fraction */
+    int64_t context_bytes;         /* CUDA context (driver, kernels, cuBLAS workspace) per GPU */
+    double allocator_overhead;     /* caching-allocator fragmentation: reserve above the transient
+                                      allocations (activations, gathered parameters), a fraction */
+    int64_t nccl_comm_bytes;       /* NCCL buffers of one communicator on one GPU (optional key;
+                                      default 2 x 16 channels x 4 MiB NCCL_BUFFSIZE) */
     /* collectives (nccl-tests bus bandwidth inside a node) */
     double allgather_busbw_gbps;   /* all-gather */
     double reduce_scatter_busbw_gbps; /* reduce-scatter */
@@ -65,6 +68,8 @@ struct sim_hw {
     /* CPU Adam */
     double cpu_adam_elems_per_core;/* elements per second per core when not DRAM-bound */
     double cpu_adam_dram_bytes;    /* DRAM bytes moved per element updated */
+    double torch_adam_elems_per_core;  /* torch.optim.AdamW on the CPU, elements per second per
+                                      core (optional key; default a sixth of DeepSpeed's) */
     /* emulated device (ratiolab's cpu backend; optional keys, default 0 = a real GPU) */
     int gpu_emulated;              /* 1: device memory is the host's DRAM and device kernels run
                                       on host cores, so they contend with the host share */

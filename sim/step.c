@@ -1,6 +1,7 @@
 /* sim/step.c — builds the task graph of one ZeRO-3 step for every GPU of a node, runs it on the
  * flow model and reduces the result to a step time, a per-phase breakdown and a memory
- * prediction. Cost: O(ranks x (blocks x grad_accum + buckets + sub-groups + chunks)) tasks. */
+ * prediction. Cost: O(ranks x (blocks x min(grad_accum, 4) + buckets + sub-groups + chunks))
+ * tasks: a longer accumulation repeats the steady-state micro-step (sim/README.md). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,26 +9,58 @@
 #include "sim/step.h"
 #include "sim/step_impl.h"
 
-static const char *const schedule_names[] = {"deepspeed-0.12", "overlap"};
-static const char *const phase_names[] = {
-    "forward", "backward", "gpu_adam", "cpu_adam", "tp_allreduce", "allgather", "reduce_scatter",
-    "grad_d2h", "grad_h2d", "param_h2d", "pipeline_bubble"};
+static const char *const cpu_opt_names[] = {"deepspeed", "torch"};
 
-const char *sim_schedule_name(enum sim_schedule s) { return schedule_names[s]; }
-const char *sim_phase_name(int phase)
+const char *sim_cpu_optimizer_name(enum sim_cpu_optimizer o)
 {
-    return phase >= 0 && phase < SIM_PH_COUNT ? phase_names[phase] : "?";
+    return (int)o >= 0 && o <= SIM_CPU_OPT_TORCH ? cpu_opt_names[o] : "?";
 }
 
-int sim_schedule_parse(const char *s, enum sim_schedule *out, struct rl_err *e)
+int sim_cpu_optimizer_parse(const char *s, enum sim_cpu_optimizer *out, struct rl_err *e)
 {
-    for (int i = 0; i < 2; i++)
-        if (rl_streq(s, schedule_names[i])) {
-            *out = (enum sim_schedule)i;
+    for (int i = 0; i <= SIM_CPU_OPT_TORCH; i++)
+        if (rl_streq(s, cpu_opt_names[i])) {
+            *out = (enum sim_cpu_optimizer)i;
             return 0;
         }
-    return rl_errf(e, RL_EINVAL, "--schedule: '%s' is not a schedule; allowed: deepspeed-0.12, overlap",
-                   s ? s : "");
+    return rl_errf(e, RL_EINVAL, "--cpu-optimizer: '%s' is not allowed; allowed: deepspeed, torch", s ? s : "");
+}
+
+int sim_gpu_ids_parse(const char *s, int *ids, int *n, struct rl_err *e)
+{
+    *n = 0;
+    bool seen[SIM_HW_MAX_GPUS] = {false};
+    const char *q = s ? s : "";
+    while (*q) {
+        char *end;
+        long lo = strtol(q, &end, 10), hi = lo;
+        if (end == q || lo < 0 || lo >= SIM_HW_MAX_GPUS)
+            goto bad;
+        q = end;
+        if (*q == '-') {
+            hi = strtol(q + 1, &end, 10);
+            if (end == q + 1 || hi < lo || hi >= SIM_HW_MAX_GPUS)
+                goto bad;
+            q = end;
+        }
+        for (long g = lo; g <= hi; g++) {
+            if (seen[g])
+                return rl_errf(e, RL_EINVAL, "--gpu-ids: '%s' names GPU %ld twice; allowed: distinct GPU "
+                               "indices of the node", s, g);
+            seen[g] = true;
+            ids[(*n)++] = (int)g;
+        }
+        if (*q == ',' && q[1])
+            q++;
+        else if (*q)
+            goto bad;
+    }
+    if (*n == 0)
+        goto bad;
+    return 0;
+bad:
+    return rl_errf(e, RL_EINVAL, "--gpu-ids: '%s' is not a GPU list; allowed: indices 0..%d as '0,1,2' or "
+                   "'0-3'", s ? s : "", SIM_HW_MAX_GPUS - 1);
 }
 
 void sim_train_defaults(struct sim_train *t)
@@ -35,6 +68,7 @@ void sim_train_defaults(struct sim_train *t)
     memset(t, 0, sizeof *t);
     t->schedule = SIM_SCHED_DS012;
     t->gpu_reserve_bytes = -1;
+    t->cpu_optimizer = SIM_CPU_OPT_DEEPSPEED;
 }
 
 /* ---- the model, reduced to blocks --------------------------------------------------------------
@@ -45,6 +79,8 @@ struct blocks {
     int64_t *full_numel;   /* per block: elements on this TP rank before ZeRO partitioning */
     int64_t *part_numel;   /* per block: this rank's ZeRO-3 partition */
     int64_t *cpu_numel;    /* per block: of which updated on the CPU */
+    int *n_tensors;        /* per block: parameter tensors */
+    int *cpu_tensors;      /* per block: of which with elements updated on the CPU */
     double *fwd_flops;     /* per block: forward FLOPs per micro-batch */
     int64_t max_layer_numel;   /* largest full_numel over blocks */
 };
@@ -54,6 +90,8 @@ static void blocks_free(struct blocks *k)
     free(k->full_numel);
     free(k->part_numel);
     free(k->cpu_numel);
+    free(k->n_tensors);
+    free(k->cpu_tensors);
     free(k->fwd_flops);
 }
 
@@ -77,8 +115,11 @@ static int blocks_build(struct blocks *k, const struct plan *p, int64_t b, int64
     k->part_numel = calloc((size_t)k->n, sizeof *k->part_numel);
     k->cpu_numel = calloc((size_t)k->n, sizeof *k->cpu_numel);
     k->fwd_flops = calloc((size_t)k->n, sizeof *k->fwd_flops);
+    k->n_tensors = calloc((size_t)k->n, sizeof *k->n_tensors);
+    k->cpu_tensors = calloc((size_t)k->n, sizeof *k->cpu_tensors);
     int *blk = malloc(sizeof *blk * (size_t)(m->n_tensors > 0 ? (unsigned)m->n_tensors : 1u));
-    if (!k->full_numel || !k->part_numel || !k->cpu_numel || !k->fwd_flops || !blk) {
+    if (!k->full_numel || !k->part_numel || !k->cpu_numel || !k->fwd_flops || !k->n_tensors || !k->cpu_tensors ||
+        !blk) {
         free(blk);
         blocks_free(k);
         return rl_errf(e, RL_ENOMEM, "step: out of memory for %d blocks", k->n);
@@ -94,6 +135,7 @@ static int blocks_build(struct blocks *k, const struct plan *p, int64_t b, int64
         }
         k->full_numel[blk[i]] += m->tensors[i].numel;
         k->part_numel[blk[i]] += p->part_numel[i];
+        k->n_tensors[blk[i]]++;
     }
     /* CPU elements per tensor: each sub-group's CPU share is the prefix [offset, offset +
      * cpu_numel) of its range of the flat partition (DeepSpeed policies: all or nothing; exact:
@@ -109,8 +151,10 @@ static int blocks_build(struct blocks *k, const struct plan *p, int64_t b, int64
             const struct plan_subgroup *g = &p->subgroups[sg];
             int64_t c0 = off > g->offset ? off : g->offset;
             int64_t c1 = off + n < g->offset + g->cpu_numel ? off + n : g->offset + g->cpu_numel;
-            if (c1 > c0)
+            if (c1 > c0) {
                 k->cpu_numel[blk[ti]] += c1 - c0;
+                k->cpu_tensors[blk[ti]]++;
+            }
         }
         off += n;
     }
@@ -166,7 +210,7 @@ static double layer_activation_bytes(const struct plan *p, const struct sim_trai
     return t->checkpoint_activations ? 2.0 * s * b * h * width : full;
 }
 
-static int64_t activation_bytes(const struct plan *p, const struct sim_train *t, int layers)
+static double activation_bytes_f(const struct plan *p, const struct sim_train *t, int layers)
 {
     const struct plan_arch *a = &p->model->arch;
     double s = (double)t->seq_len, b = (double)t->micro_batch;
@@ -180,32 +224,84 @@ static int64_t activation_bytes(const struct plan *p, const struct sim_train *t,
         double vocab = (double)(a->vocab_padded > 0 ? a->vocab_padded : a->vocab);
         bytes += 2.0 * 4.0 * s * b * vocab / tp;
     }
-    return (int64_t)ceil(bytes);
+    return bytes;
+}
+
+/* Largest byte or nanosecond count the model accepts: products above it are refused instead of
+ * wrapping (2^62, so sums of a few of them still fit in int64). */
+#define SIM_MAX_COUNT 4.611686018427387904e18
+
+/* NCCL communicators a rank holds: the world group, and the DP, TP and PP groups when they are
+ * proper subgroups with more than one rank (each communicator allocates its own buffers). */
+static int nccl_communicators(const struct plan *p)
+{
+    const struct plan_layout *l = &p->layout;
+    int world = l->world > 0 ? l->world : 1;
+    if (world <= 1)
+        return 0;
+    int n = 1;
+    n += l->dp > 1 && l->dp < world;
+    n += l->tp > 1 && l->tp < world;
+    n += l->pp > 1 && l->pp < world;
+    return n;
+}
+
+/* The caching allocator's 2 MiB rounding of the ledger's GPU buffers (PyTorch rounds requests
+ * above 1 MiB up to a multiple of 2 MiB, c10/cuda/CUDACachingAllocator.cpp kRoundLarge). */
+static int64_t ledger_rounding_bytes(const struct plan *p)
+{
+    const int64_t gran = INT64_C(2) << 20;
+    int64_t sum = 0;
+    for (int i = 0; i < p->n_buffers; i++) {
+        const struct plan_buffer *x = &p->buffers[i];
+        if (x->device == PLAN_DEV_GPU && x->bytes > (INT64_C(1) << 20) && x->bytes % gran)
+            sum += gran - x->bytes % gran;
+    }
+    return sum;
 }
 
 static int memory(const struct plan *p, const struct sim_hw *hw, const struct sim_train *t,
-                  const struct blocks *k, struct sim_step_result *r)
+                  const struct blocks *k, struct sim_step_result *r, struct rl_err *e)
 {
     int dp = p->layout.dp > 0 ? p->layout.dp : 1;
     int dtype = plan_dtype_bytes(p->zero.dtype);
     r->gpu_ledger_bytes = plan_peak_gpu_bytes(p);
-    r->gpu_activation_bytes = activation_bytes(p, t, k->n - 2);
+    double act = activation_bytes_f(p, t, k->n - 2);
+    if (!(act <= SIM_MAX_COUNT))
+        return rl_errf(e, RL_EINVAL, "activations: --seq-len %lld x --micro-batch %lld gives %.3g bytes per GPU, "
+                       "more than the %.3g the model counts; allowed: a smaller --seq-len or --micro-batch",
+                       (long long)t->seq_len, (long long)t->micro_batch, act, SIM_MAX_COUNT);
+    r->gpu_activation_bytes = (int64_t)ceil(act);
     /* ZeRO-3 gathers each block before use and prefetches up to prefetch_bucket_size elements
      * ahead, bounded by max_live_parameters; with dp == 1 the partition is the whole tensor. */
-    int64_t live = 0;
+    double live = 0;
     if (dp > 1) {
         int64_t depth = k->max_layer_numel > 0 ? p->zero.prefetch_bucket_size / k->max_layer_numel : 0;
         if (depth < 1)
             depth = 1;
-        live = (depth + 1) * k->max_layer_numel;
-        if (p->zero.max_live_parameters > 0 && live > p->zero.max_live_parameters + k->max_layer_numel)
-            live = p->zero.max_live_parameters + k->max_layer_numel;
+        live = ((double)depth + 1) * (double)k->max_layer_numel;
+        if (p->zero.max_live_parameters > 0 &&
+            live > (double)p->zero.max_live_parameters + (double)k->max_layer_numel)
+            live = (double)p->zero.max_live_parameters + (double)k->max_layer_numel;
     }
-    r->gpu_live_param_bytes = live * dtype;
+    double transient = act + live * dtype;
+    double alloc = (double)r->gpu_ledger_bytes + transient;
+    if (!(alloc <= SIM_MAX_COUNT))
+        return rl_errf(e, RL_EINVAL, "GPU memory: %.3g bytes per GPU (model states %.3g, activations %.3g, "
+                       "gathered parameters %.3g) is more than the model counts (%.3g); allowed: a smaller "
+                       "model, --seq-len or --micro-batch", alloc, (double)r->gpu_ledger_bytes, act, live * dtype,
+                       SIM_MAX_COUNT);
+    r->gpu_live_param_bytes = (int64_t)live * dtype;
     r->gpu_allocated_bytes = r->gpu_ledger_bytes + r->gpu_activation_bytes + r->gpu_live_param_bytes;
-    r->gpu_reserve_bytes = t->gpu_reserve_bytes >= 0
-                               ? t->gpu_reserve_bytes
-                               : hw->context_bytes + (int64_t)ceil(hw->allocator_overhead * (double)r->gpu_allocated_bytes);
+    r->nccl_communicators = nccl_communicators(p);
+    if (t->gpu_reserve_bytes >= 0) {
+        r->gpu_reserve_bytes = t->gpu_reserve_bytes;
+    } else {
+        r->gpu_context_bytes = hw->context_bytes;
+        r->gpu_nccl_bytes = (int64_t)r->nccl_communicators * hw->nccl_comm_bytes;
+        r->gpu_allocator_bytes = ledger_rounding_bytes(p) + (int64_t)ceil(hw->allocator_overhead * transient);
+        r->gpu_reserve_bytes = r->gpu_context_bytes + r->gpu_nccl_bytes + r->gpu_allocator_bytes;
+    }
     r->gpu_total_bytes = r->gpu_allocated_bytes + r->gpu_reserve_bytes;
     r->gpu_capacity_bytes = hw->gpu_mem_bytes;
     r->fits_gpu = r->gpu_total_bytes <= r->gpu_capacity_bytes;
@@ -217,22 +313,48 @@ static int memory(const struct plan *p, const struct sim_hw *hw, const struct si
     r->micro_batch = t->micro_batch;
     r->seq_len = t->seq_len;
     r->grad_accum = t->grad_accum;
+    r->ds_version = p->zero.ds_version;
     return 0;
 }
 
-static int check_inputs(const struct plan *p, const struct sim_hw *hw, struct rl_err *e)
+/* The ranks of this node and their GPUs: the first ranks of the node (what a launcher does) or
+ * --gpu-ids; fills b->gpu and the result's record of which GPUs and sockets are modelled. */
+static int place_ranks(const struct plan *p, const struct sim_hw *hw, const struct sim_train *t, int *gpu,
+                       int *ranks_out, struct sim_step_result *r, struct rl_err *e)
 {
     int gpn = p->layout.gpus_per_node > 0 ? p->layout.gpus_per_node : 1;
     if (gpn > hw->gpus)
         return rl_errf(e, RL_EINVAL, "layout: %d GPUs per node, but hardware profile %s has %d per node "
                        "(allowed: --gpus-per-node <= %d, or another --hw)", gpn, hw->name, hw->gpus, hw->gpus);
+    int ranks = gpn;
+    if (ranks > p->layout.world && p->layout.world > 0)
+        ranks = p->layout.world;
+    if (t->n_gpu_ids > 0 && t->n_gpu_ids != ranks)
+        return rl_errf(e, RL_EINVAL, "--gpu-ids: %d GPUs given for %d ranks per node; allowed: exactly %d "
+                       "distinct indices", t->n_gpu_ids, ranks, ranks);
+    for (int g = 0; g < ranks; g++) {
+        gpu[g] = t->n_gpu_ids > 0 ? t->gpu_ids[g] : g;
+        if (gpu[g] < 0 || gpu[g] >= hw->gpus)
+            return rl_errf(e, RL_EINVAL, "--gpu-ids: GPU %d is not in hardware profile %s; allowed: 0..%d", gpu[g],
+                           hw->name, hw->gpus - 1);
+    }
+    *ranks_out = ranks;
+    r->ranks = ranks;
+    r->socket_mask = 0;
+    for (int g = 0; g < ranks; g++) {
+        r->gpu_ids[g] = gpu[g];
+        r->socket_mask |= 1u << hw->sw[hw->gpu_switch[gpu[g]]].socket;
+    }
+    r->sockets_used = __builtin_popcount(r->socket_mask);
     return 0;
 }
 
 int sim_step_memory(const struct plan *p, const struct sim_hw *hw, const struct sim_train *in,
                     struct sim_step_result *r, struct rl_err *e)
 {
-    int rc = check_inputs(p, hw, e);
+    memset(r, 0, sizeof *r);
+    int gpu[SIM_HW_MAX_GPUS], ranks;
+    int rc = place_ranks(p, hw, in, gpu, &ranks, r, e);
     if (rc)
         return rc;
     struct sim_train t;
@@ -240,10 +362,9 @@ int sim_step_memory(const struct plan *p, const struct sim_hw *hw, const struct 
     struct blocks k;
     if ((rc = blocks_build(&k, p, t.micro_batch, t.seq_len, e)))
         return rc;
-    memset(r, 0, sizeof *r);
-    memory(p, hw, &t, &k, r);
+    rc = memory(p, hw, &t, &k, r, e);
     blocks_free(&k);
-    return 0;
+    return rc;
 }
 
 /* ---- graph construction -------------------------------------------------------------------------- */
@@ -273,7 +394,7 @@ static int add_task(struct builder *u, const char *name, int rank, int track, in
 
 static void dep(struct builder *u, int from, int to)
 {
-    if (to < 0)
+    if (to < 0 || from < 0)
         return;
     int rc = sim_graph_dep(&u->b->g, from, to);
     if (rc && !u->err)
@@ -300,37 +421,46 @@ static void mem_event(struct builder *u, int task, int64_t delta)
 
 static int64_t us_to_ns(double us) { return (int64_t)llround(us * 1000.0); }
 
-static int socket_of(const struct sim__step *b, int g) { return b->hw->sw[b->hw->gpu_switch[g]].socket; }
+static int socket_of(const struct sim__step *b, int g) { return b->hw->sw[b->hw->gpu_switch[b->gpu[g]]].socket; }
+
+/* The DRAM a rank's host buffers live on: its socket's, or both halves with numa_interleave (the
+ * inter-socket link then carries half the traffic). Appends to res/w; returns the count. */
+static int host_dram(const struct sim__step *b, int g, double bytes_per_unit, int *res, double *w, int n)
+{
+    if (b->t.numa_interleave && b->hw->n_sockets == 2 && b->r_isl >= 0) {
+        res[n] = b->r_dram[0], w[n++] = bytes_per_unit / 2;
+        res[n] = b->r_dram[1], w[n++] = bytes_per_unit / 2;
+        res[n] = b->r_isl, w[n++] = bytes_per_unit / 2;
+    } else {
+        res[n] = b->r_dram[socket_of(b, g)], w[n++] = bytes_per_unit;
+    }
+    return n;
+}
 
 /* A host copy of `bytes` for rank g: GPU link, switch uplink, DRAM of the host buffer's socket
- * (pageable: twice, the driver's staging copy), spread over all sockets with numa_interleave. */
-static int host_copy(struct builder *u, const char *name, int g, bool h2d, bool pinned, double bytes,
-                     int phase, int64_t arg)
+ * (pageable: twice, the driver's staging copy, and capped at the profile's pageable rate), spread
+ * over all sockets with numa_interleave. `calls` copies issued one after another (per parameter)
+ * add their latencies. */
+static int host_copy(struct builder *u, const char *name, int g, bool h2d, bool pinned, double bytes, int phase,
+                     int64_t arg, int64_t calls)
 {
     struct sim__step *b = u->b;
     const struct sim_hw *hw = b->hw;
     int res[SIM_MAX_RES], n = 0;
     double w[SIM_MAX_RES];
-    int sw = hw->gpu_switch[g];
+    int sw = hw->gpu_switch[b->gpu[g]];
     res[n] = h2d ? b->r_h2d[g] : b->r_d2h[g], w[n++] = 1;
     if (hw->n_switches > 0)
         res[n] = h2d ? b->r_up_h2d[sw] : b->r_up_d2h[sw], w[n++] = 1;
-    double dram_w = pinned ? 1.0 : 2.0;
-    int k = socket_of(b, g);
-    if (b->t.numa_interleave && hw->n_sockets == 2 && b->r_isl >= 0) {
-        res[n] = b->r_dram[0], w[n++] = dram_w / 2;
-        res[n] = b->r_dram[1], w[n++] = dram_w / 2;
-        res[n] = b->r_isl, w[n++] = 0.5;
-    } else {
-        res[n] = b->r_dram[k], w[n++] = dram_w;
-    }
+    n = host_dram(b, g, pinned ? 1.0 : 2.0, res, w, n);
     double cap = pinned ? 0 : (h2d ? hw->h2d_pageable_gbps : hw->d2h_pageable_gbps) * 1e9;
-    return add_task(u, name, g, h2d ? SIM_TR_H2D : SIM_TR_D2H, phase, bytes, us_to_ns(hw->lat_copy_us), cap, n,
-                    res, w, arg);
+    int64_t lat = us_to_ns(hw->lat_copy_us) * (calls > 0 ? calls : 1);
+    return add_task(u, name, g, h2d ? SIM_TR_H2D : SIM_TR_D2H, phase, bytes, lat, cap, n, res, w, arg);
 }
 
-/* CPU Adam over `elems` for rank g: the socket's cores (the rank's share as its own cap) and DRAM
- * at dram_bytes_per_element. */
+/* The CPU optimizer over `elems` for rank g: the socket's cores (the rank's share of them as its
+ * own cap, at the chosen optimizer's per-core rate) and DRAM at dram_bytes_per_element. The cores
+ * resource counts DeepSpeed-Adam elements, so a slower optimizer weighs more per element. */
 static int cpu_adam(struct builder *u, const char *name, int g, double elems)
 {
     struct sim__step *b = u->b;
@@ -340,29 +470,51 @@ static int cpu_adam(struct builder *u, const char *name, int g, double elems)
     for (int i = 0; i < b->ranks; i++)
         ranks_here += socket_of(b, i) == k;
     double cores = (double)hw->socket[k].cores / (ranks_here ? ranks_here : 1);
-    double cap = cores * hw->cpu_adam_elems_per_core;
+    double rate = b->t.cpu_optimizer == SIM_CPU_OPT_TORCH ? hw->torch_adam_elems_per_core : hw->cpu_adam_elems_per_core;
+    double cap = cores * rate;
     int res[SIM_MAX_RES], n = 0;
     double w[SIM_MAX_RES];
-    res[n] = b->r_cores[k], w[n++] = 1;
-    if (b->t.numa_interleave && hw->n_sockets == 2 && b->r_isl >= 0) {
-        res[n] = b->r_dram[0], w[n++] = hw->cpu_adam_dram_bytes / 2;
-        res[n] = b->r_dram[1], w[n++] = hw->cpu_adam_dram_bytes / 2;
-        res[n] = b->r_isl, w[n++] = hw->cpu_adam_dram_bytes / 2;
-    } else {
-        res[n] = b->r_dram[k], w[n++] = hw->cpu_adam_dram_bytes;
-    }
+    res[n] = b->r_cores[k], w[n++] = hw->cpu_adam_elems_per_core / rate;
+    n = host_dram(b, g, hw->cpu_adam_dram_bytes, res, w, n);
     return add_task(u, name, g, SIM_TR_CPU_ADAM, SIM_PH_CPU_ADAM, elems, 0, cap, n, res, w, (int64_t)elems);
+}
+
+/* A pass of the rank's host thread over `elems` elements moving `bytes_per_elem` bytes of DRAM
+ * each (a cast, the unscale multiply, the inf/nan scan): DRAM-bound, on the host thread's track.
+ * `calls` per-parameter operations add a kernel-launch-sized host overhead each. */
+static int host_pass(struct builder *u, const char *name, int g, double elems, double bytes_per_elem, int phase,
+                     int64_t calls)
+{
+    struct sim__step *b = u->b;
+    int res[SIM_MAX_RES], n = 0;
+    double w[SIM_MAX_RES];
+    n = host_dram(b, g, bytes_per_elem, res, w, n);
+    int64_t lat = us_to_ns(b->hw->lat_launch_us) * (calls > 0 ? calls : 0);
+    return add_task(u, name, g, SIM_TR_HOST, phase, elems, lat, 0, n, res, w, (int64_t)elems);
+}
+
+/* A streaming GPU kernel over `elems` elements moving `bytes_per_elem` bytes of HBM each. */
+static int gpu_pass(struct builder *u, const char *name, int g, double elems, double bytes_per_elem, int phase,
+                    int track)
+{
+    struct sim__step *b = u->b;
+    int res[1] = {b->r_hbm[g]};
+    double w[1] = {bytes_per_elem};
+    return add_task(u, name, g, track, phase, elems, us_to_ns(b->hw->lat_launch_us), 0, 1, res, w,
+                    (int64_t)elems);
+}
+
+/* A pure host delay (syncs, tiny collectives waited on): no resources, spans its latency. */
+static int host_delay(struct builder *u, const char *name, int g, int64_t ns, int phase)
+{
+    return add_task(u, name, g, SIM_TR_HOST, phase, 0, ns, 0, 0, NULL, NULL, 0);
 }
 
 /* GPU Adam over `elems`: HBM-bound, 30 bytes per element (read fp32 p, g, m, v; write p, m, v and
  * the 16-bit parameter). */
 static int gpu_adam(struct builder *u, const char *name, int g, double elems)
 {
-    struct sim__step *b = u->b;
-    int res[1] = {b->r_hbm[g]};
-    double w[1] = {30.0};
-    return add_task(u, name, g, SIM_TR_COMPUTE, SIM_PH_GPU_ADAM, elems, us_to_ns(b->hw->lat_launch_us), 0, 1, res,
-                    w, (int64_t)elems);
+    return gpu_pass(u, name, g, elems, 30.0, SIM_PH_GPU_ADAM, SIM_TR_COMPUTE);
 }
 
 enum coll_kind { COLL_AG, COLL_RS, COLL_AR };
@@ -450,12 +602,14 @@ static int add_resources(struct sim__step *b, struct rl_err *e)
     return 0;
 }
 
+
 /* The last task of each stream of a rank, so the next task on that stream follows it. */
 struct streams {
     int compute;   /* compute stream: forward, backward, TP all-reduce */
     int gather;    /* NCCL all-gather stream */
-    int reduce;    /* NCCL reduce-scatter stream */
+    int reduce;    /* NCCL reduce-scatter stream (DeepSpeed: also the gradient partitioning) */
     int copy;      /* gradient copies during backward */
+    int host;      /* the host thread's last blocking operation: nothing is issued before it ends */
 };
 
 /* What every block's compute on a rank needs to know. */
@@ -469,7 +623,8 @@ struct pass_ctx {
 /* Block i's compute on rank g, after its all-gather `ag` (-1: none): `flops` on the rank's SMs
  * (0: nothing but waiting for the gather), the TP all-reduce of an inner block, the activation
  * counter moved by act_delta for an inner block, and the gathered parameters released after use.
- * Leaves the rank's compute-stream tail in st->compute. */
+ * Nothing is launched before the host thread's last blocking operation ends (st->host). Leaves
+ * the rank's compute-stream tail in st->compute. */
 static void block_compute(struct builder *u, struct streams *st, const struct pass_ctx *pc, int g, int i,
                           int ag, double flops, const char *name, int phase, int64_t act_delta)
 {
@@ -480,6 +635,7 @@ static void block_compute(struct builder *u, struct streams *st, const struct pa
         double w[1] = {1};
         int c = add_task(u, name, g, SIM_TR_COMPUTE, phase, flops, pc->launch_ns, 0, 1, res, w, (int64_t)flops);
         dep(u, st->compute, c);
+        dep(u, st->host, c);
         dep(u, ag, c);
         st->compute = c;
         if (inner)
@@ -500,7 +656,243 @@ static void block_compute(struct builder *u, struct streams *st, const struct pa
         mem_event(u, st->compute, -k->full_numel[i] * pc->dtype);
 }
 
-static int build(struct builder *u, struct rl_err *e)
+/* ---- DeepSpeed's step, per version (sim/README.md tables the differences and their commits) ---- */
+enum grad_copy {
+    GC_HOST_CAST,          /* < 0.15.4: blocking D2H of the 16-bit gradient into pageable memory, cast on
+                              the host, per parameter, inside the backward hook */
+    GC_HOST_CAST_SYNCED,   /* 0.15.4 - 0.16.2: the same through a pinned staging buffer, with a full
+                              device synchronize per parameter */
+    GC_GPU_UPCAST,         /* 0.16.3 - 0.19.4: upcast on the GPU, blocking D2H of fp32 (4 B/element) */
+    GC_GPU_UPCAST_ASYNC,   /* >= 0.19.5: the same, non-blocking: the backward is not stalled */
+};
+
+struct ds_rules {
+    bool norm_sync_per_param;   /* the norm loop syncs the host once per parameter (< 0.13.0) */
+    bool adam_stream_sync;      /* CPU Adam ends with SynchronizeStreams (< 0.14.3) */
+    enum grad_copy grad_copy;   /* how the CPU sub-groups' fp32 gradients are formed */
+};
+
+static bool ver_lt(struct rl_version v, int major, int minor, int patch)
+{
+    return rl_version_cmp(v, (struct rl_version){major, minor, patch}) < 0;
+}
+
+static struct ds_rules ds_rules_for(struct rl_version v)
+{
+    struct ds_rules r;
+    r.norm_sync_per_param = ver_lt(v, 0, 13, 0);   /* #4436, ea0d81143 */
+    r.adam_stream_sync = ver_lt(v, 0, 14, 3);      /* #5409, 69af36116 */
+    r.grad_copy = ver_lt(v, 0, 15, 4)   ? GC_HOST_CAST           /* #6670 */
+                  : ver_lt(v, 0, 16, 3) ? GC_HOST_CAST_SYNCED    /* #6962, c17dc33c0 */
+                  : ver_lt(v, 0, 19, 5) ? GC_GPU_UPCAST          /* #8207, 7dfa67aea */
+                                        : GC_GPU_UPCAST_ASYNC;
+    return r;
+}
+
+/* A blocking copy per parameter: each waits for its stream and returns to the host. */
+static void set_latency(struct builder *u, int task, int64_t ns)
+{
+    if (task >= 0)
+        u->b->g.task[task].latency_ns = ns;
+}
+
+/* What one bucket flush partitions: the blocks' elements since the last flush. */
+struct flush {
+    int64_t full;          /* elements of the bucket (full gradients) */
+    int64_t part;          /* this rank's partition of them */
+    int64_t cpu;           /* of which in CPU sub-groups */
+    int64_t tensors;       /* parameters in the bucket */
+    int64_t cpu_tensors;   /* of which with CPU elements */
+};
+
+/* DeepSpeed's partition_grads for one flushed bucket on rank g (DEEPSPEED-STEP.md 2.3-2.4), after
+ * the reduce-scatter `rs`: every partition goes D2H into the pinned flat buffer and H2D back (one
+ * copy each per parameter); at the boundary the per-parameter norm on the GPU, then the fp32
+ * gradient: a D2D cast for GPU sub-groups, and for CPU sub-groups the version's copy, which
+ * blocks the host thread (st->host) unless it is asynchronous. */
+static void ds_partition_grads(struct builder *u, struct streams *st, const struct ds_rules *dr, int g,
+                               const struct flush *fl, int rs, bool boundary)
+{
+    struct sim__step *b = u->b;
+    const struct plan *p = b->p;
+    int dtype = plan_dtype_bytes(p->zero.dtype);
+    int64_t sync_ns = us_to_ns(b->hw->lat_copy_us + b->hw->lat_launch_us);   /* a blocking copy's wait */
+    int d1 = host_copy(u, "grad_d2h", g, false, p->zero.pin_memory, (double)fl->part * dtype, SIM_PH_GRAD_D2H,
+                       fl->part * dtype, fl->tensors);
+    dep(u, rs, d1);
+    dep(u, st->reduce, d1);
+    dep(u, st->copy, d1);
+    int h1 = host_copy(u, "grad_h2d", g, true, p->zero.pin_memory, (double)fl->part * dtype, SIM_PH_GRAD_H2D,
+                       fl->part * dtype, fl->tensors);
+    dep(u, d1, h1);
+    st->copy = h1;
+    st->reduce = h1;   /* the partitioning runs on the reduce stream, in order */
+    if (!boundary)
+        return;
+    int nm = gpu_pass(u, "grad_norm", g, (double)fl->part, dtype + 16.0, STEP_PH_GRAD_NORM, SIM_TR_REDUCE);
+    dep(u, st->reduce, nm);
+    st->reduce = nm;
+    int64_t gpu_part = fl->part - fl->cpu;
+    if (gpu_part > 0) {
+        int c = gpu_pass(u, "grad_cast", g, (double)gpu_part, dtype + 4.0, STEP_PH_GRAD_CAST, SIM_TR_REDUCE);
+        dep(u, st->reduce, c);
+        st->reduce = c;
+    }
+    if (fl->cpu <= 0)
+        return;
+    if (dr->grad_copy == GC_HOST_CAST || dr->grad_copy == GC_HOST_CAST_SYNCED) {
+        bool synced = dr->grad_copy == GC_HOST_CAST_SYNCED;
+        int d2 = host_copy(u, "grad_d2h_blocking", g, false, synced, (double)fl->cpu * dtype, SIM_PH_GRAD_D2H,
+                           fl->cpu * dtype, 0);
+        set_latency(u, d2, sync_ns * fl->cpu_tensors);
+        dep(u, st->reduce, d2);
+        dep(u, st->host, d2);
+        if (synced)
+            dep(u, st->compute, d2);   /* a full device synchronize waits for the compute stream too */
+        int c = host_pass(u, "grad_cast_host", g, (double)fl->cpu, dtype + 4.0, STEP_PH_GRAD_CAST, fl->cpu_tensors);
+        dep(u, d2, c);
+        st->host = c;
+        st->copy = d2;
+        st->reduce = d2;
+    } else {
+        int up = gpu_pass(u, "grad_upcast", g, (double)fl->cpu, dtype + 4.0, STEP_PH_GRAD_CAST, SIM_TR_REDUCE);
+        dep(u, st->reduce, up);
+        int d2 = host_copy(u, "grad_d2h_fp32", g, false, true, (double)fl->cpu * 4.0, SIM_PH_GRAD_D2H, fl->cpu * 4,
+                           fl->cpu_tensors);
+        dep(u, up, d2);
+        st->reduce = d2;
+        st->copy = d2;
+        if (dr->grad_copy == GC_GPU_UPCAST) {
+            set_latency(u, d2, sync_ns * fl->cpu_tensors);
+            dep(u, st->host, d2);
+            st->host = d2;
+        }
+    }
+}
+
+/* DeepSpeed's optimizer step on rank g after `ready` (DEEPSPEED-STEP.md 3): fp16's inf/nan scan
+ * of the flat buffer on the host, the norm's host syncs, then the strictly sequential sub-group
+ * loop in index order (CPU sub-groups are the first ones before 0.18, the last ones from 0.18).
+ * A CPU sub-group: unscale on the host, CPU Adam (before 0.14.3 followed by a stream
+ * synchronize), the fp32 -> 16-bit cast on the host and a blocking H2D from pageable memory,
+ * queued behind the GPU work already launched. A GPU sub-group: unscale, Adam and the cast as
+ * kernels, launched without waiting, so they run while the host goes on. */
+static void ds_optimizer(struct builder *u, const struct ds_rules *dr, int g, int ready)
+{
+    struct sim__step *b = u->b;
+    const struct plan *p = b->p;
+    const struct sim_hw *hw = b->hw;
+    int dtype = plan_dtype_bytes(p->zero.dtype);
+    int host = ready, stream = ready;
+    if (p->zero.dtype == PLAN_FP16 && p->zero.offload == PLAN_OFFLOAD_CPU) {
+        /* isinf and isnan over the dt flat buffer (two reads, two bool writes, .any() reads) and the
+         * overflow flag's all-reduces and .item() */
+        int ov = host_pass(u, "overflow_check", g, (double)p->per_rank_numel, 2.0 * dtype + 4.0,
+                           STEP_PH_OVERFLOW_CHECK, 0);
+        set_latency(u, ov, us_to_ns(2 * hw->lat_coll_intra_us + hw->lat_copy_us));
+        dep(u, host, ov);
+        host = ov;
+    }
+    int64_t n_params = p->model->n_tensors;
+    int64_t sync_ns = us_to_ns(hw->lat_copy_us + hw->lat_launch_us);
+    int64_t norm_ns = (int64_t)p->n_subgroups * (us_to_ns(hw->lat_coll_intra_us) + sync_ns);
+    if (dr->norm_sync_per_param)
+        norm_ns += n_params * sync_ns;
+    int nm = host_delay(u, "grad_norm_sync", g, norm_ns, STEP_PH_GRAD_NORM);
+    dep(u, host, nm);
+    dep(u, stream, nm);   /* .item() waits for the norms queued on the GPU */
+    host = nm;
+    for (int s = 0; s < p->n_subgroups; s++) {
+        const struct plan_subgroup *sg = &p->subgroups[s];
+        if (sg->cpu_numel > 0) {
+            double c = (double)sg->cpu_numel;
+            int un = host_pass(u, "unscale_host", g, c, 8.0, STEP_PH_UNSCALE, 0);
+            dep(u, host, un);
+            int ad = cpu_adam(u, "cpu_adam", g, c);
+            dep(u, un, ad);
+            int ca = host_pass(u, "param_cast_host", g, c, 4.0 + dtype, STEP_PH_PARAM_CAST, 0);
+            dep(u, ad, ca);
+            if (dr->adam_stream_sync)
+                dep(u, stream, ca);   /* SynchronizeStreams after the sub-group's Adam */
+            int h = host_copy(u, "param_h2d", g, true, false, c * dtype, SIM_PH_PARAM_H2D, sg->cpu_numel * dtype, 0);
+            set_latency(u, h, sync_ns);
+            dep(u, ca, h);
+            dep(u, stream, h);   /* queued on the current stream behind the launched kernels */
+            host = stream = h;
+        }
+        int64_t n = sg->numel - sg->cpu_numel;
+        if (n > 0) {
+            int un = gpu_pass(u, "unscale", g, (double)n, 8.0, STEP_PH_UNSCALE, SIM_TR_COMPUTE);
+            dep(u, host, un);
+            dep(u, stream, un);
+            int ad = gpu_adam(u, "gpu_adam", g, (double)n);
+            dep(u, un, ad);
+            int ca = gpu_pass(u, "param_cast", g, (double)n, 4.0 + dtype, STEP_PH_PARAM_CAST, SIM_TR_COMPUTE);
+            dep(u, ad, ca);
+            stream = ca;
+        }
+    }
+    (void)host;
+}
+
+/* ratiolab's overlap schedule on rank g after `ready`: GPU Adam on the GPU share at once; the CPU
+ * share in chunks through two pinned buffers: D2H (fp32 gradient), CPU Adam, H2D (16-bit
+ * parameter). */
+static void overlap_optimizer(struct builder *u, int g, int ready)
+{
+    const struct plan *p = u->b->p;
+    int dtype = plan_dtype_bytes(p->zero.dtype);
+    if (p->gpu_numel > 0) {
+        int c = gpu_adam(u, "gpu_adam", g, (double)p->gpu_numel);
+        dep(u, ready, c);
+    }
+    int64_t cpu = p->cpu_numel;
+    if (cpu <= 0)
+        return;
+    int64_t chunk = step_chunk_numel(cpu, p->exec_chunk_numel);
+    int64_t nc = step_chunk_count(cpu, p->exec_chunk_numel);
+    int pd = -1, pa = -1, ppa = -1, ph = -1;
+    for (int64_t c = 0; c < nc; c++) {
+        int64_t n = c == nc - 1 ? cpu - c * chunk : chunk;
+        int d = host_copy(u, "grad_d2h", g, false, true, (double)n * 4.0, SIM_PH_GRAD_D2H, n * 4, 1);
+        dep(u, ready, d);
+        dep(u, pd, d);
+        dep(u, ppa, d);   /* its buffer is free once CPU Adam of chunk c - 2 is done */
+        int ad = cpu_adam(u, "cpu_adam", g, (double)n);
+        dep(u, d, ad);
+        dep(u, pa, ad);
+        int h = host_copy(u, "param_h2d", g, true, true, (double)n * dtype, SIM_PH_PARAM_H2D, n * dtype, 1);
+        dep(u, ad, h);
+        dep(u, ph, h);
+        pd = d;
+        ppa = pa;
+        pa = ad;
+        ph = h;
+    }
+}
+
+/* A zero-work task after every stream of rank g: the end of the backward. */
+static int rank_marker(struct builder *u, const char *name, int g, const struct streams *st)
+{
+    int z = add_task(u, name, g, SIM_TR_COMPUTE, -1, 0, 0, 0, 0, NULL, NULL, 0);
+    dep(u, st->compute, z);
+    dep(u, st->gather, z);
+    dep(u, st->reduce, z);
+    dep(u, st->copy, z);
+    dep(u, st->host, z);
+    return z;
+}
+
+/* Micro-steps simulated for an accumulation of ga: all of them up to SIM_MAX_SIMULATED_MICRO_STEPS;
+ * beyond, the first, two steady-state ones and the boundary (the last). */
+static int simulated_micro_steps(const struct sim_train *t)
+{
+    int most = t->max_simulated_micro_steps >= SIM_MAX_SIMULATED_MICRO_STEPS ? t->max_simulated_micro_steps
+                                                                            : SIM_MAX_SIMULATED_MICRO_STEPS;
+    return t->grad_accum < most ? (int)t->grad_accum : most;
+}
+
+static int build(struct builder *u, int nsim, struct rl_err *e)
 {
     struct sim__step *b = u->b;
     const struct plan *p = b->p;
@@ -512,7 +904,8 @@ static int build(struct builder *u, struct rl_err *e)
     int G = b->ranks;
     int dtype = plan_dtype_bytes(p->zero.dtype);
     bool offload = p->zero.offload == PLAN_OFFLOAD_CPU;
-    bool ds012 = b->t.schedule == SIM_SCHED_DS012;
+    bool ds = b->t.schedule == SIM_SCHED_DS012;
+    const struct ds_rules dr = ds_rules_for(p->zero.ds_version);
     /* Ranks are numbered TP fastest, then DP: a TP group is tp consecutive GPUs of a node; a DP
      * group has G / tp members in this node when tp < G. */
     int tp_local = tp < G ? tp : G;
@@ -530,18 +923,22 @@ static int build(struct builder *u, struct rl_err *e)
 
     struct streams *st = calloc((size_t)G, sizeof *st);
     int *fwd = malloc(sizeof *fwd * (size_t)k->n * (size_t)G);   /* per block and rank */
-    if (!st || !fwd) {
+    int *flush_end = malloc(sizeof *flush_end * 3 * (size_t)G);   /* the last 3 flushes' ends per rank */
+    int64_t n_flush = 0;
+    if (!st || !fwd || !flush_end) {
         free(st);
         free(fwd);
-        return rl_errf(e, RL_ENOMEM, "step: out of memory");
+        free(flush_end);
+        return rl_errf(e, RL_ENOMEM, "step: out of memory for the graph of %d blocks x %d ranks", k->n, G);
     }
     for (int g = 0; g < G; g++)
-        st[g] = (struct streams){-1, -1, -1, -1};
+        st[g] = (struct streams){-1, -1, -1, -1, -1};
     int64_t act_per_block = (int64_t)ceil(layer_activation_bytes(p, &b->t, NULL));   /* trace counter */
     const struct pass_ctx pc = {.launch_ns = launch, .tp = tp, .tp_local = tp_local, .ar_bytes = ar_bytes,
                                 .dtype = dtype};
 
-    for (int64_t mb = 0; mb < b->t.grad_accum; mb++) {
+    for (int mb = 0; mb < nsim; mb++) {
+        bool boundary = mb == nsim - 1;
         /* Forward: gather block i (prefetched up to `depth` blocks ahead), compute, TP all-reduce. */
         for (int i = 0; i < k->n; i++) {
             for (int g = 0; g < G; g++) {
@@ -562,7 +959,7 @@ static int build(struct builder *u, struct rl_err *e)
         }
         /* Backward, last block first: gather again (prefetched), compute, TP all-reduce; gradients
          * fill buckets of reduce_bucket_size elements, each reduce-scattered when full. */
-        int64_t acc_full = 0, acc_part = 0, acc_cpu = 0;
+        struct flush fl = {0};
         int *bwd = fwd;   /* reuse: bwd[i * G + g] after block i's backward */
         for (int i = k->n - 1; i >= 0; i--) {
             for (int g = 0; g < G; g++) {
@@ -583,14 +980,32 @@ static int build(struct builder *u, struct rl_err *e)
                 block_compute(u, &st[g], &pc, g, i, ag, f, "backward", SIM_PH_BACKWARD, -act_per_block);
                 bwd[i * G + g] = st[g].compute;
             }
-            acc_full += k->full_numel[i];
-            acc_part += k->part_numel[i];
-            acc_cpu += k->cpu_numel[i];
-            if (acc_full < bucket && i > 0)
+            fl.full += k->full_numel[i];
+            fl.part += k->part_numel[i];
+            fl.cpu += k->cpu_numel[i];
+            fl.tensors += k->n_tensors[i];
+            fl.cpu_tensors += k->cpu_tensors[i];
+            if (fl.full < bucket && i > 0)
                 continue;
             for (int g = 0; g < G; g++) {
                 int last = st[g].compute;
-                int rs = collective(u, "reduce_scatter", g, COLL_RS, (double)acc_full * dtype, dp, dp_local,
+                if (ds && offload && n_flush >= 3) {
+                    /* at most 2 flushes outstanding: the host waits for the one 3 back */
+                    int w = add_task(u, "reduce_throttle", g, SIM_TR_HOST, -1, 0, 0, 0, 0, NULL, NULL, 0);
+                    dep(u, st[g].host, w);
+                    dep(u, flush_end[(n_flush % 3) * G + g], w);
+                    dep(u, last, w);
+                    st[g].host = last = w;
+                }
+                if (ds && offload) {
+                    /* the gradients copied into the bucket, then interleaved by torch.cat */
+                    int cp = gpu_pass(u, "bucket_copy", g, (double)fl.full, 4.0 * dtype, SIM_PH_REDUCE_SCATTER,
+                                      SIM_TR_REDUCE);
+                    dep(u, last, cp);
+                    dep(u, st[g].reduce, cp);
+                    st[g].reduce = last = cp;
+                }
+                int rs = collective(u, "reduce_scatter", g, COLL_RS, (double)fl.full * dtype, dp, dp_local,
                                     SIM_PH_REDUCE_SCATTER, SIM_TR_REDUCE);
                 if (rs >= 0) {
                     dep(u, last, rs);
@@ -598,44 +1013,22 @@ static int build(struct builder *u, struct rl_err *e)
                     st[g].reduce = rs;
                     last = rs;
                 }
-                if (ds012 && offload && acc_part > 0) {
-                    /* DeepSpeed 0.12: the bucket's partition goes to the flat CPU buffer, comes
-                     * back for the norm, and the CPU share goes down again as fp32. */
-                    int d1 = host_copy(u, "grad_d2h", g, false, p->zero.pin_memory, (double)acc_part * dtype,
-                                       SIM_PH_GRAD_D2H, acc_part * dtype);
-                    dep(u, last, d1);
-                    dep(u, st[g].copy, d1);
-                    int h1 = host_copy(u, "grad_h2d", g, true, p->zero.pin_memory, (double)acc_part * dtype,
-                                       SIM_PH_GRAD_H2D, acc_part * dtype);
-                    dep(u, d1, h1);
-                    st[g].copy = h1;
-                    if (acc_cpu > 0) {
-                        int d2 = host_copy(u, "grad_d2h_fp32", g, false, true, (double)acc_cpu * 4.0,
-                                           SIM_PH_GRAD_D2H, acc_cpu * 4);
-                        dep(u, h1, d2);
-                        st[g].copy = d2;
-                    }
+                if (ds && offload && fl.part > 0) {
+                    ds_partition_grads(u, &st[g], &dr, g, &fl, last, boundary);
+                    flush_end[(n_flush % 3) * G + g] = st[g].reduce;
                 }
             }
-            acc_full = acc_part = acc_cpu = 0;
+            n_flush++;
+            fl = (struct flush){0};
         }
     }
     free(fwd);
+    free(flush_end);
 
     /* Pipeline parallelism: the 1F1B fill and drain, (pp - 1) micro-batches of compute, added
      * analytically after the last backward. */
-    int *ready = malloc(sizeof *ready * (size_t)G);
-    if (!ready) {
-        free(st);
-        return rl_errf(e, RL_ENOMEM, "step: out of memory");
-    }
     for (int g = 0; g < G; g++) {
-        int z = add_task(u, "step_ready", g, SIM_TR_COMPUTE, -1, 0, 0, 0, 0, NULL, NULL, 0);
-        dep(u, st[g].compute, z);
-        dep(u, st[g].gather, z);
-        dep(u, st[g].reduce, z);
-        dep(u, st[g].copy, z);
-        ready[g] = z;
+        int ready = rank_marker(u, "step_ready", g, &st[g]);
         if (pp > 1) {
             double f = 0;
             for (int i = 0; i < k->n; i++)
@@ -643,136 +1036,21 @@ static int build(struct builder *u, struct rl_err *e)
             int64_t bubble_ns = (int64_t)ceil((double)(pp - 1) * f / flop_rate * 1e9);
             int z2 = add_task(u, "pipeline_bubble", g, SIM_TR_BUBBLE, SIM_PH_PIPELINE_BUBBLE, 0, bubble_ns, 0, 0,
                               NULL, NULL, 0);
-            dep(u, z, z2);
-            ready[g] = z2;
+            dep(u, ready, z2);
+            ready = z2;
         }
+        if (ds)
+            ds_optimizer(u, &dr, g, ready);
+        else
+            overlap_optimizer(u, g, ready);
     }
-
-    /* The optimizer step. */
-    for (int g = 0; g < G; g++) {
-        if (ds012) {
-            /* Sequential over sub-groups, CPU ones (or CPU shares) first: CPU Adam, then the
-             * blocking H2D of the fp32 master from pageable memory; then GPU Adam per sub-group. */
-            int prev = ready[g];
-            for (int s = 0; s < p->n_subgroups; s++) {
-                const struct plan_subgroup *sg = &p->subgroups[s];
-                if (sg->cpu_numel <= 0)
-                    continue;
-                int c = cpu_adam(u, "cpu_adam", g, (double)sg->cpu_numel);
-                dep(u, prev, c);
-                int h = host_copy(u, "master_h2d", g, true, false, (double)sg->cpu_numel * 4.0, SIM_PH_PARAM_H2D,
-                                  sg->cpu_numel * 4);
-                dep(u, c, h);
-                prev = h;
-            }
-            for (int s = 0; s < p->n_subgroups; s++) {
-                const struct plan_subgroup *sg = &p->subgroups[s];
-                int64_t n = sg->numel - sg->cpu_numel;
-                if (n <= 0)
-                    continue;
-                int c = gpu_adam(u, "gpu_adam", g, (double)n);
-                dep(u, prev, c);
-                prev = c;
-            }
-        } else {
-            /* Overlap: GPU Adam on the GPU share at once; the CPU share in chunks through two
-             * pinned buffers: D2H (fp32 gradient), CPU Adam, H2D (16-bit parameter). */
-            if (p->gpu_numel > 0) {
-                int c = gpu_adam(u, "gpu_adam", g, (double)p->gpu_numel);
-                dep(u, ready[g], c);
-            }
-            int64_t cpu = p->cpu_numel;
-            if (cpu > 0) {
-                int64_t chunk = p->exec_chunk_numel > 0 ? p->exec_chunk_numel : INT64_C(4) << 20;
-                if ((cpu + chunk - 1) / chunk > 256)
-                    chunk = (cpu + 255) / 256;
-                int64_t nc = (cpu + chunk - 1) / chunk;
-                int pd = -1, pa = -1, ppa = -1, ph = -1;
-                for (int64_t c = 0; c < nc; c++) {
-                    int64_t n = c == nc - 1 ? cpu - c * chunk : chunk;
-                    int d = host_copy(u, "grad_d2h", g, false, true, (double)n * 4.0, SIM_PH_GRAD_D2H, n * 4);
-                    dep(u, ready[g], d);
-                    dep(u, pd, d);
-                    dep(u, ppa, d);   /* its buffer is free once CPU Adam of chunk c - 2 is done */
-                    int ad = cpu_adam(u, "cpu_adam", g, (double)n);
-                    dep(u, d, ad);
-                    dep(u, pa, ad);
-                    int h = host_copy(u, "param_h2d", g, true, true, (double)n * dtype, SIM_PH_PARAM_H2D, n * dtype);
-                    dep(u, ad, h);
-                    dep(u, ph, h);
-                    pd = d;
-                    ppa = pa;
-                    pa = ad;
-                    ph = h;
-                }
-            }
-        }
-    }
-    free(ready);
     free(st);
     if (u->err)
         return rl_errf(e, u->err, "step: building the task graph failed (%s)", rl_strerror(u->err));
     return 0;
 }
 
-/* ---- breakdown ------------------------------------------------------------------------------------ */
-struct edge_ev {
-    int64_t t_ns;   /* when */
-    int phase;      /* which phase */
-    int delta;      /* +1 a task starts, -1 it ends */
-};
-
-static int cmp_edge(const void *x, const void *y)
-{
-    const struct edge_ev *a = x, *b = y;
-    if (a->t_ns != b->t_ns)
-        return a->t_ns < b->t_ns ? -1 : 1;
-    return a->delta - b->delta;   /* ends before starts at the same time */
-}
-
-/* Busy and exposed time per phase on one rank: a sweep over task start/end times; in each
- * interval the highest-priority running phase (lowest enum value) gets the exposed time. */
-static int breakdown(const struct sim_graph *g, int rank, int64_t t0, int64_t t1, struct sim_step_result *r)
-{
-    struct edge_ev *ev = malloc(sizeof *ev * (size_t)(2 * g->n_task + 1));
-    if (!ev)
-        return RL_ENOMEM;
-    int n = 0;
-    for (int i = 0; i < g->n_task; i++) {
-        const struct sim_task *t = &g->task[i];
-        int64_t t0 = sim__task_span_start(t);
-        if (t->rank != rank || t->phase < 0 || t->t_end_ns <= t0)
-            continue;
-        ev[n++] = (struct edge_ev){t0, t->phase, +1};
-        ev[n++] = (struct edge_ev){t->t_end_ns, t->phase, -1};
-    }
-    qsort(ev, (size_t)n, sizeof *ev, cmp_edge);
-    int active[SIM_PH_COUNT] = {0};
-    int64_t prev = t0;
-    for (int i = 0; i <= n; i++) {
-        int64_t t = i < n ? ev[i].t_ns : t1;
-        if (t > prev) {
-            int top = -1;
-            for (int ph = 0; ph < SIM_PH_COUNT; ph++) {
-                if (active[ph]) {
-                    r->phase[ph].busy_ns += t - prev;
-                    if (top < 0)
-                        top = ph;
-                }
-            }
-            if (top >= 0)
-                r->phase[top].exposed_ns += t - prev;
-            else
-                r->idle_ns += t - prev;
-            prev = t;
-        }
-        if (i < n)
-            active[ev[i].phase] += ev[i].delta;
-    }
-    free(ev);
-    return 0;
-}
-
+/* ---- run ------------------------------------------------------------------------------------------ */
 static void observe_links(struct sim_flow *f, void *arg)
 {
     struct sim__step *b = arg;
@@ -794,30 +1072,45 @@ static void observe_links(struct sim_flow *f, void *arg)
     b->n_link_samples++;
 }
 
-int sim_step_run(const struct plan *p, const struct sim_hw *hw, const struct sim_train *in,
-                 const char *trace_path, struct sim_step_result *r, struct rl_err *e)
+/* The breakdown of rank g's spans over [0, t1). */
+static int rank_breakdown(const struct sim_graph *gr, int rank, int64_t t1, struct step_breakdown *bd)
 {
-    int rc = check_inputs(p, hw, e);
-    if (rc)
-        return rc;
-    memset(r, 0, sizeof *r);
+    struct step_span *sp = malloc(sizeof *sp * (size_t)(gr->n_task > 0 ? gr->n_task : 1));
+    if (!sp)
+        return RL_ENOMEM;
+    int n = 0;
+    for (int i = 0; i < gr->n_task; i++) {
+        const struct sim_task *t = &gr->task[i];
+        if (t->rank == rank)
+            sp[n++] = (struct step_span){sim__task_span_start(t), t->t_end_ns, t->phase};
+    }
+    int rc = step_breakdown(sp, n, 0, t1, bd);
+    free(sp);
+    return rc;
+}
+
+/* Simulates `nsim` micro-steps (the last one the accumulation boundary) and fills the time part of
+ * r: the step end, the critical rank (force_rank >= 0: that one) and its breakdown. */
+static int simulate(const struct plan *p, const struct sim_hw *hw, const struct sim_train *t, const int *gpu,
+                    int ranks, int nsim, int force_rank, const char *trace_path, struct sim_step_result *r,
+                    struct rl_err *e)
+{
     struct sim__step b;
     memset(&b, 0, sizeof b);
+    memcpy(b.gpu, gpu, sizeof b.gpu);
+    b.ranks = ranks;
     b.p = p;
     b.hw = hw;
-    resolve_train(p, in, &b.t);
-    b.ranks = p->layout.gpus_per_node > 0 ? p->layout.gpus_per_node : 1;
-    if (b.ranks > p->layout.world && p->layout.world > 0)
-        b.ranks = p->layout.world;
+    b.t = *t;
     b.record_links = trace_path != NULL;
     sim_init(&b.s);
     sim_flow_init(&b.f, &b.s);
     sim_graph_init(&b.g);
     struct builder u = {.b = &b};
+    int rc;
     if ((rc = blocks_build(&u.k, p, b.t.micro_batch, b.t.seq_len, e)))
         goto out_nok;
-    memory(p, hw, &b.t, &u.k, r);
-    if ((rc = add_resources(&b, e)) < 0 || (rc = build(&u, e)))
+    if ((rc = add_resources(&b, e)) < 0 || (rc = build(&u, nsim, e)))
         goto out;
     if (b.record_links) {
         b.f.observe = observe_links;
@@ -828,26 +1121,33 @@ int sim_step_run(const struct plan *p, const struct sim_hw *hw, const struct sim
     /* The step ends when every rank is done; the breakdown is the last rank's. */
     int64_t end[SIM_HW_MAX_GPUS] = {0};
     for (int i = 0; i < b.g.n_task; i++) {
-        const struct sim_task *t = &b.g.task[i];
-        if (t->rank >= 0 && t->rank < b.ranks && t->t_end_ns > end[t->rank])
-            end[t->rank] = t->t_end_ns;
+        const struct sim_task *k = &b.g.task[i];
+        if (k->rank >= 0 && k->rank < b.ranks && k->t_end_ns > end[k->rank])
+            end[k->rank] = k->t_end_ns;
     }
     r->critical_rank = 0;
     for (int g = 1; g < b.ranks; g++)
         if (end[g] > end[r->critical_rank])
             r->critical_rank = g;
+    if (force_rank >= 0)
+        r->critical_rank = force_rank;
     r->step_ns = b.g.end_ns;
-    if ((rc = breakdown(&b.g, r->critical_rank, 0, r->step_ns, r))) {
+    struct step_breakdown bd = {0};
+    if ((rc = rank_breakdown(&b.g, r->critical_rank, r->step_ns, &bd))) {
         rl_errf(e, rc, "step: out of memory in the breakdown");
         goto out;
     }
+    memcpy(r->phase, bd.phase, sizeof r->phase);
+    r->idle_ns = bd.idle_ns;
     r->events = b.s.n_run;
     r->tasks = b.g.n_task;
-    r->tokens_per_s = r->step_ns > 0 ? (double)b.t.micro_batch * (double)b.t.seq_len * (double)b.t.grad_accum /
-                                           ((double)r->step_ns * 1e-9)
-                                     : 0;
-    if (trace_path)
-        rc = sim__step_trace(&b, r, trace_path, e);
+    if (trace_path) {
+        const struct sim__run_record rec = {
+            .hw = hw, .ranks = b.ranks, .gpu = b.gpu, .numa_interleave = b.t.numa_interleave, .task = b.g.task,
+            .n_task = b.g.n_task, .mem = b.mem, .n_mem = b.n_mem, .res = b.f.res, .n_res = b.f.n_res,
+            .link_t_ns = b.link_t_ns, .link_load = b.link_load, .n_link_samples = b.n_link_samples};
+        rc = sim__step_trace(&rec, r, trace_path, e);
+    }
 out:
     blocks_free(&u.k);
 out_nok:
@@ -858,4 +1158,53 @@ out_nok:
     sim_flow_free(&b.f);
     sim_free(&b.s);
     return rc < 0 ? rc : 0;
+}
+
+int sim_step_run(const struct plan *p, const struct sim_hw *hw, const struct sim_train *in,
+                 const char *trace_path, struct sim_step_result *r, struct rl_err *e)
+{
+    memset(r, 0, sizeof *r);
+    int gpu[SIM_HW_MAX_GPUS] = {0}, ranks;
+    int rc = place_ranks(p, hw, in, gpu, &ranks, r, e);
+    if (rc)
+        return rc;
+    struct sim_train t;
+    resolve_train(p, in, &t);
+    struct blocks k;
+    if ((rc = blocks_build(&k, p, t.micro_batch, t.seq_len, e)))
+        return rc;
+    rc = memory(p, hw, &t, &k, r, e);
+    blocks_free(&k);
+    if (rc)
+        return rc;
+    /* Up to the limit every micro-step is simulated. Beyond, the step grows by the same amount per
+     * micro-step once the pipeline is in its steady state: the difference between a run of n
+     * micro-steps and one of n - 1 (both ending with the boundary) is one steady micro-step, repeated
+     * for the micro-steps not simulated. */
+    int nsim = simulated_micro_steps(&t);
+    int64_t repeat = t.grad_accum - nsim;
+    if ((rc = simulate(p, hw, &t, gpu, ranks, nsim, -1, trace_path, r, e)))
+        return rc;
+    r->simulated_micro_steps = nsim;
+    if (repeat > 0) {
+        struct sim_step_result s = *r;
+        if ((rc = simulate(p, hw, &t, gpu, ranks, nsim - 1, r->critical_rank, NULL, &s, e)))
+            return rc;
+        double total = (double)r->step_ns + (double)repeat * (double)(r->step_ns - s.step_ns);
+        if (!(total <= SIM_MAX_COUNT))
+            return rl_errf(e, RL_EINVAL, "step: --grad-accum %lld gives a step of %.3g ns, more than the model "
+                           "counts; allowed: a smaller --grad-accum", (long long)t.grad_accum, total);
+        r->step_ns += repeat * (r->step_ns - s.step_ns);
+        for (int ph = 0; ph < STEP_PH_COUNT; ph++) {
+            r->phase[ph].busy_ns += repeat * (r->phase[ph].busy_ns - s.phase[ph].busy_ns);
+            r->phase[ph].exposed_ns += repeat * (r->phase[ph].exposed_ns - s.phase[ph].exposed_ns);
+        }
+        r->idle_ns += repeat * (r->idle_ns - s.idle_ns);
+        r->events += s.events;
+        r->tasks += s.tasks;
+    }
+    r->tokens_per_s = r->step_ns > 0 ? (double)t.micro_batch * (double)t.seq_len * (double)t.grad_accum /
+                                           ((double)r->step_ns * 1e-9)
+                                     : 0;
+    return 0;
 }

@@ -18,57 +18,81 @@
 
 #include "common/rl.h"
 #include "plan/plan.h"
+#include "plan/step.h"
 #include "sim/hw.h"
 
-enum sim_schedule { SIM_SCHED_DS012, SIM_SCHED_OVERLAP };
-const char *sim_schedule_name(enum sim_schedule s);
-int sim_schedule_parse(const char *s, enum sim_schedule *out, struct rl_err *e);
+/* The step vocabulary (schedules, phases, breakdown, chunking) is plan/step.h, shared with the
+ * executor; these are the simulator's names for it. */
+#define SIM_SCHED_DS012 STEP_SCHED_DS012
+#define SIM_SCHED_OVERLAP STEP_SCHED_OVERLAP
+#define SIM_PH_FORWARD STEP_PH_FORWARD
+#define SIM_PH_BACKWARD STEP_PH_BACKWARD
+#define SIM_PH_GPU_ADAM STEP_PH_GPU_ADAM
+#define SIM_PH_CPU_ADAM STEP_PH_CPU_ADAM
+#define SIM_PH_TP_ALLREDUCE STEP_PH_TP_ALLREDUCE
+#define SIM_PH_ALLGATHER STEP_PH_ALLGATHER
+#define SIM_PH_REDUCE_SCATTER STEP_PH_REDUCE_SCATTER
+#define SIM_PH_GRAD_D2H STEP_PH_GRAD_D2H
+#define SIM_PH_GRAD_H2D STEP_PH_GRAD_H2D
+#define SIM_PH_PARAM_H2D STEP_PH_PARAM_H2D
+#define SIM_PH_PIPELINE_BUBBLE STEP_PH_PIPELINE_BUBBLE
+#define SIM_PH_COUNT STEP_PH_COUNT
+static inline const char *sim_schedule_name(enum step_schedule s) { return step_schedule_name(s); }
+static inline const char *sim_phase_name(int phase) { return step_phase_name(phase); }
+static inline int sim_schedule_parse(const char *s, enum step_schedule *out, struct rl_err *e)
+{
+    return step_schedule_parse(s, out, e);
+}
 
-/* Phases of a step, in the priority order used to attribute exposed time (see sim_step_result). */
-enum sim_phase {
-    SIM_PH_FORWARD,          /* forward compute */
-    SIM_PH_BACKWARD,         /* backward compute (with recomputation when checkpointing) */
-    SIM_PH_GPU_ADAM,         /* Adam on the GPU share */
-    SIM_PH_CPU_ADAM,         /* Adam on the CPU share */
-    SIM_PH_TP_ALLREDUCE,     /* Megatron tensor-parallel all-reduces */
-    SIM_PH_ALLGATHER,        /* ZeRO-3 parameter all-gather (forward and backward) */
-    SIM_PH_REDUCE_SCATTER,   /* gradient reduce-scatter, per bucket */
-    SIM_PH_GRAD_D2H,         /* gradients to host */
-    SIM_PH_GRAD_H2D,         /* gradients back to the GPU (DeepSpeed 0.12 round trip) */
-    SIM_PH_PARAM_H2D,        /* updated parameters (or fp32 master) to the GPU */
-    SIM_PH_PIPELINE_BUBBLE,  /* pipeline-parallel fill and drain (analytical) */
-    SIM_PH_COUNT
+/* The CPU optimizer that updates the CPU share. */
+enum sim_cpu_optimizer {
+    SIM_CPU_OPT_DEEPSPEED,   /* DeepSpeedCPUAdam (vectorized, OpenMP): the profile's cpu_adam rate */
+    SIM_CPU_OPT_TORCH,       /* torch.optim.AdamW on the CPU (Megatron-Core optimizer offload, plain
+                                PyTorch): the profile's torch rate */
 };
-const char *sim_phase_name(int phase);
+const char *sim_cpu_optimizer_name(enum sim_cpu_optimizer o);
+int sim_cpu_optimizer_parse(const char *s, enum sim_cpu_optimizer *out, struct rl_err *e);
+
+/* GPU ids of the node: "0,2,5" or ranges "0-3"; RL_EINVAL naming --gpu-ids otherwise. */
+int sim_gpu_ids_parse(const char *s, int *ids, int *n, struct rl_err *e);
+
+/* Micro-steps simulated in full; a longer accumulation repeats the steady-state micro-step. */
+#define SIM_MAX_SIMULATED_MICRO_STEPS 8
 
 struct sim_train {
     int64_t micro_batch;             /* sequences per GPU per micro-step; 0: the plan's */
     int64_t seq_len;                 /* tokens per sequence; 0: the model's */
     int64_t grad_accum;              /* micro-steps per step; 0: the plan's */
     bool checkpoint_activations;     /* full activation checkpointing (recompute in backward) */
-    enum sim_schedule schedule;
+    enum step_schedule schedule;     /* how the optimizer step is ordered */
     bool numa_interleave;            /* host buffers and CPU Adam threads spread over all sockets
                                         (no core binding) instead of the GPU's own socket */
-    int64_t gpu_reserve_bytes;       /* < 0: the profile's context + allocator model */
+    int64_t gpu_reserve_bytes;       /* < 0: the profile's context + NCCL + allocator model */
+    enum sim_cpu_optimizer cpu_optimizer;   /* what updates the CPU share */
+    int n_gpu_ids;                   /* GPUs of the node given (0: the first ranks, as a launcher) */
+    int gpu_ids[SIM_HW_MAX_GPUS];    /* the node's GPU index of each rank */
+    int max_simulated_micro_steps;   /* 0: SIM_MAX_SIMULATED_MICRO_STEPS (larger: tests compare the
+                                        repetition with a full simulation) */
 };
 void sim_train_defaults(struct sim_train *t);
-
-struct sim_phase_time {
-    int64_t busy_ns;                 /* time the phase had any task running on the critical rank */
-    int64_t exposed_ns;              /* of which no higher-priority phase was running */
-};
 
 struct sim_step_result {
     int64_t step_ns;                 /* all ranks of the node done */
     int critical_rank;               /* the GPU that finished last (lowest index on ties) */
-    struct sim_phase_time phase[SIM_PH_COUNT];
+    struct step_phase_time phase[STEP_PH_COUNT];   /* per phase, on the critical rank */
     int64_t idle_ns;                 /* nothing running on the critical rank */
     /* GPU memory per rank */
     int64_t gpu_ledger_bytes;        /* model states from the plan's ledger (peak stage) */
     int64_t gpu_activation_bytes;    /* activations (+ logits), from arch, micro-batch, seq, TP */
     int64_t gpu_live_param_bytes;    /* ZeRO-3 gathered + prefetched parameters */
     int64_t gpu_allocated_bytes;     /* the three above: what the allocator reports as allocated */
-    int64_t gpu_reserve_bytes;       /* CUDA context, NCCL, caching allocator */
+    int64_t gpu_reserve_bytes;       /* CUDA context, NCCL, caching allocator: the three below
+                                        (or --reserve as given, the three then 0) */
+    int64_t gpu_context_bytes;       /* CUDA context (the profile's) */
+    int64_t gpu_nccl_bytes;          /* NCCL buffers: communicators x the profile's per-communicator */
+    int64_t gpu_allocator_bytes;     /* caching allocator: 2 MiB rounding of the ledger's GPU buffers
+                                        + fragmentation of activations and gathered parameters */
+    int nccl_communicators;          /* NCCL communicators a rank holds (world, DP, TP, PP groups) */
     int64_t gpu_total_bytes;         /* NVML-visible: allocated + reserve */
     int64_t gpu_capacity_bytes;      /* from the profile */
     bool fits_gpu;                   /* gpu_total <= capacity */
@@ -82,6 +106,14 @@ struct sim_step_result {
     uint64_t events;                 /* engine events run */
     int tasks;                       /* tasks in the graph */
     int64_t micro_batch, seq_len, grad_accum;   /* as resolved */
+    int simulated_micro_steps;       /* micro-steps simulated in full (<= SIM_MAX_SIMULATED_MICRO_STEPS);
+                                        the rest repeat the steady-state one */
+    struct rl_version ds_version;    /* DeepSpeed whose step the deepspeed schedule follows */
+    /* which part of the node is modelled */
+    int ranks;                       /* GPUs simulated (one node's ranks) */
+    int gpu_ids[SIM_HW_MAX_GPUS];    /* the node's GPU index of each rank */
+    int sockets_used;                /* distinct host sockets of those GPUs */
+    unsigned socket_mask;            /* bit k: socket k holds a simulated GPU */
 };
 
 /* Simulates one step. trace_path (NULL: none) writes a Chrome trace (.gz: gzip). */

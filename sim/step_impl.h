@@ -1,22 +1,22 @@
-/* sim/step_impl.h — the step model's internal state, shared by step.c and step_trace.c. */
+/* sim/step_impl.h — the step model's internal state (step.c) and the read-only record of a
+ * finished run that the trace writer (step_trace.c) consumes. */
 #ifndef RL_SIM_STEP_IMPL_H
 #define RL_SIM_STEP_IMPL_H
 
 #include "sim/hw.h"
 #include "sim/sim.h"
 #include "sim/step.h"
+#include "traces/layout.h"
 
-/* Trace tracks of one GPU rank (thread ids under the rank's process). */
-enum sim__track {
-    SIM_TR_COMPUTE,      /* compute stream: forward, backward, TP all-reduce, GPU Adam */
-    SIM_TR_GATHER,       /* NCCL stream: parameter all-gather */
-    SIM_TR_REDUCE,       /* NCCL reduction stream: reduce-scatter */
-    SIM_TR_D2H,          /* copy engine device to host */
-    SIM_TR_H2D,          /* copy engine host to device */
-    SIM_TR_CPU_ADAM,     /* the rank's CPU Adam threads (shown under its host socket) */
-    SIM_TR_BUBBLE,       /* pipeline bubble */
-    SIM_TR_COUNT
-};
+/* Tracks of a task: the trace layout's thread ids (traces/layout.h). */
+#define SIM_TR_COMPUTE TRACE_TID_COMPUTE
+#define SIM_TR_GATHER TRACE_TID_GATHER
+#define SIM_TR_REDUCE TRACE_TID_REDUCE
+#define SIM_TR_D2H TRACE_TID_D2H
+#define SIM_TR_H2D TRACE_TID_H2D
+#define SIM_TR_CPU_ADAM TRACE_TID_CPU_ADAM
+#define SIM_TR_BUBBLE TRACE_TID_BUBBLE
+#define SIM_TR_HOST TRACE_TID_HOST
 
 /* A memory change on one rank at a task's end, for the trace's counters. */
 struct sim__mem_ev {
@@ -32,6 +32,7 @@ struct sim__step {
     struct sim_flow f;             /* flow model */
     struct sim_graph g;            /* task graph */
     int ranks;                     /* GPUs simulated (one node) */
+    int gpu[SIM_HW_MAX_GPUS];      /* the node's GPU index of each rank */
     /* resource indices */
     int r_sm[SIM_HW_MAX_GPUS], r_hbm[SIM_HW_MAX_GPUS], r_h2d[SIM_HW_MAX_GPUS],
         r_d2h[SIM_HW_MAX_GPUS], r_nvl[SIM_HW_MAX_GPUS];
@@ -57,8 +58,26 @@ static inline int64_t sim__task_span_start(const struct sim_task *t)
     return t->req.n_res == 0 && !(t->req.rate_cap > 0) ? t->t_ready_ns : t->t_start_ns;
 }
 
+/* A finished run, as the trace writer sees it: nothing here is modified by the writer and it
+ * never sees the builder. */
+struct sim__run_record {
+    const struct sim_hw *hw;                /* the profile */
+    int ranks;                              /* GPUs simulated */
+    const int *gpu;                         /* the node's GPU index of each rank */
+    bool numa_interleave;                   /* CPU Adam pools on every socket */
+    const struct sim_task *task;            /* finished tasks, in graph order */
+    int n_task;
+    const struct sim__mem_ev *mem;          /* memory changes at task ends */
+    int n_mem;
+    const struct sim_resource *res;         /* resources (names for the load counters) */
+    int n_res;
+    const int64_t *link_t_ns;               /* load sample times */
+    const double *link_load;                /* n_link_samples x n_res loads, units per second */
+    int n_link_samples;
+};
+
 /* Writes the Chrome trace of a finished run. */
-int sim__step_trace(struct sim__step *b, const struct sim_step_result *r, const char *path,
+int sim__step_trace(const struct sim__run_record *rec, const struct sim_step_result *r, const char *path,
                     struct rl_err *e);
 
 #endif

@@ -98,6 +98,23 @@ static void fractional(json_t *r)
                         "cores", json_real(11.5));
 }
 
+/* Arrays where a number belongs: read as 0 before (a 0-byte GPU that "does not fit", a 0-core
+ * socket reported as an internal resource). */
+static void array_for_number(json_t *r)
+{
+    json_object_set_new(json_object_get(r, "gpu"), "memory_bytes", json_array());
+}
+static void array_for_cores(json_t *r)
+{
+    json_t *a = json_array();
+    json_array_append_new(a, json_integer(12));
+    json_object_set_new(json_array_get(json_object_get(json_object_get(r, "node"), "sockets"), 0), "cores", a);
+}
+static void number_in_socket_list(json_t *r)
+{
+    json_array_append_new(json_object_get(json_object_get(r, "node"), "sockets"), json_integer(3));
+}
+
 START_TEST(hw_bad_profiles_name_the_path)
 {
     struct rl_err e;
@@ -114,6 +131,12 @@ START_TEST(hw_bad_profiles_name_the_path)
     ck_assert_ptr_nonnull(strstr(e.msg, "cpu_adam.dram_bytes_per_element: missing"));
     ck_assert_int_eq(parse_edited(fractional, &e), RL_EINVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "node.sockets[1].cores: 11.5"));
+    ck_assert_int_eq(parse_edited(array_for_number, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "gpu.memory_bytes: must be a number, not an array"));
+    ck_assert_int_eq(parse_edited(array_for_cores, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "node.sockets[0].cores: must be a number, not an array"));
+    ck_assert_int_eq(parse_edited(number_in_socket_list, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "node.sockets[2]: must be an object"));
     struct sim_hw hw;
     ck_assert_int_eq(sim_hw_parse(&hw, "{\"name\": ", "trunc.json", &e), RL_EINVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "trunc.json"));

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan/megatron_args.h"
 #include "plan/plan.h"
 #include "sim/hw.h"
 #include "sim/step.h"
@@ -129,7 +130,7 @@ START_TEST(step_breakdown_adds_up)
             fx_init(&f, "gpt-2.7b", 8, 8, 8, ratios[i], PLAN_POLICY_EXACT);
             struct sim_train t;
             sim_train_defaults(&t);
-            t.schedule = (enum sim_schedule)sch;
+            t.schedule = (enum step_schedule)sch;
             struct sim_step_result r;
             struct rl_err e;
             ck_assert_int_eq(sim_step_run(&f.p, &hw, &t, NULL, &r, &e), 0);
@@ -209,10 +210,10 @@ START_TEST(step_shared_switches_slow_the_copies)
     ck_assert_int_eq(sim_step_run(&f.p, &own, &t, NULL, &b, &e), 0);
     ck_assert_int_gt(a.step_ns, b.step_ns);
     ck_assert_int_gt(a.phase[SIM_PH_GRAD_D2H].busy_ns, b.phase[SIM_PH_GRAD_D2H].busy_ns);
-    /* Pinned gradient round trips at ratio 0 on their own switch run at the GPU link rate; two
-     * GPUs on a 13 GB/s uplink get half of it each, so the copies take about twice as long. */
-    double ratio_d2h = (double)a.phase[SIM_PH_GRAD_D2H].busy_ns / (double)b.phase[SIM_PH_GRAD_D2H].busy_ns;
-    ck_assert_msg(ratio_d2h > 1.5, "shared/own D2H time %.3f", ratio_d2h);
+    /* The pinned H2D half of the gradient round trip on its own switch runs at the GPU link rate;
+     * two GPUs on a 13 GB/s uplink get half of it each, so it takes about twice as long. */
+    double ratio_h2d = (double)a.phase[SIM_PH_GRAD_H2D].busy_ns / (double)b.phase[SIM_PH_GRAD_H2D].busy_ns;
+    ck_assert_msg(ratio_h2d > 1.5, "shared/own H2D time %.3f", ratio_h2d);
     fx_free(&f);
 }
 END_TEST
@@ -232,8 +233,21 @@ START_TEST(step_memory_prediction)
     ck_assert_int_eq(r.host_node_bytes, 8 * r.host_rank_bytes);
     ck_assert_int_eq(r.gpu_live_param_bytes, 0);   /* DP 1: the partition is the whole tensor */
     ck_assert_int_eq(r.gpu_allocated_bytes, r.gpu_ledger_bytes + r.gpu_activation_bytes + r.gpu_live_param_bytes);
-    ck_assert_int_eq(r.gpu_reserve_bytes,
-                     hw.context_bytes + (int64_t)ceil(hw.allocator_overhead * (double)r.gpu_allocated_bytes));
+    /* The reserve in three parts: the CUDA context; NCCL buffers of one communicator (TP 8 over all 8
+     * ranks: only the world group); the allocator's 2 MiB rounding of each GPU buffer above 1 MiB plus
+     * the fragmentation fraction of the transient bytes (activations here). */
+    int64_t rounding = 0;
+    for (int i = 0; i < f.p.n_buffers; i++) {
+        int64_t x = f.p.buffers[i].bytes, gran = 2 << 20;
+        if (f.p.buffers[i].device == PLAN_DEV_GPU && x > (1 << 20))
+            rounding += (gran - x % gran) % gran;
+    }
+    ck_assert_int_eq(r.nccl_communicators, 1);
+    ck_assert_int_eq(r.gpu_context_bytes, hw.context_bytes);
+    ck_assert_int_eq(r.gpu_nccl_bytes, hw.nccl_comm_bytes);
+    ck_assert_int_eq(r.gpu_allocator_bytes,
+                     rounding + (int64_t)ceil(hw.allocator_overhead * (double)r.gpu_activation_bytes));
+    ck_assert_int_eq(r.gpu_reserve_bytes, r.gpu_context_bytes + r.gpu_nccl_bytes + r.gpu_allocator_bytes);
     ck_assert_int_eq(r.gpu_total_bytes, r.gpu_allocated_bytes + r.gpu_reserve_bytes);
     ck_assert(r.fits_gpu == (r.gpu_total_bytes <= hw.gpu_mem_bytes));
     /* Activations, Korthikanti et al.: s b h (10 + 24/t + 5 a s / (h t)) per layer, 32 layers, plus
@@ -383,6 +397,46 @@ START_TEST(predict_json_and_trace_are_deterministic)
 }
 END_TEST
 
+/* The new settings reach the output: the GPUs modelled, the reserve's parts, the CPU optimizer,
+ * and a long accumulation that costs what a short one does. */
+START_TEST(predict_shows_gpus_reserve_and_repeats_micro_steps)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "predict --gpus 4 --tp 4 --ratio 0.5");
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "GPUs       0,1,2,3 of the node's 8 (1 of 2 sockets)"));
+    ck_assert_ptr_nonnull(strstr(r.out, "CUDA context"));
+    ck_assert_ptr_nonnull(strstr(r.out, "NCCL buffers"));
+    ck_assert_ptr_nonnull(strstr(r.out, "caching allocator"));
+    ck_assert_ptr_nonnull(strstr(r.out, "deepspeed 0.12.4, CPU optimizer deepspeed"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "predict --gpus 4 --tp 4 --ratio 0.5 --gpu-ids 4-7 --cpu-optimizer torch --json");
+    ck_assert_int_eq(r.status, 0);
+    json_t *o = json_loads(r.out, 0, NULL);
+    ck_assert_ptr_nonnull(o);
+    json_t *pr = json_object_get(o, "prediction");
+    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(pr, "gpu_ids"), 0)), 4);
+    ck_assert_int_eq(json_integer_value(json_object_get(pr, "sockets_used")), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "cpu_optimizer")), "torch");
+    json_t *m = json_object_get(pr, "gpu_memory_per_rank");
+    ck_assert_int_eq(json_integer_value(json_object_get(m, "reserve_bytes")),
+                     json_integer_value(json_object_get(m, "cuda_context_bytes")) +
+                         json_integer_value(json_object_get(m, "nccl_bytes")) +
+                         json_integer_value(json_object_get(m, "allocator_bytes")));
+    json_decref(o);
+    tu_run_free(&r);
+    /* --grad-accum 65536 took 100 s and 15 GB before; now a fixed number of micro-steps is simulated */
+    tu_ratiolab(&r, "predict --grad-accum 65536 --json");
+    ck_assert_int_eq(r.status, 0);
+    o = json_loads(r.out, 0, NULL);
+    pr = json_object_get(o, "prediction");
+    ck_assert_int_eq(json_integer_value(json_object_get(pr, "simulated_micro_steps")), SIM_MAX_SIMULATED_MICRO_STEPS);
+    ck_assert_int_lt(json_integer_value(json_object_get(pr, "tasks")), 100000);
+    json_decref(o);
+    tu_run_free(&r);
+}
+END_TEST
+
 START_TEST(predict_bad_input_exits_2_without_files)
 {
     struct tu_run r;
@@ -407,6 +461,21 @@ START_TEST(predict_bad_input_exits_2_without_files)
     tu_ratiolab(&r, "predict --hw bad.json");
     ck_assert_int_eq(r.status, 2);
     ck_assert_ptr_nonnull(strstr(r.err, "sources"));
+    tu_run_free(&r);
+    /* activation bytes beyond int64 (1.5e24): refused naming both flags, no trace */
+    tu_ratiolab(&r, "predict --model llama2-7b --seq-len 16777216 --micro-batch 1048576 --trace t.json");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--seq-len 16777216"));
+    ck_assert_ptr_nonnull(strstr(r.err, "--micro-batch 1048576"));
+    ck_assert_ptr_null(strchr(strchr(r.err, '\n') + 1, '\n'));   /* one line */
+    tu_run_free(&r);
+    tu_ratiolab(&r, "predict --gpus 4 --tp 4 --gpu-ids 0,1,2 --trace t.json");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--gpu-ids: 3 GPUs given for 4 ranks"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "predict --cpu-optimizer numpy");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--cpu-optimizer: 'numpy'"));
     tu_run_free(&r);
     ck_assert_int_eq(tu_count_files(), before + 1);   /* only bad.json */
     tu_ratiolab(&r, "predict --help");
@@ -561,7 +630,7 @@ static void golden_rows(FILE *out)
                 for (int sch = 0; sch < 2; sch++) {
                     struct sim_train t;
                     sim_train_defaults(&t);
-                    t.schedule = (enum sim_schedule)sch;
+                    t.schedule = (enum step_schedule)sch;
                     struct sim_step_result r;
                     ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
                     fprintf(out, "%s\t%s\t%d\t%d\t%d\t%s\t%.2f\t%s\t%.6f\t%lld\t%lld\t%lld\t%lld\t%s\n", names[h],
@@ -624,12 +693,307 @@ START_TEST(golden_predictions_table)
 }
 END_TEST
 
+/* The shared breakdown over a plain array of spans (what the executor passes with measured
+ * spans), against hand-computed intervals: forward [0,10), CPU Adam [5,20), a D2H [8,30), nothing
+ * in [30,40). Forward is exposed for 10; CPU Adam for 20 - 10 = 10 of its 15; the D2H for
+ * 30 - 20 = 10 of its 22; idle 10. A span with phase -1 or an empty span counts nowhere. */
+START_TEST(step_vocabulary_breakdown_and_chunks)
+{
+    struct step_span sp[] = {{0, 10, STEP_PH_FORWARD}, {5, 20, STEP_PH_CPU_ADAM}, {8, 30, STEP_PH_GRAD_D2H},
+                             {12, 13, -1}, {25, 25, STEP_PH_BACKWARD}};
+    struct step_breakdown bd = {0};
+    ck_assert_int_eq(step_breakdown(sp, 5, 0, 40, &bd), 0);
+    ck_assert_int_eq(bd.phase[STEP_PH_FORWARD].busy_ns, 10);
+    ck_assert_int_eq(bd.phase[STEP_PH_FORWARD].exposed_ns, 10);
+    ck_assert_int_eq(bd.phase[STEP_PH_CPU_ADAM].busy_ns, 15);
+    ck_assert_int_eq(bd.phase[STEP_PH_CPU_ADAM].exposed_ns, 10);
+    ck_assert_int_eq(bd.phase[STEP_PH_GRAD_D2H].busy_ns, 22);
+    ck_assert_int_eq(bd.phase[STEP_PH_GRAD_D2H].exposed_ns, 10);
+    ck_assert_int_eq(bd.phase[STEP_PH_BACKWARD].busy_ns, 0);
+    ck_assert_int_eq(bd.idle_ns, 10);
+    ck_assert_str_eq(step_phase_name(STEP_PH_GRAD_H2D), "grad_h2d");
+    ck_assert_str_eq(step_phase_name(STEP_PH_COUNT), "?");
+    enum step_schedule sc;
+    struct rl_err e;
+    ck_assert_int_eq(step_schedule_parse("overlap", &sc, &e), 0);
+    ck_assert_int_eq(sc, STEP_SCHED_OVERLAP);
+    ck_assert_int_eq(step_schedule_parse("fast", &sc, &e), RL_EINVAL);
+    /* chunks: the default below the cap, the cap above it (ceil(n / 256) per chunk) */
+    ck_assert_int_eq(step_chunk_numel(10 << 20, 0), 4 << 20);
+    ck_assert_int_eq(step_chunk_count(10 << 20, 0), 3);
+    int64_t big = (int64_t)STEP_MAX_CHUNKS * (4 << 20) + 1;
+    ck_assert_int_eq(step_chunk_numel(big, 0), (big + 255) / 256);
+    ck_assert_int_eq(step_chunk_count(big, 0), 256);
+    ck_assert_int_eq(step_chunk_count(0, 0), 0);
+}
+END_TEST
+
+/* One GPU (dgx1-v100 with one rank), gpt-350m, ratio 1 under DeepSpeed's placement: every
+ * sub-group on the CPU, one gradient bucket (5e8 elements > the model). Closed forms of the
+ * deepspeed schedule's host mechanisms; the rank has its socket's 12 cores and 90 GB/s alone. */
+static void one_gpu(struct fixture *f, double ratio, int v_minor, int v_patch)
+{
+    fx_init(f, "gpt-350m", 1, 1, 1, ratio, PLAN_POLICY_DS012);
+    f->p.zero.ds_version = (struct rl_version){0, v_minor, v_patch};
+}
+
+START_TEST(step_ds_host_cast_and_sequential_loop_closed_forms)
+{
+    struct sim_hw hw = load_hw("dgx1-v100");
+    struct fixture f;
+    one_gpu(&f, 1.0, 12, 4);
+    ck_assert_int_eq(f.p.cpu_numel, f.p.per_rank_numel);
+    ck_assert_int_ge(f.p.n_subgroups, 2);
+    struct sim_train t;
+    sim_train_defaults(&t);
+    struct sim_step_result r;
+    struct rl_err e;
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
+    long double dram = (long double)hw.socket[0].dram_gbps * 1e9L;
+    long double P = (long double)f.p.cpu_numel;
+    /* The fp32 gradient of CPU sub-groups: a cast on the host, 2 B read + 4 B written per element. */
+    ck_assert_int_eq(r.phase[STEP_PH_GRAD_CAST].busy_ns, ceil_ns(P * 6.0L / dram * 1e9L));
+    /* The sequential loop: per sub-group an unscale pass (8 B per element), CPU Adam at the cores'
+     * rate (12 x 0.25 G/s, below DRAM's 90e9 / 28), the cast back (6 B) and a pageable H2D of 2 B
+     * per element at the pageable rate; nothing of it overlaps anything else. */
+    long double adam = 12.0L * (long double)hw.cpu_adam_elems_per_core, page = (long double)hw.h2d_pageable_gbps * 1e9L;
+    int64_t un = 0, ad = 0, ca = 0, h2d = 0;
+    for (int s = 0; s < f.p.n_subgroups; s++) {
+        long double c = (long double)f.p.subgroups[s].cpu_numel;
+        un += ceil_ns(c * 8.0L / dram * 1e9L);
+        ad += ceil_ns(c / adam * 1e9L);
+        ca += ceil_ns(c * 6.0L / dram * 1e9L);
+        h2d += ceil_ns(c * 2.0L / page * 1e9L);
+    }
+    ck_assert_int_eq(r.phase[STEP_PH_UNSCALE].busy_ns, un);
+    ck_assert_int_eq(r.phase[STEP_PH_CPU_ADAM].busy_ns, ad);
+    ck_assert_int_eq(r.phase[STEP_PH_PARAM_CAST].busy_ns, ca);
+    ck_assert_int_eq(r.phase[STEP_PH_PARAM_H2D].busy_ns, h2d);
+    const int seq[] = {STEP_PH_UNSCALE, STEP_PH_CPU_ADAM, STEP_PH_PARAM_CAST, STEP_PH_PARAM_H2D, STEP_PH_GRAD_CAST};
+    for (int i = 0; i < 5; i++)
+        ck_assert_int_eq(r.phase[seq[i]].exposed_ns, r.phase[seq[i]].busy_ns);
+    /* torch.optim.AdamW: the profile's torch rate per core instead. */
+    t.cpu_optimizer = SIM_CPU_OPT_TORCH;
+    struct sim_step_result q;
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &q, &e) == 0, "%s", e.msg);
+    long double torch = 12.0L * (long double)hw.torch_adam_elems_per_core;
+    int64_t adt = 0;
+    for (int s = 0; s < f.p.n_subgroups; s++)
+        adt += ceil_ns((long double)f.p.subgroups[s].cpu_numel / torch * 1e9L);
+    ck_assert_int_eq(q.phase[STEP_PH_CPU_ADAM].busy_ns, adt);
+    ck_assert_int_eq(q.step_ns - r.step_ns, adt - ad);
+    fx_free(&f);
+}
+END_TEST
+
+/* A blocking copy in the backward hook stalls the issue of the next block: with a bucket per
+ * layer, 0.16.3's blocking fp32 D2H never runs under a backward kernel and the step is longer by
+ * what 0.19.5's asynchronous copy overlaps. 0.12's pageable host-cast path is slower still. */
+START_TEST(step_ds_blocking_copy_stalls_backward)
+{
+    struct sim_hw hw = load_hw("dgx1-v100");
+    struct sim_train t;
+    sim_train_defaults(&t);
+    struct rl_err e;
+    struct sim_step_result r[3];
+    const int minor[] = {16, 19, 12}, patch[] = {3, 5, 4};
+    for (int i = 0; i < 3; i++) {
+        struct fixture f;
+        one_gpu(&f, 1.0, minor[i], patch[i]);
+        f.p.zero.reduce_bucket_size = 10000000;   /* a flush per layer or two */
+        ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r[i], &e) == 0, "%s", e.msg);
+        fx_free(&f);
+    }
+    /* blocking: no D2H time overlaps a higher phase (backward, forward) */
+    ck_assert_int_eq(r[0].phase[STEP_PH_GRAD_D2H].exposed_ns, r[0].phase[STEP_PH_GRAD_D2H].busy_ns);
+    ck_assert_int_lt(r[1].phase[STEP_PH_GRAD_D2H].exposed_ns, r[1].phase[STEP_PH_GRAD_D2H].busy_ns);
+    int64_t hidden = r[1].phase[STEP_PH_GRAD_D2H].busy_ns - r[1].phase[STEP_PH_GRAD_D2H].exposed_ns;
+    ck_assert_int_gt(r[0].step_ns - r[1].step_ns, hidden / 2);
+    ck_assert_int_gt(r[2].step_ns, r[0].step_ns);
+    ck_assert_int_eq(r[0].phase[STEP_PH_BACKWARD].busy_ns, r[1].phase[STEP_PH_BACKWARD].busy_ns);
+}
+END_TEST
+
+/* 0.18 steps the sub-groups in index order with the CPU ones last: the GPU sub-groups' kernels,
+ * launched first, run while the host runs CPU Adam. Before 0.18 the CPU ones come first and
+ * nothing overlaps. */
+START_TEST(step_ds_018_overlaps_gpu_and_cpu_subgroups)
+{
+    struct sim_hw hw = load_hw("dgx1-v100");
+    struct sim_train t;
+    sim_train_defaults(&t);
+    struct rl_err e;
+    struct fixture a, b;
+    fx_init(&a, "gpt-2.7b", 8, 8, 8, 0.5, PLAN_POLICY_DS012);
+    fx_init(&b, "gpt-2.7b", 8, 8, 8, 0.5, PLAN_POLICY_DS018);
+    b.p.zero.ds_version = (struct rl_version){0, 18, 0};
+    ck_assert_int_gt(a.p.cpu_numel, 0);
+    ck_assert_int_gt(b.p.cpu_numel, 0);
+    ck_assert_int_gt(b.p.gpu_numel, 0);
+    struct sim_step_result ra, rb;
+    ck_assert_msg(sim_step_run(&a.p, &hw, &t, NULL, &ra, &e) == 0, "%s", e.msg);
+    ck_assert_msg(sim_step_run(&b.p, &hw, &t, NULL, &rb, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(ra.phase[STEP_PH_GPU_ADAM].exposed_ns, ra.phase[STEP_PH_GPU_ADAM].busy_ns);
+    ck_assert_int_eq(ra.phase[STEP_PH_CPU_ADAM].exposed_ns, ra.phase[STEP_PH_CPU_ADAM].busy_ns);
+    /* One bucket, DP 1: under 0.12 the whole step is serial (no phase overlaps another); under 0.18
+     * the CPU sub-group's host work runs beside the GPU sub-group's kernels. */
+    int64_t busy_a = 0, exp_a = 0, busy_b = 0, exp_b = 0;
+    for (int k = 0; k < STEP_PH_COUNT; k++) {
+        busy_a += ra.phase[k].busy_ns, exp_a += ra.phase[k].exposed_ns;
+        busy_b += rb.phase[k].busy_ns, exp_b += rb.phase[k].exposed_ns;
+    }
+    ck_assert_int_eq(busy_a, exp_a);
+    ck_assert_int_gt(busy_b, exp_b);
+    fx_free(&a);
+    fx_free(&b);
+}
+END_TEST
+
+/* Gradient accumulation: beyond SIM_MAX_SIMULATED_MICRO_STEPS the steady-state micro-step repeats;
+ * the result equals a full simulation, and the graph does not grow. */
+START_TEST(step_grad_accum_repeats_the_steady_state)
+{
+    struct sim_hw hw = load_hw("dgx1-v100");
+    struct rl_err e;
+    for (int sch = 0; sch < 2; sch++) {
+        struct fixture f;
+        fx_init(&f, "gpt-2.7b", 8, 8, 8, 0.5, PLAN_POLICY_EXACT);
+        struct sim_train t;
+        sim_train_defaults(&t);
+        t.schedule = (enum step_schedule)sch;
+        t.grad_accum = 11;
+        struct sim_step_result rep, full, big;
+        ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &rep, &e) == 0, "%s", e.msg);
+        t.max_simulated_micro_steps = 64;
+        ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &full, &e) == 0, "%s", e.msg);
+        ck_assert_int_eq(rep.simulated_micro_steps, SIM_MAX_SIMULATED_MICRO_STEPS);
+        ck_assert_int_eq(full.simulated_micro_steps, 11);
+        ck_assert_int_eq(rep.step_ns, full.step_ns);
+        for (int k = 0; k < STEP_PH_COUNT; k++) {
+            ck_assert_int_eq(rep.phase[k].busy_ns, full.phase[k].busy_ns);
+            ck_assert_int_eq(rep.phase[k].exposed_ns, full.phase[k].exposed_ns);
+        }
+        ck_assert_int_eq(rep.idle_ns, full.idle_ns);
+        t.max_simulated_micro_steps = 0;
+        t.grad_accum = 65536;
+        ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &big, &e) == 0, "%s", e.msg);
+        ck_assert_int_eq(big.tasks, rep.tasks);
+        /* 65525 more steady micro-steps of (full(11) - full(10)) each */
+        t.grad_accum = 10;
+        t.max_simulated_micro_steps = 64;
+        struct sim_step_result six;
+        ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &six, &e) == 0, "%s", e.msg);
+        ck_assert_int_eq(big.step_ns, full.step_ns + (int64_t)(65536 - 11) * (full.step_ns - six.step_ns));
+        fx_free(&f);
+    }
+}
+END_TEST
+
+/* --gpu-ids: which GPUs (and so which switches and sockets) the ranks use. */
+START_TEST(step_gpu_ids_choose_switches_and_sockets)
+{
+    int ids[SIM_HW_MAX_GPUS], n;
+    struct rl_err e;
+    ck_assert_int_eq(sim_gpu_ids_parse("0-3", ids, &n, &e), 0);
+    ck_assert_int_eq(n, 4);
+    ck_assert_int_eq(ids[3], 3);
+    ck_assert_int_eq(sim_gpu_ids_parse("0,2,4,6", ids, &n, &e), 0);
+    ck_assert_int_eq(ids[2], 4);
+    ck_assert_int_eq(sim_gpu_ids_parse("1,1", ids, &n, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "--gpu-ids"));
+    ck_assert_int_eq(sim_gpu_ids_parse("x", ids, &n, &e), RL_EINVAL);
+    ck_assert_int_eq(sim_gpu_ids_parse("3-1", ids, &n, &e), RL_EINVAL);
+    ck_assert_int_eq(sim_gpu_ids_parse("0,", ids, &n, &e), RL_EINVAL);
+    struct sim_hw hw = load_hw("dgx1-v100");
+    struct fixture f;
+    fx_init(&f, "gpt-2.7b", 4, 4, 4, 0.5, PLAN_POLICY_EXACT);
+    struct sim_train t;
+    sim_train_defaults(&t);
+    struct sim_step_result first, spread;
+    ck_assert_int_eq(sim_step_run(&f.p, &hw, &t, NULL, &first, &e), 0);
+    ck_assert_int_eq(first.sockets_used, 1);
+    ck_assert_int_eq(first.socket_mask, 1);
+    ck_assert_int_eq(first.gpu_ids[3], 3);
+    ck_assert_int_eq(sim_gpu_ids_parse("0,2,4,6", t.gpu_ids, &t.n_gpu_ids, &e), 0);
+    ck_assert_int_eq(sim_step_run(&f.p, &hw, &t, NULL, &spread, &e), 0);
+    ck_assert_int_eq(spread.sockets_used, 2);
+    ck_assert_int_eq(spread.gpu_ids[1], 2);
+    /* one GPU per switch and two sockets' cores and DRAM: the offload runs faster */
+    ck_assert_int_lt(spread.step_ns, first.step_ns);
+    ck_assert_int_eq(sim_gpu_ids_parse("0,1,9", t.gpu_ids, &t.n_gpu_ids, &e), 0);
+    ck_assert_int_eq(sim_step_run(&f.p, &hw, &t, NULL, &spread, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "--gpu-ids"));
+    fx_free(&f);
+}
+END_TEST
+
+/* Megatron-DeepSpeed checkouts from 2023-07-22 until 2023-11-21 register GQA's query and key_value
+ * as two parameters: 7 tensors per layer instead of 6 (no biases, RMSNorm), the same elements. */
+START_TEST(megatron_gqa_split_query_key_value)
+{
+    ck_assert(!plan_megatron_version_splits_qkv("2023-07-21"));
+    ck_assert(plan_megatron_version_splits_qkv("2023-07-22"));
+    ck_assert(plan_megatron_version_splits_qkv("2023-09"));
+    ck_assert(plan_megatron_version_splits_qkv("2023-11-20"));
+    ck_assert(!plan_megatron_version_splits_qkv("2023-11-21"));
+    ck_assert(!plan_megatron_version_splits_qkv("new"));
+    struct plan_megatron_cfg c;
+    plan_megatron_defaults(&c);
+    c.num_layers = 2;
+    c.hidden = 1024;
+    c.heads = 16;
+    c.kv_heads = 4;
+    c.seq_len = 2048;
+    c.rmsnorm = c.no_bias = c.swiglu = c.untie = c.rotary = true;
+    c.ffn_hidden = 2816;
+    c.tp = 2;
+    struct plan_model fused, split;
+    struct rl_err e;
+    ck_assert_msg(plan_model_megatron(&fused, &c, &e) == 0, "%s", e.msg);
+    ck_assert_msg(plan_model_megatron(&split, &c, &e) == 0, "%s", e.msg);
+    ck_assert_msg(plan_model_megatron_split_qkv(&split, &e) == 0, "%s", e.msg);
+    int per_layer[2] = {0, 0};
+    for (int i = 0; i < fused.n_tensors; i++)
+        per_layer[0] += fused.tensors[i].layer == 0;
+    for (int i = 0; i < split.n_tensors; i++)
+        per_layer[1] += split.tensors[i].layer == 0;
+    ck_assert_int_eq(per_layer[0], 6);
+    ck_assert_int_eq(per_layer[1], 7);
+    ck_assert_int_eq(split.total_numel, fused.total_numel);
+    int64_t q = -1, kv = -1;
+    for (int i = 0; i < split.n_tensors; i++) {
+        if (strstr(split.tensors[i].name, "layers.0.self_attention.query.weight"))
+            q = split.tensors[i].numel;
+        if (strstr(split.tensors[i].name, "layers.0.self_attention.key_value.weight"))
+            kv = split.tensors[i].numel;
+    }
+    ck_assert_int_eq(q, 1024 / 2 * 1024);              /* [h / tp] x h */
+    ck_assert_int_eq(kv, 2 * 4 * 64 / 2 * 1024);       /* [2 kv head_dim / tp] x h */
+    /* without GQA nothing changes */
+    c.kv_heads = 16;
+    struct plan_model mha;
+    ck_assert_msg(plan_model_megatron(&mha, &c, &e) == 0, "%s", e.msg);
+    ck_assert_msg(plan_model_megatron_split_qkv(&mha, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(mha.n_tensors, fused.n_tensors);
+    plan_model_free(&fused);
+    plan_model_free(&split);
+    plan_model_free(&mha);
+}
+END_TEST
+
 Suite *sim_step_suite(void)
 {
     Suite *s = suite_create("sim_step");
     TCase *c = tcase_create("model");
     tcase_set_timeout(c, 60);
+    tcase_add_test(c, step_vocabulary_breakdown_and_chunks);
     tcase_add_test(c, step_single_gpu_equals_closed_form);
+    tcase_add_test(c, step_ds_host_cast_and_sequential_loop_closed_forms);
+    tcase_add_test(c, step_ds_blocking_copy_stalls_backward);
+    tcase_add_test(c, step_ds_018_overlaps_gpu_and_cpu_subgroups);
+    tcase_add_test(c, step_grad_accum_repeats_the_steady_state);
+    tcase_add_test(c, step_gpu_ids_choose_switches_and_sockets);
+    tcase_add_test(c, megatron_gqa_split_query_key_value);
     tcase_add_test(c, step_breakdown_adds_up);
     tcase_add_test(c, step_schedules_and_ratio_order);
     tcase_add_test(c, step_shared_switches_slow_the_copies);
@@ -641,6 +1005,7 @@ Suite *sim_step_suite(void)
     tcase_set_timeout(c, 60);
     tcase_add_test(c, predict_json_and_trace_are_deterministic);
     tcase_add_test(c, predict_bad_input_exits_2_without_files);
+    tcase_add_test(c, predict_shows_gpus_reserve_and_repeats_micro_steps);
     tcase_add_test(c, sweep_rows_and_formats);
     tcase_add_test(c, tune_finds_ratio_and_sub_group_size);
     tcase_add_test(c, trace_streams_are_serial_and_memory_returns);

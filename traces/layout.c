@@ -1,0 +1,8 @@
+/* traces/layout.c — names of the trace layout's threads. */
+#include "traces/layout.h"
+
+static const char *const tid_names[TRACE_TID_COUNT] = {
+    "compute stream", "NCCL all-gather stream", "NCCL reduce-scatter stream", "copy engine D2H",
+    "copy engine H2D", "CPU Adam", "pipeline bubble", "host thread"};
+
+const char *trace_tid_name(int tid) { return tid >= 0 && tid < TRACE_TID_COUNT ? tid_names[tid] : "?"; }
