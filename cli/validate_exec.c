@@ -332,9 +332,9 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         rep->have_reference = true;
         free(out);
     }
-    /* The baseline: the same launch with the model shrunk until its buffers are negligible (the
-     * reduce bucket keeps 8 elements per rank, the least the executor accepts with room), so its
-     * peak RSS is the process, libraries, MPI and threads without the buffers. */
+    /* The baseline: the same launch with the model shrunk as far as the executor allows (the
+     * reduce bucket keeps 8 elements per rank); its RSS at the end minus its own buffers is the
+     * process, libraries, MPI, OpenBLAS and threads without the model. */
     int64_t baseline[VAL_MAX_RANKS];
     for (int k = 0; k < VAL_MAX_RANKS; k++)
         baseline[k] = -1;
@@ -355,10 +355,22 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         json_t *j = st == 0 && out ? json_loads(out, 0, NULL) : NULL;
         free(out);
         json_t *rk = json_object_get(j, "ranks");
+        bool dev_host = strcmp(x->backend, "cpu") == 0;   /* the emulated device is host memory */
         for (size_t k = 0; k < json_array_size(rk) && k < VAL_MAX_RANKS; k++) {
-            json_t *m = json_object_get(json_object_get(json_array_get(rk, k), "memory"), "peak_rss_bytes");
-            if (json_is_integer(m))
-                baseline[k] = json_integer_value(m);
+            json_t *q = json_array_get(rk, k);
+            json_t *m = json_object_get(json_object_get(q, "memory"), "rss_bytes");
+            if (!json_is_integer(m))
+                continue;
+            /* Its own (small) buffers are not part of the baseline. */
+            int64_t own = 0;
+            json_t *bufs = json_object_get(q, "buffers");
+            for (size_t b = 0; b < json_array_size(bufs); b++) {
+                json_t *bb = json_array_get(bufs, b);
+                const char *dev = json_string_value(json_object_get(bb, "device"));
+                if (dev_host || (dev && strcmp(dev, "gpu") != 0))
+                    own += json_integer_value(json_object_get(bb, "bytes"));
+            }
+            baseline[k] = json_integer_value(m) - own;
         }
         json_decref(j);
     }
