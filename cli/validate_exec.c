@@ -333,8 +333,9 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         free(out);
     }
     /* The baseline: the same launch with the model shrunk as far as the executor allows (the
-     * reduce bucket keeps 8 elements per rank); its RSS at the end minus its own buffers is the
-     * process, libraries, MPI, OpenBLAS and threads without the model. */
+     * reduce bucket keeps 8 elements per rank); its RSS at the end minus its own ledger buffers is
+     * the process, libraries, MPI, OpenBLAS, threads and the compute scratch (whose size depends
+     * on the token count and the model width, not on the scale) without the model states. */
     int64_t baseline[VAL_MAX_RANKS];
     for (int k = 0; k < VAL_MAX_RANKS; k++)
         baseline[k] = -1;
@@ -367,7 +368,8 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
             for (size_t b = 0; b < json_array_size(bufs); b++) {
                 json_t *bb = json_array_get(bufs, b);
                 const char *dev = json_string_value(json_object_get(bb, "device"));
-                if (dev_host || (dev && strcmp(dev, "gpu") != 0))
+                bool in_ledger = !json_is_null(json_object_get(bb, "ledger_bytes"));
+                if (in_ledger && (dev_host || (dev && strcmp(dev, "gpu") != 0)))
                     own += json_integer_value(json_object_get(bb, "bytes"));
             }
             baseline[k] = json_integer_value(m) - own;
