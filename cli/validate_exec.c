@@ -207,6 +207,13 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         sim->train.schedule = SIM_SCHED_OVERLAP;
     if (cli_setup_resolve(s, &c, &e) || ex_scale_model(&c.model, x->scale, &scaled, &e))
         goto fail;
+    /* The executor's GEMMs run the scaled tensors' shapes, the output layer's included; the
+     * simulator's logits term reads the vocabulary from the architecture, so it is scaled the
+     * same way (rows divided by F, rounded up). */
+    if (x->scale > 1) {
+        scaled.arch.vocab = (int64_t)ceil((double)scaled.arch.vocab / x->scale);
+        scaled.arch.vocab_padded = (int64_t)ceil((double)scaled.arch.vocab_padded / x->scale);
+    }
     if (c.layout.dp != x->ranks) {
         rl_errf(&e, RL_EINVAL, "--ranks %d: the layout has %d data-parallel ranks; allowed: equal (the executor "
                 "runs one rank per data-parallel rank)", x->ranks, c.layout.dp);
