@@ -119,8 +119,10 @@ static void print_ds(const struct validate_args *a, const struct cli_ctx *c, con
             snprintf(ma, sizeof ma, "%.2f", gib(s->logged_ma_bytes));
         if (s->predicted_gpu_bytes >= 0)
             snprintf(led, sizeof led, "%.2f", gib(s->predicted_gpu_bytes));
-        if (s->status != VAL_INFO)
-            snprintf(diff, sizeof diff, "%+.2f", gib(s->diff_bytes));
+        if (s->status != VAL_INFO) {
+            double d = gib(s->diff_bytes);
+            snprintf(diff, sizeof diff, "%+.2f", fabs(d) < 0.005 ? 0.0 : d);   /* no "-0.00" */
+        }
         if (s->logged_subgroups >= 0)
             snprintf(sg, sizeof sg, "%d vs %d", s->logged_subgroups, r->plan_subgroups);
         printf("  %-44s %8s %9s %8s %12s  %s%s\n", name, ma, led, diff, sg,

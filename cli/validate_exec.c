@@ -207,6 +207,13 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         sim->train.schedule = SIM_SCHED_OVERLAP;
     if (cli_setup_resolve(s, &c, &e) || ex_scale_model(&c.model, x->scale, &scaled, &e))
         goto fail;
+    /* The executor's GEMMs run the scaled tensors' shapes, the output layer's included; the
+     * simulator's logits term reads the vocabulary from the architecture, so it is scaled the
+     * same way (rows divided by F, rounded up). */
+    if (x->scale > 1) {
+        scaled.arch.vocab = (int64_t)ceil((double)scaled.arch.vocab / x->scale);
+        scaled.arch.vocab_padded = (int64_t)ceil((double)scaled.arch.vocab_padded / x->scale);
+    }
     if (c.layout.dp != x->ranks) {
         rl_errf(&e, RL_EINVAL, "--ranks %d: the layout has %d data-parallel ranks; allowed: equal (the executor "
                 "runs one rank per data-parallel rank)", x->ranks, c.layout.dp);
@@ -332,9 +339,10 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         rep->have_reference = true;
         free(out);
     }
-    /* The baseline: the same launch with the model shrunk until its buffers are negligible (the
-     * reduce bucket keeps 8 elements per rank, the least the executor accepts with room), so its
-     * peak RSS is the process, libraries, MPI and threads without the buffers. */
+    /* The baseline: the same launch with the model shrunk as far as the executor allows (the
+     * reduce bucket keeps 8 elements per rank); its RSS at the end minus its own ledger buffers is
+     * the process, libraries, MPI, OpenBLAS, threads and the compute scratch (whose size depends
+     * on the token count and the model width, not on the scale) without the model states. */
     int64_t baseline[VAL_MAX_RANKS];
     for (int k = 0; k < VAL_MAX_RANKS; k++)
         baseline[k] = -1;
@@ -355,10 +363,23 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         json_t *j = st == 0 && out ? json_loads(out, 0, NULL) : NULL;
         free(out);
         json_t *rk = json_object_get(j, "ranks");
+        bool dev_host = strcmp(x->backend, "cpu") == 0;   /* the emulated device is host memory */
         for (size_t k = 0; k < json_array_size(rk) && k < VAL_MAX_RANKS; k++) {
-            json_t *m = json_object_get(json_object_get(json_array_get(rk, k), "memory"), "peak_rss_bytes");
-            if (json_is_integer(m))
-                baseline[k] = json_integer_value(m);
+            json_t *q = json_array_get(rk, k);
+            json_t *m = json_object_get(json_object_get(q, "memory"), "rss_bytes");
+            if (!json_is_integer(m))
+                continue;
+            /* Its own (small) buffers are not part of the baseline. */
+            int64_t own = 0;
+            json_t *bufs = json_object_get(q, "buffers");
+            for (size_t b = 0; b < json_array_size(bufs); b++) {
+                json_t *bb = json_array_get(bufs, b);
+                const char *dev = json_string_value(json_object_get(bb, "device"));
+                bool in_ledger = !json_is_null(json_object_get(bb, "ledger_bytes"));
+                if (in_ledger && (dev_host || (dev && strcmp(dev, "gpu") != 0)))
+                    own += json_integer_value(json_object_get(bb, "bytes"));
+            }
+            baseline[k] = json_integer_value(m) - own;
         }
         json_decref(j);
     }

@@ -11,8 +11,7 @@
 /* A scalar field of the profile: JSON path (array indices as "[]"), kind, offset, range. */
 struct hw_field {
     const char *path;
-    char kind;          /* 's' string, 'i' int, 'b' bytes (int64), 'd' double; 'I' an optional
-                           int (0 when absent) */
+    char kind;          /* 's' string, 'i' int, 'b' bytes (int64), 'd' double */
     size_t off;         /* offset in struct sim_hw; (size_t)-1 for array members */
     double lo, hi;      /* allowed range, inclusive */
     bool array;         /* the value is an array of numbers (pcie_switches[].gpus) */
@@ -57,8 +56,8 @@ static const struct hw_field fields[] = {
     F("cpu_adam.elements_per_s_per_core", 'd', cpu_adam_elems_per_core, 1e6, 1e12),
     F("cpu_adam.dram_bytes_per_element", 'd', cpu_adam_dram_bytes, 1, 1000),
     F("cpu_adam.torch_elements_per_s_per_core", 'd', torch_adam_elems_per_core, 1e5, 1e12),
-    F("gpu.emulated", 'I', gpu_emulated, 0, 1),
-    F("gpu.emulated_cores", 'I', gpu_emulated_cores, 0, 4096),
+    F("gpu.emulated", 'i', gpu_emulated, 0, 1),
+    F("gpu.emulated_cores", 'i', gpu_emulated_cores, 0, 4096),
 };
 #undef F
 #undef A
@@ -119,7 +118,7 @@ static int check_leaf(struct walk *w, json_t *v, const char *exact, const char *
     if (!isfinite(x) || x < f->lo || x > f->hi)
         return rl_errf(w->e, RL_EINVAL, "%s: %s: %g is outside the allowed range [%g, %g]", w->what,
                        exact, x, f->lo, f->hi);
-    if ((f->kind == 'i' || f->kind == 'I' || f->kind == 'b') && x != floor(x))
+    if ((f->kind == 'i' || f->kind == 'b') && x != floor(x))
         return rl_errf(w->e, RL_EINVAL, "%s: %s: %g must be a whole number", w->what, exact, x);
     return check_source(w, exact, norm);
 }
@@ -180,6 +179,8 @@ static bool optional_default(struct sim_hw *hw, const char *path)
         hw->nccl_comm_bytes = INT64_C(2) * 16 * (INT64_C(4) << 20);
         return true;
     }
+    if (strcmp(path, "gpu.emulated") == 0 || strcmp(path, "gpu.emulated_cores") == 0)
+        return true;   /* 0: a real GPU (memset by sim_hw_parse) */
     if (strcmp(path, "cpu_adam.torch_elements_per_s_per_core") == 0) {
         hw->torch_adam_elems_per_core = -1;   /* resolved after the fill */
         return true;
@@ -199,15 +200,14 @@ static int fill(struct sim_hw *hw, json_t *root, const char *what, struct rl_err
         json_t *v = root;
         for (char *tok = strtok(buf, "."); tok && v; tok = strtok(NULL, "."))
             v = json_object_get(v, tok);
-        if (!v && (f->kind == 'I' || optional_default(hw, f->path)))
-            continue;   /* optional: a documented default, or 0 for 'I' (memset by sim_hw_parse) */
+        if (!v && optional_default(hw, f->path))
+            continue;
         if (!v)
             return rl_errf(e, RL_EINVAL, "%s: %s: missing (required)", what, f->path);
         char *p = (char *)hw + f->off;
         switch (f->kind) {
         case 's': snprintf(p, 64, "%s", json_string_value(v)); break;
-        case 'i':
-        case 'I': *(int *)p = (int)json_number_value(v); break;
+        case 'i': *(int *)p = (int)json_number_value(v); break;
         case 'b': *(int64_t *)p = (int64_t)json_number_value(v); break;
         default: *(double *)p = json_number_value(v); break;
         }

@@ -134,7 +134,7 @@ static void check_process(struct val_report *r)
         for (int k = 0; k < w->n_ranks; k++) {
             const struct val_rank_mem *m = &w->mem[k];
             if (m->rss_bytes >= 0 && m->baseline_rss_bytes >= 0) {
-                int64_t dev = r->device_in_rss ? w->plan_device_bytes + m->scratch_device_bytes : 0;
+                int64_t dev = r->device_in_rss ? w->plan_device_bytes : 0;   /* scratch: in the baseline */
                 double expect = (double)(w->plan_host_bytes + dev + m->baseline_rss_bytes);
                 double err = fabs(pct((double)m->rss_bytes, expect));
                 seen++;
@@ -168,8 +168,8 @@ static void check_process(struct val_report *r)
     }
     c->status = bad ? VAL_FAIL : VAL_PASS;
     detail(c, "%d readings; peak RSS against the ledger's host bytes (plus the device's on the emulated device, "
-           "whose memory is host memory) plus the baseline (peak RSS of the same launch with the model shrunk until "
-           "its buffers are negligible), device use against the ledger's device bytes plus the executor's compute scratch; tolerance %.1f %% (RSS: or 4 MiB, whichever is larger); worst %.2f %% (%s)", seen,
+           "whose memory is host memory) plus the baseline (the RSS of the same launch with the model shrunk as far as "
+           "the executor allows, minus that run's ledger buffers), device use against the ledger's device bytes plus the executor's compute scratch; tolerance %.1f %% (RSS: or 4 MiB, whichever is larger); worst %.2f %% (%s)", seen,
            r->mem_tol_pct, worst, worst_what);
 }
 
@@ -397,8 +397,9 @@ int val_report_md(const struct val_report *r, char **out, struct rl_err *e)
                (long long)m->host_placed_numel, (long long)m->rss_bytes, (long long)m->baseline_rss_bytes,
                (long long)m->pinned_bytes, (long long)m->device_used_bytes);
         }
-    sb(&b, "\n-1: not available. The baseline is the process's RSS after start-up (libraries, MPI, threads), "
-           "before the executor allocates its buffers.\n");
+    sb(&b, "\n-1: not available. The baseline (\"RSS at start-up\") is the RSS at the end of the same launch with "
+           "the model shrunk as far as the executor allows, minus that run's ledger buffers: libraries, MPI, OpenBLAS, "
+           "threads, compute scratch.\n");
     if (b.oom) {
         free(b.p);
         return rl_errf(e, RL_ENOMEM, "validate: out of memory");

@@ -4,35 +4,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/step.h"
+#include "plan/step.h"
+#include "traces/layout.h"
 #include "validation/val.h"
-
-_Static_assert(VAL_PHASES == SIM_PH_COUNT, "VAL_PHASES must equal SIM_PH_COUNT");
-
-/* A span boundary: phase p starts (+1) or ends (-1) at t on a rank. */
-struct edge {
-    int rank;        /* rank */
-    int64_t t_ns;    /* time */
-    int phase;       /* phase index */
-    int delta;       /* +1 start, -1 end */
-};
-
-static int cmp_edge(const void *x, const void *y)
-{
-    const struct edge *a = x, *b = y;
-    if (a->rank != b->rank)
-        return a->rank < b->rank ? -1 : 1;
-    if (a->t_ns != b->t_ns)
-        return a->t_ns < b->t_ns ? -1 : 1;
-    return a->delta - b->delta;   /* ends before starts at the same time */
-}
 
 static int phase_of(const char *cat)
 {
     if (!cat)
         return -1;
-    for (int i = 0; i < SIM_PH_COUNT; i++)
-        if (strcmp(cat, sim_phase_name(i)) == 0)
+    for (int i = 0; i < STEP_PH_COUNT; i++)
+        if (strcmp(cat, step_phase_name(i)) == 0)
             return i;
     return -1;
 }
@@ -47,19 +28,37 @@ static int rank_of(const struct trace_event *ev)
         if (rank >= 0)
             return rank;
     }
-    if (ev->pid >= 1 && ev->pid < 100)
-        return ev->pid - 1;
-    if (ev->pid >= 100 && ev->pid < 200)
-        return ev->tid;
+    if (ev->pid >= TRACE_PID_RANK(0) && ev->pid < TRACE_PID_SOCKET(0))
+        return ev->pid - TRACE_PID_RANK(0);
+    if (ev->pid >= TRACE_PID_SOCKET(0) && ev->pid < TRACE_PID_LINKS)
+        return ev->tid;   /* TRACE_TID_POOL(g) == g */
     return -1;
+}
+
+/* A span of the trace with its rank, for sorting by rank. */
+struct rspan {
+    int rank;                /* rank */
+    struct step_span s;      /* the span */
+};
+
+static int cmp_rspan(const void *x, const void *y)
+{
+    const struct rspan *a = x, *b = y;
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    return a->s.start_ns < b->s.start_ns ? -1 : a->s.start_ns > b->s.start_ns;
 }
 
 int val_trace_times(const struct trace_doc *d, struct val_trace_times *t, struct rl_err *e)
 {
     memset(t, 0, sizeof *t);
-    struct edge *ed = malloc(sizeof *ed * (size_t)(2 * d->n_events + 1));
-    if (!ed)
+    struct rspan *sp = malloc(sizeof *sp * (size_t)(d->n_events + 1));
+    struct step_span *one = malloc(sizeof *one * (size_t)(d->n_events + 1));
+    if (!sp || !one) {
+        free(sp);
+        free(one);
         return rl_errf(e, RL_ENOMEM, "trace: out of memory");
+    }
     int n = 0;
     for (int i = 0; i < d->n_events; i++) {
         const struct trace_event *ev = &d->events[i];
@@ -67,54 +66,49 @@ int val_trace_times(const struct trace_doc *d, struct val_trace_times *t, struct
         int rank = ph >= 0 ? rank_of(ev) : -1;
         if (ph < 0 || rank < 0 || ev->dur_ns <= 0)
             continue;
-        ed[n++] = (struct edge){rank, ev->ts_ns, ph, +1};
-        ed[n++] = (struct edge){rank, ev->ts_ns + ev->dur_ns, ph, -1};
+        sp[n++] = (struct rspan){rank, {ev->ts_ns, ev->ts_ns + ev->dur_ns, ph}};
     }
-    qsort(ed, (size_t)n, sizeof *ed, cmp_edge);
-    int cap = 0;
-    for (int i = 0; i < n;) {
-        int rank = ed[i].rank;
+    qsort(sp, (size_t)n, sizeof *sp, cmp_rspan);
+    int cap = 0, rc = 0;
+    for (int i = 0; i < n && !rc;) {
+        int rank = sp[i].rank, k = 0;
+        int64_t t0 = sp[i].s.start_ns, t1 = sp[i].s.end_ns;
+        for (; i < n && sp[i].rank == rank; i++) {
+            one[k++] = sp[i].s;
+            t1 = sp[i].s.end_ns > t1 ? sp[i].s.end_ns : t1;
+        }
         if (t->n_ranks == cap) {
             cap = cap ? cap * 2 : 8;
             struct val_rank_times *nr = realloc(t->ranks, sizeof *nr * (size_t)cap);
             if (!nr) {
-                free(ed);
-                val_trace_times_free(t);
-                return rl_errf(e, RL_ENOMEM, "trace: out of memory");
+                rc = rl_errf(e, RL_ENOMEM, "trace: out of memory");
+                break;
             }
             t->ranks = nr;
         }
         struct val_rank_times *rt = &t->ranks[t->n_ranks++];
         memset(rt, 0, sizeof *rt);
         rt->rank = rank;
-        int active[VAL_PHASES] = {0}, any = 0;
-        int64_t first = ed[i].t_ns, prev = first;
-        for (; i < n && ed[i].rank == rank; i++) {
-            int64_t dt = ed[i].t_ns - prev;
-            if (dt > 0) {
-                int top = -1;
-                for (int p = 0; p < VAL_PHASES; p++)
-                    if (active[p]) {
-                        rt->busy_ns[p] += dt;
-                        if (top < 0)
-                            top = p;
-                    }
-                if (top >= 0)
-                    rt->exposed_ns[top] += dt;
-                else
-                    rt->idle_ns += dt;
-            }
-            prev = ed[i].t_ns;
-            active[ed[i].phase] += ed[i].delta;
-            any += ed[i].delta;
-            if (ed[i].delta > 0)
-                rt->spans++;
+        rt->spans = k;
+        rt->extent_ns = t1 - t0;
+        /* The breakdown the simulator and the executor use (plan/step.h). */
+        struct step_breakdown bd;
+        memset(&bd, 0, sizeof bd);
+        if (step_breakdown(one, k, t0, t1, &bd)) {
+            rc = rl_errf(e, RL_ENOMEM, "trace: out of memory");
+            break;
         }
-        (void)any;
-        rt->extent_ns = prev - first;
+        for (int p = 0; p < VAL_PHASES; p++) {
+            rt->busy_ns[p] = bd.phase[p].busy_ns;
+            rt->exposed_ns[p] = bd.phase[p].exposed_ns;
+        }
+        rt->idle_ns = bd.idle_ns;
     }
-    free(ed);
-    return 0;
+    free(sp);
+    free(one);
+    if (rc)
+        val_trace_times_free(t);
+    return rc;
 }
 
 void val_trace_times_free(struct val_trace_times *t)

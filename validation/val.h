@@ -107,9 +107,9 @@ void val_ds_result_free(struct val_ds_result *r);
  * ignored) and to a rank: args.rank when present, else pid - 1 for pids 1..99 (one process per
  * GPU), else the thread id for pids 100..199 (host sockets, one CPU Adam track per rank). Per rank
  * and phase, busy = the union of the phase's spans; exposed = the time it was the highest-priority
- * phase running (enum sim_phase order, as the simulator attributes it); idle = the rank's extent
+ * phase running (step_breakdown of plan/step.h, as the simulator and the executor attribute it); idle = the rank's extent
  * (first start to last end) minus the union of all its spans. O(n log n) in spans. */
-#define VAL_PHASES STEP_PH_COUNT      /* the step vocabulary's phases (plan/step.h) */
+#define VAL_PHASES STEP_PH_COUNT      /* the phases of plan/step.h */
 struct val_rank_times {
     int rank;                        /* rank */
     int64_t busy_ns[VAL_PHASES];     /* per phase */
