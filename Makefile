@@ -124,6 +124,7 @@ help:
 	@echo "make test       build and run every test, then again under ASan + UBSan"
 	@echo "make test SANITIZE=1   only the ASan + UBSan run"
 	@echo "make mutate     mutation score of the tests (tests/mutants/, slow, not part of make test)"
+	@echo "make check-layers   every #include allowed by its module's README (run by make test)"
 	@echo "make bench      build and run the benchmarks (bench/)"
 	@echo "make fuzz       libFuzzer on every parser, FUZZ_SECONDS per target (default 60)"
 	@echo "make install PREFIX=/usr/local"
@@ -195,11 +196,17 @@ test-run: $(BIN) $(TEST_BIN) $(PROGS)
 	@echo "== tests ($(if $(filter 1,$(SANITIZE)),ASan + UBSan,plain build)) =="
 	$(TEST_ENV) $(TEST_BIN)
 
+# `make check-layers`: every #include follows the "May include ..." sentence of its module's README
+# (scripts/check-layers.sh); `make test` runs it first.
+check-layers:
+	@scripts/check-layers.sh
+.PHONY: check-layers
+
 ifeq ($(SANITIZE),1)
-test: deps-quiet
+test: deps-quiet check-layers
 	@$(INNER) test-run
 else
-test: deps-quiet
+test: deps-quiet check-layers
 	@$(INNER) test-run
 	@$(INNER) SANITIZE=1 test-run
 endif

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Checks the layering that the module READMEs state: every `#include "DIR/..."` in a module's
+# .c, .h and .cu files must name the module itself or a module its README allows.
+#
+# Usage: check-layers.sh [ROOT]   (default: the repository this script lives in)
+#
+# A README states what its module may include in one sentence that starts with "May include" and
+# ends at the first period: the modules it names as `dir/`, or "every library module" (all of
+# LIBS below), or "every module", or "no other module". Exit 0 when every include is allowed,
+# 1 when one is not (one line per offending include: file:line, the include, what is allowed),
+# 2 when a module's README has no such sentence.
+set -u
+root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+LIBS="common plan sim exec kernels traces validation plots monitor"
+MODULES="$LIBS cli"
+cd "$root" || { echo "check-layers: cannot enter $root" >&2; exit 2; }
+
+bad=0
+for m in $MODULES; do
+    [ -d "$m" ] || continue
+    if [ ! -f "$m/README.md" ]; then
+        echo "check-layers: $m/README.md: missing (it must say what $m may include)" >&2
+        exit 2
+    fi
+    sentence=$(tr '\n' ' ' < "$m/README.md" | grep -o 'May include[^.]*\.' | head -n 1)
+    if [ -z "$sentence" ]; then
+        echo "check-layers: $m/README.md: no 'May include ...' sentence" >&2
+        exit 2
+    fi
+    case "$sentence" in
+        *"every library module"*) allowed="$LIBS" ;;
+        *"every module"*) allowed="$MODULES" ;;
+        *"no other module"*) allowed="" ;;
+        *) allowed=$(printf '%s\n' "$sentence" | grep -o '`[a-z_]*/`' | tr -d '`/' | tr '\n' ' ') ;;
+    esac
+    allowed="$m $allowed"
+    while IFS= read -r hit; do
+        [ -n "$hit" ] || continue
+        file=${hit%%:*}
+        rest=${hit#*:}
+        line=${rest%%:*}
+        dep=$(printf '%s\n' "$rest" | sed -n 's/.*#[[:space:]]*include[[:space:]]*"\([a-z_]*\)\/.*/\1/p')
+        [ -n "$dep" ] || continue
+        case " $MODULES " in *" $dep "*) ;; *) continue ;; esac   # generated or other headers
+        case " $allowed " in
+            *" $dep "*) ;;
+            *) echo "$file:$line: includes $dep/, which $m/README.md does not allow (may include: ${allowed# })"
+               bad=1 ;;
+        esac
+    done < <(grep -n -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[a-z_]+/' \
+                 $(find "$m" -maxdepth 2 -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) | sort) \
+                 /dev/null 2>/dev/null)
+done
+if [ "$bad" = 0 ]; then
+    echo "check-layers: every include is allowed by its module's README"
+fi
+exit "$bad"

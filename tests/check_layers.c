@@ -1,0 +1,66 @@
+/* tests/check_layers.c — scripts/check-layers.sh: the layering the module READMEs state holds in
+ * the tree, and a forbidden include in a scratch tree is caught (file, line, what is allowed). */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/util.h"
+
+START_TEST(tree_follows_its_readmes)
+{
+    struct tu_run r;
+    tu_sh(&r, "bash '%s/scripts/check-layers.sh' '%s'", tu_src(), tu_src());
+    ck_assert_msg(r.status == 0, "check-layers failed on the tree (exit %d):\n%s%s", r.status, r.out, r.err);
+    tu_run_free(&r);
+}
+END_TEST
+
+/* A plan/ file that includes sim/ (plan may include common/ only): exit 1 naming the file, the
+ * line and the include; the allowed includes of the same tree pass. */
+START_TEST(forbidden_include_is_caught)
+{
+    struct tu_run r;
+    tu_sh(&r, "mkdir -p lay/plan lay/sim && printf 'May include `common/` and jansson.\\n' > lay/plan/README.md && "
+              "printf 'Pure.\\nMay include `plan/`, `common/`.\\n' > lay/sim/README.md && "
+              "printf '#include \"common/rl.h\"\\n#include \"plan/plan.h\"\\n' > lay/plan/ok.c && "
+              "printf '#include \"plan/plan.h\"\\n' > lay/sim/ok.c");
+    ck_assert_int_eq(r.status, 0);
+    tu_run_free(&r);
+    tu_sh(&r, "bash '%s/scripts/check-layers.sh' lay", tu_src());
+    ck_assert_msg(r.status == 0, "allowed includes refused: %s%s", r.out, r.err);
+    tu_run_free(&r);
+
+    tu_sh(&r, "printf '\\n#include \"sim/step.h\"\\n' >> lay/plan/ok.c");
+    tu_run_free(&r);
+    tu_sh(&r, "bash '%s/scripts/check-layers.sh' lay", tu_src());
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_ptr_nonnull(strstr(r.out, "plan/ok.c:4: includes sim/"));
+    ck_assert_ptr_nonnull(strstr(r.out, "plan/README.md"));
+    tu_run_free(&r);
+}
+END_TEST
+
+/* A module README without a "May include" sentence is an error of its own (exit 2), not a pass. */
+START_TEST(readme_without_the_rule_is_refused)
+{
+    struct tu_run r;
+    tu_sh(&r, "mkdir -p lay2/plan && printf 'No rule here.\\n' > lay2/plan/README.md && "
+              "printf '#include \"plan/plan.h\"\\n' > lay2/plan/a.c");
+    tu_run_free(&r);
+    tu_sh(&r, "bash '%s/scripts/check-layers.sh' lay2", tu_src());
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "plan/README.md"));
+    tu_run_free(&r);
+}
+END_TEST
+
+Suite *layers_suite(void)
+{
+    Suite *s = suite_create("layers");
+    TCase *tc = tcase_create("layers");
+    tcase_add_test(tc, tree_follows_its_readmes);
+    tcase_add_test(tc, forbidden_include_is_caught);
+    tcase_add_test(tc, readme_without_the_rule_is_refused);
+    suite_add_tcase(s, tc);
+    return s;
+}
