@@ -334,6 +334,10 @@ static int run(int argc, char **argv)
     struct cli_rest rest;
     struct rl_err e = {0};
     int rc = cli_parse(argc, argv, sets, 4, &rest, &e);
+    if (rc == CLI_VERSION) {
+        printf("ratiolab %s\n", RL_VERSION_STRING);
+        return 0;
+    }
     if (rc == CLI_HELP) {
         cli_help(stdout, usage, desc, sets, 4);
         return 0;

@@ -118,7 +118,7 @@ START_TEST(every_size_unit_by_its_definition)
     /* IEC units are powers of 1024, SI units powers of 1000; the bare K/M/G/T letters are IEC
      * (as in `free -h` and DeepSpeed's memory logs). */
     static const struct { const char *text; int64_t bytes; } u[] = {
-        {"3", 3},          {"3B", 3},
+        {"3B", 3},
         {"3KiB", 3 * 1024LL},                {"3MiB", 3 * 1024LL * 1024},
         {"3GiB", 3 * 1024LL * 1024 * 1024}, {"3TiB", 3 * 1024LL * 1024 * 1024 * 1024},
         {"3kB", 3000},     {"3KB", 3000}, {"3MB", 3000000}, {"3GB", 3000000000LL}, {"3TB", 3000000000000LL},
@@ -131,6 +131,11 @@ START_TEST(every_size_unit_by_its_definition)
         ck_assert_msg(rl_parse_bytes("size", u[i].text, &b, &e) == 0, "%s: %s", u[i].text, e.msg);
         ck_assert_msg(b == u[i].bytes, "%s: %lld bytes, want %lld", u[i].text, (long long)b, (long long)u[i].bytes);
     }
+    /* a bare number has no unit by definition: refused (issue 10, item 15), never read as bytes */
+    int64_t b = -1;
+    struct rl_err e = {0};
+    ck_assert_int_eq(rl_parse_bytes("size", "3", &b, &e), RL_EINVAL);
+    ck_assert_int_eq(b, -1);
 }
 END_TEST
 
