@@ -315,6 +315,28 @@ START_TEST(offload_devices_and_pin_memory_values)
 }
 END_TEST
 
+START_TEST(suggested_sub_group_size_rounds_within_ten_percent)
+{
+    /* Two tensors of 13 elements at ratio 0.5 (0.12 rule): any sub_group_size of 1..13 gives two
+     * sub-groups and honors 0.5 (floor(0.5 x 2) = 1 of 2 equal halves); 14 and above give one
+     * (floor(0.5) = 0). The largest honoring size is 13; the round 10 is more than 10 % below it,
+     * so 13 is suggested as it is. */
+    struct ten h;
+    ten_init(&h);
+    h.m.n_tensors = 2;
+    h.m.total_numel = 26;
+    h.t[0].shape[0] = h.t[0].numel = 13;
+    h.t[1].shape[0] = h.t[1].numel = 13;
+    struct plan_zero z = offload(0.5, V(0, 12, 4));
+    z.sub_group_size = 1000000000;
+    struct plan p;
+    build(&p, &h, 1, &z, PLAN_LEDGER_AUTO);
+    ck_assert(p.honored_ratio == 0.0);
+    ck_assert_int_eq(plan_max_honoring_sub_group_size(&p, 0.01), 13);
+    plan_free(&p);
+}
+END_TEST
+
 Suite *plan_ledger_suite(void)
 {
     Suite *s = suite_create("plan_ledger");
@@ -328,6 +350,7 @@ Suite *plan_ledger_suite(void)
     tcase_add_test(tc, layout_dp_counts_pipeline_stages);
     tcase_add_test(tc, pin_memory_false_keeps_the_flat_buffer_pageable);
     tcase_add_test(tc, offload_devices_and_pin_memory_values);
+    tcase_add_test(tc, suggested_sub_group_size_rounds_within_ten_percent);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -121,8 +121,8 @@ static int64_t ceil_ns(long double ns)
 
 START_TEST(pipeline_bubble_is_pp_minus_one_micro_batches)
 {
-    /* gpt-2.7b, TP 4, PP 2, stage 0 (16 layers, no logits) on a DGX-1: the 1F1B fill and drain
-     * idle a stage for (pp - 1) micro-batches of forward (1x) and backward (2x) compute. Per
+    /* gpt-2.7b, TP 4, PP 2 and 4, stage 0 (no logits) on DGX-1s: the 1F1B fill and drain idle a
+     * stage for (pp - 1) micro-batches of forward (1x) and backward (2x) compute. Per
      * layer: 2 x tokens x weights + 4 b s^2 x (heads / tp) x head_dim FLOPs forward. */
     struct sim_hw hw = load_hw("dgx1-v100");
     for (int pp = 2; pp <= 4; pp += 2) {
@@ -141,14 +141,19 @@ START_TEST(pipeline_bubble_is_pp_minus_one_micro_batches)
                 fwd += 2.0L * tokens * (long double)layer_numel[l] +
                        4.0L * s * s * per_tp_heads * (long double)(a->hidden / a->heads);
         long double rate = (long double)hw.tensor_tflops * hw.tensor_efficiency * 1e12L;
-        struct sim_train t;
-        sim_train_defaults(&t);
-        struct sim_step_result r;
-        struct rl_err e;
-        ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
-        int64_t want = ceil_ns((long double)(pp - 1) * 3.0L * fwd / rate * 1e9L);
-        ck_assert_msg(llabs(r.phase[SIM_PH_PIPELINE_BUBBLE].busy_ns - want) <= 1, "pp %d: bubble %lld ns, closed form %lld",
-                      pp, (long long)r.phase[SIM_PH_PIPELINE_BUBBLE].busy_ns, (long long)want);
+        for (int ck = 0; ck < 2; ck++) {
+            /* With activation checkpointing the backward recomputes the forward: 1 + 3. */
+            struct sim_train t;
+            sim_train_defaults(&t);
+            t.checkpoint_activations = ck;
+            struct sim_step_result r;
+            struct rl_err e;
+            ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
+            int64_t want = ceil_ns((long double)(pp - 1) * (ck ? 4.0L : 3.0L) * fwd / rate * 1e9L);
+            ck_assert_msg(llabs(r.phase[SIM_PH_PIPELINE_BUBBLE].busy_ns - want) <= 1,
+                          "pp %d, checkpointing %d: bubble %lld ns, closed form %lld", pp, ck,
+                          (long long)r.phase[SIM_PH_PIPELINE_BUBBLE].busy_ns, (long long)want);
+        }
         fx_free(&f);
     }
 }
@@ -357,6 +362,44 @@ START_TEST(pageable_copies_cross_dram_twice)
 }
 END_TEST
 
+START_TEST(checkpointed_step_on_one_gpu_closed_form)
+{
+    /* gpt-350m on one GH200, ratio 0, overlap schedule, activation checkpointing: no
+     * collectives, no copies; per layer a forward, then a backward of 3 forwards (the recomputed
+     * forward and the backward's 2), each after one launch latency; the logits' backward is 2
+     * forwards (not recomputed); then GPU Adam at 30 bytes per element from HBM. Per layer the
+     * forward is 2 x tokens x weights + 4 b s^2 x heads x head_dim FLOPs. */
+    struct sim_hw hw = load_hw("gh200");
+    struct fixture f;
+    fx_init(&f, "gpt-350m", 1, 1, 1, 1, 0.0);
+    struct sim_train t;
+    sim_train_defaults(&t);
+    t.schedule = SIM_SCHED_OVERLAP;
+    t.checkpoint_activations = true;
+    struct sim_step_result r;
+    struct rl_err e;
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
+    const struct plan_arch *a = &f.m.arch;
+    long double rate = (long double)hw.tensor_tflops * hw.tensor_efficiency * 1e12L;
+    long double s = (long double)a->seq_len;
+    int64_t launch = (int64_t)llround(hw.lat_launch_us * 1000);
+    int64_t layer_numel[64] = {0};
+    for (int i = 0; i < f.m.n_tensors; i++)
+        if (f.m.tensors[i].layer >= 0)
+            layer_numel[f.m.tensors[i].layer] += f.m.tensors[i].numel;
+    int64_t want = 0;
+    for (int l = 0; l < 24; l++) {
+        long double fwd = 2.0L * s * (long double)layer_numel[l] + 4.0L * s * s * (long double)a->hidden;
+        want += 2 * launch + ceil_ns(fwd / rate * 1e9L) + ceil_ns(3.0L * fwd / rate * 1e9L);
+    }
+    long double logits = 2.0L * s * (long double)a->hidden * (long double)a->vocab_padded;
+    want += 2 * launch + ceil_ns(logits / rate * 1e9L) + ceil_ns(2.0L * logits / rate * 1e9L);
+    want += launch + ceil_ns((long double)f.p.gpu_numel * 30.0L / ((long double)hw.hbm_gbps * hw.hbm_efficiency * 1e9L) * 1e9L);
+    ck_assert_msg(r.step_ns == want, "step %lld ns, closed form %lld", (long long)r.step_ns, (long long)want);
+    fx_free(&f);
+}
+END_TEST
+
 Suite *sim_closed_suite(void)
 {
     Suite *s = suite_create("sim_closed");
@@ -369,6 +412,7 @@ Suite *sim_closed_suite(void)
     tcase_add_test(tc, memory_pipeline_stages_and_gathered_parameters);
     tcase_add_test(tc, interleaved_host_copies_load_the_inter_socket_link_by_half);
     tcase_add_test(tc, pageable_copies_cross_dram_twice);
+    tcase_add_test(tc, checkpointed_step_on_one_gpu_closed_form);
     suite_add_tcase(s, tc);
     return s;
 }
