@@ -24,7 +24,6 @@ set linetype 7 lc rgb '#000000' lw 1.4 dt 1 pt 6 ps 0.4
 set linetype cycle 7
 set multiplot title 'gpt-2.7b, 8 x V100' font ',10'
 set style fill solid 1.0 noborder
-set boxwidth 0.8 relative
 set xlabel 'requested ratio' offset 0,0.9
 set xrange [-0.04:1.04]
 set xtics 0.2 format '%.1f'
@@ -44,16 +43,15 @@ set title 'schedule deepspeed-0.12'
 set object 1 rect from -0.0400, graph 0 to 0.3750, graph 1 fc rgb '#ececec' fs solid 1.0 noborder behind
 set arrow 1 from 0.5000, graph 0.86 to 0.5000, first 1.545904 head size screen 0.012,25 filled lw 1.2 lc rgb '#000000' front
 set label 2 'fastest that fits: 0.50 (1.52 s)' at 0.5000, graph 0.93 center front
-plot 'time.dat' index 0 using 1:13 with boxes fc rgb '#ffffff' fs solid 1.0, \
-     'time.dat' index 0 using 1:13 with boxes fc rgb '#888888' fs pattern 5 noborder, \
-     'time.dat' index 0 using 1:12 with boxes fc rgb '#000000' fs solid 1.0, \
-     'time.dat' index 0 using 1:11 with boxes fc rgb '#F0B38A' fs solid 1.0, \
-     'time.dat' index 0 using 1:10 with boxes fc rgb '#D55E00' fs solid 1.0, \
-     'time.dat' index 0 using 1:9 with boxes fc rgb '#CC79A7' fs solid 1.0, \
-     'time.dat' index 0 using 1:8 with boxes fc rgb '#E69F00' fs solid 1.0, \
-     'time.dat' index 0 using 1:7 with boxes fc rgb '#009E73' fs solid 1.0, \
-     'time.dat' index 0 using 1:6 with boxes fc rgb '#56B4E9' fs solid 1.0, \
-     'time.dat' index 0 using 1:5 with boxes fc rgb '#0072B2' fs solid 1.0
+plot 'time.dat' index 0 using 1:((0+$5)/2):($1-0.1000):($1+0.1000):(0):5 with boxxyerror fc rgb '#0072B2' fs solid 1.0 noborder, \
+     'time.dat' index 0 using 1:(($5+$6)/2):($1-0.1000):($1+0.1000):($5):6 with boxxyerror fc rgb '#56B4E9' fs solid 1.0 noborder, \
+     'time.dat' index 0 using 1:(($6+$7)/2):($1-0.1000):($1+0.1000):($6):7 with boxxyerror fc rgb '#009E73' fs solid 1.0 noborder, \
+     'time.dat' index 0 using 1:(($7+$8)/2):($1-0.1000):($1+0.1000):($7):8 with boxxyerror fc rgb '#E69F00' fs solid 1.0 noborder, \
+     'time.dat' index 0 using 1:(($8+$9)/2):($1-0.1000):($1+0.1000):($8):9 with boxxyerror fc rgb '#CC79A7' fs solid 1.0 noborder, \
+     'time.dat' index 0 using 1:(($9+$10)/2):($1-0.1000):($1+0.1000):($9):10 with boxxyerror fc rgb '#D55E00' fs solid 1.0 noborder, \
+     'time.dat' index 0 using 1:(($10+$11)/2):($1-0.1000):($1+0.1000):($10):11 with boxxyerror fc rgb '#F0B38A' fs solid 1.0 noborder, \
+     'time.dat' index 0 using 1:(($11+$12)/2):($1-0.1000):($1+0.1000):($11):12 with boxxyerror fc rgb '#000000' fs solid 1.0 noborder, \
+     'time.dat' index 0 using 1:(($12+$13)/2):($1-0.1000):($1+0.1000):($12):13 with boxxyerror fc rgb '#888888' fs pattern 5 noborder
 set lmargin at screen 0.5714
 set rmargin at screen 0.9786
 set tmargin at screen 0.8327
@@ -67,16 +65,15 @@ set title 'schedule overlap'
 set object 1 rect from -0.0400, graph 0 to 0.1250, graph 1 fc rgb '#ececec' fs solid 1.0 noborder behind
 set arrow 1 from 0.2500, graph 0.86 to 0.2500, first 0.258180 head size screen 0.012,25 filled lw 1.2 lc rgb '#000000' front
 set label 2 'fastest that fits: 0.25 (0.23 s)' at 0.2200, graph 0.93 left front
-plot 'time.dat' index 1 using 1:13 with boxes fc rgb '#ffffff' fs solid 1.0, \
-     'time.dat' index 1 using 1:13 with boxes fc rgb '#888888' fs pattern 5 noborder, \
-     'time.dat' index 1 using 1:12 with boxes fc rgb '#000000' fs solid 1.0, \
-     'time.dat' index 1 using 1:11 with boxes fc rgb '#F0B38A' fs solid 1.0, \
-     'time.dat' index 1 using 1:10 with boxes fc rgb '#D55E00' fs solid 1.0, \
-     'time.dat' index 1 using 1:9 with boxes fc rgb '#CC79A7' fs solid 1.0, \
-     'time.dat' index 1 using 1:8 with boxes fc rgb '#E69F00' fs solid 1.0, \
-     'time.dat' index 1 using 1:7 with boxes fc rgb '#009E73' fs solid 1.0, \
-     'time.dat' index 1 using 1:6 with boxes fc rgb '#56B4E9' fs solid 1.0, \
-     'time.dat' index 1 using 1:5 with boxes fc rgb '#0072B2' fs solid 1.0
+plot 'time.dat' index 1 using 1:((0+$5)/2):($1-0.1000):($1+0.1000):(0):5 with boxxyerror fc rgb '#0072B2' fs solid 1.0 noborder, \
+     'time.dat' index 1 using 1:(($5+$6)/2):($1-0.1000):($1+0.1000):($5):6 with boxxyerror fc rgb '#56B4E9' fs solid 1.0 noborder, \
+     'time.dat' index 1 using 1:(($6+$7)/2):($1-0.1000):($1+0.1000):($6):7 with boxxyerror fc rgb '#009E73' fs solid 1.0 noborder, \
+     'time.dat' index 1 using 1:(($7+$8)/2):($1-0.1000):($1+0.1000):($7):8 with boxxyerror fc rgb '#E69F00' fs solid 1.0 noborder, \
+     'time.dat' index 1 using 1:(($8+$9)/2):($1-0.1000):($1+0.1000):($8):9 with boxxyerror fc rgb '#CC79A7' fs solid 1.0 noborder, \
+     'time.dat' index 1 using 1:(($9+$10)/2):($1-0.1000):($1+0.1000):($9):10 with boxxyerror fc rgb '#D55E00' fs solid 1.0 noborder, \
+     'time.dat' index 1 using 1:(($10+$11)/2):($1-0.1000):($1+0.1000):($10):11 with boxxyerror fc rgb '#F0B38A' fs solid 1.0 noborder, \
+     'time.dat' index 1 using 1:(($11+$12)/2):($1-0.1000):($1+0.1000):($11):12 with boxxyerror fc rgb '#000000' fs solid 1.0 noborder, \
+     'time.dat' index 1 using 1:(($12+$13)/2):($1-0.1000):($1+0.1000):($12):13 with boxxyerror fc rgb '#888888' fs pattern 5 noborder
 # the key, in its own strip under the panels
 set lmargin at screen 0.01
 set rmargin at screen 0.99
