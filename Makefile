@@ -256,7 +256,7 @@ demo: deps-quiet
 figures: deps-quiet
 	@$(INNER) $(BIN)
 	@scripts/demo.sh --figures docs/figures $(BIN)
-	@rm -f docs/figures/*.json
+	@rm -rf docs/figures/*.json docs/figures/validate
 	@ls docs/figures/*.png
 .PHONY: figures
 
