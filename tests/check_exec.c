@@ -192,6 +192,25 @@ START_TEST(ledger_equals_plan_on_every_rank)
 }
 END_TEST
 
+/* --compute gemm makes the time real and changes no bit. */
+START_TEST(gemm_compute_changes_no_bit)
+{
+    char ref[9], d[9];
+    reference("--steps 1", ref);
+    struct tu_run r;
+    tu_ratiolab(&r, "run " SMALL " --steps 1 --ratio 0.5 --compute gemm --seq-len 16 --checkpoint-activations --json");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    const char *dg = strstr(r.out, "\"digest\": \"");
+    ck_assert_msg(dg && sscanf(dg, "\"digest\": \"%8[0-9a-f]", d) == 1, "%s", r.out);
+    ck_assert_str_eq(d, ref);
+    const char *fw = strstr(r.out, "\"forward\": {");
+    long long busy = 0;
+    ck_assert_msg(fw && sscanf(fw, "\"forward\": { \"busy_ns\": %lld", &busy) == 1, "%s", r.out);
+    ck_assert_int_gt(busy, 0);
+    tu_run_free(&r);
+}
+END_TEST
+
 START_TEST(trace_has_a_process_per_rank)
 {
     struct tu_run r;
@@ -308,6 +327,7 @@ Suite *exec_suite(void)
     tcase_add_test(t, checkpoint_continues_on_other_world_and_ratio);
     tcase_add_test(t, checkpoint_corrupt_or_truncated_is_refused);
     tcase_add_test(t, ledger_equals_plan_on_every_rank);
+    tcase_add_test(t, gemm_compute_changes_no_bit);
     tcase_add_test(t, trace_has_a_process_per_rank);
     tcase_add_test(t, nan_step_is_skipped_without_state_change);
     tcase_add_test(t, device_memory_too_small);
