@@ -211,8 +211,8 @@ int cli_setup_resolve(const struct cli_setup *s, struct cli_ctx *c, struct rl_er
             return rl_err_prefix(e, "%s", ds_path == s->ds_config ? "--ds-config" : "--deepspeed_config");
         }
         const char *base = strrchr(ds_path, '/');
-        if ((rc = plan_zero_parse(&c->zero, c->ds_text, strcmp(ds_path, "-") == 0 ? "--ds-config -" : base ? base + 1 : ds_path, e)))
-            return rc;
+        if ((rc = plan_zero_parse(&c->zero, c->ds_text, strcmp(ds_path, "-") == 0 ? "standard input" : base ? base + 1 : ds_path, e)))
+            return rl_err_prefix(e, "%s", ds_path == s->ds_config ? "--ds-config" : "--deepspeed_config");
         if (ds_path == launch_ds) {
             char msg[200];
             snprintf(msg, sizeof msg, "DeepSpeed config %s (--deepspeed_config of the Megatron arguments)", ds_path);
