@@ -52,7 +52,7 @@ static void print_human(FILE *f, const struct cli_ctx *c, const struct plan *p, 
     fprintf(f, "GPUs       %s of the node's %d (%d of %d sockets)%s\n", ids, hw->gpus, r->sockets_used, hw->n_sockets,
            t->n_gpu_ids ? "  (--gpu-ids)" : r->ranks < hw->gpus ? "  (the first ones, as a launcher; --gpu-ids to choose)" : "");
     fprintf(f, "\nstep       %.4f s (all %d GPUs of a node; slowest rank %d), %.0f tokens/s per GPU\n", sec(r->step_ns),
-           p->layout.gpus_per_node, r->critical_rank, r->tokens_per_s / (p->layout.tp * p->layout.pp));
+           p->layout.gpus_per_node, r->critical_rank, r->tokens_per_s);
     if (r->simulated_micro_steps < r->grad_accum)
         fprintf(f, "           %d micro-steps simulated, the other %lld repeat the steady-state one\n",
                r->simulated_micro_steps, (long long)(r->grad_accum - r->simulated_micro_steps));

@@ -138,7 +138,7 @@ static int run(int argc, char **argv)
                     (long long)r.gpu_total_bytes, (double)r.gpu_total_bytes / RL_GIB,
                     (long long)r.host_node_bytes, (double)r.host_node_bytes / RL_GIB,
                     (double)r.step_ns * 1e-9, r.fits_gpu && r.fits_host ? "yes" : "no",
-                    r.tokens_per_s / (c.layout.tp * c.layout.pp));
+                    r.tokens_per_s);
             /* Per phase of the critical GPU: busy and exposed seconds (predict's breakdown). */
             for (int ph = 0; ph < SIM_PH_COUNT; ph++)
                 fprintf(out, ",%.6f,%.6f", (double)r.phase[ph].busy_ns * 1e-9, (double)r.phase[ph].exposed_ns * 1e-9);
@@ -147,7 +147,7 @@ static int run(int argc, char **argv)
             char g1[32], g2[32];
             fprintf(out, "%9.4f %9.4f %10s %14s %10.4f %10.0f  %s\n", ratios[i], p.honored_ratio,
                     cli_gib(g1, sizeof g1, r.gpu_total_bytes), cli_gib(g2, sizeof g2, r.host_node_bytes),
-                    (double)r.step_ns * 1e-9, r.tokens_per_s / (c.layout.tp * c.layout.pp),
+                    (double)r.step_ns * 1e-9, r.tokens_per_s,
                     r.fits_gpu ? (r.fits_host ? "yes" : "no (host)") : "no (GPU)");
         }
         if (!a.out)

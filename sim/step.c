@@ -1203,8 +1203,11 @@ int sim_step_run(const struct plan *p, const struct sim_hw *hw, const struct sim
         r->events += s.events;
         r->tasks += s.tasks;
     }
+    /* One rank's micro-batches are its model replica's tokens; the TP x PP ranks of the replica
+     * share them, so per GPU they are divided by TP x PP. */
+    int mp = (p->layout.tp > 0 ? p->layout.tp : 1) * (p->layout.pp > 0 ? p->layout.pp : 1);
     r->tokens_per_s = r->step_ns > 0 ? (double)t.micro_batch * (double)t.seq_len * (double)t.grad_accum /
-                                           ((double)r->step_ns * 1e-9)
+                                           ((double)r->step_ns * 1e-9) / mp
                                      : 0;
     return 0;
 }

@@ -102,7 +102,8 @@ struct sim_step_result {
     int64_t host_capacity_bytes;     /* from the profile */
     bool fits_host;
     /* throughput and cost of the simulation */
-    double tokens_per_s;             /* per rank: micro_batch x seq x grad_accum / step */
+    double tokens_per_s;             /* per GPU: micro_batch x seq x grad_accum / step / (TP x PP),
+                                        the replica's tokens shared by its TP x PP ranks */
     uint64_t events;                 /* engine events run */
     int tasks;                       /* tasks in the graph */
     int64_t micro_batch, seq_len, grad_accum;   /* as resolved */

@@ -50,11 +50,9 @@ static void fill(struct sim_tune_choice *c, const struct sim_tune_request *q, co
     c->sub_group_size = p->zero.sub_group_size;
     c->n_subgroups = p->n_subgroups;
     c->r = *r;
-    /* r->tokens_per_s counts one rank's micro-batches; the TP x PP ranks of one model replica
-     * share those tokens, so per GPU it is divided by TP x PP. */
+    /* r->tokens_per_s is per GPU already (the replica's tokens over its TP x PP ranks). */
     int gpn = q->layout->gpus_per_node > 0 ? q->layout->gpus_per_node : 1;
-    int mp = (q->layout->tp > 0 ? q->layout->tp : 1) * (q->layout->pp > 0 ? q->layout->pp : 1);
-    c->tokens_per_s_gpu = r->tokens_per_s / mp;
+    c->tokens_per_s_gpu = r->tokens_per_s;
     c->tokens_per_s_node = c->tokens_per_s_gpu * gpn;
     c->free_gpu_bytes = r->gpu_capacity_bytes - r->gpu_total_bytes;
 }

@@ -180,6 +180,22 @@ START_TEST(sweep_csv_has_tokens_and_phases)
 }
 END_TEST
 
+/* Tokens per second per GPU with tensor parallelism: the default gpt-2.7b runs TP 8 on 8 GPUs, one
+ * model replica, so per GPU the replica's micro-batch x sequence / step is shared by 8 GPUs; predict's
+ * JSON and its text say the same (it once counted one rank's tokens, 8 x too many). */
+START_TEST(tokens_per_gpu_share_the_replica_over_tp)
+{
+    json_t *p = run_json("predict --ratio 0.5 --json");
+    json_t *pp = json_object_get(p, "prediction");
+    ck_assert(json_is_object(pp));
+    double want = (double)jint(pp, "micro_batch") * (double)jint(pp, "seq_len") * (double)jint(pp, "grad_accum") /
+                  ((double)jint(pp, "step_ns") * 1e-9) / 8.0;
+    double got = jreal(pp, "tokens_per_s_per_gpu");
+    ck_assert_msg(want > 0 && fabs(got - want) <= 1e-9 * want, "%g tokens/s per GPU, want %g", got, want);
+    json_decref(p);
+}
+END_TEST
+
 Suite *tune_suite(void)
 {
     Suite *s = suite_create("tune");
@@ -190,6 +206,7 @@ Suite *tune_suite(void)
     tcase_add_test(t, global_batch_sets_accumulation);
     tcase_add_test(t, profiles_side_by_side_and_headroom);
     tcase_add_test(t, sweep_csv_has_tokens_and_phases);
+    tcase_add_test(t, tokens_per_gpu_share_the_replica_over_tp);
     suite_add_tcase(s, t);
     return s;
 }
