@@ -127,7 +127,9 @@ help:
 	@echo "make check-layers   every #include allowed by its module's README (run by make test)"
 	@echo "make bench      build and run the benchmarks (bench/)"
 	@echo "make fuzz       libFuzzer on every parser, FUZZ_SECONDS per target (default 60)"
-	@echo "make install PREFIX=/usr/local"
+	@echo "make install PREFIX=/usr/local   binary, catalog, man page, bash completion"
+	@echo "make uninstall PREFIX=/usr/local removes what install put there"
+	@echo "make docs       build/ratiolab.1 and build/ratiolab.bash-completion from the --help texts"
 	@echo "make deps       install missing Debian packages (as root) or print the command"
 	@echo "make clean"
 
@@ -266,11 +268,34 @@ bench-run: $(BIN) $(BENCHES)
 	@for b in $(BENCHES); do echo "== $$b =="; RATIOLAB_SRC=$(CURDIR) $$b || exit 1; done
 .PHONY: bench-run
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/ratiolab
+# The man page and the bash completion are generated from the --help texts of the built binary
+# (scripts/gen-docs.sh), never written by hand.
+DOCS := $(BUILD)/ratiolab.1 $(BUILD)/ratiolab.bash-completion
+$(BUILD)/ratiolab.1: $(BIN) scripts/gen-docs.sh
+	scripts/gen-docs.sh man $(BIN) > $@.tmp && mv $@.tmp $@
+$(BUILD)/ratiolab.bash-completion: $(BIN) scripts/gen-docs.sh
+	scripts/gen-docs.sh completion $(BIN) > $@.tmp && mv $@.tmp $@
+docs: deps-quiet
+	@$(INNER) $(DOCS)
+.PHONY: docs uninstall
+
+MAN_DIR := $(DESTDIR)$(PREFIX)/share/man/man1
+COMPLETION_DIR := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+install: all docs
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/ratiolab $(MAN_DIR) $(COMPLETION_DIR)
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/ratiolab
+	install -m 644 $(BUILD)/ratiolab.1 $(MAN_DIR)/ratiolab.1
+	install -m 644 $(BUILD)/ratiolab.bash-completion $(COMPLETION_DIR)/ratiolab
 	cp -r catalog $(DESTDIR)$(PREFIX)/share/ratiolab/
 	if [ -d plots/gnuplot ]; then cp -r plots/gnuplot $(DESTDIR)$(PREFIX)/share/ratiolab/; fi
+
+# Removes what install put there, then the folders under PREFIX it may have made, each only when
+# left empty (PREFIX itself stays).
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/ratiolab $(MAN_DIR)/ratiolab.1 $(COMPLETION_DIR)/ratiolab
+	rm -rf $(DESTDIR)$(PREFIX)/share/ratiolab
+	for d in $(MAN_DIR) $(dir $(MAN_DIR)) $(COMPLETION_DIR) $(dir $(COMPLETION_DIR)) \
+	         $(DESTDIR)$(PREFIX)/share $(DESTDIR)$(PREFIX)/bin; do rmdir $$d 2>/dev/null || true; done
 
 clean:
 	rm -rf build build-san build-fuzz

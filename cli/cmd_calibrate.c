@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/json_out.h"
 #include "exec/exec.h"
 #include "sim/hw.h"
 #include "validation/calib.h"
@@ -207,7 +208,7 @@ static int run(int argc, char **argv)
         json_object_set_new(o, "allgather_busbw_gbps", fig(&c.allgather_busbw_gbps));
         json_object_set_new(o, "reduce_scatter_busbw_gbps", fig(&c.reduce_scatter_busbw_gbps));
         json_object_set_new(o, "latency_us", fig(&c.collective_latency_us));
-        char *t = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        char *t = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         printf("%s\n", t);
         free(t);
         json_decref(o);
@@ -263,7 +264,7 @@ static int run(int argc, char **argv)
         json_object_set_new(o, "device_gemm_flops", fig(&c.gemm_flops));
         json_object_set_new(o, "launch_us", fig(&c.launch_us));
         json_object_set_new(o, "profile", json_string(out));
-        char *t = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        char *t = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         printf("%s\n", t);
         free(t);
         json_decref(o);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/json_out.h"
 #include "sim/hw.h"
 
 /* Mixed-precision Adam keeps per parameter: bf16 weights (2 B) and gradients (2 B), fp32 master
@@ -172,7 +173,7 @@ static int run(int argc, char **argv)
     if (root) {
         json_object_set_new(root, "models", ms);
         json_object_set_new(root, "hardware", hs);
-        json_dumpf(root, stdout, JSON_INDENT(2));
+        cli_json_dumpf(cli_json_versioned(root), stdout, JSON_INDENT(2));
         fputc('\n', stdout);
         json_decref(root);
     }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/json_out.h"
 #include "cli/hazard_report.h"
 #include "cli/plan_report.h"
 #include "cli/sim_opts.h"   /* --hw, --checkpoint-activations, --reserve: the memory the simulator predicts */
@@ -377,7 +378,7 @@ static void report_json(const struct cli_ctx *c, const struct check_args *a, con
     if ((!v->ratio_ok && v->fix_sgs_none) || (!v->memory_ok && !v->fix_fits))
         json_object_set_new(fix, "possible", json_false());
     json_object_set_new(o, "fix", fix);
-    json_dumpf(o, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+    cli_json_dumpf(cli_json_versioned(o), stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
     fputc('\n', stdout);
     json_decref(o);
 }

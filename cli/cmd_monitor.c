@@ -33,7 +33,7 @@ static const struct cli_opt opts[] = {
     {"csv", "FILE", "one row per sample per process", OPT_CSV},
     {"mark", "REGEX", "lines of the command's output matching REGEX (POSIX extended) become "
                       "instant events; output still passes through unchanged", OPT_MARK},
-    {"no-gpu", NULL, "do not load NVML (GPU columns say unavailable)", OPT_NO_GPU},
+    {"no-gpu", NULL, "do not load NVML (GPU columns empty, status says why)", OPT_NO_GPU},
     {"quiet", NULL, "no summary table", OPT_QUIET},
     {NULL, NULL, NULL, 0},
 };

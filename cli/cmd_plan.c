@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/json_out.h"
 #include "cli/hazard_report.h"
 #include "cli/plan_report.h"
 
@@ -108,7 +109,7 @@ static int one(const struct cli_ctx *c, const struct plan_args *a, bool verbose)
     if (a->json) {
         json_t *j = cli_plan_json(&p);
         json_object_set_new(j, "hazards", cli_hazards_json(&hazards, &written, false));
-        json_dumpf(j, out, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+        cli_json_dumpf(cli_json_versioned(j), out, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
         fputc('\n', out);
         json_decref(j);
         plan_free(&p);
@@ -187,7 +188,7 @@ static int table(const struct cli_ctx *c, const struct plan_args *a, bool verbos
         json_object_set_new(root, "rows", arr);
         json_object_set_new(root, "hazards", cli_hazards_json(&hazards, &written, false));
         arr = NULL;
-        json_dumpf(root, out, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+        cli_json_dumpf(cli_json_versioned(root), out, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
         fputc('\n', out);
         json_decref(root);
     } else if (!rc) {

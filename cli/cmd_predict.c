@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/json_out.h"
 #include "cli/sim_opts.h"
 
 enum { P_JSON = 1, P_TRACE };
@@ -148,7 +149,7 @@ static int run(int argc, char **argv)
         json_object_set_new(o, "prediction", cli_sim_result_json(&r));
         if (a.trace)
             json_object_set_new(o, "trace", json_string(a.trace));
-        char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        char *text = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         fprintf(rep, "%s\n", text);
         free(text);
         json_decref(o);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/json_out.h"
 #include "exec/exec.h"
 
 enum {
@@ -235,7 +236,7 @@ static void print_json(const struct cli_ctx *c, const struct plan *p, const stru
     for (int q = 0; q < r->world; q++)
         json_array_append_new(ranks, rank_json(&r->ranks[q]));
     json_object_set_new(o, "ranks", ranks);
-    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    char *text = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     printf("%s\n", text);
     free(text);
     json_decref(o);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/json_out.h"
 #include "cli/sim_opts.h"
 
 enum { W_RATIOS = 1, W_CSV, W_JSON, W_OUT };
@@ -102,7 +103,7 @@ static int run(int argc, char **argv)
                 json_object_set_new(o, "tp", json_integer(c.layout.tp));
                 json_object_set_new(o, "pp", json_integer(c.layout.pp));
                 json_object_set_new(o, "rank_numel", json_integer(c.model.total_numel));
-                char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+                char *text = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
                 /* the object without its closing brace, then "rows" streamed */
                 size_t tl = text ? strlen(text) : 0;
                 while (tl > 0 && text[tl - 1] != '}')
@@ -129,7 +130,7 @@ static int run(int argc, char **argv)
             json_object_set_new(row, "honored_ratio", json_real(p.honored_ratio));
             json_object_set_new(row, "cpu_numel", json_integer(p.cpu_numel));
             json_object_set_new(row, "prediction", cli_sim_result_json(&r));
-            char *text = json_dumps(row, JSON_COMPACT | JSON_PRESERVE_ORDER);
+            char *text = cli_json_dumps(row, JSON_COMPACT | JSON_PRESERVE_ORDER);
             fprintf(out, "%s\n    %s", i ? "," : "", text ? text : "{}");
             free(text);
             json_decref(row);

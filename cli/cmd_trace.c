@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/json_out.h"
 #include "sim/step.h"
 #include "validation/val.h"
 
@@ -137,7 +138,7 @@ static int run(int argc, char **argv)
             json_array_append_new(arr, r);
         }
         json_object_set_new(o, "ranks", arr);
-        char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        char *text = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         printf("%s\n", text);
         free(text);
         json_decref(o);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/json_out.h"
 #include "cli/sim_opts.h"
 #include "sim/tune.h"
 
@@ -335,7 +336,7 @@ static int run(int argc, char **argv)
                     json_array_append_new(arr, run_json(&c, &runs[i], &sim.train));
                 json_object_set_new(o, "profiles", arr);
             }
-            char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+            char *text = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
             printf("%s\n", text);
             free(text);
             json_decref(o);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/json_out.h"
 #include "cli/sim_opts.h"
 #include "cli/validate_exec.h"
 #include "traces/dslog.h"
@@ -281,7 +282,7 @@ static int run_ds(struct validate_args *a, struct cli_setup *s, struct cli_sim *
     }
     if (a->json) {
         json_t *j = ds_json(a, &c, &p, &hw, &r);
-        char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        char *text = cli_json_dumps(cli_json_versioned(j), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         printf("%s\n", text);
         free(text);
         json_decref(j);

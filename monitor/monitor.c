@@ -83,6 +83,7 @@ struct mon {
     long clk_tck;                 /* sysconf(_SC_CLK_TCK) */
     uint64_t boot_ticks_at_open;  /* uptime in ticks at mon_open minus monotonic time then */
     int64_t mono_at_open_ns;      /* CLOCK_MONOTONIC at mon_open */
+    int64_t real_at_open_ns;      /* CLOCK_REALTIME at mon_open (the CSV's time_utc = this + t_ns) */
     int err;                      /* sticky output error */
     char err_msg[RL_ERR_MSG_MAX]; /* its message */
 };
@@ -298,17 +299,32 @@ static void csv_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* A numeric column stays numeric: empty when the figure is unknown (the status column says why). */
 static void csv_i64(FILE *f, int64_t v)
 {
     if (v == MON_UNAVAILABLE)
-        fputs(",unavailable", f);
+        fputc(',', f);
     else
         fprintf(f, ",%" PRId64, v);
 }
 
+/* Wall-clock time as ISO 8601 UTC with milliseconds ("2026-11-30T15:38:12.345Z"), the resolution
+ * of DeepSpeed's log time stamps, so rows line up with its lines. */
+static void csv_utc(FILE *f, int64_t real_ns)
+{
+    time_t sec = (time_t)(real_ns / 1000000000);
+    struct tm tm;
+    char buf[32];
+    if (real_ns < 0 || !gmtime_r(&sec, &tm) || !strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm)) {
+        fputc(',', f);
+        return;
+    }
+    fprintf(f, ",%s.%03dZ", buf, (int)(real_ns / 1000000 % 1000));
+}
+
 static const char csv_header[] =
-    "t_ns,pid,ppid,comm,rank,rss_bytes,anon_bytes,file_bytes,shmem_bytes,hwm_bytes,locked_bytes,"
-    "pinned_bytes,swap_bytes,gpu_bytes,cpu_percent,threads,system_used_bytes\n";
+    "t_ns,time_utc,pid,ppid,comm,rank,rss_bytes,anon_bytes,file_bytes,shmem_bytes,hwm_bytes,locked_bytes,"
+    "pinned_bytes,swap_bytes,gpu_bytes,cpu_percent,threads,system_used_bytes,status\n";
 
 int mon_open(struct mon **mp, const struct mon_config *c, struct rl_err *e)
 {
@@ -350,6 +366,9 @@ int mon_open(struct mon **mp, const struct mon_config *c, struct rl_err *e)
     }
     m->boot_ticks_at_open = (uint64_t)(up_s * (double)m->clk_tck);
     m->mono_at_open_ns = mono_ns();
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    m->real_at_open_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
     if (c->no_gpu) {
         snprintf(m->sum.gpu_note, sizeof m->sum.gpu_note, "disabled by --no-gpu");
     } else if (mon_gpu_open(&m->gpu, m->sum.gpu_note, sizeof m->sum.gpu_note) == 0) {
@@ -577,7 +596,9 @@ int mon_sample(struct mon *m, int64_t t_ns, struct rl_err *e)
         tree[S_THREADS] += s.threads;
         if (m->csv.fp) {
             FILE *f = m->csv.fp;
-            fprintf(f, "%" PRId64 ",%d,%d,", t_ns, s.pid, s.ppid);
+            fprintf(f, "%" PRId64, t_ns);
+            csv_utc(f, m->real_at_open_ns + t_ns);
+            fprintf(f, ",%d,%d,", s.pid, s.ppid);
             csv_str(f, s.comm);
             fprintf(f, ",%d", p->peak.rank);
             fprintf(f, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
@@ -587,6 +608,14 @@ int mon_sample(struct mon *m, int64_t t_ns, struct rl_err *e)
             csv_i64(f, gpu);
             fprintf(f, ",%.1f,%d", cpu, s.threads);
             csv_i64(f, have_sys ? sys.used_bytes : MON_UNAVAILABLE);
+            /* status: "ok", or why a column is empty */
+            char status[sizeof m->sum.gpu_note + 96];
+            snprintf(status, sizeof status, "%s%s%s%s", gpu == MON_UNAVAILABLE ? "gpu_bytes: " : "",
+                     gpu == MON_UNAVAILABLE ? (m->sum.gpu_note[0] ? m->sum.gpu_note : "no per-process GPU memory") : "",
+                     gpu == MON_UNAVAILABLE && !have_sys ? "; " : "",
+                     have_sys ? "" : "system_used_bytes: /proc/meminfo unreadable");
+            fputc(',', f);
+            csv_str(f, status[0] ? status : "ok");
             fputc('\n', f);
         }
     }

@@ -352,9 +352,9 @@ void plot__report_free(struct plot__report *r)
 
 /* ---- monitor --csv ---------------------------------------------------------------------------------- */
 static const char mon_header[] =
-    "t_ns,pid,ppid,comm,rank,rss_bytes,anon_bytes,file_bytes,shmem_bytes,hwm_bytes,locked_bytes,"
-    "pinned_bytes,swap_bytes,gpu_bytes,cpu_percent,threads,system_used_bytes";
-enum { MC_T, MC_PID, MC_PPID, MC_COMM, MC_RANK, MC_RSS, MC_GPU = 13, MC_N = 17 };
+    "t_ns,time_utc,pid,ppid,comm,rank,rss_bytes,anon_bytes,file_bytes,shmem_bytes,hwm_bytes,locked_bytes,"
+    "pinned_bytes,swap_bytes,gpu_bytes,cpu_percent,threads,system_used_bytes,status";
+enum { MC_T, MC_UTC, MC_PID, MC_PPID, MC_COMM, MC_RANK, MC_RSS, MC_GPU = 14, MC_N = 19 };
 
 /* Splits one CSV line into fields in place (RFC 4180 quoting: only comm is ever quoted). */
 static int csv_split(char *line, char **f, int max)
@@ -433,10 +433,10 @@ int plot__monitor_read(const char *path, struct plot__monitor *m, struct rl_err 
         int64_t t, pid, rank, rss, gpu = -1;
         if (csv_split(line, f, MC_N + 1) != MC_N || parse_i64(f[MC_T], &t) || parse_i64(f[MC_PID], &pid) ||
             parse_i64(f[MC_RANK], &rank) || parse_i64(f[MC_RSS], &rss) ||
-            (strcmp(f[MC_GPU], "unavailable") != 0 && parse_i64(f[MC_GPU], &gpu)) || t < 0 || pid <= 0 ||
+            (f[MC_GPU][0] && parse_i64(f[MC_GPU], &gpu)) || t < 0 || pid <= 0 ||
             pid > INT32_MAX || rank < -1 || rank > INT32_MAX || rss < 0) {
             rc = rl_errf(e, RL_EINVAL, "%s: line %d: expected %d fields as in `ratiolab monitor --csv` (t_ns, "
-                         "pid and rss_bytes integers, gpu_bytes an integer or 'unavailable')", path, ln, MC_N);
+                         "pid and rss_bytes integers, gpu_bytes an integer or empty)", path, ln, MC_N);
             break;
         }
         if (m->n_samples == cap) {

@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/rl.h"
@@ -142,7 +143,7 @@ static bool skipped(const char *out, const char *what)
     return p != NULL;
 }
 
-/* Largest value of a CSV column for one pid. */
+/* Largest value of a CSV column for one pid (columns as in the header: 0 t_ns, 1 time_utc, 2 pid). */
 static long long csv_max(const char *path, int pid, int column)
 {
     char *text;
@@ -159,7 +160,7 @@ static long long csv_max(const char *path, int pid, int column)
                 break;
             *p++ = 0;
         }
-        if (n != 17 || atoi(f[1]) != pid)
+        if (n < 19 || atoi(f[2]) != pid)
             continue;
         long long v = atoll(f[column]);
         if (v > best)
@@ -228,19 +229,34 @@ START_TEST(phase_peaks_match_allocations)
     check_phase(&d, pid, "anon", "rss_bytes", 64 * MIB);
     /* CSV and trace agree on the peak (same samples), and the summary names the process. */
     double trace_peak = max_in(&d, pid, "anon_bytes", 0, INT64_MAX);
-    ck_assert(csv_max(tfile("p.csv"), pid, 6) == (long long)trace_peak);
+    ck_assert(csv_max(tfile("p.csv"), pid, 7) == (long long)trace_peak);
     char row[32];
     snprintf(row, sizeof row, "%8d ", pid);
     ck_assert_ptr_nonnull(strstr(r.err, row));
     ck_assert_ptr_nonnull(strstr(r.err, "(peak of sum)"));
     ck_assert_ptr_nonnull(strstr(r.err, "MemTotal - MemAvailable"));
-    /* --no-gpu: GPU figures say unavailable, never 0. */
+    /* --no-gpu: GPU figures are unknown, never 0: the numeric column is empty and the status
+     * column says why; no word in a numeric column. */
     ck_assert_ptr_nonnull(strstr(r.err, "unavail"));
-    ck_assert(csv_max(tfile("p.csv"), pid, 13) == 0);   /* atoll("unavailable") */
-    ck_assert(csv_max(tfile("p.csv"), pid, 4) == -1);   /* no RANK in its environment */
+    ck_assert(csv_max(tfile("p.csv"), pid, 14) == 0);   /* atoll("") */
+    ck_assert(csv_max(tfile("p.csv"), pid, 5) == -1);   /* no RANK in its environment */
     char *csv;
     ck_assert_int_eq(rl_read_file(tfile("p.csv"), &csv, NULL, NULL), 0);
-    ck_assert_ptr_nonnull(strstr(csv, ",unavailable,"));
+    ck_assert_ptr_null(strstr(csv, "unavailable"));
+    ck_assert_ptr_nonnull(strstr(csv, ",,"));
+    ck_assert_ptr_nonnull(strstr(csv, ",gpu_bytes: disabled by --no-gpu\n"));
+    /* time_utc: ISO 8601 UTC with milliseconds, within a minute of now (the run took < 1 s). */
+    const char *row1 = strchr(csv, '\n') + 1;
+    struct tm tm = {0};
+    int ms = -1;
+    char z = 0;
+    ck_assert_msg(sscanf(strchr(row1, ',') + 1, "%4d-%2d-%2dT%2d:%2d:%2d.%3d%c", &tm.tm_year, &tm.tm_mon,
+                         &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms, &z) == 8 && z == 'Z',
+                  "time_utc of '%.60s'", row1);
+    ck_assert(strchr(row1, ',')[25] == ',');   /* exactly YYYY-MM-DDTHH:MM:SS.mmmZ */
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    ck_assert_int_lt(llabs((long long)(timegm(&tm) - time(NULL))), 60);
     free(csv);
     for (int i = 0; i < d.n_events; i++)
         ck_assert(!(d.events[i].ph == 'C' && strcmp(d.events[i].series, "gpu_bytes") == 0));
@@ -274,7 +290,7 @@ START_TEST(descendants_are_found)
         double peak = max_in(&d, pids[k], "anon_bytes", t0, t1);
         ck_assert_msg(peak >= 16 * MIB - TOL(16 * MIB) && peak <= 16 * MIB + TOL(16 * MIB) + 2 * MIB,
                       "pid %d anon peak %.0f", pids[k], peak);
-        long long ppid = csv_max(tfile("t.csv"), pids[k], 2);
+        long long ppid = csv_max(tfile("t.csv"), pids[k], 3);
         if (ppid != root) {
             grandchildren++;
             bool parent_followed = false;
@@ -293,7 +309,7 @@ START_TEST(descendants_are_found)
             strstr(d.events[i].args_json, want))
             named = true;
     ck_assert_msg(named, "no track named '%s'", want);
-    ck_assert_int_eq(csv_max(tfile("t.csv"), pids[0], 4), 5);
+    ck_assert_int_eq(csv_max(tfile("t.csv"), pids[0], 5), 5);
     ck_assert_ptr_nonnull(strstr(r.err, "memhog[r5]"));
     /* Tree total: the peak of the per-sample sum includes the four 16 MiB processes at once. */
     double tree = max_in(&d, MON_TREE_PID, "anon_bytes", t0, t1);
@@ -364,7 +380,7 @@ START_TEST(ctrl_c_still_writes_a_complete_file)
     trace_doc_free(&d);
     char *csv;
     ck_assert_int_eq(rl_read_file(tfile("c.csv"), &csv, NULL, NULL), 0);
-    ck_assert(strncmp(csv, "t_ns,pid,", 9) == 0 && csv[strlen(csv) - 1] == '\n');
+    ck_assert(strncmp(csv, "t_ns,time_utc,pid,", 18) == 0 && csv[strlen(csv) - 1] == '\n');
     free(csv);
     tu_run_free(&r);
     /* SIGTERM with --pid: the files are written, the followed process is left alone. */
@@ -512,7 +528,7 @@ START_TEST(nvml_path_with_a_stand_in_library)
     ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
     int pid = 0;
     ck_assert_int_eq(sscanf(strstr(r.out, "S "), "S %d", &pid), 1);
-    ck_assert_int_eq(csv_max(tfile("n.csv"), pid, 13), 300 * MIB);
+    ck_assert_int_eq(csv_max(tfile("n.csv"), pid, 14), 300 * MIB);
     struct trace_doc d;
     struct rl_err e = {0};
     ck_assert_msg(trace_read(tfile("n.json"), &d, &e) == 0, "%s", e.msg);
@@ -540,7 +556,8 @@ START_TEST(nvml_path_with_a_stand_in_library)
     ck_assert_ptr_nonnull(strstr(r.err, "gpu0: NVML used"));
     char *csv;
     ck_assert_int_eq(rl_read_file(tfile("u.csv"), &csv, NULL, NULL), 0);
-    ck_assert_ptr_nonnull(strstr(csv, ",unavailable,"));
+    ck_assert_ptr_null(strstr(csv, ",unavailable,"));   /* never as a numeric cell */
+    ck_assert_ptr_nonnull(strstr(csv, "gpu_bytes: "));   /* the status column says why */
     free(csv);
     tu_run_free(&r);
     /* A library that cannot be loaded: unavailable, with the reason. */

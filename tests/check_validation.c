@@ -124,6 +124,7 @@ START_TEST(deepspeed_log_matching_the_ledger_passes)
     struct tu_run r;
     tu_ratiolab(&r, "validate --deepspeed-log ok.log --ratio 0.3 --json");
     ck_assert_msg(r.status == 0, "status %d: %s%s", r.status, r.out, r.err);
+    ck_assert_msg(strncmp(r.out, "{\n  \"schema_version\": 1,", 24) == 0, "validate --json starts %.40s", r.out);
     json_error_t je;
     json_t *j = json_loads(r.out, 0, &je);
     ck_assert_ptr_nonnull(j);

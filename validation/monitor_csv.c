@@ -81,7 +81,7 @@ int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e)
                     goto out;
                 }
                 const char *s = f[col[k]];
-                if (strcmp(s, "unavailable") == 0) {
+                if (*s == 0 || strcmp(s, "unavailable") == 0) {   /* empty: unknown (see status) */
                     v[k] = -1;
                     continue;
                 }
