@@ -24,20 +24,20 @@ set linetype 7 lc rgb '#000000' lw 1.4 dt 1 pt 6 ps 0.4
 set linetype cycle 7
 set multiplot
 set style fill solid 1.0 noborder
-set xrange [0:257.177]
-set xtics 50 format '%g'
+set xrange [0:306.617]
+set xtics 100 format '%g'
 unset grid
 set grid xtics lc rgb '#e0e0e0' lw 0.6
 unset key
 set ytics scale 0
-set lmargin at screen 0.1400
+set lmargin at screen 0.1846
 set rmargin at screen 0.9786
 set tmargin at screen 0.9619
 set bmargin at screen 0.3429
 set xlabel 'time (ms)' offset 0,0.9
 set format x '%g'
 set yrange [9.5:-0.5]
-set ytics ('GPU 0 compute' 0, 'GPU 0 D2H' 1, 'GPU 0 H2D' 2, 'GPU 1 compute' 3, 'GPU 1 D2H' 4, 'GPU 1 H2D' 5, 'rank 0 CPU Adam' 6, 'rank 1 CPU Adam' 7, 'rank 2 CPU Adam' 8, 'rank 3 CPU Adam' 9)
+set ytics ('rank 0: GPU 0 compute' 0, 'rank 0: GPU 0 D2H' 1, 'rank 0: GPU 0 H2D' 2, 'rank 1: GPU 1 compute' 3, 'rank 1: GPU 1 D2H' 4, 'rank 1: GPU 1 H2D' 5, 'rank 0 CPU Adam' 6, 'rank 1 CPU Adam' 7, 'rank 2 CPU Adam' 8, 'rank 3 CPU Adam' 9)
 plot 'fig3-timeline.dat' index 1 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs solid 1.0, \
      'fig3-timeline.dat' index 2 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#56B4E9' fs solid 1.0, \
      'fig3-timeline.dat' index 3 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#009E73' fs solid 1.0, \

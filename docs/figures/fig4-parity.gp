@@ -1,0 +1,91 @@
+# ratiolab plot parity (ratiolab 0.1.0): draws fig4-parity.png from fig4-parity.dat.
+# Run from this folder: gnuplot fig4-parity.gp   (gnuplot -e "outfile='other.png'" ... to rename)
+# Paper size: 3.5 in x 4.13 in, 9 pt text.
+if (!exists("outfile")) outfile = 'fig4-parity.png'
+set terminal pngcairo size 700,826 font ',9' fontscale 1.39 linewidth 1.39 pointscale 1.8 background '#ffffff'
+set output outfile
+set termoption noenhanced
+set datafile separator '\t'
+set datafile missing '?'
+set border 3 lw 0.8
+set tics nomirror out scale 0.6
+set grid ytics lc rgb '#e0e0e0' lw 0.6 dt 1
+set grid back
+set key noautotitle samplen 2.5 spacing 1.0
+set xtics offset 0,0.4
+# palette: Okabe-Ito, with distinct dash and point types for grey print
+set linetype 1 lc rgb '#0072B2' lw 1.4 dt 1 pt 7 ps 0.4
+set linetype 2 lc rgb '#D55E00' lw 1.4 dt 2 pt 5 ps 0.4
+set linetype 3 lc rgb '#009E73' lw 1.4 dt 4 pt 9 ps 0.4
+set linetype 4 lc rgb '#CC79A7' lw 1.4 dt 5 pt 11 ps 0.4
+set linetype 5 lc rgb '#E69F00' lw 1.4 dt 3 pt 13 ps 0.4
+set linetype 6 lc rgb '#56B4E9' lw 1.4 dt 6 pt 4 ps 0.4
+set linetype 7 lc rgb '#000000' lw 1.4 dt 1 pt 6 ps 0.4
+set linetype cycle 7
+set multiplot
+set lmargin at screen 0.1429
+set rmargin at screen 0.9286
+set tmargin at screen 0.9758
+set bmargin at screen 0.3099
+set label 90 'measured (ms)' at screen 0.0229, screen 0.6429 center rotate by 90
+set xlabel 'predicted (ms)' offset 0,0.9
+set logscale xy
+set xrange [0.108757:974.521]
+set yrange [0.108757:974.521]
+set grid xtics ytics
+set samples 200
+band = 0.1
+set xtics ('0.2' 0.2, '0.5' 0.5, '1' 1, '2' 2, '5' 5, '10' 10, '20' 20, '50' 50, '100' 100, '200' 200, '500' 500)
+set ytics ('0.2' 0.2, '0.5' 0.5, '1' 1, '2' 2, '5' 5, '10' 10, '20' 20, '50' 50, '100' 100, '200' 200, '500' 500)
+unset key
+plot '+' using 1:($1*(1-band)):($1*(1+band)) with filledcurves fc rgb '#d9d9d9' fs solid 1.0 title '±10 %', \
+     x with lines lc rgb '#000000' dt 1 lw 0.8 title 'measured = predicted', \
+     'fig4-parity.dat' index 0 using 2:3 with points pt 7 ps 0.8 lc rgb '#000000' title 'step', \
+     'fig4-parity.dat' index 1 using 2:3 with points pt 5 ps 0.7 lc rgb '#0072B2' title 'forward', \
+     'fig4-parity.dat' index 2 using 2:3 with points pt 9 ps 0.7 lc rgb '#56B4E9' title 'backward', \
+     'fig4-parity.dat' index 3 using 2:3 with points pt 11 ps 0.7 lc rgb '#009E73' title 'gpu_adam', \
+     'fig4-parity.dat' index 4 using 2:3 with points pt 13 ps 0.7 lc rgb '#E69F00' title 'cpu_adam', \
+     'fig4-parity.dat' index 5 using 2:3 with points pt 4 ps 0.7 lc rgb '#882255' title 'allgather', \
+     'fig4-parity.dat' index 6 using 2:3 with points pt 6 ps 0.7 lc rgb '#999933' title 'reduce_scatter', \
+     'fig4-parity.dat' index 7 using 2:3 with points pt 7 ps 0.7 lc rgb '#D55E00' title 'grad_d2h', \
+     'fig4-parity.dat' index 8 using 2:3 with points pt 5 ps 0.7 lc rgb '#000000' title 'param_h2d'# the key, in its own strip under the panels
+set lmargin at screen 0.01
+set rmargin at screen 0.99
+set tmargin at screen 0.2228
+set bmargin at screen 0.005
+unset title
+unset border
+unset tics
+unset xlabel
+unset ylabel
+unset grid
+unset label
+unset arrow
+unset object
+unset logscale
+set xrange [0:1]
+set yrange [0:1]
+
+set key at screen 0.0571, screen 0.2131 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#d9d9d9' fs solid 1.0 title '±10 %'
+set key at screen 0.5000, screen 0.2131 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with lines lc rgb '#000000' dt 1 lw 0.8 title 'measured = predicted'
+set key at screen 0.0571, screen 0.1792 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with points pt 7 ps 0.8 lc rgb '#000000' title 'step'
+set key at screen 0.5000, screen 0.1792 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with points pt 5 ps 0.7 lc rgb '#0072B2' title 'forward'
+set key at screen 0.0571, screen 0.1453 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with points pt 9 ps 0.7 lc rgb '#56B4E9' title 'backward'
+set key at screen 0.5000, screen 0.1453 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with points pt 11 ps 0.7 lc rgb '#009E73' title 'gpu_adam'
+set key at screen 0.0571, screen 0.1114 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with points pt 13 ps 0.7 lc rgb '#E69F00' title 'cpu_adam'
+set key at screen 0.5000, screen 0.1114 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with points pt 4 ps 0.7 lc rgb '#882255' title 'allgather'
+set key at screen 0.0571, screen 0.0775 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with points pt 6 ps 0.7 lc rgb '#999933' title 'reduce_scatter'
+set key at screen 0.5000, screen 0.0775 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with points pt 7 ps 0.7 lc rgb '#D55E00' title 'grad_d2h'
+set key at screen 0.0571, screen 0.0436 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with points pt 5 ps 0.7 lc rgb '#000000' title 'param_h2d'
+unset multiplot
