@@ -215,6 +215,26 @@ START_TEST(memory_dat_holds_the_sweep)
 }
 END_TEST
 
+/* DeepSpeed's policies honor a ratio in whole sub-groups, so their honored ratio and memory are
+ * piecewise constant and drawn as steps; exact moves with the request and is drawn as lines. The
+ * inputs say which policy each sweep used: deepspeed-0.12 (index 0), exact (index 1). */
+START_TEST(memory_staircases_are_drawn_as_steps)
+{
+    struct plot_files f;
+    write_case(&cases[0], &f);
+    char *gp = slurp(f.gp, NULL);
+    ck_assert_ptr_nonnull(gp);
+    static const char *const want[] = {
+        "'memory.dat' index 0 using 1:2 with steps ", "'memory.dat' index 1 using 1:2 with lines ",
+        "'memory.dat' index 0 using 1:3 with steps ", "'memory.dat' index 0 using 1:4 with steps ",
+        "'memory.dat' index 1 using 1:3 with lines ", "'memory.dat' index 1 using 1:4 with lines ",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ck_assert_msg(strstr(gp, want[i]), "memory.gp lacks \"%s\"", want[i]);
+    free(gp);
+}
+END_TEST
+
 /* The stacked bands of the time figure reach exactly the step time of each ratio, and the
  * marked ratio is the fastest whose GPU memory fits 12 GiB. */
 START_TEST(time_bands_stack_to_the_step_time)
@@ -439,6 +459,7 @@ Suite *plots_suite(void)
     tcase_add_loop_test(tc, dat_and_gp_match_goldens, 0, N_CASES);
     tcase_add_loop_test(tc, same_inputs_give_same_bytes, 0, N_CASES);
     tcase_add_test(tc, memory_dat_holds_the_sweep);
+    tcase_add_test(tc, memory_staircases_are_drawn_as_steps);
     tcase_add_test(tc, time_bands_stack_to_the_step_time);
     tcase_add_test(tc, timeline_keeps_every_span);
     tcase_add_test(tc, parity_dat_holds_the_report);

@@ -161,6 +161,21 @@ START_TEST(wrong_subgroup_count_or_memory_fails)
 }
 END_TEST
 
+/* The stage check is two-sided: a DeepSpeed run that allocated 0.22 GiB less than the ledger
+ * says is as much a mismatch as one that allocated more. */
+START_TEST(memory_below_the_ledger_fails_too)
+{
+    struct tu_run r;
+    gpt27_log("low.log", 2, "6.36", NULL);   /* 0.22 GiB below the ledger's 6.58 */
+    tu_ratiolab(&r, "validate --deepspeed-log low.log --ratio 0.3");
+    ck_assert_msg(r.status == 1, "status %d: %s%s", r.status, r.out, r.err);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "validate --deepspeed-log low.log --ratio 0.3 --tolerance 0.25");
+    ck_assert_msg(r.status == 0, "status %d: %s%s", r.status, r.out, r.err);
+    tu_run_free(&r);
+}
+END_TEST
+
 /* The iteration time against predict's step: a log whose median equals the prediction passes,
  * one 50 % slower fails. The prediction is read from `ratiolab predict --json`. */
 START_TEST(iteration_time_against_predict)
@@ -671,6 +686,7 @@ Suite *validation_suite(void)
     tcase_add_test(tc, time_verdict_uses_median_without_first);
     tcase_add_test(tc, deepspeed_log_matching_the_ledger_passes);
     tcase_add_test(tc, wrong_subgroup_count_or_memory_fails);
+    tcase_add_test(tc, memory_below_the_ledger_fails_too);
     tcase_add_test(tc, iteration_time_against_predict);
     tcase_add_test(tc, monitor_csv_gives_per_process_host_growth);
     tcase_add_test(tc, validate_bad_input_exits_2);
