@@ -96,12 +96,11 @@ const char *cli_gib(char *buf, size_t n, int64_t bytes)
     return buf;
 }
 
-int cli_command_parse(const char *cmd, int argc, char **argv, const char *usage, const char *description,
-                      const struct cli_optset *sets, int n_sets)
+int cli_command_parse_rest(const char *cmd, int argc, char **argv, const char *usage, const char *description,
+                           const struct cli_optset *sets, int n_sets, struct cli_rest *rest)
 {
-    struct cli_rest rest;
     struct rl_err e = {0};
-    int rc = cli_parse(argc, argv, sets, n_sets, &rest, &e);
+    int rc = cli_parse(argc, argv, sets, n_sets, rest, &e);
     if (rc == CLI_HELP) {
         cli_help(stdout, usage, description, sets, n_sets);
         return 0;
@@ -112,9 +111,20 @@ int cli_command_parse(const char *cmd, int argc, char **argv, const char *usage,
     }
     if (rc)
         return cli_fail(cmd, &e);
+    return CLI_GO_ON;
+}
+
+int cli_command_parse(const char *cmd, int argc, char **argv, const char *usage, const char *description,
+                      const struct cli_optset *sets, int n_sets)
+{
+    struct cli_rest rest;
+    int rc = cli_command_parse_rest(cmd, argc, argv, usage, description, sets, n_sets, &rest);
+    if (rc != CLI_GO_ON)
+        return rc;
     if (rest.n_pos || rest.n_after) {
+        struct rl_err e = {0};
         rl_errf(&e, RL_EINVAL, "unexpected argument '%s'", rest.n_pos ? rest.pos[0] : "--");
         return cli_fail(cmd, &e);
     }
-    return -1;
+    return CLI_GO_ON;
 }

@@ -52,8 +52,15 @@ int cli_parse(int argc, char **argv, const struct cli_optset *sets, int n_sets,
               struct cli_rest *rest, struct rl_err *e);
 void cli_help(FILE *f, const char *usage, const char *description, const struct cli_optset *sets,
               int n_sets);
-/* The whole option step of a command without positional arguments: parses, prints --help (0),
- * reports a bad option (2). Returns the exit code when the command is done, -1 to go on. */
+/* cli_command_parse's "options parsed, the command goes on": never an exit code (0..3) nor an
+ * RL_E* value. */
+#define CLI_GO_ON 1000
+/* The whole option step of a command: parses, prints --help or --version (exit 0), reports a bad
+ * option (exit 2). Returns CLI_GO_ON to go on, with the positional arguments in *rest; any other
+ * value is the exit code. */
+int cli_command_parse_rest(const char *cmd, int argc, char **argv, const char *usage, const char *description,
+                           const struct cli_optset *sets, int n_sets, struct cli_rest *rest);
+/* The same for a command without positional arguments (one is reported as exit 2). */
 int cli_command_parse(const char *cmd, int argc, char **argv, const char *usage, const char *description,
                       const struct cli_optset *sets, int n_sets);
 /* Prints "ratiolab <cmd>: <msg>" to stderr and returns the exit code for e->code. */

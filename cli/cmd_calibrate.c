@@ -162,7 +162,7 @@ static int run(int argc, char **argv)
         "copy-thread bandwidth alone and all devices at once, the emulated device's Adam, GEMM\n"
         "(OpenBLAS sgemm) and launch cost. Collective bandwidth is measured under mpirun only.\n"
         "Quick by default (seconds); --thorough for larger arrays and more repeats.", sets, 1);
-    if (rc >= 0)
+    if (rc != CLI_GO_ON)
         return rc;
     struct rl_err e = {0};
     if (a.cuda)

@@ -146,7 +146,7 @@ static int run(int argc, char **argv)
                                "together), and the hardware profiles (--hw NAME) with GPUs per node, GPU memory and host\n"
                                "memory. --hw NAME --json prints that profile: save it, edit it, pass it as --hw FILE.",
                                &set, 1);
-    if (rc >= 0)
+    if (rc != CLI_GO_ON)
         return rc;
     const char *dir = a.dir ? a.dir : rl_catalog_dir();
     struct rl_err e = {0};

@@ -410,7 +410,7 @@ static int run(int argc, char **argv)
                                "DeepSpeed versions, the source and the fix; a scheduler block is a warning (--strict: fails).\n"
                                "Exit 2: bad input. Use it as a CI step after every model, config or DeepSpeed change.",
                                sets, 3);
-    if (rc >= 0)
+    if (rc != CLI_GO_ON)
         return rc;
     if (!s.ds_config) {
         rl_errf(&e, RL_EINVAL, "--ds-config: required (the DeepSpeed JSON config to check)");

@@ -228,7 +228,7 @@ static int run(int argc, char **argv)
                  "host memory of the model states per rank at each allocation stage.\n"
                  "Default: Megatron gpt-2.7b, TP 8 on 8 GPUs, DeepSpeed 0.12.4 rules.",
                                sets, 2);
-    if (rc >= 0)
+    if (rc != CLI_GO_ON)
         return rc;
     struct cli_ctx c;
     s.report_hazards = true;

@@ -206,17 +206,9 @@ static int run(int argc, char **argv)
         "Without gnuplot the .dat and .gp are written and the command exits 3.";
     struct cli_rest rest;
     struct rl_err e = {0};
-    int rc = cli_parse(argc, argv, sets, 1, &rest, &e);
-    if (rc == CLI_VERSION) {
-        printf("ratiolab %s\n", RL_VERSION_STRING);
-        return 0;
-    }
-    if (rc == CLI_HELP) {
-        cli_help(stdout, usage, desc, sets, 1);
-        return 0;
-    }
-    if (rc)
-        return cli_fail("plot", &e);
+    int rc = cli_command_parse_rest("plot", argc, argv, usage, desc, sets, 1, &rest);
+    if (rc != CLI_GO_ON)
+        return rc;
     if (rest.n_pos != 1 || rest.n_after) {
         rl_errf(&e, RL_EINVAL, "KIND: %s; expected one of memory, time, timeline, parity, scaling, monitor",
                 rest.n_pos ? "more than one given" : "missing");

@@ -111,7 +111,7 @@ static int run(int argc, char **argv)
                  "overlapped per phase) and the per-rank GPU and host memory.\n"
                  "Default: Megatron gpt-2.7b, TP 8 on 8 x V100 (dgx1-v100), DeepSpeed 0.12.4 rules.",
                                sets, 3);
-    if (rc >= 0)
+    if (rc != CLI_GO_ON)
         return rc;
     struct cli_ctx c;
     struct sim_hw hw;

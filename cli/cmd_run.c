@@ -344,7 +344,7 @@ static int run(int argc, char **argv)
                  "A TP > 1 layout runs one TP shard as each rank's model. Exit 1: the ledger check failed;\n"
                  "2: bad input; 3: environment (device memory: the bytes needed, free and a ratio that fits).",
                                sets, 2);
-    if (rc >= 0) {
+    if (rc != CLI_GO_ON) {
         free(a.ratios);
         return rc;
     }

@@ -54,7 +54,7 @@ static int run(int argc, char **argv)
                  "(NVML-visible), host memory per node, step time, and whether it fits.\n"
                  "Default: Megatron gpt-2.7b, TP 8 on 8 x V100 (dgx1-v100), DeepSpeed 0.12.4 rules.",
                                sets, 3);
-    if (rc >= 0)
+    if (rc != CLI_GO_ON)
         return rc;
     if (a.csv && a.json) {
         rl_errf(&e, RL_EINVAL, "--csv and --json: give at most one");

@@ -72,17 +72,9 @@ static int run(int argc, char **argv)
         "it) on both sides, and the difference B - A.";
     struct cli_rest rest;
     struct rl_err e = {0};
-    int rc = cli_parse(argc, argv, sets, 1, &rest, &e);
-    if (rc == CLI_VERSION) {
-        printf("ratiolab %s\n", RL_VERSION_STRING);
-        return 0;
-    }
-    if (rc == CLI_HELP) {
-        cli_help(stdout, usage, desc, sets, 1);
-        return 0;
-    }
-    if (rc)
-        return cli_fail("trace", &e);
+    int rc = cli_command_parse_rest("trace", argc, argv, usage, desc, sets, 1, &rest);
+    if (rc != CLI_GO_ON)
+        return rc;
     if (rest.n_pos < 1 || strcmp(rest.pos[0], "diff") != 0) {
         rl_errf(&e, RL_EINVAL, "'%s': unknown subcommand; allowed: diff (ratiolab trace diff A B)",
                 rest.n_pos ? rest.pos[0] : "");

@@ -274,7 +274,7 @@ static int run(int argc, char **argv)
                  "settings (with the sub_group_size that makes DeepSpeed honor the ratio). --hw a,b,c\n"
                  "compares profiles side by side. Exit 1 when nothing fits.",
                                sets, 3);
-    if (rc >= 0)
+    if (rc != CLI_GO_ON)
         return rc;
     double *ratios = NULL;
     size_t n_ratios = 0;

@@ -334,17 +334,9 @@ static int run(int argc, char **argv)
         "when a gated check fails.";
     struct cli_rest rest;
     struct rl_err e = {0};
-    int rc = cli_parse(argc, argv, sets, 4, &rest, &e);
-    if (rc == CLI_VERSION) {
-        printf("ratiolab %s\n", RL_VERSION_STRING);
-        return 0;
-    }
-    if (rc == CLI_HELP) {
-        cli_help(stdout, usage, desc, sets, 4);
-        return 0;
-    }
-    if (rc)
-        return cli_fail("validate", &e);
+    int rc = cli_command_parse_rest("validate", argc, argv, usage, desc, sets, 4, &rest);
+    if (rc != CLI_GO_ON)
+        return rc;
     if (rest.n_after) {
         rl_errf(&e, RL_EINVAL, "unexpected argument '--'");
         return cli_fail("validate", &e);
