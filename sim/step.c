@@ -349,22 +349,31 @@ static int place_ranks(const struct plan *p, const struct sim_hw *hw, const stru
     return 0;
 }
 
+/* What predicting memory and simulating a step share: the GPUs the ranks sit on, the resolved
+ * training settings, and the memory prediction filled into r (cleared first). */
+static int step_setup(const struct plan *p, const struct sim_hw *hw, const struct sim_train *in,
+                      int gpu[SIM_HW_MAX_GPUS], int *ranks, struct sim_train *t, struct sim_step_result *r,
+                      struct rl_err *e)
+{
+    memset(r, 0, sizeof *r);
+    int rc = place_ranks(p, hw, in, gpu, ranks, r, e);
+    if (rc)
+        return rc;
+    resolve_train(p, in, t);
+    struct blocks k;
+    if ((rc = blocks_build(&k, p, t->micro_batch, t->seq_len, e)))
+        return rc;
+    rc = memory(p, hw, t, &k, r, e);
+    blocks_free(&k);
+    return rc;
+}
+
 int sim_step_memory(const struct plan *p, const struct sim_hw *hw, const struct sim_train *in,
                     struct sim_step_result *r, struct rl_err *e)
 {
-    memset(r, 0, sizeof *r);
-    int gpu[SIM_HW_MAX_GPUS], ranks;
-    int rc = place_ranks(p, hw, in, gpu, &ranks, r, e);
-    if (rc)
-        return rc;
+    int gpu[SIM_HW_MAX_GPUS] = {0}, ranks;
     struct sim_train t;
-    resolve_train(p, in, &t);
-    struct blocks k;
-    if ((rc = blocks_build(&k, p, t.micro_batch, t.seq_len, e)))
-        return rc;
-    rc = memory(p, hw, &t, &k, r, e);
-    blocks_free(&k);
-    return rc;
+    return step_setup(p, hw, in, gpu, &ranks, &t, r, e);
 }
 
 /* ---- graph construction -------------------------------------------------------------------------- */
@@ -1163,18 +1172,9 @@ out_nok:
 int sim_step_run(const struct plan *p, const struct sim_hw *hw, const struct sim_train *in,
                  const char *trace_path, struct sim_step_result *r, struct rl_err *e)
 {
-    memset(r, 0, sizeof *r);
     int gpu[SIM_HW_MAX_GPUS] = {0}, ranks;
-    int rc = place_ranks(p, hw, in, gpu, &ranks, r, e);
-    if (rc)
-        return rc;
     struct sim_train t;
-    resolve_train(p, in, &t);
-    struct blocks k;
-    if ((rc = blocks_build(&k, p, t.micro_batch, t.seq_len, e)))
-        return rc;
-    rc = memory(p, hw, &t, &k, r, e);
-    blocks_free(&k);
+    int rc = step_setup(p, hw, in, gpu, &ranks, &t, r, e);
     if (rc)
         return rc;
     /* Up to the limit every micro-step is simulated. Beyond, the step grows by the same amount per
