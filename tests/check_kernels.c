@@ -679,6 +679,72 @@ START_TEST(isa_can_be_forced)
 }
 END_TEST
 
+/* RL_KERN_PREFETCH: unset gives the per-path default (0 on AVX-512, 512 on AVX2, 0 scalar); a
+ * value in [0, 2^20] overrides it and changes no bit; anything else is refused naming the
+ * variable, and the kernel returns that error instead of running. Runs in a forked child. */
+START_TEST(prefetch_distance_overrides_and_refuses)
+{
+    struct rl_err e = {0};
+    int64_t pf = -1;
+    unsetenv("RL_KERN_PREFETCH");
+    ck_assert_int_eq(kern_adam_prefetch_resolve(KERN_ISA_SCALAR, &pf, &e), 0);
+    ck_assert_int_eq(pf, 0);
+    ck_assert_int_eq(kern_adam_prefetch_resolve(KERN_ISA_AVX2, &pf, &e), 0);
+    ck_assert_int_eq(pf, 512);
+    ck_assert_int_eq(kern_adam_prefetch_resolve(KERN_ISA_AVX512, &pf, &e), 0);
+    ck_assert_int_eq(pf, 0);
+    ck_assert_int_eq(setenv("RL_KERN_PREFETCH", "4096", 1), 0);
+    ck_assert_int_eq(kern_adam_prefetch_resolve(KERN_ISA_AVX512, &pf, &e), 0);
+    ck_assert_int_eq(pf, 4096);
+    static const char *bad[] = {"-1", "1048577", "12x", "lots"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        ck_assert_int_eq(setenv("RL_KERN_PREFETCH", bad[k], 1), 0);
+        memset(&e, 0, sizeof e);
+        ck_assert_int_eq(kern_adam_prefetch_resolve(KERN_ISA_AVX2, &pf, &e), RL_EINVAL);
+        ck_assert_msg(strstr(e.msg, "RL_KERN_PREFETCH") && strstr(e.msg, bad[k]),
+                      "'%s' -> '%s'", bad[k], e.msg);
+    }
+
+    /* The kernel returns the error without touching the arrays. */
+    uint64_t rng = 17;
+    struct kc_arrays input, ref, got;
+    kc_alloc(&input, 4099, NULL, KERN_BF16, KERN_BF16);
+    kc_alloc(&ref, 4099, NULL, KERN_BF16, KERN_BF16);
+    kc_alloc(&got, 4099, NULL, KERN_BF16, KERN_BF16);
+    kc_fill(&input, &rng);
+    kc_copy(&got, &input);
+    struct kern_adam_hparams h = kc_hparams(KERN_ADAMW, 0);
+    struct kern_adam_scalars s;
+    ck_assert_int_eq(kern_adam_scalars_make(&h, 1, &s, &e), 0);
+    struct kern_adam_bufs b = kc_bufs(&got);
+    ck_assert_int_eq(kern_adam_cpu(&s, &b, 1, &e), RL_EINVAL);
+    const char *what = "";
+    uint32_t ba = 0, bb = 0;
+    ck_assert_int_eq(kc_first_diff(&got, &input, &what, &ba, &bb), -1);
+
+    /* Every valid distance gives the reference's bits on every path. */
+    kc_copy(&ref, &input);
+    struct kern_adam_bufs rb = kc_bufs(&ref);
+    ck_assert_int_eq(kern_adam_ref(&s, &rb, &e), 0);
+    static const char *good[] = {"0", "1", "64", "100000"};
+    enum kern_isa isas[3];
+    int nisa = cpu_isas(isas);
+    for (size_t k = 0; k < sizeof good / sizeof good[0]; k++)
+        for (int i = 0; i < nisa; i++) {
+            ck_assert_int_eq(setenv("RL_KERN_PREFETCH", good[k], 1), 0);
+            kc_copy(&got, &input);
+            ck_assert_int_eq(kern_adam_cpu_isa(&s, &b, 2, isas[i], &e), 0);
+            int64_t at = kc_first_diff(&got, &ref, &what, &ba, &bb);
+            ck_assert_msg(at < 0, "prefetch %s, %s: %s[%lld] differs", good[k],
+                          kern_isa_name(isas[i]), what, (long long)at);
+        }
+    unsetenv("RL_KERN_PREFETCH");
+    kc_free(&input);
+    kc_free(&ref);
+    kc_free(&got);
+}
+END_TEST
+
 Suite *kernels_suite(void)
 {
     Suite *s = suite_create("kernels");
@@ -695,6 +761,7 @@ Suite *kernels_suite(void)
     tcase_add_test(ref, scalars_follow_deepspeed);
     tcase_add_test(ref, bad_input_names_the_field);
     tcase_add_test(ref, isa_can_be_forced);
+    tcase_add_test(ref, prefetch_distance_overrides_and_refuses);
     suite_add_tcase(s, ref);
     TCase *bw = tcase_create("bitwise");
     tcase_set_timeout(bw, 300);
