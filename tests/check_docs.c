@@ -1,7 +1,7 @@
-/* tests/check_docs.c — the man page and bash completion generated from the --help texts (values
- * listed in the help prose and the catalog's names offered after their options)
- * (scripts/gen-docs.sh): every subcommand is there, with options it is known to take. Every --json
- * output starts with "schema_version": 1 and prints reals as the shortest text that reads back. */
+/* tests/check_docs.c — the man page and bash completion generated from the --help texts
+ * (scripts/gen-docs.sh): every subcommand is there, with options it is known to take, and after
+ * an option the values its help lists (or the catalog's names). Every --json output starts with
+ * "schema_version": 1 and prints reals as the shortest text that reads back. */
 #include <check.h>
 #include <dirent.h>
 #include <jansson.h>
