@@ -441,6 +441,8 @@ int plot__monitor_read(const char *path, struct plot__monitor *m, struct rl_err 
         return rc;
     char *save = NULL;
     char *line = strtok_r(text, "\n", &save);
+    while (line && *line == '#')   /* comment lines (version, followed pids) */
+        line = strtok_r(NULL, "\n", &save);
     if (!line || strncmp(line, mon_header, sizeof mon_header - 1) != 0)
         rc = rl_errf(e, RL_EINVAL, "%s: not a monitor CSV (expected the header of `ratiolab monitor --csv`: %.40s...)",
                      path, mon_header);
@@ -449,7 +451,7 @@ int plot__monitor_read(const char *path, struct plot__monitor *m, struct rl_err 
         size_t l = strlen(line);
         if (l && line[l - 1] == '\r')
             line[--l] = 0;
-        if (!l)
+        if (!l || *line == '#')
             continue;
         char *f[MC_N + 1];
         int64_t t, pid, rank, rss, gpu = -1;

@@ -541,6 +541,23 @@ START_TEST(sweep_rows_and_formats)
 }
 END_TEST
 
+/* plot reads a sweep --csv with its comment header, and takes the policy from it (exit 3 without
+ * gnuplot: the data and the script are still written). */
+START_TEST(sweep_csv_reads_back_with_its_comments)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "sweep --ratios 0:1:0.5 --policy exact --csv --out s.csv");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "plot memory --in s.csv --out f.svg");
+    ck_assert_msg(r.status == 0 || r.status == 3, "plot: exit %d: %s", r.status, r.err);
+    tu_run_free(&r);
+    tu_sh(&r, "grep -c \"title 'exact'\" f.gp");
+    ck_assert_str_eq(r.out, "1\n");
+    tu_run_free(&r);
+}
+END_TEST
+
 START_TEST(tune_finds_ratio_and_sub_group_size)
 {
     struct tu_run r;
@@ -1163,6 +1180,7 @@ Suite *sim_step_suite(void)
     tcase_add_test(c, predict_bad_input_exits_2_without_files);
     tcase_add_test(c, predict_shows_gpus_reserve_and_repeats_micro_steps);
     tcase_add_test(c, sweep_rows_and_formats);
+    tcase_add_test(c, sweep_csv_reads_back_with_its_comments);
     tcase_add_test(c, tune_finds_ratio_and_sub_group_size);
     tcase_add_test(c, trace_streams_are_serial_and_memory_returns);
     suite_add_tcase(s, c);
