@@ -310,11 +310,12 @@ static void report_text(const struct cli_ctx *c, const struct check_args *a, con
             char p1[32], p2[32], p3[32], p4[32];
             printf("  memory  %s %s GiB per rank of %s GiB: model states %s + activations %s + gathered "
                    "parameters %s + context/NCCL/allocator %s (micro-batch %lld, seq %lld, activation "
-                   "checkpointing %s; as ratiolab predict)\n",
+                   "checkpointing %s, attention %s; as ratiolab predict)\n",
                    v->memory_ok ? "ok  " : "FAIL", cli_gib(g1, sizeof g1, v->gpu_bytes), cli_gib(g2, sizeof g2, a->gpu_mem),
                    cli_gib(p1, sizeof p1, v->mem.gpu_ledger_bytes), cli_gib(p2, sizeof p2, v->mem.gpu_activation_bytes),
                    cli_gib(p3, sizeof p3, v->mem.gpu_live_param_bytes), cli_gib(p4, sizeof p4, v->mem.gpu_reserve_bytes),
-                   (long long)v->mem.micro_batch, (long long)v->mem.seq_len, checkpointing ? "on" : "off");
+                   (long long)v->mem.micro_batch, (long long)v->mem.seq_len, checkpointing ? "on" : "off",
+                   plan_attention_name(v->mem.attention));
         }
     }
     if (!v->ratio_ok) {
@@ -363,6 +364,7 @@ static void report_json(const struct cli_ctx *c, const struct check_args *a, con
     if (a->gpu_mem && !a->states_only) {
         json_object_set_new(o, "model_states_bytes", json_integer(v->mem.gpu_ledger_bytes));
         json_object_set_new(o, "activation_bytes", json_integer(v->mem.gpu_activation_bytes));
+        json_object_set_new(o, "attention", json_string(plan_attention_name(v->mem.attention)));
         json_object_set_new(o, "live_param_bytes", json_integer(v->mem.gpu_live_param_bytes));
         json_object_set_new(o, "reserve_bytes", json_integer(v->mem.gpu_reserve_bytes));
     }

@@ -453,7 +453,8 @@ static int run(int argc, char **argv)
     struct stream st[2] = {{.fd = -1, .out_fd = 1, .name = "stdout"}, {.fd = -1, .out_fd = 2, .name = "stderr"}};
     pid_t child = 0;
     struct mon *m = NULL;
-    struct mon_config cfg = {a.pids, a.n_pids, a.interval_ns, a.out, a.csv, a.no_gpu};
+    struct mon_config cfg = {a.pids, a.n_pids, a.interval_ns, a.out, a.csv, a.no_gpu,
+                             "# ratiolab " RL_VERSION_STRING " monitor\n"};   /* the CSV's comment header */
     /* The outputs are opened (as temporary files) and NVML loaded before the command starts: a
      * bad --out or --csv is reported without running anything, and the first sample is not
      * delayed by NVML's start-up. */

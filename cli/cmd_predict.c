@@ -72,7 +72,8 @@ static void print_human(FILE *f, const struct cli_ctx *c, const struct plan *p, 
     fprintf(f, "  %-16s %10s %10.4f\n", "step", "", sec(sum + r->idle_ns));
     fprintf(f, "\nGPU memory per rank (GiB = 1024^3)\n");
     fprintf(f, "  model states (ledger)     %8s\n", cli_gib(g[0], sizeof g[0], r->gpu_ledger_bytes));
-    fprintf(f, "  activations               %8s\n", cli_gib(g[1], sizeof g[1], r->gpu_activation_bytes));
+    fprintf(f, "  activations               %8s  (attention %s: %s)\n", cli_gib(g[1], sizeof g[1], r->gpu_activation_bytes),
+            plan_attention_name(r->attention), cli_sim_attention_origin(t, &c->model.arch));
     fprintf(f, "  gathered parameters       %8s\n", cli_gib(g[2], sizeof g[2], r->gpu_live_param_bytes));
     fprintf(f, "  allocated                 %8s\n", cli_gib(g[3], sizeof g[3], r->gpu_allocated_bytes));
     if (t->gpu_reserve_bytes >= 0) {
@@ -141,6 +142,8 @@ static int run(int argc, char **argv)
         json_object_set_new(o, "schedule", json_string(sim_schedule_name(sim.train.schedule)));
         json_object_set_new(o, "cpu_optimizer", json_string(sim_cpu_optimizer_name(sim.train.cpu_optimizer)));
         json_object_set_new(o, "checkpoint_activations", json_boolean(sim.train.checkpoint_activations));
+        json_object_set_new(o, "attention", json_string(plan_attention_name(r.attention)));
+        json_object_set_new(o, "attention_origin", json_string(cli_sim_attention_origin(&sim.train, &c.model.arch)));
         json_object_set_new(o, "policy", json_string(plan_policy_name(p.policy)));
         json_object_set_new(o, "requested_ratio", json_real(p.requested_ratio));
         json_object_set_new(o, "honored_ratio", json_real(p.honored_ratio));

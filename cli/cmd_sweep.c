@@ -1,5 +1,6 @@
 /* cli/cmd_sweep.c — `ratiolab sweep`: one simulated step per ratio: requested and honored ratio,
- * GPU and host memory, step time, and whether it fits. */
+ * GPU and host memory, step time, and whether it fits. The CSV starts with '#' comment lines
+ * (version, model, hardware, policy, schedule, micro-batch, attention), then the column header. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,8 @@ static int run(int argc, char **argv)
                 json_object_set_new(o, "hardware", json_string(hw.name));
                 json_object_set_new(o, "schedule", json_string(sim_schedule_name(sim.train.schedule)));
                 json_object_set_new(o, "policy", json_string(plan_policy_name(p.policy)));
+                json_object_set_new(o, "attention", json_string(plan_attention_name(r.attention)));
+                json_object_set_new(o, "attention_origin", json_string(cli_sim_attention_origin(&sim.train, &c.model.arch)));
                 /* Layout and size, for plots across sweeps (ratiolab plot scaling). */
                 json_object_set_new(o, "gpus", json_integer(c.layout.world));
                 json_object_set_new(o, "tp", json_integer(c.layout.tp));
@@ -112,14 +115,24 @@ static int run(int argc, char **argv)
                 free(text);
                 json_decref(o);
             } else if (a.csv) {
+                /* A comment header (readers skip lines starting with '#'): what the rows are of.
+                 * No time stamp: the same inputs give the same bytes. */
+                fprintf(out, "# ratiolab %s sweep\n# model: %s\n# hardware: %s: %d x %s per node, %s GiB each\n"
+                        "# policy: %s\n# schedule: %s\n# micro_batch: %lld\n# attention: %s (%s)\n# settings: %s\n",
+                        RL_VERSION_STRING, c.model_desc, hw.name, hw.gpus, hw.gpu_model,
+                        cli_gib(g1, sizeof g1, hw.gpu_mem_bytes), plan_policy_name(p.policy),
+                        sim_schedule_name(sim.train.schedule), (long long)r.micro_batch,
+                        plan_attention_name(r.attention), cli_sim_attention_origin(&sim.train, &c.model.arch), set);
                 fprintf(out, "requested_ratio,honored_ratio,gpu_bytes,gpu_gib,host_node_bytes,host_node_gib,step_s,fits,tokens_per_s_per_gpu");
                 for (int ph = 0; ph < SIM_PH_COUNT; ph++)
                     fprintf(out, ",%s_busy_s,%s_exposed_s", sim_phase_name(ph), sim_phase_name(ph));
                 fprintf(out, ",idle_s\n");
             } else {
-                fprintf(out, "model      %s\nhardware   %s: %d x %s per node, %s GiB each\nschedule   %s\npolicy     %s\n\n",
+                fprintf(out, "model      %s\nhardware   %s: %d x %s per node, %s GiB each\nschedule   %s\npolicy     %s\n"
+                        "attention  %s (%s)\n\n",
                         c.model_desc, hw.name, hw.gpus, hw.gpu_model, cli_gib(g1, sizeof g1, hw.gpu_mem_bytes), set,
-                        plan_policy_name(p.policy));
+                        plan_policy_name(p.policy), plan_attention_name(r.attention),
+                        cli_sim_attention_origin(&sim.train, &c.model.arch));
                 fprintf(out, "%9s %9s %10s %14s %10s %10s  %s\n", "requested", "honored", "GPU GiB", "host GiB/node",
                         "step s", "tok/s/GPU", "fits");
             }

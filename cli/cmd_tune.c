@@ -133,6 +133,8 @@ static json_t *run_json(const struct cli_ctx *c, const struct tune_run *t, const
     json_object_set_new(o, "reserve", json_string(train->gpu_reserve_bytes >= 0 ? "--reserve" : "profile"));
     json_object_set_new(o, "schedule", json_string(sim_schedule_name(train->schedule)));
     json_object_set_new(o, "policy", json_string(plan_policy_name(c->popt.policy)));
+    json_object_set_new(o, "attention", json_string(plan_attention_name(cli_sim_attention(train, &c->model.arch))));
+    json_object_set_new(o, "attention_origin", json_string(cli_sim_attention_origin(train, &c->model.arch)));
     json_object_set_new(o, "candidates", json_integer(t->res.evaluated));
     json_object_set_new(o, "simulated", json_integer(t->res.simulated));
     json_object_set_new(o, "answer", t->res.found ? choice_json(answer(t)) : json_null());
@@ -182,6 +184,8 @@ static void print_one(const struct cli_ctx *c, const struct tune_run *t, const s
         printf(", global batch %lld sequences", (long long)q->global_batch);
     printf(": %d candidates, %d fit and were simulated; schedule %s\n", t->res.evaluated, t->res.simulated,
            sim_schedule_name(q->train.schedule));
+    printf("attention  %s (%s)\n", plan_attention_name(cli_sim_attention(&q->train, &c->model.arch)),
+           cli_sim_attention_origin(&q->train, &c->model.arch));
     if (!t->res.found)
         return;
     const struct sim_tune_choice *k = answer(t);
@@ -227,10 +231,11 @@ static void print_one(const struct cli_ctx *c, const struct tune_run *t, const s
     }
 }
 
-static void print_table(const struct cli_ctx *c, const struct tune_run *runs, int n)
+static void print_table(const struct cli_ctx *c, const struct sim_train *train, const struct tune_run *runs, int n)
 {
     char g[3][32];
-    printf("model      %s\n\n", c->model_desc);
+    printf("model      %s\nattention  %s (%s)\n\n", c->model_desc, plan_attention_name(cli_sim_attention(train, &c->model.arch)),
+           cli_sim_attention_origin(train, &c->model.arch));
     printf("%-14s %5s %6s %5s %6s %8s %10s %11s %8s %9s %13s\n", "hardware", "GPUs", "micro", "accum", "ckpt", "ratio",
            "tok/s/GPU", "tok/s/node", "step s", "GPU GiB", "host GiB/node");
     for (int i = 0; i < n; i++) {
@@ -343,7 +348,7 @@ static int run(int argc, char **argv)
         } else if (n_hw == 1) {
             print_one(&c, &runs[0], &a, &q);
         } else {
-            print_table(&c, runs, n_hw);
+            print_table(&c, &sim.train, runs, n_hw);
         }
         if (!found) {
             char g1[32], g2[32];

@@ -3,7 +3,7 @@
 
 #include "cli/sim_opts.h"
 
-enum { M_HW = 2000, M_SCHEDULE, M_CKPT, M_GA, M_NUMA, M_RESERVE, M_CPU_OPT, M_GPU_IDS, M_GPU_MEM, M_HOST_MEM, M_PCIE_GEN };
+enum { M_HW = 2000, M_SCHEDULE, M_CKPT, M_GA, M_NUMA, M_RESERVE, M_CPU_OPT, M_GPU_IDS, M_GPU_MEM, M_HOST_MEM, M_PCIE_GEN, M_ATTENTION };
 
 const struct cli_opt cli_sim_opts[] = {
     {"hw", "NAME|FILE", "hardware profile (ratiolab catalog) or a profile file (default dgx1-v100)", M_HW},
@@ -17,6 +17,7 @@ const struct cli_opt cli_sim_opts[] = {
     {"gpu-mem", "BYTES", "GPU memory per GPU, overrides the profile's (e.g. 16GiB)", M_GPU_MEM},
     {"host-mem", "BYTES", "host memory per node, overrides the profile's (e.g. 512GiB)", M_HOST_MEM},
     {"pcie-gen", "N", "PCIe generation 3, 4 or 5 of the host-GPU links and switch uplinks, overrides the profile's", M_PCIE_GEN},
+    {"attention", "flash|materialized", "attention's activations: flash (fused kernels, no s x s matrix) or materialized (default: the framework's, printed)", M_ATTENTION},
     {NULL, NULL, NULL, 0},
 };
 
@@ -56,6 +57,7 @@ int cli_sim_opt(void *ctx, int id, const char *v, struct rl_err *e)
             return rl_errf(e, RL_EINVAL, "%s: '%s' must be larger than 0", flag, v);
         return 0;
     }
+    case M_ATTENTION: return plan_attention_parse("--attention", v, &s->train.attention, e);
     case M_PCIE_GEN: {
         int64_t g;
         if (rl_parse_i64("--pcie-gen", v, 3, 5, &g, e))
@@ -106,10 +108,23 @@ void cli_sim_settings(const struct sim_step_result *r, const struct sim_train *t
     char ver[48] = "";
     if (t->schedule == SIM_SCHED_DS012)
         snprintf(ver, sizeof ver, " %d.%d.%d", r->ds_version.major, r->ds_version.minor, r->ds_version.patch);
-    snprintf(buf, n, "%s%s, CPU optimizer %s; micro-batch %lld, seq %lld, grad accum %lld, activation checkpointing %s, NUMA %s",
+    snprintf(buf, n, "%s%s, CPU optimizer %s; micro-batch %lld, seq %lld, grad accum %lld, activation checkpointing %s, "
+             "attention %s, NUMA %s",
              sim_schedule_name(t->schedule), ver, sim_cpu_optimizer_name(t->cpu_optimizer), (long long)r->micro_batch,
              (long long)r->seq_len, (long long)r->grad_accum, t->checkpoint_activations ? "on" : "off",
-             t->numa_interleave ? "interleave" : "local");
+             plan_attention_name(r->attention), t->numa_interleave ? "interleave" : "local");
+}
+
+enum plan_attention cli_sim_attention(const struct sim_train *t, const struct plan_arch *a)
+{
+    if (t->attention != PLAN_ATTN_DEFAULT)
+        return t->attention;
+    return a->attention == PLAN_ATTN_FLASH ? PLAN_ATTN_FLASH : PLAN_ATTN_MATERIALIZED;   /* as the simulator resolves it */
+}
+
+const char *cli_sim_attention_origin(const struct sim_train *t, const struct plan_arch *a)
+{
+    return t->attention != PLAN_ATTN_DEFAULT ? "--attention" : plan_attention_origin(a);
 }
 
 json_t *cli_sim_result_json(const struct sim_step_result *r)
@@ -151,6 +166,7 @@ json_t *cli_sim_result_json(const struct sim_step_result *r)
     json_object_set_new(o, "micro_batch", json_integer(r->micro_batch));
     json_object_set_new(o, "seq_len", json_integer(r->seq_len));
     json_object_set_new(o, "grad_accum", json_integer(r->grad_accum));
+    json_object_set_new(o, "attention", json_string(plan_attention_name(r->attention)));
     json_object_set_new(o, "simulated_micro_steps", json_integer(r->simulated_micro_steps));
     json_t *ids = json_array();
     for (int g = 0; g < r->ranks; g++)

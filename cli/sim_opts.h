@@ -12,7 +12,7 @@
 struct cli_sim {
     const char *hw;              /* --hw NAME|FILE (default dgx1-v100) */
     struct sim_train train;      /* --schedule, --checkpoint-activations, --grad-accum, --numa, --reserve,
-                                    --cpu-optimizer, --gpu-ids */
+                                    --cpu-optimizer, --gpu-ids, --attention */
     int64_t gpu_mem_bytes;       /* --gpu-mem: overrides the profile's GPU memory, 0: keep */
     int64_t host_mem_bytes;      /* --host-mem: overrides the profile's host memory per node, 0: keep */
     int pcie_gen;                /* --pcie-gen 3|4|5: host<->GPU link and switch uplinks, 0: keep */
@@ -26,6 +26,11 @@ int cli_sim_opt(void *ctx, int id, const char *value, struct rl_err *e);
 int cli_sim_load_hw(struct cli_sim *s, const struct cli_ctx *c, struct sim_hw *hw, struct rl_err *e);
 /* A one-line description of the training settings, e.g. "deepspeed 0.12.4, CPU optimizer deepspeed; micro-batch 1, ...". */
 void cli_sim_settings(const struct sim_step_result *r, const struct sim_train *t, char *buf, size_t n);
+/* The attention the simulator uses: --attention, else the model's framework default. */
+enum plan_attention cli_sim_attention(const struct sim_train *t, const struct plan_arch *a);
+/* Where the attention setting comes from: "--attention", or the model's framework default and its
+ * reason (plan_attention_origin). */
+const char *cli_sim_attention_origin(const struct sim_train *t, const struct plan_arch *a);
 /* Every field of a prediction; bytes and nanoseconds as exact integers. */
 json_t *cli_sim_result_json(const struct sim_step_result *r);
 

@@ -412,6 +412,10 @@ int mon_open(struct mon **mp, const struct mon_config *c, struct rl_err *e)
             mon_free(m);
             return rc;
         }
+        if (c->csv_comment)
+            fputs(c->csv_comment, m->csv.fp);
+        for (int i = 0; i < c->n_pids; i++)
+            fprintf(m->csv.fp, "# followed: pid %d and its descendants\n", c->pids[i]);
         fputs(csv_header, m->csv.fp);
     }
     *mp = m;
@@ -425,6 +429,8 @@ int mon_add_root(struct mon *m, int pid, struct rl_err *e)
         return rl_errf(e, RL_ENOENT, "--pid: %d: no such process", pid);
     if (!find_proc(m, s.pid, s.start_ticks) && !add_proc(m, &s))
         return rl_errf(e, RL_ENOMEM, "monitor: out of memory");
+    if (m->csv.fp)   /* a root added after mon_open (the command): a comment line, readers skip it */
+        fprintf(m->csv.fp, "# followed: pid %d and its descendants\n", pid);
     return 0;
 }
 

@@ -87,6 +87,9 @@ struct mon_config {
     const char *trace_path;   /* Chrome trace (".gz" compresses), or NULL */
     const char *csv_path;     /* one row per sample per process, or NULL */
     bool no_gpu;              /* do not load NVML (GPU columns say unavailable) */
+    const char *csv_comment;  /* lines starting with '#' written before the CSV's column header
+                                 (e.g. the version), or NULL; then a "# followed: pid N ..." line
+                                 per root (before the header for pids, after it for mon_add_root) */
 };
 
 /* Peak figures of one followed process. Each is the largest value seen at a sample, except

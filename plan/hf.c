@@ -461,5 +461,7 @@ int plan__hf_from_json(struct plan_model *m, const json_t *root, const char *wha
         return rc;
     m->arch.tp = m->arch.pp = 1;
     m->arch.pp_stage = 0;
+    /* transformers' default attention: sdpa where the model class has it, T5 eager (plan_attention_origin) */
+    m->arch.attention = m->arch.kind == PLAN_ARCH_HF_T5 ? PLAN_ATTN_MATERIALIZED : PLAN_ATTN_FLASH;
     return 0;
 }

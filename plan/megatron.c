@@ -130,6 +130,7 @@ static int build(struct plan_model *m, const struct plan_megatron_cfg *c, struct
     a->tp = c->tp;
     a->pp = c->pp;
     a->pp_stage = c->pp_stage;
+    a->attention = c->flash_attn ? PLAN_ATTN_FLASH : PLAN_ATTN_MATERIALIZED;   /* plan_attention_origin */
 
     const bool first = c->pp_stage == 0, last = c->pp_stage == c->pp - 1;
     const int first_layer = c->pp_stage * a->layers_here;

@@ -57,6 +57,50 @@ const char *plan_arch_name(enum plan_arch_kind k)
     return "?";
 }
 
+const char *plan_attention_name(enum plan_attention a)
+{
+    switch (a) {
+    case PLAN_ATTN_DEFAULT: return "default";
+    case PLAN_ATTN_MATERIALIZED: return "materialized";
+    case PLAN_ATTN_FLASH: return "flash";
+    }
+    return "?";
+}
+
+int plan_attention_parse(const char *flag, const char *s, enum plan_attention *out, struct rl_err *e)
+{
+    if (s && strcmp(s, "flash") == 0)
+        *out = PLAN_ATTN_FLASH;
+    else if (s && strcmp(s, "materialized") == 0)
+        *out = PLAN_ATTN_MATERIALIZED;
+    else
+        return rl_errf(e, RL_EINVAL, "%s: '%s' is not an attention implementation; allowed: flash, materialized",
+                       flag, s ? s : "");
+    return 0;
+}
+
+/* The frameworks' defaults (set by the model loaders):
+ *  - Megatron-DeepSpeed (megatron/arguments.py): --use-flash-attn (alias --use-flash-attn-v1),
+ *    --use-flash-attn-v2 and --use-flash-attn-triton are off by default; without them CoreAttention
+ *    computes the scores with baddbmm, then softmax and dropout, and keeps all three for the
+ *    backward (Korthikanti et al. 2022, section 4.1: the 5as/h term).
+ *  - Hugging Face transformers: from v4.36 `attn_implementation` defaults to "sdpa"
+ *    (torch.nn.functional.scaled_dot_product_attention, torch >= 2.1.1) for every model class
+ *    that declares _supports_sdpa (Llama, Mistral, Qwen2, Qwen3, Gemma 2, Phi-3, GPT-2 and OPT in
+ *    current releases). SDPA dispatches to the FlashAttention-2 or the memory-efficient kernel,
+ *    neither of which stores the s x s probabilities: the flash memory model. T5 has no SDPA path
+ *    (its relative position bias is added to explicit scores): "eager", materialized. */
+const char *plan_attention_origin(const struct plan_arch *a)
+{
+    if (a->kind == PLAN_ARCH_MEGATRON_GPT)
+        return a->attention == PLAN_ATTN_FLASH ? "Megatron with --use-flash-attn"
+                                               : "Megatron default: no --use-flash-attn";
+    if (a->attention == PLAN_ATTN_DEFAULT)
+        return "not set by the model: materialized";
+    return a->attention == PLAN_ATTN_FLASH ? "transformers default: sdpa, fused kernels"
+                                           : "transformers default: eager (no sdpa for this model)";
+}
+
 /* Names in enum order; the parser accepts exactly these. */
 static const char *const group_rule_names[] = {"auto", "megatron", "megatron-old", "hf-two", "flat"};
 

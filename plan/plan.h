@@ -60,6 +60,18 @@ enum plan_arch_kind {
 };
 const char *plan_arch_name(enum plan_arch_kind k);
 
+/* How a layer's attention keeps what its backward needs (the simulator's activation memory). */
+enum plan_attention {
+    PLAN_ATTN_DEFAULT,        /* not said: the model's (struct plan_arch); materialized when that is unset too */
+    PLAN_ATTN_MATERIALIZED,   /* attention scores, softmax and dropout mask stored as s x s per head
+                                 (Megatron's CoreAttention, transformers' "eager") */
+    PLAN_ATTN_FLASH,          /* fused kernels (FlashAttention, PyTorch SDPA): no s x s matrix, the
+                                 softmax's fp32 log-sum-exp per row kept instead */
+};
+const char *plan_attention_name(enum plan_attention a);   /* "flash", "materialized", "default" */
+/* "flash" or "materialized"; RL_EINVAL naming `flag`, the value and the allowed ones otherwise. */
+int plan_attention_parse(const char *flag, const char *s, enum plan_attention *out, struct rl_err *e);
+
 /* Shape facts the simulator needs for compute and activation estimates. */
 struct plan_arch {
     enum plan_arch_kind kind;
@@ -79,7 +91,11 @@ struct plan_arch {
     int pp;                      /* pipeline-parallel degree */
     int pp_stage;                /* which stage this tensor list is */
     int64_t head_dim;            /* per-head width; heads x head_dim may differ from hidden (T5) */
+    enum plan_attention attention;   /* the framework's default attention (plan_attention_origin says
+                                        why); PLAN_ATTN_DEFAULT in a hand-built arch */
 };
+/* Why the model's attention is what it is (the framework's default and its source), for reports. */
+const char *plan_attention_origin(const struct plan_arch *a);
 
 /* Param-group rules (DESIGN.md section 1). */
 enum plan_group_rule {
@@ -112,6 +128,7 @@ struct plan_megatron_cfg {
     int64_t vocab_divisor;       /* --make-vocab-size-divisible-by, default 128 */
     int64_t seq_len, max_pos;    /* max_pos 0 -> seq_len */
     bool swiglu, rmsnorm, no_bias, untie, rotary;
+    bool flash_attn;             /* --use-flash-attn (-v1, -v2, -triton): fused attention kernels */
     int tp, pp, pp_stage;
 };
 void plan_megatron_defaults(struct plan_megatron_cfg *c);

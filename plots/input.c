@@ -163,20 +163,42 @@ static int sweep_json(const char *path, json_t *root, struct plot__sweep *s, str
 static const char sweep_csv_header[] =
     "requested_ratio,honored_ratio,gpu_bytes,gpu_gib,host_node_bytes,host_node_gib,step_s,fits";
 
+/* A comment line of the sweep CSV's header, "# key: value": copies value into out (size n) when
+ * the key matches. */
+static void csv_comment(const char *line, const char *key, char *out, size_t n)
+{
+    size_t k = strlen(key);
+    if (strncmp(line, "# ", 2) == 0 && strncmp(line + 2, key, k) == 0 && strncmp(line + 2 + k, ": ", 2) == 0) {
+        char v[512];
+        copy_str(v, sizeof v, line + 4 + k);
+        v[strcspn(v, "\r")] = 0;
+        copy_str(out, n, v);
+    }
+}
+
 static int sweep_csv(const char *path, char *text, struct plot__sweep *s, struct rl_err *e)
 {
-    char *save = NULL;
-    char *line = strtok_r(text, "\n", &save);
-    if (!line || strncmp(line, sweep_csv_header, sizeof sweep_csv_header - 1) != 0)
-        return rl_errf(e, RL_EINVAL, "%s: not a sweep (expected JSON or CSV from `ratiolab sweep`, whose "
-                       "CSV header is %s)", path, sweep_csv_header);
     copy_str(s->model, sizeof s->model, "unknown (sweep --csv does not record it)");
     copy_str(s->hardware, sizeof s->hardware, "unknown");
     copy_str(s->schedule, sizeof s->schedule, "unknown");
     copy_str(s->policy, sizeof s->policy, "unknown");
+    /* Lines starting with '#' are comments, anywhere; those of the header name what the rows are of. */
+    char *save = NULL;
+    char *line = strtok_r(text, "\n", &save);
+    int ln = 1;
+    for (; line && *line == '#'; line = strtok_r(NULL, "\n", &save), ln++) {
+        csv_comment(line, "model", s->model, sizeof s->model);
+        csv_comment(line, "hardware", s->hardware, sizeof s->hardware);
+        s->hardware[strcspn(s->hardware, ":")] = 0;   /* the profile name, before its description */
+        csv_comment(line, "schedule", s->schedule, sizeof s->schedule);
+        csv_comment(line, "policy", s->policy, sizeof s->policy);
+    }
+    if (!line || strncmp(line, sweep_csv_header, sizeof sweep_csv_header - 1) != 0)
+        return rl_errf(e, RL_EINVAL, "%s: not a sweep (expected JSON or CSV from `ratiolab sweep`, whose "
+                       "CSV header is %s)", path, sweep_csv_header);
     int cap = 0;
-    for (int ln = 2; (line = strtok_r(NULL, "\n", &save)); ln++) {
-        if (!*line || *line == '\r')
+    for (ln++; (line = strtok_r(NULL, "\n", &save)); ln++) {
+        if (!*line || *line == '\r' || *line == '#')
             continue;
         if (s->n_rows == cap) {
             cap = cap ? 2 * cap : 32;
@@ -419,6 +441,8 @@ int plot__monitor_read(const char *path, struct plot__monitor *m, struct rl_err 
         return rc;
     char *save = NULL;
     char *line = strtok_r(text, "\n", &save);
+    while (line && *line == '#')   /* comment lines (version, followed pids) */
+        line = strtok_r(NULL, "\n", &save);
     if (!line || strncmp(line, mon_header, sizeof mon_header - 1) != 0)
         rc = rl_errf(e, RL_EINVAL, "%s: not a monitor CSV (expected the header of `ratiolab monitor --csv`: %.40s...)",
                      path, mon_header);
@@ -427,7 +451,7 @@ int plot__monitor_read(const char *path, struct plot__monitor *m, struct rl_err 
         size_t l = strlen(line);
         if (l && line[l - 1] == '\r')
             line[--l] = 0;
-        if (!l)
+        if (!l || *line == '#')
             continue;
         char *f[MC_N + 1];
         int64_t t, pid, rank, rss, gpu = -1;

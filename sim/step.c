@@ -188,6 +188,8 @@ static void resolve_train(const struct plan *p, const struct sim_train *in, stru
         t->seq_len = p->model->arch.seq_len > 0 ? p->model->arch.seq_len : 1024;
     if (t->grad_accum <= 0)
         t->grad_accum = p->zero.grad_accum > 0 ? p->zero.grad_accum : 1;
+    if (t->attention == PLAN_ATTN_DEFAULT)   /* the framework's default; materialized when unknown */
+        t->attention = p->model->arch.attention == PLAN_ATTN_FLASH ? PLAN_ATTN_FLASH : PLAN_ATTN_MATERIALIZED;
 }
 
 /* Activation bytes per rank (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
@@ -195,7 +197,14 @@ static void resolve_train(const struct plan *p, const struct sim_train *in, stru
  * s b h (10 + 24/t + 5 a s / (h t)) bytes at 16-bit; with full checkpointing each layer keeps
  * its 16-bit input (2 s b h) and one layer's full set is live during recomputation. Pipeline
  * stage k of pp holds pp - k micro-batches in flight (1F1B). Plus fp32 logits and their gradient
- * on the last stage. */
+ * on the last stage.
+ * The 5 a s^2 b / t term is the materialized attention: softmax output (2 a s^2 b), dropout mask
+ * (a s^2 b) and dropout output (2 a s^2 b). Fused attention (FlashAttention, Dao et al. 2022
+ * section 3.1; FlashAttention-2, Dao 2023 section 3.1: "we only need to store the logsumexp")
+ * keeps none of them: it stores the output (already in the 24/t term, as the projection's input)
+ * and one fp32 log-sum-exp per row and head, 4 a s b / t bytes (PyTorch's flash and
+ * memory-efficient SDPA kernels return it as `logsumexp` [b, a, s] float); the dropout mask is
+ * regenerated from the RNG state in the backward. */
 /* Bytes one layer keeps from its forward to its backward: the full set, or with checkpointing
  * its 16-bit input. *full_out receives the full set (live during recomputation). */
 static double layer_activation_bytes(const struct plan *p, const struct sim_train *t, double *full_out)
@@ -204,7 +213,11 @@ static double layer_activation_bytes(const struct plan *p, const struct sim_trai
     double s = (double)t->seq_len, b = (double)t->micro_batch, h = (double)a->hidden;
     double tp = a->tp > 0 ? a->tp : 1, heads = (double)(a->heads > 0 ? a->heads : 1);
     double width = plan_dtype_bytes(p->zero.dtype) / 2.0;   /* fp32 activations are twice as big */
-    double full = s * b * h * (10.0 + 24.0 / tp + 5.0 * heads * s / (h * tp)) * width;
+    bool flash = t->attention == PLAN_ATTN_FLASH;
+    double scores = flash ? 0.0 : 5.0 * heads * s / (h * tp);   /* the s x s matrices, per s b h */
+    double full = s * b * h * (10.0 + 24.0 / tp + scores) * width;
+    if (flash)
+        full += 4.0 * heads * s * b / tp;   /* fp32 log-sum-exp per row and head */
     if (full_out)
         *full_out = full;
     return t->checkpoint_activations ? 2.0 * s * b * h * width : full;
@@ -313,6 +326,7 @@ static int memory(const struct plan *p, const struct sim_hw *hw, const struct si
     r->micro_batch = t->micro_batch;
     r->seq_len = t->seq_len;
     r->grad_accum = t->grad_accum;
+    r->attention = t->attention;
     r->ds_version = p->zero.ds_version;
     return 0;
 }

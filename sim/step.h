@@ -64,6 +64,8 @@ struct sim_train {
     int64_t seq_len;                 /* tokens per sequence; 0: the model's */
     int64_t grad_accum;              /* micro-steps per step; 0: the plan's */
     bool checkpoint_activations;     /* full activation checkpointing (recompute in backward) */
+    enum plan_attention attention;   /* what attention keeps for the backward; PLAN_ATTN_DEFAULT: the
+                                        model's framework default (plan_attention_origin) */
     enum step_schedule schedule;     /* how the optimizer step is ordered */
     bool numa_interleave;            /* host buffers and CPU Adam threads spread over all sockets
                                         (no core binding) instead of the GPU's own socket */
@@ -107,6 +109,7 @@ struct sim_step_result {
     uint64_t events;                 /* engine events run */
     int tasks;                       /* tasks in the graph */
     int64_t micro_batch, seq_len, grad_accum;   /* as resolved */
+    enum plan_attention attention;   /* as resolved: flash or materialized */
     int simulated_micro_steps;       /* micro-steps simulated in full (<= SIM_MAX_SIMULATED_MICRO_STEPS);
                                         the rest repeat the steady-state one */
     struct rl_version ds_version;    /* DeepSpeed whose step the deepspeed schedule follows */

@@ -1,6 +1,7 @@
 /* tests/check_docs.c — the man page and bash completion generated from the --help texts
- * (scripts/gen-docs.sh): every subcommand is there, with options it is known to take. Every --json
- * output starts with "schema_version": 1 and prints reals as the shortest text that reads back. */
+ * (scripts/gen-docs.sh): every subcommand is there, with options it is known to take, and after
+ * an option the values its help lists (or the catalog's names). Every --json output starts with
+ * "schema_version": 1 and prints reals as the shortest text that reads back. */
 #include <check.h>
 #include <dirent.h>
 #include <jansson.h>
@@ -86,6 +87,37 @@ START_TEST(completion_is_valid_bash_and_completes)
     ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
     ck_assert_str_eq(r.out, "sweep\n--ratio --ratios\n");
     tu_run_free(&r);
+}
+END_TEST
+
+/* Values listed only in the help prose are offered too: --policy and --attention (a|b|c or prose,
+ * as their --help writes them), --schedule, and the catalog's names after --hw and --model. */
+START_TEST(completion_offers_the_values_the_help_lists)
+{
+    static const struct {
+        const char *words, *want;
+    } cases[] = {
+        {"predict --policy \"\"", "auto deepspeed-0.12 deepspeed-0.18 exact"},
+        {"sweep --attention \"\"", "flash materialized"},
+        {"tune --attention m", "materialized"},
+        {"predict --schedule \"\"", "deepspeed overlap"},
+        {"check --param-groups megatron", "megatron megatron-old"},
+        {"predict --hw dgx1", "dgx1-v100"},
+        {"tune --model llama2-1", "llama2-13b"},
+    };
+    struct tu_run r;
+    tu_sh(&r, "%s/scripts/gen-docs.sh completion %s > c.bash", tu_src(), tu_bin());
+    ck_assert_msg(r.status == 0, "gen-docs.sh: exit %d: %s", r.status, r.err);
+    tu_run_free(&r);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tu_sh(&r, "bash -c '. ./c.bash && COMP_WORDS=(ratiolab %s); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); "
+                  "_ratiolab; echo \"${COMPREPLY[*]}\"'", cases[i].words);
+        ck_assert_msg(r.status == 0, "%s: exit %d: %s", cases[i].words, r.status, r.err);
+        char want[256];
+        snprintf(want, sizeof want, "%s\n", cases[i].want);
+        ck_assert_msg(strcmp(r.out, want) == 0, "%s: offered '%s', expected '%s'", cases[i].words, r.out, cases[i].want);
+        tu_run_free(&r);
+    }
 }
 END_TEST
 
@@ -189,6 +221,7 @@ Suite *docs_suite(void)
     tcase_set_timeout(t, 60);
     tcase_add_test(t, completion_lists_every_command_and_known_options);
     tcase_add_test(t, completion_is_valid_bash_and_completes);
+    tcase_add_test(t, completion_offers_the_values_the_help_lists);
     tcase_add_test(t, man_page_has_a_section_per_command);
     suite_add_tcase(s, t);
     TCase *j = tcase_create("json");

@@ -246,7 +246,11 @@ START_TEST(phase_peaks_match_allocations)
     ck_assert_ptr_nonnull(strstr(csv, ",,"));
     ck_assert_ptr_nonnull(strstr(csv, ",gpu_bytes: disabled by --no-gpu\n"));
     /* time_utc: ISO 8601 UTC with milliseconds, within a minute of now (the run took < 1 s). */
-    const char *row1 = strchr(csv, '\n') + 1;
+    const char *row1 = strstr(csv, "\nt_ns,");   /* the column header, after the comment lines */
+    ck_assert_ptr_nonnull(row1);
+    row1 = strchr(row1 + 1, '\n') + 1;
+    while (*row1 == '#')   /* the command's "# followed: pid" line */
+        row1 = strchr(row1, '\n') + 1;
     struct tm tm = {0};
     int ms = -1;
     char z = 0;
@@ -380,7 +384,14 @@ START_TEST(ctrl_c_still_writes_a_complete_file)
     trace_doc_free(&d);
     char *csv;
     ck_assert_int_eq(rl_read_file(tfile("c.csv"), &csv, NULL, NULL), 0);
-    ck_assert(strncmp(csv, "t_ns,time_utc,pid,", 18) == 0 && csv[strlen(csv) - 1] == '\n');
+    /* A comment header (the version, then the followed pid), then the columns. */
+    struct tu_run v;
+    tu_ratiolab(&v, "--version");   /* "ratiolab X.Y.Z" */
+    char head[160];
+    snprintf(head, sizeof head, "# %.*s monitor\nt_ns,time_utc,pid,", (int)strcspn(v.out, "\n"), v.out);
+    tu_run_free(&v);
+    ck_assert_msg(strncmp(csv, head, strlen(head)) == 0 && csv[strlen(csv) - 1] == '\n', "%.200s", csv);
+    ck_assert_ptr_nonnull(strstr(csv, "\n# followed: pid "));
     free(csv);
     tu_run_free(&r);
     /* SIGTERM with --pid: the files are written, the followed process is left alone. */
@@ -584,7 +595,7 @@ START_TEST(lingering_zombie_is_followed_once)
     struct mon *m;
     struct rl_err e = {0};
     int root = a;
-    struct mon_config c = {&root, 1, 20000000, NULL, NULL, true};
+    struct mon_config c = {&root, 1, 20000000, NULL, NULL, true, NULL};
     ck_assert_msg(mon_open(&m, &c, &e) == 0, "%s", e.msg);
     int samples = 0;
     for (; samples < 100; samples++) {

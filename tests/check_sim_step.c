@@ -491,11 +491,35 @@ START_TEST(sweep_rows_and_formats)
     struct tu_run r;
     tu_ratiolab(&r, "sweep --ratios 0:1:0.05 --csv");
     ck_assert_msg(r.status == 0, "%s", r.err);
-    int lines = 0;
+    int lines = 0, comments = 0;
     for (char *p = r.out; *p; p++)
-        lines += *p == '\n';
+        if (*p == '\n') {
+            lines += p[1] != '#';
+            comments += p[1] == '#';
+        }
+    comments += r.out[0] == '#';
+    lines -= r.out[0] == '#';   /* the loop counted the first line by the character after its end */
     ck_assert_int_eq(lines, 22);   /* header + 21 ratios */
+    ck_assert_int_ge(comments, 6);
     ck_assert_ptr_nonnull(strstr(r.out, "requested_ratio,honored_ratio,gpu_bytes"));
+    /* The comment header says what the rows are of (first the version --version prints), and
+     * holds no time stamp: same bytes twice. */
+    struct tu_run v;
+    tu_ratiolab(&v, "--version");
+    char first[64];
+    snprintf(first, sizeof first, "# %.*s sweep\n", (int)strcspn(v.out, "\n"), v.out);
+    tu_run_free(&v);
+    const char *const said[] = {first, "\n# model: gpt-2.7b ",
+                                       "\n# hardware: dgx1-v100: 8 x V100", "\n# policy: deepspeed-0.12\n",
+                                       "\n# schedule: deepspeed\n", "\n# micro_batch: 1\n",
+                                       "\n# attention: materialized (Megatron default"};
+    for (size_t k = 0; k < sizeof said / sizeof said[0]; k++)
+        ck_assert_msg(strstr(r.out, said[k]) != NULL, "no '%s' in the CSV header", said[k]);
+    ck_assert(strncmp(r.out, said[0], strlen(said[0])) == 0);
+    struct tu_run again;
+    tu_ratiolab(&again, "sweep --ratios 0:1:0.05 --csv");
+    ck_assert_str_eq(again.out, r.out);
+    tu_run_free(&again);
     /* N = 2 sub-groups under the 0.12 rule: 0.45 offloads nothing, 0.5 one sub-group. */
     ck_assert_ptr_nonnull(strstr(r.out, "\n0.4500,0.000000,"));
     ck_assert_ptr_nonnull(strstr(r.out, "\n0.5000,0.998"));
@@ -513,6 +537,23 @@ START_TEST(sweep_rows_and_formats)
     tu_run_free(&r);
     tu_ratiolab(&r, "sweep --csv --json");
     ck_assert_int_eq(r.status, 2);
+    tu_run_free(&r);
+}
+END_TEST
+
+/* plot reads a sweep --csv with its comment header, and takes the policy from it (exit 3 without
+ * gnuplot: the data and the script are still written). */
+START_TEST(sweep_csv_reads_back_with_its_comments)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "sweep --ratios 0:1:0.5 --policy exact --csv --out s.csv");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "plot memory --in s.csv --out f.svg");
+    ck_assert_msg(r.status == 0 || r.status == 3, "plot: exit %d: %s", r.status, r.err);
+    tu_run_free(&r);
+    tu_sh(&r, "grep -c \"title 'exact'\" f.gp");
+    ck_assert_str_eq(r.out, "1\n");
     tu_run_free(&r);
 }
 END_TEST
@@ -610,7 +651,8 @@ static void golden_rows(FILE *out)
     struct rl_err e;
     ck_assert_int_eq(sim_hw_list(cat(), &names, &n, &e), 0);
     fprintf(out, "# ratiolab predictions: one step, micro-batch 1, the model's sequence length, fp16, ZeRO-3 with\n"
-                 "# pinned CPU offload, DeepSpeed defaults. Regenerate after an intended model change with\n"
+                 "# pinned CPU offload, DeepSpeed defaults, the framework's default attention (Megatron:\n"
+                 "# materialized; transformers: sdpa, i.e. flash). Regenerate after an intended model change with\n"
                  "# RL_UPDATE_GOLDEN=1 make test-run (tests/check_sim_step.c) and review the diff.\n");
     fprintf(out, "hw\tmodel\ttp\tdp\tnodes\tpolicy\tratio\tschedule\thonored\tstep_ns\tgpu_total_bytes\t"
                  "gpu_ledger_bytes\thost_node_bytes\tfits\n");
@@ -1138,6 +1180,7 @@ Suite *sim_step_suite(void)
     tcase_add_test(c, predict_bad_input_exits_2_without_files);
     tcase_add_test(c, predict_shows_gpus_reserve_and_repeats_micro_steps);
     tcase_add_test(c, sweep_rows_and_formats);
+    tcase_add_test(c, sweep_csv_reads_back_with_its_comments);
     tcase_add_test(c, tune_finds_ratio_and_sub_group_size);
     tcase_add_test(c, trace_streams_are_serial_and_memory_returns);
     suite_add_tcase(s, c);

@@ -54,7 +54,7 @@ static json_t *predict_choice(const char *base, json_t *k)
 START_TEST(answer_is_what_predict_says)
 {
     /* 4 x A100-80GB, Llama-2-13B, ZeRO-3: what ratio, how much host RAM, how fast? */
-    json_t *t = run_json("tune " QUESTION " --ratios 0:1:0.1 --json");
+    json_t *t = run_json("tune " QUESTION " --json");   /* the README's command, as JSON */
     json_t *ans = json_object_get(t, "answer");
     ck_assert(json_is_object(ans));
     double ratio = jreal(ans, "requested_ratio");
@@ -91,6 +91,41 @@ START_TEST(answer_is_what_predict_says)
     json_decref(b);
     json_decref(p);
     json_decref(t);
+}
+END_TEST
+
+/* The README shows the real output of its `tune` commands: every "$ ratiolab tune ..." block in it
+ * is what the command prints now. */
+START_TEST(readme_tune_output_is_current)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/README.md", tu_src());
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    static char text[1 << 20];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    int blocks = 0;
+    bool question = false;
+    for (char *at = strstr(text, "\n$ ratiolab tune "); at; at = strstr(at + 1, "\n$ ratiolab tune ")) {
+        char *cmd = at + strlen("\n$ ratiolab "), *nl = strchr(cmd, '\n');
+        char *end = nl ? strstr(nl + 1, "```") : NULL;
+        ck_assert_msg(nl && end, "README: a tune block without its output");
+        char args[512];
+        snprintf(args, sizeof args, "%.*s", (int)(nl - cmd), cmd);
+        question |= strcmp(args, "tune " QUESTION) == 0;
+        struct tu_run r;
+        tu_ratiolab(&r, "%s", args);
+        ck_assert_msg(r.status == 0, "%s: exit %d: %s", args, r.status, r.err);
+        size_t want = (size_t)(end - (nl + 1));
+        ck_assert_msg(strlen(r.out) == want && memcmp(r.out, nl + 1, want) == 0,
+                      "README shows another output of `ratiolab %s` than it prints now:\n%s", args, r.out);
+        tu_run_free(&r);
+        blocks++;
+    }
+    ck_assert_int_ge(blocks, 2);
+    ck_assert_msg(question, "README: no `ratiolab tune %s` (the question of the README)", QUESTION);
 }
 END_TEST
 
@@ -157,7 +192,10 @@ START_TEST(sweep_csv_has_tokens_and_phases)
     struct tu_run r;
     tu_ratiolab(&r, "sweep --ratios 0.5 --csv");
     ck_assert_msg(r.status == 0, "%s", r.err);
-    char *row = strchr(r.out, '\n');
+    char *head = r.out;   /* the column header: the first line not starting with '#' */
+    while (*head == '#' && strchr(head, '\n'))
+        head = strchr(head, '\n') + 1;
+    char *row = strchr(head, '\n');
     ck_assert_ptr_nonnull(row);
     *row++ = 0;
     double v[64];
@@ -167,7 +205,7 @@ START_TEST(sweep_csv_has_tokens_and_phases)
         v[n++] = strtod(tok, NULL);
     free(dup);
     int cols = 1;
-    for (char *p = r.out; *p; p++)
+    for (char *p = head; *p; p++)
         cols += *p == ',';
     ck_assert_int_eq(n, cols);
     ck_assert_ptr_nonnull(strstr(r.out, "step_s,fits,tokens_per_s_per_gpu,forward_busy_s,forward_exposed_s"));
@@ -203,6 +241,7 @@ Suite *tune_suite(void)
     tcase_set_timeout(t, 120);
     tcase_add_test(t, answer_is_what_predict_says);
     tcase_add_test(t, offloading_answer_is_what_predict_says);
+    tcase_add_test(t, readme_tune_output_is_current);
     tcase_add_test(t, global_batch_sets_accumulation);
     tcase_add_test(t, profiles_side_by_side_and_headroom);
     tcase_add_test(t, sweep_csv_has_tokens_and_phases);

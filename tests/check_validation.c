@@ -222,8 +222,9 @@ START_TEST(monitor_csv_gives_per_process_host_growth)
     /* Launcher 10 (no rank), rank 0 = pid 11 from 2 GiB to 2 + 1.63 GiB, rank 1 = pid 12. */
     char csv[4096];
     int64_t g = 1073741824, peak = 2 * g + 1750000000;   /* 1.63 GiB = ledger host peak */
-    snprintf(csv, sizeof csv,
-             "%s0,10,1,deepspeed,-1,50000000,1,1,1,50000000,0,0,0,unavailable,1.0,1,100\n"
+    snprintf(csv, sizeof csv,   /* with the comment lines monitor writes: skipped */
+             "# ratiolab 0.1.0 monitor\n%s# followed: pid 10 and its descendants\n"
+             "0,10,1,deepspeed,-1,50000000,1,1,1,50000000,0,0,0,unavailable,1.0,1,100\n"
              "0,11,10,python,0,%lld,1,1,1,%lld,0,0,0,unavailable,1.0,1,100\n"
              "0,12,10,python,1,%lld,1,1,1,%lld,0,0,0,unavailable,1.0,1,100\n"
              "100,11,10,python,0,%lld,1,1,1,%lld,0,0,0,unavailable,1.0,1,100\n",

@@ -49,6 +49,7 @@ int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e)
     for (int k = 0; k < C_N; k++)
         col[k] = -1;
     int line_no = 0, cap = 0, rows = 0;
+    bool header_seen = false;
     char *f[64];
     for (char *line = text; line && *line;) {
         char *nl = strchr(line, '\n');
@@ -58,16 +59,21 @@ int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e)
         size_t ll = strlen(line);
         if (ll && line[ll - 1] == '\r')
             line[ll - 1] = 0;
+        if (*line == '#') {   /* a comment line (version, followed pids) */
+            line = nl ? nl + 1 : NULL;
+            continue;
+        }
         int nf = split(line, f, 64);
-        if (line_no == 1) {
+        if (!header_seen) {   /* the first line that is not a comment: the header */
+            header_seen = true;
             for (int i = 0; i < nf; i++)
                 for (int k = 0; k < C_N; k++)
                     if (strcmp(f[i], col_names[k]) == 0)
                         col[k] = i;
             for (int k = 0; k < C_N; k++)
                 if (col[k] < 0) {
-                    rc = rl_errf(e, RL_EINVAL, "--monitor %s: line 1: no column '%s' (expected the "
-                                 "header of ratiolab monitor --csv)", path, col_names[k]);
+                    rc = rl_errf(e, RL_EINVAL, "--monitor %s: line %d: no column '%s' (expected the "
+                                 "header of ratiolab monitor --csv)", path, line_no, col_names[k]);
                     goto out;
                 }
         } else if (nf > 1 || *f[0]) {
