@@ -94,9 +94,9 @@ START_TEST(answer_is_what_predict_says)
 }
 END_TEST
 
-/* The README shows the real output of its `tune` commands: every "$ ratiolab tune ..." block in it
- * is what the command prints now. */
-START_TEST(readme_tune_output_is_current)
+/* The README shows the real output of its `tune` and `sweep` commands: every "$ ratiolab tune ..."
+ * and "$ ratiolab sweep ..." block in it is what the command prints now. */
+START_TEST(readme_tune_and_sweep_outputs_are_current)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/README.md", tu_src());
@@ -108,23 +108,26 @@ START_TEST(readme_tune_output_is_current)
     text[n] = 0;
     int blocks = 0;
     bool question = false;
-    for (char *at = strstr(text, "\n$ ratiolab tune "); at; at = strstr(at + 1, "\n$ ratiolab tune ")) {
-        char *cmd = at + strlen("\n$ ratiolab "), *nl = strchr(cmd, '\n');
-        char *end = nl ? strstr(nl + 1, "```") : NULL;
-        ck_assert_msg(nl && end, "README: a tune block without its output");
-        char args[512];
-        snprintf(args, sizeof args, "%.*s", (int)(nl - cmd), cmd);
-        question |= strcmp(args, "tune " QUESTION) == 0;
-        struct tu_run r;
-        tu_ratiolab(&r, "%s", args);
-        ck_assert_msg(r.status == 0, "%s: exit %d: %s", args, r.status, r.err);
-        size_t want = (size_t)(end - (nl + 1));
-        ck_assert_msg(strlen(r.out) == want && memcmp(r.out, nl + 1, want) == 0,
-                      "README shows another output of `ratiolab %s` than it prints now:\n%s", args, r.out);
-        tu_run_free(&r);
-        blocks++;
+    static const char *const cmds[] = {"\n$ ratiolab tune ", "\n$ ratiolab sweep "};
+    for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
+        for (char *at = strstr(text, cmds[c]); at; at = strstr(at + 1, cmds[c])) {
+            char *cmd = at + strlen("\n$ ratiolab "), *nl = strchr(cmd, '\n');
+            char *end = nl ? strstr(nl + 1, "```") : NULL;
+            ck_assert_msg(nl && end, "README: a %.5s block without its output", cmds[c] + 11);
+            char args[512];
+            snprintf(args, sizeof args, "%.*s", (int)(nl - cmd), cmd);
+            question |= strcmp(args, "tune " QUESTION) == 0;
+            struct tu_run r;
+            tu_ratiolab(&r, "%s", args);
+            ck_assert_msg(r.status == 0, "%s: exit %d: %s", args, r.status, r.err);
+            size_t want = (size_t)(end - (nl + 1));
+            ck_assert_msg(strlen(r.out) == want && memcmp(r.out, nl + 1, want) == 0,
+                          "README shows another output of `ratiolab %s` than it prints now:\n%s", args, r.out);
+            tu_run_free(&r);
+            blocks++;
+        }
     }
-    ck_assert_int_ge(blocks, 2);
+    ck_assert_int_ge(blocks, 3);
     ck_assert_msg(question, "README: no `ratiolab tune %s` (the question of the README)", QUESTION);
 }
 END_TEST
@@ -241,7 +244,7 @@ Suite *tune_suite(void)
     tcase_set_timeout(t, 120);
     tcase_add_test(t, answer_is_what_predict_says);
     tcase_add_test(t, offloading_answer_is_what_predict_says);
-    tcase_add_test(t, readme_tune_output_is_current);
+    tcase_add_test(t, readme_tune_and_sweep_outputs_are_current);
     tcase_add_test(t, global_batch_sets_accumulation);
     tcase_add_test(t, profiles_side_by_side_and_headroom);
     tcase_add_test(t, sweep_csv_has_tokens_and_phases);
