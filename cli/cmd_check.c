@@ -96,13 +96,13 @@ static int gpu_bytes_of(const struct mem_env *m, const struct plan *p, int64_t *
 
 /* Builds a plan for (ratio, sgs) and returns the honoring sgs for that ratio (the config's own
  * when it already honors), the resulting honored ratio and the GPU bytes. */
-static int try_ratio(const struct cli_ctx *c, const struct mem_env *m, double ratio, int64_t sgs,
+static int try_ratio(const struct plan_setup *c, const struct mem_env *m, double ratio, int64_t sgs,
                      int64_t *sgs_out, double *honored, int64_t *gpu, struct rl_err *e)
 {
-    struct cli_ctx cc = *c;
+    struct plan_setup cc = *c;
     cc.zero.sub_group_size = sgs;
     struct plan p;
-    int rc = cli_ctx_plan(&cc, ratio, &p, e);
+    int rc = plan_setup_plan(&cc, ratio, &p, e);
     if (rc)
         return rc;
     *sgs_out = sgs;
@@ -111,7 +111,7 @@ static int try_ratio(const struct cli_ctx *c, const struct mem_env *m, double ra
         if (s > 0) {
             plan_free(&p);
             cc.zero.sub_group_size = s;
-            if ((rc = cli_ctx_plan(&cc, ratio, &p, e)))
+            if ((rc = plan_setup_plan(&cc, ratio, &p, e)))
                 return rc;
             *sgs_out = s;
         }
@@ -124,13 +124,13 @@ static int try_ratio(const struct cli_ctx *c, const struct mem_env *m, double ra
 
 /* GPU bytes at ratio r honored exactly: cheap (no sub_group_size search) and non-increasing in
  * r, so the memory fix can bisect on it. */
-static int exact_bytes(const struct cli_ctx *c, const struct mem_env *m, double r, int64_t *gpu,
+static int exact_bytes(const struct plan_setup *c, const struct mem_env *m, double r, int64_t *gpu,
                        struct rl_err *e)
 {
-    struct cli_ctx cc = *c;
+    struct plan_setup cc = *c;
     cc.popt.policy = PLAN_POLICY_EXACT;
     struct plan p;
-    int rc = cli_ctx_plan(&cc, r, &p, e);
+    int rc = plan_setup_plan(&cc, r, &p, e);
     if (rc)
         return rc;
     rc = gpu_bytes_of(m, &p, gpu, NULL, e);
@@ -138,13 +138,13 @@ static int exact_bytes(const struct cli_ctx *c, const struct mem_env *m, double 
     return rc;
 }
 
-static int judge(const struct cli_ctx *c, const struct mem_env *m, struct verdict *v, struct rl_err *e)
+static int judge(const struct plan_setup *c, const struct mem_env *m, struct verdict *v, struct rl_err *e)
 {
     const struct check_args *a = m->a;
     memset(v, 0, sizeof *v);
     v->fix_ratio = -1;
     struct plan p;
-    int rc = cli_ctx_plan(c, -1, &p, e);
+    int rc = plan_setup_plan(c, -1, &p, e);
     if (rc)
         return rc;
     v->requested = p.requested_ratio;
@@ -272,7 +272,7 @@ static int write_fix(const char *src, const char *text, const char *dst, const s
 
 /* Which dtype the judgement used and where it came from (an "auto" in an HF-style config is
  * otherwise invisible). */
-static const char *dtype_source(const struct cli_ctx *c)
+static const char *dtype_source(const struct plan_setup *c)
 {
     switch (c->zero.src_dtype) {
     case PLAN_SRC_CLI: return "--dtype or the Megatron arguments";
@@ -283,7 +283,7 @@ static const char *dtype_source(const struct cli_ctx *c)
     return "DeepSpeed's default (no fp16 or bf16 block enabled)";
 }
 
-static void report_text(const struct cli_ctx *c, const struct check_args *a, const struct verdict *v,
+static void report_text(const struct plan_setup *c, const struct check_args *a, const struct verdict *v,
                         bool checkpointing, bool verbose)
 {
     char g1[32], g2[32], g3[32];
@@ -341,7 +341,7 @@ static void report_text(const struct cli_ctx *c, const struct check_args *a, con
     }
 }
 
-static void report_json(const struct cli_ctx *c, const struct check_args *a, const struct verdict *v)
+static void report_json(const struct plan_setup *c, const struct check_args *a, const struct verdict *v)
 {
     json_t *o = json_object();
     json_object_set_new(o, "ok", json_boolean(v->ratio_ok && v->memory_ok && v->hz.n_fail == 0));
@@ -385,8 +385,8 @@ static void report_json(const struct cli_ctx *c, const struct check_args *a, con
 
 static int run(int argc, char **argv)
 {
-    struct cli_setup s;
-    cli_setup_init(&s);
+    struct plan_inputs s;
+    plan_inputs_init(&s);
     struct check_args a = {.tol = 0.02};
     struct cli_sim sim;
     cli_sim_init(&sim);
@@ -420,15 +420,15 @@ static int run(int argc, char **argv)
         rl_errf(&e, RL_EINVAL, "--model or --megatron-args: required (the model the config trains)");
         return cli_fail("check", &e);
     }
-    struct cli_ctx c;
+    struct plan_setup c;
     s.report_hazards = true;
     if ((rc = cli_setup_resolve(&s, &c, &e))) {
-        cli_ctx_free(&c);
+        plan_setup_free(&c);
         return cli_fail("check", &e);
     }
     struct sim_hw hw;
     if (a.gpu_mem && !a.states_only && (rc = cli_sim_load_hw(&sim, &c, &hw, &e))) {
-        cli_ctx_free(&c);
+        plan_setup_free(&c);
         return cli_fail("check", &e);
     }
     if (a.gpu_mem && !a.states_only)
@@ -439,7 +439,7 @@ static int run(int argc, char **argv)
     cli_hazards_find(&hz, &c.zero, a.strict);
     struct verdict v;
     if ((rc = judge(&c, &m, &v, &e))) {
-        cli_ctx_free(&c);
+        plan_setup_free(&c);
         return cli_fail("check", &e);
     }
     v.hz = hz;
@@ -448,7 +448,7 @@ static int run(int argc, char **argv)
     bool fixes = (!v.ratio_ok && v.fix_sgs > 0) || (!v.memory_ok && v.fix_fits) || cli_hazards_fixable(&hz) > 0;
     if (a.fix_to && !ok && fixes) {
         if ((rc = write_fix(s.ds_config, c.ds_text, a.fix_to, &v, &e))) {
-            cli_ctx_free(&c);
+            plan_setup_free(&c);
             return cli_fail("check", &e);
         }
     }
@@ -466,7 +466,7 @@ static int run(int argc, char **argv)
             printf("  wrote   nothing to %s: %s\n", a.fix_to,
                    v.ratio_ok && v.memory_ok ? "the hazards above need an edit by hand" : "no fix exists");
     }
-    cli_ctx_free(&c);
+    plan_setup_free(&c);
     return ok ? 0 : 1;
 }
 

@@ -46,7 +46,7 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     return RL_EINTERNAL;
 }
 
-static void print_header(const struct cli_ctx *c, const struct plan *p, bool verbose)
+static void print_header(const struct plan_setup *c, const struct plan *p, bool verbose)
 {
     const struct plan_zero *z = &p->zero;
     fprintf(out, "model      %s\n", c->model_desc);
@@ -99,11 +99,11 @@ static void print_memory(const struct plan *p)
     }
 }
 
-static int one(const struct cli_ctx *c, const struct plan_args *a, bool verbose)
+static int one(const struct plan_setup *c, const struct plan_args *a, bool verbose)
 {
     struct plan p;
     struct rl_err e = {0};
-    int rc = cli_ctx_plan(c, -1, &p, &e);
+    int rc = plan_setup_plan(c, -1, &p, &e);
     if (rc)
         return cli_fail("plan", &e);
     if (a->json) {
@@ -129,7 +129,7 @@ static int one(const struct cli_ctx *c, const struct plan_args *a, bool verbose)
 }
 
 /* One row per ratio: the chosen policy and the exact policy side by side. */
-static int table(const struct cli_ctx *c, const struct plan_args *a, bool verbose)
+static int table(const struct plan_setup *c, const struct plan_args *a, bool verbose)
 {
     double *r;
     size_t n;
@@ -137,12 +137,12 @@ static int table(const struct cli_ctx *c, const struct plan_args *a, bool verbos
     int rc = rl_parse_ratio_list("--ratios", a->ratios, 0, 1, &r, &n, &e);
     if (rc)
         return cli_fail("plan", &e);
-    struct cli_ctx exact = *c;
+    struct plan_setup exact = *c;
     exact.popt.policy = PLAN_POLICY_EXACT;
     json_t *arr = a->json ? json_array() : NULL;
     int64_t *gpu_pol = calloc(n, sizeof *gpu_pol), *gpu_ex = calloc(n, sizeof *gpu_ex);
     struct plan p0;
-    if ((rc = cli_ctx_plan(c, 0, &p0, &e))) {
+    if ((rc = plan_setup_plan(c, 0, &p0, &e))) {
         free(r);
         free(gpu_pol);
         free(gpu_ex);
@@ -158,9 +158,9 @@ static int table(const struct cli_ctx *c, const struct plan_args *a, bool verbos
     plan_free(&p0);
     for (size_t i = 0; i < n; i++) {
         struct plan p, q;
-        if ((rc = cli_ctx_plan(c, r[i], &p, &e)))
+        if ((rc = plan_setup_plan(c, r[i], &p, &e)))
             break;
-        if ((rc = cli_ctx_plan(&exact, r[i], &q, &e))) {
+        if ((rc = plan_setup_plan(&exact, r[i], &q, &e))) {
             plan_free(&p);
             break;
         }
@@ -214,8 +214,8 @@ static int table(const struct cli_ctx *c, const struct plan_args *a, bool verbos
 
 static int run(int argc, char **argv)
 {
-    struct cli_setup s;
-    cli_setup_init(&s);
+    struct plan_inputs s;
+    plan_inputs_init(&s);
     struct plan_args a = {.tol = 0.01};
     struct cli_optset sets[] = {
         {"plan options", opts, on_opt, &a},
@@ -230,10 +230,10 @@ static int run(int argc, char **argv)
                                sets, 2);
     if (rc != CLI_GO_ON)
         return rc;
-    struct cli_ctx c;
+    struct plan_setup c;
     s.report_hazards = true;
     if ((rc = cli_setup_resolve(&s, &c, &e))) {
-        cli_ctx_free(&c);
+        plan_setup_free(&c);
         return cli_fail("plan", &e);
     }
     written = c.zero;
@@ -242,14 +242,14 @@ static int run(int argc, char **argv)
     out = stdout;
     if (a.out) {
         if ((rc = rl_outfile_open(&of, a.out, &e))) {
-            cli_ctx_free(&c);
+            plan_setup_free(&c);
             rl_err_prefix(&e, "--out");
             return cli_fail("plan", &e);
         }
         out = of.fp;
     }
     rc = a.ratios ? table(&c, &a, s.verbose) : one(&c, &a, s.verbose);
-    cli_ctx_free(&c);
+    plan_setup_free(&c);
     if (a.out) {
         if (rc) {
             rl_outfile_abort(&of);

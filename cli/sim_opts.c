@@ -85,7 +85,7 @@ static void apply_pcie_gen(struct sim_hw *hw, int gen)
         hw->sw[i].uplink_gbps = pcie_gen[gen].uplink;   /* an x16 uplink of that generation */
 }
 
-int cli_sim_load_hw(struct cli_sim *s, const struct cli_ctx *c, struct sim_hw *hw, struct rl_err *e)
+int cli_sim_load_hw(struct cli_sim *s, const struct plan_setup *c, struct sim_hw *hw, struct rl_err *e)
 {
     if (c->checkpoint_activations)   /* a Megatron launch line with --checkpoint-activations */
         s->train.checkpoint_activations = true;

@@ -23,7 +23,7 @@ int cli_sim_opt(void *ctx, int id, const char *value, struct rl_err *e);
 /* Loads the profile from --hw (a name in the context's catalog, or a path), applies the
  * --gpu-mem, --host-mem and --pcie-gen overrides, and takes over what the setup learned for the
  * simulator (a launch line's --checkpoint-activations). */
-int cli_sim_load_hw(struct cli_sim *s, const struct cli_ctx *c, struct sim_hw *hw, struct rl_err *e);
+int cli_sim_load_hw(struct cli_sim *s, const struct plan_setup *c, struct sim_hw *hw, struct rl_err *e);
 /* A one-line description of the training settings, e.g. "deepspeed 0.12.4, CPU optimizer deepspeed; micro-batch 1, ...". */
 void cli_sim_settings(const struct sim_step_result *r, const struct sim_train *t, char *buf, size_t n);
 /* Every field of a prediction; bytes and nanoseconds as exact integers. */

@@ -47,7 +47,7 @@ static int seq_len(const char *what, const struct plan_model_opts *o, int64_t de
 {
     int64_t s = o->seq_len > 0 ? o->seq_len : def;
     if (max_pos > 0 && s > max_pos)
-        return rl_errf(e, RL_EINVAL, "--seq-len %lld: is longer than %s's %s %lld; allowed: <= %lld",
+        return rl_errf(e, RL_EINVAL, "seq_len %lld: is longer than %s's %s %lld; allowed: <= %lld",
                        (long long)s, what, pos_key, (long long)max_pos, (long long)max_pos);
     *out = s;
     return 0;
@@ -408,10 +408,10 @@ int plan__hf_from_json(struct plan_model *m, const json_t *root, const char *wha
     if (!type)
         return rl_errf(e, RL_EINVAL, "%s: model_type: missing; allowed: gpt2, t5, llama, opt, mistral, qwen2, qwen3, gemma2, phi3", what);
     if (o->tp != 1)
-        return rl_errf(e, RL_EINVAL, "--tp %d: with the Hugging Face model %s; allowed: 1 (tensor "
+        return rl_errf(e, RL_EINVAL, "tp %d: with the Hugging Face model %s; allowed: 1 (tensor "
                        "parallelism is modelled for Megatron GPT only)", o->tp, what);
     if (o->pp != 1 || o->pp_stage != 0)
-        return rl_errf(e, RL_EINVAL, "--pp %d: with the Hugging Face model %s; allowed: 1 (pipeline "
+        return rl_errf(e, RL_EINVAL, "pp %d: with the Hugging Face model %s; allowed: 1 (pipeline "
                        "parallelism is modelled for Megatron GPT only)", o->pp, what);
     int rc;
     if (strcmp(type, "gpt2") == 0)
