@@ -98,7 +98,7 @@ void cli_rule_sentence(const struct plan *p, char *buf, size_t n)
 
 int cli_honor_advice(const struct plan *p, double tol, char *buf, size_t n)
 {
-    if (fabs(p->honored_ratio - p->requested_ratio) <= tol) {
+    if (plan_honors(p, tol)) {
         buf[0] = 0;
         return 0;
     }
