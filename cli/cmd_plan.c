@@ -79,7 +79,7 @@ static void print_subgroups(const struct plan *p, bool all)
         }
         const struct plan_subgroup *s = &p->subgroups[i];
         fprintf(out, "  %5d %5d %14lld %14lld  %s\n", s->index, s->group, (long long)s->numel, (long long)s->cpu_numel,
-               cli_subgroup_device(s));
+               plan_subgroup_device(s));
     }
 }
 
@@ -107,7 +107,7 @@ static int one(const struct plan_setup *c, const struct plan_args *a, bool verbo
     if (rc)
         return cli_fail("plan", &e);
     if (a->json) {
-        json_t *j = cli_plan_json(&p);
+        json_t *j = plan_json(&p);
         json_object_set_new(j, "hazards", cli_hazards_json(&hazards, &written, false));
         cli_json_dumpf(cli_json_versioned(j), out, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
         fputc('\n', out);
@@ -169,8 +169,8 @@ static int table(const struct plan_setup *c, const struct plan_args *a, bool ver
         if (a->json) {
             json_t *row = json_object();
             json_object_set_new(row, "ratio", json_real(r[i]));
-            json_object_set_new(row, "plan", cli_plan_json(&p));
-            json_object_set_new(row, "exact", cli_plan_json(&q));
+            json_object_set_new(row, "plan", plan_json(&p));
+            json_object_set_new(row, "exact", plan_json(&q));
             json_array_append_new(arr, row);
         } else {
             char g1[32], h1[32], g2[32], h2[32], sg[32];

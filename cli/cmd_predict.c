@@ -146,7 +146,7 @@ static int run(int argc, char **argv)
         json_object_set_new(o, "honored_ratio", json_real(p.honored_ratio));
         json_object_set_new(o, "cpu_numel", json_integer(p.cpu_numel));
         json_object_set_new(o, "per_rank_numel", json_integer(p.per_rank_numel));
-        json_object_set_new(o, "prediction", cli_sim_result_json(&r));
+        json_object_set_new(o, "prediction", sim_step_result_json(&r));
         if (a.trace)
             json_object_set_new(o, "trace", json_string(a.trace));
         char *text = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);

@@ -129,7 +129,7 @@ static int run(int argc, char **argv)
             json_object_set_new(row, "requested_ratio", json_real(ratios[i]));
             json_object_set_new(row, "honored_ratio", json_real(p.honored_ratio));
             json_object_set_new(row, "cpu_numel", json_integer(p.cpu_numel));
-            json_object_set_new(row, "prediction", cli_sim_result_json(&r));
+            json_object_set_new(row, "prediction", sim_step_result_json(&r));
             char *text = cli_json_dumps(row, JSON_COMPACT | JSON_PRESERVE_ORDER);
             fprintf(out, "%s\n    %s", i ? "," : "", text ? text : "{}");
             free(text);

@@ -103,7 +103,7 @@ static json_t *choice_json(const struct sim_tune_choice *k)
     json_object_set_new(o, "tokens_per_s_per_node", json_real(k->tokens_per_s_node));
     json_object_set_new(o, "free_gpu_bytes", json_integer(k->free_gpu_bytes));
     json_object_set_new(o, "host_node_bytes", json_integer(k->r.host_node_bytes));
-    json_object_set_new(o, "prediction", cli_sim_result_json(&k->r));
+    json_object_set_new(o, "prediction", sim_step_result_json(&k->r));
     return o;
 }
 

@@ -1,7 +1,6 @@
 /* cli/setup.c — the options every planning command shares (model, layout, DeepSpeed config,
  * policy), parsed into the inputs plan/inputs.c resolves; its messages name the inputs' fields,
  * which become the flags here. */
-#include <ctype.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -99,57 +98,77 @@ int cli_setup_opt(void *ctx, int id, const char *v, struct rl_err *e)
     return rl_errf(e, RL_EINTERNAL, "option id %d not handled", id);
 }
 
-/* The inputs' fields that are flags here, each renamed where a message names it: the long
- * names anywhere (they cannot be prose), the short ones before the first ':' or as the first word
- * after a ": " (where messages put the field they are about, "tp 3: does not divide ...",
- * "ds_config: c.json: ..."), and a layout degree followed by its value ("gpus 8 / (tp 2 x pp 1)").
- * A layout field only when the user gave it: the executor takes the
- * data-parallel degree from the MPI world size, and nobody typed --dp then. */
+/* The inputs' fields that are flags here, each renamed where a message names it as a word: the
+ * long names and the layout degrees anywhere, `model` and `rank` (also prose words) only before
+ * the first ':' or as the first word after a ": ", where messages put the field they are about
+ * ("rank: 9 is outside [0, 7]"). A layout field only when the user gave it: the executor takes
+ * the data-parallel degree from the MPI world size, and nobody typed --dp then. */
+enum { ANYWHERE, ABOUT };
+enum { ALWAYS, GIVEN_TP, GIVEN_PP, GIVEN_DP, GIVEN_WORLD, GIVEN_NODES, GIVEN_GPN, GIVEN_RANK };
 static const struct {
     const char *field;   /* the name plan/ uses */
     const char *flag;    /* the option */
-    int layout;          /* 1 + the index in layout_given(), 0: not a layout field */
+    int where;           /* ANYWHERE or ABOUT */
+    int given;           /* ALWAYS, or the layout field that must be set */
 } field_flags[] = {
-    {"megatron_args_file", "--megatron-args-file", 0}, {"megatron_args", "--megatron-args", 0},
-    {"megatron_version", "--megatron-version", 0}, {"param_groups", "--param-groups", 0},
-    {"ds_config", "--ds-config", 0}, {"pp_stage", "--pp-stage", 0}, {"seq_len", "--seq-len", 0},
-    {"gpus_per_node", "--gpus-per-node", 6}, {"model", "--model", 0}, {"tp", "--tp", 1},
-    {"pp", "--pp", 2}, {"dp", "--dp", 3}, {"gpus", "--gpus", 4}, {"nodes", "--nodes", 5},
-    {"rank", "--rank", 7},
+    {"megatron_args_file", "--megatron-args-file", ANYWHERE, ALWAYS},
+    {"megatron_args", "--megatron-args", ANYWHERE, ALWAYS},
+    {"megatron_version", "--megatron-version", ANYWHERE, ALWAYS},
+    {"param_groups", "--param-groups", ANYWHERE, ALWAYS},
+    {"ds_config", "--ds-config", ANYWHERE, ALWAYS},
+    {"pp_stage", "--pp-stage", ANYWHERE, ALWAYS},
+    {"seq_len", "--seq-len", ANYWHERE, ALWAYS},
+    {"gpus_per_node", "--gpus-per-node", ANYWHERE, GIVEN_GPN},
+    {"tp", "--tp", ANYWHERE, GIVEN_TP},
+    {"pp", "--pp", ANYWHERE, GIVEN_PP},
+    {"dp", "--dp", ANYWHERE, GIVEN_DP},
+    {"gpus", "--gpus", ANYWHERE, GIVEN_WORLD},
+    {"nodes", "--nodes", ANYWHERE, GIVEN_NODES},
+    {"model", "--model", ABOUT, ALWAYS},
+    {"rank", "--rank", ABOUT, GIVEN_RANK},
 };
+#define N_FIELD_FLAGS (sizeof field_flags / sizeof field_flags[0])
 
-static bool is_word_end(char c) { return c == 0 || c == ' ' || c == ',' || c == ')' || c == ':'; }
+static bool word_start(const char *msg, size_t i)
+{
+    return i == 0 || msg[i - 1] == ' ' || msg[i - 1] == '(' || msg[i - 1] == ',';
+}
+
+static bool word_end(char c) { return c == 0 || c == ' ' || c == ',' || c == ')' || c == ':'; }
+
+/* The entry of field_flags that msg names at i, or -1. */
+static int field_at(const struct plan_inputs *s, const char *msg, size_t i, size_t head)
+{
+    const int given[] = {1, s->layout.tp, s->layout.pp, s->layout.dp, s->layout.world, s->layout.nodes,
+                         s->layout.gpus_per_node, s->layout.rank};
+    if (!word_start(msg, i))
+        return -1;
+    bool about = i < head || (i >= 2 && msg[i - 1] == ' ' && msg[i - 2] == ':');
+    for (size_t k = 0; k < N_FIELD_FLAGS; k++) {
+        size_t len = strlen(field_flags[k].field);
+        if (strncmp(msg + i, field_flags[k].field, len) == 0 && word_end(msg[i + len]) &&
+            (field_flags[k].where == ANYWHERE || about) && given[field_flags[k].given] > 0)
+            return (int)k;
+    }
+    return -1;
+}
 
 /* Rewrites msg (capacity n) with the flags for the fields it names, as field_flags says. */
 static void name_flags(const struct plan_inputs *s, char *msg, size_t n)
 {
-    const int given[] = {0, s->layout.tp, s->layout.pp, s->layout.dp, s->layout.world, s->layout.nodes,
-                         s->layout.gpus_per_node, s->layout.rank};
     const char *colon = strchr(msg, ':');
-    size_t head = colon ? (size_t)(colon - msg) : strcspn(msg, " ");
+    const size_t head = colon ? (size_t)(colon - msg) : strcspn(msg, " ");
     char out[RL_ERR_MSG_MAX];
     size_t o = 0;
     for (size_t i = 0; msg[i] && o + 1 < sizeof out;) {
-        bool starts = i == 0 || msg[i - 1] == ' ' || msg[i - 1] == '(' || msg[i - 1] == ',';
-        size_t k = 0, len = 0;
-        for (; starts && k < sizeof field_flags / sizeof field_flags[0]; k++) {
-            const char *f = field_flags[k].field;
-            len = strlen(f);
-            bool long_name = strchr(f, '_') != NULL;
-            bool about = i < head || (i >= 2 && msg[i - 1] == ' ' && msg[i - 2] == ':') ||
-                         (field_flags[k].layout && msg[i + len] == ' ' && isdigit((unsigned char)msg[i + len + 1]));
-            if (strncmp(msg + i, f, len) == 0 && is_word_end(msg[i + len]) && (long_name || about) &&
-                (field_flags[k].layout == 0 || given[field_flags[k].layout] > 0))
-                break;
-        }
-        if (starts && k < sizeof field_flags / sizeof field_flags[0]) {
-            o += (size_t)snprintf(out + o, sizeof out - o, "%s", field_flags[k].flag);
-            if (o >= sizeof out)
-                o = sizeof out - 1;
-            i += len;
-        } else {
+        int k = field_at(s, msg, i, head);
+        if (k < 0) {
             out[o++] = msg[i++];
+            continue;
         }
+        int w = snprintf(out + o, sizeof out - o, "%s", field_flags[k].flag);
+        o = o + (size_t)w < sizeof out ? o + (size_t)w : sizeof out - 1;
+        i += strlen(field_flags[k].field);
     }
     out[o] = 0;
     snprintf(msg, n, "%s", out);

@@ -55,8 +55,8 @@ static int launch_ds_config(const struct plan_inputs *in, const struct plan_mega
         }
     }
     return rl_errf(e, RL_EINVAL, "--deepspeed_config: '%s' (named in the Megatron arguments) is "
-                   "not found; the DeepSpeed JSON it names is needed: run from its folder or give its "
-                   "path as ds_config", l->ds_config);
+                   "not found; the DeepSpeed JSON it names is needed: run from its folder or give it "
+                   "with ds_config FILE", l->ds_config);
 }
 
 /* The built-in DeepSpeed config when ds_config is absent: ZeRO-3 with pinned CPU offload of

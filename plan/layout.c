@@ -57,7 +57,7 @@ int plan_layout_resolve(struct plan_layout *l, struct rl_err *e)
         l->gpus_per_node = l->world / l->nodes;
     }
     if ((int64_t)l->nodes * l->gpus_per_node != l->world)
-        return rl_errf(e, RL_EINVAL, "nodes %d x gpus_per_node %d: %lld does not equal %d ranks", l->nodes,
+        return rl_errf(e, RL_EINVAL, "nodes %d x gpus_per_node %d = %lld does not equal %d ranks", l->nodes,
                        l->gpus_per_node, (long long)l->nodes * l->gpus_per_node, l->world);
     if (l->rank < 0 || l->rank >= l->world)
         return rl_errf(e, RL_EINVAL, "rank: %d is outside [0, %d]", l->rank, l->world - 1);
