@@ -87,43 +87,31 @@ static int refuse_hazards(const struct plan_zero *z, struct rl_err *e)
     return 0;
 }
 
-int plan_inputs_resolve(const struct plan_inputs *in, struct plan_setup *c, struct rl_err *e)
+/* The DeepSpeed config: ds_config, else the one the launch line names, else the built-in one. */
+static int read_zero(const struct plan_inputs *in, const struct plan_megatron_launch *launch,
+                     struct plan_setup *c, struct rl_err *e)
 {
-    memset(c, 0, sizeof *c);
-    int rc;
-    c->catalog = in->catalog ? in->catalog : rl_catalog_dir();
-    int n_model_sources = !!in->model + !!in->megatron_args + !!in->megatron_args_file;
-    if (n_model_sources > 1)
-        return rl_errf(e, RL_EINVAL, "model, megatron_args and megatron_args_file: give at most one");
-
-    /* A Megatron launch line gives the model, TP/PP and possibly the DeepSpeed config. */
-    struct plan_megatron_launch launch;
-    const bool have_launch = in->megatron_args || in->megatron_args_file;
-    if (have_launch && (rc = read_launch(in, &launch, e)))
-        return rc;
     char launch_ds[4200];
     const char *ds_path = in->ds_config;
-    if (!ds_path && have_launch && launch.ds_config[0]) {
-        if ((rc = launch_ds_config(in, &launch, launch_ds, sizeof launch_ds, e)))
-            return rc;
+    if (!ds_path && launch && launch->ds_config[0]) {
+        RL_TRY(launch_ds_config(in, launch, launch_ds, sizeof launch_ds, e));
         ds_path = launch_ds;
-    } else if (ds_path && have_launch && launch.ds_config[0] && strcmp(ds_path, launch.ds_config) != 0) {
+    } else if (ds_path && launch && launch->ds_config[0] && strcmp(ds_path, launch->ds_config) != 0) {
         char msg[200];
         snprintf(msg, sizeof msg, "ds_config %s is used; the Megatron arguments name %s", ds_path,
-                 launch.ds_config);
+                 launch->ds_config);
         setup_note(c, msg);
     }
-
-    /* DeepSpeed config, then the launch line's settings, then command-line overrides. */
     if (ds_path) {
+        const char *field = ds_path == in->ds_config ? "ds_config" : "--deepspeed_config";
         /* Read once: check judges and fixes this text, and standard input cannot be read twice. */
-        if ((rc = rl_read_input(ds_path, ds_path == in->ds_config, &c->ds_text, NULL, e))) {
+        if (rl_read_input(ds_path, ds_path == in->ds_config, &c->ds_text, NULL, e)) {
             plan_zero_defaults(&c->zero);
-            return rl_err_prefix(e, "%s", ds_path == in->ds_config ? "ds_config" : "--deepspeed_config");
+            return rl_err_prefix(e, "%s", field);
         }
         const char *base = strrchr(ds_path, '/');
-        if ((rc = plan_zero_parse(&c->zero, c->ds_text, strcmp(ds_path, "-") == 0 ? "standard input" : base ? base + 1 : ds_path, e)))
-            return rl_err_prefix(e, "%s", ds_path == in->ds_config ? "ds_config" : "--deepspeed_config");
+        if (plan_zero_parse(&c->zero, c->ds_text, strcmp(ds_path, "-") == 0 ? "standard input" : base ? base + 1 : ds_path, e))
+            return rl_err_prefix(e, "%s", field);
         if (ds_path == launch_ds) {
             char msg[200];
             snprintf(msg, sizeof msg, "DeepSpeed config %s (--deepspeed_config of the Megatron arguments)", ds_path);
@@ -135,34 +123,46 @@ int plan_inputs_resolve(const struct plan_inputs *in, struct plan_setup *c, stru
     }
     for (int i = 0; i < c->zero.n_notes; i++)
         setup_note(c, c->zero.notes[i]);
-    if (have_launch) {
-        char msg[200];
-        if (launch.micro_batch > 0 && c->zero.src_micro_batch != PLAN_SRC_CONFIG) {
-            c->zero.micro_batch = launch.micro_batch;
-            c->zero.src_micro_batch = PLAN_SRC_CLI;
-        }
-        if (launch.dtype_set && c->zero.src_dtype == PLAN_SRC_CONFIG && c->zero.dtype != launch.dtype)
-            return rl_errf(e, RL_EINVAL, "--%s (Megatron arguments) disagrees with the DeepSpeed "
-                           "config's %s; allowed: the same precision in both",
-                           plan_dtype_name(launch.dtype), plan_dtype_name(c->zero.dtype));
-        if (launch.dtype_set) {
-            c->zero.dtype = launch.dtype;
-            if (c->zero.src_dtype != PLAN_SRC_CONFIG)
-                c->zero.src_dtype = PLAN_SRC_CLI;
-        }
-        c->checkpoint_activations = launch.checkpoint_activations;
-        if (launch.zero_stage >= 0 && launch.zero_stage != c->zero.stage) {
-            snprintf(msg, sizeof msg, "Megatron --zero-stage %d differs from the DeepSpeed config's "
-                     "stage %d; the config's applies", launch.zero_stage, c->zero.stage);
-            setup_note(c, msg);
-        }
-        if (in->verbose && launch.ignored[0]) {
-            snprintf(msg, sizeof msg, "ignored Megatron arguments: %s", launch.ignored);
-            if (strlen(launch.ignored) > sizeof msg - 32)
-                memcpy(msg + sizeof msg - 4, "...", 4);
-            setup_note(c, msg);
-        }
+    return 0;
+}
+
+/* The launch line's settings over the config's: the micro-batch where the config leaves it, the
+ * precision (which must agree with a config that sets one), activation checkpointing. */
+static int apply_launch(const struct plan_inputs *in, const struct plan_megatron_launch *launch,
+                        struct plan_setup *c, struct rl_err *e)
+{
+    char msg[200];
+    if (launch->micro_batch > 0 && c->zero.src_micro_batch != PLAN_SRC_CONFIG) {
+        c->zero.micro_batch = launch->micro_batch;
+        c->zero.src_micro_batch = PLAN_SRC_CLI;
     }
+    if (launch->dtype_set && c->zero.src_dtype == PLAN_SRC_CONFIG && c->zero.dtype != launch->dtype)
+        return rl_errf(e, RL_EINVAL, "--%s (Megatron arguments) disagrees with the DeepSpeed "
+                       "config's %s; allowed: the same precision in both",
+                       plan_dtype_name(launch->dtype), plan_dtype_name(c->zero.dtype));
+    if (launch->dtype_set) {
+        c->zero.dtype = launch->dtype;
+        if (c->zero.src_dtype != PLAN_SRC_CONFIG)
+            c->zero.src_dtype = PLAN_SRC_CLI;
+    }
+    c->checkpoint_activations = launch->checkpoint_activations;
+    if (launch->zero_stage >= 0 && launch->zero_stage != c->zero.stage) {
+        snprintf(msg, sizeof msg, "Megatron --zero-stage %d differs from the DeepSpeed config's "
+                 "stage %d; the config's applies", launch->zero_stage, c->zero.stage);
+        setup_note(c, msg);
+    }
+    if (in->verbose && launch->ignored[0]) {
+        snprintf(msg, sizeof msg, "ignored Megatron arguments: %s", launch->ignored);
+        if (strlen(launch->ignored) > sizeof msg - 32)
+            memcpy(msg + sizeof msg - 4, "...", 4);
+        setup_note(c, msg);
+    }
+    return 0;
+}
+
+/* The explicit settings over everything, then the checks on the result and the policy. */
+static int apply_settings(const struct plan_inputs *in, struct plan_setup *c, struct rl_err *e)
+{
     if (in->ratio_set) {
         c->zero.ratio = in->ratio;
         c->zero.src_ratio = PLAN_SRC_CLI;
@@ -181,52 +181,61 @@ int plan_inputs_resolve(const struct plan_inputs *in, struct plan_setup *c, stru
         c->zero.dtype = in->dtype;
         c->zero.src_dtype = PLAN_SRC_CLI;
     }
-    if ((rc = plan_zero_validate(&c->zero, e)))
-        return rc;
-    if (!in->report_hazards && (rc = refuse_hazards(&c->zero, e)))
-        return rc;
-    if (in->policy == PLAN_POLICY_AUTO && (rc = plan_policy_for_version(c->zero.ds_version, &c->popt.policy, e)))
-        return rc;
-    if (in->policy != PLAN_POLICY_AUTO)
+    RL_TRY(plan_zero_validate(&c->zero, e));
+    if (!in->report_hazards)
+        RL_TRY(refuse_hazards(&c->zero, e));
+    if (in->policy == PLAN_POLICY_AUTO)
+        RL_TRY(plan_policy_for_version(c->zero.ds_version, &c->popt.policy, e));
+    else
         c->popt.policy = in->policy;
     c->popt.ledger = in->ledger;
+    return 0;
+}
 
-    /* Layout: the built-in default case is TP 8 on 8 GPUs; under a launcher the data-parallel
-     * degree is its world size unless the layout says otherwise. */
+/* Layout: the built-in default case is TP 8 on 8 GPUs; under a launcher the data-parallel degree
+ * is its world size unless the layout says otherwise; TP and PP may come from the launch line. */
+static int resolve_layout(const struct plan_inputs *in, const struct plan_megatron_launch *launch,
+                          bool builtin_model, struct plan_setup *c, struct rl_err *e)
+{
     c->layout = in->layout;
     const bool dp_from_world = in->mpi_world > 0 && c->layout.dp <= 0 && c->layout.world <= 0 &&
                                c->layout.nodes <= 0;
     if (dp_from_world)
         c->layout.dp = in->mpi_world;
-    if (have_launch) {
-        if (launch.tp_set && c->layout.tp > 0 && c->layout.tp != launch.model.tp)
+    if (launch) {
+        if (launch->tp_set && c->layout.tp > 0 && c->layout.tp != launch->model.tp)
             return rl_errf(e, RL_EINVAL, "tp %d: conflicts with --tensor-model-parallel-size %d in "
-                           "the Megatron arguments; give one", c->layout.tp, launch.model.tp);
-        if (launch.pp_set && c->layout.pp > 0 && c->layout.pp != launch.model.pp)
+                           "the Megatron arguments; give one", c->layout.tp, launch->model.tp);
+        if (launch->pp_set && c->layout.pp > 0 && c->layout.pp != launch->model.pp)
             return rl_errf(e, RL_EINVAL, "pp %d: conflicts with --pipeline-model-parallel-size %d "
-                           "in the Megatron arguments; give one", c->layout.pp, launch.model.pp);
-        if (launch.tp_set)
-            c->layout.tp = launch.model.tp;
-        if (launch.pp_set)
-            c->layout.pp = launch.model.pp;
+                           "in the Megatron arguments; give one", c->layout.pp, launch->model.pp);
+        if (launch->tp_set)
+            c->layout.tp = launch->model.tp;
+        if (launch->pp_set)
+            c->layout.pp = launch->model.pp;
     }
-    bool builtin_model = n_model_sources == 0;
     if (builtin_model && c->layout.tp <= 0)
         c->layout.tp = 8;
-    if ((rc = plan_layout_resolve(&c->layout, e)))
+    int rc = plan_layout_resolve(&c->layout, e);
+    if (rc)
         return dp_from_world ? rl_err_prefix(e, "dp %d (the MPI world size)", in->mpi_world) : rc;
     if (in->pp_stage >= c->layout.pp)
         return rl_errf(e, RL_EINVAL, "pp_stage: %d is outside [0, %d]", in->pp_stage, c->layout.pp - 1);
+    return 0;
+}
 
-    /* Model. */
-    if (have_launch) {
-        struct plan_megatron_cfg mc = launch.model;
+/* The model for the resolved layout, grouped by its param-group rule. */
+static int resolve_model(const struct plan_inputs *in, const struct plan_megatron_launch *launch,
+                         struct plan_setup *c, struct rl_err *e)
+{
+    if (launch) {
+        struct plan_megatron_cfg mc = launch->model;
         mc.tp = c->layout.tp;
         mc.pp = c->layout.pp;
         mc.pp_stage = in->pp_stage;
         if (in->seq_len > 0)
             mc.seq_len = in->seq_len;
-        if ((rc = plan_model_megatron(&c->model, &mc, e)))
+        if (plan_model_megatron(&c->model, &mc, e))
             return rl_err_prefix(e, "%s", in->megatron_args ? "megatron_args" : in->megatron_args_file);
         const char *base = in->megatron_args_file ? strrchr(in->megatron_args_file, '/') : NULL;
         snprintf(c->model.name, sizeof c->model.name, "%s",
@@ -234,14 +243,13 @@ int plan_inputs_resolve(const struct plan_inputs *in, struct plan_setup *c, stru
     } else {
         struct plan_model_opts mo = {.tp = c->layout.tp, .pp = c->layout.pp, .pp_stage = in->pp_stage,
                                      .seq_len = in->seq_len};
-        const char *name = in->model ? in->model : "gpt-2.7b";
-        if ((rc = plan_model_load(&c->model, c->catalog, name, &mo, e)))
-            return rc;
+        RL_TRY(plan_model_load(&c->model, c->catalog, in->model ? in->model : "gpt-2.7b", &mo, e));
     }
-    if (in->megatron_split_qkv && (rc = plan_model_megatron_split_qkv(&c->model, e)))
-        return rc;
+    if (in->megatron_split_qkv)
+        RL_TRY(plan_model_megatron_split_qkv(&c->model, e));
     enum plan_group_rule rule = in->groups;
     if (in->megatron_rule_set) {
+        int rc = 0;
         if (in->groups != PLAN_GROUPS_AUTO)
             rc = rl_errf(e, RL_EINVAL, "megatron_version and param_groups: give one (both pick "
                          "the param-group rule)");
@@ -256,6 +264,30 @@ int plan_inputs_resolve(const struct plan_inputs *in, struct plan_setup *c, stru
         rule = in->megatron_rule;
     }
     plan_model_group(&c->model, rule, c->zero.has_optimizer_block);
+    return 0;
+}
+
+int plan_inputs_resolve(const struct plan_inputs *in, struct plan_setup *c, struct rl_err *e)
+{
+    memset(c, 0, sizeof *c);
+    c->catalog = in->catalog ? in->catalog : rl_catalog_dir();
+    int n_model_sources = !!in->model + !!in->megatron_args + !!in->megatron_args_file;
+    if (n_model_sources > 1)
+        return rl_errf(e, RL_EINVAL, "model, megatron_args and megatron_args_file: give at most one");
+    /* A Megatron launch line gives the model, TP/PP and possibly the DeepSpeed config. */
+    struct plan_megatron_launch launch_line;
+    const struct plan_megatron_launch *launch = NULL;
+    if (in->megatron_args || in->megatron_args_file) {
+        RL_TRY(read_launch(in, &launch_line, e));
+        launch = &launch_line;
+    }
+    /* The DeepSpeed config, then the launch line's settings, then the explicit ones. */
+    RL_TRY(read_zero(in, launch, c, e));
+    if (launch)
+        RL_TRY(apply_launch(in, launch, c, e));
+    RL_TRY(apply_settings(in, c, e));
+    RL_TRY(resolve_layout(in, launch, n_model_sources == 0, c, e));
+    RL_TRY(resolve_model(in, launch, c, e));
     snprintf(c->model_desc, sizeof c->model_desc, "%s (%s), TP %d, PP %d, DP %d, %d GPUs on %d node%s",
              c->model.name, plan_arch_name(c->model.arch.kind), c->layout.tp, c->layout.pp, c->layout.dp,
              c->layout.world, c->layout.nodes, c->layout.nodes == 1 ? "" : "s");
