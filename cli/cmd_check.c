@@ -51,7 +51,7 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 /* The verdict and the fix (sim/check.h), and the DeepSpeed hazards judged beside them. */
 struct verdict {
     struct sim_check_verdict j; /* ratio, memory and their fixes */
-    struct cli_hazards hz;      /* DeepSpeed hazards of the config (plan/ds_hazards.h) */
+    struct plan_hazard_set hz;  /* DeepSpeed hazards of the config (plan/ds_fix.h) */
     struct plan_zero written;   /* the config as written, before the hazards' repairs */
 };
 
@@ -84,23 +84,8 @@ static int write_fix(const char *src, const char *text, const char *dst, const s
     json_t *root = json_loads(text, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
     if (!root)
         return rl_errf(e, RL_EINVAL, "--fix-to: %s cannot be rewritten: line %d: %s", src, je.line, je.text);
-    cli_hazards_fix_json(root, &v->hz);
-    json_t *zo = json_object_get(root, "zero_optimization");
-    if (!zo) {
-        zo = json_object();
-        json_object_set_new(root, "zero_optimization", zo);
-    }
-    if (v->j.fix_sgs > 0)
-        json_object_set_new(zo, "sub_group_size", json_integer(v->j.fix_sgs));
-    if (v->j.fix_ratio >= 0) {
-        json_t *off = json_object_get(zo, "offload_optimizer");
-        if (!off) {
-            off = json_object();
-            json_object_set_new(off, "device", json_string("cpu"));
-            json_object_set_new(zo, "offload_optimizer", off);
-        }
-        json_object_set_new(off, "ratio", json_real(v->j.fix_ratio));
-    }
+    plan_hazards_fix_json(root, &v->hz);
+    plan_zero_fix_json(root, v->j.fix_sgs, v->j.fix_ratio);
     struct rl_outfile o;
     int rc = rl_outfile_open(&o, dst, e);
     if (rc) {
@@ -194,7 +179,7 @@ static void report_json(const struct plan_setup *c, const struct check_args *a, 
 {
     json_t *o = json_object();
     json_object_set_new(o, "ok", json_boolean(v->j.ratio_ok && v->j.memory_ok && v->hz.n_fail == 0));
-    json_object_set_new(o, "hazards", cli_hazards_json(&v->hz, &v->written, a->strict));
+    json_object_set_new(o, "hazards", plan_hazards_json(&v->hz, &v->written, a->strict));
     json_object_set_new(o, "model", json_string(c->model.name));
     json_object_set_new(o, "policy", json_string(plan_policy_name(c->popt.policy)));
     json_object_set_new(o, "ratio_ok", json_boolean(v->j.ratio_ok));
@@ -285,8 +270,8 @@ static int run(int argc, char **argv)
     struct sim_check_request q = {.tol = a.tol, .gpu_mem_bytes = a.gpu_mem, .states_only = a.states_only,
                                   .hw = &hw, .train = &sim.train};
     const struct plan_zero written = c.zero;
-    struct cli_hazards hz;
-    cli_hazards_find(&hz, &c.zero, a.strict);
+    struct plan_hazard_set hz;
+    plan_hazards_find(&hz, &c.zero, a.strict);
     struct verdict v;
     if ((rc = sim_check(&c, &q, &v.j, &e))) {
         plan_setup_free(&c);
@@ -295,7 +280,7 @@ static int run(int argc, char **argv)
     v.hz = hz;
     v.written = written;
     bool ok = v.j.ratio_ok && v.j.memory_ok && hz.n_fail == 0;
-    bool fixes = (!v.j.ratio_ok && v.j.fix_sgs > 0) || (!v.j.memory_ok && v.j.fix_fits) || cli_hazards_fixable(&hz) > 0;
+    bool fixes = (!v.j.ratio_ok && v.j.fix_sgs > 0) || (!v.j.memory_ok && v.j.fix_fits) || plan_hazards_fixable(&hz) > 0;
     if (a.fix_to && !ok && fixes) {
         if ((rc = write_fix(s.ds_config, c.ds_text, a.fix_to, &v, &e))) {
             plan_setup_free(&c);
@@ -307,7 +292,7 @@ static int run(int argc, char **argv)
     else
         report_text(&c, &a, &v, sim.train.checkpoint_activations, s.verbose);
     if (a.fix_to && !a.json && !ok) {
-        if (fixes && cli_hazards_fixable(&hz) < hz.n_fail)
+        if (fixes && plan_hazards_fixable(&hz) < hz.n_fail)
             printf("  wrote   %s (device, stage and torch_adam fixed; the other hazards above need an edit by hand)\n",
                    a.fix_to);
         else if (fixes)

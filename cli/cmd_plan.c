@@ -13,7 +13,7 @@
 /* Where the report goes: stdout, or the temporary file of --out (renamed into place at the end). */
 static FILE *out;
 /* DeepSpeed hazards of the config as written (plan/ds_hazards.h): printed as warnings. */
-static struct cli_hazards hazards;
+static struct plan_hazard_set hazards;
 static struct plan_zero written;
 
 enum { O_JSON = 1, O_RATIOS, O_ALL_SUBGROUPS, O_TOLERANCE, O_OUT };
@@ -108,7 +108,7 @@ static int one(const struct plan_setup *c, const struct plan_args *a, bool verbo
         return cli_fail("plan", &e);
     if (a->json) {
         json_t *j = plan_json(&p);
-        json_object_set_new(j, "hazards", cli_hazards_json(&hazards, &written, false));
+        json_object_set_new(j, "hazards", plan_hazards_json(&hazards, &written, false));
         cli_json_dumpf(cli_json_versioned(j), out, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
         fputc('\n', out);
         json_decref(j);
@@ -186,7 +186,7 @@ static int table(const struct plan_setup *c, const struct plan_args *a, bool ver
     if (!rc && a->json) {
         json_t *root = json_object();
         json_object_set_new(root, "rows", arr);
-        json_object_set_new(root, "hazards", cli_hazards_json(&hazards, &written, false));
+        json_object_set_new(root, "hazards", plan_hazards_json(&hazards, &written, false));
         arr = NULL;
         cli_json_dumpf(cli_json_versioned(root), out, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
         fputc('\n', out);
@@ -237,7 +237,7 @@ static int run(int argc, char **argv)
         return cli_fail("plan", &e);
     }
     written = c.zero;
-    cli_hazards_find(&hazards, &c.zero, false);
+    plan_hazards_find(&hazards, &c.zero, false);
     struct rl_outfile of = {0};
     out = stdout;
     if (a.out) {
