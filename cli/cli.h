@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "common/rl.h"
+#include "plan/inputs.h"
 #include "plan/plan.h"
 
 struct cli_cmd {
@@ -66,55 +67,12 @@ int cli_command_parse(const char *cmd, int argc, char **argv, const char *usage,
 /* Prints "ratiolab <cmd>: <msg>" to stderr and returns the exit code for e->code. */
 int cli_fail(const char *cmd, const struct rl_err *e);
 
-/* ---- the setup every planning command shares (model, layout, DeepSpeed config) ------------ */
-struct cli_setup {
-    const char *model;             /* --model NAME|FILE */
-    const char *megatron_args;     /* --megatron-args "..." */
-    const char *megatron_args_file;/* --megatron-args-file FILE */
-    const char *ds_config;         /* --ds-config FILE ("-": standard input) */
-    const char *catalog;           /* --catalog DIR */
-    struct plan_layout layout;     /* --tp --pp --dp --gpus --nodes --gpus-per-node */
-    int pp_stage;                  /* --pp-stage */
-    double ratio;                  /* --ratio */
-    bool ratio_set;
-    enum plan_policy policy;       /* --policy */
-    enum plan_ledger_kind ledger;  /* --ledger */
-    struct rl_version ds_version;  /* --deepspeed-version */
-    bool ds_version_set;
-    int64_t sub_group_size;        /* --sub-group-size */
-    bool sub_group_size_set;
-    enum plan_group_rule groups;   /* --param-groups */
-    enum plan_group_rule megatron_rule; /* --megatron-version, as a param-group rule */
-    bool megatron_rule_set;
-    bool megatron_split_qkv;            /* --megatron-version dated in the GQA query/key_value split */
-    int64_t seq_len;               /* --seq-len */
-    int64_t micro_batch;           /* --micro-batch */
-    enum plan_dtype dtype;         /* --dtype */
-    bool dtype_set;
-    bool verbose;                  /* --verbose */
-    bool report_hazards;           /* the command reports DeepSpeed hazards itself (check, plan) */
-};
-void cli_setup_init(struct cli_setup *s);
+/* ---- the setup every planning command shares (model, layout, DeepSpeed config) ------------
+ * The flags fill a struct plan_inputs (plan_inputs_init first); plan/inputs.c resolves it. */
 extern const struct cli_opt cli_setup_opts[];
 int cli_setup_opt(void *ctx, int id, const char *value, struct rl_err *e);
-
-/* What the setup resolves to. */
-struct cli_ctx {
-    struct plan_model model;
-    struct plan_zero zero;
-    struct plan_layout layout;
-    struct plan_options popt;
-    const char *catalog;           /* directory */
-    bool checkpoint_activations;   /* the launch line's --checkpoint-activations (for the simulator) */
-    char model_desc[160];          /* for headings, e.g. "gpt-2.7b (Megatron GPT), TP 8" */
-    char *ds_text;                 /* the DeepSpeed config as read (judged and fixed from this text) */
-    char notes[8][200];            /* things the user should know (ignored flags, defaults) */
-    int n_notes;
-};
-int cli_setup_resolve(const struct cli_setup *s, struct cli_ctx *c, struct rl_err *e);
-/* Builds the plan for one ratio (the context's ratio when ratio < 0). */
-int cli_ctx_plan(const struct cli_ctx *c, double ratio, struct plan *p, struct rl_err *e);
-void cli_ctx_free(struct cli_ctx *c);
+/* plan_inputs_resolve, with the fields its messages and notes name renamed to the flags typed. */
+int cli_setup_resolve(const struct plan_inputs *s, struct plan_setup *c, struct rl_err *e);
 
 /* Human formatting helpers. */
 const char *cli_gib(char *buf, size_t n, int64_t bytes);   /* "12.34" (GiB, 2 decimals) */

@@ -13,7 +13,7 @@
 /* Where the report goes: stdout, or the temporary file of --out (renamed into place at the end). */
 static FILE *out;
 /* DeepSpeed hazards of the config as written (plan/ds_hazards.h): printed as warnings. */
-static struct cli_hazards hazards;
+static struct plan_hazard_set hazards;
 static struct plan_zero written;
 
 enum { O_JSON = 1, O_RATIOS, O_ALL_SUBGROUPS, O_TOLERANCE, O_OUT };
@@ -46,7 +46,7 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     return RL_EINTERNAL;
 }
 
-static void print_header(const struct cli_ctx *c, const struct plan *p, bool verbose)
+static void print_header(const struct plan_setup *c, const struct plan *p, bool verbose)
 {
     const struct plan_zero *z = &p->zero;
     fprintf(out, "model      %s\n", c->model_desc);
@@ -79,7 +79,7 @@ static void print_subgroups(const struct plan *p, bool all)
         }
         const struct plan_subgroup *s = &p->subgroups[i];
         fprintf(out, "  %5d %5d %14lld %14lld  %s\n", s->index, s->group, (long long)s->numel, (long long)s->cpu_numel,
-               cli_subgroup_device(s));
+               plan_subgroup_device(s));
     }
 }
 
@@ -99,16 +99,16 @@ static void print_memory(const struct plan *p)
     }
 }
 
-static int one(const struct cli_ctx *c, const struct plan_args *a, bool verbose)
+static int one(const struct plan_setup *c, const struct plan_args *a, bool verbose)
 {
     struct plan p;
     struct rl_err e = {0};
-    int rc = cli_ctx_plan(c, -1, &p, &e);
+    int rc = plan_setup_plan(c, -1, &p, &e);
     if (rc)
         return cli_fail("plan", &e);
     if (a->json) {
-        json_t *j = cli_plan_json(&p);
-        json_object_set_new(j, "hazards", cli_hazards_json(&hazards, &written, false));
+        json_t *j = plan_json(&p);
+        json_object_set_new(j, "hazards", plan_hazards_json(&hazards, &written, false));
         cli_json_dumpf(cli_json_versioned(j), out, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
         fputc('\n', out);
         json_decref(j);
@@ -129,7 +129,7 @@ static int one(const struct cli_ctx *c, const struct plan_args *a, bool verbose)
 }
 
 /* One row per ratio: the chosen policy and the exact policy side by side. */
-static int table(const struct cli_ctx *c, const struct plan_args *a, bool verbose)
+static int table(const struct plan_setup *c, const struct plan_args *a, bool verbose)
 {
     double *r;
     size_t n;
@@ -137,12 +137,12 @@ static int table(const struct cli_ctx *c, const struct plan_args *a, bool verbos
     int rc = rl_parse_ratio_list("--ratios", a->ratios, 0, 1, &r, &n, &e);
     if (rc)
         return cli_fail("plan", &e);
-    struct cli_ctx exact = *c;
+    struct plan_setup exact = *c;
     exact.popt.policy = PLAN_POLICY_EXACT;
     json_t *arr = a->json ? json_array() : NULL;
     int64_t *gpu_pol = calloc(n, sizeof *gpu_pol), *gpu_ex = calloc(n, sizeof *gpu_ex);
     struct plan p0;
-    if ((rc = cli_ctx_plan(c, 0, &p0, &e))) {
+    if ((rc = plan_setup_plan(c, 0, &p0, &e))) {
         free(r);
         free(gpu_pol);
         free(gpu_ex);
@@ -158,9 +158,9 @@ static int table(const struct cli_ctx *c, const struct plan_args *a, bool verbos
     plan_free(&p0);
     for (size_t i = 0; i < n; i++) {
         struct plan p, q;
-        if ((rc = cli_ctx_plan(c, r[i], &p, &e)))
+        if ((rc = plan_setup_plan(c, r[i], &p, &e)))
             break;
-        if ((rc = cli_ctx_plan(&exact, r[i], &q, &e))) {
+        if ((rc = plan_setup_plan(&exact, r[i], &q, &e))) {
             plan_free(&p);
             break;
         }
@@ -169,8 +169,8 @@ static int table(const struct cli_ctx *c, const struct plan_args *a, bool verbos
         if (a->json) {
             json_t *row = json_object();
             json_object_set_new(row, "ratio", json_real(r[i]));
-            json_object_set_new(row, "plan", cli_plan_json(&p));
-            json_object_set_new(row, "exact", cli_plan_json(&q));
+            json_object_set_new(row, "plan", plan_json(&p));
+            json_object_set_new(row, "exact", plan_json(&q));
             json_array_append_new(arr, row);
         } else {
             char g1[32], h1[32], g2[32], h2[32], sg[32];
@@ -186,7 +186,7 @@ static int table(const struct cli_ctx *c, const struct plan_args *a, bool verbos
     if (!rc && a->json) {
         json_t *root = json_object();
         json_object_set_new(root, "rows", arr);
-        json_object_set_new(root, "hazards", cli_hazards_json(&hazards, &written, false));
+        json_object_set_new(root, "hazards", plan_hazards_json(&hazards, &written, false));
         arr = NULL;
         cli_json_dumpf(cli_json_versioned(root), out, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
         fputc('\n', out);
@@ -214,8 +214,8 @@ static int table(const struct cli_ctx *c, const struct plan_args *a, bool verbos
 
 static int run(int argc, char **argv)
 {
-    struct cli_setup s;
-    cli_setup_init(&s);
+    struct plan_inputs s;
+    plan_inputs_init(&s);
     struct plan_args a = {.tol = 0.01};
     struct cli_optset sets[] = {
         {"plan options", opts, on_opt, &a},
@@ -230,26 +230,26 @@ static int run(int argc, char **argv)
                                sets, 2);
     if (rc != CLI_GO_ON)
         return rc;
-    struct cli_ctx c;
+    struct plan_setup c;
     s.report_hazards = true;
     if ((rc = cli_setup_resolve(&s, &c, &e))) {
-        cli_ctx_free(&c);
+        plan_setup_free(&c);
         return cli_fail("plan", &e);
     }
     written = c.zero;
-    cli_hazards_find(&hazards, &c.zero, false);
+    plan_hazards_find(&hazards, &c.zero, false);
     struct rl_outfile of = {0};
     out = stdout;
     if (a.out) {
         if ((rc = rl_outfile_open(&of, a.out, &e))) {
-            cli_ctx_free(&c);
+            plan_setup_free(&c);
             rl_err_prefix(&e, "--out");
             return cli_fail("plan", &e);
         }
         out = of.fp;
     }
     rc = a.ratios ? table(&c, &a, s.verbose) : one(&c, &a, s.verbose);
-    cli_ctx_free(&c);
+    plan_setup_free(&c);
     if (a.out) {
         if (rc) {
             rl_outfile_abort(&of);

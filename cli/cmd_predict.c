@@ -33,7 +33,7 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 
 static double sec(int64_t ns) { return (double)ns * 1e-9; }
 
-static void print_human(FILE *f, const struct cli_ctx *c, const struct plan *p, const struct sim_hw *hw,
+static void print_human(FILE *f, const struct plan_setup *c, const struct plan *p, const struct sim_hw *hw,
                         const struct sim_train *t, const struct sim_step_result *r, bool verbose)
 {
     char set[256], g[8][32];
@@ -95,8 +95,8 @@ static void print_human(FILE *f, const struct cli_ctx *c, const struct plan *p, 
 
 static int run(int argc, char **argv)
 {
-    struct cli_setup s;
-    cli_setup_init(&s);
+    struct plan_inputs s;
+    plan_inputs_init(&s);
     struct cli_sim sim;
     cli_sim_init(&sim);
     struct predict_args a = {0};
@@ -114,14 +114,14 @@ static int run(int argc, char **argv)
                                sets, 3);
     if (rc != CLI_GO_ON)
         return rc;
-    struct cli_ctx c;
+    struct plan_setup c;
     struct sim_hw hw;
     struct plan p;
     memset(&p, 0, sizeof p);
     if ((rc = cli_setup_resolve(&s, &c, &e)) || (rc = cli_sim_load_hw(&sim, &c, &hw, &e)) ||
-        (rc = cli_ctx_plan(&c, -1, &p, &e))) {
+        (rc = plan_setup_plan(&c, -1, &p, &e))) {
         plan_free(&p);
-        cli_ctx_free(&c);
+        plan_setup_free(&c);
         return cli_fail("predict", &e);
     }
     struct sim_step_result r;
@@ -130,7 +130,7 @@ static int run(int argc, char **argv)
         rl_err_prefix(&e, "--trace");
     if (rc) {
         plan_free(&p);
-        cli_ctx_free(&c);
+        plan_setup_free(&c);
         return cli_fail("predict", &e);
     }
     /* The trace owns standard output when it goes there; the report must not mix into it. */
@@ -149,7 +149,7 @@ static int run(int argc, char **argv)
         json_object_set_new(o, "honored_ratio", json_real(p.honored_ratio));
         json_object_set_new(o, "cpu_numel", json_integer(p.cpu_numel));
         json_object_set_new(o, "per_rank_numel", json_integer(p.per_rank_numel));
-        json_object_set_new(o, "prediction", cli_sim_result_json(&r));
+        json_object_set_new(o, "prediction", sim_step_result_json(&r));
         if (a.trace)
             json_object_set_new(o, "trace", json_string(a.trace));
         char *text = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -162,7 +162,7 @@ static int run(int argc, char **argv)
             fprintf(rep, "trace: %s\n", a.trace);
     }
     plan_free(&p);
-    cli_ctx_free(&c);
+    plan_setup_free(&c);
     return 0;
 }
 

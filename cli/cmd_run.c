@@ -193,7 +193,7 @@ static char *digest_hex(uint32_t d, char buf[9])
     return buf;
 }
 
-static void print_json(const struct cli_ctx *c, const struct plan *p, const struct run_args *a,
+static void print_json(const struct plan_setup *c, const struct plan *p, const struct run_args *a,
                        const struct ex_result *r)
 {
     const struct ex_rank_result *cr = &r->ranks[r->critical_rank];
@@ -242,7 +242,7 @@ static void print_json(const struct cli_ctx *c, const struct plan *p, const stru
     json_decref(o);
 }
 
-static void print_human(const struct cli_ctx *c, const struct plan *p, const struct run_args *a,
+static void print_human(const struct plan_setup *c, const struct plan *p, const struct run_args *a,
                         const struct ex_result *r)
 {
     const struct ex_rank_result *cr = &r->ranks[r->critical_rank];
@@ -295,7 +295,7 @@ static void print_human(const struct cli_ctx *c, const struct plan *p, const str
 }
 
 /* Builds the plan of one combination on the shrunk model. */
-static int build_plan(const struct cli_ctx *c, const struct plan_model *scaled, double scale, double ratio,
+static int build_plan(const struct plan_setup *c, const struct plan_model *scaled, double scale, double ratio,
                       enum plan_policy policy, struct plan *p, struct rl_err *e)
 {
     struct plan_zero z = c->zero;
@@ -324,8 +324,8 @@ static int fail_rank(struct ex_comm *comm, const struct rl_err *e)
 
 static int run(int argc, char **argv)
 {
-    struct cli_setup s;
-    cli_setup_init(&s);
+    struct plan_inputs s;
+    plan_inputs_init(&s);
     struct run_args a;
     memset(&a, 0, sizeof a);
     ex_opts_default(&a.o);
@@ -349,16 +349,14 @@ static int run(int argc, char **argv)
         return rc;
     }
     struct rl_err e = {0};
-    struct cli_ctx c;
+    struct plan_setup c;
     memset(&c, 0, sizeof c);
     struct ex_comm comm;
     if ((rc = ex_comm_init(&comm, &e))) {
         free(a.ratios);
         return cli_fail("run", &e);
     }
-    /* The data-parallel degree is the MPI world unless the layout says otherwise. */
-    if (s.layout.dp <= 0 && s.layout.world <= 0 && s.layout.nodes <= 0)
-        s.layout.dp = comm.size;
+    s.mpi_world = comm.size;   /* the data-parallel degree unless the layout says otherwise */
     struct plan_model scaled;
     memset(&scaled, 0, sizeof scaled);
     int code = 0;
@@ -441,7 +439,7 @@ static int run(int argc, char **argv)
             }
 out:
     plan_model_free(&scaled);
-    cli_ctx_free(&c);
+    plan_setup_free(&c);
     free(a.ratios);
     fflush(stdout);
     ex_comm_finalize(&comm);

@@ -39,8 +39,8 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 
 static int run(int argc, char **argv)
 {
-    struct cli_setup s;
-    cli_setup_init(&s);
+    struct plan_inputs s;
+    plan_inputs_init(&s);
     struct cli_sim sim;
     cli_sim_init(&sim);
     struct sweep_args a = {.ratios = "0:1:0.05"};
@@ -65,18 +65,18 @@ static int run(int argc, char **argv)
     size_t n = 0;
     if ((rc = rl_parse_ratio_list("--ratios", a.ratios, 0, 1, &ratios, &n, &e)))
         return cli_fail("sweep", &e);
-    struct cli_ctx c;
+    struct plan_setup c;
     struct sim_hw hw;
     if ((rc = cli_setup_resolve(&s, &c, &e)) || (rc = cli_sim_load_hw(&sim, &c, &hw, &e))) {
         free(ratios);
-        cli_ctx_free(&c);
+        plan_setup_free(&c);
         return cli_fail("sweep", &e);
     }
     struct rl_outfile of = {0};
     if ((rc = rl_outfile_open(&of, a.out ? a.out : "-", &e))) {
         rl_err_prefix(&e, "--out");
         free(ratios);
-        cli_ctx_free(&c);
+        plan_setup_free(&c);
         return cli_fail("sweep", &e);
     }
     /* Rows are written as they are computed (memory stays one plan, whatever the count). */
@@ -85,7 +85,7 @@ static int run(int argc, char **argv)
         struct plan p;
         struct sim_step_result r;
         memset(&p, 0, sizeof p);
-        if ((rc = cli_ctx_plan(&c, ratios[i], &p, &e)) || (rc = sim_step_run(&p, &hw, &sim.train, NULL, &r, &e))) {
+        if ((rc = plan_setup_plan(&c, ratios[i], &p, &e)) || (rc = sim_step_run(&p, &hw, &sim.train, NULL, &r, &e))) {
             rl_err_prefix(&e, "ratio %g", ratios[i]);
             plan_free(&p);
             break;
@@ -142,7 +142,7 @@ static int run(int argc, char **argv)
             json_object_set_new(row, "requested_ratio", json_real(ratios[i]));
             json_object_set_new(row, "honored_ratio", json_real(p.honored_ratio));
             json_object_set_new(row, "cpu_numel", json_integer(p.cpu_numel));
-            json_object_set_new(row, "prediction", cli_sim_result_json(&r));
+            json_object_set_new(row, "prediction", sim_step_result_json(&r));
             char *text = cli_json_dumps(row, JSON_COMPACT | JSON_PRESERVE_ORDER);
             fprintf(out, "%s\n    %s", i ? "," : "", text ? text : "{}");
             free(text);
@@ -175,7 +175,7 @@ static int run(int argc, char **argv)
     else if ((rc = rl_outfile_commit(&of, &e)))
         rl_err_prefix(&e, "--out");
     free(ratios);
-    cli_ctx_free(&c);
+    plan_setup_free(&c);
     return rc ? cli_fail("sweep", &e) : 0;
 }
 

@@ -103,7 +103,7 @@ static json_t *choice_json(const struct sim_tune_choice *k)
     json_object_set_new(o, "tokens_per_s_per_node", json_real(k->tokens_per_s_node));
     json_object_set_new(o, "free_gpu_bytes", json_integer(k->free_gpu_bytes));
     json_object_set_new(o, "host_node_bytes", json_integer(k->r.host_node_bytes));
-    json_object_set_new(o, "prediction", cli_sim_result_json(&k->r));
+    json_object_set_new(o, "prediction", sim_step_result_json(&k->r));
     return o;
 }
 
@@ -122,7 +122,7 @@ static const struct sim_tune_choice *answer(const struct tune_run *t)
     return &t->res.exact;
 }
 
-static json_t *run_json(const struct cli_ctx *c, const struct tune_run *t, const struct sim_train *train)
+static json_t *run_json(const struct plan_setup *c, const struct tune_run *t, const struct sim_train *train)
 {
     json_t *o = json_object();
     json_object_set_new(o, "model", json_string(c->model_desc));
@@ -165,7 +165,7 @@ static void print_modelled(const struct sim_hw *hw, int gpn)
     printf(" (their PCIe switches, DRAM and cores)\n");
 }
 
-static void print_one(const struct cli_ctx *c, const struct tune_run *t, const struct tune_args *a,
+static void print_one(const struct plan_setup *c, const struct tune_run *t, const struct tune_args *a,
                       const struct sim_tune_request *q)
 {
     char g[6][32];
@@ -231,7 +231,7 @@ static void print_one(const struct cli_ctx *c, const struct tune_run *t, const s
     }
 }
 
-static void print_table(const struct cli_ctx *c, const struct sim_train *train, const struct tune_run *runs, int n)
+static void print_table(const struct plan_setup *c, const struct sim_train *train, const struct tune_run *runs, int n)
 {
     char g[3][32];
     printf("model      %s\nattention  %s (%s)\n\n", c->model_desc, plan_attention_name(cli_sim_attention(train, &c->model.arch)),
@@ -257,8 +257,8 @@ static void print_table(const struct cli_ctx *c, const struct sim_train *train, 
 
 static int run(int argc, char **argv)
 {
-    struct cli_setup s;
-    cli_setup_init(&s);
+    struct plan_inputs s;
+    plan_inputs_init(&s);
     struct cli_sim sim;
     cli_sim_init(&sim);
     struct tune_args a = {.ratios = "0:1:0.05", .tol = 0.01, .headroom = -1};
@@ -285,10 +285,10 @@ static int run(int argc, char **argv)
     size_t n_ratios = 0;
     if ((rc = rl_parse_ratio_list("--ratios", a.ratios, 0, 1, &ratios, &n_ratios, &e)))
         return cli_fail("tune", &e);
-    struct cli_ctx c;
+    struct plan_setup c;
     if ((rc = cli_setup_resolve(&s, &c, &e))) {
         free(ratios);
-        cli_ctx_free(&c);
+        plan_setup_free(&c);
         return cli_fail("tune", &e);
     }
     int64_t mbs[MAX_MBS];
@@ -360,7 +360,7 @@ static int run(int argc, char **argv)
     }
     free(runs);
     free(ratios);
-    cli_ctx_free(&c);
+    plan_setup_free(&c);
     if (rc < 0)
         return cli_fail("tune", &e);
     return rc;

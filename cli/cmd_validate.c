@@ -58,7 +58,7 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 
 /* The setup and simulator options as given, to pass them on to `ratiolab run`. */
 struct fwd_opts {
-    struct cli_setup *s;                 /* parsed into here as usual */
+    struct plan_inputs *s;                 /* parsed into here as usual */
     struct cli_sim *sim;                 /* likewise */
     const char *argv[4 * CLI_MAX_POS];   /* "--name", "value", ... */
     char names[2 * CLI_MAX_POS][48];     /* storage of the "--name" strings */
@@ -99,7 +99,7 @@ static int on_sim(void *ctx, int id, const char *v, struct rl_err *e)
 
 static double gib(int64_t b) { return (double)b / RL_GIB; }
 
-static void print_ds(const struct validate_args *a, const struct cli_ctx *c, const struct plan *p,
+static void print_ds(const struct validate_args *a, const struct plan_setup *c, const struct plan *p,
                      const struct sim_hw *hw, const struct val_ds_result *r)
 {
     printf("model      %s\n", c->model_desc);
@@ -158,7 +158,7 @@ static void print_ds(const struct validate_args *a, const struct cli_ctx *c, con
     printf("\nverdict    %s\n", r->overall == VAL_PASS ? "PASS" : "FAIL");
 }
 
-static json_t *ds_json(const struct validate_args *a, const struct cli_ctx *c, const struct plan *p,
+static json_t *ds_json(const struct validate_args *a, const struct plan_setup *c, const struct plan *p,
                        const struct sim_hw *hw, const struct val_ds_result *r)
 {
     json_t *o = json_object();
@@ -254,10 +254,10 @@ static int read_logs(const struct validate_args *a, struct trace_ds_log *logs, d
     return 0;
 }
 
-static int run_ds(struct validate_args *a, struct cli_setup *s, struct cli_sim *sim)
+static int run_ds(struct validate_args *a, struct plan_inputs *s, struct cli_sim *sim)
 {
     struct rl_err e = {0};
-    struct cli_ctx c;
+    struct plan_setup c;
     struct sim_hw hw;
     struct plan p;
     memset(&p, 0, sizeof p);
@@ -270,7 +270,7 @@ static int run_ds(struct validate_args *a, struct cli_setup *s, struct cli_sim *
     struct val_ds_result r = {0};
     struct sim_step_result sr;
     if ((rc = cli_setup_resolve(s, &c, &e)) || (rc = cli_sim_load_hw(sim, &c, &hw, &e)) ||
-        (rc = cli_ctx_plan(&c, -1, &p, &e)) || (rc = sim_step_run(&p, &hw, &sim->train, NULL, &sr, &e)) ||
+        (rc = plan_setup_plan(&c, -1, &p, &e)) || (rc = sim_step_run(&p, &hw, &sim->train, NULL, &sr, &e)) ||
         (rc = read_logs(a, logs, &ms, &n_ms, &e)) || (a->monitor && (rc = val_monitor_read(a->monitor, &mon, &e)))) {
         rc = cli_fail("validate", &e);
         goto out;
@@ -297,14 +297,14 @@ out:
         trace_ds_free(&logs[i]);
     free(ms);
     plan_free(&p);
-    cli_ctx_free(&c);
+    plan_setup_free(&c);
     return rc;
 }
 
 static int run(int argc, char **argv)
 {
-    struct cli_setup s;
-    cli_setup_init(&s);
+    struct plan_inputs s;
+    plan_inputs_init(&s);
     struct cli_sim sim;
     cli_sim_init(&sim);
     struct validate_args a = {.tol_gib = 0.1, .tol_pct = 10};

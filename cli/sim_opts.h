@@ -1,13 +1,12 @@
 /* cli/sim_opts.h — the options predict, sweep and tune share (hardware profile, schedule,
- * training settings) and the result as JSON. */
+ * training settings); the result as JSON is sim/step_json.h. */
 #ifndef RL_CLI_SIM_OPTS_H
 #define RL_CLI_SIM_OPTS_H
-
-#include <jansson.h>
 
 #include "cli/cli.h"
 #include "sim/hw.h"
 #include "sim/step.h"
+#include "sim/step_json.h"   /* sim_step_result_json, for the commands that print a prediction */
 
 struct cli_sim {
     const char *hw;              /* --hw NAME|FILE (default dgx1-v100) */
@@ -23,7 +22,7 @@ int cli_sim_opt(void *ctx, int id, const char *value, struct rl_err *e);
 /* Loads the profile from --hw (a name in the context's catalog, or a path), applies the
  * --gpu-mem, --host-mem and --pcie-gen overrides, and takes over what the setup learned for the
  * simulator (a launch line's --checkpoint-activations). */
-int cli_sim_load_hw(struct cli_sim *s, const struct cli_ctx *c, struct sim_hw *hw, struct rl_err *e);
+int cli_sim_load_hw(struct cli_sim *s, const struct plan_setup *c, struct sim_hw *hw, struct rl_err *e);
 /* A one-line description of the training settings, e.g. "deepspeed 0.12.4, CPU optimizer deepspeed; micro-batch 1, ...". */
 void cli_sim_settings(const struct sim_step_result *r, const struct sim_train *t, char *buf, size_t n);
 /* The attention the simulator uses: --attention, else the model's framework default. */
@@ -31,7 +30,5 @@ enum plan_attention cli_sim_attention(const struct sim_train *t, const struct pl
 /* Where the attention setting comes from: "--attention", or the model's framework default and its
  * reason (plan_attention_origin). */
 const char *cli_sim_attention_origin(const struct sim_train *t, const struct plan_arch *a);
-/* Every field of a prediction; bytes and nanoseconds as exact integers. */
-json_t *cli_sim_result_json(const struct sim_step_result *r);
 
 #endif

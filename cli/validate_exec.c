@@ -148,7 +148,7 @@ static void argf(struct argv_b *a, const char *fmt, double v)
     arg(a, a->store[a->n]);
 }
 
-int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, struct cli_sim *sim,
+int cli_validate_exec_run(struct cli_validate_exec *x, struct plan_inputs *s, struct cli_sim *sim,
                           const char *const *fwd, int n_fwd, bool schedule_given, bool json)
 {
     struct rl_err e = {0};
@@ -179,7 +179,7 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
     return cli_fail("validate", &e);
 #else
     int code = 0;
-    struct cli_ctx c;
+    struct plan_setup c;
     memset(&c, 0, sizeof c);
     struct plan_model scaled;
     memset(&scaled, 0, sizeof scaled);
@@ -536,7 +536,7 @@ out:
     free(rep);
     free(ratios);
     plan_model_free(&scaled);
-    cli_ctx_free(&c);
+    plan_setup_free(&c);
     return code;
 #endif
 }

@@ -24,7 +24,7 @@ bool cli_validate_exec_given(const struct cli_validate_exec *x);
 /* The whole executor mode; returns the exit code. fwd: the model/layout/config options as given
  * (passed on to `ratiolab run`); schedule_given: --schedule was given (else overlap, the
  * executor's schedule). */
-int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, struct cli_sim *sim,
+int cli_validate_exec_run(struct cli_validate_exec *x, struct plan_inputs *s, struct cli_sim *sim,
                           const char *const *fwd, int n_fwd, bool schedule_given, bool json);
 
 #endif

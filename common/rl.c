@@ -85,6 +85,28 @@ int rl_err_prefix(struct rl_err *e, const char *fmt, ...)
     return e->code;
 }
 
+int rl_err_vfirst(int *first, struct rl_err *e, int code, const char *fmt, va_list ap)
+{
+    if (*first)
+        return code;
+    *first = code;
+    if (e) {
+        vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+        one_line(e->msg, sizeof e->msg);
+        e->code = code;
+    }
+    return code;
+}
+
+int rl_err_first(int *first, struct rl_err *e, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    rl_err_vfirst(first, e, code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
 bool rl_streq(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
 
 int rl_parse_i64(const char *field, const char *s, int64_t min, int64_t max, int64_t *out,

@@ -43,6 +43,23 @@ int rl_exit_code(int code);   /* 0 ok, 1 check failed, 2 bad input, 3 environmen
 int rl_errf(struct rl_err *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Prepends "prefix: " to an existing message (adding context on the way up). */
 int rl_err_prefix(struct rl_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* First error wins: when *first is 0, stores code in it and the message in *e (as rl_errf does);
+ * a later error leaves both alone. Returns code either way, so `return rl_err_first(...)` works
+ * in writers and callbacks that go on after a failure and report the first one at the end. */
+int rl_err_first(int *first, struct rl_err *e, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+int rl_err_vfirst(int *first, struct rl_err *e, int code, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+
+/* The one forwarding step of the tree (zstd's FORWARD_IF_ERROR): evaluates x, an int that is 0 or
+ * an RL_E* code, and returns it from the calling function when it is not 0. The callee has
+ * already filled the error message; add context on the way up with rl_err_prefix instead. */
+#define RL_TRY(x)                                                                                  \
+    do {                                                                                           \
+        int rl_try_rc_ = (x);                                                                      \
+        if (rl_try_rc_)                                                                            \
+            return rl_try_rc_;                                                                     \
+    } while (0)
 
 /* ---- checked parsing: each names `field` in its error ---------------------------------------- */
 int rl_parse_i64(const char *field, const char *s, int64_t min, int64_t max, int64_t *out,

@@ -16,39 +16,12 @@
 #include "plan/plan.h"
 
 /* Reads a required size into *out (1..PLAN__MAX_DIM). */
-#define NEED(key, out)                                                                        \
-    do {                                                                                      \
-        int rc_ = plan__json_int(root, what, key, true, 0, 1, PLAN__MAX_DIM, out, e);          \
-        if (rc_)                                                                              \
-            return rc_;                                                                       \
-    } while (0)
+#define NEED(key, out) RL_TRY(plan__json_int(root, what, key, true, 0, 1, PLAN__MAX_DIM, out, e))
 /* Reads a required layer count into *out (1..PLAN__MAX_LAYERS, the limit its message quotes). */
-#define NEED_LAYERS(key, out)                                                                 \
-    do {                                                                                      \
-        int rc_ = plan__json_int(root, what, key, true, 0, 1, PLAN__MAX_LAYERS, out, e);       \
-        if (rc_)                                                                              \
-            return rc_;                                                                       \
-    } while (0)
+#define NEED_LAYERS(key, out) RL_TRY(plan__json_int(root, what, key, true, 0, 1, PLAN__MAX_LAYERS, out, e))
 /* Reads an optional size (default def) into *out. */
-#define OPT(key, def, out)                                                                    \
-    do {                                                                                      \
-        int rc_ = plan__json_int(root, what, key, false, def, 1, PLAN__MAX_DIM, out, e);       \
-        if (rc_)                                                                              \
-            return rc_;                                                                       \
-    } while (0)
-#define OPTB(key, def, out)                                                                   \
-    do {                                                                                      \
-        int rc_ = plan__json_bool(root, what, key, def, out, e);                              \
-        if (rc_)                                                                              \
-            return rc_;                                                                       \
-    } while (0)
-/* Propagates a non-zero return code. */
-#define TRY(x)                                                                                \
-    do {                                                                                      \
-        int rc_ = (x);                                                                        \
-        if (rc_)                                                                              \
-            return rc_;                                                                       \
-    } while (0)
+#define OPT(key, def, out) RL_TRY(plan__json_int(root, what, key, false, def, 1, PLAN__MAX_DIM, out, e))
+#define OPTB(key, def, out) RL_TRY(plan__json_bool(root, what, key, def, out, e))
 
 static int check_layers(const char *what, const char *key, int64_t n, struct rl_err *e)
 {
@@ -74,7 +47,7 @@ static int seq_len(const char *what, const struct plan_model_opts *o, int64_t de
 {
     int64_t s = o->seq_len > 0 ? o->seq_len : def;
     if (max_pos > 0 && s > max_pos)
-        return rl_errf(e, RL_EINVAL, "--seq-len %lld: is longer than %s's %s %lld; allowed: <= %lld",
+        return rl_errf(e, RL_EINVAL, "seq_len %lld: is longer than %s's %s %lld; allowed: <= %lld",
                        (long long)s, what, pos_key, (long long)max_pos, (long long)max_pos);
     *out = s;
     return 0;
@@ -93,8 +66,8 @@ static int gpt2(struct plan_model *m, const json_t *root, const char *what,
     OPT("n_positions", 1024, &npos);
     OPT("n_inner", 4 * h, &inner);
     OPTB("tie_word_embeddings", true, &tied);
-    TRY(check_layers(what, "n_layer", layers, e));
-    TRY(check_heads(what, "n_embd", h, "n_head", heads, e));
+    RL_TRY(check_layers(what, "n_layer", layers, e));
+    RL_TRY(check_heads(what, "n_embd", h, "n_head", heads, e));
     struct plan_arch *a = &m->arch;
     a->kind = PLAN_ARCH_HF_GPT2;
     a->layers = a->layers_here = (int)layers;
@@ -105,29 +78,29 @@ static int gpt2(struct plan_model *m, const json_t *root, const char *what,
     a->vocab = a->vocab_padded = vocab;
     a->max_pos = npos;
     a->tied_embeddings = tied;
-    TRY(seq_len(what, o, npos, npos, "n_positions", &a->seq_len, e));
+    RL_TRY(seq_len(what, o, npos, npos, "n_positions", &a->seq_len, e));
 
     const unsigned LN = PLAN_TF_LAYERNORM, B = PLAN_TF_BIAS;
-    TRY(plan__addf(m, e, PLAN_TP_REPLICATED, PLAN_TF_EMBEDDING, -1, 2, vocab, h, "transformer.wte.weight"));
-    TRY(plan__addf(m, e, PLAN_TP_REPLICATED, PLAN_TF_EMBEDDING, -1, 2, npos, h, "transformer.wpe.weight"));
+    RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, PLAN_TF_EMBEDDING, -1, 2, vocab, h, "transformer.wte.weight"));
+    RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, PLAN_TF_EMBEDDING, -1, 2, npos, h, "transformer.wpe.weight"));
     for (int i = 0; i < (int)layers; i++) {
-        TRY(plan__addf(m, e, PLAN_TP_REPLICATED, LN, i, 1, h, 0, "transformer.h.%d.ln_1.weight", i));
-        TRY(plan__addf(m, e, PLAN_TP_REPLICATED, LN | B, i, 1, h, 0, "transformer.h.%d.ln_1.bias", i));
-        TRY(plan__addf(m, e, PLAN_TP_REPLICATED, 0, i, 2, h, 3 * h, "transformer.h.%d.attn.c_attn.weight", i));
-        TRY(plan__addf(m, e, PLAN_TP_REPLICATED, B, i, 1, 3 * h, 0, "transformer.h.%d.attn.c_attn.bias", i));
-        TRY(plan__addf(m, e, PLAN_TP_REPLICATED, 0, i, 2, h, h, "transformer.h.%d.attn.c_proj.weight", i));
-        TRY(plan__addf(m, e, PLAN_TP_REPLICATED, B, i, 1, h, 0, "transformer.h.%d.attn.c_proj.bias", i));
-        TRY(plan__addf(m, e, PLAN_TP_REPLICATED, LN, i, 1, h, 0, "transformer.h.%d.ln_2.weight", i));
-        TRY(plan__addf(m, e, PLAN_TP_REPLICATED, LN | B, i, 1, h, 0, "transformer.h.%d.ln_2.bias", i));
-        TRY(plan__addf(m, e, PLAN_TP_REPLICATED, 0, i, 2, h, inner, "transformer.h.%d.mlp.c_fc.weight", i));
-        TRY(plan__addf(m, e, PLAN_TP_REPLICATED, B, i, 1, inner, 0, "transformer.h.%d.mlp.c_fc.bias", i));
-        TRY(plan__addf(m, e, PLAN_TP_REPLICATED, 0, i, 2, inner, h, "transformer.h.%d.mlp.c_proj.weight", i));
-        TRY(plan__addf(m, e, PLAN_TP_REPLICATED, B, i, 1, h, 0, "transformer.h.%d.mlp.c_proj.bias", i));
+        RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, LN, i, 1, h, 0, "transformer.h.%d.ln_1.weight", i));
+        RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, LN | B, i, 1, h, 0, "transformer.h.%d.ln_1.bias", i));
+        RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, 0, i, 2, h, 3 * h, "transformer.h.%d.attn.c_attn.weight", i));
+        RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, B, i, 1, 3 * h, 0, "transformer.h.%d.attn.c_attn.bias", i));
+        RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, 0, i, 2, h, h, "transformer.h.%d.attn.c_proj.weight", i));
+        RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, B, i, 1, h, 0, "transformer.h.%d.attn.c_proj.bias", i));
+        RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, LN, i, 1, h, 0, "transformer.h.%d.ln_2.weight", i));
+        RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, LN | B, i, 1, h, 0, "transformer.h.%d.ln_2.bias", i));
+        RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, 0, i, 2, h, inner, "transformer.h.%d.mlp.c_fc.weight", i));
+        RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, B, i, 1, inner, 0, "transformer.h.%d.mlp.c_fc.bias", i));
+        RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, 0, i, 2, inner, h, "transformer.h.%d.mlp.c_proj.weight", i));
+        RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, B, i, 1, h, 0, "transformer.h.%d.mlp.c_proj.bias", i));
     }
-    TRY(plan__addf(m, e, PLAN_TP_REPLICATED, LN, -1, 1, h, 0, "transformer.ln_f.weight"));
-    TRY(plan__addf(m, e, PLAN_TP_REPLICATED, LN | B, -1, 1, h, 0, "transformer.ln_f.bias"));
+    RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, LN, -1, 1, h, 0, "transformer.ln_f.weight"));
+    RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, LN | B, -1, 1, h, 0, "transformer.ln_f.bias"));
     if (!tied)
-        TRY(plan__addf(m, e, PLAN_TP_REPLICATED, 0, -1, 2, vocab, h, "lm_head.weight"));
+        RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, 0, -1, 2, vocab, h, "lm_head.weight"));
     return 0;
 }
 
@@ -170,11 +143,11 @@ static int decoder(struct plan_model *m, const json_t *root, const char *what,
     OPTB("tie_word_embeddings", f->tied_default, &tied);
     OPTB("attention_bias", false, &attn_bias);
     OPTB("mlp_bias", false, &mlp_bias);
-    TRY(check_layers(what, "num_hidden_layers", layers, e));
+    RL_TRY(check_layers(what, "num_hidden_layers", layers, e));
     if (json_object_get(root, "head_dim") && !json_is_null(json_object_get(root, "head_dim"))) {
         OPT("head_dim", 0, &hd);
     } else {
-        TRY(check_heads(what, "hidden_size", h, "num_attention_heads", heads, e));
+        RL_TRY(check_heads(what, "hidden_size", h, "num_attention_heads", heads, e));
         hd = h / heads;
     }
     if (kv > heads || heads % kv)
@@ -196,7 +169,7 @@ static int decoder(struct plan_model *m, const json_t *root, const char *what,
      * (128k), not a training length. */
     int64_t seq_def;
     OPT("seq_len_default", max_pos, &seq_def);
-    TRY(seq_len(what, o, seq_def, 0, "max_position_embeddings", &a->seq_len, e));
+    RL_TRY(seq_len(what, o, seq_def, 0, "max_position_embeddings", &a->seq_len, e));
 
     const unsigned RMS = PLAN_TF_RMSNORM, B = PLAN_TF_BIAS;
     const enum plan_tp_split R = PLAN_TP_REPLICATED;
@@ -205,40 +178,40 @@ static int decoder(struct plan_model *m, const json_t *root, const char *what,
     const int64_t cols[4] = {h, h, h, heads * hd};
     const char *const mlp[3] = {"gate", "up", "down"};
     const char *const L = "model.layers";
-    TRY(plan__addf(m, e, R, PLAN_TF_EMBEDDING, -1, 2, vocab, h, "model.embed_tokens.weight"));
+    RL_TRY(plan__addf(m, e, R, PLAN_TF_EMBEDDING, -1, 2, vocab, h, "model.embed_tokens.weight"));
     for (int i = 0; i < (int)layers; i++) {
         if (f->fused) {
-            TRY(plan__addf(m, e, R, 0, i, 2, h, heads * hd, "%s.%d.self_attn.o_proj.weight", L, i));
-            TRY(plan__addf(m, e, R, 0, i, 2, (heads + 2 * kv) * hd, h, "%s.%d.self_attn.qkv_proj.weight", L, i));
-            TRY(plan__addf(m, e, R, 0, i, 2, 2 * ffn, h, "%s.%d.mlp.gate_up_proj.weight", L, i));
-            TRY(plan__addf(m, e, R, 0, i, 2, h, ffn, "%s.%d.mlp.down_proj.weight", L, i));
+            RL_TRY(plan__addf(m, e, R, 0, i, 2, h, heads * hd, "%s.%d.self_attn.o_proj.weight", L, i));
+            RL_TRY(plan__addf(m, e, R, 0, i, 2, (heads + 2 * kv) * hd, h, "%s.%d.self_attn.qkv_proj.weight", L, i));
+            RL_TRY(plan__addf(m, e, R, 0, i, 2, 2 * ffn, h, "%s.%d.mlp.gate_up_proj.weight", L, i));
+            RL_TRY(plan__addf(m, e, R, 0, i, 2, h, ffn, "%s.%d.mlp.down_proj.weight", L, i));
         } else {
             for (int k = 0; k < 4; k++) {
-                TRY(plan__addf(m, e, R, 0, i, 2, rows[k], cols[k], "%s.%d.self_attn.%s_proj.weight", L, i, proj[k]));
+                RL_TRY(plan__addf(m, e, R, 0, i, 2, rows[k], cols[k], "%s.%d.self_attn.%s_proj.weight", L, i, proj[k]));
                 if (attn_bias || (f->qkv_bias && k < 3))
-                    TRY(plan__addf(m, e, R, B, i, 1, rows[k], 0, "%s.%d.self_attn.%s_proj.bias", L, i, proj[k]));
+                    RL_TRY(plan__addf(m, e, R, B, i, 1, rows[k], 0, "%s.%d.self_attn.%s_proj.bias", L, i, proj[k]));
             }
             if (f->qk_norm) {
-                TRY(plan__addf(m, e, R, RMS, i, 1, hd, 0, "%s.%d.self_attn.q_norm.weight", L, i));
-                TRY(plan__addf(m, e, R, RMS, i, 1, hd, 0, "%s.%d.self_attn.k_norm.weight", L, i));
+                RL_TRY(plan__addf(m, e, R, RMS, i, 1, hd, 0, "%s.%d.self_attn.q_norm.weight", L, i));
+                RL_TRY(plan__addf(m, e, R, RMS, i, 1, hd, 0, "%s.%d.self_attn.k_norm.weight", L, i));
             }
             for (int k = 0; k < 3; k++) {
                 const int64_t r = k < 2 ? ffn : h, c = k < 2 ? h : ffn;
-                TRY(plan__addf(m, e, R, 0, i, 2, r, c, "%s.%d.mlp.%s_proj.weight", L, i, mlp[k]));
+                RL_TRY(plan__addf(m, e, R, 0, i, 2, r, c, "%s.%d.mlp.%s_proj.weight", L, i, mlp[k]));
                 if (mlp_bias)
-                    TRY(plan__addf(m, e, R, B, i, 1, r, 0, "%s.%d.mlp.%s_proj.bias", L, i, mlp[k]));
+                    RL_TRY(plan__addf(m, e, R, B, i, 1, r, 0, "%s.%d.mlp.%s_proj.bias", L, i, mlp[k]));
             }
         }
-        TRY(plan__addf(m, e, R, RMS, i, 1, h, 0, "%s.%d.input_layernorm.weight", L, i));
-        TRY(plan__addf(m, e, R, RMS, i, 1, h, 0, "%s.%d.post_attention_layernorm.weight", L, i));
+        RL_TRY(plan__addf(m, e, R, RMS, i, 1, h, 0, "%s.%d.input_layernorm.weight", L, i));
+        RL_TRY(plan__addf(m, e, R, RMS, i, 1, h, 0, "%s.%d.post_attention_layernorm.weight", L, i));
         if (f->sandwich_norms) {
-            TRY(plan__addf(m, e, R, RMS, i, 1, h, 0, "%s.%d.pre_feedforward_layernorm.weight", L, i));
-            TRY(plan__addf(m, e, R, RMS, i, 1, h, 0, "%s.%d.post_feedforward_layernorm.weight", L, i));
+            RL_TRY(plan__addf(m, e, R, RMS, i, 1, h, 0, "%s.%d.pre_feedforward_layernorm.weight", L, i));
+            RL_TRY(plan__addf(m, e, R, RMS, i, 1, h, 0, "%s.%d.post_feedforward_layernorm.weight", L, i));
         }
     }
-    TRY(plan__addf(m, e, R, RMS, -1, 1, h, 0, "model.norm.weight"));
+    RL_TRY(plan__addf(m, e, R, RMS, -1, 1, h, 0, "model.norm.weight"));
     if (!tied)
-        TRY(plan__addf(m, e, R, 0, -1, 2, vocab, h, "lm_head.weight"));
+        RL_TRY(plan__addf(m, e, R, 0, -1, 2, vocab, h, "lm_head.weight"));
     return 0;
 }
 
@@ -248,7 +221,7 @@ static int opt_norm(struct plan_model *m, struct rl_err *e, bool affine, int lay
 {
     if (!affine)
         return 0;   /* LayerNorm(elementwise_affine=False) has no parameters */
-    TRY(plan__addf(m, e, PLAN_TP_REPLICATED, PLAN_TF_LAYERNORM, layer, 1, h, 0, "%s.weight", prefix));
+    RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, PLAN_TF_LAYERNORM, layer, 1, h, 0, "%s.weight", prefix));
     return plan__addf(m, e, PLAN_TP_REPLICATED, PLAN_TF_LAYERNORM | PLAN_TF_BIAS, layer, 1, h, 0,
                       "%s.bias", prefix);
 }
@@ -270,8 +243,8 @@ static int opt(struct plan_model *m, const json_t *root, const char *what,
     OPTB("_remove_final_layer_norm", false, &remove_final);
     OPTB("enable_bias", true, &bias);
     OPTB("layer_norm_elementwise_affine", true, &affine);
-    TRY(check_layers(what, "num_hidden_layers", layers, e));
-    TRY(check_heads(what, "hidden_size", h, "num_attention_heads", heads, e));
+    RL_TRY(check_layers(what, "num_hidden_layers", layers, e));
+    RL_TRY(check_heads(what, "hidden_size", h, "num_attention_heads", heads, e));
     struct plan_arch *a = &m->arch;
     a->kind = PLAN_ARCH_HF_OPT;
     a->layers = a->layers_here = (int)layers;
@@ -282,44 +255,44 @@ static int opt(struct plan_model *m, const json_t *root, const char *what,
     a->vocab = a->vocab_padded = vocab;
     a->max_pos = max_pos;
     a->tied_embeddings = tied;
-    TRY(seq_len(what, o, max_pos, max_pos, "max_position_embeddings", &a->seq_len, e));
+    RL_TRY(seq_len(what, o, max_pos, max_pos, "max_position_embeddings", &a->seq_len, e));
 
     const enum plan_tp_split R = PLAN_TP_REPLICATED;
     const char *d = "model.decoder";
-    TRY(plan__addf(m, e, R, PLAN_TF_EMBEDDING, -1, 2, vocab, proj, "%s.embed_tokens.weight", d));
+    RL_TRY(plan__addf(m, e, R, PLAN_TF_EMBEDDING, -1, 2, vocab, proj, "%s.embed_tokens.weight", d));
     /* OPTLearnedPositionalEmbedding keeps 2 extra rows (offset 2). */
-    TRY(plan__addf(m, e, R, PLAN_TF_EMBEDDING, -1, 2, max_pos + 2, h, "%s.embed_positions.weight", d));
+    RL_TRY(plan__addf(m, e, R, PLAN_TF_EMBEDDING, -1, 2, max_pos + 2, h, "%s.embed_positions.weight", d));
     if (proj != h) {
-        TRY(plan__addf(m, e, R, 0, -1, 2, proj, h, "%s.project_out.weight", d));
-        TRY(plan__addf(m, e, R, 0, -1, 2, h, proj, "%s.project_in.weight", d));
+        RL_TRY(plan__addf(m, e, R, 0, -1, 2, proj, h, "%s.project_out.weight", d));
+        RL_TRY(plan__addf(m, e, R, 0, -1, 2, h, proj, "%s.project_in.weight", d));
     }
     /* OPTDecoder registers final_layer_norm before its layers. */
     char p[PLAN_NAME_MAX];
     if (ln_before && !remove_final) {
         snprintf(p, sizeof p, "%s.final_layer_norm", d);
-        TRY(opt_norm(m, e, affine, -1, h, p));
+        RL_TRY(opt_norm(m, e, affine, -1, h, p));
     }
     const char *const attn[4] = {"k", "v", "q", "out"};
     for (int i = 0; i < (int)layers; i++) {
         for (int k = 0; k < 4; k++) {
-            TRY(plan__addf(m, e, R, 0, i, 2, h, h, "%s.layers.%d.self_attn.%s_proj.weight", d, i, attn[k]));
+            RL_TRY(plan__addf(m, e, R, 0, i, 2, h, h, "%s.layers.%d.self_attn.%s_proj.weight", d, i, attn[k]));
             if (bias)
-                TRY(plan__addf(m, e, R, PLAN_TF_BIAS, i, 1, h, 0, "%s.layers.%d.self_attn.%s_proj.bias",
+                RL_TRY(plan__addf(m, e, R, PLAN_TF_BIAS, i, 1, h, 0, "%s.layers.%d.self_attn.%s_proj.bias",
                                d, i, attn[k]));
         }
         snprintf(p, sizeof p, "%s.layers.%d.self_attn_layer_norm", d, i);
-        TRY(opt_norm(m, e, affine, i, h, p));
-        TRY(plan__addf(m, e, R, 0, i, 2, ffn, h, "%s.layers.%d.fc1.weight", d, i));
+        RL_TRY(opt_norm(m, e, affine, i, h, p));
+        RL_TRY(plan__addf(m, e, R, 0, i, 2, ffn, h, "%s.layers.%d.fc1.weight", d, i));
         if (bias)
-            TRY(plan__addf(m, e, R, PLAN_TF_BIAS, i, 1, ffn, 0, "%s.layers.%d.fc1.bias", d, i));
-        TRY(plan__addf(m, e, R, 0, i, 2, h, ffn, "%s.layers.%d.fc2.weight", d, i));
+            RL_TRY(plan__addf(m, e, R, PLAN_TF_BIAS, i, 1, ffn, 0, "%s.layers.%d.fc1.bias", d, i));
+        RL_TRY(plan__addf(m, e, R, 0, i, 2, h, ffn, "%s.layers.%d.fc2.weight", d, i));
         if (bias)
-            TRY(plan__addf(m, e, R, PLAN_TF_BIAS, i, 1, h, 0, "%s.layers.%d.fc2.bias", d, i));
+            RL_TRY(plan__addf(m, e, R, PLAN_TF_BIAS, i, 1, h, 0, "%s.layers.%d.fc2.bias", d, i));
         snprintf(p, sizeof p, "%s.layers.%d.final_layer_norm", d, i);
-        TRY(opt_norm(m, e, affine, i, h, p));
+        RL_TRY(opt_norm(m, e, affine, i, h, p));
     }
     if (!tied)
-        TRY(plan__addf(m, e, R, 0, -1, 2, vocab, proj, "lm_head.weight"));
+        RL_TRY(plan__addf(m, e, R, 0, -1, 2, vocab, proj, "lm_head.weight"));
     return 0;
 }
 
@@ -334,10 +307,10 @@ static int t5_attn(struct plan_model *m, struct rl_err *e, const struct t5 *t, i
 {
     const char *const w[4] = {"q", "k", "v", "o"};
     for (int k = 0; k < 4; k++)
-        TRY(plan__addf(m, e, PLAN_TP_REPLICATED, 0, layer, 2, k < 3 ? t->inner : t->d,
+        RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, 0, layer, 2, k < 3 ? t->inner : t->d,
                        k < 3 ? t->d : t->inner, "%s.%s.weight", prefix, w[k]));
     if (rel_bias)
-        TRY(plan__addf(m, e, PLAN_TP_REPLICATED, 0, layer, 2, t->buckets, t->heads,
+        RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, 0, layer, 2, t->buckets, t->heads,
                        "%s.relative_attention_bias.weight", prefix));
     return 0;
 }
@@ -346,12 +319,12 @@ static int t5_ff(struct plan_model *m, struct rl_err *e, const struct t5 *t, int
                  const char *prefix)
 {
     if (t->gated) {
-        TRY(plan__addf(m, e, PLAN_TP_REPLICATED, 0, layer, 2, t->ff, t->d, "%s.DenseReluDense.wi_0.weight", prefix));
-        TRY(plan__addf(m, e, PLAN_TP_REPLICATED, 0, layer, 2, t->ff, t->d, "%s.DenseReluDense.wi_1.weight", prefix));
+        RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, 0, layer, 2, t->ff, t->d, "%s.DenseReluDense.wi_0.weight", prefix));
+        RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, 0, layer, 2, t->ff, t->d, "%s.DenseReluDense.wi_1.weight", prefix));
     } else {
-        TRY(plan__addf(m, e, PLAN_TP_REPLICATED, 0, layer, 2, t->ff, t->d, "%s.DenseReluDense.wi.weight", prefix));
+        RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, 0, layer, 2, t->ff, t->d, "%s.DenseReluDense.wi.weight", prefix));
     }
-    TRY(plan__addf(m, e, PLAN_TP_REPLICATED, 0, layer, 2, t->d, t->ff, "%s.DenseReluDense.wo.weight", prefix));
+    RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, 0, layer, 2, t->d, t->ff, "%s.DenseReluDense.wo.weight", prefix));
     return plan__addf(m, e, PLAN_TP_REPLICATED, PLAN_TF_RMSNORM, layer, 1, t->d, 0, "%s.layer_norm.weight", prefix);
 }
 
@@ -367,13 +340,13 @@ static int t5(struct plan_model *m, const json_t *root, const char *what,
     NEED("d_ff", &ff);
     NEED("num_heads", &heads);
     NEED("vocab_size", &vocab);
-    TRY(plan__json_int(root, what, "num_decoder_layers", false, layers, 1, PLAN__MAX_LAYERS, &dec_layers, e));
+    RL_TRY(plan__json_int(root, what, "num_decoder_layers", false, layers, 1, PLAN__MAX_LAYERS, &dec_layers, e));
     OPT("relative_attention_num_buckets", 32, &buckets);
     OPT("n_positions", 512, &npos);
     OPTB("tie_word_embeddings", true, &tied);
-    TRY(plan__json_str(root, what, "feed_forward_proj", "relu", &ffp, e));
-    TRY(check_layers(what, "num_layers", layers, e));
-    TRY(check_layers(what, "num_decoder_layers", dec_layers, e));
+    RL_TRY(plan__json_str(root, what, "feed_forward_proj", "relu", &ffp, e));
+    RL_TRY(check_layers(what, "num_layers", layers, e));
+    RL_TRY(check_layers(what, "num_decoder_layers", dec_layers, e));
     struct t5 t = {.d = d, .ff = ff, .heads = heads, .buckets = buckets};
     if (__builtin_mul_overflow(heads, dkv, &t.inner) || t.inner > PLAN__MAX_DIM)
         return rl_errf(e, RL_EINVAL, "%s: num_heads x d_kv (%lld x %lld) is larger than %lld", what,
@@ -394,35 +367,35 @@ static int t5(struct plan_model *m, const json_t *root, const char *what,
     a->max_pos = 0;   /* relative position buckets, no table per position */
     a->swiglu = t.gated;
     a->tied_embeddings = tied;
-    TRY(seq_len(what, o, npos, 0, "n_positions", &a->seq_len, e));
+    RL_TRY(seq_len(what, o, npos, 0, "n_positions", &a->seq_len, e));
 
-    TRY(plan__addf(m, e, PLAN_TP_REPLICATED, PLAN_TF_EMBEDDING, -1, 2, vocab, d, "shared.weight"));
+    RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, PLAN_TF_EMBEDDING, -1, 2, vocab, d, "shared.weight"));
     char p[PLAN_NAME_MAX];
     for (int i = 0; i < (int)layers; i++) {
         snprintf(p, sizeof p, "encoder.block.%d.layer.0.SelfAttention", i);
-        TRY(t5_attn(m, e, &t, i, p, i == 0));
-        TRY(plan__addf(m, e, PLAN_TP_REPLICATED, PLAN_TF_RMSNORM, i, 1, d, 0,
+        RL_TRY(t5_attn(m, e, &t, i, p, i == 0));
+        RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, PLAN_TF_RMSNORM, i, 1, d, 0,
                        "encoder.block.%d.layer.0.layer_norm.weight", i));
         snprintf(p, sizeof p, "encoder.block.%d.layer.1", i);
-        TRY(t5_ff(m, e, &t, i, p));
+        RL_TRY(t5_ff(m, e, &t, i, p));
     }
-    TRY(plan__addf(m, e, PLAN_TP_REPLICATED, PLAN_TF_RMSNORM, -1, 1, d, 0, "encoder.final_layer_norm.weight"));
+    RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, PLAN_TF_RMSNORM, -1, 1, d, 0, "encoder.final_layer_norm.weight"));
     for (int i = 0; i < (int)dec_layers; i++) {
         const int L = (int)layers + i;
         snprintf(p, sizeof p, "decoder.block.%d.layer.0.SelfAttention", i);
-        TRY(t5_attn(m, e, &t, L, p, i == 0));
-        TRY(plan__addf(m, e, PLAN_TP_REPLICATED, PLAN_TF_RMSNORM, L, 1, d, 0,
+        RL_TRY(t5_attn(m, e, &t, L, p, i == 0));
+        RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, PLAN_TF_RMSNORM, L, 1, d, 0,
                        "decoder.block.%d.layer.0.layer_norm.weight", i));
         snprintf(p, sizeof p, "decoder.block.%d.layer.1.EncDecAttention", i);
-        TRY(t5_attn(m, e, &t, L, p, false));
-        TRY(plan__addf(m, e, PLAN_TP_REPLICATED, PLAN_TF_RMSNORM, L, 1, d, 0,
+        RL_TRY(t5_attn(m, e, &t, L, p, false));
+        RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, PLAN_TF_RMSNORM, L, 1, d, 0,
                        "decoder.block.%d.layer.1.layer_norm.weight", i));
         snprintf(p, sizeof p, "decoder.block.%d.layer.2", i);
-        TRY(t5_ff(m, e, &t, L, p));
+        RL_TRY(t5_ff(m, e, &t, L, p));
     }
-    TRY(plan__addf(m, e, PLAN_TP_REPLICATED, PLAN_TF_RMSNORM, -1, 1, d, 0, "decoder.final_layer_norm.weight"));
+    RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, PLAN_TF_RMSNORM, -1, 1, d, 0, "decoder.final_layer_norm.weight"));
     if (!tied)
-        TRY(plan__addf(m, e, PLAN_TP_REPLICATED, 0, -1, 2, vocab, d, "lm_head.weight"));
+        RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, 0, -1, 2, vocab, d, "lm_head.weight"));
     return 0;
 }
 
@@ -431,14 +404,14 @@ int plan__hf_from_json(struct plan_model *m, const json_t *root, const char *wha
                        const struct plan_model_opts *o, struct rl_err *e)
 {
     const char *type;
-    TRY(plan__json_str(root, what, "model_type", NULL, &type, e));
+    RL_TRY(plan__json_str(root, what, "model_type", NULL, &type, e));
     if (!type)
         return rl_errf(e, RL_EINVAL, "%s: model_type: missing; allowed: gpt2, t5, llama, opt, mistral, qwen2, qwen3, gemma2, phi3", what);
     if (o->tp != 1)
-        return rl_errf(e, RL_EINVAL, "--tp %d: with the Hugging Face model %s; allowed: 1 (tensor "
+        return rl_errf(e, RL_EINVAL, "tp %d: with the Hugging Face model %s; allowed: 1 (tensor "
                        "parallelism is modelled for Megatron GPT only)", o->tp, what);
     if (o->pp != 1 || o->pp_stage != 0)
-        return rl_errf(e, RL_EINVAL, "--pp %d: with the Hugging Face model %s; allowed: 1 (pipeline "
+        return rl_errf(e, RL_EINVAL, "pp %d: with the Hugging Face model %s; allowed: 1 (pipeline "
                        "parallelism is modelled for Megatron GPT only)", o->pp, what);
     int rc;
     if (strcmp(type, "gpt2") == 0)

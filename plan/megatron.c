@@ -281,16 +281,16 @@ int plan__megatron_from_json(struct plan_model *m, const json_t *root, const cha
     c.pp_stage = o->pp_stage;
     if (o->seq_len > 0)
         c.seq_len = o->seq_len;
-    /* TP and PP come from --tp and --pp here, not from a launch line: name those. */
+    /* TP and PP come from the tp and pp options here, not from a launch line: name those. */
     const int64_t kv = c.kv_heads > 0 ? c.kv_heads : c.heads;
     const struct { int64_t n; const char *key; } by_tp[] = {
         {c.heads, "num_attention_heads"}, {kv, "num_key_value_heads"}, {c.ffn_hidden, "ffn_hidden_size"}};
     for (size_t i = 0; c.tp > 0 && i < sizeof by_tp / sizeof by_tp[0]; i++)
         if (by_tp[i].n % c.tp)
-            return rl_errf(e, RL_EINVAL, "--tp %d: does not divide %s's %s %lld; allowed: a divisor of it",
+            return rl_errf(e, RL_EINVAL, "tp %d: does not divide %s's %s %lld; allowed: a divisor of it",
                            c.tp, what, by_tp[i].key, (long long)by_tp[i].n);
     if (c.pp > 0 && c.num_layers % c.pp)
-        return rl_errf(e, RL_EINVAL, "--pp %d: does not divide %s's num_layers %d; allowed: a divisor of it",
+        return rl_errf(e, RL_EINVAL, "pp %d: does not divide %s's num_layers %d; allowed: a divisor of it",
                        c.pp, what, c.num_layers);
     rc = plan_model_megatron(m, &c, e);
     if (rc)

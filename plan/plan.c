@@ -348,10 +348,20 @@ int plan_honored_for(const struct plan *p, int64_t sgs, double ratio, double *ho
     return 0;
 }
 
+bool plan_ratio_within(double honored, double requested, double tol)
+{
+    return fabs(honored - requested) <= tol;
+}
+
+bool plan_honors(const struct plan *p, double tol)
+{
+    return plan_ratio_within(p->honored_ratio, p->requested_ratio, tol);
+}
+
 static bool honors(const struct plan *p, int64_t sgs, double tol)
 {
     double h;
-    return plan_honored_for(p, sgs, p->requested_ratio, &h, NULL) == 0 && fabs(h - p->requested_ratio) <= tol;
+    return plan_honored_for(p, sgs, p->requested_ratio, &h, NULL) == 0 && plan_ratio_within(h, p->requested_ratio, tol);
 }
 
 /* Rounds v down to `digits` significant decimal digits. */

@@ -321,6 +321,12 @@ void plan_free(struct plan *p);
 int64_t plan_peak_gpu_bytes(const struct plan *p);
 int64_t plan_peak_cpu_bytes(const struct plan *p);
 
+/* The one "honored within tolerance" test, |honored - requested| <= tol, that every judgement of
+ * an honored ratio uses (check, plan's warning, tune, validate, the sub_group_size search). */
+bool plan_ratio_within(double honored, double requested, double tol);
+/* plan_ratio_within for a built plan's honored and requested ratios. */
+bool plan_honors(const struct plan *p, double tol);
+
 /* The largest sub_group_size (a round number where one exists) for which the honored ratio is
  * within `tol` of the requested one under the plan's DeepSpeed policy; 0 when none is (e.g. a
  * single tensor larger than the whole CPU share). Leaves *p unchanged. */

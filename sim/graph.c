@@ -89,10 +89,8 @@ static void task_begin(struct sim_graph *g, int i)
     r.tag = i;
     struct rl_err e;
     int rc = sim_flow_start(g->flow, &r, NULL, &e);
-    if (rc && !g->err) {
-        g->err = rc;
-        rl_errf(&g->e, rc, "task %d (%s): %s", i, t->name ? t->name : "?", e.msg);
-    }
+    if (rc)
+        rl_err_first(&g->err, &g->e, rc, "task %d (%s): %s", i, t->name ? t->name : "?", e.msg);
 }
 
 static void on_latency(struct sim *s, void *arg, int64_t tag)
@@ -107,10 +105,9 @@ static void task_ready(struct sim_graph *g, int i)
     t->t_ready_ns = g->flow->sim->now_ns;
     if (t->latency_ns > 0) {
         int rc = sim_after(g->flow->sim, t->latency_ns, on_latency, g, i, NULL);
-        if (rc && !g->err) {
-            g->err = rc;
-            rl_errf(&g->e, rc, "task %d (%s): %s", i, t->name ? t->name : "?", g->flow->sim->e.msg);
-        }
+        if (rc)
+            rl_err_first(&g->err, &g->e, rc, "task %d (%s): %s", i, t->name ? t->name : "?",
+                         g->flow->sim->e.msg);
     } else {
         task_begin(g, i);
     }

@@ -70,7 +70,7 @@ static int deepspeed_answer(const struct sim_tune_request *q, struct sim_tune_re
     int rc = build(&p, q, b->ratio, 0, q->popt.policy, e);
     if (rc)
         return rc;
-    if (fabs(p.honored_ratio - p.requested_ratio) > q->tol) {
+    if (!plan_honors(&p, q->tol)) {
         int64_t sgs = plan_max_honoring_sub_group_size(&p, q->tol);
         if (sgs > 0) {
             plan_free(&p);
@@ -89,7 +89,7 @@ static int deepspeed_answer(const struct sim_tune_request *q, struct sim_tune_re
     }
     fill(&out->ds, q, &p, b->ratio, &t, &r);
     out->ds_valid = true;
-    out->ds_honored = fabs(p.honored_ratio - p.requested_ratio) <= q->tol;
+    out->ds_honored = plan_honors(&p, q->tol);
     out->ds_fits = fits(q, &r);
     plan_free(&p);
     return 0;

@@ -689,8 +689,8 @@ START_TEST(errors_bad_configs)
                       "\"num_attention_heads\": 12, \"seq_length\": 64%s}";
     char buf[512];
     snprintf(buf, sizeof buf, meg, "");
-    expect_error(buf, 5, 1, RL_EINVAL, "--tp 5", "num_attention_heads 12");   /* named as typed */
-    expect_error(buf, 1, 4, RL_EINVAL, "--pp 4", "num_layers 6");
+    expect_error(buf, 5, 1, RL_EINVAL, "tp 5:", "num_attention_heads 12");   /* the field; cli/ names the flag */
+    expect_error(buf, 1, 4, RL_EINVAL, "pp 4:", "num_layers 6");
     snprintf(buf, sizeof buf, meg, ", \"hiden_size\": 3");
     expect_error(buf, 1, 1, RL_EINVAL, "hiden_size", "unknown key");
     snprintf(buf, sizeof buf, meg, ", \"normalization\": \"batchnorm\"");
@@ -698,8 +698,8 @@ START_TEST(errors_bad_configs)
     snprintf(buf, sizeof buf, meg, ", \"max_position_embeddings\": 32");
     expect_error(buf, 1, 1, RL_EINVAL, "--max-position-embeddings", "--seq-length 64");
     snprintf(buf, sizeof buf, meg, ", \"ffn_hidden_size\": 100");
-    expect_error(buf, 8, 1, RL_EINVAL, "--tp 8", NULL);   /* 12 % 8 first */
-    expect_error(buf, 3, 1, RL_EINVAL, "--tp 3", "ffn_hidden_size 100");
+    expect_error(buf, 8, 1, RL_EINVAL, "tp 8:", NULL);   /* 12 % 8 first */
+    expect_error(buf, 3, 1, RL_EINVAL, "tp 3:", "ffn_hidden_size 100");
 }
 END_TEST
 
@@ -709,7 +709,7 @@ START_TEST(errors_seq_len_and_stage)
     struct rl_err e = {0};
     struct plan_model_opts o = {1, 1, 0, 2048};
     ck_assert_int_eq(plan_model_load(&m, catalog(), "gpt2", &o, &e), RL_EINVAL);
-    ck_assert_ptr_nonnull(strstr(e.msg, "seq-len"));
+    ck_assert_ptr_nonnull(strstr(e.msg, "seq_len"));
     ck_assert_ptr_nonnull(strstr(e.msg, "1024"));
     o.seq_len = 512;
     ck_assert_int_eq(plan_model_load(&m, catalog(), "gpt2", &o, &e), 0);

@@ -405,10 +405,11 @@ START_TEST(layout_resolves_and_rejects)
     ck_assert_int_eq(l.gpus_per_node, 8);
     l = (struct plan_layout){.tp = 8, .world = 12};
     ck_assert_int_eq(plan_layout_resolve(&l, &e), RL_EINVAL);
-    ck_assert_ptr_nonnull(strstr(e.msg, "--gpus"));
+    ck_assert_ptr_nonnull(strstr(e.msg, "gpus: 12"));   /* the field; cli/ names the flag */
+    ck_assert_ptr_null(strstr(e.msg, "--"));
     l = (struct plan_layout){.tp = 2, .dp = 3, .world = 8};
     ck_assert_int_eq(plan_layout_resolve(&l, &e), RL_EINVAL);
-    ck_assert_ptr_nonnull(strstr(e.msg, "--dp"));
+    ck_assert_ptr_nonnull(strstr(e.msg, "dp: 3"));
     l = (struct plan_layout){.nodes = 128, .gpus_per_node = 8, .tp = 8};
     ck_assert_int_eq(plan_layout_resolve(&l, &e), 0);
     ck_assert_int_eq(l.world, 1024);

@@ -26,7 +26,7 @@ struct trace {
     size_t cap;              /* bytes allocated for buf */
     long n_events;           /* events written so far (decides the "," separator) */
     int err;                 /* first error (RL_E*), sticky; reported by trace_close */
-    char err_msg[256];       /* what that first error was */
+    struct rl_err err_e;     /* what that first error was */
 };
 
 static bool has_gz_suffix(const char *path)
@@ -39,13 +39,10 @@ static bool has_gz_suffix(const char *path)
 static int fail(struct trace *t, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(struct trace *t, int code, const char *fmt, ...)
 {
-    if (!t->err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(t->err_msg, sizeof t->err_msg, fmt, ap);
-        va_end(ap);
-        t->err = code;
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    rl_err_vfirst(&t->err, &t->err_e, code, fmt, ap);
+    va_end(ap);
     return code;
 }
 
@@ -262,7 +259,7 @@ int trace_open(struct trace **tp, const char *path, struct rl_err *e)
     }
     puts_(t, "{\"traceEvents\":[");
     if (t->err) {
-        rc = rl_errf(e, t->err, "trace %s: %s", path, t->err_msg);
+        rc = rl_errf(e, t->err, "trace %s: %s", path, t->err_e.msg);
         trace_abort(t);
         return rc;
     }
@@ -359,7 +356,7 @@ int trace_close(struct trace *t, struct rl_err *e)
     }
     int rc;
     if (t->err) {
-        rc = rl_errf(e, t->err, "trace %s: %s", t->out.path, t->err_msg);
+        rc = rl_errf(e, t->err, "trace %s: %s", t->out.path, t->err_e.msg);
         rl_outfile_abort(&t->out);
     } else {
         rc = rl_outfile_commit(&t->out, e);

@@ -81,7 +81,7 @@ static void check_honored(struct val_report *r)
             }
         if (strcmp(w->policy, "exact") == 0 && w->plan_per_rank_numel > 0) {
             double bound = (double)PLAN_EXACT_GRANULE / (2.0 * (double)w->plan_per_rank_numel) + 1e-12;
-            if (fabs(w->plan_honored_ratio - w->ratio) > bound && !(w->ratio >= 1 && w->plan_honored_ratio >= 1)) {
+            if (!plan_ratio_within(w->plan_honored_ratio, w->ratio, bound) && !(w->ratio >= 1 && w->plan_honored_ratio >= 1)) {
                 if (!bad++)
                     detail(c, "ratio %g: the plan honors %.6f, more than half a granule (%d elements) away; ",
                            w->ratio, w->plan_honored_ratio, PLAN_EXACT_GRANULE);

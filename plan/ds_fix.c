@@ -1,0 +1,89 @@
+/* plan/ds_fix.c — a DeepSpeed config's hazards judged, and the fixes written into its JSON
+ * (ds_fix.h). */
+#include <string.h>
+
+#include "plan/ds_fix.h"
+
+bool plan_hazard_fails(const struct plan_hazard *h, bool strict) { return strict || h->kind != PLAN_HAZARD_SUSPECT; }
+
+void plan_hazards_find(struct plan_hazard_set *hz, struct plan_zero *z, bool strict)
+{
+    hz->n = plan_ds_hazards(z, hz->h, PLAN_HAZARDS_MAX);
+    hz->n_fail = 0;
+    for (int i = 0; i < hz->n; i++)
+        hz->n_fail += plan_hazard_fails(hz->h[i], strict);
+    hz->n_repaired = plan_ds_hazards_assume_fixed(z);
+}
+
+json_t *plan_hazards_json(const struct plan_hazard_set *hz, const struct plan_zero *z, bool strict)
+{
+    json_t *arr = json_array();
+    char line[1024], ver[48];
+    for (int i = 0; i < hz->n; i++) {
+        const struct plan_hazard *h = hz->h[i];
+        json_t *o = json_object();
+        plan_hazard_line(h, z, line, sizeof line);
+        plan_hazard_versions(h, ver, sizeof ver);
+        json_object_set_new(o, "id", json_string(h->id));
+        json_object_set_new(o, "kind", json_string(plan_hazard_kind_name(h->kind)));
+        json_object_set_new(o, "key", json_string(h->key));
+        json_object_set_new(o, "deepspeed_versions", json_string(ver));
+        json_object_set_new(o, "source", json_string(h->source));
+        json_object_set_new(o, "fix", json_string(h->fix));
+        json_object_set_new(o, "fails", json_boolean(plan_hazard_fails(h, strict)));
+        json_object_set_new(o, "line", json_string(line));
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
+static bool fixable(const struct plan_hazard *h)
+{
+    return !strcmp(h->id, "nvme-ratio") || !strncmp(h->id, "stage-", 6) || !strcmp(h->id, "torch-adam");
+}
+
+int plan_hazards_fixable(const struct plan_hazard_set *hz)
+{
+    int n = 0;
+    for (int i = 0; i < hz->n; i++)
+        n += fixable(hz->h[i]);
+    return n;
+}
+
+int plan_hazards_fix_json(json_t *root, const struct plan_hazard_set *hz)
+{
+    int n = 0;
+    json_t *zo = json_object_get(root, "zero_optimization");
+    json_t *off = json_object_get(zo, "offload_optimizer");
+    json_t *params = json_object_get(json_object_get(root, "optimizer"), "params");
+    for (int i = 0; i < hz->n; i++) {
+        const char *id = hz->h[i]->id;
+        if (!strcmp(id, "nvme-ratio") && json_is_object(off))
+            n += json_object_set_new(off, "device", json_string("cpu")) == 0;
+        else if (!strncmp(id, "stage-", 6) && json_is_object(zo))
+            n += json_object_set_new(zo, "stage", json_integer(3)) == 0;
+        else if (!strcmp(id, "torch-adam") && json_is_object(params))
+            n += json_object_del(params, "torch_adam") == 0;
+    }
+    return n;
+}
+
+void plan_zero_fix_json(json_t *root, int64_t sub_group_size, double ratio)
+{
+    json_t *zo = json_object_get(root, "zero_optimization");
+    if (!zo) {
+        zo = json_object();
+        json_object_set_new(root, "zero_optimization", zo);
+    }
+    if (sub_group_size > 0)
+        json_object_set_new(zo, "sub_group_size", json_integer(sub_group_size));
+    if (ratio >= 0) {
+        json_t *off = json_object_get(zo, "offload_optimizer");
+        if (!off) {
+            off = json_object();
+            json_object_set_new(off, "device", json_string("cpu"));
+            json_object_set_new(zo, "offload_optimizer", off);
+        }
+        json_object_set_new(off, "ratio", json_real(ratio));
+    }
+}

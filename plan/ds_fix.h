@@ -1,0 +1,38 @@
+/* plan/ds_fix.h — the DeepSpeed hazards of one config judged for `check` (fails on them) and
+ * `plan` (warns), and the fixes `check --fix-to` writes into the config's JSON: the hazards'
+ * mechanical repairs and check's sub_group_size and ratio (sim/check.h). */
+#ifndef RL_PLAN_DS_FIX_H
+#define RL_PLAN_DS_FIX_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "plan/ds_hazards.h"
+
+/* The hazards of one config, found before the planner's repairs are assumed. */
+struct plan_hazard_set {
+    const struct plan_hazard *h[PLAN_HAZARDS_MAX];   /* matching table entries, table order */
+    int n;                                           /* how many */
+    int n_fail;                                      /* those that fail `check` (suspects: only strict) */
+    int n_repaired;                                  /* repairs assumed for the analysis (device, stage) */
+};
+
+/* Whether h fails `check`; strict: suspects (readings of the code) fail too. */
+bool plan_hazard_fails(const struct plan_hazard *h, bool strict);
+/* Finds the hazards of z, then applies the repairs to z so the plan can be built for the config
+ * the user gets after the fixes. */
+void plan_hazards_find(struct plan_hazard_set *hz, struct plan_zero *z, bool strict);
+/* [{"id", "kind", "key", "deepspeed_versions", "source", "fix", "fails", "line"}, ...];
+ * z: the config as written. */
+json_t *plan_hazards_json(const struct plan_hazard_set *hz, const struct plan_zero *z, bool strict);
+/* How many of the hazards the JSON fix can repair: device "cpu", stage 3, torch_adam removed (an
+ * optimizer type or a scheduler needs the user's judgement). */
+int plan_hazards_fixable(const struct plan_hazard_set *hz);
+/* Applies those repairs to a parsed DeepSpeed config; returns how many it applied. */
+int plan_hazards_fix_json(json_t *root, const struct plan_hazard_set *hz);
+/* Writes zero_optimization.sub_group_size (when > 0) and offload_optimizer.ratio (when >= 0, with
+ * device "cpu" when the config has no offload_optimizer block) into a parsed config. */
+void plan_zero_fix_json(json_t *root, int64_t sub_group_size, double ratio);
+
+#endif

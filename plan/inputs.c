@@ -1,0 +1,312 @@
+/* plan/inputs.c — the precedence rules that merge a DeepSpeed config, a Megatron-DeepSpeed launch
+ * line and explicit settings into a model, a layout and a ZeRO config (see inputs.h). Messages
+ * name the fields of struct plan_inputs; front ends rename them to their flags. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>   /* access */
+
+#include "plan/ds_hazards.h"
+#include "plan/inputs.h"
+#include "plan/megatron_args.h"
+
+void plan_inputs_init(struct plan_inputs *in)
+{
+    memset(in, 0, sizeof *in);
+    in->policy = PLAN_POLICY_AUTO;
+    in->ledger = PLAN_LEDGER_AUTO;
+    in->groups = PLAN_GROUPS_AUTO;
+    in->ratio = -1;
+}
+
+static void setup_note(struct plan_setup *c, const char *msg)
+{
+    if (c->n_notes < (int)(sizeof c->notes / sizeof c->notes[0]))
+        snprintf(c->notes[c->n_notes++], sizeof c->notes[0], "%s", msg);
+}
+
+/* Reads megatron_args / megatron_args_file into *l; errors name the field (a file's errors start
+ * with its path). */
+static int read_launch(const struct plan_inputs *in, struct plan_megatron_launch *l, struct rl_err *e)
+{
+    if (in->megatron_args) {
+        int rc = plan_megatron_args_parse(in->megatron_args, l, e);
+        return rc ? rl_err_prefix(e, "megatron_args") : 0;
+    }
+    return plan_megatron_args_load(in->megatron_args_file, l, e);
+}
+
+/* The DeepSpeed config a launch line names (--deepspeed_config): as given (relative to the
+ * working directory), else next to megatron_args_file. Fills path or returns an error saying
+ * which file is needed. */
+static int launch_ds_config(const struct plan_inputs *in, const struct plan_megatron_launch *l,
+                            char *path, size_t n, struct rl_err *e)
+{
+    snprintf(path, n, "%s", l->ds_config);
+    if (access(path, R_OK) == 0)
+        return 0;
+    if (in->megatron_args_file && l->ds_config[0] != '/') {
+        const char *slash = strrchr(in->megatron_args_file, '/');
+        if (slash) {
+            snprintf(path, n, "%.*s/%s", (int)(slash - in->megatron_args_file), in->megatron_args_file,
+                     l->ds_config);
+            if (access(path, R_OK) == 0)
+                return 0;
+        }
+    }
+    return rl_errf(e, RL_EINVAL, "--deepspeed_config: '%s' (named in the Megatron arguments) is "
+                   "not found; the DeepSpeed JSON it names is needed: run from its folder or give it "
+                   "with ds_config FILE", l->ds_config);
+}
+
+/* The built-in DeepSpeed config when ds_config is absent: ZeRO-3 with pinned CPU offload of
+ * the optimizer, fp16 (V100 has no bf16), ratio 0.3, DeepSpeed defaults elsewhere. */
+static void builtin_zero(struct plan_zero *z)
+{
+    plan_zero_defaults(z);
+    z->stage = 3;
+    z->offload = PLAN_OFFLOAD_CPU;
+    z->pin_memory = true;
+    z->ratio = 0.3;
+    z->dtype = PLAN_FP16;
+}
+
+/* A config whose ratio DeepSpeed would ignore or crash on cannot be simulated as a partial
+ * offload: refused here with the hazard's line; check and plan report it instead. */
+static int refuse_hazards(const struct plan_zero *z, struct rl_err *e)
+{
+    const struct plan_hazard *hz[PLAN_HAZARDS_MAX];
+    int n = plan_ds_hazards(z, hz, PLAN_HAZARDS_MAX);
+    for (int i = 0; i < n; i++) {
+        if (hz[i]->repair == PLAN_REPAIR_NONE)
+            continue;
+        char line[1024];
+        plan_hazard_line(hz[i], z, line, sizeof line);
+        return rl_errf(e, RL_EINVAL, "%s", line);
+    }
+    return 0;
+}
+
+/* The DeepSpeed config: ds_config, else the one the launch line names, else the built-in one. */
+static int read_zero(const struct plan_inputs *in, const struct plan_megatron_launch *launch,
+                     struct plan_setup *c, struct rl_err *e)
+{
+    char launch_ds[4200];
+    const char *ds_path = in->ds_config;
+    if (!ds_path && launch && launch->ds_config[0]) {
+        RL_TRY(launch_ds_config(in, launch, launch_ds, sizeof launch_ds, e));
+        ds_path = launch_ds;
+    } else if (ds_path && launch && launch->ds_config[0] && strcmp(ds_path, launch->ds_config) != 0) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "ds_config %s is used; the Megatron arguments name %s", ds_path,
+                 launch->ds_config);
+        setup_note(c, msg);
+    }
+    if (ds_path) {
+        const char *field = ds_path == in->ds_config ? "ds_config" : "--deepspeed_config";
+        /* Read once: check judges and fixes this text, and standard input cannot be read twice. */
+        if (rl_read_input(ds_path, ds_path == in->ds_config, &c->ds_text, NULL, e)) {
+            plan_zero_defaults(&c->zero);
+            return rl_err_prefix(e, "%s", field);
+        }
+        const char *base = strrchr(ds_path, '/');
+        if (plan_zero_parse(&c->zero, c->ds_text, strcmp(ds_path, "-") == 0 ? "standard input" : base ? base + 1 : ds_path, e))
+            return rl_err_prefix(e, "%s", field);
+        if (ds_path == launch_ds) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "DeepSpeed config %s (--deepspeed_config of the Megatron arguments)", ds_path);
+            setup_note(c, msg);
+        }
+    } else {
+        builtin_zero(&c->zero);
+        setup_note(c, "no ds_config: built-in ZeRO-3 config, optimizer offload to pinned CPU memory, ratio 0.3 and fp16 unless set otherwise");
+    }
+    for (int i = 0; i < c->zero.n_notes; i++)
+        setup_note(c, c->zero.notes[i]);
+    return 0;
+}
+
+/* The launch line's settings over the config's: the micro-batch where the config leaves it, the
+ * precision (which must agree with a config that sets one), activation checkpointing. */
+static int apply_launch(const struct plan_inputs *in, const struct plan_megatron_launch *launch,
+                        struct plan_setup *c, struct rl_err *e)
+{
+    char msg[200];
+    if (launch->micro_batch > 0 && c->zero.src_micro_batch != PLAN_SRC_CONFIG) {
+        c->zero.micro_batch = launch->micro_batch;
+        c->zero.src_micro_batch = PLAN_SRC_CLI;
+    }
+    if (launch->dtype_set && c->zero.src_dtype == PLAN_SRC_CONFIG && c->zero.dtype != launch->dtype)
+        return rl_errf(e, RL_EINVAL, "--%s (Megatron arguments) disagrees with the DeepSpeed "
+                       "config's %s; allowed: the same precision in both",
+                       plan_dtype_name(launch->dtype), plan_dtype_name(c->zero.dtype));
+    if (launch->dtype_set) {
+        c->zero.dtype = launch->dtype;
+        if (c->zero.src_dtype != PLAN_SRC_CONFIG)
+            c->zero.src_dtype = PLAN_SRC_CLI;
+    }
+    c->checkpoint_activations = launch->checkpoint_activations;
+    if (launch->zero_stage >= 0 && launch->zero_stage != c->zero.stage) {
+        snprintf(msg, sizeof msg, "Megatron --zero-stage %d differs from the DeepSpeed config's "
+                 "stage %d; the config's applies", launch->zero_stage, c->zero.stage);
+        setup_note(c, msg);
+    }
+    if (in->verbose && launch->ignored[0]) {
+        snprintf(msg, sizeof msg, "ignored Megatron arguments: %s", launch->ignored);
+        if (strlen(launch->ignored) > sizeof msg - 32)
+            memcpy(msg + sizeof msg - 4, "...", 4);
+        setup_note(c, msg);
+    }
+    return 0;
+}
+
+/* The explicit settings over everything, then the checks on the result and the policy. */
+static int apply_settings(const struct plan_inputs *in, struct plan_setup *c, struct rl_err *e)
+{
+    if (in->ratio_set) {
+        c->zero.ratio = in->ratio;
+        c->zero.src_ratio = PLAN_SRC_CLI;
+    }
+    if (in->sub_group_size_set) {
+        c->zero.sub_group_size = in->sub_group_size;
+        c->zero.src_sub_group_size = PLAN_SRC_CLI;
+    }
+    if (in->ds_version_set)
+        c->zero.ds_version = in->ds_version;
+    if (in->micro_batch > 0) {
+        c->zero.micro_batch = in->micro_batch;
+        c->zero.src_micro_batch = PLAN_SRC_CLI;
+    }
+    if (in->dtype_set) {
+        c->zero.dtype = in->dtype;
+        c->zero.src_dtype = PLAN_SRC_CLI;
+    }
+    RL_TRY(plan_zero_validate(&c->zero, e));
+    if (!in->report_hazards)
+        RL_TRY(refuse_hazards(&c->zero, e));
+    if (in->policy == PLAN_POLICY_AUTO)
+        RL_TRY(plan_policy_for_version(c->zero.ds_version, &c->popt.policy, e));
+    else
+        c->popt.policy = in->policy;
+    c->popt.ledger = in->ledger;
+    return 0;
+}
+
+/* Layout: the built-in default case is TP 8 on 8 GPUs; under a launcher the data-parallel degree
+ * is its world size unless the layout says otherwise; TP and PP may come from the launch line. */
+static int resolve_layout(const struct plan_inputs *in, const struct plan_megatron_launch *launch,
+                          bool builtin_model, struct plan_setup *c, struct rl_err *e)
+{
+    c->layout = in->layout;
+    const bool dp_from_world = in->mpi_world > 0 && c->layout.dp <= 0 && c->layout.world <= 0 &&
+                               c->layout.nodes <= 0;
+    if (dp_from_world)
+        c->layout.dp = in->mpi_world;
+    if (launch) {
+        if (launch->tp_set && c->layout.tp > 0 && c->layout.tp != launch->model.tp)
+            return rl_errf(e, RL_EINVAL, "tp %d: conflicts with --tensor-model-parallel-size %d in "
+                           "the Megatron arguments; give one", c->layout.tp, launch->model.tp);
+        if (launch->pp_set && c->layout.pp > 0 && c->layout.pp != launch->model.pp)
+            return rl_errf(e, RL_EINVAL, "pp %d: conflicts with --pipeline-model-parallel-size %d "
+                           "in the Megatron arguments; give one", c->layout.pp, launch->model.pp);
+        if (launch->tp_set)
+            c->layout.tp = launch->model.tp;
+        if (launch->pp_set)
+            c->layout.pp = launch->model.pp;
+    }
+    if (builtin_model && c->layout.tp <= 0)
+        c->layout.tp = 8;
+    int rc = plan_layout_resolve(&c->layout, e);
+    if (rc)
+        return dp_from_world ? rl_err_prefix(e, "dp %d (the MPI world size)", in->mpi_world) : rc;
+    if (in->pp_stage >= c->layout.pp)
+        return rl_errf(e, RL_EINVAL, "pp_stage: %d is outside [0, %d]", in->pp_stage, c->layout.pp - 1);
+    return 0;
+}
+
+/* The model for the resolved layout, grouped by its param-group rule. */
+static int resolve_model(const struct plan_inputs *in, const struct plan_megatron_launch *launch,
+                         struct plan_setup *c, struct rl_err *e)
+{
+    if (launch) {
+        struct plan_megatron_cfg mc = launch->model;
+        mc.tp = c->layout.tp;
+        mc.pp = c->layout.pp;
+        mc.pp_stage = in->pp_stage;
+        if (in->seq_len > 0)
+            mc.seq_len = in->seq_len;
+        if (plan_model_megatron(&c->model, &mc, e))
+            return rl_err_prefix(e, "%s", in->megatron_args ? "megatron_args" : in->megatron_args_file);
+        const char *base = in->megatron_args_file ? strrchr(in->megatron_args_file, '/') : NULL;
+        snprintf(c->model.name, sizeof c->model.name, "%s",
+                 in->megatron_args ? "megatron-args" : base ? base + 1 : in->megatron_args_file);
+    } else {
+        struct plan_model_opts mo = {.tp = c->layout.tp, .pp = c->layout.pp, .pp_stage = in->pp_stage,
+                                     .seq_len = in->seq_len};
+        RL_TRY(plan_model_load(&c->model, c->catalog, in->model ? in->model : "gpt-2.7b", &mo, e));
+    }
+    if (in->megatron_split_qkv)
+        RL_TRY(plan_model_megatron_split_qkv(&c->model, e));
+    enum plan_group_rule rule = in->groups;
+    if (in->megatron_rule_set) {
+        int rc = 0;
+        if (in->groups != PLAN_GROUPS_AUTO)
+            rc = rl_errf(e, RL_EINVAL, "megatron_version and param_groups: give one (both pick "
+                         "the param-group rule)");
+        else if (c->model.arch.kind != PLAN_ARCH_MEGATRON_GPT)
+            rc = rl_errf(e, RL_EINVAL, "megatron_version: applies to Megatron models only; %s is "
+                         "a %s model (use param_groups)", c->model.name,
+                         plan_arch_name(c->model.arch.kind));
+        if (rc) {
+            plan_model_free(&c->model);
+            return rc;
+        }
+        rule = in->megatron_rule;
+    }
+    plan_model_group(&c->model, rule, c->zero.has_optimizer_block);
+    return 0;
+}
+
+int plan_inputs_resolve(const struct plan_inputs *in, struct plan_setup *c, struct rl_err *e)
+{
+    memset(c, 0, sizeof *c);
+    c->catalog = in->catalog ? in->catalog : rl_catalog_dir();
+    int n_model_sources = !!in->model + !!in->megatron_args + !!in->megatron_args_file;
+    if (n_model_sources > 1)
+        return rl_errf(e, RL_EINVAL, "model, megatron_args and megatron_args_file: give at most one");
+    /* A Megatron launch line gives the model, TP/PP and possibly the DeepSpeed config. */
+    struct plan_megatron_launch launch_line;
+    const struct plan_megatron_launch *launch = NULL;
+    if (in->megatron_args || in->megatron_args_file) {
+        RL_TRY(read_launch(in, &launch_line, e));
+        launch = &launch_line;
+    }
+    /* The DeepSpeed config, then the launch line's settings, then the explicit ones. */
+    RL_TRY(read_zero(in, launch, c, e));
+    if (launch)
+        RL_TRY(apply_launch(in, launch, c, e));
+    RL_TRY(apply_settings(in, c, e));
+    RL_TRY(resolve_layout(in, launch, n_model_sources == 0, c, e));
+    RL_TRY(resolve_model(in, launch, c, e));
+    snprintf(c->model_desc, sizeof c->model_desc, "%s (%s), TP %d, PP %d, DP %d, %d GPUs on %d node%s",
+             c->model.name, plan_arch_name(c->model.arch.kind), c->layout.tp, c->layout.pp, c->layout.dp,
+             c->layout.world, c->layout.nodes, c->layout.nodes == 1 ? "" : "s");
+    return 0;
+}
+
+int plan_setup_plan(const struct plan_setup *c, double ratio, struct plan *p, struct rl_err *e)
+{
+    struct plan_zero z = c->zero;
+    if (ratio >= 0) {
+        z.ratio = ratio;
+        z.src_ratio = PLAN_SRC_CLI;
+    }
+    return plan_build(p, &c->model, &c->layout, &z, &c->popt, e);
+}
+
+void plan_setup_free(struct plan_setup *c)
+{
+    plan_model_free(&c->model);
+    free(c->ds_text);
+    memset(c, 0, sizeof *c);
+}
