@@ -1080,7 +1080,7 @@ static int build(struct builder *u, int nsim, struct rl_err *e)
     int64_t depth = k->max_layer_numel > 0 ? p->zero.prefetch_bucket_size / k->max_layer_numel : 1;
     if (depth < 1)
         depth = 1;
-    int64_t bucket = p->zero.reduce_bucket_size > 0 ? p->zero.reduce_bucket_size : INT64_C(500000000);
+    int64_t bucket = p->zero.reduce_bucket_size > 0 ? p->zero.reduce_bucket_size : PLAN_DS_REDUCE_BUCKET_SIZE;
     double tokens = (double)b->t.micro_batch * (double)b->t.seq_len;
     double ar_bytes = 2.0 * tokens * (double)a->hidden * dtype;   /* two all-reduces per pass */
     int64_t launch = us_to_ns(hw->lat_launch_us);
