@@ -49,7 +49,7 @@ endif
 
 # ---- flags ------------------------------------------------------------------------------------
 # -ffp-contract=off and no fast-math: the bitwise contract (kernels/README.md) depends on it.
-CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -Wno-format-truncation -ffp-contract=off -fopenmp -D_GNU_SOURCE \
+CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Wmissing-prototypes -Wshadow -Werror -Wno-format-truncation -ffp-contract=off -fopenmp -D_GNU_SOURCE \
           -I. -I$(BUILD)/gen $(SANFLAGS) $(EXTRA_CFLAGS)
 LDLIBS := $(shell pkg-config --libs jansson zlib 2>/dev/null) -lopenblas -lm -ldl -lpthread
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)

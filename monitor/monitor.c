@@ -15,6 +15,7 @@
  * "tree memory" (the per-sample sums), "system memory" (used_bytes = MemTotal - MemAvailable,
  * the machine-wide figure DeepSpeed logs), "gpu<i> memory" (NVML used per device) and the marks. */
 #include "monitor/monitor.h"
+#include "monitor/monitor_impl.h"   /* mon__read_stat */
 
 #include <ctype.h>
 #include <dirent.h>

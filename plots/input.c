@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "plots/input.h"
-#include "traces/trace.h"   /* trace__read_all: plain or gzip */
+#include "traces/trace.h"   /* trace_read_file: plain or gzip */
 
 const char *plot__base(const char *path)
 {
@@ -61,7 +61,7 @@ static int load_json(const char *path, json_t **root, struct rl_err *e)
 {
     char *text = NULL;
     size_t len = 0;
-    int rc = trace__read_all(path, &text, &len, e);
+    int rc = trace_read_file(path, &text, &len, e);
     if (rc)
         return rc;
     json_error_t je;
@@ -212,7 +212,7 @@ int plot__sweep_read(const char *path, struct plot__sweep *s, struct rl_err *e)
     copy_str(s->name, sizeof s->name, plot__base(path));
     char *text = NULL;
     size_t len = 0;
-    int rc = trace__read_all(path, &text, &len, e);
+    int rc = trace_read_file(path, &text, &len, e);
     if (rc)
         return rc;
     size_t i = 0;
@@ -414,7 +414,7 @@ int plot__monitor_read(const char *path, struct plot__monitor *m, struct rl_err 
     copy_str(m->name, sizeof m->name, plot__base(path));
     char *text = NULL;
     size_t len = 0;
-    int rc = trace__read_all(path, &text, &len, e);
+    int rc = trace_read_file(path, &text, &len, e);
     if (rc)
         return rc;
     char *save = NULL;

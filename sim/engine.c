@@ -6,6 +6,22 @@
 
 #include "sim/sim.h"
 
+/* A heap entry, ordered by (t_ns, seq): equal times run in insertion order. */
+struct sim__entry {
+    int64_t t_ns;    /* due time */
+    uint64_t seq;    /* insertion number, unique */
+    uint32_t slot;   /* event pool index */
+};
+
+/* Pooled event payload. */
+struct sim__event {
+    sim_event_fn *fn;   /* callback */
+    void *arg;          /* its argument */
+    int64_t tag;        /* its tag */
+    uint32_t gen;       /* bumped when the slot is freed */
+    bool cancelled;     /* set by sim_cancel; the event is skipped */
+};
+
 int sim_init(struct sim *s)
 {
     memset(s, 0, sizeof *s);
@@ -27,7 +43,7 @@ static inline bool entry_less(const struct sim__entry *a, const struct sim__entr
 }
 
 /* Restores the heap property upwards from position i. O(log n). */
-void sim__heap_up(struct sim *s, uint32_t i)
+static void heap_up(struct sim *s, uint32_t i)
 {
     struct sim__entry x = s->heap[i];
     while (i > 0) {
@@ -41,7 +57,7 @@ void sim__heap_up(struct sim *s, uint32_t i)
 }
 
 /* Restores the heap property downwards from position i. O(log n). */
-void sim__heap_down(struct sim *s, uint32_t i)
+static void heap_down(struct sim *s, uint32_t i)
 {
     struct sim__entry x = s->heap[i];
     uint32_t n = s->n_heap;
@@ -98,7 +114,7 @@ int sim_at(struct sim *s, int64_t t_ns, sim_event_fn *fn, void *arg, int64_t tag
     ev->tag = tag;
     ev->cancelled = false;
     s->heap[s->n_heap] = (struct sim__entry){t_ns, s->next_seq++, slot};
-    sim__heap_up(s, s->n_heap++);
+    heap_up(s, s->n_heap++);
     if (id)
         *id = (struct sim_event_id){slot, ev->gen};
     return 0;
@@ -149,7 +165,7 @@ int sim_run(struct sim *s, int64_t until_ns)
             s->batch[nb++] = s->heap[0].slot;
             s->heap[0] = s->heap[--s->n_heap];
             if (s->n_heap)
-                sim__heap_down(s, 0);
+                heap_down(s, 0);
         }
         s->now_ns = t;
         for (uint32_t i = 0; i < nb; i++) {

@@ -18,6 +18,19 @@
  * fixed exactly. */
 #define SIM__SAT_TOL 1e-12
 
+/* A running activity (a slot of the pool f->act). */
+struct sim__act {
+    struct sim_flow_req req;     /* as started */
+    double remaining;            /* units left */
+    double rate;                 /* units per second, from the last recomputation */
+    int64_t t_start_ns;          /* when started */
+    int64_t t_finish_ns;         /* completion time at the current rate (INT64_MAX: never) */
+    int active_pos;              /* position in f->active, -1 when free */
+    bool fixed;                  /* scratch: rate settled at the current level */
+    double settled;              /* scratch: the rate it settled at */
+    double growth;               /* scratch: 1 / largest weight (rate per unit of level) */
+};
+
 int sim_flow_init(struct sim_flow *f, struct sim *s)
 {
     memset(f, 0, sizeof *f);

@@ -31,21 +31,8 @@ struct sim_event_id {
     uint32_t gen;    /* generation of that slot when scheduled */
 };
 
-/* A heap entry, ordered by (t_ns, seq): equal times run in insertion order. */
-struct sim__entry {
-    int64_t t_ns;    /* due time */
-    uint64_t seq;    /* insertion number, unique */
-    uint32_t slot;   /* event pool index */
-};
-
-/* Pooled event payload. */
-struct sim__event {
-    sim_event_fn *fn;   /* callback */
-    void *arg;          /* its argument */
-    int64_t tag;        /* its tag */
-    uint32_t gen;       /* bumped when the slot is freed */
-    bool cancelled;     /* set by sim_cancel; the event is skipped */
-};
+struct sim__entry;   /* a heap entry (sim/engine.c) */
+struct sim__event;   /* a pooled event payload (sim/engine.c) */
 
 struct sim {
     int64_t now_ns;              /* current time, never decreases */
@@ -121,17 +108,7 @@ struct sim_flow_req {
     int64_t tag;                 /* for done */
 };
 
-struct sim__act {
-    struct sim_flow_req req;     /* as started */
-    double remaining;            /* units left */
-    double rate;                 /* units per second, from the last recomputation */
-    int64_t t_start_ns;          /* when started */
-    int64_t t_finish_ns;         /* completion time at the current rate (INT64_MAX: never) */
-    int active_pos;              /* position in f->active, -1 when free */
-    bool fixed;                  /* scratch: rate settled at the current level */
-    double settled;              /* scratch: the rate it settled at */
-    double growth;               /* scratch: 1 / largest weight (rate per unit of level) */
-};
+struct sim__act;   /* a running activity (sim/flow.c) */
 
 struct sim_flow {
     struct sim *sim;             /* engine, not owned */

@@ -115,7 +115,7 @@ int trace_ds_read(const char *path, struct trace_ds_log *log, struct rl_err *e)
     memset(log, 0, sizeof *log);
     char *text;
     size_t len;
-    int rc = trace__read_all(path, &text, &len, e);
+    int rc = trace_read_file(path, &text, &len, e);
     if (rc)
         return rc;
     rc = trace_ds_parse(text, len, path, log, e);

@@ -27,7 +27,7 @@ int trace_ds_read_iterations(const char *path, double **ms, int64_t **iters, int
     *n = 0;
     char *text;
     size_t len;
-    int rc = trace__read_all(path, &text, &len, e);
+    int rc = trace_read_file(path, &text, &len, e);
     if (rc)
         return rc;
     int cap = 0;
