@@ -177,7 +177,6 @@ START_TEST(catalogue_is_complete)
 }
 END_TEST
 
-Suite *badinput_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *badinput_suite(void)
 {
     Suite *s = suite_create("badinput");

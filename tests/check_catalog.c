@@ -105,7 +105,6 @@ START_TEST(profile_overrides_without_json)
 }
 END_TEST
 
-Suite *catalog_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *catalog_suite(void)
 {
     Suite *s = suite_create("catalog");

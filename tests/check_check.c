@@ -184,7 +184,6 @@ START_TEST(newer_rule_gives_the_hand_counted_ratio)
 }
 END_TEST
 
-Suite *check_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *check_suite(void)
 {
     Suite *s = suite_create("check");

@@ -183,7 +183,6 @@ START_TEST(launch_line_checkpointing_reaches_the_simulator)
 }
 END_TEST
 
-Suite *cli_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");

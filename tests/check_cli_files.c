@@ -64,7 +64,6 @@ START_TEST(uncreatable_output_exits_2)
 }
 END_TEST
 
-Suite *cli_files_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *cli_files_suite(void)
 {
     Suite *s = suite_create("cli_files");

@@ -139,7 +139,6 @@ START_TEST(every_size_unit_by_its_definition)
 }
 END_TEST
 
-Suite *common_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *common_suite(void)
 {
     Suite *s = suite_create("common");

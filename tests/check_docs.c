@@ -182,7 +182,6 @@ START_TEST(sweep_json_reals_are_shortest)
 }
 END_TEST
 
-Suite *docs_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *docs_suite(void)
 {
     Suite *s = suite_create("docs");

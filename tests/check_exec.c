@@ -317,7 +317,6 @@ START_TEST(bad_input_and_help)
 }
 END_TEST
 
-Suite *exec_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *exec_suite(void)
 {
     Suite *s = suite_create("exec");

@@ -68,7 +68,6 @@ START_TEST(every_target_takes_empty_and_binary_input)
 }
 END_TEST
 
-Suite *fuzz_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *fuzz_suite(void)
 {
     Suite *s = suite_create("fuzz");

@@ -72,7 +72,6 @@ START_TEST(gpu_two_ranks_nccl)
 END_TEST
 #endif
 
-Suite *gpu_exec_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *gpu_exec_suite(void)
 {
 #ifdef RL_EX_CUDA

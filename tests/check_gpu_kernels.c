@@ -211,7 +211,6 @@ static void skip_every_test(const char *why)
     tu_skip("gpu_kernels: gpu_equals_reference_large", why);
 }
 
-Suite *gpu_kernels_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *gpu_kernels_suite(void)
 {
 #ifdef RL_HAVE_CUDA

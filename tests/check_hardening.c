@@ -403,7 +403,6 @@ START_TEST(deepspeed_log_reader_refuses_out_of_range_dates_and_sizes)
 }
 END_TEST
 
-Suite *hardening_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *hardening_suite(void)
 {
     Suite *s = suite_create("hardening");

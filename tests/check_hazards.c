@@ -241,7 +241,6 @@ START_TEST(version_ranges_at_their_edges)
 }
 END_TEST
 
-Suite *hazards_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *hazards_suite(void)
 {
     Suite *s = suite_create("hazards");

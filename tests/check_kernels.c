@@ -679,7 +679,6 @@ START_TEST(isa_can_be_forced)
 }
 END_TEST
 
-Suite *kernels_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *kernels_suite(void)
 {
     Suite *s = suite_create("kernels");

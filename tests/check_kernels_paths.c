@@ -141,7 +141,6 @@ START_TEST(hyperparameters_outside_their_range_are_refused)
 }
 END_TEST
 
-Suite *kernels_paths_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *kernels_paths_suite(void)
 {
     Suite *s = suite_create("kernels_paths");

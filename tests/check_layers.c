@@ -74,7 +74,6 @@ START_TEST(readme_without_the_rule_is_refused)
 }
 END_TEST
 
-Suite *layers_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *layers_suite(void)
 {
     Suite *s = suite_create("layers");

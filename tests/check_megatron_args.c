@@ -461,7 +461,6 @@ START_TEST(cli_megatron_args)
 }
 END_TEST
 
-Suite *megatron_args_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *megatron_args_suite(void)
 {
     Suite *s = suite_create("megatron_args");

@@ -729,7 +729,6 @@ START_TEST(errors_seq_len_and_stage)
 }
 END_TEST
 
-Suite *models_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *models_suite(void)
 {
     Suite *s = suite_create("models");

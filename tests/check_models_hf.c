@@ -144,7 +144,6 @@ START_TEST(megatron_vocab_padding_default)
 }
 END_TEST
 
-Suite *models_hf_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *models_hf_suite(void)
 {
     Suite *s = suite_create("models_hf");

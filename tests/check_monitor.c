@@ -605,7 +605,6 @@ START_TEST(lingering_zombie_is_followed_once)
 }
 END_TEST
 
-Suite *monitor_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *monitor_suite(void)
 {
     Suite *s = suite_create("monitor");

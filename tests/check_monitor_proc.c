@@ -144,7 +144,6 @@ START_TEST(command_name_with_parentheses)
 }
 END_TEST
 
-Suite *monitor_proc_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *monitor_proc_suite(void)
 {
     Suite *s = suite_create("monitor_proc");

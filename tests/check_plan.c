@@ -475,7 +475,6 @@ START_TEST(numbers_in_e_notation_and_versions)
 }
 END_TEST
 
-Suite *plan_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *plan_suite(void)
 {
     Suite *s = suite_create("plan");

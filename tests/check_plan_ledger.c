@@ -337,7 +337,6 @@ START_TEST(suggested_sub_group_size_rounds_within_ten_percent)
 }
 END_TEST
 
-Suite *plan_ledger_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *plan_ledger_suite(void)
 {
     Suite *s = suite_create("plan_ledger");

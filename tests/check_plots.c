@@ -451,7 +451,6 @@ static bool have_gnuplot(void)
     return false;
 }
 
-Suite *plots_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *plots_suite(void)
 {
     Suite *s = suite_create("plots");

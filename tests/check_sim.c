@@ -467,7 +467,6 @@ START_TEST(flow_rejects_bad_input)
 }
 END_TEST
 
-Suite *sim_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *sim_suite(void)
 {
     Suite *s = suite_create("sim");

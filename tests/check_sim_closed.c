@@ -400,7 +400,6 @@ START_TEST(checkpointed_step_on_one_gpu_closed_form)
 }
 END_TEST
 
-Suite *sim_closed_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *sim_closed_suite(void)
 {
     Suite *s = suite_create("sim_closed");

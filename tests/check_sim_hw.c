@@ -143,7 +143,6 @@ START_TEST(hw_bad_profiles_name_the_path)
 }
 END_TEST
 
-Suite *sim_hw_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *sim_hw_suite(void)
 {
     Suite *s = suite_create("sim_hw");

@@ -1111,7 +1111,6 @@ START_TEST(step_ds_blocking_copy_stall_in_the_trace)
 }
 END_TEST
 
-Suite *sim_step_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *sim_step_suite(void)
 {
     Suite *s = suite_create("sim_step");

@@ -368,7 +368,6 @@ START_TEST(deepspeed_memory_log_is_parsed)
 }
 END_TEST
 
-Suite *traces_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *traces_suite(void)
 {
     Suite *s = suite_create("traces");

@@ -196,7 +196,6 @@ START_TEST(tokens_per_gpu_share_the_replica_over_tp)
 }
 END_TEST
 
-Suite *tune_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *tune_suite(void)
 {
     Suite *s = suite_create("tune");

@@ -675,7 +675,6 @@ START_TEST(calibrate_cuda_needs_a_gpu_and_a_base)
 }
 END_TEST
 
-Suite *validation_suite(void);   /* listed in suites.h, called by runner.c */
 Suite *validation_suite(void)
 {
     Suite *s = suite_create("validation");

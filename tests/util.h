@@ -5,6 +5,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <check.h>   /* Suite */
+
+/* Every suite function (tests/check_<module>.c defines <module>_suite), from the list the Makefile
+ * writes to build/gen/suites.h: declared for the runner and for the file that defines it. */
+#define RL_SUITE(n) Suite *n##_suite(void);
+#include "suites.h"
+#undef RL_SUITE
+
 struct tu_run {
     int status;      /* exit code, or 128 + signal */
     char *out;       /* stdout, NUL-terminated, owned */
