@@ -7,11 +7,11 @@
 
 #include <check.h>   /* Suite */
 
-/* Every suite function (tests/check_<module>.c defines <module>_suite), from the list the Makefile
- * writes to build/gen/suites.h: declared for the runner and for the file that defines it. */
-#define RL_SUITE(n) Suite *n##_suite(void);
-#include "suites.h"
-#undef RL_SUITE
+/* The suite function of the file being compiled: the Makefile passes -DTU_SUITE=<module>_suite
+ * to tests/check_<module>.c (tests/runner.c declares them all from build/gen/suites.h). */
+#ifdef TU_SUITE
+Suite *TU_SUITE(void);
+#endif
 
 struct tu_run {
     int status;      /* exit code, or 128 + signal */
