@@ -120,15 +120,9 @@ static int read_all_procs(struct mon *m, bool full, struct rl_err *e)
     while ((de = readdir(d))) {
         if (!isdigit((unsigned char)de->d_name[0]))
             continue;
-        if (n == m->cap_pids) {
-            int cap = m->cap_pids ? m->cap_pids * 2 : 1024;
-            int *np = realloc(m->pids_buf, (size_t)cap * sizeof *np);
-            if (!np) {
-                closedir(d);
-                return rl_errf(e, RL_ENOMEM, "monitor: out of memory for %d process ids", cap);
-            }
-            m->pids_buf = np;
-            m->cap_pids = cap;
+        if (rl_grow(&m->pids_buf, &m->cap_pids, sizeof *m->pids_buf, n + 1, 1024)) {
+            closedir(d);
+            return rl_errf(e, RL_ENOMEM, "monitor: out of memory for %d process ids", n + 1);
         }
         m->pids_buf[n++] = atoi(de->d_name);
     }
@@ -169,14 +163,8 @@ static struct mon__proc *find_proc(struct mon *m, int pid, uint64_t start_ticks)
 
 static struct mon__proc *add_proc(struct mon *m, const struct mon_proc_stat *s)
 {
-    if (m->n_procs == m->cap_procs) {
-        int cap = m->cap_procs ? m->cap_procs * 2 : 16;
-        struct mon__proc *np = realloc(m->procs, (size_t)cap * sizeof *np);
-        if (!np)
-            return NULL;
-        m->procs = np;
-        m->cap_procs = cap;
-    }
+    if (rl_grow(&m->procs, &m->cap_procs, sizeof *m->procs, m->n_procs + 1, 16))
+        return NULL;
     struct mon__proc *p = &m->procs[m->n_procs++];
     memset(p, 0, sizeof *p);
     p->peak.pid = s->pid;

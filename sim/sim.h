@@ -38,13 +38,16 @@ struct sim {
     int64_t now_ns;              /* current time, never decreases */
     uint64_t next_seq;           /* next insertion number */
     struct sim__entry *heap;     /* binary min-heap of pending entries */
-    uint32_t n_heap, cap_heap;   /* entries used / allocated */
+    uint32_t n_heap;             /* entries used */
+    int cap_heap;                /* entries allocated */
     struct sim__event *ev;       /* event pool */
-    uint32_t n_ev, cap_ev;       /* slots ever used / allocated */
+    uint32_t n_ev;               /* slots ever used */
+    int cap_ev;                  /* slots allocated */
     uint32_t *free_slot;         /* free pool slots (stack) */
-    uint32_t n_free, cap_free;   /* entries on that stack / allocated (>= n_ev) */
+    uint32_t n_free;             /* entries on that stack */
+    int cap_free;                /* entries allocated (>= n_ev) */
     uint32_t *batch;             /* slots due at now_ns, collected before running */
-    uint32_t cap_batch;          /* allocated entries of batch */
+    int cap_batch;               /* allocated entries of batch */
     uint64_t n_run;              /* events run (cancelled ones excluded) */
     uint64_t n_cancelled;        /* events dropped because cancelled */
     bool stop;                   /* set by sim_stop: sim_run returns after the current batch */

@@ -415,15 +415,9 @@ static void mem_event(struct builder *u, int task, int64_t delta)
     struct sim__step *b = u->b;
     if (!b->record_links || task < 0 || delta == 0)
         return;
-    if (b->n_mem == b->cap_mem) {
-        int n = b->cap_mem ? 2 * b->cap_mem : 1024;
-        void *q = realloc(b->mem, sizeof *b->mem * (size_t)n);
-        if (!q) {
-            u->err = RL_ENOMEM;
-            return;
-        }
-        b->mem = q;
-        b->cap_mem = n;
+    if (rl_grow(&b->mem, &b->cap_mem, sizeof *b->mem, b->n_mem + 1, 1024)) {
+        u->err = RL_ENOMEM;
+        return;
     }
     b->mem[b->n_mem++] = (struct sim__mem_ev){task, delta};
 }
@@ -1124,18 +1118,12 @@ static int build(struct builder *u, int nsim, struct rl_err *e)
 static void observe_links(struct sim_flow *f, void *arg)
 {
     struct sim__step *b = arg;
-    if (b->n_link_samples == b->cap_link_samples) {
-        int n = b->cap_link_samples ? 2 * b->cap_link_samples : 256;
-        void *q1 = realloc(b->link_t_ns, sizeof *b->link_t_ns * (size_t)n);
-        if (!q1)
-            return;
-        b->link_t_ns = q1;
-        void *q2 = realloc(b->link_load, sizeof *b->link_load * (size_t)n * (size_t)f->n_res);
-        if (!q2)
-            return;
-        b->link_load = q2;
-        b->cap_link_samples = n;
-    }
+    /* Two arrays of one capacity: a sample of every resource's load per time. */
+    int cap_t = b->cap_link_samples, cap_l = b->cap_link_samples;
+    if (rl_grow(&b->link_t_ns, &cap_t, sizeof *b->link_t_ns, b->n_link_samples + 1, 256) ||
+        rl_grow(&b->link_load, &cap_l, sizeof *b->link_load * (size_t)f->n_res, b->n_link_samples + 1, 256))
+        return;
+    b->cap_link_samples = cap_l;
     b->link_t_ns[b->n_link_samples] = f->sim->now_ns;
     for (int i = 0; i < f->n_res; i++)
         b->link_load[(size_t)b->n_link_samples * (size_t)f->n_res + (size_t)i] = f->res[i].load;

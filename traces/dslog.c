@@ -160,15 +160,10 @@ int trace_ds_parse(const char *in, size_t len, const char *path, struct trace_ds
                     return rc;
                 }
             } else {
-                if (log->n_stages == cap) {
-                    cap = cap ? cap * 2 : 32;
-                    struct trace_ds_stage *ns = realloc(log->stages, (size_t)cap * sizeof *ns);
-                    if (!ns) {
-                        free(text);
-                        trace_ds_free(log);
-                        return rl_errf(e, RL_ENOMEM, "%s: out of memory", path);
-                    }
-                    log->stages = ns;
+                if (rl_grow(&log->stages, &cap, sizeof *log->stages, log->n_stages + 1, 32)) {
+                    free(text);
+                    trace_ds_free(log);
+                    return rl_errf(e, RL_ENOMEM, "%s: out of memory", path);
                 }
                 struct trace_ds_stage *st = &log->stages[log->n_stages];
                 st->name = strdup(msg);
