@@ -35,13 +35,14 @@
 
 /* Series written on each process's "memory" counter, in this order. */
 enum { S_RSS, S_ANON, S_FILE, S_SHMEM, S_LOCKED, S_PINNED, S_SWAP, S_GPU, S_CPU, S_THREADS, S_N };
-static const char *const series_name[S_N] = {
+static const char *const series_name[] = {
     "rss_bytes", "anon_bytes", "file_bytes", "shmem_bytes", "locked_bytes", "pinned_bytes",
     "swap_bytes", "gpu_bytes", "cpu_percent", "threads",
 };
-static const char *const series_counter[S_N] = {
+static const char *const series_counter[] = {
     "memory", "memory", "memory", "memory", "memory", "memory", "memory", "gpu", "cpu", "cpu",
 };
+_Static_assert(RL_COUNT(series_name) == S_N && RL_COUNT(series_counter) == S_N, "a name and a counter per series");
 
 /* One followed process. */
 struct mon__proc {

@@ -59,6 +59,7 @@ const char *plan_arch_name(enum plan_arch_kind k)
 
 /* Names in enum order; the parser accepts exactly these. */
 static const char *const group_rule_names[] = {"auto", "megatron", "megatron-old", "hf-two", "flat"};
+_Static_assert(RL_COUNT(group_rule_names) == PLAN_GROUP_RULE_COUNT, "a name per enum plan_group_rule");
 
 const char *plan_group_rule_name(enum plan_group_rule r)
 {

@@ -18,6 +18,10 @@ static const char *const ledger_names[] = {"auto", "deepspeed-0.12", "deepspeed-
 static const char *const stage_names[] = {"after_fp16_partitions", "after_fp32_partitions",
                                           "after_optimizer_states", "after_zero_optimizer",
                                           "after_first_step"};
+_Static_assert(RL_COUNT(policy_names) == PLAN_POLICY_COUNT, "a name per enum plan_policy");
+_Static_assert(RL_COUNT(device_names) == PLAN_DEVICE_COUNT, "a name per enum plan_device");
+_Static_assert(RL_COUNT(ledger_names) == PLAN_LEDGER_COUNT, "a name per enum plan_ledger_kind");
+_Static_assert(RL_COUNT(stage_names) == PLAN_STAGE_COUNT, "a name per enum plan_stage");
 
 const char *plan_policy_name(enum plan_policy p) { return policy_names[p]; }
 const char *plan_device_name(enum plan_device d) { return device_names[d]; }
@@ -26,7 +30,7 @@ const char *plan_stage_name(enum plan_stage s) { return stage_names[s]; }
 
 int plan_policy_parse(const char *s, enum plan_policy *p, struct rl_err *e)
 {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < PLAN_POLICY_COUNT; i++)
         if (rl_streq(s, policy_names[i])) {
             *p = (enum plan_policy)i;
             return 0;

@@ -10,15 +10,16 @@
 #include "sim/step_impl.h"
 
 static const char *const cpu_opt_names[] = {"deepspeed", "torch"};
+_Static_assert(RL_COUNT(cpu_opt_names) == SIM_CPU_OPT_COUNT, "a name per enum sim_cpu_optimizer");
 
 const char *sim_cpu_optimizer_name(enum sim_cpu_optimizer o)
 {
-    return (int)o >= 0 && o <= SIM_CPU_OPT_TORCH ? cpu_opt_names[o] : "?";
+    return (int)o >= 0 && o < SIM_CPU_OPT_COUNT ? cpu_opt_names[o] : "?";
 }
 
 int sim_cpu_optimizer_parse(const char *s, enum sim_cpu_optimizer *out, struct rl_err *e)
 {
-    for (int i = 0; i <= SIM_CPU_OPT_TORCH; i++)
+    for (int i = 0; i < SIM_CPU_OPT_COUNT; i++)
         if (rl_streq(s, cpu_opt_names[i])) {
             *out = (enum sim_cpu_optimizer)i;
             return 0;
