@@ -18,6 +18,7 @@
 
 #include "exec/backend.h"
 #include "exec/exec.h"
+#include "exec/dtype.h"
 #include "exec/exec_impl.h"
 #include "monitor/monitor.h"
 
@@ -997,7 +998,7 @@ int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, str
     r.c = c;
     r.W = c->size;
     r.k = c->rank;
-    r.md = p->zero.dtype == PLAN_BF16 ? KERN_BF16 : KERN_F16;
+    r.md = ex_kern_dtype(p->zero.dtype);   /* fp16 or bf16: fp32 is refused above */
     r.mdb = 2;
     enum ex_backend_kind bk = o->backend;
 #ifdef RL_EX_CUDA

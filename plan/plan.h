@@ -16,7 +16,10 @@
 #include "common/rl.h"
 
 /* ---- dtypes ----------------------------------------------------------------------------------- */
+/* Model element types. kernels/adam.h numbers the same types differently (enum kern_dtype, whose
+ * 0 is "no copy"); exec/dtype.h maps one to the other. */
 enum plan_dtype { PLAN_FP32, PLAN_FP16, PLAN_BF16 };
+#define PLAN_DTYPE_COUNT (PLAN_BF16 + 1)
 int plan_dtype_bytes(enum plan_dtype t);
 const char *plan_dtype_name(enum plan_dtype t);
 
