@@ -146,6 +146,14 @@ double sim_flow_rate(const struct sim_flow *f, int id);
 void sim_flow_advance(struct sim_flow *f);
 
 /* ---- task graph ------------------------------------------------------------------------------------ */
+/* What a task moves or computes, for its trace args. One value; which member holds it follows the
+ * task's phase (the step's trace writer names it the same way). */
+union sim_task_size {
+    int64_t bytes;      /* copies and collectives */
+    int64_t flops;      /* forward and backward compute */
+    int64_t elements;   /* Adam, norms, casts, unscale, overflow check */
+};
+
 /* A task waits for its predecessors, then waits latency_ns, then runs a flow activity. */
 struct sim_task {
     const char *name;            /* static string, shown in traces */
@@ -154,7 +162,7 @@ struct sim_task {
     int rank;                    /* GPU index in the node it belongs to; -1 shared */
     struct sim_flow_req req;     /* work, resources, weights, cap (done/arg/tag are set by the graph) */
     int64_t latency_ns;          /* fixed delay before the work starts */
-    int64_t arg;                 /* caller's value (bytes, elements) for trace args */
+    union sim_task_size size;    /* bytes, FLOPs or elements, for trace args */
     /* filled by the run */
     int n_wait;                  /* predecessors not finished */
     int64_t t_ready_ns;          /* all predecessors done */

@@ -384,11 +384,13 @@ struct builder {
     int err;               /* first error while adding tasks (sticky) */
 };
 
+#define NO_SIZE ((union sim_task_size){0})   /* a task that moves and computes nothing */
+
 static int add_task(struct builder *u, const char *name, int rank, int track, int phase, double work,
-                    int64_t lat_ns, double cap, int n, const int *res, const double *w, int64_t arg)
+                    int64_t lat_ns, double cap, int n, const int *res, const double *w, union sim_task_size size)
 {
     struct sim_task t = {.name = name, .track = track, .phase = phase, .rank = rank, .latency_ns = lat_ns,
-                         .arg = arg};
+                         .size = size};
     t.req.work = work;
     t.req.rate_cap = cap;
     t.req.n_res = n;
@@ -446,7 +448,7 @@ static int host_dram(const struct sim__step *b, int g, double bytes_per_unit, in
  * over all sockets with numa_interleave. `calls` copies issued one after another (per parameter)
  * add their latencies. */
 static int host_copy(struct builder *u, const char *name, int g, bool h2d, bool pinned, double bytes, int phase,
-                     int64_t arg, int64_t calls)
+                     int64_t copied_bytes, int64_t calls)
 {
     struct sim__step *b = u->b;
     const struct sim_hw *hw = b->hw;
@@ -459,7 +461,8 @@ static int host_copy(struct builder *u, const char *name, int g, bool h2d, bool 
     n = host_dram(b, g, pinned ? 1.0 : 2.0, res, w, n);
     double cap = pinned ? 0 : (h2d ? hw->h2d_pageable_gbps : hw->d2h_pageable_gbps) * 1e9;
     int64_t lat = us_to_ns(hw->lat_copy_us) * (calls > 0 ? calls : 1);
-    return add_task(u, name, g, h2d ? SIM_TR_H2D : SIM_TR_D2H, phase, bytes, lat, cap, n, res, w, arg);
+    return add_task(u, name, g, h2d ? SIM_TR_H2D : SIM_TR_D2H, phase, bytes, lat, cap, n, res, w,
+                    (union sim_task_size){.bytes = copied_bytes});
 }
 
 /* The CPU optimizer over `elems` for rank g: the socket's cores (the rank's share of them as its
@@ -480,7 +483,8 @@ static int cpu_adam(struct builder *u, const char *name, int g, double elems)
     double w[SIM_MAX_RES];
     res[n] = b->r_cores[k], w[n++] = hw->cpu_adam_elems_per_core / rate;
     n = host_dram(b, g, hw->cpu_adam_dram_bytes, res, w, n);
-    return add_task(u, name, g, SIM_TR_CPU_ADAM, SIM_PH_CPU_ADAM, elems, 0, cap, n, res, w, (int64_t)elems);
+    return add_task(u, name, g, SIM_TR_CPU_ADAM, SIM_PH_CPU_ADAM, elems, 0, cap, n, res, w,
+                    (union sim_task_size){.elements = (int64_t)elems});
 }
 
 /* A pass of the rank's host thread over `elems` elements moving `bytes_per_elem` bytes of DRAM
@@ -494,7 +498,8 @@ static int host_pass(struct builder *u, const char *name, int g, double elems, d
     double w[SIM_MAX_RES];
     n = host_dram(b, g, bytes_per_elem, res, w, n);
     int64_t lat = us_to_ns(b->hw->lat_launch_us) * (calls > 0 ? calls : 0);
-    return add_task(u, name, g, SIM_TR_HOST, phase, elems, lat, 0, n, res, w, (int64_t)elems);
+    return add_task(u, name, g, SIM_TR_HOST, phase, elems, lat, 0, n, res, w,
+                    (union sim_task_size){.elements = (int64_t)elems});
 }
 
 /* A streaming GPU kernel over `elems` elements moving `bytes_per_elem` bytes of HBM each. */
@@ -505,13 +510,13 @@ static int gpu_pass(struct builder *u, const char *name, int g, double elems, do
     int res[1] = {b->r_hbm[g]};
     double w[1] = {bytes_per_elem};
     return add_task(u, name, g, track, phase, elems, us_to_ns(b->hw->lat_launch_us), 0, 1, res, w,
-                    (int64_t)elems);
+                    (union sim_task_size){.elements = (int64_t)elems});
 }
 
 /* A pure host delay (syncs, tiny collectives waited on): no resources, spans its latency. */
 static int host_delay(struct builder *u, const char *name, int g, int64_t ns, int phase)
 {
-    return add_task(u, name, g, SIM_TR_HOST, phase, 0, ns, 0, 0, NULL, NULL, 0);
+    return add_task(u, name, g, SIM_TR_HOST, phase, 0, ns, 0, 0, NULL, NULL, NO_SIZE);
 }
 
 /* GPU Adam over `elems`: HBM-bound, 30 bytes per element (read fp32 p, g, m, v; write p, m, v and
@@ -551,7 +556,8 @@ static int collective(struct builder *u, const char *name, int g, enum coll_kind
     }
     double lat = inter ? hw->lat_coll_inter_us : hw->lat_coll_intra_us;
     double cap = m == 0 ? busbw * 1e9 : 0;   /* a group on one GPU's NVLink share */
-    return add_task(u, name, g, track, phase, bus, us_to_ns(lat), cap, m, res, w, (int64_t)bytes);
+    return add_task(u, name, g, track, phase, bus, us_to_ns(lat), cap, m, res, w,
+                    (union sim_task_size){.bytes = (int64_t)bytes});
 }
 
 static int add_resources(struct sim__step *b, struct rl_err *e)
@@ -637,7 +643,8 @@ static void block_compute(struct builder *u, struct streams *st, const struct pa
     if (flops > 0) {
         int res[1] = {u->b->r_sm[g]};
         double w[1] = {1};
-        int c = add_task(u, name, g, SIM_TR_COMPUTE, phase, flops, pc->launch_ns, 0, 1, res, w, (int64_t)flops);
+        int c = add_task(u, name, g, SIM_TR_COMPUTE, phase, flops, pc->launch_ns, 0, 1, res, w,
+                        (union sim_task_size){.flops = (int64_t)flops});
         dep(u, st->compute, c);
         dep(u, st->host, c);
         dep(u, ag, c);
@@ -651,7 +658,7 @@ static void block_compute(struct builder *u, struct streams *st, const struct pa
             st->compute = ar;
         }
     } else if (ag >= 0) {
-        int z = add_task(u, "gathered", g, SIM_TR_COMPUTE, SIM_PH_ALLGATHER, 0, 0, 0, 0, NULL, NULL, 0);
+        int z = add_task(u, "gathered", g, SIM_TR_COMPUTE, SIM_PH_ALLGATHER, 0, 0, 0, 0, NULL, NULL, NO_SIZE);
         dep(u, st->compute, z);
         dep(u, ag, z);
         st->compute = z;
@@ -877,7 +884,7 @@ static void overlap_optimizer(struct builder *u, int g, int ready)
 /* A zero-work task after every stream of rank g: the end of the backward. */
 static int rank_marker(struct builder *u, const char *name, int g, const struct streams *st)
 {
-    int z = add_task(u, name, g, SIM_TR_COMPUTE, -1, 0, 0, 0, 0, NULL, NULL, 0);
+    int z = add_task(u, name, g, SIM_TR_COMPUTE, -1, 0, 0, 0, 0, NULL, NULL, NO_SIZE);
     dep(u, st->compute, z);
     dep(u, st->gather, z);
     dep(u, st->reduce, z);
@@ -955,7 +962,7 @@ static void build_flush(struct builder *u, struct graph_ctx *c, const struct flu
         int last = st[g].compute;
         if (ds && offload && n_flush >= 3) {
             /* at most 2 flushes outstanding: the host waits for the one 3 back */
-            int w = add_task(u, "reduce_throttle", g, SIM_TR_HOST, -1, 0, 0, 0, 0, NULL, NULL, 0);
+            int w = add_task(u, "reduce_throttle", g, SIM_TR_HOST, -1, 0, 0, 0, 0, NULL, NULL, NO_SIZE);
             dep(u, st[g].host, w);
             dep(u, flush_end[(n_flush % 3) * G + g], w);
             dep(u, last, w);
@@ -1041,7 +1048,7 @@ static void build_optimizer(struct builder *u, struct graph_ctx *c)
                 f += k->fwd_flops[i] * (b->t.checkpoint_activations ? 4.0 : 3.0);
             int64_t bubble_ns = (int64_t)ceil((double)(pp - 1) * f / c->flop_rate * 1e9);
             int z2 = add_task(u, "pipeline_bubble", g, SIM_TR_BUBBLE, SIM_PH_PIPELINE_BUBBLE, 0, bubble_ns, 0, 0,
-                              NULL, NULL, 0);
+                              NULL, NULL, NO_SIZE);
             dep(u, ready, z2);
             ready = z2;
         }
