@@ -249,6 +249,8 @@ static int run(int argc, char **argv)
     fig.fp = NULL;
     char err_text[2048];
     rc = run_gnuplot(gnuplot, files.gp, fig.tmp, err_text, sizeof err_text, &e);
+    if (!rc && fmt == PLOT_PDF)
+        rc = plot_pdf_stable_date(fig.tmp, &e);
     if (rc) {
         rl_outfile_abort(&fig);
         return cli_fail("plot", &e);

@@ -1,8 +1,12 @@
 /* plots/plot.c — options, file names, the shared .dat header and .gp preamble, and dispatch to
  * the figure writers (kinds.c). */
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "plots/plot_impl.h"
 
@@ -344,4 +348,45 @@ int plot_write(const struct plot_opts *o, struct plot_files *files, struct rl_er
     if ((rc = rl_outfile_commit(&gp, e)))
         remove(files->dat);   /* both or neither */
     return rc;
+}
+
+int plot_pdf_stable_date(const char *path, struct rl_err *e)
+{
+    int64_t epoch = 0;
+    const char *env = getenv("SOURCE_DATE_EPOCH");
+    if (env && *env) {
+        int rc = rl_parse_i64("SOURCE_DATE_EPOCH", env, 0, (int64_t)253402300799, &epoch, e);   /* to 9999 */
+        if (rc)
+            return rc;
+    }
+    char *pdf;
+    size_t len;
+    int rc = rl_read_bytes(path, &pdf, &len, e);
+    if (rc)
+        return rc;
+    static const char key[] = "/CreationDate (D:";
+    const size_t klen = sizeof key - 1, dlen = 14;   /* YYYYMMDDHHMMSS */
+    char *at = NULL;
+    for (size_t i = 0; i + klen + dlen <= len; i++)
+        if (memcmp(pdf + i, key, klen) == 0) {
+            at = pdf + i + klen;
+            break;
+        }
+    size_t off = at ? (size_t)(at - pdf) : 0;
+    free(pdf);
+    if (!at)
+        return 0;
+    time_t t = (time_t)epoch;
+    struct tm tm;
+    char stamp[32];
+    if (!gmtime_r(&t, &tm) || strftime(stamp, sizeof stamp, "%Y%m%d%H%M%S", &tm) != dlen)
+        return rl_errf(e, RL_EINVAL, "SOURCE_DATE_EPOCH: '%s' is not a date PDF can hold", env ? env : "0");
+    FILE *f = fopen(path, "r+b");
+    if (!f)
+        return rl_errf(e, RL_EIO, "%s: %s", path, strerror(errno));
+    int bad = fseek(f, (long)off, SEEK_SET) != 0 || fwrite(stamp, 1, dlen, f) != dlen;
+    bad |= fclose(f) != 0;
+    if (bad)
+        return rl_errf(e, RL_EIO, "%s: cannot rewrite its creation date (%s)", path, strerror(errno));
+    return 0;
 }

@@ -70,4 +70,10 @@ int plot_files_of(const char *out, struct plot_files *f, struct rl_err *e);
  * (or RL_ENOENT) naming the file and the field; nothing is written then. */
 int plot_write(const struct plot_opts *o, struct plot_files *files, struct rl_err *e);
 
+/* cairo (1.16, Debian 12) stamps a PDF with the time it was drawn, so the same figure would differ
+ * run to run. Rewrites that /CreationDate in place (same length, so no offset moves) to
+ * $SOURCE_DATE_EPOCH when set (the reproducible-builds convention), else 1970-01-01 00:00:00 UTC.
+ * A file without the stamp is left as it is. RL_EINVAL for a malformed SOURCE_DATE_EPOCH. */
+int plot_pdf_stable_date(const char *path, struct rl_err *e);
+
 #endif

@@ -388,6 +388,8 @@ START_TEST(every_kind_renders)
         if (x == 0) {
             ck_assert_msg(memcmp(b, "%PDF-", 5) == 0, "%s: no %%PDF- header", out);
             ck_assert_msg(strstr(b + n - 32 > b ? b + n - 32 : b, "%%EOF"), "%s: no %%%%EOF trailer", out);
+            if (!getenv("SOURCE_DATE_EPOCH"))   /* cairo's drawing time, replaced by the epoch */
+                ck_assert_msg(memmem(b, n, "/CreationDate (D:19700101000000", 31), "%s: not the fixed date", out);
         } else if (x == 1) {
             ck_assert_msg(strstr(b, "<svg") && strstr(b, "</svg>"), "%s: not a complete SVG", out);
         } else {
@@ -412,6 +414,38 @@ START_TEST(every_kind_renders)
         ck_assert_msg(atoi(l.out) == 0, "temporary files left: %s", l.out);
         tu_run_free(&l);
     }
+}
+END_TEST
+
+/* The PDF date stamp: cairo's drawing time becomes SOURCE_DATE_EPOCH or the epoch, in place. */
+START_TEST(pdf_date_is_stable)
+{
+    static const char pdf[] = "%PDF-1.5\n<< /Producer (cairo)\n   /CreationDate (D:20261130172129Z)\n>>\n%%EOF\n";
+    char *b;
+    size_t n;
+    struct rl_err e = {0};
+    unsetenv("SOURCE_DATE_EPOCH");
+    tu_write("stamp.pdf", pdf);
+    ck_assert_int_eq(plot_pdf_stable_date(tu_path("stamp.pdf"), &e), 0);
+    b = tu_read(tu_path("stamp.pdf"), &n);
+    ck_assert_uint_eq(n, strlen(pdf));
+    ck_assert_ptr_nonnull(strstr(b, "/CreationDate (D:19700101000000Z)\n>>"));
+    free(b);
+    setenv("SOURCE_DATE_EPOCH", "1700000000", 1);   /* 2023-11-14 22:13:20 UTC */
+    ck_assert_int_eq(plot_pdf_stable_date(tu_path("stamp.pdf"), &e), 0);
+    b = tu_read(tu_path("stamp.pdf"), &n);
+    ck_assert_ptr_nonnull(strstr(b, "/CreationDate (D:20231114221320Z)"));
+    free(b);
+    setenv("SOURCE_DATE_EPOCH", "yesterday", 1);
+    ck_assert_int_eq(plot_pdf_stable_date(tu_path("stamp.pdf"), &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "SOURCE_DATE_EPOCH"));
+    unsetenv("SOURCE_DATE_EPOCH");
+    static const char plain[] = "%PDF-1.5\n<< /Producer (other) >>\n%%EOF\n";
+    tu_write("nostamp.pdf", plain);
+    ck_assert_int_eq(plot_pdf_stable_date(tu_path("nostamp.pdf"), &e), 0);
+    b = tu_read(tu_path("nostamp.pdf"), &n);
+    ck_assert_str_eq(b, plain);
+    free(b);
 }
 END_TEST
 
@@ -445,6 +479,7 @@ Suite *plots_suite(void)
     tcase_add_test(tc, bad_input_exits_2_without_files);
     tcase_add_test(tc, without_gnuplot_writes_data_and_script_exit_3);
     tcase_add_test(tc, help_lists_every_kind);
+    tcase_add_test(tc, pdf_date_is_stable);
     if (have_gnuplot())
         tcase_add_loop_test(tc, every_kind_renders, 0, N_CASES);
     else
