@@ -86,8 +86,8 @@ struct mon {
     uint64_t boot_ticks_at_open;  /* uptime in ticks at mon_open minus monotonic time then */
     int64_t mono_at_open_ns;      /* CLOCK_MONOTONIC at mon_open */
     int64_t real_at_open_ns;      /* CLOCK_REALTIME at mon_open (the CSV's time_utc = this + t_ns) */
-    int err;                      /* sticky output error */
-    char err_msg[RL_ERR_MSG_MAX]; /* its message */
+    int err;                      /* sticky output error: the first one (rl_err_first) */
+    struct rl_err err_e;          /* its message */
 };
 
 static int64_t mono_ns(void)
@@ -234,32 +234,19 @@ static int discover(struct mon *m, bool *followed /* 2 x m->all.n entries */, st
 /* Records the first output error. The failed output is closed (its temporary file removed) and
  * sampling goes on into the other one, which mon_close still writes: a full disk under the CSV
  * does not cost the trace. */
-static int out_fail(struct mon *m, int code, const char *msg)
-{
-    if (!m->err) {
-        m->err = code;
-        snprintf(m->err_msg, sizeof m->err_msg, "%s", msg);
-    }
-    return code;
-}
-
 static void trace_failed(struct mon *m)
 {
     struct rl_err e = {0};
     int rc = trace_close(m->trace, &e);   /* fails (the writer's error) and removes the file */
     m->trace = NULL;
-    char msg[RL_ERR_MSG_MAX];
-    snprintf(msg, sizeof msg, "--out: %s", rc ? e.msg : "trace write failed");
-    out_fail(m, rc ? rc : RL_EENV, msg);
+    rl_err_first(&m->err, &m->err_e, rc ? rc : RL_EENV, "--out: %s", rc ? e.msg : "trace write failed");
 }
 
 static void csv_failed(struct mon *m)
 {
     struct rl_err e = {0};
     int rc = rl_outfile_commit(&m->csv, &e);   /* fails (stream error) and removes the file */
-    char msg[RL_ERR_MSG_MAX];
-    snprintf(msg, sizeof msg, "--csv: %s", rc ? e.msg : "CSV write failed");
-    out_fail(m, rc ? rc : RL_EENV, msg);
+    rl_err_first(&m->err, &m->err_e, rc ? rc : RL_EENV, "--csv: %s", rc ? e.msg : "CSV write failed");
 }
 
 static void counter(struct mon *m, int pid, const char *name, int64_t t_ns, const char *series,
@@ -771,23 +758,17 @@ int mon_close(struct mon *m, struct rl_err *e)
         struct rl_err te = {0};
         int rc = trace_close(m->trace, &te);
         m->trace = NULL;
-        if (rc) {
-            char msg[RL_ERR_MSG_MAX];
-            snprintf(msg, sizeof msg, "--out: %s", te.msg);
-            out_fail(m, rc, msg);
-        }
+        if (rc)
+            rl_err_first(&m->err, &m->err_e, rc, "--out: %s", te.msg);
     }
     if (m->csv.fp) {
         struct rl_err ce = {0};
         int rc = rl_outfile_commit(&m->csv, &ce);
-        if (rc) {
-            char msg[RL_ERR_MSG_MAX];
-            snprintf(msg, sizeof msg, "--csv: %s", ce.msg);
-            out_fail(m, rc, msg);
-        }
+        if (rc)
+            rl_err_first(&m->err, &m->err_e, rc, "--csv: %s", ce.msg);
     }
     if (m->err)
-        return rl_errf(e, m->err, "%s", m->err_msg);
+        return rl_errf(e, m->err, "%s", m->err_e.msg);
     return 0;
 }
 
