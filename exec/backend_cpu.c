@@ -318,9 +318,7 @@ static int cpu_shares(struct ex_dev *d, float *dst, int64_t count, int64_t valid
     (void)d;
     (void)s;
     (void)e;
-    const uint64_t base = ex_synth_base(seed, it);
-    for (int64_t j = 0; j < valid; j++)
-        dst[j] = ex_synth_share(base, gstart + j, q, W);
+    ex_synth_shares(dst, valid, ex_synth_base(seed, it), gstart, q, W);
     if (nan_at >= gstart && nan_at < gstart + valid)
         dst[nan_at - gstart] = NAN;
     for (int64_t j = valid; j < count; j++)

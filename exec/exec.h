@@ -174,6 +174,9 @@ float ex_synth_grad_share(uint64_t seed, int64_t it, int64_t i, int q, int W);
 /* The same with the iteration's key hoisted out of a loop: base = ex_synth_base(seed, it). */
 uint64_t ex_synth_base(uint64_t seed, int64_t it);
 float ex_synth_share(uint64_t base, int64_t i, int q, int W);
+/* dst[j] = ex_synth_share(base, gstart + j, q, W) for j in [0, n): the same bits, vectorised (the
+ * synthetic backward writes a whole bucket with it). */
+void ex_synth_shares(float *dst, int64_t n, uint64_t base, int64_t gstart, int q, int W);
 /* The Adam hyper-parameters of param group g. */
 struct kern_adam_hparams ex_hparams(const struct ex_opts *o, int group);
 
