@@ -51,11 +51,12 @@ struct ex_backend {
     int (*widen)(struct ex_dev *d, float *dst, const void *src, enum kern_dtype t, int64_t n,
                  enum ex_stream s, struct rl_err *e);
     /* The synthetic gradient shares (exec/synth.c) of rank q of W for global elements
-     * gstart .. gstart + valid - 1 into dst[0..valid), zeros into dst[valid..count) (padding).
+     * gstart .. gstart + valid - 1 into dst[0..valid), zeros into dst[valid..count) (padding),
+     * as type t (KERN_F32, or KERN_BF16 / KERN_F16: exact, the shares are 16-bit values).
      * nan_at: the global element whose share is NaN (-1: none). */
-    int (*shares)(struct ex_dev *d, float *dst, int64_t count, int64_t valid, int64_t gstart,
-                  uint64_t seed, int64_t it, int q, int W, int64_t nan_at, enum ex_stream s,
-                  struct rl_err *e);
+    int (*shares)(struct ex_dev *d, void *dst, enum kern_dtype t, int64_t count, int64_t valid,
+                  int64_t gstart, uint64_t seed, int64_t it, int q, int W, int64_t nan_at,
+                  enum ex_stream s, struct rl_err *e);
     /* Number of non-finite values of x[0..n) added to *count (after sync). */
     int (*nonfinite)(struct ex_dev *d, const float *x, int64_t n, int64_t *count, enum ex_stream s,
                      struct rl_err *e);
@@ -72,9 +73,11 @@ struct ex_backend {
     /* When not NULL, the backend times its asynchronous copies itself: moves up to max finished
      * spans into out and returns how many (the pipeline then records no span around them). */
     int (*take_spans)(struct ex_dev *d, struct step_span *out, int max);
-    /* fp32 sum over ranks of buf (rank-major blocks of count elements, device memory); *out
-     * points at this rank's reduced block inside buf when it returns (synchronous). */
-    int (*reduce_scatter)(struct ex_dev *d, float *buf, int64_t count, float **out, struct rl_err *e);
+    /* Sum over ranks of buf (rank-major blocks of count elements of type t, device memory):
+     * fp32 (KERN_F32) or 16-bit (each addition rounded); *out points at this rank's reduced
+     * block inside buf when it returns (synchronous). */
+    int (*reduce_scatter)(struct ex_dev *d, void *buf, int64_t count, enum kern_dtype t, void **out,
+                          struct rl_err *e);
     /* In place: buf holds size x bytes, this rank's part at rank x bytes (synchronous). */
     int (*allgather)(struct ex_dev *d, void *buf, int64_t bytes, struct rl_err *e);
 };

@@ -311,18 +311,33 @@ static int cpu_widen(struct ex_dev *d, float *dst, const void *src, enum kern_dt
     return 0;
 }
 
-static int cpu_shares(struct ex_dev *d, float *dst, int64_t count, int64_t valid, int64_t gstart,
-                      uint64_t seed, int64_t it, int q, int W, int64_t nan_at, enum ex_stream s,
-                      struct rl_err *e)
+static int cpu_shares(struct ex_dev *d, void *dst, enum kern_dtype t, int64_t count, int64_t valid,
+                      int64_t gstart, uint64_t seed, int64_t it, int q, int W, int64_t nan_at,
+                      enum ex_stream s, struct rl_err *e)
 {
     (void)d;
     (void)s;
     (void)e;
-    ex_synth_shares(dst, valid, ex_synth_base(seed, it), gstart, q, W);
-    if (nan_at >= gstart && nan_at < gstart + valid)
-        dst[nan_at - gstart] = NAN;
-    for (int64_t j = valid; j < count; j++)
-        dst[j] = 0.0f;
+    const uint64_t base = ex_synth_base(seed, it);
+    if (t == KERN_F32) {
+        float *x = dst;
+        ex_synth_shares(x, valid, base, gstart, q, W);
+        if (nan_at >= gstart && nan_at < gstart + valid)
+            x[nan_at - gstart] = NAN;
+        memset(x + valid, 0, (size_t)(count - valid) * sizeof *x);
+        return 0;
+    }
+    /* 16-bit: through a small fp32 block that stays in cache. */
+    uint16_t *x = dst;
+    float tmp[2048];
+    for (int64_t a = 0; a < valid; a += 2048) {
+        int64_t n = valid - a < 2048 ? valid - a : 2048;
+        ex_synth_shares(tmp, n, base, gstart + a, q, W);
+        if (nan_at >= gstart + a && nan_at < gstart + a + n)
+            tmp[nan_at - gstart - a] = NAN;
+        ex__narrow_host(x + a, t, tmp, n);
+    }
+    memset(x + valid, 0, (size_t)(count - valid) * sizeof *x);
     return 0;
 }
 
@@ -364,10 +379,11 @@ static int cpu_sync(struct ex_dev *d, enum ex_stream s, struct rl_err *e)
     return 0;
 }
 
-static int cpu_reduce_scatter(struct ex_dev *d, float *buf, int64_t count, float **out, struct rl_err *e)
+static int cpu_reduce_scatter(struct ex_dev *d, void *buf, int64_t count, enum kern_dtype t, void **out,
+                              struct rl_err *e)
 {
     *out = buf;   /* MPI in place: the result lands at the front */
-    return ex_comm_reduce_scatter_f32(d->comm, buf, count, e);
+    return ex_comm_reduce_scatter(d->comm, buf, count, t, e);
 }
 
 static int cpu_allgather(struct ex_dev *d, void *buf, int64_t bytes, struct rl_err *e)

@@ -112,14 +112,18 @@ __global__ void k_nonfinite(const float *x, int64_t n, unsigned long long *count
         atomicAdd(count, k);
 }
 
-__global__ void k_shares(float *dst, int64_t count, int64_t valid, int64_t gstart, uint64_t base, int q, int W,
+/* t: 0 fp32, 1 bf16, 2 fp16 (the shares are exact in all three). */
+__global__ void k_shares(void *dst, int t, int64_t count, int64_t valid, int64_t gstart, uint64_t base, int q, int W,
                          int64_t nan_at)
 {
     for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < count; j += (int64_t)gridDim.x * blockDim.x) {
         float v = j < valid ? ex__share(base, gstart + j, q, W) : 0.0f;
         if (j < valid && gstart + j == nan_at)
             v = __int_as_float(0x7fc00000);
-        dst[j] = v;
+        if (t == 0)
+            ((float *)dst)[j] = v;
+        else
+            ((uint16_t *)dst)[j] = t == 1 ? kern_f32_to_bf16(v) : kern_f32_to_f16(v);
     }
 }
 
@@ -283,10 +287,11 @@ static int cu_widen(struct ex_dev *d, float *dst, const void *src, enum kern_dty
     return launch_check(e, "k_widen", __LINE__);
 }
 
-static int cu_shares(struct ex_dev *d, float *dst, int64_t count, int64_t valid, int64_t gstart, uint64_t seed,
-                     int64_t it, int q, int W, int64_t nan_at, enum ex_stream s, struct rl_err *e)
+static int cu_shares(struct ex_dev *d, void *dst, enum kern_dtype t, int64_t count, int64_t valid, int64_t gstart,
+                     uint64_t seed, int64_t it, int q, int W, int64_t nan_at, enum ex_stream s, struct rl_err *e)
 {
-    k_shares<<<grid_for(count), 256, 0, d->stream[s]>>>(dst, count, valid, gstart, ex_synth_base(seed, it), q, W,
+    int tc = t == KERN_F32 ? 0 : t == KERN_BF16 ? 1 : 2;
+    k_shares<<<grid_for(count), 256, 0, d->stream[s]>>>(dst, tc, count, valid, gstart, ex_synth_base(seed, it), q, W,
                                                        nan_at);
     return launch_check(e, "k_shares", __LINE__);
 }
@@ -355,15 +360,18 @@ static int cu_sync(struct ex_dev *d, enum ex_stream s, struct rl_err *e)
     return 0;
 }
 
-static int cu_reduce_scatter(struct ex_dev *d, float *buf, int64_t count, float **out, struct rl_err *e)
+static int cu_reduce_scatter(struct ex_dev *d, void *buf, int64_t count, enum kern_dtype t, void **out,
+                             struct rl_err *e)
 {
     if (!d->nccl) {
         *out = buf;
         return 0;
     }
+    ncclDataType_t nt = t == KERN_F32 ? ncclFloat32 : t == KERN_BF16 ? ncclBfloat16 : ncclFloat16;
+    int64_t eb = t == KERN_F32 ? 4 : 2;
     /* NCCL in place: the result lands in this rank's block. */
-    float *mine = buf + (int64_t)d->comm->rank * count;
-    NCCL_TRY(ncclReduceScatter(buf, mine, (size_t)count, ncclFloat32, ncclSum, d->nccl, d->stream[EX_STREAM_COMM]));
+    char *mine = (char *)buf + (int64_t)d->comm->rank * count * eb;
+    NCCL_TRY(ncclReduceScatter(buf, mine, (size_t)count, nt, ncclSum, d->nccl, d->stream[EX_STREAM_COMM]));
     CU_TRY(cudaStreamSynchronize(d->stream[EX_STREAM_COMM]));
     *out = mine;
     return nccl_async_check(d, e);

@@ -47,6 +47,9 @@ int ex_comm_max_i64(struct ex_comm *c, int64_t *v, int n, struct rl_err *e);
 /* In place on buf (rank-major: rank q's block is buf[q*count .. q*count+count)): after the call
  * buf[0..count) holds the element-wise fp32 sum of every rank's block `rank`. */
 int ex_comm_reduce_scatter_f32(struct ex_comm *c, float *buf, int64_t count, struct rl_err *e);
+/* The same in fp32 (KERN_F32, exact for the synthetic shares) or a 16-bit type (KERN_BF16,
+ * KERN_F16: elements of 2 bytes, each addition rounded to that type; not exact in general). */
+int ex_comm_reduce_scatter(struct ex_comm *c, void *buf, int64_t count, enum kern_dtype t, struct rl_err *e);
 /* Gathers `bytes` from each rank into out (rank order) on every rank; out holds size x bytes.
  * in == out: in place, this rank's bytes are already at out + rank x bytes. */
 int ex_comm_allgather(struct ex_comm *c, const void *in, void *out, int64_t bytes, struct rl_err *e);
@@ -92,6 +95,8 @@ struct ex_opts {
     const char *load_dir;           /* --load DIR, NULL: none */
     const char *trace_path;         /* --trace FILE[.gz], NULL: none */
     int fail_rank;                  /* testing: this rank fails at its first step (-1: none) */
+    enum kern_dtype comm_dtype;     /* reduce-scatter type: KERN_F32 (default, exact) or the model's
+                                       16-bit type (--comm-dtype; rounds partial sums: not exact) */
     enum plan_dtype ref_dtype;      /* ex_reference only: the model dtype of the 16-bit copy */
 };
 void ex_opts_default(struct ex_opts *o);

@@ -48,6 +48,7 @@ void ex_opts_default(struct ex_opts *o)
     o->lr = 1e-3;
     o->micro_batch = 1;
     o->fail_rank = -1;
+    o->comm_dtype = KERN_F32;
 }
 
 void ex_result_free(struct ex_result *r)
@@ -174,9 +175,8 @@ static void free_bufs(struct ex_run *r)
     }
 }
 
-/* Device bytes the run needs besides the ledger: the gathered block and, for deepspeed-0.12,
- * the copy of a bucket's gradients brought back from the host. */
-static int64_t transient_device_bytes(const struct ex_run *r, int64_t bucket_rank_numel)
+/* Device bytes of the gathered block: the largest block's partitions, W times. */
+static int64_t gather_bytes(const struct ex_run *r)
 {
     int64_t gather = 0;
     for (int b = 0; b < r->nblocks; b++) {
@@ -186,9 +186,19 @@ static int64_t transient_device_bytes(const struct ex_run *r, int64_t bucket_ran
         if (s > gather)
             gather = s;
     }
-    int64_t bytes = gather * r->W * r->mdb;
+    return gather * r->W * r->mdb;
+}
+
+/* Device bytes the run needs besides the ledger: the gathered block, for deepspeed-0.12 the copy
+ * of a bucket's gradients brought back from the host, for overlap with a 16-bit reduce-scatter
+ * the widened sums of one flush. */
+static int64_t transient_device_bytes(const struct ex_run *r, int64_t bucket_rank_numel)
+{
+    int64_t bytes = gather_bytes(r);
     if (r->o->schedule == STEP_SCHED_DS012)
         bytes += bucket_rank_numel * r->mdb;
+    else if (r->cdb == 2)
+        bytes += bucket_rank_numel * 4;
     return bytes;
 }
 
@@ -219,12 +229,13 @@ static int allocate(struct ex_run *r, struct rl_err *e)
     /* Sizes from the executor's own layout, checked against the ledger below. */
     int64_t bucket_numel = p->zero.reduce_bucket_size < r->P * r->W ? p->zero.reduce_bucket_size : r->P * r->W;
     int64_t bucket_bytes = bucket_numel * mdb;
-    /* The bucket carries fp32 gradients (exact sums): bytes / 4 of them per flush. */
-    r->bucket_rank_numel = bucket_bytes / 4 / r->W;
+    /* The bucket carries comm-type gradients: fp32 by default (exact sums, bytes / 4 of them
+     * per flush), the model dtype with --comm-dtype (bytes / 2). */
+    r->bucket_rank_numel = bucket_bytes / r->cdb / r->W;
     if (r->bucket_rank_numel < 1)
-        return rl_errf(e, RL_EINVAL, "reduce_bucket_size: %lld elements (after --scale) hold no fp32 "
+        return rl_errf(e, RL_EINVAL, "reduce_bucket_size: %lld elements (after --scale) hold no %s "
                        "gradient per rank for %d ranks; allowed: at least %d (use a smaller --scale)",
-                       (long long)bucket_numel, r->W, 2 * r->W);
+                       (long long)bucket_numel, kern_dtype_name(r->cd), r->W, r->cdb * r->W / mdb);
     r->chunk = p->exec_chunk_numel < r->Pc ? p->exec_chunk_numel : r->Pc;
     int64_t trans = transient_device_bytes(r, r->bucket_rank_numel);
     int64_t need_dev = r->P * mdb + r->Pg * 16 + bucket_bytes + trans;
@@ -269,7 +280,10 @@ static int allocate(struct ex_run *r, struct rl_err *e)
             (rc = alloc_buf(r, "pageable_staging", PLAN_DEV_CPU_PAGEABLE, pg * mdb, &r->pageable16, true, e)))
             return rc;
     }
-    int64_t gather = (trans - (r->o->schedule == STEP_SCHED_DS012 ? r->bucket_rank_numel * mdb : 0));
+    if (r->o->schedule != STEP_SCHED_DS012 && r->cdb == 2 &&
+        (rc = alloc_buf(r, "comm_widened_sums", D, r->bucket_rank_numel * 4, (void **)&r->comm32, true, e)))
+        return rc;
+    int64_t gather = gather_bytes(r);
     if ((rc = alloc_buf(r, "gathered_params", D, gather, &r->gathered, true, e)))
         return rc;
     r->gathered_bytes = gather;
@@ -513,23 +527,28 @@ static int block_gather(struct ex_run *r, int b, struct rl_err *e)
     return 0;
 }
 
-/* Delivers a reduced fp32 range (device pointer src, flat [f, f + len)) to the fp32 gradients.
+/* Delivers a reduced range (device pointer src: fp32; src16: the model dtype, deepspeed-0.12 with a
+ * 16-bit comm type only, else NULL; flat [f, f + len)) to the fp32 gradients.
  * overlap: device share D2D, host share D2H straight into the pinned fp32 gradient.
  * deepspeed-0.12: cast to the model dtype, D2H of everything into the pinned flat buffer, H2D
  * back, then device share widened on the device, host share D2H again into pageable memory and
  * widened on the host. */
-static int deliver(struct ex_run *r, const float *src, int64_t f, int64_t len, struct rl_err *e)
+static int deliver(struct ex_run *r, const float *src, const void *src16, int64_t f, int64_t len, struct rl_err *e)
 {
     const bool ds = r->o->schedule == STEP_SCHED_DS012;
     const int mdb = r->mdb;
     int64_t t0;
     if (ds) {
+        /* The sums in the model dtype: cast from fp32, or as reduced with a 16-bit comm type. */
+        if (!src16) {
+            t0 = ex__now_ns();
+            TRY(r->be->narrow(r->dev, r->dev16, r->md, src, len, EX_STREAM_COMM, e));
+            TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
+            phase_add(r, STEP_PH_REDUCE_SCATTER, t0, len * (4 + mdb));
+            src16 = r->dev16;
+        }
         t0 = ex__now_ns();
-        TRY(r->be->narrow(r->dev, r->dev16, r->md, src, len, EX_STREAM_COMM, e));
-        TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
-        phase_add(r, STEP_PH_REDUCE_SCATTER, t0, len * (4 + mdb));
-        t0 = ex__now_ns();
-        TRY(r->be->copy(r->dev, (char *)r->flat_grad + f * mdb, r->dev16, len * mdb, EX_D2H, EX_STREAM_COMM, e));
+        TRY(r->be->copy(r->dev, (char *)r->flat_grad + f * mdb, src16, len * mdb, EX_D2H, EX_STREAM_COMM, e));
         TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
         phase_add(r, STEP_PH_GRAD_D2H, t0, len * mdb);
         t0 = ex__now_ns();
@@ -571,7 +590,7 @@ static int deliver(struct ex_run *r, const float *src, int64_t f, int64_t len, s
 }
 
 /* Flushes the bucket: every rank's shares of the items in rank-major order, reduce-scatter in
- * fp32 (exact), delivery of this rank's sums. */
+ * fp32 (exact) or the model dtype (--comm-dtype), delivery of this rank's sums. */
 static int flush(struct ex_run *r, int64_t it, struct rl_err *e)
 {
     if (r->n_items == 0)
@@ -591,21 +610,37 @@ static int flush(struct ex_run *r, int64_t it, struct rl_err *e)
             int64_t valid = x->n - lo;
             valid = valid < 0 ? 0 : valid > b->len ? b->len : valid;
             /* This rank's share of the elements destined for rank q. */
-            TRY(r->be->shares(r->dev, r->bucket + off, b->len, valid, x->goff + lo, r->o->seed, it, r->k, r->W,
-                              r->k == 0 ? nan_at : -1, EX_STREAM_COMPUTE, e));
+            TRY(r->be->shares(r->dev, (char *)r->bucket + off * r->cdb, r->cd, b->len, valid, x->goff + lo,
+                              r->o->seed, it, r->k, r->W, r->k == 0 ? nan_at : -1, EX_STREAM_COMPUTE, e));
             off += b->len;
         }
     }
     TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
     phase_add(r, STEP_PH_BACKWARD, t0, 0);
     t0 = ex__now_ns();
-    float *sums = NULL;
-    TRY(r->be->reduce_scatter(r->dev, r->bucket, cnt, &sums, e));
-    phase_add(r, STEP_PH_REDUCE_SCATTER, t0, cnt * 4 * r->W);
+    void *sums = NULL;
+    TRY(r->be->reduce_scatter(r->dev, r->bucket, cnt, r->cd, &sums, e));
+    phase_add(r, STEP_PH_REDUCE_SCATTER, t0, cnt * r->cdb * r->W);
+    const float *sums32 = sums;
+    const char *sums16 = NULL;
+    if (r->cdb == 2) {
+        /* deepspeed-0.12 takes the 16-bit sums as they are; overlap widens them on the device. */
+        sums16 = sums;
+        sums32 = NULL;
+        if (r->o->schedule != STEP_SCHED_DS012) {
+            t0 = ex__now_ns();
+            TRY(r->be->widen(r->dev, r->comm32, sums, r->cd, cnt, EX_STREAM_COMM, e));
+            TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
+            phase_add(r, STEP_PH_REDUCE_SCATTER, t0, cnt * 6);
+            sums32 = r->comm32;
+            sums16 = NULL;
+        }
+    }
     int64_t off = 0;
     for (int i = 0; i < r->n_items; i++) {
         const struct ex_item *b = &r->items[i];
-        TRY(deliver(r, sums + off, r->tm[b->t].foff + b->a, b->len, e));
+        TRY(deliver(r, sums32 ? sums32 + off : NULL, sums16 ? sums16 + off * 2 : NULL, r->tm[b->t].foff + b->a,
+                    b->len, e));
         off += b->len;
     }
     r->n_items = 0;
@@ -1011,6 +1046,11 @@ int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, str
     r.k = c->rank;
     r.md = p->zero.dtype == PLAN_BF16 ? KERN_BF16 : KERN_F16;
     r.mdb = 2;
+    r.cd = o->comm_dtype == KERN_BF16 || o->comm_dtype == KERN_F16 ? o->comm_dtype : KERN_F32;
+    r.cdb = kern_dtype_bytes(r.cd);
+    if (r.cd != KERN_F32 && r.cd != r.md)
+        return rl_errf(e, RL_EINVAL, "--comm-dtype: %s, but the model dtype is %s; allowed: fp32 or %s",
+                       kern_dtype_name(r.cd), kern_dtype_name(r.md), kern_dtype_name(r.md));
     enum ex_backend_kind bk = o->backend;
 #ifdef RL_EX_CUDA
     if (bk == EX_BACKEND_AUTO)

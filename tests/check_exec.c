@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/exec.h"
 #include "tests/util.h"
 #include "traces/layout.h"
 #include "traces/trace.h"
@@ -92,6 +93,86 @@ START_TEST(digest_depends_on_seed_and_steps)
     reference("--steps 2 --seed 7", c);
     ck_assert_str_ne(a, b);
     ck_assert_str_ne(a, c);
+}
+END_TEST
+
+/* The vectorised share generator gives, element for element, the defining formula: an integer
+ * (u_q - u_{q+1}) of splitmix64 hashes reduced mod 255 by division, scaled with ldexpf. */
+static uint64_t t_mix(uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static int64_t t_u(uint64_t base, int64_t i, int q)
+{
+    uint64_t h = t_mix(base ^ ((uint64_t)i * 0x2545f4914f6cdd1dull) ^ ((uint64_t)(q + 1) << 40));
+    return (int64_t)(h % 255u) - 127;
+}
+
+START_TEST(share_generator_matches_its_definition)
+{
+    enum { N = 4099 };   /* not a multiple of any vector width */
+    static float got[N];
+    static const int worlds[][2] = {{0, 1}, {0, 2}, {1, 2}, {2, 3}, {0, 5}, {4, 5}};
+    for (size_t w = 0; w < sizeof worlds / sizeof worlds[0]; w++) {
+        int q = worlds[w][0], W = worlds[w][1];
+        uint64_t base = ex_synth_base(7, 3);
+        int64_t g0 = INT64_C(123456789012) + (int64_t)w;
+        ex_synth_shares(got, N, base, g0, q, W);
+        for (int64_t j = 0; j < N; j++) {
+            int64_t d = t_u(base, g0 + j, q) - (q + 1 < W ? t_u(base, g0 + j, q + 1) : 0);
+            float want = ldexpf((float)d, -10);
+            ck_assert_msg(memcmp(&got[j], &want, 4) == 0, "q %d W %d j %lld: %a, want %a", q, W, (long long)j,
+                          (double)got[j], (double)want);
+            ck_assert(memcmp(&got[j], &(float){ex_synth_share(base, g0 + j, q, W)}, 4) == 0);
+        }
+    }
+    /* the shares of W ranks sum to the gradient */
+    float s = 0;
+    for (int q = 0; q < 3; q++)
+        s += ex_synth_grad_share(7, 3, 99, q, 3);
+    ck_assert(s == ex_synth_grad(7, 3, 99));
+}
+END_TEST
+
+/* --comm-dtype: the reduce-scatter in the model dtype runs on both schedules. It is exact where
+ * every partial sum the collective forms is a 16-bit value: one rank (no sum), two ranks in bf16
+ * (the only sum is the gradient itself, <= 127 units), up to eight in fp16 (|sum| <= 8 x 254 <
+ * 2^11); there the digest is the reference's. fp32, the default, is exact for every world size.
+ * (gpt-2.7b's Megatron config is fp16.) */
+START_TEST(comm_dtype_16bit_runs)
+{
+    char ref[9], ref_bf[9], d[9];
+    reference("--steps 2", ref);
+    run_ranks(3, "--ratio 0.5 --steps 2 --comm-dtype fp16 --schedule overlap", d);
+    ck_assert_str_eq(d, ref);
+    run_ranks(3, "--ratio 0.5 --steps 2 --comm-dtype fp16 --schedule deepspeed-0.12", d);
+    ck_assert_str_eq(d, ref);
+    reference("--steps 2 --dtype bf16", ref_bf);
+    ck_assert_str_ne(ref_bf, ref);   /* the 16-bit copy is in the digest */
+    run_ranks(2, "--dtype bf16 --ratio 0.37 --steps 2 --comm-dtype bf16", d);
+    ck_assert_str_eq(d, ref_bf);
+    struct tu_run r;
+    tu_sh(&r, MPIRUN " -np 3 '%s' run " SMALL " --dtype bf16 --ratio 0.5 --steps 2 --comm-dtype bf16 --json", tu_bin());
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_msg(strstr(r.out, "\"comm_dtype\": \"bf16\""), "%s", r.out);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "run " SMALL " --steps 1 --comm-dtype fp16 --hash");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_msg(strstr(r.out, "may differ from the fp32 reference"), "no warning: %s", r.out);
+    tu_run_free(&r);
+    /* a 16-bit type other than the model's, and an unknown type, are refused */
+    tu_ratiolab(&r, "run " SMALL " --steps 1 --comm-dtype bf16");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "--comm-dtype: bf16") && strstr(r.err, "fp16"), "%s", r.err);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "run --comm-dtype fp8");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "--comm-dtype") && strstr(r.err, "fp8") && strstr(r.err, "bf16"), "%s", r.err);
+    tu_run_free(&r);
 }
 END_TEST
 
@@ -180,13 +261,23 @@ START_TEST(ledger_equals_plan_on_every_rank)
         ck_assert_int_eq(json_integer_value(json_object_get(x, "ledger_device_bytes")), dev);
         json_t *mem = json_object_get(x, "memory");
         json_t *rss = json_object_get(mem, "rss_bytes");
-        ck_assert_msg(json_is_string(rss) || json_integer_value(rss) > 0, "rss reported as 0");
+        ck_assert_msg(json_is_null(rss) || json_integer_value(rss) > 0, "rss reported as 0");
+        /* every reading is a number or null (unavailable), never a string */
+        const char *key;
+        json_t *val;
+        json_object_foreach(mem, key, val)
+            ck_assert_msg(json_is_integer(val) || json_is_null(val), "memory.%s is neither an integer nor null", key);
+        /* the cpu backend has no NVML reading: null, not 0 */
+        ck_assert_msg(json_is_null(json_object_get(mem, "gpu_process_bytes")), "gpu_process_bytes on the cpu backend");
     }
     /* the measurement has the simulator's phase names */
     json_t *ph = json_object_get(json_object_get(o, "measurement"), "phases");
     ck_assert(json_object_get(ph, "reduce_scatter") && json_object_get(ph, "cpu_adam") &&
               json_object_get(ph, "allgather") && json_object_get(ph, "param_h2d"));
     ck_assert_int_gt(json_integer_value(json_object_get(json_object_get(o, "measurement"), "step_ns")), 0);
+    json_t *um = json_object_get(json_object_get(json_object_get(o, "measurement"), "gpu_memory_per_rank"), "used_bytes");
+    ck_assert_msg(json_is_integer(um) && json_integer_value(um) > 0, "measurement used_bytes");
+    ck_assert_str_eq(json_string_value(json_object_get(o, "comm_dtype")), "fp32");
     json_decref(o);
     tu_run_free(&r);
 }
@@ -324,6 +415,8 @@ Suite *exec_suite(void)
     tcase_set_timeout(t, 240);
     tcase_add_test(t, digest_matrix_equals_reference);
     tcase_add_test(t, digest_depends_on_seed_and_steps);
+    tcase_add_test(t, share_generator_matches_its_definition);
+    tcase_add_test(t, comm_dtype_16bit_runs);
     tcase_add_test(t, checkpoint_continues_on_other_world_and_ratio);
     tcase_add_test(t, checkpoint_corrupt_or_truncated_is_refused);
     tcase_add_test(t, ledger_equals_plan_on_every_rank);
