@@ -214,6 +214,22 @@ START_TEST(checkpoint_corrupt_or_truncated_is_refused)
     tu_sh(&r, "test $(stat -c %%s ck/rank-00000.rlck) = 1000 && cmp saved ck/rank-00001.rlck");
     ck_assert_msg(r.status == 0, "the checkpoint changed: %s", r.err);
     tu_run_free(&r);
+    /* Not a regular file (a FIFO nobody writes to must not block; a device), or larger than any
+     * checkpoint of this model can be (a sparse 64 GiB file: refused before it is read). */
+    static const char *const bad[][2] = {
+        {"rm -f ck/rank-00000.rlck && mkfifo ck/rank-00000.rlck", "a FIFO"},
+        {"rm -f ck/rank-00000.rlck && ln -s /dev/zero ck/rank-00000.rlck", "a character device"},
+        {"rm -f ck/rank-00000.rlck && truncate -s 64G ck/rank-00000.rlck", "allowed: at most"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tu_sh(&r, "%s", bad[i][0]);
+        ck_assert_msg(r.status == 0, "%s: %s", bad[i][0], r.err);
+        tu_run_free(&r);
+        tu_ratiolab(&r, "run " SMALL " --load ck --hash");
+        ck_assert_int_eq(r.status, 2);
+        ck_assert_msg(strstr(r.err, "rank-00000.rlck") && strstr(r.err, bad[i][1]), "%s: %s", bad[i][1], r.err);
+        tu_run_free(&r);
+    }
 }
 END_TEST
 
