@@ -182,6 +182,29 @@ float ex_synth_share(uint64_t base, int64_t i, int q, int W);
 /* dst[j] = ex_synth_share(base, gstart + j, q, W) for j in [0, n): the same bits, vectorised (the
  * synthetic backward writes a whole bucket with it). */
 void ex_synth_shares(float *dst, int64_t n, uint64_t base, int64_t gstart, int q, int W);
+/* ---- --compute gemm (exec/compute.c) ---------------------------------------------------------- */
+/* The executor's blocks: maximal runs of tensors (model order) with one layer index. first must
+ * hold n_tensors + 1 entries; first[b] is block b's first tensor, first[nblocks] = n_tensors.
+ * Returns nblocks. */
+int ex_model_blocks(const struct plan_model *m, int *first);
+/* One GEMM shape: C[m x n] = A[m x k] B[k x n], run `count` times. */
+struct ex_gemm {
+    int64_t m, n, k;                /* rows of A and C, columns of B and C, the inner dimension */
+    int64_t count;                  /* how many times */
+};
+/* The GEMMs of block b's forward pass on micro_batch sequences of seq tokens, whose FLOPs equal
+ * the simulator's charge for the block (sim/step.c): a layer's weights (2 x tokens x elements)
+ * and attention (4 x micro_batch x seq^2 x heads/TP x head_dim), the logits after the layers
+ * (2 x tokens x hidden x vocab/TP), nothing before them. Fills out[0..max) and returns how many
+ * there are (call again with more room when that exceeds max). */
+int ex_block_gemms(const struct plan_model *m, const int *first, int nblocks, int b, int64_t micro_batch,
+                   int64_t seq, struct ex_gemm *out, int max);
+/* How many times block b's backward runs its forward GEMMs: 2, or 3 for a layer with activation
+ * checkpointing (recomputation), as the simulator counts. */
+int ex_block_backward_passes(const struct plan_model *m, const int *first, int b, bool checkpoint_activations);
+/* Sum of 2 m n k count. */
+int64_t ex_gemm_flops(const struct ex_gemm *g, int n);
+
 /* The Adam hyper-parameters of param group g. */
 struct kern_adam_hparams ex_hparams(const struct ex_opts *o, int group);
 

@@ -77,6 +77,8 @@ struct ex_run {
     int64_t gathered_bytes;          /* its size */
     float *act, *act_out, *wscratch; /* --compute gemm scratch, device */
     int64_t tokens;                  /* micro_batch x seq */
+    struct ex_gemm *gemms;           /* --compute gemm: every block's GEMMs (exec/compute.c) */
+    int *gemm_first;                 /* block b's are gemms[gemm_first[b] .. gemm_first[b + 1]) */
     int64_t bucket_rank_numel;       /* comm-type elements per rank per flush */
     int64_t bucket_fill;             /* of which filled */
     int64_t chunk;                   /* host pipeline chunk, elements */

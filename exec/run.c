@@ -120,10 +120,7 @@ static int build_maps(struct ex_run *r, struct rl_err *e)
     r->blocks = calloc((size_t)r->T + 1, sizeof *r->blocks);
     if (!r->blocks)
         return rl_errf(e, RL_ENOMEM, "out of host memory for the block list");
-    for (int t = 0; t < r->T; t++)
-        if (t == 0 || r->tm[t].layer != r->tm[t - 1].layer)
-            r->blocks[r->nblocks++] = t;
-    r->blocks[r->nblocks] = r->T;
+    r->nblocks = ex_model_blocks(m, r->blocks);
     return 0;
 }
 
@@ -490,19 +487,16 @@ static void collect_copy_spans(struct ex_run *r, bool keep)
             return rc__;                                                                       \
     } while (0)
 
-/* The GEMMs of one block on micro_batch x seq tokens, `times` passes (compute time only). */
+/* Block b's GEMMs (exec/compute.c), `times` passes (compute time only: outputs feed nothing). */
 static int block_compute(struct ex_run *r, int b, int times, struct rl_err *e)
 {
     if (r->o->compute != EX_COMPUTE_GEMM || !r->act)
         return 0;
-    const struct plan_model *m = r->p->model;
     for (int pass = 0; pass < times; pass++)
-        for (int t = r->blocks[b]; t < r->blocks[b + 1]; t++) {
-            const struct plan_tensor *x = &m->tensors[t];
-            if (x->ndim != 2)
-                continue;
-            TRY(r->be->gemm(r->dev, r->tokens, x->shape[0], x->shape[1], r->act, r->wscratch, r->act_out,
-                            EX_STREAM_COMPUTE, e));
+        for (int i = r->gemm_first[b]; i < r->gemm_first[b + 1]; i++) {
+            const struct ex_gemm *g = &r->gemms[i];
+            for (int64_t c = 0; c < g->count; c++)
+                TRY(r->be->gemm(r->dev, g->m, g->n, g->k, r->act, r->wscratch, r->act_out, EX_STREAM_COMPUTE, e));
         }
     return r->be->sync(r->dev, EX_STREAM_COMPUTE, e);
 }
@@ -677,7 +671,7 @@ static int forward_backward(struct ex_run *r, int64_t it, struct rl_err *e)
     for (int b = r->nblocks - 1; b >= 0; b--) {
         TRY(block_gather(r, b, e));
         int64_t t0 = ex__now_ns();
-        TRY(block_compute(r, b, r->o->checkpoint_activations ? 3 : 2, e));
+        TRY(block_compute(r, b, ex_block_backward_passes(r->p->model, r->blocks, b, r->o->checkpoint_activations), e));
         phase_add(r, STEP_PH_BACKWARD, t0, 0);
         for (int t = r->blocks[b + 1] - 1; t >= r->blocks[b]; t--)
             TRY(bucket_add(r, t, it, e));
@@ -894,26 +888,38 @@ static void read_memory(struct ex_run *r, struct ex_mem *m)
 
 /* ---- the whole run --------------------------------------------------------------------------- */
 
+/* --compute gemm: every block's GEMM list and the scratch matrices the largest of them needs. */
 static int setup_compute(struct ex_run *r, struct rl_err *e)
 {
     if (r->o->compute != EX_COMPUTE_GEMM)
         return 0;
     const struct plan_model *m = r->p->model;
     int64_t seq = r->o->seq_len > 0 ? r->o->seq_len : m->arch.seq_len > 0 ? m->arch.seq_len : 1024;
-    r->tokens = (r->o->micro_batch > 0 ? r->o->micro_batch : 1) * seq;
-    int64_t wmax = 1, dmax = 1;
-    for (int t = 0; t < r->T; t++) {
-        const struct plan_tensor *x = &m->tensors[t];
-        if (x->ndim != 2)
-            continue;
-        wmax = x->numel > wmax ? x->numel : wmax;
-        dmax = x->shape[0] > dmax ? x->shape[0] : dmax;
-        dmax = x->shape[1] > dmax ? x->shape[1] : dmax;
+    int64_t mb = r->o->micro_batch > 0 ? r->o->micro_batch : 1;
+    r->tokens = mb * seq;
+    r->gemm_first = calloc((size_t)r->nblocks + 1, sizeof *r->gemm_first);
+    int n = 0;
+    for (int b = 0; b < r->nblocks; b++)
+        n += ex_block_gemms(m, r->blocks, r->nblocks, b, mb, seq, NULL, 0);
+    r->gemms = calloc((size_t)n + 1, sizeof *r->gemms);
+    if (!r->gemm_first || !r->gemms)
+        return rl_errf(e, RL_ENOMEM, "out of host memory for the GEMM lists");
+    int64_t amax = 1, bmax = 1, cmax = 1;
+    for (int b = 0, at = 0; b < r->nblocks; b++) {
+        r->gemm_first[b] = at;
+        at += ex_block_gemms(m, r->blocks, r->nblocks, b, mb, seq, r->gemms + at, n - at);
+        r->gemm_first[b + 1] = at;
+    }
+    for (int i = 0; i < n; i++) {
+        const struct ex_gemm *g = &r->gemms[i];
+        amax = g->m * g->k > amax ? g->m * g->k : amax;
+        bmax = g->k * g->n > bmax ? g->k * g->n : bmax;
+        cmax = g->m * g->n > cmax ? g->m * g->n : cmax;
     }
     int rc;
-    if ((rc = alloc_buf(r, "gemm_activations", PLAN_DEV_GPU, r->tokens * dmax * 4, (void **)&r->act, true, e)) ||
-        (rc = alloc_buf(r, "gemm_outputs", PLAN_DEV_GPU, r->tokens * dmax * 4, (void **)&r->act_out, true, e)) ||
-        (rc = alloc_buf(r, "gemm_weights", PLAN_DEV_GPU, wmax * 4, (void **)&r->wscratch, true, e)))
+    if ((rc = alloc_buf(r, "gemm_activations", PLAN_DEV_GPU, amax * 4, (void **)&r->act, true, e)) ||
+        (rc = alloc_buf(r, "gemm_outputs", PLAN_DEV_GPU, cmax * 4, (void **)&r->act_out, true, e)) ||
+        (rc = alloc_buf(r, "gemm_weights", PLAN_DEV_GPU, bmax * 4, (void **)&r->wscratch, true, e)))
         return rc;
     return 0;
 }
@@ -1092,6 +1098,8 @@ int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, str
     free(r.tm);
     free(r.seg);
     free(r.blocks);
+    free(r.gemms);
+    free(r.gemm_first);
     free(r.items);
     free(r.spans);
     free(r.tspans);

@@ -318,6 +318,104 @@ START_TEST(gemm_compute_changes_no_bit)
 }
 END_TEST
 
+/* The FLOPs of --compute gemm per block equal the simulator's charge for the same model and
+ * tokens: read from its trace (compute spans of rank 0, forward then backward), and from the
+ * formula written out here: a layer 2 x tokens x its elements + 4 x b x s^2 x heads/TP x head_dim,
+ * the logits 2 x tokens x hidden x vocab/TP; backward 2x (3x for a layer with checkpointing). */
+static void sim_flops(const char *flags, int64_t *fwd, int *n_fwd, int64_t *bwd, int *n_bwd)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "predict --model gpt-2.7b --tp 8 --dp 1 %s --trace sim.json", flags);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    tu_run_free(&r);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/sim.json", tu_tmpdir());
+    struct trace_doc d;
+    struct rl_err e = {0};
+    ck_assert_msg(trace_read(path, &d, &e) == 0, "%s", e.msg);
+    *n_fwd = *n_bwd = 0;
+    for (int i = 0; i < d.n_events; i++) {
+        const struct trace_event *x = &d.events[i];
+        if (x->ph != 'X' || x->pid != TRACE_PID_RANK(0) || !x->cat || !x->args_json)
+            continue;
+        bool f = strcmp(x->cat, "forward") == 0, b = strcmp(x->cat, "backward") == 0;
+        if (!f && !b)
+            continue;
+        json_t *a = json_loads(x->args_json, 0, NULL);
+        json_t *fl = json_object_get(a, "flops");
+        ck_assert_msg(json_is_integer(fl), "%s: %s", x->name, x->args_json);
+        if (f && *n_fwd < 64)
+            fwd[(*n_fwd)++] = json_integer_value(fl);
+        if (b && *n_bwd < 64)
+            bwd[(*n_bwd)++] = json_integer_value(fl);
+        json_decref(a);
+    }
+    trace_doc_free(&d);
+}
+
+START_TEST(gemm_flops_equal_the_simulator)
+{
+    static const struct { int64_t b, s; bool ckpt; } cases[] = {{2, 64, false}, {1, 256, true}};
+    char cat[4200];
+    snprintf(cat, sizeof cat, "%s/catalog", tu_src());
+    struct plan_model m;
+    struct plan_model_opts mo = {.tp = 8, .pp = 1, .pp_stage = 0, .seq_len = 0};
+    struct rl_err e = {0};
+    ck_assert_msg(plan_model_load(&m, cat, "gpt-2.7b", &mo, &e) == 0, "%s", e.msg);
+    int *first = calloc((size_t)m.n_tensors + 1, sizeof *first);
+    int nb = ex_model_blocks(&m, first);
+    ck_assert_int_ge(nb, 3);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int64_t b = cases[c].b, s = cases[c].s, tokens = b * s;
+        char flags[128];
+        snprintf(flags, sizeof flags, "--micro-batch %lld --seq-len %lld%s", (long long)b, (long long)s,
+                 cases[c].ckpt ? " --checkpoint-activations" : "");
+        int64_t sf[64], sb[64];
+        int nf = 0, nbw = 0;
+        sim_flops(flags, sf, &nf, sb, &nbw);
+        /* exec's figures, blocks with compute only (the embedding block has none in both) */
+        int64_t ef[64], eb[64];
+        int ne = 0;
+        for (int k = 0; k < nb; k++) {
+            struct ex_gemm g[64];
+            int n = ex_block_gemms(&m, first, nb, k, b, s, g, 64);
+            ck_assert_int_le(n, 64);
+            int64_t f = ex_gemm_flops(g, n);
+            /* the formula, independently */
+            int64_t want = 0;
+            if (m.tensors[first[k]].layer >= 0) {
+                int64_t el = 0;
+                for (int t = first[k]; t < first[k + 1]; t++)
+                    el += m.tensors[t].numel;
+                want = 2 * tokens * el + 4 * b * s * s * (m.arch.heads / 8) * (m.arch.hidden / m.arch.heads);
+            } else if (k == nb - 1) {
+                want = 2 * tokens * m.arch.hidden * m.arch.vocab_padded / 8;
+            }
+            ck_assert_msg(f == want, "block %d: exec %lld FLOPs, the formula %lld", k, (long long)f, (long long)want);
+            if (f > 0 && ne < 64) {
+                ef[ne] = f;
+                eb[ne] = f * ex_block_backward_passes(&m, first, k, cases[c].ckpt);
+                ne++;
+            }
+        }
+        ck_assert_msg(ne == nf && ne == nbw, "%s: exec has %d compute blocks, the simulator %d forward and %d "
+                      "backward", flags, ne, nf, nbw);
+        for (int k = 0; k < ne; k++) {
+            ck_assert_msg(ef[k] == sf[k], "%s: forward of block %d: exec %lld FLOPs, simulator %lld", flags, k,
+                          (long long)ef[k], (long long)sf[k]);
+            ck_assert_msg(eb[k] == sb[ne - 1 - k], "%s: backward of block %d: exec %lld FLOPs, simulator %lld",
+                          flags, k, (long long)eb[k], (long long)sb[ne - 1 - k]);
+        }
+        /* printed for the record (micro-batch 2 x seq 64) */
+        if (c == 0)
+            fprintf(stderr, "gemm_flops_equal_the_simulator: layer block %lld FLOPs, logits %lld (both)\n",
+                    (long long)ef[0], (long long)ef[ne - 1]);
+    }
+    free(first);
+    plan_model_free(&m);
+}
+END_TEST
+
 START_TEST(trace_has_a_process_per_rank)
 {
     struct tu_run r;
@@ -437,6 +535,7 @@ Suite *exec_suite(void)
     tcase_add_test(t, checkpoint_corrupt_or_truncated_is_refused);
     tcase_add_test(t, ledger_equals_plan_on_every_rank);
     tcase_add_test(t, gemm_compute_changes_no_bit);
+    tcase_add_test(t, gemm_flops_equal_the_simulator);
     tcase_add_test(t, trace_has_a_process_per_rank);
     tcase_add_test(t, nan_step_is_skipped_without_state_change);
     tcase_add_test(t, device_memory_too_small);
