@@ -5,9 +5,11 @@
  *
  * Streams: EX_STREAM_COMPUTE (forward/backward, device Adam), EX_STREAM_COMM (collectives and
  * the reduce path), EX_STREAM_COPY (host <-> device copies). Operations on one stream run in
- * order; ex_backend.sync waits for a stream. On the cpu backend EX_STREAM_COPY is a copy thread
- * and the other streams run synchronously; on cuda every stream is a CUDA stream. Every
- * operation returns 0 or RL_E* with *e filled. */
+ * order, asynchronously; ex_backend.sync waits for a stream. On the cpu backend every stream is
+ * a worker thread with a queue (device kernels run on the compute and communication threads,
+ * copies on the copy thread); on cuda every stream is a CUDA stream. The collectives
+ * (reduce_scatter, allgather) are synchronous. Every operation returns 0 or RL_E* with *e
+ * filled; an asynchronous failure is returned by the next sync or event_wait of its stream. */
 #ifndef RL_EXEC_BACKEND_H
 #define RL_EXEC_BACKEND_H
 
@@ -68,10 +70,12 @@ struct ex_backend {
      * that work is done (a double buffer waits for the copy that used its half, not the newest). */
     int (*event_record)(struct ex_dev *d, enum ex_stream s, uint64_t *ev, struct rl_err *e);
     int (*event_wait)(struct ex_dev *d, uint64_t ev, struct rl_err *e);
-    /* Phase (enum step_phase) the next queued copies are attributed to. */
-    void (*tag)(struct ex_dev *d, int phase);
-    /* When not NULL, the backend times its asynchronous copies itself: moves up to max finished
-     * spans into out and returns how many (the pipeline then records no span around them). */
+    /* Phase (enum step_phase) the next operations queued on stream s are timed as, by the
+     * backend itself (a thread's clock on cpu, CUDA events on cuda); -1 (the initial tag): not
+     * timed by the backend (the pipeline times them around issue and synchronisation). */
+    void (*tag)(struct ex_dev *d, enum ex_stream s, int phase);
+    /* Moves up to max spans of finished tagged operations into out and returns how many (the
+     * pipeline records no span of its own around a tagged operation). */
     int (*take_spans)(struct ex_dev *d, struct step_span *out, int max);
     /* Sum over ranks of buf (rank-major blocks of count elements of type t, device memory):
      * fp32 (KERN_F32) or 16-bit (each addition rounded); *out points at this rank's reduced

@@ -562,8 +562,10 @@ static int deliver(struct ex_run *r, const float *src, const void *src16, int64_
             phase_add(r, STEP_PH_REDUCE_SCATTER, t0, n * 8);
         } else if (!ds) {
             /* Asynchronous: the next flush waits for it before reusing the bucket. */
-            r->be->tag(r->dev, STEP_PH_GRAD_D2H);
-            TRY(r->be->copy(r->dev, r->grad_cpu + o, src + h, n * 4, EX_D2H, EX_STREAM_COPY, e));
+            r->be->tag(r->dev, EX_STREAM_COPY, STEP_PH_GRAD_D2H);
+            int rc = r->be->copy(r->dev, r->grad_cpu + o, src + h, n * 4, EX_D2H, EX_STREAM_COPY, e);
+            r->be->tag(r->dev, EX_STREAM_COPY, -1);
+            TRY(rc);
             copy_done(r, STEP_PH_GRAD_D2H, t0, n * 4);
         } else if (!s->cpu) {
             TRY(r->be->widen(r->dev, r->grad_gpu + o, (char *)r->dev16 + h * mdb, r->md, n, EX_STREAM_COMM, e));
@@ -721,8 +723,10 @@ static int scalars(struct ex_run *r, int group, struct kern_adam_scalars *s, str
 
 static int optimizer_overlap(struct ex_run *r, struct rl_err *e)
 {
-    /* Device share first (asynchronous on a GPU), writing the 16-bit copy in place. */
+    /* Device share first, asynchronous (a GPU; the cpu backend's compute thread), writing the
+     * 16-bit copy in place, timed by the backend while the host share runs. */
     int64_t t0 = ex__now_ns();
+    r->be->tag(r->dev, EX_STREAM_COMPUTE, r->be->take_spans ? STEP_PH_GPU_ADAM : -1);
     for (int i = 0; i < r->nseg; i++) {
         const struct ex_seg *s = &r->seg[i];
         if (s->cpu)
@@ -733,15 +737,24 @@ static int optimizer_overlap(struct ex_run *r, struct rl_err *e)
                                    .exp_avg_sq = r->v_gpu + s->off, .grad = r->grad_gpu + s->off,
                                    .grad_dtype = KERN_F32, .param_lowp = (char *)r->param16 + s->flat * r->mdb,
                                    .param_lowp_dtype = r->md, .numel = s->numel};
-        TRY(r->be->adam(r->dev, &sc, &b, EX_STREAM_COMPUTE, e));
+        int rc = r->be->adam(r->dev, &sc, &b, EX_STREAM_COMPUTE, e);
+        if (rc) {
+            r->be->tag(r->dev, EX_STREAM_COMPUTE, -1);
+            return rc;
+        }
     }
-    TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
-    phase_add(r, STEP_PH_GPU_ADAM, t0, r->Pg * (28 + r->mdb));
+    r->be->tag(r->dev, EX_STREAM_COMPUTE, -1);
+    if (r->be->take_spans) {
+        r->ph_bytes[STEP_PH_GPU_ADAM] += r->Pg * (28 + r->mdb);
+    } else {
+        TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
+        phase_add(r, STEP_PH_GPU_ADAM, t0, r->Pg * (28 + r->mdb));
+    }
     /* Host share in chunks: CPU Adam writes the 16-bit copy into a pinned staging half, which
      * goes H2D while the next chunk is updated (double buffer). */
     int half = 0;
     uint64_t used[2] = {0, 0};   /* the copy event that last read each half */
-    r->be->tag(r->dev, STEP_PH_PARAM_H2D);
+    r->be->tag(r->dev, EX_STREAM_COPY, STEP_PH_PARAM_H2D);
     for (int i = 0; i < r->nseg; i++) {
         const struct ex_seg *s = &r->seg[i];
         if (!s->cpu)
@@ -767,10 +780,12 @@ static int optimizer_overlap(struct ex_run *r, struct rl_err *e)
             half ^= 1;
         }
     }
+    r->be->tag(r->dev, EX_STREAM_COPY, -1);
     t0 = ex__now_ns();
     TRY(r->be->sync(r->dev, EX_STREAM_COPY, e));
     if (!r->be->take_spans)
         phase_add(r, STEP_PH_PARAM_H2D, t0, 0);
+    TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));   /* the device share's Adam */
     return 0;
 }
 
