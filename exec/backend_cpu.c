@@ -341,9 +341,11 @@ static int cpu_take_spans(struct ex_dev *d, struct step_span *out, int max)
 {
     pthread_mutex_lock(&d->mu);
     int n = d->n_spans < max ? d->n_spans : max;
-    memcpy(out, d->spans, (size_t)n * sizeof *out);
-    memmove(d->spans, d->spans + n, (size_t)(d->n_spans - n) * sizeof *out);
-    d->n_spans -= n;
+    if (n > 0) {   /* spans is NULL until the first timed operation */
+        memcpy(out, d->spans, (size_t)n * sizeof *out);
+        memmove(d->spans, d->spans + n, (size_t)(d->n_spans - n) * sizeof *out);
+        d->n_spans -= n;
+    }
     pthread_mutex_unlock(&d->mu);
     return n;
 }

@@ -542,8 +542,10 @@ static int cu_take_spans(struct ex_dev *d, struct step_span *out, int max)
         spare_event(d, x->end);
         n++;
     }
-    memmove(d->timed, d->timed + n, (size_t)(d->n_timed - n) * sizeof *d->timed);
-    d->n_timed -= n;
+    if (n > 0) {   /* timed is NULL until the first tagged operation */
+        memmove(d->timed, d->timed + n, (size_t)(d->n_timed - n) * sizeof *d->timed);
+        d->n_timed -= n;
+    }
     return n;
 }
 
