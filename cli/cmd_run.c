@@ -12,12 +12,14 @@
 enum {
     R_SCHEDULE = 1, R_BACKEND, R_COMPUTE, R_STEPS, R_WARMUP, R_SEED, R_SCALE, R_NAN, R_DEVMEM, R_THREADS,
     R_HASH, R_JSON, R_TRACE, R_SAVE, R_LOAD, R_REFERENCE, R_RATIOS, R_POLICIES, R_SCHEDULES, R_FAIL,
-    R_LR, R_WD, R_CKPT_ACT,
+    R_LR, R_WD, R_CKPT_ACT, R_COMM_DTYPE,
 };
 static const struct cli_opt opts[] = {
     {"schedule", "S", "overlap (default) or deepspeed-0.12", R_SCHEDULE},
     {"backend", "B", "auto (cuda when a GPU is visible), cpu, cuda", R_BACKEND},
     {"compute", "C", "none (default) or gemm: the blocks' GEMMs on micro-batch x seq tokens", R_COMPUTE},
+    {"comm-dtype", "T", "reduce-scatter type: fp32 (default, exact) or the model dtype bf16/fp16 (NOT exact: "
+                        "16-bit partial sums round, so the digest may differ from the fp32 reference)", R_COMM_DTYPE},
     {"scale", "F", "shrink every tensor's element count by F (>= 1; default 1)", R_SCALE},
     {"steps", "K", "timed steps (default 3); the median is reported", R_STEPS},
     {"warmup", "W", "steps before them (default 1); they update the state too", R_WARMUP},
@@ -84,6 +86,12 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
         else if (rl_streq(v, "gemm")) a->o.compute = EX_COMPUTE_GEMM;
         else return rl_errf(e, RL_EINVAL, "--compute: '%s'; allowed: none, gemm", v);
         return 0;
+    case R_COMM_DTYPE:
+        if (rl_streq(v, "fp32")) a->o.comm_dtype = KERN_F32;
+        else if (rl_streq(v, "bf16")) a->o.comm_dtype = KERN_BF16;
+        else if (rl_streq(v, "fp16")) a->o.comm_dtype = KERN_F16;
+        else return rl_errf(e, RL_EINVAL, "--comm-dtype: '%s'; allowed: fp32, bf16, fp16", v);
+        return 0;
     case R_SCALE: return rl_parse_double("--scale", v, 1, 1e12, &a->scale, e);
     case R_STEPS: return rl_parse_int("--steps", v, 1, 1000000, &a->o.steps, e);
     case R_WARMUP: return rl_parse_int("--warmup", v, 0, 1000000, &a->o.warmup, e);
@@ -117,9 +125,10 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 
 static double sec(int64_t ns) { return (double)ns * 1e-9; }
 
-static json_t *bytes_or_unavailable(int64_t v)
+/* A memory reading: an integer, or null when it could not be read (never 0, never a string). */
+static json_t *bytes_or_null(int64_t v)
 {
-    return v < 0 ? json_string("unavailable") : json_integer(v);
+    return v < 0 ? json_null() : json_integer(v);
 }
 
 static const char *human_bytes(char *buf, size_t n, int64_t v)
@@ -176,13 +185,13 @@ static json_t *rank_json(const struct ex_rank_result *x)
     }
     json_object_set_new(o, "buffers", bufs);
     json_t *m = json_object();
-    json_object_set_new(m, "rss_bytes", bytes_or_unavailable(x->mem.rss_bytes));
-    json_object_set_new(m, "peak_rss_bytes", bytes_or_unavailable(x->mem.peak_rss_bytes));
-    json_object_set_new(m, "locked_bytes", bytes_or_unavailable(x->mem.locked_bytes));
-    json_object_set_new(m, "pinned_bytes", bytes_or_unavailable(x->mem.pinned_bytes));
-    json_object_set_new(m, "device_used_bytes", bytes_or_unavailable(x->mem.device_used_bytes));
-    json_object_set_new(m, "device_capacity_bytes", bytes_or_unavailable(x->mem.device_capacity_bytes));
-    json_object_set_new(m, "gpu_process_bytes", bytes_or_unavailable(x->mem.gpu_process_bytes));
+    json_object_set_new(m, "rss_bytes", bytes_or_null(x->mem.rss_bytes));
+    json_object_set_new(m, "peak_rss_bytes", bytes_or_null(x->mem.peak_rss_bytes));
+    json_object_set_new(m, "locked_bytes", bytes_or_null(x->mem.locked_bytes));
+    json_object_set_new(m, "pinned_bytes", bytes_or_null(x->mem.pinned_bytes));
+    json_object_set_new(m, "device_used_bytes", bytes_or_null(x->mem.device_used_bytes));
+    json_object_set_new(m, "device_capacity_bytes", bytes_or_null(x->mem.device_capacity_bytes));
+    json_object_set_new(m, "gpu_process_bytes", bytes_or_null(x->mem.gpu_process_bytes));
     json_object_set_new(o, "memory", m);
     return o;
 }
@@ -205,6 +214,7 @@ static void print_json(const struct plan_setup *c, const struct plan *p, const s
     json_object_set_new(o, "world", json_integer(r->world));
     json_object_set_new(o, "schedule", json_string(step_schedule_name(a->o.schedule)));
     json_object_set_new(o, "compute", json_string(a->o.compute == EX_COMPUTE_GEMM ? "gemm" : "none"));
+    json_object_set_new(o, "comm_dtype", json_string(kern_dtype_name(a->o.comm_dtype)));
     json_object_set_new(o, "policy", json_string(plan_policy_name(p->policy)));
     json_object_set_new(o, "requested_ratio", json_real(p->requested_ratio));
     json_object_set_new(o, "honored_ratio", json_real(p->honored_ratio));
@@ -225,11 +235,11 @@ static void print_json(const struct plan_setup *c, const struct plan *p, const s
     json_object_set_new(m, "idle_ns", json_integer(idle_ns(cr)));
     json_t *g = json_object();
     json_object_set_new(g, "ledger_bytes", json_integer(cr->ledger_device_bytes));
-    json_object_set_new(g, "used_bytes", bytes_or_unavailable(cr->mem.device_used_bytes));
+    json_object_set_new(g, "used_bytes", bytes_or_null(cr->mem.device_used_bytes));
     json_object_set_new(m, "gpu_memory_per_rank", g);
     json_t *h = json_object();
     json_object_set_new(h, "rank_bytes", json_integer(cr->ledger_host_bytes));
-    json_object_set_new(h, "rss_bytes", bytes_or_unavailable(cr->mem.rss_bytes));
+    json_object_set_new(h, "rss_bytes", bytes_or_null(cr->mem.rss_bytes));
     json_object_set_new(m, "host_memory", h);
     json_object_set_new(o, "measurement", m);
     json_t *ranks = json_array();
@@ -253,6 +263,9 @@ static void print_human(const struct plan_setup *c, const struct plan *p, const 
            ex_backend_name(r->backend), r->world, r->world == 1 ? "" : "s", step_schedule_name(a->o.schedule),
            a->o.compute == EX_COMPUTE_GEMM ? "gemm" : "none", (long long)r->iterations, a->o.steps,
            (long long)r->adam_step);
+    if (a->o.comm_dtype != KERN_F32)
+        printf("comm       reduce-scatter in %s: 16-bit partial sums round (not exact), results may differ from the "
+               "fp32 reference\n", kern_dtype_name(a->o.comm_dtype));
     printf("ratio      requested %.4f, honored %.4f (policy %s), host-placed %lld of %lld elements per rank\n",
            p->requested_ratio, p->honored_ratio, plan_policy_name(p->policy), (long long)cr->host_placed_numel,
            (long long)cr->per_rank_numel);
@@ -341,7 +354,9 @@ static int run(int argc, char **argv)
                  "device and host shares of Adam (kernels/, bitwise equal) and reports the time per phase,\n"
                  "the memory and a digest of the final state that depends on no ratio, policy, schedule or\n"
                  "world size. Ranks are MPI processes (mpirun -np N = --dp); without mpirun: one rank.\n"
-                 "A TP > 1 layout runs one TP shard as each rank's model. Exit 1: the ledger check failed;\n"
+                 "A TP > 1 layout runs one TP shard as each rank's model. The reduce-scatter runs in fp32\n"
+                 "(exact); --comm-dtype bf16|fp16 runs it in the model dtype, which is not exact: the digest\n"
+                 "then may differ from the reference. Exit 1: the ledger check failed;\n"
                  "2: bad input; 3: environment (device memory: the bytes needed, free and a ratio that fits).",
                                sets, 2);
     if (rc != CLI_GO_ON) {

@@ -5,9 +5,11 @@
  *
  * Streams: EX_STREAM_COMPUTE (forward/backward, device Adam), EX_STREAM_COMM (collectives and
  * the reduce path), EX_STREAM_COPY (host <-> device copies). Operations on one stream run in
- * order; ex_backend.sync waits for a stream. On the cpu backend EX_STREAM_COPY is a copy thread
- * and the other streams run synchronously; on cuda every stream is a CUDA stream. Every
- * operation returns 0 or RL_E* with *e filled. */
+ * order, asynchronously; ex_backend.sync waits for a stream. On the cpu backend every stream is
+ * a worker thread with a queue (device kernels run on the compute and communication threads,
+ * copies on the copy thread); on cuda every stream is a CUDA stream. The collectives
+ * (reduce_scatter, allgather) are synchronous. Every operation returns 0 or RL_E* with *e
+ * filled; an asynchronous failure is returned by the next sync or event_wait of its stream. */
 #ifndef RL_EXEC_BACKEND_H
 #define RL_EXEC_BACKEND_H
 
@@ -51,11 +53,12 @@ struct ex_backend {
     int (*widen)(struct ex_dev *d, float *dst, const void *src, enum kern_dtype t, int64_t n,
                  enum ex_stream s, struct rl_err *e);
     /* The synthetic gradient shares (exec/synth.c) of rank q of W for global elements
-     * gstart .. gstart + valid - 1 into dst[0..valid), zeros into dst[valid..count) (padding).
+     * gstart .. gstart + valid - 1 into dst[0..valid), zeros into dst[valid..count) (padding),
+     * as type t (KERN_F32, or KERN_BF16 / KERN_F16: exact, the shares are 16-bit values).
      * nan_at: the global element whose share is NaN (-1: none). */
-    int (*shares)(struct ex_dev *d, float *dst, int64_t count, int64_t valid, int64_t gstart,
-                  uint64_t seed, int64_t it, int q, int W, int64_t nan_at, enum ex_stream s,
-                  struct rl_err *e);
+    int (*shares)(struct ex_dev *d, void *dst, enum kern_dtype t, int64_t count, int64_t valid,
+                  int64_t gstart, uint64_t seed, int64_t it, int q, int W, int64_t nan_at,
+                  enum ex_stream s, struct rl_err *e);
     /* Number of non-finite values of x[0..n) added to *count (after sync). */
     int (*nonfinite)(struct ex_dev *d, const float *x, int64_t n, int64_t *count, enum ex_stream s,
                      struct rl_err *e);
@@ -67,14 +70,18 @@ struct ex_backend {
      * that work is done (a double buffer waits for the copy that used its half, not the newest). */
     int (*event_record)(struct ex_dev *d, enum ex_stream s, uint64_t *ev, struct rl_err *e);
     int (*event_wait)(struct ex_dev *d, uint64_t ev, struct rl_err *e);
-    /* Phase (enum step_phase) the next queued copies are attributed to. */
-    void (*tag)(struct ex_dev *d, int phase);
-    /* When not NULL, the backend times its asynchronous copies itself: moves up to max finished
-     * spans into out and returns how many (the pipeline then records no span around them). */
+    /* Phase (enum step_phase) the next operations queued on stream s are timed as, by the
+     * backend itself (a thread's clock on cpu, CUDA events on cuda); -1 (the initial tag): not
+     * timed by the backend (the pipeline times them around issue and synchronisation). */
+    void (*tag)(struct ex_dev *d, enum ex_stream s, int phase);
+    /* Moves up to max spans of finished tagged operations into out and returns how many (the
+     * pipeline records no span of its own around a tagged operation). */
     int (*take_spans)(struct ex_dev *d, struct step_span *out, int max);
-    /* fp32 sum over ranks of buf (rank-major blocks of count elements, device memory); *out
-     * points at this rank's reduced block inside buf when it returns (synchronous). */
-    int (*reduce_scatter)(struct ex_dev *d, float *buf, int64_t count, float **out, struct rl_err *e);
+    /* Sum over ranks of buf (rank-major blocks of count elements of type t, device memory):
+     * fp32 (KERN_F32) or 16-bit (each addition rounded); *out points at this rank's reduced
+     * block inside buf when it returns (synchronous). */
+    int (*reduce_scatter)(struct ex_dev *d, void *buf, int64_t count, enum kern_dtype t, void **out,
+                          struct rl_err *e);
     /* In place: buf holds size x bytes, this rank's part at rank x bytes (synchronous). */
     int (*allgather)(struct ex_dev *d, void *buf, int64_t bytes, struct rl_err *e);
 };

@@ -1,8 +1,11 @@
 /* exec/backend_cpu.c — the `cpu` backend: the device is emulated on the host. Device memory is a
- * separately accounted pool with a capacity (--device-mem), device kernels are the kernels/ CPU
- * Adam and plain loops, GEMMs are OpenBLAS. Copies on EX_STREAM_COPY run on a copy thread (a FIFO
- * queue; the thread times each copy and the pipeline collects the spans), so host Adam and copies
- * overlap as on a GPU; the compute and communication streams run when they are issued. */
+ * separately accounted pool with a capacity (--device-mem). Every stream is a worker thread with a
+ * FIFO queue, as a CUDA stream is a queue on the GPU: device kernels (the kernels/ CPU Adam,
+ * casts, the synthetic gradients, OpenBLAS GEMMs) run on the compute and communication streams'
+ * threads, copies on the copy stream's thread, so the device share's Adam runs while the calling
+ * thread runs the host share's, and copies overlap both. The collectives (MPI) run on the
+ * calling thread after the pipeline has synchronised the stream that produced their input. An
+ * operation queued while a phase is tagged on its stream is timed by its thread (take_spans). */
 #include <cblas.h>      /* cblas_sgemm (OpenBLAS) */
 #include <math.h>
 #include <pthread.h>
@@ -15,32 +18,51 @@
 #include "exec/exec.h"
 #include "kernels/lowp.h"
 
-/* One queued copy. */
-struct cpu_copy {
-    void *dst;                /* destination */
-    const void *src;          /* source */
-    int64_t bytes;            /* size */
-    int phase;                /* step phase it is attributed to */
+enum cpu_op_kind { OP_COPY, OP_ADAM, OP_SCALE, OP_NARROW, OP_WIDEN, OP_SHARES, OP_NONFINITE, OP_GEMM };
+
+/* One queued operation, its arguments copied in (the caller's structs may be gone when it runs). */
+struct cpu_op {
+    enum cpu_op_kind kind;    /* what to run */
+    int phase;                /* >= 0: the thread records a span of this step phase */
+    union {
+        struct { void *dst; const void *src; int64_t bytes; } copy;                     /* OP_COPY */
+        struct { struct kern_adam_scalars sc; struct kern_adam_bufs b; } adam;          /* OP_ADAM */
+        struct { float *x; int64_t n; float c; } scale;                                 /* OP_SCALE */
+        struct { void *dst; const void *src; enum kern_dtype t; int64_t n; } cast;      /* OP_NARROW, OP_WIDEN */
+        struct { void *dst; enum kern_dtype t; int64_t count, valid, gstart; uint64_t seed; int64_t it;
+                 int q, W; int64_t nan_at; } shares;                                     /* OP_SHARES */
+        struct { const float *x; int64_t n; int64_t *count; } nonfinite;                /* OP_NONFINITE */
+        struct { int64_t m, n, k; const float *a, *b; float *c; } gemm;                 /* OP_GEMM */
+    } u;                      /* arguments of `kind` */
+};
+
+/* A stream: a worker thread running queue[done .. queued) in order (indices modulo cap). */
+struct cpu_stream {
+    struct ex_dev *dev;       /* the backend state (its mutex, spans, thread count) */
+    pthread_t thread;         /* the worker */
+    bool up;                  /* started (otherwise operations run on the calling thread) */
+    pthread_cond_t work;      /* signalled when an operation is queued or on stop */
+    pthread_cond_t idle;      /* signalled when an operation finishes */
+    struct cpu_op *queue;     /* ring of cap entries */
+    uint64_t cap;             /* ring size (a power of two) */
+    uint64_t queued;          /* operations queued since open */
+    uint64_t taken;           /* of which started (by the stream's thread or a waiting one) */
+    uint64_t done;            /* of which finished */
+    bool busy;                /* an operation of this stream is running */
+    int tag;                  /* phase of the next queued operations (-1: untimed) */
+    int err;                  /* first failure of an operation (RL_E*), reported by sync and waits */
+    struct rl_err e;          /* its message */
 };
 
 struct ex_dev {
     struct ex_comm *comm;     /* MPI collectives */
     int64_t used_bytes;       /* pool bytes allocated */
     int64_t capacity_bytes;   /* 0: unlimited */
-    int threads;              /* Adam threads for device kernels */
-    /* the copy thread: queue[done .. queued) are pending, guarded by mu */
-    pthread_t copier;         /* the thread */
-    bool copier_up;           /* started */
-    pthread_mutex_t mu;       /* guards everything below */
-    pthread_cond_t work;      /* signalled when a copy is queued or on stop */
-    pthread_cond_t idle;      /* signalled when a copy finishes */
-    struct cpu_copy *queue;   /* ring of cap entries, indexed modulo cap */
-    uint64_t cap;             /* ring size (a power of two) */
-    uint64_t queued;          /* copies queued since open */
-    uint64_t done;            /* copies finished since open */
-    bool stop;                /* close() asks the thread to end */
-    int tag;                  /* phase of the next queued copies */
-    struct step_span *spans;  /* finished copies' spans, not yet taken */
+    int threads;              /* OpenMP threads of one device Adam call */
+    pthread_mutex_t mu;       /* guards the streams' queues, counters, tags, errors and the spans */
+    bool stop;                /* close() asks the threads to end */
+    struct cpu_stream st[EX_STREAM_COUNT];   /* compute, communication, copy */
+    struct step_span *spans;  /* finished timed operations' spans, not yet taken */
     int n_spans, cap_spans;   /* used, allocated */
 };
 
@@ -51,21 +73,26 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void *copier_main(void *arg)
+static int run_op(struct ex_dev *d, struct cpu_op *o, struct rl_err *e);
+
+/* Runs the stream's next operation (called with d->mu held; returns with it held). One
+ * operation of a stream runs at a time (busy), in queue order. */
+static void run_next(struct ex_dev *d, struct cpu_stream *st)
 {
-    struct ex_dev *d = arg;
+    struct cpu_op o = st->queue[st->taken & (st->cap - 1)];
+    st->taken++;
+    st->busy = true;
+    pthread_mutex_unlock(&d->mu);
+    struct rl_err e = {0};
+    int64_t t0 = now_ns();
+    int rc = run_op(d, &o, &e);
+    int64_t t1 = now_ns();
     pthread_mutex_lock(&d->mu);
-    for (;;) {
-        while (d->done == d->queued && !d->stop)
-            pthread_cond_wait(&d->work, &d->mu);
-        if (d->done == d->queued)
-            break;   /* stop, and nothing left */
-        struct cpu_copy c = d->queue[d->done & (d->cap - 1)];
-        pthread_mutex_unlock(&d->mu);
-        int64_t t0 = now_ns();
-        memmove(c.dst, c.src, (size_t)c.bytes);
-        int64_t t1 = now_ns();
-        pthread_mutex_lock(&d->mu);
+    if (rc && !st->err) {
+        st->err = rc;
+        st->e = e;
+    }
+    if (o.phase >= 0) {
         if (d->n_spans == d->cap_spans) {
             int cap = d->cap_spans ? 2 * d->cap_spans : 256;
             struct step_span *n = realloc(d->spans, (size_t)cap * sizeof *n);
@@ -75,12 +102,81 @@ static void *copier_main(void *arg)
             }
         }
         if (d->n_spans < d->cap_spans)   /* a span lost to memory shortage only loses its time */
-            d->spans[d->n_spans++] = (struct step_span){.start_ns = t0, .end_ns = t1, .phase = c.phase};
-        d->done++;
-        pthread_cond_broadcast(&d->idle);
+            d->spans[d->n_spans++] = (struct step_span){.start_ns = t0, .end_ns = t1, .phase = o.phase};
+    }
+    st->done++;
+    st->busy = false;
+    pthread_cond_broadcast(&st->idle);
+    pthread_cond_signal(&st->work);
+}
+
+static void *stream_main(void *arg)
+{
+    struct cpu_stream *st = arg;
+    struct ex_dev *d = st->dev;
+    pthread_mutex_lock(&d->mu);
+    for (;;) {
+        while ((st->taken == st->queued || st->busy) && !d->stop)
+            pthread_cond_wait(&st->work, &d->mu);
+        if (st->taken == st->queued || st->busy)
+            break;   /* stop, and nothing left */
+        run_next(d, st);
     }
     pthread_mutex_unlock(&d->mu);
     return NULL;
+}
+
+/* Queues o on stream s (runs it at once when the stream has no thread). */
+static int enqueue(struct ex_dev *d, enum ex_stream s, struct cpu_op o, struct rl_err *e)
+{
+    struct cpu_stream *st = &d->st[s];
+    if (!st->up) {
+        o.phase = -1;
+        return run_op(d, &o, e);
+    }
+    pthread_mutex_lock(&d->mu);
+    if (st->queued - st->taken == st->cap) {   /* full: grow the ring, keeping the order */
+        struct cpu_op *n = calloc((size_t)(2 * st->cap), sizeof *n);
+        if (!n) {
+            pthread_mutex_unlock(&d->mu);
+            return rl_errf(e, RL_ENOMEM, "out of host memory for the %s queue", s == EX_STREAM_COPY ? "copy" : "kernel");
+        }
+        for (uint64_t i = st->taken; i < st->queued; i++)
+            n[i & (2 * st->cap - 1)] = st->queue[i & (st->cap - 1)];
+        free(st->queue);
+        st->queue = n;
+        st->cap *= 2;
+    }
+    o.phase = st->tag;
+    st->queue[st->queued & (st->cap - 1)] = o;
+    st->queued++;
+    pthread_cond_signal(&st->work);
+    pthread_mutex_unlock(&d->mu);
+    return 0;
+}
+
+/* Blocks until the first `upto` operations queued on s since open are done; returns the first
+ * failure among the stream's operations. A waiting thread runs the stream's next operations
+ * itself while its thread has not taken them yet (in order, one at a time): an operation issued
+ * and waited for at once costs no thread hand-off, and one issued ahead of other work (the
+ * device share's Adam, the copies) runs on the stream's thread. */
+static int stream_wait(struct ex_dev *d, enum ex_stream s, uint64_t upto, struct rl_err *e)
+{
+    struct cpu_stream *st = &d->st[s];
+    if (!st->up)
+        return 0;
+    pthread_mutex_lock(&d->mu);
+    while (st->done < upto) {
+        if (!st->busy && st->taken < st->queued)
+            run_next(d, st);
+        else
+            pthread_cond_wait(&st->idle, &d->mu);
+    }
+    int rc = st->err;
+    if (rc)
+        *e = st->e;
+    pthread_mutex_unlock(&d->mu);
+    return rc;
 }
 
 void ex__narrow_host(void *dst, enum kern_dtype t, const float *src, int64_t n)
@@ -105,6 +201,8 @@ void ex__widen_host(float *dst, const void *src, enum kern_dtype t, int64_t n)
             dst[i] = kern_f16_to_f32(s[i]);
 }
 
+static void cpu_close(struct ex_dev *d);
+
 static int cpu_open(struct ex_dev **d, struct ex_comm *c, int local_rank, int64_t capacity_bytes,
                     struct rl_err *e)
 {
@@ -115,18 +213,24 @@ static int cpu_open(struct ex_dev **d, struct ex_comm *c, int local_rank, int64_
     (*d)->comm = c;
     (*d)->capacity_bytes = capacity_bytes;
     (*d)->threads = 1;
-    (*d)->cap = 64;
-    (*d)->queue = calloc((size_t)(*d)->cap, sizeof *(*d)->queue);
-    if (!(*d)->queue) {
-        free(*d);
-        *d = NULL;
-        return rl_errf(e, RL_ENOMEM, "out of host memory");
-    }
     pthread_mutex_init(&(*d)->mu, NULL);
-    pthread_cond_init(&(*d)->work, NULL);
-    pthread_cond_init(&(*d)->idle, NULL);
-    if (pthread_create(&(*d)->copier, NULL, copier_main, *d) == 0)
-        (*d)->copier_up = true;   /* otherwise copies run inline */
+    for (int s = 0; s < EX_STREAM_COUNT; s++) {
+        struct cpu_stream *st = &(*d)->st[s];
+        st->dev = *d;
+        st->tag = -1;
+        st->cap = 64;
+        pthread_cond_init(&st->work, NULL);
+        pthread_cond_init(&st->idle, NULL);
+    }
+    for (int s = 0; s < EX_STREAM_COUNT; s++)
+        if (!((*d)->st[s].queue = calloc((size_t)(*d)->st[s].cap, sizeof *(*d)->st[s].queue))) {
+            cpu_close(*d);
+            *d = NULL;
+            return rl_errf(e, RL_ENOMEM, "out of host memory");
+        }
+    for (int s = 0; s < EX_STREAM_COUNT; s++)
+        if (pthread_create(&(*d)->st[s].thread, NULL, stream_main, &(*d)->st[s]) == 0)
+            (*d)->st[s].up = true;   /* otherwise its operations run on the calling thread */
     return 0;
 }
 
@@ -134,17 +238,20 @@ static void cpu_close(struct ex_dev *d)
 {
     if (!d)
         return;
-    if (d->copier_up) {
-        pthread_mutex_lock(&d->mu);
-        d->stop = true;
-        pthread_cond_signal(&d->work);
-        pthread_mutex_unlock(&d->mu);
-        pthread_join(d->copier, NULL);
+    pthread_mutex_lock(&d->mu);
+    d->stop = true;
+    for (int s = 0; s < EX_STREAM_COUNT; s++)
+        pthread_cond_signal(&d->st[s].work);
+    pthread_mutex_unlock(&d->mu);
+    for (int s = 0; s < EX_STREAM_COUNT; s++) {
+        struct cpu_stream *st = &d->st[s];
+        if (st->up)
+            pthread_join(st->thread, NULL);
+        pthread_cond_destroy(&st->work);
+        pthread_cond_destroy(&st->idle);
+        free(st->queue);
     }
     pthread_mutex_destroy(&d->mu);
-    pthread_cond_destroy(&d->work);
-    pthread_cond_destroy(&d->idle);
-    free(d->queue);
     free(d->spans);
     free(d);
 }
@@ -205,61 +312,28 @@ static int cpu_copy(struct ex_dev *d, void *dst, const void *src, int64_t bytes,
     (void)dir;
     if (bytes <= 0)
         return 0;
-    if (s != EX_STREAM_COPY || !d->copier_up) {
-        memmove(dst, src, (size_t)bytes);
-        return 0;
-    }
-    pthread_mutex_lock(&d->mu);
-    if (d->queued - d->done == d->cap) {   /* full: grow the ring, keeping the order */
-        struct cpu_copy *n = calloc((size_t)(2 * d->cap), sizeof *n);
-        if (!n) {
-            pthread_mutex_unlock(&d->mu);
-            return rl_errf(e, RL_ENOMEM, "out of host memory for the copy queue");
-        }
-        for (uint64_t i = d->done; i < d->queued; i++)
-            n[i & (2 * d->cap - 1)] = d->queue[i & (d->cap - 1)];
-        free(d->queue);
-        d->queue = n;
-        d->cap *= 2;
-    }
-    d->queue[d->queued & (d->cap - 1)] = (struct cpu_copy){.dst = dst, .src = src, .bytes = bytes, .phase = d->tag};
-    d->queued++;
-    pthread_cond_signal(&d->work);
-    pthread_mutex_unlock(&d->mu);
-    return 0;
+    return enqueue(d, s, (struct cpu_op){.kind = OP_COPY, .u.copy = {dst, src, bytes}}, e);
 }
 
-/* Blocks until the first `upto` copies queued since open are done. */
-static void copies_wait(struct ex_dev *d, uint64_t upto)
-{
-    if (!d->copier_up)
-        return;
-    pthread_mutex_lock(&d->mu);
-    while (d->done < upto)
-        pthread_cond_wait(&d->idle, &d->mu);
-    pthread_mutex_unlock(&d->mu);
-}
-
+/* An event is a stream and a position in its queue: ev = position x EX_STREAM_COUNT + stream. */
 static int cpu_event_record(struct ex_dev *d, enum ex_stream s, uint64_t *ev, struct rl_err *e)
 {
     (void)e;
     pthread_mutex_lock(&d->mu);
-    *ev = s == EX_STREAM_COPY ? d->queued : 0;   /* other streams are synchronous: already done */
+    *ev = d->st[s].queued * EX_STREAM_COUNT + (uint64_t)s;
     pthread_mutex_unlock(&d->mu);
     return 0;
 }
 
 static int cpu_event_wait(struct ex_dev *d, uint64_t ev, struct rl_err *e)
 {
-    (void)e;
-    copies_wait(d, ev);
-    return 0;
+    return stream_wait(d, (enum ex_stream)(ev % EX_STREAM_COUNT), ev / EX_STREAM_COUNT, e);
 }
 
-static void cpu_tag(struct ex_dev *d, int phase)
+static void cpu_tag(struct ex_dev *d, enum ex_stream s, int phase)
 {
     pthread_mutex_lock(&d->mu);
-    d->tag = phase;
+    d->st[s].tag = phase;
     pthread_mutex_unlock(&d->mu);
 }
 
@@ -267,109 +341,150 @@ static int cpu_take_spans(struct ex_dev *d, struct step_span *out, int max)
 {
     pthread_mutex_lock(&d->mu);
     int n = d->n_spans < max ? d->n_spans : max;
-    memcpy(out, d->spans, (size_t)n * sizeof *out);
-    memmove(d->spans, d->spans + n, (size_t)(d->n_spans - n) * sizeof *out);
-    d->n_spans -= n;
+    if (n > 0) {   /* spans is NULL until the first timed operation */
+        memcpy(out, d->spans, (size_t)n * sizeof *out);
+        memmove(d->spans, d->spans + n, (size_t)(d->n_spans - n) * sizeof *out);
+        d->n_spans -= n;
+    }
     pthread_mutex_unlock(&d->mu);
     return n;
 }
 
+/* ---- the operations, run by a stream's thread ------------------------------------------------ */
+
+static void shares_into(const struct cpu_op *o)
+{
+    const uint64_t base = ex_synth_base(o->u.shares.seed, o->u.shares.it);
+    const int64_t valid = o->u.shares.valid, count = o->u.shares.count, g0 = o->u.shares.gstart;
+    const int64_t nan_at = o->u.shares.nan_at;
+    const int q = o->u.shares.q, W = o->u.shares.W;
+    if (o->u.shares.t == KERN_F32) {
+        float *x = o->u.shares.dst;
+        ex_synth_shares(x, valid, base, g0, q, W);
+        if (nan_at >= g0 && nan_at < g0 + valid)
+            x[nan_at - g0] = NAN;
+        memset(x + valid, 0, (size_t)(count - valid) * sizeof *x);
+        return;
+    }
+    /* 16-bit: through a small fp32 block that stays in cache. */
+    uint16_t *x = o->u.shares.dst;
+    float tmp[2048];
+    for (int64_t a = 0; a < valid; a += 2048) {
+        int64_t n = valid - a < 2048 ? valid - a : 2048;
+        ex_synth_shares(tmp, n, base, g0 + a, q, W);
+        if (nan_at >= g0 + a && nan_at < g0 + a + n)
+            tmp[nan_at - g0 - a] = NAN;
+        ex__narrow_host(x + a, o->u.shares.t, tmp, n);
+    }
+    memset(x + valid, 0, (size_t)(count - valid) * sizeof *x);
+}
+
+static int run_op(struct ex_dev *d, struct cpu_op *o, struct rl_err *e)
+{
+    switch (o->kind) {
+    case OP_COPY:
+        memmove(o->u.copy.dst, o->u.copy.src, (size_t)o->u.copy.bytes);
+        return 0;
+    case OP_ADAM:
+        return kern_adam_cpu(&o->u.adam.sc, &o->u.adam.b, d->threads, e);
+    case OP_SCALE:
+        for (int64_t i = 0; i < o->u.scale.n; i++)
+            o->u.scale.x[i] = o->u.scale.x[i] * o->u.scale.c;
+        return 0;
+    case OP_NARROW:
+        ex__narrow_host(o->u.cast.dst, o->u.cast.t, o->u.cast.src, o->u.cast.n);
+        return 0;
+    case OP_WIDEN:
+        ex__widen_host(o->u.cast.dst, o->u.cast.src, o->u.cast.t, o->u.cast.n);
+        return 0;
+    case OP_SHARES:
+        shares_into(o);
+        return 0;
+    case OP_NONFINITE: {
+        int64_t k = 0;
+        for (int64_t i = 0; i < o->u.nonfinite.n; i++)
+            k += !isfinite(o->u.nonfinite.x[i]);
+        *o->u.nonfinite.count = k;
+        return 0;
+    }
+    case OP_GEMM:
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)o->u.gemm.m, (int)o->u.gemm.n, (int)o->u.gemm.k,
+                    1.0f, o->u.gemm.a, (int)o->u.gemm.k, o->u.gemm.b, (int)o->u.gemm.n, 0.0f, o->u.gemm.c,
+                    (int)o->u.gemm.n);
+        return 0;
+    }
+    return rl_errf(e, RL_EINTERNAL, "cpu backend: operation %d unknown", (int)o->kind);
+}
+
+/* ---- the table's kernels: queued on their stream ---------------------------------------------- */
+
 static int cpu_adam(struct ex_dev *d, const struct kern_adam_scalars *sc, const struct kern_adam_bufs *b,
                     enum ex_stream s, struct rl_err *e)
 {
-    (void)s;
-    return kern_adam_cpu(sc, b, d->threads, e);
+    return enqueue(d, s, (struct cpu_op){.kind = OP_ADAM, .u.adam = {*sc, *b}}, e);
 }
 
 static int cpu_scale(struct ex_dev *d, float *x, int64_t n, float c, enum ex_stream s, struct rl_err *e)
 {
-    (void)d;
-    (void)s;
-    (void)e;
-    for (int64_t i = 0; i < n; i++)
-        x[i] = x[i] * c;
-    return 0;
+    return enqueue(d, s, (struct cpu_op){.kind = OP_SCALE, .u.scale = {x, n, c}}, e);
 }
 
 static int cpu_narrow(struct ex_dev *d, void *dst, enum kern_dtype t, const float *src, int64_t n,
                       enum ex_stream s, struct rl_err *e)
 {
-    (void)d;
-    (void)s;
-    (void)e;
-    ex__narrow_host(dst, t, src, n);
-    return 0;
+    return enqueue(d, s, (struct cpu_op){.kind = OP_NARROW, .u.cast = {dst, src, t, n}}, e);
 }
 
 static int cpu_widen(struct ex_dev *d, float *dst, const void *src, enum kern_dtype t, int64_t n,
                      enum ex_stream s, struct rl_err *e)
 {
-    (void)d;
-    (void)s;
-    (void)e;
-    ex__widen_host(dst, src, t, n);
-    return 0;
+    return enqueue(d, s, (struct cpu_op){.kind = OP_WIDEN, .u.cast = {dst, src, t, n}}, e);
 }
 
-static int cpu_shares(struct ex_dev *d, float *dst, int64_t count, int64_t valid, int64_t gstart,
-                      uint64_t seed, int64_t it, int q, int W, int64_t nan_at, enum ex_stream s,
-                      struct rl_err *e)
+static int cpu_shares(struct ex_dev *d, void *dst, enum kern_dtype t, int64_t count, int64_t valid,
+                      int64_t gstart, uint64_t seed, int64_t it, int q, int W, int64_t nan_at,
+                      enum ex_stream s, struct rl_err *e)
 {
-    (void)d;
-    (void)s;
-    (void)e;
-    const uint64_t base = ex_synth_base(seed, it);
-    for (int64_t j = 0; j < valid; j++)
-        dst[j] = ex_synth_share(base, gstart + j, q, W);
-    if (nan_at >= gstart && nan_at < gstart + valid)
-        dst[nan_at - gstart] = NAN;
-    for (int64_t j = valid; j < count; j++)
-        dst[j] = 0.0f;
-    return 0;
+    struct cpu_op o = {.kind = OP_SHARES,
+                       .u.shares = {dst, t, count, valid, gstart, seed, it, q, W, nan_at}};
+    return enqueue(d, s, o, e);
 }
 
+static int cpu_sync(struct ex_dev *d, enum ex_stream s, struct rl_err *e)
+{
+    pthread_mutex_lock(&d->mu);
+    uint64_t q = d->st[s].queued;
+    pthread_mutex_unlock(&d->mu);
+    return stream_wait(d, s, q, e);
+}
+
+/* Counted on the stream's thread into a slot, read after the stream is synchronised. */
 static int cpu_nonfinite(struct ex_dev *d, const float *x, int64_t n, int64_t *count, enum ex_stream s,
                          struct rl_err *e)
 {
-    (void)d;
-    (void)s;
-    (void)e;
     int64_t k = 0;
-    for (int64_t i = 0; i < n; i++)
-        k += !isfinite(x[i]);
-    *count += k;
-    return 0;
+    int rc = enqueue(d, s, (struct cpu_op){.kind = OP_NONFINITE, .u.nonfinite = {x, n, &k}}, e);
+    if (!rc)
+        rc = cpu_sync(d, s, e);
+    if (!rc)
+        *count += k;
+    return rc;
 }
 
 static int cpu_gemm(struct ex_dev *d, int64_t m, int64_t n, int64_t k, const float *a, const float *b,
                     float *c, enum ex_stream s, struct rl_err *e)
 {
-    (void)d;
-    (void)s;
     if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
         return rl_errf(e, RL_EINTERNAL, "GEMM %lld x %lld x %lld exceeds BLAS int sizes", (long long)m,
                        (long long)n, (long long)k);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0f, a, (int)k, b,
-                (int)n, 0.0f, c, (int)n);
-    return 0;
+    return enqueue(d, s, (struct cpu_op){.kind = OP_GEMM, .u.gemm = {m, n, k, a, b, c}}, e);
 }
 
-static int cpu_sync(struct ex_dev *d, enum ex_stream s, struct rl_err *e)
-{
-    (void)e;
-    if (s == EX_STREAM_COPY) {
-        pthread_mutex_lock(&d->mu);
-        uint64_t q = d->queued;
-        pthread_mutex_unlock(&d->mu);
-        copies_wait(d, q);
-    }
-    return 0;
-}
-
-static int cpu_reduce_scatter(struct ex_dev *d, float *buf, int64_t count, float **out, struct rl_err *e)
+static int cpu_reduce_scatter(struct ex_dev *d, void *buf, int64_t count, enum kern_dtype t, void **out,
+                              struct rl_err *e)
 {
     *out = buf;   /* MPI in place: the result lands at the front */
-    return ex_comm_reduce_scatter_f32(d->comm, buf, count, e);
+    return ex_comm_reduce_scatter(d->comm, buf, count, t, e);
 }
 
 static int cpu_allgather(struct ex_dev *d, void *buf, int64_t bytes, struct rl_err *e)

@@ -10,6 +10,7 @@
 #include <nccl.h>           /* ncclCommInitRank, ncclReduceScatter, ncclAllGather */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>           /* clock_gettime */
 
 #include "kernels/adam.h"   /* kern_adam_cuda; includes common/rl.h in extern "C" */
 
@@ -29,6 +30,12 @@ struct cublas_fns {
                             const float *, int, const float *, int, const float *, float *, int);   /* cublasSgemm_v2 */
 };
 
+/* One tagged operation: events recorded on its stream before and after it. */
+struct cu_timed {
+    cudaEvent_t start, end;         /* timing events */
+    int phase;                      /* enum step_phase */
+};
+
 struct ex_dev {
     struct ex_comm *comm;           /* MPI, for the NCCL bootstrap */
     struct cublas_fns blas_fns;     /* loaded on the first GEMM */
@@ -40,6 +47,14 @@ struct ex_dev {
     cudaEvent_t ev[64];             /* event ring for event_record / event_wait */
     uint64_t n_ev;                  /* events recorded since open */
     int64_t capacity_bytes;         /* 0: the GPU's */
+    /* CUDA-event timing of tagged operations (tag, take_spans) */
+    int tag[EX_STREAM_COUNT];       /* phase of the next operations per stream, -1: untimed */
+    cudaEvent_t t_base;             /* recorded at open: time zero of the device's clock */
+    int64_t t_base_host_ns;         /* the host monotonic clock when t_base completed */
+    struct cu_timed *timed;         /* tagged operations not yet taken, in issue order */
+    int n_timed, cap_timed;         /* used, allocated */
+    cudaEvent_t *spare;             /* timing events to reuse */
+    int n_spare, cap_spare;         /* used, allocated */
 };
 
 #define CU_TRY(call)                                                                            \
@@ -83,6 +98,75 @@ static int grid_for(int64_t n)
     return (int)(b < 1 ? 1 : b > 65535 ? 65535 : b);
 }
 
+static int64_t host_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A timing event: a spare one, or a new one (timing enabled). */
+static int timing_event(struct ex_dev *d, cudaEvent_t *ev, struct rl_err *e)
+{
+    if (d->n_spare > 0) {
+        *ev = d->spare[--d->n_spare];
+        return 0;
+    }
+    CU_TRY(cudaEventCreate(ev));
+    return 0;
+}
+
+static void spare_event(struct ex_dev *d, cudaEvent_t ev)
+{
+    if (d->n_spare == d->cap_spare) {
+        int cap = d->cap_spare ? 2 * d->cap_spare : 64;
+        cudaEvent_t *n = (cudaEvent_t *)realloc(d->spare, (size_t)cap * sizeof *n);
+        if (!n) {
+            cudaEventDestroy(ev);
+            return;
+        }
+        d->spare = n;
+        d->cap_spare = cap;
+    }
+    d->spare[d->n_spare++] = ev;
+}
+
+/* Before a tagged operation on stream s: records its start event (*start stays NULL when the
+ * stream is untimed). */
+static int timed_begin(struct ex_dev *d, enum ex_stream s, cudaEvent_t *start, struct rl_err *e)
+{
+    *start = NULL;
+    if (d->tag[s] < 0)
+        return 0;
+    int rc = timing_event(d, start, e);
+    if (rc)
+        return rc;
+    CU_TRY(cudaEventRecord(*start, d->stream[s]));
+    return 0;
+}
+
+/* After it: records its end event and keeps the pair for take_spans. */
+static int timed_end(struct ex_dev *d, enum ex_stream s, cudaEvent_t start, struct rl_err *e)
+{
+    if (!start)
+        return 0;
+    cudaEvent_t end = NULL;
+    int rc = timing_event(d, &end, e);
+    if (rc)
+        return rc;
+    CU_TRY(cudaEventRecord(end, d->stream[s]));
+    if (d->n_timed == d->cap_timed) {
+        int cap = d->cap_timed ? 2 * d->cap_timed : 256;
+        struct cu_timed *n = (struct cu_timed *)realloc(d->timed, (size_t)cap * sizeof *n);
+        if (!n)
+            return rl_errf(e, RL_ENOMEM, "out of host memory for the timing events");
+        d->timed = n;
+        d->cap_timed = cap;
+    }
+    d->timed[d->n_timed++] = (struct cu_timed){start, end, d->tag[s]};
+    return 0;
+}
+
 /* ---- kernels --------------------------------------------------------------------------------- */
 
 __global__ void k_scale(float *x, int64_t n, float c)
@@ -112,14 +196,18 @@ __global__ void k_nonfinite(const float *x, int64_t n, unsigned long long *count
         atomicAdd(count, k);
 }
 
-__global__ void k_shares(float *dst, int64_t count, int64_t valid, int64_t gstart, uint64_t base, int q, int W,
+/* t: 0 fp32, 1 bf16, 2 fp16 (the shares are exact in all three). */
+__global__ void k_shares(void *dst, int t, int64_t count, int64_t valid, int64_t gstart, uint64_t base, int q, int W,
                          int64_t nan_at)
 {
     for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < count; j += (int64_t)gridDim.x * blockDim.x) {
         float v = j < valid ? ex__share(base, gstart + j, q, W) : 0.0f;
         if (j < valid && gstart + j == nan_at)
             v = __int_as_float(0x7fc00000);
-        dst[j] = v;
+        if (t == 0)
+            ((float *)dst)[j] = v;
+        else
+            ((uint16_t *)dst)[j] = t == 1 ? kern_f32_to_bf16(v) : kern_f32_to_f16(v);
     }
 }
 
@@ -147,6 +235,13 @@ static int cu_open_(struct ex_dev **dp, struct ex_comm *c, int local_rank, int64
     CU_TRY(cudaMalloc((void **)&d->count_d, sizeof *d->count_d));
     for (int i = 0; i < 64; i++)
         CU_TRY(cudaEventCreateWithFlags(&d->ev[i], cudaEventDisableTiming));
+    for (int s = 0; s < EX_STREAM_COUNT; s++)
+        d->tag[s] = -1;
+    /* The device clock's zero on the host clock: a timed event, waited for at once. */
+    CU_TRY(cudaEventCreate(&d->t_base));
+    CU_TRY(cudaEventRecord(d->t_base, d->stream[EX_STREAM_COMPUTE]));
+    CU_TRY(cudaEventSynchronize(d->t_base));
+    d->t_base_host_ns = host_now_ns();
     if (c->size > 1) {
         ncclUniqueId id;
         if (c->rank == 0)
@@ -185,6 +280,16 @@ static void cu_close(struct ex_dev *d)
     for (int i = 0; i < 64; i++)
         if (d->ev[i])
             cudaEventDestroy(d->ev[i]);
+    for (int i = 0; i < d->n_timed; i++) {
+        cudaEventDestroy(d->timed[i].start);
+        cudaEventDestroy(d->timed[i].end);
+    }
+    for (int i = 0; i < d->n_spare; i++)
+        cudaEventDestroy(d->spare[i]);
+    free(d->timed);
+    free(d->spare);
+    if (d->t_base)
+        cudaEventDestroy(d->t_base);
     for (int s = 0; s < EX_STREAM_COUNT; s++)
         if (d->stream[s])
             cudaStreamDestroy(d->stream[s]);
@@ -252,15 +357,26 @@ static int cu_copy(struct ex_dev *d, void *dst, const void *src, int64_t bytes, 
                    enum ex_stream s, struct rl_err *e)
 {
     (void)dir;
-    if (bytes > 0)
-        CU_TRY(cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyDefault, d->stream[s]));
-    return 0;
+    if (bytes <= 0)
+        return 0;
+    cudaEvent_t t = NULL;
+    int rc = timed_begin(d, s, &t, e);
+    if (rc)
+        return rc;
+    CU_TRY(cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyDefault, d->stream[s]));
+    return timed_end(d, s, t, e);
 }
 
 static int cu_adam(struct ex_dev *d, const struct kern_adam_scalars *sc, const struct kern_adam_bufs *b,
                    enum ex_stream s, struct rl_err *e)
 {
-    return kern_adam_cuda(sc, b, d->stream[s], e);
+    cudaEvent_t t = NULL;
+    int rc = timed_begin(d, s, &t, e);
+    if (!rc)
+        rc = kern_adam_cuda(sc, b, d->stream[s], e);
+    if (!rc)
+        rc = timed_end(d, s, t, e);
+    return rc;
 }
 
 static int cu_scale(struct ex_dev *d, float *x, int64_t n, float c, enum ex_stream s, struct rl_err *e)
@@ -283,10 +399,11 @@ static int cu_widen(struct ex_dev *d, float *dst, const void *src, enum kern_dty
     return launch_check(e, "k_widen", __LINE__);
 }
 
-static int cu_shares(struct ex_dev *d, float *dst, int64_t count, int64_t valid, int64_t gstart, uint64_t seed,
-                     int64_t it, int q, int W, int64_t nan_at, enum ex_stream s, struct rl_err *e)
+static int cu_shares(struct ex_dev *d, void *dst, enum kern_dtype t, int64_t count, int64_t valid, int64_t gstart,
+                     uint64_t seed, int64_t it, int q, int W, int64_t nan_at, enum ex_stream s, struct rl_err *e)
 {
-    k_shares<<<grid_for(count), 256, 0, d->stream[s]>>>(dst, count, valid, gstart, ex_synth_base(seed, it), q, W,
+    int tc = t == KERN_F32 ? 0 : t == KERN_BF16 ? 1 : 2;
+    k_shares<<<grid_for(count), 256, 0, d->stream[s]>>>(dst, tc, count, valid, gstart, ex_synth_base(seed, it), q, W,
                                                        nan_at);
     return launch_check(e, "k_shares", __LINE__);
 }
@@ -355,15 +472,18 @@ static int cu_sync(struct ex_dev *d, enum ex_stream s, struct rl_err *e)
     return 0;
 }
 
-static int cu_reduce_scatter(struct ex_dev *d, float *buf, int64_t count, float **out, struct rl_err *e)
+static int cu_reduce_scatter(struct ex_dev *d, void *buf, int64_t count, enum kern_dtype t, void **out,
+                             struct rl_err *e)
 {
     if (!d->nccl) {
         *out = buf;
         return 0;
     }
+    ncclDataType_t nt = t == KERN_F32 ? ncclFloat32 : t == KERN_BF16 ? ncclBfloat16 : ncclFloat16;
+    int64_t eb = t == KERN_F32 ? 4 : 2;
     /* NCCL in place: the result lands in this rank's block. */
-    float *mine = buf + (int64_t)d->comm->rank * count;
-    NCCL_TRY(ncclReduceScatter(buf, mine, (size_t)count, ncclFloat32, ncclSum, d->nccl, d->stream[EX_STREAM_COMM]));
+    char *mine = (char *)buf + (int64_t)d->comm->rank * count * eb;
+    NCCL_TRY(ncclReduceScatter(buf, mine, (size_t)count, nt, ncclSum, d->nccl, d->stream[EX_STREAM_COMM]));
     CU_TRY(cudaStreamSynchronize(d->stream[EX_STREAM_COMM]));
     *out = mine;
     return nccl_async_check(d, e);
@@ -395,14 +515,42 @@ static int cu_event_wait(struct ex_dev *d, uint64_t ev, struct rl_err *e)
     return 0;
 }
 
-static void cu_tag(struct ex_dev *d, int phase)
+/* Copies and Adam are timed with CUDA events while their stream is tagged (the pipeline tags
+ * the asynchronous gradient D2H, parameter H2D and the overlap schedule's device Adam). */
+static void cu_tag(struct ex_dev *d, enum ex_stream s, int phase)
 {
-    (void)d;
-    (void)phase;
+    d->tag[s] = phase;
+}
+
+/* The oldest timed operations, once finished, as spans on the host clock: the elapsed time of
+ * each event from t_base, added to the host time t_base was seen complete. A failing event
+ * query stops here; the stream's next synchronisation reports the error. */
+static int cu_take_spans(struct ex_dev *d, struct step_span *out, int max)
+{
+    int n = 0;
+    while (n < max && n < d->n_timed) {
+        struct cu_timed *x = &d->timed[n];
+        float ms0 = 0, ms1 = 0;
+        if (cudaEventSynchronize(x->end) != cudaSuccess ||
+            cudaEventElapsedTime(&ms0, d->t_base, x->start) != cudaSuccess ||
+            cudaEventElapsedTime(&ms1, d->t_base, x->end) != cudaSuccess)
+            break;
+        out[n] = (struct step_span){.start_ns = d->t_base_host_ns + (int64_t)((double)ms0 * 1e6),
+                                    .end_ns = d->t_base_host_ns + (int64_t)((double)ms1 * 1e6),
+                                    .phase = x->phase};
+        spare_event(d, x->start);
+        spare_event(d, x->end);
+        n++;
+    }
+    if (n > 0) {   /* timed is NULL until the first tagged operation */
+        memmove(d->timed, d->timed + n, (size_t)(d->n_timed - n) * sizeof *d->timed);
+        d->n_timed -= n;
+    }
+    return n;
 }
 
 extern "C" const struct ex_backend ex_backend_cuda = {
     "cuda", cu_open, cu_close, cu_mem, cu_dev_alloc, cu_dev_free, cu_host_alloc, cu_host_free, cu_copy, cu_adam,
     cu_scale, cu_narrow, cu_widen, cu_shares, cu_nonfinite, cu_gemm, cu_sync, cu_event_record, cu_event_wait,
-    cu_tag, NULL, cu_reduce_scatter, cu_allgather,
+    cu_tag, cu_take_spans, cu_reduce_scatter, cu_allgather,
 };

@@ -139,18 +139,43 @@ int ex__ckpt_save(struct ex_run *r, const char *dir, struct rl_err *e)
     return 0;
 }
 
-/* Reads a whole regular file into *out (malloc'd). Checkpoints hold a rank's whole optimizer
- * state (12 bytes per element and more), so the 64 MiB cap of the configuration readers in
- * common/ does not apply; the size comes from fstat and the header is checked by the caller. */
-static int read_whole(const char *path, char **out, size_t *len, struct rl_err *e)
+/* The largest checkpoint file a run of this model can have written: the header, one record per
+ * tensor and master, m and v of every global element (a rank never holds more). common/'s
+ * readers cap inputs at RL_INPUT_MAX_BYTES (64 MiB), far below a real checkpoint (12 bytes per
+ * element: 4 GB for gpt-2.7b's TP shard), so checkpoints are read here with this cap instead. */
+static int64_t ckpt_max_bytes(const struct ex_run *r)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    return (int64_t)sizeof(struct ckpt_header) + 16 * (int64_t)r->T + 12 * r->total_numel;
+}
+
+static const char *file_kind(mode_t m)
+{
+    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket"
+         : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device" : "not a regular file";
+}
+
+/* Reads a whole regular file of at most max_bytes into *out (malloc'd). Anything else (a FIFO,
+ * a device, a directory) is refused at once without blocking (O_NONBLOCK, then fstat), and so
+ * is a file above the cap, before anything is allocated. */
+static int read_whole(const char *path, int64_t max_bytes, char **out, size_t *len, struct rl_err *e)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return rl_errf(e, RL_EIO, "%s", strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, &st) != 0) {
+        int err = errno;
         close(fd);
-        return rl_errf(e, RL_EINVAL, "not a regular file");
+        return rl_errf(e, RL_EIO, "%s", strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return rl_errf(e, RL_EINVAL, "%s; allowed: a regular file", file_kind(st.st_mode));
+    }
+    if ((int64_t)st.st_size > max_bytes) {
+        close(fd);
+        return rl_errf(e, RL_EINVAL, "%lld bytes; allowed: at most %lld for this model (header, a record per "
+                       "tensor, 12 bytes per element)", (long long)st.st_size, (long long)max_bytes);
     }
     size_t n = (size_t)st.st_size, got = 0;
     char *buf = malloc(n + 1);
@@ -179,15 +204,15 @@ static int read_whole(const char *path, char **out, size_t *len, struct rl_err *
 }
 
 /* Reads and checks one file; *out (malloc'd) holds it whole. */
-static int read_checked(const char *dir, int q, const struct ckpt_header *first, struct ckpt_header *h,
-                        char **out, struct rl_err *e)
+static int read_checked(const struct ex_run *r, const char *dir, int q, const struct ckpt_header *first,
+                        struct ckpt_header *h, char **out, struct rl_err *e)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/rank-%05d.rlck", dir, q);
     char *buf = NULL;
     size_t len = 0;
     struct rl_err e2 = {0};
-    if (read_whole(path, &buf, &len, &e2))
+    if (read_whole(path, ckpt_max_bytes(r), &buf, &len, &e2))
         return rl_errf(e, RL_EINVAL, "--load: %s: cannot read it (%s)", path, e2.msg);
     int rc = 0;
     if (len < sizeof *h)
@@ -224,7 +249,7 @@ int ex__ckpt_load(struct ex_run *r, const char *dir, struct rl_err *e)
 {
     struct ckpt_header h0, h;
     char *buf = NULL;
-    int rc = read_checked(dir, 0, NULL, &h0, &buf, e);
+    int rc = read_checked(r, dir, 0, NULL, &h0, &buf, e);
     if (rc)
         return rc;
     free(buf);
@@ -246,7 +271,7 @@ int ex__ckpt_load(struct ex_run *r, const char *dir, struct rl_err *e)
     for (int t = 0; t < r->T; t++)
         want += r->tm[t].real;
     for (uint32_t q = 0; q < h0.world && !rc; q++) {
-        if ((rc = read_checked(dir, (int)q, &h0, &h, &buf, e)))
+        if ((rc = read_checked(r, dir, (int)q, &h0, &h, &buf, e)))
             break;
         const int64_t *recs = (const int64_t *)(buf + sizeof h);
         const float *data = (const float *)(buf + sizeof h + (size_t)h.n_rec * 16);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "exec/exec.h"
+#include "kernels/lowp.h"   /* kern_bf16_to_f32, kern_f32_to_bf16, ... (the 16-bit sums) */
 
 #ifdef RL_HAVE_MPI
 #include <mpi.h>   /* MPI_Init, MPI_Reduce_scatter_block, MPI_Allgather, MPI_Gatherv, MPI_Abort */
@@ -97,22 +98,61 @@ int ex_comm_max_i64(struct ex_comm *c, int64_t *v, int n, struct rl_err *e)
     return 0;
 }
 
-int ex_comm_reduce_scatter_f32(struct ex_comm *c, float *buf, int64_t count, struct rl_err *e)
+#ifdef RL_HAVE_MPI
+/* MPI has no 16-bit float types: a 16-bit reduction is MPI_UINT16_T with a user operation that
+ * widens both operands, adds in fp32 and rounds the sum back (RNE): one rounding per addition,
+ * as a 16-bit NCCL reduction does. */
+static void sum_bf16(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    (void)type;
+    const uint16_t *a = in;
+    uint16_t *b = inout;
+    for (int i = 0; i < *len; i++)
+        b[i] = kern_f32_to_bf16(kern_bf16_to_f32(a[i]) + kern_bf16_to_f32(b[i]));
+}
+
+static void sum_f16(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    (void)type;
+    const uint16_t *a = in;
+    uint16_t *b = inout;
+    for (int i = 0; i < *len; i++)
+        b[i] = kern_f32_to_f16(kern_f16_to_f32(a[i]) + kern_f16_to_f32(b[i]));
+}
+#endif
+
+int ex_comm_reduce_scatter(struct ex_comm *c, void *buf, int64_t count, enum kern_dtype t, struct rl_err *e)
 {
     if (count > INT32_MAX)
         return rl_errf(e, RL_EINTERNAL, "reduce-scatter of %lld elements per rank exceeds MPI's int count",
                        (long long)count);
+    if (t != KERN_F32 && t != KERN_BF16 && t != KERN_F16)
+        return rl_errf(e, RL_EINTERNAL, "reduce-scatter in %s", kern_dtype_name(t));
 #ifdef RL_HAVE_MPI
     if (c->mpi && c->size > 1) {
-        /* In place: the input is the whole buffer, the result lands at its front. */
-        MPI_TRY(MPI_Reduce_scatter_block(MPI_IN_PLACE, buf, (int)count, MPI_FLOAT, MPI_SUM, comm_of(c)),
-                "MPI_Reduce_scatter_block");
+        if (t == KERN_F32) {
+            /* In place: the input is the whole buffer, the result lands at its front. */
+            MPI_TRY(MPI_Reduce_scatter_block(MPI_IN_PLACE, buf, (int)count, MPI_FLOAT, MPI_SUM, comm_of(c)),
+                    "MPI_Reduce_scatter_block");
+            return 0;
+        }
+        MPI_Op op;
+        MPI_TRY(MPI_Op_create(t == KERN_BF16 ? sum_bf16 : sum_f16, 1, &op), "MPI_Op_create");
+        int rc = MPI_Reduce_scatter_block(MPI_IN_PLACE, buf, (int)count, MPI_UINT16_T, op, comm_of(c));
+        MPI_Op_free(&op);
+        if (rc != MPI_SUCCESS)
+            return mpi_err(e, rc, "MPI_Reduce_scatter_block (16-bit)");
         return 0;
     }
 #endif
     (void)c;
     (void)buf;
     return 0;
+}
+
+int ex_comm_reduce_scatter_f32(struct ex_comm *c, float *buf, int64_t count, struct rl_err *e)
+{
+    return ex_comm_reduce_scatter(c, buf, count, KERN_F32, e);
 }
 
 int ex_comm_allgather(struct ex_comm *c, const void *in, void *out, int64_t bytes, struct rl_err *e)

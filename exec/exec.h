@@ -47,6 +47,9 @@ int ex_comm_max_i64(struct ex_comm *c, int64_t *v, int n, struct rl_err *e);
 /* In place on buf (rank-major: rank q's block is buf[q*count .. q*count+count)): after the call
  * buf[0..count) holds the element-wise fp32 sum of every rank's block `rank`. */
 int ex_comm_reduce_scatter_f32(struct ex_comm *c, float *buf, int64_t count, struct rl_err *e);
+/* The same in fp32 (KERN_F32, exact for the synthetic shares) or a 16-bit type (KERN_BF16,
+ * KERN_F16: elements of 2 bytes, each addition rounded to that type; not exact in general). */
+int ex_comm_reduce_scatter(struct ex_comm *c, void *buf, int64_t count, enum kern_dtype t, struct rl_err *e);
 /* Gathers `bytes` from each rank into out (rank order) on every rank; out holds size x bytes.
  * in == out: in place, this rank's bytes are already at out + rank x bytes. */
 int ex_comm_allgather(struct ex_comm *c, const void *in, void *out, int64_t bytes, struct rl_err *e);
@@ -92,6 +95,8 @@ struct ex_opts {
     const char *load_dir;           /* --load DIR, NULL: none */
     const char *trace_path;         /* --trace FILE[.gz], NULL: none */
     int fail_rank;                  /* testing: this rank fails at its first step (-1: none) */
+    enum kern_dtype comm_dtype;     /* reduce-scatter type: KERN_F32 (default, exact) or the model's
+                                       16-bit type (--comm-dtype; rounds partial sums: not exact) */
     enum plan_dtype ref_dtype;      /* ex_reference only: the model dtype of the 16-bit copy */
 };
 void ex_opts_default(struct ex_opts *o);
@@ -174,6 +179,32 @@ float ex_synth_grad_share(uint64_t seed, int64_t it, int64_t i, int q, int W);
 /* The same with the iteration's key hoisted out of a loop: base = ex_synth_base(seed, it). */
 uint64_t ex_synth_base(uint64_t seed, int64_t it);
 float ex_synth_share(uint64_t base, int64_t i, int q, int W);
+/* dst[j] = ex_synth_share(base, gstart + j, q, W) for j in [0, n): the same bits, vectorised (the
+ * synthetic backward writes a whole bucket with it). */
+void ex_synth_shares(float *dst, int64_t n, uint64_t base, int64_t gstart, int q, int W);
+/* ---- --compute gemm (exec/compute.c) ---------------------------------------------------------- */
+/* The executor's blocks: maximal runs of tensors (model order) with one layer index. first must
+ * hold n_tensors + 1 entries; first[b] is block b's first tensor, first[nblocks] = n_tensors.
+ * Returns nblocks. */
+int ex_model_blocks(const struct plan_model *m, int *first);
+/* One GEMM shape: C[m x n] = A[m x k] B[k x n], run `count` times. */
+struct ex_gemm {
+    int64_t m, n, k;                /* rows of A and C, columns of B and C, the inner dimension */
+    int64_t count;                  /* how many times */
+};
+/* The GEMMs of block b's forward pass on micro_batch sequences of seq tokens, whose FLOPs equal
+ * the simulator's charge for the block (sim/step.c): a layer's weights (2 x tokens x elements)
+ * and attention (4 x micro_batch x seq^2 x heads/TP x head_dim), the logits after the layers
+ * (2 x tokens x hidden x vocab/TP), nothing before them. Fills out[0..max) and returns how many
+ * there are (call again with more room when that exceeds max). */
+int ex_block_gemms(const struct plan_model *m, const int *first, int nblocks, int b, int64_t micro_batch,
+                   int64_t seq, struct ex_gemm *out, int max);
+/* How many times block b's backward runs its forward GEMMs: 2, or 3 for a layer with activation
+ * checkpointing (recomputation), as the simulator counts. */
+int ex_block_backward_passes(const struct plan_model *m, const int *first, int b, bool checkpoint_activations);
+/* Sum of 2 m n k count. */
+int64_t ex_gemm_flops(const struct ex_gemm *g, int n);
+
 /* The Adam hyper-parameters of param group g. */
 struct kern_adam_hparams ex_hparams(const struct ex_opts *o, int group);
 

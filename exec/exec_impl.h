@@ -64,7 +64,10 @@ struct ex_run {
     void *param16;                   /* param_partition: P x 16-bit, device */
     float *master_gpu, *grad_gpu, *m_gpu, *v_gpu;   /* Pg each, device */
     float *master_cpu, *grad_cpu, *m_cpu, *v_cpu;   /* Pc each, pinned host */
-    float *bucket;                   /* reduce_scatter_bucket, device, used as fp32 */
+    void *bucket;                    /* reduce_scatter_bucket, device, elements of the comm type */
+    enum kern_dtype cd;              /* reduce-scatter type: KERN_F32 or the model's 16-bit type */
+    int cdb;                         /* its bytes */
+    float *comm32;                   /* 16-bit comm, overlap: one flush's sums widened, device */
     void *staging;                   /* h2d_staging: 2 x chunk x 16-bit, pinned host */
     /* schedule and transient buffers */
     void *flat_grad;                 /* deepspeed-0.12: P x 16-bit pinned flat gradient buffer */
@@ -74,7 +77,9 @@ struct ex_run {
     int64_t gathered_bytes;          /* its size */
     float *act, *act_out, *wscratch; /* --compute gemm scratch, device */
     int64_t tokens;                  /* micro_batch x seq */
-    int64_t bucket_rank_numel;       /* fp32 elements per rank per flush */
+    struct ex_gemm *gemms;           /* --compute gemm: every block's GEMMs (exec/compute.c) */
+    int *gemm_first;                 /* block b's are gemms[gemm_first[b] .. gemm_first[b + 1]) */
+    int64_t bucket_rank_numel;       /* comm-type elements per rank per flush */
     int64_t bucket_fill;             /* of which filled */
     int64_t chunk;                   /* host pipeline chunk, elements */
     struct ex_item *items;           /* bucket contents */

@@ -49,6 +49,7 @@ void ex_opts_default(struct ex_opts *o)
     o->lr = 1e-3;
     o->micro_batch = 1;
     o->fail_rank = -1;
+    o->comm_dtype = KERN_F32;
 }
 
 void ex_result_free(struct ex_result *r)
@@ -120,10 +121,7 @@ static int build_maps(struct ex_run *r, struct rl_err *e)
     r->blocks = calloc((size_t)r->T + 1, sizeof *r->blocks);
     if (!r->blocks)
         return rl_errf(e, RL_ENOMEM, "out of host memory for the block list");
-    for (int t = 0; t < r->T; t++)
-        if (t == 0 || r->tm[t].layer != r->tm[t - 1].layer)
-            r->blocks[r->nblocks++] = t;
-    r->blocks[r->nblocks] = r->T;
+    r->nblocks = ex_model_blocks(m, r->blocks);
     return 0;
 }
 
@@ -175,9 +173,8 @@ static void free_bufs(struct ex_run *r)
     }
 }
 
-/* Device bytes the run needs besides the ledger: the gathered block and, for deepspeed-0.12,
- * the copy of a bucket's gradients brought back from the host. */
-static int64_t transient_device_bytes(const struct ex_run *r, int64_t bucket_rank_numel)
+/* Device bytes of the gathered block: the largest block's partitions, W times. */
+static int64_t gather_bytes(const struct ex_run *r)
 {
     int64_t gather = 0;
     for (int b = 0; b < r->nblocks; b++) {
@@ -187,9 +184,19 @@ static int64_t transient_device_bytes(const struct ex_run *r, int64_t bucket_ran
         if (s > gather)
             gather = s;
     }
-    int64_t bytes = gather * r->W * r->mdb;
+    return gather * r->W * r->mdb;
+}
+
+/* Device bytes the run needs besides the ledger: the gathered block, for deepspeed-0.12 the copy
+ * of a bucket's gradients brought back from the host, for overlap with a 16-bit reduce-scatter
+ * the widened sums of one flush. */
+static int64_t transient_device_bytes(const struct ex_run *r, int64_t bucket_rank_numel)
+{
+    int64_t bytes = gather_bytes(r);
     if (r->o->schedule == STEP_SCHED_DS012)
         bytes += bucket_rank_numel * r->mdb;
+    else if (r->cdb == 2)
+        bytes += bucket_rank_numel * 4;
     return bytes;
 }
 
@@ -220,12 +227,13 @@ static int allocate(struct ex_run *r, struct rl_err *e)
     /* Sizes from the executor's own layout, checked against the ledger below. */
     int64_t bucket_numel = p->zero.reduce_bucket_size < r->P * r->W ? p->zero.reduce_bucket_size : r->P * r->W;
     int64_t bucket_bytes = bucket_numel * mdb;
-    /* The bucket carries fp32 gradients (exact sums): bytes / 4 of them per flush. */
-    r->bucket_rank_numel = bucket_bytes / 4 / r->W;
+    /* The bucket carries comm-type gradients: fp32 by default (exact sums, bytes / 4 of them
+     * per flush), the model dtype with --comm-dtype (bytes / 2). */
+    r->bucket_rank_numel = bucket_bytes / r->cdb / r->W;
     if (r->bucket_rank_numel < 1)
-        return rl_errf(e, RL_EINVAL, "reduce_bucket_size: %lld elements (after --scale) hold no fp32 "
+        return rl_errf(e, RL_EINVAL, "reduce_bucket_size: %lld elements (after --scale) hold no %s "
                        "gradient per rank for %d ranks; allowed: at least %d (use a smaller --scale)",
-                       (long long)bucket_numel, r->W, 2 * r->W);
+                       (long long)bucket_numel, kern_dtype_name(r->cd), r->W, r->cdb * r->W / mdb);
     r->chunk = p->exec_chunk_numel < r->Pc ? p->exec_chunk_numel : r->Pc;
     int64_t trans = transient_device_bytes(r, r->bucket_rank_numel);
     int64_t need_dev = r->P * mdb + r->Pg * 16 + bucket_bytes + trans;
@@ -270,7 +278,10 @@ static int allocate(struct ex_run *r, struct rl_err *e)
             (rc = alloc_buf(r, "pageable_staging", PLAN_DEV_CPU_PAGEABLE, pg * mdb, &r->pageable16, true, e)))
             return rc;
     }
-    int64_t gather = (trans - (r->o->schedule == STEP_SCHED_DS012 ? r->bucket_rank_numel * mdb : 0));
+    if (r->o->schedule != STEP_SCHED_DS012 && r->cdb == 2 &&
+        (rc = alloc_buf(r, "comm_widened_sums", D, r->bucket_rank_numel * 4, (void **)&r->comm32, true, e)))
+        return rc;
+    int64_t gather = gather_bytes(r);
     if ((rc = alloc_buf(r, "gathered_params", D, gather, &r->gathered, true, e)))
         return rc;
     r->gathered_bytes = gather;
@@ -465,19 +476,16 @@ static void collect_copy_spans(struct ex_run *r, bool keep)
             return rc__;                                                                       \
     } while (0)
 
-/* The GEMMs of one block on micro_batch x seq tokens, `times` passes (compute time only). */
+/* Block b's GEMMs (exec/compute.c), `times` passes (compute time only: outputs feed nothing). */
 static int block_compute(struct ex_run *r, int b, int times, struct rl_err *e)
 {
     if (r->o->compute != EX_COMPUTE_GEMM || !r->act)
         return 0;
-    const struct plan_model *m = r->p->model;
     for (int pass = 0; pass < times; pass++)
-        for (int t = r->blocks[b]; t < r->blocks[b + 1]; t++) {
-            const struct plan_tensor *x = &m->tensors[t];
-            if (x->ndim != 2)
-                continue;
-            TRY(r->be->gemm(r->dev, r->tokens, x->shape[0], x->shape[1], r->act, r->wscratch, r->act_out,
-                            EX_STREAM_COMPUTE, e));
+        for (int i = r->gemm_first[b]; i < r->gemm_first[b + 1]; i++) {
+            const struct ex_gemm *g = &r->gemms[i];
+            for (int64_t c = 0; c < g->count; c++)
+                TRY(r->be->gemm(r->dev, g->m, g->n, g->k, r->act, r->wscratch, r->act_out, EX_STREAM_COMPUTE, e));
         }
     return r->be->sync(r->dev, EX_STREAM_COMPUTE, e);
 }
@@ -502,23 +510,28 @@ static int block_gather(struct ex_run *r, int b, struct rl_err *e)
     return 0;
 }
 
-/* Delivers a reduced fp32 range (device pointer src, flat [f, f + len)) to the fp32 gradients.
+/* Delivers a reduced range (device pointer src: fp32; src16: the model dtype, deepspeed-0.12 with a
+ * 16-bit comm type only, else NULL; flat [f, f + len)) to the fp32 gradients.
  * overlap: device share D2D, host share D2H straight into the pinned fp32 gradient.
  * deepspeed-0.12: cast to the model dtype, D2H of everything into the pinned flat buffer, H2D
  * back, then device share widened on the device, host share D2H again into pageable memory and
  * widened on the host. */
-static int deliver(struct ex_run *r, const float *src, int64_t f, int64_t len, struct rl_err *e)
+static int deliver(struct ex_run *r, const float *src, const void *src16, int64_t f, int64_t len, struct rl_err *e)
 {
     const bool ds = r->o->schedule == STEP_SCHED_DS012;
     const int mdb = r->mdb;
     int64_t t0;
     if (ds) {
+        /* The sums in the model dtype: cast from fp32, or as reduced with a 16-bit comm type. */
+        if (!src16) {
+            t0 = ex__now_ns();
+            TRY(r->be->narrow(r->dev, r->dev16, r->md, src, len, EX_STREAM_COMM, e));
+            TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
+            phase_add(r, STEP_PH_REDUCE_SCATTER, t0, len * (4 + mdb));
+            src16 = r->dev16;
+        }
         t0 = ex__now_ns();
-        TRY(r->be->narrow(r->dev, r->dev16, r->md, src, len, EX_STREAM_COMM, e));
-        TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
-        phase_add(r, STEP_PH_REDUCE_SCATTER, t0, len * (4 + mdb));
-        t0 = ex__now_ns();
-        TRY(r->be->copy(r->dev, (char *)r->flat_grad + f * mdb, r->dev16, len * mdb, EX_D2H, EX_STREAM_COMM, e));
+        TRY(r->be->copy(r->dev, (char *)r->flat_grad + f * mdb, src16, len * mdb, EX_D2H, EX_STREAM_COMM, e));
         TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
         phase_add(r, STEP_PH_GRAD_D2H, t0, len * mdb);
         t0 = ex__now_ns();
@@ -538,8 +551,10 @@ static int deliver(struct ex_run *r, const float *src, int64_t f, int64_t len, s
             phase_add(r, STEP_PH_REDUCE_SCATTER, t0, n * 8);
         } else if (!ds) {
             /* Asynchronous: the next flush waits for it before reusing the bucket. */
-            r->be->tag(r->dev, STEP_PH_GRAD_D2H);
-            TRY(r->be->copy(r->dev, r->grad_cpu + o, src + h, n * 4, EX_D2H, EX_STREAM_COPY, e));
+            r->be->tag(r->dev, EX_STREAM_COPY, STEP_PH_GRAD_D2H);
+            int rc = r->be->copy(r->dev, r->grad_cpu + o, src + h, n * 4, EX_D2H, EX_STREAM_COPY, e);
+            r->be->tag(r->dev, EX_STREAM_COPY, -1);
+            TRY(rc);
             copy_done(r, STEP_PH_GRAD_D2H, t0, n * 4);
         } else if (!s->cpu) {
             TRY(r->be->widen(r->dev, r->grad_gpu + o, (char *)r->dev16 + h * mdb, r->md, n, EX_STREAM_COMM, e));
@@ -560,7 +575,7 @@ static int deliver(struct ex_run *r, const float *src, int64_t f, int64_t len, s
 }
 
 /* Flushes the bucket: every rank's shares of the items in rank-major order, reduce-scatter in
- * fp32 (exact), delivery of this rank's sums. */
+ * fp32 (exact) or the model dtype (--comm-dtype), delivery of this rank's sums. */
 static int flush(struct ex_run *r, int64_t it, struct rl_err *e)
 {
     if (r->n_items == 0)
@@ -580,21 +595,37 @@ static int flush(struct ex_run *r, int64_t it, struct rl_err *e)
             int64_t valid = x->n - lo;
             valid = valid < 0 ? 0 : valid > b->len ? b->len : valid;
             /* This rank's share of the elements destined for rank q. */
-            TRY(r->be->shares(r->dev, r->bucket + off, b->len, valid, x->goff + lo, r->o->seed, it, r->k, r->W,
-                              r->k == 0 ? nan_at : -1, EX_STREAM_COMPUTE, e));
+            TRY(r->be->shares(r->dev, (char *)r->bucket + off * r->cdb, r->cd, b->len, valid, x->goff + lo,
+                              r->o->seed, it, r->k, r->W, r->k == 0 ? nan_at : -1, EX_STREAM_COMPUTE, e));
             off += b->len;
         }
     }
     TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
     phase_add(r, STEP_PH_BACKWARD, t0, 0);
     t0 = ex__now_ns();
-    float *sums = NULL;
-    TRY(r->be->reduce_scatter(r->dev, r->bucket, cnt, &sums, e));
-    phase_add(r, STEP_PH_REDUCE_SCATTER, t0, cnt * 4 * r->W);
+    void *sums = NULL;
+    TRY(r->be->reduce_scatter(r->dev, r->bucket, cnt, r->cd, &sums, e));
+    phase_add(r, STEP_PH_REDUCE_SCATTER, t0, cnt * r->cdb * r->W);
+    const float *sums32 = sums;
+    const char *sums16 = NULL;
+    if (r->cdb == 2) {
+        /* deepspeed-0.12 takes the 16-bit sums as they are; overlap widens them on the device. */
+        sums16 = sums;
+        sums32 = NULL;
+        if (r->o->schedule != STEP_SCHED_DS012) {
+            t0 = ex__now_ns();
+            TRY(r->be->widen(r->dev, r->comm32, sums, r->cd, cnt, EX_STREAM_COMM, e));
+            TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
+            phase_add(r, STEP_PH_REDUCE_SCATTER, t0, cnt * 6);
+            sums32 = r->comm32;
+            sums16 = NULL;
+        }
+    }
     int64_t off = 0;
     for (int i = 0; i < r->n_items; i++) {
         const struct ex_item *b = &r->items[i];
-        TRY(deliver(r, sums + off, r->tm[b->t].foff + b->a, b->len, e));
+        TRY(deliver(r, sums32 ? sums32 + off : NULL, sums16 ? sums16 + off * 2 : NULL, r->tm[b->t].foff + b->a,
+                    b->len, e));
         off += b->len;
     }
     r->n_items = 0;
@@ -631,7 +662,7 @@ static int forward_backward(struct ex_run *r, int64_t it, struct rl_err *e)
     for (int b = r->nblocks - 1; b >= 0; b--) {
         TRY(block_gather(r, b, e));
         int64_t t0 = ex__now_ns();
-        TRY(block_compute(r, b, r->o->checkpoint_activations ? 3 : 2, e));
+        TRY(block_compute(r, b, ex_block_backward_passes(r->p->model, r->blocks, b, r->o->checkpoint_activations), e));
         phase_add(r, STEP_PH_BACKWARD, t0, 0);
         for (int t = r->blocks[b + 1] - 1; t >= r->blocks[b]; t--)
             TRY(bucket_add(r, t, it, e));
@@ -681,8 +712,10 @@ static int scalars(struct ex_run *r, int group, struct kern_adam_scalars *s, str
 
 static int optimizer_overlap(struct ex_run *r, struct rl_err *e)
 {
-    /* Device share first (asynchronous on a GPU), writing the 16-bit copy in place. */
+    /* Device share first, asynchronous (a GPU; the cpu backend's compute thread), writing the
+     * 16-bit copy in place, timed by the backend while the host share runs. */
     int64_t t0 = ex__now_ns();
+    r->be->tag(r->dev, EX_STREAM_COMPUTE, r->be->take_spans ? STEP_PH_GPU_ADAM : -1);
     for (int i = 0; i < r->nseg; i++) {
         const struct ex_seg *s = &r->seg[i];
         if (s->cpu)
@@ -693,15 +726,24 @@ static int optimizer_overlap(struct ex_run *r, struct rl_err *e)
                                    .exp_avg_sq = r->v_gpu + s->off, .grad = r->grad_gpu + s->off,
                                    .grad_dtype = KERN_F32, .param_lowp = (char *)r->param16 + s->flat * r->mdb,
                                    .param_lowp_dtype = r->md, .numel = s->numel};
-        TRY(r->be->adam(r->dev, &sc, &b, EX_STREAM_COMPUTE, e));
+        int rc = r->be->adam(r->dev, &sc, &b, EX_STREAM_COMPUTE, e);
+        if (rc) {
+            r->be->tag(r->dev, EX_STREAM_COMPUTE, -1);
+            return rc;
+        }
     }
-    TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
-    phase_add(r, STEP_PH_GPU_ADAM, t0, r->Pg * (28 + r->mdb));
+    r->be->tag(r->dev, EX_STREAM_COMPUTE, -1);
+    if (r->be->take_spans) {
+        r->ph_bytes[STEP_PH_GPU_ADAM] += r->Pg * (28 + r->mdb);
+    } else {
+        TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
+        phase_add(r, STEP_PH_GPU_ADAM, t0, r->Pg * (28 + r->mdb));
+    }
     /* Host share in chunks: CPU Adam writes the 16-bit copy into a pinned staging half, which
      * goes H2D while the next chunk is updated (double buffer). */
     int half = 0;
     uint64_t used[2] = {0, 0};   /* the copy event that last read each half */
-    r->be->tag(r->dev, STEP_PH_PARAM_H2D);
+    r->be->tag(r->dev, EX_STREAM_COPY, STEP_PH_PARAM_H2D);
     for (int i = 0; i < r->nseg; i++) {
         const struct ex_seg *s = &r->seg[i];
         if (!s->cpu)
@@ -727,10 +769,12 @@ static int optimizer_overlap(struct ex_run *r, struct rl_err *e)
             half ^= 1;
         }
     }
+    r->be->tag(r->dev, EX_STREAM_COPY, -1);
     t0 = ex__now_ns();
     TRY(r->be->sync(r->dev, EX_STREAM_COPY, e));
     if (!r->be->take_spans)
         phase_add(r, STEP_PH_PARAM_H2D, t0, 0);
+    TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));   /* the device share's Adam */
     return 0;
 }
 
@@ -848,26 +892,38 @@ static void read_memory(struct ex_run *r, struct ex_mem *m)
 
 /* ---- the whole run --------------------------------------------------------------------------- */
 
+/* --compute gemm: every block's GEMM list and the scratch matrices the largest of them needs. */
 static int setup_compute(struct ex_run *r, struct rl_err *e)
 {
     if (r->o->compute != EX_COMPUTE_GEMM)
         return 0;
     const struct plan_model *m = r->p->model;
     int64_t seq = r->o->seq_len > 0 ? r->o->seq_len : m->arch.seq_len > 0 ? m->arch.seq_len : 1024;
-    r->tokens = (r->o->micro_batch > 0 ? r->o->micro_batch : 1) * seq;
-    int64_t wmax = 1, dmax = 1;
-    for (int t = 0; t < r->T; t++) {
-        const struct plan_tensor *x = &m->tensors[t];
-        if (x->ndim != 2)
-            continue;
-        wmax = x->numel > wmax ? x->numel : wmax;
-        dmax = x->shape[0] > dmax ? x->shape[0] : dmax;
-        dmax = x->shape[1] > dmax ? x->shape[1] : dmax;
+    int64_t mb = r->o->micro_batch > 0 ? r->o->micro_batch : 1;
+    r->tokens = mb * seq;
+    r->gemm_first = calloc((size_t)r->nblocks + 1, sizeof *r->gemm_first);
+    int n = 0;
+    for (int b = 0; b < r->nblocks; b++)
+        n += ex_block_gemms(m, r->blocks, r->nblocks, b, mb, seq, NULL, 0);
+    r->gemms = calloc((size_t)n + 1, sizeof *r->gemms);
+    if (!r->gemm_first || !r->gemms)
+        return rl_errf(e, RL_ENOMEM, "out of host memory for the GEMM lists");
+    int64_t amax = 1, bmax = 1, cmax = 1;
+    for (int b = 0, at = 0; b < r->nblocks; b++) {
+        r->gemm_first[b] = at;
+        at += ex_block_gemms(m, r->blocks, r->nblocks, b, mb, seq, r->gemms + at, n - at);
+        r->gemm_first[b + 1] = at;
+    }
+    for (int i = 0; i < n; i++) {
+        const struct ex_gemm *g = &r->gemms[i];
+        amax = g->m * g->k > amax ? g->m * g->k : amax;
+        bmax = g->k * g->n > bmax ? g->k * g->n : bmax;
+        cmax = g->m * g->n > cmax ? g->m * g->n : cmax;
     }
     int rc;
-    if ((rc = alloc_buf(r, "gemm_activations", PLAN_DEV_GPU, r->tokens * dmax * 4, (void **)&r->act, true, e)) ||
-        (rc = alloc_buf(r, "gemm_outputs", PLAN_DEV_GPU, r->tokens * dmax * 4, (void **)&r->act_out, true, e)) ||
-        (rc = alloc_buf(r, "gemm_weights", PLAN_DEV_GPU, wmax * 4, (void **)&r->wscratch, true, e)))
+    if ((rc = alloc_buf(r, "gemm_activations", PLAN_DEV_GPU, amax * 4, (void **)&r->act, true, e)) ||
+        (rc = alloc_buf(r, "gemm_outputs", PLAN_DEV_GPU, cmax * 4, (void **)&r->act_out, true, e)) ||
+        (rc = alloc_buf(r, "gemm_weights", PLAN_DEV_GPU, bmax * 4, (void **)&r->wscratch, true, e)))
         return rc;
     return 0;
 }
@@ -1000,6 +1056,11 @@ int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, str
     r.k = c->rank;
     r.md = ex_kern_dtype(p->zero.dtype);   /* fp16 or bf16: fp32 is refused above */
     r.mdb = 2;
+    r.cd = o->comm_dtype == KERN_BF16 || o->comm_dtype == KERN_F16 ? o->comm_dtype : KERN_F32;
+    r.cdb = kern_dtype_bytes(r.cd);
+    if (r.cd != KERN_F32 && r.cd != r.md)
+        return rl_errf(e, RL_EINVAL, "--comm-dtype: %s, but the model dtype is %s; allowed: fp32 or %s",
+                       kern_dtype_name(r.cd), kern_dtype_name(r.md), kern_dtype_name(r.md));
     enum ex_backend_kind bk = o->backend;
 #ifdef RL_EX_CUDA
     if (bk == EX_BACKEND_AUTO)
@@ -1041,6 +1102,8 @@ int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, str
     free(r.tm);
     free(r.seg);
     free(r.blocks);
+    free(r.gemms);
+    free(r.gemm_first);
     free(r.items);
     free(r.spans);
     free(r.tspans);

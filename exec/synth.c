@@ -28,17 +28,63 @@ float ex_synth_param(uint64_t seed, int64_t i)
 {
     /* An integer in [-4096, 4096] times 2^-13: values in [-0.5, 0.5], exact in fp32. */
     uint64_t h = ex__mix64(ex_synth_base(seed, -1) ^ ((uint64_t)i * 0x2545f4914f6cdd1dull));
-    return ldexpf((float)((int64_t)(h % 8193u) - 4096), -13);
+    return (float)((int64_t)(h % 8193u) - 4096) * 0x1p-13f;
 }
 
 float ex_synth_grad(uint64_t seed, int64_t it, int64_t i)
 {
-    return ldexpf((float)ex__share_u(ex_synth_base(seed, it), i, 0), -10);
+    return (float)ex__share_u(ex_synth_base(seed, it), i, 0) * EX__GRAD_UNIT;
 }
 
 float ex_synth_share(uint64_t base, int64_t i, int q, int W)
 {
     return ex__share(base, i, q, W);
+}
+
+/* ex_synth_shares' loop. The hash input of element i is shared by u_q and u_{q+1}; the -127 of
+ * both cancel in their difference; every value fits 32 bits, so the conversion does too. The
+ * loop has no branch and no division: `omp simd` vectorises it (64-bit multiplies included). */
+__attribute__((always_inline)) static inline void shares_body(float *dst, int64_t n, uint64_t base,
+                                                              int64_t gstart, int q, int W)
+{
+    const uint64_t ka = ex__share_key(q), kb = ex__share_key(q + 1);
+    if (q + 1 < W) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++) {
+            uint64_t x = base ^ ((uint64_t)(gstart + j) * 0x2545f4914f6cdd1dull);
+            int32_t a = (int32_t)ex__mod255(ex__mix64(x ^ ka));
+            int32_t b = (int32_t)ex__mod255(ex__mix64(x ^ kb));
+            dst[j] = (float)(a - b) * EX__GRAD_UNIT;
+        }
+    } else {
+#pragma omp simd
+        for (int64_t j = 0; j < n; j++) {
+            uint64_t x = base ^ ((uint64_t)(gstart + j) * 0x2545f4914f6cdd1dull);
+            dst[j] = (float)((int32_t)ex__mod255(ex__mix64(x ^ ka)) - 127) * EX__GRAD_UNIT;
+        }
+    }
+}
+
+__attribute__((target("avx512f,avx512dq"))) static void shares_avx512(float *dst, int64_t n, uint64_t base,
+                                                                      int64_t gstart, int q, int W)
+{
+    shares_body(dst, n, base, gstart, q, W);
+}
+
+static void shares_base(float *dst, int64_t n, uint64_t base, int64_t gstart, int q, int W)
+{
+    shares_body(dst, n, base, gstart, q, W);
+}
+
+void ex_synth_shares(float *dst, int64_t n, uint64_t base, int64_t gstart, int q, int W)
+{
+    static int avx512 = -1;   /* a benign race: every thread computes the same value */
+    if (avx512 < 0)
+        avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+    if (avx512)
+        shares_avx512(dst, n, base, gstart, q, W);
+    else
+        shares_base(dst, n, base, gstart, q, W);
 }
 
 float ex_synth_grad_share(uint64_t seed, int64_t it, int64_t i, int q, int W)

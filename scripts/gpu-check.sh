@@ -24,13 +24,31 @@ grep -q 'skipped: no GPU' "$out/monitor.log" && rc=1
 build/bench/adam --gpu 2>&1 | tee "$out/bench_gpu.log" || rc=1
 CK_RUN_SUITE=gpu_exec build/tests/run_tests 2>&1 | tee "$out/gpu_exec.log" | tail -3
 grep -q '^[1-9][0-9]* passed, 0 failed' "$out/gpu_exec.log" || rc=1
-# The executor on the GPU: one digest for ratios 0, 0.5, 1 x both schedules, equal to the cpu backend's.
-args="--scale 64 --warmup 1 --steps 2 --ratios 0,0.5,1 --policies exact --schedules overlap,deepspeed"
-build/ratiolab run $args --backend cuda 2>&1 | tee "$out/run_cuda.log"
-build/ratiolab run $args --backend cpu > "$out/run_cpu.log" 2>&1
-n=$(awk '{print $NF}' "$out/run_cuda.log" "$out/run_cpu.log" | sort -u | wc -l)
-[ "$n" = 1 ] && [ "$(wc -l < "$out/run_cuda.log")" = 6 ] || { echo "executor: digests differ"; rc=1; }
-RATIOLAB_SRC=$PWD build/bench/exec --gpu 2>&1 | tee "$out/bench_exec_gpu.log" || rc=1
+# The executor on the GPU: ratios 0, 0.5, 1 x both schedules give one digest, the cpu backend's
+# and the scalar reference's; --comm-dtype fp16 (the model dtype; exact on one rank, no sum)
+# too; the overlap schedule's device Adam and copies are timed with CUDA events (busy > 0).
+ex="--scale 64 --warmup 1 --steps 2"
+args="$ex --ratios 0,0.5,1 --policies exact --schedules overlap,deepspeed-0.12"
+build/ratiolab run $ex --reference > "$out/run_ref.log" 2>&1 || rc=1
+ref=$(awk '/^digest /{print $2}' "$out/run_ref.log")
+build/ratiolab run $args --backend cuda > "$out/run_cuda.log" 2>&1 || { echo "executor: cuda run failed"; rc=1; }
+cat "$out/run_cuda.log"
+build/ratiolab run $args --backend cpu > "$out/run_cpu.log" 2>&1 || { echo "executor: cpu run failed"; rc=1; }
+n_cuda=$(grep -c " digest ${ref:-none}\$" "$out/run_cuda.log")
+n_cpu=$(grep -c " digest ${ref:-none}\$" "$out/run_cpu.log")
+if [ -z "$ref" ] || [ "$n_cuda" != 6 ] || [ "$n_cpu" != 6 ]; then
+  echo "executor: digests differ (reference ${ref:-missing}; equal on cuda: $n_cuda of 6, on cpu: $n_cpu of 6)"
+  rc=1
+fi
+build/ratiolab run $ex --ratio 0.5 --backend cuda --comm-dtype fp16 --hash > "$out/run_cuda_fp16.log" 2>&1
+grep -q "^digest ${ref:-none}\$" "$out/run_cuda_fp16.log" || { echo "executor: --comm-dtype fp16 on cuda"; rc=1; }
+build/ratiolab run $ex --ratio 0.5 --backend cuda --json > "$out/run_cuda.json" 2>&1 || rc=1
+for ph in gpu_adam grad_d2h param_h2d; do
+  grep -A1 "\"$ph\": {" "$out/run_cuda.json" | grep -Eq '"busy_ns": [1-9]' \
+    || { echo "executor: phase $ph has no CUDA-event time"; rc=1; }
+done
+RATIOLAB_SRC=$PWD build/bench/exec --gpu 2>&1 | tee "$out/bench_exec_gpu.log"
+[ "${PIPESTATUS[0]}" = 0 ] || { echo "executor: bench/exec --gpu failed"; rc=1; }
 # calibrate --backend cuda: pinned/pageable copies per GPU and all at once, D2D, GPU Adam; the
 # profile must load (predict reads it).
 build/ratiolab calibrate --backend cuda --base hgx-h200 --quiet --out "$out/calibrated-gpu.json" 2>&1 \

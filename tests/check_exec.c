@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/exec.h"
 #include "tests/util.h"
 #include "traces/layout.h"
 #include "traces/trace.h"
@@ -95,6 +96,91 @@ START_TEST(digest_depends_on_seed_and_steps)
 }
 END_TEST
 
+/* The vectorised share generator gives, element for element, the defining formula: an integer
+ * (u_q - u_{q+1}) of splitmix64 hashes reduced mod 255 by division, scaled with ldexpf. */
+static uint64_t t_mix(uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static int64_t t_u(uint64_t base, int64_t i, int q)
+{
+    uint64_t h = t_mix(base ^ ((uint64_t)i * 0x2545f4914f6cdd1dull) ^ ((uint64_t)(q + 1) << 40));
+    return (int64_t)(h % 255u) - 127;
+}
+
+START_TEST(share_generator_matches_its_definition)
+{
+    enum { N = 4099 };   /* not a multiple of any vector width */
+    static float got[N];
+    static const int worlds[][2] = {{0, 1}, {0, 2}, {1, 2}, {2, 3}, {0, 5}, {4, 5}};
+    for (size_t w = 0; w < sizeof worlds / sizeof worlds[0]; w++) {
+        int q = worlds[w][0], W = worlds[w][1];
+        uint64_t base = ex_synth_base(7, 3);
+        int64_t g0 = INT64_C(123456789012) + (int64_t)w;
+        ex_synth_shares(got, N, base, g0, q, W);
+        for (int64_t j = 0; j < N; j++) {
+            int64_t d = t_u(base, g0 + j, q) - (q + 1 < W ? t_u(base, g0 + j, q + 1) : 0);
+            float want = ldexpf((float)d, -10);
+            ck_assert_msg(memcmp(&got[j], &want, 4) == 0, "q %d W %d j %lld: %a, want %a", q, W, (long long)j,
+                          (double)got[j], (double)want);
+            ck_assert(memcmp(&got[j], &(float){ex_synth_share(base, g0 + j, q, W)}, 4) == 0);
+        }
+    }
+    /* the shares of W ranks sum to the gradient */
+    float s = 0;
+    for (int q = 0; q < 3; q++)
+        s += ex_synth_grad_share(7, 3, 99, q, 3);
+    ck_assert(s == ex_synth_grad(7, 3, 99));
+}
+END_TEST
+
+/* --comm-dtype: the reduce-scatter in the model dtype runs on both schedules. It is exact where
+ * every partial sum the collective forms is a 16-bit value: one rank (no sum), two ranks in bf16
+ * (the only sum is the gradient itself, <= 127 units), up to eight in fp16 (|sum| <= 8 x 254 <
+ * 2^11); there the digest is the reference's. fp32, the default, is exact for every world size.
+ * (gpt-2.7b's Megatron config is fp16.) */
+START_TEST(comm_dtype_16bit_runs)
+{
+    char ref[9], ref_bf[9], d[9];
+    reference("--steps 2", ref);
+    struct tu_run r;
+    tu_sh(&r, MPIRUN " -np 3 '%s' run " SMALL " --steps 2 --ratios 0.5 --schedules overlap,deepspeed-0.12 "
+          "--comm-dtype fp16", tu_bin());
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    int lines = 0;
+    for (char *save = NULL, *l = strtok_r(r.out, "\n", &save); l; l = strtok_r(NULL, "\n", &save), lines++)
+        ck_assert_msg(strcmp(digest_of(l, d), ref) == 0, "fp16 on 3 ranks: %s; the reference says %s", l, ref);
+    ck_assert_int_eq(lines, 2);
+    tu_run_free(&r);
+    reference("--steps 2 --dtype bf16", ref_bf);
+    ck_assert_str_ne(ref_bf, ref);   /* the 16-bit copy is in the digest */
+    tu_sh(&r, MPIRUN " -np 2 '%s' run " SMALL " --dtype bf16 --ratio 0.37 --steps 2 --comm-dtype bf16 --json", tu_bin());
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_msg(strstr(r.out, "\"comm_dtype\": \"bf16\""), "%s", r.out);
+    const char *dg = strstr(r.out, "\"digest\": \"");
+    ck_assert_msg(dg && sscanf(dg, "\"digest\": \"%8[0-9a-f]", d) == 1, "%s", r.out);
+    ck_assert_str_eq(d, ref_bf);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "run " SMALL " --steps 1 --comm-dtype fp16 --hash");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_msg(strstr(r.out, "may differ from the fp32 reference"), "no warning: %s", r.out);
+    tu_run_free(&r);
+    /* a 16-bit type other than the model's, and an unknown type, are refused */
+    tu_ratiolab(&r, "run " SMALL " --steps 1 --comm-dtype bf16");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "--comm-dtype: bf16") && strstr(r.err, "fp16"), "%s", r.err);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "run --comm-dtype fp8");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "--comm-dtype") && strstr(r.err, "fp8") && strstr(r.err, "bf16"), "%s", r.err);
+    tu_run_free(&r);
+}
+END_TEST
+
 /* ---- checkpoints -------------------------------------------------------------------------------- */
 
 START_TEST(checkpoint_continues_on_other_world_and_ratio)
@@ -133,6 +219,22 @@ START_TEST(checkpoint_corrupt_or_truncated_is_refused)
     tu_sh(&r, "test $(stat -c %%s ck/rank-00000.rlck) = 1000 && cmp saved ck/rank-00001.rlck");
     ck_assert_msg(r.status == 0, "the checkpoint changed: %s", r.err);
     tu_run_free(&r);
+    /* Not a regular file (a FIFO nobody writes to must not block; a device), or larger than any
+     * checkpoint of this model can be (a sparse 64 GiB file: refused before it is read). */
+    static const char *const bad[][2] = {
+        {"rm -f ck/rank-00000.rlck && mkfifo ck/rank-00000.rlck", "a FIFO"},
+        {"rm -f ck/rank-00000.rlck && ln -s /dev/zero ck/rank-00000.rlck", "a character device"},
+        {"rm -f ck/rank-00000.rlck && truncate -s 64G ck/rank-00000.rlck", "allowed: at most"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tu_sh(&r, "%s", bad[i][0]);
+        ck_assert_msg(r.status == 0, "%s: %s", bad[i][0], r.err);
+        tu_run_free(&r);
+        tu_ratiolab(&r, "run " SMALL " --load ck --hash");
+        ck_assert_int_eq(r.status, 2);
+        ck_assert_msg(strstr(r.err, "rank-00000.rlck") && strstr(r.err, bad[i][1]), "%s: %s", bad[i][1], r.err);
+        tu_run_free(&r);
+    }
 }
 END_TEST
 
@@ -180,13 +282,23 @@ START_TEST(ledger_equals_plan_on_every_rank)
         ck_assert_int_eq(json_integer_value(json_object_get(x, "ledger_device_bytes")), dev);
         json_t *mem = json_object_get(x, "memory");
         json_t *rss = json_object_get(mem, "rss_bytes");
-        ck_assert_msg(json_is_string(rss) || json_integer_value(rss) > 0, "rss reported as 0");
+        ck_assert_msg(json_is_null(rss) || json_integer_value(rss) > 0, "rss reported as 0");
+        /* every reading is a number or null (unavailable), never a string */
+        const char *key;
+        json_t *val;
+        json_object_foreach(mem, key, val)
+            ck_assert_msg(json_is_integer(val) || json_is_null(val), "memory.%s is neither an integer nor null", key);
+        /* the cpu backend has no NVML reading: null, not 0 */
+        ck_assert_msg(json_is_null(json_object_get(mem, "gpu_process_bytes")), "gpu_process_bytes on the cpu backend");
     }
     /* the measurement has the simulator's phase names */
     json_t *ph = json_object_get(json_object_get(o, "measurement"), "phases");
     ck_assert(json_object_get(ph, "reduce_scatter") && json_object_get(ph, "cpu_adam") &&
               json_object_get(ph, "allgather") && json_object_get(ph, "param_h2d"));
     ck_assert_int_gt(json_integer_value(json_object_get(json_object_get(o, "measurement"), "step_ns")), 0);
+    json_t *um = json_object_get(json_object_get(json_object_get(o, "measurement"), "gpu_memory_per_rank"), "used_bytes");
+    ck_assert_msg(json_is_integer(um) && json_integer_value(um) > 0, "measurement used_bytes");
+    ck_assert_str_eq(json_string_value(json_object_get(o, "comm_dtype")), "fp32");
     json_decref(o);
     tu_run_free(&r);
 }
@@ -208,6 +320,104 @@ START_TEST(gemm_compute_changes_no_bit)
     ck_assert_msg(fw && sscanf(fw, "\"forward\": { \"busy_ns\": %lld", &busy) == 1, "%s", r.out);
     ck_assert_int_gt(busy, 0);
     tu_run_free(&r);
+}
+END_TEST
+
+/* The FLOPs of --compute gemm per block equal the simulator's charge for the same model and
+ * tokens: read from its trace (compute spans of rank 0, forward then backward), and from the
+ * formula written out here: a layer 2 x tokens x its elements + 4 x b x s^2 x heads/TP x head_dim,
+ * the logits 2 x tokens x hidden x vocab/TP; backward 2x (3x for a layer with checkpointing). */
+static void sim_flops(const char *flags, int64_t *fwd, int *n_fwd, int64_t *bwd, int *n_bwd)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "predict --model gpt-2.7b --tp 8 --dp 1 %s --trace sim.json", flags);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    tu_run_free(&r);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/sim.json", tu_tmpdir());
+    struct trace_doc d;
+    struct rl_err e = {0};
+    ck_assert_msg(trace_read(path, &d, &e) == 0, "%s", e.msg);
+    *n_fwd = *n_bwd = 0;
+    for (int i = 0; i < d.n_events; i++) {
+        const struct trace_event *x = &d.events[i];
+        if (x->ph != 'X' || x->pid != TRACE_PID_RANK(0) || !x->cat || !x->args_json)
+            continue;
+        bool f = strcmp(x->cat, "forward") == 0, b = strcmp(x->cat, "backward") == 0;
+        if (!f && !b)
+            continue;
+        json_t *a = json_loads(x->args_json, 0, NULL);
+        json_t *fl = json_object_get(a, "flops");
+        ck_assert_msg(json_is_integer(fl), "%s: %s", x->name, x->args_json);
+        if (f && *n_fwd < 64)
+            fwd[(*n_fwd)++] = json_integer_value(fl);
+        if (b && *n_bwd < 64)
+            bwd[(*n_bwd)++] = json_integer_value(fl);
+        json_decref(a);
+    }
+    trace_doc_free(&d);
+}
+
+START_TEST(gemm_flops_equal_the_simulator)
+{
+    static const struct { int64_t b, s; bool ckpt; } cases[] = {{2, 64, false}, {1, 256, true}};
+    char cat[4200];
+    snprintf(cat, sizeof cat, "%s/catalog", tu_src());
+    struct plan_model m;
+    struct plan_model_opts mo = {.tp = 8, .pp = 1, .pp_stage = 0, .seq_len = 0};
+    struct rl_err e = {0};
+    ck_assert_msg(plan_model_load(&m, cat, "gpt-2.7b", &mo, &e) == 0, "%s", e.msg);
+    int *first = calloc((size_t)m.n_tensors + 1, sizeof *first);
+    int nb = ex_model_blocks(&m, first);
+    ck_assert_int_ge(nb, 3);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int64_t b = cases[c].b, s = cases[c].s, tokens = b * s;
+        char flags[128];
+        snprintf(flags, sizeof flags, "--micro-batch %lld --seq-len %lld%s", (long long)b, (long long)s,
+                 cases[c].ckpt ? " --checkpoint-activations" : "");
+        int64_t sf[64], sb[64];
+        int nf = 0, nbw = 0;
+        sim_flops(flags, sf, &nf, sb, &nbw);
+        /* exec's figures, blocks with compute only (the embedding block has none in both) */
+        int64_t ef[64], eb[64];
+        int ne = 0;
+        for (int k = 0; k < nb; k++) {
+            struct ex_gemm g[64];
+            int n = ex_block_gemms(&m, first, nb, k, b, s, g, 64);
+            ck_assert_int_le(n, 64);
+            int64_t f = ex_gemm_flops(g, n);
+            /* the formula, independently */
+            int64_t want = 0;
+            if (m.tensors[first[k]].layer >= 0) {
+                int64_t el = 0;
+                for (int t = first[k]; t < first[k + 1]; t++)
+                    el += m.tensors[t].numel;
+                want = 2 * tokens * el + 4 * b * s * s * (m.arch.heads / 8) * (m.arch.hidden / m.arch.heads);
+            } else if (k == nb - 1) {
+                want = 2 * tokens * m.arch.hidden * m.arch.vocab_padded / 8;
+            }
+            ck_assert_msg(f == want, "block %d: exec %lld FLOPs, the formula %lld", k, (long long)f, (long long)want);
+            if (f > 0 && ne < 64) {
+                ef[ne] = f;
+                eb[ne] = f * ex_block_backward_passes(&m, first, k, cases[c].ckpt);
+                ne++;
+            }
+        }
+        ck_assert_msg(ne == nf && ne == nbw, "%s: exec has %d compute blocks, the simulator %d forward and %d "
+                      "backward", flags, ne, nf, nbw);
+        for (int k = 0; k < ne; k++) {
+            ck_assert_msg(ef[k] == sf[k], "%s: forward of block %d: exec %lld FLOPs, simulator %lld", flags, k,
+                          (long long)ef[k], (long long)sf[k]);
+            ck_assert_msg(eb[k] == sb[ne - 1 - k], "%s: backward of block %d: exec %lld FLOPs, simulator %lld",
+                          flags, k, (long long)eb[k], (long long)sb[ne - 1 - k]);
+        }
+        /* printed for the record (micro-batch 2 x seq 64) */
+        if (c == 0)
+            fprintf(stderr, "gemm_flops_equal_the_simulator: layer block %lld FLOPs, logits %lld (both)\n",
+                    (long long)ef[0], (long long)ef[ne - 1]);
+    }
+    free(first);
+    plan_model_free(&m);
 }
 END_TEST
 
@@ -324,10 +534,13 @@ Suite *exec_suite(void)
     tcase_set_timeout(t, 240);
     tcase_add_test(t, digest_matrix_equals_reference);
     tcase_add_test(t, digest_depends_on_seed_and_steps);
+    tcase_add_test(t, share_generator_matches_its_definition);
+    tcase_add_test(t, comm_dtype_16bit_runs);
     tcase_add_test(t, checkpoint_continues_on_other_world_and_ratio);
     tcase_add_test(t, checkpoint_corrupt_or_truncated_is_refused);
     tcase_add_test(t, ledger_equals_plan_on_every_rank);
     tcase_add_test(t, gemm_compute_changes_no_bit);
+    tcase_add_test(t, gemm_flops_equal_the_simulator);
     tcase_add_test(t, trace_has_a_process_per_rank);
     tcase_add_test(t, nan_step_is_skipped_without_state_change);
     tcase_add_test(t, device_memory_too_small);

@@ -56,6 +56,36 @@ START_TEST(gpu_ledger_json_and_gemm)
 }
 END_TEST
 
+/* --comm-dtype fp16 (the model dtype) on one rank is exact (no sum): the reference's digest, through
+ * the 16-bit share kernel and the widening; the overlap schedule's device Adam and copies carry
+ * CUDA-event times. */
+START_TEST(gpu_comm_dtype_and_event_timing)
+{
+    struct tu_run r;
+    char ref[1][9], d[1][9];
+    tu_ratiolab(&r, "run " GSMALL " --reference");
+    ck_assert_msg(r.status == 0 && digests(r.out, ref, 1) == 1, "%s", r.err);
+    tu_run_free(&r);
+    static const char *const sch[] = {"overlap", "deepspeed-0.12"};
+    for (int i = 0; i < 2; i++) {
+        tu_ratiolab(&r, "run " GSMALL " --backend cuda --ratio 0.5 --schedule %s --comm-dtype fp16 --hash", sch[i]);
+        ck_assert_msg(r.status == 0 && digests(r.out, d, 1) == 1, "%s", r.err);
+        ck_assert_str_eq(d[0], ref[0]);
+        tu_run_free(&r);
+    }
+    tu_ratiolab(&r, "run " GSMALL " --backend cuda --ratio 0.5 --json");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    static const char *const ph[] = {"\"gpu_adam\": {", "\"grad_d2h\": {", "\"param_h2d\": {"};
+    for (int i = 0; i < 3; i++) {
+        const char *p = strstr(r.out, ph[i]);
+        long long busy = 0;
+        ck_assert_msg(p && sscanf(p + strlen(ph[i]), " \"busy_ns\": %lld", &busy) == 1 && busy > 0,
+                      "%s: no CUDA-event time in %s", ph[i], r.out);
+    }
+    tu_run_free(&r);
+}
+END_TEST
+
 START_TEST(gpu_two_ranks_nccl)
 {
     struct tu_run r;
@@ -82,6 +112,7 @@ Suite *gpu_exec_suite(void)
         tcase_set_timeout(tc, 600);
         tcase_add_test(tc, gpu_run_equals_cpu_backend_and_reference);
         tcase_add_test(tc, gpu_ledger_json_and_gemm);
+        tcase_add_test(tc, gpu_comm_dtype_and_event_timing);
         if (n >= 2)
             tcase_add_test(tc, gpu_two_ranks_nccl);
         else
