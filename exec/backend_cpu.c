@@ -93,14 +93,7 @@ static void run_next(struct ex_dev *d, struct cpu_stream *st)
         st->e = e;
     }
     if (o.phase >= 0) {
-        if (d->n_spans == d->cap_spans) {
-            int cap = d->cap_spans ? 2 * d->cap_spans : 256;
-            struct step_span *n = realloc(d->spans, (size_t)cap * sizeof *n);
-            if (n) {
-                d->spans = n;
-                d->cap_spans = cap;
-            }
-        }
+        rl_grow(&d->spans, &d->cap_spans, sizeof *d->spans, d->n_spans + 1, 256);
         if (d->n_spans < d->cap_spans)   /* a span lost to memory shortage only loses its time */
             d->spans[d->n_spans++] = (struct step_span){.start_ns = t0, .end_ns = t1, .phase = o.phase};
     }

@@ -70,7 +70,7 @@ int ex_scale_model(const struct plan_model *in, double F, struct plan_model *out
 void ex_scale_zero(struct plan_zero *z, int64_t *chunk_numel, double F);
 
 /* ---- options and results ---------------------------------------------------------------------- */
-enum ex_backend_kind { EX_BACKEND_AUTO, EX_BACKEND_CPU, EX_BACKEND_CUDA };
+enum ex_backend_kind { EX_BACKEND_AUTO, EX_BACKEND_CPU, EX_BACKEND_CUDA, EX_BACKEND_COUNT };
 const char *ex_backend_name(enum ex_backend_kind k);
 int ex_backend_parse(const char *s, enum ex_backend_kind *k, struct rl_err *e);
 

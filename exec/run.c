@@ -23,11 +23,12 @@
 #include "monitor/monitor.h"
 
 static const char *const backend_names[] = {"auto", "cpu", "cuda"};
+_Static_assert(RL_COUNT(backend_names) == EX_BACKEND_COUNT, "a backend without a name");
 const char *ex_backend_name(enum ex_backend_kind k) { return backend_names[k]; }
 
 int ex_backend_parse(const char *s, enum ex_backend_kind *k, struct rl_err *e)
 {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < EX_BACKEND_COUNT; i++)
         if (rl_streq(s, backend_names[i])) {
             *k = (enum ex_backend_kind)i;
             return 0;
@@ -453,28 +454,15 @@ static void collect_copy_spans(struct ex_run *r, bool keep)
     int n;
     while ((n = r->be->take_spans(r->dev, buf, 64)) > 0)
         for (int i = 0; keep && i < n; i++) {
-            if (r->n_spans == r->cap_spans) {
-                int cap = r->cap_spans ? 2 * r->cap_spans : 256;
-                struct step_span *x = realloc(r->spans, (size_t)cap * sizeof *x);
-                if (!x) {
-                    r->span_oom = true;
-                    return;
-                }
-                r->spans = x;
-                r->cap_spans = cap;
+            if (rl_grow(&r->spans, &r->cap_spans, sizeof *r->spans, r->n_spans + 1, 256)) {
+                r->span_oom = true;
+                return;
             }
             r->spans[r->n_spans++] = buf[i];
             if (r->o->trace_path)
                 trace_add(r, buf[i].start_ns, buf[i].end_ns, buf[i].phase, 0);
         }
 }
-
-#define TRY(x)                                                                                 \
-    do {                                                                                       \
-        int rc__ = (x);                                                                        \
-        if (rc__)                                                                              \
-            return rc__;                                                                       \
-    } while (0)
 
 /* Block b's GEMMs (exec/compute.c), `times` passes (compute time only: outputs feed nothing). */
 static int block_compute(struct ex_run *r, int b, int times, struct rl_err *e)
@@ -485,7 +473,7 @@ static int block_compute(struct ex_run *r, int b, int times, struct rl_err *e)
         for (int i = r->gemm_first[b]; i < r->gemm_first[b + 1]; i++) {
             const struct ex_gemm *g = &r->gemms[i];
             for (int64_t c = 0; c < g->count; c++)
-                TRY(r->be->gemm(r->dev, g->m, g->n, g->k, r->act, r->wscratch, r->act_out, EX_STREAM_COMPUTE, e));
+                RL_TRY(r->be->gemm(r->dev, g->m, g->n, g->k, r->act, r->wscratch, r->act_out, EX_STREAM_COMPUTE, e));
         }
     return r->be->sync(r->dev, EX_STREAM_COMPUTE, e);
 }
@@ -500,12 +488,12 @@ static int block_gather(struct ex_run *r, int b, struct rl_err *e)
         per += r->tm[t].s;
     char *slot = mine + (int64_t)r->k * per * r->mdb;
     for (int t = r->blocks[b]; t < r->blocks[b + 1]; t++) {
-        TRY(r->be->copy(r->dev, slot + off * r->mdb, (char *)r->param16 + r->tm[t].foff * r->mdb,
+        RL_TRY(r->be->copy(r->dev, slot + off * r->mdb, (char *)r->param16 + r->tm[t].foff * r->mdb,
                         r->tm[t].s * r->mdb, EX_D2D, EX_STREAM_COMM, e));
         off += r->tm[t].s;
     }
-    TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
-    TRY(r->be->allgather(r->dev, mine, per * r->mdb, e));   /* in place: slot k is ours */
+    RL_TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
+    RL_TRY(r->be->allgather(r->dev, mine, per * r->mdb, e));   /* in place: slot k is ours */
     phase_add(r, STEP_PH_ALLGATHER, t0, per * r->mdb * r->W);
     return 0;
 }
@@ -525,18 +513,18 @@ static int deliver(struct ex_run *r, const float *src, const void *src16, int64_
         /* The sums in the model dtype: cast from fp32, or as reduced with a 16-bit comm type. */
         if (!src16) {
             t0 = ex__now_ns();
-            TRY(r->be->narrow(r->dev, r->dev16, r->md, src, len, EX_STREAM_COMM, e));
-            TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
+            RL_TRY(r->be->narrow(r->dev, r->dev16, r->md, src, len, EX_STREAM_COMM, e));
+            RL_TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
             phase_add(r, STEP_PH_REDUCE_SCATTER, t0, len * (4 + mdb));
             src16 = r->dev16;
         }
         t0 = ex__now_ns();
-        TRY(r->be->copy(r->dev, (char *)r->flat_grad + f * mdb, src16, len * mdb, EX_D2H, EX_STREAM_COMM, e));
-        TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
+        RL_TRY(r->be->copy(r->dev, (char *)r->flat_grad + f * mdb, src16, len * mdb, EX_D2H, EX_STREAM_COMM, e));
+        RL_TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
         phase_add(r, STEP_PH_GRAD_D2H, t0, len * mdb);
         t0 = ex__now_ns();
-        TRY(r->be->copy(r->dev, r->dev16, (char *)r->flat_grad + f * mdb, len * mdb, EX_H2D, EX_STREAM_COMM, e));
-        TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
+        RL_TRY(r->be->copy(r->dev, r->dev16, (char *)r->flat_grad + f * mdb, len * mdb, EX_H2D, EX_STREAM_COMM, e));
+        RL_TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
         phase_add(r, STEP_PH_GRAD_H2D, t0, len * mdb);
     }
     int64_t x = f;
@@ -546,24 +534,24 @@ static int deliver(struct ex_run *r, const float *src, const void *src16, int64_
         int64_t o = s->off + (x - s->flat), n = end - x, h = x - f;
         t0 = ex__now_ns();
         if (!ds && !s->cpu) {
-            TRY(r->be->copy(r->dev, r->grad_gpu + o, src + h, n * 4, EX_D2D, EX_STREAM_COMM, e));
-            TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
+            RL_TRY(r->be->copy(r->dev, r->grad_gpu + o, src + h, n * 4, EX_D2D, EX_STREAM_COMM, e));
+            RL_TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
             phase_add(r, STEP_PH_REDUCE_SCATTER, t0, n * 8);
         } else if (!ds) {
             /* Asynchronous: the next flush waits for it before reusing the bucket. */
             r->be->tag(r->dev, EX_STREAM_COPY, STEP_PH_GRAD_D2H);
             int rc = r->be->copy(r->dev, r->grad_cpu + o, src + h, n * 4, EX_D2H, EX_STREAM_COPY, e);
             r->be->tag(r->dev, EX_STREAM_COPY, -1);
-            TRY(rc);
+            RL_TRY(rc);
             copy_done(r, STEP_PH_GRAD_D2H, t0, n * 4);
         } else if (!s->cpu) {
-            TRY(r->be->widen(r->dev, r->grad_gpu + o, (char *)r->dev16 + h * mdb, r->md, n, EX_STREAM_COMM, e));
-            TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
+            RL_TRY(r->be->widen(r->dev, r->grad_gpu + o, (char *)r->dev16 + h * mdb, r->md, n, EX_STREAM_COMM, e));
+            RL_TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
             phase_add(r, STEP_PH_GRAD_CAST, t0, n * (mdb + 4));
         } else {
             /* A blocking copy to pageable memory, then the cast on the host (inside backward). */
-            TRY(r->be->copy(r->dev, r->pageable16, (char *)r->dev16 + h * mdb, n * mdb, EX_D2H, EX_STREAM_COMPUTE, e));
-            TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
+            RL_TRY(r->be->copy(r->dev, r->pageable16, (char *)r->dev16 + h * mdb, n * mdb, EX_D2H, EX_STREAM_COMPUTE, e));
+            RL_TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
             phase_add(r, STEP_PH_GRAD_D2H, t0, n * mdb);
             t0 = ex__now_ns();
             ex__widen_host(r->grad_cpu + o, r->pageable16, r->md, n);
@@ -583,7 +571,7 @@ static int flush(struct ex_run *r, int64_t it, struct rl_err *e)
     int64_t cnt = 0;
     for (int i = 0; i < r->n_items; i++)
         cnt += r->items[i].len;
-    TRY(r->be->sync(r->dev, EX_STREAM_COPY, e));   /* the last flush's D2H is done with the bucket */
+    RL_TRY(r->be->sync(r->dev, EX_STREAM_COPY, e));   /* the last flush's D2H is done with the bucket */
     int64_t t0 = ex__now_ns();
     int64_t nan_at = it == r->o->inject_nan_step ? 0 : -1;
     for (int q = 0; q < r->W; q++) {
@@ -595,16 +583,16 @@ static int flush(struct ex_run *r, int64_t it, struct rl_err *e)
             int64_t valid = x->n - lo;
             valid = valid < 0 ? 0 : valid > b->len ? b->len : valid;
             /* This rank's share of the elements destined for rank q. */
-            TRY(r->be->shares(r->dev, (char *)r->bucket + off * r->cdb, r->cd, b->len, valid, x->goff + lo,
+            RL_TRY(r->be->shares(r->dev, (char *)r->bucket + off * r->cdb, r->cd, b->len, valid, x->goff + lo,
                               r->o->seed, it, r->k, r->W, r->k == 0 ? nan_at : -1, EX_STREAM_COMPUTE, e));
             off += b->len;
         }
     }
-    TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
+    RL_TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
     phase_add(r, STEP_PH_BACKWARD, t0, 0);
     t0 = ex__now_ns();
     void *sums = NULL;
-    TRY(r->be->reduce_scatter(r->dev, r->bucket, cnt, r->cd, &sums, e));
+    RL_TRY(r->be->reduce_scatter(r->dev, r->bucket, cnt, r->cd, &sums, e));
     phase_add(r, STEP_PH_REDUCE_SCATTER, t0, cnt * r->cdb * r->W);
     const float *sums32 = sums;
     const char *sums16 = NULL;
@@ -614,8 +602,8 @@ static int flush(struct ex_run *r, int64_t it, struct rl_err *e)
         sums32 = NULL;
         if (r->o->schedule != STEP_SCHED_DS012) {
             t0 = ex__now_ns();
-            TRY(r->be->widen(r->dev, r->comm32, sums, r->cd, cnt, EX_STREAM_COMM, e));
-            TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
+            RL_TRY(r->be->widen(r->dev, r->comm32, sums, r->cd, cnt, EX_STREAM_COMM, e));
+            RL_TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
             phase_add(r, STEP_PH_REDUCE_SCATTER, t0, cnt * 6);
             sums32 = r->comm32;
             sums16 = NULL;
@@ -624,7 +612,7 @@ static int flush(struct ex_run *r, int64_t it, struct rl_err *e)
     int64_t off = 0;
     for (int i = 0; i < r->n_items; i++) {
         const struct ex_item *b = &r->items[i];
-        TRY(deliver(r, sums32 ? sums32 + off : NULL, sums16 ? sums16 + off * 2 : NULL, r->tm[b->t].foff + b->a,
+        RL_TRY(deliver(r, sums32 ? sums32 + off : NULL, sums16 ? sums16 + off * 2 : NULL, r->tm[b->t].foff + b->a,
                     b->len, e));
         off += b->len;
     }
@@ -639,14 +627,14 @@ static int bucket_add(struct ex_run *r, int t, int64_t it, struct rl_err *e)
     int64_t a = 0, s = r->tm[t].s;
     while (a < s) {
         if (r->bucket_fill == r->bucket_rank_numel)
-            TRY(flush(r, it, e));
+            RL_TRY(flush(r, it, e));
         int64_t room = r->bucket_rank_numel - r->bucket_fill;
         int64_t n = s - a < room ? s - a : room;
         r->items[r->n_items++] = (struct ex_item){.t = t, .a = a, .len = n};
         r->bucket_fill += n;
         a += n;
         if (r->n_items == r->cap_items)
-            TRY(flush(r, it, e));
+            RL_TRY(flush(r, it, e));
     }
     return 0;
 }
@@ -654,18 +642,18 @@ static int bucket_add(struct ex_run *r, int t, int64_t it, struct rl_err *e)
 static int forward_backward(struct ex_run *r, int64_t it, struct rl_err *e)
 {
     for (int b = 0; b < r->nblocks; b++) {
-        TRY(block_gather(r, b, e));
+        RL_TRY(block_gather(r, b, e));
         int64_t t0 = ex__now_ns();
-        TRY(block_compute(r, b, 1, e));
+        RL_TRY(block_compute(r, b, 1, e));
         phase_add(r, STEP_PH_FORWARD, t0, 0);
     }
     for (int b = r->nblocks - 1; b >= 0; b--) {
-        TRY(block_gather(r, b, e));
+        RL_TRY(block_gather(r, b, e));
         int64_t t0 = ex__now_ns();
-        TRY(block_compute(r, b, ex_block_backward_passes(r->p->model, r->blocks, b, r->o->checkpoint_activations), e));
+        RL_TRY(block_compute(r, b, ex_block_backward_passes(r->p->model, r->blocks, b, r->o->checkpoint_activations), e));
         phase_add(r, STEP_PH_BACKWARD, t0, 0);
         for (int t = r->blocks[b + 1] - 1; t >= r->blocks[b]; t--)
-            TRY(bucket_add(r, t, it, e));
+            RL_TRY(bucket_add(r, t, it, e));
     }
     return flush(r, it, e);
 }
@@ -683,7 +671,7 @@ static bool lowp_nonfinite(const uint16_t *x, int64_t n, enum kern_dtype t)
 static int overflow(struct ex_run *r, bool *skip, struct rl_err *e)
 {
     int64_t t0 = ex__now_ns();
-    TRY(r->be->sync(r->dev, EX_STREAM_COPY, e));   /* the host share's gradients have arrived */
+    RL_TRY(r->be->sync(r->dev, EX_STREAM_COPY, e));   /* the host share's gradients have arrived */
     phase_add(r, STEP_PH_GRAD_D2H, t0, 0);
     t0 = ex__now_ns();
     int64_t bad = 0;
@@ -691,15 +679,15 @@ static int overflow(struct ex_run *r, bool *skip, struct rl_err *e)
         bad = lowp_nonfinite(r->flat_grad, r->P, r->md);
         phase_add(r, STEP_PH_OVERFLOW_CHECK, t0, r->P * r->mdb);
     } else {
-        TRY(r->be->nonfinite(r->dev, r->grad_gpu, r->Pg, &bad, EX_STREAM_COMPUTE, e));
-        TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
+        RL_TRY(r->be->nonfinite(r->dev, r->grad_gpu, r->Pg, &bad, EX_STREAM_COMPUTE, e));
+        RL_TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
         phase_add(r, STEP_PH_OVERFLOW_CHECK, t0, r->Pg * 4);
         t0 = ex__now_ns();
         for (int64_t i = 0; i < r->Pc && !bad; i++)
             bad += !(r->grad_cpu[i] - r->grad_cpu[i] == 0.0f);
         phase_add(r, STEP_PH_OVERFLOW_CHECK, t0, r->Pc * 4);
     }
-    TRY(ex_comm_max_i64(r->c, &bad, 1, e));
+    RL_TRY(ex_comm_max_i64(r->c, &bad, 1, e));
     *skip = bad > 0;
     return 0;
 }
@@ -721,7 +709,7 @@ static int optimizer_overlap(struct ex_run *r, struct rl_err *e)
         if (s->cpu)
             continue;
         struct kern_adam_scalars sc;
-        TRY(scalars(r, s->group, &sc, e));
+        RL_TRY(scalars(r, s->group, &sc, e));
         struct kern_adam_bufs b = {.param = r->master_gpu + s->off, .exp_avg = r->m_gpu + s->off,
                                    .exp_avg_sq = r->v_gpu + s->off, .grad = r->grad_gpu + s->off,
                                    .grad_dtype = KERN_F32, .param_lowp = (char *)r->param16 + s->flat * r->mdb,
@@ -736,7 +724,7 @@ static int optimizer_overlap(struct ex_run *r, struct rl_err *e)
     if (r->be->take_spans) {
         r->ph_bytes[STEP_PH_GPU_ADAM] += r->Pg * (28 + r->mdb);
     } else {
-        TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
+        RL_TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
         phase_add(r, STEP_PH_GPU_ADAM, t0, r->Pg * (28 + r->mdb));
     }
     /* Host share in chunks: CPU Adam writes the 16-bit copy into a pinned staging half, which
@@ -749,32 +737,32 @@ static int optimizer_overlap(struct ex_run *r, struct rl_err *e)
         if (!s->cpu)
             continue;
         struct kern_adam_scalars sc;
-        TRY(scalars(r, s->group, &sc, e));
+        RL_TRY(scalars(r, s->group, &sc, e));
         for (int64_t a = 0; a < s->numel; a += r->chunk) {
             int64_t n = s->numel - a < r->chunk ? s->numel - a : r->chunk;
             void *st = (char *)r->staging + (int64_t)half * r->chunk * r->mdb;
             t0 = ex__now_ns();
-            TRY(r->be->event_wait(r->dev, used[half], e));   /* the copy that last used this half */
+            RL_TRY(r->be->event_wait(r->dev, used[half], e));   /* the copy that last used this half */
             struct kern_adam_bufs b = {.param = r->master_cpu + s->off + a, .exp_avg = r->m_cpu + s->off + a,
                                        .exp_avg_sq = r->v_cpu + s->off + a, .grad = r->grad_cpu + s->off + a,
                                        .grad_dtype = KERN_F32, .param_lowp = st, .param_lowp_dtype = r->md,
                                        .numel = n};
-            TRY(kern_adam_cpu(&sc, &b, r->o->threads, e));
+            RL_TRY(kern_adam_cpu(&sc, &b, r->o->threads, e));
             phase_add(r, STEP_PH_CPU_ADAM, t0, n * (28 + r->mdb));
             t0 = ex__now_ns();
-            TRY(r->be->copy(r->dev, (char *)r->param16 + (s->flat + a) * r->mdb, st, n * r->mdb, EX_H2D,
+            RL_TRY(r->be->copy(r->dev, (char *)r->param16 + (s->flat + a) * r->mdb, st, n * r->mdb, EX_H2D,
                             EX_STREAM_COPY, e));
-            TRY(r->be->event_record(r->dev, EX_STREAM_COPY, &used[half], e));
+            RL_TRY(r->be->event_record(r->dev, EX_STREAM_COPY, &used[half], e));
             copy_done(r, STEP_PH_PARAM_H2D, t0, n * r->mdb);
             half ^= 1;
         }
     }
     r->be->tag(r->dev, EX_STREAM_COPY, -1);
     t0 = ex__now_ns();
-    TRY(r->be->sync(r->dev, EX_STREAM_COPY, e));
+    RL_TRY(r->be->sync(r->dev, EX_STREAM_COPY, e));
     if (!r->be->take_spans)
         phase_add(r, STEP_PH_PARAM_H2D, t0, 0);
-    TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));   /* the device share's Adam */
+    RL_TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));   /* the device share's Adam */
     return 0;
 }
 
@@ -788,7 +776,7 @@ static int optimizer_ds012(struct ex_run *r, struct rl_err *e)
             if (s->cpu != (pass == 0))
                 continue;
             struct kern_adam_scalars sc;
-            TRY(scalars(r, s->group, &sc, e));
+            RL_TRY(scalars(r, s->group, &sc, e));
             int64_t t0 = ex__now_ns();
             if (s->cpu) {
                 float *g = r->grad_cpu + s->off;
@@ -799,31 +787,31 @@ static int optimizer_ds012(struct ex_run *r, struct rl_err *e)
                 struct kern_adam_bufs b = {.param = r->master_cpu + s->off, .exp_avg = r->m_cpu + s->off,
                                            .exp_avg_sq = r->v_cpu + s->off, .grad = g, .grad_dtype = KERN_F32,
                                            .numel = s->numel};
-                TRY(kern_adam_cpu(&sc, &b, r->o->threads, e));
+                RL_TRY(kern_adam_cpu(&sc, &b, r->o->threads, e));
                 phase_add(r, STEP_PH_CPU_ADAM, t0, s->numel * 28);
                 t0 = ex__now_ns();
                 ex__narrow_host(r->pageable16, r->md, r->master_cpu + s->off, s->numel);
                 phase_add(r, STEP_PH_PARAM_CAST, t0, s->numel * (4 + r->mdb));
                 t0 = ex__now_ns();
-                TRY(r->be->copy(r->dev, (char *)r->param16 + s->flat * r->mdb, r->pageable16, s->numel * r->mdb,
+                RL_TRY(r->be->copy(r->dev, (char *)r->param16 + s->flat * r->mdb, r->pageable16, s->numel * r->mdb,
                                 EX_H2D, EX_STREAM_COMPUTE, e));
-                TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
+                RL_TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
                 phase_add(r, STEP_PH_PARAM_H2D, t0, s->numel * r->mdb);
             } else {
-                TRY(r->be->scale(r->dev, r->grad_gpu + s->off, s->numel, 1.0f, EX_STREAM_COMPUTE, e));
-                TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
+                RL_TRY(r->be->scale(r->dev, r->grad_gpu + s->off, s->numel, 1.0f, EX_STREAM_COMPUTE, e));
+                RL_TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
                 phase_add(r, STEP_PH_UNSCALE, t0, s->numel * 8);
                 t0 = ex__now_ns();
                 struct kern_adam_bufs b = {.param = r->master_gpu + s->off, .exp_avg = r->m_gpu + s->off,
                                            .exp_avg_sq = r->v_gpu + s->off, .grad = r->grad_gpu + s->off,
                                            .grad_dtype = KERN_F32, .numel = s->numel};
-                TRY(r->be->adam(r->dev, &sc, &b, EX_STREAM_COMPUTE, e));
-                TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
+                RL_TRY(r->be->adam(r->dev, &sc, &b, EX_STREAM_COMPUTE, e));
+                RL_TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
                 phase_add(r, STEP_PH_GPU_ADAM, t0, s->numel * 28);
                 t0 = ex__now_ns();
-                TRY(r->be->narrow(r->dev, (char *)r->param16 + s->flat * r->mdb, r->md, r->master_gpu + s->off,
+                RL_TRY(r->be->narrow(r->dev, (char *)r->param16 + s->flat * r->mdb, r->md, r->master_gpu + s->off,
                                   s->numel, EX_STREAM_COMPUTE, e));
-                TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
+                RL_TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
                 phase_add(r, STEP_PH_PARAM_CAST, t0, s->numel * (4 + r->mdb));
             }
         }
@@ -835,13 +823,13 @@ static int one_step(struct ex_run *r, int64_t it, bool *skipped, struct rl_err *
     if (r->o->fail_rank == r->k)
         return rl_errf(e, RL_EENV, "rank %d: failing on purpose at iteration %lld (--fail-rank)", r->k,
                        (long long)it);
-    TRY(forward_backward(r, it, e));
-    TRY(overflow(r, skipped, e));
+    RL_TRY(forward_backward(r, it, e));
+    RL_TRY(overflow(r, skipped, e));
     if (!*skipped) {
         r->adam_step++;
-        TRY(r->o->schedule == STEP_SCHED_DS012 ? optimizer_ds012(r, e) : optimizer_overlap(r, e));
+        RL_TRY(r->o->schedule == STEP_SCHED_DS012 ? optimizer_ds012(r, e) : optimizer_overlap(r, e));
     }
-    TRY(r->be->sync(r->dev, EX_STREAM_COPY, e));
+    RL_TRY(r->be->sync(r->dev, EX_STREAM_COPY, e));
     collect_copy_spans(r, true);
     return 0;
 }
@@ -931,19 +919,19 @@ static int setup_compute(struct ex_run *r, struct rl_err *e)
 static int run_all(struct ex_run *r, struct ex_result *res, struct rl_err *e)
 {
     const struct ex_opts *o = r->o;
-    TRY(build_maps(r, e));
-    TRY(allocate(r, e));
-    TRY(check_ledger(r, e));
-    TRY(setup_compute(r, e));
+    RL_TRY(build_maps(r, e));
+    RL_TRY(allocate(r, e));
+    RL_TRY(check_ledger(r, e));
+    RL_TRY(setup_compute(r, e));
     r->cap_items = r->T + 2;
     r->items = calloc((size_t)r->cap_items, sizeof *r->items);
     if (!r->items)
         return rl_errf(e, RL_ENOMEM, "out of host memory");
     if (o->load_dir)
-        TRY(ex__ckpt_load(r, o->load_dir, e));
+        RL_TRY(ex__ckpt_load(r, o->load_dir, e));
     else
-        TRY(init_state(r, e));
-    TRY(ex_comm_barrier(r->c, e));
+        RL_TRY(init_state(r, e));
+    RL_TRY(ex_comm_barrier(r->c, e));
     r->t_origin_ns = ex__now_ns();
     int total = o->warmup + o->steps;
     int64_t *step_ns = calloc((size_t)total + 1, sizeof *step_ns);
