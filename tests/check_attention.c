@@ -10,24 +10,12 @@
 
 #include "tests/util.h"
 
-static json_t *run_json(const char *args)
-{
-    struct tu_run r;
-    tu_ratiolab(&r, "%s", args);
-    ck_assert_msg(r.status == 0, "%s: exit %d: %s", args, r.status, r.err);
-    json_error_t je;
-    json_t *o = json_loads(r.out, 0, &je);
-    ck_assert_msg(o != NULL, "%s: %s", args, je.text);
-    tu_run_free(&r);
-    return o;
-}
-
 /* predict --json's activation bytes per rank and the attention it says it used. */
 static long long activation_bytes(const char *args, const char *want_attention)
 {
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "predict --json %s", args);
-    json_t *o = run_json(cmd);
+    json_t *o = tu_ratiolab_json("%s", cmd);
     json_t *p = json_object_get(o, "prediction");
     ck_assert_str_eq(json_string_value(json_object_get(p, "attention")), want_attention);
     ck_assert_str_eq(json_string_value(json_object_get(o, "attention")), want_attention);
@@ -82,7 +70,7 @@ START_TEST(default_follows_the_framework)
     activation_bytes("--model llama2-7b --gpus 8 --seq-len 512", "flash");
     activation_bytes("--model t5-3b --gpus 8", "materialized");
     /* The origin is said in JSON and in the human report. */
-    json_t *o = run_json("predict --json --model llama2-7b --gpus 8 --seq-len 512");
+    json_t *o = tu_ratiolab_json("predict --json --model llama2-7b --gpus 8 --seq-len 512");
     ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(o, "attention_origin")), "sdpa"));
     json_decref(o);
     struct tu_run r;

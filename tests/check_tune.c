@@ -11,18 +11,6 @@
 
 #include "tests/util.h"
 
-static json_t *run_json(const char *args)
-{
-    struct tu_run r;
-    tu_ratiolab(&r, "%s", args);
-    ck_assert_msg(r.status == 0, "%s: exit %d: %s", args, r.status, r.err);
-    json_error_t je;
-    json_t *o = json_loads(r.out, 0, &je);
-    ck_assert_msg(o != NULL, "%s: %s", args, je.text);
-    tu_run_free(&r);
-    return o;
-}
-
 static int64_t jint(json_t *o, const char *k) { return json_integer_value(json_object_get(o, k)); }
 static double jreal(json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
 
@@ -39,7 +27,7 @@ static json_t *predict(const char *base, double ratio, int64_t mb, int64_t ga, b
     }
     snprintf(cmd, sizeof cmd, "predict %s %s --micro-batch %lld --grad-accum %lld%s --json", base, off, (long long)mb,
              (long long)ga, ckpt ? " --checkpoint-activations" : "");
-    return run_json(cmd);
+    return tu_ratiolab_json("%s", cmd);
 }
 
 static json_t *predict_choice(const char *base, json_t *k)
@@ -54,7 +42,7 @@ static json_t *predict_choice(const char *base, json_t *k)
 START_TEST(answer_is_what_predict_says)
 {
     /* 4 x A100-80GB, Llama-2-13B, ZeRO-3: what ratio, how much host RAM, how fast? */
-    json_t *t = run_json("tune " QUESTION " --json");   /* the README's command, as JSON */
+    json_t *t = tu_ratiolab_json("tune " QUESTION " --json");   /* the README's command, as JSON */
     json_t *ans = json_object_get(t, "answer");
     ck_assert(json_is_object(ans));
     double ratio = jreal(ans, "requested_ratio");
@@ -136,7 +124,7 @@ START_TEST(offloading_answer_is_what_predict_says)
 {
     /* Micro-batch 16 with checkpointing on a 16 GiB V100 needs offload: the answer carries the
      * sub_group_size that makes DeepSpeed 0.12 honor its ratio, and predict agrees. */
-    json_t *t = run_json("tune --gpu-mem 16GiB --micro-batch 16 --checkpoint-activations --json");
+    json_t *t = tu_ratiolab_json("tune --gpu-mem 16GiB --micro-batch 16 --checkpoint-activations --json");
     json_t *ans = json_object_get(t, "answer");
     ck_assert(json_is_object(ans));
     double ratio = jreal(ans, "requested_ratio");
@@ -154,7 +142,7 @@ END_TEST
 
 START_TEST(global_batch_sets_accumulation)
 {
-    json_t *t = run_json("tune " QUESTION " --ratios 0:1:0.25 --global-batch 64 --json");
+    json_t *t = tu_ratiolab_json("%s", "tune " QUESTION " --ratios 0:1:0.25 --global-batch 64 --json");
     json_t *ans = json_object_get(t, "answer");
     ck_assert(json_is_object(ans));
     ck_assert_int_eq(jint(ans, "micro_batch") * jint(ans, "grad_accum") * 4, 64);
@@ -226,7 +214,7 @@ END_TEST
  * JSON and its text say the same (it once counted one rank's tokens, 8 x too many). */
 START_TEST(tokens_per_gpu_share_the_replica_over_tp)
 {
-    json_t *p = run_json("predict --ratio 0.5 --json");
+    json_t *p = tu_ratiolab_json("predict --ratio 0.5 --json");
     json_t *pp = json_object_get(p, "prediction");
     ck_assert(json_is_object(pp));
     double want = (double)jint(pp, "micro_batch") * (double)jint(pp, "seq_len") * (double)jint(pp, "grad_accum") /

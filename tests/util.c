@@ -139,6 +139,23 @@ void tu_ratiolab(struct tu_run *r, const char *fmt, ...)
     run_shell(r, cmd);
 }
 
+json_t *tu_ratiolab_json(const char *fmt, ...)
+{
+    char args[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    struct tu_run r;
+    tu_ratiolab(&r, "%s", args);
+    ck_assert_msg(r.status == 0, "%s: exit %d: %s", args, r.status, r.err);
+    json_error_t je;
+    json_t *o = json_loads(r.out, 0, &je);
+    ck_assert_msg(o != NULL, "%s: not JSON (%s)", args, je.text);
+    tu_run_free(&r);
+    return o;
+}
+
 void tu_sh(struct tu_run *r, const char *fmt, ...)
 {
     char cmd[8192];

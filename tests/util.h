@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include <check.h>   /* Suite */
+#include <jansson.h>
 
 /* The suite function of the file being compiled: the Makefile passes -DTU_SUITE=<module>_suite
  * to tests/check_<module>.c (tests/runner.c declares them all from build/gen/suites.h). */
@@ -37,6 +38,9 @@ const char *tu_catalog(void);
 const char *tu_write(const char *name, const char *text);
 /* Runs `cd <tmpdir> && <RATIOLAB_BIN> <args>` through /bin/sh; args is shell text. */
 void tu_ratiolab(struct tu_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* tu_ratiolab that must exit 0 and print one JSON document on stdout (the test fails, naming the
+ * command and what went wrong, otherwise); the caller owns the result (json_decref). */
+json_t *tu_ratiolab_json(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Runs any shell command in <tmpdir>. */
 void tu_sh(struct tu_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void tu_run_free(struct tu_run *r);
