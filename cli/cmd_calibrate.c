@@ -11,7 +11,7 @@
 #include "sim/hw.h"
 #include "validation/calib.h"
 
-enum { C_OUT = 1, C_NAME, C_THOROUGH, C_DEVICES, C_DEVTHREADS, C_MAXTHREADS, C_BACKEND, C_JSON, C_QUIET, C_COLL, C_BASE };
+enum { C_OUT = 1, C_NAME, C_THOROUGH, C_DEVICES, C_DEVTHREADS, C_MAXTHREADS, C_BACKEND, C_JSON, C_QUIET, C_COLL, C_BASE, C_GEMM, C_ADAMN, C_CHUNKN, C_AGB, C_RSB, C_WSET };
 static const struct cli_opt opts[] = {
     {"out", "FILE", "write the profile here (default: calibrated-<host>.json)", C_OUT},
     {"name", "NAME", "profile name (default: calibrated-<host>)", C_NAME},
@@ -24,6 +24,12 @@ static const struct cli_opt opts[] = {
     {"json", NULL, "print every measured figure as JSON instead of the table", C_JSON},
     {"quiet", NULL, "no progress line", C_QUIET},
     {"collectives-only", NULL, "under mpirun: only the MPI collectives, printed as JSON by rank 0 (no profile)", C_COLL},
+    {"gemm", "MxNxK[xC],...", "under mpirun: one rank's GEMM list (C times each), run on every rank at once", C_GEMM},
+    {"adam-numel", "N", "under mpirun: elements of one rank's device Adam (and of its host Adam in chunks)", C_ADAMN},
+    {"chunk-numel", "N", "under mpirun: elements of one host Adam call and copy (a chunk)", C_CHUNKN},
+    {"allgather-bytes", "N", "under mpirun: the run's per-rank all-gather message", C_AGB},
+    {"reduce-scatter-bytes", "N", "under mpirun: the run's per-rank reduce-scatter output (fp32)", C_RSB},
+    {"working-set", "BYTES", "under mpirun: a rank's model states, for a triad on every rank at once", C_WSET},
     {NULL, NULL, NULL, 0},
 };
 
@@ -36,7 +42,41 @@ struct calib_args {
     bool quiet;                    /* --quiet */
     bool coll_only;                /* --collectives-only */
     const char *base;              /* --base NAME|FILE */
+    struct val_calib_run run;      /* --gemm, --adam-numel, ...: what one rank of a run does */
+    bool have_run;                 /* any of those was given */
 };
+
+/* --gemm MxNxK[xC],...: shapes and counts. */
+static int parse_gemms(const char *v, struct val_calib_run *r, struct rl_err *e)
+{
+    r->n_gemm = 0;
+    const char *q = v;
+    while (*q) {
+        long long m, n, k, c = 1;
+        int used = 0;
+        if (sscanf(q, "%lldx%lldx%lld%n", &m, &n, &k, &used) != 3)
+            goto bad;
+        q += used;
+        if (*q == 'x') {
+            if (sscanf(q, "x%lld%n", &c, &used) != 1)
+                goto bad;
+            q += used;
+        }
+        if (m < 1 || n < 1 || k < 1 || c < 1 || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX ||
+            r->n_gemm == VAL_CALIB_MAX_GEMMS)
+            goto bad;
+        r->gemm[r->n_gemm++] = (struct val_gemm_shape){m, n, k, c};
+        if (*q == ',' && q[1])
+            q++;
+        else if (*q)
+            goto bad;
+    }
+    if (r->n_gemm > 0)
+        return 0;
+bad:
+    return rl_errf(e, RL_EINVAL, "--gemm: '%s' is not allowed; allowed: up to %d shapes MxNxK or MxNxKxCOUNT, "
+                   "comma-separated, each 1..2^31-1", v, VAL_CALIB_MAX_GEMMS);
+}
 
 static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 {
@@ -60,6 +100,12 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     case C_QUIET: a->quiet = true; return 0;
     case C_COLL: a->coll_only = true; return 0;
     case C_BASE: a->base = v; return 0;
+    case C_GEMM: a->have_run = true; return parse_gemms(v, &a->run, e);
+    case C_ADAMN: a->have_run = true; return rl_parse_i64("--adam-numel", v, 1, INT64_C(1) << 32, &a->run.device_adam_numel, e);
+    case C_CHUNKN: a->have_run = true; return rl_parse_i64("--chunk-numel", v, 1, INT64_C(1) << 32, &a->run.host_adam_numel, e);
+    case C_AGB: a->have_run = true; return rl_parse_i64("--allgather-bytes", v, 1, INT64_C(1) << 32, &a->run.allgather_bytes, e);
+    case C_RSB: a->have_run = true; return rl_parse_i64("--reduce-scatter-bytes", v, 4, INT64_C(1) << 32, &a->run.reduce_scatter_bytes, e);
+    case C_WSET: a->have_run = true; return rl_parse_i64("--working-set", v, 12, INT64_C(1) << 36, &a->run.working_set_bytes, e);
     }
     return rl_errf(e, RL_EINTERNAL, "option id %d not handled", id);
 }
@@ -81,6 +127,40 @@ static json_t *fig(const struct val_figure *f)
     json_object_set_new(o, "max", json_real(f->max));
     json_object_set_new(o, "repeats", json_integer(f->repeats));
     return o;
+}
+
+/* The figures of one rank of the run, measured on every rank at once (--gemm, --adam-numel, ...). */
+static json_t *run_json(const struct val_calib *c)
+{
+    json_t *r = json_object();
+    json_object_set_new(r, "ranks", json_integer(c->run_ranks));
+    if (c->run_gemm_flop > 0) {
+        json_object_set_new(r, "gemm_flop", json_real(c->run_gemm_flop));
+        json_object_set_new(r, "gemm_flops", fig(&c->run_gemm_flops));
+    }
+    if (c->run_device_adam_numel > 0) {
+        json_object_set_new(r, "device_adam_numel", json_integer(c->run_device_adam_numel));
+        json_object_set_new(r, "device_adam_elements_per_s", fig(&c->run_device_adam_elems_per_s));
+    }
+    if (c->run_host_adam_numel > 0) {
+        json_object_set_new(r, "host_adam_numel", json_integer(c->run_host_adam_numel));
+        json_object_set_new(r, "host_adam_elements_per_s", fig(&c->run_host_adam_elems_per_s));
+        json_object_set_new(r, "copy_bytes", json_integer(c->run_copy_bytes));
+        json_object_set_new(r, "copy_gbps", fig(&c->run_copy_gbps));
+    }
+    if (c->run_triad_bytes > 0) {
+        json_object_set_new(r, "triad_bytes", json_integer(c->run_triad_bytes));
+        json_object_set_new(r, "memory_gbps", fig(&c->run_mem_gbps));
+    }
+    if (c->run_allgather_bytes > 0) {
+        json_object_set_new(r, "allgather_bytes", json_integer(c->run_allgather_bytes));
+        json_object_set_new(r, "allgather_us", fig(&c->run_allgather_us));
+    }
+    if (c->run_reduce_scatter_bytes > 0) {
+        json_object_set_new(r, "reduce_scatter_bytes", json_integer(c->run_reduce_scatter_bytes));
+        json_object_set_new(r, "reduce_scatter_us", fig(&c->run_reduce_scatter_us));
+    }
+    return r;
 }
 
 /* --backend cuda: the host figures, then the GPUs, written over the --base profile. */
@@ -191,6 +271,13 @@ static int run(int argc, char **argv)
                 on_progress(NULL, "done", 1, 1);
         }
     }
+    if (!rc && a.have_run) {   /* what one rank of the run does, every rank at once */
+        if (!a.quiet && comm.rank == 0)
+            on_progress(NULL, "the run's GEMMs, Adam, copies, memory", 0, 1);
+        rc = val_calibrate_run(&comm, &a.run, a.o.thorough, &c, &e);
+        if (!a.quiet && comm.rank == 0)
+            on_progress(NULL, "done", 1, 1);
+    }
     if (rc || comm.rank != 0) {
         int code = rc ? cli_fail("calibrate", &e) : 0;
         ex_comm_finalize(&comm);
@@ -198,16 +285,21 @@ static int run(int argc, char **argv)
     }
     ex_comm_finalize(&comm);
     if (a.coll_only) {
-        if (!c.have_mpi) {
-            rl_errf(&e, RL_EINVAL, "--collectives-only: needs at least 2 ranks (run it under mpirun -np N)");
+        if (!c.have_mpi && !c.have_run) {
+            rl_errf(&e, RL_EINVAL, "--collectives-only: needs at least 2 ranks (run it under mpirun -np N) or the "
+                    "run's sizes (--gemm, --adam-numel, ...)");
             return cli_fail("calibrate", &e);
         }
         json_t *o = json_object();
-        json_object_set_new(o, "ranks", json_integer(c.coll_ranks));
-        json_object_set_new(o, "max_bytes", json_integer(c.coll_max_bytes));
-        json_object_set_new(o, "allgather_busbw_gbps", fig(&c.allgather_busbw_gbps));
-        json_object_set_new(o, "reduce_scatter_busbw_gbps", fig(&c.reduce_scatter_busbw_gbps));
-        json_object_set_new(o, "latency_us", fig(&c.collective_latency_us));
+        if (c.have_mpi) {
+            json_object_set_new(o, "ranks", json_integer(c.coll_ranks));
+            json_object_set_new(o, "max_bytes", json_integer(c.coll_max_bytes));
+            json_object_set_new(o, "allgather_busbw_gbps", fig(&c.allgather_busbw_gbps));
+            json_object_set_new(o, "reduce_scatter_busbw_gbps", fig(&c.reduce_scatter_busbw_gbps));
+            json_object_set_new(o, "latency_us", fig(&c.collective_latency_us));
+        }
+        if (c.have_run)
+            json_object_set_new(o, "run", run_json(&c));
         char *t = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         printf("%s\n", t);
         free(t);

@@ -148,6 +148,104 @@ static void argf(struct argv_b *a, const char *fmt, double v)
     arg(a, a->store[a->n]);
 }
 
+/* mpirun for `ranks` > 1 (none for one): oversubscription allowed (ranks, copy threads and
+ * OpenBLAS may outnumber the cores), a waiting rank yields its core instead of spinning, and the
+ * OpenBLAS thread count travels to the ranks. The runs and their calibration launch alike. */
+static void launcher(struct argv_b *a, int ranks)
+{
+    if (ranks <= 1)
+        return;
+    arg(a, "mpirun");
+    arg(a, "--oversubscribe");
+    arg(a, "--mca");
+    arg(a, "mpi_yield_when_idle");
+    arg(a, "1");
+    arg(a, "-x");
+    arg(a, "OPENBLAS_NUM_THREADS");
+    arg(a, "-np");
+    argf(a, "%.0f", ranks);
+}
+
+/* What one rank of the run does (for the calibration under the same launch): the GEMMs of one
+ * forward pass as the simulator counts them (every 2-D weight on micro-batch x seq tokens at the
+ * scaled shape, attention scores and values per head and layer), grouped by shape; the rank's
+ * partition (device Adam), the host chunk, a layer's all-gather, a flush's reduce-scatter. */
+static void run_shape(const struct plan *p, int64_t tokens, int64_t micro_batch, int64_t seq, struct val_calib_run *r)
+{
+    memset(r, 0, sizeof *r);
+    const struct plan_model *m = p->model;
+    const struct plan_arch *a = &m->arch;
+    int mdb = plan_dtype_bytes(p->zero.dtype);
+    int first = -1, last = -1;
+    for (int i = 0; i < m->n_tensors; i++) {
+        int l = m->tensors[i].layer;
+        if (l >= 0 && (first < 0 || l < first))
+            first = l;
+        if (l > last)
+            last = l;
+    }
+    int64_t layers = first < 0 ? 0 : last - first + 1, layer_part = 0;
+    for (int i = 0; i < m->n_tensors; i++) {
+        const struct plan_tensor *t = &m->tensors[i];
+        if (t->layer == first)
+            layer_part += p->part_numel[i];
+        if (t->ndim != 2)
+            continue;
+        struct val_gemm_shape g = {tokens, t->shape[0], t->shape[1], 1};
+        int j = 0;
+        while (j < r->n_gemm && !(r->gemm[j].m == g.m && r->gemm[j].n == g.n && r->gemm[j].k == g.k))
+            j++;
+        if (j < r->n_gemm)
+            r->gemm[j].count++;
+        else if (r->n_gemm < VAL_CALIB_MAX_GEMMS)
+            r->gemm[r->n_gemm++] = g;
+    }
+    int64_t heads = a->heads > 0 ? a->heads : 1, tp = a->tp > 0 ? a->tp : 1;
+    int64_t hd = a->head_dim > 0 ? a->head_dim : a->hidden / heads;
+    int64_t h_rank = heads / tp > 0 ? heads / tp : 1;
+    if (layers > 0 && hd > 0 && r->n_gemm + 2 <= VAL_CALIB_MAX_GEMMS) {
+        /* per head: scores Q K^T (s x s x d) and values P V (s x d x s) */
+        r->gemm[r->n_gemm++] = (struct val_gemm_shape){seq, seq, hd, micro_batch * h_rank * layers};
+        r->gemm[r->n_gemm++] = (struct val_gemm_shape){seq, hd, seq, micro_batch * h_rank * layers};
+    }
+    int W = p->layout.dp > 0 ? p->layout.dp : 1;
+    r->device_adam_numel = p->per_rank_numel;
+    r->host_adam_numel = step_chunk_numel(p->per_rank_numel, p->exec_chunk_numel);
+    r->allgather_bytes = layer_part * mdb;
+    int64_t bucket = p->zero.reduce_bucket_size < p->per_rank_numel * W ? p->zero.reduce_bucket_size
+                                                                         : p->per_rank_numel * W;
+    r->reduce_scatter_bytes = bucket * mdb / 4 / W * 4;   /* the executor's fp32 elements per rank */
+    r->working_set_bytes = p->per_rank_numel * (16 + mdb);
+}
+
+/* The plan the executor builds for `ratio` (cli/cmd_run.c): the scaled model and ZeRO sizes, the
+ * exec ledger and chunk. */
+static int exec_plan(const struct cli_ctx *c, const struct plan_model *scaled, double scale, double ratio,
+                     struct plan *p, struct rl_err *e)
+{
+    memset(p, 0, sizeof *p);
+    struct plan_zero z = c->zero;
+    int64_t chunk = INT64_C(4) << 20;
+    ex_scale_zero(&z, &chunk, scale);
+    z.ratio = ratio;
+    z.src_ratio = PLAN_SRC_CLI;
+    struct plan_options po = c->popt;
+    po.ledger = PLAN_LEDGER_EXEC;
+    po.exec_chunk_numel = chunk;
+    return plan_build(p, scaled, &c->layout, &z, &po, e);
+}
+
+/* --gemm MxNxK[xC],... for `ratiolab calibrate`. */
+static void gemm_arg(const struct val_calib_run *r, char *buf, size_t n)
+{
+    buf[0] = 0;
+    for (int i = 0; i < r->n_gemm; i++) {
+        size_t l = strlen(buf);
+        snprintf(buf + l, n - l, "%s%lldx%lldx%lldx%lld", i ? "," : "", (long long)r->gemm[i].m,
+                 (long long)r->gemm[i].n, (long long)r->gemm[i].k, (long long)r->gemm[i].count);
+    }
+}
+
 int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, struct cli_sim *sim,
                           const char *const *fwd, int n_fwd, bool schedule_given, bool json)
 {
@@ -230,22 +328,69 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
         setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
     }
+    /* The emulated device's kernels run on cores / ranks threads (at least 1): OpenBLAS in the runs
+     * and in the calibration gets that many unless the environment already says. */
+    long ncores = sysconf(_SC_NPROCESSORS_ONLN);
+    int dev_threads = ncores > 0 && ncores / x->ranks >= 1 ? (int)(ncores / x->ranks) : 1;
+    char blas_threads[16];
+    snprintf(blas_threads, sizeof blas_threads, "%d", dev_threads);
+    setenv("OPENBLAS_NUM_THREADS", blas_threads, 0);
     /* Hardware: --calibrate measures this machine for the emulated device. */
     char hw_path[600];
     if (x->calibrate) {
         struct val_calib_opts co;
         val_calib_opts_default(&co);
         co.devices = x->ranks;
+        co.device_threads = dev_threads;
         struct val_calib cal;
         snprintf(hw_path, sizeof hw_path, "%s/hw-calibrated.json", x->out);
         fprintf(stderr, "validate: calibrating this machine (%d device%s) ...\n", x->ranks, x->ranks == 1 ? "" : "s");
         if (val_calibrate(&co, &cal, &e))
             goto fail;
-        if (x->ranks > 1) {   /* the collectives under mpirun, with the same ranks as the runs */
-            char np[16], *out = NULL;
-            snprintf(np, sizeof np, "%d", x->ranks);
-            char *cv[] = {"mpirun", "--oversubscribe", "-np", np, exe, "calibrate", "--collectives-only", "--quiet", NULL};
-            int st = capture(cv, &out);
+        /* Then what one rank of the run does, on every rank at once under the runs' own launch:
+         * the GEMMs at the model's shapes, Adam and copies at the run's sizes, the shared memory,
+         * the collectives at the run's message sizes. */
+        struct plan p0;
+        struct val_calib_run rs;
+        if (exec_plan(&c, &scaled, x->scale, 0, &p0, &e)) {
+            plan_free(&p0);
+            goto fail;
+        }
+        int64_t mb = c.zero.micro_batch > 0 ? c.zero.micro_batch : 1;
+        int64_t seq = scaled.arch.seq_len > 0 ? scaled.arch.seq_len : 1024;
+        run_shape(&p0, mb * seq, mb, seq, &rs);
+        plan_free(&p0);
+        {
+            static char gemms[VAL_CALIB_MAX_GEMMS * 64];
+            char nums[5][32];
+            gemm_arg(&rs, gemms, sizeof gemms);
+            snprintf(nums[0], sizeof nums[0], "%lld", (long long)rs.device_adam_numel);
+            snprintf(nums[1], sizeof nums[1], "%lld", (long long)rs.host_adam_numel);
+            snprintf(nums[2], sizeof nums[2], "%lld", (long long)(rs.allgather_bytes > 0 ? rs.allgather_bytes : 1));
+            snprintf(nums[3], sizeof nums[3], "%lld", (long long)(rs.reduce_scatter_bytes >= 4 ? rs.reduce_scatter_bytes : 4));
+            snprintf(nums[4], sizeof nums[4], "%lld", (long long)rs.working_set_bytes);
+            struct argv_b cv = {0};
+            launcher(&cv, x->ranks);
+            arg(&cv, exe);
+            arg(&cv, "calibrate");
+            arg(&cv, "--collectives-only");
+            arg(&cv, "--quiet");
+            if (rs.n_gemm > 0) {
+                arg(&cv, "--gemm");
+                arg(&cv, gemms);
+            }
+            arg(&cv, "--adam-numel");
+            arg(&cv, nums[0]);
+            arg(&cv, "--chunk-numel");
+            arg(&cv, nums[1]);
+            arg(&cv, "--allgather-bytes");
+            arg(&cv, nums[2]);
+            arg(&cv, "--reduce-scatter-bytes");
+            arg(&cv, nums[3]);
+            arg(&cv, "--working-set");
+            arg(&cv, nums[4]);
+            char *out = NULL;
+            int st = capture(cv.v, &out);
             if (st != 0 || !out || val_calib_read_collectives(out, &cal, &e)) {
                 free(out);
                 rl_errf(&e, RL_EENV, "validate --calibrate: mpirun ... ratiolab calibrate --collectives-only failed "
@@ -286,12 +431,8 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
 
     /* The common part of every `ratiolab run`. */
     struct argv_b base = {0};
-    if (x->ranks > 1) {
-        arg(&base, "mpirun");
-        arg(&base, "--oversubscribe");
-        arg(&base, "-np");
-        argf(&base, "%.0f", x->ranks);
-    }
+    launcher(&base, x->ranks);
+    int n_launch = base.n;
     arg(&base, exe);
     arg(&base, "run");
     for (int i = 0; i < n_fwd; i++)
@@ -320,7 +461,7 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
     }
     /* The reference digest: one process, scalar Adam. */
     {
-        int skip = x->ranks > 1 ? 4 : 0;   /* without mpirun */
+        int skip = n_launch;   /* without mpirun */
         struct argv_b r = {0};
         for (int i = skip; i < base.n; i++)
             arg(&r, base.v[i]);
@@ -391,20 +532,11 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         snprintf(w->policy, sizeof w->policy, "%s", plan_policy_name(c.popt.policy));
         /* Prediction: the plan the executor builds (cli/cmd_run.c), simulated. */
         struct plan p;
-        memset(&p, 0, sizeof p);
-        struct plan_zero z = c.zero;
-        int64_t chunk = INT64_C(4) << 20;
-        ex_scale_zero(&z, &chunk, x->scale);
-        z.ratio = ratios[ri];
-        z.src_ratio = PLAN_SRC_CLI;
-        struct plan_options po = c.popt;
-        po.ledger = PLAN_LEDGER_EXEC;
-        po.exec_chunk_numel = chunk;
         char ptrace[700], mtrace[700];
         snprintf(ptrace, sizeof ptrace, "%s/predicted-%g-%s.json.gz", x->out, ratios[ri], w->schedule);
         snprintf(mtrace, sizeof mtrace, "%s/measured-%g-%s.json.gz", x->out, ratios[ri], w->schedule);
         struct sim_step_result sr;
-        if (plan_build(&p, &scaled, &c.layout, &z, &po, &e) || sim_step_run(&p, &hw, &sim->train, ptrace, &sr, &e)) {
+        if (exec_plan(&c, &scaled, x->scale, ratios[ri], &p, &e) || sim_step_run(&p, &hw, &sim->train, ptrace, &sr, &e)) {
             plan_free(&p);
             goto fail;
         }

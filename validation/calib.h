@@ -59,6 +59,40 @@ struct val_calib {
     int coll_ranks;                /* ranks the collectives ran on */
     int64_t coll_max_bytes;        /* largest per-rank message */
     int devices;                   /* as in the options */
+    /* Under mpirun, what one rank of the validated run does, every rank at once (have_run) */
+    bool have_run;                 /* the figures below were measured */
+    int run_ranks;                 /* ranks that ran them at once */
+    double run_gemm_flop;          /* FLOPs of the GEMM list (one pass of the model's shapes) */
+    struct val_figure run_gemm_flops;        /* that list on every rank at once, FLOP/s of the slowest rank */
+    int64_t run_device_adam_numel;           /* elements per device Adam */
+    struct val_figure run_device_adam_elems_per_s;   /* device Adam at that size, slowest rank */
+    int64_t run_host_adam_numel;             /* elements per host Adam call (one chunk) */
+    struct val_figure run_host_adam_elems_per_s;     /* host Adam of one chunk, slowest rank */
+    int64_t run_copy_bytes;                  /* bytes per copy (one chunk's fp32 gradient) */
+    struct val_figure run_copy_gbps;         /* memcpy of that size, slowest rank */
+    int64_t run_triad_bytes;                 /* per rank, the three arrays together */
+    struct val_figure run_mem_gbps;          /* triad over them on every rank at once, the sum */
+    int64_t run_allgather_bytes;             /* per-rank all-gather message of the run */
+    struct val_figure run_allgather_us;      /* its time */
+    int64_t run_reduce_scatter_bytes;        /* per-rank reduce-scatter message (fp32 output) of the run */
+    struct val_figure run_reduce_scatter_us; /* its time */
+};
+
+/* The GEMMs and sizes of one rank of the run being validated (`ratiolab validate` derives them
+ * from the plan; `ratiolab calibrate --gemm ... --adam-numel ...` takes them as options). */
+#define VAL_CALIB_MAX_GEMMS 64
+struct val_gemm_shape {
+    int64_t m, n, k;               /* C[m x n] = A[m x k] B[k x n] */
+    int64_t count;                 /* times per pass */
+};
+struct val_calib_run {
+    int n_gemm;                    /* entries */
+    struct val_gemm_shape gemm[VAL_CALIB_MAX_GEMMS];   /* one forward pass's GEMMs, grouped by shape */
+    int64_t device_adam_numel;     /* elements of one device Adam (the rank's partition) */
+    int64_t host_adam_numel;       /* elements of one host Adam call (a chunk) */
+    int64_t allgather_bytes;       /* per-rank message of a typical all-gather (a block's partition) */
+    int64_t reduce_scatter_bytes;  /* per-rank fp32 output of a typical reduce-scatter (a flush) */
+    int64_t working_set_bytes;     /* per rank: the model states it streams through */
 };
 
 /* Runs every measurement (quick: well under a minute on 2 cores). RL_ENOMEM when the arrays cannot
@@ -73,7 +107,15 @@ int val_calibrate(const struct val_calib_opts *o, struct val_calib *c, struct rl
 struct ex_comm;
 int val_calibrate_collectives(struct ex_comm *comm, bool thorough, struct val_calib *c, struct rl_err *e);
 
-/* Reads the JSON `ratiolab calibrate --collectives-only` prints into c's collective fields. */
+/* What one rank of the run does, on every rank of `comm` at once (each rank must call it): the
+ * GEMM list, device Adam, host Adam of one chunk, a copy of one chunk, a triad over the rank's
+ * working set and the collectives at the run's sizes; each figure is the slowest rank's per
+ * repeat (the step waits for it), the triad the sum over ranks. Sizes of 0 are skipped. */
+int val_calibrate_run(struct ex_comm *comm, const struct val_calib_run *run, bool thorough, struct val_calib *c,
+                      struct rl_err *e);
+
+/* Reads the JSON `ratiolab calibrate --collectives-only` prints into c's collective fields (and
+ * the run figures, when it measured them). */
 int val_calib_read_collectives(const char *json_text, struct val_calib *c, struct rl_err *e);
 
 /* The profile text (JSON, the format sim_hw_parse reads) for the emulated device: one socket of
