@@ -457,6 +457,244 @@ static void retire(struct mon *m, struct mon__proc *p, int64_t t_ns)
         trace_instant(m->trace, p->peak.pid, 0, "exited", t_ns, 'p', NULL);
 }
 
+/* What one sample reads once and every process row of it uses. */
+struct sample {
+    int64_t t_ns;                      /* the sample's time, ns since mon_open */
+    struct mon_sys_stat sys;           /* system memory (valid when have_sys) */
+    bool have_sys;                     /* /proc/meminfo was read */
+    int64_t dev_used[MON_MAX_GPUS];    /* per-device used bytes (MON_UNAVAILABLE: unknown) */
+    int64_t dev_total[MON_MAX_GPUS];   /* per-device total bytes */
+    int n_gpu_pids;                    /* entries of m->gpu_pids and m->gpu_bytes */
+    bool per_proc_gpu;                 /* per-process GPU memory is known this sample */
+    int64_t tree[S_N];                 /* sums over the followed live processes (CPU in tenths of a percent) */
+    int alive;                         /* followed processes alive */
+};
+
+/* The sample's GPU figures: per device, and per process when NVML can attribute them here. */
+static void sample_gpus(struct mon *m, struct sample *sm)
+{
+    bool gpu_ok = false;
+    if (m->gpu) {
+        gpu_ok = mon_gpu_sample(m->gpu, sm->dev_used, sm->dev_total, m->gpu_pids, m->gpu_bytes,
+                                MON__MAX_GPU_PIDS, &sm->n_gpu_pids) == 0;
+        if (!gpu_ok && m->sum.gpu_per_process) {
+            m->sum.gpu_per_process = false;   /* sticky: the columns must not flip to 0 */
+            snprintf(m->sum.gpu_note, sizeof m->sum.gpu_note,
+                     "NVML could not list the processes using a GPU (unsupported here)");
+        }
+        /* NVML in a container may report PIDs of the host namespace: when none of the PIDs it
+         * lists exists here, per-process figures cannot be attributed. */
+        if (gpu_ok && sm->n_gpu_pids > 0 && m->sum.gpu_per_process) {
+            int visible = 0;
+            for (int i = 0; i < sm->n_gpu_pids; i++) {
+                char path[32];
+                snprintf(path, sizeof path, "/proc/%d", m->gpu_pids[i]);
+                visible += access(path, F_OK) == 0;
+            }
+            if (visible == 0) {
+                m->sum.gpu_per_process = false;
+                snprintf(m->sum.gpu_note, sizeof m->sum.gpu_note,
+                         "NVML lists GPU processes whose PIDs are not visible here (another PID "
+                         "namespace): per-process GPU memory unavailable, per-device shown");
+            }
+        }
+    }
+    sm->per_proc_gpu = gpu_ok && m->sum.gpu_per_process;
+}
+
+/* A live process's name and rank: renamed after an exec, its rank looked for again. */
+static void proc_identify(struct mon *m, struct mon__proc *p, const struct mon_proc_stat *s)
+{
+    if (strcmp(p->peak.comm, s->comm) != 0) {   /* exec'd: rename the track */
+        snprintf(p->peak.comm, sizeof p->peak.comm, "%s", s->comm);
+        p->named = false;
+    }
+    if (!p->named) {   /* first sight, or after an exec: the environment may be new */
+        p->peak.rank = mon_read_rank(s->pid);
+        p->rank_tries = 0;
+    } else if (p->peak.rank < 0 && p->rank_tries < 10) {
+        /* Mid-exec the new comm is visible before the new stack's environment is, so an
+         * empty environ is looked at again for a few samples; a rank found renames. */
+        p->rank_tries++;
+        int r = mon_read_rank(s->pid);
+        if (r >= 0) {
+            p->peak.rank = r;
+            p->named = false;
+        }
+    }
+    name_track(m, p);
+}
+
+/* CPU use in percent of one core since the previous sample (first sample: since the process
+ * started), at 0.1 % resolution. */
+static double proc_cpu_percent(struct mon *m, struct mon__proc *p, const struct mon_proc_stat *s, int64_t t_ns)
+{
+    double cpu;
+    if (p->prev_t_ns >= 0 && t_ns > p->prev_t_ns) {
+        cpu = (double)(s->cpu_ticks - p->prev_cpu_ticks) / (double)m->clk_tck /
+              ((double)(t_ns - p->prev_t_ns) * 1e-9) * 100.0;
+    } else {
+        /* First sample: the average since the process started. */
+        uint64_t now_ticks = m->boot_ticks_at_open +
+            (uint64_t)((double)(mono_ns() - m->mono_at_open_ns) * 1e-9 * (double)m->clk_tck);
+        uint64_t age = now_ticks > s->start_ticks ? now_ticks - s->start_ticks : 0;
+        cpu = age > 0 ? (double)s->cpu_ticks / (double)age * 100.0 : 0.0;
+    }
+    cpu = (double)llround(cpu * 10.0) / 10.0;   /* 0.1 % resolution: ticks are coarse anyway */
+    p->prev_cpu_ticks = s->cpu_ticks;
+    p->prev_t_ns = t_ns;
+    return cpu;
+}
+
+/* The process's peaks raised by this reading (gpu: MON_UNAVAILABLE when unknown). */
+static void proc_peaks(struct mon_peak *pk, const struct mon_proc_stat *s, int64_t gpu, double cpu, int64_t t_ns)
+{
+    pk->rss_bytes = max64(pk->rss_bytes, s->rss_bytes);
+    pk->hwm_bytes = max64(pk->hwm_bytes, max64(s->hwm_bytes, s->rss_bytes));
+    pk->anon_bytes = max64(pk->anon_bytes, s->anon_bytes);
+    pk->file_bytes = max64(pk->file_bytes, s->file_bytes);
+    pk->shmem_bytes = max64(pk->shmem_bytes, s->shmem_bytes);
+    pk->locked_bytes = max64(pk->locked_bytes, s->locked_bytes);
+    pk->pinned_bytes = max64(pk->pinned_bytes, s->pinned_bytes);
+    pk->swap_bytes = max64(pk->swap_bytes, s->swap_bytes);
+    if (gpu != MON_UNAVAILABLE)
+        pk->gpu_bytes = max64(pk->gpu_bytes, gpu);
+    if (cpu > pk->cpu_percent)
+        pk->cpu_percent = cpu;
+    if (s->threads > pk->threads)
+        pk->threads = s->threads;
+    if (pk->n_samples == 0)
+        pk->first_ns = t_ns;
+    pk->n_samples++;
+    pk->last_ns = t_ns;
+    pk->alive = true;
+}
+
+/* One CSV row: the process's reading, the system's used memory, and "ok" or why a column is empty. */
+static void proc_csv_row(struct mon *m, const struct mon__proc *p, const struct mon_proc_stat *s,
+                         const struct sample *sm, int64_t gpu, double cpu)
+{
+    FILE *f = m->csv.fp;
+    fprintf(f, "%" PRId64, sm->t_ns);
+    csv_utc(f, m->real_at_open_ns + sm->t_ns);
+    fprintf(f, ",%d,%d,", s->pid, s->ppid);
+    csv_str(f, s->comm);
+    fprintf(f, ",%d", p->peak.rank);
+    fprintf(f, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
+               ",%" PRId64 ",%" PRId64,
+            s->rss_bytes, s->anon_bytes, s->file_bytes, s->shmem_bytes, s->hwm_bytes,
+            s->locked_bytes, s->pinned_bytes, s->swap_bytes);
+    csv_i64(f, gpu);
+    fprintf(f, ",%.1f,%d", cpu, s->threads);
+    csv_i64(f, sm->have_sys ? sm->sys.used_bytes : MON_UNAVAILABLE);
+    /* status: "ok", or why a column is empty */
+    char status[sizeof m->sum.gpu_note + 96];
+    snprintf(status, sizeof status, "%s%s%s%s", gpu == MON_UNAVAILABLE ? "gpu_bytes: " : "",
+             gpu == MON_UNAVAILABLE ? (m->sum.gpu_note[0] ? m->sum.gpu_note : "no per-process GPU memory") : "",
+             gpu == MON_UNAVAILABLE && !sm->have_sys ? "; " : "",
+             sm->have_sys ? "" : "system_used_bytes: /proc/meminfo unreadable");
+    fputc(',', f);
+    csv_str(f, status[0] ? status : "ok");
+    fputc('\n', f);
+}
+
+/* One followed process from the listing: its status read, its peaks updated, its counters and CSV
+ * row written, its figures added to the tree's. Nothing when it exited since the listing (it is
+ * retired by the caller). */
+static void sample_proc(struct mon *m, const struct mon_proc_stat *st, struct sample *sm)
+{
+    struct mon__proc *p = find_proc(m, st->pid, st->start_ticks);
+    if (!p || p->gone)
+        return;
+    struct mon_proc_stat s;
+    if (st->state == 'Z' || st->state == 'X' || mon_read_proc(st->pid, &s, NULL) != 0 ||
+        s.start_ticks != p->start_ticks || s.state == 'Z' || s.state == 'X')
+        return;   /* exited (or became a zombie) since the listing: retired below */
+    sm->alive++;
+    p->seen = true;
+    proc_identify(m, p, &s);
+    int64_t t_ns = sm->t_ns;
+    double cpu = proc_cpu_percent(m, p, &s, t_ns);
+    int64_t gpu = MON_UNAVAILABLE;
+    if (sm->per_proc_gpu) {
+        gpu = 0;
+        for (int k = 0; k < sm->n_gpu_pids; k++)
+            if (m->gpu_pids[k] == s.pid)
+                gpu = m->gpu_bytes[k];
+    }
+    proc_peaks(&p->peak, &s, gpu, cpu, t_ns);
+
+    double v[S_N] = {(double)s.rss_bytes, (double)s.anon_bytes, (double)s.file_bytes,
+                     (double)s.shmem_bytes, (double)s.locked_bytes, (double)s.pinned_bytes,
+                     (double)s.swap_bytes, (double)gpu, cpu, (double)s.threads};
+    for (int k = 0; k < S_N; k++) {
+        if (k == S_GPU && gpu == MON_UNAVAILABLE)
+            continue;   /* unavailable is never written as a number */
+        counter(m, s.pid, series_counter[k], t_ns, series_name[k], v[k], &p->last[k]);
+        if (k != S_CPU && k != S_THREADS)
+            sm->tree[k] += (int64_t)v[k];
+    }
+    sm->tree[S_CPU] += (int64_t)llround(cpu * 10.0);   /* tenths of a percent, summed exactly */
+    sm->tree[S_THREADS] += s.threads;
+    if (m->csv.fp)
+        proc_csv_row(m, p, &s, sm, gpu, cpu);
+}
+
+/* Tree sums and their peaks on MON_TREE_PID. */
+static void sample_tree(struct mon *m, const struct sample *sm)
+{
+    const int64_t *tree = sm->tree;
+    int64_t t_ns = sm->t_ns;
+    struct mon_tree_peak *tp = &m->sum.tree;
+    if (sm->alive > tp->max_procs)
+        tp->max_procs = sm->alive;
+    if (tree[S_RSS] > tp->rss_bytes) {
+        tp->rss_bytes = tree[S_RSS];
+        tp->rss_t_ns = t_ns;
+    }
+    tp->anon_bytes = max64(tp->anon_bytes, tree[S_ANON]);
+    tp->file_bytes = max64(tp->file_bytes, tree[S_FILE]);
+    tp->shmem_bytes = max64(tp->shmem_bytes, tree[S_SHMEM]);
+    tp->locked_bytes = max64(tp->locked_bytes, tree[S_LOCKED]);
+    tp->pinned_bytes = max64(tp->pinned_bytes, tree[S_PINNED]);
+    tp->swap_bytes = max64(tp->swap_bytes, tree[S_SWAP]);
+    if (sm->per_proc_gpu)
+        tp->gpu_bytes = max64(tp->gpu_bytes, tree[S_GPU]);
+    for (int k = 0; k < S_N; k++) {
+        if (k == S_GPU && !sm->per_proc_gpu)
+            continue;
+        double v = k == S_CPU ? (double)tree[k] / 10.0 : (double)tree[k];
+        counter(m, MON_TREE_PID, k == S_CPU || k == S_THREADS ? "tree cpu" :
+                k == S_GPU ? "tree gpu" : "tree memory", t_ns, series_name[k], v, &m->last_tree[k]);
+    }
+}
+
+/* System memory and per-device GPU memory, and their peaks, on MON_TREE_PID. */
+static void sample_system(struct mon *m, const struct sample *sm)
+{
+    int64_t t_ns = sm->t_ns;
+    if (sm->have_sys) {
+        const struct mon_sys_stat *sys = &sm->sys;
+        m->sum.system_total_bytes = sys->total_bytes;
+        m->sum.system_used_peak_bytes = max64(m->sum.system_used_peak_bytes, sys->used_bytes);
+        counter(m, MON_TREE_PID, "system memory", t_ns, "used_bytes", (double)sys->used_bytes, &m->last_sys[0]);
+        counter(m, MON_TREE_PID, "system memory", t_ns, "total_bytes", (double)sys->total_bytes, &m->last_sys[1]);
+        counter(m, MON_TREE_PID, "system memory", t_ns, "swap_used_bytes", (double)sys->swap_used_bytes,
+                &m->last_sys[2]);
+    }
+    if (m->gpu) {
+        for (int g = 0; g < m->sum.n_gpus; g++) {
+            if (sm->dev_used[g] == MON_UNAVAILABLE)
+                continue;
+            m->sum.gpu_used_peak_bytes[g] = max64(m->sum.gpu_used_peak_bytes[g], sm->dev_used[g]);
+            char name[32];
+            snprintf(name, sizeof name, "gpu%d memory", g);
+            counter(m, MON_TREE_PID, name, t_ns, "used_bytes", (double)sm->dev_used[g], &m->last_sys[4 + 2 * g]);
+            counter(m, MON_TREE_PID, name, t_ns, "total_bytes", (double)sm->dev_total[g], &m->last_sys[5 + 2 * g]);
+        }
+    }
+}
+
 int mon_sample(struct mon *m, int64_t t_ns, struct rl_err *e)
 {
     int64_t t_start = mono_ns();
@@ -472,153 +710,16 @@ int mon_sample(struct mon *m, int64_t t_ns, struct rl_err *e)
         return rc;
     }
 
-    struct mon_sys_stat sys;
-    bool have_sys = mon_read_meminfo(&sys, NULL) == 0;
-    int64_t dev_used[MON_MAX_GPUS], dev_total[MON_MAX_GPUS];
-    int n_gpu_pids = 0;
-    bool gpu_ok = false;
-    if (m->gpu) {
-        gpu_ok = mon_gpu_sample(m->gpu, dev_used, dev_total, m->gpu_pids, m->gpu_bytes,
-                                MON__MAX_GPU_PIDS, &n_gpu_pids) == 0;
-        if (!gpu_ok && m->sum.gpu_per_process) {
-            m->sum.gpu_per_process = false;   /* sticky: the columns must not flip to 0 */
-            snprintf(m->sum.gpu_note, sizeof m->sum.gpu_note,
-                     "NVML could not list the processes using a GPU (unsupported here)");
-        }
-        /* NVML in a container may report PIDs of the host namespace: when none of the PIDs it
-         * lists exists here, per-process figures cannot be attributed. */
-        if (gpu_ok && n_gpu_pids > 0 && m->sum.gpu_per_process) {
-            int visible = 0;
-            for (int i = 0; i < n_gpu_pids; i++) {
-                char path[32];
-                snprintf(path, sizeof path, "/proc/%d", m->gpu_pids[i]);
-                visible += access(path, F_OK) == 0;
-            }
-            if (visible == 0) {
-                m->sum.gpu_per_process = false;
-                snprintf(m->sum.gpu_note, sizeof m->sum.gpu_note,
-                         "NVML lists GPU processes whose PIDs are not visible here (another PID "
-                         "namespace): per-process GPU memory unavailable, per-device shown");
-            }
-        }
-    }
-    bool per_proc_gpu = gpu_ok && m->sum.gpu_per_process;
+    struct sample sm = {.t_ns = t_ns};
+    sm.have_sys = mon_read_meminfo(&sm.sys, NULL) == 0;
+    sample_gpus(m, &sm);
 
-    int64_t tree[S_N] = {0};
-    int alive = 0;
     for (int i = 0; i < m->n_procs; i++)
         m->procs[i].seen = false;
     /* Every followed live process: read its status, update peaks, write it out. */
-    for (int i = 0; i < m->all.n; i++) {
-        if (!followed[i])
-            continue;
-        const struct mon_proc_stat *st = &m->all.s[i];
-        struct mon__proc *p = find_proc(m, st->pid, st->start_ticks);
-        if (!p || p->gone)
-            continue;
-        struct mon_proc_stat s;
-        if (st->state == 'Z' || st->state == 'X' || mon_read_proc(st->pid, &s, NULL) != 0 ||
-            s.start_ticks != p->start_ticks || s.state == 'Z' || s.state == 'X')
-            continue;   /* exited (or became a zombie) since the listing: retired below */
-        alive++;
-        p->seen = true;
-        if (strcmp(p->peak.comm, s.comm) != 0) {   /* exec'd: rename the track */
-            snprintf(p->peak.comm, sizeof p->peak.comm, "%s", s.comm);
-            p->named = false;
-        }
-        if (!p->named) {   /* first sight, or after an exec: the environment may be new */
-            p->peak.rank = mon_read_rank(s.pid);
-            p->rank_tries = 0;
-        } else if (p->peak.rank < 0 && p->rank_tries < 10) {
-            /* Mid-exec the new comm is visible before the new stack's environment is, so an
-             * empty environ is looked at again for a few samples; a rank found renames. */
-            p->rank_tries++;
-            int r = mon_read_rank(s.pid);
-            if (r >= 0) {
-                p->peak.rank = r;
-                p->named = false;
-            }
-        }
-        name_track(m, p);
-        double cpu;
-        if (p->prev_t_ns >= 0 && t_ns > p->prev_t_ns) {
-            cpu = (double)(s.cpu_ticks - p->prev_cpu_ticks) / (double)m->clk_tck /
-                  ((double)(t_ns - p->prev_t_ns) * 1e-9) * 100.0;
-        } else {
-            /* First sample: the average since the process started. */
-            uint64_t now_ticks = m->boot_ticks_at_open +
-                (uint64_t)((double)(mono_ns() - m->mono_at_open_ns) * 1e-9 * (double)m->clk_tck);
-            uint64_t age = now_ticks > s.start_ticks ? now_ticks - s.start_ticks : 0;
-            cpu = age > 0 ? (double)s.cpu_ticks / (double)age * 100.0 : 0.0;
-        }
-        cpu = (double)llround(cpu * 10.0) / 10.0;   /* 0.1 % resolution: ticks are coarse anyway */
-        p->prev_cpu_ticks = s.cpu_ticks;
-        p->prev_t_ns = t_ns;
-        int64_t gpu = MON_UNAVAILABLE;
-        if (per_proc_gpu) {
-            gpu = 0;
-            for (int k = 0; k < n_gpu_pids; k++)
-                if (m->gpu_pids[k] == s.pid)
-                    gpu = m->gpu_bytes[k];
-        }
-        struct mon_peak *pk = &p->peak;
-        pk->rss_bytes = max64(pk->rss_bytes, s.rss_bytes);
-        pk->hwm_bytes = max64(pk->hwm_bytes, max64(s.hwm_bytes, s.rss_bytes));
-        pk->anon_bytes = max64(pk->anon_bytes, s.anon_bytes);
-        pk->file_bytes = max64(pk->file_bytes, s.file_bytes);
-        pk->shmem_bytes = max64(pk->shmem_bytes, s.shmem_bytes);
-        pk->locked_bytes = max64(pk->locked_bytes, s.locked_bytes);
-        pk->pinned_bytes = max64(pk->pinned_bytes, s.pinned_bytes);
-        pk->swap_bytes = max64(pk->swap_bytes, s.swap_bytes);
-        if (gpu != MON_UNAVAILABLE)
-            pk->gpu_bytes = max64(pk->gpu_bytes, gpu);
-        if (cpu > pk->cpu_percent)
-            pk->cpu_percent = cpu;
-        if (s.threads > pk->threads)
-            pk->threads = s.threads;
-        if (pk->n_samples == 0)
-            pk->first_ns = t_ns;
-        pk->n_samples++;
-        pk->last_ns = t_ns;
-        pk->alive = true;
-
-        double v[S_N] = {(double)s.rss_bytes, (double)s.anon_bytes, (double)s.file_bytes,
-                         (double)s.shmem_bytes, (double)s.locked_bytes, (double)s.pinned_bytes,
-                         (double)s.swap_bytes, (double)gpu, cpu, (double)s.threads};
-        for (int k = 0; k < S_N; k++) {
-            if (k == S_GPU && gpu == MON_UNAVAILABLE)
-                continue;   /* unavailable is never written as a number */
-            counter(m, s.pid, series_counter[k], t_ns, series_name[k], v[k], &p->last[k]);
-            if (k != S_CPU && k != S_THREADS)
-                tree[k] += (int64_t)v[k];
-        }
-        tree[S_CPU] += (int64_t)llround(cpu * 10.0);   /* tenths of a percent, summed exactly */
-        tree[S_THREADS] += s.threads;
-        if (m->csv.fp) {
-            FILE *f = m->csv.fp;
-            fprintf(f, "%" PRId64, t_ns);
-            csv_utc(f, m->real_at_open_ns + t_ns);
-            fprintf(f, ",%d,%d,", s.pid, s.ppid);
-            csv_str(f, s.comm);
-            fprintf(f, ",%d", p->peak.rank);
-            fprintf(f, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
-                       ",%" PRId64 ",%" PRId64,
-                    s.rss_bytes, s.anon_bytes, s.file_bytes, s.shmem_bytes, s.hwm_bytes,
-                    s.locked_bytes, s.pinned_bytes, s.swap_bytes);
-            csv_i64(f, gpu);
-            fprintf(f, ",%.1f,%d", cpu, s.threads);
-            csv_i64(f, have_sys ? sys.used_bytes : MON_UNAVAILABLE);
-            /* status: "ok", or why a column is empty */
-            char status[sizeof m->sum.gpu_note + 96];
-            snprintf(status, sizeof status, "%s%s%s%s", gpu == MON_UNAVAILABLE ? "gpu_bytes: " : "",
-                     gpu == MON_UNAVAILABLE ? (m->sum.gpu_note[0] ? m->sum.gpu_note : "no per-process GPU memory") : "",
-                     gpu == MON_UNAVAILABLE && !have_sys ? "; " : "",
-                     have_sys ? "" : "system_used_bytes: /proc/meminfo unreadable");
-            fputc(',', f);
-            csv_str(f, status[0] ? status : "ok");
-            fputc('\n', f);
-        }
-    }
+    for (int i = 0; i < m->all.n; i++)
+        if (followed[i])
+            sample_proc(m, &m->all.s[i], &sm);
     /* Followed processes not alive now are retired (their tracks go to 0). */
     for (int i = 0; i < m->n_procs; i++) {
         struct mon__proc *p = &m->procs[i];
@@ -627,53 +728,14 @@ int mon_sample(struct mon *m, int64_t t_ns, struct rl_err *e)
     }
     free(followed);
 
-    /* Tree sums and system figures on MON_TREE_PID. */
-    struct mon_tree_peak *tp = &m->sum.tree;
-    if (alive > tp->max_procs)
-        tp->max_procs = alive;
-    if (tree[S_RSS] > tp->rss_bytes) {
-        tp->rss_bytes = tree[S_RSS];
-        tp->rss_t_ns = t_ns;
-    }
-    tp->anon_bytes = max64(tp->anon_bytes, tree[S_ANON]);
-    tp->file_bytes = max64(tp->file_bytes, tree[S_FILE]);
-    tp->shmem_bytes = max64(tp->shmem_bytes, tree[S_SHMEM]);
-    tp->locked_bytes = max64(tp->locked_bytes, tree[S_LOCKED]);
-    tp->pinned_bytes = max64(tp->pinned_bytes, tree[S_PINNED]);
-    tp->swap_bytes = max64(tp->swap_bytes, tree[S_SWAP]);
-    if (per_proc_gpu)
-        tp->gpu_bytes = max64(tp->gpu_bytes, tree[S_GPU]);
-    for (int k = 0; k < S_N; k++) {
-        if (k == S_GPU && !per_proc_gpu)
-            continue;
-        double v = k == S_CPU ? (double)tree[k] / 10.0 : (double)tree[k];
-        counter(m, MON_TREE_PID, k == S_CPU || k == S_THREADS ? "tree cpu" :
-                k == S_GPU ? "tree gpu" : "tree memory", t_ns, series_name[k], v, &m->last_tree[k]);
-    }
-    if (have_sys) {
-        m->sum.system_total_bytes = sys.total_bytes;
-        m->sum.system_used_peak_bytes = max64(m->sum.system_used_peak_bytes, sys.used_bytes);
-        counter(m, MON_TREE_PID, "system memory", t_ns, "used_bytes", (double)sys.used_bytes, &m->last_sys[0]);
-        counter(m, MON_TREE_PID, "system memory", t_ns, "total_bytes", (double)sys.total_bytes, &m->last_sys[1]);
-        counter(m, MON_TREE_PID, "system memory", t_ns, "swap_used_bytes", (double)sys.swap_used_bytes, &m->last_sys[2]);
-    }
-    if (m->gpu) {
-        for (int g = 0; g < m->sum.n_gpus; g++) {
-            if (dev_used[g] == MON_UNAVAILABLE)
-                continue;
-            m->sum.gpu_used_peak_bytes[g] = max64(m->sum.gpu_used_peak_bytes[g], dev_used[g]);
-            char name[32];
-            snprintf(name, sizeof name, "gpu%d memory", g);
-            counter(m, MON_TREE_PID, name, t_ns, "used_bytes", (double)dev_used[g], &m->last_sys[4 + 2 * g]);
-            counter(m, MON_TREE_PID, name, t_ns, "total_bytes", (double)dev_total[g], &m->last_sys[5 + 2 * g]);
-        }
-    }
+    sample_tree(m, &sm);
+    sample_system(m, &sm);
     m->sum.n_samples++;
     m->sum.last_t_ns = t_ns;
     m->sum.sample_cost_ns += mono_ns() - t_start;
     if (m->csv.fp && ferror(m->csv.fp))
         csv_failed(m);
-    return alive;   /* an output error is reported by mon_close; the other output goes on */
+    return sm.alive;   /* an output error is reported by mon_close; the other output goes on */
 }
 
 int mon_mark(struct mon *m, int64_t t_ns, const char *stream, const char *line)

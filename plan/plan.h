@@ -154,6 +154,14 @@ enum plan_offload { PLAN_OFFLOAD_NONE, PLAN_OFFLOAD_CPU, PLAN_OFFLOAD_NVME };
 /* Where a value came from, for reporting ("auto" resolved to a default is said so). */
 enum plan_src { PLAN_SRC_DEFAULT, PLAN_SRC_CONFIG, PLAN_SRC_AUTO, PLAN_SRC_CLI };
 
+/* DeepSpeed's defaults (deepspeed/runtime/zero/config.py, offload_config.py): plan_zero_defaults
+ * sets them, and a model that meets an unset value (0) falls back to them. */
+#define PLAN_DS_SUB_GROUP_SIZE INT64_C(1000000000)      /* sub_group_size, elements */
+#define PLAN_DS_REDUCE_BUCKET_SIZE INT64_C(500000000)   /* reduce_bucket_size, elements */
+#define PLAN_DS_PREFETCH_BUCKET_SIZE INT64_C(50000000)  /* stage3_prefetch_bucket_size, elements */
+#define PLAN_DS_MAX_LIVE_PARAMETERS INT64_C(1000000000) /* stage3_max_live_parameters, elements */
+#define PLAN_DS_OFFLOAD_RATIO 1.0                       /* offload_optimizer.ratio */
+
 struct plan_zero {
     int stage;                       /* zero_optimization.stage */
     enum plan_offload offload;       /* offload_optimizer.device */

@@ -14,12 +14,6 @@
 #include "plan/model_impl.h"   /* plan__json_loads */
 #include "plan/plan.h"
 
-/* DeepSpeed defaults (deepspeed/runtime/zero/config.py, offload_config.py). */
-#define DS_SUB_GROUP_SIZE 1000000000LL
-#define DS_REDUCE_BUCKET_SIZE 500000000LL
-#define DS_PREFETCH_BUCKET_SIZE 50000000LL
-#define DS_MAX_LIVE_PARAMETERS 1000000000LL
-#define DS_OFFLOAD_RATIO 1.0
 
 void plan_zero_defaults(struct plan_zero *z)
 {
@@ -27,11 +21,11 @@ void plan_zero_defaults(struct plan_zero *z)
     z->stage = 0;
     z->offload = PLAN_OFFLOAD_NONE;
     z->pin_memory = false;
-    z->ratio = DS_OFFLOAD_RATIO;
-    z->sub_group_size = DS_SUB_GROUP_SIZE;
-    z->reduce_bucket_size = DS_REDUCE_BUCKET_SIZE;
-    z->prefetch_bucket_size = DS_PREFETCH_BUCKET_SIZE;
-    z->max_live_parameters = DS_MAX_LIVE_PARAMETERS;
+    z->ratio = PLAN_DS_OFFLOAD_RATIO;
+    z->sub_group_size = PLAN_DS_SUB_GROUP_SIZE;
+    z->reduce_bucket_size = PLAN_DS_REDUCE_BUCKET_SIZE;
+    z->prefetch_bucket_size = PLAN_DS_PREFETCH_BUCKET_SIZE;
+    z->max_live_parameters = PLAN_DS_MAX_LIVE_PARAMETERS;
     z->dtype = PLAN_FP32;
     z->micro_batch = 1;
     z->grad_accum = 1;
@@ -274,6 +268,239 @@ json_t *plan__json_loads(const char *text, size_t flags, json_error_t *je)
     return root;
 }
 
+/* What the key table writes: the config, and the two precision switches it is resolved from. */
+struct zero_read {
+    struct plan_zero z;   /* the config being read */
+    bool fp16;            /* fp16.enabled */
+    bool bf16;            /* bf16.enabled */
+};
+
+/* What a key of the table is. */
+enum zero_kind {
+    ZK_OBJECT,      /* an object {...}; its presence sets the bool at off, if any */
+    ZK_INT,         /* an integer in [lo, hi] (a JSON integer or an integral real such as 1e9) */
+    ZK_BOOL,        /* true or false */
+    ZK_DEVICE,      /* "cpu", "nvme" or "none": an enum plan_offload */
+    ZK_RATIO,       /* a finite number in [0, 1] */
+    ZK_STRING,      /* a string (null is not one), into a char array */
+    ZK_PRECISION,   /* no key: fp16 and bf16 resolved into the dtype */
+};
+
+/* One key of a DeepSpeed config that shapes the plan. Keys are read in table order and the first
+ * error wins, so the table's order is the order errors are reported in. */
+struct zero_key {
+    const char *path;        /* JSON path from the top level, keys joined by "." */
+    enum zero_kind kind;     /* what the value must be */
+    size_t off;              /* offset of the value in struct zero_read (NONE: not stored) */
+    size_t size;             /* ZK_INT: bytes of the value (int or int64_t); ZK_STRING: of the array */
+    size_t off_src;          /* offset of its enum plan_src (NONE: no provenance kept) */
+    int64_t lo, hi;          /* ZK_INT: the allowed range, inclusive */
+    bool auto_ok;            /* "auto" is accepted (the default stays) */
+    const char *auto_note;   /* the note when "auto": a format of the path and the default */
+    int64_t def;             /* ZK_INT: the default "auto" resolves to, for the note */
+    const char *example;     /* ZK_STRING: an example value for the message */
+};
+
+#define NONE ((size_t)-1)
+#define AT(m) offsetof(struct zero_read, m)
+#define K_SIZEOF(m) sizeof(((struct zero_read *)0)->m)
+#define K_OBJECT(p) {.path = p, .kind = ZK_OBJECT, .off = NONE, .off_src = NONE}
+#define K_BLOCK(p, flag) {.path = p, .kind = ZK_OBJECT, .off = AT(z.flag), .off_src = NONE}
+#define K_INT(p, m, src, l, h, ok, nt, d)                                                           \
+    {.path = p, .kind = ZK_INT, .off = AT(z.m), .size = K_SIZEOF(z.m), .off_src = src, .lo = l, .hi = h, \
+     .auto_ok = ok, .auto_note = nt, .def = d}
+#define K_BOOL(p, m, ok, nt) {.path = p, .kind = ZK_BOOL, .off = AT(m), .off_src = NONE, .auto_ok = ok, .auto_note = nt}
+#define K_STRING(p, m, ex) {.path = p, .kind = ZK_STRING, .off = AT(z.m), .size = K_SIZEOF(z.m), .off_src = NONE, .example = ex}
+#define K_SIZE(k, m, d)                                                                         \
+    K_INT("zero_optimization." k, m, AT(z.src_##m), 1, INT64_C(1) << 50, true,                     \
+        "%s: \"auto\" resolved to DeepSpeed's default %s", d)
+#define K_BATCH(k, m, h, nt) K_INT(k, m, AT(z.src_##m), 1, h, true, nt, 1)
+static const struct zero_key zero_keys[] = {
+    K_OBJECT("zero_optimization"),
+    K_INT("zero_optimization.stage", stage, NONE, 0, 3, false, NULL, 0),
+    K_OBJECT("zero_optimization.offload_optimizer"),
+    {.path = "zero_optimization.offload_optimizer.device", .kind = ZK_DEVICE, .off = AT(z.offload), .off_src = NONE},
+    K_BOOL("zero_optimization.offload_optimizer.pin_memory", z.pin_memory, false, NULL),
+    {.path = "zero_optimization.offload_optimizer.ratio", .kind = ZK_RATIO, .off = AT(z.ratio),
+     .off_src = AT(z.src_ratio)},
+    K_SIZE("sub_group_size", sub_group_size, PLAN_DS_SUB_GROUP_SIZE),
+    K_SIZE("reduce_bucket_size", reduce_bucket_size, PLAN_DS_REDUCE_BUCKET_SIZE),
+    K_SIZE("stage3_prefetch_bucket_size", prefetch_bucket_size, PLAN_DS_PREFETCH_BUCKET_SIZE),
+    K_SIZE("stage3_max_live_parameters", max_live_parameters, PLAN_DS_MAX_LIVE_PARAMETERS),
+    K_OBJECT("fp16"),
+    K_OBJECT("bf16"),
+    K_BOOL("fp16.enabled", fp16, true, "%s: \"auto\" resolved to false (DeepSpeed's default; HF sets it from --fp16)%s"),
+    K_BOOL("bf16.enabled", bf16, true, "%s: \"auto\" resolved to false (DeepSpeed's default; HF sets it from --bf16)%s"),
+    {.path = "", .kind = ZK_PRECISION, .off = NONE, .off_src = NONE},
+    /* optimizer block: HF passes one flat parameter group when it is present */
+    K_BLOCK("optimizer", has_optimizer_block),
+    K_STRING("optimizer.type", optimizer_type, "AdamW"),
+    K_OBJECT("optimizer.params"),
+    K_BOOL("optimizer.params.torch_adam", z.torch_adam, false, NULL),
+    /* scheduler block: DeepSpeed's lr scheduler (plan/ds_hazards.c) */
+    K_BLOCK("scheduler", has_scheduler_block),
+    K_STRING("scheduler.type", scheduler_type, "WarmupLR"),
+    K_BATCH("train_micro_batch_size_per_gpu", micro_batch, 1 << 20, "%s: \"auto\" resolved to %s"),
+    K_BATCH("gradient_accumulation_steps", grad_accum, 1 << 20, "%s: \"auto\" resolved to %s"),
+    K_BATCH("train_batch_size", train_batch, INT64_C(1) << 40, NULL),
+};
+#undef K_OBJECT
+#undef K_BLOCK
+#undef K_INT
+#undef K_BOOL
+#undef K_STRING
+#undef K_SIZE
+#undef K_BATCH
+#undef K_SIZEOF
+#undef AT
+#define N_ZERO_KEYS (sizeof zero_keys / sizeof zero_keys[0])
+
+/* The object read by the ZK_OBJECT row whose path is the first n characters of `path` (NULL:
+ * absent, or not read yet). */
+static json_t *object_at(json_t *const *objects, const char *path, size_t n)
+{
+    for (size_t i = 0; i < N_ZERO_KEYS; i++)
+        if (zero_keys[i].kind == ZK_OBJECT && strlen(zero_keys[i].path) == n && !strncmp(zero_keys[i].path, path, n))
+            return objects[i];
+    return NULL;
+}
+
+/* The object a key lives in: the top level, or its parent ZK_OBJECT row's (NULL: absent). */
+static json_t *parent_of(const struct zero_key *k, json_t *root, json_t *const *objects)
+{
+    const char *dot = strrchr(k->path, '.');
+    return dot ? object_at(objects, k->path, (size_t)(dot - k->path)) : root;
+}
+
+/* offload_optimizer.device: "cpu", "nvme" or "none" (absent or null: unchanged). */
+static int read_device(const json_t *dev, const char *path, enum plan_offload *out, struct rl_err *e)
+{
+    static const char *const names[] = {[PLAN_OFFLOAD_NONE] = "none", [PLAN_OFFLOAD_CPU] = "cpu",
+                                        [PLAN_OFFLOAD_NVME] = "nvme"};
+    if (!dev || json_is_null(dev))
+        return 0;
+    const char *d = json_is_string(dev) ? json_string_value(dev) : NULL;
+    for (int i = 0; d && i < (int)(sizeof names / sizeof names[0]); i++)
+        if (strcmp(d, names[i]) == 0) {
+            *out = (enum plan_offload)i;
+            return 0;
+        }
+    char buf[80];
+    show(dev, buf, sizeof buf);
+    return rl_errf(e, RL_EINVAL, "%s: %s is not allowed; expected \"cpu\", \"nvme\" or \"none\"", path, buf);
+}
+
+/* offload_optimizer.ratio: a finite number in [0, 1] (absent or null: unchanged). Returns 1 when read. */
+static int read_ratio(const json_t *rv, const char *path, double *out, struct rl_err *e)
+{
+    if (!rv || json_is_null(rv))
+        return 0;
+    char buf[80];
+    double x = json_is_number(rv) ? json_number_value(rv) : NAN;
+    if (!json_is_number(rv) || !isfinite(x)) {
+        show(rv, buf, sizeof buf);
+        return rl_errf(e, RL_EINVAL, "%s: %s is not allowed; expected a number in [0, 1]", path, buf);
+    }
+    if (x < 0 || x > 1) {
+        show(rv, buf, sizeof buf);
+        return rl_errf(e, RL_EINVAL, "%s: %s is outside [0, 1]", path, buf);
+    }
+    *out = x;
+    return 1;
+}
+
+/* fp16.enabled and bf16.enabled resolved into the dtype: at most one may be true; "auto" leaves
+ * fp32 until --dtype says what the Trainer's flags would. */
+static int resolve_precision(struct zero_read *rd, const json_t *fp16, const json_t *bf16, struct rl_err *e)
+{
+    struct plan_zero *z = &rd->z;
+    if (rd->fp16 && rd->bf16)
+        return rl_errf(e, RL_EINVAL, "fp16.enabled and bf16.enabled: both true; at most one may be enabled");
+    if (rd->fp16 || rd->bf16) {
+        z->dtype = rd->fp16 ? PLAN_FP16 : PLAN_BF16;
+        z->src_dtype = PLAN_SRC_CONFIG;
+    } else if ((fp16 && is_auto(json_object_get(fp16, "enabled"))) ||
+               (bf16 && is_auto(json_object_get(bf16, "enabled")))) {
+        z->src_dtype = PLAN_SRC_AUTO;   /* fp32 until --dtype says what the Trainer's flags would */
+    }
+    return 0;
+}
+
+/* Reads key k of the table into rd; objects[] holds the ZK_OBJECT rows read so far. */
+static int read_key(struct zero_read *rd, const struct zero_key *k, json_t *root, json_t **objects,
+                    struct rl_err *e)
+{
+    char *base = (char *)rd;
+    enum plan_src *src = k->off_src != NONE ? (enum plan_src *)(base + k->off_src) : NULL;
+    if (k->kind == ZK_PRECISION)
+        return resolve_precision(rd, object_at(objects, "fp16", 4), object_at(objects, "bf16", 4), e);
+    json_t *in = parent_of(k, root, objects);
+    if (!in)
+        return 0;   /* its object is absent */
+    const char *dot = strrchr(k->path, '.');
+    const char *key = dot ? dot + 1 : k->path;
+    int rc = 0, r;
+    switch (k->kind) {
+    case ZK_OBJECT: {
+        json_t **obj = &objects[k - zero_keys];
+        if ((rc = get_object(in, key, k->path, obj, e)))
+            return rc;
+        if (*obj && k->off != NONE)
+            *(bool *)(base + k->off) = true;
+        return 0;
+    }
+    case ZK_INT: {
+        int64_t v = 0;
+        if (k->size == sizeof(int64_t))
+            memcpy(&v, base + k->off, sizeof v);
+        if ((r = get_i64(in, key, k->path, k->lo, k->hi, k->auto_ok, &v, e, &rc)) < 0)
+            return rc;
+        if (k->size == sizeof(int64_t))
+            memcpy(base + k->off, &v, sizeof v);
+        else
+            *(int *)(base + k->off) = (int)v;
+        if (src && r == 0)
+            *src = PLAN_SRC_CONFIG;
+        if (src && r == 2)
+            *src = PLAN_SRC_AUTO;
+        if (r == 2 && k->auto_note) {
+            char d[32];
+            snprintf(d, sizeof d, "%lld", (long long)k->def);
+            note(&rd->z, k->auto_note, k->path, d);
+        }
+        return 0;
+    }
+    case ZK_BOOL:
+        if ((r = get_bool(in, key, k->path, k->auto_ok, (bool *)(base + k->off), e, &rc)) < 0)
+            return rc;
+        if (r == 2 && k->auto_note)
+            note(&rd->z, k->auto_note, k->path, "");
+        return 0;
+    case ZK_DEVICE:
+        return read_device(json_object_get(in, key), k->path, (enum plan_offload *)(base + k->off), e);
+    case ZK_RATIO:
+        if ((r = read_ratio(json_object_get(in, key), k->path, (double *)(base + k->off), e)) < 0)
+            return r;
+        if (r == 1 && src)
+            *src = PLAN_SRC_CONFIG;
+        return 0;
+    case ZK_STRING: {
+        json_t *t = json_object_get(in, key);
+        if (t && !json_is_string(t)) {
+            char buf[80];
+            show(t, buf, sizeof buf);
+            return rl_errf(e, RL_EINVAL, "%s: %s is not allowed; expected a string such as \"%s\"", k->path, buf,
+                           k->example);
+        }
+        snprintf(base + k->off, k->size, "%s", t ? json_string_value(t) : "");
+        return 0;
+    }
+    case ZK_PRECISION:
+        break;
+    }
+    return 0;
+}
+
 int plan_zero_parse(struct plan_zero *z, const char *text, const char *what, struct rl_err *e)
 {
     plan_zero_defaults(z);
@@ -293,187 +520,22 @@ int plan_zero_parse(struct plan_zero *z, const char *text, const char *what, str
         return rl_errf(e, RL_EINVAL, "%s: not valid JSON at line %d column %d: %s", what, je.line,
                        je.column, je.text);
     }
-    int rc = 0, r;
-    char buf[80];
-    if (!json_is_object(root)) {
+    int rc = 0;
+    struct zero_read rd = {.z = *z};
+    json_t *objects[N_ZERO_KEYS] = {0};   /* the ZK_OBJECT rows' objects (NULL: absent) */
+    if (!json_is_object(root))
         rc = rl_errf(e, RL_EINVAL, "the top level must be a JSON object {...}");
-        goto out;
-    }
-
-    json_t *zo, *off, *fp16, *bf16, *opt;
-    if ((rc = get_object(root, "zero_optimization", "zero_optimization", &zo, e)))
-        goto out;
-    if (zo) {
-        int64_t stage = 0;
-        if ((r = get_i64(zo, "stage", "zero_optimization.stage", 0, 3, false, &stage, e, &rc)) < 0)
-            goto out;
-        z->stage = (int)stage;
-        if ((rc = get_object(zo, "offload_optimizer", "zero_optimization.offload_optimizer", &off, e)))
-            goto out;
-        if (off) {
-            json_t *dev = json_object_get(off, "device");
-            if (dev && !json_is_null(dev)) {
-                const char *d = json_is_string(dev) ? json_string_value(dev) : NULL;
-                if (d && strcmp(d, "cpu") == 0)
-                    z->offload = PLAN_OFFLOAD_CPU;
-                else if (d && strcmp(d, "nvme") == 0)
-                    z->offload = PLAN_OFFLOAD_NVME;
-                else if (d && strcmp(d, "none") == 0)
-                    z->offload = PLAN_OFFLOAD_NONE;
-                else {
-                    show(dev, buf, sizeof buf);
-                    rc = rl_errf(e, RL_EINVAL,
-                                 "zero_optimization.offload_optimizer.device: %s is not allowed; expected "
-                                 "\"cpu\", \"nvme\" or \"none\"", buf);
-                    goto out;
-                }
-            }
-            if ((r = get_bool(off, "pin_memory", "zero_optimization.offload_optimizer.pin_memory",
-                              false, &z->pin_memory, e, &rc)) < 0)
-                goto out;
-            json_t *rv = json_object_get(off, "ratio");
-            if (rv && !json_is_null(rv)) {
-                double x = json_is_number(rv) ? json_number_value(rv) : NAN;
-                if (!json_is_number(rv) || !isfinite(x)) {
-                    show(rv, buf, sizeof buf);
-                    rc = rl_errf(e, RL_EINVAL,
-                                 "zero_optimization.offload_optimizer.ratio: %s is not allowed; expected a "
-                                 "number in [0, 1]", buf);
-                    goto out;
-                }
-                if (x < 0 || x > 1) {
-                    show(rv, buf, sizeof buf);
-                    rc = rl_errf(e, RL_EINVAL,
-                                 "zero_optimization.offload_optimizer.ratio: %s is outside [0, 1]", buf);
-                    goto out;
-                }
-                z->ratio = x;
-                z->src_ratio = PLAN_SRC_CONFIG;
-            }
-        }
-        static const struct {
-            const char *key;
-            size_t off_val, off_src;
-            int64_t def;
-        } sizes[] = {
-            {"sub_group_size", offsetof(struct plan_zero, sub_group_size),
-             offsetof(struct plan_zero, src_sub_group_size), DS_SUB_GROUP_SIZE},
-            {"reduce_bucket_size", offsetof(struct plan_zero, reduce_bucket_size),
-             offsetof(struct plan_zero, src_reduce_bucket_size), DS_REDUCE_BUCKET_SIZE},
-            {"stage3_prefetch_bucket_size", offsetof(struct plan_zero, prefetch_bucket_size),
-             offsetof(struct plan_zero, src_prefetch_bucket_size), DS_PREFETCH_BUCKET_SIZE},
-            {"stage3_max_live_parameters", offsetof(struct plan_zero, max_live_parameters),
-             offsetof(struct plan_zero, src_max_live_parameters), DS_MAX_LIVE_PARAMETERS},
-        };
-        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-            char path[96];
-            snprintf(path, sizeof path, "zero_optimization.%s", sizes[i].key);
-            int64_t *val = (int64_t *)((char *)z + sizes[i].off_val);
-            enum plan_src *src = (enum plan_src *)((char *)z + sizes[i].off_src);
-            r = get_i64(zo, sizes[i].key, path, 1, INT64_C(1) << 50, true, val, e, &rc);
-            if (r < 0)
-                goto out;
-            if (r == 0)
-                *src = PLAN_SRC_CONFIG;
-            if (r == 2) {
-                *src = PLAN_SRC_AUTO;
-                char d[32];
-                snprintf(d, sizeof d, "%lld", (long long)sizes[i].def);
-                note(z, "%s: \"auto\" resolved to DeepSpeed's default %s", path, d);
-            }
-        }
-    }
-
-    /* precision */
-    bool f16 = false, b16 = false;
-    if ((rc = get_object(root, "fp16", "fp16", &fp16, e)) || (rc = get_object(root, "bf16", "bf16", &bf16, e)))
-        goto out;
-    if (fp16) {
-        if ((r = get_bool(fp16, "enabled", "fp16.enabled", true, &f16, e, &rc)) < 0)
-            goto out;
-        if (r == 2)
-            note(z, "%s: \"auto\" resolved to false (DeepSpeed's default; HF sets it from --fp16)%s",
-                 "fp16.enabled", "");
-    }
-    if (bf16) {
-        if ((r = get_bool(bf16, "enabled", "bf16.enabled", true, &b16, e, &rc)) < 0)
-            goto out;
-        if (r == 2)
-            note(z, "%s: \"auto\" resolved to false (DeepSpeed's default; HF sets it from --bf16)%s",
-                 "bf16.enabled", "");
-    }
-    if (f16 && b16) {
-        rc = rl_errf(e, RL_EINVAL, "fp16.enabled and bf16.enabled: both true; at most one may be enabled");
-        goto out;
-    }
-    if (f16 || b16) {
-        z->dtype = f16 ? PLAN_FP16 : PLAN_BF16;
-        z->src_dtype = PLAN_SRC_CONFIG;
-    } else if ((fp16 && is_auto(json_object_get(fp16, "enabled"))) ||
-               (bf16 && is_auto(json_object_get(bf16, "enabled")))) {
-        z->src_dtype = PLAN_SRC_AUTO;   /* fp32 until --dtype says what the Trainer's flags would */
-    }
-
-    /* optimizer block: HF passes one flat parameter group when it is present */
-    if ((rc = get_object(root, "optimizer", "optimizer", &opt, e)))
-        goto out;
-    if (opt) {
-        z->has_optimizer_block = true;
-        json_t *t = json_object_get(opt, "type");
-        if (t && !json_is_string(t)) {
-            show(t, buf, sizeof buf);
-            rc = rl_errf(e, RL_EINVAL, "optimizer.type: %s is not allowed; expected a string such as \"AdamW\"", buf);
-            goto out;
-        }
-        snprintf(z->optimizer_type, sizeof z->optimizer_type, "%s", t ? json_string_value(t) : "");
-        json_t *params;
-        if ((rc = get_object(opt, "params", "optimizer.params", &params, e)))
-            goto out;
-        if (params && (r = get_bool(params, "torch_adam", "optimizer.params.torch_adam", false, &z->torch_adam, e,
-                                    &rc)) < 0)
-            goto out;
-    }
-
-    /* scheduler block: DeepSpeed's lr scheduler (plan/ds_hazards.c) */
-    json_t *sched;
-    if ((rc = get_object(root, "scheduler", "scheduler", &sched, e)))
-        goto out;
-    if (sched) {
-        z->has_scheduler_block = true;
-        json_t *t = json_object_get(sched, "type");
-        if (t && !json_is_string(t)) {
-            show(t, buf, sizeof buf);
-            rc = rl_errf(e, RL_EINVAL, "scheduler.type: %s is not allowed; expected a string such as \"WarmupLR\"", buf);
-            goto out;
-        }
-        snprintf(z->scheduler_type, sizeof z->scheduler_type, "%s", t ? json_string_value(t) : "");
-    }
-
-    /* batch settings */
-    if ((r = get_i64(root, "train_micro_batch_size_per_gpu", "train_micro_batch_size_per_gpu", 1, 1 << 20,
-                     true, &z->micro_batch, e, &rc)) < 0)
-        goto out;
-    z->src_micro_batch = r == 0 ? PLAN_SRC_CONFIG : r == 2 ? PLAN_SRC_AUTO : PLAN_SRC_DEFAULT;
-    if (r == 2)
-        note(z, "%s: \"auto\" resolved to %s", "train_micro_batch_size_per_gpu", "1");
-    if ((r = get_i64(root, "gradient_accumulation_steps", "gradient_accumulation_steps", 1, 1 << 20, true,
-                     &z->grad_accum, e, &rc)) < 0)
-        goto out;
-    z->src_grad_accum = r == 0 ? PLAN_SRC_CONFIG : r == 2 ? PLAN_SRC_AUTO : PLAN_SRC_DEFAULT;
-    if (r == 2)
-        note(z, "%s: \"auto\" resolved to %s", "gradient_accumulation_steps", "1");
-    if ((r = get_i64(root, "train_batch_size", "train_batch_size", 1, INT64_C(1) << 40, true,
-                     &z->train_batch, e, &rc)) < 0)
-        goto out;
-    z->src_train_batch = r == 0 ? PLAN_SRC_CONFIG : r == 2 ? PLAN_SRC_AUTO : PLAN_SRC_DEFAULT;
-
-    rc = plan_zero_validate(z, e);
-out:
+    for (size_t i = 0; i < N_ZERO_KEYS && !rc; i++)
+        rc = read_key(&rd, &zero_keys[i], root, objects, e);
+    if (!rc)
+        rc = plan_zero_validate(&rd.z, e);
+    *z = rd.z;
     if (rc)
         rl_err_prefix(e, "%s", what);
     json_decref(root);
     return rc;
 }
+#undef NONE
 
 int plan_zero_load(struct plan_zero *z, const char *path, struct rl_err *e)
 {

@@ -108,15 +108,11 @@ void sim_flow_advance(struct sim_flow *f)
 static void on_tick(struct sim *s, void *arg, int64_t tag);
 static void on_update(struct sim *s, void *arg, int64_t tag);
 
-/* Progressive filling: a common "level" rises and every unfixed activity runs at level / w_max,
- * w_max its largest weight, so activities share a bottleneck equally in that resource's units
- * (a copy and a CPU Adam get equal bytes/s of DRAM, not equal bytes vs elements). The level rises
- * until a resource saturates or an activity reaches its own cap; those activities are fixed.
- * O(L x (A k + R)) with L rounds. */
-static void recompute(struct sim_flow *f)
+/* Recomputation, step 1: every active activity unfixed, except one that uses nothing (done at once);
+ * its growth 1 / w_max; every resource it uses marked with `stamp`, its remaining capacity full,
+ * and listed in f->touched (*nt of them). Returns the number of unfixed activities. */
+static int fill_prepare(struct sim_flow *f, int64_t now, int stamp, int *nt_out)
 {
-    int64_t now = f->sim->now_ns;
-    int stamp = ++f->stamp;
     int nt = 0;
     int unfixed = 0;
     for (int i = 0; i < f->n_active; i++) {
@@ -143,74 +139,106 @@ static void recompute(struct sim_flow *f)
             }
         }
     }
-    double level = 0;
     for (int i = 0; i < f->n_active; i++) {
         struct sim__act *a = &f->act[f->active[i]];
         a->settled = a->fixed ? INFINITY : -1.0;
     }
-    while (unfixed > 0) {
-        for (int j = 0; j < nt; j++)
-            f->res[f->touched[j]].wsum = 0;
-        for (int i = 0; i < f->n_active; i++) {
-            struct sim__act *a = &f->act[f->active[i]];
-            if (a->fixed)
-                continue;
-            for (int k = 0; k < a->req.n_res; k++)
-                f->res[a->req.res[k]].wsum += a->req.weight[k] * a->growth;
-        }
-        double delta = INFINITY;
-        int arg_res = -1, arg_act = -1;
-        for (int j = 0; j < nt; j++) {
-            struct sim_resource *r = &f->res[f->touched[j]];
-            if (r->wsum > 0) {
-                double d = r->rem / r->wsum;
-                if (d < delta) {
-                    delta = d;
-                    arg_res = f->touched[j];
-                    arg_act = -1;
-                }
-            }
-        }
-        for (int i = 0; i < f->n_active; i++) {
-            struct sim__act *a = &f->act[f->active[i]];
-            if (!a->fixed && a->req.rate_cap > 0 && a->req.rate_cap / a->growth - level < delta) {
-                delta = a->req.rate_cap / a->growth - level;
-                arg_act = i;
-                arg_res = -1;
-            }
-        }
-        if (delta < 0)
-            delta = 0;
-        level += delta;
-        for (int j = 0; j < nt; j++) {
-            struct sim_resource *r = &f->res[f->touched[j]];
-            if (r->wsum > 0) {
-                r->rem -= delta * r->wsum;
-                if (r->rem < 0)
-                    r->rem = 0;
-            }
-        }
-        if (arg_res >= 0)
-            f->res[arg_res].rem = 0;
-        for (int i = 0; i < f->n_active; i++) {
-            struct sim__act *a = &f->act[f->active[i]];
-            if (a->fixed)
-                continue;
-            bool fix = i == arg_act || (a->req.rate_cap > 0 && a->req.rate_cap - level * a->growth <=
-                                                                  SIM__SAT_TOL * a->req.rate_cap);
-            for (int k = 0; k < a->req.n_res && !fix; k++) {
-                struct sim_resource *r = &f->res[a->req.res[k]];
-                fix = r->rem <= SIM__SAT_TOL * r->capacity;
-            }
-            if (fix) {
-                a->fixed = true;
-                a->settled = (i == arg_act || level * a->growth > a->req.rate_cap) && a->req.rate_cap > 0
-                                 ? a->req.rate_cap
-                                 : level * a->growth;
-                unfixed--;
+    *nt_out = nt;
+    return unfixed;
+}
+
+/* Step 2a: each touched resource's growth rate of use, the sum of its unfixed activities' weight
+ * x growth. */
+static void fill_weights(struct sim_flow *f, int nt)
+{
+    for (int j = 0; j < nt; j++)
+        f->res[f->touched[j]].wsum = 0;
+    for (int i = 0; i < f->n_active; i++) {
+        struct sim__act *a = &f->act[f->active[i]];
+        if (a->fixed)
+            continue;
+        for (int k = 0; k < a->req.n_res; k++)
+            f->res[a->req.res[k]].wsum += a->req.weight[k] * a->growth;
+    }
+}
+
+/* Step 2b: the bottleneck, the smallest level increase that saturates a resource (*arg_res) or
+ * brings an activity to its cap (*arg_act, an index into f->active); returns that increase. */
+static double fill_bottleneck(const struct sim_flow *f, int nt, double level, int *arg_res_out, int *arg_act_out)
+{
+    double delta = INFINITY;
+    int arg_res = -1, arg_act = -1;
+    for (int j = 0; j < nt; j++) {
+        struct sim_resource *r = &f->res[f->touched[j]];
+        if (r->wsum > 0) {
+            double d = r->rem / r->wsum;
+            if (d < delta) {
+                delta = d;
+                arg_res = f->touched[j];
+                arg_act = -1;
             }
         }
     }
+    for (int i = 0; i < f->n_active; i++) {
+        struct sim__act *a = &f->act[f->active[i]];
+        if (!a->fixed && a->req.rate_cap > 0 && a->req.rate_cap / a->growth - level < delta) {
+            delta = a->req.rate_cap / a->growth - level;
+            arg_act = i;
+            arg_res = -1;
+        }
+    }
+    *arg_res_out = arg_res;
+    *arg_act_out = arg_act;
+    return delta;
+}
+
+/* Step 2c: the level raised by delta uses up that much of every touched resource; the bottleneck
+ * resource (arg_res >= 0) is exactly saturated. */
+static void fill_raise(struct sim_flow *f, int nt, double delta, int arg_res)
+{
+    for (int j = 0; j < nt; j++) {
+        struct sim_resource *r = &f->res[f->touched[j]];
+        if (r->wsum > 0) {
+            r->rem -= delta * r->wsum;
+            if (r->rem < 0)
+                r->rem = 0;
+        }
+    }
+    if (arg_res >= 0)
+        f->res[arg_res].rem = 0;
+}
+
+/* Step 2d: every unfixed activity at its cap (or the capped bottleneck arg_act) or on a saturated
+ * resource is fixed at its settled rate. Returns the number fixed in this round. */
+static int fill_fix(struct sim_flow *f, double level, int arg_act)
+{
+    int fixed = 0;
+    for (int i = 0; i < f->n_active; i++) {
+        struct sim__act *a = &f->act[f->active[i]];
+        if (a->fixed)
+            continue;
+        bool fix = i == arg_act || (a->req.rate_cap > 0 && a->req.rate_cap - level * a->growth <=
+                                                              SIM__SAT_TOL * a->req.rate_cap);
+        for (int k = 0; k < a->req.n_res && !fix; k++) {
+            struct sim_resource *r = &f->res[a->req.res[k]];
+            fix = r->rem <= SIM__SAT_TOL * r->capacity;
+        }
+        if (fix) {
+            a->fixed = true;
+            a->settled = (i == arg_act || level * a->growth > a->req.rate_cap) && a->req.rate_cap > 0
+                             ? a->req.rate_cap
+                             : level * a->growth;
+            fixed++;
+        }
+    }
+    return fixed;
+}
+
+/* Step 3: the settled rates applied: a completion time recomputed only for an activity whose rate
+ * changed (or that had none), every resource's load summed again. Returns the earliest completion
+ * (INT64_MAX: none). */
+static int64_t apply_rates(struct sim_flow *f, int64_t now, int stamp, int nt)
+{
     for (int j = 0; j < nt; j++)
         f->res[f->touched[j]].load = 0;
     for (int i = 0; i < f->n_res; i++)
@@ -239,6 +267,12 @@ static void recompute(struct sim_flow *f)
         if (a->t_finish_ns < next)
             next = a->t_finish_ns;
     }
+    return next;
+}
+
+/* Step 4: the one pending completion event replaced by one at `next`; the observer told. */
+static void reschedule(struct sim_flow *f, int64_t next)
+{
     f->n_recompute++;
     f->dirty = false;
     if (f->next_set)
@@ -250,6 +284,31 @@ static void recompute(struct sim_flow *f)
     }
     if (f->observe)
         f->observe(f, f->observe_arg);
+}
+
+/* Progressive filling: a common "level" rises and every unfixed activity runs at level / w_max,
+ * w_max its largest weight, so activities share a bottleneck equally in that resource's units
+ * (a copy and a CPU Adam get equal bytes/s of DRAM, not equal bytes vs elements). The level rises
+ * until a resource saturates or an activity reaches its own cap; those activities are fixed.
+ * O(L x (A k + R)) with L rounds. */
+static void recompute(struct sim_flow *f)
+{
+    int64_t now = f->sim->now_ns;
+    int stamp = ++f->stamp;
+    int nt = 0;
+    int unfixed = fill_prepare(f, now, stamp, &nt);
+    double level = 0;
+    while (unfixed > 0) {
+        fill_weights(f, nt);
+        int arg_res, arg_act;
+        double delta = fill_bottleneck(f, nt, level, &arg_res, &arg_act);
+        if (delta < 0)
+            delta = 0;
+        level += delta;
+        fill_raise(f, nt, delta, arg_res);
+        unfixed -= fill_fix(f, level, arg_act);
+    }
+    reschedule(f, apply_rates(f, now, stamp, nt));
 }
 
 static void on_update(struct sim *s, void *arg, int64_t tag)

@@ -900,6 +900,163 @@ static int simulated_micro_steps(const struct sim_train *t)
     return t->grad_accum < most ? (int)t->grad_accum : most;
 }
 
+/* What the passes of one step's graph share: the resolved layout and schedule, and the tails of
+ * every rank's streams as the passes add tasks. */
+struct graph_ctx {
+    int G;                  /* ranks simulated */
+    int dp, dp_local;       /* DP degree, DP group members in this node */
+    int pp;                 /* pipeline stages */
+    int dtype;              /* bytes per parameter element */
+    bool offload;           /* the optimizer is offloaded (offload_optimizer.device cpu) */
+    bool ds;                /* DeepSpeed's schedule (else ratiolab's overlap schedule) */
+    struct ds_rules dr;     /* the DeepSpeed version's rules */
+    int64_t depth;          /* blocks gathered ahead of the compute (prefetch_bucket_size) */
+    int64_t bucket;         /* gradient elements per reduce bucket (reduce_bucket_size) */
+    int64_t act_per_block;  /* activation bytes of one block (trace counter) */
+    double flop_rate;       /* FLOP/s of one rank's SMs */
+    struct pass_ctx pc;     /* what every block's compute needs */
+    struct streams *st;     /* [G] the last task of each stream per rank */
+    int *fwd;               /* [blocks x G] the forward's (then the backward's) last task per block and rank */
+    int *flush_end;         /* [3 x G] the last 3 flushes' ends per rank */
+    int64_t n_flush;        /* bucket flushes so far */
+};
+
+/* Forward: gather block i (prefetched up to `depth` blocks ahead), compute, TP all-reduce. */
+static void build_forward(struct builder *u, struct graph_ctx *c)
+{
+    const struct blocks *k = &u->k;
+    int G = c->G, dp = c->dp, dtype = c->dtype;
+    struct streams *st = c->st;
+    int *fwd = c->fwd;
+    for (int i = 0; i < k->n; i++) {
+        for (int g = 0; g < G; g++) {
+            int ag = -1;
+            if (dp > 1 && k->full_numel[i] > 0) {
+                ag = collective(u, "allgather", g, COLL_AG, (double)k->full_numel[i] * dtype, dp, c->dp_local,
+                                SIM_PH_ALLGATHER, SIM_TR_GATHER);
+                dep(u, st[g].gather, ag);
+                if (i - 1 - c->depth >= 0)
+                    dep(u, fwd[(i - 1 - c->depth) * G + g], ag);
+                st[g].gather = ag;
+                mem_event(u, ag, k->full_numel[i] * dtype);
+            }
+            block_compute(u, &st[g], &c->pc, g, i, ag, k->fwd_flops[i], i == k->n - 1 ? "logits" : "forward",
+                          SIM_PH_FORWARD, c->act_per_block);
+            fwd[i * G + g] = st[g].compute;
+        }
+    }
+}
+
+/* One full bucket flushed on every rank: (DeepSpeed with offload: throttled to 2 outstanding
+ * flushes, copied into the bucket) reduce-scattered, then (DeepSpeed with offload) partitioned. */
+static void build_flush(struct builder *u, struct graph_ctx *c, const struct flush *fl, bool boundary)
+{
+    int G = c->G, dtype = c->dtype;
+    bool ds = c->ds, offload = c->offload;
+    int64_t n_flush = c->n_flush;
+    struct streams *st = c->st;
+    int *flush_end = c->flush_end;
+    for (int g = 0; g < G; g++) {
+        int last = st[g].compute;
+        if (ds && offload && n_flush >= 3) {
+            /* at most 2 flushes outstanding: the host waits for the one 3 back */
+            int w = add_task(u, "reduce_throttle", g, SIM_TR_HOST, -1, 0, 0, 0, 0, NULL, NULL, 0);
+            dep(u, st[g].host, w);
+            dep(u, flush_end[(n_flush % 3) * G + g], w);
+            dep(u, last, w);
+            st[g].host = last = w;
+        }
+        if (ds && offload) {
+            /* the gradients copied into the bucket, then interleaved by torch.cat */
+            int cp = gpu_pass(u, "bucket_copy", g, (double)fl->full, 4.0 * dtype, SIM_PH_REDUCE_SCATTER,
+                              SIM_TR_REDUCE);
+            dep(u, last, cp);
+            dep(u, st[g].reduce, cp);
+            st[g].reduce = last = cp;
+        }
+        int rs = collective(u, "reduce_scatter", g, COLL_RS, (double)fl->full * dtype, c->dp, c->dp_local,
+                            SIM_PH_REDUCE_SCATTER, SIM_TR_REDUCE);
+        if (rs >= 0) {
+            dep(u, last, rs);
+            dep(u, st[g].reduce, rs);
+            st[g].reduce = rs;
+            last = rs;
+        }
+        if (ds && offload && fl->part > 0) {
+            ds_partition_grads(u, &st[g], &c->dr, g, fl, last, boundary);
+            flush_end[(n_flush % 3) * G + g] = st[g].reduce;
+        }
+    }
+}
+
+/* Backward, last block first: gather again (prefetched), compute, TP all-reduce; gradients fill
+ * buckets of reduce_bucket_size elements, each reduce-scattered when full. */
+static void build_backward(struct builder *u, struct graph_ctx *c, bool boundary)
+{
+    struct sim__step *b = u->b;
+    const struct blocks *k = &u->k;
+    int G = c->G, dp = c->dp, dtype = c->dtype;
+    struct streams *st = c->st;
+    struct flush fl = {0};
+    int *bwd = c->fwd;   /* reuse: bwd[i * G + g] after block i's backward */
+    for (int i = k->n - 1; i >= 0; i--) {
+        for (int g = 0; g < G; g++) {
+            int ag = -1;
+            if (dp > 1 && k->full_numel[i] > 0) {
+                ag = collective(u, "allgather", g, COLL_AG, (double)k->full_numel[i] * dtype, dp, c->dp_local,
+                                SIM_PH_ALLGATHER, SIM_TR_GATHER);
+                dep(u, st[g].gather, ag);
+                if (i + 1 + c->depth < k->n)
+                    dep(u, bwd[(i + 1 + c->depth) * G + g], ag);
+                else
+                    dep(u, st[g].compute, ag);   /* not before the forward is done */
+                st[g].gather = ag;
+                mem_event(u, ag, k->full_numel[i] * dtype);
+            }
+            /* backward is twice the forward, three times with recomputation of an inner block */
+            double f = k->fwd_flops[i] * (b->t.checkpoint_activations && i >= 1 && i < k->n - 1 ? 3.0 : 2.0);
+            block_compute(u, &st[g], &c->pc, g, i, ag, f, "backward", SIM_PH_BACKWARD, -c->act_per_block);
+            bwd[i * G + g] = st[g].compute;
+        }
+        fl.full += k->full_numel[i];
+        fl.part += k->part_numel[i];
+        fl.cpu += k->cpu_numel[i];
+        fl.tensors += k->n_tensors[i];
+        fl.cpu_tensors += k->cpu_tensors[i];
+        if (fl.full < c->bucket && i > 0)
+            continue;
+        build_flush(u, c, &fl, boundary);
+        c->n_flush++;
+        fl = (struct flush){0};
+    }
+}
+
+/* After the last backward, per rank: pipeline parallelism's 1F1B fill and drain, (pp - 1)
+ * micro-batches of compute added analytically, then the optimizer step of the schedule. */
+static void build_optimizer(struct builder *u, struct graph_ctx *c)
+{
+    struct sim__step *b = u->b;
+    const struct blocks *k = &u->k;
+    int pp = c->pp;
+    for (int g = 0; g < c->G; g++) {
+        int ready = rank_marker(u, "step_ready", g, &c->st[g]);
+        if (pp > 1) {
+            double f = 0;
+            for (int i = 0; i < k->n; i++)
+                f += k->fwd_flops[i] * (b->t.checkpoint_activations ? 4.0 : 3.0);
+            int64_t bubble_ns = (int64_t)ceil((double)(pp - 1) * f / c->flop_rate * 1e9);
+            int z2 = add_task(u, "pipeline_bubble", g, SIM_TR_BUBBLE, SIM_PH_PIPELINE_BUBBLE, 0, bubble_ns, 0, 0,
+                              NULL, NULL, 0);
+            dep(u, ready, z2);
+            ready = z2;
+        }
+        if (c->ds)
+            ds_optimizer(u, &c->dr, g, ready);
+        else
+            overlap_optimizer(u, g, ready);
+    }
+}
+
 static int build(struct builder *u, int nsim, struct rl_err *e)
 {
     struct sim__step *b = u->b;
@@ -923,7 +1080,7 @@ static int build(struct builder *u, int nsim, struct rl_err *e)
     int64_t depth = k->max_layer_numel > 0 ? p->zero.prefetch_bucket_size / k->max_layer_numel : 1;
     if (depth < 1)
         depth = 1;
-    int64_t bucket = p->zero.reduce_bucket_size > 0 ? p->zero.reduce_bucket_size : INT64_C(500000000);
+    int64_t bucket = p->zero.reduce_bucket_size > 0 ? p->zero.reduce_bucket_size : PLAN_DS_REDUCE_BUCKET_SIZE;
     double tokens = (double)b->t.micro_batch * (double)b->t.seq_len;
     double ar_bytes = 2.0 * tokens * (double)a->hidden * dtype;   /* two all-reduces per pass */
     int64_t launch = us_to_ns(hw->lat_launch_us);
@@ -932,7 +1089,6 @@ static int build(struct builder *u, int nsim, struct rl_err *e)
     struct streams *st = calloc((size_t)G, sizeof *st);
     int *fwd = malloc(sizeof *fwd * (size_t)k->n * (size_t)G);   /* per block and rank */
     int *flush_end = malloc(sizeof *flush_end * 3 * (size_t)G);   /* the last 3 flushes' ends per rank */
-    int64_t n_flush = 0;
     if (!st || !fwd || !flush_end) {
         free(st);
         free(fwd);
@@ -942,116 +1098,21 @@ static int build(struct builder *u, int nsim, struct rl_err *e)
     for (int g = 0; g < G; g++)
         st[g] = (struct streams){-1, -1, -1, -1, -1};
     int64_t act_per_block = (int64_t)ceil(layer_activation_bytes(p, &b->t, NULL));   /* trace counter */
-    const struct pass_ctx pc = {.launch_ns = launch, .tp = tp, .tp_local = tp_local, .ar_bytes = ar_bytes,
-                                .dtype = dtype};
+    struct graph_ctx c = {.G = G, .dp = dp, .dp_local = dp_local, .pp = pp, .dtype = dtype, .offload = offload,
+                          .ds = ds, .dr = dr, .depth = depth, .bucket = bucket, .act_per_block = act_per_block,
+                          .flop_rate = flop_rate,
+                          .pc = {.launch_ns = launch, .tp = tp, .tp_local = tp_local, .ar_bytes = ar_bytes,
+                                 .dtype = dtype},
+                          .st = st, .fwd = fwd, .flush_end = flush_end, .n_flush = 0};
 
     for (int mb = 0; mb < nsim; mb++) {
         bool boundary = mb == nsim - 1;
-        /* Forward: gather block i (prefetched up to `depth` blocks ahead), compute, TP all-reduce. */
-        for (int i = 0; i < k->n; i++) {
-            for (int g = 0; g < G; g++) {
-                int ag = -1;
-                if (dp > 1 && k->full_numel[i] > 0) {
-                    ag = collective(u, "allgather", g, COLL_AG, (double)k->full_numel[i] * dtype, dp, dp_local,
-                                    SIM_PH_ALLGATHER, SIM_TR_GATHER);
-                    dep(u, st[g].gather, ag);
-                    if (i - 1 - depth >= 0)
-                        dep(u, fwd[(i - 1 - depth) * G + g], ag);
-                    st[g].gather = ag;
-                    mem_event(u, ag, k->full_numel[i] * dtype);
-                }
-                block_compute(u, &st[g], &pc, g, i, ag, k->fwd_flops[i], i == k->n - 1 ? "logits" : "forward",
-                              SIM_PH_FORWARD, act_per_block);
-                fwd[i * G + g] = st[g].compute;
-            }
-        }
-        /* Backward, last block first: gather again (prefetched), compute, TP all-reduce; gradients
-         * fill buckets of reduce_bucket_size elements, each reduce-scattered when full. */
-        struct flush fl = {0};
-        int *bwd = fwd;   /* reuse: bwd[i * G + g] after block i's backward */
-        for (int i = k->n - 1; i >= 0; i--) {
-            for (int g = 0; g < G; g++) {
-                int ag = -1;
-                if (dp > 1 && k->full_numel[i] > 0) {
-                    ag = collective(u, "allgather", g, COLL_AG, (double)k->full_numel[i] * dtype, dp, dp_local,
-                                    SIM_PH_ALLGATHER, SIM_TR_GATHER);
-                    dep(u, st[g].gather, ag);
-                    if (i + 1 + depth < k->n)
-                        dep(u, bwd[(i + 1 + depth) * G + g], ag);
-                    else
-                        dep(u, st[g].compute, ag);   /* not before the forward is done */
-                    st[g].gather = ag;
-                    mem_event(u, ag, k->full_numel[i] * dtype);
-                }
-                /* backward is twice the forward, three times with recomputation of an inner block */
-                double f = k->fwd_flops[i] * (b->t.checkpoint_activations && i >= 1 && i < k->n - 1 ? 3.0 : 2.0);
-                block_compute(u, &st[g], &pc, g, i, ag, f, "backward", SIM_PH_BACKWARD, -act_per_block);
-                bwd[i * G + g] = st[g].compute;
-            }
-            fl.full += k->full_numel[i];
-            fl.part += k->part_numel[i];
-            fl.cpu += k->cpu_numel[i];
-            fl.tensors += k->n_tensors[i];
-            fl.cpu_tensors += k->cpu_tensors[i];
-            if (fl.full < bucket && i > 0)
-                continue;
-            for (int g = 0; g < G; g++) {
-                int last = st[g].compute;
-                if (ds && offload && n_flush >= 3) {
-                    /* at most 2 flushes outstanding: the host waits for the one 3 back */
-                    int w = add_task(u, "reduce_throttle", g, SIM_TR_HOST, -1, 0, 0, 0, 0, NULL, NULL, 0);
-                    dep(u, st[g].host, w);
-                    dep(u, flush_end[(n_flush % 3) * G + g], w);
-                    dep(u, last, w);
-                    st[g].host = last = w;
-                }
-                if (ds && offload) {
-                    /* the gradients copied into the bucket, then interleaved by torch.cat */
-                    int cp = gpu_pass(u, "bucket_copy", g, (double)fl.full, 4.0 * dtype, SIM_PH_REDUCE_SCATTER,
-                                      SIM_TR_REDUCE);
-                    dep(u, last, cp);
-                    dep(u, st[g].reduce, cp);
-                    st[g].reduce = last = cp;
-                }
-                int rs = collective(u, "reduce_scatter", g, COLL_RS, (double)fl.full * dtype, dp, dp_local,
-                                    SIM_PH_REDUCE_SCATTER, SIM_TR_REDUCE);
-                if (rs >= 0) {
-                    dep(u, last, rs);
-                    dep(u, st[g].reduce, rs);
-                    st[g].reduce = rs;
-                    last = rs;
-                }
-                if (ds && offload && fl.part > 0) {
-                    ds_partition_grads(u, &st[g], &dr, g, &fl, last, boundary);
-                    flush_end[(n_flush % 3) * G + g] = st[g].reduce;
-                }
-            }
-            n_flush++;
-            fl = (struct flush){0};
-        }
+        build_forward(u, &c);
+        build_backward(u, &c, boundary);
     }
     free(fwd);
     free(flush_end);
-
-    /* Pipeline parallelism: the 1F1B fill and drain, (pp - 1) micro-batches of compute, added
-     * analytically after the last backward. */
-    for (int g = 0; g < G; g++) {
-        int ready = rank_marker(u, "step_ready", g, &st[g]);
-        if (pp > 1) {
-            double f = 0;
-            for (int i = 0; i < k->n; i++)
-                f += k->fwd_flops[i] * (b->t.checkpoint_activations ? 4.0 : 3.0);
-            int64_t bubble_ns = (int64_t)ceil((double)(pp - 1) * f / flop_rate * 1e9);
-            int z2 = add_task(u, "pipeline_bubble", g, SIM_TR_BUBBLE, SIM_PH_PIPELINE_BUBBLE, 0, bubble_ns, 0, 0,
-                              NULL, NULL, 0);
-            dep(u, ready, z2);
-            ready = z2;
-        }
-        if (ds)
-            ds_optimizer(u, &dr, g, ready);
-        else
-            overlap_optimizer(u, g, ready);
-    }
+    build_optimizer(u, &c);
     free(st);
     if (u->err)
         return rl_errf(e, u->err, "step: building the task graph failed: %s",
