@@ -465,6 +465,71 @@ START_TEST(hw_emulated_keys_are_optional)
 }
 END_TEST
 
+/* predict --json of gpt-350m on two data-parallel GPUs of `hw`, ratio r, overlap: the phases. */
+static json_t *predict_phases(const char *hw, double r, int64_t *step_ns)
+{
+    struct tu_run run;
+    tu_ratiolab(&run, "predict --hw %s --model gpt-350m --tp 1 --dp 2 --ratio %g --policy exact --schedule overlap "
+                "--json", hw, r);
+    ck_assert_msg(run.status == 0, "predict: %s", run.err);
+    json_t *j = json_loads(run.out, 0, NULL);
+    tu_run_free(&run);
+    ck_assert_ptr_nonnull(j);
+    json_t *p = json_object_get(j, "prediction");
+    *step_ns = json_integer_value(json_object_get(p, "step_ns"));
+    json_t *ph = json_incref(json_object_get(p, "phases"));
+    json_decref(j);
+    return ph;
+}
+
+static int64_t ph_ns(json_t *ph, const char *name, const char *key)
+{
+    return json_integer_value(json_object_get(json_object_get(ph, name), key));
+}
+
+/* An emulated device (gpu.emulated 1) is modelled as the cpu backend runs it: its memory traffic
+ * is the socket's DRAM, shared by the devices (two devices' Adams on a 90 GB/s socket each get
+ * 45 GB/s instead of their own 900 x 0.85 GB/s), and one thread runs its kernels and collectives
+ * in order (the all-gathers are exposed, not prefetched under the compute). The same profile
+ * without the key is a real GPU: overlapped gathers, Adam at the HBM rate. */
+START_TEST(emulated_device_shares_dram_and_runs_in_order)
+{
+    char path[600], *text;
+    size_t len;
+    struct rl_err e = {0};
+    snprintf(path, sizeof path, "%s/catalog/hardware/dgx1-v100.json", tu_src());
+    ck_assert_int_eq(rl_read_file(path, &text, &len, &e), 0);
+    json_t *j = json_loads(text, 0, NULL);
+    free(text);
+    json_t *gpu = json_object_get(j, "gpu"), *src = json_object_get(j, "sources");
+    double hbm = json_number_value(json_object_get(gpu, "hbm_gbps")) *
+                 json_number_value(json_object_get(gpu, "hbm_efficiency"));
+    double dram = json_number_value(json_object_get(json_array_get(json_object_get(json_object_get(j, "node"),
+                                                                                   "sockets"), 0), "dram_gbps"));
+    ck_assert(dram / 2 < hbm);
+    json_object_set_new(gpu, "emulated", json_integer(1));
+    json_object_set_new(gpu, "emulated_cores", json_integer(1));
+    json_object_set_new(src, "gpu.emulated", json_string("test"));
+    json_object_set_new(src, "gpu.emulated_cores", json_string("test"));
+    text = json_dumps(j, 0);
+    json_decref(j);
+    const char *emu = tu_write("emulated.json", text);
+    free(text);
+    int64_t real_step, emu_step;
+    json_t *a = predict_phases("dgx1-v100", 0, &real_step), *b = predict_phases(emu, 0, &emu_step);
+    /* Adam: the HBM rate on the real GPU, half the socket's DRAM each on the emulated ones. */
+    double ratio = (double)ph_ns(b, "gpu_adam", "busy_ns") / (double)ph_ns(a, "gpu_adam", "busy_ns");
+    ck_assert_msg(fabs(ratio / (hbm / (dram / 2)) - 1) < 0.01, "gpu_adam emulated / real = %g, expected %g", ratio,
+                  hbm / (dram / 2));
+    /* Gathers: partly hidden under the compute on the GPU, all exposed on the emulated device. */
+    ck_assert_int_lt(ph_ns(a, "allgather", "exposed_ns"), ph_ns(a, "allgather", "busy_ns"));
+    ck_assert_int_eq(ph_ns(b, "allgather", "exposed_ns"), ph_ns(b, "allgather", "busy_ns"));
+    ck_assert_int_eq(ph_ns(b, "forward", "busy_ns"), ph_ns(a, "forward", "busy_ns"));
+    ck_assert_int_gt(emu_step, real_step);
+    json_decref(a);
+    json_decref(b);
+}
+END_TEST
 
 /* Two rows built by hand; each check is broken on purpose and must fail, and the JSON carries the
  * schema the plots read. */
@@ -696,6 +761,7 @@ Suite *validation_suite(void)
     tcase_add_test(tc, hw_emulated_keys_are_optional);
     tcase_add_test(tc, report_checks_fail_when_broken);
     tcase_add_test(tc, calibrate_cuda_needs_a_gpu_and_a_base);
+    tcase_add_test(tc, emulated_device_shares_dram_and_runs_in_order);
     if (have_mpirun())
         tcase_add_test(tc, validate_cpu_backend_two_ranks);
     else
