@@ -7,8 +7,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/validate_exec.h"
@@ -125,6 +127,46 @@ static int capture(char *const *argv, char **out)
         buf[n] = 0;
     *out = buf;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* ---- how busy the machine was ----------------------------------------------------------------- */
+/* The machine's busy CPU seconds (/proc/stat: all but idle and iowait; steal counts, the cores
+ * were not ours then) and this process's waited-for children's CPU seconds. */
+struct cpu_mark {
+    double busy_s;                 /* machine, all cores; < 0 unknown */
+    double children_s;             /* user + system of the children */
+    double wall_s;                 /* CLOCK_MONOTONIC */
+};
+static void cpu_mark(struct cpu_mark *m)
+{
+    m->busy_s = -1;
+    FILE *f = fopen("/proc/stat", "r");
+    unsigned long long v[8] = {0};
+    if (f && fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                    &v[6], &v[7]) == 8) {
+        long hz = sysconf(_SC_CLK_TCK);
+        m->busy_s = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)(hz > 0 ? hz : 100);
+    }
+    if (f)
+        fclose(f);
+    struct rusage ru;
+    getrusage(RUSAGE_CHILDREN, &ru);
+    m->children_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+                    ru.ru_stime.tv_usec * 1e-6;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    m->wall_s = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+/* Other processes' share of the cores between two marks, percent (< 0 unknown). */
+static double others_pct(const struct cpu_mark *a, const struct cpu_mark *b)
+{
+    long nc = sysconf(_SC_NPROCESSORS_ONLN);
+    double wall = b->wall_s - a->wall_s;
+    if (a->busy_s < 0 || b->busy_s < 0 || wall <= 0 || nc <= 0)
+        return -1;
+    double others = (b->busy_s - a->busy_s) - (b->children_s - a->children_s);
+    double pct = others / (wall * (double)nc) * 100;
+    return pct < 0 ? 0 : pct > 100 ? 100 : pct;
 }
 
 /* ---- argv for `ratiolab run` -------------------------------------------------------------------- */
@@ -565,7 +607,11 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         arg(&a, "--json");
         fprintf(stderr, "validate: ratio %g, %s: %d rank%s ...\n", ratios[ri], w->schedule, x->ranks, x->ranks == 1 ? "" : "s");
         char *out;
+        struct cpu_mark m0, m1;
+        cpu_mark(&m0);
         int st = capture(a.v, &out);
+        cpu_mark(&m1);
+        w->others_cpu_pct = others_pct(&m0, &m1);
         json_error_t je;
         json_t *j = st == 0 && out ? json_loads(out, 0, &je) : NULL;
         free(out);

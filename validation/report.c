@@ -261,6 +261,7 @@ int val_report_json(const struct val_report *r, char **out, struct rl_err *e)
         json_object_set_new(x, "predicted", side_json(&w->predicted));
         json_object_set_new(x, "measured", side_json(&w->measured));
         json_object_set_new(x, "step_error_pct", json_real(w->step_error_pct));
+        json_object_set_new(x, "others_cpu_pct", w->others_cpu_pct >= 0 ? json_real(w->others_cpu_pct) : json_null());
         char d[16];
         snprintf(d, sizeof d, "%08x", w->digest);
         json_object_set_new(x, "digest", json_string(d));
@@ -363,14 +364,20 @@ int val_report_md(const struct val_report *r, char **out, struct rl_err *e)
     for (int i = 0; i < r->n_checks; i++)
         sb(&b, "| %s | %s | %s | %s |\n", r->checks[i].name, val_status_name(r->checks[i].status),
            r->checks[i].gated ? "yes" : "no", r->checks[i].detail);
-    sb(&b, "\n## Step time, predicted against measured\n\n| ratio | schedule | honored | digest | predicted ms | "
-           "measured ms | error %% |\n|---|---|---|---|---|---|---|\n");
+    sb(&b, "\n## Step time, predicted against measured\n\n| ratio | schedule | policy | honored | digest | predicted ms | "
+           "measured ms | error %% | others' CPU %% |\n|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < r->n_rows; i++) {
         const struct val_row *w = &r->rows[i];
-        sb(&b, "| %g | %s | %.4f | %08x | %.3f | %.3f | %+.2f |\n", w->ratio, w->schedule, w->plan_honored_ratio,
-           w->digest, msf(w->predicted.step_ns), msf(w->measured.step_ns), w->step_error_pct);
+        char oc[16] = "-";
+        if (w->others_cpu_pct >= 0)
+            snprintf(oc, sizeof oc, "%.0f", w->others_cpu_pct);
+        sb(&b, "| %g | %s | %s | %.4f | %08x | %.3f | %.3f | %+.2f | %s |\n", w->ratio, w->schedule, w->policy,
+           w->plan_honored_ratio, w->digest, msf(w->predicted.step_ns), msf(w->measured.step_ns), w->step_error_pct,
+           oc);
     }
-    sb(&b, "\nStep MAPE: %.2f %%.\n", r->step_mape_pct);
+    sb(&b, "\nStep MAPE: %.2f %%. Others' CPU: the share of the machine's cores that other processes used while "
+           "the run ran (from /proc/stat, the run's own CPU time taken out); the simulator cannot know it, and on a "
+           "shared machine it is where much of the time error comes from.\n", r->step_mape_pct);
     sb(&b, "\n## Per phase (ms; busy = any of it running, exposed = it was the highest-priority phase)\n");
     for (int i = 0; i < r->n_rows; i++) {
         const struct val_row *w = &r->rows[i];

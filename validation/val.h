@@ -157,6 +157,9 @@ struct val_row {
     struct val_side predicted;       /* simulator */
     struct val_side measured;        /* executor (its critical rank) */
     double step_error_pct;           /* (measured - predicted) / predicted x 100 */
+    double others_cpu_pct;           /* other processes' share of the machine's cores while the run
+                                        ran (/proc/stat busy time minus the run's own), percent; < 0
+                                        unknown */
     uint32_t digest;                 /* the executor's digest of the final state */
     /* the plan of this row */
     int64_t plan_cpu_numel;          /* elements the plan puts on the host */
