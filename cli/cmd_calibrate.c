@@ -163,7 +163,8 @@ static json_t *run_json(const struct val_calib *c)
     return r;
 }
 
-/* --backend cuda: the host figures, then the GPUs, written over the --base profile. */
+/* --backend cuda: the GPUs (copies, D2D, Adam, cuBLAS at the --gemm shapes) and the host on rank
+ * 0, then NCCL on every rank under mpirun; written over the --base profile. */
 static int run_cuda(struct calib_args *a)
 {
     struct rl_err e = {0};
@@ -178,24 +179,47 @@ static int run_cuda(struct calib_args *a)
         snprintf(path, sizeof path, "%s", a->base);
     else
         snprintf(path, sizeof path, "%s/hardware/%s.json", rl_catalog_dir(), a->base);
-    char *base;
+    char *base = NULL;
     size_t len;
     struct sim_hw hw;
     if (sim_hw_load(&hw, rl_catalog_dir(), a->base, &e) || rl_read_file(path, &base, &len, &e)) {
         rl_err_prefix(&e, "--base");
         return cli_fail("calibrate", &e);
     }
-    if (!a->quiet)
-        a->o.progress = on_progress;
-    a->o.devices = hw.gpus;
-    struct val_calib c;
-    struct val_calib_gpu g;
-    char *text = NULL;
-    int rc;
-    if ((rc = val_calibrate_gpu(&a->o, &g, &e)) || (rc = val_calibrate(&a->o, &c, &e))) {
+    struct ex_comm comm;
+    if (ex_comm_init(&comm, &e)) {
         free(base);
         return cli_fail("calibrate", &e);
     }
+    if (!a->quiet && comm.rank == 0)
+        a->o.progress = on_progress;
+    a->o.devices = hw.gpus;
+    static struct val_calib c;
+    static struct val_calib_gpu g;
+    char *text = NULL;
+    int rc = 0;
+    if (comm.rank == 0 && !(rc = val_calibrate_gpu(&a->o, &g, &e))) {
+        if (!a->quiet)
+            on_progress(NULL, "cuBLAS GEMMs", 0, 1);
+        if (!(rc = val_calibrate_gpu_gemm(a->have_run ? &a->run : NULL, a->o.thorough, &g, &e)))
+            rc = val_calibrate(&a->o, &c, &e);
+    }
+    if (comm.size > 1) {   /* every rank joins, so a failure on rank 0 ends all of them */
+        struct rl_err be;
+        int64_t bad = rc != 0;
+        if (ex_comm_max_i64(&comm, &bad, 1, &be) == 0 && !bad) {
+            if (!a->quiet && comm.rank == 0)
+                on_progress(NULL, "NCCL all-gather / reduce-scatter", 0, 1);
+            rc = val_calibrate_nccl(&comm, a->o.thorough, &g, &e);
+        }
+    }
+    if (rc || comm.rank != 0) {
+        free(base);
+        int code = rc ? cli_fail("calibrate", &e) : 0;
+        ex_comm_finalize(&comm);
+        return code;
+    }
+    ex_comm_finalize(&comm);
     char name[128], out[300];
     snprintf(name, sizeof name, "%s", a->name ? a->name : "");
     if (!a->name)
@@ -225,7 +249,20 @@ static int run_cuda(struct calib_args *a)
                g.d2h_pageable_gbps[d].median, g.d2h_pageable_gbps[d].min, g.d2h_pageable_gbps[d].max);
     printf("  all GPUs at once, H2D pinned: %.2f GB/s\n  D2D (GPU 0): %.1f GB/s\n  GPU Adam (GPU 0): %.3g elements/s\n",
            g.h2d_all_gbps.median, g.d2d_gbps.median, g.adam_elems_per_s.median);
-    printf("  not measured (taken from %s): tensor rate (no cuBLAS GEMM yet), NCCL collectives, topology\n", a->base);
+    printf("  cuBLAS (GPU 0) over %s: sgemm %.1f TFLOP/s, bf16 GemmEx %.1f TFLOP/s\n", g.gemm_shapes,
+           g.sgemm_flops.median * 1e-12, g.bf16_flops.median * 1e-12);
+    if (g.have_nccl) {
+        printf("  NCCL, %d ranks      %12s %22s %22s\n", g.nccl_ranks, "bytes/rank", "all-gather busbw GB/s",
+               "reduce-scatter busbw GB/s");
+        for (int k = 0; k < g.n_nccl_sizes; k++)
+            printf("  %30lld %10.2f (%5.2f..%5.2f) %10.2f (%5.2f..%5.2f)\n", (long long)g.nccl_bytes[k],
+                   g.nccl_allgather_busbw_gbps[k].median, g.nccl_allgather_busbw_gbps[k].min,
+                   g.nccl_allgather_busbw_gbps[k].max, g.nccl_reduce_scatter_busbw_gbps[k].median,
+                   g.nccl_reduce_scatter_busbw_gbps[k].min, g.nccl_reduce_scatter_busbw_gbps[k].max);
+    } else {
+        printf("  NCCL collectives: not measured (run it under mpirun -np GPUS); taken from %s\n", a->base);
+    }
+    printf("  not measured (taken from %s): topology, peak rates\n", a->base);
     printf("\nprofile    %s (use: --hw %s)\n", out, out);
     return 0;
 }

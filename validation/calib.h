@@ -140,9 +140,31 @@ struct val_calib_gpu {
     struct val_figure d2d_gbps;                          /* GPU 0 device-to-device copy, read + write bytes */
     int64_t adam_numel;                                  /* elements per GPU Adam run */
     struct val_figure adam_elems_per_s;                  /* kern_adam_cuda on GPU 0 */
+    /* cuBLAS at the model's shapes (val_calibrate_gpu_gemm) */
+    bool have_gemm;                                      /* measured */
+    double gemm_flop;                                    /* FLOPs of the list */
+    char gemm_shapes[160];                               /* the list, as --gemm takes it (truncated) */
+    struct val_figure sgemm_flops;                       /* cublasSgemm (fp32, the executor's), FLOP/s */
+    struct val_figure bf16_flops;                        /* cublasGemmEx bf16 in, fp32 accumulate, FLOP/s */
+    /* NCCL under mpirun (val_calibrate_nccl) */
+    bool have_nccl;                                      /* measured */
+    int nccl_ranks;                                      /* ranks (one GPU each) */
+    int n_nccl_sizes;                                    /* entries below */
+    int64_t nccl_bytes[16];                              /* per-rank message */
+    struct val_figure nccl_allgather_busbw_gbps[16];     /* bus bandwidth (nccl-tests convention), slowest rank */
+    struct val_figure nccl_reduce_scatter_busbw_gbps[16];
+    struct val_figure nccl_latency_us;                   /* all-gather of the smallest size */
 };
 /* Measures the GPUs: RL_EENV without CUDA or without a GPU. */
 int val_calibrate_gpu(const struct val_calib_opts *o, struct val_calib_gpu *g, struct rl_err *e);
+/* cuBLAS (loaded with dlopen, as the executor does) on GPU 0 over the run's GEMM list (or
+ * 4096^3 when run has none): fp32 sgemm and bf16 GemmEx. RL_EENV without CUDA, cuBLAS or a GPU. */
+int val_calibrate_gpu_gemm(const struct val_calib_run *run, bool thorough, struct val_calib_gpu *g,
+                           struct rl_err *e);
+/* NCCL all-gather and reduce-scatter (fp32) across the ranks of `comm` (mpirun; rank r on GPU
+ * r mod GPUs), per-rank sizes 4 KiB .. 64 MiB (256 MiB thorough) by 4x: bus bandwidth of the
+ * slowest rank per repeat, median; every rank must call it. RL_EENV without NCCL or a GPU. */
+int val_calibrate_nccl(struct ex_comm *comm, bool thorough, struct val_calib_gpu *g, struct rl_err *e);
 /* A profile for real GPUs: the measured figures (copies per GPU, the PCIe uplink as all GPUs at
  * once, HBM as the D2D copy, GPU Adam as its efficiency, host DRAM and CPU Adam from c) written
  * over `base_text`, a catalog profile of the same machine type that supplies what is not
