@@ -74,6 +74,55 @@ int cli_validate_exec_opt(struct cli_validate_exec *x, int id, const char *v, st
 
 bool cli_validate_exec_given(const struct cli_validate_exec *x) { return x->given; }
 
+/* Splits a comma list into at most VAL_EXEC_MAX_LIST items of up to 63 characters. */
+static int split_list(const char *field, const char *v, char items[][64], int *n, struct rl_err *e)
+{
+    *n = 0;
+    const char *q = v;
+    while (true) {
+        const char *c = strchr(q, ',');
+        size_t len = c ? (size_t)(c - q) : strlen(q);
+        if (len == 0 || len > 63 || *n == VAL_EXEC_MAX_LIST)
+            return rl_errf(e, RL_EINVAL, "%s: '%s' is not allowed; allowed: up to %d names separated by commas",
+                           field, v, VAL_EXEC_MAX_LIST);
+        memcpy(items[*n], q, len);
+        items[(*n)++][len] = 0;
+        if (!c)
+            return 0;
+        q = c + 1;
+    }
+}
+
+int cli_validate_exec_policies(struct cli_validate_exec *x, const char *v, enum plan_policy *first,
+                               struct rl_err *e)
+{
+    char items[VAL_EXEC_MAX_LIST][64];
+    int n, rc;
+    if ((rc = split_list("--policy", v, items, &n, e)))
+        return rc;
+    for (int i = 0; i < n; i++)
+        if ((rc = plan_policy_parse(items[i], &x->policies[i], e)))
+            return rc;
+    x->n_policies = n;
+    *first = x->policies[0];
+    return 0;
+}
+
+int cli_validate_exec_schedules(struct cli_validate_exec *x, const char *v, enum step_schedule *first,
+                                struct rl_err *e)
+{
+    char items[VAL_EXEC_MAX_LIST][64];
+    int n, rc;
+    if ((rc = split_list("--schedule", v, items, &n, e)))
+        return rc;
+    for (int i = 0; i < n; i++)
+        if ((rc = sim_schedule_parse(items[i], &x->schedules[i], e)))
+            return rc;
+    x->n_schedules = n;
+    *first = x->schedules[0];
+    return 0;
+}
+
 /* ---- running a command and capturing its stdout ------------------------------------------------ */
 /* Runs argv (argv[0] looked up in PATH) with stdout captured into *out (malloc'd); stderr passes
  * through. Returns the exit status (128 + signal when killed), or -1 when it could not start. */
@@ -300,9 +349,11 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
     size_t n_ratios = 0;
     if (rl_parse_ratio_list("--ratios", x->ratios, 0, 1, &ratios, &n_ratios, &e))
         return cli_fail("validate", &e);
-    if (n_ratios > VAL_MAX_ROWS) {
+    int n_pol = x->n_policies > 0 ? x->n_policies : 1, n_sch = x->n_schedules > 0 ? x->n_schedules : 1;
+    if (n_ratios * (size_t)n_pol * (size_t)n_sch > VAL_MAX_ROWS) {
         free(ratios);
-        rl_errf(&e, RL_EINVAL, "--ratios: %zu ratios; allowed: at most %d", n_ratios, VAL_MAX_ROWS);
+        rl_errf(&e, RL_EINVAL, "--ratios: %zu ratios x %d policies x %d schedules; allowed: at most %d runs", n_ratios,
+                n_pol, n_sch, VAL_MAX_ROWS);
         return cli_fail("validate", &e);
     }
 #ifndef HAVE_EXEC
@@ -464,6 +515,10 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
     snprintf(rep->hardware_path, sizeof rep->hardware_path, "%s", hw_path);
     snprintf(rep->backend, sizeof rep->backend, "%s", x->backend);
     snprintf(rep->policy, sizeof rep->policy, "%s", plan_policy_name(c.popt.policy));
+    for (int i = 1; i < x->n_policies; i++) {
+        size_t l = strlen(rep->policy);
+        snprintf(rep->policy + l, sizeof rep->policy - l, ",%s", plan_policy_name(x->policies[i]));
+    }
     rep->ranks = x->ranks;
     rep->steps = x->steps;
     rep->scale = x->scale;
@@ -566,7 +621,13 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         }
         json_decref(j);
     }
-    for (size_t ri = 0; ri < n_ratios; ri++) {
+    const enum plan_policy pol0 = c.popt.policy;
+    const enum step_schedule sch0 = sim->train.schedule;
+    for (size_t ci = 0; ci < n_ratios * (size_t)n_pol * (size_t)n_sch; ci++) {   /* ratio, then policy, then schedule */
+        size_t ri = ci / (size_t)(n_pol * n_sch);
+        int pi = (int)(ci / (size_t)n_sch % (size_t)n_pol), si = (int)(ci % (size_t)n_sch);
+        c.popt.policy = x->n_policies ? x->policies[pi] : pol0;
+        sim->train.schedule = x->n_schedules ? x->schedules[si] : sch0;
         struct val_row *w = &rep->rows[rep->n_rows];
         memset(w, 0, sizeof *w);
         w->ratio = ratios[ri];
@@ -577,6 +638,10 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         char ptrace[700], mtrace[700];
         snprintf(ptrace, sizeof ptrace, "%s/predicted-%g-%s.json.gz", x->out, ratios[ri], w->schedule);
         snprintf(mtrace, sizeof mtrace, "%s/measured-%g-%s.json.gz", x->out, ratios[ri], w->schedule);
+        if (x->n_policies > 1) {   /* one trace per policy too */
+            snprintf(ptrace, sizeof ptrace, "%s/predicted-%g-%s-%s.json.gz", x->out, ratios[ri], w->schedule, w->policy);
+            snprintf(mtrace, sizeof mtrace, "%s/measured-%g-%s-%s.json.gz", x->out, ratios[ri], w->schedule, w->policy);
+        }
         struct sim_step_result sr;
         if (exec_plan(&c, &scaled, x->scale, ratios[ri], &p, &e) || sim_step_run(&p, &hw, &sim->train, ptrace, &sr, &e)) {
             plan_free(&p);
@@ -593,6 +658,13 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         w->plan_device_bytes = plan_peak_gpu_bytes(&p);
         w->plan_host_bytes = plan_peak_cpu_bytes(&p);
         w->plan_host_pinned_bytes = p.stages[PLAN_STAGE_COUNT - 1].cpu_pinned_bytes;
+        if (sim->train.schedule == STEP_SCHED_DS012) {
+            /* DeepSpeed's pinned flat gradient buffer (the deepspeed-0.12 ledger's entry, P elements
+             * of the model dtype), which the exec ledger leaves to the schedule */
+            int64_t flat = p.per_rank_numel * plan_dtype_bytes(p.zero.dtype);
+            w->plan_host_bytes += flat;
+            w->plan_host_pinned_bytes += flat;
+        }
         plan_free(&p);
         /* Measurement. */
         struct argv_b a = base;
@@ -600,12 +672,15 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         argf(&a, "%.17g", ratios[ri]);
         arg(&a, "--schedule");
         arg(&a, w->schedule);
+        arg(&a, "--policy");
+        arg(&a, w->policy);
         if (run_traces) {
             arg(&a, "--trace");
             arg(&a, mtrace);
         }
         arg(&a, "--json");
-        fprintf(stderr, "validate: ratio %g, %s: %d rank%s ...\n", ratios[ri], w->schedule, x->ranks, x->ranks == 1 ? "" : "s");
+        fprintf(stderr, "validate: ratio %g, %s, %s: %d rank%s ...\n", ratios[ri], w->schedule, w->policy, x->ranks,
+                x->ranks == 1 ? "" : "s");
         char *out;
         struct cpu_mark m0, m1;
         cpu_mark(&m0);
@@ -691,14 +766,18 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         printf("model      %s\nhardware   %s (%s)\nbackend    %s, %d rank%s, %d timed steps, policy %s\n\n", rep->model,
                rep->hardware, rep->hardware_path, rep->backend, rep->ranks, rep->ranks == 1 ? "" : "s", rep->steps,
                rep->policy);
-        printf("  %-6s %-15s %8s %9s %12s %12s %8s\n", "ratio", "schedule", "honored", "digest", "predicted ms",
-               "measured ms", "error %");
+        printf("  %-6s %-15s %-15s %8s %9s %12s %12s %8s %8s\n", "ratio", "schedule", "policy", "honored", "digest",
+               "predicted ms", "measured ms", "error %", "others %");
         for (int i = 0; i < rep->n_rows; i++) {
             const struct val_row *w = &rep->rows[i];
-            printf("  %-6g %-15s %8.4f %9.8x %12.3f %12.3f %+8.1f\n", w->ratio, w->schedule, w->plan_honored_ratio,
-                   w->digest, (double)w->predicted.step_ns * 1e-6, (double)w->measured.step_ns * 1e-6,
-                   w->step_error_pct);
+            char oc[16] = "-";
+            if (w->others_cpu_pct >= 0)
+                snprintf(oc, sizeof oc, "%.0f", w->others_cpu_pct);
+            printf("  %-6g %-15s %-15s %8.4f %9.8x %12.3f %12.3f %+8.1f %8s\n", w->ratio, w->schedule, w->policy,
+                   w->plan_honored_ratio, w->digest, (double)w->predicted.step_ns * 1e-6,
+                   (double)w->measured.step_ns * 1e-6, w->step_error_pct, oc);
         }
+        printf("  (others %%: the share of the machine's cores other processes used while the run ran)\n");
         printf("\n");
         for (int i = 0; i < rep->n_checks; i++)
             printf("  %-15s %-4s%s  %s\n", rep->checks[i].name, val_status_name(rep->checks[i].status),

@@ -140,8 +140,9 @@ static void check_process(struct val_report *r)
                 seen++;
                 if (err > worst) {
                     worst = err;
-                    snprintf(worst_what, sizeof worst_what, "ratio %g rank %d RSS %lld vs ledger host %lld + "
-                             "emulated device %lld + baseline %lld", w->ratio, k, (long long)m->rss_bytes,
+                    snprintf(worst_what, sizeof worst_what, "ratio %g %s %s rank %d RSS %lld vs ledger host %lld + "
+                             "emulated device %lld + baseline %lld", w->ratio, w->schedule, w->policy, k,
+                             (long long)m->rss_bytes,
                              (long long)w->plan_host_bytes, (long long)dev, (long long)m->baseline_rss_bytes);
                 }
                 bad += err > r->mem_tol_pct && fabs((double)m->rss_bytes - expect) > (double)VAL_MEM_FLOOR_BYTES;
@@ -152,8 +153,8 @@ static void check_process(struct val_report *r)
                 seen++;
                 if (err > worst) {
                     worst = err;
-                    snprintf(worst_what, sizeof worst_what, "ratio %g rank %d device %lld vs ledger %lld + "
-                             "scratch %lld", w->ratio, k, (long long)m->device_used_bytes,
+                    snprintf(worst_what, sizeof worst_what, "ratio %g %s %s rank %d device %lld vs ledger %lld + "
+                             "scratch %lld", w->ratio, w->schedule, w->policy, k, (long long)m->device_used_bytes,
                              (long long)w->plan_device_bytes, (long long)m->scratch_device_bytes);
                 }
                 bad += err > r->mem_tol_pct;
