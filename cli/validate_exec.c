@@ -577,18 +577,21 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         rep->have_reference = true;
         free(out);
     }
-    /* The baseline: the same launch with the model shrunk as far as the executor allows (the
-     * reduce bucket keeps 8 elements per rank); its RSS at the end minus its own ledger buffers is
-     * the process, libraries, MPI, OpenBLAS, threads and the compute scratch (whose size depends
-     * on the token count and the model width, not on the scale) without the model states. */
+    /* The baseline: the same launch with every tensor cut to one row (the scale of the largest first
+     * dimension: smaller it cannot get, and the reduce bucket keeps the flush count of an ordinary
+     * run); its RSS at the end minus every buffer it lists (ledger and scratch; on the cpu backend
+     * the device's too) is the program, its libraries, MPI's shared memory, OpenBLAS and thread
+     * stacks: what a process of this launch holds before anything of the model. */
     int64_t baseline[VAL_MAX_RANKS];
     for (int k = 0; k < VAL_MAX_RANKS; k++)
         baseline[k] = -1;
     {
         struct argv_b a = base;
         char bscale[32];
-        double bf = (double)c.zero.reduce_bucket_size / (8.0 * x->ranks);
-        snprintf(bscale, sizeof bscale, "%.6g", bf > x->scale ? floor(bf) : x->scale);
+        double rows = 1;
+        for (int t = 0; t < c.model.n_tensors; t++)
+            rows = (double)c.model.tensors[t].shape[0] > rows ? (double)c.model.tensors[t].shape[0] : rows;
+        snprintf(bscale, sizeof bscale, "%.17g", rows > x->scale ? rows : x->scale);
         for (int i = 0; i < a.n; i++)
             if (strcmp(a.v[i], "--scale") == 0 && i + 1 < a.n)
                 a.v[i + 1] = bscale;
@@ -596,7 +599,7 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         arg(&a, "0");
         arg(&a, "--json");
         char *out;
-        fprintf(stderr, "validate: baseline run (one element per tensor)\n");
+        fprintf(stderr, "validate: baseline run (every tensor one row)\n");
         int st = capture(a.v, &out);
         json_t *j = st == 0 && out ? json_loads(out, 0, NULL) : NULL;
         free(out);
@@ -607,14 +610,12 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
             json_t *m = json_object_get(json_object_get(q, "memory"), "rss_bytes");
             if (!json_is_integer(m))
                 continue;
-            /* Its own (small) buffers are not part of the baseline. */
             int64_t own = 0;
             json_t *bufs = json_object_get(q, "buffers");
             for (size_t b = 0; b < json_array_size(bufs); b++) {
                 json_t *bb = json_array_get(bufs, b);
                 const char *dev = json_string_value(json_object_get(bb, "device"));
-                bool in_ledger = !json_is_null(json_object_get(bb, "ledger_bytes"));
-                if (in_ledger && (dev_host || (dev && strcmp(dev, "gpu") != 0)))
+                if (dev_host || (dev && strcmp(dev, "gpu") != 0))
                     own += json_integer_value(json_object_get(bb, "bytes"));
             }
             baseline[k] = json_integer_value(m) - own;
@@ -734,6 +735,8 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
                 const char *dev = json_string_value(json_object_get(bb, "device"));
                 if (json_is_null(json_object_get(bb, "ledger_bytes")) && dev && strcmp(dev, "gpu") == 0)
                     vm->scratch_device_bytes += json_integer_value(json_object_get(bb, "bytes"));
+                else if (json_is_null(json_object_get(bb, "ledger_bytes")) && dev)
+                    vm->scratch_host_bytes += json_integer_value(json_object_get(bb, "bytes"));
             }
         }
         json_decref(j);

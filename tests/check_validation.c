@@ -564,7 +564,7 @@ static void two_rows(struct val_report *r)
         w->n_ranks = 2;
         for (int k = 0; k < 2; k++)
             w->mem[k] = (struct val_rank_mem){w->plan_device_bytes, w->plan_host_bytes, w->plan_cpu_numel,
-                                              10240, 1000000 + w->plan_host_bytes, 1000000, -1, -1, 0};
+                                              10240, 1000000 + w->plan_host_bytes, 1000000, -1, -1, 0, 0};
     }
 }
 

@@ -134,16 +134,16 @@ static void check_process(struct val_report *r)
         for (int k = 0; k < w->n_ranks; k++) {
             const struct val_rank_mem *m = &w->mem[k];
             if (m->rss_bytes >= 0 && m->baseline_rss_bytes >= 0) {
-                int64_t dev = r->device_in_rss ? w->plan_device_bytes : 0;   /* scratch: in the baseline */
-                double expect = (double)(w->plan_host_bytes + dev + m->baseline_rss_bytes);
+                int64_t dev = r->device_in_rss ? w->plan_device_bytes + m->scratch_device_bytes : 0;
+                double expect = (double)(w->plan_host_bytes + m->scratch_host_bytes + dev + m->baseline_rss_bytes);
                 double err = fabs(pct((double)m->rss_bytes, expect));
                 seen++;
                 if (err > worst) {
                     worst = err;
                     snprintf(worst_what, sizeof worst_what, "ratio %g %s %s rank %d RSS %lld vs ledger host %lld + "
-                             "emulated device %lld + baseline %lld", w->ratio, w->schedule, w->policy, k,
-                             (long long)m->rss_bytes,
-                             (long long)w->plan_host_bytes, (long long)dev, (long long)m->baseline_rss_bytes);
+                             "host scratch %lld + emulated device with scratch %lld + baseline %lld", w->ratio, w->schedule,
+                             w->policy, k, (long long)m->rss_bytes, (long long)w->plan_host_bytes,
+                             (long long)m->scratch_host_bytes, (long long)dev, (long long)m->baseline_rss_bytes);
                 }
                 bad += err > r->mem_tol_pct && fabs((double)m->rss_bytes - expect) > (double)VAL_MEM_FLOOR_BYTES;
             }
@@ -168,9 +168,11 @@ static void check_process(struct val_report *r)
         return;
     }
     c->status = bad ? VAL_FAIL : VAL_PASS;
-    detail(c, "%d readings; peak RSS against the ledger's host bytes (plus the device's on the emulated device, "
-           "whose memory is host memory) plus the baseline (the RSS of the same launch with the model shrunk as far as "
-           "the executor allows, minus that run's ledger buffers), device use against the ledger's device bytes plus the executor's compute scratch; tolerance %.1f %% (RSS: or 4 MiB, whichever is larger); worst %.2f %% (%s)", seen,
+    detail(c, "%d readings; peak RSS against the ledger's host bytes and the executor's host scratch (plus the "
+           "device's ledger and scratch on the emulated device, whose memory is host memory) plus the baseline (the RSS "
+           "at the end of the same launch with every tensor cut to one row, minus every buffer it lists: the program, "
+           "libraries, MPI, OpenBLAS and thread stacks), device use against the ledger's device bytes plus the "
+           "executor's compute scratch; tolerance %.1f %% (RSS: or 4 MiB, whichever is larger); worst %.2f %% (%s)", seen,
            r->mem_tol_pct, worst, worst_what);
 }
 
@@ -395,7 +397,7 @@ int val_report_md(const struct val_report *r, char **out, struct rl_err *e)
         }
     }
     sb(&b, "\n## Memory per rank (bytes)\n\n| ratio | rank | device (ledger) | host (ledger) | host elements | peak RSS | "
-           "RSS at start-up | pinned | device used |\n|---|---|---|---|---|---|---|---|---|\n");
+           "baseline | pinned | device used |\n|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < r->n_rows; i++)
         for (int k = 0; k < r->rows[i].n_ranks; k++) {
             const struct val_rank_mem *m = &r->rows[i].mem[k];
@@ -405,9 +407,10 @@ int val_report_md(const struct val_report *r, char **out, struct rl_err *e)
                (long long)m->host_placed_numel, (long long)m->rss_bytes, (long long)m->baseline_rss_bytes,
                (long long)m->pinned_bytes, (long long)m->device_used_bytes);
         }
-    sb(&b, "\n-1: not available. The baseline (\"RSS at start-up\") is the RSS at the end of the same launch with "
-           "the model shrunk as far as the executor allows, minus that run's ledger buffers: libraries, MPI, OpenBLAS, "
-           "threads, compute scratch.\n");
+    sb(&b, "\n-1: not available. The baseline is the RSS at the end of the same launch with every tensor cut to one "
+           "row (--scale of the largest first dimension), minus every buffer that run lists (ledger and scratch, host "
+           "and, on the emulated device, device): the program and its libraries, MPI's shared memory, OpenBLAS and "
+           "thread stacks, what a process of this launch holds before it allocates anything of the model.\n");
     if (b.oom) {
         free(b.p);
         return rl_errf(e, RL_ENOMEM, "validate: out of memory");

@@ -144,10 +144,12 @@ struct val_rank_mem {
     int64_t host_placed_numel;       /* elements whose Adam ran on the host */
     int64_t per_rank_numel;          /* P as the executor saw it */
     int64_t rss_bytes;               /* peak RSS, -1 unavailable */
-    int64_t baseline_rss_bytes;      /* RSS before the buffers were allocated, -1 unavailable */
+    int64_t baseline_rss_bytes;      /* the process without any of its listed buffers, -1 unavailable */
     int64_t pinned_bytes;            /* locked/pinned host bytes, -1 unavailable */
     int64_t device_used_bytes;       /* device memory in use, -1 unavailable */
     int64_t scratch_device_bytes;    /* device buffers outside the ledger (compute scratch) */
+    int64_t scratch_host_bytes;      /* host buffers outside the ledger (the deepspeed schedule's
+                                        pageable staging) */
 };
 
 struct val_row {
