@@ -4,6 +4,7 @@
  * writes DIR/report.md, DIR/report.json and both sides' traces. */
 #include <errno.h>
 #include <jansson.h>
+#include <malloc.h>   /* malloc_trim */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,6 +338,67 @@ static void gemm_arg(const struct val_calib_run *r, char *buf, size_t n)
     }
 }
 
+#ifdef HAVE_EXEC
+/* Started by an MPI launcher (as exec/comm.c tells it): validate is then one of the ranks and runs
+ * the executor in this process instead of launching mpirun again. */
+static bool under_mpirun(void)
+{
+    return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
+}
+
+/* This process's VmRSS (bytes, -1 unknown), and a reset of its peak (VmHWM) for the next run. */
+static int64_t self_rss(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %lld kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb < 0 ? -1 : (int64_t)kb * 1024;
+}
+static void reset_peak_rss(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");   /* "5": VmHWM := VmRSS (Linux >= 4.0) */
+    if (f) {
+        fputs("5", f);
+        fclose(f);
+    }
+}
+
+/* A row's measured side from an in-process run (rank 0 holds every rank's result). */
+static void row_from_result(struct val_row *w, const struct ex_result *r, const int64_t *baseline)
+{
+    w->digest = r->digest;
+    const struct ex_rank_result *cr = &r->ranks[r->critical_rank];
+    w->measured.step_ns = cr->step_ns;
+    for (int k = 0; k < VAL_PHASES && k < STEP_PH_COUNT; k++) {
+        w->measured.busy_ns[k] = cr->phase[k].busy_ns;
+        w->measured.exposed_ns[k] = cr->phase[k].exposed_ns;
+    }
+    w->n_ranks = r->world < VAL_MAX_RANKS ? r->world : VAL_MAX_RANKS;
+    for (int k = 0; k < w->n_ranks; k++) {
+        const struct ex_rank_result *q = &r->ranks[k];
+        struct val_rank_mem *vm = &w->mem[k];
+        vm->ledger_device_bytes = q->ledger_device_bytes;
+        vm->ledger_host_bytes = q->ledger_host_bytes;
+        vm->host_placed_numel = q->host_placed_numel;
+        vm->per_rank_numel = q->per_rank_numel;
+        vm->rss_bytes = q->mem.peak_rss_bytes;
+        vm->baseline_rss_bytes = baseline[k];
+        vm->pinned_bytes = q->mem.pinned_bytes;
+        vm->device_used_bytes = q->mem.device_used_bytes;
+        for (int b = 0; b < q->n_bufs; b++)
+            if (q->bufs[b].ledger_bytes < 0 && q->bufs[b].device == PLAN_DEV_GPU)
+                vm->scratch_device_bytes += q->bufs[b].bytes;
+            else if (q->bufs[b].ledger_bytes < 0)
+                vm->scratch_host_bytes += q->bufs[b].bytes;
+    }
+}
+#endif
+
 int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, struct cli_sim *sim,
                           const char *const *fwd, int n_fwd, bool schedule_given, bool json)
 {
@@ -382,7 +444,24 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         rl_errf(&e, RL_ENOMEM, "validate: out of memory");
         return cli_fail("validate", &e);
     }
-    if (mkdir(x->out, 0777) != 0 && errno != EEXIST) {
+    /* Under an existing mpirun every rank runs validate: the executor runs in this process, rank 0
+     * predicts, reports and writes. */
+    struct ex_comm comm;
+    memset(&comm, 0, sizeof comm);
+    comm.size = 1;
+    const bool in_mpi = under_mpirun();
+    if (in_mpi) {
+        if (ex_comm_init(&comm, &e))
+            goto fail;
+        if (x->ranks != 1 && x->ranks != comm.size) {
+            rl_errf(&e, RL_EINVAL, "--ranks %d: validate runs under mpirun with %d ranks; allowed: %d (or leave it "
+                    "out)", x->ranks, comm.size, comm.size);
+            goto fail;
+        }
+        x->ranks = comm.size;
+    }
+    const bool rank0 = comm.rank == 0;
+    if (rank0 && mkdir(x->out, 0777) != 0 && errno != EEXIST) {
         rl_errf(&e, RL_EINVAL, "--out %s: cannot create the folder (%s)", x->out, strerror(errno));
         goto fail;
     }
@@ -437,8 +516,10 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         co.device_threads = dev_threads;
         struct val_calib cal;
         snprintf(hw_path, sizeof hw_path, "%s/hw-calibrated.json", x->out);
-        fprintf(stderr, "validate: calibrating this machine (%d device%s) ...\n", x->ranks, x->ranks == 1 ? "" : "s");
-        if (val_calibrate(&co, &cal, &e))
+        if (rank0)
+            fprintf(stderr, "validate: calibrating this machine (%d device%s) ...\n", x->ranks, x->ranks == 1 ? "" : "s");
+        memset(&cal, 0, sizeof cal);
+        if (rank0 && val_calibrate(&co, &cal, &e))
             goto fail;
         /* Then what one rank of the run does, on every rank at once under the runs' own launch:
          * the GEMMs at the model's shapes, Adam and copies at the run's sizes, the shared memory,
@@ -453,7 +534,11 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         int64_t seq = scaled.arch.seq_len > 0 ? scaled.arch.seq_len : 1024;
         run_shape(&p0, mb * seq, mb, seq, &rs);
         plan_free(&p0);
-        {
+        if (in_mpi) {   /* every rank here, at once, as the runs will */
+            if (ex_comm_barrier(&comm, &e) || (comm.size > 1 && val_calibrate_collectives(&comm, false, &cal, &e)) ||
+                val_calibrate_run(&comm, &rs, false, &cal, &e))
+                goto fail;
+        } else {
             static char gemms[VAL_CALIB_MAX_GEMMS * 64];
             char nums[5][32];
             gemm_arg(&rs, gemms, sizeof gemms);
@@ -492,16 +577,20 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
             }
             free(out);
         }
-        if (val_calib_profile(&cal, "calibrated", &text, &e))
+        if (rank0 && val_calib_profile(&cal, "calibrated", &text, &e))
             goto fail;
-        struct rl_outfile of;
-        if (rl_outfile_open(&of, hw_path, &e))
-            goto fail;
-        fprintf(of.fp, "%s\n", text);
-        if (rl_outfile_commit(&of, &e))
-            goto fail;
+        if (rank0) {
+            struct rl_outfile of;
+            if (rl_outfile_open(&of, hw_path, &e))
+                goto fail;
+            fprintf(of.fp, "%s\n", text);
+            if (rl_outfile_commit(&of, &e))
+                goto fail;
+        }
         free(text);
         text = NULL;
+        if (in_mpi && ex_comm_barrier(&comm, &e))   /* the profile is written before anyone reads it */
+            goto fail;
         sim->hw = hw_path;
     } else {
         snprintf(hw_path, sizeof hw_path, "%s", sim->hw);
@@ -525,6 +614,7 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
     rep->mem_tol_pct = x->mem_tol_pct;
     rep->gate_time_pct = x->gate_time_pct;
     rep->device_in_rss = strcmp(x->backend, "cpu") == 0;
+    rep->baseline_before_run = in_mpi;
 
     /* The common part of every `ratiolab run`. */
     struct argv_b base = {0};
@@ -556,8 +646,38 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
             run_traces = true;
         free(out);
     }
+    /* In this process (under mpirun): the runs' options as `ratiolab run` would set them. */
+    struct ex_opts xo;
+    ex_opts_default(&xo);
+    if (in_mpi) {
+        xo.compute = EX_COMPUTE_GEMM;
+        xo.steps = x->steps;
+        xo.micro_batch = c.zero.micro_batch > 0 ? c.zero.micro_batch : 1;
+        xo.seq_len = s->seq_len;
+        xo.checkpoint_activations = c.checkpoint_activations;
+        if (ex_backend_parse(x->backend, &xo.backend, &e))
+            goto fail;
+    }
+    int64_t baseline[VAL_MAX_RANKS];
+    for (int k = 0; k < VAL_MAX_RANKS; k++)
+        baseline[k] = -1;
+    if (in_mpi) {
+        /* The reference on rank 0. The baseline of each run is its rank's RSS right before it, with
+         * the freed heap handed back (malloc_trim) and the peak reset. */
+        if (rank0) {
+            fprintf(stderr, "validate: reference digest (scalar Adam, in this process)\n");
+            struct ex_opts ro = xo;
+            ro.ref_dtype = c.zero.dtype;
+            uint32_t d = 0;
+            int64_t steps = 0;
+            if (ex_reference(&scaled, &ro, ro.warmup + ro.steps, &d, &steps, &e))
+                goto fail;
+            rep->reference_digest = d;
+            rep->have_reference = true;
+        }
+    }
     /* The reference digest: one process, scalar Adam. */
-    {
+    if (!in_mpi) {
         int skip = n_launch;   /* without mpirun */
         struct argv_b r = {0};
         for (int i = skip; i < base.n; i++)
@@ -582,10 +702,7 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
      * run); its RSS at the end minus every buffer it lists (ledger and scratch; on the cpu backend
      * the device's too) is the program, its libraries, MPI's shared memory, OpenBLAS and thread
      * stacks: what a process of this launch holds before anything of the model. */
-    int64_t baseline[VAL_MAX_RANKS];
-    for (int k = 0; k < VAL_MAX_RANKS; k++)
-        baseline[k] = -1;
-    {
+    if (!in_mpi) {
         struct argv_b a = base;
         char bscale[32];
         double rows = 1;
@@ -644,7 +761,7 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
             snprintf(mtrace, sizeof mtrace, "%s/measured-%g-%s-%s.json.gz", x->out, ratios[ri], w->schedule, w->policy);
         }
         struct sim_step_result sr;
-        if (exec_plan(&c, &scaled, x->scale, ratios[ri], &p, &e) || sim_step_run(&p, &hw, &sim->train, ptrace, &sr, &e)) {
+        if (exec_plan(&c, &scaled, x->scale, ratios[ri], &p, &e) || sim_step_run(&p, &hw, &sim->train, rank0 ? ptrace : NULL, &sr, &e)) {
             plan_free(&p);
             goto fail;
         }
@@ -668,6 +785,42 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         }
         plan_free(&p);
         /* Measurement. */
+        if (in_mpi) {   /* in this process, on every rank */
+            struct plan q;
+            struct ex_opts o = xo;
+            o.schedule = sim->train.schedule;
+            o.trace_path = mtrace;
+            struct ex_result r;
+            memset(&r, 0, sizeof r);
+            if (rank0)
+                fprintf(stderr, "validate: ratio %g, %s, %s: %d rank%s (in this mpirun) ...\n", ratios[ri],
+                        w->schedule, w->policy, x->ranks, x->ranks == 1 ? "" : "s");
+            int rc = exec_plan(&c, &scaled, x->scale, ratios[ri], &q, &e);
+            malloc_trim(0);
+            reset_peak_rss();
+            int64_t mine = self_rss();
+            void *all = NULL;
+            int64_t all_bytes = 0;
+            if (!rc && !(rc = ex_comm_gatherv(&comm, &mine, sizeof mine, &all, &all_bytes, &e)))
+                for (int64_t k = 0; rank0 && k < all_bytes / (int64_t)sizeof mine && k < VAL_MAX_RANKS; k++)
+                    memcpy(&baseline[k], (char *)all + k * (int64_t)sizeof mine, sizeof mine);
+            free(all);
+            if (!rc)
+                rc = ex_run(&q, &o, &comm, &r, &e);
+            plan_free(&q);
+            if (rc) {
+                ex_result_free(&r);
+                fprintf(stderr, "ratiolab validate: rank %d: %s\n", comm.rank, e.msg);
+                ex_comm_abort(&comm, rc == RL_EINVAL ? 2 : rc == RL_ECHECK ? 1 : 3);
+                goto fail;
+            }
+            w->others_cpu_pct = -1;   /* the ranks are not this process's children: not measured */
+            if (rank0)
+                row_from_result(w, &r, baseline);
+            ex_result_free(&r);
+            rep->n_rows++;
+            continue;
+        }
         struct argv_b a = base;
         arg(&a, "--ratio");
         argf(&a, "%.17g", ratios[ri]);
@@ -742,6 +895,10 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         json_decref(j);
         rep->n_rows++;
     }
+    if (in_mpi && !rank0) {   /* rank 0 reports */
+        code = 0;
+        goto out;
+    }
     val_report_check(rep);
     char path[700];
     struct rl_outfile of;
@@ -792,6 +949,8 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
 fail:
     code = cli_fail("validate", &e);
 out:
+    if (in_mpi)
+        ex_comm_finalize(&comm);
     free(text);
     free(rep);
     free(ratios);

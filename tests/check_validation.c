@@ -711,6 +711,82 @@ START_TEST(validate_cpu_backend_two_ranks)
 }
 END_TEST
 
+/* Under an existing mpirun validate launches nothing: every rank runs the executor in its own
+ * process, rank 0 reports. Two schedules x two policies x two ratios: one digest across all eight,
+ * the reference's; ledger and honored ratio on every rank. A list with a bad name is refused. */
+START_TEST(validate_under_mpirun_schedules_and_policies)
+{
+    struct tu_run r;
+    tu_sh(&r, "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 "
+              "timeout 120 mpirun --oversubscribe --bind-to none --mca mpi_yield_when_idle 1 -np 2 '%s' validate "
+              "--model gpt-350m --scale 300 --seq-len 16 --ratios 0,0.5 --steps 1 --schedule overlap,deepspeed "
+              "--policy exact,deepspeed-0.12 --out vmpi", tu_bin());
+    char path[512];
+    snprintf(path, sizeof path, "%s/vmpi/report.json", tu_tmpdir());
+    json_t *j = json_load_file(path, 0, NULL);
+    ck_assert_msg(j != NULL, "no report.json; status %d: %s%s", r.status, r.out, r.err);
+    ck_assert_ptr_null(strstr(r.err, "mpirun was unable"));
+    json_t *rows = json_object_get(j, "rows");
+    ck_assert_int_eq(json_array_size(rows), 8);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "ranks")), 2);
+    int seen[2][2] = {{0}};
+    for (size_t i = 0; i < 8; i++) {
+        json_t *w = json_array_get(rows, i);
+        const char *sch = json_string_value(json_object_get(w, "schedule"));
+        const char *pol = json_string_value(json_object_get(w, "policy"));
+        seen[strcmp(sch, "overlap") == 0][strcmp(pol, "exact") == 0]++;
+    }
+    ck_assert(seen[0][0] == 2 && seen[0][1] == 2 && seen[1][0] == 2 && seen[1][1] == 2);
+    json_t *cks = json_object_get(j, "checks");
+    for (size_t i = 0; i < json_array_size(cks); i++) {
+        json_t *c = json_array_get(cks, i);
+        const char *name = json_string_value(json_object_get(c, "name"));
+        if (strcmp(name, "bitwise") && strcmp(name, "honored_ratio") && strcmp(name, "memory_ledger"))
+            continue;
+        ck_assert_msg(strcmp(json_string_value(json_object_get(c, "status")), "PASS") == 0, "%s: %s", name,
+                      json_string_value(json_object_get(c, "detail")));
+    }
+    json_decref(j);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "validate --ratios 0,1 --policy exact,bogus --out vbad");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "bogus"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "validate --ratios 0,1 --schedule overlap, --out vbad");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--schedule"));
+    tu_run_free(&r);
+}
+END_TEST
+
+/* calibrate measures what one rank of a run does when told its sizes (--gemm, --adam-numel, ...;
+ * validate --calibrate passes them under the runs' mpirun): every figure is there and positive,
+ * the GEMM list's FLOPs are 2 m n k x count summed. */
+START_TEST(calibrate_measures_the_runs_sizes)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "calibrate --collectives-only --quiet --gemm 16x8x32x3,4x4x4 --adam-numel 8192 --chunk-numel 1000 "
+                "--working-set 120000");
+    ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+    json_t *j = json_loads(r.out, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    json_t *run = json_object_get(j, "run");
+    ck_assert_ptr_nonnull(run);
+    ck_assert(fabs(json_number_value(json_object_get(run, "gemm_flop")) - (2.0 * 16 * 8 * 32 * 3 + 2.0 * 64)) < 1e-9);
+    ck_assert_int_eq(json_integer_value(json_object_get(run, "host_adam_numel")), 1000);
+    ck_assert_int_eq(json_integer_value(json_object_get(run, "copy_bytes")), 4000);
+    const char *figs[] = {"gemm_flops", "device_adam_elements_per_s", "host_adam_elements_per_s", "copy_gbps",
+                          "memory_gbps"};
+    for (size_t i = 0; i < sizeof figs / sizeof figs[0]; i++)
+        ck_assert_msg(json_number_value(json_object_get(json_object_get(run, figs[i]), "median")) > 0, "%s", figs[i]);
+    json_decref(j);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "calibrate --collectives-only --quiet --gemm 16x8");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--gemm"));
+    tu_run_free(&r);
+}
+END_TEST
 
 /* Without a GPU, calibrate --backend cuda is an environment error naming the cause and writes no
  * file; with one, the profile loads. It always needs --base. */
@@ -762,10 +838,14 @@ Suite *validation_suite(void)
     tcase_add_test(tc, report_checks_fail_when_broken);
     tcase_add_test(tc, calibrate_cuda_needs_a_gpu_and_a_base);
     tcase_add_test(tc, emulated_device_shares_dram_and_runs_in_order);
-    if (have_mpirun())
+    tcase_add_test(tc, calibrate_measures_the_runs_sizes);
+    if (have_mpirun()) {
         tcase_add_test(tc, validate_cpu_backend_two_ranks);
-    else
+        tcase_add_test(tc, validate_under_mpirun_schedules_and_policies);
+    } else {
         tu_skip("validation: validate_cpu_backend_two_ranks", "mpirun not found (openmpi-bin)");
+        tu_skip("validation: validate_under_mpirun_schedules_and_policies", "mpirun not found (openmpi-bin)");
+    }
     suite_add_tcase(s, tc);
     return s;
 }

@@ -169,10 +169,12 @@ static void check_process(struct val_report *r)
     }
     c->status = bad ? VAL_FAIL : VAL_PASS;
     detail(c, "%d readings; peak RSS against the ledger's host bytes and the executor's host scratch (plus the "
-           "device's ledger and scratch on the emulated device, whose memory is host memory) plus the baseline (the RSS "
-           "at the end of the same launch with every tensor cut to one row, minus every buffer it lists: the program, "
-           "libraries, MPI, OpenBLAS and thread stacks), device use against the ledger's device bytes plus the "
-           "executor's compute scratch; tolerance %.1f %% (RSS: or 4 MiB, whichever is larger); worst %.2f %% (%s)", seen,
+           "device's ledger and scratch on the emulated device, whose memory is host memory) plus the baseline (%s), "
+           "device use against the ledger's device bytes plus the executor's compute scratch; tolerance %.1f %% (RSS: or "
+           "4 MiB, whichever is larger); worst %.2f %% (%s)", seen,
+           r->baseline_before_run ? "each rank's RSS right before its run, the freed heap handed back and the peak reset"
+                                  : "the RSS at the end of the same launch with every tensor cut to one row, minus every "
+                                    "buffer it lists: the program, libraries, MPI, OpenBLAS and thread stacks",
            r->mem_tol_pct, worst, worst_what);
 }
 
@@ -407,10 +409,16 @@ int val_report_md(const struct val_report *r, char **out, struct rl_err *e)
                (long long)m->host_placed_numel, (long long)m->rss_bytes, (long long)m->baseline_rss_bytes,
                (long long)m->pinned_bytes, (long long)m->device_used_bytes);
         }
-    sb(&b, "\n-1: not available. The baseline is the RSS at the end of the same launch with every tensor cut to one "
-           "row (--scale of the largest first dimension), minus every buffer that run lists (ledger and scratch, host "
-           "and, on the emulated device, device): the program and its libraries, MPI's shared memory, OpenBLAS and "
-           "thread stacks, what a process of this launch holds before it allocates anything of the model.\n");
+    if (r->baseline_before_run)
+        sb(&b, "\n-1: not available. The baseline is each rank's RSS right before its run (validate ran under mpirun, "
+               "the executor in its processes), the freed heap handed back (malloc_trim) and the peak reset "
+               "(/proc/self/clear_refs).\n");
+    else
+        sb(&b, "\n-1: not available. The baseline is the RSS at the end of the same launch with every tensor cut to "
+               "one row (--scale of the largest first dimension), minus every buffer that run lists (ledger and "
+               "scratch, host and, on the emulated device, device): the program and its libraries, MPI's shared "
+               "memory, OpenBLAS and thread stacks, what a process of this launch holds before it allocates anything "
+               "of the model.\n");
     if (b.oom) {
         free(b.p);
         return rl_errf(e, RL_ENOMEM, "validate: out of memory");

@@ -200,6 +200,9 @@ struct val_report {
     double mem_tol_pct;              /* process memory tolerance, percent of prediction + baseline */
     double gate_time_pct;            /* < 0: time reported, not gated */
     bool device_in_rss;              /* the emulated device's memory is host memory (cpu backend) */
+    bool baseline_before_run;        /* the baseline is each rank's RSS right before its run (validate
+                                        ran under mpirun, the executor in its processes), not a
+                                        baseline launch's */
     int n_rows;                      /* entries */
     struct val_row rows[VAL_MAX_ROWS];
     int n_checks;                    /* entries */
