@@ -598,6 +598,7 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
     if (cli_sim_load_hw(sim, &c, &hw, &e))
         goto fail;
     sim->train.micro_batch = c.zero.micro_batch > 0 ? c.zero.micro_batch : 1;
+    sim->train.comm_dtype_bytes = 4;   /* the executor reduce-scatters fp32 (exact sums) */
 
     snprintf(rep->model, sizeof rep->model, "%s, scaled 1/%g", c.model_desc, x->scale);
     snprintf(rep->hardware, sizeof rep->hardware, "%s", hw.name);

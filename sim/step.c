@@ -946,6 +946,7 @@ struct graph_ctx {
     int dp, dp_local;       /* DP degree, DP group members in this node */
     int pp;                 /* pipeline stages */
     int dtype;              /* bytes per parameter element */
+    int comm_dtype;         /* bytes per gradient element in the reduce-scatter */
     bool offload;           /* the optimizer is offloaded (offload_optimizer.device cpu) */
     bool ds;                /* DeepSpeed's schedule (else ratiolab's overlap schedule) */
     struct ds_rules dr;     /* the DeepSpeed version's rules */
@@ -1015,7 +1016,7 @@ static void build_flush(struct builder *u, struct graph_ctx *c, const struct flu
             dep(u, st[g].reduce, cp);
             st[g].reduce = last = cp;
         }
-        int rs = collective(u, "reduce_scatter", g, COLL_RS, (double)fl->full * dtype, c->dp, c->dp_local,
+        int rs = collective(u, "reduce_scatter", g, COLL_RS, (double)fl->full * c->comm_dtype, c->dp, c->dp_local,
                             SIM_PH_REDUCE_SCATTER, SIM_TR_REDUCE);
         if (rs >= 0) {
             dep(u, last, rs);
@@ -1145,7 +1146,8 @@ static int build(struct builder *u, int nsim, struct rl_err *e)
     for (int g = 0; g < G; g++)
         st[g] = (struct streams){-1, -1, -1, -1, -1};
     int64_t act_per_block = (int64_t)ceil(layer_activation_bytes(p, &b->t, NULL));   /* trace counter */
-    struct graph_ctx c = {.G = G, .dp = dp, .dp_local = dp_local, .pp = pp, .dtype = dtype, .offload = offload,
+    struct graph_ctx c = {.G = G, .dp = dp, .dp_local = dp_local, .pp = pp, .dtype = dtype,
+                          .comm_dtype = b->t.comm_dtype_bytes > 0 ? b->t.comm_dtype_bytes : dtype, .offload = offload,
                           .ds = ds, .dr = dr, .depth = depth, .bucket = bucket, .act_per_block = act_per_block,
                           .flop_rate = flop_rate,
                           .pc = {.launch_ns = launch, .tp = tp, .tp_local = tp_local, .ar_bytes = ar_bytes,
