@@ -259,15 +259,29 @@ static void launcher(struct argv_b *a, int ranks)
 }
 
 /* What one rank of the run does (for the calibration under the same launch): the GEMMs of one
- * forward pass as the simulator counts them (every 2-D weight on micro-batch x seq tokens at the
- * scaled shape, attention scores and values per head and layer), grouped by shape; the rank's
+ * forward pass as the simulator charges them and the executor's --compute gemm runs them
+ * (exec/compute.c): per layer a GEMM per weight on micro-batch x seq tokens (2-D weights as they
+ * are, other tensors rank-1), attention scores and values per sequence and local head, the logits
+ * once after the layers, nothing for the embedding lookup; grouped by shape. Then the rank's
  * partition (device Adam), the host chunk, a layer's all-gather, a flush's reduce-scatter. */
-static void run_shape(const struct plan *p, int64_t tokens, int64_t micro_batch, int64_t seq, struct val_calib_run *r)
+static void add_gemm(struct val_calib_run *r, int64_t m, int64_t n, int64_t k, int64_t count)
+{
+    int j = 0;
+    while (j < r->n_gemm && !(r->gemm[j].m == m && r->gemm[j].n == n && r->gemm[j].k == k))
+        j++;
+    if (j < r->n_gemm)
+        r->gemm[j].count += count;
+    else if (r->n_gemm < VAL_CALIB_MAX_GEMMS)
+        r->gemm[r->n_gemm++] = (struct val_gemm_shape){m, n, k, count};
+}
+
+static void run_shape(const struct plan *p, int64_t micro_batch, int64_t seq, struct val_calib_run *r)
 {
     memset(r, 0, sizeof *r);
     const struct plan_model *m = p->model;
     const struct plan_arch *a = &m->arch;
     int mdb = plan_dtype_bytes(p->zero.dtype);
+    int64_t tokens = micro_batch * seq;
     int first = -1, last = -1;
     for (int i = 0; i < m->n_tensors; i++) {
         int l = m->tensors[i].layer;
@@ -279,27 +293,25 @@ static void run_shape(const struct plan *p, int64_t tokens, int64_t micro_batch,
     int64_t layers = first < 0 ? 0 : last - first + 1, layer_part = 0;
     for (int i = 0; i < m->n_tensors; i++) {
         const struct plan_tensor *t = &m->tensors[i];
+        if (t->layer < 0)
+            continue;
         if (t->layer == first)
             layer_part += p->part_numel[i];
-        if (t->ndim != 2)
-            continue;
-        struct val_gemm_shape g = {tokens, t->shape[0], t->shape[1], 1};
-        int j = 0;
-        while (j < r->n_gemm && !(r->gemm[j].m == g.m && r->gemm[j].n == g.n && r->gemm[j].k == g.k))
-            j++;
-        if (j < r->n_gemm)
-            r->gemm[j].count++;
-        else if (r->n_gemm < VAL_CALIB_MAX_GEMMS)
-            r->gemm[r->n_gemm++] = g;
+        if (t->ndim == 2)
+            add_gemm(r, tokens, t->shape[0], t->shape[1], 1);
+        else
+            add_gemm(r, tokens, t->numel, 1, 1);
     }
     int64_t heads = a->heads > 0 ? a->heads : 1, tp = a->tp > 0 ? a->tp : 1;
     int64_t hd = a->head_dim > 0 ? a->head_dim : a->hidden / heads;
-    int64_t h_rank = heads / tp > 0 ? heads / tp : 1;
-    if (layers > 0 && hd > 0 && r->n_gemm + 2 <= VAL_CALIB_MAX_GEMMS) {
-        /* per head: scores Q K^T (s x s x d) and values P V (s x d x s) */
-        r->gemm[r->n_gemm++] = (struct val_gemm_shape){seq, seq, hd, micro_batch * h_rank * layers};
-        r->gemm[r->n_gemm++] = (struct val_gemm_shape){seq, hd, seq, micro_batch * h_rank * layers};
+    int64_t local = heads / tp > 0 ? heads / tp : 1;
+    if (layers > 0 && hd > 0) {
+        add_gemm(r, seq, seq, hd, micro_batch * local * layers);   /* Q K^T */
+        add_gemm(r, seq, hd, seq, micro_batch * local * layers);   /* scores V */
     }
+    int64_t vocab = a->vocab_padded > 0 ? a->vocab_padded : a->vocab;
+    if (layers > 0 && vocab > 0 && a->hidden > 0)
+        add_gemm(r, tokens, vocab / tp, a->hidden, 1);   /* the logits */
     int W = p->layout.dp > 0 ? p->layout.dp : 1;
     r->device_adam_numel = p->per_rank_numel;
     r->host_adam_numel = step_chunk_numel(p->per_rank_numel, p->exec_chunk_numel);
@@ -477,13 +489,9 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         sim->train.schedule = SIM_SCHED_OVERLAP;
     if (cli_setup_resolve(s, &c, &e) || ex_scale_model(&c.model, x->scale, &scaled, &e))
         goto fail;
-    /* The executor's GEMMs run the scaled tensors' shapes, the output layer's included; the
-     * simulator's logits term reads the vocabulary from the architecture, so it is scaled the
-     * same way (rows divided by F, rounded up). */
-    if (x->scale > 1) {
-        scaled.arch.vocab = (int64_t)ceil((double)scaled.arch.vocab / x->scale);
-        scaled.arch.vocab_padded = (int64_t)ceil((double)scaled.arch.vocab_padded / x->scale);
-    }
+    /* --scale shrinks the tensors (their first dimension), not hidden, heads or vocab: the
+     * executor's GEMMs are the simulator's per block (exec/compute.c), attention and logits at
+     * full size, so the simulator sees the scaled tensors and the architecture as it is. */
     if (c.layout.dp != x->ranks) {
         rl_errf(&e, RL_EINVAL, "--ranks %d: the layout has %d data-parallel ranks; allowed: equal (the executor "
                 "runs one rank per data-parallel rank)", x->ranks, c.layout.dp);
@@ -532,7 +540,7 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
         }
         int64_t mb = c.zero.micro_batch > 0 ? c.zero.micro_batch : 1;
         int64_t seq = scaled.arch.seq_len > 0 ? scaled.arch.seq_len : 1024;
-        run_shape(&p0, mb * seq, mb, seq, &rs);
+        run_shape(&p0, mb, seq, &rs);
         plan_free(&p0);
         if (in_mpi) {   /* every rank here, at once, as the runs will */
             if (ex_comm_barrier(&comm, &e) || (comm.size > 1 && val_calibrate_collectives(&comm, false, &cal, &e)) ||

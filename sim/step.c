@@ -448,8 +448,9 @@ static int host_dram(const struct sim__step *b, int g, double bytes_per_unit, in
 
 /* An emulated device (gpu.emulated: ratiolab's cpu backend) has no memory or cores of its own: its
  * memory traffic is the socket's DRAM and its work runs on the socket's cores, shared with the
- * host's share and with the other devices. One host thread per device issues and runs its
- * kernels, its collectives and the rank's host work in order; copies run on a copy thread. */
+ * host's share and with the other devices (its kernels on its stream threads, copies on a copy
+ * thread). Its collectives run on the rank's thread once the stream that feeds them is done, and
+ * the block's compute waits for them: nothing is gathered ahead or reduced behind the compute. */
 static bool emulated(const struct sim__step *b) { return b->hw->gpu_emulated != 0; }
 
 /* For an emulated device's activity on rank g: the socket's DRAM at `bytes_per_unit` and the
@@ -886,10 +887,9 @@ static void overlap_optimizer(struct builder *u, int g, int ready)
 {
     const struct plan *p = u->b->p;
     int dtype = plan_dtype_bytes(p->zero.dtype);
-    int dev = -1;
     if (p->gpu_numel > 0) {
-        dev = gpu_adam(u, "gpu_adam", g, (double)p->gpu_numel);
-        dep(u, ready, dev);
+        int c = gpu_adam(u, "gpu_adam", g, (double)p->gpu_numel);
+        dep(u, ready, c);
     }
     int64_t cpu = p->cpu_numel;
     if (cpu <= 0)
@@ -906,8 +906,6 @@ static void overlap_optimizer(struct builder *u, int g, int ready)
         int ad = cpu_adam(u, "cpu_adam", g, (double)n);
         dep(u, d, ad);
         dep(u, pa, ad);
-        if (emulated(u->b))   /* the device's Adam ran on the same thread first */
-            dep(u, dev, ad);
         int h = host_copy(u, "param_h2d", g, true, true, (double)n * dtype, SIM_PH_PARAM_H2D, n * dtype, 1);
         dep(u, ad, h);
         dep(u, ph, h);
@@ -977,7 +975,7 @@ static void build_forward(struct builder *u, struct graph_ctx *c)
                 dep(u, st[g].gather, ag);
                 if (i - 1 - c->depth >= 0)
                     dep(u, fwd[(i - 1 - c->depth) * G + g], ag);
-                if (emulated(u->b))   /* one thread: gathered when the previous block is done */
+                if (emulated(u->b))   /* gathered when the previous block is done */
                     dep(u, st[g].compute, ag);
                 st[g].gather = ag;
                 mem_event(u, ag, k->full_numel[i] * dtype);
@@ -1028,7 +1026,7 @@ static void build_flush(struct builder *u, struct graph_ctx *c, const struct flu
             ds_partition_grads(u, &st[g], &c->dr, g, fl, last, boundary);
             flush_end[(n_flush % 3) * G + g] = st[g].reduce;
         }
-        if (emulated(u->b) && st[g].reduce >= 0) {   /* one thread: the flush runs before what follows */
+        if (emulated(u->b) && st[g].reduce >= 0) {   /* the flush is done before the next block's gather */
             int z = add_task(u, "flushed", g, SIM_TR_COMPUTE, -1, 0, 0, 0, 0, NULL, NULL, 0);
             dep(u, st[g].compute, z);
             dep(u, st[g].reduce, z);
@@ -1056,7 +1054,7 @@ static void build_backward(struct builder *u, struct graph_ctx *c, bool boundary
                 dep(u, st[g].gather, ag);
                 if (i + 1 + c->depth < k->n && !emulated(b))
                     dep(u, bwd[(i + 1 + c->depth) * G + g], ag);
-                else   /* not before the forward is done; one thread on an emulated device */
+                else   /* not before the forward is done; an emulated device gathers no block ahead */
                     dep(u, st[g].compute, ag);
                 st[g].gather = ag;
                 mem_event(u, ag, k->full_numel[i] * dtype);

@@ -489,8 +489,8 @@ static int64_t ph_ns(json_t *ph, const char *name, const char *key)
 
 /* An emulated device (gpu.emulated 1) is modelled as the cpu backend runs it: its memory traffic
  * is the socket's DRAM, shared by the devices (two devices' Adams on a 90 GB/s socket each get
- * 45 GB/s instead of their own 900 x 0.85 GB/s), and one thread runs its kernels and collectives
- * in order (the all-gathers are exposed, not prefetched under the compute). The same profile
+ * 45 GB/s instead of their own 900 x 0.85 GB/s), and its collectives block the
+ * compute (the all-gathers are exposed, not prefetched under it). The same profile
  * without the key is a real GPU: overlapped gathers, Adam at the HBM rate. */
 START_TEST(emulated_device_shares_dram_and_runs_in_order)
 {
