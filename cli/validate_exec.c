@@ -685,6 +685,44 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
             rep->have_reference = true;
         }
     }
+    /* Under mpirun: the baseline run in this process (every tensor one row, as the launched one):
+     * its peak RSS growth beyond its ledger buffers is what a run adds besides its ledger. */
+    int64_t extra_rss = 0;
+    if (in_mpi) {
+        double rows = 1;
+        for (int t = 0; t < c.model.n_tensors; t++)
+            rows = (double)c.model.tensors[t].shape[0] > rows ? (double)c.model.tensors[t].shape[0] : rows;
+        struct plan_model tiny;
+        memset(&tiny, 0, sizeof tiny);
+        struct plan q;
+        memset(&q, 0, sizeof q);
+        struct ex_result r;
+        memset(&r, 0, sizeof r);
+        double fb = rows > x->scale ? rows : x->scale;
+        if (rank0)
+            fprintf(stderr, "validate: baseline run (every tensor one row, in this mpirun)\n");
+        int rc = ex_scale_model(&c.model, fb, &tiny, &e);
+        if (!rc)
+            rc = exec_plan(&c, &tiny, fb, 0, &q, &e);
+        malloc_trim(0);
+        reset_peak_rss();
+        int64_t before = self_rss();
+        if (!rc)
+            rc = ex_run(&q, &xo, &comm, &r, &e);
+        if (!rc) {
+            int64_t own = 0;
+            for (int b = 0; b < r.self.n_bufs; b++)
+                if (r.self.bufs[b].ledger_bytes >= 0 &&
+                    (strcmp(x->backend, "cpu") == 0 || r.self.bufs[b].device != PLAN_DEV_GPU))
+                    own += r.self.bufs[b].bytes;
+            extra_rss = r.self.mem.peak_rss_bytes >= 0 && before >= 0 ? r.self.mem.peak_rss_bytes - before - own : 0;
+        }
+        ex_result_free(&r);
+        plan_free(&q);
+        plan_model_free(&tiny);
+        if (rc)
+            goto fail;
+    }
     /* The reference digest: one process, scalar Adam. */
     if (!in_mpi) {
         int skip = n_launch;   /* without mpirun */
@@ -708,9 +746,10 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
     }
     /* The baseline: the same launch with every tensor cut to one row (the scale of the largest first
      * dimension: smaller it cannot get, and the reduce bucket keeps the flush count of an ordinary
-     * run); its RSS at the end minus every buffer it lists (ledger and scratch; on the cpu backend
-     * the device's too) is the program, its libraries, MPI's shared memory, OpenBLAS and thread
-     * stacks: what a process of this launch holds before anything of the model. */
+     * run); its RSS at the end minus its ledger buffers (on the cpu backend the device's too) is
+     * the program, its libraries, MPI's shared memory, OpenBLAS, thread stacks and the resident
+     * part of the compute scratch, whose size follows the tokens, hidden and vocab, not the scale
+     * (a GEMM operand that is only read stays on the zero page and is not resident). */
     if (!in_mpi) {
         struct argv_b a = base;
         char bscale[32];
@@ -741,7 +780,8 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
             for (size_t b = 0; b < json_array_size(bufs); b++) {
                 json_t *bb = json_array_get(bufs, b);
                 const char *dev = json_string_value(json_object_get(bb, "device"));
-                if (dev_host || (dev && strcmp(dev, "gpu") != 0))
+                bool in_ledger = !json_is_null(json_object_get(bb, "ledger_bytes"));
+                if (in_ledger && (dev_host || (dev && strcmp(dev, "gpu") != 0)))
                     own += json_integer_value(json_object_get(bb, "bytes"));
             }
             baseline[k] = json_integer_value(m) - own;
@@ -808,6 +848,7 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct cli_setup *s, stru
             malloc_trim(0);
             reset_peak_rss();
             int64_t mine = self_rss();
+            mine = mine >= 0 ? mine + extra_rss : -1;
             void *all = NULL;
             int64_t all_bytes = 0;
             if (!rc && !(rc = ex_comm_gatherv(&comm, &mine, sizeof mine, &all, &all_bytes, &e)))

@@ -134,14 +134,14 @@ static void check_process(struct val_report *r)
         for (int k = 0; k < w->n_ranks; k++) {
             const struct val_rank_mem *m = &w->mem[k];
             if (m->rss_bytes >= 0 && m->baseline_rss_bytes >= 0) {
-                int64_t dev = r->device_in_rss ? w->plan_device_bytes + m->scratch_device_bytes : 0;
+                int64_t dev = r->device_in_rss ? w->plan_device_bytes : 0;   /* resident scratch: in the baseline */
                 double expect = (double)(w->plan_host_bytes + m->scratch_host_bytes + dev + m->baseline_rss_bytes);
                 double err = fabs(pct((double)m->rss_bytes, expect));
                 seen++;
                 if (err > worst) {
                     worst = err;
                     snprintf(worst_what, sizeof worst_what, "ratio %g %s %s rank %d RSS %lld vs ledger host %lld + "
-                             "host scratch %lld + emulated device with scratch %lld + baseline %lld", w->ratio, w->schedule,
+                             "host scratch %lld + emulated device %lld + baseline %lld", w->ratio, w->schedule,
                              w->policy, k, (long long)m->rss_bytes, (long long)w->plan_host_bytes,
                              (long long)m->scratch_host_bytes, (long long)dev, (long long)m->baseline_rss_bytes);
                 }
@@ -169,12 +169,14 @@ static void check_process(struct val_report *r)
     }
     c->status = bad ? VAL_FAIL : VAL_PASS;
     detail(c, "%d readings; peak RSS against the ledger's host bytes and the executor's host scratch (plus the "
-           "device's ledger and scratch on the emulated device, whose memory is host memory) plus the baseline (%s), "
+           "device's ledger on the emulated device, whose memory is host memory) plus the baseline (%s), "
            "device use against the ledger's device bytes plus the executor's compute scratch; tolerance %.1f %% (RSS: or "
            "4 MiB, whichever is larger); worst %.2f %% (%s)", seen,
-           r->baseline_before_run ? "each rank's RSS right before its run, the freed heap handed back and the peak reset"
-                                  : "the RSS at the end of the same launch with every tensor cut to one row, minus every "
-                                    "buffer it lists: the program, libraries, MPI, OpenBLAS and thread stacks",
+           r->baseline_before_run ? "each rank's RSS right before its run, the freed heap handed back and the peak "
+                                    "reset, plus what a run with every tensor cut to one row added beyond its ledger"
+                                  : "the RSS at the end of the same launch with every tensor cut to one row, minus its "
+                                    "ledger buffers: the program, libraries, MPI, OpenBLAS, thread stacks and the "
+                                    "resident compute scratch",
            r->mem_tol_pct, worst, worst_what);
 }
 
@@ -412,13 +414,14 @@ int val_report_md(const struct val_report *r, char **out, struct rl_err *e)
     if (r->baseline_before_run)
         sb(&b, "\n-1: not available. The baseline is each rank's RSS right before its run (validate ran under mpirun, "
                "the executor in its processes), the freed heap handed back (malloc_trim) and the peak reset "
-               "(/proc/self/clear_refs).\n");
+               "(/proc/self/clear_refs), plus what a run in the same processes with every tensor cut to one row added "
+               "to its RSS beyond its ledger buffers (the resident compute scratch and bookkeeping).\n");
     else
         sb(&b, "\n-1: not available. The baseline is the RSS at the end of the same launch with every tensor cut to "
-               "one row (--scale of the largest first dimension), minus every buffer that run lists (ledger and "
-               "scratch, host and, on the emulated device, device): the program and its libraries, MPI's shared "
-               "memory, OpenBLAS and thread stacks, what a process of this launch holds before it allocates anything "
-               "of the model.\n");
+               "one row (--scale of the largest first dimension), minus that run's ledger buffers (host and, on the "
+               "emulated device, device): the program and its libraries, MPI's shared memory, OpenBLAS, thread stacks "
+               "and the resident part of the compute scratch (its size follows the tokens, hidden and vocab, not the "
+               "scale; a GEMM operand only read stays on the zero page).\n");
     if (b.oom) {
         free(b.p);
         return rl_errf(e, RL_ENOMEM, "validate: out of memory");
