@@ -278,6 +278,9 @@ static int run(int argc, char **argv)
         "the repeats, min..max): DRAM bandwidth (triad) and the project's CPU Adam against threads,\n"
         "copy-thread bandwidth alone and all devices at once, the emulated device's Adam, GEMM\n"
         "(OpenBLAS sgemm) and launch cost. Collective bandwidth is measured under mpirun only.\n"
+        "With --gemm, --adam-numel, ... it also measures what one rank of a run does, on every rank at\n"
+        "once (validate --calibrate passes the run's own). --backend cuda --base P: copies per GPU and\n"
+        "all at once, D2D, GPU Adam, cuBLAS at the --gemm shapes and, under mpirun, NCCL.\n"
         "Quick by default (seconds); --thorough for larger arrays and more repeats.", sets, 1);
     if (rc != CLI_GO_ON)
         return rc;

@@ -346,9 +346,10 @@ static int run(int argc, char **argv)
         "ledger for that DeepSpeed version (the N of 'After creating fp16 partitions: N' must equal the\n"
         "plan's sub-group count), and Megatron's 'elapsed time per iteration (ms)' (median, the first\n"
         "skipped) against predict's step. Exit 1 beyond --tolerance.\n"
-        "With --ratios: runs the executor per ratio and the simulator for the same runs, checks bitwise\n"
-        "equality, the honored ratio, memory and time, writes DIR/report.md and DIR/report.json; exit 1\n"
-        "when a gated check fails.";
+        "With --ratios: runs the executor per ratio (and per --schedule A,B and --policy A,B) and the\n"
+        "simulator for the same runs, checks bitwise equality, the honored ratio, memory and time,\n"
+        "writes DIR/report.md and DIR/report.json; exit 1 when a gated check fails. It launches mpirun\n"
+        "for --ranks N, or, started by mpirun itself, runs the executor in those ranks' processes.";
     struct cli_rest rest;
     struct rl_err e = {0};
     int rc = cli_command_parse_rest("validate", argc, argv, usage, desc, sets, 4, &rest);
