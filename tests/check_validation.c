@@ -695,6 +695,10 @@ START_TEST(validate_cpu_backend_two_ranks)
         ck_assert(fabs(json_real_value(json_object_get(w, "honored_ratio")) - json_real_value(json_object_get(w, "ratio"))) < 1e-3);
         ck_assert_int_gt(json_integer_value(json_object_get(json_object_get(w, "predicted"), "step_ns")), 0);
         ck_assert_int_gt(json_integer_value(json_object_get(json_object_get(w, "measured"), "step_ns")), 0);
+        /* how much of the machine others used meanwhile: a share, measured for launched runs */
+        json_t *oc = json_object_get(w, "others_cpu_pct");
+        ck_assert_msg(json_is_number(oc) && json_number_value(oc) >= 0 && json_number_value(oc) <= 100,
+                      "others_cpu_pct %s", json_is_number(oc) ? "out of range" : "missing");
     }
     json_decref(j);
     snprintf(path, sizeof path, "%s/vout/report.md", tu_tmpdir());
@@ -735,6 +739,7 @@ START_TEST(validate_under_mpirun_schedules_and_policies)
         const char *sch = json_string_value(json_object_get(w, "schedule"));
         const char *pol = json_string_value(json_object_get(w, "policy"));
         seen[strcmp(sch, "overlap") == 0][strcmp(pol, "exact") == 0]++;
+        ck_assert(json_is_null(json_object_get(w, "others_cpu_pct")));   /* not this process's children */
     }
     ck_assert(seen[0][0] == 2 && seen[0][1] == 2 && seen[1][0] == 2 && seen[1][1] == 2);
     json_t *cks = json_object_get(j, "checks");
