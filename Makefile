@@ -18,7 +18,10 @@ SANFLAGS :=
 endif
 
 PREFIX ?= /usr/local
+# gcc unless CC is given (make's built-in default `cc` does not count as given).
+ifeq ($(origin CC),default)
 CC := gcc
+endif
 LIBDIRS := common plan sim exec kernels traces validation plots monitor
 
 # ---- feature detection (one line each) -----------------------------------------------------
@@ -49,9 +52,10 @@ endif
 
 # ---- flags ------------------------------------------------------------------------------------
 # -ffp-contract=off and no fast-math: the bitwise contract (kernels/README.md) depends on it.
-CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -Wno-format-truncation -ffp-contract=off -fopenmp -D_GNU_SOURCE \
+CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Wmissing-prototypes -Wshadow -Werror -Wno-format-truncation -ffp-contract=off -fopenmp -D_GNU_SOURCE \
           -I. -I$(BUILD)/gen $(SANFLAGS) $(EXTRA_CFLAGS)
 LDLIBS := $(shell pkg-config --libs jansson zlib 2>/dev/null) -lopenblas -lm -ldl -lpthread
+CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 LDFLAGS := -fopenmp $(SANFLAGS)
 
@@ -83,7 +87,7 @@ endif
 ifneq ($(MPICC),)
 MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null) -DRL_HAVE_MPI=1
 LDLIBS += $(shell $(MPICC) --showme:link 2>/dev/null)
-$(BUILD)/obj/exec/comm.o: CFLAGS += $(MPI_CFLAGS)
+$(BUILD)/obj/exec/comm.o: private CFLAGS += $(MPI_CFLAGS)
 endif
 
 # ---- sources ----------------------------------------------------------------------------------
@@ -153,13 +157,19 @@ $(BUILD)/gen/suites.h: FORCE
 	@{ $(foreach s,$(SUITE_NAMES),echo 'RL_SUITE($(s))';) } > $@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
 
-$(BUILD)/obj/%.o: %.c $(GEN_CMDS) $(GEN_SUITES)
+# One rule per kind of file; what differs between them is a target-specific flag (`private`, so
+# it never leaks into the library objects built as prerequisites). The generated headers are
+# order-only: they exist before anything compiles, and only the files that include them
+# (cli/main.c, tests/runner.c) depend on them, through their .d files: adding a test or a command
+# rebuilds those two, not the library.
+$(BUILD)/obj/%.o: %.c | $(GEN_CMDS) $(GEN_SUITES)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(OBJ_CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/obj/tests/%.o: tests/%.c $(GEN_SUITES)
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(shell pkg-config --cflags check 2>/dev/null) -MMD -MP -c $< -o $@
+# Tests: Check's flags, and each tests/check_<module>.c is told its suite function's name
+# (-DTU_SUITE=<module>_suite), which tests/util.h declares.
+$(TEST_OBJ): private OBJ_CFLAGS = $(CHECK_CFLAGS) \
+    $(patsubst check_%,-DTU_SUITE=%_suite,$(filter check_%,$(basename $(notdir $@))))
 
 $(BUILD)/obj/%.cu.o: %.cu
 	@mkdir -p $(@D)
@@ -177,13 +187,16 @@ $(TEST_BIN): $(TEST_OBJ) $(filter-out $(BUILD)/obj/cli/main.o,$(CLI_OBJ)) $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
-$(BUILD)/tests/progs/%: tests/progs/%.c $(LIB)
+# Programs of one source file each (tests/progs/, bench/), linked with the library.
+define LINK_PROGRAM
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
-
-$(BUILD)/bench/%: bench/%.c $(LIB)
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -fno-math-errno $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+endef
+$(BENCHES): private CFLAGS += -fno-math-errno
+$(PROGS): $(BUILD)/tests/progs/%: tests/progs/%.c $(LIB)
+	$(LINK_PROGRAM)
+$(BENCHES): $(BUILD)/bench/%: bench/%.c $(LIB)
+	$(LINK_PROGRAM)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 

@@ -721,3 +721,22 @@ const char *rl_catalog_dir(void)
     snprintf(dir, sizeof dir, "catalog");
     return dir;
 }
+
+int rl_grow(void *array_ptr, int *cap, size_t elem_bytes, int need, int first)
+{
+    if (need <= *cap)
+        return 0;
+    int64_t n = *cap > 0 ? *cap : (first > 0 ? first : 1);
+    while (n < need)
+        n *= 2;
+    if (n > INT_MAX || (uint64_t)n > SIZE_MAX / (elem_bytes ? elem_bytes : 1))
+        return RL_ENOMEM;
+    void *old;
+    memcpy(&old, array_ptr, sizeof old);   /* the caller's pointer, whatever its element type */
+    void *q = realloc(old, (size_t)n * elem_bytes);
+    if (!q)
+        return RL_ENOMEM;
+    memcpy(array_ptr, &q, sizeof q);
+    *cap = (int)n;
+    return 0;
+}

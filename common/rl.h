@@ -114,6 +114,17 @@ int rl_open_input(const char *path, int *fd, struct rl_err *e);
 /* RL_EINVAL "name: NUL byte at offset N" when text[0..len) holds a NUL. */
 int rl_check_text(const char *name, const char *text, size_t len, struct rl_err *e);
 
+/* ---- arrays ---------------------------------------------------------------------------------- */
+/* Elements of an array (not a pointer): name tables are checked against their enum's count with
+ * _Static_assert(RL_COUNT(names) == X_COUNT, ...), so a value without a name does not build. */
+#define RL_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Room for `need` elements of elem_bytes each in the array *array_ptr (any object pointer, passed
+ * by address) of *cap allocated elements: when need > *cap, *cap doubles (from `first` when 0)
+ * until it holds need, and the array is reallocated. On failure the array and *cap are unchanged.
+ * Returns 0 or RL_ENOMEM (no message: the caller names what it was growing). */
+int rl_grow(void *array_ptr, int *cap, size_t elem_bytes, int need, int first);
+
 /* 1024^3 */
 #define RL_GIB 1073741824.0
 

@@ -18,6 +18,7 @@
 
 #include "exec/backend.h"
 #include "exec/exec.h"
+#include "exec/dtype.h"
 #include "exec/exec_impl.h"
 #include "monitor/monitor.h"
 
@@ -400,15 +401,9 @@ static int init_state(struct ex_run *r, struct rl_err *e)
 /* Keeps a trace record (phase < 0: a memory sample of `value` bytes). */
 static void trace_add(struct ex_run *r, int64_t t0, int64_t t1, int ph, int64_t value)
 {
-    if (r->n_tspans == r->cap_tspans) {
-        int cap = r->cap_tspans ? 2 * r->cap_tspans : 1024;
-        struct ex__tspan *n = realloc(r->tspans, (size_t)cap * sizeof *n);
-        if (!n) {
-            r->span_oom = true;
-            return;
-        }
-        r->tspans = n;
-        r->cap_tspans = cap;
+    if (rl_grow(&r->tspans, &r->cap_tspans, sizeof *r->tspans, r->n_tspans + 1, 1024)) {
+        r->span_oom = true;
+        return;
     }
     r->tspans[r->n_tspans++] = (struct ex__tspan){.t0_ns = t0 - r->t_origin_ns, .t1_ns = t1 - r->t_origin_ns,
                                                   .phase = ph, .rank = r->k, .value = value};
@@ -419,15 +414,9 @@ static void phase_add(struct ex_run *r, int ph, int64_t t0, int64_t bytes)
 {
     int64_t t1 = ex__now_ns();
     r->ph_bytes[ph] += bytes;
-    if (r->n_spans == r->cap_spans) {
-        int cap = r->cap_spans ? 2 * r->cap_spans : 256;
-        struct step_span *n = realloc(r->spans, (size_t)cap * sizeof *n);
-        if (!n) {
-            r->span_oom = true;
-            return;
-        }
-        r->spans = n;
-        r->cap_spans = cap;
+    if (rl_grow(&r->spans, &r->cap_spans, sizeof *r->spans, r->n_spans + 1, 256)) {
+        r->span_oom = true;
+        return;
     }
     r->spans[r->n_spans++] = (struct step_span){.start_ns = t0, .end_ns = t1, .phase = ph};
     if (r->o->trace_path)
@@ -1009,7 +998,7 @@ int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, str
     r.c = c;
     r.W = c->size;
     r.k = c->rank;
-    r.md = p->zero.dtype == PLAN_BF16 ? KERN_BF16 : KERN_F16;
+    r.md = ex_kern_dtype(p->zero.dtype);   /* fp16 or bf16: fp32 is refused above */
     r.mdb = 2;
     enum ex_backend_kind bk = o->backend;
 #ifdef RL_EX_CUDA

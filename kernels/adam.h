@@ -32,7 +32,9 @@ extern "C" {
 
 #include "common/rl.h"
 
-/* Element types of gradients and of the optional low-precision parameter copy. */
+/* Element types of gradients and of the optional low-precision parameter copy. plan/plan.h numbers
+ * the model's types differently (enum plan_dtype: fp32 0, fp16 1, bf16 2) and neither header may
+ * include the other: exec/dtype.h holds the one mapping, checked there and in tests/check_kernels.c. */
 enum kern_dtype {
     KERN_NONE = 0,   /* no low-precision copy (only valid for param_lowp_dtype) */
     KERN_F32 = 1,    /* IEEE binary32 */

@@ -15,6 +15,7 @@
  * "tree memory" (the per-sample sums), "system memory" (used_bytes = MemTotal - MemAvailable,
  * the machine-wide figure DeepSpeed logs), "gpu<i> memory" (NVML used per device) and the marks. */
 #include "monitor/monitor.h"
+#include "monitor/monitor_impl.h"   /* mon__read_stat */
 
 #include <ctype.h>
 #include <dirent.h>
@@ -34,13 +35,14 @@
 
 /* Series written on each process's "memory" counter, in this order. */
 enum { S_RSS, S_ANON, S_FILE, S_SHMEM, S_LOCKED, S_PINNED, S_SWAP, S_GPU, S_CPU, S_THREADS, S_N };
-static const char *const series_name[S_N] = {
+static const char *const series_name[] = {
     "rss_bytes", "anon_bytes", "file_bytes", "shmem_bytes", "locked_bytes", "pinned_bytes",
     "swap_bytes", "gpu_bytes", "cpu_percent", "threads",
 };
-static const char *const series_counter[S_N] = {
+static const char *const series_counter[] = {
     "memory", "memory", "memory", "memory", "memory", "memory", "memory", "gpu", "cpu", "cpu",
 };
+_Static_assert(RL_COUNT(series_name) == S_N && RL_COUNT(series_counter) == S_N, "a name and a counter per series");
 
 /* One followed process. */
 struct mon__proc {
@@ -119,15 +121,9 @@ static int read_all_procs(struct mon *m, bool full, struct rl_err *e)
     while ((de = readdir(d))) {
         if (!isdigit((unsigned char)de->d_name[0]))
             continue;
-        if (n == m->cap_pids) {
-            int cap = m->cap_pids ? m->cap_pids * 2 : 1024;
-            int *np = realloc(m->pids_buf, (size_t)cap * sizeof *np);
-            if (!np) {
-                closedir(d);
-                return rl_errf(e, RL_ENOMEM, "monitor: out of memory for %d process ids", cap);
-            }
-            m->pids_buf = np;
-            m->cap_pids = cap;
+        if (rl_grow(&m->pids_buf, &m->cap_pids, sizeof *m->pids_buf, n + 1, 1024)) {
+            closedir(d);
+            return rl_errf(e, RL_ENOMEM, "monitor: out of memory for %d process ids", n + 1);
         }
         m->pids_buf[n++] = atoi(de->d_name);
     }
@@ -168,14 +164,8 @@ static struct mon__proc *find_proc(struct mon *m, int pid, uint64_t start_ticks)
 
 static struct mon__proc *add_proc(struct mon *m, const struct mon_proc_stat *s)
 {
-    if (m->n_procs == m->cap_procs) {
-        int cap = m->cap_procs ? m->cap_procs * 2 : 16;
-        struct mon__proc *np = realloc(m->procs, (size_t)cap * sizeof *np);
-        if (!np)
-            return NULL;
-        m->procs = np;
-        m->cap_procs = cap;
-    }
+    if (rl_grow(&m->procs, &m->cap_procs, sizeof *m->procs, m->n_procs + 1, 16))
+        return NULL;
     struct mon__proc *p = &m->procs[m->n_procs++];
     memset(p, 0, sizeof *p);
     p->peak.pid = s->pid;

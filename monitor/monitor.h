@@ -43,9 +43,6 @@ struct mon_proc_stat {
 /* Reads /proc/<pid>/stat and, unless the process is a zombie, /proc/<pid>/status. Returns 0,
  * or RL_ENOENT when the process does not exist (or vanished while being read). */
 int mon_read_proc(int pid, struct mon_proc_stat *s, struct rl_err *e);
-/* Only /proc/<pid>/stat (pid, ppid, state, times, comm, threads): the cheap read used to walk
- * the process tree. Returns 0, RL_ENOENT or RL_EIO; memory figures stay 0. */
-int mon__read_stat(int pid, struct mon_proc_stat *s);
 
 /* The whole machine, from /proc/meminfo. */
 struct mon_sys_stat {

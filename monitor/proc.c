@@ -4,6 +4,7 @@
  * process may exit between two reads; that is reported as RL_ENOENT, never as an error the
  * caller must print. */
 #include "monitor/monitor.h"
+#include "monitor/monitor_impl.h"   /* mon__read_stat */
 
 #include <errno.h>
 #include <fcntl.h>

@@ -173,16 +173,8 @@ static int split(const char *line, struct words *w, struct rl_err *e)
                 p++;
             }
         }
-        if (rc == 0 && w->n == w->cap) {
-            int cap = w->cap ? 2 * w->cap : 64;
-            struct word *v = realloc(w->v, (size_t)cap * sizeof *v);
-            if (!v)
-                rc = rl_errf(e, RL_ENOMEM, "out of memory");
-            else {
-                w->v = v;
-                w->cap = cap;
-            }
-        }
+        if (rc == 0 && rl_grow(&w->v, &w->cap, sizeof *w->v, w->n + 1, 64))
+            rc = rl_errf(e, RL_ENOMEM, "out of memory");
         if (rc) {
             free(b.s);
             return rc;

@@ -59,6 +59,7 @@ const char *plan_arch_name(enum plan_arch_kind k)
 
 /* Names in enum order; the parser accepts exactly these. */
 static const char *const group_rule_names[] = {"auto", "megatron", "megatron-old", "hf-two", "flat"};
+_Static_assert(RL_COUNT(group_rule_names) == PLAN_GROUP_RULE_COUNT, "a name per enum plan_group_rule");
 
 const char *plan_group_rule_name(enum plan_group_rule r)
 {
@@ -115,14 +116,8 @@ int plan_model_add(struct plan_model *m, const char *name, int ndim, const int64
     int64_t total;
     if (__builtin_add_overflow(m->total_numel, numel, &total))
         return rl_errf(e, RL_EINVAL, "%s: model element count overflows a 64-bit integer", name);
-    if (m->n_tensors == m->cap_tensors) {
-        int cap = m->cap_tensors ? m->cap_tensors * 2 : 64;
-        struct plan_tensor *t = realloc(m->tensors, (size_t)cap * sizeof *t);
-        if (!t)
-            return rl_errf(e, RL_ENOMEM, "model %s: no memory for %d tensors", m->name, cap);
-        m->tensors = t;
-        m->cap_tensors = cap;
-    }
+    if (rl_grow(&m->tensors, &m->cap_tensors, sizeof *m->tensors, m->n_tensors + 1, 64))
+        return rl_errf(e, RL_ENOMEM, "model %s: no memory for %d tensors", m->name, m->n_tensors + 1);
     struct plan_tensor *t = &m->tensors[m->n_tensors++];
     memset(t, 0, sizeof *t);
     memcpy(t->name, name, strlen(name) + 1);

@@ -33,13 +33,8 @@ int plan_model_list(const char *catalog_dir, char ***names, int *n, struct rl_er
         size_t len = strlen(de->d_name);
         if (len <= 5 || strcmp(de->d_name + len - 5, ".json") != 0 || de->d_name[0] == '.')
             continue;
-        if (cnt == cap) {
-            cap = cap ? 2 * cap : 16;
-            char **nv = realloc(v, (size_t)cap * sizeof *nv);
-            if (!nv)
-                goto nomem;
-            v = nv;
-        }
+        if (rl_grow(&v, &cap, sizeof *v, cnt + 1, 16))
+            goto nomem;
         if (!(v[cnt] = strndup(de->d_name, len - 5)))
             goto nomem;
         cnt++;

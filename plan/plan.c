@@ -18,6 +18,10 @@ static const char *const ledger_names[] = {"auto", "deepspeed-0.12", "deepspeed-
 static const char *const stage_names[] = {"after_fp16_partitions", "after_fp32_partitions",
                                           "after_optimizer_states", "after_zero_optimizer",
                                           "after_first_step"};
+_Static_assert(RL_COUNT(policy_names) == PLAN_POLICY_COUNT, "a name per enum plan_policy");
+_Static_assert(RL_COUNT(device_names) == PLAN_DEVICE_COUNT, "a name per enum plan_device");
+_Static_assert(RL_COUNT(ledger_names) == PLAN_LEDGER_COUNT, "a name per enum plan_ledger_kind");
+_Static_assert(RL_COUNT(stage_names) == PLAN_STAGE_COUNT, "a name per enum plan_stage");
 
 const char *plan_policy_name(enum plan_policy p) { return policy_names[p]; }
 const char *plan_device_name(enum plan_device d) { return device_names[d]; }
@@ -26,7 +30,7 @@ const char *plan_stage_name(enum plan_stage s) { return stage_names[s]; }
 
 int plan_policy_parse(const char *s, enum plan_policy *p, struct rl_err *e)
 {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < PLAN_POLICY_COUNT; i++)
         if (rl_streq(s, policy_names[i])) {
             *p = (enum plan_policy)i;
             return 0;
@@ -95,8 +99,10 @@ static int pack_range(const struct plan *p, int64_t sgs, struct plan_subgroup *o
     return n;
 }
 
-/* Number of CPU sub-groups for the DeepSpeed rules, as their Python computes it in double. */
-static int ds_cpu_first(enum plan_policy pol, double ratio, int n, int *lo, int *hi)
+/* The sub-groups [*lo, *hi) of n that DeepSpeed's rule puts on the CPU, as its Python computes it in
+ * double: the first floor(ratio x n) under 0.12 (PLAN_POLICY_DS012), the last n - floor((1 - ratio)
+ * x n) under 0.18. Returns their number. */
+static int ds_cpu_subgroups(enum plan_policy pol, double ratio, int n, int *lo, int *hi)
 {
     if (pol == PLAN_POLICY_DS012) {
         *lo = 0;
@@ -135,7 +141,7 @@ static int64_t place(enum plan_policy pol, double ratio, struct plan_subgroup *s
         return cpu;
     }
     int lo, hi;
-    ds_cpu_first(pol, ratio, n, &lo, &hi);
+    ds_cpu_subgroups(pol, ratio, n, &lo, &hi);
     for (int i = 0; i < n; i++) {
         sg[i].cpu_numel = (i >= lo && i < hi) ? sg[i].numel : 0;
         cpu += sg[i].cpu_numel;
@@ -339,7 +345,7 @@ int plan_honored_for(const struct plan *p, int64_t sgs, double ratio, double *ho
         cpu = want < p->per_rank_numel ? want : p->per_rank_numel;
     } else {
         int lo, hi;
-        ds_cpu_first(p->policy, ratio, n, &lo, &hi);
+        ds_cpu_subgroups(p->policy, ratio, n, &lo, &hi);
         pack_range(p, sgs, NULL, lo, hi, &cpu);
     }
     *honored = (double)cpu / (double)p->per_rank_numel;

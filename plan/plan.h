@@ -16,7 +16,10 @@
 #include "common/rl.h"
 
 /* ---- dtypes ----------------------------------------------------------------------------------- */
+/* Model element types. kernels/adam.h numbers the same types differently (enum kern_dtype, whose
+ * 0 is "no copy"); exec/dtype.h maps one to the other. */
 enum plan_dtype { PLAN_FP32, PLAN_FP16, PLAN_BF16 };
+#define PLAN_DTYPE_COUNT (PLAN_BF16 + 1)
 int plan_dtype_bytes(enum plan_dtype t);
 const char *plan_dtype_name(enum plan_dtype t);
 
@@ -89,6 +92,7 @@ enum plan_group_rule {
     PLAN_GROUPS_HF_TWO,          /* HF Trainer's own optimizer: decay, then bias + norm weights */
     PLAN_GROUPS_FLAT,            /* one group in module order (HF with an "optimizer" block) */
 };
+#define PLAN_GROUP_RULE_COUNT (PLAN_GROUPS_FLAT + 1)
 const char *plan_group_rule_name(enum plan_group_rule r);
 int plan_group_rule_parse(const char *s, enum plan_group_rule *r, struct rl_err *e);
 
@@ -216,6 +220,7 @@ enum plan_policy {
     PLAN_POLICY_DS018,    /* sub-group i on CPU iff i >= floor((1 - ratio) * N)     (>= 0.18) */
     PLAN_POLICY_EXACT,    /* element granularity: CPU share = ratio x per-rank elements */
 };
+#define PLAN_POLICY_COUNT (PLAN_POLICY_EXACT + 1)
 const char *plan_policy_name(enum plan_policy p);
 int plan_policy_parse(const char *s, enum plan_policy *p, struct rl_err *e);
 /* The DeepSpeed rule that applies to a version; RL_EINVAL before 0.12.3 (no ratio support). */
@@ -227,6 +232,7 @@ int plan_policy_for_version(struct rl_version v, enum plan_policy *p, struct rl_
 #define PLAN_EXACT_GRANULE 256
 
 enum plan_device { PLAN_DEV_GPU, PLAN_DEV_CPU_PINNED, PLAN_DEV_CPU_PAGEABLE };
+#define PLAN_DEVICE_COUNT (PLAN_DEV_CPU_PAGEABLE + 1)
 const char *plan_device_name(enum plan_device d);
 
 /* Ledgers: which buffers exist and when. */
@@ -236,6 +242,7 @@ enum plan_ledger_kind {
     PLAN_LEDGER_DS013,    /* DeepSpeed 0.13+: Adam states at the first real step */
     PLAN_LEDGER_EXEC,     /* ratiolab's executor (exec/), the buffers it allocates */
 };
+#define PLAN_LEDGER_COUNT (PLAN_LEDGER_EXEC + 1)
 const char *plan_ledger_name(enum plan_ledger_kind k);
 
 enum plan_stage {

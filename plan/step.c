@@ -4,11 +4,13 @@
 
 #include "plan/step.h"
 
-static const char *const schedule_names[STEP_SCHED_COUNT] = {"deepspeed", "overlap"};
-static const char *const phase_names[STEP_PH_COUNT] = {
+static const char *const schedule_names[] = {"deepspeed", "overlap"};
+static const char *const phase_names[] = {
     "forward", "backward", "gpu_adam", "cpu_adam", "tp_allreduce", "allgather", "reduce_scatter",
     "grad_d2h", "grad_h2d", "param_h2d", "pipeline_bubble", "grad_norm", "grad_cast", "unscale", "param_cast",
     "overflow_check"};
+_Static_assert(RL_COUNT(schedule_names) == STEP_SCHED_COUNT, "a name per enum step_schedule");
+_Static_assert(RL_COUNT(phase_names) == STEP_PH_COUNT, "a name per phase");
 
 const char *step_schedule_name(enum step_schedule s)
 {

@@ -353,7 +353,7 @@ static const struct zero_key zero_keys[] = {
 #undef K_BATCH
 #undef K_SIZEOF
 #undef AT
-#define N_ZERO_KEYS (sizeof zero_keys / sizeof zero_keys[0])
+#define N_ZERO_KEYS RL_COUNT(zero_keys)
 
 /* The object read by the ZK_OBJECT row whose path is the first n characters of `path` (NULL:
  * absent, or not read yet). */

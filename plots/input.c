@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "plots/input.h"
-#include "traces/trace.h"   /* trace__read_all: plain or gzip */
+#include "traces/trace.h"   /* trace_read_file: plain or gzip */
 
 const char *plot__base(const char *path)
 {
@@ -61,7 +61,7 @@ static int load_json(const char *path, json_t **root, struct rl_err *e)
 {
     char *text = NULL;
     size_t len = 0;
-    int rc = trace__read_all(path, &text, &len, e);
+    int rc = trace_read_file(path, &text, &len, e);
     if (rc)
         return rc;
     json_error_t je;
@@ -178,13 +178,8 @@ static int sweep_csv(const char *path, char *text, struct plot__sweep *s, struct
     for (int ln = 2; (line = strtok_r(NULL, "\n", &save)); ln++) {
         if (!*line || *line == '\r')
             continue;
-        if (s->n_rows == cap) {
-            cap = cap ? 2 * cap : 32;
-            void *p = realloc(s->rows, (size_t)cap * sizeof *s->rows);
-            if (!p)
-                return rl_errf(e, RL_ENOMEM, "%s: out of memory", path);
-            s->rows = p;
-        }
+        if (rl_grow(&s->rows, &cap, sizeof *s->rows, s->n_rows + 1, 32))
+            return rl_errf(e, RL_ENOMEM, "%s: out of memory", path);
         struct plot__sweep_row *w = &s->rows[s->n_rows];
         memset(w, 0, sizeof *w);
         long long gb, hb;
@@ -212,7 +207,7 @@ int plot__sweep_read(const char *path, struct plot__sweep *s, struct rl_err *e)
     copy_str(s->name, sizeof s->name, plot__base(path));
     char *text = NULL;
     size_t len = 0;
-    int rc = trace__read_all(path, &text, &len, e);
+    int rc = trace_read_file(path, &text, &len, e);
     if (rc)
         return rc;
     size_t i = 0;
@@ -414,7 +409,7 @@ int plot__monitor_read(const char *path, struct plot__monitor *m, struct rl_err 
     copy_str(m->name, sizeof m->name, plot__base(path));
     char *text = NULL;
     size_t len = 0;
-    int rc = trace__read_all(path, &text, &len, e);
+    int rc = trace_read_file(path, &text, &len, e);
     if (rc)
         return rc;
     char *save = NULL;
@@ -439,28 +434,18 @@ int plot__monitor_read(const char *path, struct plot__monitor *m, struct rl_err 
                          "pid and rss_bytes integers, gpu_bytes an integer or empty)", path, ln, MC_N);
             break;
         }
-        if (m->n_samples == cap) {
-            cap = cap ? 2 * cap : 256;
-            void *p = realloc(m->samples, (size_t)cap * sizeof *m->samples);
-            if (!p) {
-                rc = rl_errf(e, RL_ENOMEM, "%s: out of memory", path);
-                break;
-            }
-            m->samples = p;
+        if (rl_grow(&m->samples, &cap, sizeof *m->samples, m->n_samples + 1, 256)) {
+            rc = rl_errf(e, RL_ENOMEM, "%s: out of memory", path);
+            break;
         }
         m->samples[m->n_samples++] = (struct plot__mon_sample){t, (int)pid, rss, gpu};
         int k = 0;
         while (k < m->n_procs && m->procs[k].pid != pid)
             k++;
         if (k == m->n_procs) {
-            if (m->n_procs == pcap) {
-                pcap = pcap ? 2 * pcap : 16;
-                void *p = realloc(m->procs, (size_t)pcap * sizeof *m->procs);
-                if (!p) {
-                    rc = rl_errf(e, RL_ENOMEM, "%s: out of memory", path);
-                    break;
-                }
-                m->procs = p;
+            if (rl_grow(&m->procs, &pcap, sizeof *m->procs, m->n_procs + 1, 16)) {
+                rc = rl_errf(e, RL_ENOMEM, "%s: out of memory", path);
+                break;
             }
             struct plot__mon_proc *q = &m->procs[m->n_procs++];
             q->pid = (int)pid;

@@ -6,8 +6,8 @@
 
 #include "plots/plot_impl.h"
 
-static const char *const kind_names[PLOT_KIND_COUNT] = {"memory", "time", "timeline", "parity", "scaling",
-                                                        "monitor"};
+static const char *const kind_names[] = {"memory", "time", "timeline", "parity", "scaling", "monitor"};
+_Static_assert(RL_COUNT(kind_names) == PLOT_KIND_COUNT, "a name per enum plot_kind");
 
 void plot_opts_init(struct plot_opts *o)
 {

@@ -6,7 +6,9 @@
 #
 # A README states what its module may include in one sentence that starts with "May include" and
 # ends at the first period: the modules it names as `dir/`, or "every library module" (all of
-# LIBS below), or "every module", or "no other module". Exit 0 when every include is allowed,
+# LIBS below), or "every module", or "no other module". A module's private header (`DIR/*_impl.h`)
+# may be included by that module only, whatever its README allows (tests/ and bench/ are not
+# checked: they may reach into a module). Exit 0 when every include is allowed,
 # 1 when one is not (one line per offending include: file:line, the include, what is allowed),
 # 2 when a module's README has no such sentence.
 set -u
@@ -42,6 +44,11 @@ for m in $MODULES; do
         dep=$(printf '%s\n' "$rest" | sed -n 's/.*#[[:space:]]*include[[:space:]]*"\([a-z_]*\)\/.*/\1/p')
         [ -n "$dep" ] || continue
         case " $MODULES " in *" $dep "*) ;; *) continue ;; esac   # generated or other headers
+        if [ "$dep" != "$m" ] && printf '%s\n' "$rest" | grep -q '#[[:space:]]*include[[:space:]]*"[a-z_]*/[a-z_]*_impl\.h"'; then
+            echo "$file:$line: includes a private header of $dep/ (only $dep/ may include its *_impl.h)"
+            bad=1
+            continue
+        fi
         case " $allowed " in
             *" $dep "*) ;;
             *) echo "$file:$line: includes $dep/, which $m/README.md does not allow (may include: ${allowed# })"

@@ -6,6 +6,22 @@
 
 #include "sim/sim.h"
 
+/* A heap entry, ordered by (t_ns, seq): equal times run in insertion order. */
+struct sim__entry {
+    int64_t t_ns;    /* due time */
+    uint64_t seq;    /* insertion number, unique */
+    uint32_t slot;   /* event pool index */
+};
+
+/* Pooled event payload. */
+struct sim__event {
+    sim_event_fn *fn;   /* callback */
+    void *arg;          /* its argument */
+    int64_t tag;        /* its tag */
+    uint32_t gen;       /* bumped when the slot is freed */
+    bool cancelled;     /* set by sim_cancel; the event is skipped */
+};
+
 int sim_init(struct sim *s)
 {
     memset(s, 0, sizeof *s);
@@ -27,7 +43,7 @@ static inline bool entry_less(const struct sim__entry *a, const struct sim__entr
 }
 
 /* Restores the heap property upwards from position i. O(log n). */
-void sim__heap_up(struct sim *s, uint32_t i)
+static void heap_up(struct sim *s, uint32_t i)
 {
     struct sim__entry x = s->heap[i];
     while (i > 0) {
@@ -41,7 +57,7 @@ void sim__heap_up(struct sim *s, uint32_t i)
 }
 
 /* Restores the heap property downwards from position i. O(log n). */
-void sim__heap_down(struct sim *s, uint32_t i)
+static void heap_down(struct sim *s, uint32_t i)
 {
     struct sim__entry x = s->heap[i];
     uint32_t n = s->n_heap;
@@ -59,21 +75,6 @@ void sim__heap_down(struct sim *s, uint32_t i)
     s->heap[i] = x;
 }
 
-static int grow(void **p, uint32_t *cap, size_t elem, uint32_t need)
-{
-    if (need <= *cap)
-        return 0;
-    uint32_t n = *cap ? *cap : 64;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(*p, (size_t)n * elem);
-    if (!q)
-        return RL_ENOMEM;
-    *p = q;
-    *cap = n;
-    return 0;
-}
-
 int sim_at(struct sim *s, int64_t t_ns, sim_event_fn *fn, void *arg, int64_t tag,
            struct sim_event_id *id)
 {
@@ -84,13 +85,13 @@ int sim_at(struct sim *s, int64_t t_ns, sim_event_fn *fn, void *arg, int64_t tag
     if (s->n_free) {
         slot = s->free_slot[--s->n_free];
     } else {
-        if (grow((void **)&s->ev, &s->cap_ev, sizeof *s->ev, s->n_ev + 1) ||
-            grow((void **)&s->free_slot, &s->cap_free, sizeof *s->free_slot, s->n_ev + 1))
+        if (rl_grow(&s->ev, &s->cap_ev, sizeof *s->ev, (int)s->n_ev + 1, 64) ||
+            rl_grow(&s->free_slot, &s->cap_free, sizeof *s->free_slot, (int)s->n_ev + 1, 64))
             return s->err = rl_errf(&s->e, RL_ENOMEM, "engine: out of memory for %u events", s->n_ev + 1);
         slot = s->n_ev++;
         s->ev[slot].gen = 0;
     }
-    if (grow((void **)&s->heap, &s->cap_heap, sizeof *s->heap, s->n_heap + 1))
+    if (rl_grow(&s->heap, &s->cap_heap, sizeof *s->heap, (int)s->n_heap + 1, 64))
         return s->err = rl_errf(&s->e, RL_ENOMEM, "engine: out of memory for %u pending events", s->n_heap + 1);
     struct sim__event *ev = &s->ev[slot];
     ev->fn = fn;
@@ -98,7 +99,7 @@ int sim_at(struct sim *s, int64_t t_ns, sim_event_fn *fn, void *arg, int64_t tag
     ev->tag = tag;
     ev->cancelled = false;
     s->heap[s->n_heap] = (struct sim__entry){t_ns, s->next_seq++, slot};
-    sim__heap_up(s, s->n_heap++);
+    heap_up(s, s->n_heap++);
     if (id)
         *id = (struct sim_event_id){slot, ev->gen};
     return 0;
@@ -144,12 +145,12 @@ int sim_run(struct sim *s, int64_t until_ns)
         /* Collect every entry due at t (in (t, seq) order), then run them. */
         uint32_t nb = 0;
         while (s->n_heap && s->heap[0].t_ns == t) {
-            if (grow((void **)&s->batch, &s->cap_batch, sizeof *s->batch, nb + 1))
+            if (rl_grow(&s->batch, &s->cap_batch, sizeof *s->batch, (int)nb + 1, 64))
                 return s->err = rl_errf(&s->e, RL_ENOMEM, "engine: out of memory for a batch of %u events", nb + 1);
             s->batch[nb++] = s->heap[0].slot;
             s->heap[0] = s->heap[--s->n_heap];
             if (s->n_heap)
-                sim__heap_down(s, 0);
+                heap_down(s, 0);
         }
         s->now_ns = t;
         for (uint32_t i = 0; i < nb; i++) {

@@ -18,6 +18,19 @@
  * fixed exactly. */
 #define SIM__SAT_TOL 1e-12
 
+/* A running activity (a slot of the pool f->act). */
+struct sim__act {
+    struct sim_flow_req req;     /* as started */
+    double remaining;            /* units left */
+    double rate;                 /* units per second, from the last recomputation */
+    int64_t t_start_ns;          /* when started */
+    int64_t t_finish_ns;         /* completion time at the current rate (INT64_MAX: never) */
+    int active_pos;              /* position in f->active, -1 when free */
+    bool fixed;                  /* scratch: rate settled at the current level */
+    double settled;              /* scratch: the rate it settled at */
+    double growth;               /* scratch: 1 / largest weight (rate per unit of level) */
+};
+
 int sim_flow_init(struct sim_flow *f, struct sim *s)
 {
     memset(f, 0, sizeof *f);
@@ -37,29 +50,14 @@ void sim_flow_free(struct sim_flow *f)
     memset(f, 0, sizeof *f);
 }
 
-static int grow(void **p, int *cap, size_t elem, int need)
-{
-    if (need <= *cap)
-        return 0;
-    int n = *cap ? *cap : 32;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(*p, (size_t)n * elem);
-    if (!q)
-        return RL_ENOMEM;
-    *p = q;
-    *cap = n;
-    return 0;
-}
-
 int sim_flow_add_resource(struct sim_flow *f, const char *name, double capacity, struct rl_err *e)
 {
     if (!(capacity > 0) || !isfinite(capacity))
         return rl_errf(e, RL_EINVAL, "resource %s: capacity %g is not allowed (a finite number > 0)",
                        name, capacity);
     int cap_t = f->cap_res;
-    if (grow((void **)&f->res, &f->cap_res, sizeof *f->res, f->n_res + 1) ||
-        grow((void **)&f->touched, &cap_t, sizeof *f->touched, f->n_res + 1))
+    if (rl_grow(&f->res, &f->cap_res, sizeof *f->res, f->n_res + 1, 32) ||
+        rl_grow(&f->touched, &cap_t, sizeof *f->touched, f->n_res + 1, 32))
         return rl_errf(e, RL_ENOMEM, "resource %s: out of memory", name);
     f->cap_touched = cap_t;
     struct sim_resource *r = &f->res[f->n_res];
@@ -398,10 +396,10 @@ int sim_flow_start(struct sim_flow *f, const struct sim_flow_req *r, int *id, st
         slot = f->free_act[--f->n_free];
     } else {
         int c1 = f->cap_act, c2 = f->cap_act, c3 = f->cap_act, c4 = f->cap_act;
-        if (grow((void **)&f->act, &c1, sizeof *f->act, f->n_act + 1) ||
-            grow((void **)&f->free_act, &c2, sizeof *f->free_act, f->n_act + 1) ||
-            grow((void **)&f->active, &c3, sizeof *f->active, f->n_act + 1) ||
-            grow((void **)&f->due, &c4, sizeof *f->due, f->n_act + 1))
+        if (rl_grow(&f->act, &c1, sizeof *f->act, f->n_act + 1, 32) ||
+            rl_grow(&f->free_act, &c2, sizeof *f->free_act, f->n_act + 1, 32) ||
+            rl_grow(&f->active, &c3, sizeof *f->active, f->n_act + 1, 32) ||
+            rl_grow(&f->due, &c4, sizeof *f->due, f->n_act + 1, 32))
             return rl_errf(e, RL_ENOMEM, "activity: out of memory");
         f->cap_act = c1;
         slot = f->n_act++;

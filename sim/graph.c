@@ -29,14 +29,8 @@ void sim_graph_reset(struct sim_graph *g)
 
 int sim_graph_add(struct sim_graph *g, const struct sim_task *t)
 {
-    if (g->n_task == g->cap_task) {
-        int n = g->cap_task ? 2 * g->cap_task : 256;
-        void *q = realloc(g->task, (size_t)n * sizeof *g->task);
-        if (!q)
-            return rl_errf(&g->e, RL_ENOMEM, "task graph: out of memory for %d tasks", n);
-        g->task = q;
-        g->cap_task = n;
-    }
+    if (rl_grow(&g->task, &g->cap_task, sizeof *g->task, g->n_task + 1, 256))
+        return rl_errf(&g->e, RL_ENOMEM, "task graph: out of memory for %d tasks", g->n_task + 1);
     g->task[g->n_task] = *t;
     return g->n_task++;
 }
@@ -48,14 +42,8 @@ int sim_graph_dep(struct sim_graph *g, int from, int to)
     if (from >= g->n_task || to < 0 || to >= g->n_task || from == to)
         return rl_errf(&g->e, RL_EINVAL, "task graph: an edge %d -> %d is not allowed (two different tasks "
                        "of 0..%d)", from, to, g->n_task - 1);
-    if (g->n_edge == g->cap_edge) {
-        int n = g->cap_edge ? 2 * g->cap_edge : 512;
-        void *q = realloc(g->edge, (size_t)n * sizeof *g->edge);
-        if (!q)
-            return rl_errf(&g->e, RL_ENOMEM, "task graph: out of memory for %d edges", n);
-        g->edge = q;
-        g->cap_edge = n;
-    }
+    if (rl_grow(&g->edge, &g->cap_edge, sizeof *g->edge, g->n_edge + 1, 512))
+        return rl_errf(&g->e, RL_ENOMEM, "task graph: out of memory for %d edges", g->n_edge + 1);
     g->edge[g->n_edge][0] = from;
     g->edge[g->n_edge][1] = to;
     g->n_edge++;

@@ -355,19 +355,16 @@ int sim_hw_list(const char *catalog_dir, char ***names, int *n, struct rl_err *e
     DIR *d = opendir(path);
     if (!d)
         return rl_errf(e, RL_ENOENT, "hw: %s: cannot open the profile folder", path);
-    int cap = 16, k = 0;
-    char **v = malloc(sizeof *v * (size_t)cap);
+    int cap = 0, k = 0;
+    char **v = NULL;
+    (void)rl_grow(&v, &cap, sizeof *v, 1, 16);   /* v stays NULL on failure: reported below */
     struct dirent *de;
     while (v && (de = readdir(d))) {
         size_t len = strlen(de->d_name);
         if (len <= 5 || strcmp(de->d_name + len - 5, ".json") != 0)
             continue;
-        if (k == cap) {
-            char **q = realloc(v, sizeof *v * (size_t)(cap *= 2));
-            if (!q)
-                break;
-            v = q;
-        }
+        if (rl_grow(&v, &cap, sizeof *v, k + 1, 16))
+            break;
         v[k++] = strndup(de->d_name, len - 5);
     }
     closedir(d);

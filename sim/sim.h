@@ -31,33 +31,23 @@ struct sim_event_id {
     uint32_t gen;    /* generation of that slot when scheduled */
 };
 
-/* A heap entry, ordered by (t_ns, seq): equal times run in insertion order. */
-struct sim__entry {
-    int64_t t_ns;    /* due time */
-    uint64_t seq;    /* insertion number, unique */
-    uint32_t slot;   /* event pool index */
-};
-
-/* Pooled event payload. */
-struct sim__event {
-    sim_event_fn *fn;   /* callback */
-    void *arg;          /* its argument */
-    int64_t tag;        /* its tag */
-    uint32_t gen;       /* bumped when the slot is freed */
-    bool cancelled;     /* set by sim_cancel; the event is skipped */
-};
+struct sim__entry;   /* a heap entry (sim/engine.c) */
+struct sim__event;   /* a pooled event payload (sim/engine.c) */
 
 struct sim {
     int64_t now_ns;              /* current time, never decreases */
     uint64_t next_seq;           /* next insertion number */
     struct sim__entry *heap;     /* binary min-heap of pending entries */
-    uint32_t n_heap, cap_heap;   /* entries used / allocated */
+    uint32_t n_heap;             /* entries used */
+    int cap_heap;                /* entries allocated */
     struct sim__event *ev;       /* event pool */
-    uint32_t n_ev, cap_ev;       /* slots ever used / allocated */
+    uint32_t n_ev;               /* slots ever used */
+    int cap_ev;                  /* slots allocated */
     uint32_t *free_slot;         /* free pool slots (stack) */
-    uint32_t n_free, cap_free;   /* entries on that stack / allocated (>= n_ev) */
+    uint32_t n_free;             /* entries on that stack */
+    int cap_free;                /* entries allocated (>= n_ev) */
     uint32_t *batch;             /* slots due at now_ns, collected before running */
-    uint32_t cap_batch;          /* allocated entries of batch */
+    int cap_batch;               /* allocated entries of batch */
     uint64_t n_run;              /* events run (cancelled ones excluded) */
     uint64_t n_cancelled;        /* events dropped because cancelled */
     bool stop;                   /* set by sim_stop: sim_run returns after the current batch */
@@ -121,17 +111,7 @@ struct sim_flow_req {
     int64_t tag;                 /* for done */
 };
 
-struct sim__act {
-    struct sim_flow_req req;     /* as started */
-    double remaining;            /* units left */
-    double rate;                 /* units per second, from the last recomputation */
-    int64_t t_start_ns;          /* when started */
-    int64_t t_finish_ns;         /* completion time at the current rate (INT64_MAX: never) */
-    int active_pos;              /* position in f->active, -1 when free */
-    bool fixed;                  /* scratch: rate settled at the current level */
-    double settled;              /* scratch: the rate it settled at */
-    double growth;               /* scratch: 1 / largest weight (rate per unit of level) */
-};
+struct sim__act;   /* a running activity (sim/flow.c) */
 
 struct sim_flow {
     struct sim *sim;             /* engine, not owned */
@@ -166,6 +146,14 @@ double sim_flow_rate(const struct sim_flow *f, int id);
 void sim_flow_advance(struct sim_flow *f);
 
 /* ---- task graph ------------------------------------------------------------------------------------ */
+/* What a task moves or computes, for its trace args. One value; which member holds it follows the
+ * task's phase (the step's trace writer names it the same way). */
+union sim_task_size {
+    int64_t bytes;      /* copies and collectives */
+    int64_t flops;      /* forward and backward compute */
+    int64_t elements;   /* Adam, norms, casts, unscale, overflow check */
+};
+
 /* A task waits for its predecessors, then waits latency_ns, then runs a flow activity. */
 struct sim_task {
     const char *name;            /* static string, shown in traces */
@@ -174,7 +162,7 @@ struct sim_task {
     int rank;                    /* GPU index in the node it belongs to; -1 shared */
     struct sim_flow_req req;     /* work, resources, weights, cap (done/arg/tag are set by the graph) */
     int64_t latency_ns;          /* fixed delay before the work starts */
-    int64_t arg;                 /* caller's value (bytes, elements) for trace args */
+    union sim_task_size size;    /* bytes, FLOPs or elements, for trace args */
     /* filled by the run */
     int n_wait;                  /* predecessors not finished */
     int64_t t_ready_ns;          /* all predecessors done */

@@ -10,15 +10,16 @@
 #include "sim/step_impl.h"
 
 static const char *const cpu_opt_names[] = {"deepspeed", "torch"};
+_Static_assert(RL_COUNT(cpu_opt_names) == SIM_CPU_OPT_COUNT, "a name per enum sim_cpu_optimizer");
 
 const char *sim_cpu_optimizer_name(enum sim_cpu_optimizer o)
 {
-    return (int)o >= 0 && o <= SIM_CPU_OPT_TORCH ? cpu_opt_names[o] : "?";
+    return (int)o >= 0 && o < SIM_CPU_OPT_COUNT ? cpu_opt_names[o] : "?";
 }
 
 int sim_cpu_optimizer_parse(const char *s, enum sim_cpu_optimizer *out, struct rl_err *e)
 {
-    for (int i = 0; i <= SIM_CPU_OPT_TORCH; i++)
+    for (int i = 0; i < SIM_CPU_OPT_COUNT; i++)
         if (rl_streq(s, cpu_opt_names[i])) {
             *out = (enum sim_cpu_optimizer)i;
             return 0;
@@ -383,11 +384,13 @@ struct builder {
     int err;               /* first error while adding tasks (sticky) */
 };
 
+#define NO_SIZE ((union sim_task_size){0})   /* a task that moves and computes nothing */
+
 static int add_task(struct builder *u, const char *name, int rank, int track, int phase, double work,
-                    int64_t lat_ns, double cap, int n, const int *res, const double *w, int64_t arg)
+                    int64_t lat_ns, double cap, int n, const int *res, const double *w, union sim_task_size size)
 {
     struct sim_task t = {.name = name, .track = track, .phase = phase, .rank = rank, .latency_ns = lat_ns,
-                         .arg = arg};
+                         .size = size};
     t.req.work = work;
     t.req.rate_cap = cap;
     t.req.n_res = n;
@@ -415,15 +418,9 @@ static void mem_event(struct builder *u, int task, int64_t delta)
     struct sim__step *b = u->b;
     if (!b->record_links || task < 0 || delta == 0)
         return;
-    if (b->n_mem == b->cap_mem) {
-        int n = b->cap_mem ? 2 * b->cap_mem : 1024;
-        void *q = realloc(b->mem, sizeof *b->mem * (size_t)n);
-        if (!q) {
-            u->err = RL_ENOMEM;
-            return;
-        }
-        b->mem = q;
-        b->cap_mem = n;
+    if (rl_grow(&b->mem, &b->cap_mem, sizeof *b->mem, b->n_mem + 1, 1024)) {
+        u->err = RL_ENOMEM;
+        return;
     }
     b->mem[b->n_mem++] = (struct sim__mem_ev){task, delta};
 }
@@ -478,7 +475,7 @@ static int emulated_threads(const struct sim__step *b)
  * over all sockets with numa_interleave. `calls` copies issued one after another (per parameter)
  * add their latencies. */
 static int host_copy(struct builder *u, const char *name, int g, bool h2d, bool pinned, double bytes, int phase,
-                     int64_t arg, int64_t calls)
+                     int64_t copied_bytes, int64_t calls)
 {
     struct sim__step *b = u->b;
     const struct sim_hw *hw = b->hw;
@@ -494,7 +491,8 @@ static int host_copy(struct builder *u, const char *name, int g, bool h2d, bool 
         n = host_dram(b, g, pinned ? 1.0 : 2.0, res, w, n);
     double cap = pinned ? 0 : (h2d ? hw->h2d_pageable_gbps : hw->d2h_pageable_gbps) * 1e9;
     int64_t lat = us_to_ns(hw->lat_copy_us) * (calls > 0 ? calls : 1);
-    return add_task(u, name, g, h2d ? SIM_TR_H2D : SIM_TR_D2H, phase, bytes, lat, cap, n, res, w, arg);
+    return add_task(u, name, g, h2d ? SIM_TR_H2D : SIM_TR_D2H, phase, bytes, lat, cap, n, res, w,
+                    (union sim_task_size){.bytes = copied_bytes});
 }
 
 /* The CPU optimizer over `elems` for rank g: the socket's cores (the rank's share of them as its
@@ -515,7 +513,8 @@ static int cpu_adam(struct builder *u, const char *name, int g, double elems)
     double w[SIM_MAX_RES];
     res[n] = b->r_cores[k], w[n++] = hw->cpu_adam_elems_per_core / rate;
     n = host_dram(b, g, hw->cpu_adam_dram_bytes, res, w, n);
-    return add_task(u, name, g, SIM_TR_CPU_ADAM, SIM_PH_CPU_ADAM, elems, 0, cap, n, res, w, (int64_t)elems);
+    return add_task(u, name, g, SIM_TR_CPU_ADAM, SIM_PH_CPU_ADAM, elems, 0, cap, n, res, w,
+                    (union sim_task_size){.elements = (int64_t)elems});
 }
 
 /* A pass of the rank's host thread over `elems` elements moving `bytes_per_elem` bytes of DRAM
@@ -529,7 +528,8 @@ static int host_pass(struct builder *u, const char *name, int g, double elems, d
     double w[SIM_MAX_RES];
     n = host_dram(b, g, bytes_per_elem, res, w, n);
     int64_t lat = us_to_ns(b->hw->lat_launch_us) * (calls > 0 ? calls : 0);
-    return add_task(u, name, g, SIM_TR_HOST, phase, elems, lat, 0, n, res, w, (int64_t)elems);
+    return add_task(u, name, g, SIM_TR_HOST, phase, elems, lat, 0, n, res, w,
+                    (union sim_task_size){.elements = (int64_t)elems});
 }
 
 /* A streaming GPU kernel over `elems` elements moving `bytes_per_elem` bytes of HBM each. */
@@ -543,13 +543,13 @@ static int gpu_pass(struct builder *u, const char *name, int g, double elems, do
         n = emulated_share(b, g, bytes_per_elem, emulated_threads(b),
                            b->f.res[b->r_hbm[g]].capacity / bytes_per_elem, res, w, n);
     return add_task(u, name, g, track, phase, elems, us_to_ns(b->hw->lat_launch_us), 0, n, res, w,
-                    (int64_t)elems);
+                    (union sim_task_size){.elements = (int64_t)elems});
 }
 
 /* A pure host delay (syncs, tiny collectives waited on): no resources, spans its latency. */
 static int host_delay(struct builder *u, const char *name, int g, int64_t ns, int phase)
 {
-    return add_task(u, name, g, SIM_TR_HOST, phase, 0, ns, 0, 0, NULL, NULL, 0);
+    return add_task(u, name, g, SIM_TR_HOST, phase, 0, ns, 0, 0, NULL, NULL, NO_SIZE);
 }
 
 /* GPU Adam over `elems`: HBM-bound, 30 bytes per element (read fp32 p, g, m, v; write p, m, v and
@@ -591,7 +591,8 @@ static int collective(struct builder *u, const char *name, int g, enum coll_kind
     if (emulated(b))   /* MPI's shared-memory copies run on the rank's thread */
         m = emulated_share(b, g, 0, 1, busbw * 1e9, res, w, m);
     double lat = inter ? hw->lat_coll_inter_us : hw->lat_coll_intra_us;
-    return add_task(u, name, g, track, phase, bus, us_to_ns(lat), cap, m, res, w, (int64_t)bytes);
+    return add_task(u, name, g, track, phase, bus, us_to_ns(lat), cap, m, res, w,
+                    (union sim_task_size){.bytes = (int64_t)bytes});
 }
 
 static int add_resources(struct sim__step *b, struct rl_err *e)
@@ -679,7 +680,8 @@ static void block_compute(struct builder *u, struct streams *st, const struct pa
         double w[SIM_MAX_RES] = {1};
         if (emulated(u->b))   /* the device's GEMMs on the socket's cores */
             n = emulated_share(u->b, g, 0, emulated_threads(u->b), u->b->f.res[u->b->r_sm[g]].capacity, res, w, n);
-        int c = add_task(u, name, g, SIM_TR_COMPUTE, phase, flops, pc->launch_ns, 0, n, res, w, (int64_t)flops);
+        int c = add_task(u, name, g, SIM_TR_COMPUTE, phase, flops, pc->launch_ns, 0, n, res, w,
+                         (union sim_task_size){.flops = (int64_t)flops});
         dep(u, st->compute, c);
         dep(u, st->host, c);
         dep(u, ag, c);
@@ -693,7 +695,7 @@ static void block_compute(struct builder *u, struct streams *st, const struct pa
             st->compute = ar;
         }
     } else if (ag >= 0) {
-        int z = add_task(u, "gathered", g, SIM_TR_COMPUTE, SIM_PH_ALLGATHER, 0, 0, 0, 0, NULL, NULL, 0);
+        int z = add_task(u, "gathered", g, SIM_TR_COMPUTE, SIM_PH_ALLGATHER, 0, 0, 0, 0, NULL, NULL, NO_SIZE);
         dep(u, st->compute, z);
         dep(u, ag, z);
         st->compute = z;
@@ -919,7 +921,7 @@ static void overlap_optimizer(struct builder *u, int g, int ready)
 /* A zero-work task after every stream of rank g: the end of the backward. */
 static int rank_marker(struct builder *u, const char *name, int g, const struct streams *st)
 {
-    int z = add_task(u, name, g, SIM_TR_COMPUTE, -1, 0, 0, 0, 0, NULL, NULL, 0);
+    int z = add_task(u, name, g, SIM_TR_COMPUTE, -1, 0, 0, 0, 0, NULL, NULL, NO_SIZE);
     dep(u, st->compute, z);
     dep(u, st->gather, z);
     dep(u, st->reduce, z);
@@ -1000,7 +1002,7 @@ static void build_flush(struct builder *u, struct graph_ctx *c, const struct flu
         int last = st[g].compute;
         if (ds && offload && n_flush >= 3) {
             /* at most 2 flushes outstanding: the host waits for the one 3 back */
-            int w = add_task(u, "reduce_throttle", g, SIM_TR_HOST, -1, 0, 0, 0, 0, NULL, NULL, 0);
+            int w = add_task(u, "reduce_throttle", g, SIM_TR_HOST, -1, 0, 0, 0, 0, NULL, NULL, NO_SIZE);
             dep(u, st[g].host, w);
             dep(u, flush_end[(n_flush % 3) * G + g], w);
             dep(u, last, w);
@@ -1027,7 +1029,7 @@ static void build_flush(struct builder *u, struct graph_ctx *c, const struct flu
             flush_end[(n_flush % 3) * G + g] = st[g].reduce;
         }
         if (emulated(u->b) && st[g].reduce >= 0) {   /* the flush is done before the next block's gather */
-            int z = add_task(u, "flushed", g, SIM_TR_COMPUTE, -1, 0, 0, 0, 0, NULL, NULL, 0);
+            int z = add_task(u, "flushed", g, SIM_TR_COMPUTE, -1, 0, 0, 0, 0, NULL, NULL, NO_SIZE);
             dep(u, st[g].compute, z);
             dep(u, st[g].reduce, z);
             st[g].compute = z;
@@ -1092,7 +1094,7 @@ static void build_optimizer(struct builder *u, struct graph_ctx *c)
                 f += k->fwd_flops[i] * (b->t.checkpoint_activations ? 4.0 : 3.0);
             int64_t bubble_ns = (int64_t)ceil((double)(pp - 1) * f / c->flop_rate * 1e9);
             int z2 = add_task(u, "pipeline_bubble", g, SIM_TR_BUBBLE, SIM_PH_PIPELINE_BUBBLE, 0, bubble_ns, 0, 0,
-                              NULL, NULL, 0);
+                              NULL, NULL, NO_SIZE);
             dep(u, ready, z2);
             ready = z2;
         }
@@ -1171,18 +1173,12 @@ static int build(struct builder *u, int nsim, struct rl_err *e)
 static void observe_links(struct sim_flow *f, void *arg)
 {
     struct sim__step *b = arg;
-    if (b->n_link_samples == b->cap_link_samples) {
-        int n = b->cap_link_samples ? 2 * b->cap_link_samples : 256;
-        void *q1 = realloc(b->link_t_ns, sizeof *b->link_t_ns * (size_t)n);
-        if (!q1)
-            return;
-        b->link_t_ns = q1;
-        void *q2 = realloc(b->link_load, sizeof *b->link_load * (size_t)n * (size_t)f->n_res);
-        if (!q2)
-            return;
-        b->link_load = q2;
-        b->cap_link_samples = n;
-    }
+    /* Two arrays of one capacity: a sample of every resource's load per time. */
+    int cap_t = b->cap_link_samples, cap_l = b->cap_link_samples;
+    if (rl_grow(&b->link_t_ns, &cap_t, sizeof *b->link_t_ns, b->n_link_samples + 1, 256) ||
+        rl_grow(&b->link_load, &cap_l, sizeof *b->link_load * (size_t)f->n_res, b->n_link_samples + 1, 256))
+        return;
+    b->cap_link_samples = cap_l;
     b->link_t_ns[b->n_link_samples] = f->sim->now_ns;
     for (int i = 0; i < f->n_res; i++)
         b->link_load[(size_t)b->n_link_samples * (size_t)f->n_res + (size_t)i] = f->res[i].load;

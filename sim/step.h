@@ -50,6 +50,7 @@ enum sim_cpu_optimizer {
     SIM_CPU_OPT_TORCH,       /* torch.optim.AdamW on the CPU (Megatron-Core optimizer offload, plain
                                 PyTorch): the profile's torch rate */
 };
+#define SIM_CPU_OPT_COUNT (SIM_CPU_OPT_TORCH + 1)
 const char *sim_cpu_optimizer_name(enum sim_cpu_optimizer o);
 int sim_cpu_optimizer_parse(const char *s, enum sim_cpu_optimizer *out, struct rl_err *e);
 

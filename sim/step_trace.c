@@ -81,14 +81,14 @@ int sim__step_trace(const struct sim__run_record *rec, const struct sim_step_res
             pid = TRACE_PID_SOCKET(hw->sw[hw->gpu_switch[rec->gpu[k->rank]]].socket);
             tid = TRACE_TID_POOL(k->rank);
         }
-        const char *what = k->phase == STEP_PH_FORWARD || k->phase == STEP_PH_BACKWARD ? "flops"
-                           : k->phase == STEP_PH_CPU_ADAM || k->phase == STEP_PH_GPU_ADAM ||
-                                   k->phase == STEP_PH_GRAD_NORM || k->phase == STEP_PH_GRAD_CAST ||
-                                   k->phase == STEP_PH_UNSCALE || k->phase == STEP_PH_PARAM_CAST ||
-                                   k->phase == STEP_PH_OVERFLOW_CHECK
-                               ? "elements"
-                               : "bytes";
-        snprintf(buf, sizeof buf, "{\"%s\":%lld,\"ready_ns\":%lld,\"latency_ns\":%lld}", what, (long long)k->arg,
+        bool flops = k->phase == STEP_PH_FORWARD || k->phase == STEP_PH_BACKWARD;
+        bool elements = k->phase == STEP_PH_CPU_ADAM || k->phase == STEP_PH_GPU_ADAM ||
+                        k->phase == STEP_PH_GRAD_NORM || k->phase == STEP_PH_GRAD_CAST ||
+                        k->phase == STEP_PH_UNSCALE || k->phase == STEP_PH_PARAM_CAST ||
+                        k->phase == STEP_PH_OVERFLOW_CHECK;
+        const char *what = flops ? "flops" : elements ? "elements" : "bytes";
+        int64_t size = flops ? k->size.flops : elements ? k->size.elements : k->size.bytes;
+        snprintf(buf, sizeof buf, "{\"%s\":%lld,\"ready_ns\":%lld,\"latency_ns\":%lld}", what, (long long)size,
                  (long long)k->t_ready_ns, (long long)k->latency_ns);
         trace_span(t, pid, tid, k->name, step_phase_name(k->phase), t0, k->t_end_ns - t0, buf);
     }

@@ -9,16 +9,6 @@
 #include "common/rl.h"
 #include "tests/util.h"
 
-static char *slurp(const char *name)
-{
-    char path[600];
-    snprintf(path, sizeof path, "%s/%s", tu_tmpdir(), name);
-    char *s = NULL;
-    struct rl_err e = {0};
-    ck_assert_msg(rl_read_file(path, &s, NULL, &e) == 0, "%s", e.msg);
-    return s;
-}
-
 START_TEST(out_file_equals_stdout_bytes)
 {
     static const char *const forms[] = {"plan --json", "plan", "plan --ds-config r.json --model gpt2 --json"};
@@ -31,7 +21,7 @@ START_TEST(out_file_equals_stdout_bytes)
         ck_assert_msg(b.status == a.status, "%s: exit %d with --out, %d without: %s", forms[i], b.status, a.status, b.err);
         ck_assert_msg(strlen(a.out) > 100, "%s: %zu bytes on stdout", forms[i], strlen(a.out));
         ck_assert_msg(b.out[0] == 0, "%s --out printed %zu bytes", forms[i], strlen(b.out));
-        char *f = slurp("o.txt");
+        char *f = tu_slurp("o.txt");
         ck_assert_msg(strcmp(f, a.out) == 0, "%s: --out file differs from stdout", forms[i]);
         if (strstr(forms[i], "--json")) {
             json_error_t je;

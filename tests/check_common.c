@@ -1,5 +1,6 @@
 /* tests/check_common.c — checked parsing, versions and atomic output files (common/). */
 #include <check.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +140,33 @@ START_TEST(every_size_unit_by_its_definition)
 }
 END_TEST
 
+/* rl_grow: the capacity doubles from `first` until it holds what is needed, the elements kept;
+ * a need the capacity already holds does nothing; an impossible one is RL_ENOMEM with the array
+ * and its capacity untouched. */
+START_TEST(grow_doubles_and_keeps_the_array_on_failure)
+{
+    int64_t *v = NULL;
+    int cap = 0;
+    ck_assert_int_eq(rl_grow(&v, &cap, sizeof *v, 1, 4), 0);
+    ck_assert_int_eq(cap, 4);
+    for (int i = 0; i < 4; i++)
+        v[i] = 1000 + i;
+    ck_assert_int_eq(rl_grow(&v, &cap, sizeof *v, 4, 4), 0);
+    ck_assert_int_eq(cap, 4);
+    ck_assert_int_eq(rl_grow(&v, &cap, sizeof *v, 9, 4), 0);   /* 4 -> 8 -> 16 */
+    ck_assert_int_eq(cap, 16);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(v[i], 1000 + i);
+    v[15] = 7;
+    int64_t *before = v;
+    ck_assert_int_eq(rl_grow(&v, &cap, sizeof *v, INT_MAX, 4), RL_ENOMEM);   /* 2^31 elements: past int */
+    ck_assert_ptr_eq(v, before);
+    ck_assert_int_eq(cap, 16);
+    ck_assert_int_eq(v[15], 7);
+    free(v);
+}
+END_TEST
+
 Suite *common_suite(void)
 {
     Suite *s = suite_create("common");
@@ -149,6 +177,7 @@ Suite *common_suite(void)
     tcase_add_test(tc, ratio_list_gives_typed_doubles);
     tcase_add_test(tc, versions_compare);
     tcase_add_test(tc, exit_codes_follow_table);
+    tcase_add_test(tc, grow_doubles_and_keeps_the_array_on_failure);
     suite_add_tcase(s, tc);
     TCase *io = tcase_create("files");
     tcase_add_test(io, outfile_is_atomic);

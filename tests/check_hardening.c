@@ -33,23 +33,6 @@ static double children_cpu_s(void)
            ru.ru_stime.tv_usec * 1e-6;
 }
 
-static const char *tpath(const char *name)
-{
-    static char p[4][600];
-    static int k;
-    char *s = p[k++ % 4];
-    snprintf(s, 600, "%s/%s", tu_tmpdir(), name);
-    return s;
-}
-
-static char *slurp(const char *name)
-{
-    char *s = NULL;
-    struct rl_err e = {0};
-    ck_assert_msg(rl_read_bytes(tpath(name), &s, NULL, &e) == 0, "%s", e.msg);
-    return s;
-}
-
 /* ---- item 2, 7: --ds-config - --------------------------------------------------------------- */
 START_TEST(ds_config_from_standard_input)
 {
@@ -74,7 +57,7 @@ START_TEST(fix_applies_to_the_judged_text)
     tu_ratiolab(&r, "check --ds-config - --model gpt2 --fix-to fixed.json < c.json");
     ck_assert_msg(r.status == 1, "exit %d: %s %s", r.status, r.out, r.err);
     tu_run_free(&r);
-    char *fixed = slurp("fixed.json");
+    char *fixed = tu_slurp("fixed.json");
     ck_assert_ptr_nonnull(strstr(fixed, "\"kept\": \"yes\""));
     ck_assert_ptr_nonnull(strstr(fixed, "\"sub_group_size\""));
     free(fixed);
@@ -88,7 +71,7 @@ END_TEST
 START_TEST(symlink_target_is_replaced_and_the_link_kept)
 {
     tu_write("real.txt", "old\n");
-    chmod(tpath("real.txt"), 0640);
+    chmod(tu_path("real.txt"), 0640);
     struct tu_run r;
     tu_sh(&r, "ln -s real.txt link.txt");
     tu_run_free(&r);
@@ -96,12 +79,12 @@ START_TEST(symlink_target_is_replaced_and_the_link_kept)
     ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
     tu_run_free(&r);
     struct stat st;
-    ck_assert_int_eq(lstat(tpath("link.txt"), &st), 0);
+    ck_assert_int_eq(lstat(tu_path("link.txt"), &st), 0);
     ck_assert_msg(S_ISLNK(st.st_mode), "the link was replaced by a file");
-    ck_assert_int_eq(lstat(tpath("real.txt"), &st), 0);
+    ck_assert_int_eq(lstat(tu_path("real.txt"), &st), 0);
     ck_assert(S_ISREG(st.st_mode));
     ck_assert_int_eq(st.st_mode & 07777, 0640);   /* the old file's mode */
-    char *s = slurp("real.txt");
+    char *s = tu_slurp("real.txt");
     ck_assert_ptr_nonnull(strstr(s, "gpt2"));
     free(s);
 }
@@ -114,7 +97,7 @@ START_TEST(new_file_honours_the_umask)
     ck_assert_msg(r.status == 0, "%s", r.err);
     tu_run_free(&r);
     struct stat st;
-    ck_assert_int_eq(stat(tpath("new.txt"), &st), 0);
+    ck_assert_int_eq(stat(tu_path("new.txt"), &st), 0);
     ck_assert_int_eq(st.st_mode & 0777, 0640);
 }
 END_TEST
@@ -126,9 +109,9 @@ START_TEST(fifo_output_is_written_in_place)
     ck_assert_msg(r.status == 0, "%s", r.err);
     tu_run_free(&r);
     struct stat st;
-    ck_assert_int_eq(lstat(tpath("p"), &st), 0);
+    ck_assert_int_eq(lstat(tu_path("p"), &st), 0);
     ck_assert_msg(S_ISFIFO(st.st_mode), "the FIFO was replaced by a file");
-    char *s = slurp("got");
+    char *s = tu_slurp("got");
     ck_assert_ptr_nonnull(strstr(s, "gpt2"));
     free(s);
 }
@@ -157,7 +140,7 @@ START_TEST(descriptor_alias_is_written_in_place)
     tu_ratiolab(&r, "plan --model gpt2 --json --out - > o.json");
     ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
     tu_run_free(&r);
-    char *s = slurp("o.json");
+    char *s = tu_slurp("o.json");
     ck_assert_ptr_nonnull(strstr(s, "\"requested_ratio\""));
     free(s);
 }
@@ -174,7 +157,7 @@ START_TEST(monitor_keeps_the_trace_when_the_csv_fails)
     tu_run_free(&r);
     struct trace_doc doc;
     struct rl_err e = {0};
-    ck_assert_msg(trace_read(tpath("m.json"), &doc, &e) == 0, "the trace was lost: %s", e.msg);
+    ck_assert_msg(trace_read(tu_path("m.json"), &doc, &e) == 0, "the trace was lost: %s", e.msg);
     ck_assert_int_gt(doc.n_events, 0);
     trace_doc_free(&doc);
 }
@@ -188,7 +171,7 @@ START_TEST(sweep_prints_rows_before_it_ends)
     tu_sh(&r, "timeout 3 '%s' sweep --ratios 0:0.99999:0.00001 --csv > s.csv; echo $?", tu_bin());
     ck_assert_str_eq(r.out, "124\n");
     tu_run_free(&r);
-    char *s = slurp("s.csv");
+    char *s = tu_slurp("s.csv");
     int lines = 0;
     for (const char *p = s; *p; p++)
         lines += *p == '\n';

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/dtype.h"
 #include "kernels/adam.h"
 #include "kernels/lowp.h"
 #include "tests/kern_case.h"
@@ -679,6 +680,19 @@ START_TEST(isa_can_be_forced)
 }
 END_TEST
 
+/* exec/dtype.h maps every plan dtype to the kernels' type of the same name and width (the two
+ * enums number them differently). */
+START_TEST(plan_dtypes_map_to_the_same_kernel_types)
+{
+    for (int t = 0; t < PLAN_DTYPE_COUNT; t++) {
+        enum kern_dtype k = ex_kern_dtype((enum plan_dtype)t);
+        ck_assert_str_eq(kern_dtype_name(k), plan_dtype_name((enum plan_dtype)t));
+        ck_assert_int_eq(kern_dtype_bytes(k), plan_dtype_bytes((enum plan_dtype)t));
+    }
+    ck_assert_int_eq(ex_kern_dtype((enum plan_dtype)PLAN_DTYPE_COUNT), KERN_NONE);
+}
+END_TEST
+
 Suite *kernels_suite(void)
 {
     Suite *s = suite_create("kernels");
@@ -695,6 +709,7 @@ Suite *kernels_suite(void)
     tcase_add_test(ref, scalars_follow_deepspeed);
     tcase_add_test(ref, bad_input_names_the_field);
     tcase_add_test(ref, isa_can_be_forced);
+    tcase_add_test(ref, plan_dtypes_map_to_the_same_kernel_types);
     suite_add_tcase(s, ref);
     TCase *bw = tcase_create("bitwise");
     tcase_set_timeout(bw, 300);

@@ -40,6 +40,26 @@ START_TEST(forbidden_include_is_caught)
 }
 END_TEST
 
+/* Another module's private header (`*_impl.h`) is refused even where the module itself may be
+ * included; the module's own files may include it. */
+START_TEST(private_header_of_another_module_is_caught)
+{
+    struct tu_run r;
+    tu_sh(&r, "mkdir -p lay3/plan lay3/sim && printf 'May include `common/`.\\n' > lay3/plan/README.md && "
+              "printf 'May include `plan/`.\\n' > lay3/sim/README.md && "
+              "printf '#include \"plan/model_impl.h\"\\n' > lay3/plan/a.c && "
+              "printf '#include \"plan/plan.h\"\\n#include \"plan/model_impl.h\"\\n' > lay3/sim/b.c");
+    ck_assert_int_eq(r.status, 0);
+    tu_run_free(&r);
+    tu_sh(&r, "bash '%s/scripts/check-layers.sh' lay3", tu_src());
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_ptr_nonnull(strstr(r.out, "sim/b.c:2: includes a private header of plan/"));
+    ck_assert_ptr_null(strstr(r.out, "plan/a.c"));
+    ck_assert_ptr_null(strstr(r.out, "sim/b.c:1"));
+    tu_run_free(&r);
+}
+END_TEST
+
 /* A module README without a "May include" sentence is an error of its own (exit 2), not a pass. */
 START_TEST(readme_without_the_rule_is_refused)
 {
@@ -61,6 +81,7 @@ Suite *layers_suite(void)
     tcase_add_test(tc, tree_follows_its_readmes);
     tcase_add_test(tc, forbidden_include_is_caught);
     tcase_add_test(tc, readme_without_the_rule_is_refused);
+    tcase_add_test(tc, private_header_of_another_module_is_caught);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -34,15 +34,6 @@ static const char *memhog(void)
     return p;
 }
 
-static const char *tfile(const char *name)
-{
-    static char p[4][512];
-    static int slot;
-    char *s = p[slot++ % 4];
-    snprintf(s, 512, "%s/%s", tu_tmpdir(), name);
-    return s;
-}
-
 /* The PID memhog printed first ("PID 123"). */
 static int printed_pid(const char *out)
 {
@@ -212,7 +203,7 @@ START_TEST(phase_peaks_match_allocations)
     int pid = printed_pid(r.out);
     struct trace_doc d;
     struct rl_err e = {0};
-    ck_assert_msg(trace_read(tfile("p.json.gz"), &d, &e) == 0, "%s", e.msg);
+    ck_assert_msg(trace_read(tu_path("p.json.gz"), &d, &e) == 0, "%s", e.msg);
     check_phase(&d, pid, "anon", "anon_bytes", 64 * MIB);
     if (file_ok)
         check_phase(&d, pid, "file", "file_bytes", 48 * MIB);
@@ -229,7 +220,7 @@ START_TEST(phase_peaks_match_allocations)
     check_phase(&d, pid, "anon", "rss_bytes", 64 * MIB);
     /* CSV and trace agree on the peak (same samples), and the summary names the process. */
     double trace_peak = max_in(&d, pid, "anon_bytes", 0, INT64_MAX);
-    ck_assert(csv_max(tfile("p.csv"), pid, 7) == (long long)trace_peak);
+    ck_assert(csv_max(tu_path("p.csv"), pid, 7) == (long long)trace_peak);
     char row[32];
     snprintf(row, sizeof row, "%8d ", pid);
     ck_assert_ptr_nonnull(strstr(r.err, row));
@@ -238,10 +229,10 @@ START_TEST(phase_peaks_match_allocations)
     /* --no-gpu: GPU figures are unknown, never 0: the numeric column is empty and the status
      * column says why; no word in a numeric column. */
     ck_assert_ptr_nonnull(strstr(r.err, "unavail"));
-    ck_assert(csv_max(tfile("p.csv"), pid, 14) == 0);   /* atoll("") */
-    ck_assert(csv_max(tfile("p.csv"), pid, 5) == -1);   /* no RANK in its environment */
+    ck_assert(csv_max(tu_path("p.csv"), pid, 14) == 0);   /* atoll("") */
+    ck_assert(csv_max(tu_path("p.csv"), pid, 5) == -1);   /* no RANK in its environment */
     char *csv;
-    ck_assert_int_eq(rl_read_file(tfile("p.csv"), &csv, NULL, NULL), 0);
+    ck_assert_int_eq(rl_read_file(tu_path("p.csv"), &csv, NULL, NULL), 0);
     ck_assert_ptr_null(strstr(csv, "unavailable"));
     ck_assert_ptr_nonnull(strstr(csv, ",,"));
     ck_assert_ptr_nonnull(strstr(csv, ",gpu_bytes: disabled by --no-gpu\n"));
@@ -275,7 +266,7 @@ START_TEST(descendants_are_found)
     int root = printed_pid(r.out);
     struct trace_doc d;
     struct rl_err e = {0};
-    ck_assert_msg(trace_read(tfile("t.json"), &d, &e) == 0, "%s", e.msg);
+    ck_assert_msg(trace_read(tu_path("t.json"), &d, &e) == 0, "%s", e.msg);
     /* Process tracks: the root, two children, two grandchildren. */
     int pids[16], n = 0;
     for (int i = 0; i < d.n_events && n < 16; i++)
@@ -290,7 +281,7 @@ START_TEST(descendants_are_found)
         double peak = max_in(&d, pids[k], "anon_bytes", t0, t1);
         ck_assert_msg(peak >= 16 * MIB - TOL(16 * MIB) && peak <= 16 * MIB + TOL(16 * MIB) + 2 * MIB,
                       "pid %d anon peak %.0f", pids[k], peak);
-        long long ppid = csv_max(tfile("t.csv"), pids[k], 3);
+        long long ppid = csv_max(tu_path("t.csv"), pids[k], 3);
         if (ppid != root) {
             grandchildren++;
             bool parent_followed = false;
@@ -309,7 +300,7 @@ START_TEST(descendants_are_found)
             strstr(d.events[i].args_json, want))
             named = true;
     ck_assert_msg(named, "no track named '%s'", want);
-    ck_assert_int_eq(csv_max(tfile("t.csv"), pids[0], 5), 5);
+    ck_assert_int_eq(csv_max(tu_path("t.csv"), pids[0], 5), 5);
     ck_assert_ptr_nonnull(strstr(r.err, "memhog[r5]"));
     /* Tree total: the peak of the per-sample sum includes the four 16 MiB processes at once. */
     double tree = max_in(&d, MON_TREE_PID, "anon_bytes", t0, t1);
@@ -342,7 +333,7 @@ START_TEST(vanished_pids_are_handled)
     ck_assert_int_eq(sscanf(strstr(r.out, "A "), "A %d B %d", &a, &b), 2);
     struct trace_doc d;
     struct rl_err e = {0};
-    ck_assert_msg(trace_read(tfile("v.json"), &d, &e) == 0, "%s", e.msg);
+    ck_assert_msg(trace_read(tu_path("v.json"), &d, &e) == 0, "%s", e.msg);
     int64_t exit_a = -1, exit_b = -1;
     for (int i = 0; i < d.n_events; i++) {
         if (d.events[i].ph == 'i' && strcmp(d.events[i].name, "exited") == 0) {
@@ -370,7 +361,7 @@ START_TEST(ctrl_c_still_writes_a_complete_file)
     ck_assert_ptr_null(strstr(r.out, "PHASE anon end"));
     struct trace_doc d;
     struct rl_err e = {0};
-    ck_assert_msg(trace_read(tfile("c.json.gz"), &d, &e) == 0, "%s", e.msg);
+    ck_assert_msg(trace_read(tu_path("c.json.gz"), &d, &e) == 0, "%s", e.msg);
     int64_t end = mark_ns(&d, "monitor end");
     ck_assert(end > 0 && end < 3000000000LL);
     int samples = 0;
@@ -379,7 +370,7 @@ START_TEST(ctrl_c_still_writes_a_complete_file)
     ck_assert_int_gt(samples, 3);
     trace_doc_free(&d);
     char *csv;
-    ck_assert_int_eq(rl_read_file(tfile("c.csv"), &csv, NULL, NULL), 0);
+    ck_assert_int_eq(rl_read_file(tu_path("c.csv"), &csv, NULL, NULL), 0);
     ck_assert(strncmp(csv, "t_ns,time_utc,pid,", 18) == 0 && csv[strlen(csv) - 1] == '\n');
     free(csv);
     tu_run_free(&r);
@@ -389,7 +380,7 @@ START_TEST(ctrl_c_still_writes_a_complete_file)
                     "kill -0 $s && echo alive; kill $s", tu_bin());
     ck_assert_msg(strstr(r.out, "rc=143") != NULL, "%s / %s", r.out, r.err);
     ck_assert_ptr_nonnull(strstr(r.out, "alive"));
-    ck_assert_msg(trace_read(tfile("s.json"), &d, &e) == 0, "%s", e.msg);
+    ck_assert_msg(trace_read(tu_path("s.json"), &d, &e) == 0, "%s", e.msg);
     ck_assert_int_ge(mark_ns(&d, "monitor end"), 0);
     trace_doc_free(&d);
     tu_run_free(&r);
@@ -407,7 +398,7 @@ START_TEST(mark_passes_output_through)
     ck_assert_str_eq(r.err, "err1\nerr2\n");
     struct trace_doc d;
     struct rl_err e = {0};
-    ck_assert_msg(trace_read(tfile("m.json"), &d, &e) == 0, "%s", e.msg);
+    ck_assert_msg(trace_read(tu_path("m.json"), &d, &e) == 0, "%s", e.msg);
     ck_assert_int_ge(mark_ns(&d, "out1"), 0);
     ck_assert_int_ge(mark_ns(&d, "err1"), 0);
     ck_assert_int_gt(mark_ns(&d, "err2"), mark_ns(&d, "err1"));
@@ -473,7 +464,7 @@ START_TEST(nvml_gpu_memory_per_process)
     int pid = printed_pid(r.out);
     struct trace_doc d;
     struct rl_err e = {0};
-    ck_assert_msg(trace_read(tfile("g.json"), &d, &e) == 0, "%s", e.msg);
+    ck_assert_msg(trace_read(tu_path("g.json"), &d, &e) == 0, "%s", e.msg);
     int64_t t0 = mark_ns(&d, "PHASE gpu begin"), t1 = mark_ns(&d, "PHASE gpu end");
     ck_assert(t0 >= 0 && t1 > t0);
     double dev = max_in(&d, MON_TREE_PID, "used_bytes", t0, t1);
@@ -528,10 +519,10 @@ START_TEST(nvml_path_with_a_stand_in_library)
     ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
     int pid = 0;
     ck_assert_int_eq(sscanf(strstr(r.out, "S "), "S %d", &pid), 1);
-    ck_assert_int_eq(csv_max(tfile("n.csv"), pid, 14), 300 * MIB);
+    ck_assert_int_eq(csv_max(tu_path("n.csv"), pid, 14), 300 * MIB);
     struct trace_doc d;
     struct rl_err e = {0};
-    ck_assert_msg(trace_read(tfile("n.json"), &d, &e) == 0, "%s", e.msg);
+    ck_assert_msg(trace_read(tu_path("n.json"), &d, &e) == 0, "%s", e.msg);
     ck_assert(max_in(&d, pid, "gpu_bytes", 0, INT64_MAX) == 300.0 * MIB);
     ck_assert(max_in(&d, MON_TREE_PID, "gpu_bytes", 0, INT64_MAX) == 300.0 * MIB);
     bool gpu0 = false, gpu1 = false;
@@ -555,7 +546,7 @@ START_TEST(nvml_path_with_a_stand_in_library)
     ck_assert_ptr_nonnull(strstr(r.err, "per-process GPU memory unavailable"));
     ck_assert_ptr_nonnull(strstr(r.err, "gpu0: NVML used"));
     char *csv;
-    ck_assert_int_eq(rl_read_file(tfile("u.csv"), &csv, NULL, NULL), 0);
+    ck_assert_int_eq(rl_read_file(tu_path("u.csv"), &csv, NULL, NULL), 0);
     ck_assert_ptr_null(strstr(csv, ",unavailable,"));   /* never as a numeric cell */
     ck_assert_ptr_nonnull(strstr(csv, "gpu_bytes: "));   /* the status column says why */
     free(csv);

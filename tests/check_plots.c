@@ -26,27 +26,6 @@ static const char *gold(const char *name)
     return s;
 }
 
-static const char *tmp(const char *name)
-{
-    static char p[8][1024];
-    static int slot;
-    char *s = p[slot++ % 8];
-    snprintf(s, 1024, "%s/%s", tu_tmpdir(), name);
-    return s;
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-    char *text = NULL;
-    struct rl_err e = {0};
-    size_t n = 0;
-    if (rl_read_bytes(path, &text, &n, &e) != 0)
-        return NULL;
-    if (len)
-        *len = n;
-    return text;
-}
-
 /* One golden figure: the options and the inputs (names under tests/golden/plots/). */
 struct gcase {
     const char *name;           /* golden base name: NAME.dat, NAME.gp */
@@ -98,7 +77,7 @@ static void write_case(const struct gcase *c, struct plot_files *files)
     char out[256];
     snprintf(out, sizeof out, "%s%s", c->name, c->ext);
     struct plot_opts o;
-    case_opts(c, &o, tmp(out));
+    case_opts(c, &o, tu_path(out));
     struct rl_err e = {0};
     ck_assert_msg(plot_write(&o, files, &e) == 0, "%s: %s", c->name, e.msg);
 }
@@ -106,7 +85,7 @@ static void write_case(const struct gcase *c, struct plot_files *files)
 static void compare_golden(const char *got_path, const char *golden_name)
 {
     size_t n_got = 0, n_want = 0;
-    char *got = slurp(got_path, &n_got);
+    char *got = tu_read(got_path, &n_got);
     ck_assert_ptr_nonnull(got);
     if (getenv("RL_UPDATE_GOLDEN")) {
         FILE *f = fopen(gold(golden_name), "wb");
@@ -114,7 +93,7 @@ static void compare_golden(const char *got_path, const char *golden_name)
         fwrite(got, 1, n_got, f);
         fclose(f);
     }
-    char *want = slurp(gold(golden_name), &n_want);
+    char *want = tu_read(gold(golden_name), &n_want);
     ck_assert_msg(want, "missing golden %s (RL_UPDATE_GOLDEN=1 writes it)", gold(golden_name));
     if (n_got != n_want || memcmp(got, want, n_got) != 0) {
         size_t i = 0;
@@ -147,9 +126,9 @@ START_TEST(same_inputs_give_same_bytes)
     struct plot_files f;
     write_case(c, &f);
     size_t n1 = 0, n2 = 0, m1 = 0, m2 = 0;
-    char *d1 = slurp(f.dat, &n1), *g1 = slurp(f.gp, &m1);
+    char *d1 = tu_read(f.dat, &n1), *g1 = tu_read(f.gp, &m1);
     write_case(c, &f);
-    char *d2 = slurp(f.dat, &n2), *g2 = slurp(f.gp, &m2);
+    char *d2 = tu_read(f.dat, &n2), *g2 = tu_read(f.gp, &m2);
     ck_assert(d1 && d2 && g1 && g2);
     ck_assert_msg(n1 == n2 && memcmp(d1, d2, n1) == 0, "%s.dat differs between two runs", c->name);
     ck_assert_msg(m1 == m2 && memcmp(g1, g2, m1) == 0, "%s.gp differs between two runs", c->name);
@@ -193,7 +172,7 @@ START_TEST(memory_dat_holds_the_sweep)
 {
     struct plot_files f;
     write_case(&cases[0], &f);
-    char *dat = slurp(f.dat, NULL);
+    char *dat = tu_read(f.dat, NULL);
     json_t *j = json_load_file(gold("sweep-ds012.json"), 0, NULL);
     ck_assert(dat && j);
     double rows[32][16];
@@ -222,7 +201,7 @@ START_TEST(memory_staircases_are_drawn_as_steps)
 {
     struct plot_files f;
     write_case(&cases[0], &f);
-    char *gp = slurp(f.gp, NULL);
+    char *gp = tu_read(f.gp, NULL);
     ck_assert_ptr_nonnull(gp);
     static const char *const want[] = {
         "'memory.dat' index 0 using 1:2 with steps ", "'memory.dat' index 1 using 1:2 with lines ",
@@ -241,7 +220,7 @@ START_TEST(time_bands_stack_to_the_step_time)
 {
     struct plot_files f;
     write_case(&cases[1], &f);
-    char *dat = slurp(f.dat, NULL);
+    char *dat = tu_read(f.dat, NULL);
     json_t *j = json_load_file(gold("sweep-ds012.json"), 0, NULL);
     ck_assert(dat && j);
     double rows[32][16];
@@ -283,7 +262,7 @@ START_TEST(timeline_keeps_every_span)
 {
     struct plot_files f;
     write_case(&cases[2], &f);
-    char *dat = slurp(f.dat, NULL);
+    char *dat = tu_read(f.dat, NULL);
     ck_assert_ptr_nonnull(dat);
     int spans = 0;
     for (const char *p = dat; (p = strchr(p, '\n')); p++)
@@ -302,7 +281,7 @@ START_TEST(parity_dat_holds_the_report)
 {
     struct plot_files f;
     write_case(&cases[4], &f);
-    char *dat = slurp(f.dat, NULL);
+    char *dat = tu_read(f.dat, NULL);
     ck_assert_ptr_nonnull(dat);
     double rows[8][16];
     int cols = 0;
@@ -359,9 +338,9 @@ START_TEST(without_gnuplot_writes_data_and_script_exit_3)
     tu_sh(&r, "PATH=/nonexistent '%s' plot memory --in '%s' --out nognu.png", tu_bin(), gold("sweep-ds012.json"));
     ck_assert_msg(r.status == 3, "exit %d, expected 3 (%s)", r.status, r.err);
     ck_assert_ptr_nonnull(strstr(r.err, "apt-get install gnuplot"));
-    ck_assert(tu_exists(tmp("nognu.dat")));
-    ck_assert(tu_exists(tmp("nognu.gp")));
-    ck_assert(!tu_exists(tmp("nognu.png")));
+    ck_assert(tu_exists(tu_path("nognu.dat")));
+    ck_assert(tu_exists(tu_path("nognu.gp")));
+    ck_assert(!tu_exists(tu_path("nognu.png")));
     tu_run_free(&r);
 }
 END_TEST
@@ -403,7 +382,7 @@ START_TEST(every_kind_renders)
         ck_assert_msg(r.status == 0, "%s: exit %d: %s", out, r.status, r.err);
         tu_run_free(&r);
         size_t n = 0;
-        char *b = slurp(tmp(out), &n);
+        char *b = tu_read(tu_path(out), &n);
         ck_assert_msg(b, "%s not written", out);
         ck_assert_msg(n > 4000 && n < 4000000, "%s: %zu bytes, expected 4 kB to 4 MB", out, n);
         if (x == 0) {

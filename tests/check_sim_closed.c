@@ -324,8 +324,8 @@ static int copies_match(const struct sim_hw *hw, bool interleave, double gbps, c
             continue;
         long long bytes = atoll(b + 8);
         long double w = 1.0L;
-        for (const char *const *t = twice; t && *t; t++)
-            if (strcmp(ev->name, *t) == 0)
+        for (const char *const *tw = twice; tw && *tw; tw++)
+            if (strcmp(ev->name, *tw) == 0)
                 w = 2.0L;
         ck_assert_msg(ev->dur_ns == ceil_ns((long double)bytes * w / ((long double)gbps * 1e9L) * 1e9L),
                       "%s of %lld bytes: %lld ns", ev->name, bytes, (long long)ev->dur_ns);

@@ -9,19 +9,12 @@
 #include "sim/hw.h"
 #include "tests/util.h"
 
-static char catalog[4096];
-static const char *cat(void)
-{
-    snprintf(catalog, sizeof catalog, "%s/catalog", tu_src());
-    return catalog;
-}
-
 START_TEST(hw_every_catalog_profile_loads)
 {
     char **names;
     int n;
     struct rl_err e;
-    ck_assert_int_eq(sim_hw_list(cat(), &names, &n, &e), 0);
+    ck_assert_int_eq(sim_hw_list(tu_catalog(), &names, &n, &e), 0);
     const char *want[] = {"dgx-a100-40g", "dgx-a100-80g", "dgx-h100", "dgx1-v100", "gh200", "hgx-h200"};
     ck_assert_int_ge(n, 6);
     for (int i = 0; i < 6; i++) {
@@ -32,7 +25,7 @@ START_TEST(hw_every_catalog_profile_loads)
     }
     for (int k = 0; k < n; k++) {
         struct sim_hw hw;
-        ck_assert_msg(sim_hw_load(&hw, cat(), names[k], &e) == 0, "%s: %s", names[k], e.msg);
+        ck_assert_msg(sim_hw_load(&hw, tu_catalog(), names[k], &e) == 0, "%s: %s", names[k], e.msg);
         ck_assert_str_eq(hw.name, names[k]);
         ck_assert_int_gt(hw.n_sources, 20);
         free(names[k]);
@@ -45,7 +38,7 @@ START_TEST(hw_dgx1_v100_topology)
 {
     struct sim_hw hw;
     struct rl_err e;
-    ck_assert_int_eq(sim_hw_load(&hw, cat(), "dgx1-v100", &e), 0);
+    ck_assert_int_eq(sim_hw_load(&hw, tu_catalog(), "dgx1-v100", &e), 0);
     ck_assert_int_eq(hw.gpus, 8);
     ck_assert_int_eq(hw.n_sockets, 2);
     ck_assert_int_eq(hw.socket[0].cores, 12);
@@ -59,9 +52,9 @@ START_TEST(hw_dgx1_v100_topology)
     ck_assert(hw.d2h_pinned_gbps == 12.9);
     /* A path works as well as a name. */
     char path[4200];
-    snprintf(path, sizeof path, "%s/hardware/dgx1-v100.json", cat());
-    ck_assert_int_eq(sim_hw_load(&hw, cat(), path, &e), 0);
-    ck_assert_int_eq(sim_hw_load(&hw, cat(), "dgx-9000", &e), RL_EINVAL);
+    snprintf(path, sizeof path, "%s/hardware/dgx1-v100.json", tu_catalog());
+    ck_assert_int_eq(sim_hw_load(&hw, tu_catalog(), path, &e), 0);
+    ck_assert_int_eq(sim_hw_load(&hw, tu_catalog(), "dgx-9000", &e), RL_EINVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "dgx-9000"));
     ck_assert_ptr_nonnull(strstr(e.msg, "dgx1-v100"));   /* lists what is allowed */
 }
@@ -71,7 +64,7 @@ END_TEST
 static int parse_edited(void (*edit)(json_t *), struct rl_err *e)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s/hardware/dgx1-v100.json", cat());
+    snprintf(path, sizeof path, "%s/hardware/dgx1-v100.json", tu_catalog());
     json_t *root = json_load_file(path, 0, NULL);
     ck_assert_ptr_nonnull(root);
     edit(root);

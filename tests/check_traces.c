@@ -11,15 +11,6 @@
 #include "traces/dslog.h"
 #include "traces/trace.h"
 
-static const char *tpath(const char *name)
-{
-    static char p[4][512];
-    static int slot;
-    char *s = p[slot++ % 4];
-    snprintf(s, 512, "%s/%s", tu_tmpdir(), name);
-    return s;
-}
-
 /* A fixed set of calls covering every event kind; names carry characters JSON must escape. */
 static void write_sample(const char *path)
 {
@@ -43,7 +34,7 @@ START_TEST(round_trip_gives_same_events)
 {
     const char *names[2] = {"rt.json", "rt.json.gz"};
     for (int k = 0; k < 2; k++) {
-        const char *p = tpath(names[k]);
+        const char *p = tu_path(names[k]);
         write_sample(p);
         struct trace_doc d;
         struct rl_err e = {0};
@@ -84,7 +75,7 @@ END_TEST
 
 START_TEST(number_formats_are_fixed)
 {
-    const char *p = tpath("fmt.json");
+    const char *p = tu_path("fmt.json");
     struct trace *t;
     struct rl_err e = {0};
     ck_assert_int_eq(trace_open(&t, p, &e), 0);
@@ -107,7 +98,7 @@ START_TEST(writing_twice_gives_identical_bytes)
 {
     const char *names[2][2] = {{"a.json", "b.json"}, {"a.json.gz", "b.json.gz"}};
     for (int k = 0; k < 2; k++) {
-        const char *pa = tpath(names[k][0]), *pb = tpath(names[k][1]);
+        const char *pa = tu_path(names[k][0]), *pb = tu_path(names[k][1]);
         write_sample(pa);
         sleep(k == 1 ? 1 : 0);   /* a gzip header with a time stamp would differ now */
         write_sample(pb);
@@ -138,7 +129,7 @@ START_TEST(odd_names_are_escaped)
     memcpy(name + k, "\"\\/\xc3\xa9\xff\xc3", 8);
     k += 7;
     name[k] = 0;
-    const char *p = tpath("esc.json");
+    const char *p = tu_path("esc.json");
     struct trace *t;
     struct rl_err e = {0};
     ck_assert_int_eq(trace_open(&t, p, &e), 0);
@@ -172,7 +163,7 @@ static void truncate_copy(const char *src, const char *dst, size_t keep)
 
 START_TEST(truncated_gzip_is_rejected)
 {
-    const char *full = tpath("full.json.gz"), *cut = tpath("cut.json.gz");
+    const char *full = tu_path("full.json.gz"), *cut = tu_path("cut.json.gz");
     write_sample(full);
     struct trace_doc d;
     struct rl_err e = {0};
@@ -224,7 +215,7 @@ START_TEST(malformed_json_is_rejected)
     ck_assert_int_eq(d.events[0].ts_ns, 1500);
     ck_assert_int_eq(d.events[0].scope, 't');
     trace_doc_free(&d);
-    ck_assert_int_eq(trace_read(tpath("missing.json"), &d, &e), RL_ENOENT);
+    ck_assert_int_eq(trace_read(tu_path("missing.json"), &d, &e), RL_ENOENT);
 }
 END_TEST
 
@@ -235,7 +226,7 @@ START_TEST(abort_and_errors_leave_no_file)
     struct rl_err e = {0};
     const char *names[2] = {"ab.json", "ab.json.gz"};
     for (int k = 0; k < 2; k++) {
-        ck_assert_int_eq(trace_open(&t, tpath(names[k]), &e), 0);
+        ck_assert_int_eq(trace_open(&t, tu_path(names[k]), &e), 0);
         for (int i = 0; i < 20000; i++)   /* past the flush size: bytes reach the temporary file */
             trace_counter(t, 1, "c", i, "v", i);
         ck_assert_int_eq(tu_count_files(), before + 1);
@@ -243,16 +234,16 @@ START_TEST(abort_and_errors_leave_no_file)
         ck_assert_int_eq(tu_count_files(), before);
     }
     /* A bad value makes the whole trace fail at close, naming the file; nothing is left. */
-    ck_assert_int_eq(trace_open(&t, tpath("bad.json"), &e), 0);
+    ck_assert_int_eq(trace_open(&t, tu_path("bad.json"), &e), 0);
     ck_assert_int_eq(trace_counter(t, 1, "c", 0, "v", NAN), RL_EINVAL);
     ck_assert_int_eq(trace_span(t, 1, 1, "later", NULL, 0, 1, NULL), RL_EINVAL);
     ck_assert_int_eq(trace_close(t, &e), RL_EINVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "bad.json"));
     ck_assert_int_eq(tu_count_files(), before);
-    ck_assert_int_eq(trace_open(&t, tpath("args.json"), &e), 0);
+    ck_assert_int_eq(trace_open(&t, tu_path("args.json"), &e), 0);
     ck_assert_int_eq(trace_span(t, 1, 1, "s", NULL, 0, 1, "[1,2]"), RL_EINVAL);
     ck_assert_int_eq(trace_close(t, &e), RL_EINVAL);
-    ck_assert_int_eq(trace_open(&t, tpath("dur.json"), &e), 0);
+    ck_assert_int_eq(trace_open(&t, tu_path("dur.json"), &e), 0);
     ck_assert_int_eq(trace_span(t, 1, 1, "s", NULL, 0, -1, NULL), RL_EINVAL);
     ck_assert_int_eq(trace_instant(t, 1, 1, "s", 0, 'x', NULL), RL_EINVAL);
     ck_assert_int_eq(trace_close(t, &e), RL_EINVAL);
@@ -267,7 +258,7 @@ START_TEST(large_trace_round_trips_through_gzip)
 {
     unsigned long seed = tu_seed("large_trace_round_trips_through_gzip");
     srand((unsigned)seed);
-    const char *p = tpath("big.json.gz");
+    const char *p = tu_path("big.json.gz");
     struct trace *t;
     struct rl_err e = {0};
     enum { N = 30000 };
@@ -342,7 +333,7 @@ START_TEST(deepspeed_memory_log_is_parsed)
         ck_assert_int_eq(s[2].t_ns, 1100000000LL);
         ck_assert_int_eq(s[2].ma_bytes, -1);
         /* Written into a trace and read back: instants at the stage times, counters beside. */
-        const char *tp = tpath("ds.json");
+        const char *tp = tu_path("ds.json");
         struct trace *t;
         ck_assert_int_eq(trace_open(&t, tp, &e), 0);
         ck_assert_int_eq(trace_ds_write(t, &log, 5, 1000), 0);
@@ -364,7 +355,7 @@ START_TEST(deepspeed_memory_log_is_parsed)
     struct rl_err e = {0};
     ck_assert_int_eq(trace_ds_read(tu_write("none.log", "hello\nworld\n"), &log, &e), RL_EINVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "none.log"));
-    ck_assert_int_eq(trace_ds_read(tpath("absent.log"), &log, &e), RL_ENOENT);
+    ck_assert_int_eq(trace_ds_read(tu_path("absent.log"), &log, &e), RL_ENOENT);
 }
 END_TEST
 

@@ -66,6 +66,41 @@ const char *tu_write(const char *name, const char *text)
     return p;
 }
 
+const char *tu_path(const char *name)
+{
+    static char paths[8][600];
+    static int slot;
+    char *p = paths[slot++ % 8];
+    snprintf(p, sizeof paths[0], "%s/%s", tu_tmpdir(), name);
+    return p;
+}
+
+char *tu_read(const char *path, size_t *len)
+{
+    char *text = NULL;
+    size_t n = 0;
+    if (rl_read_bytes(path, &text, &n, NULL) != 0)
+        return NULL;
+    if (len)
+        *len = n;
+    return text;
+}
+
+char *tu_slurp(const char *name)
+{
+    char *s = NULL;
+    struct rl_err e = {0};
+    ck_assert_msg(rl_read_bytes(tu_path(name), &s, NULL, &e) == 0, "%s", e.msg);
+    return s;
+}
+
+const char *tu_catalog(void)
+{
+    static char path[4096];
+    snprintf(path, sizeof path, "%s/catalog", tu_src());
+    return path;
+}
+
 static char *slurp(const char *path)
 {
     char *s = NULL;

@@ -5,6 +5,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <check.h>   /* Suite */
+
+/* The suite function of the file being compiled: the Makefile passes -DTU_SUITE=<module>_suite
+ * to tests/check_<module>.c (tests/runner.c declares them all from build/gen/suites.h). */
+#ifdef TU_SUITE
+Suite *TU_SUITE(void);
+#endif
+
 struct tu_run {
     int status;      /* exit code, or 128 + signal */
     char *out;       /* stdout, NUL-terminated, owned */
@@ -16,6 +24,15 @@ const char *tu_src(void);      /* $RATIOLAB_SRC (the source tree) */
 const char *tu_build(void);    /* $RATIOLAB_BUILD (build/ or build-san/) */
 /* A fresh empty directory for this test process (removed at exit). */
 const char *tu_tmpdir(void);
+/* <tmpdir>/<name> (one of 8 static buffers used in turn, so a few may be held at once). */
+const char *tu_path(const char *name);
+/* The whole file at path, NUL-terminated (any bytes; *len its length when len is not NULL), or NULL
+ * when it cannot be read. The caller frees it. */
+char *tu_read(const char *path, size_t *len);
+/* tu_read of <tmpdir>/<name>; fails the test, naming the file and why, when it cannot be read. */
+char *tu_slurp(const char *name);
+/* <RATIOLAB_SRC>/catalog, the models and hardware profiles. */
+const char *tu_catalog(void);
 /* Writes text to <tmpdir>/<name> and returns the full path (static buffer per call slot). */
 const char *tu_write(const char *name, const char *text);
 /* Runs `cd <tmpdir> && <RATIOLAB_BIN> <args>` through /bin/sh; args is shell text. */

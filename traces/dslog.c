@@ -115,7 +115,7 @@ int trace_ds_read(const char *path, struct trace_ds_log *log, struct rl_err *e)
     memset(log, 0, sizeof *log);
     char *text;
     size_t len;
-    int rc = trace__read_all(path, &text, &len, e);
+    int rc = trace_read_file(path, &text, &len, e);
     if (rc)
         return rc;
     rc = trace_ds_parse(text, len, path, log, e);
@@ -160,15 +160,10 @@ int trace_ds_parse(const char *in, size_t len, const char *path, struct trace_ds
                     return rc;
                 }
             } else {
-                if (log->n_stages == cap) {
-                    cap = cap ? cap * 2 : 32;
-                    struct trace_ds_stage *ns = realloc(log->stages, (size_t)cap * sizeof *ns);
-                    if (!ns) {
-                        free(text);
-                        trace_ds_free(log);
-                        return rl_errf(e, RL_ENOMEM, "%s: out of memory", path);
-                    }
-                    log->stages = ns;
+                if (rl_grow(&log->stages, &cap, sizeof *log->stages, log->n_stages + 1, 32)) {
+                    free(text);
+                    trace_ds_free(log);
+                    return rl_errf(e, RL_ENOMEM, "%s: out of memory", path);
                 }
                 struct trace_ds_stage *st = &log->stages[log->n_stages];
                 st->name = strdup(msg);

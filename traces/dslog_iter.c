@@ -27,7 +27,7 @@ int trace_ds_read_iterations(const char *path, double **ms, int64_t **iters, int
     *n = 0;
     char *text;
     size_t len;
-    int rc = trace__read_all(path, &text, &len, e);
+    int rc = trace_read_file(path, &text, &len, e);
     if (rc)
         return rc;
     int cap = 0;
@@ -40,23 +40,16 @@ int trace_ds_read_iterations(const char *path, double **ms, int64_t **iters, int
             char *end;
             double v = strtod(tag + strlen(ITER_TAG), &end);
             if (end != tag + strlen(ITER_TAG) && isfinite(v) && v >= 0) {
-                if (*n == cap) {
-                    cap = cap ? cap * 2 : 64;
-                    double *nm = realloc(*ms, (size_t)cap * sizeof *nm);
-                    if (nm)
-                        *ms = nm;
-                    int64_t *ni = nm ? realloc(*iters, (size_t)cap * sizeof *ni) : NULL;
-                    if (ni)
-                        *iters = ni;
-                    if (!nm || !ni) {
-                        free(text);
-                        free(*ms);
-                        free(*iters);
-                        *ms = NULL;
-                        *iters = NULL;
-                        *n = 0;
-                        return rl_errf(e, RL_ENOMEM, "%s: out of memory", path);
-                    }
+                int cap_ms = cap;   /* two arrays of one capacity */
+                if (rl_grow(ms, &cap_ms, sizeof **ms, *n + 1, 64) ||
+                    rl_grow(iters, &cap, sizeof **iters, *n + 1, 64)) {
+                    free(text);
+                    free(*ms);
+                    free(*iters);
+                    *ms = NULL;
+                    *iters = NULL;
+                    *n = 0;
+                    return rl_errf(e, RL_ENOMEM, "%s: out of memory", path);
                 }
                 (*ms)[*n] = v;
                 (*iters)[*n] = iteration_number(line, tag);

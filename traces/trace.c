@@ -384,7 +384,7 @@ void trace_abort(struct trace *t)
 
 /* Reads the whole file through zlib (gzip or, for other names, plain). A gzip stream that ends
  * early or fails its checks is RL_EINVAL naming the file. */
-int trace__read_all(const char *path, char **out, size_t *out_len, struct rl_err *e)
+int trace_read_file(const char *path, char **out, size_t *out_len, struct rl_err *e)
 {
     bool want_gz = has_gz_suffix(path);
     int fd;
@@ -443,8 +443,8 @@ int trace__read_all(const char *path, char **out, size_t *out_len, struct rl_err
         if (got < 0) {
             int zerr;
             const char *m = gzerror(gz, &zerr);
-            int rc = rl_errf(e, RL_EINVAL, "%s: %s gzip stream (%s)", path,
-                             zerr == Z_BUF_ERROR ? "truncated" : "corrupt", m ? m : "zlib error");
+            rc = rl_errf(e, RL_EINVAL, "%s: %s gzip stream (%s)", path,
+                         zerr == Z_BUF_ERROR ? "truncated" : "corrupt", m ? m : "zlib error");
             free(buf);
             gzclose(gz);
             return rc;
@@ -456,8 +456,8 @@ int trace__read_all(const char *path, char **out, size_t *out_len, struct rl_err
     int zerr = Z_OK;
     const char *m = gzerror(gz, &zerr);
     if (zerr != Z_OK) {
-        int rc = rl_errf(e, RL_EINVAL, "%s: %s gzip stream (%s)", path,
-                         zerr == Z_BUF_ERROR ? "truncated" : "corrupt", m ? m : "zlib error");
+        rc = rl_errf(e, RL_EINVAL, "%s: %s gzip stream (%s)", path,
+                     zerr == Z_BUF_ERROR ? "truncated" : "corrupt", m ? m : "zlib error");
         free(buf);
         gzclose(gz);
         return rc;
@@ -566,7 +566,7 @@ int trace_read(const char *path, struct trace_doc *doc, struct rl_err *e)
     memset(doc, 0, sizeof *doc);
     char *text;
     size_t len;
-    int rc = trace__read_all(path, &text, &len, e);
+    int rc = trace_read_file(path, &text, &len, e);
     if (rc)
         return rc;
     rc = trace_parse(text, len, path, doc, e);

@@ -67,7 +67,7 @@ void trace_doc_free(struct trace_doc *doc);
 #define TRACE_MAX_INFLATED_BYTES (1 << 30)
 /* Reads a whole file, through zlib when it starts with the gzip magic (a ".gz" name without it
  * is RL_EINVAL); truncated or corrupt gzip is RL_EINVAL naming the file. *out is malloc'd and
- * NUL-terminated. Shared by the readers in traces/. */
-int trace__read_all(const char *path, char **out, size_t *out_len, struct rl_err *e);
+ * NUL-terminated. The readers in traces/ and plots/ read their files through it. */
+int trace_read_file(const char *path, char **out, size_t *out_len, struct rl_err *e);
 
 #endif

@@ -541,19 +541,19 @@ int val_calib_gpu_profile(const struct val_calib *c, const struct val_calib_gpu 
             const char *what;              /* the call */
         } k[2] = {{"tensor_tflops", "tensor_efficiency", &g->bf16_flops, "cublasGemmEx bf16 in, fp32 accumulate"},
                   {"fp32_tflops", "fp32_efficiency", &g->sgemm_flops, "cublasSgemm (fp32, as the executor)"}};
-        for (int i = 0; i < 2; i++) {
-            double peak = json_number_value(json_object_get(gpu, k[i].peak));
-            if (!(peak > 0) || !(k[i].f->median > 0))
+        for (int q = 0; q < 2; q++) {
+            double peak = json_number_value(json_object_get(gpu, k[q].peak));
+            if (!(peak > 0) || !(k[q].f->median > 0))
                 continue;
-            double eff = k[i].f->median * 1e-12 / peak;
-            eff = eff < 0.01 ? 0.01 : eff > 1 ? 1 : eff;
-            json_object_set_new(gpu, k[i].eff, json_real(eff));
+            double ge = k[q].f->median * 1e-12 / peak;
+            ge = ge < 0.01 ? 0.01 : ge > 1 ? 1 : ge;
+            json_object_set_new(gpu, k[q].eff, json_real(ge));
             char key[64];
-            snprintf(key, sizeof key, "gpu.%s", k[i].eff);
+            snprintf(key, sizeof key, "gpu.%s", k[q].eff);
             setsrc(src, key, c->host, c->date, "%s on GPU 0 over the GEMMs %s (%.4g GFLOP per pass): %.4g TFLOP/s "
-                   "(%.4g..%.4g, %d repeats) over the profile's %.4g TFLOP/s peak", k[i].what, g->gemm_shapes,
-                   g->gemm_flop * 1e-9, k[i].f->median * 1e-12, k[i].f->min * 1e-12, k[i].f->max * 1e-12,
-                   k[i].f->repeats, peak);
+                   "(%.4g..%.4g, %d repeats) over the profile's %.4g TFLOP/s peak", k[q].what, g->gemm_shapes,
+                   g->gemm_flop * 1e-9, k[q].f->median * 1e-12, k[q].f->min * 1e-12, k[q].f->max * 1e-12,
+                   k[q].f->repeats, peak);
         }
     }
     /* NCCL bus bandwidth at the largest size, latency at the smallest. */
