@@ -11,7 +11,7 @@
 #include "sim/hw.h"
 #include "validation/calib.h"
 
-enum { C_OUT = 1, C_NAME, C_THOROUGH, C_DEVICES, C_DEVTHREADS, C_MAXTHREADS, C_BACKEND, C_JSON, C_QUIET, C_COLL, C_BASE };
+enum { C_OUT = 1, C_NAME, C_THOROUGH, C_DEVICES, C_DEVTHREADS, C_MAXTHREADS, C_BACKEND, C_JSON, C_QUIET, C_COLL, C_BASE, C_GEMM, C_ADAMN, C_CHUNKN, C_AGB, C_RSB, C_WSET };
 static const struct cli_opt opts[] = {
     {"out", "FILE", "write the profile here (default: calibrated-<host>.json)", C_OUT},
     {"name", "NAME", "profile name (default: calibrated-<host>)", C_NAME},
@@ -24,6 +24,12 @@ static const struct cli_opt opts[] = {
     {"json", NULL, "print every measured figure as JSON instead of the table", C_JSON},
     {"quiet", NULL, "no progress line", C_QUIET},
     {"collectives-only", NULL, "under mpirun: only the MPI collectives, printed as JSON by rank 0 (no profile)", C_COLL},
+    {"gemm", "MxNxK[xC],...", "under mpirun: one rank's GEMM list (C times each), run on every rank at once", C_GEMM},
+    {"adam-numel", "N", "under mpirun: elements of one rank's device Adam (and of its host Adam in chunks)", C_ADAMN},
+    {"chunk-numel", "N", "under mpirun: elements of one host Adam call and copy (a chunk)", C_CHUNKN},
+    {"allgather-bytes", "N", "under mpirun: the run's per-rank all-gather message", C_AGB},
+    {"reduce-scatter-bytes", "N", "under mpirun: the run's per-rank reduce-scatter output (fp32)", C_RSB},
+    {"working-set", "BYTES", "under mpirun: a rank's model states, for a triad on every rank at once", C_WSET},
     {NULL, NULL, NULL, 0},
 };
 
@@ -36,7 +42,41 @@ struct calib_args {
     bool quiet;                    /* --quiet */
     bool coll_only;                /* --collectives-only */
     const char *base;              /* --base NAME|FILE */
+    struct val_calib_run run;      /* --gemm, --adam-numel, ...: what one rank of a run does */
+    bool have_run;                 /* any of those was given */
 };
+
+/* --gemm MxNxK[xC],...: shapes and counts. */
+static int parse_gemms(const char *v, struct val_calib_run *r, struct rl_err *e)
+{
+    r->n_gemm = 0;
+    const char *q = v;
+    while (*q) {
+        long long m, n, k, c = 1;
+        int used = 0;
+        if (sscanf(q, "%lldx%lldx%lld%n", &m, &n, &k, &used) != 3)
+            goto bad;
+        q += used;
+        if (*q == 'x') {
+            if (sscanf(q, "x%lld%n", &c, &used) != 1)
+                goto bad;
+            q += used;
+        }
+        if (m < 1 || n < 1 || k < 1 || c < 1 || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX ||
+            r->n_gemm == VAL_CALIB_MAX_GEMMS)
+            goto bad;
+        r->gemm[r->n_gemm++] = (struct val_gemm_shape){m, n, k, c};
+        if (*q == ',' && q[1])
+            q++;
+        else if (*q)
+            goto bad;
+    }
+    if (r->n_gemm > 0)
+        return 0;
+bad:
+    return rl_errf(e, RL_EINVAL, "--gemm: '%s' is not allowed; allowed: up to %d shapes MxNxK or MxNxKxCOUNT, "
+                   "comma-separated, each 1..2^31-1", v, VAL_CALIB_MAX_GEMMS);
+}
 
 static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 {
@@ -60,6 +100,12 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     case C_QUIET: a->quiet = true; return 0;
     case C_COLL: a->coll_only = true; return 0;
     case C_BASE: a->base = v; return 0;
+    case C_GEMM: a->have_run = true; return parse_gemms(v, &a->run, e);
+    case C_ADAMN: a->have_run = true; return rl_parse_i64("--adam-numel", v, 1, INT64_C(1) << 32, &a->run.device_adam_numel, e);
+    case C_CHUNKN: a->have_run = true; return rl_parse_i64("--chunk-numel", v, 1, INT64_C(1) << 32, &a->run.host_adam_numel, e);
+    case C_AGB: a->have_run = true; return rl_parse_i64("--allgather-bytes", v, 1, INT64_C(1) << 32, &a->run.allgather_bytes, e);
+    case C_RSB: a->have_run = true; return rl_parse_i64("--reduce-scatter-bytes", v, 4, INT64_C(1) << 32, &a->run.reduce_scatter_bytes, e);
+    case C_WSET: a->have_run = true; return rl_parse_i64("--working-set", v, 12, INT64_C(1) << 36, &a->run.working_set_bytes, e);
     }
     return rl_errf(e, RL_EINTERNAL, "option id %d not handled", id);
 }
@@ -83,7 +129,42 @@ static json_t *fig(const struct val_figure *f)
     return o;
 }
 
-/* --backend cuda: the host figures, then the GPUs, written over the --base profile. */
+/* The figures of one rank of the run, measured on every rank at once (--gemm, --adam-numel, ...). */
+static json_t *run_json(const struct val_calib *c)
+{
+    json_t *r = json_object();
+    json_object_set_new(r, "ranks", json_integer(c->run_ranks));
+    if (c->run_gemm_flop > 0) {
+        json_object_set_new(r, "gemm_flop", json_real(c->run_gemm_flop));
+        json_object_set_new(r, "gemm_flops", fig(&c->run_gemm_flops));
+    }
+    if (c->run_device_adam_numel > 0) {
+        json_object_set_new(r, "device_adam_numel", json_integer(c->run_device_adam_numel));
+        json_object_set_new(r, "device_adam_elements_per_s", fig(&c->run_device_adam_elems_per_s));
+    }
+    if (c->run_host_adam_numel > 0) {
+        json_object_set_new(r, "host_adam_numel", json_integer(c->run_host_adam_numel));
+        json_object_set_new(r, "host_adam_elements_per_s", fig(&c->run_host_adam_elems_per_s));
+        json_object_set_new(r, "copy_bytes", json_integer(c->run_copy_bytes));
+        json_object_set_new(r, "copy_gbps", fig(&c->run_copy_gbps));
+    }
+    if (c->run_triad_bytes > 0) {
+        json_object_set_new(r, "triad_bytes", json_integer(c->run_triad_bytes));
+        json_object_set_new(r, "memory_gbps", fig(&c->run_mem_gbps));
+    }
+    if (c->run_allgather_bytes > 0) {
+        json_object_set_new(r, "allgather_bytes", json_integer(c->run_allgather_bytes));
+        json_object_set_new(r, "allgather_us", fig(&c->run_allgather_us));
+    }
+    if (c->run_reduce_scatter_bytes > 0) {
+        json_object_set_new(r, "reduce_scatter_bytes", json_integer(c->run_reduce_scatter_bytes));
+        json_object_set_new(r, "reduce_scatter_us", fig(&c->run_reduce_scatter_us));
+    }
+    return r;
+}
+
+/* --backend cuda: the GPUs (copies, D2D, Adam, cuBLAS at the --gemm shapes) and the host on rank
+ * 0, then NCCL on every rank under mpirun; written over the --base profile. */
 static int run_cuda(struct calib_args *a)
 {
     struct rl_err e = {0};
@@ -98,24 +179,47 @@ static int run_cuda(struct calib_args *a)
         snprintf(path, sizeof path, "%s", a->base);
     else
         snprintf(path, sizeof path, "%s/hardware/%s.json", rl_catalog_dir(), a->base);
-    char *base;
+    char *base = NULL;
     size_t len;
     struct sim_hw hw;
     if (sim_hw_load(&hw, rl_catalog_dir(), a->base, &e) || rl_read_file(path, &base, &len, &e)) {
         rl_err_prefix(&e, "--base");
         return cli_fail("calibrate", &e);
     }
-    if (!a->quiet)
-        a->o.progress = on_progress;
-    a->o.devices = hw.gpus;
-    struct val_calib c;
-    struct val_calib_gpu g;
-    char *text = NULL;
-    int rc;
-    if ((rc = val_calibrate_gpu(&a->o, &g, &e)) || (rc = val_calibrate(&a->o, &c, &e))) {
+    struct ex_comm comm;
+    if (ex_comm_init(&comm, &e)) {
         free(base);
         return cli_fail("calibrate", &e);
     }
+    if (!a->quiet && comm.rank == 0)
+        a->o.progress = on_progress;
+    a->o.devices = hw.gpus;
+    static struct val_calib c;
+    static struct val_calib_gpu g;
+    char *text = NULL;
+    int rc = 0;
+    if (comm.rank == 0 && !(rc = val_calibrate_gpu(&a->o, &g, &e))) {
+        if (!a->quiet)
+            on_progress(NULL, "cuBLAS GEMMs", 0, 1);
+        if (!(rc = val_calibrate_gpu_gemm(a->have_run ? &a->run : NULL, a->o.thorough, &g, &e)))
+            rc = val_calibrate(&a->o, &c, &e);
+    }
+    if (comm.size > 1) {   /* every rank joins, so a failure on rank 0 ends all of them */
+        struct rl_err be;
+        int64_t bad = rc != 0;
+        if (ex_comm_max_i64(&comm, &bad, 1, &be) == 0 && !bad) {
+            if (!a->quiet && comm.rank == 0)
+                on_progress(NULL, "NCCL all-gather / reduce-scatter", 0, 1);
+            rc = val_calibrate_nccl(&comm, a->o.thorough, &g, &e);
+        }
+    }
+    if (rc || comm.rank != 0) {
+        free(base);
+        int code = rc ? cli_fail("calibrate", &e) : 0;
+        ex_comm_finalize(&comm);
+        return code;
+    }
+    ex_comm_finalize(&comm);
     char name[128], out[300];
     snprintf(name, sizeof name, "%s", a->name ? a->name : "");
     if (!a->name)
@@ -145,7 +249,20 @@ static int run_cuda(struct calib_args *a)
                g.d2h_pageable_gbps[d].median, g.d2h_pageable_gbps[d].min, g.d2h_pageable_gbps[d].max);
     printf("  all GPUs at once, H2D pinned: %.2f GB/s\n  D2D (GPU 0): %.1f GB/s\n  GPU Adam (GPU 0): %.3g elements/s\n",
            g.h2d_all_gbps.median, g.d2d_gbps.median, g.adam_elems_per_s.median);
-    printf("  not measured (taken from %s): tensor rate (no cuBLAS GEMM yet), NCCL collectives, topology\n", a->base);
+    printf("  cuBLAS (GPU 0) over %s: sgemm %.1f TFLOP/s, bf16 GemmEx %.1f TFLOP/s\n", g.gemm_shapes,
+           g.sgemm_flops.median * 1e-12, g.bf16_flops.median * 1e-12);
+    if (g.have_nccl) {
+        printf("  NCCL, %d ranks      %12s %22s %22s\n", g.nccl_ranks, "bytes/rank", "all-gather busbw GB/s",
+               "reduce-scatter busbw GB/s");
+        for (int k = 0; k < g.n_nccl_sizes; k++)
+            printf("  %30lld %10.2f (%5.2f..%5.2f) %10.2f (%5.2f..%5.2f)\n", (long long)g.nccl_bytes[k],
+                   g.nccl_allgather_busbw_gbps[k].median, g.nccl_allgather_busbw_gbps[k].min,
+                   g.nccl_allgather_busbw_gbps[k].max, g.nccl_reduce_scatter_busbw_gbps[k].median,
+                   g.nccl_reduce_scatter_busbw_gbps[k].min, g.nccl_reduce_scatter_busbw_gbps[k].max);
+    } else {
+        printf("  NCCL collectives: not measured (run it under mpirun -np GPUS); taken from %s\n", a->base);
+    }
+    printf("  not measured (taken from %s): topology, peak rates\n", a->base);
     printf("\nprofile    %s (use: --hw %s)\n", out, out);
     return 0;
 }
@@ -161,6 +278,9 @@ static int run(int argc, char **argv)
         "the repeats, min..max): DRAM bandwidth (triad) and the project's CPU Adam against threads,\n"
         "copy-thread bandwidth alone and all devices at once, the emulated device's Adam, GEMM\n"
         "(OpenBLAS sgemm) and launch cost. Collective bandwidth is measured under mpirun only.\n"
+        "With --gemm, --adam-numel, ... it also measures what one rank of a run does, on every rank at\n"
+        "once (validate --calibrate passes the run's own). --backend cuda --base P: copies per GPU and\n"
+        "all at once, D2D, GPU Adam, cuBLAS at the --gemm shapes and, under mpirun, NCCL.\n"
         "Quick by default (seconds); --thorough for larger arrays and more repeats.", sets, 1);
     if (rc != CLI_GO_ON)
         return rc;
@@ -191,6 +311,13 @@ static int run(int argc, char **argv)
                 on_progress(NULL, "done", 1, 1);
         }
     }
+    if (!rc && a.have_run) {   /* what one rank of the run does, every rank at once */
+        if (!a.quiet && comm.rank == 0)
+            on_progress(NULL, "the run's GEMMs, Adam, copies, memory", 0, 1);
+        rc = val_calibrate_run(&comm, &a.run, a.o.thorough, &c, &e);
+        if (!a.quiet && comm.rank == 0)
+            on_progress(NULL, "done", 1, 1);
+    }
     if (rc || comm.rank != 0) {
         int code = rc ? cli_fail("calibrate", &e) : 0;
         ex_comm_finalize(&comm);
@@ -198,16 +325,21 @@ static int run(int argc, char **argv)
     }
     ex_comm_finalize(&comm);
     if (a.coll_only) {
-        if (!c.have_mpi) {
-            rl_errf(&e, RL_EINVAL, "--collectives-only: needs at least 2 ranks (run it under mpirun -np N)");
+        if (!c.have_mpi && !c.have_run) {
+            rl_errf(&e, RL_EINVAL, "--collectives-only: needs at least 2 ranks (run it under mpirun -np N) or the "
+                    "run's sizes (--gemm, --adam-numel, ...)");
             return cli_fail("calibrate", &e);
         }
         json_t *o = json_object();
-        json_object_set_new(o, "ranks", json_integer(c.coll_ranks));
-        json_object_set_new(o, "max_bytes", json_integer(c.coll_max_bytes));
-        json_object_set_new(o, "allgather_busbw_gbps", fig(&c.allgather_busbw_gbps));
-        json_object_set_new(o, "reduce_scatter_busbw_gbps", fig(&c.reduce_scatter_busbw_gbps));
-        json_object_set_new(o, "latency_us", fig(&c.collective_latency_us));
+        if (c.have_mpi) {
+            json_object_set_new(o, "ranks", json_integer(c.coll_ranks));
+            json_object_set_new(o, "max_bytes", json_integer(c.coll_max_bytes));
+            json_object_set_new(o, "allgather_busbw_gbps", fig(&c.allgather_busbw_gbps));
+            json_object_set_new(o, "reduce_scatter_busbw_gbps", fig(&c.reduce_scatter_busbw_gbps));
+            json_object_set_new(o, "latency_us", fig(&c.collective_latency_us));
+        }
+        if (c.have_run)
+            json_object_set_new(o, "run", run_json(&c));
         char *t = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         printf("%s\n", t);
         free(t);

@@ -60,6 +60,7 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 struct fwd_opts {
     struct plan_inputs *s;                 /* parsed into here as usual */
     struct cli_sim *sim;                 /* likewise */
+    struct cli_validate_exec *ex;        /* --policy / --schedule lists go here */
     const char *argv[4 * CLI_MAX_POS];   /* "--name", "value", ... */
     char names[2 * CLI_MAX_POS][48];     /* storage of the "--name" strings */
     int n;                               /* entries in argv */
@@ -79,9 +80,21 @@ static void fwd_push(struct fwd_opts *f, const struct cli_opt *table, int id, co
         }
 }
 
+static bool opt_is(const struct cli_opt *table, int id, const char *name)
+{
+    for (const struct cli_opt *o = table; o->name; o++)
+        if (o->id == id)
+            return strcmp(o->name, name) == 0;
+    return false;
+}
+
 static int on_setup(void *ctx, int id, const char *v, struct rl_err *e)
 {
     struct fwd_opts *f = ctx;
+    if (opt_is(cli_setup_opts, id, "policy") && strchr(v, ','))   /* several: one run per policy */
+        return cli_validate_exec_policies(f->ex, v, &f->s->policy, e);
+    if (opt_is(cli_setup_opts, id, "policy"))
+        f->ex->n_policies = 0;
     fwd_push(f, cli_setup_opts, id, v);
     return cli_setup_opt(f->s, id, v, e);
 }
@@ -89,11 +102,14 @@ static int on_setup(void *ctx, int id, const char *v, struct rl_err *e)
 static int on_sim(void *ctx, int id, const char *v, struct rl_err *e)
 {
     struct fwd_opts *f = ctx;
-    for (const struct cli_opt *o = cli_sim_opts; o->name; o++)
-        if (o->id == id && strcmp(o->name, "schedule") == 0)
-            f->schedule_given = true;
-        else if (o->id == id && strcmp(o->name, "checkpoint-activations") == 0)
-            fwd_push(f, cli_sim_opts, id, v);
+    if (opt_is(cli_sim_opts, id, "schedule")) {
+        f->schedule_given = true;
+        if (strchr(v, ','))   /* several: one run per schedule */
+            return cli_validate_exec_schedules(f->ex, v, &f->sim->train.schedule, e);
+        f->ex->n_schedules = 0;
+    } else if (opt_is(cli_sim_opts, id, "checkpoint-activations")) {
+        fwd_push(f, cli_sim_opts, id, v);
+    }
     return cli_sim_opt(f->sim, id, v, e);
 }
 
@@ -314,6 +330,7 @@ static int run(int argc, char **argv)
     memset(fw, 0, sizeof *fw);
     fw->s = &s;
     fw->sim = &sim;
+    fw->ex = &a.ex;
     struct cli_optset sets[] = {
         {"real DeepSpeed runs", opts, on_opt, &a},
         {"executor against simulator", cli_validate_exec_opts, on_opt, &a},
@@ -329,9 +346,10 @@ static int run(int argc, char **argv)
         "ledger for that DeepSpeed version (the N of 'After creating fp16 partitions: N' must equal the\n"
         "plan's sub-group count), and Megatron's 'elapsed time per iteration (ms)' (median, the first\n"
         "skipped) against predict's step. Exit 1 beyond --tolerance.\n"
-        "With --ratios: runs the executor per ratio and the simulator for the same runs, checks bitwise\n"
-        "equality, the honored ratio, memory and time, writes DIR/report.md and DIR/report.json; exit 1\n"
-        "when a gated check fails.";
+        "With --ratios: runs the executor per ratio (and per --schedule A,B and --policy A,B) and the\n"
+        "simulator for the same runs, checks bitwise equality, the honored ratio, memory and time,\n"
+        "writes DIR/report.md and DIR/report.json; exit 1 when a gated check fails. It launches mpirun\n"
+        "for --ranks N, or, started by mpirun itself, runs the executor in those ranks' processes.";
     struct cli_rest rest;
     struct rl_err e = {0};
     int rc = cli_command_parse_rest("validate", argc, argv, usage, desc, sets, 4, &rest);

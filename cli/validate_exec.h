@@ -4,6 +4,10 @@
 
 #include "cli/cli.h"
 #include "cli/sim_opts.h"
+#include "plan/plan.h"
+#include "sim/step.h"
+
+#define VAL_EXEC_MAX_LIST 8
 
 struct cli_validate_exec {
     const char *ratios;            /* --ratios LIST, NULL when absent */
@@ -16,11 +20,21 @@ struct cli_validate_exec {
     double mem_tol_pct;            /* --mem-tolerance PCT of RSS/pinned/device against prediction + baseline */
     double scale;                  /* --scale F: the executor's and the prediction's model is 1/F */
     bool given;                    /* any of the above was given */
+    int n_policies;                /* --policy A,B,...: entries (0: the one policy of the setup) */
+    enum plan_policy policies[VAL_EXEC_MAX_LIST];   /* each run's placement policy */
+    int n_schedules;               /* --schedule A,B: entries (0: the one schedule of the simulator options) */
+    enum step_schedule schedules[VAL_EXEC_MAX_LIST]; /* each run's schedule */
 };
 void cli_validate_exec_init(struct cli_validate_exec *x);
 extern const struct cli_opt cli_validate_exec_opts[];
 int cli_validate_exec_opt(struct cli_validate_exec *x, int id, const char *v, struct rl_err *e);
 bool cli_validate_exec_given(const struct cli_validate_exec *x);
+/* --policy LIST / --schedule LIST for the executor mode: each item checked as the single option
+ * is, the first stored in *first (what the setup and simulator see). */
+int cli_validate_exec_policies(struct cli_validate_exec *x, const char *v, enum plan_policy *first,
+                               struct rl_err *e);
+int cli_validate_exec_schedules(struct cli_validate_exec *x, const char *v, enum step_schedule *first,
+                                struct rl_err *e);
 /* The whole executor mode; returns the exit code. fwd: the model/layout/config options as given
  * (passed on to `ratiolab run`); schedule_given: --schedule was given (else overlap, the
  * executor's schedule). */

@@ -108,7 +108,7 @@ struct ex_buf_report {
     int64_t bytes;                  /* allocated by the executor */
     int64_t ledger_bytes;           /* the plan's ledger (-1: not in the ledger) */
 };
-#define EX_MAX_BUFS 16
+#define EX_MAX_BUFS 24
 
 /* A memory reading; MON-style: -1 means unavailable (never reported as 0). */
 struct ex_mem {

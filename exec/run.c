@@ -145,20 +145,21 @@ static int seg_find(const struct ex_run *r, int64_t f)
 static int alloc_buf(struct ex_run *r, const char *name, enum plan_device dev, int64_t bytes, void **ptr,
                      bool transient, struct rl_err *e)
 {
+    /* Every buffer is reported, checked and freed: one beyond the table is a bug, not a loss. */
+    if (r->nbufs == EX_MAX_BUFS)
+        return rl_errf(e, RL_EINTERNAL, "buffer %s: more than EX_MAX_BUFS (%d) buffers", name, EX_MAX_BUFS);
     int rc = dev == PLAN_DEV_GPU ? r->be->dev_alloc(r->dev, bytes, ptr, e)
                                  : r->be->host_alloc(r->dev, bytes, dev == PLAN_DEV_CPU_PINNED, ptr, e);
     if (rc)
         return rc;
-    if (r->nbufs < EX_MAX_BUFS) {
-        struct ex_buf_report *b = &r->bufs[r->nbufs];
-        snprintf(b->name, sizeof b->name, "%s", name);
-        b->device = dev;
-        b->bytes = bytes;
-        b->ledger_bytes = -1;
-        r->buf_ptr[r->nbufs] = ptr;
-        r->buf_transient[r->nbufs] = transient;
-        r->nbufs++;
-    }
+    struct ex_buf_report *b = &r->bufs[r->nbufs];
+    snprintf(b->name, sizeof b->name, "%s", name);
+    b->device = dev;
+    b->bytes = bytes;
+    b->ledger_bytes = -1;
+    r->buf_ptr[r->nbufs] = ptr;
+    r->buf_transient[r->nbufs] = transient;
+    r->nbufs++;
     return 0;
 }
 

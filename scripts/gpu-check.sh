@@ -54,5 +54,26 @@ RATIOLAB_SRC=$PWD build/bench/exec --gpu 2>&1 | tee "$out/bench_exec_gpu.log"
 build/ratiolab calibrate --backend cuda --base hgx-h200 --quiet --out "$out/calibrated-gpu.json" 2>&1 \
   | tee "$out/calibrate_gpu.log" || rc=1
 build/ratiolab predict --hw "$out/calibrated-gpu.json" --model llama2-7b --ratio 0.3 > "$out/predict_calibrated.log" 2>&1 || rc=1
+# calibrate --backend cuda at a model's shapes: cuBLAS sgemm and bf16 GemmEx over llama2-7b's GEMMs
+# (4096 tokens: QKV, output, MLP up/gate and down), and NCCL all-gather / reduce-scatter bus
+# bandwidth against message size under mpirun, one rank per GPU (NCCL refuses two ranks on one
+# GPU: with a single GPU it is not measured and says so); the profile must load.
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+launch=""
+if [ "$ngpu" -gt 1 ]; then
+  launch="mpirun --oversubscribe -np $ngpu"
+  [ "$(id -u)" = 0 ] && launch="$launch --allow-run-as-root"
+fi
+gemms="4096x12288x4096,4096x4096x4096,4096x22016x4096,4096x4096x11008"
+$launch build/ratiolab calibrate --backend cuda --base hgx-h200 --gemm "$gemms" --quiet \
+  --out "$out/calibrated-gpu-shapes.json" 2>&1 | tee "$out/calibrate_gpu_shapes.log" || rc=1
+if [ "$ngpu" -gt 1 ]; then
+  grep -q 'NCCL, [0-9]* ranks' "$out/calibrate_gpu_shapes.log" || { echo "calibrate: NCCL not measured"; rc=1; }
+else
+  grep -q 'NCCL collectives: not measured' "$out/calibrate_gpu_shapes.log" || { echo "calibrate: NCCL line missing"; rc=1; }
+fi
+grep -q 'cuBLAS (GPU 0)' "$out/calibrate_gpu_shapes.log" || { echo "calibrate: cuBLAS not measured"; rc=1; }
+build/ratiolab predict --hw "$out/calibrated-gpu-shapes.json" --model llama2-7b --ratio 0.3 \
+  > "$out/predict_calibrated_shapes.log" 2>&1 || rc=1
 echo "gpu-check: $([ $rc = 0 ] && echo passed || echo FAILED)"
 exit $rc

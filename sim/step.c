@@ -457,6 +457,33 @@ static int host_dram(const struct sim__step *b, int g, double bytes_per_unit, in
     return n;
 }
 
+/* An emulated device (gpu.emulated: ratiolab's cpu backend) has no memory or cores of its own: its
+ * memory traffic is the socket's DRAM and its work runs on the socket's cores, shared with the
+ * host's share and with the other devices (its kernels on its stream threads, copies on a copy
+ * thread). Its collectives run on the rank's thread once the stream that feeds them is done, and
+ * the block's compute waits for them: nothing is gathered ahead or reduced behind the compute. */
+static bool emulated(const struct sim__step *b) { return b->hw->gpu_emulated != 0; }
+
+/* For an emulated device's activity on rank g: the socket's DRAM at `bytes_per_unit` and the
+ * socket's cores, `threads` of them while it runs at its own full rate `rate` units/s (the cores
+ * resource counts CPU-Adam elements per second per core). Appends to res/w; returns the count. */
+static int emulated_share(const struct sim__step *b, int g, double bytes_per_unit, int threads, double rate, int *res,
+                          double *w, int n)
+{
+    int k = socket_of(b, g);
+    if (bytes_per_unit > 0)
+        res[n] = b->r_dram[k], w[n++] = bytes_per_unit;
+    if (rate > 0 && threads > 0)
+        res[n] = b->r_cores[k], w[n++] = threads * b->hw->cpu_adam_elems_per_core / rate;
+    return n;
+}
+
+/* Threads of one emulated device's kernels. */
+static int emulated_threads(const struct sim__step *b)
+{
+    return b->hw->gpu_emulated_cores > 0 ? b->hw->gpu_emulated_cores : 1;
+}
+
 /* A host copy of `bytes` for rank g: GPU link, switch uplink, DRAM of the host buffer's socket
  * (pageable: twice, the driver's staging copy, and capped at the profile's pageable rate), spread
  * over all sockets with numa_interleave. `calls` copies issued one after another (per parameter)
@@ -472,7 +499,10 @@ static int host_copy(struct builder *u, const char *name, int g, bool h2d, bool 
     res[n] = h2d ? b->r_h2d[g] : b->r_d2h[g], w[n++] = 1;
     if (hw->n_switches > 0)
         res[n] = h2d ? b->r_up_h2d[sw] : b->r_up_d2h[sw], w[n++] = 1;
-    n = host_dram(b, g, pinned ? 1.0 : 2.0, res, w, n);
+    if (emulated(b))   /* a memcpy on the copy thread: reads and writes the socket's DRAM, one core */
+        n = emulated_share(b, g, 2.0, 1, (h2d ? hw->h2d_pinned_gbps : hw->d2h_pinned_gbps) * 1e9, res, w, n);
+    else
+        n = host_dram(b, g, pinned ? 1.0 : 2.0, res, w, n);
     double cap = pinned ? 0 : (h2d ? hw->h2d_pageable_gbps : hw->d2h_pageable_gbps) * 1e9;
     int64_t lat = us_to_ns(hw->lat_copy_us) * (calls > 0 ? calls : 1);
     return add_task(u, name, g, h2d ? SIM_TR_H2D : SIM_TR_D2H, phase, bytes, lat, cap, n, res, w,
@@ -521,9 +551,12 @@ static int gpu_pass(struct builder *u, const char *name, int g, double elems, do
                     int track)
 {
     struct sim__step *b = u->b;
-    int res[1] = {b->r_hbm[g]};
-    double w[1] = {bytes_per_elem};
-    return add_task(u, name, g, track, phase, elems, us_to_ns(b->hw->lat_launch_us), 0, 1, res, w,
+    int res[SIM_MAX_RES] = {b->r_hbm[g]}, n = 1;
+    double w[SIM_MAX_RES] = {bytes_per_elem};
+    if (emulated(b))   /* the device's own rate (hbm) on the socket's DRAM and cores */
+        n = emulated_share(b, g, bytes_per_elem, emulated_threads(b),
+                           b->f.res[b->r_hbm[g]].capacity / bytes_per_elem, res, w, n);
+    return add_task(u, name, g, track, phase, elems, us_to_ns(b->hw->lat_launch_us), 0, n, res, w,
                     (union sim_task_size){.elements = (int64_t)elems});
 }
 
@@ -568,8 +601,10 @@ static int collective(struct builder *u, const char *name, int g, enum coll_kind
         res[m] = b->r_h2d[g], w[m++] = share;
         res[m] = b->r_d2h[g], w[m++] = share;
     }
-    double lat = inter ? hw->lat_coll_inter_us : hw->lat_coll_intra_us;
     double cap = m == 0 ? busbw * 1e9 : 0;   /* a group on one GPU's NVLink share */
+    if (emulated(b))   /* MPI's shared-memory copies run on the rank's thread */
+        m = emulated_share(b, g, 0, 1, busbw * 1e9, res, w, m);
+    double lat = inter ? hw->lat_coll_inter_us : hw->lat_coll_intra_us;
     return add_task(u, name, g, track, phase, bus, us_to_ns(lat), cap, m, res, w,
                     (union sim_task_size){.bytes = (int64_t)bytes});
 }
@@ -655,10 +690,12 @@ static void block_compute(struct builder *u, struct streams *st, const struct pa
     const struct blocks *k = &u->k;
     bool inner = i >= 1 && i < k->n - 1;
     if (flops > 0) {
-        int res[1] = {u->b->r_sm[g]};
-        double w[1] = {1};
-        int c = add_task(u, name, g, SIM_TR_COMPUTE, phase, flops, pc->launch_ns, 0, 1, res, w,
-                        (union sim_task_size){.flops = (int64_t)flops});
+        int res[SIM_MAX_RES] = {u->b->r_sm[g]}, n = 1;
+        double w[SIM_MAX_RES] = {1};
+        if (emulated(u->b))   /* the device's GEMMs on the socket's cores */
+            n = emulated_share(u->b, g, 0, emulated_threads(u->b), u->b->f.res[u->b->r_sm[g]].capacity, res, w, n);
+        int c = add_task(u, name, g, SIM_TR_COMPUTE, phase, flops, pc->launch_ns, 0, n, res, w,
+                         (union sim_task_size){.flops = (int64_t)flops});
         dep(u, st->compute, c);
         dep(u, st->host, c);
         dep(u, ag, c);
@@ -923,6 +960,7 @@ struct graph_ctx {
     int dp, dp_local;       /* DP degree, DP group members in this node */
     int pp;                 /* pipeline stages */
     int dtype;              /* bytes per parameter element */
+    int comm_dtype;         /* bytes per gradient element in the reduce-scatter */
     bool offload;           /* the optimizer is offloaded (offload_optimizer.device cpu) */
     bool ds;                /* DeepSpeed's schedule (else ratiolab's overlap schedule) */
     struct ds_rules dr;     /* the DeepSpeed version's rules */
@@ -953,6 +991,8 @@ static void build_forward(struct builder *u, struct graph_ctx *c)
                 dep(u, st[g].gather, ag);
                 if (i - 1 - c->depth >= 0)
                     dep(u, fwd[(i - 1 - c->depth) * G + g], ag);
+                if (emulated(u->b))   /* gathered when the previous block is done */
+                    dep(u, st[g].compute, ag);
                 st[g].gather = ag;
                 mem_event(u, ag, k->full_numel[i] * dtype);
             }
@@ -990,7 +1030,7 @@ static void build_flush(struct builder *u, struct graph_ctx *c, const struct flu
             dep(u, st[g].reduce, cp);
             st[g].reduce = last = cp;
         }
-        int rs = collective(u, "reduce_scatter", g, COLL_RS, (double)fl->full * dtype, c->dp, c->dp_local,
+        int rs = collective(u, "reduce_scatter", g, COLL_RS, (double)fl->full * c->comm_dtype, c->dp, c->dp_local,
                             SIM_PH_REDUCE_SCATTER, SIM_TR_REDUCE);
         if (rs >= 0) {
             dep(u, last, rs);
@@ -1001,6 +1041,12 @@ static void build_flush(struct builder *u, struct graph_ctx *c, const struct flu
         if (ds && offload && fl->part > 0) {
             ds_partition_grads(u, &st[g], &c->dr, g, fl, last, boundary);
             flush_end[(n_flush % 3) * G + g] = st[g].reduce;
+        }
+        if (emulated(u->b) && st[g].reduce >= 0) {   /* the flush is done before the next block's gather */
+            int z = add_task(u, "flushed", g, SIM_TR_COMPUTE, -1, 0, 0, 0, 0, NULL, NULL, NO_SIZE);
+            dep(u, st[g].compute, z);
+            dep(u, st[g].reduce, z);
+            st[g].compute = z;
         }
     }
 }
@@ -1022,10 +1068,10 @@ static void build_backward(struct builder *u, struct graph_ctx *c, bool boundary
                 ag = collective(u, "allgather", g, COLL_AG, (double)k->full_numel[i] * dtype, dp, c->dp_local,
                                 SIM_PH_ALLGATHER, SIM_TR_GATHER);
                 dep(u, st[g].gather, ag);
-                if (i + 1 + c->depth < k->n)
+                if (i + 1 + c->depth < k->n && !emulated(b))
                     dep(u, bwd[(i + 1 + c->depth) * G + g], ag);
-                else
-                    dep(u, st[g].compute, ag);   /* not before the forward is done */
+                else   /* not before the forward is done; an emulated device gathers no block ahead */
+                    dep(u, st[g].compute, ag);
                 st[g].gather = ag;
                 mem_event(u, ag, k->full_numel[i] * dtype);
             }
@@ -1114,7 +1160,8 @@ static int build(struct builder *u, int nsim, struct rl_err *e)
     for (int g = 0; g < G; g++)
         st[g] = (struct streams){-1, -1, -1, -1, -1};
     int64_t act_per_block = (int64_t)ceil(layer_activation_bytes(p, &b->t, NULL));   /* trace counter */
-    struct graph_ctx c = {.G = G, .dp = dp, .dp_local = dp_local, .pp = pp, .dtype = dtype, .offload = offload,
+    struct graph_ctx c = {.G = G, .dp = dp, .dp_local = dp_local, .pp = pp, .dtype = dtype,
+                          .comm_dtype = b->t.comm_dtype_bytes > 0 ? b->t.comm_dtype_bytes : dtype, .offload = offload,
                           .ds = ds, .dr = dr, .depth = depth, .bucket = bucket, .act_per_block = act_per_block,
                           .flop_rate = flop_rate,
                           .pc = {.launch_ns = launch, .tp = tp, .tp_local = tp_local, .ar_bytes = ar_bytes,

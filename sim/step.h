@@ -76,6 +76,9 @@ struct sim_train {
     int gpu_ids[SIM_HW_MAX_GPUS];    /* the node's GPU index of each rank */
     int max_simulated_micro_steps;   /* 0: SIM_MAX_SIMULATED_MICRO_STEPS (larger: tests compare the
                                         repetition with a full simulation) */
+    int comm_dtype_bytes;            /* bytes per gradient element the reduce-scatter moves
+                                        (DeepSpeed's communication_data_type; ratiolab's executor
+                                        reduces fp32: 4); 0: the model dtype's */
 };
 void sim_train_defaults(struct sim_train *t);
 

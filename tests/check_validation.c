@@ -466,6 +466,71 @@ START_TEST(hw_emulated_keys_are_optional)
 }
 END_TEST
 
+/* predict --json of gpt-350m on two data-parallel GPUs of `hw`, ratio r, overlap: the phases. */
+static json_t *predict_phases(const char *hw, double r, int64_t *step_ns)
+{
+    struct tu_run run;
+    tu_ratiolab(&run, "predict --hw %s --model gpt-350m --tp 1 --dp 2 --ratio %g --policy exact --schedule overlap "
+                "--json", hw, r);
+    ck_assert_msg(run.status == 0, "predict: %s", run.err);
+    json_t *j = json_loads(run.out, 0, NULL);
+    tu_run_free(&run);
+    ck_assert_ptr_nonnull(j);
+    json_t *p = json_object_get(j, "prediction");
+    *step_ns = json_integer_value(json_object_get(p, "step_ns"));
+    json_t *ph = json_incref(json_object_get(p, "phases"));
+    json_decref(j);
+    return ph;
+}
+
+static int64_t ph_ns(json_t *ph, const char *name, const char *key)
+{
+    return json_integer_value(json_object_get(json_object_get(ph, name), key));
+}
+
+/* An emulated device (gpu.emulated 1) is modelled as the cpu backend runs it: its memory traffic
+ * is the socket's DRAM, shared by the devices (two devices' Adams on a 90 GB/s socket each get
+ * 45 GB/s instead of their own 900 x 0.85 GB/s), and its collectives block the
+ * compute (the all-gathers are exposed, not prefetched under it). The same profile
+ * without the key is a real GPU: overlapped gathers, Adam at the HBM rate. */
+START_TEST(emulated_device_shares_dram_and_runs_in_order)
+{
+    char path[600], *text;
+    size_t len;
+    struct rl_err e = {0};
+    snprintf(path, sizeof path, "%s/catalog/hardware/dgx1-v100.json", tu_src());
+    ck_assert_int_eq(rl_read_file(path, &text, &len, &e), 0);
+    json_t *j = json_loads(text, 0, NULL);
+    free(text);
+    json_t *gpu = json_object_get(j, "gpu"), *src = json_object_get(j, "sources");
+    double hbm = json_number_value(json_object_get(gpu, "hbm_gbps")) *
+                 json_number_value(json_object_get(gpu, "hbm_efficiency"));
+    double dram = json_number_value(json_object_get(json_array_get(json_object_get(json_object_get(j, "node"),
+                                                                                   "sockets"), 0), "dram_gbps"));
+    ck_assert(dram / 2 < hbm);
+    json_object_set_new(gpu, "emulated", json_integer(1));
+    json_object_set_new(gpu, "emulated_cores", json_integer(1));
+    json_object_set_new(src, "gpu.emulated", json_string("test"));
+    json_object_set_new(src, "gpu.emulated_cores", json_string("test"));
+    text = json_dumps(j, 0);
+    json_decref(j);
+    const char *emu = tu_write("emulated.json", text);
+    free(text);
+    int64_t real_step, emu_step;
+    json_t *a = predict_phases("dgx1-v100", 0, &real_step), *b = predict_phases(emu, 0, &emu_step);
+    /* Adam: the HBM rate on the real GPU, half the socket's DRAM each on the emulated ones. */
+    double ratio = (double)ph_ns(b, "gpu_adam", "busy_ns") / (double)ph_ns(a, "gpu_adam", "busy_ns");
+    ck_assert_msg(fabs(ratio / (hbm / (dram / 2)) - 1) < 0.01, "gpu_adam emulated / real = %g, expected %g", ratio,
+                  hbm / (dram / 2));
+    /* Gathers: partly hidden under the compute on the GPU, all exposed on the emulated device. */
+    ck_assert_int_lt(ph_ns(a, "allgather", "exposed_ns"), ph_ns(a, "allgather", "busy_ns"));
+    ck_assert_int_eq(ph_ns(b, "allgather", "exposed_ns"), ph_ns(b, "allgather", "busy_ns"));
+    ck_assert_int_eq(ph_ns(b, "forward", "busy_ns"), ph_ns(a, "forward", "busy_ns"));
+    ck_assert_int_gt(emu_step, real_step);
+    json_decref(a);
+    json_decref(b);
+}
+END_TEST
 
 /* Two rows built by hand; each check is broken on purpose and must fail, and the JSON carries the
  * schema the plots read. */
@@ -500,7 +565,7 @@ static void two_rows(struct val_report *r)
         w->n_ranks = 2;
         for (int k = 0; k < 2; k++)
             w->mem[k] = (struct val_rank_mem){w->plan_device_bytes, w->plan_host_bytes, w->plan_cpu_numel,
-                                              10240, 1000000 + w->plan_host_bytes, 1000000, -1, -1, 0};
+                                              10240, 1000000 + w->plan_host_bytes, 1000000, -1, -1, 0, 0};
     }
 }
 
@@ -631,6 +696,10 @@ START_TEST(validate_cpu_backend_two_ranks)
         ck_assert(fabs(json_real_value(json_object_get(w, "honored_ratio")) - json_real_value(json_object_get(w, "ratio"))) < 1e-3);
         ck_assert_int_gt(json_integer_value(json_object_get(json_object_get(w, "predicted"), "step_ns")), 0);
         ck_assert_int_gt(json_integer_value(json_object_get(json_object_get(w, "measured"), "step_ns")), 0);
+        /* how much of the machine others used meanwhile: a share, measured for launched runs */
+        json_t *oc = json_object_get(w, "others_cpu_pct");
+        ck_assert_msg(json_is_number(oc) && json_number_value(oc) >= 0 && json_number_value(oc) <= 100,
+                      "others_cpu_pct %s", json_is_number(oc) ? "out of range" : "missing");
     }
     json_decref(j);
     snprintf(path, sizeof path, "%s/vout/report.md", tu_tmpdir());
@@ -647,6 +716,83 @@ START_TEST(validate_cpu_backend_two_ranks)
 }
 END_TEST
 
+/* Under an existing mpirun validate launches nothing: every rank runs the executor in its own
+ * process, rank 0 reports. Two schedules x two policies x two ratios: one digest across all eight,
+ * the reference's; ledger and honored ratio on every rank. A list with a bad name is refused. */
+START_TEST(validate_under_mpirun_schedules_and_policies)
+{
+    struct tu_run r;
+    tu_sh(&r, "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 "
+              "timeout 120 mpirun --oversubscribe --bind-to none --mca mpi_yield_when_idle 1 -np 2 '%s' validate "
+              "--model gpt-350m --scale 300 --seq-len 16 --ratios 0,0.5 --steps 1 --schedule overlap,deepspeed "
+              "--policy exact,deepspeed-0.12 --out vmpi", tu_bin());
+    char path[512];
+    snprintf(path, sizeof path, "%s/vmpi/report.json", tu_tmpdir());
+    json_t *j = json_load_file(path, 0, NULL);
+    ck_assert_msg(j != NULL, "no report.json; status %d: %s%s", r.status, r.out, r.err);
+    ck_assert_ptr_null(strstr(r.err, "mpirun was unable"));
+    json_t *rows = json_object_get(j, "rows");
+    ck_assert_int_eq(json_array_size(rows), 8);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "ranks")), 2);
+    int seen[2][2] = {{0}};
+    for (size_t i = 0; i < 8; i++) {
+        json_t *w = json_array_get(rows, i);
+        const char *sch = json_string_value(json_object_get(w, "schedule"));
+        const char *pol = json_string_value(json_object_get(w, "policy"));
+        seen[strcmp(sch, "overlap") == 0][strcmp(pol, "exact") == 0]++;
+        ck_assert(json_is_null(json_object_get(w, "others_cpu_pct")));   /* not this process's children */
+    }
+    ck_assert(seen[0][0] == 2 && seen[0][1] == 2 && seen[1][0] == 2 && seen[1][1] == 2);
+    json_t *cks = json_object_get(j, "checks");
+    for (size_t i = 0; i < json_array_size(cks); i++) {
+        json_t *c = json_array_get(cks, i);
+        const char *name = json_string_value(json_object_get(c, "name"));
+        if (strcmp(name, "bitwise") && strcmp(name, "honored_ratio") && strcmp(name, "memory_ledger"))
+            continue;
+        ck_assert_msg(strcmp(json_string_value(json_object_get(c, "status")), "PASS") == 0, "%s: %s", name,
+                      json_string_value(json_object_get(c, "detail")));
+    }
+    json_decref(j);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "validate --ratios 0,1 --policy exact,bogus --out vbad");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "bogus"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "validate --ratios 0,1 --schedule overlap, --out vbad");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--schedule"));
+    tu_run_free(&r);
+}
+END_TEST
+
+/* calibrate measures what one rank of a run does when told its sizes (--gemm, --adam-numel, ...;
+ * validate --calibrate passes them under the runs' mpirun): every figure is there and positive,
+ * the GEMM list's FLOPs are 2 m n k x count summed. */
+START_TEST(calibrate_measures_the_runs_sizes)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "calibrate --collectives-only --quiet --gemm 16x8x32x3,4x4x4 --adam-numel 8192 --chunk-numel 1000 "
+                "--working-set 120000");
+    ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+    json_t *j = json_loads(r.out, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    json_t *run = json_object_get(j, "run");
+    ck_assert_ptr_nonnull(run);
+    ck_assert(fabs(json_number_value(json_object_get(run, "gemm_flop")) - (2.0 * 16 * 8 * 32 * 3 + 2.0 * 64)) < 1e-9);
+    ck_assert_int_eq(json_integer_value(json_object_get(run, "host_adam_numel")), 1000);
+    ck_assert_int_eq(json_integer_value(json_object_get(run, "copy_bytes")), 4000);
+    const char *figs[] = {"gemm_flops", "device_adam_elements_per_s", "host_adam_elements_per_s", "copy_gbps",
+                          "memory_gbps"};
+    for (size_t i = 0; i < sizeof figs / sizeof figs[0]; i++)
+        ck_assert_msg(json_number_value(json_object_get(json_object_get(run, figs[i]), "median")) > 0, "%s", figs[i]);
+    json_decref(j);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "calibrate --collectives-only --quiet --gemm 16x8");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--gemm"));
+    tu_run_free(&r);
+}
+END_TEST
 
 /* Without a GPU, calibrate --backend cuda is an environment error naming the cause and writes no
  * file; with one, the profile loads. It always needs --base. */
@@ -697,10 +843,15 @@ Suite *validation_suite(void)
     tcase_add_test(tc, hw_emulated_keys_are_optional);
     tcase_add_test(tc, report_checks_fail_when_broken);
     tcase_add_test(tc, calibrate_cuda_needs_a_gpu_and_a_base);
-    if (have_mpirun())
+    tcase_add_test(tc, emulated_device_shares_dram_and_runs_in_order);
+    tcase_add_test(tc, calibrate_measures_the_runs_sizes);
+    if (have_mpirun()) {
         tcase_add_test(tc, validate_cpu_backend_two_ranks);
-    else
+        tcase_add_test(tc, validate_under_mpirun_schedules_and_policies);
+    } else {
         tu_skip("validation: validate_cpu_backend_two_ranks", "mpirun not found (openmpi-bin)");
+        tu_skip("validation: validate_under_mpirun_schedules_and_policies", "mpirun not found (openmpi-bin)");
+    }
     suite_add_tcase(s, tc);
     return s;
 }

@@ -361,6 +361,224 @@ out:
     return rc;
 }
 
+/* ---- what one rank of the run does, every rank at once ---------------------------------------- */
+
+/* The slowest rank's time of one repeat, seconds (every rank calls it with its own). */
+static int slowest(struct ex_comm *comm, double dt, double *out, struct rl_err *e)
+{
+    int64_t ns = (int64_t)llround(dt * 1e9);
+    int rc = ex_comm_max_i64(comm, &ns, 1, e);
+    *out = (double)ns * 1e-9;
+    return rc;
+}
+
+static double *falloc(int64_t n)
+{
+    float *x = malloc((size_t)(n > 0 ? n : 1) * sizeof *x);
+    for (int64_t i = 0; x && i < n; i++)
+        x[i] = (float)(i & 255) * 0x1p-8f;
+    return (double *)(void *)x;
+}
+
+/* One thread's in-place triad a = a + 3b + c (reads a, b, c, writes a: 16 B per element, every
+ * written line already read, so the bytes counted are the bytes moved, as in Adam), vectorised
+ * (no aliasing) so that it measures the memory and not the loop. */
+static void triad1(float *restrict a, const float *restrict b, const float *restrict c, int64_t n)
+{
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++)
+        a[i] = a[i] + 3.0f * b[i] + c[i];
+}
+
+int val_calibrate_run(struct ex_comm *comm, const struct val_calib_run *run, bool thorough, struct val_calib *c,
+                      struct rl_err *e)
+{
+    int reps = thorough ? 15 : 7, rc = 0;
+    double x[64], dt;
+    c->run_ranks = comm->size;
+    /* GEMMs: one pass of the list, OpenBLAS with the threads the environment gives it (as the run). */
+    int64_t ma = 1, mb = 1, mc = 1;
+    double flop = 0;
+    for (int i = 0; i < run->n_gemm; i++) {
+        const struct val_gemm_shape *g = &run->gemm[i];
+        ma = g->m * g->k > ma ? g->m * g->k : ma;
+        mb = g->k * g->n > mb ? g->k * g->n : mb;
+        mc = g->m * g->n > mc ? g->m * g->n : mc;
+        flop += 2.0 * (double)g->m * (double)g->n * (double)g->k * (double)g->count;
+    }
+#ifdef RL_HAVE_OPENBLAS
+    if (run->n_gemm > 0 && flop > 0) {
+        float *a = (float *)falloc(ma), *b = (float *)falloc(mb), *cc = (float *)falloc(mc);
+        if (!a || !b || !cc)
+            rc = rl_errf(e, RL_ENOMEM, "calibrate: cannot allocate the GEMM operands (%lld floats)",
+                         (long long)(ma + mb + mc));
+        for (int r = 0; r <= reps && !rc; r++) {
+            if ((rc = ex_comm_barrier(comm, e)))
+                break;
+            double t0 = now_s();
+            for (int i = 0; i < run->n_gemm; i++) {
+                const struct val_gemm_shape *g = &run->gemm[i];
+                for (int64_t j = 0; j < g->count; j++)
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g->m, (int)g->n, (int)g->k, 1.0f, a,
+                                (int)g->k, b, (int)g->n, 0.0f, cc, (int)g->n);
+            }
+            if ((rc = slowest(comm, now_s() - t0, &dt, e)))
+                break;
+            if (r > 0)
+                x[r - 1] = flop / dt;
+        }
+        if (!rc) {
+            figure(&c->run_gemm_flops, x, reps);
+            c->run_gemm_flop = flop;
+        }
+        free(a);
+        free(b);
+        free(cc);
+    }
+#endif
+    /* Device Adam over the rank's partition in one call; host Adam over as many elements in
+     * chunk-sized calls; a copy of the same bytes in chunk-sized memcpys (the run's D2H). */
+    int64_t n = run->device_adam_numel;
+    if (!rc && n > 0) {
+        float *p = (float *)falloc(n), *m = (float *)falloc(n), *v = (float *)falloc(n), *g = (float *)falloc(n);
+        float *dst = (float *)falloc(n);
+        uint16_t *lp = calloc((size_t)n, 2);
+        if (!p || !m || !v || !g || !lp || !dst)
+            rc = rl_errf(e, RL_ENOMEM, "calibrate: cannot allocate %lld Adam elements", (long long)n);
+        struct kern_adam_hparams h = kern_adam_hparams_default();
+        int64_t chunk = run->host_adam_numel > 0 && run->host_adam_numel < n ? run->host_adam_numel : n;
+        double y[64], z[64];
+        for (int r = 0; r <= reps && !rc; r++) {
+            struct kern_adam_scalars sc;
+            if ((rc = kern_adam_scalars_make(&h, r + 1, &sc, e)) || (rc = ex_comm_barrier(comm, e)))
+                break;
+            struct kern_adam_bufs bb = {.param = p, .exp_avg = m, .exp_avg_sq = v, .grad = g, .grad_dtype = KERN_F32,
+                                        .param_lowp = lp, .param_lowp_dtype = KERN_BF16, .numel = n};
+            double t0 = now_s();
+            if ((rc = kern_adam_cpu(&sc, &bb, 1, e)) || (rc = slowest(comm, now_s() - t0, &dt, e)))
+                break;
+            if (r > 0)
+                x[r - 1] = (double)n / dt;
+            if (run->host_adam_numel > 0) {
+                if ((rc = ex_comm_barrier(comm, e)))
+                    break;
+                t0 = now_s();
+                for (int64_t a0 = 0; a0 < n && !rc; a0 += chunk) {
+                    struct kern_adam_bufs cb = bb;
+                    cb.param += a0, cb.exp_avg += a0, cb.exp_avg_sq += a0, cb.grad += a0, cb.param_lowp = lp + a0;
+                    cb.numel = n - a0 < chunk ? n - a0 : chunk;
+                    rc = kern_adam_cpu(&sc, &cb, 1, e);
+                }
+                if (rc || (rc = slowest(comm, now_s() - t0, &dt, e)))
+                    break;
+                if (r > 0)
+                    y[r - 1] = (double)n / dt;
+                if ((rc = ex_comm_barrier(comm, e)))
+                    break;
+                t0 = now_s();
+                for (int64_t a0 = 0; a0 < n; a0 += chunk)
+                    memcpy(dst + a0, g + a0, (size_t)(n - a0 < chunk ? n - a0 : chunk) * 4);
+                if ((rc = slowest(comm, now_s() - t0, &dt, e)))
+                    break;
+                if (r > 0)
+                    z[r - 1] = (double)n * 4 / dt * 1e-9;
+            }
+        }
+        if (!rc) {
+            c->run_device_adam_numel = n;
+            figure(&c->run_device_adam_elems_per_s, x, reps);
+            if (run->host_adam_numel > 0) {
+                c->run_host_adam_numel = chunk;
+                figure(&c->run_host_adam_elems_per_s, y, reps);
+                c->run_copy_bytes = chunk * 4;
+                figure(&c->run_copy_gbps, z, reps);
+            }
+        }
+        free(p);
+        free(m);
+        free(v);
+        free(g);
+        free(lp);
+        free(dst);
+    }
+    /* Memory: a triad over the rank's working set on every rank at once; the sum of the ranks'
+     * bandwidths is what they share. */
+    int64_t tn = run->working_set_bytes / 12;   /* three arrays of 4 B */
+    if (!rc && tn > 0) {
+        float *a = (float *)falloc(tn), *b = (float *)falloc(tn), *cc = (float *)falloc(tn);
+        if (!a || !b || !cc)
+            rc = rl_errf(e, RL_ENOMEM, "calibrate: cannot allocate 3 x %lld floats for the triad", (long long)tn);
+        for (int r = 0; r <= reps && !rc; r++) {
+            if ((rc = ex_comm_barrier(comm, e)))
+                break;
+            double t0 = now_s();
+            triad1(a, b, cc, tn);
+            double mine = now_s() - t0;
+            if ((rc = slowest(comm, mine, &dt, e)))
+                break;
+            if (r > 0)
+                x[r - 1] = (double)tn * 16.0 / dt * 1e-9 * comm->size;
+        }
+        if (!rc) {
+            c->run_triad_bytes = tn * 12;
+            figure(&c->run_mem_gbps, x, reps);
+        }
+        free(a);
+        free(b);
+        free(cc);
+    }
+    /* The collectives at the run's message sizes. */
+    int W = comm->size;
+    int64_t agb = run->allgather_bytes, rsb = run->reduce_scatter_bytes / 4 * 4;
+    if (!rc && W > 1 && (agb > 0 || rsb > 0)) {
+        int64_t big = agb > rsb ? agb : rsb;
+        char *in = malloc((size_t)big), *out = malloc((size_t)big * (size_t)W);
+        if (!in || !out)
+            rc = rl_errf(e, RL_ENOMEM, "calibrate: cannot allocate %d x %lld bytes for the collectives", W,
+                         (long long)big);
+        else {
+            memset(in, 1, (size_t)big);
+            memset(out, 0, (size_t)big * (size_t)W);
+        }
+        double y[64];
+        for (int r = 0; r <= reps && !rc; r++) {
+            double t0;
+            if (agb > 0) {
+                if ((rc = ex_comm_barrier(comm, e)))
+                    break;
+                t0 = now_s();
+                if ((rc = ex_comm_allgather(comm, in, out, agb, e)) || (rc = slowest(comm, now_s() - t0, &dt, e)))
+                    break;
+                if (r > 0)
+                    x[r - 1] = dt * 1e6;
+            }
+            if (rsb > 0) {
+                if ((rc = ex_comm_barrier(comm, e)))
+                    break;
+                t0 = now_s();
+                if ((rc = ex_comm_reduce_scatter_f32(comm, (float *)(void *)out, rsb / 4, e)) ||
+                    (rc = slowest(comm, now_s() - t0, &dt, e)))
+                    break;
+                if (r > 0)
+                    y[r - 1] = dt * 1e6;
+            }
+        }
+        if (!rc && agb > 0) {
+            c->run_allgather_bytes = agb;
+            figure(&c->run_allgather_us, x, reps);
+        }
+        if (!rc && rsb > 0) {
+            c->run_reduce_scatter_bytes = rsb;
+            figure(&c->run_reduce_scatter_us, y, reps);
+        }
+        free(in);
+        free(out);
+    }
+    if (!rc)
+        c->have_run = true;
+    return rc;
+}
+
 static int read_fig(json_t *o, const char *k, struct val_figure *f)
 {
     json_t *x = json_object_get(o, k);
@@ -376,13 +594,34 @@ static int read_fig(json_t *o, const char *k, struct val_figure *f)
 int val_calib_read_collectives(const char *json_text, struct val_calib *c, struct rl_err *e)
 {
     json_t *o = json_loads(json_text, 0, NULL);
-    int bad = !o || read_fig(o, "allgather_busbw_gbps", &c->allgather_busbw_gbps) ||
-              read_fig(o, "reduce_scatter_busbw_gbps", &c->reduce_scatter_busbw_gbps) ||
-              read_fig(o, "latency_us", &c->collective_latency_us);
-    if (!bad) {
+    bool coll = json_object_get(o, "allgather_busbw_gbps") != NULL;   /* absent on one rank */
+    int bad = !o || (coll && (read_fig(o, "allgather_busbw_gbps", &c->allgather_busbw_gbps) ||
+                              read_fig(o, "reduce_scatter_busbw_gbps", &c->reduce_scatter_busbw_gbps) ||
+                              read_fig(o, "latency_us", &c->collective_latency_us)));
+    bad = bad || (!coll && !json_is_object(json_object_get(o, "run")));
+    if (!bad && coll) {
         c->coll_ranks = (int)json_integer_value(json_object_get(o, "ranks"));
         c->coll_max_bytes = json_integer_value(json_object_get(o, "max_bytes"));
         c->have_mpi = true;
+    }
+    json_t *r = json_object_get(o, "run");
+    if (!bad && json_is_object(r)) {   /* each figure is there only when it was measured */
+        c->have_run = true;
+        c->run_ranks = (int)json_integer_value(json_object_get(r, "ranks"));
+        c->run_gemm_flop = json_number_value(json_object_get(r, "gemm_flop"));
+        read_fig(r, "gemm_flops", &c->run_gemm_flops);
+        c->run_device_adam_numel = json_integer_value(json_object_get(r, "device_adam_numel"));
+        read_fig(r, "device_adam_elements_per_s", &c->run_device_adam_elems_per_s);
+        c->run_host_adam_numel = json_integer_value(json_object_get(r, "host_adam_numel"));
+        read_fig(r, "host_adam_elements_per_s", &c->run_host_adam_elems_per_s);
+        c->run_copy_bytes = json_integer_value(json_object_get(r, "copy_bytes"));
+        read_fig(r, "copy_gbps", &c->run_copy_gbps);
+        c->run_triad_bytes = json_integer_value(json_object_get(r, "triad_bytes"));
+        read_fig(r, "memory_gbps", &c->run_mem_gbps);
+        c->run_allgather_bytes = json_integer_value(json_object_get(r, "allgather_bytes"));
+        read_fig(r, "allgather_us", &c->run_allgather_us);
+        c->run_reduce_scatter_bytes = json_integer_value(json_object_get(r, "reduce_scatter_bytes"));
+        read_fig(r, "reduce_scatter_us", &c->run_reduce_scatter_us);
     }
     json_decref(o);
     return bad ? rl_errf(e, RL_EINVAL, "calibrate --collectives-only: unexpected output") : 0;
@@ -414,6 +653,101 @@ static void src(json_t *s, const char *key, const struct val_calib *c, const cha
 }
 
 static double clamp(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
+
+static void fig_span(const struct val_figure *f, double scale, char *buf, size_t n)
+{
+    snprintf(buf, n, "median %.4g, spread %.4g..%.4g, %d repeats", f->median * scale, f->min * scale, f->max * scale,
+             f->repeats);
+}
+
+/* The figures of one rank of the run (measured on every rank at once, under the run's launch)
+ * replace the node-wide ones they correspond to: the device's GEMM rate at the model's shapes,
+ * its memory rate as its Adam at the rank's size achieves it, host Adam and copies at the chunk
+ * size, the memory all ranks share at their working sets, the collectives at the run's sizes. */
+static void run_figures(const struct val_calib *c, json_t *node, json_t *gpu, json_t *co, json_t *lat, json_t *ca,
+                        json_t *s)
+{
+    char sp[160];
+    int W = c->run_ranks > 0 ? c->run_ranks : 1;
+    const char *all = "every rank at once under the validated run's mpirun, the slowest rank's time per repeat";
+    if (c->run_gemm_flop > 0 && c->run_gemm_flops.median > 0) {
+        double tf = clamp(c->run_gemm_flops.median * 1e-12, 1e-3, 1e5);
+        json_object_set_new(gpu, "tensor_tflops", json_real(tf));
+        json_object_set_new(gpu, "fp32_tflops", json_real(tf));
+        fig_span(&c->run_gemm_flops, 1e-9, sp, sizeof sp);
+        src(s, "gpu.tensor_tflops", c, "OpenBLAS cblas_sgemm over the GEMMs of one forward pass at the model's shapes "
+            "(%.4g GFLOP), %s: GFLOP/s %s; fp32 whatever the model dtype", c->run_gemm_flop * 1e-9, all, sp);
+        src(s, "gpu.fp32_tflops", c, "as gpu.tensor_tflops (the emulated device computes in fp32)");
+    }
+    if (c->run_device_adam_numel > 0 && c->run_device_adam_elems_per_s.median > 0) {
+        double gbps = clamp(c->run_device_adam_elems_per_s.median * 30 * 1e-9, 0.01, 1e5);
+        json_object_set_new(gpu, "hbm_gbps", json_real(gbps));
+        json_object_set_new(gpu, "hbm_efficiency", json_real(1.0));
+        fig_span(&c->run_device_adam_elems_per_s, 1, sp, sizeof sp);
+        src(s, "gpu.hbm_gbps", c, "the device's memory rate as its Adam uses it: kernels/ CPU Adam (%s, 1 thread, as "
+            "the cpu backend) over the rank's %lld elements in one call, %s: elements/s %s, x 30 B per element",
+            c->isa, (long long)c->run_device_adam_numel, all, sp);
+        src(s, "gpu.hbm_efficiency", c, "the memory rate above is already the achieved one");
+    }
+    if (c->run_host_adam_numel > 0 && c->run_host_adam_elems_per_s.median > 0) {
+        json_object_set_new(ca, "elements_per_s_per_core", json_real(clamp(c->run_host_adam_elems_per_s.median, 1e6, 1e12)));
+        fig_span(&c->run_host_adam_elems_per_s, 1, sp, sizeof sp);
+        src(s, "cpu_adam.elements_per_s_per_core", c, "kernels/ CPU Adam (%s, 1 thread, as the run's --threads) over "
+            "the rank's %lld elements in calls of %lld (the run's chunk), %s: elements/s %s", c->isa,
+            (long long)c->run_device_adam_numel, (long long)c->run_host_adam_numel, all, sp);
+    }
+    if (c->run_copy_bytes > 0 && c->run_copy_gbps.median > 0) {
+        double g = clamp(c->run_copy_gbps.median, 0.01, 1e4);
+        fig_span(&c->run_copy_gbps, 1, sp, sizeof sp);
+        const char *copies[4] = {"gpu.h2d_pinned_gbps", "gpu.d2h_pinned_gbps", "gpu.h2d_pageable_gbps",
+                                 "gpu.d2h_pageable_gbps"};
+        for (int i = 0; i < 4; i++) {
+            json_object_set_new(gpu, copies[i] + 4, json_real(g));
+            src(s, copies[i], c, "memcpy of the rank's %lld fp32 gradients in copies of %lld bytes (the run's chunk), "
+                "%s: GB/s %s", (long long)c->run_device_adam_numel, (long long)c->run_copy_bytes, all, sp);
+        }
+        json_t *sw = json_array_get(json_object_get(node, "pcie_switches"), 0);
+        json_object_set_new(sw, "uplink_gbps", json_real(clamp(g * W, 0.1, 1e5)));
+        src(s, "node.pcie_switches[].uplink_gbps", c, "%d ranks' copies at once: %d x the copy rate above (measured "
+            "with all of them copying)", W, W);
+    }
+    if (c->run_triad_bytes > 0 && c->run_mem_gbps.median > 0) {
+        double g = clamp(c->run_mem_gbps.median, 1, 1e5);
+        json_t *sock = json_array_get(json_object_get(node, "sockets"), 0);
+        json_object_set_new(sock, "dram_gbps", json_real(g));
+        fig_span(&c->run_mem_gbps, 1, sp, sizeof sp);
+        src(s, "node.sockets[].dram_gbps", c, "the memory the ranks share: an in-place triad a = a + 3b + c (16 B per element moved, no write-allocate) over "
+            "%lld bytes per rank (the rank's model states), on all %d ranks at once, the sum of their rates: GB/s %s",
+            (long long)c->run_triad_bytes, W, sp);
+    }
+    double alpha = c->have_mpi ? c->collective_latency_us.median : 0;
+    const struct {
+        const char *key;           /* collectives.* */
+        int64_t bytes;             /* per-rank message */
+        const struct val_figure *us;   /* its time */
+        const char *what;          /* MPI call */
+    } k[2] = {{"collectives.allgather_busbw_gbps", c->run_allgather_bytes, &c->run_allgather_us, "MPI_Allgather"},
+              {"collectives.reduce_scatter_busbw_gbps", c->run_reduce_scatter_bytes, &c->run_reduce_scatter_us,
+               "MPI_Reduce_scatter_block (fp32)"}};
+    for (int i = 0; i < 2 && W > 1; i++) {
+        if (k[i].bytes <= 0 || k[i].us->median <= 0)
+            continue;
+        /* alpha-beta: the time beyond the latency carries the bus bytes (nccl-tests convention). */
+        double t = k[i].us->median - alpha;
+        t = t > 0.1 * k[i].us->median ? t : 0.1 * k[i].us->median;
+        double bus = (double)k[i].bytes * (W - 1);
+        double g = clamp(bus / (t * 1e-6) * 1e-9, 0.1, 1e5);
+        json_object_set_new(co, k[i].key + 12, json_real(g));
+        if (i == 1)
+            json_object_set_new(co, "allreduce_busbw_gbps", json_real(g));
+        fig_span(k[i].us, 1, sp, sizeof sp);
+        src(s, k[i].key, c, "%s of %lld bytes per rank on %d ranks, %s: us %s; bus bytes %.0f over the time beyond "
+            "the %.2f us latency", k[i].what, (long long)k[i].bytes, W, all, sp, bus, alpha);
+        if (i == 1)
+            src(s, "collectives.allreduce_busbw_gbps", c, "taken as the reduce-scatter's (unverified)");
+    }
+    (void)lat;
+}
 
 int val_calib_profile(const struct val_calib *c, const char *name, char **out, struct rl_err *e)
 {
@@ -584,6 +918,8 @@ int val_calib_profile(const struct val_calib *c, const char *name, char **out, s
         c->isa, (long long)c->adam_numel, a1->median, a1->min, a1->max, a1->repeats, acurve);
     src(s, "cpu_adam.dram_bytes_per_element", c, "what the measured kernel moves: fp32 param, m, v, grad read, "
         "param, m, v written, bf16 copy written = 30 B");
+    if (c->have_run)
+        run_figures(c, node, gpu, co, lat, ca, s);
     json_object_set_new(root, "sources", s);
     *out = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
     json_decref(root);

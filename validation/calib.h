@@ -59,6 +59,40 @@ struct val_calib {
     int coll_ranks;                /* ranks the collectives ran on */
     int64_t coll_max_bytes;        /* largest per-rank message */
     int devices;                   /* as in the options */
+    /* Under mpirun, what one rank of the validated run does, every rank at once (have_run) */
+    bool have_run;                 /* the figures below were measured */
+    int run_ranks;                 /* ranks that ran them at once */
+    double run_gemm_flop;          /* FLOPs of the GEMM list (one pass of the model's shapes) */
+    struct val_figure run_gemm_flops;        /* that list on every rank at once, FLOP/s of the slowest rank */
+    int64_t run_device_adam_numel;           /* elements per device Adam */
+    struct val_figure run_device_adam_elems_per_s;   /* device Adam at that size, slowest rank */
+    int64_t run_host_adam_numel;             /* elements per host Adam call (one chunk) */
+    struct val_figure run_host_adam_elems_per_s;     /* host Adam of one chunk, slowest rank */
+    int64_t run_copy_bytes;                  /* bytes per copy (one chunk's fp32 gradient) */
+    struct val_figure run_copy_gbps;         /* memcpy of that size, slowest rank */
+    int64_t run_triad_bytes;                 /* per rank, the three arrays together */
+    struct val_figure run_mem_gbps;          /* triad over them on every rank at once, the sum */
+    int64_t run_allgather_bytes;             /* per-rank all-gather message of the run */
+    struct val_figure run_allgather_us;      /* its time */
+    int64_t run_reduce_scatter_bytes;        /* per-rank reduce-scatter message (fp32 output) of the run */
+    struct val_figure run_reduce_scatter_us; /* its time */
+};
+
+/* The GEMMs and sizes of one rank of the run being validated (`ratiolab validate` derives them
+ * from the plan; `ratiolab calibrate --gemm ... --adam-numel ...` takes them as options). */
+#define VAL_CALIB_MAX_GEMMS 64
+struct val_gemm_shape {
+    int64_t m, n, k;               /* C[m x n] = A[m x k] B[k x n] */
+    int64_t count;                 /* times per pass */
+};
+struct val_calib_run {
+    int n_gemm;                    /* entries */
+    struct val_gemm_shape gemm[VAL_CALIB_MAX_GEMMS];   /* one forward pass's GEMMs, grouped by shape */
+    int64_t device_adam_numel;     /* elements of one device Adam (the rank's partition) */
+    int64_t host_adam_numel;       /* elements of one host Adam call (a chunk) */
+    int64_t allgather_bytes;       /* per-rank message of a typical all-gather (a block's partition) */
+    int64_t reduce_scatter_bytes;  /* per-rank fp32 output of a typical reduce-scatter (a flush) */
+    int64_t working_set_bytes;     /* per rank: the model states it streams through */
 };
 
 /* Runs every measurement (quick: well under a minute on 2 cores). RL_ENOMEM when the arrays cannot
@@ -73,7 +107,15 @@ int val_calibrate(const struct val_calib_opts *o, struct val_calib *c, struct rl
 struct ex_comm;
 int val_calibrate_collectives(struct ex_comm *comm, bool thorough, struct val_calib *c, struct rl_err *e);
 
-/* Reads the JSON `ratiolab calibrate --collectives-only` prints into c's collective fields. */
+/* What one rank of the run does, on every rank of `comm` at once (each rank must call it): the
+ * GEMM list, device Adam, host Adam of one chunk, a copy of one chunk, a triad over the rank's
+ * working set and the collectives at the run's sizes; each figure is the slowest rank's per
+ * repeat (the step waits for it), the triad the sum over ranks. Sizes of 0 are skipped. */
+int val_calibrate_run(struct ex_comm *comm, const struct val_calib_run *run, bool thorough, struct val_calib *c,
+                      struct rl_err *e);
+
+/* Reads the JSON `ratiolab calibrate --collectives-only` prints into c's collective fields (and
+ * the run figures, when it measured them). */
 int val_calib_read_collectives(const char *json_text, struct val_calib *c, struct rl_err *e);
 
 /* The profile text (JSON, the format sim_hw_parse reads) for the emulated device: one socket of
@@ -98,9 +140,31 @@ struct val_calib_gpu {
     struct val_figure d2d_gbps;                          /* GPU 0 device-to-device copy, read + write bytes */
     int64_t adam_numel;                                  /* elements per GPU Adam run */
     struct val_figure adam_elems_per_s;                  /* kern_adam_cuda on GPU 0 */
+    /* cuBLAS at the model's shapes (val_calibrate_gpu_gemm) */
+    bool have_gemm;                                      /* measured */
+    double gemm_flop;                                    /* FLOPs of the list */
+    char gemm_shapes[160];                               /* the list, as --gemm takes it (truncated) */
+    struct val_figure sgemm_flops;                       /* cublasSgemm (fp32, the executor's), FLOP/s */
+    struct val_figure bf16_flops;                        /* cublasGemmEx bf16 in, fp32 accumulate, FLOP/s */
+    /* NCCL under mpirun (val_calibrate_nccl) */
+    bool have_nccl;                                      /* measured */
+    int nccl_ranks;                                      /* ranks (one GPU each) */
+    int n_nccl_sizes;                                    /* entries below */
+    int64_t nccl_bytes[16];                              /* per-rank message */
+    struct val_figure nccl_allgather_busbw_gbps[16];     /* bus bandwidth (nccl-tests convention), slowest rank */
+    struct val_figure nccl_reduce_scatter_busbw_gbps[16];
+    struct val_figure nccl_latency_us;                   /* all-gather of the smallest size */
 };
 /* Measures the GPUs: RL_EENV without CUDA or without a GPU. */
 int val_calibrate_gpu(const struct val_calib_opts *o, struct val_calib_gpu *g, struct rl_err *e);
+/* cuBLAS (loaded with dlopen, as the executor does) on GPU 0 over the run's GEMM list (or
+ * 4096^3 when run has none): fp32 sgemm and bf16 GemmEx. RL_EENV without CUDA, cuBLAS or a GPU. */
+int val_calibrate_gpu_gemm(const struct val_calib_run *run, bool thorough, struct val_calib_gpu *g,
+                           struct rl_err *e);
+/* NCCL all-gather and reduce-scatter (fp32) across the ranks of `comm` (mpirun; rank r on GPU
+ * r mod GPUs), per-rank sizes 4 KiB .. 64 MiB (256 MiB thorough) by 4x: bus bandwidth of the
+ * slowest rank per repeat, median; every rank must call it. RL_EENV without NCCL or a GPU. */
+int val_calibrate_nccl(struct ex_comm *comm, bool thorough, struct val_calib_gpu *g, struct rl_err *e);
 /* A profile for real GPUs: the measured figures (copies per GPU, the PCIe uplink as all GPUs at
  * once, HBM as the D2D copy, GPU Adam as its efficiency, host DRAM and CPU Adam from c) written
  * over `base_text`, a catalog profile of the same machine type that supplies what is not

@@ -11,7 +11,14 @@
 #include "validation/val.h"
 
 #ifdef RL_HAVE_CUDA
+#include <cublas_v2.h>        /* the cuBLAS types; the library is dlopen'ed, as the executor does */
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>            /* dlopen, dlsym */
+#include <time.h>
+#ifdef RL_HAVE_NCCL
+#include <nccl.h>             /* ncclCommInitRank, ncclAllGather, ncclReduceScatter */
+#endif
+#include "exec/exec.h"        /* ex_comm: the unique id's broadcast, barriers */
 
 #define CK(call)                                                                                   \
     do {                                                                                           \
@@ -217,11 +224,232 @@ out:
     free(pageable);
     return rc;
 }
+
+/* ---- cuBLAS at the model's shapes ---------------------------------------------------------------- */
+typedef cublasStatus_t (*blas_create_fn)(cublasHandle_t *);
+typedef cublasStatus_t (*blas_destroy_fn)(cublasHandle_t);
+typedef cublasStatus_t (*blas_stream_fn)(cublasHandle_t, cudaStream_t);
+typedef cublasStatus_t (*blas_sgemm_fn)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                        const float *, const float *, int, const float *, int, const float *, float *,
+                                        int);
+typedef cublasStatus_t (*blas_gemmex_fn)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                         const void *, const void *, cudaDataType, int, const void *, cudaDataType,
+                                         int, const void *, void *, cudaDataType, int, cublasComputeType_t,
+                                         cublasGemmAlgo_t);
+
+int val_calibrate_gpu_gemm(const struct val_calib_run *run, bool thorough, struct val_calib_gpu *g,
+                           struct rl_err *e)
+{
+    if (kern_cuda_device_count() <= 0)
+        return rl_errf(e, RL_EENV, "calibrate --backend cuda: no GPU visible (cudaGetDeviceCount found none)");
+    static const char *const names[] = {"libcublas.so", "libcublas.so.13", "libcublas.so.12"};
+    void *lib = NULL;
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !lib; i++)
+        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        return rl_errf(e, RL_EENV, "calibrate --backend cuda: cannot load cuBLAS (libcublas.so): %s", dlerror());
+    blas_create_fn create = (blas_create_fn)dlsym(lib, "cublasCreate_v2");
+    blas_destroy_fn destroy = (blas_destroy_fn)dlsym(lib, "cublasDestroy_v2");
+    blas_stream_fn set_stream = (blas_stream_fn)dlsym(lib, "cublasSetStream_v2");
+    blas_sgemm_fn sgemm = (blas_sgemm_fn)dlsym(lib, "cublasSgemm_v2");
+    blas_gemmex_fn gemmex = (blas_gemmex_fn)dlsym(lib, "cublasGemmEx");
+    if (!create || !destroy || !set_stream || !sgemm || !gemmex) {
+        dlclose(lib);
+        return rl_errf(e, RL_EENV, "calibrate --backend cuda: libcublas lacks cublasCreate_v2/cublasSgemm_v2/cublasGemmEx");
+    }
+    struct val_calib_run def;
+    if (!run || run->n_gemm == 0) {   /* no model given: one large square GEMM */
+        memset(&def, 0, sizeof def);
+        def.n_gemm = 1;
+        def.gemm[0] = (struct val_gemm_shape){4096, 4096, 4096, 1};
+        run = &def;
+    }
+    int64_t ma = 1, mb = 1, mc = 1;
+    double flop = 0;
+    g->gemm_shapes[0] = 0;
+    for (int i = 0; i < run->n_gemm; i++) {
+        const struct val_gemm_shape *q = &run->gemm[i];
+        ma = q->m * q->k > ma ? q->m * q->k : ma;
+        mb = q->k * q->n > mb ? q->k * q->n : mb;
+        mc = q->m * q->n > mc ? q->m * q->n : mc;
+        flop += 2.0 * (double)q->m * (double)q->n * (double)q->k * (double)q->count;
+        size_t l = strlen(g->gemm_shapes);
+        snprintf(g->gemm_shapes + l, sizeof g->gemm_shapes - l, "%s%lldx%lldx%lldx%lld", i ? "," : "",
+                 (long long)q->m, (long long)q->n, (long long)q->k, (long long)q->count);
+    }
+    int rc = 0, reps = thorough ? 15 : 7;
+    cublasHandle_t h = NULL;
+    cudaStream_t st = NULL;
+    float *a = NULL, *b = NULL, *c = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    double x[64], y[64];
+    const float one = 1.0f, zero = 0.0f;
+    CK(cudaSetDevice(0));
+    CK(cudaStreamCreate(&st));
+    CK(cudaMalloc((void **)&a, (size_t)ma * 4));
+    CK(cudaMalloc((void **)&b, (size_t)mb * 4));
+    CK(cudaMalloc((void **)&c, (size_t)mc * 4));
+    CK(cudaMemset(a, 0, (size_t)ma * 4));
+    CK(cudaMemset(b, 0, (size_t)mb * 4));
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    if (create(&h) != CUBLAS_STATUS_SUCCESS || set_stream(h, st) != CUBLAS_STATUS_SUCCESS) {
+        rc = rl_errf(e, RL_EENV, "calibrate --backend cuda: cublasCreate failed");
+        goto out;
+    }
+    for (int kind = 0; kind < 2; kind++)   /* 0: fp32 sgemm, 1: bf16 GemmEx (the buffers reread as bf16) */
+        for (int r = 0; r <= reps; r++) {
+            CK(cudaEventRecord(e0, st));
+            for (int i = 0; i < run->n_gemm; i++) {
+                const struct val_gemm_shape *q = &run->gemm[i];
+                int m = (int)q->m, n = (int)q->n, k = (int)q->k;
+                for (int64_t j = 0; j < q->count; j++) {
+                    cublasStatus_t bs =
+                        kind == 0 ? sgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, a, m, b, k, &zero, c, m)
+                                  : gemmex(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, a, CUDA_R_16BF, m, b, CUDA_R_16BF,
+                                           k, &zero, c, CUDA_R_16BF, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                    if (bs != CUBLAS_STATUS_SUCCESS) {
+                        rc = rl_errf(e, RL_EENV, "calibrate --backend cuda: cuBLAS GEMM %dx%dx%d failed (status %d)",
+                                     m, n, k, (int)bs);
+                        goto out;
+                    }
+                }
+            }
+            CK(cudaEventRecord(e1, st));
+            CK(cudaEventSynchronize(e1));
+            float ms = 0;
+            CK(cudaEventElapsedTime(&ms, e0, e1));
+            if (r > 0)
+                (kind ? y : x)[r - 1] = ms > 0 ? flop / (ms * 1e-3) : 0;
+        }
+    figure(&g->sgemm_flops, x, reps);
+    figure(&g->bf16_flops, y, reps);
+    g->gemm_flop = flop;
+    g->have_gemm = true;
+out:
+    if (h)
+        destroy(h);
+    if (e0)
+        cudaEventDestroy(e0);
+    if (e1)
+        cudaEventDestroy(e1);
+    if (a)
+        cudaFree(a);
+    if (b)
+        cudaFree(b);
+    if (c)
+        cudaFree(c);
+    if (st)
+        cudaStreamDestroy(st);
+    dlclose(lib);
+    return rc;
+}
+
+/* ---- NCCL under mpirun --------------------------------------------------------------------------- */
+#ifdef RL_HAVE_NCCL
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int val_calibrate_nccl(struct ex_comm *comm, bool thorough, struct val_calib_gpu *g, struct rl_err *e)
+{
+    int n = kern_cuda_device_count(), rc = 0, W = comm->size, reps = thorough ? 15 : 7;
+    int64_t bad = n <= 0;
+    if ((rc = ex_comm_max_i64(comm, &bad, 1, e)))
+        return rc;
+    if (bad)
+        return rl_errf(e, RL_EENV, "calibrate --backend cuda: no GPU visible on some rank (cudaGetDeviceCount)");
+    int64_t max_bytes = (int64_t)(thorough ? 256 : 64) << 20, min_bytes = 4096;
+    ncclUniqueId id;
+    ncclComm_t nc = NULL;
+    cudaStream_t st = NULL;
+    char *buf = NULL;
+    CK(cudaSetDevice(comm->rank % n));
+    if (comm->rank == 0 && ncclGetUniqueId(&id) != ncclSuccess)
+        memset(&id, 0, sizeof id);
+    if ((rc = ex_comm_bcast(comm, &id, sizeof id, e)))
+        return rc;
+    if (ncclCommInitRank(&nc, W, id, comm->rank) != ncclSuccess)
+        return rl_errf(e, RL_EENV, "calibrate --backend cuda: ncclCommInitRank failed on rank %d", comm->rank);
+    CK(cudaStreamCreate(&st));
+    CK(cudaMalloc((void **)&buf, (size_t)max_bytes * (size_t)W));
+    CK(cudaMemset(buf, 0, (size_t)max_bytes * (size_t)W));
+    g->n_nccl_sizes = 0;
+    double x[64], y[64], lat[64];
+    for (int64_t bytes = min_bytes; bytes <= max_bytes && g->n_nccl_sizes < 16; bytes *= 4) {
+        for (int r = 0; r <= reps; r++) {
+            for (int kind = 0; kind < 2; kind++) {
+                if ((rc = ex_comm_barrier(comm, e)))
+                    goto out;
+                double t0 = now_s();
+                ncclResult_t nr = kind == 0
+                    ? ncclAllGather(buf + (size_t)comm->rank * (size_t)bytes, buf, (size_t)bytes, ncclChar, nc, st)
+                    : ncclReduceScatter(buf, buf, (size_t)bytes / 4, ncclFloat, ncclSum, nc, st);
+                if (nr != ncclSuccess) {
+                    rc = rl_errf(e, RL_EENV, "calibrate --backend cuda: NCCL %s of %lld bytes failed: %s",
+                                 kind ? "reduce-scatter" : "all-gather", (long long)bytes, ncclGetErrorString(nr));
+                    goto out;
+                }
+                CK(cudaStreamSynchronize(st));
+                int64_t ns = (int64_t)((now_s() - t0) * 1e9);
+                if ((rc = ex_comm_max_i64(comm, &ns, 1, e)))
+                    goto out;
+                double s = (double)ns * 1e-9, bus = (double)bytes * (W - 1);
+                (kind ? y : x)[r] = s > 0 ? bus / s * 1e-9 : 0;   /* [0] is the warm-up */
+                if (kind == 0)
+                    lat[r] = s * 1e6;
+            }
+        }
+        int k = g->n_nccl_sizes++;
+        g->nccl_bytes[k] = bytes;
+        figure(&g->nccl_allgather_busbw_gbps[k], x + 1, reps);
+        figure(&g->nccl_reduce_scatter_busbw_gbps[k], y + 1, reps);
+        if (bytes == min_bytes)
+            figure(&g->nccl_latency_us, lat + 1, reps);
+    }
+    g->nccl_ranks = W;
+    g->have_nccl = true;
+out:
+    if (buf)
+        cudaFree(buf);
+    if (st)
+        cudaStreamDestroy(st);
+    if (nc)
+        ncclCommDestroy(nc);
+    return rc;
+}
+#else
+int val_calibrate_nccl(struct ex_comm *comm, bool thorough, struct val_calib_gpu *g, struct rl_err *e)
+{
+    (void)comm;
+    (void)thorough;
+    (void)g;
+    return rl_errf(e, RL_EENV, "calibrate --backend cuda: this ratiolab was built without NCCL");
+}
+#endif
 #else
 int val_calibrate_gpu(const struct val_calib_opts *o, struct val_calib_gpu *g, struct rl_err *e)
 {
     (void)o;
     memset(g, 0, sizeof *g);
+    return rl_errf(e, RL_EENV, "calibrate --backend cuda: this ratiolab was built without CUDA (nvcc not found)");
+}
+int val_calibrate_gpu_gemm(const struct val_calib_run *run, bool thorough, struct val_calib_gpu *g,
+                           struct rl_err *e)
+{
+    (void)run;
+    (void)thorough;
+    (void)g;
+    return rl_errf(e, RL_EENV, "calibrate --backend cuda: this ratiolab was built without CUDA (nvcc not found)");
+}
+int val_calibrate_nccl(struct ex_comm *comm, bool thorough, struct val_calib_gpu *g, struct rl_err *e)
+{
+    (void)comm;
+    (void)thorough;
+    (void)g;
     return rl_errf(e, RL_EENV, "calibrate --backend cuda: this ratiolab was built without CUDA (nvcc not found)");
 }
 #endif
@@ -305,6 +533,59 @@ int val_calib_gpu_profile(const struct val_calib *c, const struct val_calib_gpu 
     setsrc(src, "cpu_adam.elements_per_s_per_core", c->host, c->date, "kernels/ CPU Adam (%s) on one thread: %.3g "
            "elements/s (%.3g..%.3g)", c->isa, c->adam_elems_per_s[0].median, c->adam_elems_per_s[0].min,
            c->adam_elems_per_s[0].max);
+    /* GEMMs at the model's shapes: the achieved rate over the base profile's peak. */
+    if (g->have_gemm) {
+        const struct {
+            const char *peak, *eff;        /* gpu.* keys */
+            const struct val_figure *f;    /* measured FLOP/s */
+            const char *what;              /* the call */
+        } k[2] = {{"tensor_tflops", "tensor_efficiency", &g->bf16_flops, "cublasGemmEx bf16 in, fp32 accumulate"},
+                  {"fp32_tflops", "fp32_efficiency", &g->sgemm_flops, "cublasSgemm (fp32, as the executor)"}};
+        for (int q = 0; q < 2; q++) {
+            double peak = json_number_value(json_object_get(gpu, k[q].peak));
+            if (!(peak > 0) || !(k[q].f->median > 0))
+                continue;
+            double ge = k[q].f->median * 1e-12 / peak;
+            ge = ge < 0.01 ? 0.01 : ge > 1 ? 1 : ge;
+            json_object_set_new(gpu, k[q].eff, json_real(ge));
+            char key[64];
+            snprintf(key, sizeof key, "gpu.%s", k[q].eff);
+            setsrc(src, key, c->host, c->date, "%s on GPU 0 over the GEMMs %s (%.4g GFLOP per pass): %.4g TFLOP/s "
+                   "(%.4g..%.4g, %d repeats) over the profile's %.4g TFLOP/s peak", k[q].what, g->gemm_shapes,
+                   g->gemm_flop * 1e-9, k[q].f->median * 1e-12, k[q].f->min * 1e-12, k[q].f->max * 1e-12,
+                   k[q].f->repeats, peak);
+        }
+    }
+    /* NCCL bus bandwidth at the largest size, latency at the smallest. */
+    if (g->have_nccl && g->n_nccl_sizes > 0) {
+        json_t *co = json_object_get(root, "collectives"), *lat = json_object_get(root, "latency_us");
+        int last = g->n_nccl_sizes - 1;
+        char ag[600] = "", rs[600] = "";
+        for (int k = 0; k < g->n_nccl_sizes; k++) {
+            size_t la = strlen(ag), lr = strlen(rs);
+            snprintf(ag + la, sizeof ag - la, "%s%lld B: %.3g", k ? ", " : "", (long long)g->nccl_bytes[k],
+                     g->nccl_allgather_busbw_gbps[k].median);
+            snprintf(rs + lr, sizeof rs - lr, "%s%lld B: %.3g", k ? ", " : "", (long long)g->nccl_bytes[k],
+                     g->nccl_reduce_scatter_busbw_gbps[k].median);
+        }
+        if (json_is_object(co)) {
+            json_object_set_new(co, "allgather_busbw_gbps", json_real(g->nccl_allgather_busbw_gbps[last].median));
+            json_object_set_new(co, "reduce_scatter_busbw_gbps",
+                                json_real(g->nccl_reduce_scatter_busbw_gbps[last].median));
+            setsrc(src, "collectives.allgather_busbw_gbps", c->host, c->date, "ncclAllGather under mpirun, %d ranks "
+                   "(one GPU each), bus bandwidth (nccl-tests convention) of the slowest rank at %lld B per rank; "
+                   "GB/s by size: %s", g->nccl_ranks, (long long)g->nccl_bytes[last], ag);
+            setsrc(src, "collectives.reduce_scatter_busbw_gbps", c->host, c->date, "ncclReduceScatter (fp32) under "
+                   "mpirun, %d ranks, bus bandwidth of the slowest rank at %lld B per rank; GB/s by size: %s",
+                   g->nccl_ranks, (long long)g->nccl_bytes[last], rs);
+        }
+        if (json_is_object(lat)) {
+            json_object_set_new(lat, "collective_intra", json_real(g->nccl_latency_us.median));
+            setsrc(src, "latency_us.collective_intra", c->host, c->date, "ncclAllGather of %lld B per rank, %d "
+                   "ranks: %.1f us (%.1f..%.1f)", (long long)g->nccl_bytes[0], g->nccl_ranks,
+                   g->nccl_latency_us.median, g->nccl_latency_us.min, g->nccl_latency_us.max);
+        }
+    }
     *out = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
     json_decref(root);
     return *out ? 0 : rl_errf(e, RL_ENOMEM, "calibrate: out of memory");

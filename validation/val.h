@@ -144,10 +144,12 @@ struct val_rank_mem {
     int64_t host_placed_numel;       /* elements whose Adam ran on the host */
     int64_t per_rank_numel;          /* P as the executor saw it */
     int64_t rss_bytes;               /* peak RSS, -1 unavailable */
-    int64_t baseline_rss_bytes;      /* RSS before the buffers were allocated, -1 unavailable */
+    int64_t baseline_rss_bytes;      /* the process without any of its listed buffers, -1 unavailable */
     int64_t pinned_bytes;            /* locked/pinned host bytes, -1 unavailable */
     int64_t device_used_bytes;       /* device memory in use, -1 unavailable */
     int64_t scratch_device_bytes;    /* device buffers outside the ledger (compute scratch) */
+    int64_t scratch_host_bytes;      /* host buffers outside the ledger (the deepspeed schedule's
+                                        pageable staging) */
 };
 
 struct val_row {
@@ -157,6 +159,9 @@ struct val_row {
     struct val_side predicted;       /* simulator */
     struct val_side measured;        /* executor (its critical rank) */
     double step_error_pct;           /* (measured - predicted) / predicted x 100 */
+    double others_cpu_pct;           /* other processes' share of the machine's cores while the run
+                                        ran (/proc/stat busy time minus the run's own), percent; < 0
+                                        unknown */
     uint32_t digest;                 /* the executor's digest of the final state */
     /* the plan of this row */
     int64_t plan_cpu_numel;          /* elements the plan puts on the host */
@@ -195,6 +200,9 @@ struct val_report {
     double mem_tol_pct;              /* process memory tolerance, percent of prediction + baseline */
     double gate_time_pct;            /* < 0: time reported, not gated */
     bool device_in_rss;              /* the emulated device's memory is host memory (cpu backend) */
+    bool baseline_before_run;        /* the baseline is each rank's RSS right before its run (validate
+                                        ran under mpirun, the executor in its processes), not a
+                                        baseline launch's */
     int n_rows;                      /* entries */
     struct val_row rows[VAL_MAX_ROWS];
     int n_checks;                    /* entries */
