@@ -7,7 +7,8 @@
 
 /* Columns used, by header name. */
 enum { C_T, C_PID, C_COMM, C_RANK, C_RSS, C_HWM, C_N };
-static const char *const col_names[C_N] = {"t_ns", "pid", "comm", "rank", "rss_bytes", "hwm_bytes"};
+static const char *const col_names[] = {"t_ns", "pid", "comm", "rank", "rss_bytes", "hwm_bytes"};
+_Static_assert(RL_COUNT(col_names) == C_N, "a column without a name");
 
 /* Splits a CSV line at commas in place (the monitor writes no quoted fields). */
 static int split(char *line, char **f, int max)
@@ -103,14 +104,9 @@ int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e)
                 if (m->procs[i].pid == (int)v[C_PID])
                     pr = &m->procs[i];
             if (!pr) {
-                if (m->n_procs == cap) {
-                    cap = cap ? cap * 2 : 16;
-                    struct val_mon_proc *np = realloc(m->procs, (size_t)cap * sizeof *np);
-                    if (!np) {
-                        rc = rl_errf(e, RL_ENOMEM, "--monitor %s: out of memory", path);
-                        goto out;
-                    }
-                    m->procs = np;
+                if (rl_grow(&m->procs, &cap, sizeof *m->procs, m->n_procs + 1, 16)) {
+                    rc = rl_errf(e, RL_ENOMEM, "--monitor %s: out of memory", path);
+                    goto out;
                 }
                 pr = &m->procs[m->n_procs++];
                 memset(pr, 0, sizeof *pr);

@@ -77,14 +77,9 @@ int val_trace_times(const struct trace_doc *d, struct val_trace_times *t, struct
             one[k++] = sp[i].s;
             t1 = sp[i].s.end_ns > t1 ? sp[i].s.end_ns : t1;
         }
-        if (t->n_ranks == cap) {
-            cap = cap ? cap * 2 : 8;
-            struct val_rank_times *nr = realloc(t->ranks, sizeof *nr * (size_t)cap);
-            if (!nr) {
-                rc = rl_errf(e, RL_ENOMEM, "trace: out of memory");
-                break;
-            }
-            t->ranks = nr;
+        if (rl_grow(&t->ranks, &cap, sizeof *t->ranks, t->n_ranks + 1, 8)) {
+            rc = rl_errf(e, RL_ENOMEM, "trace: out of memory");
+            break;
         }
         struct val_rank_times *rt = &t->ranks[t->n_ranks++];
         memset(rt, 0, sizeof *rt);
