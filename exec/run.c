@@ -125,7 +125,7 @@ static int build_maps(struct ex_run *r, struct rl_err *e)
     r->nblocks = ex_model_blocks(m, r->blocks);
     r->ag = calloc((size_t)r->nblocks + 1, sizeof *r->ag);
     if (!r->ag)
-        return rl_errf(e, RL_ENOMEM, "out of host memory for the block list");
+        return rl_errf(e, RL_ENOMEM, "out of host memory for the all-gather list");
     /* ZeRO-3 prefetch: the simulator's depth (plan/step.h) over the largest block before
      * partitioning; a pass cannot gather further ahead than its last block. */
     int64_t max_block = 0;
@@ -437,8 +437,7 @@ static void trace_add(struct ex_run *r, int64_t t0, int64_t t1, int ph, int64_t 
                                                   .phase = ph, .rank = r->k, .value = value};
 }
 
-/* Records the span [t0, now) of phase ph and the bytes it moved. */
-/* Records the span [t0, t1) of phase ph and its bytes. */
+/* Records the span [t0, t1) of phase ph and the bytes it moved. */
 static void span_add(struct ex_run *r, int ph, int64_t t0, int64_t t1, int64_t bytes)
 {
     r->ph_bytes[ph] += bytes;
@@ -451,7 +450,7 @@ static void span_add(struct ex_run *r, int ph, int64_t t0, int64_t t1, int64_t b
         trace_add(r, t0, t1, ph, 0);
 }
 
-/* Records the span [t0, now) of phase ph and its bytes. */
+/* Records the span [t0, now) of phase ph and the bytes it moved. */
 static void phase_add(struct ex_run *r, int ph, int64_t t0, int64_t bytes)
 {
     span_add(r, ph, t0, ex__now_ns(), bytes);
