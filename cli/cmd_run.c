@@ -227,6 +227,8 @@ static void print_json(const struct plan_setup *c, const struct plan *p, const s
     json_object_set_new(o, "adam_step", json_integer(r->adam_step));
     json_object_set_new(o, "skipped_steps", json_integer(r->skipped));
     json_object_set_new(o, "ledger_ok", json_boolean(r->ledger_ok));
+    json_object_set_new(o, "prefetch_depth", json_integer(r->prefetch_depth));
+    json_object_set_new(o, "gather_buffers", json_integer(r->gather_buffers));
     json_object_set_new(o, "digest", json_string(digest_hex(r->digest, hex)));
     json_t *m = json_object();
     json_object_set_new(m, "step_ns", json_integer(cr->step_ns));
@@ -269,6 +271,9 @@ static void print_human(const struct plan_setup *c, const struct plan *p, const 
     printf("ratio      requested %.4f, honored %.4f (policy %s), host-placed %lld of %lld elements per rank\n",
            p->requested_ratio, p->honored_ratio, plan_policy_name(p->policy), (long long)cr->host_placed_numel,
            (long long)cr->per_rank_numel);
+    printf("prefetch   %lld block%s gathered ahead of the compute (stage3_prefetch_bucket_size %lld elements), "
+           "%d gather buffers\n", (long long)r->prefetch_depth, r->prefetch_depth == 1 ? "" : "s",
+           (long long)p->zero.prefetch_bucket_size, r->gather_buffers);
     if (p->layout.tp > 1)
         printf("layout     TP %d: each rank runs one tensor-parallel shard as its model (the data-parallel "
                "ZeRO-3 dimension is what runs)\n", p->layout.tp);

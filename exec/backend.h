@@ -7,9 +7,11 @@
  * the reduce path), EX_STREAM_COPY (host <-> device copies). Operations on one stream run in
  * order, asynchronously; ex_backend.sync waits for a stream. On the cpu backend every stream is
  * a worker thread with a queue (device kernels run on the compute and communication threads,
- * copies on the copy thread); on cuda every stream is a CUDA stream. The collectives
- * (reduce_scatter, allgather) are synchronous. Every operation returns 0 or RL_E* with *e
- * filled; an asynchronous failure is returned by the next sync or event_wait of its stream. */
+ * copies on the copy thread); on cuda every stream is a CUDA stream. reduce_scatter is
+ * synchronous; an all-gather is started (allgather_start) and waited for (allgather_wait), so
+ * the gathers of the next blocks run while a block computes (ZeRO-3 prefetch). Every operation
+ * returns 0 or RL_E* with *e filled; an asynchronous failure is returned by the next sync or
+ * event_wait of its stream. */
 #ifndef RL_EXEC_BACKEND_H
 #define RL_EXEC_BACKEND_H
 
@@ -82,8 +84,19 @@ struct ex_backend {
      * block inside buf when it returns (synchronous). */
     int (*reduce_scatter)(struct ex_dev *d, void *buf, int64_t count, enum kern_dtype t, void **out,
                           struct rl_err *e);
-    /* In place: buf holds size x bytes, this rank's part at rank x bytes (synchronous). */
-    int (*allgather)(struct ex_dev *d, void *buf, int64_t bytes, struct rl_err *e);
+    /* Starts an all-gather, in place: buf holds size x bytes, this rank's part at rank x bytes,
+     * written by operations queued on EX_STREAM_COMM before the call (the start is ordered after
+     * them). *req names it for allgather_wait; any number may be outstanding, waited in any
+     * order. cpu: the communication stream is synchronised, then MPI_Iallgather on the calling
+     * thread (MPI is called from that thread only; it progresses inside MPI calls); cuda:
+     * ncclAllGather on the communication stream and an event after it. */
+    int (*allgather_start)(struct ex_dev *d, void *buf, int64_t bytes, uint64_t *req, struct rl_err *e);
+    /* *done: the all-gather req has arrived in its buffer (cpu: MPI_Test, which also progresses
+     * it; cuda: cudaEventQuery); req stays valid for allgather_wait. */
+    int (*allgather_test)(struct ex_dev *d, uint64_t req, bool *done, struct rl_err *e);
+    /* Returns when the all-gather req has arrived in its buffer (cpu: MPI_Wait; cuda: the
+     * event's synchronisation) and releases req. */
+    int (*allgather_wait)(struct ex_dev *d, uint64_t req, struct rl_err *e);
 };
 
 extern const struct ex_backend ex_backend_cpu;

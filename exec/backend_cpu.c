@@ -4,7 +4,8 @@
  * casts, the synthetic gradients, OpenBLAS GEMMs) run on the compute and communication streams'
  * threads, copies on the copy stream's thread, so the device share's Adam runs while the calling
  * thread runs the host share's, and copies overlap both. The collectives (MPI) run on the
- * calling thread after the pipeline has synchronised the stream that produced their input. An
+ * calling thread after the stream that produced their input is synchronised; all-gathers are
+ * non-blocking (MPI_Iallgather, MPI_Wait), still called from that thread only. An
  * operation queued while a phase is tagged on its stream is timed by its thread (take_spans). */
 #include <cblas.h>      /* cblas_sgemm (OpenBLAS) */
 #include <math.h>
@@ -64,6 +65,10 @@ struct ex_dev {
     struct cpu_stream st[EX_STREAM_COUNT];   /* compute, communication, copy */
     struct step_span *spans;  /* finished timed operations' spans, not yet taken */
     int n_spans, cap_spans;   /* used, allocated */
+    struct ex_comm_req **reqs;   /* started all-gathers, slot i is request handle i + 1 (NULL: free
+                                    or nothing to wait for) */
+    bool *req_busy;           /* slot i holds a started, not yet waited all-gather */
+    int cap_reqs;             /* slots allocated */
 };
 
 static int64_t now_ns(void)
@@ -246,6 +251,10 @@ static void cpu_close(struct ex_dev *d)
     }
     pthread_mutex_destroy(&d->mu);
     free(d->spans);
+    for (int i = 0; i < d->cap_reqs; i++)   /* a failed run's: MPI_Abort or MPI_Finalize follows */
+        ex_comm_req_free(d->reqs[i]);
+    free(d->reqs);
+    free(d->req_busy);
     free(d);
 }
 
@@ -480,9 +489,45 @@ static int cpu_reduce_scatter(struct ex_dev *d, void *buf, int64_t count, enum k
     return ex_comm_reduce_scatter(d->comm, buf, count, t, e);
 }
 
-static int cpu_allgather(struct ex_dev *d, void *buf, int64_t bytes, struct rl_err *e)
+static int cpu_allgather_start(struct ex_dev *d, void *buf, int64_t bytes, uint64_t *req, struct rl_err *e)
 {
-    return ex_comm_allgather(d->comm, buf, buf, bytes, e);
+    RL_TRY(cpu_sync(d, EX_STREAM_COMM, e));   /* this rank's part has been written */
+    int i = 0;
+    while (i < d->cap_reqs && d->req_busy[i])
+        i++;
+    if (i == d->cap_reqs) {
+        int cap = d->cap_reqs;
+        if (rl_grow(&d->reqs, &cap, sizeof *d->reqs, i + 1, 8) ||
+            rl_grow(&d->req_busy, &d->cap_reqs, sizeof *d->req_busy, i + 1, 8))
+            return rl_errf(e, RL_ENOMEM, "out of host memory for an all-gather request");
+        for (int j = i; j < d->cap_reqs; j++) {
+            d->reqs[j] = NULL;
+            d->req_busy[j] = false;
+        }
+    }
+    RL_TRY(ex_comm_iallgather(d->comm, buf, bytes, &d->reqs[i], e));
+    d->req_busy[i] = true;
+    *req = (uint64_t)i + 1;
+    return 0;
+}
+
+static int cpu_allgather_test(struct ex_dev *d, uint64_t req, bool *done, struct rl_err *e)
+{
+    if (req < 1 || req > (uint64_t)d->cap_reqs || !d->req_busy[req - 1])
+        return rl_errf(e, RL_EINTERNAL, "cpu backend: all-gather request %llu was not started",
+                       (unsigned long long)req);
+    return ex_comm_test(d->comm, d->reqs[req - 1], done, e);
+}
+
+static int cpu_allgather_wait(struct ex_dev *d, uint64_t req, struct rl_err *e)
+{
+    if (req < 1 || req > (uint64_t)d->cap_reqs || !d->req_busy[req - 1])
+        return rl_errf(e, RL_EINTERNAL, "cpu backend: all-gather request %llu was not started",
+                       (unsigned long long)req);
+    struct ex_comm_req *q = d->reqs[req - 1];
+    d->reqs[req - 1] = NULL;
+    d->req_busy[req - 1] = false;
+    return ex_comm_wait(d->comm, q, e);   /* frees q */
 }
 
 const struct ex_backend ex_backend_cpu = {
@@ -504,7 +549,9 @@ const struct ex_backend ex_backend_cpu = {
     .gemm = cpu_gemm,
     .sync = cpu_sync,
     .reduce_scatter = cpu_reduce_scatter,
-    .allgather = cpu_allgather,
+    .allgather_start = cpu_allgather_start,
+    .allgather_test = cpu_allgather_test,
+    .allgather_wait = cpu_allgather_wait,
     .event_record = cpu_event_record,
     .event_wait = cpu_event_wait,
     .tag = cpu_tag,

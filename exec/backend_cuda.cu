@@ -45,6 +45,9 @@ struct ex_dev {
     ncclComm_t nccl;                /* NULL with one rank */
     int64_t *count_d;               /* device counter for nonfinite */
     cudaEvent_t ev[64];             /* event ring for event_record / event_wait */
+    cudaEvent_t *gev;               /* all-gather events: slot i is request handle i + 1 */
+    bool *gev_busy;                 /* slot i marks a started, not yet waited all-gather */
+    int cap_gev;                    /* slots allocated (events created on first use) */
     uint64_t n_ev;                  /* events recorded since open */
     int64_t capacity_bytes;         /* 0: the GPU's */
     /* CUDA-event timing of tagged operations (tag, take_spans) */
@@ -280,6 +283,11 @@ static void cu_close(struct ex_dev *d)
     for (int i = 0; i < 64; i++)
         if (d->ev[i])
             cudaEventDestroy(d->ev[i]);
+    for (int i = 0; i < d->cap_gev; i++)
+        if (d->gev[i])
+            cudaEventDestroy(d->gev[i]);
+    free(d->gev);
+    free(d->gev_busy);
     for (int i = 0; i < d->n_timed; i++) {
         cudaEventDestroy(d->timed[i].start);
         cudaEventDestroy(d->timed[i].end);
@@ -489,14 +497,56 @@ static int cu_reduce_scatter(struct ex_dev *d, void *buf, int64_t count, enum ke
     return nccl_async_check(d, e);
 }
 
-static int cu_allgather(struct ex_dev *d, void *buf, int64_t bytes, struct rl_err *e)
+/* NCCL in place on the communication stream, after this rank's part was written there; an
+ * event after it, waited for by cu_allgather_wait (the compute stream is synchronised per block,
+ * so the host waiting for the event orders the block's compute after its gather). */
+static int cu_allgather_start(struct ex_dev *d, void *buf, int64_t bytes, uint64_t *req, struct rl_err *e)
 {
-    if (!d->nccl)
-        return 0;
-    char *mine = (char *)buf + (int64_t)d->comm->rank * bytes;
-    NCCL_TRY(ncclAllGather(mine, buf, (size_t)bytes, ncclUint8, d->nccl, d->stream[EX_STREAM_COMM]));
-    CU_TRY(cudaStreamSynchronize(d->stream[EX_STREAM_COMM]));
-    return nccl_async_check(d, e);
+    int i = 0;
+    while (i < d->cap_gev && d->gev_busy[i])
+        i++;
+    if (i == d->cap_gev) {
+        int cap = d->cap_gev;
+        if (rl_grow(&d->gev, &cap, sizeof *d->gev, i + 1, 8) ||
+            rl_grow(&d->gev_busy, &d->cap_gev, sizeof *d->gev_busy, i + 1, 8))
+            return rl_errf(e, RL_ENOMEM, "out of host memory for an all-gather event");
+        for (int j = i; j < d->cap_gev; j++) {
+            d->gev[j] = NULL;
+            d->gev_busy[j] = false;
+        }
+    }
+    if (!d->gev[i])
+        CU_TRY(cudaEventCreateWithFlags(&d->gev[i], cudaEventDisableTiming));
+    if (d->nccl) {
+        char *mine = (char *)buf + (int64_t)d->comm->rank * bytes;
+        NCCL_TRY(ncclAllGather(mine, buf, (size_t)bytes, ncclUint8, d->nccl, d->stream[EX_STREAM_COMM]));
+    }
+    CU_TRY(cudaEventRecord(d->gev[i], d->stream[EX_STREAM_COMM]));
+    d->gev_busy[i] = true;
+    *req = (uint64_t)i + 1;
+    return 0;
+}
+
+static int cu_allgather_test(struct ex_dev *d, uint64_t req, bool *done, struct rl_err *e)
+{
+    if (req < 1 || req > (uint64_t)d->cap_gev || !d->gev_busy[req - 1])
+        return rl_errf(e, RL_EINTERNAL, "cuda backend: all-gather request %llu was not started",
+                       (unsigned long long)req);
+    cudaError_t rc = cudaEventQuery(d->gev[req - 1]);
+    if (rc != cudaSuccess && rc != cudaErrorNotReady)
+        CU_TRY(rc);
+    *done = rc == cudaSuccess;
+    return 0;
+}
+
+static int cu_allgather_wait(struct ex_dev *d, uint64_t req, struct rl_err *e)
+{
+    if (req < 1 || req > (uint64_t)d->cap_gev || !d->gev_busy[req - 1])
+        return rl_errf(e, RL_EINTERNAL, "cuda backend: all-gather request %llu was not started",
+                       (unsigned long long)req);
+    d->gev_busy[req - 1] = false;
+    CU_TRY(cudaEventSynchronize(d->gev[req - 1]));
+    return d->nccl ? nccl_async_check(d, e) : 0;
 }
 
 /* Event ids are 1-based counts; the ring keeps the last 64, enough for a double buffer. */
@@ -552,5 +602,6 @@ static int cu_take_spans(struct ex_dev *d, struct step_span *out, int max)
 extern "C" const struct ex_backend ex_backend_cuda = {
     "cuda", cu_open, cu_close, cu_mem, cu_dev_alloc, cu_dev_free, cu_host_alloc, cu_host_free, cu_copy, cu_adam,
     cu_scale, cu_narrow, cu_widen, cu_shares, cu_nonfinite, cu_gemm, cu_sync, cu_event_record, cu_event_wait,
-    cu_tag, cu_take_spans, cu_reduce_scatter, cu_allgather,
+    cu_tag, cu_take_spans, cu_reduce_scatter, cu_allgather_start, cu_allgather_test,
+    cu_allgather_wait,
 };

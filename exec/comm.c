@@ -173,6 +173,73 @@ int ex_comm_allgather(struct ex_comm *c, const void *in, void *out, int64_t byte
     return 0;
 }
 
+#ifdef RL_HAVE_MPI
+/* A started non-blocking collective. */
+struct ex_comm_req {
+    MPI_Request req;   /* MPI's handle */
+};
+#endif
+
+int ex_comm_iallgather(struct ex_comm *c, void *buf, int64_t bytes, struct ex_comm_req **req, struct rl_err *e)
+{
+    *req = NULL;
+    if (bytes > INT32_MAX)
+        return rl_errf(e, RL_EINTERNAL, "all-gather of %lld bytes per rank exceeds MPI's int count",
+                       (long long)bytes);
+#ifdef RL_HAVE_MPI
+    if (c->mpi && c->size > 1) {
+        struct ex_comm_req *q = malloc(sizeof *q);
+        if (!q)
+            return rl_errf(e, RL_ENOMEM, "out of host memory for an all-gather request");
+        int rc = MPI_Iallgather(MPI_IN_PLACE, (int)bytes, MPI_BYTE, buf, (int)bytes, MPI_BYTE, comm_of(c), &q->req);
+        if (rc != MPI_SUCCESS) {
+            free(q);
+            return mpi_err(e, rc, "MPI_Iallgather");
+        }
+        *req = q;
+        return 0;
+    }
+#endif
+    (void)c;
+    (void)buf;
+    return 0;
+}
+
+int ex_comm_test(struct ex_comm *c, struct ex_comm_req *req, bool *done, struct rl_err *e)
+{
+    (void)c;
+    *done = true;
+    if (!req)
+        return 0;
+#ifdef RL_HAVE_MPI
+    int flag = 0;
+    MPI_TRY(MPI_Test(&req->req, &flag, MPI_STATUS_IGNORE), "MPI_Test (all-gather)");
+    *done = flag != 0;
+#endif
+    (void)e;
+    return 0;
+}
+
+int ex_comm_wait(struct ex_comm *c, struct ex_comm_req *req, struct rl_err *e)
+{
+    (void)c;
+    if (!req)
+        return 0;
+#ifdef RL_HAVE_MPI
+    int rc = MPI_Wait(&req->req, MPI_STATUS_IGNORE);
+    free(req);
+    if (rc != MPI_SUCCESS)
+        return mpi_err(e, rc, "MPI_Wait (all-gather)");
+#endif
+    (void)e;
+    return 0;
+}
+
+void ex_comm_req_free(struct ex_comm_req *req)
+{
+    free(req);
+}
+
 int ex_comm_bcast(struct ex_comm *c, void *buf, int64_t bytes, struct rl_err *e)
 {
     if (bytes > INT32_MAX)

@@ -53,6 +53,18 @@ int ex_comm_reduce_scatter(struct ex_comm *c, void *buf, int64_t count, enum ker
 /* Gathers `bytes` from each rank into out (rank order) on every rank; out holds size x bytes.
  * in == out: in place, this rank's bytes are already at out + rank x bytes. */
 int ex_comm_allgather(struct ex_comm *c, const void *in, void *out, int64_t bytes, struct rl_err *e);
+/* The same, in place and non-blocking (MPI_Iallgather): *req names it for ex_comm_wait (NULL
+ * when there is nothing to wait for: one rank, no MPI). Progress happens inside MPI calls (this
+ * start, other collectives, the wait); call every ex_comm_* from one thread. */
+struct ex_comm_req;
+int ex_comm_iallgather(struct ex_comm *c, void *buf, int64_t bytes, struct ex_comm_req **req, struct rl_err *e);
+/* *done: the started all-gather req has completed (MPI_Test; it also progresses it); req stays
+ * valid for ex_comm_wait, which then returns at once. NULL: done. */
+int ex_comm_test(struct ex_comm *c, struct ex_comm_req *req, bool *done, struct rl_err *e);
+/* Waits for a started all-gather and frees req (NULL: returns 0). */
+int ex_comm_wait(struct ex_comm *c, struct ex_comm_req *req, struct rl_err *e);
+/* Frees a request not waited for (a failed run; its buffer must outlive the process). */
+void ex_comm_req_free(struct ex_comm_req *req);
 /* Broadcast of bytes from rank 0 (the NCCL unique id). */
 int ex_comm_bcast(struct ex_comm *c, void *buf, int64_t bytes, struct rl_err *e);
 /* Variable-size gather to rank 0: out (malloc'd, only on rank 0) receives every rank's bytes in
@@ -151,6 +163,8 @@ struct ex_result {
     int64_t total_numel;            /* global elements (model, unpadded) */
     uint32_t digest;                /* crc32 of master | m | v | 16-bit params in global order */
     bool ledger_ok;                 /* every buffer equals the ledger to the byte */
+    int64_t prefetch_depth;         /* ZeRO-3 prefetch: blocks gathered ahead of the compute */
+    int gather_buffers;             /* gather buffers of the largest block allocated: depth + 1 */
     int critical_rank;              /* the rank with the longest step */
     struct ex_rank_result *ranks;   /* world entries, filled on rank 0 only (NULL elsewhere) */
     struct ex_rank_result self;     /* this rank */

@@ -43,6 +43,15 @@ struct ex__tspan {
     int64_t value;                   /* samples: bytes */
 };
 
+/* A block's all-gather, started ahead of its compute (ZeRO-3 prefetch). */
+struct ex_gather {
+    bool started;                    /* started and not yet waited for */
+    uint64_t req;                    /* the backend's handle */
+    int64_t t0_ns;                   /* when its start was issued */
+    int64_t t1_ns;                   /* when it was first seen complete (0: not yet) */
+    int64_t bytes;                   /* gathered bytes (all ranks) */
+};
+
 struct ex_run {
     const struct plan *p;            /* the plan (exec ledger) */
     const struct ex_opts *o;         /* options */
@@ -73,8 +82,12 @@ struct ex_run {
     void *flat_grad;                 /* deepspeed-0.12: P x 16-bit pinned flat gradient buffer */
     void *dev16;                     /* deepspeed-0.12: one bucket's 16-bit gradients, device */
     void *pageable16;                /* deepspeed-0.12: pageable staging, host */
-    void *gathered;                  /* the gathered block, device */
-    int64_t gathered_bytes;          /* its size */
+    void *gathered;                  /* gather_buffers gathered blocks, device, one after the other */
+    int64_t gathered_bytes;          /* one gather buffer: the largest block's partitions x W */
+    int64_t prefetch_depth;          /* blocks gathered ahead of the compute (plan/step.h, capped at
+                                        nblocks - 1) */
+    int gather_buffers;              /* gather buffers: prefetch_depth + 1 (plan/step.h) */
+    struct ex_gather *ag;            /* per block: its started all-gather */
     float *act, *act_out, *wscratch; /* --compute gemm scratch, device */
     int64_t tokens;                  /* micro_batch x seq */
     struct ex_gemm *gemms;           /* --compute gemm: every block's GEMMs (exec/compute.c) */

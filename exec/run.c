@@ -123,6 +123,22 @@ static int build_maps(struct ex_run *r, struct rl_err *e)
     if (!r->blocks)
         return rl_errf(e, RL_ENOMEM, "out of host memory for the block list");
     r->nblocks = ex_model_blocks(m, r->blocks);
+    r->ag = calloc((size_t)r->nblocks + 1, sizeof *r->ag);
+    if (!r->ag)
+        return rl_errf(e, RL_ENOMEM, "out of host memory for the all-gather list");
+    /* ZeRO-3 prefetch: the simulator's depth (plan/step.h) over the largest block before
+     * partitioning; a pass cannot gather further ahead than its last block. */
+    int64_t max_block = 0;
+    for (int b = 0; b < r->nblocks; b++) {
+        int64_t n = 0;
+        for (int t = r->blocks[b]; t < r->blocks[b + 1]; t++)
+            n += r->tm[t].n;
+        max_block = n > max_block ? n : max_block;
+    }
+    r->prefetch_depth = step_prefetch_depth(p->zero.prefetch_bucket_size, max_block);
+    if (r->prefetch_depth > r->nblocks - 1)
+        r->prefetch_depth = r->nblocks > 1 ? r->nblocks - 1 : 0;
+    r->gather_buffers = (int)step_gather_buffers(r->prefetch_depth);
     return 0;
 }
 
@@ -175,7 +191,7 @@ static void free_bufs(struct ex_run *r)
     }
 }
 
-/* Device bytes of the gathered block: the largest block's partitions, W times. */
+/* Device bytes of one gather buffer: the largest block's partitions, W times. */
 static int64_t gather_bytes(const struct ex_run *r)
 {
     int64_t gather = 0;
@@ -189,12 +205,12 @@ static int64_t gather_bytes(const struct ex_run *r)
     return gather * r->W * r->mdb;
 }
 
-/* Device bytes the run needs besides the ledger: the gathered block, for deepspeed-0.12 the copy
- * of a bucket's gradients brought back from the host, for overlap with a 16-bit reduce-scatter
- * the widened sums of one flush. */
+/* Device bytes the run needs besides the ledger: the gather buffers (prefetch depth + 1), for
+ * deepspeed-0.12 the copy of a bucket's gradients brought back from the host, for overlap with a
+ * 16-bit reduce-scatter the widened sums of one flush. */
 static int64_t transient_device_bytes(const struct ex_run *r, int64_t bucket_rank_numel)
 {
-    int64_t bytes = gather_bytes(r);
+    int64_t bytes = r->gather_buffers * gather_bytes(r);
     if (r->o->schedule == STEP_SCHED_DS012)
         bytes += bucket_rank_numel * r->mdb;
     else if (r->cdb == 2)
@@ -284,7 +300,7 @@ static int allocate(struct ex_run *r, struct rl_err *e)
         (rc = alloc_buf(r, "comm_widened_sums", D, r->bucket_rank_numel * 4, (void **)&r->comm32, true, e)))
         return rc;
     int64_t gather = gather_bytes(r);
-    if ((rc = alloc_buf(r, "gathered_params", D, gather, &r->gathered, true, e)))
+    if ((rc = alloc_buf(r, "gathered_params", D, r->gather_buffers * gather, &r->gathered, true, e)))
         return rc;
     r->gathered_bytes = gather;
     return 0;
@@ -422,10 +438,9 @@ static void trace_add(struct ex_run *r, int64_t t0, int64_t t1, int ph, int64_t 
                                                   .phase = ph, .rank = r->k, .value = value};
 }
 
-/* Records the span [t0, now) of phase ph and the bytes it moved. */
-static void phase_add(struct ex_run *r, int ph, int64_t t0, int64_t bytes)
+/* Records the span [t0, t1) of phase ph and the bytes it moved. */
+static void span_add(struct ex_run *r, int ph, int64_t t0, int64_t t1, int64_t bytes)
 {
-    int64_t t1 = ex__now_ns();
     r->ph_bytes[ph] += bytes;
     if (rl_grow(&r->spans, &r->cap_spans, sizeof *r->spans, r->n_spans + 1, 256)) {
         r->span_oom = true;
@@ -434,6 +449,12 @@ static void phase_add(struct ex_run *r, int ph, int64_t t0, int64_t bytes)
     r->spans[r->n_spans++] = (struct step_span){.start_ns = t0, .end_ns = t1, .phase = ph};
     if (r->o->trace_path)
         trace_add(r, t0, t1, ph, 0);
+}
+
+/* Records the span [t0, now) of phase ph and the bytes it moved. */
+static void phase_add(struct ex_run *r, int ph, int64_t t0, int64_t bytes)
+{
+    span_add(r, ph, t0, ex__now_ns(), bytes);
 }
 
 /* An asynchronous copy's bytes; its time comes from the backend (take_spans) when it has one,
@@ -479,24 +500,70 @@ static int block_compute(struct ex_run *r, int b, int times, struct rl_err *e)
     return r->be->sync(r->dev, EX_STREAM_COMPUTE, e);
 }
 
-/* All-gather of block b's 16-bit partitions into the gathered buffer. */
-static int block_gather(struct ex_run *r, int b, struct rl_err *e)
+/* Starts the all-gather of block b's 16-bit partitions into gather buffer `slot`: this rank's
+ * partitions packed into its place (communication stream), then the in-place all-gather. */
+static int gather_start(struct ex_run *r, int b, int slot, struct rl_err *e)
 {
-    int64_t t0 = ex__now_ns(), off = 0;
-    char *mine = (char *)r->gathered;   /* packed into slot 0 first, then gathered in place */
-    int64_t per = 0;
+    struct ex_gather *g = &r->ag[b];
+    g->t0_ns = ex__now_ns();
+    char *buf = (char *)r->gathered + (int64_t)slot * r->gathered_bytes;
+    int64_t per = 0, off = 0;
     for (int t = r->blocks[b]; t < r->blocks[b + 1]; t++)
         per += r->tm[t].s;
-    char *slot = mine + (int64_t)r->k * per * r->mdb;
+    char *mine = buf + (int64_t)r->k * per * r->mdb;
     for (int t = r->blocks[b]; t < r->blocks[b + 1]; t++) {
-        RL_TRY(r->be->copy(r->dev, slot + off * r->mdb, (char *)r->param16 + r->tm[t].foff * r->mdb,
-                        r->tm[t].s * r->mdb, EX_D2D, EX_STREAM_COMM, e));
+        RL_TRY(r->be->copy(r->dev, mine + off * r->mdb, (char *)r->param16 + r->tm[t].foff * r->mdb,
+                           r->tm[t].s * r->mdb, EX_D2D, EX_STREAM_COMM, e));
         off += r->tm[t].s;
     }
-    RL_TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
-    RL_TRY(r->be->allgather(r->dev, mine, per * r->mdb, e));   /* in place: slot k is ours */
-    phase_add(r, STEP_PH_ALLGATHER, t0, per * r->mdb * r->W);
+    RL_TRY(r->be->allgather_start(r->dev, buf, per * r->mdb, &g->req, e));
+    g->started = true;
+    g->t1_ns = 0;
+    g->bytes = per * r->mdb * r->W;
     return 0;
+}
+
+/* Notes the completion time of every started all-gather that has completed by now (and, on the
+ * cpu backend, progresses them: MPI_Test). Called after a block's compute and before a
+ * reduce-scatter, so a gather's span ends where it was first seen complete. */
+static int gathers_poll(struct ex_run *r, struct rl_err *e)
+{
+    for (int b = 0; b < r->nblocks; b++) {
+        struct ex_gather *g = &r->ag[b];
+        if (!g->started || g->t1_ns)
+            continue;
+        bool done = false;
+        RL_TRY(r->be->allgather_test(r->dev, g->req, &done, e));
+        if (done)
+            g->t1_ns = ex__now_ns();
+    }
+    return 0;
+}
+
+/* Waits for block b's all-gather. Its span runs from the start's issue to its completion (seen
+ * by a poll, or now): the part behind the previous block's compute counts as overlapped. */
+static int gather_wait(struct ex_run *r, int b, struct rl_err *e)
+{
+    struct ex_gather *g = &r->ag[b];
+    if (!g->started)
+        return rl_errf(e, RL_EINTERNAL, "block %d computed before its all-gather was started", b);
+    g->started = false;
+    RL_TRY(r->be->allgather_wait(r->dev, g->req, e));
+    span_add(r, STEP_PH_ALLGATHER, g->t0_ns, g->t1_ns ? g->t1_ns : ex__now_ns(), g->bytes);
+    return 0;
+}
+
+/* Before the compute of the block at position i of a pass (forward: block i; backward: block
+ * nblocks - 1 - i): the all-gathers of positions up to i + prefetch_depth are started (those
+ * not yet), position j into gather buffer j mod (depth + 1), whose previous block (position
+ * j - depth - 1 <= i - 1) has computed; then block i's own is waited for. *next: the first
+ * position not yet started. */
+static int gather_for(struct ex_run *r, bool forward, int i, int *next, struct rl_err *e)
+{
+    int last = i + (int)r->prefetch_depth < r->nblocks - 1 ? i + (int)r->prefetch_depth : r->nblocks - 1;
+    for (; *next <= last; (*next)++)
+        RL_TRY(gather_start(r, forward ? *next : r->nblocks - 1 - *next, *next % r->gather_buffers, e));
+    return gather_wait(r, forward ? i : r->nblocks - 1 - i, e);
 }
 
 /* Delivers a reduced range (device pointer src: fp32; src16: the model dtype, deepspeed-0.12 with a
@@ -591,6 +658,7 @@ static int flush(struct ex_run *r, int64_t it, struct rl_err *e)
     }
     RL_TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
     phase_add(r, STEP_PH_BACKWARD, t0, 0);
+    RL_TRY(gathers_poll(r, e));   /* the prefetched gathers' spans end before the reduce-scatter */
     t0 = ex__now_ns();
     void *sums = NULL;
     RL_TRY(r->be->reduce_scatter(r->dev, r->bucket, cnt, r->cd, &sums, e));
@@ -642,17 +710,21 @@ static int bucket_add(struct ex_run *r, int t, int64_t it, struct rl_err *e)
 
 static int forward_backward(struct ex_run *r, int64_t it, struct rl_err *e)
 {
+    int next = 0;
     for (int b = 0; b < r->nblocks; b++) {
-        RL_TRY(block_gather(r, b, e));
+        RL_TRY(gather_for(r, true, b, &next, e));
         int64_t t0 = ex__now_ns();
         RL_TRY(block_compute(r, b, 1, e));
         phase_add(r, STEP_PH_FORWARD, t0, 0);
+        RL_TRY(gathers_poll(r, e));
     }
+    next = 0;
     for (int b = r->nblocks - 1; b >= 0; b--) {
-        RL_TRY(block_gather(r, b, e));
+        RL_TRY(gather_for(r, false, r->nblocks - 1 - b, &next, e));
         int64_t t0 = ex__now_ns();
         RL_TRY(block_compute(r, b, ex_block_backward_passes(r->p->model, r->blocks, b, r->o->checkpoint_activations), e));
         phase_add(r, STEP_PH_BACKWARD, t0, 0);
+        RL_TRY(gathers_poll(r, e));
         for (int t = r->blocks[b + 1] - 1; t >= r->blocks[b]; t--)
             RL_TRY(bucket_add(r, t, it, e));
     }
@@ -1068,6 +1140,8 @@ int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, str
     int rc = r.be->open(&r.dev, c, lr ? atoi(lr) : 0, o->device_mem_bytes, e);
     if (!rc) {
         rc = run_all(&r, res, e);
+        res->prefetch_depth = r.prefetch_depth;
+        res->gather_buffers = r.gather_buffers;
         /* Rank 0 collects every rank's figures. */
         if (!rc) {
             void *all = NULL;
@@ -1091,6 +1165,7 @@ int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, str
     free(r.tm);
     free(r.seg);
     free(r.blocks);
+    free(r.ag);
     free(r.gemms);
     free(r.gemm_first);
     free(r.items);

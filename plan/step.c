@@ -1,5 +1,5 @@
 /* plan/step.c — the step vocabulary: schedule and phase names, the breakdown of spans, the
- * chunking of the CPU share. */
+ * chunking of the CPU share, the prefetch depth. */
 #include <stdlib.h>
 
 #include "plan/step.h"
@@ -104,4 +104,15 @@ int64_t step_chunk_count(int64_t cpu_numel, int64_t chunk_numel)
         return 0;
     int64_t chunk = step_chunk_numel(cpu_numel, chunk_numel);
     return (cpu_numel + chunk - 1) / chunk;
+}
+
+int64_t step_prefetch_depth(int64_t prefetch_bucket_size, int64_t max_block_numel)
+{
+    int64_t depth = max_block_numel > 0 ? prefetch_bucket_size / max_block_numel : 1;
+    return depth < 1 ? 1 : depth;
+}
+
+int64_t step_gather_buffers(int64_t depth)
+{
+    return depth + 1;
 }

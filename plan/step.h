@@ -4,7 +4,8 @@
  *   - the schedules (how the optimizer step is ordered against the rest of the step);
  *   - the phases of a step, in the priority order that attributes exposed time;
  *   - the busy / exposed / overlapped breakdown of a set of spans;
- *   - the chunking of the CPU share in the overlap schedule.
+ *   - the chunking of the CPU share in the overlap schedule;
+ *   - the ZeRO-3 prefetch depth and the gather buffers it keeps live.
  * Pure computation: no printing, no clock, no hardware. */
 #ifndef RL_PLAN_STEP_H
 #define RL_PLAN_STEP_H
@@ -82,5 +83,15 @@ int step_breakdown(const struct step_span *s, int n, int64_t t0_ns, int64_t t1_n
 int64_t step_chunk_numel(int64_t cpu_numel, int64_t chunk_numel);
 /* Chunks of the CPU share: ceil(cpu_numel / step_chunk_numel(...)); 0 for an empty share. */
 int64_t step_chunk_count(int64_t cpu_numel, int64_t chunk_numel);
+
+/* ZeRO-3 prefetch (stage3_prefetch_bucket_size, elements): the blocks gathered ahead of the
+ * block being computed, prefetch_bucket_size / max_block_numel and at least 1 (also when
+ * max_block_numel <= 0). max_block_numel is the largest block's elements before ZeRO
+ * partitioning (a block: the parameters of one transformer layer, or those before / after the
+ * layers). */
+int64_t step_prefetch_depth(int64_t prefetch_bucket_size, int64_t max_block_numel);
+/* Gather buffers of max_block_numel elements live at once: the block being computed and the
+ * `depth` prefetched ones, depth + 1. */
+int64_t step_gather_buffers(int64_t depth);
 
 #endif

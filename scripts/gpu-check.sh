@@ -43,6 +43,13 @@ fi
 build/ratiolab run $ex --ratio 0.5 --backend cuda --comm-dtype fp16 --hash > "$out/run_cuda_fp16.log" 2>&1
 grep -q "^digest ${ref:-none}\$" "$out/run_cuda_fp16.log" || { echo "executor: --comm-dtype fp16 on cuda"; rc=1; }
 build/ratiolab run $ex --ratio 0.5 --backend cuda --json > "$out/run_cuda.json" 2>&1 || rc=1
+# ZeRO-3 prefetch on cuda (all-gathers on the communication stream, an event after each): a deep
+# prefetch (stage3_prefetch_bucket_size 1e9) changes no bit.
+printf '{"zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": 1e9, "offload_optimizer": {"device": "cpu", "ratio": 0.5}}, "fp16": {"enabled": true}}\n' \
+  > "$out/prefetch.json"
+build/ratiolab run $ex --backend cuda --ds-config "$out/prefetch.json" --hash > "$out/run_cuda_prefetch.log" 2>&1
+grep -q "^digest ${ref:-none}\$" "$out/run_cuda_prefetch.log" && grep -q '^prefetch ' "$out/run_cuda_prefetch.log" \
+  || { echo "executor: prefetch on cuda"; rc=1; }
 for ph in gpu_adam grad_d2h param_h2d; do
   grep -A1 "\"$ph\": {" "$out/run_cuda.json" | grep -Eq '"busy_ns": [1-9]' \
     || { echo "executor: phase $ph has no CUDA-event time"; rc=1; }

@@ -304,6 +304,60 @@ START_TEST(ledger_equals_plan_on_every_rank)
 }
 END_TEST
 
+/* ZeRO-3 prefetch: stage3_prefetch_bucket_size 1 (depth 1) and 1e9 (1e5 after --scale: depth
+ * 14 over the largest block of 6,728 elements) change no bit on 1 and 2 ranks; the depth is
+ * floor(bucket / largest block) (at least 1), the gather buffers depth + 1 of the largest
+ * block, and the prefetched all-gathers run behind the compute (overlapped time > 0; gathered
+ * only when needed, none would overlap: the spans are sequential on the calling thread). */
+START_TEST(prefetch_changes_no_bit_and_overlaps)
+{
+    char ref[9];
+    reference("--ratio 0.3 --steps 2", ref);
+    static const char *const buckets[] = {"1", "1e9"};
+    int64_t largest = 0;   /* elements of the largest block, from the one-rank gather buffers */
+    for (int w = 1; w <= 2; w++)
+        for (int i = 0; i < 2; i++) {
+            char cfg[200];
+            snprintf(cfg, sizeof cfg, "{\"zero_optimization\": {\"stage\": 3, \"stage3_prefetch_bucket_size\": "
+                     "%s, \"offload_optimizer\": {\"device\": \"cpu\", \"ratio\": 0.3}}, "
+                     "\"fp16\": {\"enabled\": true}}", buckets[i]);
+            tu_write("prefetch.json", cfg);
+            struct tu_run r;
+            tu_sh(&r, MPIRUN " -np %d '%s' run " SMALL " --steps 2 --ds-config prefetch.json --json", w, tu_bin());
+            ck_assert_msg(r.status == 0, "prefetch %s on %d ranks: %s", buckets[i], w, r.err);
+            json_error_t je;
+            json_t *o = json_loads(r.out, 0, &je);
+            ck_assert_msg(o, "not JSON (%s): %s", je.text, r.out);
+            ck_assert_msg(strcmp(json_string_value(json_object_get(o, "digest")), ref) == 0,
+                          "prefetch %s on %d ranks: digest %s, reference %s", buckets[i], w,
+                          json_string_value(json_object_get(o, "digest")), ref);
+            json_int_t depth = json_integer_value(json_object_get(o, "prefetch_depth"));
+            json_int_t nbuf = json_integer_value(json_object_get(o, "gather_buffers"));
+            ck_assert_int_eq(nbuf, depth + 1);
+            json_t *bufs = json_object_get(json_array_get(json_object_get(o, "ranks"), 0), "buffers");
+            int64_t gathered = -1;
+            for (size_t j = 0; j < json_array_size(bufs); j++)
+                if (strcmp(json_string_value(json_object_get(json_array_get(bufs, j), "name")), "gathered_params") == 0)
+                    gathered = json_integer_value(json_object_get(json_array_get(bufs, j), "bytes"));
+            ck_assert_int_gt(gathered, 0);
+            if (w == 1 && i == 0)
+                largest = gathered / nbuf / 2;   /* one rank: a buffer is the largest block, 16-bit */
+            /* W ranks: each buffer holds W partitions of ceil(n / W) elements per tensor */
+            ck_assert_int_ge(gathered, nbuf * largest * 2);
+            ck_assert_int_lt(gathered, nbuf * (largest + 64 * w) * 2);
+            int64_t bucket = i == 0 ? 1 : 100000;   /* 1e9 / --scale 10000 */
+            ck_assert_int_eq(depth, bucket / largest > 1 ? bucket / largest : 1);
+            ck_assert_int_ge(depth, i == 0 ? 1 : 3);
+            json_t *ag = json_object_get(json_object_get(json_object_get(o, "measurement"), "phases"), "allgather");
+            ck_assert_msg(json_integer_value(json_object_get(ag, "overlapped_ns")) > 0,
+                          "prefetch %s on %d ranks: no all-gather time behind the compute", buckets[i], w);
+            json_decref(o);
+            tu_run_free(&r);
+        }
+    ck_assert_int_eq(largest, 6728);
+}
+END_TEST
+
 /* --compute gemm makes the time real and changes no bit. */
 START_TEST(gemm_compute_changes_no_bit)
 {
@@ -539,6 +593,7 @@ Suite *exec_suite(void)
     tcase_add_test(t, checkpoint_continues_on_other_world_and_ratio);
     tcase_add_test(t, checkpoint_corrupt_or_truncated_is_refused);
     tcase_add_test(t, ledger_equals_plan_on_every_rank);
+    tcase_add_test(t, prefetch_changes_no_bit_and_overlaps);
     tcase_add_test(t, gemm_compute_changes_no_bit);
     tcase_add_test(t, gemm_flops_equal_the_simulator);
     tcase_add_test(t, trace_has_a_process_per_rank);
