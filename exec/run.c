@@ -135,9 +135,7 @@ static int build_maps(struct ex_run *r, struct rl_err *e)
             n += r->tm[t].n;
         max_block = n > max_block ? n : max_block;
     }
-    r->prefetch_depth = step_prefetch_depth(p->zero.prefetch_bucket_size, max_block);
-    if (r->prefetch_depth > r->nblocks - 1)
-        r->prefetch_depth = r->nblocks > 1 ? r->nblocks - 1 : 0;
+    r->prefetch_depth = step_prefetch_depth(p->zero.prefetch_bucket_size, max_block, r->nblocks);
     r->gather_buffers = (int)step_gather_buffers(r->prefetch_depth);
     return 0;
 }

@@ -106,10 +106,11 @@ int64_t step_chunk_count(int64_t cpu_numel, int64_t chunk_numel)
     return (cpu_numel + chunk - 1) / chunk;
 }
 
-int64_t step_prefetch_depth(int64_t prefetch_bucket_size, int64_t max_block_numel)
+int64_t step_prefetch_depth(int64_t prefetch_bucket_size, int64_t max_block_numel, int64_t n_blocks)
 {
     int64_t depth = max_block_numel > 0 ? prefetch_bucket_size / max_block_numel : 1;
-    return depth < 1 ? 1 : depth;
+    depth = depth < 1 ? 1 : depth;
+    return depth < n_blocks - 1 ? depth : n_blocks > 1 ? n_blocks - 1 : 0;
 }
 
 int64_t step_gather_buffers(int64_t depth)

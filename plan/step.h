@@ -86,10 +86,11 @@ int64_t step_chunk_count(int64_t cpu_numel, int64_t chunk_numel);
 
 /* ZeRO-3 prefetch (stage3_prefetch_bucket_size, elements): the blocks gathered ahead of the
  * block being computed, prefetch_bucket_size / max_block_numel and at least 1 (also when
- * max_block_numel <= 0). max_block_numel is the largest block's elements before ZeRO
+ * max_block_numel <= 0), but never more than the n_blocks - 1 a pass has ahead of its first
+ * block (0 for a single block). max_block_numel is the largest block's elements before ZeRO
  * partitioning (a block: the parameters of one transformer layer, or those before / after the
  * layers). */
-int64_t step_prefetch_depth(int64_t prefetch_bucket_size, int64_t max_block_numel);
+int64_t step_prefetch_depth(int64_t prefetch_bucket_size, int64_t max_block_numel, int64_t n_blocks);
 /* Gather buffers of max_block_numel elements live at once: the block being computed and the
  * `depth` prefetched ones, depth + 1. */
 int64_t step_gather_buffers(int64_t depth);

@@ -290,7 +290,7 @@ static int memory(const struct plan *p, const struct sim_hw *hw, const struct si
      * ahead, bounded by max_live_parameters; with dp == 1 the partition is the whole tensor. */
     double live = 0;
     if (dp > 1) {
-        int64_t depth = step_prefetch_depth(p->zero.prefetch_bucket_size, k->max_layer_numel);
+        int64_t depth = step_prefetch_depth(p->zero.prefetch_bucket_size, k->max_layer_numel, k->n);
         live = (double)step_gather_buffers(depth) * (double)k->max_layer_numel;
         if (p->zero.max_live_parameters > 0 &&
             live > (double)p->zero.max_live_parameters + (double)k->max_layer_numel)
@@ -1137,7 +1137,7 @@ static int build(struct builder *u, int nsim, struct rl_err *e)
     int dp_local = tp < G ? G / tp : 1;
     if (dp_local > dp)
         dp_local = dp;
-    int64_t depth = step_prefetch_depth(p->zero.prefetch_bucket_size, k->max_layer_numel);
+    int64_t depth = step_prefetch_depth(p->zero.prefetch_bucket_size, k->max_layer_numel, k->n);
     int64_t bucket = p->zero.reduce_bucket_size > 0 ? p->zero.reduce_bucket_size : PLAN_DS_REDUCE_BUCKET_SIZE;
     double tokens = (double)b->t.micro_batch * (double)b->t.seq_len;
     double ar_bytes = 2.0 * tokens * (double)a->hidden * dtype;   /* two all-reduces per pass */

@@ -835,6 +835,13 @@ START_TEST(step_vocabulary_breakdown_and_chunks)
     ck_assert_int_eq(step_chunk_numel(big, 0), (big + 255) / 256);
     ck_assert_int_eq(step_chunk_count(big, 0), 256);
     ck_assert_int_eq(step_chunk_count(0, 0), 0);
+    /* prefetch: bucket / largest block, at least 1, at most the blocks ahead of the first */
+    ck_assert_int_eq(step_prefetch_depth(50000000, 10000000, 34), 5);
+    ck_assert_int_eq(step_prefetch_depth(1, 10000000, 34), 1);
+    ck_assert_int_eq(step_prefetch_depth(50000000, 0, 34), 1);
+    ck_assert_int_eq(step_prefetch_depth(1000000000, 1000, 34), 33);
+    ck_assert_int_eq(step_prefetch_depth(1000000000, 1000, 1), 0);
+    ck_assert_int_eq(step_gather_buffers(step_prefetch_depth(1000000000, 1000, 34)), 34);
 }
 END_TEST
 
