@@ -22,6 +22,7 @@
 #if defined(__has_include)
 #if __has_include("exec/exec.h")
 #include "exec/exec.h"
+#include "validation/exec_row.h"
 #define HAVE_EXEC 1
 #endif
 #endif
@@ -258,87 +259,6 @@ static void launcher(struct argv_b *a, int ranks)
     argf(a, "%.0f", ranks);
 }
 
-/* What one rank of the run does (for the calibration under the same launch): the GEMMs of one
- * forward pass as the simulator charges them and the executor's --compute gemm runs them
- * (exec/compute.c): per layer a GEMM per weight on micro-batch x seq tokens (2-D weights as they
- * are, other tensors rank-1), attention scores and values per sequence and local head, the logits
- * once after the layers, nothing for the embedding lookup; grouped by shape. Then the rank's
- * partition (device Adam), the host chunk, a layer's all-gather, a flush's reduce-scatter. */
-static void add_gemm(struct val_calib_run *r, int64_t m, int64_t n, int64_t k, int64_t count)
-{
-    int j = 0;
-    while (j < r->n_gemm && !(r->gemm[j].m == m && r->gemm[j].n == n && r->gemm[j].k == k))
-        j++;
-    if (j < r->n_gemm)
-        r->gemm[j].count += count;
-    else if (r->n_gemm < VAL_CALIB_MAX_GEMMS)
-        r->gemm[r->n_gemm++] = (struct val_gemm_shape){m, n, k, count};
-}
-
-static void run_shape(const struct plan *p, int64_t micro_batch, int64_t seq, struct val_calib_run *r)
-{
-    memset(r, 0, sizeof *r);
-    const struct plan_model *m = p->model;
-    const struct plan_arch *a = &m->arch;
-    int mdb = plan_dtype_bytes(p->zero.dtype);
-    int64_t tokens = micro_batch * seq;
-    int first = -1, last = -1;
-    for (int i = 0; i < m->n_tensors; i++) {
-        int l = m->tensors[i].layer;
-        if (l >= 0 && (first < 0 || l < first))
-            first = l;
-        if (l > last)
-            last = l;
-    }
-    int64_t layers = first < 0 ? 0 : last - first + 1, layer_part = 0;
-    for (int i = 0; i < m->n_tensors; i++) {
-        const struct plan_tensor *t = &m->tensors[i];
-        if (t->layer < 0)
-            continue;
-        if (t->layer == first)
-            layer_part += p->part_numel[i];
-        if (t->ndim == 2)
-            add_gemm(r, tokens, t->shape[0], t->shape[1], 1);
-        else
-            add_gemm(r, tokens, t->numel, 1, 1);
-    }
-    int64_t heads = a->heads > 0 ? a->heads : 1, tp = a->tp > 0 ? a->tp : 1;
-    int64_t hd = a->head_dim > 0 ? a->head_dim : a->hidden / heads;
-    int64_t local = heads / tp > 0 ? heads / tp : 1;
-    if (layers > 0 && hd > 0) {
-        add_gemm(r, seq, seq, hd, micro_batch * local * layers);   /* Q K^T */
-        add_gemm(r, seq, hd, seq, micro_batch * local * layers);   /* scores V */
-    }
-    int64_t vocab = a->vocab_padded > 0 ? a->vocab_padded : a->vocab;
-    if (layers > 0 && vocab > 0 && a->hidden > 0)
-        add_gemm(r, tokens, vocab / tp, a->hidden, 1);   /* the logits */
-    int W = p->layout.dp > 0 ? p->layout.dp : 1;
-    r->device_adam_numel = p->per_rank_numel;
-    r->host_adam_numel = step_chunk_numel(p->per_rank_numel, p->exec_chunk_numel);
-    r->allgather_bytes = layer_part * mdb;
-    int64_t bucket = p->zero.reduce_bucket_size < p->per_rank_numel * W ? p->zero.reduce_bucket_size
-                                                                         : p->per_rank_numel * W;
-    r->reduce_scatter_bytes = bucket * mdb / 4 / W * 4;   /* the executor's fp32 elements per rank */
-    r->working_set_bytes = p->per_rank_numel * (16 + mdb);
-}
-
-/* The plan the executor builds for `ratio` (cli/cmd_run.c): the scaled model and ZeRO sizes, the
- * exec ledger and chunk. */
-static int exec_plan(const struct plan_setup *c, const struct plan_model *scaled, double scale, double ratio,
-                     struct plan *p, struct rl_err *e)
-{
-    memset(p, 0, sizeof *p);
-    struct plan_zero z = c->zero;
-    int64_t chunk = INT64_C(4) << 20;
-    ex_scale_zero(&z, &chunk, scale);
-    z.ratio = ratio;
-    z.src_ratio = PLAN_SRC_CLI;
-    struct plan_options po = c->popt;
-    po.ledger = PLAN_LEDGER_EXEC;
-    po.exec_chunk_numel = chunk;
-    return plan_build(p, scaled, &c->layout, &z, &po, e);
-}
-
 /* --gemm MxNxK[xC],... for `ratiolab calibrate`. */
 static void gemm_arg(const struct val_calib_run *r, char *buf, size_t n)
 {
@@ -380,38 +300,6 @@ static void reset_peak_rss(void)
     }
 }
 
-/* A row's measured side from an in-process run (rank 0 holds every rank's result). */
-static void row_from_result(struct val_row *w, const struct ex_result *r, const int64_t *baseline)
-{
-    w->digest = r->digest;
-    const struct ex_rank_result *cr = &r->ranks[r->critical_rank];
-    w->measured.step_ns = cr->step_ns;
-    for (int k = 0; k < VAL_PHASES && k < STEP_PH_COUNT; k++) {
-        w->measured.busy_ns[k] = cr->phase[k].busy_ns;
-        w->measured.exposed_ns[k] = cr->phase[k].exposed_ns;
-    }
-    w->n_ranks = r->world < VAL_MAX_RANKS ? r->world : VAL_MAX_RANKS;
-    for (int k = 0; k < w->n_ranks; k++) {
-        const struct ex_rank_result *q = &r->ranks[k];
-        struct val_rank_mem *vm = &w->mem[k];
-        vm->ledger_device_bytes = q->ledger_device_bytes;
-        vm->ledger_host_bytes = q->ledger_host_bytes;
-        vm->host_placed_numel = q->host_placed_numel;
-        vm->per_rank_numel = q->per_rank_numel;
-        vm->rss_bytes = q->mem.peak_rss_bytes;
-        vm->baseline_rss_bytes = baseline[k];
-        vm->pinned_bytes = q->mem.pinned_bytes;
-        vm->device_used_bytes = q->mem.device_used_bytes;
-        for (int b = 0; b < q->n_bufs; b++)
-            if (q->bufs[b].ledger_bytes < 0 && q->bufs[b].device == PLAN_DEV_GPU)
-                vm->scratch_device_bytes += q->bufs[b].bytes;
-            else if (q->bufs[b].ledger_bytes < 0)
-                vm->scratch_host_bytes += q->bufs[b].bytes;
-    }
-}
-#endif
-
-#ifdef HAVE_EXEC
 /* What the phases of `validate --ratios` share, from the setup to the report. */
 struct vx {
     struct cli_validate_exec *x;     /* the flags (ranks set from the world under mpirun) */
@@ -554,14 +442,14 @@ static int vx_calibrate(struct vx *v, struct rl_err *e)
      * the collectives at the run's message sizes. */
     struct plan p0;
     struct val_calib_run rs;
-    int rc = exec_plan(&v->c, &v->scaled, x->scale, 0, &p0, e);
+    int rc = val_exec_plan(&v->c, &v->scaled, x->scale, 0, &p0, e);
     if (rc) {
         plan_free(&p0);
         return rc;
     }
     int64_t mb = v->c.zero.micro_batch > 0 ? v->c.zero.micro_batch : 1;
     int64_t seq = v->scaled.arch.seq_len > 0 ? v->scaled.arch.seq_len : 1024;
-    run_shape(&p0, mb, seq, &rs);
+    val_calib_run_of_plan(&p0, mb, seq, &rs);
     plan_free(&p0);
     if (v->in_mpi) {   /* every rank here, at once, as the runs will */
         RL_TRY(ex_comm_barrier(&v->comm, e));
@@ -712,7 +600,7 @@ static int vx_baseline_inproc(struct vx *v, struct rl_err *e)
         fprintf(stderr, "validate: baseline run (every tensor one row, in this mpirun)\n");
     int rc = ex_scale_model(&v->c.model, fb, &tiny, e);
     if (!rc)
-        rc = exec_plan(&v->c, &tiny, fb, 0, &q, e);
+        rc = val_exec_plan(&v->c, &tiny, fb, 0, &q, e);
     malloc_trim(0);
     reset_peak_rss();
     int64_t before = self_rss();
@@ -801,35 +689,7 @@ static void vx_baseline_launched(struct vx *v)
  * its trace to ptrace. */
 static int vx_predict(struct vx *v, struct val_row *w, const char *ptrace, struct rl_err *e)
 {
-    struct plan p;
-    struct sim_step_result sr;
-    int rc = exec_plan(&v->c, &v->scaled, v->x->scale, w->ratio, &p, e);
-    if (!rc)
-        rc = sim_step_run(&p, &v->hw, &v->sim->train, v->rank0 ? ptrace : NULL, &sr, e);
-    if (rc) {
-        plan_free(&p);
-        return rc;
-    }
-    w->predicted.step_ns = sr.step_ns;
-    for (int k = 0; k < VAL_PHASES; k++) {
-        w->predicted.busy_ns[k] = sr.phase[k].busy_ns;
-        w->predicted.exposed_ns[k] = sr.phase[k].exposed_ns;
-    }
-    w->plan_cpu_numel = p.cpu_numel;
-    w->plan_per_rank_numel = p.per_rank_numel;
-    w->plan_honored_ratio = p.honored_ratio;
-    w->plan_device_bytes = plan_peak_gpu_bytes(&p);
-    w->plan_host_bytes = plan_peak_cpu_bytes(&p);
-    w->plan_host_pinned_bytes = p.stages[PLAN_STAGE_COUNT - 1].cpu_pinned_bytes;
-    if (v->sim->train.schedule == STEP_SCHED_DS012) {
-        /* DeepSpeed's pinned flat gradient buffer (the deepspeed-0.12 ledger's entry, P elements
-         * of the model dtype), which the exec ledger leaves to the schedule */
-        int64_t flat = p.per_rank_numel * plan_dtype_bytes(p.zero.dtype);
-        w->plan_host_bytes += flat;
-        w->plan_host_pinned_bytes += flat;
-    }
-    plan_free(&p);
-    return 0;
+    return val_row_predict(&v->c, &v->scaled, v->x->scale, &v->hw, &v->sim->train, v->rank0 ? ptrace : NULL, w, e);
 }
 
 /* Measurement in this process, on every rank (under mpirun); rank 0 fills the row. A failed run
@@ -846,7 +706,7 @@ static int vx_measure_inproc(struct vx *v, struct val_row *w, const char *mtrace
     if (v->rank0)
         fprintf(stderr, "validate: ratio %g, %s, %s: %d rank%s (in this mpirun) ...\n", w->ratio, w->schedule,
                 w->policy, x->ranks, x->ranks == 1 ? "" : "s");
-    int rc = exec_plan(&v->c, &v->scaled, x->scale, w->ratio, &q, e);
+    int rc = val_exec_plan(&v->c, &v->scaled, x->scale, w->ratio, &q, e);
     malloc_trim(0);
     reset_peak_rss();
     int64_t mine = self_rss();
@@ -868,57 +728,9 @@ static int vx_measure_inproc(struct vx *v, struct val_row *w, const char *mtrace
     }
     w->others_cpu_pct = -1;   /* the ranks are not this process's children: not measured */
     if (v->rank0)
-        row_from_result(w, &r, v->baseline);
+        val_row_from_result(w, &r, v->baseline);
     ex_result_free(&r);
     return 0;
-}
-
-/* A row's measured side from a launched run's `ratiolab run --json`. */
-static void row_from_json(struct val_row *w, json_t *j, const int64_t *baseline)
-{
-    unsigned dg = 0;
-    const char *ds = json_string_value(json_object_get(j, "digest"));
-    if (ds)
-        sscanf(ds, "%8x", &dg);
-    w->digest = dg;
-    json_t *m = json_object_get(j, "measurement");
-    w->measured.step_ns = json_integer_value(json_object_get(m, "step_ns"));
-    json_t *ph = json_object_get(m, "phases");
-    for (int k = 0; k < VAL_PHASES; k++) {
-        json_t *q = json_object_get(ph, sim_phase_name(k));
-        w->measured.busy_ns[k] = json_integer_value(json_object_get(q, "busy_ns"));
-        w->measured.exposed_ns[k] = json_integer_value(json_object_get(q, "exposed_ns"));
-    }
-    json_t *rk = json_object_get(j, "ranks");
-    w->n_ranks = (int)json_array_size(rk);
-    if (w->n_ranks > VAL_MAX_RANKS)
-        w->n_ranks = VAL_MAX_RANKS;
-    for (int k = 0; k < w->n_ranks; k++) {
-        json_t *q = json_array_get(rk, (size_t)k), *mem = json_object_get(q, "memory");
-        struct val_rank_mem *vm = &w->mem[k];
-        vm->ledger_device_bytes = json_integer_value(json_object_get(q, "ledger_device_bytes"));
-        vm->ledger_host_bytes = json_integer_value(json_object_get(q, "ledger_host_bytes"));
-        vm->host_placed_numel = json_integer_value(json_object_get(q, "host_placed_numel"));
-        vm->per_rank_numel = json_integer_value(json_object_get(q, "per_rank_numel"));
-        json_t *val = json_object_get(mem, "peak_rss_bytes");
-        vm->rss_bytes = json_is_integer(val) ? json_integer_value(val) : -1;
-        vm->baseline_rss_bytes = baseline[k];
-        val = json_object_get(mem, "pinned_bytes");
-        vm->pinned_bytes = json_is_integer(val) ? json_integer_value(val) : -1;
-        val = json_object_get(mem, "device_used_bytes");
-        vm->device_used_bytes = json_is_integer(val) ? json_integer_value(val) : -1;
-        /* Device buffers outside the ledger (the executor's compute scratch) are part of
-         * what the device pool should hold. */
-        json_t *bufs = json_object_get(q, "buffers");
-        for (size_t b = 0; b < json_array_size(bufs); b++) {
-            json_t *bb = json_array_get(bufs, b);
-            const char *dev = json_string_value(json_object_get(bb, "device"));
-            if (json_is_null(json_object_get(bb, "ledger_bytes")) && dev && strcmp(dev, "gpu") == 0)
-                vm->scratch_device_bytes += json_integer_value(json_object_get(bb, "bytes"));
-            else if (json_is_null(json_object_get(bb, "ledger_bytes")) && dev)
-                vm->scratch_host_bytes += json_integer_value(json_object_get(bb, "bytes"));
-        }
-    }
 }
 
 /* Measurement by a launched `ratiolab run --json` (under mpirun for --ranks > 1), with the share
@@ -945,14 +757,11 @@ static int vx_measure_launched(struct vx *v, struct val_row *w, const char *mtra
     int st = capture(a.v, &out);
     cpu_mark(&m1);
     w->others_cpu_pct = others_pct(&m0, &m1);
-    json_error_t je;
-    json_t *j = st == 0 && out ? json_loads(out, 0, &je) : NULL;
+    int rc = st == 0 && out ? val_row_from_run_json(w, out, v->baseline, e) : RL_EENV;
     free(out);
-    if (!j)
+    if (rc)
         return rl_errf(e, st == 0 ? RL_EINTERNAL : RL_EENV, "validate: ratio %g: ratiolab run %s (exit %d)", w->ratio,
                        st == 0 ? "printed no JSON" : "failed", st);
-    row_from_json(w, j, v->baseline);
-    json_decref(j);
     return 0;
 }
 
