@@ -267,6 +267,176 @@ static int run_cuda(struct calib_args *a)
     return 0;
 }
 
+/* The measurements: under mpirun rank 0 measures the node while the others wait, then all ranks
+ * measure the collectives and (--gemm, --adam-numel, ...) what one rank of the run does. Returns
+ * false with *code the exit status when this process ends here (an error, or a rank other than 0). */
+static bool measure(struct calib_args *a, struct val_calib *c, int *code)
+{
+    struct rl_err e = {0};
+    struct ex_comm comm;
+    int rc;
+    if ((rc = ex_comm_init(&comm, &e))) {
+        *code = cli_fail("calibrate", &e);
+        return false;
+    }
+    if (!a->quiet && comm.rank == 0)
+        a->o.progress = on_progress;
+    if (comm.size > 1 && a->o.devices == 2)
+        a->o.devices = comm.size > SIM_HW_MAX_GPUS ? SIM_HW_MAX_GPUS : comm.size;
+    memset(c, 0, sizeof *c);
+    if (comm.rank == 0 && !a->coll_only)
+        rc = val_calibrate(&a->o, c, &e);
+    if (comm.size > 1) {   /* every rank joins, so a failure on rank 0 ends all of them */
+        struct rl_err be;
+        int64_t bad = rc != 0;
+        if (ex_comm_max_i64(&comm, &bad, 1, &be) == 0 && !bad) {
+            if (!a->quiet && comm.rank == 0)
+                on_progress(NULL, "MPI all-gather / reduce-scatter", 0, 1);
+            rc = val_calibrate_collectives(&comm, a->o.thorough, c, &e);
+            if (!a->quiet && comm.rank == 0)
+                on_progress(NULL, "done", 1, 1);
+        }
+    }
+    if (!rc && a->have_run) {   /* what one rank of the run does, every rank at once */
+        if (!a->quiet && comm.rank == 0)
+            on_progress(NULL, "the run's GEMMs, Adam, copies, memory", 0, 1);
+        rc = val_calibrate_run(&comm, &a->run, a->o.thorough, c, &e);
+        if (!a->quiet && comm.rank == 0)
+            on_progress(NULL, "done", 1, 1);
+    }
+    if (rc || comm.rank != 0) {
+        *code = rc ? cli_fail("calibrate", &e) : 0;
+        ex_comm_finalize(&comm);
+        return false;
+    }
+    ex_comm_finalize(&comm);
+    return true;
+}
+
+/* --collectives-only: the collectives and the run's figures as JSON, no profile. */
+static int print_collectives(const struct val_calib *c)
+{
+    if (!c->have_mpi && !c->have_run) {
+        struct rl_err e = {0};
+        rl_errf(&e, RL_EINVAL, "--collectives-only: needs at least 2 ranks (run it under mpirun -np N) or the "
+                "run's sizes (--gemm, --adam-numel, ...)");
+        return cli_fail("calibrate", &e);
+    }
+    json_t *o = json_object();
+    if (c->have_mpi) {
+        json_object_set_new(o, "ranks", json_integer(c->coll_ranks));
+        json_object_set_new(o, "max_bytes", json_integer(c->coll_max_bytes));
+        json_object_set_new(o, "allgather_busbw_gbps", fig(&c->allgather_busbw_gbps));
+        json_object_set_new(o, "reduce_scatter_busbw_gbps", fig(&c->reduce_scatter_busbw_gbps));
+        json_object_set_new(o, "latency_us", fig(&c->collective_latency_us));
+    }
+    if (c->have_run)
+        json_object_set_new(o, "run", run_json(c));
+    char *t = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    printf("%s\n", t);
+    free(t);
+    json_decref(o);
+    return 0;
+}
+
+/* The profile, to --out (default calibrated-<host>.json, named calibrated-<host>), checked to load
+ * as --hw FILE will load it. Returns 0, or the exit status of a failure. */
+static int write_profile(const struct calib_args *a, const struct val_calib *c, char *out, size_t out_size)
+{
+    struct rl_err e = {0};
+    char name[128];
+    snprintf(name, sizeof name, "%s", a->name ? a->name : "");
+    if (!a->name)
+        snprintf(name, sizeof name, "calibrated-%s", c->host);
+    snprintf(out, out_size, "%s", a->out ? a->out : "");
+    if (!a->out)
+        snprintf(out, out_size, "%s.json", name);
+    char *text;
+    if (val_calib_profile(c, name, &text, &e))
+        return cli_fail("calibrate", &e);
+    /* The profile must load as it will be used (--hw FILE). */
+    struct sim_hw hw;
+    if (sim_hw_parse(&hw, text, out, &e)) {
+        free(text);
+        rl_err_prefix(&e, "calibrate: the written profile does not load");
+        return cli_fail("calibrate", &e);
+    }
+    struct rl_outfile of;
+    if (rl_outfile_open(&of, out, &e)) {
+        free(text);
+        return cli_fail("calibrate", &e);
+    }
+    fprintf(of.fp, "%s\n", text);
+    free(text);
+    if (rl_outfile_commit(&of, &e))
+        return cli_fail("calibrate", &e);
+    return 0;
+}
+
+/* --json: every measured figure and where the profile went. */
+static void print_json(const struct val_calib *c, const char *out)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "host", json_string(c->host));
+    json_object_set_new(o, "date", json_string(c->date));
+    json_object_set_new(o, "cpu", json_string(c->cpu_model));
+    json_object_set_new(o, "cores", json_integer(c->cores));
+    json_t *d = json_array(), *ad = json_array();
+    for (int t = 0; t < c->n_threads; t++) {
+        json_t *x = fig(&c->dram_gbps[t]);
+        json_object_set_new(x, "threads", json_integer(t + 1));
+        json_array_append_new(d, x);
+        x = fig(&c->adam_elems_per_s[t]);
+        json_object_set_new(x, "threads", json_integer(t + 1));
+        json_array_append_new(ad, x);
+    }
+    json_object_set_new(o, "dram_triad_gbps", d);
+    json_object_set_new(o, "cpu_adam_elements_per_s", ad);
+    json_object_set_new(o, "copy_gbps", fig(&c->copy_gbps));
+    json_object_set_new(o, "copy_all_devices_gbps", fig(&c->copy_all_gbps));
+    json_object_set_new(o, "device_threads", json_integer(c->device_threads));
+    json_object_set_new(o, "device_adam_elements_per_s", fig(&c->device_adam_elems_per_s));
+    json_object_set_new(o, "device_gemm_flops", fig(&c->gemm_flops));
+    json_object_set_new(o, "launch_us", fig(&c->launch_us));
+    json_object_set_new(o, "profile", json_string(out));
+    char *t = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    printf("%s\n", t);
+    free(t);
+    json_decref(o);
+}
+
+/* The table: every figure with its spread, and where the profile went. */
+static void print_table(const struct val_calib *c, const char *out)
+{
+    printf("host       %s (%s, %d cores, %.1f GiB), %s, CPU Adam kernel %s\n", c->host, c->cpu_model, c->cores,
+           (double)c->host_mem_bytes / RL_GIB, c->date, c->isa);
+    printf("\n  %-8s %22s %30s\n", "threads", "DRAM triad GB/s", "CPU Adam G elements/s");
+    for (int t = 0; t < c->n_threads; t++)
+        printf("  %-8d %8.2f (%6.2f..%6.2f) %12.3f (%6.3f..%6.3f)\n", t + 1, c->dram_gbps[t].median,
+               c->dram_gbps[t].min, c->dram_gbps[t].max, c->adam_elems_per_s[t].median * 1e-9,
+               c->adam_elems_per_s[t].min * 1e-9, c->adam_elems_per_s[t].max * 1e-9);
+    printf("\n  copy thread              %8.2f GB/s (%.2f..%.2f)\n", c->copy_gbps.median, c->copy_gbps.min,
+           c->copy_gbps.max);
+    printf("  %d copy threads at once   %8.2f GB/s (%.2f..%.2f)\n", c->devices, c->copy_all_gbps.median,
+           c->copy_all_gbps.min, c->copy_all_gbps.max);
+    printf("  device Adam (%d thr)      %8.3f G elements/s (%.3f..%.3f)\n", c->device_threads,
+           c->device_adam_elems_per_s.median * 1e-9, c->device_adam_elems_per_s.min * 1e-9,
+           c->device_adam_elems_per_s.max * 1e-9);
+    if (c->gemm_flops.median > 0)
+        printf("  device GEMM %4d^3        %8.1f GFLOP/s (%.1f..%.1f)\n", c->gemm_n, c->gemm_flops.median * 1e-9,
+               c->gemm_flops.min * 1e-9, c->gemm_flops.max * 1e-9);
+    else
+        printf("  device GEMM              not measured (built without OpenBLAS)\n");
+    printf("  launch (parallel region) %8.2f us\n", c->launch_us.median);
+    if (c->have_mpi)
+        printf("  MPI, %d ranks              all-gather %.2f GB/s bus (%.2f..%.2f), reduce-scatter %.2f GB/s bus, "
+               "latency %.1f us\n", c->coll_ranks, c->allgather_busbw_gbps.median, c->allgather_busbw_gbps.min,
+               c->allgather_busbw_gbps.max, c->reduce_scatter_busbw_gbps.median, c->collective_latency_us.median);
+    else
+        printf("  collectives              not measured (not under mpirun): estimated, said so in the profile\n");
+    printf("\nprofile    %s (use: --hw %s)\n", out, out);
+}
+
 static int run(int argc, char **argv)
 {
     struct calib_args a = {0};
@@ -284,150 +454,21 @@ static int run(int argc, char **argv)
         "Quick by default (seconds); --thorough for larger arrays and more repeats.", sets, 1);
     if (rc != CLI_GO_ON)
         return rc;
-    struct rl_err e = {0};
     if (a.cuda)
         return run_cuda(&a);
-    /* Under mpirun: rank 0 measures the node while the others wait, then all ranks measure the
-     * collectives; rank 0 writes the profile. */
-    struct ex_comm comm;
-    if ((rc = ex_comm_init(&comm, &e)))
-        return cli_fail("calibrate", &e);
-    if (!a.quiet && comm.rank == 0)
-        a.o.progress = on_progress;
-    if (comm.size > 1 && a.o.devices == 2)
-        a.o.devices = comm.size > SIM_HW_MAX_GPUS ? SIM_HW_MAX_GPUS : comm.size;
     struct val_calib c;
-    memset(&c, 0, sizeof c);
-    if (comm.rank == 0 && !a.coll_only)
-        rc = val_calibrate(&a.o, &c, &e);
-    if (comm.size > 1) {   /* every rank joins, so a failure on rank 0 ends all of them */
-        struct rl_err be;
-        int64_t bad = rc != 0;
-        if (ex_comm_max_i64(&comm, &bad, 1, &be) == 0 && !bad) {
-            if (!a.quiet && comm.rank == 0)
-                on_progress(NULL, "MPI all-gather / reduce-scatter", 0, 1);
-            rc = val_calibrate_collectives(&comm, a.o.thorough, &c, &e);
-            if (!a.quiet && comm.rank == 0)
-                on_progress(NULL, "done", 1, 1);
-        }
-    }
-    if (!rc && a.have_run) {   /* what one rank of the run does, every rank at once */
-        if (!a.quiet && comm.rank == 0)
-            on_progress(NULL, "the run's GEMMs, Adam, copies, memory", 0, 1);
-        rc = val_calibrate_run(&comm, &a.run, a.o.thorough, &c, &e);
-        if (!a.quiet && comm.rank == 0)
-            on_progress(NULL, "done", 1, 1);
-    }
-    if (rc || comm.rank != 0) {
-        int code = rc ? cli_fail("calibrate", &e) : 0;
-        ex_comm_finalize(&comm);
+    int code;
+    if (!measure(&a, &c, &code))
         return code;
-    }
-    ex_comm_finalize(&comm);
-    if (a.coll_only) {
-        if (!c.have_mpi && !c.have_run) {
-            rl_errf(&e, RL_EINVAL, "--collectives-only: needs at least 2 ranks (run it under mpirun -np N) or the "
-                    "run's sizes (--gemm, --adam-numel, ...)");
-            return cli_fail("calibrate", &e);
-        }
-        json_t *o = json_object();
-        if (c.have_mpi) {
-            json_object_set_new(o, "ranks", json_integer(c.coll_ranks));
-            json_object_set_new(o, "max_bytes", json_integer(c.coll_max_bytes));
-            json_object_set_new(o, "allgather_busbw_gbps", fig(&c.allgather_busbw_gbps));
-            json_object_set_new(o, "reduce_scatter_busbw_gbps", fig(&c.reduce_scatter_busbw_gbps));
-            json_object_set_new(o, "latency_us", fig(&c.collective_latency_us));
-        }
-        if (c.have_run)
-            json_object_set_new(o, "run", run_json(&c));
-        char *t = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        printf("%s\n", t);
-        free(t);
-        json_decref(o);
-        return 0;
-    }
-    char name[128], out[300];
-    snprintf(name, sizeof name, "%s", a.name ? a.name : "");
-    if (!a.name)
-        snprintf(name, sizeof name, "calibrated-%s", c.host);
-    snprintf(out, sizeof out, "%s", a.out ? a.out : "");
-    if (!a.out)
-        snprintf(out, sizeof out, "%s.json", name);
-    char *text;
-    if ((rc = val_calib_profile(&c, name, &text, &e)))
-        return cli_fail("calibrate", &e);
-    /* The profile must load as it will be used (--hw FILE). */
-    struct sim_hw hw;
-    if ((rc = sim_hw_parse(&hw, text, out, &e))) {
-        free(text);
-        rl_err_prefix(&e, "calibrate: the written profile does not load");
-        return cli_fail("calibrate", &e);
-    }
-    struct rl_outfile of;
-    if ((rc = rl_outfile_open(&of, out, &e))) {
-        free(text);
-        return cli_fail("calibrate", &e);
-    }
-    fprintf(of.fp, "%s\n", text);
-    free(text);
-    if ((rc = rl_outfile_commit(&of, &e)))
-        return cli_fail("calibrate", &e);
-    if (a.json) {
-        json_t *o = json_object();
-        json_object_set_new(o, "host", json_string(c.host));
-        json_object_set_new(o, "date", json_string(c.date));
-        json_object_set_new(o, "cpu", json_string(c.cpu_model));
-        json_object_set_new(o, "cores", json_integer(c.cores));
-        json_t *d = json_array(), *ad = json_array();
-        for (int t = 0; t < c.n_threads; t++) {
-            json_t *x = fig(&c.dram_gbps[t]);
-            json_object_set_new(x, "threads", json_integer(t + 1));
-            json_array_append_new(d, x);
-            x = fig(&c.adam_elems_per_s[t]);
-            json_object_set_new(x, "threads", json_integer(t + 1));
-            json_array_append_new(ad, x);
-        }
-        json_object_set_new(o, "dram_triad_gbps", d);
-        json_object_set_new(o, "cpu_adam_elements_per_s", ad);
-        json_object_set_new(o, "copy_gbps", fig(&c.copy_gbps));
-        json_object_set_new(o, "copy_all_devices_gbps", fig(&c.copy_all_gbps));
-        json_object_set_new(o, "device_threads", json_integer(c.device_threads));
-        json_object_set_new(o, "device_adam_elements_per_s", fig(&c.device_adam_elems_per_s));
-        json_object_set_new(o, "device_gemm_flops", fig(&c.gemm_flops));
-        json_object_set_new(o, "launch_us", fig(&c.launch_us));
-        json_object_set_new(o, "profile", json_string(out));
-        char *t = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        printf("%s\n", t);
-        free(t);
-        json_decref(o);
-        return 0;
-    }
-    printf("host       %s (%s, %d cores, %.1f GiB), %s, CPU Adam kernel %s\n", c.host, c.cpu_model, c.cores,
-           (double)c.host_mem_bytes / RL_GIB, c.date, c.isa);
-    printf("\n  %-8s %22s %30s\n", "threads", "DRAM triad GB/s", "CPU Adam G elements/s");
-    for (int t = 0; t < c.n_threads; t++)
-        printf("  %-8d %8.2f (%6.2f..%6.2f) %12.3f (%6.3f..%6.3f)\n", t + 1, c.dram_gbps[t].median, c.dram_gbps[t].min,
-               c.dram_gbps[t].max, c.adam_elems_per_s[t].median * 1e-9, c.adam_elems_per_s[t].min * 1e-9,
-               c.adam_elems_per_s[t].max * 1e-9);
-    printf("\n  copy thread              %8.2f GB/s (%.2f..%.2f)\n", c.copy_gbps.median, c.copy_gbps.min, c.copy_gbps.max);
-    printf("  %d copy threads at once   %8.2f GB/s (%.2f..%.2f)\n", c.devices, c.copy_all_gbps.median,
-           c.copy_all_gbps.min, c.copy_all_gbps.max);
-    printf("  device Adam (%d thr)      %8.3f G elements/s (%.3f..%.3f)\n", c.device_threads,
-           c.device_adam_elems_per_s.median * 1e-9, c.device_adam_elems_per_s.min * 1e-9,
-           c.device_adam_elems_per_s.max * 1e-9);
-    if (c.gemm_flops.median > 0)
-        printf("  device GEMM %4d^3        %8.1f GFLOP/s (%.1f..%.1f)\n", c.gemm_n, c.gemm_flops.median * 1e-9,
-               c.gemm_flops.min * 1e-9, c.gemm_flops.max * 1e-9);
+    if (a.coll_only)
+        return print_collectives(&c);
+    char out[300];
+    if ((code = write_profile(&a, &c, out, sizeof out)) != 0)
+        return code;
+    if (a.json)
+        print_json(&c, out);
     else
-        printf("  device GEMM              not measured (built without OpenBLAS)\n");
-    printf("  launch (parallel region) %8.2f us\n", c.launch_us.median);
-    if (c.have_mpi)
-        printf("  MPI, %d ranks              all-gather %.2f GB/s bus (%.2f..%.2f), reduce-scatter %.2f GB/s bus, "
-               "latency %.1f us\n", c.coll_ranks, c.allgather_busbw_gbps.median, c.allgather_busbw_gbps.min,
-               c.allgather_busbw_gbps.max, c.reduce_scatter_busbw_gbps.median, c.collective_latency_us.median);
-    else
-        printf("  collectives              not measured (not under mpirun): estimated, said so in the profile\n");
-    printf("\nprofile    %s (use: --hw %s)\n", out, out);
+        print_table(&c, out);
     return 0;
 }
 

@@ -398,119 +398,171 @@ static int fail_input(const char *fmt, const char *v)
     return cli_fail("monitor", &e);
 }
 
-static int run(int argc, char **argv)
+/* What the phases of a monitor run share, from the options to the exit status. */
+struct session {
+    struct args a;           /* the options */
+    struct cli_rest rest;    /* the command after -- */
+    bool cmd;                /* a command is started (-- CMD), not --pid */
+    struct marker mk;        /* --mark */
+    struct saved_sig ss;     /* the dispositions the command gets back */
+    struct stream st[2];     /* the command's stdout and stderr with --mark */
+    int n_st;                /* streams in use: 2 with --mark, else 0 */
+    struct mon *m;           /* the monitor */
+    pid_t child;             /* the command, 0 with --pid */
+    int pidfd;               /* readable when the command exits; -1 none */
+    bool child_done;         /* the command was reaped (or there is none) */
+    int child_status;        /* its wait status once reaped */
+};
+
+/* The options: --help and --version, then either --pid or -- CMD, and --mark compiled. Returns
+ * false with *code the exit status when the run ends here. */
+static bool parse_session(struct session *s, int argc, char **argv, int *code)
 {
-    struct args a = {.interval_ns = 100000000};
-    struct cli_optset set = {"options", opts, on_opt, &a};
-    struct cli_rest rest;
+    struct cli_optset set = {"options", opts, on_opt, &s->a};
     struct rl_err e = {0};
-    int rc = cli_parse(argc, argv, &set, 1, &rest, &e);
+    int rc = cli_parse(argc, argv, &set, 1, &s->rest, &e);
+    *code = 0;
     if (rc == CLI_VERSION) {
         printf("ratiolab %s\n", RL_VERSION_STRING);
-        return 0;
+        return false;
     }
     if (rc == CLI_HELP) {
         cli_help(stdout, usage, description, &set, 1);
-        return 0;
+        return false;
     }
-    if (rc)
-        return cli_fail("monitor", &e);
-    if (rest.n_pos)
-        return fail_input("unexpected argument '%s'; put the command after --", rest.pos[0]);
-    bool cmd = rest.n_after > 0;
-    if (cmd == (a.n_pids > 0))
-        return fail_input("%s", cmd ? "--pid: give either --pid or -- CMD, not both"
-                                    : "nothing to monitor: give --pid P[,P...] or -- CMD [ARGS...]");
-    struct marker mk = {.on = a.mark != NULL};
-    if (a.mark) {
-        if (!cmd)
-            return fail_input("--mark: '%s' needs a command started by the monitor (-- CMD); the "
-                              "output of --pid processes cannot be read", a.mark);
-        int rr = regcomp(&mk.re, a.mark, REG_EXTENDED | REG_NOSUB);
-        if (rr) {
-            char why[200];
-            regerror(rr, &mk.re, why, sizeof why);
-            struct rl_err re = {0};
-            rl_errf(&re, RL_EINVAL, "--mark: '%s' is not a POSIX extended regular expression (%s)",
-                    a.mark, why);
-            return cli_fail("monitor", &re);
-        }
+    if (rc) {
+        *code = cli_fail("monitor", &e);
+        return false;
     }
+    if (s->rest.n_pos) {
+        *code = fail_input("unexpected argument '%s'; put the command after --", s->rest.pos[0]);
+        return false;
+    }
+    s->cmd = s->rest.n_after > 0;
+    if (s->cmd == (s->a.n_pids > 0)) {
+        *code = fail_input("%s", s->cmd ? "--pid: give either --pid or -- CMD, not both"
+                                        : "nothing to monitor: give --pid P[,P...] or -- CMD [ARGS...]");
+        return false;
+    }
+    s->mk.on = s->a.mark != NULL;
+    if (!s->a.mark)
+        return true;
+    if (!s->cmd) {
+        *code = fail_input("--mark: '%s' needs a command started by the monitor (-- CMD); the "
+                           "output of --pid processes cannot be read", s->a.mark);
+        return false;
+    }
+    int rr = regcomp(&s->mk.re, s->a.mark, REG_EXTENDED | REG_NOSUB);
+    if (rr) {
+        char why[200];
+        regerror(rr, &s->mk.re, why, sizeof why);
+        rl_errf(&e, RL_EINVAL, "--mark: '%s' is not a POSIX extended regular expression (%s)", s->a.mark, why);
+        *code = cli_fail("monitor", &e);
+        return false;
+    }
+    return true;
+}
 
-    /* Signals first, so a Ctrl-C between here and the end still writes complete files. */
-    struct saved_sig ss;
+/* Signals first, so a Ctrl-C between here and the end still writes complete files. */
+static void install_signals(struct saved_sig *ss)
+{
     struct sigaction sa = {0};
     sa.sa_sigaction = on_signal;
     /* SA_RESTART keeps file writes and waits going; ppoll and nanosleep still return EINTR. */
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &ss.intr);
-    sigaction(SIGTERM, &sa, &ss.term);
+    sigaction(SIGINT, &sa, &ss->intr);
+    sigaction(SIGTERM, &sa, &ss->term);
     struct sigaction ign = {0};
     ign.sa_handler = SIG_IGN;
-    sigaction(SIGPIPE, &ign, &ss.pipe);   /* a closed stdout must not kill us before the files are written */
+    sigaction(SIGPIPE, &ign, &ss->pipe);   /* a closed stdout must not kill us before the files are written */
+}
 
-    struct stream st[2] = {{.fd = -1, .out_fd = 1, .name = "stdout"}, {.fd = -1, .out_fd = 2, .name = "stderr"}};
-    pid_t child = 0;
-    struct mon *m = NULL;
-    struct mon_config cfg = {a.pids, a.n_pids, a.interval_ns, a.out, a.csv, a.no_gpu,
+/* The monitor, then the command (or the --pid processes) under it. The outputs are opened (as
+ * temporary files) and NVML loaded before the command starts: a bad --out or --csv is reported
+ * without running anything, and the first sample is not delayed by NVML's start-up. Returns 0, or
+ * the exit status of a failure. */
+static int start_session(struct session *s)
+{
+    struct rl_err e = {0};
+    struct mon_config cfg = {s->a.pids, s->a.n_pids, s->a.interval_ns, s->a.out, s->a.csv, s->a.no_gpu,
                              "# ratiolab " RL_VERSION_STRING " monitor\n"};   /* the CSV's comment header */
-    /* The outputs are opened (as temporary files) and NVML loaded before the command starts: a
-     * bad --out or --csv is reported without running anything, and the first sample is not
-     * delayed by NVML's start-up. */
-    if (cmd)
+    if (s->cmd)
         cfg.n_pids = 0;
-    if ((rc = mon_open(&m, &cfg, &e)) != 0) {
-        if (mk.on)
-            regfree(&mk.re);
+    if (mon_open(&s->m, &cfg, &e) != 0) {
+        if (s->mk.on)
+            regfree(&s->mk.re);
         return cli_fail("monitor", &e);
     }
-    if (cmd) {
+    if (s->cmd) {
         int fds[2] = {-1, -1};
-        child = start_command(rest.after, mk.on, fds, &ss, &e);
-        if (child < 0 || (rc = mon_add_root(m, child, &e)) != 0) {
-            if (child > 0) {
-                kill(child, SIGTERM);
-                waitpid(child, NULL, 0);
+        s->child = start_command(s->rest.after, s->mk.on, fds, &s->ss, &e);
+        if (s->child < 0 || mon_add_root(s->m, s->child, &e) != 0) {
+            if (s->child > 0) {
+                kill(s->child, SIGTERM);
+                waitpid(s->child, NULL, 0);
             }
-            mon_free(m);
-            if (mk.on)
-                regfree(&mk.re);
+            mon_free(s->m);
+            if (s->mk.on)
+                regfree(&s->mk.re);
             return cli_fail("monitor", &e);
         }
-        g_child = child;
-        if (mk.on) {
-            st[0].fd = fds[0];
-            st[1].fd = fds[1];
+        g_child = s->child;
+        if (s->mk.on) {
+            s->st[0].fd = fds[0];
+            s->st[1].fd = fds[1];
         }
     }
-
     /* pidfd_open (Linux 5.3): without it the exit is noticed at the next sample, as before. */
 #ifdef SYS_pidfd_open
-    int pidfd = child > 0 ? (int)syscall(SYS_pidfd_open, child, 0) : -1;
+    s->pidfd = s->child > 0 ? (int)syscall(SYS_pidfd_open, s->child, 0) : -1;
 #else
-    int pidfd = -1;
+    s->pidfd = -1;
 #endif
+    s->n_st = s->mk.on ? 2 : 0;
+    s->child_done = s->child == 0;
+    return 0;
+}
+
+/* Reaps the command when it has exited, without blocking. */
+static bool reap(struct session *s)
+{
+    int wst;
+    if (waitpid(s->child, &wst, WNOHANG) != s->child)
+        return false;
+    s->child_done = true;
+    s->child_status = wst;
+    return true;
+}
+
+/* Reads what is already in the pipe of st, without waiting. */
+static void drain(struct marker *mk, struct stream *st)
+{
+    while (st->fd >= 0) {
+        struct pollfd pf = {st->fd, POLLIN, 0};
+        if (poll(&pf, 1, 0) <= 0)
+            break;
+        pump(mk, st);
+    }
+}
+
+/* The sampling loop: a sample every interval until the followed processes are gone or a signal
+ * stops it, the command's output passed through meanwhile. Returns 0, or the exit status of a
+ * failed sample. */
+static int sample_session(struct session *s)
+{
+    struct rl_err e = {0};
     int64_t t0 = mono_ns(), next = t0;
-    mk.m = m;
-    mk.t0_ns = t0;
-    int n_st = mk.on ? 2 : 0;
-    bool child_done = child == 0;
-    int child_status = 0;
-    int exit_code = 0;
+    s->mk.m = s->m;
+    s->mk.t0_ns = t0;
     for (;;) {
-        if (!child_done) {
-            /* Not wait4's ru_maxrss: it is the largest of the command and every descendant
-             * it waited for (a launcher would show its ranks' peak), not the command's own. */
-            int wst;
-            if (waitpid(child, &wst, WNOHANG) == child) {
-                child_done = true;
-                child_status = wst;
-                next = mono_ns();   /* sample now: the tree may be gone already */
-                if (pidfd >= 0) {
-                    close(pidfd);
-                    pidfd = -1;
-                }
+        /* Not wait4's ru_maxrss: it is the largest of the command and every descendant it waited
+         * for (a launcher would show its ranks' peak), not the command's own. */
+        if (!s->child_done && reap(s)) {
+            next = mono_ns();   /* sample now: the tree may be gone already */
+            if (s->pidfd >= 0) {
+                close(s->pidfd);
+                s->pidfd = -1;
             }
         }
         if (g_stop_sig)
@@ -518,95 +570,99 @@ static int run(int argc, char **argv)
         int64_t now = mono_ns();
         if (now >= next) {
             /* Lines already written come before this sample, so marks and samples keep order. */
-            for (int i = 0; i < n_st; i++) {
-                struct pollfd pf = {st[i].fd, POLLIN, 0};
-                if (st[i].fd >= 0 && poll(&pf, 1, 0) > 0)
-                    pump(&mk, &st[i]);
+            for (int i = 0; i < s->n_st; i++) {
+                struct pollfd pf = {s->st[i].fd, POLLIN, 0};
+                if (s->st[i].fd >= 0 && poll(&pf, 1, 0) > 0)
+                    pump(&s->mk, &s->st[i]);
             }
             now = mono_ns();
-            int live = mon_sample(m, now - t0, &e);
+            int live = mon_sample(s->m, now - t0, &e);
             if (live < 0) {
-                mon_abort(m);
-                mon_free(m);
-                if (mk.on)
-                    regfree(&mk.re);
+                mon_abort(s->m);
+                mon_free(s->m);
+                if (s->mk.on)
+                    regfree(&s->mk.re);
                 return cli_fail("monitor", &e);
             }
             while (next <= now)
-                next += a.interval_ns;
-            if (live == 0 && !child_done) {
-                /* The command is a zombie (it exited since the last reap): collect it now. Not
-                 * blocking: should it still run (unreadable for a moment), sampling goes on. */
-                int wst;
-                if (waitpid(child, &wst, WNOHANG) == child) {
-                    child_done = true;
-                    child_status = wst;
-                }
-            }
-            if (live == 0 && child_done)
+                next += s->a.interval_ns;
+            /* The command is a zombie (it exited since the last reap): collect it now. Not
+             * blocking: should it still run (unreadable for a moment), sampling goes on. */
+            if (live == 0 && !s->child_done)
+                reap(s);
+            if (live == 0 && s->child_done)
                 break;
         }
-        wait_until(&mk, st, n_st, pidfd, next);
+        wait_until(&s->mk, s->st, s->n_st, s->pidfd, next);
     }
-    if (pidfd >= 0)
-        close(pidfd);
-    pidfd = -1;
-    /* Output still buffered in the pipes belongs before the end of the trace. */
-    for (int i = 0; i < n_st; i++)
-        while (st[i].fd >= 0) {
-            struct pollfd pf = {st[i].fd, POLLIN, 0};
-            if (poll(&pf, 1, 0) <= 0)
-                break;
-            pump(&mk, &st[i]);
-        }
+    if (s->pidfd >= 0)
+        close(s->pidfd);
+    s->pidfd = -1;
+    return 0;
+}
+
+/* The end: the output still in the pipes (it belongs before the end of the trace), complete
+ * files, the peak table, then the command's end when a signal stopped the sampling. Returns the
+ * exit status. */
+static int finish_session(struct session *s)
+{
+    struct rl_err e = {0};
+    int exit_code = 0;
+    for (int i = 0; i < s->n_st; i++)
+        drain(&s->mk, &s->st[i]);
     int stop_sig = g_stop_sig;
-    rc = mon_close(m, &e);
-    mk.m = NULL;
-    if (!a.quiet)
-        print_summary(stderr, mon_summary(m), a.interval_ns);
-    mon_free(m);
+    int rc = mon_close(s->m, &e);
+    s->mk.m = NULL;
+    if (!s->a.quiet)
+        print_summary(stderr, mon_summary(s->m), s->a.interval_ns);
+    mon_free(s->m);
     if (rc) {
         cli_fail("monitor", &e);
         exit_code = rl_exit_code(rc);
     }
     /* Stopped by a signal while the command runs: the files are written; keep passing its output
      * through until it exits (a second signal stops waiting). */
-    while (!child_done && g_n_sig < 2) {
+    while (!s->child_done && g_n_sig < 2) {
         int64_t until = mono_ns() + 100000000;
         g_stop_sig = 0;
-        wait_until(&mk, st, n_st, -1, until);
-        int wst;
-        if (waitpid(child, &wst, WNOHANG) == child) {
-            child_done = true;
-            child_status = wst;
-        }
+        wait_until(&s->mk, s->st, s->n_st, -1, until);
+        reap(s);
     }
     for (int i = 0; i < 2; i++) {
-        if (st[i].fd >= 0) {
-            while (st[i].fd >= 0) {
-                struct pollfd pf = {st[i].fd, POLLIN, 0};
-                if (poll(&pf, 1, 0) <= 0)
-                    break;
-                pump(&mk, &st[i]);
-            }
-            if (st[i].fd >= 0)
-                close(st[i].fd);
-        }
-        free(st[i].line);
+        drain(&s->mk, &s->st[i]);
+        if (s->st[i].fd >= 0)
+            close(s->st[i].fd);
+        free(s->st[i].line);
     }
-    if (mk.on)
-        regfree(&mk.re);
+    if (s->mk.on)
+        regfree(&s->mk.re);
     if (exit_code)
         return exit_code;
     if (stop_sig)
         return 128 + stop_sig;
-    if (child > 0 && child_done) {
-        if (WIFEXITED(child_status))
-            return WEXITSTATUS(child_status);
-        if (WIFSIGNALED(child_status))
-            return 128 + WTERMSIG(child_status);
+    if (s->child > 0 && s->child_done) {
+        if (WIFEXITED(s->child_status))
+            return WEXITSTATUS(s->child_status);
+        if (WIFSIGNALED(s->child_status))
+            return 128 + WTERMSIG(s->child_status);
     }
     return 0;
+}
+
+static int run(int argc, char **argv)
+{
+    struct session s = {
+        .a = {.interval_ns = 100000000},
+        .st = {{.fd = -1, .out_fd = 1, .name = "stdout"}, {.fd = -1, .out_fd = 2, .name = "stderr"}},
+        .pidfd = -1,
+    };
+    int code;
+    if (!parse_session(&s, argc, argv, &code))
+        return code;
+    install_signals(&s.ss);
+    if ((code = start_session(&s)) != 0 || (code = sample_session(&s)) != 0)
+        return code;
+    return finish_session(&s);
 }
 
 const struct cli_cmd cli_cmd_monitor = {"monitor", "follow memory of any process tree over time (trace, CSV, peaks)", run};

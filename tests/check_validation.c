@@ -14,6 +14,7 @@
 #include "tests/util.h"
 #include "traces/dslog.h"
 #include "traces/trace.h"
+#include "validation/exec_row.h"
 #include "validation/val.h"
 
 #define TS "[2024-03-05 10:11:%02d,%03d] [INFO] [utils.py:%d:see_memory_usage] "
@@ -822,6 +823,48 @@ START_TEST(calibrate_cuda_needs_a_gpu_and_a_base)
 }
 END_TEST
 
+/* A launched run's `ratiolab run --json` into a row's measured side: the digest, the step and the
+ * phase times, per rank the ledger, RSS (missing figures -1), the baseline given, and the buffers
+ * outside the ledger as device or host scratch; text that is not JSON is refused. */
+START_TEST(run_json_fills_the_measured_side)
+{
+    char text[2048];
+    snprintf(text, sizeof text,
+             "{\"digest\": \"c107c17e\", \"measurement\": {\"step_ns\": 1234, \"phases\": {\"%s\": "
+             "{\"busy_ns\": 70, \"exposed_ns\": 30}}}, \"ranks\": [{\"ledger_device_bytes\": 1000, "
+             "\"ledger_host_bytes\": 2000, \"host_placed_numel\": 50, \"per_rank_numel\": 100, \"memory\": "
+             "{\"peak_rss_bytes\": 9000, \"pinned_bytes\": 64}, \"buffers\": [{\"device\": \"gpu\", "
+             "\"ledger_bytes\": null, \"bytes\": 100}, {\"device\": \"cpu\", \"ledger_bytes\": null, "
+             "\"bytes\": 7}, {\"device\": \"cpu\", \"ledger_bytes\": 11, \"bytes\": 11}, {\"device\": "
+             "\"gpu\", \"ledger_bytes\": null, \"bytes\": 20}]}, {\"memory\": {}}]}",
+             sim_phase_name(1));
+    const int64_t baseline[2] = {500, -1};
+    struct val_row w;
+    memset(&w, 0, sizeof w);
+    struct rl_err e = {0};
+    ck_assert_int_eq(val_row_from_run_json(&w, text, baseline, &e), 0);
+    ck_assert_uint_eq(w.digest, 0xc107c17eu);
+    ck_assert_int_eq(w.measured.step_ns, 1234);
+    ck_assert_int_eq(w.measured.busy_ns[1], 70);
+    ck_assert_int_eq(w.measured.exposed_ns[1], 30);
+    ck_assert_int_eq(w.measured.busy_ns[0], 0);
+    ck_assert_int_eq(w.n_ranks, 2);
+    ck_assert_int_eq(w.mem[0].ledger_device_bytes, 1000);
+    ck_assert_int_eq(w.mem[0].ledger_host_bytes, 2000);
+    ck_assert_int_eq(w.mem[0].host_placed_numel, 50);
+    ck_assert_int_eq(w.mem[0].per_rank_numel, 100);
+    ck_assert_int_eq(w.mem[0].rss_bytes, 9000);
+    ck_assert_int_eq(w.mem[0].pinned_bytes, 64);
+    ck_assert_int_eq(w.mem[0].device_used_bytes, -1);
+    ck_assert_int_eq(w.mem[0].baseline_rss_bytes, 500);
+    ck_assert_int_eq(w.mem[0].scratch_device_bytes, 120);
+    ck_assert_int_eq(w.mem[0].scratch_host_bytes, 7);
+    ck_assert_int_eq(w.mem[1].rss_bytes, -1);
+    ck_assert_int_eq(w.mem[1].baseline_rss_bytes, -1);
+    ck_assert_int_eq(val_row_from_run_json(&w, "digest c107c17e", baseline, &e), RL_EINVAL);
+}
+END_TEST
+
 Suite *validation_suite(void)
 {
     Suite *s = suite_create("validation");
@@ -845,6 +888,7 @@ Suite *validation_suite(void)
     tcase_add_test(tc, calibrate_cuda_needs_a_gpu_and_a_base);
     tcase_add_test(tc, emulated_device_shares_dram_and_runs_in_order);
     tcase_add_test(tc, calibrate_measures_the_runs_sizes);
+    tcase_add_test(tc, run_json_fills_the_measured_side);
     if (have_mpirun()) {
         tcase_add_test(tc, validate_cpu_backend_two_ranks);
         tcase_add_test(tc, validate_under_mpirun_schedules_and_policies);
