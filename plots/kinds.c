@@ -811,7 +811,10 @@ int plot__parity(struct plot__fig *f, struct rl_err *e)
     fprintf(gp, "set xlabel 'predicted (ms)' offset 0,0.9\nset logscale xy\nset xrange [%g:%g]\nset yrange [%g:%g]\n"
                 "set grid xtics ytics\nset samples 200\nband = %g\n",
             x0, x1, x0, x1, f->o->band_pct / 100.0);
-    /* Log axes: ticks at 1, 2 and 5 x 10^k inside the range (gnuplot's own are decades only). */
+    /* Log axes: ticks at 1, 2 and 5 x 10^k inside the range (gnuplot's own are decades only);
+     * over more than three decades the labels of 2 and 5 would run into each other, so those
+     * become unlabelled minor ticks. */
+    const bool wide = log10(x1 / x0) > 3;
     for (int ax = 0; ax < 2; ax++) {
         fprintf(gp, "set %ctics (", ax ? 'y' : 'x');
         bool first = true;
@@ -820,7 +823,10 @@ int plot__parity(struct plot__fig *f, struct rl_err *e)
                 double v = dec * (q == 0 ? 1 : q == 1 ? 2 : 5);
                 if (v < x0 || v > x1)
                     continue;
-                fprintf(gp, "%s'%g' %g", first ? "" : ", ", v, v);
+                if (wide && q > 0)
+                    fprintf(gp, "%s'' %g 1", first ? "" : ", ", v);
+                else
+                    fprintf(gp, "%s'%g' %g", first ? "" : ", ", v, v);
                 first = false;
             }
         fputs(")\n", gp);

@@ -297,6 +297,36 @@ START_TEST(parity_dat_holds_the_report)
 }
 END_TEST
 
+/* Log ticks: 1, 2 and 5 x 10^k labelled over a few decades; over more than three, the 2s and 5s
+ * are unlabelled minor ticks (their labels ran into each other at 500 1000 2000). */
+START_TEST(parity_ticks_thin_out_over_many_decades)
+{
+    char *text = tu_read(gold("validate-report.json"), NULL);
+    ck_assert_ptr_nonnull(text);
+    json_t *j = json_loads(text, 0, NULL);
+    free(text);
+    ck_assert_ptr_nonnull(j);
+    json_t *fwd = json_object_get(json_object_get(json_object_get(json_object_get(
+        json_array_get(json_object_get(j, "rows"), 0), "measured"), "phases"), "forward"), "busy_ns");
+    ck_assert_ptr_nonnull(fwd);
+    json_integer_set(fwd, 30000);   /* 0.03 ms against a 262 ms step: four decades and more */
+    ck_assert_int_eq(json_dump_file(j, tu_path("wide.json"), 0), 0);
+    json_decref(j);
+    struct tu_run r;
+    tu_ratiolab(&r, "plot parity --in wide.json --out wide.svg");
+    ck_assert_msg(r.status == 0 || r.status == 3, "exit %d: %s", r.status, r.err);   /* 3: no gnuplot */
+    tu_run_free(&r);
+    char *gp = tu_slurp("wide.gp");
+    ck_assert_ptr_nonnull(strstr(gp, "'1' 1, '' 2 1, '' 5 1, '10' 10"));
+    ck_assert_ptr_null(strstr(gp, "'200' 200"));
+    free(gp);
+    text = tu_read(gold("parity.gp"), NULL);   /* the golden case spans under three decades */
+    ck_assert_ptr_nonnull(text);
+    ck_assert_ptr_null(strstr(text, "'' 2 1"));
+    free(text);
+}
+END_TEST
+
 START_TEST(bad_input_exits_2_without_files)
 {
     static const struct {
@@ -476,6 +506,7 @@ Suite *plots_suite(void)
     tcase_add_test(tc, time_bands_stack_to_the_step_time);
     tcase_add_test(tc, timeline_keeps_every_span);
     tcase_add_test(tc, parity_dat_holds_the_report);
+    tcase_add_test(tc, parity_ticks_thin_out_over_many_decades);
     tcase_add_test(tc, bad_input_exits_2_without_files);
     tcase_add_test(tc, without_gnuplot_writes_data_and_script_exit_3);
     tcase_add_test(tc, help_lists_every_kind);
