@@ -408,7 +408,10 @@ int val_calibrate_run(struct ex_comm *comm, const struct val_calib_run *run, boo
     }
 #ifdef RL_HAVE_OPENBLAS
     if (run->n_gemm > 0 && flop > 0) {
-        float *a = (float *)falloc(ma), *b = (float *)falloc(mb), *cc = (float *)falloc(mc);
+        /* The operands as the executor's compute scratch holds them: zeroed and only ever read, so
+         * they stay on the kernel's zero page (measured ~5 % faster for OpenBLAS than written
+         * operands); the output is written, as the executor's is. */
+        float *a = calloc((size_t)ma, sizeof *a), *b = calloc((size_t)mb, sizeof *b), *cc = (float *)falloc(mc);
         if (!a || !b || !cc)
             rc = rl_errf(e, RL_ENOMEM, "calibrate: cannot allocate the GEMM operands (%lld floats)",
                          (long long)(ma + mb + mc));
@@ -676,7 +679,8 @@ static void run_figures(const struct val_calib *c, json_t *node, json_t *gpu, js
         json_object_set_new(gpu, "fp32_tflops", json_real(tf));
         fig_span(&c->run_gemm_flops, 1e-9, sp, sizeof sp);
         src(s, "gpu.tensor_tflops", c, "OpenBLAS cblas_sgemm over the GEMMs of one forward pass at the model's shapes "
-            "(%.4g GFLOP), %s: GFLOP/s %s; fp32 whatever the model dtype", c->run_gemm_flop * 1e-9, all, sp);
+            "(%.4g GFLOP), operands zeroed and only read as the executor's, %s: GFLOP/s %s; fp32 whatever the "
+            "model dtype", c->run_gemm_flop * 1e-9, all, sp);
         src(s, "gpu.fp32_tflops", c, "as gpu.tensor_tflops (the emulated device computes in fp32)");
     }
     if (c->run_device_adam_numel > 0 && c->run_device_adam_elems_per_s.median > 0) {
