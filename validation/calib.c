@@ -409,7 +409,7 @@ int val_calibrate_run(struct ex_comm *comm, const struct val_calib_run *run, boo
 #ifdef RL_HAVE_OPENBLAS
     if (run->n_gemm > 0 && flop > 0) {
         /* The operands as the executor's compute scratch holds them: zeroed and only ever read, so
-         * they stay on the kernel's zero page (measured ~5 % faster for OpenBLAS than written
+         * they stay on the kernel's zero page (which OpenBLAS reads faster than written
          * operands); the output is written, as the executor's is. */
         float *a = calloc((size_t)ma, sizeof *a), *b = calloc((size_t)mb, sizeof *b), *cc = (float *)falloc(mc);
         if (!a || !b || !cc)
