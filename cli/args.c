@@ -90,6 +90,17 @@ int cli_fail(const char *cmd, const struct rl_err *e)
     return rl_exit_code(e->code ? e->code : RL_EINTERNAL);
 }
 
+int cli_err_flag(struct rl_err *e, const char *field, const char *flag)
+{
+    size_t len = strlen(field);
+    if (strncmp(e->msg, field, len) != 0 || (e->msg[len] != ':' && e->msg[len] != ' '))
+        return e->code;
+    char rest[RL_ERR_MSG_MAX];
+    snprintf(rest, sizeof rest, "%s", e->msg + len);
+    snprintf(e->msg, sizeof e->msg, "%s%s", flag, rest);
+    return e->code;
+}
+
 const char *cli_gib(char *buf, size_t n, int64_t bytes)
 {
     snprintf(buf, n, "%.2f", (double)bytes / RL_GIB);

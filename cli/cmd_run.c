@@ -66,8 +66,10 @@ static int parse_list(const char *v, const char *field, int *n, void *out, bool 
             return rl_errf(e, RL_EINVAL, "%s: more than %d entries", field, MAX_LIST);
         int rc = policy ? plan_policy_parse(tok, &((enum plan_policy *)out)[*n], e)
                         : step_schedule_parse(tok, &((enum step_schedule *)out)[*n], e);
-        if (rc)
+        if (rc) {
+            cli_err_flag(e, policy ? "policy" : "schedule", policy ? "--policy" : "--schedule");
             return rl_err_prefix(e, "%s", field);
+        }
         (*n)++;
     }
     return 0;
@@ -79,7 +81,8 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     int64_t x;
     int rc;
     switch (id) {
-    case R_SCHEDULE: return step_schedule_parse(v, &a->o.schedule, e);
+    case R_SCHEDULE:
+        return step_schedule_parse(v, &a->o.schedule, e) ? cli_err_flag(e, "schedule", "--schedule") : 0;
     case R_BACKEND: return ex_backend_parse(v, &a->o.backend, e);
     case R_COMPUTE:
         if (rl_streq(v, "none")) a->o.compute = EX_COMPUTE_NONE;

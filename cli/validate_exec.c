@@ -104,7 +104,7 @@ int cli_validate_exec_policies(struct cli_validate_exec *x, const char *v, enum 
         return rc;
     for (int i = 0; i < n; i++)
         if ((rc = plan_policy_parse(items[i], &x->policies[i], e)))
-            return rc;
+            return cli_err_flag(e, "policy", "--policy");
     x->n_policies = n;
     *first = x->policies[0];
     return 0;
@@ -119,7 +119,7 @@ int cli_validate_exec_schedules(struct cli_validate_exec *x, const char *v, enum
         return rc;
     for (int i = 0; i < n; i++)
         if ((rc = sim_schedule_parse(items[i], &x->schedules[i], e)))
-            return rc;
+            return cli_err_flag(e, "schedule", "--schedule");
     x->n_schedules = n;
     *first = x->schedules[0];
     return 0;

@@ -35,7 +35,7 @@ int plan_policy_parse(const char *s, enum plan_policy *p, struct rl_err *e)
             *p = (enum plan_policy)i;
             return 0;
         }
-    return rl_errf(e, RL_EINVAL, "--policy: '%s' is not a policy; allowed: auto, deepspeed-0.12, deepspeed-0.18, exact",
+    return rl_errf(e, RL_EINVAL, "policy: '%s' is not a policy; allowed: auto, deepspeed-0.12, deepspeed-0.18, exact",
                    s ? s : "");
 }
 

@@ -828,6 +828,8 @@ START_TEST(step_vocabulary_breakdown_and_chunks)
     ck_assert_int_eq(step_schedule_parse("overlap", &sc, &e), 0);
     ck_assert_int_eq(sc, STEP_SCHED_OVERLAP);
     ck_assert_int_eq(step_schedule_parse("fast", &sc, &e), RL_EINVAL);
+    /* the library names its field; cli/ puts the flag the user typed in its place */
+    ck_assert_str_eq(e.msg, "schedule: 'fast' is not a schedule; allowed: deepspeed, overlap");
     /* chunks: the default below the cap, the cap above it (ceil(n / 256) per chunk) */
     ck_assert_int_eq(step_chunk_numel(10 << 20, 0), 4 << 20);
     ck_assert_int_eq(step_chunk_count(10 << 20, 0), 3);
