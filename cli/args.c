@@ -93,11 +93,16 @@ int cli_fail(const char *cmd, const struct rl_err *e)
 int cli_err_flag(struct rl_err *e, const char *field, const char *flag)
 {
     size_t len = strlen(field);
-    if (strncmp(e->msg, field, len) != 0 || (e->msg[len] != ':' && e->msg[len] != ' '))
-        return e->code;
-    char rest[RL_ERR_MSG_MAX];
-    snprintf(rest, sizeof rest, "%s", e->msg + len);
-    snprintf(e->msg, sizeof e->msg, "%s%s", flag, rest);
+    for (char *at = e->msg; at; at = strstr(at, ": ")) {
+        if (at != e->msg)
+            at += 2;
+        if (strncmp(at, field, len) == 0 && (at[len] == ':' || at[len] == ' ')) {
+            char rest[RL_ERR_MSG_MAX];
+            snprintf(rest, sizeof rest, "%s", at + len);
+            snprintf(at, sizeof e->msg - (size_t)(at - e->msg), "%s%s", flag, rest);
+            break;
+        }
+    }
     return e->code;
 }
 

@@ -66,9 +66,10 @@ int cli_command_parse(const char *cmd, int argc, char **argv, const char *usage,
                       const struct cli_optset *sets, int n_sets);
 /* Prints "ratiolab <cmd>: <msg>" to stderr and returns the exit code for e->code. */
 int cli_fail(const char *cmd, const struct rl_err *e);
-/* Puts the flag the user typed in place of the field a library message begins with: a message
- * "field: ..." or "field ...: ..." becomes "flag: ..." or "flag ...: ..."; any other message is
- * left alone. Returns e->code, so `return cli_err_flag(e, "policy", "--policy")` forwards it. */
+/* Puts the flag the user typed in place of the field a library message is about: the first
+ * "field: " or "field ..." at the start of e->msg or after a ": " (the context rl_err_prefix adds)
+ * becomes "flag: " or "flag ..."; a message that does not name field is left alone. Returns
+ * e->code, so `return cli_err_flag(e, "policy", "--policy")` forwards the error. */
 int cli_err_flag(struct rl_err *e, const char *field, const char *flag);
 
 /* ---- the setup every planning command shares (model, layout, DeepSpeed config) ------------

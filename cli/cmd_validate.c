@@ -288,6 +288,7 @@ static int run_ds(struct validate_args *a, struct plan_inputs *s, struct cli_sim
     if ((rc = cli_setup_resolve(s, &c, &e)) || (rc = cli_sim_load_hw(sim, &c, &hw, &e)) ||
         (rc = plan_setup_plan(&c, -1, &p, &e)) || (rc = sim_step_run(&p, &hw, &sim->train, NULL, &sr, &e)) ||
         (rc = read_logs(a, logs, &ms, &n_ms, &e)) || (a->monitor && (rc = val_monitor_read(a->monitor, &mon, &e)))) {
+        cli_sim_err(&e);
         rc = cli_fail("validate", &e);
         goto out;
     }

@@ -28,6 +28,12 @@ void cli_sim_init(struct cli_sim *s)
     sim_train_defaults(&s->train);
 }
 
+int cli_sim_err(struct rl_err *e)
+{
+    cli_err_flag(e, "gpu_ids", "--gpu-ids");
+    return cli_err_flag(e, "cpu_optimizer", "--cpu-optimizer");
+}
+
 int cli_sim_opt(void *ctx, int id, const char *v, struct rl_err *e)
 {
     struct cli_sim *s = ctx;
@@ -46,8 +52,8 @@ int cli_sim_opt(void *ctx, int id, const char *v, struct rl_err *e)
             return rl_errf(e, RL_EINVAL, "--numa: '%s' is not allowed; allowed: local, interleave", v);
         return 0;
     case M_RESERVE: return rl_parse_bytes("--reserve", v, &s->train.gpu_reserve_bytes, e);
-    case M_CPU_OPT: return sim_cpu_optimizer_parse(v, &s->train.cpu_optimizer, e);
-    case M_GPU_IDS: return sim_gpu_ids_parse(v, s->train.gpu_ids, &s->train.n_gpu_ids, e);
+    case M_CPU_OPT: return sim_cpu_optimizer_parse(v, &s->train.cpu_optimizer, e) ? cli_sim_err(e) : 0;
+    case M_GPU_IDS: return sim_gpu_ids_parse(v, s->train.gpu_ids, &s->train.n_gpu_ids, e) ? cli_sim_err(e) : 0;
     case M_GPU_MEM:
     case M_HOST_MEM: {
         const char *flag = id == M_GPU_MEM ? "--gpu-mem" : "--host-mem";
