@@ -72,6 +72,10 @@ int cli_fail(const char *cmd, const struct rl_err *e);
  * e->code, so `return cli_err_flag(e, "policy", "--policy")` forwards the error. */
 int cli_err_flag(struct rl_err *e, const char *field, const char *flag);
 
+/* Puts the flags of `run` in place of the fields the executor's messages name (backend, pp,
+ * dtype, steps/warmup, comm_dtype, scale, seed, save_dir, load_dir). Returns e->code. */
+int cli_run_err(struct rl_err *e);
+
 /* ---- the setup every planning command shares (model, layout, DeepSpeed config) ------------
  * The flags fill a struct plan_inputs (plan_inputs_init first); plan/inputs.c resolves it. */
 extern const struct cli_opt cli_setup_opts[];
