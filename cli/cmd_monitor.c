@@ -595,6 +595,7 @@ static int sample_session(struct session *s)
                 mon_free(s->m);
                 if (s->mk.on)
                     regfree(&s->mk.re);
+                monitor_err(&e);
                 return cli_fail("monitor", &e);
             }
             while (next <= now)
@@ -630,6 +631,7 @@ static int finish_session(struct session *s)
         print_summary(stderr, mon_summary(s->m), s->a.interval_ns);
     mon_free(s->m);
     if (rc) {
+        monitor_err(&e);
         cli_fail("monitor", &e);
         exit_code = rl_exit_code(rc);
     }

@@ -338,7 +338,7 @@ int cli_run_err(struct rl_err *e)
     static const char *const flags[][2] = {
         {"backend", "--backend"}, {"pp", "--pp"}, {"dtype", "--dtype"}, {"steps/warmup", "--steps/--warmup"},
         {"comm_dtype", "--comm-dtype"}, {"scale", "--scale"}, {"seed", "--seed"}, {"save_dir", "--save"},
-        {"load_dir", "--load"},
+        {"load_dir", "--load"}, {"compute", "--compute"},
     };
     for (size_t i = 0; i < RL_COUNT(flags); i++)
         cli_err_flag(e, flags[i][0], flags[i][1]);

@@ -117,6 +117,7 @@ static const struct {
     {"megatron_version", "--megatron-version", ANYWHERE, ALWAYS},
     {"param_groups", "--param-groups", ANYWHERE, ALWAYS},
     {"ds_config", "--ds-config", ANYWHERE, ALWAYS},
+    {"deepspeed_version", "--deepspeed-version", ANYWHERE, ALWAYS},
     {"pp_stage", "--pp-stage", ANYWHERE, ALWAYS},
     {"seq_len", "--seq-len", ANYWHERE, ALWAYS},
     {"gpus_per_node", "--gpus-per-node", ANYWHERE, GIVEN_GPN},

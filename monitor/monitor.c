@@ -239,14 +239,14 @@ static void trace_failed(struct mon *m)
     struct rl_err e = {0};
     int rc = trace_close(m->trace, &e);   /* fails (the writer's error) and removes the file */
     m->trace = NULL;
-    rl_err_first(&m->err, &m->err_e, rc ? rc : RL_EENV, "--out: %s", rc ? e.msg : "trace write failed");
+    rl_err_first(&m->err, &m->err_e, rc ? rc : RL_EENV, "trace_path: %s", rc ? e.msg : "trace write failed");
 }
 
 static void csv_failed(struct mon *m)
 {
     struct rl_err e = {0};
     int rc = rl_outfile_commit(&m->csv, &e);   /* fails (stream error) and removes the file */
-    rl_err_first(&m->err, &m->err_e, rc ? rc : RL_EENV, "--csv: %s", rc ? e.msg : "CSV write failed");
+    rl_err_first(&m->err, &m->err_e, rc ? rc : RL_EENV, "csv_path: %s", rc ? e.msg : "CSV write failed");
 }
 
 static void counter(struct mon *m, int pid, const char *name, int64_t t_ns, const char *series,
@@ -760,13 +760,13 @@ int mon_close(struct mon *m, struct rl_err *e)
         int rc = trace_close(m->trace, &te);
         m->trace = NULL;
         if (rc)
-            rl_err_first(&m->err, &m->err_e, rc, "--out: %s", te.msg);
+            rl_err_first(&m->err, &m->err_e, rc, "trace_path: %s", te.msg);
     }
     if (m->csv.fp) {
         struct rl_err ce = {0};
         int rc = rl_outfile_commit(&m->csv, &ce);
         if (rc)
-            rl_err_first(&m->err, &m->err_e, rc, "--csv: %s", ce.msg);
+            rl_err_first(&m->err, &m->err_e, rc, "csv_path: %s", ce.msg);
     }
     if (m->err)
         return rl_errf(e, m->err, "%s", m->err_e.msg);

@@ -43,7 +43,7 @@ int plan_policy_for_version(struct rl_version v, enum plan_policy *p, struct rl_
 {
     if (rl_version_cmp(v, (struct rl_version){0, 12, 3}) < 0)
         return rl_errf(e, RL_EINVAL,
-                       "--deepspeed-version: %d.%d.%d has no offload_optimizer.ratio (partial offload "
+                       "deepspeed_version: %d.%d.%d has no offload_optimizer.ratio (partial offload "
                        "arrived in 0.12.3); allowed: 0.12.3 or later", v.major, v.minor, v.patch);
     *p = rl_version_cmp(v, (struct rl_version){0, 18, 0}) < 0 ? PLAN_POLICY_DS012 : PLAN_POLICY_DS018;
     return 0;
