@@ -90,6 +90,22 @@ int cli_fail(const char *cmd, const struct rl_err *e)
     return rl_exit_code(e->code ? e->code : RL_EINTERNAL);
 }
 
+int cli_err_flag(struct rl_err *e, const char *field, const char *flag)
+{
+    size_t len = strlen(field);
+    for (char *at = e->msg; at; at = strstr(at, ": ")) {
+        if (at != e->msg)
+            at += 2;
+        if (strncmp(at, field, len) == 0 && (at[len] == ':' || at[len] == ' ')) {
+            char rest[RL_ERR_MSG_MAX];
+            snprintf(rest, sizeof rest, "%s", at + len);
+            snprintf(at, sizeof e->msg - (size_t)(at - e->msg), "%s%s", flag, rest);
+            break;
+        }
+    }
+    return e->code;
+}
+
 const char *cli_gib(char *buf, size_t n, int64_t bytes)
 {
     snprintf(buf, n, "%.2f", (double)bytes / RL_GIB);

@@ -66,6 +66,15 @@ int cli_command_parse(const char *cmd, int argc, char **argv, const char *usage,
                       const struct cli_optset *sets, int n_sets);
 /* Prints "ratiolab <cmd>: <msg>" to stderr and returns the exit code for e->code. */
 int cli_fail(const char *cmd, const struct rl_err *e);
+/* Puts the flag the user typed in place of the field a library message is about: the first
+ * "field: " or "field ..." at the start of e->msg or after a ": " (the context rl_err_prefix adds)
+ * becomes "flag: " or "flag ..."; a message that does not name field is left alone. Returns
+ * e->code, so `return cli_err_flag(e, "policy", "--policy")` forwards the error. */
+int cli_err_flag(struct rl_err *e, const char *field, const char *flag);
+
+/* Puts the flags of `run` in place of the fields the executor's messages name (backend, pp,
+ * dtype, steps/warmup, comm_dtype, scale, seed, save_dir, load_dir). Returns e->code. */
+int cli_run_err(struct rl_err *e);
 
 /* ---- the setup every planning command shares (model, layout, DeepSpeed config) ------------
  * The flags fill a struct plan_inputs (plan_inputs_init first); plan/inputs.c resolves it. */

@@ -227,7 +227,8 @@ static int run_cuda(struct calib_args *a)
     snprintf(out, sizeof out, "%s", a->out ? a->out : "");
     if (!a->out)
         snprintf(out, sizeof out, "%s.json", name);
-    rc = val_calib_gpu_profile(&c, &g, base, name, &text, &e);
+    if ((rc = val_calib_gpu_profile(&c, &g, base, name, &text, &e)))
+        cli_err_flag(&e, "base_profile", "--base");
     free(base);
     struct rl_outfile of;
     if (rc || (rc = sim_hw_parse(&hw, text, out, &e)) || (rc = rl_outfile_open(&of, out, &e))) {

@@ -56,8 +56,10 @@ static int models(const char *dir, json_t *arr, struct rl_err *e)
     for (int i = 0; i < n && !rc; i++) {
         struct plan_model m;
         struct plan_model_opts o = {1, 1, 0, 0};
-        if ((rc = plan_model_load(&m, dir, names[i], &o, e)))
+        if ((rc = plan_model_load(&m, dir, names[i], &o, e))) {
+            cli_err_flag(e, "model", "--model");
             break;
+        }
         int64_t p = m.total_numel;
         if (arr) {
             json_t *j = json_object();

@@ -276,6 +276,7 @@ static int run(int argc, char **argv)
     plan_hazards_find(&hz, &c.zero, a.strict);
     struct verdict v;
     if ((rc = sim_check(&c, &q, &v.j, &e))) {
+        cli_sim_err(&e);
         plan_setup_free(&c);
         return cli_fail("check", &e);
     }

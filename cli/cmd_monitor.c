@@ -482,6 +482,17 @@ static void install_signals(struct saved_sig *ss)
  * temporary files) and NVML loaded before the command starts: a bad --out or --csv is reported
  * without running anything, and the first sample is not delayed by NVML's start-up. Returns 0, or
  * the exit status of a failure. */
+/* Puts the flags in place of the fields mon_open and mon_add_root name. */
+static int monitor_err(struct rl_err *e)
+{
+    static const char *const flags[][2] = {
+        {"pids", "--pid"}, {"pid", "--pid"}, {"interval_ns", "--interval"}, {"trace_path", "--out"}, {"csv_path", "--csv"},
+    };
+    for (size_t i = 0; i < RL_COUNT(flags); i++)
+        cli_err_flag(e, flags[i][0], flags[i][1]);
+    return e->code;
+}
+
 static int start_session(struct session *s)
 {
     struct rl_err e = {0};
@@ -490,6 +501,7 @@ static int start_session(struct session *s)
     if (s->cmd)
         cfg.n_pids = 0;
     if (mon_open(&s->m, &cfg, &e) != 0) {
+        monitor_err(&e);
         if (s->mk.on)
             regfree(&s->mk.re);
         return cli_fail("monitor", &e);
@@ -505,6 +517,7 @@ static int start_session(struct session *s)
             mon_free(s->m);
             if (s->mk.on)
                 regfree(&s->mk.re);
+            monitor_err(&e);
             return cli_fail("monitor", &e);
         }
         g_child = s->child;
@@ -582,6 +595,7 @@ static int sample_session(struct session *s)
                 mon_free(s->m);
                 if (s->mk.on)
                     regfree(&s->mk.re);
+                monitor_err(&e);
                 return cli_fail("monitor", &e);
             }
             while (next <= now)
@@ -617,6 +631,7 @@ static int finish_session(struct session *s)
         print_summary(stderr, mon_summary(s->m), s->a.interval_ns);
     mon_free(s->m);
     if (rc) {
+        monitor_err(&e);
         cli_fail("monitor", &e);
         exit_code = rl_exit_code(rc);
     }

@@ -40,6 +40,22 @@ static const struct cli_opt opts[] = {
     {NULL, NULL, NULL, 0},
 };
 
+/* Fails with the flag in place of the field a plots/ message begins with. */
+static int plot_fail(struct rl_err *e)
+{
+    static const char *const flags[][2] = {
+        {"out", "--out"}, {"in", "--in"}, {"pids", "--pids"}, {"ratio", "--ratio"}, {"marks", "--marks"},
+    };
+    for (size_t i = 0; i < RL_COUNT(flags); i++) {
+        size_t n = strlen(flags[i][0]);
+        if (strncmp(e->msg, flags[i][0], n) == 0 && (e->msg[n] == ':' || e->msg[n] == ' ')) {
+            cli_err_flag(e, flags[i][0], flags[i][1]);
+            break;
+        }
+    }
+    return cli_fail("plot", e);
+}
+
 static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 {
     struct plot_opts *o = ctx;
@@ -222,14 +238,14 @@ static int run(int argc, char **argv)
         return cli_fail("plot", &e);
     }
     if ((rc = plot_format_of(o.out, &fmt, &e)))
-        return cli_fail("plot", &e);
+        return plot_fail(&e);
     if (o.n_in == 0) {
         rl_errf(&e, RL_EINVAL, "--in: missing; plot %s needs an input file", plot_kind_name(o.kind));
         return cli_fail("plot", &e);
     }
     struct plot_files files;
     if ((rc = plot_write(&o, &files, &e)))
-        return cli_fail("plot", &e);
+        return plot_fail(&e);
 
     char gbuf[4096];
     const char *gnuplot = find_gnuplot(gbuf, sizeof gbuf);

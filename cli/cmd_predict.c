@@ -126,6 +126,8 @@ static int run(int argc, char **argv)
     }
     struct sim_step_result r;
     rc = sim_step_run(&p, &hw, &sim.train, a.trace, &r, &e);
+    if (rc)
+        cli_sim_err(&e);
     if (rc && a.trace && strstr(e.msg, a.trace))
         rl_err_prefix(&e, "--trace");
     if (rc) {

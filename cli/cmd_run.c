@@ -66,8 +66,10 @@ static int parse_list(const char *v, const char *field, int *n, void *out, bool 
             return rl_errf(e, RL_EINVAL, "%s: more than %d entries", field, MAX_LIST);
         int rc = policy ? plan_policy_parse(tok, &((enum plan_policy *)out)[*n], e)
                         : step_schedule_parse(tok, &((enum step_schedule *)out)[*n], e);
-        if (rc)
+        if (rc) {
+            cli_err_flag(e, policy ? "policy" : "schedule", policy ? "--policy" : "--schedule");
             return rl_err_prefix(e, "%s", field);
+        }
         (*n)++;
     }
     return 0;
@@ -79,8 +81,9 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     int64_t x;
     int rc;
     switch (id) {
-    case R_SCHEDULE: return step_schedule_parse(v, &a->o.schedule, e);
-    case R_BACKEND: return ex_backend_parse(v, &a->o.backend, e);
+    case R_SCHEDULE:
+        return step_schedule_parse(v, &a->o.schedule, e) ? cli_err_flag(e, "schedule", "--schedule") : 0;
+    case R_BACKEND: return ex_backend_parse(v, &a->o.backend, e) ? cli_err_flag(e, "backend", "--backend") : 0;
     case R_COMPUTE:
         if (rl_streq(v, "none")) a->o.compute = EX_COMPUTE_NONE;
         else if (rl_streq(v, "gemm")) a->o.compute = EX_COMPUTE_GEMM;
@@ -330,8 +333,21 @@ static int build_plan(const struct plan_setup *c, const struct plan_model *scale
     return plan_build(p, scaled, &c->layout, &z, &po, e);
 }
 
-static int fail_rank(struct ex_comm *comm, const struct rl_err *e)
+int cli_run_err(struct rl_err *e)
 {
+    static const char *const flags[][2] = {
+        {"backend", "--backend"}, {"pp", "--pp"}, {"dtype", "--dtype"}, {"steps/warmup", "--steps/--warmup"},
+        {"comm_dtype", "--comm-dtype"}, {"scale", "--scale"}, {"seed", "--seed"}, {"save_dir", "--save"},
+        {"load_dir", "--load"}, {"compute", "--compute"},
+    };
+    for (size_t i = 0; i < RL_COUNT(flags); i++)
+        cli_err_flag(e, flags[i][0], flags[i][1]);
+    return e->code;
+}
+
+static int fail_rank(struct ex_comm *comm, struct rl_err *e)
+{
+    cli_run_err(e);
     int code = cli_fail("run", e);
     fflush(stdout);
     fflush(stderr);
@@ -381,6 +397,7 @@ static int run(int argc, char **argv)
     memset(&scaled, 0, sizeof scaled);
     int code = 0;
     if ((rc = cli_setup_resolve(&s, &c, &e)) || (rc = ex_scale_model(&c.model, a.scale, &scaled, &e))) {
+        cli_run_err(&e);
         code = cli_fail("run", &e);
         goto out;
     }

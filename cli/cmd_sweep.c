@@ -86,6 +86,7 @@ static int run(int argc, char **argv)
         struct sim_step_result r;
         memset(&p, 0, sizeof p);
         if ((rc = plan_setup_plan(&c, ratios[i], &p, &e)) || (rc = sim_step_run(&p, &hw, &sim.train, NULL, &r, &e))) {
+            cli_sim_err(&e);
             rl_err_prefix(&e, "ratio %g", ratios[i]);
             plan_free(&p);
             break;

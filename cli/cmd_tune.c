@@ -323,8 +323,10 @@ static int run(int argc, char **argv)
             .ckpt_off = !sim.train.checkpoint_activations, .ckpt_on = true, .no_offload = true,
             .global_batch = a.global_batch > 0 ? a.global_batch : c.zero.src_train_batch == PLAN_SRC_CONFIG ? c.zero.train_batch : 0,
             .headroom_bytes = t->headroom, .tol = a.tol};
-        if ((rc = sim_tune(&q, &t->res, &e)))
+        if ((rc = sim_tune(&q, &t->res, &e))) {
+            cli_sim_err(&e);
             rl_err_prefix(&e, "--hw %s", names[i]);
+        }
     }
     int found = 0;
     if (!rc) {

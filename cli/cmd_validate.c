@@ -288,11 +288,14 @@ static int run_ds(struct validate_args *a, struct plan_inputs *s, struct cli_sim
     if ((rc = cli_setup_resolve(s, &c, &e)) || (rc = cli_sim_load_hw(sim, &c, &hw, &e)) ||
         (rc = plan_setup_plan(&c, -1, &p, &e)) || (rc = sim_step_run(&p, &hw, &sim->train, NULL, &sr, &e)) ||
         (rc = read_logs(a, logs, &ms, &n_ms, &e)) || (a->monitor && (rc = val_monitor_read(a->monitor, &mon, &e)))) {
+        cli_sim_err(&e);
+        cli_err_flag(&e, "monitor_csv", "--monitor");
         rc = cli_fail("validate", &e);
         goto out;
     }
     struct val_ds_opts o = {.tol_bytes = (int64_t)llround(a->tol_gib * RL_GIB), .tol_time_pct = a->tol_pct};
     if ((rc = val_ds_compare(&p, logs, a->n_logs, ms, n_ms, sr.step_ns, a->monitor ? &mon : NULL, &o, &r, &e))) {
+        cli_err_flag(&e, "deepspeed_log", "--deepspeed-log");
         rc = cli_fail("validate", &e);
         goto out;
     }

@@ -65,7 +65,8 @@ int cli_setup_opt(void *ctx, int id, const char *v, struct rl_err *e)
     case S_RATIO:
         s->ratio_set = true;
         return rl_parse_double("--ratio", v, 0, 1, &s->ratio, e);
-    case S_POLICY: return plan_policy_parse(v, &s->policy, e);
+    case S_POLICY:
+        return plan_policy_parse(v, &s->policy, e) ? cli_err_flag(e, "policy", "--policy") : 0;
     case S_LEDGER:
         for (int k = 0; k <= PLAN_LEDGER_EXEC; k++)
             if (strcmp(v, plan_ledger_name((enum plan_ledger_kind)k)) == 0) {
@@ -116,6 +117,7 @@ static const struct {
     {"megatron_version", "--megatron-version", ANYWHERE, ALWAYS},
     {"param_groups", "--param-groups", ANYWHERE, ALWAYS},
     {"ds_config", "--ds-config", ANYWHERE, ALWAYS},
+    {"deepspeed_version", "--deepspeed-version", ANYWHERE, ALWAYS},
     {"pp_stage", "--pp-stage", ANYWHERE, ALWAYS},
     {"seq_len", "--seq-len", ANYWHERE, ALWAYS},
     {"gpus_per_node", "--gpus-per-node", ANYWHERE, GIVEN_GPN},

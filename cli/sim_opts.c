@@ -28,12 +28,19 @@ void cli_sim_init(struct cli_sim *s)
     sim_train_defaults(&s->train);
 }
 
+int cli_sim_err(struct rl_err *e)
+{
+    cli_err_flag(e, "gpu_ids", "--gpu-ids");
+    return cli_err_flag(e, "cpu_optimizer", "--cpu-optimizer");
+}
+
 int cli_sim_opt(void *ctx, int id, const char *v, struct rl_err *e)
 {
     struct cli_sim *s = ctx;
     switch (id) {
     case M_HW: s->hw = v; return 0;
-    case M_SCHEDULE: return sim_schedule_parse(v, &s->train.schedule, e);
+    case M_SCHEDULE:
+        return sim_schedule_parse(v, &s->train.schedule, e) ? cli_err_flag(e, "schedule", "--schedule") : 0;
     case M_CKPT: s->train.checkpoint_activations = true; return 0;
     case M_GA: return rl_parse_i64("--grad-accum", v, 1, 1 << 16, &s->train.grad_accum, e);
     case M_NUMA:
@@ -45,8 +52,8 @@ int cli_sim_opt(void *ctx, int id, const char *v, struct rl_err *e)
             return rl_errf(e, RL_EINVAL, "--numa: '%s' is not allowed; allowed: local, interleave", v);
         return 0;
     case M_RESERVE: return rl_parse_bytes("--reserve", v, &s->train.gpu_reserve_bytes, e);
-    case M_CPU_OPT: return sim_cpu_optimizer_parse(v, &s->train.cpu_optimizer, e);
-    case M_GPU_IDS: return sim_gpu_ids_parse(v, s->train.gpu_ids, &s->train.n_gpu_ids, e);
+    case M_CPU_OPT: return sim_cpu_optimizer_parse(v, &s->train.cpu_optimizer, e) ? cli_sim_err(e) : 0;
+    case M_GPU_IDS: return sim_gpu_ids_parse(v, s->train.gpu_ids, &s->train.n_gpu_ids, e) ? cli_sim_err(e) : 0;
     case M_GPU_MEM:
     case M_HOST_MEM: {
         const char *flag = id == M_GPU_MEM ? "--gpu-mem" : "--host-mem";

@@ -104,7 +104,7 @@ int cli_validate_exec_policies(struct cli_validate_exec *x, const char *v, enum 
         return rc;
     for (int i = 0; i < n; i++)
         if ((rc = plan_policy_parse(items[i], &x->policies[i], e)))
-            return rc;
+            return cli_err_flag(e, "policy", "--policy");
     x->n_policies = n;
     *first = x->policies[0];
     return 0;
@@ -119,7 +119,7 @@ int cli_validate_exec_schedules(struct cli_validate_exec *x, const char *v, enum
         return rc;
     for (int i = 0; i < n; i++)
         if ((rc = sim_schedule_parse(items[i], &x->schedules[i], e)))
-            return rc;
+            return cli_err_flag(e, "schedule", "--schedule");
     x->n_schedules = n;
     *first = x->schedules[0];
     return 0;
@@ -352,7 +352,8 @@ static int vx_setup(struct vx *v, bool schedule_given, struct rl_err *e)
     if (!schedule_given)
         v->sim->train.schedule = SIM_SCHED_OVERLAP;
     RL_TRY(cli_setup_resolve(s, &v->c, e));
-    RL_TRY(ex_scale_model(&v->c.model, x->scale, &v->scaled, e));
+    if (ex_scale_model(&v->c.model, x->scale, &v->scaled, e))
+        return cli_run_err(e);
     /* --scale shrinks the tensors (their first dimension), not hidden, heads or vocab: the
      * executor's GEMMs are the simulator's per block (exec/compute.c), attention and logits at
      * full size, so the simulator sees the scaled tensors and the architecture as it is. */
@@ -550,7 +551,8 @@ static int vx_run_options(struct vx *v, const char *const *fwd, int n_fwd, struc
         v->xo.micro_batch = v->c.zero.micro_batch > 0 ? v->c.zero.micro_batch : 1;
         v->xo.seq_len = v->s->seq_len;
         v->xo.checkpoint_activations = v->c.checkpoint_activations;
-        RL_TRY(ex_backend_parse(x->backend, &v->xo.backend, e));
+        if (ex_backend_parse(x->backend, &v->xo.backend, e))
+            return cli_err_flag(e, "backend", "--backend");
     }
     for (int k = 0; k < VAL_MAX_RANKS; k++)
         v->baseline[k] = -1;
@@ -604,8 +606,8 @@ static int vx_baseline_inproc(struct vx *v, struct rl_err *e)
     malloc_trim(0);
     reset_peak_rss();
     int64_t before = self_rss();
-    if (!rc)
-        rc = ex_run(&q, &v->xo, &v->comm, &r, e);
+    if (!rc && (rc = ex_run(&q, &v->xo, &v->comm, &r, e)))
+        cli_run_err(e);
     if (!rc) {
         int64_t own = 0;
         for (int b = 0; b < r.self.n_bufs; b++)
@@ -717,8 +719,8 @@ static int vx_measure_inproc(struct vx *v, struct val_row *w, const char *mtrace
         for (int64_t k = 0; v->rank0 && k < all_bytes / (int64_t)sizeof mine && k < VAL_MAX_RANKS; k++)
             memcpy(&v->baseline[k], (char *)all + k * (int64_t)sizeof mine, sizeof mine);
     free(all);
-    if (!rc)
-        rc = ex_run(&q, &o, &v->comm, &r, e);
+    if (!rc && (rc = ex_run(&q, &o, &v->comm, &r, e)))
+        cli_run_err(e);
     plan_free(&q);
     if (rc) {
         ex_result_free(&r);

@@ -223,7 +223,7 @@ static int cu_open_(struct ex_dev **dp, struct ex_comm *c, int local_rank, int64
     int n = 0;
     cudaError_t rc0 = cudaGetDeviceCount(&n);
     if (rc0 != cudaSuccess || n < 1)
-        return rl_errf(e, RL_EENV, "--backend cuda: no GPU is visible (cudaGetDeviceCount: %s)",
+        return rl_errf(e, RL_EENV, "backend cuda: no GPU is visible (cudaGetDeviceCount: %s)",
                        rc0 != cudaSuccess ? cudaGetErrorString(rc0) : "0 devices");
     struct ex_dev *d = (struct ex_dev *)calloc(1, sizeof *d);
     if (!d)
@@ -441,7 +441,7 @@ static int load_cublas(struct ex_dev *d, struct rl_err *e)
     for (size_t i = 0; i < sizeof names / sizeof names[0] && !f->lib; i++)
         f->lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
     if (!f->lib)
-        return rl_errf(e, RL_EENV, "--compute gemm: cannot load cuBLAS (libcublas.so): %s", dlerror());
+        return rl_errf(e, RL_EENV, "compute gemm: cannot load cuBLAS (libcublas.so): %s", dlerror());
     f->create = (cublasStatus_t(*)(cublasHandle_t *))dlsym(f->lib, "cublasCreate_v2");
     f->destroy = (cublasStatus_t(*)(cublasHandle_t))dlsym(f->lib, "cublasDestroy_v2");
     f->set_stream = (cublasStatus_t(*)(cublasHandle_t, cudaStream_t))dlsym(f->lib, "cublasSetStream_v2");
@@ -449,7 +449,7 @@ static int load_cublas(struct ex_dev *d, struct rl_err *e)
                                   const float *, int, const float *, int, const float *, float *, int))
         dlsym(f->lib, "cublasSgemm_v2");
     if (!f->create || !f->destroy || !f->set_stream || !f->sgemm)
-        return rl_errf(e, RL_EENV, "--compute gemm: libcublas lacks cublasCreate_v2/cublasSgemm_v2");
+        return rl_errf(e, RL_EENV, "compute gemm: libcublas lacks cublasCreate_v2/cublasSgemm_v2");
     if (f->create(&d->blas) != CUBLAS_STATUS_SUCCESS)
         return rl_errf(e, RL_EENV, "%s:%d: cublasCreate failed", __FILE__, __LINE__);
     f->set_stream(d->blas, d->stream[EX_STREAM_COMPUTE]);

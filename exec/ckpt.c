@@ -71,7 +71,7 @@ static int write_all(int fd, const void *p, size_t n)
 int ex__ckpt_save(struct ex_run *r, const char *dir, struct rl_err *e)
 {
     if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-        return rl_errf(e, RL_EIO, "--save: cannot create %s: %s", dir, strerror(errno));
+        return rl_errf(e, RL_EIO, "save_dir: cannot create %s: %s", dir, strerror(errno));
     int n = 0;
     int64_t elems = 0;
     for (int t = 0; t < r->T; t++)
@@ -82,7 +82,7 @@ int ex__ckpt_save(struct ex_run *r, const char *dir, struct rl_err *e)
     size_t payload = (size_t)n * 16 + (size_t)elems * 12;
     char *buf = malloc(payload ? payload : 1);
     if (!buf)
-        return rl_errf(e, RL_ENOMEM, "--save: out of host memory for %zu bytes", payload);
+        return rl_errf(e, RL_ENOMEM, "save_dir: out of host memory for %zu bytes", payload);
     int64_t *recs = (int64_t *)buf;
     float *data = (float *)(buf + (size_t)n * 16);
     int i = 0, rc = 0;
@@ -120,7 +120,7 @@ int ex__ckpt_save(struct ex_run *r, const char *dir, struct rl_err *e)
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) {
         free(buf);
-        return rl_errf(e, RL_EIO, "--save: cannot write %s: %s", tmp, strerror(errno));
+        return rl_errf(e, RL_EIO, "save_dir: cannot write %s: %s", tmp, strerror(errno));
     }
     bool ok = write_all(fd, &h, sizeof h) == 0 && write_all(fd, buf, payload) == 0 && fsync(fd) == 0;
     int err = errno;
@@ -129,7 +129,7 @@ int ex__ckpt_save(struct ex_run *r, const char *dir, struct rl_err *e)
     if (!ok || rename(tmp, path) != 0) {
         err = ok ? errno : err;
         unlink(tmp);
-        return rl_errf(e, RL_EIO, "--save: writing %s failed: %s", path, strerror(err));
+        return rl_errf(e, RL_EIO, "save_dir: writing %s failed: %s", path, strerror(err));
     }
     int dfd = open(dir, O_RDONLY | O_DIRECTORY);
     if (dfd >= 0) {
@@ -213,29 +213,29 @@ static int read_checked(const struct ex_run *r, const char *dir, int q, const st
     size_t len = 0;
     struct rl_err e2 = {0};
     if (read_whole(path, ckpt_max_bytes(r), &buf, &len, &e2))
-        return rl_errf(e, RL_EINVAL, "--load: %s: cannot read it (%s)", path, e2.msg);
+        return rl_errf(e, RL_EINVAL, "load_dir: %s: cannot read it (%s)", path, e2.msg);
     int rc = 0;
     if (len < sizeof *h)
-        rc = rl_errf(e, RL_EINVAL, "--load: %s: truncated (%zu bytes, the header alone is %zu)", path, len, sizeof *h);
+        rc = rl_errf(e, RL_EINVAL, "load_dir: %s: truncated (%zu bytes, the header alone is %zu)", path, len, sizeof *h);
     else {
         memcpy(h, buf, sizeof *h);
         if (memcmp(h->magic, CKPT_MAGIC, 8) != 0)
-            rc = rl_errf(e, RL_EINVAL, "--load: %s: not a ratiolab checkpoint (bad magic)", path);
+            rc = rl_errf(e, RL_EINVAL, "load_dir: %s: not a ratiolab checkpoint (bad magic)", path);
         else if (h->header_crc != crc_bytes(h, offsetof(struct ckpt_header, header_crc)))
-            rc = rl_errf(e, RL_EINVAL, "--load: %s: header CRC32 mismatch (corrupt)", path);
+            rc = rl_errf(e, RL_EINVAL, "load_dir: %s: header CRC32 mismatch (corrupt)", path);
         else if (h->version != CKPT_VERSION)
-            rc = rl_errf(e, RL_EINVAL, "--load: %s: version %u; allowed: %u", path, h->version, CKPT_VERSION);
+            rc = rl_errf(e, RL_EINVAL, "load_dir: %s: version %u; allowed: %u", path, h->version, CKPT_VERSION);
         else if (h->payload_bytes < 0 || (size_t)h->payload_bytes != len - sizeof *h)
-            rc = rl_errf(e, RL_EINVAL, "--load: %s: truncated or padded (%zu payload bytes, the header says %lld)",
+            rc = rl_errf(e, RL_EINVAL, "load_dir: %s: truncated or padded (%zu payload bytes, the header says %lld)",
                          path, len - sizeof *h, (long long)h->payload_bytes);
         else if (h->payload_crc != crc_bytes(buf + sizeof *h, (size_t)h->payload_bytes))
-            rc = rl_errf(e, RL_EINVAL, "--load: %s: payload CRC32 mismatch (corrupt)", path);
+            rc = rl_errf(e, RL_EINVAL, "load_dir: %s: payload CRC32 mismatch (corrupt)", path);
         else if (h->rank != (uint32_t)q || h->n_rec < 0 || h->n_rec * 16 > h->payload_bytes)
-            rc = rl_errf(e, RL_EINVAL, "--load: %s: inconsistent header (rank %u, %lld records)", path, h->rank,
+            rc = rl_errf(e, RL_EINVAL, "load_dir: %s: inconsistent header (rank %u, %lld records)", path, h->rank,
                          (long long)h->n_rec);
         else if (first && (h->world != first->world || h->iterations != first->iterations ||
                            h->seed != first->seed || h->total_numel != first->total_numel))
-            rc = rl_errf(e, RL_EINVAL, "--load: %s: belongs to another save (iteration %lld, rank 0's is %lld)",
+            rc = rl_errf(e, RL_EINVAL, "load_dir: %s: belongs to another save (iteration %lld, rank 0's is %lld)",
                          path, (long long)h->iterations, (long long)first->iterations);
     }
     if (rc)
@@ -255,17 +255,17 @@ int ex__ckpt_load(struct ex_run *r, const char *dir, struct rl_err *e)
     free(buf);
     buf = NULL;
     if (h0.seed != r->o->seed)
-        return rl_errf(e, RL_EINVAL, "--seed: %llu; the checkpoint in %s was made with seed %llu",
+        return rl_errf(e, RL_EINVAL, "seed: %llu; the checkpoint in %s was made with seed %llu",
                        (unsigned long long)r->o->seed, dir, (unsigned long long)h0.seed);
     if (h0.total_numel != r->total_numel)
-        return rl_errf(e, RL_EINVAL, "--load: %s holds a model of %lld elements, this run's has %lld (same "
+        return rl_errf(e, RL_EINVAL, "load_dir: %s holds a model of %lld elements, this run's has %lld (same "
                        "--model and --scale needed)", dir, (long long)h0.total_numel, (long long)r->total_numel);
     float *hm = calloc((size_t)r->P + 1, 4), *h1 = calloc((size_t)r->P + 1, 4), *h2 = calloc((size_t)r->P + 1, 4);
     if (!hm || !h1 || !h2) {
         free(hm);
         free(h1);
         free(h2);
-        return rl_errf(e, RL_ENOMEM, "--load: out of host memory");
+        return rl_errf(e, RL_ENOMEM, "load_dir: out of host memory");
     }
     int64_t filled = 0, want = 0;
     for (int t = 0; t < r->T; t++)
@@ -280,7 +280,7 @@ int ex__ckpt_load(struct ex_run *r, const char *dir, struct rl_err *e)
         for (int64_t i = 0; i < h.n_rec && !rc; i++) {
             int64_t g0 = recs[2 * i], len = recs[2 * i + 1];
             if (len < 0 || seen + len > data_elems || g0 < 0 || g0 + len > r->total_numel) {
-                rc = rl_errf(e, RL_EINVAL, "--load: %s/rank-%05u.rlck: record %lld out of range", dir, q, (long long)i);
+                rc = rl_errf(e, RL_EINVAL, "load_dir: %s/rank-%05u.rlck: record %lld out of range", dir, q, (long long)i);
                 break;
             }
             /* The tensor holding g0 (records never span tensors). */
@@ -309,7 +309,7 @@ int ex__ckpt_load(struct ex_run *r, const char *dir, struct rl_err *e)
         buf = NULL;
     }
     if (!rc && filled != want)
-        rc = rl_errf(e, RL_EINVAL, "--load: %s covers %lld of the %lld elements rank %d needs", dir,
+        rc = rl_errf(e, RL_EINVAL, "load_dir: %s covers %lld of the %lld elements rank %d needs", dir,
                      (long long)filled, (long long)want, r->k);
     for (int t = 0; t < r->T && !rc; t++)
         rc = ex__put_range(r, r->tm[t].foff, r->tm[t].s, hm + r->tm[t].foff, h1 + r->tm[t].foff,

@@ -33,7 +33,7 @@ int ex_backend_parse(const char *s, enum ex_backend_kind *k, struct rl_err *e)
             *k = (enum ex_backend_kind)i;
             return 0;
         }
-    return rl_errf(e, RL_EINVAL, "--backend: '%s' is not a backend; allowed: auto, cpu, cuda", s ? s : "");
+    return rl_errf(e, RL_EINVAL, "backend: '%s' is not a backend; allowed: auto, cpu, cuda", s ? s : "");
 }
 
 void ex_opts_default(struct ex_opts *o)
@@ -1092,7 +1092,7 @@ int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, str
     if (p->ledger_kind != PLAN_LEDGER_EXEC)
         return rl_errf(e, RL_EINTERNAL, "ex_run needs a plan with the exec ledger");
     if (p->layout.pp > 1)
-        return rl_errf(e, RL_EINVAL, "--pp: %d; the executor runs the data-parallel ZeRO-3 dimension "
+        return rl_errf(e, RL_EINVAL, "pp: %d; the executor runs the data-parallel ZeRO-3 dimension "
                        "only; pipeline parallelism is refused (plan and predict support it)", p->layout.pp);
     if (p->layout.dp != c->size)
         return rl_errf(e, RL_EINVAL, "world size: the layout has %d data-parallel ranks (--dp), the MPI "
@@ -1102,9 +1102,9 @@ int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, str
         return rl_errf(e, RL_EINVAL, "world size: %d; allowed up to %d (the synthetic gradient sum is exact "
                        "only up to there)", c->size, EX_MAX_WORLD);
     if (p->zero.dtype == PLAN_FP32)
-        return rl_errf(e, RL_EINVAL, "--dtype: fp32; the executor runs fp16 or bf16 models");
+        return rl_errf(e, RL_EINVAL, "dtype: fp32; the executor runs fp16 or bf16 models");
     if (o->steps < 1 || o->warmup < 0)
-        return rl_errf(e, RL_EINVAL, "--steps/--warmup: %d/%d; allowed: steps >= 1, warmup >= 0", o->steps,
+        return rl_errf(e, RL_EINVAL, "steps/warmup: %d/%d; allowed: steps >= 1, warmup >= 0", o->steps,
                        o->warmup);
     struct ex_run r;
     memset(&r, 0, sizeof r);
@@ -1118,7 +1118,7 @@ int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, str
     r.cd = o->comm_dtype == KERN_BF16 || o->comm_dtype == KERN_F16 ? o->comm_dtype : KERN_F32;
     r.cdb = kern_dtype_bytes(r.cd);
     if (r.cd != KERN_F32 && r.cd != r.md)
-        return rl_errf(e, RL_EINVAL, "--comm-dtype: %s, but the model dtype is %s; allowed: fp32 or %s",
+        return rl_errf(e, RL_EINVAL, "comm_dtype: %s, but the model dtype is %s; allowed: fp32 or %s",
                        kern_dtype_name(r.cd), kern_dtype_name(r.md), kern_dtype_name(r.md));
     enum ex_backend_kind bk = o->backend;
 #ifdef RL_EX_CUDA
@@ -1127,7 +1127,7 @@ int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, str
     r.be = bk == EX_BACKEND_CUDA ? &ex_backend_cuda : &ex_backend_cpu;
 #else
     if (bk == EX_BACKEND_CUDA)
-        return rl_errf(e, RL_EENV, "--backend cuda: this ratiolab was built without the CUDA backend "
+        return rl_errf(e, RL_EENV, "backend cuda: this ratiolab was built without the CUDA backend "
                        "(nvcc, cuBLAS and NCCL are needed)");
     bk = EX_BACKEND_CPU;
     r.be = &ex_backend_cpu;

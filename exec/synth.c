@@ -106,7 +106,7 @@ struct kern_adam_hparams ex_hparams(const struct ex_opts *o, int group)
 int ex_scale_model(const struct plan_model *in, double F, struct plan_model *out, struct rl_err *e)
 {
     if (!(F >= 1.0) || !isfinite(F))
-        return rl_errf(e, RL_EINVAL, "--scale: %g is not allowed; allowed: a finite number >= 1", F);
+        return rl_errf(e, RL_EINVAL, "scale: %g is not allowed; allowed: a finite number >= 1", F);
     *out = *in;
     out->tensors = malloc((size_t)(in->n_tensors > 0 ? in->n_tensors : 1) * sizeof *out->tensors);
     if (!out->tensors)

@@ -239,14 +239,14 @@ static void trace_failed(struct mon *m)
     struct rl_err e = {0};
     int rc = trace_close(m->trace, &e);   /* fails (the writer's error) and removes the file */
     m->trace = NULL;
-    rl_err_first(&m->err, &m->err_e, rc ? rc : RL_EENV, "--out: %s", rc ? e.msg : "trace write failed");
+    rl_err_first(&m->err, &m->err_e, rc ? rc : RL_EENV, "trace_path: %s", rc ? e.msg : "trace write failed");
 }
 
 static void csv_failed(struct mon *m)
 {
     struct rl_err e = {0};
     int rc = rl_outfile_commit(&m->csv, &e);   /* fails (stream error) and removes the file */
-    rl_err_first(&m->err, &m->err_e, rc ? rc : RL_EENV, "--csv: %s", rc ? e.msg : "CSV write failed");
+    rl_err_first(&m->err, &m->err_e, rc ? rc : RL_EENV, "csv_path: %s", rc ? e.msg : "CSV write failed");
 }
 
 static void counter(struct mon *m, int pid, const char *name, int64_t t_ns, const char *series,
@@ -307,9 +307,10 @@ int mon_open(struct mon **mp, const struct mon_config *c, struct rl_err *e)
 {
     *mp = NULL;
     if (!c || c->n_pids < 0)
-        return rl_errf(e, RL_EINVAL, "--pid: no process given; expected --pid P[,P...] or -- CMD");
+        return rl_errf(e, RL_EINVAL, "pids: %d processes; allowed: 0 or more (0: roots come from mon_add_root)",
+                       c ? c->n_pids : -1);
     if (c->interval_ns <= 0)
-        return rl_errf(e, RL_EINVAL, "--interval: %" PRId64 " ns; expected > 0", c->interval_ns);
+        return rl_errf(e, RL_EINVAL, "interval_ns: %" PRId64 " ns; expected > 0", c->interval_ns);
     struct mon *m = calloc(1, sizeof *m);
     if (!m)
         return rl_errf(e, RL_ENOMEM, "monitor: out of memory");
@@ -327,7 +328,7 @@ int mon_open(struct mon **mp, const struct mon_config *c, struct rl_err *e)
         struct mon_proc_stat s;
         int rc = c->pids[i] > 0 && mon__read_stat(c->pids[i], &s) == 0 && s.state != 'Z' && s.state != 'X'
                      ? mon_add_root(m, c->pids[i], e)
-                     : rl_errf(e, RL_ENOENT, "--pid: %d: no such process (or already exited)", c->pids[i]);
+                     : rl_errf(e, RL_ENOENT, "pids: %d: no such process (or already exited)", c->pids[i]);
         if (rc) {
             mon_free(m);
             return rc;
@@ -357,7 +358,7 @@ int mon_open(struct mon **mp, const struct mon_config *c, struct rl_err *e)
     if (c->trace_path) {
         rc = trace_open(&m->trace, c->trace_path, e);
         if (rc) {
-            rl_err_prefix(e, "--out");
+            rl_err_prefix(e, "trace_path");
             mon_free(m);
             return rc;
         }
@@ -384,7 +385,7 @@ int mon_open(struct mon **mp, const struct mon_config *c, struct rl_err *e)
     if (c->csv_path) {
         rc = rl_outfile_open(&m->csv, c->csv_path, e);
         if (rc) {
-            rl_err_prefix(e, "--csv");
+            rl_err_prefix(e, "csv_path");
             mon_abort(m);
             mon_free(m);
             return rc;
@@ -403,7 +404,7 @@ int mon_add_root(struct mon *m, int pid, struct rl_err *e)
 {
     struct mon_proc_stat s;
     if (pid <= 0 || mon__read_stat(pid, &s) != 0)
-        return rl_errf(e, RL_ENOENT, "--pid: %d: no such process", pid);
+        return rl_errf(e, RL_ENOENT, "pid: %d: no such process", pid);
     if (!find_proc(m, s.pid, s.start_ticks) && !add_proc(m, &s))
         return rl_errf(e, RL_ENOMEM, "monitor: out of memory");
     if (m->csv.fp)   /* a root added after mon_open (the command): a comment line, readers skip it */
@@ -759,13 +760,13 @@ int mon_close(struct mon *m, struct rl_err *e)
         int rc = trace_close(m->trace, &te);
         m->trace = NULL;
         if (rc)
-            rl_err_first(&m->err, &m->err_e, rc, "--out: %s", te.msg);
+            rl_err_first(&m->err, &m->err_e, rc, "trace_path: %s", te.msg);
     }
     if (m->csv.fp) {
         struct rl_err ce = {0};
         int rc = rl_outfile_commit(&m->csv, &ce);
         if (rc)
-            rl_err_first(&m->err, &m->err_e, rc, "--csv: %s", ce.msg);
+            rl_err_first(&m->err, &m->err_e, rc, "csv_path: %s", ce.msg);
     }
     if (m->err)
         return rl_errf(e, m->err, "%s", m->err_e.msg);

@@ -59,7 +59,7 @@ static int unknown_preset(const char *catalog_dir, const char *name, struct rl_e
     int n;
     struct rl_err le = {0};
     if (plan_model_list(catalog_dir, &names, &n, &le))
-        return rl_errf(e, RL_ENOENT, "--model: '%s' is not a preset (%s)", name, le.msg);
+        return rl_errf(e, RL_ENOENT, "model: '%s' is not a preset (%s)", name, le.msg);
     char list[RL_ERR_MSG_MAX / 2] = "";
     size_t used = 0;
     for (int i = 0; i < n; i++) {
@@ -69,7 +69,7 @@ static int unknown_preset(const char *catalog_dir, const char *name, struct rl_e
         free(names[i]);
     }
     free(names);
-    return rl_errf(e, RL_ENOENT, "--model: '%s' is not a preset; available: %s (or a path to a "
+    return rl_errf(e, RL_ENOENT, "model: '%s' is not a preset; available: %s (or a path to a "
                    "config.json)", name, n ? list : "none");
 }
 
@@ -78,7 +78,7 @@ int plan_model_load(struct plan_model *m, const char *catalog_dir, const char *n
 {
     plan__model_init(m, "");
     if (!name_or_path || !*name_or_path)
-        return rl_errf(e, RL_EINVAL, "--model: empty; expected a preset name or a path to a "
+        return rl_errf(e, RL_EINVAL, "model: empty; expected a preset name or a path to a "
                        "config.json");
     struct plan_model_opts opts = {1, 1, 0, 0};
     if (o)
@@ -88,7 +88,7 @@ int plan_model_load(struct plan_model *m, const char *catalog_dir, const char *n
     if (opts.pp <= 0)
         opts.pp = 1;
     if (opts.seq_len < 0)
-        return rl_errf(e, RL_EINVAL, "--seq-len: %lld; expected a positive length",
+        return rl_errf(e, RL_EINVAL, "seq_len: %lld; expected a positive length",
                        (long long)opts.seq_len);
 
     size_t len = strlen(name_or_path);
@@ -108,7 +108,7 @@ int plan_model_load(struct plan_model *m, const char *catalog_dir, const char *n
     if (rc) {
         if (rc == RL_ENOENT && !is_path)
             return unknown_preset(catalog_dir, name_or_path, e);
-        return rl_err_prefix(e, "--model");
+        return rl_err_prefix(e, "model");
     }
     rc = plan_model_parse(m, text, is_path ? path : name_or_path, &opts, e);   /* a preset by its name */
     free(text);
@@ -132,10 +132,10 @@ int plan_model_parse(struct plan_model *m, const char *text, const char *path,
     json_error_t je;
     json_t *root = json_loads(text, 0, &je);
     if (!root)
-        return rl_errf(e, RL_EINVAL, "--model: %s: not valid JSON at line %d: %s", path, je.line, je.text);
+        return rl_errf(e, RL_EINVAL, "model: %s: not valid JSON at line %d: %s", path, je.line, je.text);
     if (!json_is_object(root)) {
         json_decref(root);
-        return rl_errf(e, RL_EINVAL, "--model: %s: expected a JSON object", path);
+        return rl_errf(e, RL_EINVAL, "model: %s: expected a JSON object", path);
     }
     const char *framework = NULL;
     rc = plan__json_str(root, path, "framework", NULL, &framework, e);

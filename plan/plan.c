@@ -35,7 +35,7 @@ int plan_policy_parse(const char *s, enum plan_policy *p, struct rl_err *e)
             *p = (enum plan_policy)i;
             return 0;
         }
-    return rl_errf(e, RL_EINVAL, "--policy: '%s' is not a policy; allowed: auto, deepspeed-0.12, deepspeed-0.18, exact",
+    return rl_errf(e, RL_EINVAL, "policy: '%s' is not a policy; allowed: auto, deepspeed-0.12, deepspeed-0.18, exact",
                    s ? s : "");
 }
 
@@ -43,7 +43,7 @@ int plan_policy_for_version(struct rl_version v, enum plan_policy *p, struct rl_
 {
     if (rl_version_cmp(v, (struct rl_version){0, 12, 3}) < 0)
         return rl_errf(e, RL_EINVAL,
-                       "--deepspeed-version: %d.%d.%d has no offload_optimizer.ratio (partial offload "
+                       "deepspeed_version: %d.%d.%d has no offload_optimizer.ratio (partial offload "
                        "arrived in 0.12.3); allowed: 0.12.3 or later", v.major, v.minor, v.patch);
     *p = rl_version_cmp(v, (struct rl_version){0, 18, 0}) < 0 ? PLAN_POLICY_DS012 : PLAN_POLICY_DS018;
     return 0;

@@ -33,7 +33,7 @@ int step_schedule_parse(const char *s, enum step_schedule *out, struct rl_err *e
         *out = STEP_SCHED_DS012;
         return 0;
     }
-    return rl_errf(e, RL_EINVAL, "--schedule: '%s' is not a schedule; allowed: deepspeed, overlap",
+    return rl_errf(e, RL_EINVAL, "schedule: '%s' is not a schedule; allowed: deepspeed, overlap",
                    s ? s : "");
 }
 

@@ -543,7 +543,7 @@ int plan_zero_load(struct plan_zero *z, const char *path, struct rl_err *e)
     int rc = rl_read_file(path, &text, NULL, e);
     if (rc) {
         plan_zero_defaults(z);
-        return rl_err_prefix(e, "--ds-config");
+        return rl_err_prefix(e, "ds_config");
     }
     const char *base = strrchr(path, '/');
     rc = plan_zero_parse(z, text, base ? base + 1 : path, e);

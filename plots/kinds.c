@@ -214,7 +214,7 @@ int plot__time(struct plot__fig *f, struct rl_err *e)
 {
     int ns = f->o->n_in;
     if (ns > 4)
-        return rl_errf(e, RL_EINVAL, "--in: %d sweeps; plot time draws 1 to 4 (one panel each)", ns);
+        return rl_errf(e, RL_EINVAL, "in: %d sweeps; plot time draws 1 to 4 (one panel each)", ns);
     struct plot__sweep s[PLOT_MAX_IN];
     int rc = read_sweeps(f, s, e);
     if (rc)
@@ -444,7 +444,7 @@ static int check_pids(const char *pids, struct rl_err *e)
         char *end;
         long v = strtol(p, &end, 10);
         if (end == p || v < 0 || v > INT32_MAX || (*end && *end != ','))
-            return rl_errf(e, RL_EINVAL, "--pids: '%s'; expected trace process ids, e.g. 1,101", pids);
+            return rl_errf(e, RL_EINVAL, "pids: '%s'; expected trace process ids, e.g. 1,101", pids);
         if (!*end)
             return 0;
         p = end + 1;
@@ -563,7 +563,7 @@ int plot__timeline(struct plot__fig *f, struct rl_err *e)
 {
     int nt = f->o->n_in;
     if (nt > 2)
-        return rl_errf(e, RL_EINVAL, "--in: %d traces; plot timeline draws one, or two (predicted, then measured)", nt);
+        return rl_errf(e, RL_EINVAL, "in: %d traces; plot timeline draws one, or two (predicted, then measured)", nt);
     int rc = check_pids(f->o->pids, e);
     if (rc)
         return rc;
@@ -729,7 +729,7 @@ out:
 int plot__parity(struct plot__fig *f, struct rl_err *e)
 {
     if (f->o->n_in != 1)
-        return rl_errf(e, RL_EINVAL, "--in: %d files; plot parity reads one validate report.json", f->o->n_in);
+        return rl_errf(e, RL_EINVAL, "in: %d files; plot parity reads one validate report.json", f->o->n_in);
     struct plot__report r;
     int rc = plot__report_read(f->o->in[0], &r, e);
     if (rc)
@@ -914,7 +914,7 @@ int plot__scaling(struct plot__fig *f, struct rl_err *e)
                 if (fabs(s[i].rows[k].requested - f->o->ratio) < 1e-9)
                     row = k;
             if (row < 0)
-                rc = rl_errf(e, RL_EINVAL, "--ratio: %g is not among the ratios of %s", f->o->ratio, f->o->in[i]);
+                rc = rl_errf(e, RL_EINVAL, "ratio: %g is not among the ratios of %s", f->o->ratio, f->o->in[i]);
         } else {
             row = best_fit(f, &s[i]);
         }
@@ -1061,7 +1061,7 @@ static int read_marks(const char *path, struct mon_mark *mk, int *n, int *droppe
     *n = *dropped = 0;
     int rc = trace_read(path, &d, e);
     if (rc)
-        return rl_err_prefix(e, "--marks");
+        return rl_err_prefix(e, "marks");
     for (int i = 0; i < d.n_events; i++) {
         const struct trace_event *ev = &d.events[i];
         if (ev->ph != 'i' || ev->pid != MON_TREE_TRACK || !ev->name || strcmp(ev->name, "monitor start") == 0 ||
@@ -1087,7 +1087,7 @@ static int read_marks(const char *path, struct mon_mark *mk, int *n, int *droppe
 int plot__monitor(struct plot__fig *f, struct rl_err *e)
 {
     if (f->o->n_in != 1)
-        return rl_errf(e, RL_EINVAL, "--in: %d files; plot monitor reads one `ratiolab monitor --csv` file",
+        return rl_errf(e, RL_EINVAL, "in: %d files; plot monitor reads one `ratiolab monitor --csv` file",
                        f->o->n_in);
     struct plot__monitor m;
     int rc = plot__monitor_read(f->o->in[0], &m, e);

@@ -60,7 +60,7 @@ int plot_format_of(const char *path, enum plot_format *f, struct rl_err *e)
         if (strcmp(low, ".png") == 0)
             return *f = PLOT_PNG, 0;
     }
-    return rl_errf(e, RL_EINVAL, "--out: '%s' has no figure extension; allowed: .pdf, .svg (papers), .png (screens)",
+    return rl_errf(e, RL_EINVAL, "out: '%s' has no figure extension; allowed: .pdf, .svg (papers), .png (screens)",
                    path ? path : "");
 }
 
@@ -72,7 +72,7 @@ int plot_files_of(const char *out, struct plot_files *f, struct rl_err *e)
         return rc;
     size_t stem = (size_t)(ext_of(out) - out);
     if (stem + 4 >= sizeof f->dat)
-        return rl_errf(e, RL_EINVAL, "--out: path of %zu characters; at most %zu allowed", strlen(out),
+        return rl_errf(e, RL_EINVAL, "out: path of %zu characters; at most %zu allowed", strlen(out),
                        sizeof f->dat - 5);
     snprintf(f->dat, sizeof f->dat, "%.*s.dat", (int)stem, out);
     snprintf(f->gp, sizeof f->gp, "%.*s.gp", (int)stem, out);
@@ -320,7 +320,7 @@ int plot_write(const struct plot_opts *o, struct plot_files *files, struct rl_er
     if (rc || (rc = plot_format_of(o->out, &f.fmt, e)))
         return rc;
     if (o->n_in < 1)
-        return rl_errf(e, RL_EINVAL, "--in: no input given; plot %s needs at least one", plot_kind_name(o->kind));
+        return rl_errf(e, RL_EINVAL, "in: no input given; plot %s needs at least one", plot_kind_name(o->kind));
     snprintf(f.dat_name, sizeof f.dat_name, "%s", plot__base(files->dat));
     snprintf(f.out_name, sizeof f.out_name, "%s", plot__base(o->out));
     struct rl_outfile dat = {0}, gp = {0};

@@ -8,7 +8,8 @@
 # ends at the first period: the modules it names as `dir/`, or "every library module" (all of
 # LIBS below), or "every module", or "no other module". A module's private header (`DIR/*_impl.h`)
 # may be included by that module only, whatever its README allows (tests/ and bench/ are not
-# checked: they may reach into a module). Exit 0 when every include is allowed,
+# checked: they may reach into a module). It also refuses a library error message that names a
+# command-line flag (see below). Exit 0 when every include is allowed,
 # 1 when one is not (one line per offending include: file:line, the include, what is allowed),
 # 2 when a module's README has no such sentence.
 set -u
@@ -58,7 +59,17 @@ for m in $MODULES; do
                  $(find "$m" -maxdepth 2 -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) | sort) \
                  /dev/null 2>/dev/null)
 done
+# Library messages name the field (`policy: ...`); cli/ puts back the flag the user typed. A
+# library error that starts with a command-line flag is refused, except a Megatron launch line's
+# own argument names (they are the fields of that format: the message says "Megatron").
+while IFS= read -r hit; do
+    [ -n "$hit" ] || continue
+    case "$hit" in plan/megatron*.c:*|*Megatron*) continue ;; esac
+    echo "${hit%%:*}:$(printf '%s\n' "${hit#*:}" | cut -d: -f1): a library message names a flag; name the field and let cli/ put back the flag"
+    bad=1
+done < <(for l in $LIBS; do [ -d "$l" ] && find "$l" -maxdepth 2 -type f \( -name '*.c' -o -name '*.cu' \); done | sort |
+             xargs -r grep -n -E '(rl_errf|rl_err_prefix|rl_err_first)\([^"]*"--[a-z]' /dev/null 2>/dev/null)
 if [ "$bad" = 0 ]; then
-    echo "check-layers: every include is allowed by its module's README"
+    echo "check-layers: every include is allowed by its module's README; library messages name fields"
 fi
 exit "$bad"

@@ -24,7 +24,7 @@ int sim_cpu_optimizer_parse(const char *s, enum sim_cpu_optimizer *out, struct r
             *out = (enum sim_cpu_optimizer)i;
             return 0;
         }
-    return rl_errf(e, RL_EINVAL, "--cpu-optimizer: '%s' is not allowed; allowed: deepspeed, torch", s ? s : "");
+    return rl_errf(e, RL_EINVAL, "cpu_optimizer: '%s' is not allowed; allowed: deepspeed, torch", s ? s : "");
 }
 
 int sim_gpu_ids_parse(const char *s, int *ids, int *n, struct rl_err *e)
@@ -46,7 +46,7 @@ int sim_gpu_ids_parse(const char *s, int *ids, int *n, struct rl_err *e)
         }
         for (long g = lo; g <= hi; g++) {
             if (seen[g])
-                return rl_errf(e, RL_EINVAL, "--gpu-ids: '%s' names GPU %ld twice; allowed: distinct GPU "
+                return rl_errf(e, RL_EINVAL, "gpu_ids: '%s' names GPU %ld twice; allowed: distinct GPU "
                                "indices of the node", s, g);
             seen[g] = true;
             ids[(*n)++] = (int)g;
@@ -60,7 +60,7 @@ int sim_gpu_ids_parse(const char *s, int *ids, int *n, struct rl_err *e)
         goto bad;
     return 0;
 bad:
-    return rl_errf(e, RL_EINVAL, "--gpu-ids: '%s' is not a GPU list; allowed: indices 0..%d as '0,1,2' or "
+    return rl_errf(e, RL_EINVAL, "gpu_ids: '%s' is not a GPU list; allowed: indices 0..%d as '0,1,2' or "
                    "'0-3'", s ? s : "", SIM_HW_MAX_GPUS - 1);
 }
 
@@ -343,12 +343,12 @@ static int place_ranks(const struct plan *p, const struct sim_hw *hw, const stru
     if (ranks > p->layout.world && p->layout.world > 0)
         ranks = p->layout.world;
     if (t->n_gpu_ids > 0 && t->n_gpu_ids != ranks)
-        return rl_errf(e, RL_EINVAL, "--gpu-ids: %d GPUs given for %d ranks per node; allowed: exactly %d "
+        return rl_errf(e, RL_EINVAL, "gpu_ids: %d GPUs given for %d ranks per node; allowed: exactly %d "
                        "distinct indices", t->n_gpu_ids, ranks, ranks);
     for (int g = 0; g < ranks; g++) {
         gpu[g] = t->n_gpu_ids > 0 ? t->gpu_ids[g] : g;
         if (gpu[g] < 0 || gpu[g] >= hw->gpus)
-            return rl_errf(e, RL_EINVAL, "--gpu-ids: GPU %d is not in hardware profile %s; allowed: 0..%d", gpu[g],
+            return rl_errf(e, RL_EINVAL, "gpu_ids: GPU %d is not in hardware profile %s; allowed: 0..%d", gpu[g],
                            hw->name, hw->gpus - 1);
     }
     *ranks_out = ranks;

@@ -576,8 +576,16 @@ START_TEST(bad_input_and_help)
     tu_run_free(&r);
     tu_ratiolab(&r, "run " SMALL " --load nowhere");
     ck_assert_int_eq(r.status, 2);
-    ck_assert(strstr(r.err, "--load"));
+    ck_assert(strstr(r.err, "ratiolab run: --load: nowhere/rank-00000.rlck: cannot read it"));
     tu_run_free(&r);
+    /* the library names its fields; cli/ puts the flags in their place */
+    struct rl_err e = {0};
+    enum ex_backend_kind bk;
+    ck_assert_int_eq(ex_backend_parse("gpu", &bk, &e), RL_EINVAL);
+    ck_assert_str_eq(e.msg, "backend: 'gpu' is not a backend; allowed: auto, cpu, cuda");
+    struct plan_model m = {0}, out;
+    ck_assert_int_eq(ex_scale_model(&m, 0.5, &out, &e), RL_EINVAL);
+    ck_assert_str_eq(e.msg, "scale: 0.5 is not allowed; allowed: a finite number >= 1");
 }
 END_TEST
 

@@ -74,6 +74,31 @@ START_TEST(readme_without_the_rule_is_refused)
 }
 END_TEST
 
+/* A library message that names a command-line flag is refused (the library names the field,
+ * cli/ puts back the flag); a Megatron launch line's own argument names are allowed. */
+START_TEST(library_message_naming_a_flag_is_caught)
+{
+    struct tu_run r;
+    tu_sh(&r, "mkdir -p lay4/plan && printf 'May include `common/`.\\n' > lay4/plan/README.md && "
+              "printf 'int f(struct rl_err *e) { return rl_errf(e, 1, \"policy: bad\"); }\\n' > lay4/plan/ok.c && "
+              "printf 'int g(struct rl_err *e) { return rl_errf(e, 1, \"--hidden-size: odd\"); }\\n' "
+              "> lay4/plan/megatron_args.c && "
+              "printf 'int h(struct rl_err *e) { return rl_errf(e, 1, \"--%%s (Megatron arguments) differ\"); }\\n' "
+              ">> lay4/plan/ok.c");
+    ck_assert_int_eq(r.status, 0);
+    tu_run_free(&r);
+    tu_sh(&r, "bash '%s/scripts/check-layers.sh' lay4", tu_src());
+    ck_assert_msg(r.status == 0, "allowed messages refused: %s%s", r.out, r.err);
+    tu_run_free(&r);
+    tu_sh(&r, "printf 'int k(struct rl_err *e) { return rl_err_prefix(e, \"--policy\"); }\\n' >> lay4/plan/ok.c");
+    tu_run_free(&r);
+    tu_sh(&r, "bash '%s/scripts/check-layers.sh' lay4", tu_src());
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.out, "plan/ok.c:3: a library message names a flag"), "%s", r.out);
+    tu_run_free(&r);
+}
+END_TEST
+
 Suite *layers_suite(void)
 {
     Suite *s = suite_create("layers");
@@ -82,6 +107,7 @@ Suite *layers_suite(void)
     tcase_add_test(tc, forbidden_include_is_caught);
     tcase_add_test(tc, readme_without_the_rule_is_refused);
     tcase_add_test(tc, private_header_of_another_module_is_caught);
+tcase_add_test(tc, library_message_naming_a_flag_is_caught);
     suite_add_tcase(s, tc);
     return s;
 }

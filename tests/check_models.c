@@ -654,8 +654,15 @@ START_TEST(errors_unknown_preset)
     ck_assert_ptr_nonnull(strstr(e.msg, "gpt-9000"));
     ck_assert_ptr_nonnull(strstr(e.msg, "gpt-2.7b"));
     ck_assert_ptr_nonnull(strstr(e.msg, "llama2-7b"));
+    ck_assert_ptr_eq(strstr(e.msg, "model: 'gpt-9000' is not a preset"), e.msg);   /* the field, not --model */
     ck_assert_int_eq(plan_model_load(&m, catalog(), "./no-such-file.json", NULL, &e), RL_ENOENT);
     ck_assert_ptr_nonnull(strstr(e.msg, "no-such-file.json"));
+    ck_assert_ptr_eq(strstr(e.msg, "model: "), e.msg);
+    ck_assert_int_eq(plan_model_load(&m, catalog(), "", NULL, &e), RL_EINVAL);
+    ck_assert_ptr_eq(strstr(e.msg, "model: empty"), e.msg);
+    struct plan_model_opts neg = {1, 1, 0, -1};
+    ck_assert_int_eq(plan_model_load(&m, catalog(), "gpt2", &neg, &e), RL_EINVAL);
+    ck_assert_str_eq(e.msg, "seq_len: -1; expected a positive length");
 }
 END_TEST
 

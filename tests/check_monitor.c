@@ -604,6 +604,14 @@ START_TEST(lingering_zombie_is_followed_once)
     ck_assert_int_gt(s->procs[0].rss_bytes, 0);
     mon_free(m);
     waitpid(a, NULL, 0);
+    /* refused roots and intervals name the field; cli/ puts --pid and --interval in its place */
+    char want[128];
+    snprintf(want, sizeof want, "pids: %d: no such process (or already exited)", a);
+    ck_assert_int_eq(mon_open(&m, &c, &e), RL_ENOENT);
+    ck_assert_str_eq(e.msg, want);
+    c.interval_ns = 0;
+    ck_assert_int_eq(mon_open(&m, &c, &e), RL_EINVAL);
+    ck_assert_str_eq(e.msg, "interval_ns: 0 ns; expected > 0");
 }
 END_TEST
 

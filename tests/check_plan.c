@@ -392,6 +392,10 @@ START_TEST(version_selects_rule)
     struct rl_err e = {0};
     ck_assert_int_eq(plan_policy_for_version((struct rl_version){0, 12, 2}, &p, &e), RL_EINVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "0.12.3"));
+    ck_assert_msg(strncmp(e.msg, "deepspeed_version: ", 19) == 0, "%s", e.msg);
+    /* the library names its field, not the flag cli/ puts in its place */
+    ck_assert_int_eq(plan_policy_parse("fastest", &p, &e), RL_EINVAL);
+    ck_assert_str_eq(e.msg, "policy: 'fastest' is not a policy; allowed: auto, deepspeed-0.12, deepspeed-0.18, exact");
 }
 END_TEST
 

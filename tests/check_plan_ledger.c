@@ -166,6 +166,7 @@ START_TEST(version_0_12_3_is_the_first_accepted)
     tu_ratiolab(&r, "plan --deepspeed-version 0.12.2 --json");
     ck_assert_int_eq(r.status, 2);
     ck_assert_ptr_nonnull(strstr(r.err, "0.12.3"));
+    ck_assert_msg(strstr(r.err, "--deepspeed-version: 0.12.2"), "%s", r.err);   /* the flag, put back by cli/ */
     tu_run_free(&r);
 }
 END_TEST

@@ -116,6 +116,7 @@ START_TEST(time_verdict_uses_median_without_first)
     val_ds_result_free(&r);
     /* Nothing to compare at all. */
     ck_assert_int_eq(val_ds_compare(&p, NULL, 0, ms, 0, 1, NULL, &o, &r, &e), RL_EINVAL);
+    ck_assert_ptr_eq(strstr(e.msg, "deepspeed_log: no allocation stage"), e.msg);   /* the field; cli/ adds the flag */
 }
 END_TEST
 
@@ -243,6 +244,11 @@ START_TEST(monitor_csv_gives_per_process_host_growth)
     ck_assert_int_eq(r0->peak_rss_bytes, peak);
     ck_assert_int_eq(r0->samples, 2);
     val_monitor_free(&m);
+    /* refused input names the field (cli/ puts --monitor in its place) */
+    const char *empty = tu_write("empty.csv", mon_header);
+    ck_assert_int_eq(val_monitor_read(empty, &m, &e), RL_EINVAL);
+    ck_assert_ptr_eq(strstr(e.msg, "monitor_csv "), e.msg);
+    ck_assert_ptr_nonnull(strstr(e.msg, ": no samples"));
     gpt27_log("h.log", 2, "6.58", NULL);
     struct tu_run r;
     tu_ratiolab(&r, "validate --deepspeed-log h.log --ratio 0.3 --monitor m.csv");

@@ -474,7 +474,7 @@ int val_calib_gpu_profile(const struct val_calib *c, const struct val_calib_gpu 
     json_t *root = json_loads(base_text, 0, &je);
     if (!root || !json_is_object(json_object_get(root, "gpu")) || !json_is_object(json_object_get(root, "sources"))) {
         json_decref(root);
-        return rl_errf(e, RL_EINVAL, "--base: not a hardware profile (line %d: %s)", je.line, je.text);
+        return rl_errf(e, RL_EINVAL, "base_profile: not a hardware profile (line %d: %s)", je.line, je.text);
     }
     json_t *gpu = json_object_get(root, "gpu"), *node = json_object_get(root, "node"),
            *src = json_object_get(root, "sources");

@@ -115,7 +115,7 @@ int val_ds_compare(const struct plan *p, const struct trace_ds_log *logs, int n_
     }
     if (!r->compared && !n_iter) {
         val_ds_result_free(r);
-        return rl_errf(e, RL_EINVAL, "--deepspeed-log: no allocation stage ('After creating fp16 "
+        return rl_errf(e, RL_EINVAL, "deepspeed_log: no allocation stage ('After creating fp16 "
                        "partitions: N', ...) with an MA line and no 'elapsed time per iteration "
                        "(ms)' line: nothing to compare");
     }

@@ -45,7 +45,7 @@ int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e)
     size_t len;
     int rc = rl_read_file(path, &text, &len, e);
     if (rc)
-        return rl_err_prefix(e, "--monitor");
+        return rl_err_prefix(e, "monitor_csv");
     int col[C_N];
     for (int k = 0; k < C_N; k++)
         col[k] = -1;
@@ -73,7 +73,7 @@ int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e)
                         col[k] = i;
             for (int k = 0; k < C_N; k++)
                 if (col[k] < 0) {
-                    rc = rl_errf(e, RL_EINVAL, "--monitor %s: line %d: no column '%s' (expected the "
+                    rc = rl_errf(e, RL_EINVAL, "monitor_csv %s: line %d: no column '%s' (expected the "
                                  "header of ratiolab monitor --csv)", path, line_no, col_names[k]);
                     goto out;
                 }
@@ -83,7 +83,7 @@ int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e)
                 if (k == C_COMM)
                     continue;
                 if (col[k] >= nf) {
-                    rc = rl_errf(e, RL_EINVAL, "--monitor %s: line %d: %d fields, column '%s' is "
+                    rc = rl_errf(e, RL_EINVAL, "monitor_csv %s: line %d: %d fields, column '%s' is "
                                  "missing", path, line_no, nf, col_names[k]);
                     goto out;
                 }
@@ -93,7 +93,7 @@ int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e)
                     continue;
                 }
                 if (field_i64(s, &v[k])) {
-                    rc = rl_errf(e, RL_EINVAL, "--monitor %s: line %d: column '%s': '%s' is not an "
+                    rc = rl_errf(e, RL_EINVAL, "monitor_csv %s: line %d: column '%s': '%s' is not an "
                                  "integer", path, line_no, col_names[k], s);
                     goto out;
                 }
@@ -105,7 +105,7 @@ int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e)
                     pr = &m->procs[i];
             if (!pr) {
                 if (rl_grow(&m->procs, &cap, sizeof *m->procs, m->n_procs + 1, 16)) {
-                    rc = rl_errf(e, RL_ENOMEM, "--monitor %s: out of memory", path);
+                    rc = rl_errf(e, RL_ENOMEM, "monitor_csv %s: out of memory", path);
                     goto out;
                 }
                 pr = &m->procs[m->n_procs++];
@@ -129,7 +129,7 @@ int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e)
         line = nl ? nl + 1 : NULL;
     }
     if (!rows)
-        rc = rl_errf(e, RL_EINVAL, "--monitor %s: no samples (expected a CSV written by ratiolab "
+        rc = rl_errf(e, RL_EINVAL, "monitor_csv %s: no samples (expected a CSV written by ratiolab "
                      "monitor --csv)", path);
 out:
     free(text);
