@@ -11,7 +11,7 @@
 #include "sim/hw.h"
 #include "validation/calib.h"
 
-enum { C_OUT = 1, C_NAME, C_THOROUGH, C_DEVICES, C_DEVTHREADS, C_MAXTHREADS, C_BACKEND, C_JSON, C_QUIET, C_COLL, C_BASE, C_GEMM, C_ADAMN, C_CHUNKN, C_AGB, C_RSB, C_WSET };
+enum { C_OUT = 1, C_NAME, C_THOROUGH, C_DEVICES, C_DEVTHREADS, C_MAXTHREADS, C_BACKEND, C_JSON, C_QUIET, C_COLL, C_BASE, C_GEMM, C_GEMM_LAST, C_LAYERS, C_ADAMN, C_CHUNKN, C_AGB, C_RSB, C_WSET };
 static const struct cli_opt opts[] = {
     {"out", "FILE", "write the profile here (default: calibrated-<host>.json)", C_OUT},
     {"name", "NAME", "profile name (default: calibrated-<host>)", C_NAME},
@@ -25,6 +25,8 @@ static const struct cli_opt opts[] = {
     {"quiet", NULL, "no progress line", C_QUIET},
     {"collectives-only", NULL, "under mpirun: only the MPI collectives, printed as JSON by rank 0 (no profile)", C_COLL},
     {"gemm", "MxNxK[xC],...", "under mpirun: one rank's GEMM list (C times each), run on every rank at once", C_GEMM},
+    {"layers", "N", "with --gemm: the list is one layer's, run as N blocks and then --gemm-last's, an all-gather of --allgather-bytes after each block (as the run's forward)", C_LAYERS},
+    {"gemm-last", "MxNxK[xC],...", "with --layers: the GEMMs of the block after the layers (the logits)", C_GEMM_LAST},
     {"adam-numel", "N", "under mpirun: elements of one rank's device Adam (and of its host Adam in chunks)", C_ADAMN},
     {"chunk-numel", "N", "under mpirun: elements of one host Adam call and copy (a chunk)", C_CHUNKN},
     {"allgather-bytes", "N", "under mpirun: the run's per-rank all-gather message", C_AGB},
@@ -46,10 +48,14 @@ struct calib_args {
     bool have_run;                 /* any of those was given */
 };
 
-/* --gemm MxNxK[xC],...: shapes and counts. */
-static int parse_gemms(const char *v, struct val_calib_run *r, struct rl_err *e)
+/* --gemm / --gemm-last MxNxK[xC],...: shapes and counts, replacing the flag's earlier ones. */
+static int parse_gemms(const char *flag, const char *v, bool last, struct val_calib_run *r, struct rl_err *e)
 {
-    r->n_gemm = 0;
+    int kept = 0, added = 0;
+    for (int i = 0; i < r->n_gemm; i++)
+        if (r->gemm[i].last != last)
+            r->gemm[kept++] = r->gemm[i];
+    r->n_gemm = kept;
     const char *q = v;
     while (*q) {
         long long m, n, k, c = 1;
@@ -65,17 +71,18 @@ static int parse_gemms(const char *v, struct val_calib_run *r, struct rl_err *e)
         if (m < 1 || n < 1 || k < 1 || c < 1 || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX ||
             r->n_gemm == VAL_CALIB_MAX_GEMMS)
             goto bad;
-        r->gemm[r->n_gemm++] = (struct val_gemm_shape){m, n, k, c};
+        r->gemm[r->n_gemm++] = (struct val_gemm_shape){m, n, k, c, last};
+        added++;
         if (*q == ',' && q[1])
             q++;
         else if (*q)
             goto bad;
     }
-    if (r->n_gemm > 0)
+    if (added > 0)
         return 0;
 bad:
-    return rl_errf(e, RL_EINVAL, "--gemm: '%s' is not allowed; allowed: up to %d shapes MxNxK or MxNxKxCOUNT, "
-                   "comma-separated, each 1..2^31-1", v, VAL_CALIB_MAX_GEMMS);
+    return rl_errf(e, RL_EINVAL, "%s: '%s' is not allowed; allowed: up to %d shapes MxNxK or MxNxKxCOUNT (with "
+                   "--gemm and --gemm-last together), comma-separated, each 1..2^31-1", flag, v, VAL_CALIB_MAX_GEMMS);
 }
 
 static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
@@ -100,7 +107,9 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     case C_QUIET: a->quiet = true; return 0;
     case C_COLL: a->coll_only = true; return 0;
     case C_BASE: a->base = v; return 0;
-    case C_GEMM: a->have_run = true; return parse_gemms(v, &a->run, e);
+    case C_GEMM: a->have_run = true; return parse_gemms("--gemm", v, false, &a->run, e);
+    case C_GEMM_LAST: a->have_run = true; return parse_gemms("--gemm-last", v, true, &a->run, e);
+    case C_LAYERS: a->have_run = true; return rl_parse_i64("--layers", v, 1, 1000000, &a->run.layers, e);
     case C_ADAMN: a->have_run = true; return rl_parse_i64("--adam-numel", v, 1, INT64_C(1) << 32, &a->run.device_adam_numel, e);
     case C_CHUNKN: a->have_run = true; return rl_parse_i64("--chunk-numel", v, 1, INT64_C(1) << 32, &a->run.host_adam_numel, e);
     case C_AGB: a->have_run = true; return rl_parse_i64("--allgather-bytes", v, 1, INT64_C(1) << 32, &a->run.allgather_bytes, e);
@@ -137,6 +146,8 @@ static json_t *run_json(const struct val_calib *c)
     if (c->run_gemm_flop > 0) {
         json_object_set_new(r, "gemm_flop", json_real(c->run_gemm_flop));
         json_object_set_new(r, "gemm_flops", fig(&c->run_gemm_flops));
+        json_object_set_new(r, "gemm_blocks", json_integer(c->run_gemm_blocks));
+        json_object_set_new(r, "gemm_syncs", json_integer(c->run_gemm_syncs));
     }
     if (c->run_device_adam_numel > 0) {
         json_object_set_new(r, "device_adam_numel", json_integer(c->run_device_adam_numel));
@@ -450,11 +461,27 @@ static int run(int argc, char **argv)
         "copy-thread bandwidth alone and all devices at once, the emulated device's Adam, GEMM\n"
         "(OpenBLAS sgemm) and launch cost. Collective bandwidth is measured under mpirun only.\n"
         "With --gemm, --adam-numel, ... it also measures what one rank of a run does, on every rank at\n"
-        "once (validate --calibrate passes the run's own). --backend cuda --base P: copies per GPU and\n"
+        "once (validate --calibrate passes the run's own); with --layers the GEMMs run block by block\n"
+        "as the run's forward, the ranks meeting at an all-gather after each block. --backend cuda --base P: copies per GPU and\n"
         "all at once, D2D, GPU Adam, cuBLAS at the --gemm shapes and, under mpirun, NCCL.\n"
         "Quick by default (seconds); --thorough for larger arrays and more repeats.", sets, 1);
     if (rc != CLI_GO_ON)
         return rc;
+    bool layer_list = false, last_list = false;
+    for (int i = 0; i < a.run.n_gemm; i++) {
+        last_list = last_list || a.run.gemm[i].last;
+        layer_list = layer_list || !a.run.gemm[i].last;
+    }
+    if ((last_list || a.run.layers > 0) && !layer_list) {
+        struct rl_err e;
+        rl_errf(&e, RL_EINVAL, "%s: needs --gemm (one layer's GEMM list)", a.run.layers > 0 ? "--layers" : "--gemm-last");
+        return cli_fail("calibrate", &e);
+    }
+    if (last_list && a.run.layers == 0) {
+        struct rl_err e;
+        rl_errf(&e, RL_EINVAL, "--gemm-last: needs --layers N (the --gemm list is then one layer's)");
+        return cli_fail("calibrate", &e);
+    }
     if (a.cuda)
         return run_cuda(&a);
     struct val_calib c;

@@ -259,13 +259,15 @@ static void launcher(struct argv_b *a, int ranks)
     argf(a, "%.0f", ranks);
 }
 
-/* --gemm MxNxK[xC],... for `ratiolab calibrate`. */
-static void gemm_arg(const struct val_calib_run *r, char *buf, size_t n)
+/* --gemm (last false) or --gemm-last (true) MxNxK[xC],... for `ratiolab calibrate`. */
+static void gemm_arg(const struct val_calib_run *r, bool last, char *buf, size_t n)
 {
     buf[0] = 0;
     for (int i = 0; i < r->n_gemm; i++) {
+        if (r->gemm[i].last != last)
+            continue;
         size_t l = strlen(buf);
-        snprintf(buf + l, n - l, "%s%lldx%lldx%lldx%lld", i ? "," : "", (long long)r->gemm[i].m,
+        snprintf(buf + l, n - l, "%s%lldx%lldx%lldx%lld", l ? "," : "", (long long)r->gemm[i].m,
                  (long long)r->gemm[i].n, (long long)r->gemm[i].k, (long long)r->gemm[i].count);
     }
 }
@@ -383,9 +385,11 @@ static int vx_setup(struct vx *v, bool schedule_given, struct rl_err *e)
 static int vx_calibrate_launched(struct vx *v, const struct val_calib_run *rs, struct val_calib *cal,
                                  struct rl_err *e)
 {
-    static char gemms[VAL_CALIB_MAX_GEMMS * 64];
-    char nums[5][32];
-    gemm_arg(rs, gemms, sizeof gemms);
+    static char gemms[VAL_CALIB_MAX_GEMMS * 64], last[VAL_CALIB_MAX_GEMMS * 64];
+    char nums[6][32];
+    gemm_arg(rs, false, gemms, sizeof gemms);
+    gemm_arg(rs, true, last, sizeof last);
+    snprintf(nums[5], sizeof nums[5], "%lld", (long long)rs->layers);
     snprintf(nums[0], sizeof nums[0], "%lld", (long long)rs->device_adam_numel);
     snprintf(nums[1], sizeof nums[1], "%lld", (long long)rs->host_adam_numel);
     snprintf(nums[2], sizeof nums[2], "%lld", (long long)(rs->allgather_bytes > 0 ? rs->allgather_bytes : 1));
@@ -397,9 +401,17 @@ static int vx_calibrate_launched(struct vx *v, const struct val_calib_run *rs, s
     arg(&cv, "calibrate");
     arg(&cv, "--collectives-only");
     arg(&cv, "--quiet");
-    if (rs->n_gemm > 0) {
+    if (gemms[0]) {
         arg(&cv, "--gemm");
         arg(&cv, gemms);
+    }
+    if (gemms[0] && rs->layers > 0) {
+        arg(&cv, "--layers");
+        arg(&cv, nums[5]);
+        if (last[0]) {
+            arg(&cv, "--gemm-last");
+            arg(&cv, last);
+        }
     }
     arg(&cv, "--adam-numel");
     arg(&cv, nums[0]);

@@ -569,6 +569,10 @@ static void two_rows(struct val_report *r)
         w->measured.step_ns = i ? 110 : 95;   /* errors +10 % and -5 %: MAPE 7.5 % */
         w->predicted.busy_ns[3] = 40;
         w->measured.busy_ns[3] = 50;
+        w->predicted.exposed_ns[2] = 2000000;
+        w->measured.exposed_ns[2] = i ? 5000000 : 4000000;   /* +3 and +2 ms: mean +2.5 ms */
+        w->predicted.exposed_ns[4] = 1000000;
+        w->measured.exposed_ns[4] = 0;   /* -1 ms */
         w->n_ranks = 2;
         for (int k = 0; k < 2; k++)
             w->mem[k] = (struct val_rank_mem){w->plan_device_bytes, w->plan_host_bytes, w->plan_cpu_numel,
@@ -596,6 +600,11 @@ START_TEST(report_checks_fail_when_broken)
     ck_assert_int_eq(find_check(r, "time")->status, VAL_INFO);
     ck_assert(fabs(r->step_mape_pct - 7.5) < 1e-9);
     ck_assert(fabs(r->phase_mape_pct[3] - 25) < 1e-9);
+    ck_assert(fabs(r->phase_exposed_error_ms[2] - 2.5) < 1e-9);
+    ck_assert(fabs(r->phase_exposed_error_ms[4] + 1.0) < 1e-9);
+    char want[160];
+    snprintf(want, sizeof want, "largest share of the step error: %s, exposed +2.500 ms", sim_phase_name(2));
+    ck_assert_msg(strstr(find_check(r, "time")->detail, want), "%s", find_check(r, "time")->detail);
     ck_assert(!val_report_failed(r));
     r->gate_time_pct = 5;
     val_report_check(r);
@@ -798,6 +807,99 @@ START_TEST(calibrate_measures_the_runs_sizes)
     ck_assert_int_eq(r.status, 2);
     ck_assert_ptr_nonnull(strstr(r.err, "--gemm"));
     tu_run_free(&r);
+    /* --layers: the list is one layer's, run that many times as blocks, then --gemm-last's. */
+    tu_ratiolab(&r, "calibrate --collectives-only --quiet --gemm 16x8x32x3,4x4x4 --layers 5 --gemm-last 8x8x8");
+    ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
+    j = json_loads(r.out, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    run = json_object_get(j, "run");
+    ck_assert(fabs(json_number_value(json_object_get(run, "gemm_flop")) -
+                   (5 * (2.0 * 16 * 8 * 32 * 3 + 2.0 * 64) + 2.0 * 512)) < 1e-9);
+    ck_assert_int_eq(json_integer_value(json_object_get(run, "gemm_blocks")), 6);
+    ck_assert_int_eq(json_integer_value(json_object_get(run, "gemm_syncs")), 0);   /* one rank: nobody to meet */
+    ck_assert(json_number_value(json_object_get(json_object_get(run, "gemm_flops"), "median")) > 0);
+    json_decref(j);
+    tu_run_free(&r);
+    const char *bad[][2] = {{"--gemm-last 8x8x8 --gemm 4x4x4", "--gemm-last"},
+                            {"--layers 3 --adam-numel 100", "--layers"},
+                            {"--gemm 4x4x4 --layers 0", "--layers"},
+                            {"--gemm 4x4x4 --layers 2 --gemm-last 8x8", "--gemm-last"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char cmd[200];
+        snprintf(cmd, sizeof cmd, "calibrate --collectives-only --quiet %s", bad[i][0]);
+        tu_ratiolab(&r, cmd);
+        ck_assert_msg(r.status == 2, "%s: status %d", cmd, r.status);
+        ck_assert_msg(strstr(r.err, bad[i][1]) && !strchr(strchr(r.err, '\n') + 1, '\n'), "%s: %s", cmd, r.err);
+        tu_run_free(&r);
+    }
+}
+END_TEST
+
+/* validate --calibrate's GEMM list: one layer's GEMMs (weights on micro-batch x seq tokens,
+ * Q K^T and scores V per head) run as `layers` blocks, the logits as the block after them, the
+ * whole equal to the executor's FLOPs; layers that differ fall back to one list without blocks. */
+START_TEST(calib_run_of_plan_runs_layer_blocks)
+{
+    struct plan_tensor t[6];
+    memset(t, 0, sizeof t);
+    int64_t shp[6][2] = {{50, 8}, {24, 8}, {24, 1}, {24, 8}, {24, 1}, {8, 1}};
+    int layer[6] = {-1, 0, 0, 1, 1, -1}, nd[6] = {2, 2, 1, 2, 1, 1};
+    for (int i = 0; i < 6; i++) {
+        t[i].ndim = nd[i];
+        t[i].shape[0] = shp[i][0];
+        t[i].shape[1] = nd[i] == 2 ? shp[i][1] : 1;
+        t[i].numel = shp[i][0] * (nd[i] == 2 ? shp[i][1] : 1);
+        t[i].layer = layer[i];
+    }
+    struct plan_model m;
+    memset(&m, 0, sizeof m);
+    m.tensors = t;
+    m.n_tensors = 6;
+    m.arch.hidden = 8;
+    m.arch.heads = 2;
+    m.arch.head_dim = 4;
+    m.arch.vocab = 50;
+    m.arch.tp = 1;
+    int64_t part[6] = {200, 96, 12, 96, 12, 4};
+    struct plan p;
+    memset(&p, 0, sizeof p);
+    p.model = &m;
+    p.part_numel = part;
+    p.layout.dp = 2;
+    p.per_rank_numel = 420;
+    p.zero.reduce_bucket_size = 1000;
+    p.zero.dtype = PLAN_FP16;
+    struct val_calib_run r;
+    val_calib_run_of_plan(&p, 2, 16, &r);   /* 32 tokens */
+    ck_assert_int_eq(r.layers, 2);
+    double per_layer = 0, last = 0;
+    int n_last = 0;
+    for (int i = 0; i < r.n_gemm; i++) {
+        double f = 2.0 * r.gemm[i].m * r.gemm[i].n * r.gemm[i].k * r.gemm[i].count;
+        if (r.gemm[i].last) {
+            last += f;
+            n_last++;
+            ck_assert(r.gemm[i].m == 32 && r.gemm[i].n == 50 && r.gemm[i].k == 8);   /* tokens x vocab x hidden */
+        } else {
+            per_layer += f;
+        }
+    }
+    ck_assert_int_eq(n_last, 1);
+    /* a layer: 2 x 32 x (24 x 8 + 24) for the weights, 2 x 2 x 16^2 x 4 x (2 sequences x 2 heads) */
+    ck_assert(fabs(per_layer - (2.0 * 32 * (192 + 24) + 2.0 * 2 * 256 * 4 * 4)) < 1e-9);
+    ck_assert(fabs(last - 2.0 * 32 * 50 * 8) < 1e-9);
+    ck_assert_int_eq(r.allgather_bytes, (96 + 12) * 2);   /* the first layer's partition, fp16 */
+    /* The second layer wider: one list of every layer's GEMMs, no blocks. */
+    t[3].shape[0] = 32;
+    t[3].numel = 256;
+    val_calib_run_of_plan(&p, 2, 16, &r);
+    ck_assert_int_eq(r.layers, 0);
+    double all = 0;
+    for (int i = 0; i < r.n_gemm; i++) {
+        ck_assert(!r.gemm[i].last);
+        all += 2.0 * r.gemm[i].m * r.gemm[i].n * r.gemm[i].k * r.gemm[i].count;
+    }
+    ck_assert(fabs(all - (2.0 * 32 * (192 + 24 + 256 + 24) + 2 * 2.0 * 2 * 256 * 4 * 4 + 2.0 * 32 * 50 * 8)) < 1e-9);
 }
 END_TEST
 
@@ -877,6 +979,7 @@ Suite *validation_suite(void)
     TCase *tc = tcase_create("validation");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, stage_names_map_to_ledger_stages);
+    tcase_add_test(tc, calib_run_of_plan_runs_layer_blocks);
     tcase_add_test(tc, median_skips_nothing_itself);
     tcase_add_test(tc, iteration_lines_are_parsed);
     tcase_add_test(tc, time_verdict_uses_median_without_first);

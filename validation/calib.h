@@ -63,6 +63,8 @@ struct val_calib {
     bool have_run;                 /* the figures below were measured */
     int run_ranks;                 /* ranks that ran them at once */
     double run_gemm_flop;          /* FLOPs of the GEMM list (one pass of the model's shapes) */
+    int64_t run_gemm_blocks;       /* blocks the pass ran, an all-gather after each (0: one pass, none) */
+    int64_t run_gemm_syncs;        /* of which followed by an all-gather (0 on one rank) */
     struct val_figure run_gemm_flops;        /* that list on every rank at once, FLOP/s of the slowest rank */
     int64_t run_device_adam_numel;           /* elements per device Adam */
     struct val_figure run_device_adam_elems_per_s;   /* device Adam at that size, slowest rank */
@@ -83,11 +85,17 @@ struct val_calib {
 #define VAL_CALIB_MAX_GEMMS 64
 struct val_gemm_shape {
     int64_t m, n, k;               /* C[m x n] = A[m x k] B[k x n] */
-    int64_t count;                 /* times per pass */
+    int64_t count;                 /* times per pass (per layer block with layers > 0) */
+    bool last;                     /* with layers > 0: in the block after the layers (the logits) */
 };
 struct val_calib_run {
     int n_gemm;                    /* entries */
     struct val_gemm_shape gemm[VAL_CALIB_MAX_GEMMS];   /* one forward pass's GEMMs, grouped by shape */
+    int64_t layers;                /* > 0: the entries not `last` are one layer block's, the pass runs
+                                      `layers` of them, then the `last` ones as one more block, each
+                                      block followed by the all-gather of allgather_bytes (as the
+                                      run's forward: the ranks meet at every block); 0: one pass of
+                                      the whole list, no meeting */
     int64_t device_adam_numel;     /* elements of one device Adam (the rank's partition) */
     int64_t host_adam_numel;       /* elements of one host Adam call (a chunk) */
     int64_t allgather_bytes;       /* per-rank message of a typical all-gather (a block's partition) */

@@ -261,7 +261,7 @@ int val_calibrate_gpu_gemm(const struct val_calib_run *run, bool thorough, struc
     if (!run || run->n_gemm == 0) {   /* no model given: one large square GEMM */
         memset(&def, 0, sizeof def);
         def.n_gemm = 1;
-        def.gemm[0] = (struct val_gemm_shape){4096, 4096, 4096, 1};
+        def.gemm[0] = (struct val_gemm_shape){4096, 4096, 4096, 1, false};
         run = &def;
     }
     int64_t ma = 1, mb = 1, mc = 1;
@@ -272,7 +272,8 @@ int val_calibrate_gpu_gemm(const struct val_calib_run *run, bool thorough, struc
         ma = q->m * q->k > ma ? q->m * q->k : ma;
         mb = q->k * q->n > mb ? q->k * q->n : mb;
         mc = q->m * q->n > mc ? q->m * q->n : mc;
-        flop += 2.0 * (double)q->m * (double)q->n * (double)q->k * (double)q->count;
+        flop += 2.0 * (double)q->m * (double)q->n * (double)q->k * (double)q->count *
+                (double)(run->layers > 0 && !q->last ? run->layers : 1);
         size_t l = strlen(g->gemm_shapes);
         snprintf(g->gemm_shapes + l, sizeof g->gemm_shapes - l, "%s%lldx%lldx%lldx%lld", i ? "," : "",
                  (long long)q->m, (long long)q->n, (long long)q->k, (long long)q->count);
@@ -303,7 +304,8 @@ int val_calibrate_gpu_gemm(const struct val_calib_run *run, bool thorough, struc
             for (int i = 0; i < run->n_gemm; i++) {
                 const struct val_gemm_shape *q = &run->gemm[i];
                 int m = (int)q->m, n = (int)q->n, k = (int)q->k;
-                for (int64_t j = 0; j < q->count; j++) {
+                int64_t times = q->count * (run->layers > 0 && !q->last ? run->layers : 1);
+                for (int64_t j = 0; j < times; j++) {
                     cublasStatus_t bs =
                         kind == 0 ? sgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, a, m, b, k, &zero, c, m)
                                   : gemmex(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, a, CUDA_R_16BF, m, b, CUDA_R_16BF,

@@ -209,6 +209,8 @@ struct val_report {
     struct val_check checks[VAL_MAX_CHECKS];
     double step_mape_pct;            /* mean absolute percentage error of the step over the rows */
     double phase_mape_pct[VAL_PHASES];   /* per phase, over rows where the phase was predicted busy; -1 none */
+    double phase_exposed_error_ms[VAL_PHASES];   /* per phase, measured minus predicted exposed time,
+                                                    mean over the rows: its share of the step error */
 };
 
 /* Fills r->checks and the MAPEs from the rows: bitwise (every digest equal, and equal to the
