@@ -171,6 +171,10 @@ static json_t *run_json(const struct val_calib *c)
         json_object_set_new(r, "reduce_scatter_bytes", json_integer(c->run_reduce_scatter_bytes));
         json_object_set_new(r, "reduce_scatter_us", fig(&c->run_reduce_scatter_us));
     }
+    if (c->run_grad_elements > 0) {
+        json_object_set_new(r, "grad_elements", json_integer(c->run_grad_elements));
+        json_object_set_new(r, "grad_elements_per_s", fig(&c->run_grad_elems_per_s));
+    }
     return r;
 }
 

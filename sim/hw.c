@@ -58,6 +58,7 @@ static const struct hw_field fields[] = {
     F("cpu_adam.torch_elements_per_s_per_core", 'd', torch_adam_elems_per_core, 1e5, 1e12),
     F("gpu.emulated", 'i', gpu_emulated, 0, 1),
     F("gpu.emulated_cores", 'i', gpu_emulated_cores, 0, 4096),
+    F("gpu.emulated_grad_elements_per_s", 'd', gpu_emulated_grad_per_s, 0, 1e13),
 };
 #undef F
 #undef A
@@ -179,7 +180,8 @@ static bool optional_default(struct sim_hw *hw, const char *path)
         hw->nccl_comm_bytes = INT64_C(2) * 16 * (INT64_C(4) << 20);
         return true;
     }
-    if (strcmp(path, "gpu.emulated") == 0 || strcmp(path, "gpu.emulated_cores") == 0)
+    if (strcmp(path, "gpu.emulated") == 0 || strcmp(path, "gpu.emulated_cores") == 0 ||
+        strcmp(path, "gpu.emulated_grad_elements_per_s") == 0)
         return true;   /* 0: a real GPU (memset by sim_hw_parse) */
     if (strcmp(path, "cpu_adam.torch_elements_per_s_per_core") == 0) {
         hw->torch_adam_elems_per_core = -1;   /* resolved after the fill */

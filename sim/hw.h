@@ -74,6 +74,8 @@ struct sim_hw {
     int gpu_emulated;              /* 1: device memory is the host's DRAM and device kernels run
                                       on host cores, so they contend with the host share */
     int gpu_emulated_cores;        /* host cores each emulated device's kernels use */
+    double gpu_emulated_grad_per_s;/* the executor's synthetic gradient shares on one emulated
+                                      device's compute thread, elements/s (0: not charged) */
     int n_sources;                 /* entries in "sources" */
 };
 

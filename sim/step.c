@@ -1011,6 +1011,17 @@ static void build_flush(struct builder *u, struct graph_ctx *c, const struct flu
     struct streams *st = c->st;
     int *flush_end = c->flush_end;
     for (int g = 0; g < G; g++) {
+        if (emulated(u->b) && u->b->hw->gpu_emulated_grad_per_s > 0) {
+            /* The executor's backward writes the bucket's gradients (its synthetic shares, 4 B
+             * each) on the device's compute thread before the reduce-scatter. */
+            int res[SIM_MAX_RES], n;
+            double w[SIM_MAX_RES];
+            n = emulated_share(u->b, g, 4.0, 1, u->b->hw->gpu_emulated_grad_per_s, res, w, 0);
+            int sy = add_task(u, "grad_shares", g, SIM_TR_COMPUTE, SIM_PH_BACKWARD, (double)fl->full, 0,
+                              u->b->hw->gpu_emulated_grad_per_s, n, res, w, (union sim_task_size){.elements = fl->full});
+            dep(u, st[g].compute, sy);
+            st[g].compute = sy;
+        }
         int last = st[g].compute;
         if (ds && offload && n_flush >= 3) {
             /* at most 2 flushes outstanding: the host waits for the one 3 back */

@@ -534,8 +534,34 @@ START_TEST(emulated_device_shares_dram_and_runs_in_order)
     ck_assert_int_eq(ph_ns(b, "allgather", "exposed_ns"), ph_ns(b, "allgather", "busy_ns"));
     ck_assert_int_eq(ph_ns(b, "forward", "busy_ns"), ph_ns(a, "forward", "busy_ns"));
     ck_assert_int_gt(emu_step, real_step);
+    /* With the executor's synthetic gradient shares calibrated (1e9 elements/s), every bucket's
+     * elements are written on the compute thread before its reduce-scatter: the backward grows by
+     * all the gradients (dp x the partition) / 1e9 s; the forward does not change. */
+    char *et = tu_slurp("emulated.json");
+    json_t *k = json_loads(et, 0, NULL);
+    free(et);
+    ck_assert_ptr_nonnull(k);
+    json_object_set_new(json_object_get(k, "gpu"), "emulated_grad_elements_per_s", json_real(1e9));
+    json_object_set_new(json_object_get(k, "sources"), "gpu.emulated_grad_elements_per_s", json_string("test"));
+    text = json_dumps(k, 0);
+    json_decref(k);
+    const char *syn = tu_write("emulated-grad.json", text);
+    free(text);
+    int64_t syn_step;
+    json_t *c = predict_phases(syn, 0, &syn_step);
+    struct tu_run run;
+    tu_ratiolab(&run, "predict --hw %s --model gpt-350m --tp 1 --dp 2 --ratio 0 --policy exact --json", syn);
+    json_t *pj = json_loads(run.out, 0, NULL);
+    tu_run_free(&run);
+    double grads = 2.0 * (double)json_integer_value(json_object_get(pj, "per_rank_numel"));
+    json_decref(pj);
+    double grew = (double)(ph_ns(c, "backward", "busy_ns") - ph_ns(b, "backward", "busy_ns")) * 1e-9;
+    ck_assert_msg(fabs(grew / (grads / 1e9) - 1) < 0.01, "backward grew %g s for %g gradients at 1e9/s", grew, grads);
+    ck_assert_int_eq(ph_ns(c, "forward", "busy_ns"), ph_ns(b, "forward", "busy_ns"));
+    ck_assert_int_gt(syn_step, emu_step);
     json_decref(a);
     json_decref(b);
+    json_decref(c);
 }
 END_TEST
 
@@ -788,7 +814,7 @@ START_TEST(calibrate_measures_the_runs_sizes)
 {
     struct tu_run r;
     tu_ratiolab(&r, "calibrate --collectives-only --quiet --gemm 16x8x32x3,4x4x4 --adam-numel 8192 --chunk-numel 1000 "
-                "--working-set 120000");
+                "--working-set 120000 --reduce-scatter-bytes 4000");
     ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
     json_t *j = json_loads(r.out, 0, NULL);
     ck_assert_ptr_nonnull(j);
@@ -797,8 +823,9 @@ START_TEST(calibrate_measures_the_runs_sizes)
     ck_assert(fabs(json_number_value(json_object_get(run, "gemm_flop")) - (2.0 * 16 * 8 * 32 * 3 + 2.0 * 64)) < 1e-9);
     ck_assert_int_eq(json_integer_value(json_object_get(run, "host_adam_numel")), 1000);
     ck_assert_int_eq(json_integer_value(json_object_get(run, "copy_bytes")), 4000);
+    ck_assert_int_eq(json_integer_value(json_object_get(run, "grad_elements")), 1000);   /* one rank's bucket */
     const char *figs[] = {"gemm_flops", "device_adam_elements_per_s", "host_adam_elements_per_s", "copy_gbps",
-                          "memory_gbps"};
+                          "memory_gbps", "grad_elements_per_s"};
     for (size_t i = 0; i < sizeof figs / sizeof figs[0]; i++)
         ck_assert_msg(json_number_value(json_object_get(json_object_get(run, figs[i]), "median")) > 0, "%s", figs[i]);
     json_decref(j);

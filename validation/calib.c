@@ -470,6 +470,37 @@ int val_calibrate_run(struct ex_comm *comm, const struct val_calib_run *run, boo
         free(agout);
     }
 #endif
+    /* The synthetic gradient shares of one bucket (this rank's share of every rank's part), as
+     * the executor's backward writes them on the compute stream before each reduce-scatter. */
+    int64_t gcnt = run->reduce_scatter_bytes / 4;
+    if (!rc && gcnt > 0) {
+        float *bucket = calloc((size_t)gcnt, sizeof(float) * (size_t)W);
+        const struct ex_backend *be = &ex_backend_cpu;
+        struct ex_dev *dev = NULL;
+        if (!bucket)
+            rc = rl_errf(e, RL_ENOMEM, "calibrate: cannot allocate a bucket of %lld x %d floats", (long long)gcnt, W);
+        else
+            rc = be->open(&dev, comm, 0, 0, e);
+        for (int r = 0; r <= reps && !rc; r++) {
+            if ((rc = ex_comm_barrier(comm, e)))
+                break;
+            double t0 = now_s();
+            for (int q = 0; q < W && !rc; q++)
+                rc = be->shares(dev, bucket + (int64_t)q * gcnt, KERN_F32, gcnt, gcnt, (int64_t)q * gcnt, 1, r + 1,
+                                comm->rank, W, -1, EX_STREAM_COMPUTE, e);
+            if (rc || (rc = be->sync(dev, EX_STREAM_COMPUTE, e)) || (rc = slowest(comm, now_s() - t0, &dt, e)))
+                break;
+            if (r > 0)
+                x[r - 1] = (double)gcnt * W / dt;
+        }
+        if (!rc) {
+            c->run_grad_elements = gcnt * W;
+            figure(&c->run_grad_elems_per_s, x, reps);
+        }
+        if (dev)
+            be->close(dev);
+        free(bucket);
+    }
     /* Device Adam over the rank's partition in one call; host Adam over as many elements in
      * chunk-sized calls; a copy of the same bytes in chunk-sized memcpys (the run's D2H). */
     int64_t n = run->device_adam_numel;
@@ -662,6 +693,8 @@ int val_calib_read_collectives(const char *json_text, struct val_calib *c, struc
         read_fig(r, "copy_gbps", &c->run_copy_gbps);
         c->run_triad_bytes = json_integer_value(json_object_get(r, "triad_bytes"));
         read_fig(r, "memory_gbps", &c->run_mem_gbps);
+        c->run_grad_elements = json_integer_value(json_object_get(r, "grad_elements"));
+        read_fig(r, "grad_elements_per_s", &c->run_grad_elems_per_s);
         c->run_allgather_bytes = json_integer_value(json_object_get(r, "allgather_bytes"));
         read_fig(r, "allgather_us", &c->run_allgather_us);
         c->run_reduce_scatter_bytes = json_integer_value(json_object_get(r, "reduce_scatter_bytes"));
@@ -730,6 +763,13 @@ static void run_figures(const struct val_calib *c, json_t *node, json_t *gpu, js
             "(%.4g GFLOP), queued one by one on the cpu backend's compute stream as the executor's%s, operands zeroed and only read as the executor's, %s: GFLOP/s %s; fp32 whatever the "
             "model dtype", c->run_gemm_flop * 1e-9, how, all, sp);
         src(s, "gpu.fp32_tflops", c, "as gpu.tensor_tflops (the emulated device computes in fp32)");
+    }
+    if (c->run_grad_elements > 0 && c->run_grad_elems_per_s.median > 0) {
+        json_object_set_new(gpu, "emulated_grad_elements_per_s", json_real(clamp(c->run_grad_elems_per_s.median, 1, 1e13)));
+        fig_span(&c->run_grad_elems_per_s, 1, sp, sizeof sp);
+        src(s, "gpu.emulated_grad_elements_per_s", c, "the executor's synthetic gradient shares (exec/synth.c) of a "
+            "bucket of %lld fp32 elements written on the cpu backend's compute stream, as its backward does before "
+            "each reduce-scatter, %s: elements/s %s", (long long)c->run_grad_elements, all, sp);
     }
     if (c->run_device_adam_numel > 0 && c->run_device_adam_elems_per_s.median > 0) {
         double gbps = clamp(c->run_device_adam_elems_per_s.median * 30 * 1e-9, 0.01, 1e5);

@@ -78,6 +78,8 @@ struct val_calib {
     struct val_figure run_allgather_us;      /* its time */
     int64_t run_reduce_scatter_bytes;        /* per-rank reduce-scatter message (fp32 output) of the run */
     struct val_figure run_reduce_scatter_us; /* its time */
+    int64_t run_grad_elements;               /* elements of one bucket's synthetic gradient shares */
+    struct val_figure run_grad_elems_per_s;  /* written on the compute stream, slowest rank */
 };
 
 /* The GEMMs and sizes of one rank of the run being validated (`ratiolab validate` derives them

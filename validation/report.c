@@ -190,7 +190,7 @@ static void check_time(struct val_report *r)
         sum += fabs(w->step_error_pct);
     }
     r->step_mape_pct = r->n_rows ? sum / r->n_rows : 0;
-    int worst_ph = -1, most_ph = -1;
+    int most_ph = -1;
     for (int p = 0; p < VAL_PHASES; p++) {
         double d = 0;
         for (int i = 0; i < r->n_rows; i++)
@@ -206,16 +206,11 @@ static void check_time(struct val_report *r)
                 n++;
             }
         r->phase_mape_pct[p] = n ? s / n : -1;
-        if (n && (worst_ph < 0 || r->phase_mape_pct[p] > r->phase_mape_pct[worst_ph]))
-            worst_ph = p;
     }
     detail(c, "step MAPE over %d run%s %.2f %%", r->n_rows, r->n_rows == 1 ? "" : "s", r->step_mape_pct);
     if (most_ph >= 0 && r->phase_exposed_error_ms[most_ph] != 0)
         detail(c, "; largest share of the step error: %s, exposed %+.3f ms (mean over the runs)", sim_phase_name(most_ph),
                r->phase_exposed_error_ms[most_ph]);
-    if (worst_ph >= 0)
-        detail(c, "; largest phase busy-time error: %s (MAPE %.1f %%)", sim_phase_name(worst_ph),
-               r->phase_mape_pct[worst_ph]);
     if (r->gate_time_pct >= 0) {
         detail(c, "; gate %.1f %%", r->gate_time_pct);
         c->status = r->step_mape_pct <= r->gate_time_pct ? VAL_PASS : VAL_FAIL;
