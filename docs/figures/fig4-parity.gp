@@ -30,13 +30,13 @@ set bmargin at screen 0.3099
 set label 90 'measured (ms)' at screen 0.0229, screen 0.6429 center rotate by 90
 set xlabel 'predicted (ms)' offset 0,0.9
 set logscale xy
-set xrange [0.0990487:2097.62]
-set yrange [0.0990487:2097.62]
+set xrange [0.0994313:1985.33]
+set yrange [0.0994313:1985.33]
 set grid xtics ytics
 set samples 200
 band = 0.1
-set xtics ('0.1' 0.1, '' 0.2 1, '' 0.5 1, '1' 1, '' 2 1, '' 5 1, '10' 10, '' 20 1, '' 50 1, '100' 100, '' 200 1, '' 500 1, '1000' 1000, '' 2000 1)
-set ytics ('0.1' 0.1, '' 0.2 1, '' 0.5 1, '1' 1, '' 2 1, '' 5 1, '10' 10, '' 20 1, '' 50 1, '100' 100, '' 200 1, '' 500 1, '1000' 1000, '' 2000 1)
+set xtics ('0.1' 0.1, '' 0.2 1, '' 0.5 1, '1' 1, '' 2 1, '' 5 1, '10' 10, '' 20 1, '' 50 1, '100' 100, '' 200 1, '' 500 1, '1000' 1000)
+set ytics ('0.1' 0.1, '' 0.2 1, '' 0.5 1, '1' 1, '' 2 1, '' 5 1, '10' 10, '' 20 1, '' 50 1, '100' 100, '' 200 1, '' 500 1, '1000' 1000)
 unset key
 plot '+' using 1:($1*(1-band)):($1*(1+band)) with filledcurves fc rgb '#d9d9d9' fs solid 1.0 title '±10 %', \
      x with lines lc rgb '#000000' dt 1 lw 0.8 title 'measured = predicted', \
