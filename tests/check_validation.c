@@ -630,7 +630,10 @@ START_TEST(report_checks_fail_when_broken)
     ck_assert(fabs(r->phase_exposed_error_ms[4] + 1.0) < 1e-9);
     char want[160];
     snprintf(want, sizeof want, "largest share of the step error: %s, exposed +2.500 ms", sim_phase_name(2));
-    ck_assert_msg(strstr(find_check(r, "time")->detail, want), "%s", find_check(r, "time")->detail);
+    const struct val_check *tc = find_check(r, "time");
+    ck_assert_ptr_nonnull(tc);
+    const char *td = tc->detail;
+    ck_assert_msg(strstr(td, want) != NULL, "%s", td);
     ck_assert(!val_report_failed(r));
     r->gate_time_pct = 5;
     val_report_check(r);
