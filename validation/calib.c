@@ -754,13 +754,13 @@ static void run_figures(const struct val_calib *c, json_t *node, json_t *gpu, js
         fig_span(&c->run_gemm_flops, 1e-9, sp, sizeof sp);
         char how[320] = "";
         if (c->run_gemm_syncs > 0)
-            snprintf(how, sizeof how, " in %lld blocks as the run's forward, each followed by the all-gather of a "
+            snprintf(how, sizeof how, ", in %lld blocks as the run's forward, each followed by the all-gather of a "
                      "block's partition (the ranks meet at every block and wait for each other, as in the run; the "
                      "all-gathers' own time, measured alone, taken out)", (long long)c->run_gemm_blocks);
         else if (c->run_gemm_blocks > 0)
-            snprintf(how, sizeof how, " in %lld blocks as the run's forward", (long long)c->run_gemm_blocks);
+            snprintf(how, sizeof how, ", in %lld blocks as the run's forward", (long long)c->run_gemm_blocks);
         src(s, "gpu.tensor_tflops", c, "OpenBLAS cblas_sgemm over the GEMMs of one forward pass at the model's shapes "
-            "(%.4g GFLOP), queued one by one on the cpu backend's compute stream as the executor's%s, operands zeroed and only read as the executor's, %s: GFLOP/s %s; fp32 whatever the "
+            "(%.4g GFLOP), queued one by one on the cpu backend's compute stream as the executor queues them%s, operands zeroed and only read as the executor's, %s: GFLOP/s %s; fp32 whatever the "
             "model dtype", c->run_gemm_flop * 1e-9, how, all, sp);
         src(s, "gpu.fp32_tflops", c, "as gpu.tensor_tflops (the emulated device computes in fp32)");
     }
