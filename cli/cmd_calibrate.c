@@ -128,55 +128,7 @@ static void on_progress(void *ctx, const char *what, int done, int total)
     fflush(stderr);
 }
 
-static json_t *fig(const struct val_figure *f)
-{
-    json_t *o = json_object();
-    json_object_set_new(o, "median", json_real(f->median));
-    json_object_set_new(o, "min", json_real(f->min));
-    json_object_set_new(o, "max", json_real(f->max));
-    json_object_set_new(o, "repeats", json_integer(f->repeats));
-    return o;
-}
-
-/* The figures of one rank of the run, measured on every rank at once (--gemm, --adam-numel, ...). */
-static json_t *run_json(const struct val_calib *c)
-{
-    json_t *r = json_object();
-    json_object_set_new(r, "ranks", json_integer(c->run_ranks));
-    if (c->run_gemm_flop > 0) {
-        json_object_set_new(r, "gemm_flop", json_real(c->run_gemm_flop));
-        json_object_set_new(r, "gemm_flops", fig(&c->run_gemm_flops));
-        json_object_set_new(r, "gemm_blocks", json_integer(c->run_gemm_blocks));
-        json_object_set_new(r, "gemm_syncs", json_integer(c->run_gemm_syncs));
-    }
-    if (c->run_device_adam_numel > 0) {
-        json_object_set_new(r, "device_adam_numel", json_integer(c->run_device_adam_numel));
-        json_object_set_new(r, "device_adam_elements_per_s", fig(&c->run_device_adam_elems_per_s));
-    }
-    if (c->run_host_adam_numel > 0) {
-        json_object_set_new(r, "host_adam_numel", json_integer(c->run_host_adam_numel));
-        json_object_set_new(r, "host_adam_elements_per_s", fig(&c->run_host_adam_elems_per_s));
-        json_object_set_new(r, "copy_bytes", json_integer(c->run_copy_bytes));
-        json_object_set_new(r, "copy_gbps", fig(&c->run_copy_gbps));
-    }
-    if (c->run_triad_bytes > 0) {
-        json_object_set_new(r, "triad_bytes", json_integer(c->run_triad_bytes));
-        json_object_set_new(r, "memory_gbps", fig(&c->run_mem_gbps));
-    }
-    if (c->run_allgather_bytes > 0) {
-        json_object_set_new(r, "allgather_bytes", json_integer(c->run_allgather_bytes));
-        json_object_set_new(r, "allgather_us", fig(&c->run_allgather_us));
-    }
-    if (c->run_reduce_scatter_bytes > 0) {
-        json_object_set_new(r, "reduce_scatter_bytes", json_integer(c->run_reduce_scatter_bytes));
-        json_object_set_new(r, "reduce_scatter_us", fig(&c->run_reduce_scatter_us));
-    }
-    if (c->run_grad_elements > 0) {
-        json_object_set_new(r, "grad_elements", json_integer(c->run_grad_elements));
-        json_object_set_new(r, "grad_elements_per_s", fig(&c->run_grad_elems_per_s));
-    }
-    return r;
-}
+static json_t *fig(const struct val_figure *f) { return val_figure_json(f); }
 
 /* --backend cuda: the GPUs (copies, D2D, Adam, cuBLAS at the --gemm shapes) and the host on rank
  * 0, then NCCL on every rank under mpirun; written over the --base profile. */
@@ -338,16 +290,7 @@ static int print_collectives(const struct val_calib *c)
                 "run's sizes (--gemm, --adam-numel, ...)");
         return cli_fail("calibrate", &e);
     }
-    json_t *o = json_object();
-    if (c->have_mpi) {
-        json_object_set_new(o, "ranks", json_integer(c->coll_ranks));
-        json_object_set_new(o, "max_bytes", json_integer(c->coll_max_bytes));
-        json_object_set_new(o, "allgather_busbw_gbps", fig(&c->allgather_busbw_gbps));
-        json_object_set_new(o, "reduce_scatter_busbw_gbps", fig(&c->reduce_scatter_busbw_gbps));
-        json_object_set_new(o, "latency_us", fig(&c->collective_latency_us));
-    }
-    if (c->have_run)
-        json_object_set_new(o, "run", run_json(c));
+    json_t *o = val_calib_collectives_json(c);
     char *t = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     printf("%s\n", t);
     free(t);

@@ -933,6 +933,52 @@ START_TEST(calib_run_of_plan_runs_layer_blocks)
 }
 END_TEST
 
+/* What calibrate --collectives-only prints, validate reads back: every run figure and size, the
+ * collectives, through the one key table; a text without either is refused. */
+START_TEST(collectives_json_round_trips)
+{
+    struct val_calib c, d;
+    memset(&c, 0, sizeof c);
+    c.have_mpi = c.have_run = true;
+    c.coll_ranks = c.run_ranks = 2;
+    c.coll_max_bytes = 1 << 20;
+    struct val_figure *figs[] = {&c.allgather_busbw_gbps, &c.reduce_scatter_busbw_gbps, &c.collective_latency_us,
+                                 &c.run_gemm_flops, &c.run_device_adam_elems_per_s, &c.run_host_adam_elems_per_s,
+                                 &c.run_copy_gbps, &c.run_mem_gbps, &c.run_allgather_us, &c.run_reduce_scatter_us,
+                                 &c.run_grad_elems_per_s};
+    for (size_t i = 0; i < sizeof figs / sizeof figs[0]; i++)
+        *figs[i] = (struct val_figure){.median = 10.5 + (double)i, .min = 9.25 + (double)i, .max = 12.0 + (double)i,
+                                       .repeats = 7 + (int)i};
+    c.run_gemm_flop = 3.5e9;
+    c.run_gemm_blocks = 33;
+    c.run_gemm_syncs = 33;
+    int64_t *sizes[] = {&c.run_device_adam_numel, &c.run_host_adam_numel, &c.run_copy_bytes, &c.run_triad_bytes,
+                        &c.run_allgather_bytes, &c.run_reduce_scatter_bytes, &c.run_grad_elements};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        *sizes[i] = 1000 + (int64_t)i;
+    json_t *o = val_calib_collectives_json(&c);
+    char *text = json_dumps(o, 0);
+    json_decref(o);
+    memset(&d, 0, sizeof d);
+    struct rl_err e = {0};
+    ck_assert_int_eq(val_calib_read_collectives(text, &d, &e), 0);
+    free(text);
+    ck_assert(d.have_mpi && d.have_run);
+    ck_assert_int_eq(d.coll_ranks, 2);
+    ck_assert_int_eq(d.coll_max_bytes, 1 << 20);
+    ck_assert(d.run_gemm_flop == 3.5e9 && d.run_gemm_blocks == 33 && d.run_gemm_syncs == 33);
+    for (size_t i = 0; i < sizeof figs / sizeof figs[0]; i++) {
+        const struct val_figure *x = (const struct val_figure *)(const void *)((const char *)&d + ((const char *)figs[i] - (const char *)&c));
+        ck_assert_msg(x->median == figs[i]->median && x->min == figs[i]->min && x->max == figs[i]->max &&
+                      x->repeats == figs[i]->repeats, "figure %zu", i);
+    }
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        ck_assert_int_eq(*(const int64_t *)(const void *)((const char *)&d + ((const char *)sizes[i] - (const char *)&c)),
+                         1000 + (int64_t)i);
+    ck_assert_int_eq(val_calib_read_collectives("{\"ranks\": 2}", &d, &e), RL_EINVAL);
+}
+END_TEST
+
 /* Without a GPU, calibrate --backend cuda is an environment error naming the cause and writes no
  * file; with one, the profile loads. It always needs --base. */
 START_TEST(calibrate_cuda_needs_a_gpu_and_a_base)
@@ -1010,6 +1056,7 @@ Suite *validation_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, stage_names_map_to_ledger_stages);
     tcase_add_test(tc, calib_run_of_plan_runs_layer_blocks);
+    tcase_add_test(tc, collectives_json_round_trips);
     tcase_add_test(tc, median_skips_nothing_itself);
     tcase_add_test(tc, iteration_lines_are_parsed);
     tcase_add_test(tc, time_verdict_uses_median_without_first);

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <omp.h>
 #include <stdarg.h>
+#include <stddef.h>   /* offsetof */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -652,6 +653,16 @@ int val_calibrate_run(struct ex_comm *comm, const struct val_calib_run *run, boo
     return rc;
 }
 
+json_t *val_figure_json(const struct val_figure *f)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "median", json_real(f->median));
+    json_object_set_new(o, "min", json_real(f->min));
+    json_object_set_new(o, "max", json_real(f->max));
+    json_object_set_new(o, "repeats", json_integer(f->repeats));
+    return o;
+}
+
 static int read_fig(json_t *o, const char *k, struct val_figure *f)
 {
     json_t *x = json_object_get(o, k);
@@ -662,6 +673,62 @@ static int read_fig(json_t *o, const char *k, struct val_figure *f)
     f->max = json_number_value(json_object_get(x, "max"));
     f->repeats = (int)json_integer_value(json_object_get(x, "repeats"));
     return 0;
+}
+
+/* The run's figures under "run": each the size it was measured at (an int64_t of struct
+ * val_calib; the pair is there only when it is > 0) and the figure. */
+static const struct {
+    const char *size_key, *fig_key;   /* JSON keys */
+    size_t size_off, fig_off;         /* offsetof in struct val_calib */
+} run_keys[] = {
+#define RK(sk, sm, fk, fm) {sk, fk, offsetof(struct val_calib, sm), offsetof(struct val_calib, fm)}
+    RK("device_adam_numel", run_device_adam_numel, "device_adam_elements_per_s", run_device_adam_elems_per_s),
+    RK("host_adam_numel", run_host_adam_numel, "host_adam_elements_per_s", run_host_adam_elems_per_s),
+    RK("copy_bytes", run_copy_bytes, "copy_gbps", run_copy_gbps),
+    RK("triad_bytes", run_triad_bytes, "memory_gbps", run_mem_gbps),
+    RK("allgather_bytes", run_allgather_bytes, "allgather_us", run_allgather_us),
+    RK("reduce_scatter_bytes", run_reduce_scatter_bytes, "reduce_scatter_us", run_reduce_scatter_us),
+    RK("grad_elements", run_grad_elements, "grad_elements_per_s", run_grad_elems_per_s),
+#undef RK
+};
+#define N_RUN_KEYS (sizeof run_keys / sizeof run_keys[0])
+
+static int64_t *run_size(struct val_calib *c, size_t i) { return (int64_t *)(void *)((char *)c + run_keys[i].size_off); }
+static struct val_figure *run_fig(struct val_calib *c, size_t i)
+{
+    return (struct val_figure *)(void *)((char *)c + run_keys[i].fig_off);
+}
+
+json_t *val_calib_collectives_json(const struct val_calib *c)
+{
+    json_t *o = json_object();
+    if (c->have_mpi) {
+        json_object_set_new(o, "ranks", json_integer(c->coll_ranks));
+        json_object_set_new(o, "max_bytes", json_integer(c->coll_max_bytes));
+        json_object_set_new(o, "allgather_busbw_gbps", val_figure_json(&c->allgather_busbw_gbps));
+        json_object_set_new(o, "reduce_scatter_busbw_gbps", val_figure_json(&c->reduce_scatter_busbw_gbps));
+        json_object_set_new(o, "latency_us", val_figure_json(&c->collective_latency_us));
+    }
+    if (!c->have_run)
+        return o;
+    json_t *r = json_object();
+    json_object_set_new(r, "ranks", json_integer(c->run_ranks));
+    if (c->run_gemm_flop > 0) {
+        json_object_set_new(r, "gemm_flop", json_real(c->run_gemm_flop));
+        json_object_set_new(r, "gemm_flops", val_figure_json(&c->run_gemm_flops));
+        json_object_set_new(r, "gemm_blocks", json_integer(c->run_gemm_blocks));
+        json_object_set_new(r, "gemm_syncs", json_integer(c->run_gemm_syncs));
+    }
+    for (size_t i = 0; i < N_RUN_KEYS; i++) {
+        int64_t size = *(const int64_t *)(const void *)((const char *)c + run_keys[i].size_off);
+        if (size > 0) {
+            json_object_set_new(r, run_keys[i].size_key, json_integer(size));
+            json_object_set_new(r, run_keys[i].fig_key,
+                                val_figure_json((const struct val_figure *)(const void *)((const char *)c + run_keys[i].fig_off)));
+        }
+    }
+    json_object_set_new(o, "run", r);
+    return o;
 }
 
 int val_calib_read_collectives(const char *json_text, struct val_calib *c, struct rl_err *e)
@@ -685,20 +752,10 @@ int val_calib_read_collectives(const char *json_text, struct val_calib *c, struc
         c->run_gemm_blocks = json_integer_value(json_object_get(r, "gemm_blocks"));
         c->run_gemm_syncs = json_integer_value(json_object_get(r, "gemm_syncs"));
         read_fig(r, "gemm_flops", &c->run_gemm_flops);
-        c->run_device_adam_numel = json_integer_value(json_object_get(r, "device_adam_numel"));
-        read_fig(r, "device_adam_elements_per_s", &c->run_device_adam_elems_per_s);
-        c->run_host_adam_numel = json_integer_value(json_object_get(r, "host_adam_numel"));
-        read_fig(r, "host_adam_elements_per_s", &c->run_host_adam_elems_per_s);
-        c->run_copy_bytes = json_integer_value(json_object_get(r, "copy_bytes"));
-        read_fig(r, "copy_gbps", &c->run_copy_gbps);
-        c->run_triad_bytes = json_integer_value(json_object_get(r, "triad_bytes"));
-        read_fig(r, "memory_gbps", &c->run_mem_gbps);
-        c->run_grad_elements = json_integer_value(json_object_get(r, "grad_elements"));
-        read_fig(r, "grad_elements_per_s", &c->run_grad_elems_per_s);
-        c->run_allgather_bytes = json_integer_value(json_object_get(r, "allgather_bytes"));
-        read_fig(r, "allgather_us", &c->run_allgather_us);
-        c->run_reduce_scatter_bytes = json_integer_value(json_object_get(r, "reduce_scatter_bytes"));
-        read_fig(r, "reduce_scatter_us", &c->run_reduce_scatter_us);
+        for (size_t i = 0; i < N_RUN_KEYS; i++) {
+            *run_size(c, i) = json_integer_value(json_object_get(r, run_keys[i].size_key));
+            read_fig(r, run_keys[i].fig_key, run_fig(c, i));
+        }
     }
     json_decref(o);
     return bad ? rl_errf(e, RL_EINVAL, "calibrate --collectives-only: unexpected output") : 0;

@@ -124,8 +124,14 @@ int val_calibrate_collectives(struct ex_comm *comm, bool thorough, struct val_ca
 int val_calibrate_run(struct ex_comm *comm, const struct val_calib_run *run, bool thorough, struct val_calib *c,
                       struct rl_err *e);
 
-/* Reads the JSON `ratiolab calibrate --collectives-only` prints into c's collective fields (and
- * the run figures, when it measured them). */
+/* A figure as JSON: {"median", "min", "max", "repeats"}. */
+typedef struct json_t json_t;
+json_t *val_figure_json(const struct val_figure *f);
+
+/* What `ratiolab calibrate --collectives-only` prints (without the schema version): the
+ * collectives when measured under mpirun, and "run" with the run's figures when measured; and
+ * the reader of that text into c's collective fields and run figures. One key table serves both. */
+json_t *val_calib_collectives_json(const struct val_calib *c);
 int val_calib_read_collectives(const char *json_text, struct val_calib *c, struct rl_err *e);
 
 /* The profile text (JSON, the format sim_hw_parse reads) for the emulated device: one socket of
