@@ -639,7 +639,8 @@ int val_calibrate_run(struct ex_comm *comm, const struct val_calib_run *run, boo
         free(in);
         free(out);
     }
-    /* The GEMM rate, the all-gathers' own time (measured alone) taken out of the blocks' time. */
+    /* The GEMM rate, the all-gathers' own time (measured alone) taken out of the blocks' time (at
+     * most half of it: a noisy figure alone cannot make the rate absurd). */
     if (!rc && c->run_gemm_flop > 0) {
         double ag = n_sync > 0 && c->run_allgather_bytes > 0 ? c->run_allgather_us.median * 1e-6 : 0;
         for (int r = 0; r < reps; r++) {
