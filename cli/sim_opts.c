@@ -38,7 +38,7 @@ int cli_sim_opt(void *ctx, int id, const char *v, struct rl_err *e)
 {
     struct cli_sim *s = ctx;
     switch (id) {
-    case M_HW: s->hw = v; return 0;
+    case M_HW: s->hw = v; s->hw_given = true; return 0;
     case M_SCHEDULE:
         return sim_schedule_parse(v, &s->train.schedule, e) ? cli_err_flag(e, "schedule", "--schedule") : 0;
     case M_CKPT: s->train.checkpoint_activations = true; return 0;

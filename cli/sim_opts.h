@@ -10,6 +10,7 @@
 
 struct cli_sim {
     const char *hw;              /* --hw NAME|FILE (default dgx1-v100) */
+    bool hw_given;               /* --hw was on the command line */
     struct sim_train train;      /* --schedule, --checkpoint-activations, --grad-accum, --numa, --reserve,
                                     --cpu-optimizer, --gpu-ids, --attention */
     int64_t gpu_mem_bytes;       /* --gpu-mem: overrides the profile's GPU memory, 0: keep */

@@ -22,6 +22,7 @@
 #if defined(__has_include)
 #if __has_include("exec/exec.h")
 #include "exec/exec.h"
+#include "kernels/adam.h"   /* kern_cuda_device_count */
 #include "validation/exec_row.h"
 #define HAVE_EXEC 1
 #endif
@@ -33,7 +34,7 @@ const struct cli_opt cli_validate_exec_opts[] = {
     {"ratios", "LIST", "ratios to run, e.g. 0,0.3,0.5,1 or 0:1:0.25", X_RATIOS},
     {"ranks", "N", "MPI ranks of each executor run (default 1; mpirun is started for N > 1)", X_RANKS},
     {"backend", "B", "executor backend: cpu (emulated device, default) or cuda", X_BACKEND},
-    {"calibrate", NULL, "measure this machine first (ratiolab calibrate) and predict with that profile", X_CALIBRATE},
+    {"calibrate", NULL, "measure this machine first (ratiolab calibrate) and predict with that profile; with --backend cuda the GPUs, over --hw (the machine type's catalog profile)", X_CALIBRATE},
     {"steps", "K", "timed steps per run (default 3; one warm-up step before them)", X_STEPS},
     {"out", "DIR", "where report.md, report.json and the traces go", X_OUT},
     {"gate-time", "PCT", "fail when the step MAPE over the runs exceeds PCT (default: reported only)", X_GATE_TIME},
@@ -436,6 +437,47 @@ static int vx_calibrate_launched(struct vx *v, const struct val_calib_run *rs, s
 
 /* --calibrate: measures this machine for the emulated device, then what one rank of the run does,
  * and writes the profile to DIR/hw-calibrated.json (rank 0), which the predictions then use. */
+/* --calibrate --backend cuda: `[mpirun -np N] ratiolab calibrate --backend cuda --base <--hw>` at
+ * the run's GEMM shapes (cuBLAS) and, under mpirun, NCCL, written to DIR/hw-calibrated.json. */
+static int vx_calibrate_gpu(struct vx *v, const struct val_calib_run *rs, struct rl_err *e)
+{
+    static char gemms[VAL_CALIB_MAX_GEMMS * 64], last[VAL_CALIB_MAX_GEMMS * 64];
+    char layers[32];
+    gemm_arg(rs, false, gemms, sizeof gemms);
+    gemm_arg(rs, true, last, sizeof last);
+    snprintf(layers, sizeof layers, "%lld", (long long)rs->layers);
+    struct argv_b cv = {0};
+    launcher(&cv, v->x->ranks);
+    arg(&cv, v->exe);
+    arg(&cv, "calibrate");
+    arg(&cv, "--backend");
+    arg(&cv, "cuda");
+    arg(&cv, "--base");
+    arg(&cv, v->sim->hw);
+    arg(&cv, "--quiet");
+    arg(&cv, "--out");
+    arg(&cv, v->hw_path);
+    if (gemms[0]) {
+        arg(&cv, "--gemm");
+        arg(&cv, gemms);
+    }
+    if (gemms[0] && rs->layers > 0) {
+        arg(&cv, "--layers");
+        arg(&cv, layers);
+        if (last[0]) {
+            arg(&cv, "--gemm-last");
+            arg(&cv, last);
+        }
+    }
+    char *out = NULL;
+    int st = capture(cv.v, &out);
+    free(out);
+    if (st != 0)
+        return rl_errf(e, st == 3 ? RL_EENV : RL_EINVAL, "validate --calibrate: ratiolab calibrate --backend cuda "
+                       "--base %s failed (exit %d; its message is above)", v->sim->hw, st);
+    return 0;
+}
+
 static int vx_calibrate(struct vx *v, struct rl_err *e)
 {
     struct cli_validate_exec *x = v->x;
@@ -444,11 +486,13 @@ static int vx_calibrate(struct vx *v, struct rl_err *e)
     co.devices = x->ranks;
     co.device_threads = v->dev_threads;
     struct val_calib cal;
+    bool cuda = strcmp(x->backend, "cuda") == 0;
     snprintf(v->hw_path, sizeof v->hw_path, "%s/hw-calibrated.json", x->out);
     if (v->rank0)
-        fprintf(stderr, "validate: calibrating this machine (%d device%s) ...\n", x->ranks, x->ranks == 1 ? "" : "s");
+        fprintf(stderr, "validate: calibrating this machine (%d %s%s) ...\n", x->ranks, cuda ? "GPU" : "device",
+                x->ranks == 1 ? "" : "s");
     memset(&cal, 0, sizeof cal);
-    if (v->rank0)
+    if (v->rank0 && !cuda)
         RL_TRY(val_calibrate(&co, &cal, e));
     /* Then what one rank of the run does, on every rank at once under the runs' own launch:
      * the GEMMs at the model's shapes, Adam and copies at the run's sizes, the shared memory,
@@ -464,6 +508,11 @@ static int vx_calibrate(struct vx *v, struct rl_err *e)
     int64_t seq = v->scaled.arch.seq_len > 0 ? v->scaled.arch.seq_len : 1024;
     val_calib_run_of_plan(&p0, mb, seq, &rs);
     plan_free(&p0);
+    if (cuda) {
+        RL_TRY(vx_calibrate_gpu(v, &rs, e));
+        v->sim->hw = v->hw_path;
+        return 0;
+    }
     if (v->in_mpi) {   /* every rank here, at once, as the runs will */
         RL_TRY(ex_comm_barrier(&v->comm, e));
         if (v->comm.size > 1)
@@ -497,6 +546,10 @@ static int vx_hardware(struct vx *v, struct rl_err *e)
     else
         snprintf(v->hw_path, sizeof v->hw_path, "%s", v->sim->hw);
     RL_TRY(cli_sim_load_hw(v->sim, &v->c, &v->hw, e));
+    if (strcmp(v->x->backend, "cuda") == 0) {   /* the executor's GEMMs are fp32 (cublasSgemm) */
+        v->hw.tensor_tflops = v->hw.fp32_tflops;
+        v->hw.tensor_efficiency = v->hw.fp32_efficiency;
+    }
     v->sim->train.micro_batch = v->c.zero.micro_batch > 0 ? v->c.zero.micro_batch : 1;
     v->sim->train.comm_dtype_bytes = 4;   /* the executor reduce-scatters fp32 (exact sums) */
     return 0;
@@ -508,7 +561,8 @@ static void vx_report_header(struct vx *v)
     struct cli_validate_exec *x = v->x;
     struct val_report *rep = v->rep;
     snprintf(rep->model, sizeof rep->model, "%s, scaled 1/%g", v->c.model_desc, x->scale);
-    snprintf(rep->hardware, sizeof rep->hardware, "%s", v->hw.name);
+    snprintf(rep->hardware, sizeof rep->hardware, "%s%s", v->hw.name,
+             strcmp(x->backend, "cuda") == 0 ? " (GEMMs at its fp32 rate: the executor's are cublasSgemm)" : "");
     snprintf(rep->hardware_path, sizeof rep->hardware_path, "%s", v->hw_path);
     snprintf(rep->backend, sizeof rep->backend, "%s", x->backend);
     snprintf(rep->policy, sizeof rep->policy, "%s", plan_policy_name(v->c.popt.policy));
@@ -873,6 +927,33 @@ static void vx_print_report(const struct val_report *rep, const char *out, bool 
 }
 
 /* The phases in order, then (rank 0) the report; exit 1 when a gated check failed. */
+/* Before anything is measured or written: what --hw means with --calibrate (cpu: nothing, the
+ * emulated device is measured whole; cuda: the catalog profile of this machine type, for what the
+ * GPU calibration does not measure), and whether a GPU is there for --backend cuda. */
+static int vx_check_backend(const struct cli_validate_exec *x, const struct cli_sim *sim, struct rl_err *e)
+{
+    bool cuda = strcmp(x->backend, "cuda") == 0;
+    if (x->calibrate && !cuda && sim->hw_given)
+        return rl_errf(e, RL_EINVAL, "--hw %s: not with --calibrate on the cpu backend, which measures the emulated "
+                       "device whole; allowed: one of them", sim->hw);
+    if (x->calibrate && cuda && !sim->hw_given)
+        return rl_errf(e, RL_EINVAL, "--calibrate: with --backend cuda needs --hw NAME|FILE, the catalog profile of "
+                       "this machine type (what the GPU calibration does not measure comes from it)");
+    if (x->calibrate && cuda && under_mpirun())
+        return rl_errf(e, RL_EINVAL, "--calibrate: with --backend cuda under mpirun is not allowed; allowed: run "
+                       "`ratiolab calibrate --backend cuda --base %s` first and give its profile as --hw FILE", sim->hw);
+    if (!cuda)
+        return 0;
+#ifdef RL_HAVE_CUDA
+    if (kern_cuda_device_count() <= 0)
+        return rl_errf(e, RL_EENV, "--backend cuda: no GPU is visible; the cpu backend (--backend cpu) runs anywhere");
+    return 0;
+#else
+    return rl_errf(e, RL_EENV, "--backend cuda: this ratiolab was built without CUDA (nvcc, cuBLAS and NCCL are "
+                   "needed); the cpu backend (--backend cpu) runs anywhere");
+#endif
+}
+
 static int vx_main(struct vx *v, const double *ratios, size_t n_ratios, const char *const *fwd, int n_fwd,
                    bool schedule_given, bool json, struct rl_err *e)
 {
@@ -928,6 +1009,10 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct plan_inputs *s, st
     rl_errf(&e, RL_EENV, "validate --ratios: the executor (exec/, ratiolab run) is not part of this build");
     return cli_fail("validate", &e);
 #else
+    if (vx_check_backend(x, sim, &e)) {
+        free(ratios);
+        return cli_fail("validate", &e);
+    }
     struct vx v;
     memset(&v, 0, sizeof v);
     v.x = x;

@@ -2,8 +2,9 @@
 # The GPU checks in one short run, for a machine with an NVIDIA GPU: the CUDA Adam kernel bitwise
 # against the reference (gpu_kernels suite, no fork), the monitor's NVML path, the GPU
 # benchmark (adam.cu against a device-to-device copy), the executor's cuda backend (gpu_exec
-# suite; ratios 0, 0.5, 1 x both schedules with the cpu backend's digest; bench/exec --gpu) and
-# ratiolab calibrate --backend cuda. Builds when it can; otherwise uses an
+# suite; ratios 0, 0.5, 1 x both schedules with the cpu backend's digest; bench/exec --gpu),
+# ratiolab calibrate --backend cuda and ratiolab validate on the cuda backend (the 10 % time
+# target gated). Builds when it can; otherwise uses an
 # already built tree (build/). Writes the logs to $OUT when set. Exit 0 only when all checks ran
 # and passed.
 set -u
@@ -82,5 +83,12 @@ fi
 grep -q 'cuBLAS (GPU 0)' "$out/calibrate_gpu_shapes.log" || { echo "calibrate: cuBLAS not measured"; rc=1; }
 build/ratiolab predict --hw "$out/calibrated-gpu-shapes.json" --model llama2-7b --ratio 0.3 \
   > "$out/predict_calibrated_shapes.log" 2>&1 || rc=1
+# validate on the GPUs: the executor's cuda backend (one rank per GPU) against the simulator with a
+# fresh calibration of the GPUs over hgx-h200, ratios 0, 0.5, 1: bits, honored ratio and memory
+# gated as always, and the step time gated at the 10 % target.
+build/ratiolab validate --backend cuda --calibrate --hw hgx-h200 --scale 16 --seq-len 512 --ratios 0,0.5,1 \
+  --ranks "$ngpu" --gate-time 10 --out "$out/validate-gpu" > "$out/validate_gpu.log" 2>&1 \
+  || { echo "validate: cuda backend failed a check or missed the 10 % time target"; rc=1; }
+grep -E '^  (bitwise|honored_ratio|memory_ledger|memory_process|time) ' "$out/validate_gpu.log"
 echo "gpu-check: $([ $rc = 0 ] && echo passed || echo FAILED)"
 exit $rc

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/rl.h"
+#include "kernels/adam.h"   /* kern_cuda_device_count */
 #include "sim/hw.h"
 #include "tests/util.h"
 #include "traces/dslog.h"
@@ -979,6 +980,41 @@ START_TEST(collectives_json_round_trips)
 }
 END_TEST
 
+/* validate's --calibrate and --hw: on the cpu backend one or the other (exit 2 naming --hw); on
+ * cuda --calibrate measures the GPUs over --hw, so it needs it (exit 2 naming both). Refused
+ * before anything is measured or written: no output folder. */
+START_TEST(validate_calibrate_and_hw_combinations)
+{
+    const char *bad[][2] = {{"--calibrate --hw hgx-h200", "--hw hgx-h200: not with --calibrate on the cpu backend"},
+                            {"--backend cuda --calibrate", "--calibrate: with --backend cuda needs --hw"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct tu_run r;
+        tu_ratiolab(&r, "validate %s --ratios 0 --ranks 2 --scale 1000 --seq-len 128 --out vb", bad[i][0]);
+        ck_assert_msg(r.status == 2, "%s: status %d: %s", bad[i][0], r.status, r.err);
+        ck_assert_msg(strstr(r.err, bad[i][1]) && strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "%s: %s",
+                      bad[i][0], r.err);
+        tu_run_free(&r);
+        ck_assert(!tu_exists(tu_path("vb")));
+    }
+}
+END_TEST
+
+/* --backend cuda where no GPU is visible: exit 3 saying so before anything is measured or
+ * written (with or without --calibrate). */
+START_TEST(validate_cuda_without_gpu_is_an_environment_error)
+{
+    const char *args[] = {"--backend cuda --hw hgx-h200", "--backend cuda --calibrate --hw hgx-h200"};
+    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
+        struct tu_run r;
+        tu_ratiolab(&r, "validate %s --ratios 0 --ranks 2 --scale 1000 --seq-len 128 --out vg", args[i]);
+        ck_assert_msg(r.status == 3, "%s: status %d: %s", args[i], r.status, r.err);
+        ck_assert_msg(strstr(r.err, "--backend cuda: ") && strstr(r.err, "--backend cpu"), "%s", r.err);
+        tu_run_free(&r);
+        ck_assert(!tu_exists(tu_path("vg")));
+    }
+}
+END_TEST
+
 /* Without a GPU, calibrate --backend cuda is an environment error naming the cause and writes no
  * file; with one, the profile loads. It always needs --base. */
 START_TEST(calibrate_cuda_needs_a_gpu_and_a_base)
@@ -1057,6 +1093,14 @@ Suite *validation_suite(void)
     tcase_add_test(tc, stage_names_map_to_ledger_stages);
     tcase_add_test(tc, calib_run_of_plan_runs_layer_blocks);
     tcase_add_test(tc, collectives_json_round_trips);
+    tcase_add_test(tc, validate_calibrate_and_hw_combinations);
+#ifdef RL_HAVE_CUDA
+    if (kern_cuda_device_count() > 0)
+        tu_skip("validation: validate_cuda_without_gpu_is_an_environment_error",
+                "a GPU is visible (scripts/gpu-check.sh runs validate on it)");
+    else
+#endif
+        tcase_add_test(tc, validate_cuda_without_gpu_is_an_environment_error);
     tcase_add_test(tc, median_skips_nothing_itself);
     tcase_add_test(tc, iteration_lines_are_parsed);
     tcase_add_test(tc, time_verdict_uses_median_without_first);

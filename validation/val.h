@@ -188,7 +188,7 @@ struct val_check {
 #define VAL_MAX_CHECKS 8
 struct val_report {
     char model[160];                 /* model description */
-    char hardware[64];               /* profile name */
+    char hardware[160];              /* profile name (and how its GEMM rate is used) */
     char hardware_path[256];         /* profile file or catalog name */
     char backend[16];                /* cpu / cuda */
     char policy[32];                 /* placement policy of the runs */
