@@ -260,6 +260,7 @@ static void launcher(struct argv_b *a, int ranks)
     argf(a, "%.0f", ranks);
 }
 
+#ifdef HAVE_EXEC
 /* --gemm (last false) or --gemm-last (true) MxNxK[xC],... for `ratiolab calibrate`. */
 static void gemm_arg(const struct val_calib_run *r, bool last, char *buf, size_t n)
 {
@@ -273,7 +274,28 @@ static void gemm_arg(const struct val_calib_run *r, bool last, char *buf, size_t
     }
 }
 
-#ifdef HAVE_EXEC
+/* The run's GEMM list for `ratiolab calibrate`: --gemm (one layer's with --layers) and, when the
+ * model has uniform layers, --layers N and --gemm-last (the logits). The lists live in static
+ * buffers until the next call. */
+static void gemm_args(struct argv_b *a, const struct val_calib_run *rs)
+{
+    static char gemms[VAL_CALIB_MAX_GEMMS * 64], last[VAL_CALIB_MAX_GEMMS * 64];
+    gemm_arg(rs, false, gemms, sizeof gemms);
+    gemm_arg(rs, true, last, sizeof last);
+    if (!gemms[0])
+        return;
+    arg(a, "--gemm");
+    arg(a, gemms);
+    if (rs->layers > 0) {
+        arg(a, "--layers");
+        argf(a, "%.0f", (double)rs->layers);
+        if (last[0]) {
+            arg(a, "--gemm-last");
+            arg(a, last);
+        }
+    }
+}
+
 /* Started by an MPI launcher (as exec/comm.c tells it): validate is then one of the ranks and runs
  * the executor in this process instead of launching mpirun again. */
 static bool under_mpirun(void)
@@ -386,11 +408,7 @@ static int vx_setup(struct vx *v, bool schedule_given, struct rl_err *e)
 static int vx_calibrate_launched(struct vx *v, const struct val_calib_run *rs, struct val_calib *cal,
                                  struct rl_err *e)
 {
-    static char gemms[VAL_CALIB_MAX_GEMMS * 64], last[VAL_CALIB_MAX_GEMMS * 64];
-    char nums[6][32];
-    gemm_arg(rs, false, gemms, sizeof gemms);
-    gemm_arg(rs, true, last, sizeof last);
-    snprintf(nums[5], sizeof nums[5], "%lld", (long long)rs->layers);
+    char nums[5][32];
     snprintf(nums[0], sizeof nums[0], "%lld", (long long)rs->device_adam_numel);
     snprintf(nums[1], sizeof nums[1], "%lld", (long long)rs->host_adam_numel);
     snprintf(nums[2], sizeof nums[2], "%lld", (long long)(rs->allgather_bytes > 0 ? rs->allgather_bytes : 1));
@@ -402,18 +420,7 @@ static int vx_calibrate_launched(struct vx *v, const struct val_calib_run *rs, s
     arg(&cv, "calibrate");
     arg(&cv, "--collectives-only");
     arg(&cv, "--quiet");
-    if (gemms[0]) {
-        arg(&cv, "--gemm");
-        arg(&cv, gemms);
-    }
-    if (gemms[0] && rs->layers > 0) {
-        arg(&cv, "--layers");
-        arg(&cv, nums[5]);
-        if (last[0]) {
-            arg(&cv, "--gemm-last");
-            arg(&cv, last);
-        }
-    }
+    gemm_args(&cv, rs);
     arg(&cv, "--adam-numel");
     arg(&cv, nums[0]);
     arg(&cv, "--chunk-numel");
@@ -435,17 +442,10 @@ static int vx_calibrate_launched(struct vx *v, const struct val_calib_run *rs, s
     return 0;
 }
 
-/* --calibrate: measures this machine for the emulated device, then what one rank of the run does,
- * and writes the profile to DIR/hw-calibrated.json (rank 0), which the predictions then use. */
 /* --calibrate --backend cuda: `[mpirun -np N] ratiolab calibrate --backend cuda --base <--hw>` at
  * the run's GEMM shapes (cuBLAS) and, under mpirun, NCCL, written to DIR/hw-calibrated.json. */
 static int vx_calibrate_gpu(struct vx *v, const struct val_calib_run *rs, struct rl_err *e)
 {
-    static char gemms[VAL_CALIB_MAX_GEMMS * 64], last[VAL_CALIB_MAX_GEMMS * 64];
-    char layers[32];
-    gemm_arg(rs, false, gemms, sizeof gemms);
-    gemm_arg(rs, true, last, sizeof last);
-    snprintf(layers, sizeof layers, "%lld", (long long)rs->layers);
     struct argv_b cv = {0};
     launcher(&cv, v->x->ranks);
     arg(&cv, v->exe);
@@ -457,18 +457,7 @@ static int vx_calibrate_gpu(struct vx *v, const struct val_calib_run *rs, struct
     arg(&cv, "--quiet");
     arg(&cv, "--out");
     arg(&cv, v->hw_path);
-    if (gemms[0]) {
-        arg(&cv, "--gemm");
-        arg(&cv, gemms);
-    }
-    if (gemms[0] && rs->layers > 0) {
-        arg(&cv, "--layers");
-        arg(&cv, layers);
-        if (last[0]) {
-            arg(&cv, "--gemm-last");
-            arg(&cv, last);
-        }
-    }
+    gemm_args(&cv, rs);
     char *out = NULL;
     int st = capture(cv.v, &out);
     free(out);
@@ -478,6 +467,8 @@ static int vx_calibrate_gpu(struct vx *v, const struct val_calib_run *rs, struct
     return 0;
 }
 
+/* --calibrate: measures this machine for the emulated device, then what one rank of the run does,
+ * and writes the profile to DIR/hw-calibrated.json (rank 0), which the predictions then use. */
 static int vx_calibrate(struct vx *v, struct rl_err *e)
 {
     struct cli_validate_exec *x = v->x;
