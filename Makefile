@@ -22,7 +22,7 @@ PREFIX ?= /usr/local
 ifeq ($(origin CC),default)
 CC := gcc
 endif
-LIBDIRS := common plan sim exec kernels traces validation plots monitor
+LIBDIRS := common plan sim exec kernels traces calib validation plots monitor
 
 # ---- feature detection (one line each) -----------------------------------------------------
 NVCC := $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })

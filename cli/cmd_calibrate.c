@@ -9,7 +9,7 @@
 #include "cli/json_out.h"
 #include "exec/exec.h"
 #include "sim/hw.h"
-#include "validation/calib.h"
+#include "calib/calib.h"
 
 enum { C_OUT = 1, C_NAME, C_THOROUGH, C_DEVICES, C_DEVTHREADS, C_MAXTHREADS, C_BACKEND, C_JSON, C_QUIET, C_COLL, C_BASE, C_GEMM, C_GEMM_LAST, C_LAYERS, C_ADAMN, C_CHUNKN, C_AGB, C_RSB, C_WSET };
 static const struct cli_opt opts[] = {
@@ -38,18 +38,18 @@ static const struct cli_opt opts[] = {
 struct calib_args {
     const char *out;               /* --out */
     const char *name;              /* --name */
-    struct val_calib_opts o;       /* measurement options */
+    struct calib_opts o;       /* measurement options */
     bool cuda;                     /* --backend cuda */
     bool json;                     /* --json */
     bool quiet;                    /* --quiet */
     bool coll_only;                /* --collectives-only */
     const char *base;              /* --base NAME|FILE */
-    struct val_calib_run run;      /* --gemm, --adam-numel, ...: what one rank of a run does */
+    struct calib_run run;      /* --gemm, --adam-numel, ...: what one rank of a run does */
     bool have_run;                 /* any of those was given */
 };
 
 /* --gemm / --gemm-last MxNxK[xC],...: shapes and counts, replacing the flag's earlier ones. */
-static int parse_gemms(const char *flag, const char *v, bool last, struct val_calib_run *r, struct rl_err *e)
+static int parse_gemms(const char *flag, const char *v, bool last, struct calib_run *r, struct rl_err *e)
 {
     int kept = 0, added = 0;
     for (int i = 0; i < r->n_gemm; i++)
@@ -69,9 +69,9 @@ static int parse_gemms(const char *flag, const char *v, bool last, struct val_ca
             q += used;
         }
         if (m < 1 || n < 1 || k < 1 || c < 1 || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX ||
-            r->n_gemm == VAL_CALIB_MAX_GEMMS)
+            r->n_gemm == CALIB_MAX_GEMMS)
             goto bad;
-        r->gemm[r->n_gemm++] = (struct val_gemm_shape){m, n, k, c, last};
+        r->gemm[r->n_gemm++] = (struct calib_gemm_shape){m, n, k, c, last};
         added++;
         if (*q == ',' && q[1])
             q++;
@@ -82,7 +82,7 @@ static int parse_gemms(const char *flag, const char *v, bool last, struct val_ca
         return 0;
 bad:
     return rl_errf(e, RL_EINVAL, "%s: '%s' is not allowed; allowed: up to %d shapes MxNxK or MxNxKxCOUNT (with "
-                   "--gemm and --gemm-last together), comma-separated, each 1..2^31-1", flag, v, VAL_CALIB_MAX_GEMMS);
+                   "--gemm and --gemm-last together), comma-separated, each 1..2^31-1", flag, v, CALIB_MAX_GEMMS);
 }
 
 static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
@@ -94,7 +94,7 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     case C_THOROUGH: a->o.thorough = true; return 0;
     case C_DEVICES: return rl_parse_int("--devices", v, 1, SIM_HW_MAX_GPUS, &a->o.devices, e);
     case C_DEVTHREADS: return rl_parse_int("--device-threads", v, 1, 4096, &a->o.device_threads, e);
-    case C_MAXTHREADS: return rl_parse_int("--max-threads", v, 1, VAL_CALIB_MAX_THREADS, &a->o.max_threads, e);
+    case C_MAXTHREADS: return rl_parse_int("--max-threads", v, 1, CALIB_MAX_THREADS, &a->o.max_threads, e);
     case C_BACKEND:
         if (rl_streq(v, "cpu"))
             a->cuda = false;
@@ -128,7 +128,7 @@ static void on_progress(void *ctx, const char *what, int done, int total)
     fflush(stderr);
 }
 
-static json_t *fig(const struct val_figure *f) { return val_figure_json(f); }
+static json_t *fig(const struct calib_figure *f) { return calib_figure_json(f); }
 
 /* --backend cuda: the GPUs (copies, D2D, Adam, cuBLAS at the --gemm shapes) and the host on rank
  * 0, then NCCL on every rank under mpirun; written over the --base profile. */
@@ -161,15 +161,15 @@ static int run_cuda(struct calib_args *a)
     if (!a->quiet && comm.rank == 0)
         a->o.progress = on_progress;
     a->o.devices = hw.gpus;
-    static struct val_calib c;
-    static struct val_calib_gpu g;
+    static struct calib c;
+    static struct calib_gpu g;
     char *text = NULL;
     int rc = 0;
-    if (comm.rank == 0 && !(rc = val_calibrate_gpu(&a->o, &g, &e))) {
+    if (comm.rank == 0 && !(rc = calib_measure_gpu(&a->o, &g, &e))) {
         if (!a->quiet)
             on_progress(NULL, "cuBLAS GEMMs", 0, 1);
-        if (!(rc = val_calibrate_gpu_gemm(a->have_run ? &a->run : NULL, a->o.thorough, &g, &e)))
-            rc = val_calibrate(&a->o, &c, &e);
+        if (!(rc = calib_measure_gpu_gemm(a->have_run ? &a->run : NULL, a->o.thorough, &g, &e)))
+            rc = calib_measure(&a->o, &c, &e);
     }
     if (comm.size > 1) {   /* every rank joins, so a failure on rank 0 ends all of them */
         struct rl_err be;
@@ -177,7 +177,7 @@ static int run_cuda(struct calib_args *a)
         if (ex_comm_max_i64(&comm, &bad, 1, &be) == 0 && !bad) {
             if (!a->quiet && comm.rank == 0)
                 on_progress(NULL, "NCCL all-gather / reduce-scatter", 0, 1);
-            rc = val_calibrate_nccl(&comm, a->o.thorough, &g, &e);
+            rc = calib_measure_nccl(&comm, a->o.thorough, &g, &e);
         }
     }
     if (rc || comm.rank != 0) {
@@ -194,7 +194,7 @@ static int run_cuda(struct calib_args *a)
     snprintf(out, sizeof out, "%s", a->out ? a->out : "");
     if (!a->out)
         snprintf(out, sizeof out, "%s.json", name);
-    if ((rc = val_calib_gpu_profile(&c, &g, base, name, &text, &e)))
+    if ((rc = calib_gpu_profile(&c, &g, base, name, &text, &e)))
         cli_err_flag(&e, "base_profile", "--base");
     free(base);
     struct rl_outfile of;
@@ -238,7 +238,7 @@ static int run_cuda(struct calib_args *a)
 /* The measurements: under mpirun rank 0 measures the node while the others wait, then all ranks
  * measure the collectives and (--gemm, --adam-numel, ...) what one rank of the run does. Returns
  * false with *code the exit status when this process ends here (an error, or a rank other than 0). */
-static bool measure(struct calib_args *a, struct val_calib *c, int *code)
+static bool measure(struct calib_args *a, struct calib *c, int *code)
 {
     struct rl_err e = {0};
     struct ex_comm comm;
@@ -253,14 +253,14 @@ static bool measure(struct calib_args *a, struct val_calib *c, int *code)
         a->o.devices = comm.size > SIM_HW_MAX_GPUS ? SIM_HW_MAX_GPUS : comm.size;
     memset(c, 0, sizeof *c);
     if (comm.rank == 0 && !a->coll_only)
-        rc = val_calibrate(&a->o, c, &e);
+        rc = calib_measure(&a->o, c, &e);
     if (comm.size > 1) {   /* every rank joins, so a failure on rank 0 ends all of them */
         struct rl_err be;
         int64_t bad = rc != 0;
         if (ex_comm_max_i64(&comm, &bad, 1, &be) == 0 && !bad) {
             if (!a->quiet && comm.rank == 0)
                 on_progress(NULL, "MPI all-gather / reduce-scatter", 0, 1);
-            rc = val_calibrate_collectives(&comm, a->o.thorough, c, &e);
+            rc = calib_measure_collectives(&comm, a->o.thorough, c, &e);
             if (!a->quiet && comm.rank == 0)
                 on_progress(NULL, "done", 1, 1);
         }
@@ -268,7 +268,7 @@ static bool measure(struct calib_args *a, struct val_calib *c, int *code)
     if (!rc && a->have_run) {   /* what one rank of the run does, every rank at once */
         if (!a->quiet && comm.rank == 0)
             on_progress(NULL, "the run's GEMMs, Adam, copies, memory", 0, 1);
-        rc = val_calibrate_run(&comm, &a->run, a->o.thorough, c, &e);
+        rc = calib_measure_run(&comm, &a->run, a->o.thorough, c, &e);
         if (!a->quiet && comm.rank == 0)
             on_progress(NULL, "done", 1, 1);
     }
@@ -282,7 +282,7 @@ static bool measure(struct calib_args *a, struct val_calib *c, int *code)
 }
 
 /* --collectives-only: the collectives and the run's figures as JSON, no profile. */
-static int print_collectives(const struct val_calib *c)
+static int print_collectives(const struct calib *c)
 {
     if (!c->have_mpi && !c->have_run) {
         struct rl_err e = {0};
@@ -290,7 +290,7 @@ static int print_collectives(const struct val_calib *c)
                 "run's sizes (--gemm, --adam-numel, ...)");
         return cli_fail("calibrate", &e);
     }
-    json_t *o = val_calib_collectives_json(c);
+    json_t *o = calib_collectives_json(c);
     char *t = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     printf("%s\n", t);
     free(t);
@@ -300,7 +300,7 @@ static int print_collectives(const struct val_calib *c)
 
 /* The profile, to --out (default calibrated-<host>.json, named calibrated-<host>), checked to load
  * as --hw FILE will load it. Returns 0, or the exit status of a failure. */
-static int write_profile(const struct calib_args *a, const struct val_calib *c, char *out, size_t out_size)
+static int write_profile(const struct calib_args *a, const struct calib *c, char *out, size_t out_size)
 {
     struct rl_err e = {0};
     char name[128];
@@ -311,7 +311,7 @@ static int write_profile(const struct calib_args *a, const struct val_calib *c, 
     if (!a->out)
         snprintf(out, out_size, "%s.json", name);
     char *text;
-    if (val_calib_profile(c, name, &text, &e))
+    if (calib_profile(c, name, &text, &e))
         return cli_fail("calibrate", &e);
     /* The profile must load as it will be used (--hw FILE). */
     struct sim_hw hw;
@@ -333,7 +333,7 @@ static int write_profile(const struct calib_args *a, const struct val_calib *c, 
 }
 
 /* --json: every measured figure and where the profile went. */
-static void print_json(const struct val_calib *c, const char *out)
+static void print_json(const struct calib *c, const char *out)
 {
     json_t *o = json_object();
     json_object_set_new(o, "host", json_string(c->host));
@@ -365,7 +365,7 @@ static void print_json(const struct val_calib *c, const char *out)
 }
 
 /* The table: every figure with its spread, and where the profile went. */
-static void print_table(const struct val_calib *c, const char *out)
+static void print_table(const struct calib *c, const char *out)
 {
     printf("host       %s (%s, %d cores, %.1f GiB), %s, CPU Adam kernel %s\n", c->host, c->cpu_model, c->cores,
            (double)c->host_mem_bytes / RL_GIB, c->date, c->isa);
@@ -399,7 +399,7 @@ static void print_table(const struct val_calib *c, const char *out)
 static int run(int argc, char **argv)
 {
     struct calib_args a = {0};
-    val_calib_opts_default(&a.o);
+    calib_opts_default(&a.o);
     struct cli_optset sets[] = {{"calibrate options", opts, on_opt, &a}};
     int rc = cli_command_parse("calibrate", argc, argv, "ratiolab calibrate [--out FILE] [--thorough] [--devices N]",
         "Measures this machine and writes a hardware profile that --hw FILE accepts, every number\n"
@@ -431,7 +431,7 @@ static int run(int argc, char **argv)
     }
     if (a.cuda)
         return run_cuda(&a);
-    struct val_calib c;
+    struct calib c;
     int code;
     if (!measure(&a, &c, &code))
         return code;

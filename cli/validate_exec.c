@@ -16,7 +16,7 @@
 
 #include "cli/validate_exec.h"
 #include "sim/step.h"
-#include "validation/calib.h"
+#include "calib/calib.h"
 #include "validation/val.h"
 
 #if defined(__has_include)
@@ -262,7 +262,7 @@ static void launcher(struct argv_b *a, int ranks)
 
 #ifdef HAVE_EXEC
 /* --gemm (last false) or --gemm-last (true) MxNxK[xC],... for `ratiolab calibrate`. */
-static void gemm_arg(const struct val_calib_run *r, bool last, char *buf, size_t n)
+static void gemm_arg(const struct calib_run *r, bool last, char *buf, size_t n)
 {
     buf[0] = 0;
     for (int i = 0; i < r->n_gemm; i++) {
@@ -277,9 +277,9 @@ static void gemm_arg(const struct val_calib_run *r, bool last, char *buf, size_t
 /* The run's GEMM list for `ratiolab calibrate`: --gemm (one layer's with --layers) and, when the
  * model has uniform layers, --layers N and --gemm-last (the logits). The lists live in static
  * buffers until the next call. */
-static void gemm_args(struct argv_b *a, const struct val_calib_run *rs)
+static void gemm_args(struct argv_b *a, const struct calib_run *rs)
 {
-    static char gemms[VAL_CALIB_MAX_GEMMS * 64], last[VAL_CALIB_MAX_GEMMS * 64];
+    static char gemms[CALIB_MAX_GEMMS * 64], last[CALIB_MAX_GEMMS * 64];
     gemm_arg(rs, false, gemms, sizeof gemms);
     gemm_arg(rs, true, last, sizeof last);
     if (!gemms[0])
@@ -405,7 +405,7 @@ static int vx_setup(struct vx *v, bool schedule_given, struct rl_err *e)
 
 /* The calibration of what one rank of the run does, launched like the runs
  * (`mpirun ... ratiolab calibrate --collectives-only`), read back into *cal. */
-static int vx_calibrate_launched(struct vx *v, const struct val_calib_run *rs, struct val_calib *cal,
+static int vx_calibrate_launched(struct vx *v, const struct calib_run *rs, struct calib *cal,
                                  struct rl_err *e)
 {
     char nums[5][32];
@@ -433,7 +433,7 @@ static int vx_calibrate_launched(struct vx *v, const struct val_calib_run *rs, s
     arg(&cv, nums[4]);
     char *out = NULL;
     int st = capture(cv.v, &out);
-    if (st != 0 || !out || val_calib_read_collectives(out, cal, e)) {
+    if (st != 0 || !out || calib_read_collectives(out, cal, e)) {
         free(out);
         return rl_errf(e, RL_EENV, "validate --calibrate: mpirun ... ratiolab calibrate --collectives-only failed "
                        "(exit %d)", st);
@@ -444,7 +444,7 @@ static int vx_calibrate_launched(struct vx *v, const struct val_calib_run *rs, s
 
 /* --calibrate --backend cuda: `[mpirun -np N] ratiolab calibrate --backend cuda --base <--hw>` at
  * the run's GEMM shapes (cuBLAS) and, under mpirun, NCCL, written to DIR/hw-calibrated.json. */
-static int vx_calibrate_gpu(struct vx *v, const struct val_calib_run *rs, struct rl_err *e)
+static int vx_calibrate_gpu(struct vx *v, const struct calib_run *rs, struct rl_err *e)
 {
     struct argv_b cv = {0};
     launcher(&cv, v->x->ranks);
@@ -472,11 +472,11 @@ static int vx_calibrate_gpu(struct vx *v, const struct val_calib_run *rs, struct
 static int vx_calibrate(struct vx *v, struct rl_err *e)
 {
     struct cli_validate_exec *x = v->x;
-    struct val_calib_opts co;
-    val_calib_opts_default(&co);
+    struct calib_opts co;
+    calib_opts_default(&co);
     co.devices = x->ranks;
     co.device_threads = v->dev_threads;
-    struct val_calib cal;
+    struct calib cal;
     bool cuda = strcmp(x->backend, "cuda") == 0;
     snprintf(v->hw_path, sizeof v->hw_path, "%s/hw-calibrated.json", x->out);
     if (v->rank0)
@@ -484,12 +484,12 @@ static int vx_calibrate(struct vx *v, struct rl_err *e)
                 x->ranks == 1 ? "" : "s");
     memset(&cal, 0, sizeof cal);
     if (v->rank0 && !cuda)
-        RL_TRY(val_calibrate(&co, &cal, e));
+        RL_TRY(calib_measure(&co, &cal, e));
     /* Then what one rank of the run does, on every rank at once under the runs' own launch:
      * the GEMMs at the model's shapes, Adam and copies at the run's sizes, the shared memory,
      * the collectives at the run's message sizes. */
     struct plan p0;
-    struct val_calib_run rs;
+    struct calib_run rs;
     int rc = val_exec_plan(&v->c, &v->scaled, x->scale, 0, &p0, e);
     if (rc) {
         plan_free(&p0);
@@ -497,7 +497,7 @@ static int vx_calibrate(struct vx *v, struct rl_err *e)
     }
     int64_t mb = v->c.zero.micro_batch > 0 ? v->c.zero.micro_batch : 1;
     int64_t seq = v->scaled.arch.seq_len > 0 ? v->scaled.arch.seq_len : 1024;
-    val_calib_run_of_plan(&p0, mb, seq, &rs);
+    calib_run_of_plan(&p0, mb, seq, &rs);
     plan_free(&p0);
     if (cuda) {
         RL_TRY(vx_calibrate_gpu(v, &rs, e));
@@ -507,15 +507,15 @@ static int vx_calibrate(struct vx *v, struct rl_err *e)
     if (v->in_mpi) {   /* every rank here, at once, as the runs will */
         RL_TRY(ex_comm_barrier(&v->comm, e));
         if (v->comm.size > 1)
-            RL_TRY(val_calibrate_collectives(&v->comm, false, &cal, e));
-        RL_TRY(val_calibrate_run(&v->comm, &rs, false, &cal, e));
+            RL_TRY(calib_measure_collectives(&v->comm, false, &cal, e));
+        RL_TRY(calib_measure_run(&v->comm, &rs, false, &cal, e));
     } else {
         RL_TRY(vx_calibrate_launched(v, &rs, &cal, e));
     }
     if (v->rank0) {
         char *text = NULL;
         struct rl_outfile of;
-        rc = val_calib_profile(&cal, "calibrated", &text, e);
+        rc = calib_profile(&cal, "calibrated", &text, e);
         if (!rc && !(rc = rl_outfile_open(&of, v->hw_path, e))) {
             fprintf(of.fp, "%s\n", text);
             rc = rl_outfile_commit(&of, e);

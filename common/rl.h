@@ -141,6 +141,9 @@ int rl_check_text(const char *name, const char *text, size_t len, struct rl_err 
  * until it holds need, and the array is reallocated. On failure the array and *cap are unchanged.
  * Returns 0 or RL_ENOMEM (no message: the caller names what it was growing). */
 int rl_grow(void *array_ptr, int *cap, size_t elem_bytes, int need, int first);
+/* Median of n values (the mean of the two middle ones when n is even); 0 when n == 0 or on
+ * allocation failure. Does not modify v. O(n log n). */
+double rl_median(const double *v, int n);
 
 /* 1024^3 */
 #define RL_GIB 1073741824.0

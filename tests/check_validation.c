@@ -67,10 +67,10 @@ END_TEST
 START_TEST(median_skips_nothing_itself)
 {
     double v[5] = {5, 1, 4, 2, 3};
-    ck_assert(val_median(v, 5) == 3);
-    ck_assert(val_median(v, 4) == 3);   /* 1 2 4 5 -> (2 + 4) / 2 */
+    ck_assert(rl_median(v, 5) == 3);
+    ck_assert(rl_median(v, 4) == 3);   /* 1 2 4 5 -> (2 + 4) / 2 */
     ck_assert(v[0] == 5);               /* input untouched */
-    ck_assert(val_median(v, 0) == 0);
+    ck_assert(rl_median(v, 0) == 0);
 }
 END_TEST
 
@@ -900,8 +900,8 @@ START_TEST(calib_run_of_plan_runs_layer_blocks)
     p.per_rank_numel = 420;
     p.zero.reduce_bucket_size = 1000;
     p.zero.dtype = PLAN_FP16;
-    struct val_calib_run r;
-    val_calib_run_of_plan(&p, 2, 16, &r);   /* 32 tokens */
+    struct calib_run r;
+    calib_run_of_plan(&p, 2, 16, &r);   /* 32 tokens */
     ck_assert_int_eq(r.layers, 2);
     double per_layer = 0, last = 0;
     int n_last = 0;
@@ -923,7 +923,7 @@ START_TEST(calib_run_of_plan_runs_layer_blocks)
     /* The second layer wider: one list of every layer's GEMMs, no blocks. */
     t[3].shape[0] = 32;
     t[3].numel = 256;
-    val_calib_run_of_plan(&p, 2, 16, &r);
+    calib_run_of_plan(&p, 2, 16, &r);
     ck_assert_int_eq(r.layers, 0);
     double all = 0;
     for (int i = 0; i < r.n_gemm; i++) {
@@ -938,17 +938,17 @@ END_TEST
  * collectives, through the one key table; a text without either is refused. */
 START_TEST(collectives_json_round_trips)
 {
-    struct val_calib c, d;
+    struct calib c, d;
     memset(&c, 0, sizeof c);
     c.have_mpi = c.have_run = true;
     c.coll_ranks = c.run_ranks = 2;
     c.coll_max_bytes = 1 << 20;
-    struct val_figure *figs[] = {&c.allgather_busbw_gbps, &c.reduce_scatter_busbw_gbps, &c.collective_latency_us,
+    struct calib_figure *figs[] = {&c.allgather_busbw_gbps, &c.reduce_scatter_busbw_gbps, &c.collective_latency_us,
                                  &c.run_gemm_flops, &c.run_device_adam_elems_per_s, &c.run_host_adam_elems_per_s,
                                  &c.run_copy_gbps, &c.run_mem_gbps, &c.run_allgather_us, &c.run_reduce_scatter_us,
                                  &c.run_grad_elems_per_s};
     for (size_t i = 0; i < sizeof figs / sizeof figs[0]; i++)
-        *figs[i] = (struct val_figure){.median = 10.5 + (double)i, .min = 9.25 + (double)i, .max = 12.0 + (double)i,
+        *figs[i] = (struct calib_figure){.median = 10.5 + (double)i, .min = 9.25 + (double)i, .max = 12.0 + (double)i,
                                        .repeats = 7 + (int)i};
     c.run_gemm_flop = 3.5e9;
     c.run_gemm_blocks = 33;
@@ -957,26 +957,26 @@ START_TEST(collectives_json_round_trips)
                         &c.run_allgather_bytes, &c.run_reduce_scatter_bytes, &c.run_grad_elements};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         *sizes[i] = 1000 + (int64_t)i;
-    json_t *o = val_calib_collectives_json(&c);
+    json_t *o = calib_collectives_json(&c);
     char *text = json_dumps(o, 0);
     json_decref(o);
     memset(&d, 0, sizeof d);
     struct rl_err e = {0};
-    ck_assert_int_eq(val_calib_read_collectives(text, &d, &e), 0);
+    ck_assert_int_eq(calib_read_collectives(text, &d, &e), 0);
     free(text);
     ck_assert(d.have_mpi && d.have_run);
     ck_assert_int_eq(d.coll_ranks, 2);
     ck_assert_int_eq(d.coll_max_bytes, 1 << 20);
     ck_assert(d.run_gemm_flop == 3.5e9 && d.run_gemm_blocks == 33 && d.run_gemm_syncs == 33);
     for (size_t i = 0; i < sizeof figs / sizeof figs[0]; i++) {
-        const struct val_figure *x = (const struct val_figure *)(const void *)((const char *)&d + ((const char *)figs[i] - (const char *)&c));
+        const struct calib_figure *x = (const struct calib_figure *)(const void *)((const char *)&d + ((const char *)figs[i] - (const char *)&c));
         ck_assert_msg(x->median == figs[i]->median && x->min == figs[i]->min && x->max == figs[i]->max &&
                       x->repeats == figs[i]->repeats, "figure %zu", i);
     }
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         ck_assert_int_eq(*(const int64_t *)(const void *)((const char *)&d + ((const char *)sizes[i] - (const char *)&c)),
                          1000 + (int64_t)i);
-    ck_assert_int_eq(val_calib_read_collectives("{\"ranks\": 2}", &d, &e), RL_EINVAL);
+    ck_assert_int_eq(calib_read_collectives("{\"ranks\": 2}", &d, &e), RL_EINVAL);
 }
 END_TEST
 

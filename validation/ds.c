@@ -88,7 +88,7 @@ int val_ds_compare(const struct plan *p, const struct trace_ds_log *logs, int n_
     r->predicted_step_ns = predicted_step_ns;
     r->time_status = VAL_INFO;
     if (n_iter > 0) {
-        r->measured_step_ms = n_iter >= 2 ? val_median(iter_ms + 1, n_iter - 1) : iter_ms[0];
+        r->measured_step_ms = n_iter >= 2 ? rl_median(iter_ms + 1, n_iter - 1) : iter_ms[0];
         if (predicted_step_ns > 0) {
             double pred_ms = (double)predicted_step_ns * 1e-6;
             r->step_error_pct = (r->measured_step_ms - pred_ms) / pred_ms * 100;

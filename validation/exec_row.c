@@ -139,7 +139,7 @@ int val_row_from_run_json(struct val_row *w, const char *json_text, const int64_
 }
 
 /* One more GEMM of shape m x n x k, count times (grouped with its shape). */
-static void add_gemm(struct val_calib_run *r, int64_t m, int64_t n, int64_t k, int64_t count, bool last)
+static void add_gemm(struct calib_run *r, int64_t m, int64_t n, int64_t k, int64_t count, bool last)
 {
     int j = 0;
     while (j < r->n_gemm &&
@@ -147,11 +147,11 @@ static void add_gemm(struct val_calib_run *r, int64_t m, int64_t n, int64_t k, i
         j++;
     if (j < r->n_gemm)
         r->gemm[j].count += count;
-    else if (r->n_gemm < VAL_CALIB_MAX_GEMMS)
-        r->gemm[r->n_gemm++] = (struct val_gemm_shape){m, n, k, count, last};
+    else if (r->n_gemm < CALIB_MAX_GEMMS)
+        r->gemm[r->n_gemm++] = (struct calib_gemm_shape){m, n, k, count, last};
 }
 
-static double list_flop(const struct val_calib_run *r, bool last)
+static double list_flop(const struct calib_run *r, bool last)
 {
     double f = 0;
     for (int i = 0; i < r->n_gemm; i++)
@@ -160,7 +160,7 @@ static double list_flop(const struct val_calib_run *r, bool last)
     return f;
 }
 
-void val_calib_run_of_plan(const struct plan *p, int64_t micro_batch, int64_t seq, struct val_calib_run *r)
+void calib_run_of_plan(const struct plan *p, int64_t micro_batch, int64_t seq, struct calib_run *r)
 {
     memset(r, 0, sizeof *r);
     const struct plan_model *m = p->model;

@@ -13,7 +13,7 @@
 #include "plan/inputs.h"
 #include "sim/hw.h"
 #include "sim/step.h"
-#include "validation/calib.h"
+#include "calib/calib.h"
 #include "validation/val.h"
 
 /* The plan the executor builds for `ratio` (cli/cmd_run.c): c's ZeRO sizes and chunk scaled by
@@ -40,8 +40,8 @@ int val_row_from_run_json(struct val_row *w, const char *json_text, const int64_
  * --compute gemm runs it (exec/compute.c): per layer a GEMM per weight on micro_batch x seq
  * tokens (2-D weights as they are, other tensors rank-1), attention scores and values per
  * sequence and local head, the logits once after the layers, nothing for the embedding lookup;
- * grouped by shape (at most VAL_CALIB_MAX_GEMMS). Then the rank's partition (device Adam), the
+ * grouped by shape (at most CALIB_MAX_GEMMS). Then the rank's partition (device Adam), the
  * host chunk, a layer's all-gather, a flush's reduce-scatter and the rank's model states. */
-void val_calib_run_of_plan(const struct plan *p, int64_t micro_batch, int64_t seq, struct val_calib_run *r);
+void calib_run_of_plan(const struct plan *p, int64_t micro_batch, int64_t seq, struct calib_run *r);
 
 #endif

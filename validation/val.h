@@ -18,10 +18,6 @@
 enum val_status { VAL_PASS, VAL_FAIL, VAL_INFO };
 const char *val_status_name(enum val_status s);   /* "PASS", "FAIL", "info" */
 
-/* Median of n values (the mean of the two middle ones when n is even); 0 when n == 0. Does not
- * modify v. */
-double val_median(const double *v, int n);
-
 /* ---- a ratiolab monitor CSV (monitor/README.md "Outputs") ------------------------------------ */
 struct val_mon_proc {
     int pid;                       /* process id */

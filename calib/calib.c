@@ -13,8 +13,7 @@
 #include "exec/backend.h"
 #include "exec/exec.h"
 #include "kernels/adam.h"
-#include "validation/calib.h"
-#include "validation/val.h"
+#include "calib/calib.h"
 
 #ifdef RL_HAVE_OPENBLAS
 #include <cblas.h>   /* cblas_sgemm, openblas_set_num_threads */
@@ -27,9 +26,9 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void figure(struct val_figure *f, const double *v, int n)
+static void figure(struct calib_figure *f, const double *v, int n)
 {
-    f->median = val_median(v, n);
+    f->median = rl_median(v, n);
     f->min = f->max = v[0];
     for (int i = 1; i < n; i++) {
         f->min = v[i] < f->min ? v[i] : f->min;
@@ -38,13 +37,13 @@ static void figure(struct val_figure *f, const double *v, int n)
     f->repeats = n;
 }
 
-void val_calib_opts_default(struct val_calib_opts *o)
+void calib_opts_default(struct calib_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->devices = 2;
 }
 
-static void progress(const struct val_calib_opts *o, const char *what, int done, int total)
+static void progress(const struct calib_opts *o, const char *what, int done, int total)
 {
     if (o->progress)
         o->progress(o->progress_ctx, what, done, total);
@@ -61,7 +60,7 @@ static double triad_gbps(float *a, const float *b, const float *c, int64_t n, in
     return (double)n * 12.0 / dt * 1e-9;   /* 4 bytes read b, read c, write a */
 }
 
-static int adam_run(int64_t numel, int threads, int reps, struct val_figure *f, struct rl_err *e)
+static int adam_run(int64_t numel, int threads, int reps, struct calib_figure *f, struct rl_err *e)
 {
     float *p = malloc((size_t)numel * 4), *m = malloc((size_t)numel * 4), *v = malloc((size_t)numel * 4);
     float *g = malloc((size_t)numel * 4);
@@ -104,7 +103,7 @@ out:
 }
 
 /* `k` threads each memcpy their own `bytes` buffer at once; the sum of their bandwidths. */
-static int copy_run(int64_t bytes, int k, int reps, struct val_figure *f, struct rl_err *e)
+static int copy_run(int64_t bytes, int k, int reps, struct calib_figure *f, struct rl_err *e)
 {
     char **src = calloc((size_t)k, sizeof *src), **dst = calloc((size_t)k, sizeof *dst);
     int rc = 0;
@@ -143,7 +142,7 @@ static int copy_run(int64_t bytes, int k, int reps, struct val_figure *f, struct
     return rc;
 }
 
-static int gemm_run(int n, int threads, int reps, struct val_figure *f, struct rl_err *e)
+static int gemm_run(int n, int threads, int reps, struct calib_figure *f, struct rl_err *e)
 {
 #ifdef RL_HAVE_OPENBLAS
     float *a = malloc(sizeof(float) * (size_t)n * (size_t)n), *b = malloc(sizeof(float) * (size_t)n * (size_t)n);
@@ -182,7 +181,7 @@ static int gemm_run(int n, int threads, int reps, struct val_figure *f, struct r
 #endif
 }
 
-static void host_facts(struct val_calib *c)
+static void host_facts(struct calib *c)
 {
     if (gethostname(c->host, sizeof c->host) != 0)
         snprintf(c->host, sizeof c->host, "unknown");
@@ -216,14 +215,14 @@ static void host_facts(struct val_calib *c)
     snprintf(c->isa, sizeof c->isa, "%s", kern_isa_resolve(KERN_ISA_AUTO, &isa, &ie) == 0 ? kern_isa_name(isa) : "?");
 }
 
-int val_calibrate(const struct val_calib_opts *o, struct val_calib *c, struct rl_err *e)
+int calib_measure(const struct calib_opts *o, struct calib *c, struct rl_err *e)
 {
     memset(c, 0, sizeof *c);
     host_facts(c);
     c->devices = o->devices > 0 ? o->devices : 1;
     c->n_threads = o->max_threads > 0 ? o->max_threads : c->cores;
-    if (c->n_threads > VAL_CALIB_MAX_THREADS)
-        c->n_threads = VAL_CALIB_MAX_THREADS;
+    if (c->n_threads > CALIB_MAX_THREADS)
+        c->n_threads = CALIB_MAX_THREADS;
     c->device_threads = o->device_threads > 0 ? o->device_threads : c->cores / c->devices;
     if (c->device_threads < 1)
         c->device_threads = 1;
@@ -303,7 +302,7 @@ int val_calibrate(const struct val_calib_opts *o, struct val_calib *c, struct rl
     return 0;
 }
 
-int val_calibrate_collectives(struct ex_comm *comm, bool thorough, struct val_calib *c, struct rl_err *e)
+int calib_measure_collectives(struct ex_comm *comm, bool thorough, struct calib *c, struct rl_err *e)
 {
     if (comm->size < 2)
         return 0;
@@ -392,7 +391,7 @@ static void triad1(float *restrict a, const float *restrict b, const float *rest
         a[i] = a[i] + 3.0f * b[i] + c[i];
 }
 
-int val_calibrate_run(struct ex_comm *comm, const struct val_calib_run *run, bool thorough, struct val_calib *c,
+int calib_measure_run(struct ex_comm *comm, const struct calib_run *run, bool thorough, struct calib *c,
                       struct rl_err *e)
 {
     int reps = thorough ? 15 : 7, rc = 0;
@@ -412,7 +411,7 @@ int val_calibrate_run(struct ex_comm *comm, const struct val_calib_run *run, boo
     bool sync = blocks && W > 1 && run->allgather_bytes > 0;
     int64_t n_sync = sync ? run->layers + 1 : 0;
     for (int i = 0; i < run->n_gemm; i++) {
-        const struct val_gemm_shape *g = &run->gemm[i];
+        const struct calib_gemm_shape *g = &run->gemm[i];
         ma = g->m * g->k > ma ? g->m * g->k : ma;
         mb = g->k * g->n > mb ? g->k * g->n : mb;
         mc = g->m * g->n > mc ? g->m * g->n : mc;
@@ -441,7 +440,7 @@ int val_calibrate_run(struct ex_comm *comm, const struct val_calib_run *run, boo
             for (int64_t l = 0; l <= (blocks ? run->layers : 0) && !rc; l++) {
                 bool last = blocks && l == run->layers;
                 for (int i = 0; i < run->n_gemm && !rc; i++) {
-                    const struct val_gemm_shape *g = &run->gemm[i];
+                    const struct calib_gemm_shape *g = &run->gemm[i];
                     if (blocks && g->last != last)
                         continue;
                     for (int64_t j = 0; j < g->count && !rc; j++)
@@ -654,7 +653,7 @@ int val_calibrate_run(struct ex_comm *comm, const struct val_calib_run *run, boo
     return rc;
 }
 
-json_t *val_figure_json(const struct val_figure *f)
+json_t *calib_figure_json(const struct calib_figure *f)
 {
     json_t *o = json_object();
     json_object_set_new(o, "median", json_real(f->median));
@@ -664,7 +663,7 @@ json_t *val_figure_json(const struct val_figure *f)
     return o;
 }
 
-static int read_fig(json_t *o, const char *k, struct val_figure *f)
+static int read_fig(json_t *o, const char *k, struct calib_figure *f)
 {
     json_t *x = json_object_get(o, k);
     if (!json_is_object(x) || !json_is_number(json_object_get(x, "median")))
@@ -677,12 +676,12 @@ static int read_fig(json_t *o, const char *k, struct val_figure *f)
 }
 
 /* The run's figures under "run": each the size it was measured at (an int64_t of struct
- * val_calib; the pair is there only when it is > 0) and the figure. */
+ * calib; the pair is there only when it is > 0) and the figure. */
 static const struct {
     const char *size_key, *fig_key;   /* JSON keys */
-    size_t size_off, fig_off;         /* offsetof in struct val_calib */
+    size_t size_off, fig_off;         /* offsetof in struct calib */
 } run_keys[] = {
-#define RK(sk, sm, fk, fm) {sk, fk, offsetof(struct val_calib, sm), offsetof(struct val_calib, fm)}
+#define RK(sk, sm, fk, fm) {sk, fk, offsetof(struct calib, sm), offsetof(struct calib, fm)}
     RK("device_adam_numel", run_device_adam_numel, "device_adam_elements_per_s", run_device_adam_elems_per_s),
     RK("host_adam_numel", run_host_adam_numel, "host_adam_elements_per_s", run_host_adam_elems_per_s),
     RK("copy_bytes", run_copy_bytes, "copy_gbps", run_copy_gbps),
@@ -694,21 +693,21 @@ static const struct {
 };
 #define N_RUN_KEYS (sizeof run_keys / sizeof run_keys[0])
 
-static int64_t *run_size(struct val_calib *c, size_t i) { return (int64_t *)(void *)((char *)c + run_keys[i].size_off); }
-static struct val_figure *run_fig(struct val_calib *c, size_t i)
+static int64_t *run_size(struct calib *c, size_t i) { return (int64_t *)(void *)((char *)c + run_keys[i].size_off); }
+static struct calib_figure *run_fig(struct calib *c, size_t i)
 {
-    return (struct val_figure *)(void *)((char *)c + run_keys[i].fig_off);
+    return (struct calib_figure *)(void *)((char *)c + run_keys[i].fig_off);
 }
 
-json_t *val_calib_collectives_json(const struct val_calib *c)
+json_t *calib_collectives_json(const struct calib *c)
 {
     json_t *o = json_object();
     if (c->have_mpi) {
         json_object_set_new(o, "ranks", json_integer(c->coll_ranks));
         json_object_set_new(o, "max_bytes", json_integer(c->coll_max_bytes));
-        json_object_set_new(o, "allgather_busbw_gbps", val_figure_json(&c->allgather_busbw_gbps));
-        json_object_set_new(o, "reduce_scatter_busbw_gbps", val_figure_json(&c->reduce_scatter_busbw_gbps));
-        json_object_set_new(o, "latency_us", val_figure_json(&c->collective_latency_us));
+        json_object_set_new(o, "allgather_busbw_gbps", calib_figure_json(&c->allgather_busbw_gbps));
+        json_object_set_new(o, "reduce_scatter_busbw_gbps", calib_figure_json(&c->reduce_scatter_busbw_gbps));
+        json_object_set_new(o, "latency_us", calib_figure_json(&c->collective_latency_us));
     }
     if (!c->have_run)
         return o;
@@ -716,7 +715,7 @@ json_t *val_calib_collectives_json(const struct val_calib *c)
     json_object_set_new(r, "ranks", json_integer(c->run_ranks));
     if (c->run_gemm_flop > 0) {
         json_object_set_new(r, "gemm_flop", json_real(c->run_gemm_flop));
-        json_object_set_new(r, "gemm_flops", val_figure_json(&c->run_gemm_flops));
+        json_object_set_new(r, "gemm_flops", calib_figure_json(&c->run_gemm_flops));
         json_object_set_new(r, "gemm_blocks", json_integer(c->run_gemm_blocks));
         json_object_set_new(r, "gemm_syncs", json_integer(c->run_gemm_syncs));
     }
@@ -725,14 +724,14 @@ json_t *val_calib_collectives_json(const struct val_calib *c)
         if (size > 0) {
             json_object_set_new(r, run_keys[i].size_key, json_integer(size));
             json_object_set_new(r, run_keys[i].fig_key,
-                                val_figure_json((const struct val_figure *)(const void *)((const char *)c + run_keys[i].fig_off)));
+                                calib_figure_json((const struct calib_figure *)(const void *)((const char *)c + run_keys[i].fig_off)));
         }
     }
     json_object_set_new(o, "run", r);
     return o;
 }
 
-int val_calib_read_collectives(const char *json_text, struct val_calib *c, struct rl_err *e)
+int calib_read_collectives(const char *json_text, struct calib *c, struct rl_err *e)
 {
     json_t *o = json_loads(json_text, 0, NULL);
     bool coll = json_object_get(o, "allgather_busbw_gbps") != NULL;   /* absent on one rank */
@@ -763,7 +762,7 @@ int val_calib_read_collectives(const char *json_text, struct val_calib *c, struc
 }
 
 /* ---- the profile -------------------------------------------------------------------------------- */
-static double best_dram(const struct val_calib *c, int *at)
+static double best_dram(const struct calib *c, int *at)
 {
     double best = 0;
     for (int t = 0; t < c->n_threads; t++)
@@ -774,9 +773,9 @@ static double best_dram(const struct val_calib *c, int *at)
     return best;
 }
 
-static void src(json_t *s, const char *key, const struct val_calib *c, const char *fmt, ...)
+static void src(json_t *s, const char *key, const struct calib *c, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static void src(json_t *s, const char *key, const struct val_calib *c, const char *fmt, ...)
+static void src(json_t *s, const char *key, const struct calib *c, const char *fmt, ...)
 {
     char body[1024], all[1400];
     va_list ap;
@@ -789,7 +788,7 @@ static void src(json_t *s, const char *key, const struct val_calib *c, const cha
 
 static double clamp(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
 
-static void fig_span(const struct val_figure *f, double scale, char *buf, size_t n)
+static void fig_span(const struct calib_figure *f, double scale, char *buf, size_t n)
 {
     snprintf(buf, n, "median %.4g, spread %.4g..%.4g, %d repeats", f->median * scale, f->min * scale, f->max * scale,
              f->repeats);
@@ -799,7 +798,7 @@ static void fig_span(const struct val_figure *f, double scale, char *buf, size_t
  * replace the node-wide ones they correspond to: the device's GEMM rate at the model's shapes,
  * its memory rate as its Adam at the rank's size achieves it, host Adam and copies at the chunk
  * size, the memory all ranks share at their working sets, the collectives at the run's sizes. */
-static void run_figures(const struct val_calib *c, json_t *node, json_t *gpu, json_t *co, json_t *lat, json_t *ca,
+static void run_figures(const struct calib *c, json_t *node, json_t *gpu, json_t *co, json_t *lat, json_t *ca,
                         json_t *s)
 {
     char sp[160];
@@ -874,7 +873,7 @@ static void run_figures(const struct val_calib *c, json_t *node, json_t *gpu, js
     const struct {
         const char *key;           /* collectives.* */
         int64_t bytes;             /* per-rank message */
-        const struct val_figure *us;   /* its time */
+        const struct calib_figure *us;   /* its time */
         const char *what;          /* MPI call */
     } k[2] = {{"collectives.allgather_busbw_gbps", c->run_allgather_bytes, &c->run_allgather_us, "MPI_Allgather"},
               {"collectives.reduce_scatter_busbw_gbps", c->run_reduce_scatter_bytes, &c->run_reduce_scatter_us,
@@ -899,12 +898,12 @@ static void run_figures(const struct val_calib *c, json_t *node, json_t *gpu, js
     (void)lat;
 }
 
-int val_calib_profile(const struct val_calib *c, const char *name, char **out, struct rl_err *e)
+int calib_profile(const struct calib *c, const char *name, char **out, struct rl_err *e)
 {
     int at = 1;
     double dram = best_dram(c, &at);
-    const struct val_figure *dr = &c->dram_gbps[at - 1];
-    const struct val_figure *a1 = &c->adam_elems_per_s[0];
+    const struct calib_figure *dr = &c->dram_gbps[at - 1];
+    const struct calib_figure *a1 = &c->adam_elems_per_s[0];
     double adam_bytes = 30;   /* fp32 p, m, v, grad read (16), p, m, v written (12), bf16 copy written (2) */
     double dev_adam = c->device_adam_elems_per_s.median;
     double hbm_eff = clamp(dev_adam * adam_bytes / (dram * 1e9), 0.01, 1);

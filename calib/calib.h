@@ -1,4 +1,4 @@
-/* validation/calib.h — measures this machine for `ratiolab calibrate` and turns the figures into
+/* calib/calib.h — measures this machine for `ratiolab calibrate` and turns the figures into
  * a hardware profile (sim/README.md format) whose every number is sourced "measured by ratiolab
  * calibrate" with the method, host, date and spread. Never prints: progress goes through a
  * callback. Wall-clock timing (CLOCK_MONOTONIC) is the point here, so results vary run to run;
@@ -11,28 +11,28 @@
 
 #include "common/rl.h"
 
-#define VAL_CALIB_MAX_THREADS 64
+#define CALIB_MAX_THREADS 64
 
 /* One measured figure: median of `repeats` runs and their range. */
-struct val_figure {
+struct calib_figure {
     double median;                 /* the figure (unit in the field name that holds it) */
     double min, max;               /* spread over the repeats */
     int repeats;                   /* runs */
 };
 
-typedef void val_calib_progress_fn(void *ctx, const char *what, int done, int total);
+typedef void calib_progress_fn(void *ctx, const char *what, int done, int total);
 
-struct val_calib_opts {
+struct calib_opts {
     bool thorough;                 /* larger arrays, more repeats, more GEMM shapes */
     int max_threads;               /* thread counts 1..max_threads (0: the online cores) */
     int devices;                   /* emulated devices (= ranks per node) the profile describes */
     int device_threads;            /* threads of one emulated device's kernels (0: cores / devices, >= 1) */
-    val_calib_progress_fn *progress;   /* NULL: none */
+    calib_progress_fn *progress;   /* NULL: none */
     void *progress_ctx;            /* passed to progress */
 };
-void val_calib_opts_default(struct val_calib_opts *o);
+void calib_opts_default(struct calib_opts *o);
 
-struct val_calib {
+struct calib {
     char host[64];                 /* gethostname */
     char date[32];                 /* UTC, ISO 8601 */
     char cpu_model[96];            /* /proc/cpuinfo "model name" */
@@ -41,21 +41,21 @@ struct val_calib {
     int64_t host_mem_bytes;        /* MemTotal */
     int n_threads;                 /* thread counts measured: 1..n_threads */
     int64_t dram_array_bytes;      /* per array of the triad */
-    struct val_figure dram_gbps[VAL_CALIB_MAX_THREADS];        /* triad, 24 bytes per element, index = threads - 1 */
+    struct calib_figure dram_gbps[CALIB_MAX_THREADS];        /* triad, 24 bytes per element, index = threads - 1 */
     int64_t adam_numel;            /* elements per Adam run */
-    struct val_figure adam_elems_per_s[VAL_CALIB_MAX_THREADS]; /* the project's CPU Adam, index = threads - 1 */
+    struct calib_figure adam_elems_per_s[CALIB_MAX_THREADS]; /* the project's CPU Adam, index = threads - 1 */
     int64_t copy_bytes;            /* bytes per copy */
-    struct val_figure copy_gbps;   /* one copy thread (memcpy between two host buffers) */
-    struct val_figure copy_all_gbps;   /* `devices` copy threads at once, their sum */
+    struct calib_figure copy_gbps;   /* one copy thread (memcpy between two host buffers) */
+    struct calib_figure copy_all_gbps;   /* `devices` copy threads at once, their sum */
     int device_threads;            /* threads of one emulated device */
-    struct val_figure device_adam_elems_per_s;  /* Adam with device_threads threads */
+    struct calib_figure device_adam_elems_per_s;  /* Adam with device_threads threads */
     int gemm_n;                    /* square sgemm size measured (largest) */
-    struct val_figure gemm_flops;  /* OpenBLAS sgemm, device_threads threads, FLOP/s; median 0 without OpenBLAS */
-    struct val_figure launch_us;   /* an empty parallel region of device_threads threads (the "kernel launch") */
+    struct calib_figure gemm_flops;  /* OpenBLAS sgemm, device_threads threads, FLOP/s; median 0 without OpenBLAS */
+    struct calib_figure launch_us;   /* an empty parallel region of device_threads threads (the "kernel launch") */
     bool have_mpi;                 /* MPI collectives measured */
-    struct val_figure allgather_busbw_gbps;      /* nccl-tests convention */
-    struct val_figure reduce_scatter_busbw_gbps; /* nccl-tests convention */
-    struct val_figure collective_latency_us;     /* all-gather of the smallest size */
+    struct calib_figure allgather_busbw_gbps;      /* nccl-tests convention */
+    struct calib_figure reduce_scatter_busbw_gbps; /* nccl-tests convention */
+    struct calib_figure collective_latency_us;     /* all-gather of the smallest size */
     int coll_ranks;                /* ranks the collectives ran on */
     int64_t coll_max_bytes;        /* largest per-rank message */
     int devices;                   /* as in the options */
@@ -65,34 +65,34 @@ struct val_calib {
     double run_gemm_flop;          /* FLOPs of the GEMM list (one pass of the model's shapes) */
     int64_t run_gemm_blocks;       /* blocks the pass ran, an all-gather after each (0: one pass, none) */
     int64_t run_gemm_syncs;        /* of which followed by an all-gather (0 on one rank) */
-    struct val_figure run_gemm_flops;        /* that list on every rank at once, FLOP/s of the slowest rank */
+    struct calib_figure run_gemm_flops;        /* that list on every rank at once, FLOP/s of the slowest rank */
     int64_t run_device_adam_numel;           /* elements per device Adam */
-    struct val_figure run_device_adam_elems_per_s;   /* device Adam at that size, slowest rank */
+    struct calib_figure run_device_adam_elems_per_s;   /* device Adam at that size, slowest rank */
     int64_t run_host_adam_numel;             /* elements per host Adam call (one chunk) */
-    struct val_figure run_host_adam_elems_per_s;     /* host Adam of one chunk, slowest rank */
+    struct calib_figure run_host_adam_elems_per_s;     /* host Adam of one chunk, slowest rank */
     int64_t run_copy_bytes;                  /* bytes per copy (one chunk's fp32 gradient) */
-    struct val_figure run_copy_gbps;         /* memcpy of that size, slowest rank */
+    struct calib_figure run_copy_gbps;         /* memcpy of that size, slowest rank */
     int64_t run_triad_bytes;                 /* per rank, the three arrays together */
-    struct val_figure run_mem_gbps;          /* triad over them on every rank at once, the sum */
+    struct calib_figure run_mem_gbps;          /* triad over them on every rank at once, the sum */
     int64_t run_allgather_bytes;             /* per-rank all-gather message of the run */
-    struct val_figure run_allgather_us;      /* its time */
+    struct calib_figure run_allgather_us;      /* its time */
     int64_t run_reduce_scatter_bytes;        /* per-rank reduce-scatter message (fp32 output) of the run */
-    struct val_figure run_reduce_scatter_us; /* its time */
+    struct calib_figure run_reduce_scatter_us; /* its time */
     int64_t run_grad_elements;               /* elements of one bucket's synthetic gradient shares */
-    struct val_figure run_grad_elems_per_s;  /* written on the compute stream, slowest rank */
+    struct calib_figure run_grad_elems_per_s;  /* written on the compute stream, slowest rank */
 };
 
 /* The GEMMs and sizes of one rank of the run being validated (`ratiolab validate` derives them
  * from the plan; `ratiolab calibrate --gemm ... --adam-numel ...` takes them as options). */
-#define VAL_CALIB_MAX_GEMMS 64
-struct val_gemm_shape {
+#define CALIB_MAX_GEMMS 64
+struct calib_gemm_shape {
     int64_t m, n, k;               /* C[m x n] = A[m x k] B[k x n] */
     int64_t count;                 /* times per pass (per layer block with layers > 0) */
     bool last;                     /* with layers > 0: in the block after the layers (the logits) */
 };
-struct val_calib_run {
+struct calib_run {
     int n_gemm;                    /* entries */
-    struct val_gemm_shape gemm[VAL_CALIB_MAX_GEMMS];   /* one forward pass's GEMMs, grouped by shape */
+    struct calib_gemm_shape gemm[CALIB_MAX_GEMMS];   /* one forward pass's GEMMs, grouped by shape */
     int64_t layers;                /* > 0: the entries not `last` are one layer block's, the pass runs
                                       `layers` of them, then the `last` ones as one more block, each
                                       block followed by the all-gather of allgather_bytes (as the
@@ -107,7 +107,7 @@ struct val_calib_run {
 
 /* Runs every measurement (quick: well under a minute on 2 cores). RL_ENOMEM when the arrays cannot
  * be allocated. */
-int val_calibrate(const struct val_calib_opts *o, struct val_calib *c, struct rl_err *e);
+int calib_measure(const struct calib_opts *o, struct calib *c, struct rl_err *e);
 
 /* Collective bandwidth and latency across the ranks of `comm` (a struct ex_comm from exec/, MPI
  * under mpirun): all-gather and reduce-scatter at sizes 4 KiB .. 16 MiB per rank (64 MiB
@@ -115,77 +115,77 @@ int val_calibrate(const struct val_calib_opts *o, struct val_calib *c, struct rl
  * largest size, latency at the smallest. Every rank must call it; c->have_mpi is set on every
  * rank. A one-rank comm measures nothing. */
 struct ex_comm;
-int val_calibrate_collectives(struct ex_comm *comm, bool thorough, struct val_calib *c, struct rl_err *e);
+int calib_measure_collectives(struct ex_comm *comm, bool thorough, struct calib *c, struct rl_err *e);
 
 /* What one rank of the run does, on every rank of `comm` at once (each rank must call it): the
  * GEMM list, device Adam, host Adam of one chunk, a copy of one chunk, a triad over the rank's
  * working set and the collectives at the run's sizes; each figure is the slowest rank's per
  * repeat (the step waits for it), the triad the sum over ranks. Sizes of 0 are skipped. */
-int val_calibrate_run(struct ex_comm *comm, const struct val_calib_run *run, bool thorough, struct val_calib *c,
+int calib_measure_run(struct ex_comm *comm, const struct calib_run *run, bool thorough, struct calib *c,
                       struct rl_err *e);
 
 /* A figure as JSON: {"median", "min", "max", "repeats"}. */
 typedef struct json_t json_t;
-json_t *val_figure_json(const struct val_figure *f);
+json_t *calib_figure_json(const struct calib_figure *f);
 
 /* What `ratiolab calibrate --collectives-only` prints (without the schema version): the
  * collectives when measured under mpirun, and "run" with the run's figures when measured; and
  * the reader of that text into c's collective fields and run figures. One key table serves both. */
-json_t *val_calib_collectives_json(const struct val_calib *c);
-int val_calib_read_collectives(const char *json_text, struct val_calib *c, struct rl_err *e);
+json_t *calib_collectives_json(const struct calib *c);
+int calib_read_collectives(const char *json_text, struct calib *c, struct rl_err *e);
 
 /* The profile text (JSON, the format sim_hw_parse reads) for the emulated device: one socket of
  * `cores` cores at the best triad bandwidth, one "switch" whose uplink is all copy threads at
  * once, devices whose memory is host DRAM (gpu.emulated = 1), GEMM rate as tensor and fp32 rate,
  * Adam rates, and collectives from MPI or, without it, estimated from the copy bandwidth (said so
  * in the source). *out is malloc'd. */
-int val_calib_profile(const struct val_calib *c, const char *name, char **out, struct rl_err *e);
+int calib_profile(const struct calib *c, const char *name, char **out, struct rl_err *e);
 
 /* ---- GPUs (--backend cuda; built with CUDA, run by scripts/gpu-check.sh) --------------------- */
-#define VAL_CALIB_MAX_GPUS 16
-struct val_calib_gpu {
+#define CALIB_MAX_GPUS 16
+struct calib_gpu {
     int n_gpus;                                          /* visible CUDA devices measured */
     char model[64];                                      /* cudaDeviceProp.name of GPU 0 */
     int64_t memory_bytes;                                /* totalGlobalMem of GPU 0 */
     int64_t copy_bytes;                                  /* bytes per copy */
-    struct val_figure h2d_pinned_gbps[VAL_CALIB_MAX_GPUS];   /* per GPU, alone */
-    struct val_figure d2h_pinned_gbps[VAL_CALIB_MAX_GPUS];
-    struct val_figure h2d_pageable_gbps[VAL_CALIB_MAX_GPUS];
-    struct val_figure d2h_pageable_gbps[VAL_CALIB_MAX_GPUS];
-    struct val_figure h2d_all_gbps;                      /* every GPU at once, pinned, the sum */
-    struct val_figure d2d_gbps;                          /* GPU 0 device-to-device copy, read + write bytes */
+    struct calib_figure h2d_pinned_gbps[CALIB_MAX_GPUS];   /* per GPU, alone */
+    struct calib_figure d2h_pinned_gbps[CALIB_MAX_GPUS];
+    struct calib_figure h2d_pageable_gbps[CALIB_MAX_GPUS];
+    struct calib_figure d2h_pageable_gbps[CALIB_MAX_GPUS];
+    struct calib_figure h2d_all_gbps;                      /* every GPU at once, pinned, the sum */
+    struct calib_figure d2d_gbps;                          /* GPU 0 device-to-device copy, read + write bytes */
     int64_t adam_numel;                                  /* elements per GPU Adam run */
-    struct val_figure adam_elems_per_s;                  /* kern_adam_cuda on GPU 0 */
-    /* cuBLAS at the model's shapes (val_calibrate_gpu_gemm) */
+    struct calib_figure adam_elems_per_s;                  /* kern_adam_cuda on GPU 0 */
+    /* cuBLAS at the model's shapes (calib_measure_gpu_gemm) */
     bool have_gemm;                                      /* measured */
     double gemm_flop;                                    /* FLOPs of the list */
     char gemm_shapes[160];                               /* the list, as --gemm takes it (truncated) */
-    struct val_figure sgemm_flops;                       /* cublasSgemm (fp32, the executor's), FLOP/s */
-    struct val_figure bf16_flops;                        /* cublasGemmEx bf16 in, fp32 accumulate, FLOP/s */
-    /* NCCL under mpirun (val_calibrate_nccl) */
+    struct calib_figure sgemm_flops;                       /* cublasSgemm (fp32, the executor's), FLOP/s */
+    struct calib_figure bf16_flops;                        /* cublasGemmEx bf16 in, fp32 accumulate, FLOP/s */
+    /* NCCL under mpirun (calib_measure_nccl) */
     bool have_nccl;                                      /* measured */
     int nccl_ranks;                                      /* ranks (one GPU each) */
     int n_nccl_sizes;                                    /* entries below */
     int64_t nccl_bytes[16];                              /* per-rank message */
-    struct val_figure nccl_allgather_busbw_gbps[16];     /* bus bandwidth (nccl-tests convention), slowest rank */
-    struct val_figure nccl_reduce_scatter_busbw_gbps[16];
-    struct val_figure nccl_latency_us;                   /* all-gather of the smallest size */
+    struct calib_figure nccl_allgather_busbw_gbps[16];     /* bus bandwidth (nccl-tests convention), slowest rank */
+    struct calib_figure nccl_reduce_scatter_busbw_gbps[16];
+    struct calib_figure nccl_latency_us;                   /* all-gather of the smallest size */
 };
 /* Measures the GPUs: RL_EENV without CUDA or without a GPU. */
-int val_calibrate_gpu(const struct val_calib_opts *o, struct val_calib_gpu *g, struct rl_err *e);
+int calib_measure_gpu(const struct calib_opts *o, struct calib_gpu *g, struct rl_err *e);
 /* cuBLAS (loaded with dlopen, as the executor does) on GPU 0 over the run's GEMM list (or
  * 4096^3 when run has none): fp32 sgemm and bf16 GemmEx. RL_EENV without CUDA, cuBLAS or a GPU. */
-int val_calibrate_gpu_gemm(const struct val_calib_run *run, bool thorough, struct val_calib_gpu *g,
+int calib_measure_gpu_gemm(const struct calib_run *run, bool thorough, struct calib_gpu *g,
                            struct rl_err *e);
 /* NCCL all-gather and reduce-scatter (fp32) across the ranks of `comm` (mpirun; rank r on GPU
  * r mod GPUs), per-rank sizes 4 KiB .. 64 MiB (256 MiB thorough) by 4x: bus bandwidth of the
  * slowest rank per repeat, median; every rank must call it. RL_EENV without NCCL or a GPU. */
-int val_calibrate_nccl(struct ex_comm *comm, bool thorough, struct val_calib_gpu *g, struct rl_err *e);
+int calib_measure_nccl(struct ex_comm *comm, bool thorough, struct calib_gpu *g, struct rl_err *e);
 /* A profile for real GPUs: the measured figures (copies per GPU, the PCIe uplink as all GPUs at
  * once, HBM as the D2D copy, GPU Adam as its efficiency, host DRAM and CPU Adam from c) written
  * over `base_text`, a catalog profile of the same machine type that supplies what is not
  * measured (tensor rate, collectives, topology), whose sources are kept for those. */
-int val_calib_gpu_profile(const struct val_calib *c, const struct val_calib_gpu *g, const char *base_text,
+int calib_gpu_profile(const struct calib *c, const struct calib_gpu *g, const char *base_text,
                           const char *name, char **out, struct rl_err *e);
 
 #endif

@@ -1,4 +1,4 @@
-/* validation/calib_gpu.c — the GPU part of `ratiolab calibrate --backend cuda` (see calib.h).
+/* calib/calib_gpu.c — the GPU part of `ratiolab calibrate --backend cuda` (see calib.h).
  * Built only with CUDA (RL_HAVE_CUDA); scripts/gpu-check.sh runs it on a GPU machine. */
 #include <jansson.h>
 #include <stdarg.h>
@@ -7,8 +7,7 @@
 #include <string.h>
 
 #include "kernels/adam.h"
-#include "validation/calib.h"
-#include "validation/val.h"
+#include "calib/calib.h"
 
 #ifdef RL_HAVE_CUDA
 #include <cublas_v2.h>        /* the cuBLAS types; the library is dlopen'ed, as the executor does */
@@ -30,9 +29,9 @@
         }                                                                                          \
     } while (0)
 
-static void figure(struct val_figure *f, const double *v, int n)
+static void figure(struct calib_figure *f, const double *v, int n)
 {
-    f->median = val_median(v, n);
+    f->median = rl_median(v, n);
     f->min = f->max = v[0];
     for (int i = 1; i < n; i++) {
         f->min = v[i] < f->min ? v[i] : f->min;
@@ -64,18 +63,18 @@ out:
     return rc;
 }
 
-int val_calibrate_gpu(const struct val_calib_opts *o, struct val_calib_gpu *g, struct rl_err *e)
+int calib_measure_gpu(const struct calib_opts *o, struct calib_gpu *g, struct rl_err *e)
 {
     memset(g, 0, sizeof *g);
     int n = kern_cuda_device_count();
     if (n <= 0)
         return rl_errf(e, RL_EENV, "calibrate --backend cuda: no GPU visible (cudaGetDeviceCount found none)");
-    g->n_gpus = n > VAL_CALIB_MAX_GPUS ? VAL_CALIB_MAX_GPUS : n;
+    g->n_gpus = n > CALIB_MAX_GPUS ? CALIB_MAX_GPUS : n;
     int reps = o->thorough ? 15 : 7, rc = 0;
     g->copy_bytes = (int64_t)(o->thorough ? 1024 : 256) << 20;
     struct cudaDeviceProp prop;
-    void *pinned[VAL_CALIB_MAX_GPUS] = {0}, *dev[VAL_CALIB_MAX_GPUS] = {0}, *pageable = NULL, *dev2 = NULL;
-    cudaStream_t st[VAL_CALIB_MAX_GPUS] = {0};
+    void *pinned[CALIB_MAX_GPUS] = {0}, *dev[CALIB_MAX_GPUS] = {0}, *pageable = NULL, *dev2 = NULL;
+    cudaStream_t st[CALIB_MAX_GPUS] = {0};
     float *p = NULL, *m = NULL, *v = NULL, *gr = NULL;
     CK(cudaGetDeviceProperties(&prop, 0));
     snprintf(g->model, sizeof g->model, "%s", prop.name);
@@ -95,7 +94,7 @@ int val_calibrate_gpu(const struct val_calib_opts *o, struct val_calib_gpu *g, s
     }
     double x[64];
     const struct {
-        struct val_figure *f;      /* per-GPU figure array */
+        struct calib_figure *f;      /* per-GPU figure array */
         bool pin, h2d;             /* pinned or pageable, direction */
     } kinds[4] = {{g->h2d_pinned_gbps, true, true}, {g->d2h_pinned_gbps, true, false},
                   {g->h2d_pageable_gbps, false, true}, {g->d2h_pageable_gbps, false, false}};
@@ -124,7 +123,7 @@ int val_calibrate_gpu(const struct val_calib_opts *o, struct val_calib_gpu *g, s
     if (o->progress)
         o->progress(o->progress_ctx, "all GPUs at once", g->n_gpus, g->n_gpus + 3);
     for (int r = 0; r <= reps; r++) {
-        cudaEvent_t a[VAL_CALIB_MAX_GPUS], b[VAL_CALIB_MAX_GPUS];
+        cudaEvent_t a[CALIB_MAX_GPUS], b[CALIB_MAX_GPUS];
         for (int d = 0; d < g->n_gpus; d++) {
             CK(cudaSetDevice(d));
             CK(cudaEventCreate(&a[d]));
@@ -237,7 +236,7 @@ typedef cublasStatus_t (*blas_gemmex_fn)(cublasHandle_t, cublasOperation_t, cubl
                                          int, const void *, void *, cudaDataType, int, cublasComputeType_t,
                                          cublasGemmAlgo_t);
 
-int val_calibrate_gpu_gemm(const struct val_calib_run *run, bool thorough, struct val_calib_gpu *g,
+int calib_measure_gpu_gemm(const struct calib_run *run, bool thorough, struct calib_gpu *g,
                            struct rl_err *e)
 {
     if (kern_cuda_device_count() <= 0)
@@ -257,18 +256,18 @@ int val_calibrate_gpu_gemm(const struct val_calib_run *run, bool thorough, struc
         dlclose(lib);
         return rl_errf(e, RL_EENV, "calibrate --backend cuda: libcublas lacks cublasCreate_v2/cublasSgemm_v2/cublasGemmEx");
     }
-    struct val_calib_run def;
+    struct calib_run def;
     if (!run || run->n_gemm == 0) {   /* no model given: one large square GEMM */
         memset(&def, 0, sizeof def);
         def.n_gemm = 1;
-        def.gemm[0] = (struct val_gemm_shape){4096, 4096, 4096, 1, false};
+        def.gemm[0] = (struct calib_gemm_shape){4096, 4096, 4096, 1, false};
         run = &def;
     }
     int64_t ma = 1, mb = 1, mc = 1;
     double flop = 0;
     g->gemm_shapes[0] = 0;
     for (int i = 0; i < run->n_gemm; i++) {
-        const struct val_gemm_shape *q = &run->gemm[i];
+        const struct calib_gemm_shape *q = &run->gemm[i];
         ma = q->m * q->k > ma ? q->m * q->k : ma;
         mb = q->k * q->n > mb ? q->k * q->n : mb;
         mc = q->m * q->n > mc ? q->m * q->n : mc;
@@ -302,7 +301,7 @@ int val_calibrate_gpu_gemm(const struct val_calib_run *run, bool thorough, struc
         for (int r = 0; r <= reps; r++) {
             CK(cudaEventRecord(e0, st));
             for (int i = 0; i < run->n_gemm; i++) {
-                const struct val_gemm_shape *q = &run->gemm[i];
+                const struct calib_gemm_shape *q = &run->gemm[i];
                 int m = (int)q->m, n = (int)q->n, k = (int)q->k;
                 int64_t times = q->count * (run->layers > 0 && !q->last ? run->layers : 1);
                 for (int64_t j = 0; j < times; j++) {
@@ -356,7 +355,7 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-int val_calibrate_nccl(struct ex_comm *comm, bool thorough, struct val_calib_gpu *g, struct rl_err *e)
+int calib_measure_nccl(struct ex_comm *comm, bool thorough, struct calib_gpu *g, struct rl_err *e)
 {
     int n = kern_cuda_device_count(), rc = 0, W = comm->size, reps = thorough ? 15 : 7;
     int64_t bad = n <= 0;
@@ -424,7 +423,7 @@ out:
     return rc;
 }
 #else
-int val_calibrate_nccl(struct ex_comm *comm, bool thorough, struct val_calib_gpu *g, struct rl_err *e)
+int calib_measure_nccl(struct ex_comm *comm, bool thorough, struct calib_gpu *g, struct rl_err *e)
 {
     (void)comm;
     (void)thorough;
@@ -433,13 +432,13 @@ int val_calibrate_nccl(struct ex_comm *comm, bool thorough, struct val_calib_gpu
 }
 #endif
 #else
-int val_calibrate_gpu(const struct val_calib_opts *o, struct val_calib_gpu *g, struct rl_err *e)
+int calib_measure_gpu(const struct calib_opts *o, struct calib_gpu *g, struct rl_err *e)
 {
     (void)o;
     memset(g, 0, sizeof *g);
     return rl_errf(e, RL_EENV, "calibrate --backend cuda: this ratiolab was built without CUDA (nvcc not found)");
 }
-int val_calibrate_gpu_gemm(const struct val_calib_run *run, bool thorough, struct val_calib_gpu *g,
+int calib_measure_gpu_gemm(const struct calib_run *run, bool thorough, struct calib_gpu *g,
                            struct rl_err *e)
 {
     (void)run;
@@ -447,7 +446,7 @@ int val_calibrate_gpu_gemm(const struct val_calib_run *run, bool thorough, struc
     (void)g;
     return rl_errf(e, RL_EENV, "calibrate --backend cuda: this ratiolab was built without CUDA (nvcc not found)");
 }
-int val_calibrate_nccl(struct ex_comm *comm, bool thorough, struct val_calib_gpu *g, struct rl_err *e)
+int calib_measure_nccl(struct ex_comm *comm, bool thorough, struct calib_gpu *g, struct rl_err *e)
 {
     (void)comm;
     (void)thorough;
@@ -469,7 +468,7 @@ static void setsrc(json_t *sources, const char *key, const char *host, const cha
     json_object_set_new(sources, key, json_string(all));
 }
 
-int val_calib_gpu_profile(const struct val_calib *c, const struct val_calib_gpu *g, const char *base_text,
+int calib_gpu_profile(const struct calib *c, const struct calib_gpu *g, const char *base_text,
                           const char *name, char **out, struct rl_err *e)
 {
     json_error_t je;
@@ -486,7 +485,7 @@ int val_calib_gpu_profile(const struct val_calib *c, const struct val_calib_gpu 
     setsrc(src, "gpu.memory_bytes", c->host, c->date, "cudaDeviceProp.totalGlobalMem of GPU 0");
     /* Copies: the slowest GPU's median (the step waits for the slowest). */
     const char *keys[4] = {"h2d_pinned_gbps", "d2h_pinned_gbps", "h2d_pageable_gbps", "d2h_pageable_gbps"};
-    const struct val_figure *arr[4] = {g->h2d_pinned_gbps, g->d2h_pinned_gbps, g->h2d_pageable_gbps, g->d2h_pageable_gbps};
+    const struct calib_figure *arr[4] = {g->h2d_pinned_gbps, g->d2h_pinned_gbps, g->h2d_pageable_gbps, g->d2h_pageable_gbps};
     for (int k = 0; k < 4; k++) {
         double lo = arr[k][0].median;
         char per[400] = "";
@@ -539,7 +538,7 @@ int val_calib_gpu_profile(const struct val_calib *c, const struct val_calib_gpu 
     if (g->have_gemm) {
         const struct {
             const char *peak, *eff;        /* gpu.* keys */
-            const struct val_figure *f;    /* measured FLOP/s */
+            const struct calib_figure *f;    /* measured FLOP/s */
             const char *what;              /* the call */
         } k[2] = {{"tensor_tflops", "tensor_efficiency", &g->bf16_flops, "cublasGemmEx bf16 in, fp32 accumulate"},
                   {"fp32_tflops", "fp32_efficiency", &g->sgemm_flops, "cublasSgemm (fp32, as the executor)"}};
