@@ -1,4 +1,4 @@
-/* validation/calib.c — see calib.h. */
+/* calib/calib.c — see calib.h. */
 #include <jansson.h>
 #include <math.h>
 #include <omp.h>
