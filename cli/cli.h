@@ -82,6 +82,12 @@ extern const struct cli_opt cli_setup_opts[];
 int cli_setup_opt(void *ctx, int id, const char *value, struct rl_err *e);
 /* plan_inputs_resolve, with the fields its messages and notes name renamed to the flags typed. */
 int cli_setup_resolve(const struct plan_inputs *s, struct plan_setup *c, struct rl_err *e);
+/* "seq 8192 (from ...)": the training sequence length and where it comes from, for every
+ * command's header. Returns buf. */
+const char *cli_seq_text(const struct plan_setup *c, char *buf, size_t n);
+/* The header's model line: the model description and cli_seq_text, e.g.
+ * "llama3.1-8b (hf-llama), TP 1, ...; seq 8192 (from the preset's seq_len_default)". Returns buf. */
+const char *cli_model_head(const struct plan_setup *c, char *buf, size_t n);
 
 /* Human formatting helpers. */
 const char *cli_gib(char *buf, size_t n, int64_t bytes);   /* "12.34" (GiB, 2 decimals) */

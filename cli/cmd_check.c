@@ -124,8 +124,9 @@ static void report_text(const struct plan_setup *c, const struct check_args *a, 
     bool ok = v->j.ratio_ok && v->j.memory_ok && v->hz.n_fail == 0;
     if (!a->quiet || !ok)
         printf("%s  %s, %s\n", ok ? "PASS" : "FAIL", c->model_desc, plan_policy_name(c->popt.policy));
+    char seq[256];
     if (!a->quiet)
-        printf("  dtype   %s (%s)\n", plan_dtype_name(c->zero.dtype), dtype_source(c));
+        printf("  dtype   %s (%s)\n  seq     %s\n", plan_dtype_name(c->zero.dtype), dtype_source(c), cli_seq_text(c, seq, sizeof seq) + 4);
     for (int i = 0; verbose && i < c->n_notes; i++)
         printf("  note    %s\n", c->notes[i]);
     cli_hazards_print(stdout, &v->hz, &v->written, a->strict, "  hazard  ", a->quiet ? NULL : "  warning ");

@@ -49,7 +49,8 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 static void print_header(const struct plan_setup *c, const struct plan *p, bool verbose)
 {
     const struct plan_zero *z = &p->zero;
-    fprintf(out, "model      %s\n", c->model_desc);
+    char head[512];
+    fprintf(out, "model      %s\n", cli_model_head(c, head, sizeof head));
     fprintf(out, "DeepSpeed  %d.%d.%d rules: policy %s, ledger %s; stage %d, offload %s%s, dtype %s, "
            "sub_group_size %lld\n",
            z->ds_version.major, z->ds_version.minor, z->ds_version.patch, plan_policy_name(p->policy),

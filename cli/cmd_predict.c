@@ -38,7 +38,8 @@ static void print_human(FILE *f, const struct plan_setup *c, const struct plan *
 {
     char set[256], g[8][32];
     cli_sim_settings(r, t, set, sizeof set);
-    fprintf(f, "model      %s\n", c->model_desc);
+    char head[512];
+    fprintf(f, "model      %s\n", cli_model_head(c, head, sizeof head));
     fprintf(f, "hardware   %s: %d x %s per node\n", hw->name, hw->gpus, hw->gpu_model);
     fprintf(f, "schedule   %s\n", set);
     fprintf(f, "ratio      requested %.4f, honored %.4f (policy %s, %d of %d sub-groups on the CPU)\n",

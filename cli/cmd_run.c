@@ -262,8 +262,9 @@ static void print_human(const struct plan_setup *c, const struct plan *p, const 
 {
     const struct ex_rank_result *cr = &r->ranks[r->critical_rank];
     char b1[32], b2[32], b3[32], b4[32], b5[32], hex[9];
-    printf("model      %s, --scale %g: %lld elements, %lld per rank\n", c->model_desc, a->scale,
-           (long long)r->total_numel, (long long)p->per_rank_numel);
+    char seq[256];
+    printf("model      %s, --scale %g: %lld elements, %lld per rank; %s\n", c->model_desc, a->scale,
+           (long long)r->total_numel, (long long)p->per_rank_numel, cli_seq_text(c, seq, sizeof seq));
     printf("run        backend %s, %d rank%s, schedule %s, compute %s, %lld iterations (%d timed), %lld Adam steps\n",
            ex_backend_name(r->backend), r->world, r->world == 1 ? "" : "s", step_schedule_name(a->o.schedule),
            a->o.compute == EX_COMPUTE_GEMM ? "gemm" : "none", (long long)r->iterations, a->o.steps,

@@ -92,7 +92,7 @@ static int run(int argc, char **argv)
             break;
         }
         if (i == 0) {
-            char set[256], g1[32];
+            char set[256], g1[32], head[512];
             cli_sim_settings(&r, &sim.train, set, sizeof set);
             if (a.json) {
                 json_t *o = json_object();
@@ -118,9 +118,9 @@ static int run(int argc, char **argv)
             } else if (a.csv) {
                 /* A comment header (readers skip lines starting with '#'): what the rows are of.
                  * No time stamp: the same inputs give the same bytes. */
-                fprintf(out, "# ratiolab %s sweep\n# model: %s\n# hardware: %s: %d x %s per node, %s GiB each\n"
+                fprintf(out, "# ratiolab %s sweep\n# model: %s\n# seq_len: %s\n# hardware: %s: %d x %s per node, %s GiB each\n"
                         "# policy: %s\n# schedule: %s\n# micro_batch: %lld\n# attention: %s (%s)\n# settings: %s\n",
-                        RL_VERSION_STRING, c.model_desc, hw.name, hw.gpus, hw.gpu_model,
+                        RL_VERSION_STRING, c.model_desc, cli_seq_text(&c, head, sizeof head), hw.name, hw.gpus, hw.gpu_model,
                         cli_gib(g1, sizeof g1, hw.gpu_mem_bytes), plan_policy_name(p.policy),
                         sim_schedule_name(sim.train.schedule), (long long)r.micro_batch,
                         plan_attention_name(r.attention), cli_sim_attention_origin(&sim.train, &c.model.arch), set);
@@ -131,7 +131,7 @@ static int run(int argc, char **argv)
             } else {
                 fprintf(out, "model      %s\nhardware   %s: %d x %s per node, %s GiB each\nschedule   %s\npolicy     %s\n"
                         "attention  %s (%s)\n\n",
-                        c.model_desc, hw.name, hw.gpus, hw.gpu_model, cli_gib(g1, sizeof g1, hw.gpu_mem_bytes), set,
+                        cli_model_head(&c, head, sizeof head), hw.name, hw.gpus, hw.gpu_model, cli_gib(g1, sizeof g1, hw.gpu_mem_bytes), set,
                         plan_policy_name(p.policy), plan_attention_name(r.attention),
                         cli_sim_attention_origin(&sim.train, &c.model.arch));
                 fprintf(out, "%9s %9s %10s %14s %10s %10s  %s\n", "requested", "honored", "GPU GiB", "host GiB/node",

@@ -168,8 +168,8 @@ static void print_modelled(const struct sim_hw *hw, int gpn)
 static void print_one(const struct plan_setup *c, const struct tune_run *t, const struct tune_args *a,
                       const struct sim_tune_request *q)
 {
-    char g[6][32];
-    printf("model      %s\n", c->model_desc);
+    char g[6][32], head[512];
+    printf("model      %s\n", cli_model_head(c, head, sizeof head));
     printf("hardware   %s: %d of %d x %s per node, %s GiB per GPU; headroom %s GiB left free (%s)\n", t->hw.name,
            c->layout.gpus_per_node, t->hw.gpus, t->hw.gpu_model, cli_gib(g[0], sizeof g[0], t->hw.gpu_mem_bytes),
            cli_gib(g[1], sizeof g[1], t->headroom),
@@ -233,8 +233,8 @@ static void print_one(const struct plan_setup *c, const struct tune_run *t, cons
 
 static void print_table(const struct plan_setup *c, const struct sim_train *train, const struct tune_run *runs, int n)
 {
-    char g[3][32];
-    printf("model      %s\nattention  %s (%s)\n\n", c->model_desc, plan_attention_name(cli_sim_attention(train, &c->model.arch)),
+    char g[3][32], head[512];
+    printf("model      %s\nattention  %s (%s)\n\n", cli_model_head(c, head, sizeof head), plan_attention_name(cli_sim_attention(train, &c->model.arch)),
            cli_sim_attention_origin(train, &c->model.arch));
     printf("%-14s %5s %6s %5s %6s %8s %10s %11s %8s %9s %13s\n", "hardware", "GPUs", "micro", "accum", "ckpt", "ratio",
            "tok/s/GPU", "tok/s/node", "step s", "GPU GiB", "host GiB/node");

@@ -118,7 +118,8 @@ static double gib(int64_t b) { return (double)b / RL_GIB; }
 static void print_ds(const struct validate_args *a, const struct plan_setup *c, const struct plan *p,
                      const struct sim_hw *hw, const struct val_ds_result *r)
 {
-    printf("model      %s\n", c->model_desc);
+    char head[512];
+    printf("model      %s\n", cli_model_head(c, head, sizeof head));
     printf("DeepSpeed  %d.%d.%d rules: ledger %s, policy %s, %d sub-groups, honored ratio %.4f\n",
            p->zero.ds_version.major, p->zero.ds_version.minor, p->zero.ds_version.patch,
            plan_ledger_name(p->ledger_kind), plan_policy_name(p->policy), p->n_subgroups, p->honored_ratio);

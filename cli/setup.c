@@ -187,3 +187,39 @@ int cli_setup_resolve(const struct plan_inputs *s, struct plan_setup *c, struct 
         name_flags(s, c->notes[i], sizeof c->notes[i]);
     return 0;
 }
+
+const char *cli_seq_text(const struct plan_setup *c, char *buf, size_t n)
+{
+    const struct plan_arch *a = &c->model.arch;
+    const long long s = (long long)a->seq_len;
+    switch (a->seq_origin) {
+    case PLAN_SEQ_GIVEN:
+        snprintf(buf, n, "seq %lld (from --seq-len)", s);
+        break;
+    case PLAN_SEQ_PRESET:
+        snprintf(buf, n, "seq %lld (from the preset's seq_len_default; --seq-len to change)", s);
+        break;
+    case PLAN_SEQ_LAUNCH:
+        snprintf(buf, n, "seq %lld (from the launch line's --seq-length; --seq-len to change)", s);
+        break;
+    case PLAN_SEQ_CONFIG:
+        snprintf(buf, n, "seq %lld (from the config's %s; --seq-len to change)", s, a->seq_key ? a->seq_key : "default");
+        break;
+    case PLAN_SEQ_CAPPED:
+        snprintf(buf, n, "seq %lld (from ratiolab's default %d: the config's %s %lld is the context the model "
+                 "supports, not a training length; --seq-len to change)", s, PLAN_SEQ_LEN_DEFAULT,
+                 a->seq_key ? a->seq_key : "max_position_embeddings", (long long)a->seq_config);
+        break;
+    default:
+        snprintf(buf, n, "seq %lld", s);
+        break;
+    }
+    return buf;
+}
+
+const char *cli_model_head(const struct plan_setup *c, char *buf, size_t n)
+{
+    char seq[256];
+    snprintf(buf, n, "%s; %s", c->model_desc, cli_seq_text(c, seq, sizeof seq));
+    return buf;
+}

@@ -40,16 +40,30 @@ static int check_heads(const char *what, const char *hkey, int64_t h, const char
     return 0;
 }
 
-/* Training sequence length: the override when given, else the config's default; a learned
- * position table (max_pos > 0) bounds it. */
+/* Training sequence length: the override when given, else the config's default (key def_key, or
+ * the preset's seq_len_default when preset is true) capped at PLAN_SEQ_LEN_DEFAULT; a learned
+ * position table (max_pos > 0) bounds it. Records where it came from in a. */
 static int seq_len(const char *what, const struct plan_model_opts *o, int64_t def, int64_t max_pos,
-                   const char *pos_key, int64_t *out, struct rl_err *e)
+                   const char *pos_key, const char *def_key, bool preset, struct plan_arch *a,
+                   struct rl_err *e)
 {
-    int64_t s = o->seq_len > 0 ? o->seq_len : def;
+    int64_t s = def;
+    a->seq_key = preset ? "seq_len_default" : def_key;
+    a->seq_config = 0;
+    a->seq_origin = preset ? PLAN_SEQ_PRESET : PLAN_SEQ_CONFIG;
+    if (o->seq_len > 0) {
+        s = o->seq_len;
+        a->seq_origin = PLAN_SEQ_GIVEN;
+        a->seq_key = NULL;
+    } else if (!preset && s > PLAN_SEQ_LEN_DEFAULT) {
+        a->seq_config = s;
+        a->seq_origin = PLAN_SEQ_CAPPED;
+        s = PLAN_SEQ_LEN_DEFAULT;
+    }
     if (max_pos > 0 && s > max_pos)
         return rl_errf(e, RL_EINVAL, "seq_len %lld: is longer than %s's %s %lld; allowed: <= %lld",
                        (long long)s, what, pos_key, (long long)max_pos, (long long)max_pos);
-    *out = s;
+    a->seq_len = s;
     return 0;
 }
 
@@ -78,7 +92,7 @@ static int gpt2(struct plan_model *m, const json_t *root, const char *what,
     a->vocab = a->vocab_padded = vocab;
     a->max_pos = npos;
     a->tied_embeddings = tied;
-    RL_TRY(seq_len(what, o, npos, npos, "n_positions", &a->seq_len, e));
+    RL_TRY(seq_len(what, o, npos, npos, "n_positions", "n_positions", false, a, e));
 
     const unsigned LN = PLAN_TF_LAYERNORM, B = PLAN_TF_BIAS;
     RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, PLAN_TF_EMBEDDING, -1, 2, vocab, h, "transformer.wte.weight"));
@@ -169,7 +183,8 @@ static int decoder(struct plan_model *m, const json_t *root, const char *what,
      * (128k), not a training length. */
     int64_t seq_def;
     OPT("seq_len_default", max_pos, &seq_def);
-    RL_TRY(seq_len(what, o, seq_def, 0, "max_position_embeddings", &a->seq_len, e));
+    RL_TRY(seq_len(what, o, seq_def, 0, "max_position_embeddings", "max_position_embeddings",
+                   json_object_get(root, "seq_len_default") != NULL, a, e));
 
     const unsigned RMS = PLAN_TF_RMSNORM, B = PLAN_TF_BIAS;
     const enum plan_tp_split R = PLAN_TP_REPLICATED;
@@ -255,7 +270,7 @@ static int opt(struct plan_model *m, const json_t *root, const char *what,
     a->vocab = a->vocab_padded = vocab;
     a->max_pos = max_pos;
     a->tied_embeddings = tied;
-    RL_TRY(seq_len(what, o, max_pos, max_pos, "max_position_embeddings", &a->seq_len, e));
+    RL_TRY(seq_len(what, o, max_pos, max_pos, "max_position_embeddings", "max_position_embeddings", false, a, e));
 
     const enum plan_tp_split R = PLAN_TP_REPLICATED;
     const char *d = "model.decoder";
@@ -367,7 +382,7 @@ static int t5(struct plan_model *m, const json_t *root, const char *what,
     a->max_pos = 0;   /* relative position buckets, no table per position */
     a->swiglu = t.gated;
     a->tied_embeddings = tied;
-    RL_TRY(seq_len(what, o, npos, 0, "n_positions", &a->seq_len, e));
+    RL_TRY(seq_len(what, o, npos, 0, "n_positions", "n_positions", false, a, e));
 
     RL_TRY(plan__addf(m, e, PLAN_TP_REPLICATED, PLAN_TF_EMBEDDING, -1, 2, vocab, d, "shared.weight"));
     char p[PLAN_NAME_MAX];

@@ -237,6 +237,8 @@ static int resolve_model(const struct plan_inputs *in, const struct plan_megatro
             mc.seq_len = in->seq_len;
         if (plan_model_megatron(&c->model, &mc, e))
             return rl_err_prefix(e, "%s", in->megatron_args ? "megatron_args" : in->megatron_args_file);
+        c->model.arch.seq_origin = in->seq_len > 0 ? PLAN_SEQ_GIVEN : PLAN_SEQ_LAUNCH;
+        c->model.arch.seq_key = NULL;
         const char *base = in->megatron_args_file ? strrchr(in->megatron_args_file, '/') : NULL;
         snprintf(c->model.name, sizeof c->model.name, "%s",
                  in->megatron_args ? "megatron-args" : base ? base + 1 : in->megatron_args_file);

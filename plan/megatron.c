@@ -124,6 +124,8 @@ static int build(struct plan_model *m, const struct plan_megatron_cfg *c, struct
     a->vocab = c->vocab;
     a->vocab_padded = vp;
     a->seq_len = c->seq_len;
+    a->seq_origin = PLAN_SEQ_CONFIG;   /* the launch line's or the preset's; plan_inputs says which */
+    a->seq_key = "seq_length";
     a->max_pos = c->rotary ? 0 : max_pos;
     a->swiglu = c->swiglu;
     a->tied_embeddings = !c->untie;
@@ -294,8 +296,12 @@ int plan__megatron_from_json(struct plan_model *m, const json_t *root, const cha
                        c.pp, what, c.num_layers);
     rc = plan_model_megatron(m, &c, e);
     if (rc)
-        rl_err_prefix(e, "%s", what);
-    return rc;
+        return rl_err_prefix(e, "%s", what);
+    if (o->seq_len > 0) {
+        m->arch.seq_origin = PLAN_SEQ_GIVEN;
+        m->arch.seq_key = NULL;
+    }
+    return 0;
 }
 
 int plan_model_megatron_split_qkv(struct plan_model *m, struct rl_err *e)

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "plan/model_impl.h"
 #include "plan/plan.h"
@@ -95,10 +96,17 @@ int plan_model_load(struct plan_model *m, const char *catalog_dir, const char *n
     bool is_path = strchr(name_or_path, '/') || (len > 5 && strcmp(name_or_path + len - 5, ".json") == 0);
     char path[4096];
     const char *base;
+    struct stat st;
+    if (!is_path && stat(name_or_path, &st) == 0 && S_ISDIR(st.st_mode))
+        is_path = true;   /* a model folder in the working directory, named without a '/' */
     if (is_path) {
-        snprintf(path, sizeof path, "%s", name_or_path);
-        const char *slash = strrchr(name_or_path, '/');
-        base = slash ? slash + 1 : name_or_path;
+        /* A model folder (as downloaded from the Hugging Face Hub) holds its config.json. */
+        if (stat(name_or_path, &st) == 0 && S_ISDIR(st.st_mode))
+            snprintf(path, sizeof path, "%s%sconfig.json", name_or_path,
+                     name_or_path[len - 1] == '/' ? "" : "/");
+        else
+            snprintf(path, sizeof path, "%s", name_or_path);
+        base = NULL;   /* plan_model_parse names it after its folder or _name_or_path */
     } else {
         snprintf(path, sizeof path, "%s/models/%s.json", catalog_dir ? catalog_dir : ".", name_or_path);
         base = name_or_path;
@@ -112,9 +120,41 @@ int plan_model_load(struct plan_model *m, const char *catalog_dir, const char *n
     }
     rc = plan_model_parse(m, text, is_path ? path : name_or_path, &opts, e);   /* a preset by its name */
     free(text);
-    if (rc == 0)
+    if (rc == 0 && base)
         snprintf(m->name, sizeof m->name, "%s", base);
     return rc;
+}
+
+/* The name a config file gives its model: a file called config.json is named by its
+ * _name_or_path (the Hub id, e.g. meta-llama/Llama-3.1-8B; of a local path, its last folder) or,
+ * without one, by the folder it is in; any other file by its own name. */
+static void model_name(char *out, size_t n, const json_t *root, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *file = slash ? slash + 1 : path;
+    snprintf(out, n, "%s", file);
+    if (strcmp(file, "config.json") != 0)
+        return;
+    const json_t *np = json_object_get(root, "_name_or_path");
+    const char *v = json_is_string(np) ? json_string_value(np) : "";
+    char tmp[4096];
+    if (!*v) {   /* the folder: the component before config.json */
+        if (!slash)
+            return;
+        snprintf(tmp, sizeof tmp, "%.*s", (int)(slash - path), path);
+    } else {
+        snprintf(tmp, sizeof tmp, "%s", v);
+    }
+    size_t l = strlen(tmp);
+    while (l > 0 && tmp[l - 1] == '/')
+        tmp[--l] = 0;
+    const char *name = tmp;
+    if (!*v || tmp[0] == '/' || tmp[0] == '.') {   /* a local path: its last component */
+        const char *s = strrchr(tmp, '/');
+        name = s ? s + 1 : tmp;
+    }
+    if (*name && strcmp(name, ".") != 0 && strcmp(name, "..") != 0)
+        snprintf(out, n, "%s", name);
 }
 
 int plan_model_parse(struct plan_model *m, const char *text, const char *path,
@@ -152,13 +192,15 @@ int plan_model_parse(struct plan_model *m, const char *text, const char *path,
                          "config.json (model_type gpt2, t5, llama, opt) or a Megatron preset "
                          "(\"framework\": \"megatron\")", path);
     }
+    char name[sizeof m->name];
+    if (rc == 0)
+        model_name(name, sizeof name, root, path);
     json_decref(root);
     if (rc) {
         plan_model_free(m);
         return rc;
     }
-    const char *slash = strrchr(path, '/');
-    snprintf(m->name, sizeof m->name, "%s", slash ? slash + 1 : path);
+    snprintf(m->name, sizeof m->name, "%s", name);
     plan_model_group(m, PLAN_GROUPS_AUTO, false);
     return 0;
 }

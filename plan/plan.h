@@ -64,6 +64,19 @@ enum plan_arch_kind {
 const char *plan_arch_name(enum plan_arch_kind k);
 
 /* How a layer's attention keeps what its backward needs (the simulator's activation memory). */
+/* Where a model's training sequence length comes from. A Hugging Face config.json states the
+ * context the model supports (max_position_embeddings: 131072 for Llama-3.1 and Qwen2.5), not the
+ * length anyone trains at: above PLAN_SEQ_LEN_DEFAULT it is capped there, and the headers say so. */
+#define PLAN_SEQ_LEN_DEFAULT 8192
+enum plan_seq_origin {
+    PLAN_SEQ_UNKNOWN = 0,        /* a hand-built arch */
+    PLAN_SEQ_GIVEN,              /* the seq_len option */
+    PLAN_SEQ_PRESET,             /* a catalog preset's seq_len_default */
+    PLAN_SEQ_CONFIG,             /* the config's own key (seq_key), at or below the default */
+    PLAN_SEQ_LAUNCH,             /* a Megatron launch line's sequence length */
+    PLAN_SEQ_CAPPED,             /* the config's key (seq_key = seq_config) above PLAN_SEQ_LEN_DEFAULT */
+};
+
 enum plan_attention {
     PLAN_ATTN_DEFAULT,        /* not said: the model's (struct plan_arch); materialized when that is unset too */
     PLAN_ATTN_MATERIALIZED,   /* attention scores, softmax and dropout mask stored as s x s per head
@@ -96,6 +109,9 @@ struct plan_arch {
     int64_t head_dim;            /* per-head width; heads x head_dim may differ from hidden (T5) */
     enum plan_attention attention;   /* the framework's default attention (plan_attention_origin says
                                         why); PLAN_ATTN_DEFAULT in a hand-built arch */
+    enum plan_seq_origin seq_origin; /* where seq_len comes from (PLAN_SEQ_UNKNOWN in a hand-built arch) */
+    const char *seq_key;             /* the config key it was read from (a string literal), or NULL */
+    int64_t seq_config;              /* that key's value when PLAN_SEQ_CAPPED lowered it, else 0 */
 };
 /* Why the model's attention is what it is (the framework's default and its source), for reports. */
 const char *plan_attention_origin(const struct plan_arch *a);

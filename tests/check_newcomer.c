@@ -1,0 +1,118 @@
+/* tests/check_newcomer.c — the planning commands with the inputs a new user brings: a Hugging Face
+ * model folder (its config.json states the context the model supports, not a training length;
+ * the model is named after its Hub id or folder), every header saying the sequence length and
+ * where it comes from, and answers that DeepSpeed can run as printed. */
+#include <check.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/util.h"
+
+static int64_t jint(json_t *o, const char *k) { return json_integer_value(json_object_get(o, k)); }
+static double jreal(json_t *o, const char *k) __attribute__((unused));
+static double jreal(json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
+
+/* <tmpdir>/<folder>/config.json: the Llama-3.1-8B preset as the Hub publishes it (without the
+ * preset's own keys), with _name_or_path when name_or_path is not NULL. */
+static void hf_folder(const char *folder, const char *name_or_path)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/models/llama3.1-8b.json", tu_catalog());
+    json_error_t je;
+    json_t *o = json_load_file(path, 0, &je);
+    ck_assert_msg(o != NULL, "%s: %s", path, je.text);
+    json_object_del(o, "source");
+    json_object_del(o, "seq_len_default");
+    if (name_or_path)
+        json_object_set_new(o, "_name_or_path", json_string(name_or_path));
+    struct tu_run r;
+    tu_sh(&r, "mkdir -p '%s'", folder);
+    ck_assert_int_eq(r.status, 0);
+    tu_run_free(&r);
+    char name[512];
+    snprintf(name, sizeof name, "%s/config.json", folder);
+    ck_assert_int_eq(json_dump_file(o, tu_path(name), JSON_INDENT(2)), 0);
+    json_decref(o);
+}
+
+#define FOUR_A100 "--hw dgx-a100-40g --gpus 4 --host-mem 256GiB"
+
+/* A Hub folder given as a folder is read through its config.json, named by its _name_or_path,
+ * and trained at ratiolab's documented default length rather than its 131072-token context: the
+ * answer is the preset's. */
+START_TEST(hf_folder_is_the_preset_at_the_default_length)
+{
+    hf_folder("Llama-3.1-8B", "meta-llama/Llama-3.1-8B");
+    json_t *hf = tu_ratiolab_json("tune --model ./Llama-3.1-8B/ " FOUR_A100 " --json");
+    json_t *pre = tu_ratiolab_json("tune --model llama3.1-8b " FOUR_A100 " --json");
+    const char *model = json_string_value(json_object_get(hf, "model"));
+    ck_assert_msg(model && strncmp(model, "meta-llama/Llama-3.1-8B (", 25) == 0, "model: %s", model);
+    json_t *a = json_object_get(hf, "answer"), *b = json_object_get(pre, "answer");
+    ck_assert_msg(json_is_object(a), "no answer for the Hub folder");
+    ck_assert_int_eq(jint(json_object_get(a, "prediction"), "seq_len"), 8192);
+    ck_assert_int_eq(jint(json_object_get(a, "prediction"), "step_ns"), jint(json_object_get(b, "prediction"), "step_ns"));
+    json_decref(hf);
+    json_decref(pre);
+    /* The header says where the length comes from and how to change it. */
+    struct tu_run r;
+    tu_ratiolab(&r, "tune --model Llama-3.1-8B " FOUR_A100);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.out, "model      meta-llama/Llama-3.1-8B (hf-llama)") != NULL, "%s", r.out);
+    ck_assert_msg(strstr(r.out, "seq 8192 (from ratiolab's default 8192: the config's max_position_embeddings "
+                                "131072") != NULL && strstr(r.out, "--seq-len") != NULL, "%s", r.out);
+    tu_run_free(&r);
+}
+END_TEST
+
+/* Without _name_or_path a config.json is named after its folder, not "config.json". */
+START_TEST(config_json_is_named_after_its_folder)
+{
+    hf_folder("my-llama", NULL);
+    struct tu_run r;
+    tu_ratiolab(&r, "plan --model my-llama/config.json --gpus 4");
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.out, "model      my-llama (hf-llama)") != NULL, "%s", r.out);
+    tu_run_free(&r);
+}
+END_TEST
+
+/* Every planning command's header says the sequence length and its origin; --seq-len wins. */
+START_TEST(every_header_says_the_sequence_length)
+{
+    static const char *const cmds[] = {
+        "plan --model llama3.1-8b --gpus 4",
+        "predict --model llama3.1-8b --gpus 4 --hw dgx-a100-80g",
+        "sweep --model llama3.1-8b --gpus 4 --hw dgx-a100-80g --ratios 0:1:0.5",
+        "tune --model llama3.1-8b --gpus 4 --hw dgx-a100-80g --micro-batches 1",
+        "check --ds-config ds.json --model llama3.1-8b --gpus 4",
+    };
+    tu_write("ds.json", "{\"zero_optimization\": {\"stage\": 3, \"sub_group_size\": 100000000, \"offload_optimizer\": "
+                        "{\"device\": \"cpu\", \"ratio\": 0.5}}, \"bf16\": {\"enabled\": true}}");
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        struct tu_run r;
+        tu_ratiolab(&r, "%s", cmds[i]);
+        ck_assert_msg(r.status == 0 || r.status == 1, "%s: exit %d: %s", cmds[i], r.status, r.err);
+        ck_assert_msg(strstr(r.out, "8192 (from the preset's seq_len_default; --seq-len to change)") != NULL,
+                      "%s: no sequence length in the header:\n%s", cmds[i], r.out);
+        tu_run_free(&r);
+        tu_ratiolab(&r, "%s --seq-len 2048", cmds[i]);
+        ck_assert_msg(strstr(r.out, "2048 (from --seq-len)") != NULL, "%s --seq-len 2048:\n%s", cmds[i], r.out);
+        tu_run_free(&r);
+    }
+}
+END_TEST
+
+Suite *newcomer_suite(void)
+{
+    Suite *s = suite_create("newcomer");
+    TCase *t = tcase_create("inputs");
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, hf_folder_is_the_preset_at_the_default_length);
+    tcase_add_test(t, config_json_is_named_after_its_folder);
+    tcase_add_test(t, every_header_says_the_sequence_length);
+    suite_add_tcase(s, t);
+    return s;
+}
