@@ -114,18 +114,39 @@ struct tune_run {
     struct sim_tune_result res;   /* what sim_tune found */
 };
 
-/* The answer: the DeepSpeed one when there is one that is honored and fits, else the exact one. */
+/* The answer: the fastest candidate that fits under the request's policy (under a DeepSpeed
+ * policy, a (ratio, sub_group_size) pair DeepSpeed honors). */
 static const struct sim_tune_choice *answer(const struct tune_run *t)
 {
-    if (t->res.ds_valid && t->res.ds_honored && t->res.ds_fits)
-        return &t->res.ds;
-    return &t->res.exact;
+    return &t->res.ans.best;
+}
+
+/* The DeepSpeed config block that runs choice k: what to paste into the user's config. */
+static json_t *ds_block(const struct sim_tune_choice *k, bool with_sgs)
+{
+    json_t *o = json_object(), *z = json_object();
+    json_object_set_new(o, "train_micro_batch_size_per_gpu", json_integer(k->micro_batch));
+    json_object_set_new(o, "gradient_accumulation_steps", json_integer(k->grad_accum));
+    json_object_set_new(z, "stage", json_integer(3));
+    if (k->offload) {
+        json_t *off = json_object();
+        if (with_sgs)
+            json_object_set_new(z, "sub_group_size", json_integer(k->sub_group_size));
+        json_object_set_new(off, "device", json_string("cpu"));
+        json_object_set_new(off, "pin_memory", json_true());
+        json_object_set_new(off, "ratio", json_real(round(k->ratio * 1e6) / 1e6));
+        json_object_set_new(z, "offload_optimizer", off);
+    }
+    json_object_set_new(o, "zero_optimization", z);
+    return o;
 }
 
 static json_t *run_json(const struct plan_setup *c, const struct tune_run *t, const struct sim_train *train)
 {
+    const bool ds = c->popt.policy != PLAN_POLICY_EXACT;
     json_t *o = json_object();
     json_object_set_new(o, "model", json_string(c->model_desc));
+    json_object_set_new(o, "seq_len", json_integer(c->model.arch.seq_len));
     json_object_set_new(o, "hardware", json_string(t->hw.name));
     json_object_set_new(o, "gpus_per_node", json_integer(c->layout.gpus_per_node));
     json_object_set_new(o, "gpu_mem_bytes", json_integer(t->hw.gpu_mem_bytes));
@@ -135,14 +156,20 @@ static json_t *run_json(const struct plan_setup *c, const struct tune_run *t, co
     json_object_set_new(o, "policy", json_string(plan_policy_name(c->popt.policy)));
     json_object_set_new(o, "attention", json_string(plan_attention_name(cli_sim_attention(train, &c->model.arch))));
     json_object_set_new(o, "attention_origin", json_string(cli_sim_attention_origin(train, &c->model.arch)));
-    json_object_set_new(o, "candidates", json_integer(t->res.evaluated));
-    json_object_set_new(o, "simulated", json_integer(t->res.simulated));
-    json_object_set_new(o, "answer", t->res.found ? choice_json(answer(t)) : json_null());
-    json_object_set_new(o, "best_exact", t->res.found ? choice_json(&t->res.exact) : json_null());
-    json_object_set_new(o, "best_with_offload", t->res.offload_found ? choice_json(&t->res.best_offload) : json_null());
-    if (c->popt.policy != PLAN_POLICY_EXACT)
-        json_object_set_new(o, "best_with_sub_group_size", t->res.ds_valid ? choice_json(&t->res.ds) : json_null());
-    json_object_set_new(o, "min_gpu_bytes", json_integer(t->res.min_gpu_bytes));
+    json_object_set_new(o, "candidates", json_integer(t->res.ans.evaluated));
+    json_object_set_new(o, "simulated", json_integer(t->res.ans.simulated));
+    const struct sim_tune_best *a = &t->res.ans;
+    json_object_set_new(o, "answer", a->found ? choice_json(&a->best) : json_null());
+    json_object_set_new(o, "deepspeed_config", a->found ? ds_block(&a->best, ds) : json_null());
+    json_object_set_new(o, "best_with_offload", a->offload_found ? choice_json(&a->best_offload) : json_null());
+    json_object_set_new(o, "best_exact", t->res.exact.found ? choice_json(&t->res.exact.best) : json_null());
+    if (ds) {
+        json_t *u = json_array();
+        for (int i = 0; i < t->res.n_unhonored && i < (int)(sizeof t->res.unhonored / sizeof t->res.unhonored[0]); i++)
+            json_array_append_new(u, json_real(t->res.unhonored[i]));
+        json_object_set_new(o, "unhonored_ratios", u);
+    }
+    json_object_set_new(o, "min_gpu_bytes", json_integer(a->min_gpu_bytes == INT64_MAX ? 0 : a->min_gpu_bytes));
     return o;
 }
 
@@ -182,18 +209,32 @@ static void print_one(const struct plan_setup *c, const struct tune_run *t, cons
     printf(") x activation checkpointing %s", q->ckpt_off && q->ckpt_on ? "off/on" : q->ckpt_on ? "on" : "off");
     if (q->global_batch > 0)
         printf(", global batch %lld sequences", (long long)q->global_batch);
-    printf(": %d candidates, %d fit and were simulated; schedule %s\n", t->res.evaluated, t->res.simulated,
+    printf(": %d candidates, %d fit and were simulated; schedule %s", t->res.ans.evaluated, t->res.ans.simulated,
            sim_schedule_name(q->train.schedule));
+    if (c->popt.policy != PLAN_POLICY_EXACT)
+        printf("; each ratio with a sub_group_size %s honors it with (within %g)", plan_policy_name(c->popt.policy), a->tol);
+    printf("\n");
     printf("attention  %s (%s)\n", plan_attention_name(cli_sim_attention(&q->train, &c->model.arch)),
            cli_sim_attention_origin(&q->train, &c->model.arch));
+    const bool ds = c->popt.policy != PLAN_POLICY_EXACT;
+    if (ds && t->res.n_unhonored > 0) {
+        printf("skipped    %d ratio%s no sub_group_size makes %s honor within %g (", t->res.n_unhonored,
+               t->res.n_unhonored == 1 ? "" : "s", plan_policy_name(c->popt.policy), a->tol);
+        for (int i = 0; i < t->res.n_unhonored && i < (int)(sizeof t->res.unhonored / sizeof t->res.unhonored[0]); i++)
+            printf("%s%.2f", i ? ", " : "", t->res.unhonored[i]);
+        printf("%s)\n", t->res.n_unhonored > (int)(sizeof t->res.unhonored / sizeof t->res.unhonored[0]) ? ", ..." : "");
+    }
     if (!t->res.found)
         return;
     const struct sim_tune_choice *k = answer(t);
-    char off[64];
-    if (k->offload)
-        snprintf(off, sizeof off, "offload ratio %.2f", k->ratio);
-    else
+    char off[160];
+    if (!k->offload)
         snprintf(off, sizeof off, "no optimizer offload");
+    else if (ds)
+        snprintf(off, sizeof off, "offload ratio %.2f (%s honors %.4f with sub_group_size %lld, %d sub-groups)", k->ratio,
+                 plan_policy_name(c->popt.policy), k->honored, (long long)k->sub_group_size, k->n_subgroups);
+    else
+        snprintf(off, sizeof off, "offload ratio %.2f", k->ratio);
     printf("\nanswer     micro-batch %lld, grad accum %lld, activation checkpointing %s, %s\n",
            (long long)k->micro_batch, (long long)k->grad_accum, k->ckpt ? "on" : "off", off);
     printf("speed      %.0f tokens/s per GPU, %.0f tokens/s per node (%d GPUs); step %.4f s\n", k->tokens_per_s_gpu,
@@ -202,33 +243,66 @@ static void print_one(const struct plan_setup *c, const struct tune_run *t, cons
            cli_gib(g[1], sizeof g[1], k->r.gpu_capacity_bytes), cli_gib(g[2], sizeof g[2], k->free_gpu_bytes));
     printf("host RAM   %s GiB per node for the offloaded optimizer (%s GiB per rank): the node needs at least this\n",
            cli_gib(g[3], sizeof g[3], k->r.host_node_bytes), cli_gib(g[4], sizeof g[4], k->r.host_rank_bytes));
-    if (!k->offload && t->res.offload_found) {
-        const struct sim_tune_choice *b = &t->res.best_offload;
+    const struct sim_tune_best *b = &t->res.ans;
+    if (!k->offload && b->offload_found) {
+        const struct sim_tune_choice *o = &b->best_offload;
         printf("offload    not needed: the best with offload (ratio %.2f, micro-batch %lld, checkpointing %s) gives "
-               "%.0f tokens/s per GPU and needs %s GiB of host RAM per node\n", b->ratio, (long long)b->micro_batch,
-               b->ckpt ? "on" : "off", b->tokens_per_s_gpu, cli_gib(g[5], sizeof g[5], b->r.host_node_bytes));
+               "%.0f tokens/s per GPU and needs %s GiB of host RAM per node\n", o->ratio, (long long)o->micro_batch,
+               o->ckpt ? "on" : "off", o->tokens_per_s_gpu, cli_gib(g[5], sizeof g[5], o->r.host_node_bytes));
     }
-    if (!k->offload) {
-        printf("DeepSpeed  \"train_micro_batch_size_per_gpu\": %lld, \"gradient_accumulation_steps\": %lld,\n"
-               "           \"zero_optimization\": {\"stage\": 3} without offload_optimizer%s\n",
-               (long long)k->micro_batch, (long long)k->grad_accum,
-               k->ckpt ? "\n           and activation checkpointing in the training script" : "");
-    } else if (c->popt.policy == PLAN_POLICY_EXACT) {
-        printf("policy     exact (the ratio honored as asked)\n");
-    } else if (k == &t->res.ds) {
-        printf("DeepSpeed  %s honors %.4f with sub_group_size %lld (%d sub-groups):\n", plan_policy_name(c->popt.policy),
-               k->honored, (long long)k->sub_group_size, k->n_subgroups);
-        printf("           \"train_micro_batch_size_per_gpu\": %lld, \"gradient_accumulation_steps\": %lld,\n"
-               "           \"zero_optimization\": {\"stage\": 3, \"sub_group_size\": %lld, \"offload_optimizer\": "
-               "{\"device\": \"cpu\", \"pin_memory\": true, \"ratio\": %.2f}}%s\n",
-               (long long)k->micro_batch, (long long)k->grad_accum, (long long)k->sub_group_size, k->ratio,
-               k->ckpt ? "\n           and activation checkpointing in the training script" : "");
-    } else if (t->res.ds_valid) {
-        printf("DeepSpeed  %s: %s (honored %.4f with sub_group_size %lld); the line above is the exact-policy "
-               "prediction\n", plan_policy_name(c->popt.policy),
-               !t->res.ds_honored ? "no sub_group_size honors this ratio" : "the honoring sub_group_size no longer fits",
-               t->res.ds.honored, (long long)t->res.ds.sub_group_size);
+    if (!ds && k->offload)
+        printf("policy     exact: the ratio honored at element granularity, which DeepSpeed does not implement "
+               "(--policy auto for an answer DeepSpeed runs)\n");
+    json_t *blk = ds_block(k, ds);
+    char *text = json_dumps(blk, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+    json_decref(blk);
+    printf("%s %s:\n", ds ? "DeepSpeed " : "config    ", ds ? "the config block that runs it (these keys into your DeepSpeed config)"
+                                                         : "the config block (without the sub_group_size DeepSpeed would need)");
+    for (char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+        nl = strchr(line, '\n');
+        printf("           %.*s\n", nl ? (int)(nl - line) : (int)strlen(line), line);
     }
+    free(text);
+    if (k->ckpt)
+        printf("           and activation checkpointing in the training script\n");
+    const struct sim_tune_best *x = &t->res.exact;
+    if (ds && x->found && x->best.offload) {
+        const struct sim_tune_choice *e = &x->best;
+        double gain = (e->tokens_per_s_gpu / k->tokens_per_s_gpu - 1.0) * 100.0;
+        printf("aside      an element-granular rule (not in DeepSpeed) would give ratio %.2f, micro-batch %lld, "
+               "checkpointing %s: %.0f tokens/s per GPU (%+.1f %%)\n", e->ratio, (long long)e->micro_batch,
+               e->ckpt ? "on" : "off", e->tokens_per_s_gpu, gain);
+    }
+}
+
+/* What binds when nothing fits, and the smallest GPU or host memory that would make something
+ * fit (everything else unchanged). Returns buf. */
+static const char *binding(const struct tune_run *t, char *buf, size_t n)
+{
+    const struct sim_tune_best *b = &t->res.ans;
+    char g[4][32];
+    if (b->evaluated == 0) {
+        snprintf(buf, n, "no candidate ratio is honored by DeepSpeed (see skipped)");
+        return buf;
+    }
+    if (b->gpu_fit == 0) {
+        int w = snprintf(buf, n, "GPU memory binds: the smallest prediction is %s GiB per GPU, above %s GiB less the "
+                         "%s GiB headroom", cli_gib(g[0], sizeof g[0], b->min_gpu_bytes),
+                         cli_gib(g[1], sizeof g[1], t->hw.gpu_mem_bytes), cli_gib(g[2], sizeof g[2], t->headroom));
+        if (b->min_gpu_bytes_host_ok != INT64_MAX && w > 0 && (size_t)w < n) {
+            /* The headroom as the same share of a larger GPU (or the same bytes with --headroom). */
+            double share = (double)t->headroom / (double)t->hw.gpu_mem_bytes;
+            int64_t need = (int64_t)ceil((double)b->min_gpu_bytes_host_ok / (1.0 - share));
+            snprintf(buf + w, n - (size_t)w, "; GPUs with %s GiB each would fit%s", cli_gib(g[3], sizeof g[3], need),
+                     b->host_fit < b->evaluated ? " (with the host RAM given)" : "");
+        }
+        return buf;
+    }
+    snprintf(buf, n, "host RAM binds: %d candidate%s fit the GPU, the one needing the least host RAM needs %s GiB per "
+             "node, above the node's %s GiB (--host-mem); a node with %s GiB would fit", b->gpu_fit,
+             b->gpu_fit == 1 ? "" : "s", cli_gib(g[0], sizeof g[0], b->min_host_node_bytes),
+             cli_gib(g[1], sizeof g[1], t->hw.host_mem_bytes), cli_gib(g[2], sizeof g[2], b->min_host_node_bytes));
+    return buf;
 }
 
 static void print_table(const struct plan_setup *c, const struct sim_train *train, const struct tune_run *runs, int n)
@@ -241,8 +315,8 @@ static void print_table(const struct plan_setup *c, const struct sim_train *trai
     for (int i = 0; i < n; i++) {
         const struct tune_run *t = &runs[i];
         if (!t->res.found) {
-            printf("%-14s %5d  nothing fits (smallest prediction %s GiB per GPU)\n", t->hw.name, c->layout.gpus_per_node,
-                   cli_gib(g[0], sizeof g[0], t->res.min_gpu_bytes));
+            char why[512];
+            printf("%-14s %5d  nothing fits: %s\n", t->hw.name, c->layout.gpus_per_node, binding(t, why, sizeof why));
             continue;
         }
         const struct sim_tune_choice *k = answer(t);
@@ -252,6 +326,30 @@ static void print_table(const struct plan_setup *c, const struct sim_train *trai
                (long long)k->micro_batch, (long long)k->grad_accum, k->ckpt ? "on" : "off", ratio, k->tokens_per_s_gpu,
                k->tokens_per_s_node, (double)k->r.step_ns * 1e-9, cli_gib(g[1], sizeof g[1], k->r.gpu_total_bytes),
                cli_gib(g[2], sizeof g[2], k->r.host_node_bytes));
+    }
+}
+
+/* When nothing fits on the layout asked for: the fewest GPUs (the data-parallel degree doubled, up
+ * to 64 times, same GPUs per node up to the profile's) on which something fits, as "; N GPUs
+ * (DP D on K nodes) would fit" in buf; buf is left as it is when none does. */
+static void fewest_gpus(const struct sim_tune_request *q0, const struct plan_setup *c, const struct tune_run *t,
+                        char *buf, size_t n)
+{
+    for (int m = 2; m <= 64; m *= 2) {
+        struct plan_layout l = {.tp = c->layout.tp, .pp = c->layout.pp, .dp = c->layout.dp * m};
+        l.world = l.tp * l.pp * l.dp;
+        l.gpus_per_node = l.world < t->hw.gpus ? l.world : t->hw.gpus;
+        struct rl_err e = {0};
+        if (plan_layout_resolve(&l, &e))
+            continue;
+        struct sim_tune_request q = *q0;
+        q.layout = &l;
+        struct sim_tune_result r;
+        if (sim_tune(&q, &r, &e) || !r.found)
+            continue;
+        snprintf(buf, n, "; %d GPUs would fit (--gpus %d: DP %d on %d node%s, %.0f tokens/s per GPU)", l.world, l.world,
+                 l.dp, l.nodes, l.nodes == 1 ? "" : "s", r.ans.best.tokens_per_s_gpu);
+        return;
     }
 }
 
@@ -276,8 +374,10 @@ static int run(int argc, char **argv)
                  "and the offload ratio together, for a fixed global batch when one is given (gradient\n"
                  "accumulation follows), and prints the configuration with the most tokens/s per GPU whose\n"
                  "predicted GPU memory leaves --headroom free, the host RAM a node needs, and the DeepSpeed\n"
-                 "settings (with the sub_group_size that makes DeepSpeed honor the ratio). --hw a,b,c\n"
-                 "compares profiles side by side. Exit 1 when nothing fits.",
+                 "config block to paste. Under a DeepSpeed policy (the default) every candidate is a\n"
+                 "(ratio, sub_group_size) pair that DeepSpeed honors, so the answer is one DeepSpeed runs;\n"
+                 "the exact policy's best is shown beside it. --hw a,b,c compares profiles side by side.\n"
+                 "Exit 1 when nothing fits, saying what binds and what would fit.",
                                sets, 3);
     if (rc != CLI_GO_ON)
         return rc;
@@ -353,10 +453,11 @@ static int run(int argc, char **argv)
             print_table(&c, &sim.train, runs, n_hw);
         }
         if (!found) {
-            char g1[32], g2[32];
-            fprintf(stderr, "ratiolab tune: no ratio fits: the smallest prediction is %s GiB per GPU, above %s GiB "
-                            "less the headroom; try more GPUs, activation checkpointing or a smaller micro-batch\n",
-                    cli_gib(g1, sizeof g1, runs[0].res.min_gpu_bytes), cli_gib(g2, sizeof g2, runs[0].hw.gpu_mem_bytes));
+            char why[512], more[256] = "";
+            if (n_hw == 1)
+                fewest_gpus(&q, &c, &runs[0], more, sizeof more);
+            fprintf(stderr, "ratiolab tune: no ratio fits: %s%s; or a shorter --seq-len (now %lld)\n",
+                    binding(&runs[0], why, sizeof why), more, (long long)c.model.arch.seq_len);
             rc = 1;
         }
     }

@@ -57,58 +57,54 @@ static void fill(struct sim_tune_choice *c, const struct sim_tune_request *q, co
     c->free_gpu_bytes = r->gpu_capacity_bytes - r->gpu_total_bytes;
 }
 
-/* The winner under the DeepSpeed policy, with the sub_group_size that honors its ratio. */
-static int deepspeed_answer(const struct sim_tune_request *q, struct sim_tune_result *out, struct rl_err *e)
+/* The plan of candidate ratio under policy: under a DeepSpeed policy with the config's
+ * sub_group_size when DeepSpeed honors the ratio with it, else with the largest that does.
+ * *honored is false (and p holds nothing) when no sub_group_size honors the ratio. */
+static int candidate(struct plan *p, const struct sim_tune_request *q, double ratio, enum plan_policy policy,
+                     bool *honored, struct rl_err *e)
 {
-    const struct sim_tune_choice *b = &out->exact;
-    if (!b->offload) {   /* nothing for DeepSpeed to honor */
-        out->ds = *b;
-        out->ds_valid = out->ds_honored = out->ds_fits = true;
+    *honored = true;
+    int rc = build(p, q, ratio, 0, policy, e);
+    if (rc || ratio < 0 || policy == PLAN_POLICY_EXACT || plan_honors(p, q->tol))
+        return rc;
+    int64_t sgs = plan_max_honoring_sub_group_size(p, q->tol);
+    plan_free(p);
+    memset(p, 0, sizeof *p);
+    if (sgs <= 0) {
+        *honored = false;
         return 0;
     }
-    struct plan p;
-    int rc = build(&p, q, b->ratio, 0, q->popt.policy, e);
-    if (rc)
+    if ((rc = build(p, q, ratio, sgs, policy, e)))
         return rc;
-    if (!plan_honors(&p, q->tol)) {
-        int64_t sgs = plan_max_honoring_sub_group_size(&p, q->tol);
-        if (sgs > 0) {
-            plan_free(&p);
-            if ((rc = build(&p, q, b->ratio, sgs, q->popt.policy, e)))
-                return rc;
-        }
+    if (!plan_honors(p, q->tol)) {   /* the search's answer honors by construction */
+        plan_free(p);
+        return rl_errf(e, RL_EINTERNAL, "tune: ratio %g: sub_group_size %lld was found to honor it and does not",
+                       ratio, (long long)sgs);
     }
-    struct sim_train t = q->train;
-    t.micro_batch = b->micro_batch;
-    t.grad_accum = b->grad_accum;
-    t.checkpoint_activations = b->ckpt;
-    struct sim_step_result r;
-    if ((rc = sim_step_run(&p, q->hw, &t, NULL, &r, e))) {
-        plan_free(&p);
-        return rc;
-    }
-    fill(&out->ds, q, &p, b->ratio, &t, &r);
-    out->ds_valid = true;
-    out->ds_honored = plan_honors(&p, q->tol);
-    out->ds_fits = fits(q, &r);
-    plan_free(&p);
     return 0;
 }
 
-int sim_tune(const struct sim_tune_request *q, struct sim_tune_result *out, struct rl_err *e)
+static void best_init(struct sim_tune_best *b)
 {
-    memset(out, 0, sizeof *out);
-    out->min_gpu_bytes = INT64_MAX;
-    if (q->n_ratios == 0 || q->n_micro_batches == 0 || (!q->ckpt_off && !q->ckpt_on))
-        return rl_errf(e, RL_EINVAL, "tune: nothing to search (no ratio, micro-batch or checkpointing setting)");
+    memset(b, 0, sizeof *b);
+    b->min_gpu_bytes = b->min_host_node_bytes = b->min_gpu_bytes_host_ok = INT64_MAX;
+}
+
+/* One policy's search over the request's candidates; unhonored ratios are counted in out. */
+static int search(const struct sim_tune_request *q, enum plan_policy policy, struct sim_tune_best *b,
+                  struct sim_tune_result *out, struct rl_err *e)
+{
+    best_init(b);
     /* Candidates: no offload first when asked (it wins ties: no host memory at all), then the
      * ratios; ratio[k] < 0 marks no offload. */
     const size_t n_cand = q->n_ratios + (q->no_offload ? 1 : 0);
     struct plan *plans = calloc(n_cand, sizeof *plans);
     double *ratio = calloc(n_cand, sizeof *ratio);
-    if (!plans || !ratio) {
+    bool *ok = calloc(n_cand, sizeof *ok);
+    if (!plans || !ratio || !ok) {
         free(plans);
         free(ratio);
+        free(ok);
         return rl_errf(e, RL_ENOMEM, "tune: out of memory for %zu plans", n_cand);
     }
     size_t k0 = 0;
@@ -118,8 +114,14 @@ int sim_tune(const struct sim_tune_request *q, struct sim_tune_result *out, stru
         ratio[k0 + i] = q->ratios[i];
     int rc = 0;
     size_t built = 0;
-    for (; built < n_cand && !rc; built++)
-        rc = build(&plans[built], q, ratio[built], 0, PLAN_POLICY_EXACT, e);
+    for (; built < n_cand && !rc; built++) {
+        rc = candidate(&plans[built], q, ratio[built], policy, &ok[built], e);
+        if (!rc && !ok[built] && policy != PLAN_POLICY_EXACT) {
+            if (out->n_unhonored < (int)(sizeof out->unhonored / sizeof out->unhonored[0]))
+                out->unhonored[out->n_unhonored] = ratio[built];
+            out->n_unhonored++;
+        }
+    }
     if (rc)
         built--;   /* the failed one holds nothing */
     const int64_t dp = q->layout->dp > 0 ? q->layout->dp : 1;
@@ -140,24 +142,33 @@ int sim_tune(const struct sim_tune_request *q, struct sim_tune_result *out, stru
             t.grad_accum = ga;
             t.checkpoint_activations = ck == 1;
             for (size_t i = 0; i < n_cand && !rc; i++) {
+                if (!ok[i])
+                    continue;
                 struct sim_step_result r;
                 if ((rc = sim_step_memory(&plans[i], q->hw, &t, &r, e)))
                     break;
-                out->evaluated++;
-                if (r.gpu_total_bytes < out->min_gpu_bytes)
-                    out->min_gpu_bytes = r.gpu_total_bytes;
+                b->evaluated++;
+                const bool gpu_ok = r.gpu_total_bytes <= r.gpu_capacity_bytes - q->headroom_bytes;
+                b->gpu_fit += gpu_ok;
+                b->host_fit += r.fits_host;
+                if (r.gpu_total_bytes < b->min_gpu_bytes)
+                    b->min_gpu_bytes = r.gpu_total_bytes;
+                if (r.fits_host && r.gpu_total_bytes < b->min_gpu_bytes_host_ok)
+                    b->min_gpu_bytes_host_ok = r.gpu_total_bytes;
+                if (gpu_ok && r.host_node_bytes < b->min_host_node_bytes)
+                    b->min_host_node_bytes = r.host_node_bytes;
                 if (!fits(q, &r))
                     continue;
                 if ((rc = sim_step_run(&plans[i], q->hw, &t, NULL, &r, e)))
                     break;
-                out->simulated++;
-                if (!out->found || r.tokens_per_s > out->exact.r.tokens_per_s) {
-                    fill(&out->exact, q, &plans[i], ratio[i], &t, &r);
-                    out->found = true;
+                b->simulated++;
+                if (!b->found || r.tokens_per_s > b->best.r.tokens_per_s) {
+                    fill(&b->best, q, &plans[i], ratio[i], &t, &r);
+                    b->found = true;
                 }
-                if (ratio[i] >= 0 && (!out->offload_found || r.tokens_per_s > out->best_offload.r.tokens_per_s)) {
-                    fill(&out->best_offload, q, &plans[i], ratio[i], &t, &r);
-                    out->offload_found = true;
+                if (ratio[i] >= 0 && (!b->offload_found || r.tokens_per_s > b->best_offload.r.tokens_per_s)) {
+                    fill(&b->best_offload, q, &plans[i], ratio[i], &t, &r);
+                    b->offload_found = true;
                 }
             }
             if (rc)
@@ -165,10 +176,29 @@ int sim_tune(const struct sim_tune_request *q, struct sim_tune_result *out, stru
         }
     }
     for (size_t i = 0; i < built; i++)
-        plan_free(&plans[i]);
+        if (ok[i])
+            plan_free(&plans[i]);
     free(plans);
     free(ratio);
-    if (!rc && out->found && q->popt.policy != PLAN_POLICY_EXACT)
-        rc = deepspeed_answer(q, out, e);
+    free(ok);
     return rc;
+}
+
+int sim_tune(const struct sim_tune_request *q, struct sim_tune_result *out, struct rl_err *e)
+{
+    memset(out, 0, sizeof *out);
+    best_init(&out->ans);
+    best_init(&out->exact);
+    if (q->n_ratios == 0 || q->n_micro_batches == 0 || (!q->ckpt_off && !q->ckpt_on))
+        return rl_errf(e, RL_EINVAL, "tune: nothing to search (no ratio, micro-batch or checkpointing setting)");
+    int rc = search(q, q->popt.policy, &out->ans, out, e);
+    if (rc)
+        return rc;
+    out->found = out->ans.found;
+    if (q->popt.policy == PLAN_POLICY_EXACT) {
+        out->exact = out->ans;
+        return 0;
+    }
+    out->has_exact = true;
+    return search(q, PLAN_POLICY_EXACT, &out->exact, out, e);
 }

@@ -2,15 +2,21 @@
  *
  * Searches micro-batch, activation checkpointing and offload ratio together (a fixed global
  * batch, when given, sets the gradient accumulation of each micro-batch), predicting every
- * candidate with sim_step_run under the exact policy (the ratio honored as asked). A candidate
- * counts when its NVML-visible GPU memory plus a headroom fits the GPU and its host memory fits
- * the node. Under a DeepSpeed policy the winner is then re-planned with the sub_group_size that
- * makes DeepSpeed honor its ratio, and predicted again: that prediction is the answer a
- * `predict` of the same settings reproduces.
+ * candidate with sim_step_run. A candidate counts when its NVML-visible GPU memory plus a
+ * headroom fits the GPU and its host memory fits the node.
  *
- * Cost: one plan per ratio and at most ratios x micro-batches x checkpointing settings step
- * simulations; candidates whose memory prediction (sim_step_memory, no simulation) does not fit
- * are not simulated. */
+ * Under a DeepSpeed policy the candidates are the (ratio, sub_group_size) pairs that DeepSpeed
+ * honors: for each candidate ratio the config's sub_group_size when DeepSpeed honors the ratio with
+ * it within tol, else the largest that does (plan_max_honoring_sub_group_size); a ratio no
+ * sub_group_size honors is not a candidate. Each is planned and predicted under that policy, so the
+ * answer is what DeepSpeed runs with that sub_group_size and ratio, and what `predict` of the same
+ * settings reproduces. The same search under the exact policy (the ratio honored at element
+ * granularity, which DeepSpeed does not implement) is kept beside it as an aside.
+ *
+ * Cost: one plan per ratio and policy (with a sub_group_size search, O(256 log) placements, where
+ * DeepSpeed does not honor the config's) and at most ratios x micro-batches x checkpointing
+ * settings step simulations per policy; candidates whose memory prediction (sim_step_memory, no
+ * simulation) does not fit are not simulated. */
 #ifndef RL_SIM_TUNE_H
 #define RL_SIM_TUNE_H
 
@@ -62,20 +68,31 @@ struct sim_tune_choice {
     int64_t free_gpu_bytes;          /* capacity - NVML-visible total */
 };
 
-struct sim_tune_result {
+/* What one policy's search found. */
+struct sim_tune_best {
     bool found;                      /* some candidate fits with the headroom */
-    struct sim_tune_choice exact;    /* the best candidate, ratio honored exactly */
-    bool offload_found;              /* some candidate with offload fits */
-    struct sim_tune_choice best_offload; /* the best of those (exact policy), for comparison */
-    bool ds_valid;                   /* a DeepSpeed answer exists (policy not EXACT) */
-    bool ds_honored;                 /* its sub_group_size honors the ratio within tol */
-    bool ds_fits;                    /* and it still fits with the headroom */
-    struct sim_tune_choice ds;       /* the same settings under the DeepSpeed policy */
+    struct sim_tune_choice best;     /* the fastest of them */
+    bool offload_found;              /* some candidate with optimizer offload fits */
+    struct sim_tune_choice best_offload; /* the fastest of those */
     int evaluated;                   /* candidates considered (memory predicted) */
     int simulated;                   /* of which simulated (they fit) */
-    int64_t min_gpu_bytes;           /* smallest NVML-visible total seen */
+    int64_t min_gpu_bytes;           /* smallest NVML-visible total seen (INT64_MAX: none) */
+    int64_t min_host_node_bytes;     /* smallest host memory per node of a candidate whose GPU side fits
+                                        (INT64_MAX: none) */
+    int64_t min_gpu_bytes_host_ok;   /* smallest NVML-visible total of a candidate whose host side fits
+                                        (INT64_MAX: none) */
+    int gpu_fit;                     /* candidates whose GPU side fits with the headroom */
+    int host_fit;                    /* candidates whose host side fits */
 };
 
+struct sim_tune_result {
+    bool found;                      /* the answer exists: some candidate of the request's policy fits */
+    struct sim_tune_best ans;        /* the request's policy: the answer (ans.best) */
+    bool has_exact;                  /* the policy is a DeepSpeed one: the exact search below ran too */
+    struct sim_tune_best exact;      /* the exact policy's search (the aside); == ans under EXACT */
+    int n_unhonored;                 /* candidate ratios no sub_group_size honors within tol */
+    double unhonored[8];             /* the first of them, ascending */
+};
 /* Runs the search. Errors (a plan or a simulation that fails) name the candidate. */
 int sim_tune(const struct sim_tune_request *q, struct sim_tune_result *out, struct rl_err *e);
 

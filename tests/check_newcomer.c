@@ -12,7 +12,6 @@
 #include "tests/util.h"
 
 static int64_t jint(json_t *o, const char *k) { return json_integer_value(json_object_get(o, k)); }
-static double jreal(json_t *o, const char *k) __attribute__((unused));
 static double jreal(json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
 
 /* <tmpdir>/<folder>/config.json: the Llama-3.1-8B preset as the Hub publishes it (without the
@@ -105,6 +104,76 @@ START_TEST(every_header_says_the_sequence_length)
 }
 END_TEST
 
+/* Under a DeepSpeed policy tune answers with a (ratio, sub_group_size) pair DeepSpeed honors:
+ * predict given exactly the printed sub_group_size and ratio honors the printed ratio and predicts
+ * the printed step; the text prints that config block; the exact policy's best is an aside. On 4
+ * x A100-40GB the element-granular best (ratio 0.80) is one DeepSpeed 0.12 cannot run with a
+ * sub_group_size that fits, so the answer is another ratio. */
+START_TEST(answer_is_a_pair_deepspeed_honors)
+{
+    static const char *const policies[] = {"", " --policy deepspeed-0.12", " --policy deepspeed-0.18"};
+    for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++) {
+        json_t *t = tu_ratiolab_json("tune --model llama3.1-8b " FOUR_A100 "%s --json", policies[i]);
+        json_t *a = json_object_get(t, "answer");
+        ck_assert_msg(json_is_object(a), "%s: no answer", policies[i]);
+        ck_assert_str_eq(json_string_value(json_object_get(a, "offload")), "cpu");
+        double ratio = jreal(a, "requested_ratio"), honored = jreal(a, "honored_ratio");
+        int64_t sgs = jint(a, "sub_group_size");
+        ck_assert_msg(fabs(honored - ratio) <= 0.01, "%s: honored %g for ratio %g", policies[i], honored, ratio);
+        json_t *cfg = json_object_get(json_object_get(t, "deepspeed_config"), "zero_optimization");
+        ck_assert_int_eq(jint(cfg, "sub_group_size"), sgs);
+        ck_assert(jreal(json_object_get(cfg, "offload_optimizer"), "ratio") == ratio);
+        json_t *p = tu_ratiolab_json("predict --model llama3.1-8b " FOUR_A100 "%s --ratio %.17g --sub-group-size %lld "
+                                     "--micro-batch %lld --grad-accum %lld%s --json", policies[i], ratio, (long long)sgs,
+                                     (long long)jint(a, "micro_batch"), (long long)jint(a, "grad_accum"),
+                                     json_is_true(json_object_get(a, "checkpoint_activations")) ? " --checkpoint-activations" : "");
+        ck_assert_msg(jreal(p, "honored_ratio") == honored, "%s: predict honors %.17g, tune printed %.17g", policies[i],
+                      jreal(p, "honored_ratio"), honored);
+        ck_assert_int_eq(jint(json_object_get(p, "prediction"), "step_ns"), jint(json_object_get(a, "prediction"), "step_ns"));
+        json_decref(p);
+        json_decref(t);
+    }
+    /* The default policy's answer is not the element-granular 0.80 (DeepSpeed 0.12 honors 0.80
+     * only with a sub_group_size that no longer fits); the text prints the block and the aside. */
+    json_t *t = tu_ratiolab_json("tune --model llama3.1-8b " FOUR_A100 " --json");
+    ck_assert(jreal(json_object_get(t, "best_exact"), "requested_ratio") == 0.8);
+    ck_assert(jreal(json_object_get(t, "answer"), "requested_ratio") != 0.8);
+    json_decref(t);
+    struct tu_run r;
+    tu_ratiolab(&r, "tune --model llama3.1-8b " FOUR_A100);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.out, "\"sub_group_size\": ") && strstr(r.out, "\"ratio\": ") &&
+                  strstr(r.out, "aside      an element-granular rule (not in DeepSpeed) would give ratio 0.80"),
+                  "%s", r.out);
+    tu_run_free(&r);
+}
+END_TEST
+
+/* When nothing fits, tune says what binds and what would fit. 64 GiB of host RAM: the GPU side
+ * fits, host RAM binds, and the smallest node RAM and GPU count that fit are named; re-running with
+ * that RAM finds an answer. 1 GiB GPUs: GPU memory binds. */
+START_TEST(nothing_fits_says_what_binds)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "tune --model llama3.1-8b --hw dgx-a100-40g --gpus 4 --host-mem 64GiB");
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "host RAM binds") != NULL && strstr(r.err, "above the node's 64.00 GiB") != NULL &&
+                  strstr(r.err, "8 GPUs would fit (--gpus 8") != NULL && strstr(r.err, "--seq-len") != NULL, "%s", r.err);
+    const char *at = strstr(r.err, "a node with ");
+    ck_assert_msg(at != NULL, "%s", r.err);
+    double gib = strtod(at + strlen("a node with "), NULL);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "tune --model llama3.1-8b --hw dgx-a100-40g --gpus 4 --host-mem %.2fGiB", gib + 0.01);
+    ck_assert_msg(r.status == 0, "--host-mem %.2fGiB: exit %d: %s", gib + 0.01, r.status, r.err);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "tune --model llama3.1-8b --hw dgx-a100-40g --gpus 4 --gpu-mem 1GiB");
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.err, "GPU memory binds: the smallest prediction is ") != NULL &&
+                  strstr(r.err, "would fit") != NULL, "%s", r.err);
+    tu_run_free(&r);
+}
+END_TEST
+
 Suite *newcomer_suite(void)
 {
     Suite *s = suite_create("newcomer");
@@ -113,6 +182,8 @@ Suite *newcomer_suite(void)
     tcase_add_test(t, hf_folder_is_the_preset_at_the_default_length);
     tcase_add_test(t, config_json_is_named_after_its_folder);
     tcase_add_test(t, every_header_says_the_sequence_length);
+    tcase_add_test(t, answer_is_a_pair_deepspeed_honors);
+    tcase_add_test(t, nothing_fits_says_what_binds);
     suite_add_tcase(s, t);
     return s;
 }
