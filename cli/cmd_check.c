@@ -123,7 +123,15 @@ static void report_text(const struct plan_setup *c, const struct check_args *a, 
     char g1[32], g2[32], g3[32];
     bool ok = v->j.ratio_ok && v->j.memory_ok && v->hz.n_fail == 0;
     if (!a->quiet || !ok)
-        printf("%s  %s, %s\n", ok ? "PASS" : "FAIL", c->model_desc, plan_policy_name(c->popt.policy));
+    {
+        printf("%s  %s, %s", ok ? "PASS" : "FAIL", c->model_desc, plan_policy_name(c->popt.policy));
+        if (c->n_more > 0)
+            printf(" (%d.%d.%d)", c->zero.ds_version.major, c->zero.ds_version.minor, c->zero.ds_version.patch);
+        for (int i = 0; i < c->n_more; i++)
+            printf(" and %s (%d.%d.%d)", plan_policy_name(c->more_policies[i]), c->more_versions[i].major,
+                   c->more_versions[i].minor, c->more_versions[i].patch);
+        printf("\n");
+    }
     char seq[256];
     if (!a->quiet)
         printf("  dtype   %s (%s)\n  seq     %s\n", plan_dtype_name(c->zero.dtype), dtype_source(c), cli_seq_text(c, seq, sizeof seq) + 4);
@@ -136,6 +144,12 @@ static void report_text(const struct plan_setup *c, const struct check_args *a, 
         printf("  ratio   %s requested %.4f, honored %.4f (%d sub-group%s of sub_group_size %lld, tolerance %.4f)\n",
                v->j.ratio_ok ? "ok  " : "FAIL", v->j.requested, v->j.honored, v->j.n_subgroups, v->j.n_subgroups == 1 ? "" : "s",
                (long long)v->j.sub_group_size, a->tol);
+    for (int i = 0; i < c->n_more && (!a->quiet || !v->j.ratio_ok); i++) {
+        bool ok_i = plan_ratio_within(v->j.more_honored[i], v->j.requested, a->tol);
+        printf("  ratio   %s requested %.4f, honored %.4f under DeepSpeed %d.%d.%d (%s)\n", ok_i ? "ok  " : "FAIL",
+               v->j.requested, v->j.more_honored[i], c->more_versions[i].major, c->more_versions[i].minor,
+               c->more_versions[i].patch, plan_policy_name(c->more_policies[i]));
+    }
     if (a->gpu_mem && (!a->quiet || !v->j.memory_ok)) {
         if (a->states_only) {
             printf("  memory  %s model states need %s GiB per rank of %s GiB (--model-states-only: activations, "
@@ -154,13 +168,24 @@ static void report_text(const struct plan_setup *c, const struct check_args *a, 
         }
     }
     if (!v->j.ratio_ok) {
-        if (v->j.fix_sgs_none)
+        if (v->j.fix_sgs_none && c->n_more > 0)
+            printf("  fix     no sub_group_size honors %.4f within %.4f under every listed version (the rules count "
+                   "sub-groups, not elements, and differ); check each version alone for its own fix, or another ratio\n",
+                   v->j.requested, a->tol);
+        else if (v->j.fix_sgs_none)
             printf("  fix     no sub_group_size honors %.4f within %.4f (the rule counts sub-groups, not elements, "
                    "and tensors are never split); the closest is sub_group_size %lld (honored %.4f)\n",
                    v->j.requested, a->tol, (long long)v->j.closest_sgs, v->j.closest_honored);
-        else if (v->j.memory_ok || !v->j.fix_fits)
+        else if ((v->j.memory_ok || !v->j.fix_fits) && c->n_more == 0)
             printf("  fix     set zero_optimization.sub_group_size to %lld (the largest that honors the ratio)\n",
                    (long long)v->j.fix_sgs);
+        else if (v->j.memory_ok || !v->j.fix_fits) {
+            printf("  fix     set zero_optimization.sub_group_size to %lld (the largest that every listed version honors "
+                   "the ratio with: %s %.4f", (long long)v->j.fix_sgs, plan_policy_name(c->popt.policy), v->j.fix_honored[0]);
+            for (int i = 0; i < c->n_more; i++)
+                printf(", %s %.4f", plan_policy_name(c->more_policies[i]), v->j.fix_honored[1 + i]);
+            printf(")\n");
+        }
     }
     if (!v->j.memory_ok) {
         if (v->j.fix_fits) {
@@ -187,6 +212,22 @@ static void report_json(const struct plan_setup *c, const struct check_args *a, 
     json_object_set_new(o, "ratio_ok", json_boolean(v->j.ratio_ok));
     json_object_set_new(o, "requested_ratio", json_real(v->j.requested));
     json_object_set_new(o, "honored_ratio", json_real(v->j.honored));
+    if (c->n_more > 0) {
+        json_t *vs = json_array();
+        for (int i = -1; i < c->n_more; i++) {
+            json_t *x = json_object();
+            struct rl_version ver = i < 0 ? c->zero.ds_version : c->more_versions[i];
+            char vb[48];
+            snprintf(vb, sizeof vb, "%d.%d.%d", ver.major, ver.minor, ver.patch);
+            json_object_set_new(x, "deepspeed_version", json_string(vb));
+            json_object_set_new(x, "policy", json_string(plan_policy_name(i < 0 ? c->popt.policy : c->more_policies[i])));
+            json_object_set_new(x, "honored_ratio", json_real(i < 0 ? v->j.honored : v->j.more_honored[i]));
+            if (v->j.fix_sgs > 0 && !v->j.ratio_ok)
+                json_object_set_new(x, "fix_honored_ratio", json_real(v->j.fix_honored[1 + i]));
+            json_array_append_new(vs, x);
+        }
+        json_object_set_new(o, "versions", vs);
+    }
     json_object_set_new(o, "tolerance", json_real(a->tol));
     json_object_set_new(o, "num_subgroups", json_integer(v->j.n_subgroups));
     json_object_set_new(o, "sub_group_size", json_integer(v->j.sub_group_size));

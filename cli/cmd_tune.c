@@ -211,15 +211,20 @@ static void print_one(const struct plan_setup *c, const struct tune_run *t, cons
         printf(", global batch %lld sequences", (long long)q->global_batch);
     printf(": %d candidates, %d fit and were simulated; schedule %s", t->res.ans.evaluated, t->res.ans.simulated,
            sim_schedule_name(q->train.schedule));
-    if (c->popt.policy != PLAN_POLICY_EXACT)
-        printf("; each ratio with a sub_group_size %s honors it with (within %g)", plan_policy_name(c->popt.policy), a->tol);
+    if (c->popt.policy != PLAN_POLICY_EXACT) {
+        printf("; each ratio with a sub_group_size %s", plan_policy_name(c->popt.policy));
+        for (int i = 0; i < c->n_more; i++)
+            printf("%s%s", i == c->n_more - 1 ? " and " : ", ", plan_policy_name(c->more_policies[i]));
+        printf(" honor%s it with (within %g)", c->n_more ? "" : "s", a->tol);
+    }
     printf("\n");
     printf("attention  %s (%s)\n", plan_attention_name(cli_sim_attention(&q->train, &c->model.arch)),
            cli_sim_attention_origin(&q->train, &c->model.arch));
     const bool ds = c->popt.policy != PLAN_POLICY_EXACT;
     if (ds && t->res.n_unhonored > 0) {
-        printf("skipped    %d ratio%s no sub_group_size makes %s honor within %g (", t->res.n_unhonored,
-               t->res.n_unhonored == 1 ? "" : "s", plan_policy_name(c->popt.policy), a->tol);
+        printf("skipped    %d ratio%s no sub_group_size makes %s%s honor within %g (", t->res.n_unhonored,
+               t->res.n_unhonored == 1 ? "" : "s", plan_policy_name(c->popt.policy),
+               c->n_more ? " and the other versions" : "", a->tol);
         for (int i = 0; i < t->res.n_unhonored && i < (int)(sizeof t->res.unhonored / sizeof t->res.unhonored[0]); i++)
             printf("%s%.2f", i ? ", " : "", t->res.unhonored[i]);
         printf("%s)\n", t->res.n_unhonored > (int)(sizeof t->res.unhonored / sizeof t->res.unhonored[0]) ? ", ..." : "");
@@ -227,12 +232,17 @@ static void print_one(const struct plan_setup *c, const struct tune_run *t, cons
     if (!t->res.found)
         return;
     const struct sim_tune_choice *k = answer(t);
-    char off[160];
+    char off[400];
     if (!k->offload)
         snprintf(off, sizeof off, "no optimizer offload");
-    else if (ds)
-        snprintf(off, sizeof off, "offload ratio %.2f (%s honors %.4f with sub_group_size %lld, %d sub-groups)", k->ratio,
-                 plan_policy_name(c->popt.policy), k->honored, (long long)k->sub_group_size, k->n_subgroups);
+    else if (ds) {
+        char more[200] = "";
+        for (int i = 0, w = 0; i < c->n_more && w >= 0 && (size_t)w < sizeof more; i++)
+            w += snprintf(more + w, sizeof more - (size_t)w, ", %s %.4f", plan_policy_name(c->more_policies[i]),
+                          k->more_honored[i]);
+        snprintf(off, sizeof off, "offload ratio %.2f (%s honors %.4f%s with sub_group_size %lld, %d sub-groups)", k->ratio,
+                 plan_policy_name(c->popt.policy), k->honored, more, (long long)k->sub_group_size, k->n_subgroups);
+    }
     else
         snprintf(off, sizeof off, "offload ratio %.2f", k->ratio);
     printf("\nanswer     micro-batch %lld, grad accum %lld, activation checkpointing %s, %s\n",
@@ -422,7 +432,7 @@ static int run(int argc, char **argv)
             .ratios = ratios, .n_ratios = n_ratios, .micro_batches = mbs, .n_micro_batches = n_mbs,
             .ckpt_off = !sim.train.checkpoint_activations, .ckpt_on = true, .no_offload = true,
             .global_batch = a.global_batch > 0 ? a.global_batch : c.zero.src_train_batch == PLAN_SRC_CONFIG ? c.zero.train_batch : 0,
-            .headroom_bytes = t->headroom, .tol = a.tol};
+            .headroom_bytes = t->headroom, .tol = a.tol, .more_policies = c.more_policies, .n_more = c.n_more};
         if ((rc = sim_tune(&q, &t->res, &e))) {
             cli_sim_err(&e);
             rl_err_prefix(&e, "--hw %s", names[i]);

@@ -20,7 +20,7 @@ const struct cli_opt cli_setup_opts[] = {
     {"ds-config", "FILE", "DeepSpeed JSON config, - for standard input (default: ZeRO-3, CPU offload, pinned, fp16)", S_DS_CONFIG},
     {"ratio", "R", "offload ratio in [0, 1], overrides the config (default 0.3 without a config)", S_RATIO},
     {"policy", "P", "placement: auto (from --deepspeed-version), deepspeed-0.12, deepspeed-0.18, exact", S_POLICY},
-    {"deepspeed-version", "X.Y.Z", "DeepSpeed whose rules apply (default 0.12.4)", S_DS_VERSION},
+    {"deepspeed-version", "X.Y.Z[,..]", "DeepSpeed whose rules apply (default 0.12.4); several: check and tune find one sub_group_size every one honors", S_DS_VERSION},
     {"sub-group-size", "N", "elements per sub-group, overrides the config (DeepSpeed default 1e9)", S_SGS},
     {"ledger", "L", "memory ledger: auto (from the version), deepspeed-0.12, deepspeed-0.13, exec", S_LEDGER},
     {"param-groups", "RULE", "auto, megatron, megatron-old, hf (hf-two), flat", S_GROUPS},
@@ -74,9 +74,27 @@ int cli_setup_opt(void *ctx, int id, const char *v, struct rl_err *e)
                 return 0;
             }
         return rl_errf(e, RL_EINVAL, "--ledger: '%s' is not a ledger; allowed: auto, deepspeed-0.12, deepspeed-0.13, exec", v);
-    case S_DS_VERSION:
+    case S_DS_VERSION: {
+        /* One version, or several separated by commas: the first is the version the plan and
+         * the prediction use; the others' placement rules must hold too. */
         s->ds_version_set = true;
-        return rl_parse_version("--deepspeed-version", v, &s->ds_version, e);
+        s->n_more_versions = 0;
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", v);
+        int k = 0;
+        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save), k++) {
+            if (k > PLAN_MAX_MORE_VERSIONS)
+                return rl_errf(e, RL_EINVAL, "--deepspeed-version: '%s' lists more than %d versions", v,
+                               PLAN_MAX_MORE_VERSIONS + 1);
+            int rc = rl_parse_version("--deepspeed-version", tok, k == 0 ? &s->ds_version : &s->more_versions[k - 1], e);
+            if (rc)
+                return rc;
+            s->n_more_versions = k;
+        }
+        if (k == 0)
+            return rl_errf(e, RL_EINVAL, "--deepspeed-version: '%s' names no version; expected X.Y.Z or X.Y.Z,X.Y.Z", v);
+        return 0;
+    }
     case S_SGS:
         s->sub_group_size_set = true;
         return rl_parse_i64("--sub-group-size", v, 1, INT64_C(1) << 50, &s->sub_group_size, e);

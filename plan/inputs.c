@@ -184,10 +184,19 @@ static int apply_settings(const struct plan_inputs *in, struct plan_setup *c, st
     RL_TRY(plan_zero_validate(&c->zero, e));
     if (!in->report_hazards)
         RL_TRY(refuse_hazards(&c->zero, e));
-    if (in->policy == PLAN_POLICY_AUTO)
+    if (in->policy == PLAN_POLICY_AUTO) {
         RL_TRY(plan_policy_for_version(c->zero.ds_version, &c->popt.policy, e));
-    else
+        for (int i = 0; i < in->n_more_versions && i < PLAN_MAX_MORE_VERSIONS; i++) {
+            RL_TRY(plan_policy_for_version(in->more_versions[i], &c->more_policies[i], e));
+            c->more_versions[i] = in->more_versions[i];
+            c->n_more = i + 1;
+        }
+    } else {
+        if (in->n_more_versions > 0)
+            return rl_errf(e, RL_EINVAL, "deepspeed_version: several versions with policy %s; allowed: "
+                           "several versions with policy auto (each version's own rule)", plan_policy_name(in->policy));
         c->popt.policy = in->policy;
+    }
     c->popt.ledger = in->ledger;
     return 0;
 }

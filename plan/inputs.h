@@ -21,6 +21,9 @@
 
 /* What was given; a NULL, 0 or false field was not given. The names are the fields messages
  * use. */
+/* Further DeepSpeed versions a config is judged under at once (--deepspeed-version a,b,..). */
+#define PLAN_MAX_MORE_VERSIONS 7
+
 struct plan_inputs {
     const char *model;             /* model: a catalog preset or an HF config.json path */
     const char *megatron_args;     /* megatron_args: a Megatron-DeepSpeed launch line */
@@ -37,6 +40,9 @@ struct plan_inputs {
     enum plan_ledger_kind ledger;  /* ledger */
     struct rl_version ds_version;  /* deepspeed_version */
     bool ds_version_set;           /* deepspeed_version was given */
+    struct rl_version more_versions[PLAN_MAX_MORE_VERSIONS]; /* further DeepSpeed versions whose rules must
+                                      hold too (check, tune); the first stays ds_version */
+    int n_more_versions;           /* of more_versions */
     int64_t sub_group_size;        /* sub_group_size, elements */
     bool sub_group_size_set;       /* sub_group_size was given */
     enum plan_group_rule groups;   /* param_groups */
@@ -62,6 +68,10 @@ struct plan_setup {
     struct plan_options popt;      /* placement policy and ledger */
     const char *catalog;           /* catalog directory used */
     bool checkpoint_activations;   /* the launch line's --checkpoint-activations (for the simulator) */
+    enum plan_policy more_policies[PLAN_MAX_MORE_VERSIONS]; /* the placement rule of each further version
+                                      (with policy auto; none otherwise) */
+    struct rl_version more_versions[PLAN_MAX_MORE_VERSIONS]; /* those versions */
+    int n_more;                    /* of more_policies and more_versions */
     char model_desc[160];          /* for headings, e.g. "gpt-2.7b (Megatron GPT), TP 8, ..." */
     char *ds_text;                 /* the DeepSpeed config as read (judged and fixed from this
                                       text; malloc'd, NULL without a config) */

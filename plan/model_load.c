@@ -101,10 +101,13 @@ int plan_model_load(struct plan_model *m, const char *catalog_dir, const char *n
         is_path = true;   /* a model folder in the working directory, named without a '/' */
     if (is_path) {
         /* A model folder (as downloaded from the Hugging Face Hub) holds its config.json. */
-        if (stat(name_or_path, &st) == 0 && S_ISDIR(st.st_mode))
+        if (stat(name_or_path, &st) == 0 && S_ISDIR(st.st_mode)) {
             snprintf(path, sizeof path, "%s%sconfig.json", name_or_path,
                      name_or_path[len - 1] == '/' ? "" : "/");
-        else
+            if (stat(path, &st) != 0)
+                return rl_errf(e, RL_EINVAL, "model: %s: is a directory without a config.json; expected a "
+                               "model folder holding config.json, a config file or a preset name", name_or_path);
+        } else
             snprintf(path, sizeof path, "%s", name_or_path);
         base = NULL;   /* plan_model_parse names it after its folder or _name_or_path */
     } else {

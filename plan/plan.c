@@ -399,6 +399,43 @@ int64_t plan_closest_sub_group_size(const struct plan *p, double *honored)
     return best;
 }
 
+bool plan_honors_under(const struct plan *p, int64_t sgs, const enum plan_policy *policies, int n, double tol)
+{
+    if (!honors(p, sgs, tol))
+        return false;
+    for (int i = 0; i < n; i++) {
+        struct plan q = *p;   /* read-only view: plan_honored_for reads the policy and the groups */
+        q.policy = policies[i];
+        if (!honors(&q, sgs, tol))
+            return false;
+    }
+    return true;
+}
+
+int64_t plan_max_honoring_sub_group_size_under(const struct plan *p, const enum plan_policy *policies, int n,
+                                               double tol)
+{
+    int64_t top = 0;
+    for (int g = 0; g < p->n_groups; g++)
+        if (p->group_numel[g] > top)
+            top = p->group_numel[g];
+    int64_t found = 0;
+    for (int64_t s = top; s >= 1; s -= s / 256 > 0 ? s / 256 : 1) {
+        if (plan_honors_under(p, s, policies, n, tol)) {
+            found = s;
+            break;
+        }
+    }
+    if (found == 0)
+        return 0;
+    for (int d = 1; d <= 3; d++) {
+        int64_t r = round_down_sig(found, d);
+        if (r >= 1 && r * 10 >= found * 9 && plan_honors_under(p, r, policies, n, tol))
+            return r;
+    }
+    return found;
+}
+
 int64_t plan_max_honoring_sub_group_size(const struct plan *p, double tol)
 {
     int64_t top = 0;

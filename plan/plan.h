@@ -363,6 +363,16 @@ bool plan_honors(const struct plan *p, double tol);
  * single tensor larger than the whole CPU share). Leaves *p unchanged. */
 int64_t plan_max_honoring_sub_group_size(const struct plan *p, double tol);
 
+/* The same for several DeepSpeed versions at once: the largest sub_group_size (a round number
+ * where one exists) honored within tol under the plan's policy and under each of policies[0..n)
+ * (the other versions' placement rules; the same model, layout and ratio); 0 when none is.
+ * Cost: up to ~256 x log(top) placements per policy. */
+int64_t plan_max_honoring_sub_group_size_under(const struct plan *p, const enum plan_policy *policies, int n,
+                                               double tol);
+/* Whether sub_group_size sgs honors the plan's requested ratio within tol under the plan's policy
+ * and each of policies[0..n). */
+bool plan_honors_under(const struct plan *p, int64_t sgs, const enum plan_policy *policies, int n, double tol);
+
 /* The sub_group_size whose honored ratio is closest to the requested one (the largest of equals),
  * on the same grid as above; *honored receives that ratio. */
 int64_t plan_closest_sub_group_size(const struct plan *p, double *honored);

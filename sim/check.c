@@ -24,6 +24,17 @@ static int gpu_bytes_of(const struct sim_check_request *q, const struct plan *p,
     return 0;
 }
 
+/* The ratio DeepSpeed honors under policy for sub_group_size sgs and the plan's ratio. */
+static double honored_under(const struct plan *p, enum plan_policy policy, int64_t sgs)
+{
+    struct plan q = *p;   /* a read-only view with another placement rule */
+    q.policy = policy;
+    double h = 0;
+    if (plan_honored_for(&q, sgs, p->requested_ratio, &h, NULL))
+        return NAN;
+    return h;
+}
+
 /* Builds a plan for (ratio, sgs) and returns the honoring sgs for that ratio (the config's own
  * when it already honors), the resulting honored ratio and the GPU bytes. */
 static int try_ratio(const struct plan_setup *c, const struct sim_check_request *q, double ratio, int64_t sgs,
@@ -36,8 +47,8 @@ static int try_ratio(const struct plan_setup *c, const struct sim_check_request 
     if (rc)
         return rc;
     *sgs_out = sgs;
-    if (!plan_honors(&p, q->tol) && p.policy != PLAN_POLICY_EXACT) {
-        int64_t s = plan_max_honoring_sub_group_size(&p, q->tol);
+    if (!plan_honors_under(&p, sgs, c->more_policies, c->n_more, q->tol) && p.policy != PLAN_POLICY_EXACT) {
+        int64_t s = plan_max_honoring_sub_group_size_under(&p, c->more_policies, c->n_more, q->tol);
         if (s > 0) {
             plan_free(&p);
             cc.zero.sub_group_size = s;
@@ -47,6 +58,12 @@ static int try_ratio(const struct plan_setup *c, const struct sim_check_request 
         }
     }
     *honored = p.honored_ratio;
+    /* Every further version must honor it too: else report the first version's miss. */
+    for (int i = 0; i < c->n_more; i++) {
+        double h = honored_under(&p, c->more_policies[i], *sgs_out);
+        if (!plan_ratio_within(h, ratio, q->tol))
+            *honored = h;
+    }
     rc = gpu_bytes_of(q, &p, gpu, NULL, e);
     plan_free(&p);
     return rc;
@@ -88,10 +105,19 @@ int sim_check(const struct plan_setup *c, const struct sim_check_request *q, str
     if (!q->gpu_mem_bytes)
         v->gpu_bytes = plan_peak_gpu_bytes(&p);
     v->ratio_ok = plan_honors(&p, q->tol);
+    for (int i = 0; i < c->n_more; i++) {
+        v->more_honored[i] = honored_under(&p, c->more_policies[i], v->sub_group_size);
+        v->ratio_ok = v->ratio_ok && plan_ratio_within(v->more_honored[i], v->requested, q->tol);
+    }
     v->memory_ok = q->gpu_mem_bytes == 0 || v->gpu_bytes <= q->gpu_mem_bytes;
     if (!v->ratio_ok) {
-        v->fix_sgs = plan_max_honoring_sub_group_size(&p, q->tol);
+        v->fix_sgs = plan_max_honoring_sub_group_size_under(&p, c->more_policies, c->n_more, q->tol);
         v->fix_sgs_none = v->fix_sgs == 0;
+        if (v->fix_sgs > 0) {
+            v->fix_honored[0] = honored_under(&p, p.policy, v->fix_sgs);
+            for (int i = 0; i < c->n_more; i++)
+                v->fix_honored[1 + i] = honored_under(&p, c->more_policies[i], v->fix_sgs);
+        }
         if (v->fix_sgs_none)
             v->closest_sgs = plan_closest_sub_group_size(&p, &v->closest_honored);
     }

@@ -39,6 +39,10 @@ struct sim_check_verdict {
     double fix_ratio;                /* the ratio to set for the memory; < 0: no change */
     int64_t fix_gpu_bytes;           /* GPU bytes per rank with the fix */
     bool fix_fits;                   /* the memory fix exists */
+    /* With several DeepSpeed versions (plan_setup.n_more): ratio_ok and fix_sgs hold under the
+     * setup's version and each further one; honored above is the first version's. */
+    double more_honored[PLAN_MAX_MORE_VERSIONS]; /* what each further version honors with the config */
+    double fix_honored[1 + PLAN_MAX_MORE_VERSIONS]; /* with fix_sgs: the first version's, then each further */
 };
 
 /* Judges the setup's config. Cost: one plan and one sub_group_size search; when the memory does

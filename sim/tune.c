@@ -49,6 +49,12 @@ static void fill(struct sim_tune_choice *c, const struct sim_tune_request *q, co
     c->ckpt = t->checkpoint_activations;
     c->sub_group_size = p->zero.sub_group_size;
     c->n_subgroups = p->n_subgroups;
+    for (int i = 0; i < q->n_more && i < PLAN_MAX_MORE_VERSIONS; i++) {
+        struct plan v = *p;   /* a read-only view under the other version's rule */
+        v.policy = q->more_policies[i];
+        if (plan_honored_for(&v, p->zero.sub_group_size, p->requested_ratio, &c->more_honored[i], NULL))
+            c->more_honored[i] = NAN;
+    }
     c->r = *r;
     /* r->tokens_per_s is per GPU already (the replica's tokens over its TP x PP ranks). */
     int gpn = q->layout->gpus_per_node > 0 ? q->layout->gpus_per_node : 1;
@@ -65,9 +71,10 @@ static int candidate(struct plan *p, const struct sim_tune_request *q, double ra
 {
     *honored = true;
     int rc = build(p, q, ratio, 0, policy, e);
-    if (rc || ratio < 0 || policy == PLAN_POLICY_EXACT || plan_honors(p, q->tol))
+    if (rc || ratio < 0 || policy == PLAN_POLICY_EXACT ||
+        plan_honors_under(p, p->zero.sub_group_size, q->more_policies, q->n_more, q->tol))
         return rc;
-    int64_t sgs = plan_max_honoring_sub_group_size(p, q->tol);
+    int64_t sgs = plan_max_honoring_sub_group_size_under(p, q->more_policies, q->n_more, q->tol);
     plan_free(p);
     memset(p, 0, sizeof *p);
     if (sgs <= 0) {
@@ -76,7 +83,7 @@ static int candidate(struct plan *p, const struct sim_tune_request *q, double ra
     }
     if ((rc = build(p, q, ratio, sgs, policy, e)))
         return rc;
-    if (!plan_honors(p, q->tol)) {   /* the search's answer honors by construction */
+    if (!plan_honors_under(p, sgs, q->more_policies, q->n_more, q->tol)) {   /* by construction */
         plan_free(p);
         return rl_errf(e, RL_EINTERNAL, "tune: ratio %g: sub_group_size %lld was found to honor it and does not",
                        ratio, (long long)sgs);

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "common/rl.h"
+#include "plan/inputs.h"   /* PLAN_MAX_MORE_VERSIONS */
 #include "plan/plan.h"
 #include "sim/hw.h"
 #include "sim/step.h"
@@ -51,6 +52,9 @@ struct sim_tune_request {
     int64_t global_batch;            /* sequences per step over all DP ranks; 0: accumulation stays */
     int64_t headroom_bytes;          /* GPU memory that must stay free beyond the prediction */
     double tol;                      /* |honored - requested| DeepSpeed must reach */
+    const enum plan_policy *more_policies; /* further DeepSpeed versions' rules that must honor each
+                                        candidate too (the same sub_group_size); NULL: none */
+    int n_more;                      /* of more_policies */
 };
 
 struct sim_tune_choice {
@@ -62,6 +66,7 @@ struct sim_tune_choice {
     bool ckpt;                       /* activation checkpointing */
     int64_t sub_group_size;          /* of the answer's plan */
     int n_subgroups;                 /* of the answer's plan */
+    double more_honored[PLAN_MAX_MORE_VERSIONS]; /* what each of the request's more_policies honors */
     struct sim_step_result r;        /* its prediction */
     double tokens_per_s_gpu;         /* tokens/s of the whole job / its GPUs: r.tokens_per_s / (TP x PP) */
     double tokens_per_s_node;        /* x GPUs per node */

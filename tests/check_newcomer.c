@@ -174,6 +174,46 @@ START_TEST(nothing_fits_says_what_binds)
 }
 END_TEST
 
+#define RATIO03 "{\"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"device\": \"cpu\", \"ratio\": 0.3}}, " \
+                "\"bf16\": {\"enabled\": true}}"
+
+/* check and tune take several DeepSpeed versions and find one sub_group_size honored within the
+ * tolerance under every listed rule: the fix --fix-to writes passes under each version alone. */
+START_TEST(several_versions_one_sub_group_size)
+{
+    tu_write("ds.json", RATIO03);
+    struct tu_run r;
+    tu_ratiolab(&r, "check --ds-config ds.json --model llama3.1-8b --dp 4 --deepspeed-version 0.14.4,0.18.0 --fix-to fixed.json");
+    ck_assert_msg(r.status == 1, "exit %d: %s%s", r.status, r.out, r.err);
+    ck_assert_msg(strstr(r.out, "every listed version") != NULL, "%s", r.out);
+    tu_run_free(&r);
+    static const char *const versions[] = {"0.14.4", "0.18.0", "0.14.4,0.18.0", "0.18.0,0.14.4"};
+    for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++) {
+        tu_ratiolab(&r, "check --ds-config fixed.json --model llama3.1-8b --dp 4 --deepspeed-version %s", versions[i]);
+        ck_assert_msg(r.status == 0, "the common fix under %s: exit %d: %s%s", versions[i], r.status, r.out, r.err);
+        tu_run_free(&r);
+    }
+    /* tune's answer: predict under each version alone honors the ratio with that sub_group_size. */
+    json_t *t = tu_ratiolab_json("tune --model llama3.1-8b " FOUR_A100 " --deepspeed-version 0.14.4,0.18.0 --json");
+    json_t *a = json_object_get(t, "answer");
+    ck_assert(json_is_object(a));
+    double ratio = jreal(a, "requested_ratio");
+    for (size_t i = 0; i < 2; i++) {
+        json_t *p = tu_ratiolab_json("predict --model llama3.1-8b " FOUR_A100 " --deepspeed-version %s --ratio %.17g "
+                                     "--sub-group-size %lld --json", versions[i], ratio, (long long)jint(a, "sub_group_size"));
+        ck_assert_msg(fabs(jreal(p, "honored_ratio") - ratio) <= 0.01, "%s honors %g for %g", versions[i],
+                      jreal(p, "honored_ratio"), ratio);
+        json_decref(p);
+    }
+    json_decref(t);
+    /* A fixed policy with several versions is a contradiction. */
+    tu_ratiolab(&r, "check --ds-config ds.json --model llama3.1-8b --dp 4 --deepspeed-version 0.14.4,0.18.0 --policy exact");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "--deepspeed-version") != NULL, "%s", r.err);
+    tu_run_free(&r);
+}
+END_TEST
+
 Suite *newcomer_suite(void)
 {
     Suite *s = suite_create("newcomer");
@@ -184,6 +224,7 @@ Suite *newcomer_suite(void)
     tcase_add_test(t, every_header_says_the_sequence_length);
     tcase_add_test(t, answer_is_a_pair_deepspeed_honors);
     tcase_add_test(t, nothing_fits_says_what_binds);
+    tcase_add_test(t, several_versions_one_sub_group_size);
     suite_add_tcase(s, t);
     return s;
 }
