@@ -123,7 +123,8 @@ all: deps-quiet
 
 help:
 	@echo "make            build $(BIN)"
-	@echo "make demo       build and run the default case (Megatron gpt-2.7b, 8 x V100)"
+	@echo "make demo       build and run the default case (Megatron gpt-2.7b, 8 x V100): simulation, seconds"
+	@echo "make demo-validate  figure 4: the executor against the simulator (minutes)"
 	@echo "make figures    redraw the README's figures (docs/figures/*.png, needs gnuplot)"
 	@echo "make test       build and run every test, then again under ASan + UBSan"
 	@echo "make test SANITIZE=1   only the ASan + UBSan run"
@@ -266,6 +267,12 @@ mutate: deps-quiet
 demo: deps-quiet
 	@$(INNER) $(BIN)
 	@scripts/demo.sh $(BIN)
+
+# Figure 4 of the demo: the executor against the simulator (minutes: real steps on 2 MPI ranks).
+demo-validate: deps-quiet
+	@$(INNER) $(BIN)
+	@scripts/demo-validate.sh $(BIN)
+.PHONY: demo-validate
 
 # The README's figures (docs/figures/*.png), drawn as make demo draws them.
 figures: deps-quiet

@@ -832,7 +832,10 @@ static int vx_rows(struct vx *v, const double *ratios, size_t n_ratios, struct r
     int n_pol = x->n_policies > 0 ? x->n_policies : 1, n_sch = x->n_schedules > 0 ? x->n_schedules : 1;
     const enum plan_policy pol0 = v->c.popt.policy;
     const enum step_schedule sch0 = v->sim->train.schedule;
-    for (size_t ci = 0; ci < n_ratios * (size_t)n_pol * (size_t)n_sch; ci++) {
+    const size_t n_runs = n_ratios * (size_t)n_pol * (size_t)n_sch;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (size_t ci = 0; ci < n_runs; ci++) {
         size_t ri = ci / (size_t)(n_pol * n_sch);
         int pi = (int)(ci / (size_t)n_sch % (size_t)n_pol), si = (int)(ci % (size_t)n_sch);
         v->c.popt.policy = x->n_policies ? x->policies[pi] : pol0;
@@ -852,6 +855,14 @@ static int vx_rows(struct vx *v, const double *ratios, size_t n_ratios, struct r
         RL_TRY(vx_predict(v, w, ptrace, e));
         RL_TRY(v->in_mpi ? vx_measure_inproc(v, w, mtrace, e) : vx_measure_launched(v, w, mtrace, e));
         rep->n_rows++;
+        if (v->rank0) {   /* progress: runs take about equally long, so the mean so far predicts the rest */
+            struct timespec t1;
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            double spent = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+            double left = spent / (double)(ci + 1) * (double)(n_runs - ci - 1);
+            fprintf(stderr, "validate: run %zu of %zu done, %.0f s so far, about %.0f s left\n", ci + 1, n_runs,
+                    spent, left);
+        }
     }
     return 0;
 }

@@ -214,6 +214,31 @@ START_TEST(several_versions_one_sub_group_size)
 }
 END_TEST
 
+/* make demo is simulation only (seconds): scripts/demo.sh never starts the executor; figure 4 is
+ * scripts/demo-validate.sh (make demo-validate). Both are run with a stand-in binary that records
+ * the subcommands it is given, so the test costs no simulation. */
+START_TEST(demo_runs_no_executor)
+{
+    tu_write("fake.sh", "#!/bin/sh\necho \"$1\" >> \"$(dirname \"$0\")/calls.txt\"\nexit 0\n");
+    struct tu_run r;
+    tu_sh(&r, "chmod +x fake.sh && RATIOLAB_OUT=out '%s/scripts/demo.sh' \"$PWD/fake.sh\"", tu_src());
+    ck_assert_msg(r.status == 0, "demo.sh: exit %d: %s%s", r.status, r.out, r.err);
+    ck_assert_msg(strstr(r.out, "make demo-validate") != NULL, "demo.sh does not point to make demo-validate:\n%s", r.out);
+    tu_run_free(&r);
+    char *calls = tu_slurp("calls.txt");
+    ck_assert_msg(strstr(calls, "sweep\n") != NULL && strstr(calls, "tune\n") != NULL, "%s", calls);
+    ck_assert_msg(strstr(calls, "validate") == NULL && strstr(calls, "run\n") == NULL && strstr(calls, "calibrate") == NULL,
+                  "make demo starts the executor:\n%s", calls);
+    free(calls);
+    tu_sh(&r, "rm -f calls.txt && RATIOLAB_OUT=out '%s/scripts/demo-validate.sh' \"$PWD/fake.sh\"", tu_src());
+    ck_assert_msg(r.status == 0, "demo-validate.sh: exit %d: %s%s", r.status, r.out, r.err);
+    tu_run_free(&r);
+    calls = tu_slurp("calls.txt");
+    ck_assert_msg(strcmp(calls, "validate\nplot\nplot\n") == 0, "%s", calls);
+    free(calls);
+}
+END_TEST
+
 Suite *newcomer_suite(void)
 {
     Suite *s = suite_create("newcomer");
@@ -225,6 +250,7 @@ Suite *newcomer_suite(void)
     tcase_add_test(t, answer_is_a_pair_deepspeed_honors);
     tcase_add_test(t, nothing_fits_says_what_binds);
     tcase_add_test(t, several_versions_one_sub_group_size);
+    tcase_add_test(t, demo_runs_no_executor);
     suite_add_tcase(s, t);
     return s;
 }

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# make demo-validate: figure 4 of the demo, the executor against the simulator. A short validate
+# on the cpu backend (the default model gpt-2.7b scaled 1/1000, sequence 128, ratios 0, 0.5 and 1,
+# two MPI ranks), predicted with a quick calibration of this machine, then the parity figure.
+# validate prints each run as it starts and, after each, the time so far and an estimate of the
+# time left. On a machine other jobs load, the measured times include their interference: the
+# report's others_cpu_pct column says how much of the cores they took.
+#
+#   scripts/demo-validate.sh [BIN]                  into out/ (RATIOLAB_OUT): PDF and PNG
+#   scripts/demo-validate.sh --figures DIR [BIN]    only the PNG, into DIR (make figures)
+set -euo pipefail
+figures_only=
+if [ "${1:-}" = --figures ]; then
+    figures_only=1
+    out=${2:?--figures needs a folder}
+    shift 2
+fi
+bin=${1:-build/ratiolab}
+out=${out:-${RATIOLAB_OUT:-out}}
+run() { printf '\n$ ratiolab %s\n' "$*"; "$bin" "$@"; }
+
+figure() {
+    local rc=0
+    if [ -n "$figures_only" ]; then "$bin" plot "$@" >/dev/null || rc=$?; else run plot "$@" || rc=$?; fi
+    if [ "$rc" = 3 ]; then
+        echo "  (no gnuplot: the figure's .dat and .gp are written; install gnuplot to draw it)"
+    elif [ "$rc" != 0 ]; then
+        exit "$rc"
+    fi
+}
+
+mkdir -p "$out"
+val_args=(validate --scale 1000 --seq-len 128 --ratios 0,0.5,1 --ranks 2 --calibrate --out "$out/validate")
+start=$SECONDS
+if [ -z "$figures_only" ]; then
+    echo "== The executor against the simulator (cpu backend, gpt-2.7b scaled 1/1000, 2 ranks): a calibration,"
+    echo "   then 3 runs; progress and the time left below =="
+    rc=0; run "${val_args[@]}" || rc=$?
+else
+    rc=0; "$bin" "${val_args[@]}" >/dev/null 2>&1 || rc=$?
+fi
+if [ "$rc" = 0 ] || [ "$rc" = 1 ]; then   # 1: a gated check failed; the report is still written
+    if [ -n "$figures_only" ]; then
+        figure parity --in "$out/validate/report.json" --out "$out/fig4-parity.png"
+    else
+        mkdir -p "$out/png"
+        figure parity --in "$out/validate/report.json" --out "$out/fig4-parity.pdf"
+        figure parity --in "$out/validate/report.json" --out "$out/png/fig4-parity.png"
+        echo
+        echo "== Done in $((SECONDS - start)) s; written to $out/validate/, $out/fig4-parity.pdf, $out/png/fig4-parity.png =="
+    fi
+else
+    echo "  (validate could not run here (exit $rc): figure 4 skipped)"
+fi
