@@ -29,13 +29,6 @@ int val_row_predict(const struct plan_setup *c, const struct plan_model *scaled,
                     const struct sim_hw *hw, const struct sim_train *t, const char *trace_path, struct val_row *w,
                     struct rl_err *e);
 
-/* The row's measured side from a run in this process (rank 0's result holds every rank's);
- * baseline[k] is rank k's RSS besides its ledger buffers (bytes, -1 unknown). */
-void val_row_from_result(struct val_row *w, const struct ex_result *r, const int64_t *baseline);
-
-/* The same from the text `ratiolab run --json` printed. RL_EINVAL when it is not JSON. */
-int val_row_from_run_json(struct val_row *w, const char *json_text, const int64_t *baseline, struct rl_err *e);
-
 /* What one rank of the run of plan p does, as the simulator charges it and the executor's
  * --compute gemm runs it (exec/compute.c): per layer a GEMM per weight on micro_batch x seq
  * tokens (2-D weights as they are, other tensors rank-1), attention scores and values per
