@@ -468,6 +468,23 @@ static int vx_calibrate_gpu(struct vx *v, const struct calib_run *rs, struct rl_
     return 0;
 }
 
+/* The plan the executor builds for `ratio` (as cli/cmd_run.c builds it): c's ZeRO sizes and chunk
+ * scaled by `scale` (ex_scale_zero), the model already scaled, the exec ledger. */
+static int exec_plan(const struct plan_setup *c, const struct plan_model *scaled, double scale, double ratio,
+                  struct plan *p, struct rl_err *e)
+{
+    memset(p, 0, sizeof *p);
+    struct plan_zero z = c->zero;
+    int64_t chunk = INT64_C(4) << 20;
+    ex_scale_zero(&z, &chunk, scale);
+    z.ratio = ratio;
+    z.src_ratio = PLAN_SRC_CLI;
+    struct plan_options po = c->popt;
+    po.ledger = PLAN_LEDGER_EXEC;
+    po.exec_chunk_numel = chunk;
+    return plan_build(p, scaled, &c->layout, &z, &po, e);
+}
+
 /* --calibrate: measures this machine for the emulated device, then what one rank of the run does,
  * and writes the profile to DIR/hw-calibrated.json (rank 0), which the predictions then use. */
 static int vx_calibrate(struct vx *v, struct rl_err *e)
@@ -491,7 +508,7 @@ static int vx_calibrate(struct vx *v, struct rl_err *e)
      * the collectives at the run's message sizes. */
     struct plan p0;
     struct calib_run rs;
-    int rc = val_exec_plan(&v->c, &v->scaled, x->scale, 0, &p0, e);
+    int rc = exec_plan(&v->c, &v->scaled, x->scale, 0, &p0, e);
     if (rc) {
         plan_free(&p0);
         return rc;
@@ -660,7 +677,7 @@ static int vx_baseline_inproc(struct vx *v, struct rl_err *e)
         fprintf(stderr, "validate: baseline run (every tensor one row, in this mpirun)\n");
     int rc = ex_scale_model(&v->c.model, fb, &tiny, e);
     if (!rc)
-        rc = val_exec_plan(&v->c, &tiny, fb, 0, &q, e);
+        rc = exec_plan(&v->c, &tiny, fb, 0, &q, e);
     malloc_trim(0);
     reset_peak_rss();
     int64_t before = self_rss();
@@ -778,7 +795,12 @@ static void vx_baseline_launched(struct vx *v)
  * its trace to ptrace. */
 static int vx_predict(struct vx *v, struct val_row *w, const char *ptrace, struct rl_err *e)
 {
-    return val_row_predict(&v->c, &v->scaled, v->x->scale, &v->hw, &v->sim->train, v->rank0 ? ptrace : NULL, w, e);
+    struct plan p;
+    int rc = exec_plan(&v->c, &v->scaled, v->x->scale, w->ratio, &p, e);
+    if (!rc)
+        rc = val_row_predict(&p, &v->hw, &v->sim->train, v->rank0 ? ptrace : NULL, w, e);
+    plan_free(&p);
+    return rc;
 }
 
 /* Measurement in this process, on every rank (under mpirun); rank 0 fills the row. A failed run
@@ -795,7 +817,7 @@ static int vx_measure_inproc(struct vx *v, struct val_row *w, const char *mtrace
     if (v->rank0)
         fprintf(stderr, "validate: ratio %g, %s, %s: %d rank%s (in this mpirun) ...\n", w->ratio, w->schedule,
                 w->policy, x->ranks, x->ranks == 1 ? "" : "s");
-    int rc = val_exec_plan(&v->c, &v->scaled, x->scale, w->ratio, &q, e);
+    int rc = exec_plan(&v->c, &v->scaled, x->scale, w->ratio, &q, e);
     malloc_trim(0);
     reset_peak_rss();
     int64_t mine = self_rss();

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calib/calib.h"
 #include "cli/validate_exec.h"
 #include "common/rl.h"
 #include "exec/exec.h"
