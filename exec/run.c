@@ -863,11 +863,11 @@ static void read_memory(struct ex_run *r, struct ex_mem *m)
     if (strcmp(r->be->name, "cuda") == 0) {
         /* NVML per process (the monitor's reader, dlopen'ed; absent: unavailable). */
         struct mon_gpu *g = NULL;
-        char why[128];
+        struct rl_err ge = {0};   /* NVML missing: the figure stays unavailable */
         enum { MAXP = 256 };
         int pids[MAXP], n = 0;
         int64_t bytes[MAXP], used[MON_MAX_GPUS], total[MON_MAX_GPUS];
-        if (mon_gpu_open(&g, why, sizeof why) == 0) {
+        if (mon_gpu_open(&g, &ge) == 0) {
             if (mon_gpu_sample(g, used, total, pids, bytes, MAXP, &n) == 0)
                 for (int i = 0; i < n; i++)
                     if (pids[i] == (int)getpid())
