@@ -44,10 +44,27 @@ int cli_parse(int argc, char **argv, const struct cli_optset *sets, int n_sets,
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
         int set = 0;
         const struct cli_opt *o = find(sets, n_sets, name, len, &set);
-        if (!o)
+        if (!o) {
+            const char *names[256];
+            int n = 0;
+            for (int k = 0; k < n_sets; k++)
+                for (const struct cli_opt *q = sets[k].opts; q && q->name && n < 256; q++)
+                    names[n++] = q->name;
+            char word[64];
+            snprintf(word, sizeof word, "%.*s", (int)(len < 63 ? len : 63), name);
+            const char *near = rl_nearest(word, names, n);
+            if (near)
+                return rl_errf(e, RL_EINVAL, "unknown option '--%.*s'; did you mean --%s? (see --help)", (int)len, name,
+                               near);
             return rl_errf(e, RL_EINVAL, "unknown option '--%.*s' (see --help)", (int)len, name);
+        }
         const char *value = NULL;
-        if (o->metavar) {
+        if (o->metavar && o->metavar[0] == '[') {   /* optional value */
+            if (eq)
+                value = eq + 1;
+            else if (i + 1 < argc && (strcmp(argv[i + 1], "-") == 0 || argv[i + 1][0] != '-'))
+                value = argv[++i];
+        } else if (o->metavar) {
             if (eq)
                 value = eq + 1;
             else if (i + 1 < argc)

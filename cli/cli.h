@@ -21,7 +21,8 @@ struct cli_cmd {
 /* ---- options ------------------------------------------------------------------------------------ */
 struct cli_opt {
     const char *name;      /* long name without "--" */
-    const char *metavar;   /* NULL: a flag without value */
+    const char *metavar;   /* NULL: a flag without value; "[X]": an optional value, given with '='
+                              or as the next argument when that is "-" or does not start with '-' */
     const char *help;      /* one line */
     int id;                /* passed to the handler */
 };

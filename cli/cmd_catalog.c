@@ -89,8 +89,8 @@ static int hardware(const char *dir, json_t *arr, struct rl_err *e)
     if ((rc = sim_hw_list(dir, &names, &n, e)))
         return rc;
     if (!arr)
-        printf("\nhardware (%s/hardware; GiB = 1024^3 B)\n  %-14s %5s %-20s %12s %14s\n", dir, "name", "GPUs",
-               "GPU", "GPU mem GiB", "host mem GiB");
+        printf("\nhardware (%s/hardware; GiB = 1024^3 B)\n  %-14s %5s %-20s %12s %14s  %s\n", dir, "name", "GPUs",
+               "GPU", "GPU mem GiB", "host mem GiB", "CPU");
     for (int i = 0; i < n && !rc; i++) {
         struct sim_hw hw;
         if ((rc = sim_hw_load(&hw, dir, names[i], e)))
@@ -102,10 +102,18 @@ static int hardware(const char *dir, json_t *arr, struct rl_err *e)
             json_object_set_new(j, "gpu_model", json_string(hw.gpu_model));
             json_object_set_new(j, "gpu_mem_bytes", json_integer(hw.gpu_mem_bytes));
             json_object_set_new(j, "host_mem_bytes", json_integer(hw.host_mem_bytes));
+            json_object_set_new(j, "cpu_model", json_string(hw.cpu_model));
+            int cores = 0;
+            for (int k = 0; k < hw.n_sockets; k++)
+                cores += hw.socket[k].cores;
+            json_object_set_new(j, "cpu_cores", json_integer(cores));
             json_array_append_new(arr, j);
         } else {
-            printf("  %-14s %5d %-20s %12.2f %14.2f\n", names[i], hw.gpus, hw.gpu_model, gib(hw.gpu_mem_bytes),
-                   gib(hw.host_mem_bytes));
+            int cores = 0;
+            for (int k = 0; k < hw.n_sockets; k++)
+                cores += hw.socket[k].cores;
+            printf("  %-14s %5d %-20s %12.2f %14.2f  %s%s%d cores\n", names[i], hw.gpus, hw.gpu_model, gib(hw.gpu_mem_bytes),
+                   gib(hw.host_mem_bytes), hw.cpu_model, hw.cpu_model[0] ? ", " : "", cores);
         }
     }
     for (int i = 0; i < n; i++)

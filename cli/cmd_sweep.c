@@ -12,8 +12,8 @@
 enum { W_RATIOS = 1, W_CSV, W_JSON, W_OUT };
 static const struct cli_opt opts[] = {
     {"ratios", "LO:HI:STEP", "ratios to simulate (also a,b,c; default 0:1:0.05)", W_RATIOS},
-    {"csv", NULL, "CSV output", W_CSV},
-    {"json", NULL, "JSON output (exact integers)", W_JSON},
+    {"csv", "[FILE]", "CSV output (to FILE when given, - for standard output, as --out)", W_CSV},
+    {"json", "[FILE]", "JSON output, exact integers (to FILE when given, as --out)", W_JSON},
     {"out", "FILE", "write to FILE (atomically) instead of standard output", W_OUT},
     {NULL, NULL, NULL, 0},
 };
@@ -26,13 +26,25 @@ struct sweep_args {
 
 static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 {
-    (void)e;
     struct sweep_args *a = ctx;
     switch (id) {
     case W_RATIOS: a->ratios = v; return 0;
-    case W_CSV: a->csv = true; return 0;
-    case W_JSON: a->json = true; return 0;
-    case W_OUT: a->out = v; return 0;
+    case W_CSV:
+    case W_JSON:
+        if (id == W_CSV)
+            a->csv = true;
+        else
+            a->json = true;
+        if (v && a->out && strcmp(v, a->out) != 0)
+            return rl_errf(e, RL_EINVAL, "--%s %s and --out %s: give one output", id == W_CSV ? "csv" : "json", v, a->out);
+        if (v)
+            a->out = v;
+        return 0;
+    case W_OUT:
+        if (a->out && strcmp(v, a->out) != 0)
+            return rl_errf(e, RL_EINVAL, "--out %s and --csv/--json %s: give one output", v, a->out);
+        a->out = v;
+        return 0;
     }
     return RL_EINTERNAL;
 }
@@ -120,7 +132,7 @@ static int run(int argc, char **argv)
                  * No time stamp: the same inputs give the same bytes. */
                 fprintf(out, "# ratiolab %s sweep\n# model: %s\n# seq_len: %s\n# hardware: %s: %d x %s per node, %s GiB each\n"
                         "# policy: %s\n# schedule: %s\n# micro_batch: %lld\n# attention: %s (%s)\n# settings: %s\n",
-                        RL_VERSION_STRING, c.model_desc, cli_seq_text(&c, head, sizeof head), hw.name, hw.gpus, hw.gpu_model,
+                        RL_VERSION_STRING, c.model_desc, cli_seq_text(&c, head, sizeof head) + 4, hw.name, hw.gpus, hw.gpu_model,
                         cli_gib(g1, sizeof g1, hw.gpu_mem_bytes), plan_policy_name(p.policy),
                         sim_schedule_name(sim.train.schedule), (long long)r.micro_batch,
                         plan_attention_name(r.attention), cli_sim_attention_origin(&sim.train, &c.model.arch), set);

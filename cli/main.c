@@ -42,7 +42,14 @@ int main(int argc, char **argv)
     for (int i = 0; i < n_commands; i++)
         if (strcmp(argv[1], commands[i]->name) == 0)
             return commands[i]->run(argc - 1, argv + 1);
-    fprintf(stderr, "ratiolab: unknown command '%s'; commands:", argv[1]);
+    const char *names[64];
+    for (int i = 0; i < n_commands && i < 64; i++)
+        names[i] = commands[i]->name;
+    const char *near = rl_nearest(argv[1], names, n_commands < 64 ? n_commands : 64);
+    if (near)
+        fprintf(stderr, "ratiolab: unknown command '%s'; did you mean '%s'? commands:", argv[1], near);
+    else
+        fprintf(stderr, "ratiolab: unknown command '%s'; commands:", argv[1]);
     for (int i = 0; i < n_commands; i++)
         fprintf(stderr, " %s", commands[i]->name);
     fprintf(stderr, " (ratiolab --help)\n");

@@ -203,6 +203,10 @@ int cli_setup_resolve(const struct plan_inputs *s, struct plan_setup *c, struct 
     }
     for (int i = 0; i < c->n_notes; i++)
         name_flags(s, c->notes[i], sizeof c->notes[i]);
+    if (c->zero.src_dtype == PLAN_SRC_AUTO)
+        fprintf(stderr, "ratiolab: note: the DeepSpeed config's fp16/bf16 \"enabled\" is \"auto\": planned as %s, as "
+                "DeepSpeed itself resolves it; the HF Trainer fills \"auto\" from its --fp16/--bf16, so give "
+                "--dtype bf16 or --dtype fp16 to plan what the Trainer runs\n", plan_dtype_name(c->zero.dtype));
     return 0;
 }
 

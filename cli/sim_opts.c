@@ -62,6 +62,12 @@ int cli_sim_opt(void *ctx, int id, const char *v, struct rl_err *e)
             return RL_EINVAL;
         if (*out <= 0)
             return rl_errf(e, RL_EINVAL, "%s: '%s' must be larger than 0", flag, v);
+        size_t l = strlen(v);
+        if (id == M_GPU_MEM && l >= 2 && (v[l - 1] == 'B' || v[l - 1] == 'b') && strchr("kKmMgGtT", v[l - 2]))
+            fprintf(stderr, "ratiolab: warning: --gpu-mem %s is %.2f GiB (decimal units, 10^%d B); a GPU sold as "
+                    "\"%.*s\" has that many GiB: write %.*siB if you mean the card\n", v, (double)*out / RL_GIB,
+                    strchr("kK", v[l - 2]) ? 3 : strchr("mM", v[l - 2]) ? 6 : strchr("gG", v[l - 2]) ? 9 : 12,
+                    (int)l, v, (int)(l - 1), v);
         return 0;
     }
     case M_ATTENTION: return plan_attention_parse("--attention", v, &s->train.attention, e);
@@ -101,8 +107,18 @@ int cli_sim_load_hw(struct cli_sim *s, const struct plan_setup *c, struct sim_hw
     int rc = sim_hw_load(hw, c->catalog, s->hw, e);
     if (rc)
         return rc;
+    if (s->gpu_mem_bytes > 0 && s->gpu_mem_bytes != hw->gpu_mem_bytes) {
+        /* Say what is modelled: the profile's GPU with another memory size. */
+        char model[sizeof hw->gpu_model];
+        snprintf(model, sizeof model, "%.60s with %.2f GiB", hw->gpu_model, (double)s->gpu_mem_bytes / RL_GIB);
+        snprintf(hw->gpu_model, sizeof hw->gpu_model, "%s", model);
+    }
     if (s->gpu_mem_bytes > 0)
         hw->gpu_mem_bytes = s->gpu_mem_bytes;
+    if (c->zero.dtype == PLAN_BF16 && !hw->bf16_tensor_cores)
+        fprintf(stderr, "ratiolab: warning: dtype bf16 on %s, which has no bf16 tensor cores (profile %s: "
+                "gpu.bf16_tensor_cores 0): PyTorch runs bf16 GEMMs there far below the profile's tensor_tflops, so "
+                "the step time is optimistic; fp16 (--dtype fp16) is what this GPU runs fast\n", hw->gpu_model, hw->name);
     if (s->host_mem_bytes > 0)
         hw->host_mem_bytes = s->host_mem_bytes;
     if (s->pcie_gen)

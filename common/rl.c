@@ -109,6 +109,53 @@ int rl_err_first(int *first, struct rl_err *e, int code, const char *fmt, ...)
 
 bool rl_streq(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
 
+/* Optimal-string-alignment distance, case-insensitive; words longer than 63 characters are
+ * compared on their first 63. */
+static int edit_distance(const char *a, const char *b)
+{
+    enum { M = 64 };
+    int la = (int)strnlen(a, M - 1), lb = (int)strnlen(b, M - 1);
+    static _Thread_local int d[M][M];
+    for (int i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (int j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (int i = 1; i <= la; i++)
+        for (int j = 1; j <= lb; j++) {
+            int cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
+            int v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v)
+                v = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < v)
+                v = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 && tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 2]) &&
+                tolower((unsigned char)a[i - 2]) == tolower((unsigned char)b[j - 1]) && d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[la][lb];
+}
+
+const char *rl_nearest(const char *word, const char *const *cands, int n)
+{
+    if (!word)
+        return NULL;
+    int len = (int)strlen(word), limit = len / 3 > 2 ? len / 3 : 2, best = limit + 1;
+    const char *pick = NULL;
+    for (int i = 0; i < n; i++) {
+        if (!cands[i])
+            continue;
+        if (strcmp(cands[i], word) == 0)
+            return NULL;
+        int dist = edit_distance(word, cands[i]);
+        if (dist < best) {
+            best = dist;
+            pick = cands[i];
+        }
+    }
+    return pick;
+}
+
 int rl_parse_i64(const char *field, const char *s, int64_t min, int64_t max, int64_t *out,
                  struct rl_err *e)
 {

@@ -79,6 +79,10 @@ int rl_parse_bytes_min(const char *field, const char *s, int64_t min, int64_t *o
 int rl_parse_ratio_list(const char *field, const char *s, double min, double max, double **out,
                         size_t *n, struct rl_err *e);
 bool rl_streq(const char *a, const char *b);
+/* "Did you mean": the candidate closest to word by edit distance (case-insensitive; insertions,
+ * deletions, substitutions and swaps of neighbours), when it is within max(2, |word| / 3) edits;
+ * NULL otherwise or when word is one of them. O(n x |word| x |candidate|). */
+const char *rl_nearest(const char *word, const char *const *cands, int n);
 
 /* ---- versions ------------------------------------------------------------------------------ */
 struct rl_version {

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>   /* strcasecmp */
 #include <sys/stat.h>
 
 #include "plan/model_impl.h"
@@ -67,11 +68,16 @@ static int unknown_preset(const char *catalog_dir, const char *name, struct rl_e
         int w = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", names[i]);
         if (w > 0 && (size_t)w < sizeof list - used)
             used += (size_t)w;
-        free(names[i]);
     }
+    const char *near = rl_nearest(name, (const char *const *)names, n);
+    char hint[96] = "";
+    if (near)
+        snprintf(hint, sizeof hint, "; did you mean '%s'?", near);
+    for (int i = 0; i < n; i++)
+        free(names[i]);
     free(names);
-    return rl_errf(e, RL_ENOENT, "model: '%s' is not a preset; available: %s (or a path to a "
-                   "config.json)", name, n ? list : "none");
+    return rl_errf(e, RL_ENOENT, "model: '%s' is not a preset%s; available: %s (or a path to a "
+                   "config.json or a model folder)", name, hint, n ? list : "none");
 }
 
 int plan_model_load(struct plan_model *m, const char *catalog_dir, const char *name_or_path,
@@ -94,7 +100,7 @@ int plan_model_load(struct plan_model *m, const char *catalog_dir, const char *n
 
     size_t len = strlen(name_or_path);
     bool is_path = strchr(name_or_path, '/') || (len > 5 && strcmp(name_or_path + len - 5, ".json") == 0);
-    char path[4096];
+    char path[4096], canon[256];
     const char *base;
     struct stat st;
     if (!is_path && stat(name_or_path, &st) == 0 && S_ISDIR(st.st_mode))
@@ -116,6 +122,23 @@ int plan_model_load(struct plan_model *m, const char *catalog_dir, const char *n
     }
     char *text = NULL;
     int rc = rl_read_file(path, &text, NULL, e);
+    char **names = NULL;
+    int n_names = 0;
+    struct rl_err le = {0};
+    if (rc == RL_ENOENT && !is_path && plan_model_list(catalog_dir, &names, &n_names, &le) == 0) {
+        /* Preset names are matched without regard to case (Llama3.1-8B is llama3.1-8b). */
+        for (int i = 0; i < n_names; i++)
+            if (strcasecmp(names[i], name_or_path) == 0) {
+                snprintf(path, sizeof path, "%s/models/%s.json", catalog_dir ? catalog_dir : ".", names[i]);
+                snprintf(canon, sizeof canon, "%s", names[i]);
+                base = canon;
+                rc = rl_read_file(path, &text, NULL, e);
+                break;
+            }
+        for (int i = 0; i < n_names; i++)
+            free(names[i]);
+        free(names);
+    }
     if (rc) {
         if (rc == RL_ENOENT && !is_path)
             return unknown_preset(catalog_dir, name_or_path, e);

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>   /* strcasecmp */
 
 #include "sim/hw.h"
 
@@ -31,6 +32,8 @@ static const struct hw_field fields[] = {
     A("node.pcie_switches[].uplink_gbps", 'd', 0.1, 1e5),
     {"node.pcie_switches[].gpus", 'i', (size_t)-1, 0, SIM_HW_MAX_GPUS - 1, true},
     {"gpu.model", 's', offsetof(struct sim_hw, gpu_model), 0, 0, false},
+    {"node.cpu_model", 's', offsetof(struct sim_hw, cpu_model), 0, 0, false},
+    F("gpu.bf16_tensor_cores", 'i', bf16_tensor_cores, 0, 1),
     F("gpu.memory_bytes", 'b', gpu_mem_bytes, 1e9, 1e13),
     F("gpu.hbm_gbps", 'd', hbm_gbps, 1, 1e5),
     F("gpu.hbm_efficiency", 'd', hbm_efficiency, 0.01, 1),
@@ -180,6 +183,12 @@ static bool optional_default(struct sim_hw *hw, const char *path)
         hw->nccl_comm_bytes = INT64_C(2) * 16 * (INT64_C(4) << 20);
         return true;
     }
+    if (strcmp(path, "node.cpu_model") == 0)
+        return true;   /* "": unknown (memset by sim_hw_parse) */
+    if (strcmp(path, "gpu.bf16_tensor_cores") == 0) {
+        hw->bf16_tensor_cores = 1;
+        return true;
+    }
     if (strcmp(path, "gpu.emulated") == 0 || strcmp(path, "gpu.emulated_cores") == 0 ||
         strcmp(path, "gpu.emulated_grad_elements_per_s") == 0)
         return true;   /* 0: a real GPU (memset by sim_hw_parse) */
@@ -315,6 +324,9 @@ int sim_hw_load(struct sim_hw *hw, const char *catalog_dir, const char *name_or_
 {
     char path[4096];
     size_t n = strlen(name_or_path);
+    if (strchr(name_or_path, ','))
+        return rl_errf(e, RL_EINVAL, "hw: '%s' names several profiles; this command takes one (tune compares "
+                       "several side by side)", name_or_path);
     bool is_path = strchr(name_or_path, '/') || (n > 5 && strcmp(name_or_path + n - 5, ".json") == 0);
     if (is_path)
         snprintf(path, sizeof path, "%s", name_or_path);
@@ -328,17 +340,24 @@ int sim_hw_load(struct sim_hw *hw, const char *catalog_dir, const char *name_or_
             return rl_errf(e, RL_EINVAL, "hw: %s: cannot read it (%s)", path, fe.msg);
         char **names;
         int k;
-        char list[512] = "";
+        char list[512] = "", hint[96] = "", canon[128] = "";
         if (sim_hw_list(catalog_dir, &names, &k, NULL) == 0) {
+            const char *near = rl_nearest(name_or_path, (const char *const *)names, k);
+            if (near)
+                snprintf(hint, sizeof hint, "; did you mean '%s'?", near);
             for (int i = 0; i < k; i++) {
                 size_t l = strlen(list);
                 snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", names[i]);
+                if (strcasecmp(names[i], name_or_path) == 0)   /* names match without regard to case */
+                    snprintf(canon, sizeof canon, "%s", names[i]);
                 free(names[i]);
             }
             free(names);
         }
-        return rl_errf(e, RL_EINVAL, "hw: %s: no such profile in %s/hardware (allowed: %s, or a "
-                       "path to a profile file)", name_or_path, catalog_dir ? catalog_dir : ".", list);
+        if (canon[0])
+            return sim_hw_load(hw, catalog_dir, canon, e);
+        return rl_errf(e, RL_EINVAL, "hw: %s: no such profile in %s/hardware%s (allowed: %s, or a "
+                       "path to a profile file)", name_or_path, catalog_dir ? catalog_dir : ".", hint, list);
     }
     int rc = sim_hw_parse(hw, text, path, e);
     free(text);

@@ -27,7 +27,10 @@ struct sim_hw_switch {
 
 struct sim_hw {
     char name[64];                 /* profile name ("dgx1-v100") */
-    char gpu_model[64];            /* "V100-SXM2-16GB" */
+    char gpu_model[96];            /* "V100-SXM2-16GB" (with --gpu-mem: what is modelled, e.g.
+                                      "V100-SXM2-16GB with 32.00 GiB") */
+    char cpu_model[96];            /* host CPUs, e.g. "2 x Xeon Gold 6126" (optional key; "" unknown) */
+    int bf16_tensor_cores;         /* 1: the GPU has bf16 tensor cores (optional key, default 1) */
     /* node */
     int gpus;                      /* GPUs per node */
     int64_t host_mem_bytes;        /* host DRAM per node */

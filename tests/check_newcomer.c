@@ -239,6 +239,121 @@ START_TEST(demo_runs_no_executor)
 }
 END_TEST
 
+/* Units and what is modelled: a GPU size in decimal units warns; --gpu-mem shows in the GPU's name;
+ * bf16 on a profile without bf16 tensor cores warns; an "auto" dtype says what it was planned as;
+ * the catalog stores what the DIMMs hold and names the CPUs. */
+START_TEST(units_and_what_is_modelled)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "predict --gpu-mem 80GB");
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_msg(strstr(r.err, "--gpu-mem 80GB is 74.51 GiB") != NULL && strstr(r.err, "80GiB") != NULL, "%s", r.err);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "predict --gpu-mem 80GiB");
+    ck_assert_msg(r.status == 0 && strstr(r.err, "warning") == NULL, "%s", r.err);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "tune --hw dgx1-v100 --gpu-mem 32GiB --ratios 0:1:0.5 --micro-batches 1");
+    ck_assert_msg(strstr(r.out, "x V100-SXM2-16GB with 32.00 GiB per node") != NULL, "%s", r.out);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "predict --dtype bf16");
+    ck_assert_msg(strstr(r.err, "no bf16 tensor cores") != NULL, "%s", r.err);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "predict --dtype bf16 --hw dgx-a100-40g");
+    ck_assert_msg(strstr(r.err, "bf16") == NULL, "%s", r.err);
+    tu_run_free(&r);
+    tu_write("auto.json", "{\"zero_optimization\": {\"stage\": 3}, \"bf16\": {\"enabled\": \"auto\"}}");
+    static const char *const cmds[] = {"plan", "predict", "sweep --ratios 0:1:0.5", "tune --ratios 0:1:0.5 --micro-batches 1"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        tu_ratiolab(&r, "%s --ds-config auto.json", cmds[i]);
+        ck_assert_msg(strstr(r.err, "\"auto\": planned as fp32") != NULL && strstr(r.err, "--dtype") != NULL,
+                      "%s: %s", cmds[i], r.err);
+        tu_run_free(&r);
+    }
+    json_t *c = tu_ratiolab_json("catalog --json");
+    json_t *hw = json_object_get(c, "hardware");
+    bool seen = false;
+    for (size_t i = 0; i < json_array_size(hw); i++) {
+        json_t *h = json_array_get(hw, i);
+        ck_assert_msg(json_string_length(json_object_get(h, "cpu_model")) > 0, "%s: no CPU model",
+                      json_string_value(json_object_get(h, "name")));
+        if (strcmp(json_string_value(json_object_get(h, "name")), "dgx-a100-40g") == 0) {
+            ck_assert_int_eq(jint(h, "host_mem_bytes"), INT64_C(1) << 40);   /* 16 x 64 GiB DIMMs */
+            seen = true;
+        }
+    }
+    ck_assert(seen);
+    json_decref(c);
+}
+END_TEST
+
+/* Small things a newcomer trips over: misspelt names get a suggestion, preset and profile names
+ * match without regard to case, sweep --csv - writes to standard output, --hw a,b on a command
+ * that takes one profile says so. */
+START_TEST(misspellings_and_small_things)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "plan --model lama3.1-8b");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "did you mean 'llama3.1-8b'?") != NULL, "%s", r.err);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "plna");
+    ck_assert_msg(r.status == 2 && strstr(r.err, "did you mean 'plan'?") != NULL, "%s", r.err);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "plan --ratoi 0.3");
+    ck_assert_msg(r.status == 2 && strstr(r.err, "did you mean --ratio?") != NULL, "%s", r.err);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "predict --hw dgx-h10");
+    ck_assert_msg(r.status == 2 && strstr(r.err, "did you mean 'dgx-h100'?") != NULL, "%s", r.err);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "plan --model Llama3.1-8B --gpus 4");
+    ck_assert_msg(r.status == 0 && strstr(r.out, "model      llama3.1-8b (hf-llama)") != NULL, "%s%s", r.out, r.err);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "predict --hw DGX-H100");
+    ck_assert_msg(r.status == 0 && strstr(r.out, "dgx-h100") != NULL, "%s%s", r.out, r.err);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "sweep --ratios 0:1:0.5 --csv -");
+    ck_assert_msg(r.status == 0 && strncmp(r.out, "# ratiolab ", 11) == 0 && strstr(r.out, "\nrequested_ratio,") != NULL,
+                  "%s%s", r.out, r.err);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "sweep --ratios 0:1:0.5 --csv s.csv");
+    ck_assert_msg(r.status == 0 && r.out[0] == 0, "%s%s", r.out, r.err);
+    tu_run_free(&r);
+    char *csv = tu_slurp("s.csv");
+    ck_assert(strstr(csv, "\nrequested_ratio,") != NULL);
+    free(csv);
+    tu_ratiolab(&r, "predict --hw dgx-a100-40g,dgx-h100");
+    ck_assert_msg(r.status == 2 && strstr(r.err, "names several profiles; this command takes one") != NULL, "%s", r.err);
+    tu_run_free(&r);
+}
+END_TEST
+
+/* The scheduler hazard follows DeepSpeed's stage3.py: the backup (GPU) optimizer, which copies
+ * param group 0's lr once, exists whenever optimizer offload is on and ratio != 1.0
+ * (`if self.offload_optimizer and self.partial_offload != 1.0`), so at ratio 0 every sub-group of
+ * group 0 keeps the initial lr: it fires there; without optimizer offload there is no backup
+ * optimizer and it does not. */
+START_TEST(scheduler_hazard_follows_the_backup_optimizer)
+{
+    static const struct { const char *off; bool fires; } cases[] = {
+        {"\"offload_optimizer\": {\"device\": \"cpu\", \"ratio\": 0.0}", true},
+        {"\"offload_optimizer\": {\"device\": \"cpu\", \"ratio\": 0.3}", true},
+        {"\"offload_optimizer\": {\"device\": \"cpu\", \"ratio\": 1.0}", false},
+        {"\"offload_optimizer\": {\"device\": \"none\"}", false},
+        {"\"stage3_param_persistence_threshold\": 0", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char cfg[512];
+        snprintf(cfg, sizeof cfg, "{\"zero_optimization\": {\"stage\": 3, %s}, \"optimizer\": {\"type\": \"AdamW\", "
+                 "\"params\": {\"lr\": 1e-4}}, \"scheduler\": {\"type\": \"WarmupLR\", \"params\": {}}}", cases[i].off);
+        tu_write("s.json", cfg);
+        struct tu_run r;
+        tu_ratiolab(&r, "check --ds-config s.json --model gpt2");
+        ck_assert_msg((strstr(r.out, "scheduler") != NULL) == cases[i].fires, "%s: %s", cases[i].off, r.out);
+        tu_run_free(&r);
+    }
+}
+END_TEST
+
 Suite *newcomer_suite(void)
 {
     Suite *s = suite_create("newcomer");
@@ -251,6 +366,9 @@ Suite *newcomer_suite(void)
     tcase_add_test(t, nothing_fits_says_what_binds);
     tcase_add_test(t, several_versions_one_sub_group_size);
     tcase_add_test(t, demo_runs_no_executor);
+    tcase_add_test(t, units_and_what_is_modelled);
+    tcase_add_test(t, misspellings_and_small_things);
+    tcase_add_test(t, scheduler_hazard_follows_the_backup_optimizer);
     suite_add_tcase(s, t);
     return s;
 }
