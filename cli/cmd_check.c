@@ -80,6 +80,23 @@ static bool reals_short(const json_t *j)
 static int write_fix(const char *src, const char *text, const char *dst, const struct verdict *v,
                      struct rl_err *e)
 {
+    /* The fix as edits of the text: the rest of the file byte for byte, so its diff is the fix. */
+    char *fixed = NULL;
+    struct rl_err fe = {0};
+    if (plan_fix_text(text, &v->hz, v->j.fix_sgs, v->j.fix_ratio, &fixed, &fe) == 0) {
+        struct rl_outfile o;
+        int rc = rl_outfile_open(&o, dst, e);
+        if (rc) {
+            free(fixed);
+            return rl_err_prefix(e, "--fix-to");
+        }
+        fputs(fixed, o.fp);
+        free(fixed);
+        if ((rc = rl_outfile_commit(&o, e)))
+            rl_err_prefix(e, "--fix-to");
+        return rc;
+    }
+    /* Else (a text the edits cannot place) the parsed config, fixed and written out whole. */
     json_error_t je;
     json_t *root = json_loads(text, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
     if (!root)

@@ -1,8 +1,10 @@
 /* plan/ds_fix.c — a DeepSpeed config's hazards judged, and the fixes written into its JSON
  * (ds_fix.h). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "plan/ds_fix.h"
+#include "plan/json_edit.h"
 
 bool plan_hazard_fails(const struct plan_hazard *h, bool strict) { return strict || h->kind != PLAN_HAZARD_SUSPECT; }
 
@@ -86,4 +88,73 @@ void plan_zero_fix_json(json_t *root, int64_t sub_group_size, double ratio)
         }
         json_object_set_new(off, "ratio", json_real(ratio));
     }
+}
+
+/* The shortest of %.15g and %.17g that reads back as v. */
+static void real_text(char *buf, size_t n, double v)
+{
+    snprintf(buf, n, "%.15g", v);
+    if (strtod(buf, NULL) != v)
+        snprintf(buf, n, "%.17g", v);
+    if (!strpbrk(buf, ".eEn"))   /* keep it a real, as json_real writes it */
+        snprintf(buf + strlen(buf), n - strlen(buf), ".0");
+}
+
+int plan_fix_text(const char *text, const struct plan_hazard_set *hz, int64_t sub_group_size, double ratio,
+                  char **out, struct rl_err *e)
+{
+    *out = NULL;
+    json_error_t je;
+    json_t *want = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+    if (!json_is_object(want)) {
+        json_decref(want);
+        return rl_errf(e, RL_EINVAL, "ds_config: cannot be rewritten: line %d: %s", je.line, je.text);
+    }
+    const bool has_off = json_is_object(json_object_get(json_object_get(want, "zero_optimization"), "offload_optimizer"));
+    const bool has_params = json_is_object(json_object_get(json_object_get(want, "optimizer"), "params"));
+    const bool has_zo = json_is_object(json_object_get(want, "zero_optimization"));
+    plan_hazards_fix_json(want, hz);
+    plan_zero_fix_json(want, sub_group_size, ratio);
+    char *t = strdup(text);
+    if (!t) {
+        json_decref(want);
+        return rl_errf(e, RL_ENOMEM, "ds_config: out of memory");
+    }
+    int rc = 0;
+    for (int i = 0; i < hz->n && !rc; i++) {
+        const char *id = hz->h[i]->id;
+        if (!strcmp(id, "nvme-ratio") && has_off)
+            rc = plan_json_text_set(&t, (const char *[]){"zero_optimization", "offload_optimizer", "device"}, 3,
+                                    "\"cpu\"", e);
+        else if (!strncmp(id, "stage-", 6) && has_zo)
+            rc = plan_json_text_set(&t, (const char *[]){"zero_optimization", "stage"}, 2, "3", e);
+        else if (!strcmp(id, "torch-adam") && has_params)
+            rc = plan_json_text_del(&t, (const char *[]){"optimizer", "params", "torch_adam"}, 3, e);
+    }
+    char num[64], blk[160];
+    if (!rc && sub_group_size > 0) {
+        snprintf(num, sizeof num, "%lld", (long long)sub_group_size);
+        rc = plan_json_text_set(&t, (const char *[]){"zero_optimization", "sub_group_size"}, 2, num, e);
+    }
+    if (!rc && ratio >= 0) {
+        real_text(num, sizeof num, ratio);
+        if (has_off) {
+            rc = plan_json_text_set(&t, (const char *[]){"zero_optimization", "offload_optimizer", "ratio"}, 3, num, e);
+        } else {
+            snprintf(blk, sizeof blk, "{\"device\": \"cpu\", \"ratio\": %s}", num);
+            rc = plan_json_text_set(&t, (const char *[]){"zero_optimization", "offload_optimizer"}, 2, blk, e);
+        }
+    }
+    /* The edits must give exactly the document the parsed fix gives. */
+    json_t *got = rc ? NULL : json_loads(t, JSON_REJECT_DUPLICATES, &je);
+    if (!rc && !json_equal(got, want))
+        rc = rl_errf(e, RL_EINTERNAL, "ds_config: the text edits do not give the fixed config");
+    json_decref(got);
+    json_decref(want);
+    if (rc) {
+        free(t);
+        return rc;
+    }
+    *out = t;
+    return 0;
 }

@@ -34,5 +34,11 @@ int plan_hazards_fix_json(json_t *root, const struct plan_hazard_set *hz);
 /* Writes zero_optimization.sub_group_size (when > 0) and offload_optimizer.ratio (when >= 0, with
  * device "cpu" when the config has no offload_optimizer block) into a parsed config. */
 void plan_zero_fix_json(json_t *root, int64_t sub_group_size, double ratio);
+/* The same repairs and fixes as edits of the config's text (plan/json_edit.h): every other byte
+ * kept, so `git diff` shows the fix alone. *out (malloc'd) is the fixed text, checked to parse
+ * to exactly what plan_hazards_fix_json and plan_zero_fix_json make of the config; RL_EINVAL when
+ * the text is not a JSON object. */
+int plan_fix_text(const char *text, const struct plan_hazard_set *hz, int64_t sub_group_size, double ratio,
+                  char **out, struct rl_err *e);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan/json_edit.h"
 #include "tests/util.h"
 
 static int64_t jint(json_t *o, const char *k) { return json_integer_value(json_object_get(o, k)); }
@@ -354,6 +355,65 @@ START_TEST(scheduler_hazard_follows_the_backup_optimizer)
 }
 END_TEST
 
+/* check --fix-to changes only what it must: the rest of the file keeps its bytes (one-line
+ * objects, 1e9 spelt as typed, no trailing newline), so the diff is the fix. */
+START_TEST(fix_to_changes_only_the_fixed_lines)
+{
+    const char *cfg = "{\n  \"train_micro_batch_size_per_gpu\": 1,\n  \"bf16\": {\"enabled\": true},\n"
+                      "  \"zero_optimization\": {\n    \"stage\": 3,\n    \"sub_group_size\": 1e9,\n"
+                      "    \"offload_optimizer\": {\"device\": \"cpu\", \"pin_memory\": true, \"ratio\": 0.3}\n  },\n"
+                      "  \"optimizer\": {\"type\": \"AdamW\", \"params\": {\"lr\": 1e-4, \"torch_adam\": true}}\n}";
+    tu_write("ds.json", cfg);
+    struct tu_run r;
+    tu_ratiolab(&r, "check --ds-config ds.json --model llama3.1-8b --dp 4 --fix-to fixed.json");
+    ck_assert_msg(r.status == 1, "exit %d: %s%s", r.status, r.out, r.err);
+    tu_run_free(&r);
+    char *got = tu_slurp("fixed.json");
+    const char *want = "{\n  \"train_micro_batch_size_per_gpu\": 1,\n  \"bf16\": {\"enabled\": true},\n"
+                       "  \"zero_optimization\": {\n    \"stage\": 3,\n    \"sub_group_size\": 600000000,\n"
+                       "    \"offload_optimizer\": {\"device\": \"cpu\", \"pin_memory\": true, \"ratio\": 0.3}\n  },\n"
+                       "  \"optimizer\": {\"type\": \"AdamW\", \"params\": {\"lr\": 1e-4}}\n}";
+    ck_assert_str_eq(got, want);
+    free(got);
+    tu_ratiolab(&r, "check --ds-config fixed.json --model llama3.1-8b --dp 4");
+    ck_assert_msg(r.status == 0, "the fixed config: exit %d: %s", r.status, r.out);
+    tu_run_free(&r);
+}
+END_TEST
+
+/* The text edits themselves: replace, append with the neighbour's indentation, create the missing
+ * objects on the path, remove the first, a middle and the only member; refuse a non-object. */
+START_TEST(json_text_edits)
+{
+    struct rl_err e = {0};
+    static const struct { const char *in; const char *path[3]; int n; const char *val; const char *out; } c[] = {
+        {"{\"a\": {\"b\": 1}}", {"a", "b"}, 2, "2", "{\"a\": {\"b\": 2}}"},
+        {"{\n  \"a\": {\n    \"x\": [1, {\"b\": 0}]\n  }\n}", {"a", "b"}, 2, "7",
+         "{\n  \"a\": {\n    \"x\": [1, {\"b\": 0}],\n    \"b\": 7\n  }\n}"},
+        {"{\"z\": \"a\\\"b\", \"a\": {}}", {"a", "b", "c"}, 3, "true", "{\"z\": \"a\\\"b\", \"a\": {\"b\": {\"c\": true}}}"},
+        {"{}", {"a"}, 1, "1", "{\"a\": 1}"},
+        {"{\"a\": 1, \"b\": 2, \"c\": 3}", {"a"}, 1, NULL, "{\"b\": 2, \"c\": 3}"},
+        {"{\"a\": 1, \"b\": 2, \"c\": 3}", {"b"}, 1, NULL, "{\"a\": 1, \"c\": 3}"},
+        {"{\"p\": {\"b\": 2}}", {"p", "b"}, 2, NULL, "{\"p\": {}}"},
+        {"{\"p\": {\"b\": 2}}", {"p", "q"}, 2, NULL, "{\"p\": {\"b\": 2}}"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char *t = strdup(c[i].in);
+        int rc = c[i].val ? plan_json_text_set(&t, c[i].path, c[i].n, c[i].val, &e)
+                          : plan_json_text_del(&t, c[i].path, c[i].n, &e);
+        ck_assert_msg(rc == 0, "case %zu: %s", i, e.msg);
+        ck_assert_str_eq(t, c[i].out);
+        free(t);
+    }
+    char *t = strdup("{\"a\": 3}");
+    ck_assert_int_eq(plan_json_text_set(&t, (const char *[]){"a", "b"}, 2, "1", &e), RL_EINVAL);
+    free(t);
+    t = strdup("{\"a\": }");
+    ck_assert_int_eq(plan_json_text_set(&t, (const char *[]){"a"}, 1, "1", &e), RL_EINVAL);
+    free(t);
+}
+END_TEST
+
 Suite *newcomer_suite(void)
 {
     Suite *s = suite_create("newcomer");
@@ -369,6 +429,8 @@ Suite *newcomer_suite(void)
     tcase_add_test(t, units_and_what_is_modelled);
     tcase_add_test(t, misspellings_and_small_things);
     tcase_add_test(t, scheduler_hazard_follows_the_backup_optimizer);
+    tcase_add_test(t, fix_to_changes_only_the_fixed_lines);
+    tcase_add_test(t, json_text_edits);
     suite_add_tcase(s, t);
     return s;
 }
