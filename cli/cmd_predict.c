@@ -93,6 +93,11 @@ static void print_human(FILE *f, const struct plan_setup *c, const struct plan *
     fprintf(f, "host memory: %s GiB per rank, %s GiB per node of %s  %s\n", cli_gib(g[0], sizeof g[0], r->host_rank_bytes),
            cli_gib(g[1], sizeof g[1], r->host_node_bytes), cli_gib(g[2], sizeof g[2], r->host_capacity_bytes),
            r->fits_host ? "fits" : "DOES NOT FIT");
+    char h[3][32];
+    fprintf(f, "  with the processes and the OS: %s GiB per node = tensors %s + processes %s (the profile's per-rank "
+            "baseline x ranks) + OS reserve %s\n", cli_gib(h[0], sizeof h[0], r->host_total_node_bytes),
+            cli_gib(g[1], sizeof g[1], r->host_node_bytes), cli_gib(h[1], sizeof h[1], r->host_baseline_node_bytes),
+            cli_gib(h[2], sizeof h[2], r->host_os_reserve_bytes));
 }
 
 static int run(int argc, char **argv)

@@ -103,6 +103,7 @@ static json_t *choice_json(const struct sim_tune_choice *k)
     json_object_set_new(o, "tokens_per_s_per_node", json_real(k->tokens_per_s_node));
     json_object_set_new(o, "free_gpu_bytes", json_integer(k->free_gpu_bytes));
     json_object_set_new(o, "host_node_bytes", json_integer(k->r.host_node_bytes));
+    json_object_set_new(o, "host_total_node_bytes", json_integer(k->r.host_total_node_bytes));
     json_object_set_new(o, "prediction", sim_step_result_json(&k->r));
     return o;
 }
@@ -251,8 +252,12 @@ static void print_one(const struct plan_setup *c, const struct tune_run *t, cons
            k->tokens_per_s_node, c->layout.gpus_per_node, (double)k->r.step_ns * 1e-9);
     printf("GPU        %s GiB per rank of %s GiB (%s GiB free)\n", cli_gib(g[0], sizeof g[0], k->r.gpu_total_bytes),
            cli_gib(g[1], sizeof g[1], k->r.gpu_capacity_bytes), cli_gib(g[2], sizeof g[2], k->free_gpu_bytes));
-    printf("host RAM   %s GiB per node for the offloaded optimizer (%s GiB per rank): the node needs at least this\n",
+    printf("host RAM   %s GiB per node for the offloaded optimizer (%s GiB per rank)\n",
            cli_gib(g[3], sizeof g[3], k->r.host_node_bytes), cli_gib(g[4], sizeof g[4], k->r.host_rank_bytes));
+    printf("host total %s GiB per node with the processes (%s GiB: %d ranks x the profile's baseline) and the OS "
+           "reserve (%s GiB): the node needs at least this\n", cli_gib(g[5], sizeof g[5], k->r.host_total_node_bytes),
+           cli_gib(g[1], sizeof g[1], k->r.host_baseline_node_bytes), c->layout.gpus_per_node,
+           cli_gib(g[2], sizeof g[2], k->r.host_os_reserve_bytes));
     const struct sim_tune_best *b = &t->res.ans;
     if (!k->offload && b->offload_found) {
         const struct sim_tune_choice *o = &b->best_offload;

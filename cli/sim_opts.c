@@ -3,7 +3,7 @@
 
 #include "cli/sim_opts.h"
 
-enum { M_HW = 2000, M_SCHEDULE, M_CKPT, M_GA, M_NUMA, M_RESERVE, M_CPU_OPT, M_GPU_IDS, M_GPU_MEM, M_HOST_MEM, M_PCIE_GEN, M_ATTENTION };
+enum { M_HW = 2000, M_SCHEDULE, M_CKPT, M_GA, M_NUMA, M_RESERVE, M_CPU_OPT, M_GPU_IDS, M_GPU_MEM, M_HOST_MEM, M_PCIE_GEN, M_ATTENTION, M_HOST_BASELINE };
 
 const struct cli_opt cli_sim_opts[] = {
     {"hw", "NAME|FILE", "hardware profile (ratiolab catalog) or a profile file (default dgx1-v100)", M_HW},
@@ -16,6 +16,7 @@ const struct cli_opt cli_sim_opts[] = {
     {"gpu-ids", "LIST", "the node's GPUs the ranks use, e.g. 0,2,4,6 or 4-7 (default: the first ones, as a launcher)", M_GPU_IDS},
     {"gpu-mem", "BYTES", "GPU memory per GPU, overrides the profile's (e.g. 16GiB)", M_GPU_MEM},
     {"host-mem", "BYTES", "host memory per node, overrides the profile's (e.g. 512GiB)", M_HOST_MEM},
+    {"host-baseline", "BYTES", "host memory of one rank's process before its model states, overrides the profile's (e.g. a ratiolab monitor peak; default 4GiB)", M_HOST_BASELINE},
     {"pcie-gen", "N", "PCIe generation 3, 4 or 5 of the host-GPU links and switch uplinks, overrides the profile's", M_PCIE_GEN},
     {"attention", "flash|materialized", "attention's activations: flash (fused kernels, no s x s matrix) or materialized (default: the framework's, printed)", M_ATTENTION},
     {NULL, NULL, NULL, 0},
@@ -70,6 +71,9 @@ int cli_sim_opt(void *ctx, int id, const char *v, struct rl_err *e)
                     (int)l, v, (int)(l - 1), v);
         return 0;
     }
+    case M_HOST_BASELINE:
+        s->host_baseline_set = true;
+        return rl_parse_bytes("--host-baseline", v, &s->host_baseline_bytes, e);
     case M_ATTENTION: return plan_attention_parse("--attention", v, &s->train.attention, e);
     case M_PCIE_GEN: {
         int64_t g;
@@ -121,6 +125,8 @@ int cli_sim_load_hw(struct cli_sim *s, const struct plan_setup *c, struct sim_hw
                 "the step time is optimistic; fp16 (--dtype fp16) is what this GPU runs fast\n", hw->gpu_model, hw->name);
     if (s->host_mem_bytes > 0)
         hw->host_mem_bytes = s->host_mem_bytes;
+    if (s->host_baseline_set)
+        hw->host_baseline_bytes = s->host_baseline_bytes;
     if (s->pcie_gen)
         apply_pcie_gen(hw, s->pcie_gen);
     return 0;

@@ -15,6 +15,8 @@ struct cli_sim {
                                     --cpu-optimizer, --gpu-ids, --attention */
     int64_t gpu_mem_bytes;       /* --gpu-mem: overrides the profile's GPU memory, 0: keep */
     int64_t host_mem_bytes;      /* --host-mem: overrides the profile's host memory per node, 0: keep */
+    int64_t host_baseline_bytes; /* --host-baseline: one rank's process before its model states */
+    bool host_baseline_set;      /* --host-baseline was given */
     int pcie_gen;                /* --pcie-gen 3|4|5: host<->GPU link and switch uplinks, 0: keep */
 };
 void cli_sim_init(struct cli_sim *s);

@@ -26,6 +26,8 @@ static const struct hw_field fields[] = {
     F("node.gpus", 'i', gpus, 1, SIM_HW_MAX_GPUS),
     F("node.host_memory_bytes", 'b', host_mem_bytes, 1e9, 1e15),
     F("node.inter_socket_gbps", 'd', inter_socket_gbps, 0.1, 1e5),
+    F("node.host_baseline_bytes_per_rank", 'b', host_baseline_bytes, 0, 1e13),
+    F("node.os_reserve_bytes", 'b', os_reserve_bytes, 0, 1e14),
     A("node.sockets[].cores", 'i', 1, 1024),
     A("node.sockets[].dram_gbps", 'd', 1, 1e5),
     A("node.pcie_switches[].socket", 'i', 0, SIM_HW_MAX_SOCKETS - 1),
@@ -181,6 +183,14 @@ static bool optional_default(struct sim_hw *hw, const char *path)
 {
     if (strcmp(path, "gpu.nccl_bytes_per_communicator") == 0) {
         hw->nccl_comm_bytes = INT64_C(2) * 16 * (INT64_C(4) << 20);
+        return true;
+    }
+    if (strcmp(path, "node.host_baseline_bytes_per_rank") == 0) {
+        hw->host_baseline_bytes = SIM_HW_HOST_BASELINE;
+        return true;
+    }
+    if (strcmp(path, "node.os_reserve_bytes") == 0) {
+        hw->os_reserve_bytes = SIM_HW_OS_RESERVE;
         return true;
     }
     if (strcmp(path, "node.cpu_model") == 0)

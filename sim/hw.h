@@ -25,6 +25,11 @@ struct sim_hw_switch {
     int gpus[SIM_HW_MAX_GPUS];     /* their indices in the node */
 };
 
+/* Defaults of the host-memory terms a profile may leave out (sim/README.md "Host memory"):
+ * 4 GiB per rank for a training process before its model states, 8 GiB for the OS. */
+#define SIM_HW_HOST_BASELINE (INT64_C(4) << 30)
+#define SIM_HW_OS_RESERVE (INT64_C(8) << 30)
+
 struct sim_hw {
     char name[64];                 /* profile name ("dgx1-v100") */
     char gpu_model[96];            /* "V100-SXM2-16GB" (with --gpu-mem: what is modelled, e.g.
@@ -34,6 +39,11 @@ struct sim_hw {
     /* node */
     int gpus;                      /* GPUs per node */
     int64_t host_mem_bytes;        /* host DRAM per node */
+    int64_t host_baseline_bytes;   /* host memory of one rank's process before its model states
+                                      (PyTorch, CUDA runtime, NCCL, DeepSpeed, data loader); optional
+                                      key node.host_baseline_bytes_per_rank, default SIM_HW_HOST_BASELINE */
+    int64_t os_reserve_bytes;      /* host memory the OS and the node's services keep; optional key
+                                      node.os_reserve_bytes, default SIM_HW_OS_RESERVE */
     int n_sockets;
     struct sim_hw_socket socket[SIM_HW_MAX_SOCKETS];
     double inter_socket_gbps;      /* socket-to-socket link per direction, GB/s */

@@ -320,8 +320,11 @@ static int memory(const struct plan *p, const struct sim_hw *hw, const struct si
     r->host_rank_bytes = plan_peak_cpu_bytes(p);
     int per_node = p->layout.gpus_per_node > 0 ? p->layout.gpus_per_node : 1;
     r->host_node_bytes = r->host_rank_bytes * per_node;
+    r->host_baseline_node_bytes = hw->host_baseline_bytes * per_node;
+    r->host_os_reserve_bytes = hw->os_reserve_bytes;
+    r->host_total_node_bytes = r->host_node_bytes + r->host_baseline_node_bytes + r->host_os_reserve_bytes;
     r->host_capacity_bytes = hw->host_mem_bytes;
-    r->fits_host = r->host_node_bytes <= r->host_capacity_bytes;
+    r->fits_host = r->host_total_node_bytes <= r->host_capacity_bytes;
     r->micro_batch = t->micro_batch;
     r->seq_len = t->seq_len;
     r->grad_accum = t->grad_accum;

@@ -105,8 +105,11 @@ struct sim_step_result {
     /* host memory */
     int64_t host_rank_bytes;         /* the ledger's host bytes per rank */
     int64_t host_node_bytes;         /* x ranks per node */
+    int64_t host_baseline_node_bytes;/* the processes: ranks per node x the profile's per-rank baseline */
+    int64_t host_os_reserve_bytes;   /* the profile's OS reserve */
+    int64_t host_total_node_bytes;   /* node + baseline + OS reserve: what must fit */
     int64_t host_capacity_bytes;     /* from the profile */
-    bool fits_host;
+    bool fits_host;                  /* host_total_node_bytes <= capacity */
     /* throughput and cost of the simulation */
     double tokens_per_s;             /* per GPU: micro_batch x seq x grad_accum / step / (TP x PP),
                                         the replica's tokens shared by its TP x PP ranks */

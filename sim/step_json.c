@@ -34,6 +34,9 @@ json_t *sim_step_result_json(const struct sim_step_result *r)
     json_t *h = json_object();
     json_object_set_new(h, "rank_bytes", json_integer(r->host_rank_bytes));
     json_object_set_new(h, "node_bytes", json_integer(r->host_node_bytes));
+    json_object_set_new(h, "baseline_node_bytes", json_integer(r->host_baseline_node_bytes));
+    json_object_set_new(h, "os_reserve_bytes", json_integer(r->host_os_reserve_bytes));
+    json_object_set_new(h, "total_node_bytes", json_integer(r->host_total_node_bytes));
     json_object_set_new(h, "capacity_bytes", json_integer(r->host_capacity_bytes));
     json_object_set_new(h, "fits", json_boolean(r->fits_host));
     json_object_set_new(o, "host_memory", h);

@@ -162,8 +162,8 @@ static int search(const struct sim_tune_request *q, enum plan_policy policy, str
                     b->min_gpu_bytes = r.gpu_total_bytes;
                 if (r.fits_host && r.gpu_total_bytes < b->min_gpu_bytes_host_ok)
                     b->min_gpu_bytes_host_ok = r.gpu_total_bytes;
-                if (gpu_ok && r.host_node_bytes < b->min_host_node_bytes)
-                    b->min_host_node_bytes = r.host_node_bytes;
+                if (gpu_ok && r.host_total_node_bytes < b->min_host_node_bytes)
+                    b->min_host_node_bytes = r.host_total_node_bytes;
                 if (!fits(q, &r))
                     continue;
                 if ((rc = sim_step_run(&plans[i], q->hw, &t, NULL, &r, e)))

@@ -414,6 +414,33 @@ START_TEST(json_text_edits)
 }
 END_TEST
 
+/* Host memory counts the processes and the OS, not the tensors alone: a node whose RAM holds the
+ * offloaded optimizer with 1 GiB to spare does not fit once each rank's baseline and the OS
+ * reserve are counted; with --host-baseline 0B and room for the reserve it does. */
+START_TEST(host_memory_counts_processes_and_os)
+{
+    json_t *p = tu_ratiolab_json("predict --ratio 1 --json");
+    json_t *h = json_object_get(json_object_get(p, "prediction"), "host_memory");
+    int64_t tensors = jint(h, "node_bytes"), base = jint(h, "baseline_node_bytes"), os = jint(h, "os_reserve_bytes");
+    ck_assert_int_eq(base, INT64_C(8) * (INT64_C(4) << 30));   /* 8 ranks x 4 GiB */
+    ck_assert_int_eq(os, INT64_C(8) << 30);
+    ck_assert_int_eq(jint(h, "total_node_bytes"), tensors + base + os);
+    json_decref(p);
+    long long mib = (long long)((tensors >> 20) + 1024);   /* the tensors and 1 GiB */
+    p = tu_ratiolab_json("predict --ratio 1 --host-mem %lldMiB --json", mib);
+    ck_assert(json_is_false(json_object_get(json_object_get(json_object_get(p, "prediction"), "host_memory"), "fits")));
+    json_decref(p);
+    p = tu_ratiolab_json("predict --ratio 1 --host-mem %lldMiB --host-baseline 0B --json", mib + 8192);
+    ck_assert(json_is_true(json_object_get(json_object_get(json_object_get(p, "prediction"), "host_memory"), "fits")));
+    json_decref(p);
+    struct tu_run r;
+    tu_ratiolab(&r, "predict --ratio 1");
+    ck_assert_msg(strstr(r.out, "with the processes and the OS: ") != NULL && strstr(r.out, "OS reserve 8.00") != NULL,
+                  "%s", r.out);
+    tu_run_free(&r);
+}
+END_TEST
+
 Suite *newcomer_suite(void)
 {
     Suite *s = suite_create("newcomer");
@@ -431,6 +458,7 @@ Suite *newcomer_suite(void)
     tcase_add_test(t, scheduler_hazard_follows_the_backup_optimizer);
     tcase_add_test(t, fix_to_changes_only_the_fixed_lines);
     tcase_add_test(t, json_text_edits);
+    tcase_add_test(t, host_memory_counts_processes_and_os);
     suite_add_tcase(s, t);
     return s;
 }
