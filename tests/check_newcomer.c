@@ -3,6 +3,7 @@
  * the model is named after its Hub id or folder), every header saying the sequence length and
  * where it comes from, and answers that DeepSpeed can run as printed. */
 #include <check.h>
+#include <ctype.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -441,6 +442,133 @@ START_TEST(host_memory_counts_processes_and_os)
 }
 END_TEST
 
+/* ---- every README example runs as written ---------------------------------------------------- */
+
+/* line with every number (a run of digits and '.' that is not part of a word) replaced by '#' and runs of blanks by one: step times
+ * and memory readings of a real run differ from run to run (and so do the widths of their
+ * columns), the words around them and the digest's letters do not. */
+static void mask_numbers(const char *in, char *out, size_t n)
+{
+    size_t o = 0;
+    for (size_t i = 0; in[i] && o + 2 < n;) {
+        bool starts = (in[i] >= '0' && in[i] <= '9') || (in[i] == '.' && in[i + 1] >= '0' && in[i + 1] <= '9');
+        if (starts && (i == 0 || !isalnum((unsigned char)in[i - 1]))) {
+            size_t j = i;
+            while ((in[j] >= '0' && in[j] <= '9') || in[j] == '.')
+                j++;
+            if (!isalnum((unsigned char)in[j])) {   /* a number, not part of a word (a digest, fp32) */
+                out[o++] = '#';
+                i = j;
+                continue;
+            }
+        }
+        if (in[i] == ' ' && o > 0 && out[o - 1] == ' ') {   /* columns realign with the numbers' widths */
+            i++;
+            continue;
+        }
+        out[o++] = in[i++];
+    }
+    out[o] = 0;
+}
+
+/* Does got[0..ng) match want[0..nw), where a want line "..." stands for any number of lines? */
+static bool lines_match(char **want, int nw, char **got, int ng, bool masked)
+{
+    if (nw == 0)
+        return ng == 0;
+    const char *w = want[0] + strspn(want[0], " ");
+    if (strcmp(w, "...") == 0) {
+        for (int k = 0; k <= ng; k++)
+            if (lines_match(want + 1, nw - 1, got + k, ng - k, masked))
+                return true;
+        return false;
+    }
+    if (ng == 0)
+        return false;
+    char a[1024], b[1024];   /* trailing blanks do not count (editors strip them from the README) */
+    if (masked) {
+        mask_numbers(want[0], a, sizeof a);
+        mask_numbers(got[0], b, sizeof b);
+    } else {
+        snprintf(a, sizeof a, "%s", want[0]);
+        snprintf(b, sizeof b, "%s", got[0]);
+    }
+    for (char *t = a + strlen(a); t > a && t[-1] == ' '; t--)
+        t[-1] = 0;
+    for (char *t = b + strlen(b); t > b && t[-1] == ' '; t--)
+        t[-1] = 0;
+    return strcmp(a, b) == 0 && lines_match(want + 1, nw - 1, got + 1, ng - 1, masked);
+}
+
+/* Splits text into lines in place (the last without '\n' too); returns their count (at most cap). */
+static int split_lines(char *text, char **lines, int cap)
+{
+    int n = 0;
+    for (char *p = text; *p && n < cap;) {
+        lines[n++] = p;
+        char *nl = strchr(p, '\n');
+        if (!nl)
+            break;
+        *nl = 0;
+        p = nl + 1;
+    }
+    return n;
+}
+
+/* Every "$ ratiolab ..." and "$ mpirun ... ratiolab ..." example in README.md runs as written and
+ * prints what the README shows: exactly for the planning commands, with the numbers of a real run
+ * (`run`: times, memory) free; "..." in the README stands for lines left out. The two validate
+ * examples are left out: one needs the user's DeepSpeed log, the other runs for minutes (make
+ * demo-validate runs it). Cost: about 20 s on a loaded 2-core machine (the mpirun examples). */
+START_TEST(readme_examples_run_as_written)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/README.md", tu_src());
+    char *text = tu_read(path, NULL);
+    ck_assert_msg(text != NULL, "cannot read %s", path);
+    static char *lines[20000];
+    int n = split_lines(text, lines, 20000), examples = 0;
+    for (int i = 0; i < n; i++) {
+        if (strncmp(lines[i], "```", 3) != 0)
+            continue;
+        int end = i + 1;
+        while (end < n && strncmp(lines[end], "```", 3) != 0)
+            end++;
+        for (int j = i + 1; j < end;) {
+            if (strncmp(lines[j], "$ ", 2) != 0) {
+                j++;
+                continue;
+            }
+            const char *cmd = lines[j] + 2;
+            int k = j + 1;
+            while (k < end && strncmp(lines[k], "$ ", 2) != 0)
+                k++;
+            const char *rl = strstr(cmd, "ratiolab ");
+            ck_assert_msg(rl != NULL, "README: an example that is not ratiolab: %s", cmd);
+            if (strncmp(rl, "ratiolab validate ", 18) != 0) {
+                struct tu_run r;
+                tu_sh(&r, "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 %.*s'%s' %s", (int)(rl - cmd), cmd,
+                      tu_bin(), rl + strlen("ratiolab "));
+                ck_assert_msg(r.status == 0, "README example `%s`: exit %d: %s", cmd, r.status, r.err);
+                static char *got[20000];
+                int ng = split_lines(r.out, got, 20000);
+                if (ng > 0 && got[ng - 1][0] == 0)
+                    ng--;
+                bool masked = strstr(rl, "ratiolab run ") == rl;
+                ck_assert_msg(lines_match(lines + j + 1, k - j - 1, got, ng, masked),
+                              "README shows another output of `%s` than it prints now:\n%s", cmd, r.out);
+                tu_run_free(&r);
+                examples++;
+            }
+            j = k;
+        }
+        i = end;
+    }
+    ck_assert_int_ge(examples, 8);
+    free(text);
+}
+END_TEST
+
 Suite *newcomer_suite(void)
 {
     Suite *s = suite_create("newcomer");
@@ -459,6 +587,7 @@ Suite *newcomer_suite(void)
     tcase_add_test(t, fix_to_changes_only_the_fixed_lines);
     tcase_add_test(t, json_text_edits);
     tcase_add_test(t, host_memory_counts_processes_and_os);
+    tcase_add_test(t, readme_examples_run_as_written);
     suite_add_tcase(s, t);
     return s;
 }
