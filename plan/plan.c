@@ -224,7 +224,13 @@ static int build_ledger(struct plan *p)
         if (off && plan_ds_rules_for(z->ds_version)->cpu_adam_tiles)
             bad |= add_buf(p, "cpu_adam_tiles", PLAN_DEV_CPU_PINNED, PLAN_FP32,
                            PLAN_DS_CPU_ADAM_TILES * PLAN_DS_CPU_ADAM_TILE_NUMEL, PLAN_STAGE_FP16_PARTITIONS);
-        bad |= add_buf(p, "fp16_partitions", PLAN_DEV_GPU, md, P, PLAN_STAGE_FP16_PARTITIONS);
+        /* offload_param "cpu": the 16-bit partitions live in one flat host buffer per param group,
+         * pinned whatever offload_param.pin_memory says (stage3.py
+         * _create_param_groups_fp16_flat_cpu_memory: get_accelerator().pin_memory(torch.empty(...));
+         * v0.12.4 line 647, v0.14.4 line 654, v0.16.4 line 696), and are fetched to the GPU before
+         * each all-gather (sim/step.c param_fetch). */
+        bad |= add_buf(p, "fp16_partitions", z->offload_param == PLAN_OFFLOAD_CPU ? PLAN_DEV_CPU_PINNED : PLAN_DEV_GPU,
+                       md, P, PLAN_STAGE_FP16_PARTITIONS);
         bad |= add_buf(p, "fp32_partitions_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, PLAN_STAGE_FP32_PARTITIONS);
         bad |= add_buf(p, "fp32_partitions_cpu", PLAN_DEV_CPU_PAGEABLE, PLAN_FP32, Pc, PLAN_STAGE_FP32_PARTITIONS);
         bad |= add_buf(p, "fp32_grads_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, PLAN_STAGE_OPTIMIZER_STATES);
@@ -293,6 +299,9 @@ int plan_build(struct plan *p, const struct plan_model *m, const struct plan_lay
     p->ledger_kind = o ? o->ledger : PLAN_LEDGER_AUTO;
     if (p->ledger_kind == PLAN_LEDGER_AUTO)
         p->ledger_kind = plan_ds_rules_for(z->ds_version)->ledger;
+    if (p->ledger_kind == PLAN_LEDGER_EXEC && z->offload_param != PLAN_OFFLOAD_NONE)
+        return rl_errf(e, RL_EINVAL, "zero_optimization.offload_param: the executor does not offload parameters "
+                       "(ZeRO-Infinity); plan and predict model it, run cannot run it");
     p->exec_chunk_numel = o && o->exec_chunk_numel > 0 ? o->exec_chunk_numel : STEP_CHUNK_DEFAULT_NUMEL;
     /* Without offload nothing goes to the CPU, whatever the ratio says. */
     p->requested_ratio = z->offload == PLAN_OFFLOAD_CPU ? z->ratio : 0.0;

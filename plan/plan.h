@@ -203,6 +203,10 @@ struct plan_zero {
     int stage;                       /* zero_optimization.stage */
     enum plan_offload offload;       /* offload_optimizer.device */
     bool pin_memory;                 /* offload_optimizer.pin_memory */
+    enum plan_offload offload_param; /* offload_param.device (ZeRO-Infinity: the 16-bit parameter
+                                        partitions on the host between uses) */
+    bool offload_param_pin;          /* offload_param.pin_memory (DeepSpeed pins the flat partition
+                                        buffer whatever it says: plan_ledger) */
     double ratio;                    /* offload_optimizer.ratio in [0, 1] */
     int64_t sub_group_size;          /* elements, default 1e9 */
     int64_t reduce_bucket_size;      /* elements, default 5e8 */

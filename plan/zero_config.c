@@ -324,6 +324,9 @@ static const struct zero_key zero_keys[] = {
     K_BOOL("zero_optimization.offload_optimizer.pin_memory", z.pin_memory, false, NULL),
     {.path = "zero_optimization.offload_optimizer.ratio", .kind = ZK_RATIO, .off = AT(z.ratio),
      .off_src = AT(z.src_ratio)},
+    K_OBJECT("zero_optimization.offload_param"),
+    {.path = "zero_optimization.offload_param.device", .kind = ZK_DEVICE, .off = AT(z.offload_param), .off_src = NONE},
+    K_BOOL("zero_optimization.offload_param.pin_memory", z.offload_param_pin, false, NULL),
     K_SIZE("sub_group_size", sub_group_size, PLAN_DS_SUB_GROUP_SIZE),
     K_SIZE("reduce_bucket_size", reduce_bucket_size, PLAN_DS_REDUCE_BUCKET_SIZE),
     K_SIZE("stage3_prefetch_bucket_size", prefetch_bucket_size, PLAN_DS_PREFETCH_BUCKET_SIZE),
@@ -563,6 +566,12 @@ int plan_zero_validate(const struct plan_zero *z, struct rl_err *e)
         return rl_errf(e, RL_EINVAL,
                        "zero_optimization.offload_optimizer.ratio: %g needs offload_optimizer.device \"cpu\" (got none)",
                        z->ratio);
+    if (z->offload_param == PLAN_OFFLOAD_NVME)
+        return rl_errf(e, RL_EINVAL, "zero_optimization.offload_param.device: \"nvme\" is not modelled (its "
+                       "max_in_cpu buffer and swapper); allowed: \"cpu\" or \"none\"");
+    if (z->offload_param == PLAN_OFFLOAD_CPU && z->stage < 3)
+        return rl_errf(e, RL_EINVAL, "zero_optimization.offload_param: needs stage 3 (got stage %d); DeepSpeed "
+                       "offloads parameters only in ZeRO-3", z->stage);
     if (z->sub_group_size < 1)
         return rl_errf(e, RL_EINVAL, "zero_optimization.sub_group_size: %lld must be >= 1",
                        (long long)z->sub_group_size);

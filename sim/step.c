@@ -945,6 +945,29 @@ struct graph_ctx {
     int64_t n_flush;        /* bucket flushes so far */
 };
 
+/* offload_param "cpu" (ZeRO-Infinity): the 16-bit partitions stay in pinned host memory
+ * (plan/plan.c's ledger), so before block i's all-gather, in the forward and again in the
+ * backward, rank g copies its partition of the block to the GPU over its PCIe link
+ * (partition_parameters.py: the all-gather's input is `param.ds_tensor.to(device)`), after the
+ * rank's previous gather. Without an all-gather (DP 1) the copy is the gathered block itself, held
+ * from the copy on (*holds). Returns the copy's task, or -1 without parameter offload. */
+static int param_fetch(struct builder *u, struct graph_ctx *c, int g, int i, bool *holds)
+{
+    const struct blocks *k = &u->k;
+    *holds = false;
+    if (u->b->p->zero.offload_param != PLAN_OFFLOAD_CPU || k->part_numel[i] <= 0)
+        return -1;
+    double bytes = (double)k->part_numel[i] * c->dtype;
+    int t = host_copy(u, "param_fetch", g, true, true, bytes, SIM_PH_PARAM_H2D, (int64_t)bytes, 1);
+    dep(u, c->st[g].gather, t);
+    if (!(c->dp > 1 && k->full_numel[i] > 0)) {
+        c->st[g].gather = t;
+        mem_event(u, t, k->full_numel[i] * c->dtype);
+        *holds = true;
+    }
+    return t;
+}
+
 /* Forward: gather block i (prefetched up to `depth` blocks ahead), compute, TP all-reduce. */
 static void build_forward(struct builder *u, struct graph_ctx *c)
 {
@@ -954,11 +977,13 @@ static void build_forward(struct builder *u, struct graph_ctx *c)
     int *fwd = c->fwd;
     for (int i = 0; i < k->n; i++) {
         for (int g = 0; g < G; g++) {
-            int ag = -1;
+            bool held;
+            int pf = param_fetch(u, c, g, i, &held), ag = held ? pf : -1;
             if (dp > 1 && k->full_numel[i] > 0) {
                 ag = collective(u, "allgather", g, COLL_AG, (double)k->full_numel[i] * dtype, dp, c->dp_local,
                                 SIM_PH_ALLGATHER, SIM_TR_GATHER);
                 dep(u, st[g].gather, ag);
+                dep(u, pf, ag);
                 if (i - 1 - c->depth >= 0)
                     dep(u, fwd[(i - 1 - c->depth) * G + g], ag);
                 if (emulated(u->b))   /* gathered when the previous block is done */
@@ -1044,11 +1069,13 @@ static void build_backward(struct builder *u, struct graph_ctx *c, bool boundary
     int *bwd = c->fwd;   /* reuse: bwd[i * G + g] after block i's backward */
     for (int i = k->n - 1; i >= 0; i--) {
         for (int g = 0; g < G; g++) {
-            int ag = -1;
+            bool held;
+            int pf = param_fetch(u, c, g, i, &held), ag = held ? pf : -1;
             if (dp > 1 && k->full_numel[i] > 0) {
                 ag = collective(u, "allgather", g, COLL_AG, (double)k->full_numel[i] * dtype, dp, c->dp_local,
                                 SIM_PH_ALLGATHER, SIM_TR_GATHER);
                 dep(u, st[g].gather, ag);
+                dep(u, pf, ag);
                 if (i + 1 + c->depth < k->n && !emulated(b))
                     dep(u, bwd[(i + 1 + c->depth) * G + g], ag);
                 else   /* not before the forward is done; an emulated device gathers no block ahead */

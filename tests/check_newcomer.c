@@ -442,6 +442,61 @@ START_TEST(host_memory_counts_processes_and_os)
 }
 END_TEST
 
+/* offload_param "cpu" (ZeRO-Infinity) is modelled, not ignored: the 16-bit partitions move from
+ * the GPU ledger to pinned host memory (DeepSpeed pins that flat buffer whatever pin_memory says),
+ * the step fetches each block's partition over PCIe before its all-gather in forward and backward
+ * (the H2D busy time grows by at least their bytes at the link's rate), the executor refuses it,
+ * and nvme is refused as not modelled. */
+START_TEST(offload_param_is_modelled)
+{
+    const char *base = "{\"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"device\": \"cpu\", \"ratio\": 0.5}%s}, "
+                       "\"fp16\": {\"enabled\": true}}";
+    char cfg[512];
+    snprintf(cfg, sizeof cfg, base, "");
+    tu_write("off.json", cfg);
+    snprintf(cfg, sizeof cfg, base, ", \"offload_param\": {\"device\": \"cpu\", \"pin_memory\": false}");
+    tu_write("param.json", cfg);
+    const char *q = "--model gpt-350m --gpus 4 --hw dgx-a100-40g";
+    json_t *a = tu_ratiolab_json("predict --ds-config off.json %s --json", q);
+    json_t *b = tu_ratiolab_json("predict --ds-config param.json %s --json", q);
+    json_t *pa = json_object_get(a, "prediction"), *pb = json_object_get(b, "prediction");
+    int64_t P = jint(a, "per_rank_numel"), bytes = 2 * P;   /* fp16 */
+    ck_assert_int_eq(jint(json_object_get(pa, "gpu_memory_per_rank"), "ledger_bytes") - bytes,
+                     jint(json_object_get(pb, "gpu_memory_per_rank"), "ledger_bytes"));
+    ck_assert_int_eq(jint(json_object_get(pa, "host_memory"), "rank_bytes") + bytes,
+                     jint(json_object_get(pb, "host_memory"), "rank_bytes"));
+    int64_t ha = jint(json_object_get(json_object_get(pa, "phases"), "param_h2d"), "busy_ns");
+    int64_t hb = jint(json_object_get(json_object_get(pb, "phases"), "param_h2d"), "busy_ns");
+    double min_ns = 2.0 * (double)bytes / 25e9 * 1e9;   /* forward and backward at the A100 link's 25 GB/s at best */
+    ck_assert_msg((double)(hb - ha) >= min_ns * 0.99, "param_h2d %lld -> %lld ns, want +%.0f", (long long)ha,
+                  (long long)hb, min_ns);
+    ck_assert_int_ge(jint(pb, "step_ns"), jint(pa, "step_ns"));
+    json_decref(a);
+    json_decref(b);
+    json_t *pl = tu_ratiolab_json("plan --ds-config param.json --model gpt-350m --gpus 4 --json");
+    json_t *bufs = json_object_get(pl, "buffers");
+    bool seen = false;
+    for (size_t i = 0; i < json_array_size(bufs); i++) {
+        json_t *x = json_array_get(bufs, i);
+        if (strcmp(json_string_value(json_object_get(x, "name")), "fp16_partitions") == 0) {
+            ck_assert_str_eq(json_string_value(json_object_get(x, "device")), "cpu-pinned");
+            seen = true;
+        }
+    }
+    ck_assert(seen);
+    json_decref(pl);
+    struct tu_run r;
+    tu_ratiolab(&r, "run --ds-config param.json --model gpt-350m --scale 100");
+    ck_assert_msg(r.status == 2 && strstr(r.err, "offload_param") != NULL, "exit %d: %s", r.status, r.err);
+    tu_run_free(&r);
+    snprintf(cfg, sizeof cfg, base, ", \"offload_param\": {\"device\": \"nvme\"}");
+    tu_write("nvme.json", cfg);
+    tu_ratiolab(&r, "predict --ds-config nvme.json %s", q);
+    ck_assert_msg(r.status == 2 && strstr(r.err, "offload_param.device") != NULL, "exit %d: %s", r.status, r.err);
+    tu_run_free(&r);
+}
+END_TEST
+
 /* ---- every README example runs as written ---------------------------------------------------- */
 
 /* line with every number (a run of digits and '.' that is not part of a word) replaced by '#' and runs of blanks by one: step times
@@ -588,6 +643,7 @@ Suite *newcomer_suite(void)
     tcase_add_test(t, json_text_edits);
     tcase_add_test(t, host_memory_counts_processes_and_os);
     tcase_add_test(t, readme_examples_run_as_written);
+    tcase_add_test(t, offload_param_is_modelled);
     suite_add_tcase(s, t);
     return s;
 }
