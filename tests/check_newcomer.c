@@ -602,16 +602,20 @@ START_TEST(readme_examples_run_as_written)
             ck_assert_msg(rl != NULL, "README: an example that is not ratiolab: %s", cmd);
             if (strncmp(rl, "ratiolab validate ", 18) != 0) {
                 struct tu_run r;
-                tu_sh(&r, "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 %.*s'%s' %s", (int)(rl - cmd), cmd,
-                      tu_bin(), rl + strlen("ratiolab "));
-                ck_assert_msg(r.status == 0, "README example `%s`: exit %d: %s", cmd, r.status, r.err);
+                /* Ranks started by mpirun run without LeakSanitizer, as in check_exec.c: Open MPI's
+                 * dlclose'd plugins leak where no suppression can name them. */
+                bool mpi = rl != cmd;
+                tu_sh(&r, "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 %s%.*s'%s' %s",
+                      mpi ? "ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 " : "", (int)(rl - cmd), cmd, tu_bin(),
+                      rl + strlen("ratiolab "));
+                ck_assert_msg(r.status == 0, "README example `%s`: exit %d: %.2000s", cmd, r.status, r.err);
                 static char *got[20000];
                 int ng = split_lines(r.out, got, 20000);
                 if (ng > 0 && got[ng - 1][0] == 0)
                     ng--;
                 bool masked = strstr(rl, "ratiolab run ") == rl;
                 ck_assert_msg(lines_match(lines + j + 1, k - j - 1, got, ng, masked),
-                              "README shows another output of `%s` than it prints now:\n%s", cmd, r.out);
+                              "README shows another output of `%s` than it prints now:\n%.3000s", cmd, r.out);
                 tu_run_free(&r);
                 examples++;
             }
