@@ -113,7 +113,7 @@ int cli_sim_load_hw(struct cli_sim *s, const struct plan_setup *c, struct sim_hw
 void cli_sim_settings(const struct sim_step_result *r, const struct sim_train *t, char *buf, size_t n)
 {
     char ver[48] = "";
-    if (t->schedule == SIM_SCHED_DS012)
+    if (t->schedule == STEP_SCHED_DS012)
         snprintf(ver, sizeof ver, " %d.%d.%d", r->ds_version.major, r->ds_version.minor, r->ds_version.patch);
     snprintf(buf, n, "%s%s, CPU optimizer %s; micro-batch %lld, seq %lld, grad accum %lld, activation checkpointing %s, "
              "attention %s, NUMA %s",

@@ -375,7 +375,7 @@ static int vx_setup(struct vx *v, bool schedule_given, struct rl_err *e)
     if (s->policy == PLAN_POLICY_AUTO)
         s->policy = PLAN_POLICY_EXACT;
     if (!schedule_given)
-        v->sim->train.schedule = SIM_SCHED_OVERLAP;
+        v->sim->train.schedule = STEP_SCHED_OVERLAP;
     RL_TRY(cli_setup_resolve(s, &v->c, e));
     if (ex_scale_model(&v->c.model, x->scale, &v->scaled, e))
         return cli_run_err(e);
@@ -490,7 +490,7 @@ static int vx_calibrate(struct vx *v, struct rl_err *e)
      * the collectives at the run's message sizes. */
     struct plan p0;
     struct calib_run rs;
-    int rc = val_exec_plan(&v->c, &v->scaled, x->scale, 0, &p0, e);
+    int rc = plan_exec_plan(&v->c, &v->scaled, x->scale, 0, PLAN_POLICY_AUTO, &p0, e);
     if (rc) {
         plan_free(&p0);
         return rc;
@@ -659,7 +659,7 @@ static int vx_baseline_inproc(struct vx *v, struct rl_err *e)
         fprintf(stderr, "validate: baseline run (every tensor one row, in this mpirun)\n");
     int rc = ex_scale_model(&v->c.model, fb, &tiny, e);
     if (!rc)
-        rc = val_exec_plan(&v->c, &tiny, fb, 0, &q, e);
+        rc = plan_exec_plan(&v->c, &tiny, fb, 0, PLAN_POLICY_AUTO, &q, e);
     malloc_trim(0);
     reset_peak_rss();
     int64_t before = self_rss();
@@ -765,7 +765,7 @@ static int vx_measure_inproc(struct vx *v, struct val_row *w, const char *mtrace
     if (v->rank0)
         fprintf(stderr, "validate: ratio %g, %s, %s: %d rank%s (in this mpirun) ...\n", w->ratio, w->schedule,
                 w->policy, x->ranks, x->ranks == 1 ? "" : "s");
-    int rc = val_exec_plan(&v->c, &v->scaled, x->scale, w->ratio, &q, e);
+    int rc = plan_exec_plan(&v->c, &v->scaled, x->scale, w->ratio, PLAN_POLICY_AUTO, &q, e);
     malloc_trim(0);
     reset_peak_rss();
     int64_t mine = self_rss();

@@ -27,6 +27,16 @@ struct ex_seg {
     int subgroup;     /* plan sub-group index */
 };
 
+/* One piece of the host pipeline: the part of one chunk of the CPU share (plan/step.h's chunk
+ * list) that lies in one host segment. A chunk spanning segments is several pieces. */
+struct ex_piece {
+    int64_t chunk;    /* chunk index, 0 .. step_chunk_count - 1 */
+    int64_t at;       /* first element in the CPU share (= offset in the *_cpu arrays) */
+    int64_t n;        /* elements */
+    int seg;          /* host segment holding it (index into the segment list) */
+    bool last;        /* the last piece of its chunk */
+};
+
 /* A piece of a tensor's partition waiting in the reduce bucket. */
 struct ex_item {
     int t;            /* tensor */
@@ -117,6 +127,11 @@ struct ex_run {
 };
 
 int64_t ex__now_ns(void);
+/* Steps *it to the next piece of the host pipeline over the nseg segments (sorted by flat, host
+ * ones packed back to back from offset 0, pc elements in all) with chunks of `chunk` elements
+ * (step_chunk_numel). Start with *it zeroed and it->seg = -1; false once the share is done.
+ * O(1) per piece plus the segments skipped. */
+bool ex__next_piece(const struct ex_seg *seg, int nseg, int64_t pc, int64_t chunk, struct ex_piece *it);
 /* Reads master, m, v (and, when hp != NULL, the 16-bit copy) of flat [f, f + len) to the host. */
 int ex__get_range(struct ex_run *r, int64_t f, int64_t len, float *hm, float *h1, float *h2, uint16_t *hp,
                   struct rl_err *e);

@@ -68,6 +68,23 @@ int64_t ex__now_ns(void)
 
 /* ---- setup ----------------------------------------------------------------------------------- */
 
+bool ex__next_piece(const struct ex_seg *seg, int nseg, int64_t pc, int64_t chunk, struct ex_piece *it)
+{
+    const int64_t x = it->seg < 0 ? 0 : it->at + it->n;   /* the first element not yet covered */
+    if (x >= pc || chunk <= 0)
+        return false;
+    int i = it->seg < 0 ? 0 : it->seg;
+    while (i < nseg && (!seg[i].cpu || seg[i].off + seg[i].numel <= x))
+        i++;
+    if (i == nseg)
+        return false;   /* the segments hold fewer than pc elements */
+    const int64_t k = x / chunk, chunk_end = (k + 1) * chunk < pc ? (k + 1) * chunk : pc;
+    const int64_t seg_end = seg[i].off + seg[i].numel;
+    const int64_t end = seg_end < chunk_end ? seg_end : chunk_end;
+    *it = (struct ex_piece){.chunk = k, .at = x, .n = end - x, .seg = i, .last = end == chunk_end};
+    return true;
+}
+
 static int build_maps(struct ex_run *r, struct rl_err *e)
 {
     const struct plan *p = r->p;
@@ -241,7 +258,7 @@ static int allocate(struct ex_run *r, struct rl_err *e)
     const struct plan *p = r->p;
     const int mdb = r->mdb;
     /* Sizes from the executor's own layout, checked against the ledger below. */
-    int64_t bucket_numel = p->zero.reduce_bucket_size < r->P * r->W ? p->zero.reduce_bucket_size : r->P * r->W;
+    int64_t bucket_numel = plan_exec_bucket_numel(p);
     int64_t bucket_bytes = bucket_numel * mdb;
     /* The bucket carries comm-type gradients: fp32 by default (exact sums, bytes / 4 of them
      * per flush), the model dtype with --comm-dtype (bytes / 2). */
@@ -250,7 +267,7 @@ static int allocate(struct ex_run *r, struct rl_err *e)
         return rl_errf(e, RL_EINVAL, "reduce_bucket_size: %lld elements (after --scale) hold no %s "
                        "gradient per rank for %d ranks; allowed: at least %d (use a smaller --scale)",
                        (long long)bucket_numel, kern_dtype_name(r->cd), r->W, r->cdb * r->W / mdb);
-    r->chunk = p->exec_chunk_numel < r->Pc ? p->exec_chunk_numel : r->Pc;
+    r->chunk = step_chunk_buffer_numel(r->Pc, p->exec_chunk_numel);
     int64_t trans = transient_device_bytes(r, r->bucket_rank_numel);
     int64_t need_dev = r->P * mdb + r->Pg * 16 + bucket_bytes + trans;
     int64_t cap = r->o->device_mem_bytes;
@@ -798,33 +815,36 @@ static int optimizer_overlap(struct ex_run *r, struct rl_err *e)
         RL_TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
         phase_add(r, STEP_PH_GPU_ADAM, t0, r->Pg * (28 + r->mdb));
     }
-    /* Host share in chunks: CPU Adam writes the 16-bit copy into a pinned staging half, which
-     * goes H2D while the next chunk is updated (double buffer). */
+    /* Host share in the chunks of plan/step.h (the simulator's): CPU Adam writes the 16-bit copy
+     * into a pinned staging half, which goes H2D while the next chunk is updated (double buffer).
+     * A chunk spanning host segments is updated piece by piece (each segment's group has its own
+     * Adam scalars) into one staging half. */
     int half = 0;
     uint64_t used[2] = {0, 0};   /* the copy event that last read each half */
     r->be->tag(r->dev, EX_STREAM_COPY, STEP_PH_PARAM_H2D);
-    for (int i = 0; i < r->nseg; i++) {
-        const struct ex_seg *s = &r->seg[i];
-        if (!s->cpu)
-            continue;
+    const int64_t chunk = step_chunk_numel(r->Pc, r->p->exec_chunk_numel);
+    struct ex_piece pc = {.seg = -1};
+    while (ex__next_piece(r->seg, r->nseg, r->Pc, chunk, &pc)) {
+        const struct ex_seg *s = &r->seg[pc.seg];
+        const int64_t a = pc.at - s->off;   /* first element of the piece in its segment */
+        char *st = (char *)r->staging + ((int64_t)half * r->chunk + (pc.at - pc.chunk * chunk)) * r->mdb;
         struct kern_adam_scalars sc;
         RL_TRY(scalars(r, s->group, &sc, e));
-        for (int64_t a = 0; a < s->numel; a += r->chunk) {
-            int64_t n = s->numel - a < r->chunk ? s->numel - a : r->chunk;
-            void *st = (char *)r->staging + (int64_t)half * r->chunk * r->mdb;
-            t0 = ex__now_ns();
+        t0 = ex__now_ns();
+        if (pc.at == pc.chunk * chunk)
             RL_TRY(r->be->event_wait(r->dev, used[half], e));   /* the copy that last used this half */
-            struct kern_adam_bufs b = {.param = r->master_cpu + s->off + a, .exp_avg = r->m_cpu + s->off + a,
-                                       .exp_avg_sq = r->v_cpu + s->off + a, .grad = r->grad_cpu + s->off + a,
-                                       .grad_dtype = KERN_F32, .param_lowp = st, .param_lowp_dtype = r->md,
-                                       .numel = n};
-            RL_TRY(kern_adam_cpu(&sc, &b, r->o->threads, e));
-            phase_add(r, STEP_PH_CPU_ADAM, t0, n * (28 + r->mdb));
-            t0 = ex__now_ns();
-            RL_TRY(r->be->copy(r->dev, (char *)r->param16 + (s->flat + a) * r->mdb, st, n * r->mdb, EX_H2D,
-                            EX_STREAM_COPY, e));
+        struct kern_adam_bufs b = {.param = r->master_cpu + pc.at, .exp_avg = r->m_cpu + pc.at,
+                                   .exp_avg_sq = r->v_cpu + pc.at, .grad = r->grad_cpu + pc.at,
+                                   .grad_dtype = KERN_F32, .param_lowp = st, .param_lowp_dtype = r->md,
+                                   .numel = pc.n};
+        RL_TRY(kern_adam_cpu(&sc, &b, r->o->threads, e));
+        phase_add(r, STEP_PH_CPU_ADAM, t0, pc.n * (28 + r->mdb));
+        t0 = ex__now_ns();
+        RL_TRY(r->be->copy(r->dev, (char *)r->param16 + (s->flat + a) * r->mdb, st, pc.n * r->mdb, EX_H2D,
+                           EX_STREAM_COPY, e));
+        copy_done(r, STEP_PH_PARAM_H2D, t0, pc.n * r->mdb);
+        if (pc.last) {
             RL_TRY(r->be->event_record(r->dev, EX_STREAM_COPY, &used[half], e));
-            copy_done(r, STEP_PH_PARAM_H2D, t0, n * r->mdb);
             half ^= 1;
         }
     }

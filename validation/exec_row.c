@@ -6,28 +6,13 @@
 
 #include "validation/exec_row.h"
 
-int val_exec_plan(const struct plan_setup *c, const struct plan_model *scaled, double scale, double ratio,
-                  struct plan *p, struct rl_err *e)
-{
-    memset(p, 0, sizeof *p);
-    struct plan_zero z = c->zero;
-    int64_t chunk = INT64_C(4) << 20;
-    ex_scale_zero(&z, &chunk, scale);
-    z.ratio = ratio;
-    z.src_ratio = PLAN_SRC_CLI;
-    struct plan_options po = c->popt;
-    po.ledger = PLAN_LEDGER_EXEC;
-    po.exec_chunk_numel = chunk;
-    return plan_build(p, scaled, &c->layout, &z, &po, e);
-}
-
 int val_row_predict(const struct plan_setup *c, const struct plan_model *scaled, double scale,
                     const struct sim_hw *hw, const struct sim_train *t, const char *trace_path, struct val_row *w,
                     struct rl_err *e)
 {
     struct plan p;
     struct sim_step_result sr;
-    int rc = val_exec_plan(c, scaled, scale, w->ratio, &p, e);
+    int rc = plan_exec_plan(c, scaled, scale, w->ratio, PLAN_POLICY_AUTO, &p, e);
     if (!rc)
         rc = sim_step_run(&p, hw, t, trace_path, &sr, e);
     if (rc) {
@@ -227,8 +212,7 @@ void calib_run_of_plan(const struct plan *p, int64_t micro_batch, int64_t seq, s
     r->device_adam_numel = p->per_rank_numel;
     r->host_adam_numel = step_chunk_numel(p->per_rank_numel, p->exec_chunk_numel);
     r->allgather_bytes = layer_part * mdb;
-    int64_t bucket = p->zero.reduce_bucket_size < p->per_rank_numel * W ? p->zero.reduce_bucket_size
-                                                                         : p->per_rank_numel * W;
+    int64_t bucket = plan_exec_bucket_numel(p);
     r->reduce_scatter_bytes = bucket * mdb / 4 / W * 4;   /* the executor's fp32 elements per rank */
     r->working_set_bytes = p->per_rank_numel * (16 + mdb);
 }

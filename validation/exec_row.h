@@ -16,10 +16,6 @@
 #include "calib/calib.h"
 #include "validation/val.h"
 
-/* The plan the executor builds for `ratio` (cli/cmd_run.c): c's ZeRO sizes and chunk scaled by
- * `scale` (ex_scale_zero), the model already scaled (`scaled`), the exec ledger. */
-int val_exec_plan(const struct plan_setup *c, const struct plan_model *scaled, double scale, double ratio,
-                  struct plan *p, struct rl_err *e);
 
 /* The row's predicted side: the executor's plan for w->ratio simulated on hw with t (its
  * schedule is the row's); the trace goes to trace_path (NULL: none). The plan's host figures
