@@ -324,6 +324,13 @@ int cli_run_err(struct rl_err *e)
     };
     for (size_t i = 0; i < RL_COUNT(flags); i++)
         cli_err_flag(e, flags[i][0], flags[i][1]);
+    /* fields the executor names inside its messages ("(after scale)", "free (device_mem); ratio
+     * 0.30 fits") */
+    static const char *const words[][2] = {
+        {"scale", "--scale"}, {"device_mem", "--device-mem"}, {"fail_rank", "--fail-rank"}, {"ratio", "--ratio"},
+    };
+    for (size_t i = 0; i < RL_COUNT(words); i++)
+        cli_err_word(e, words[i][0], words[i][1]);
     return e->code;
 }
 

@@ -259,7 +259,7 @@ int ex__ckpt_load(struct ex_run *r, const char *dir, struct rl_err *e)
                        (unsigned long long)r->o->seed, dir, (unsigned long long)h0.seed);
     if (h0.total_numel != r->total_numel)
         return rl_errf(e, RL_EINVAL, "load_dir: %s holds a model of %lld elements, this run's has %lld (same "
-                       "--model and --scale needed)", dir, (long long)h0.total_numel, (long long)r->total_numel);
+                       "model and scale needed)", dir, (long long)h0.total_numel, (long long)r->total_numel);
     float *hm = calloc((size_t)r->P + 1, 4), *h1 = calloc((size_t)r->P + 1, 4), *h2 = calloc((size_t)r->P + 1, 4);
     if (!hm || !h1 || !h2) {
         free(hm);

@@ -264,8 +264,8 @@ static int allocate(struct ex_run *r, struct rl_err *e)
      * per flush), the model dtype with --comm-dtype (bytes / 2). */
     r->bucket_rank_numel = bucket_bytes / r->cdb / r->W;
     if (r->bucket_rank_numel < 1)
-        return rl_errf(e, RL_EINVAL, "reduce_bucket_size: %lld elements (after --scale) hold no %s "
-                       "gradient per rank for %d ranks; allowed: at least %d (use a smaller --scale)",
+        return rl_errf(e, RL_EINVAL, "reduce_bucket_size: %lld elements (after scale) hold no %s "
+                       "gradient per rank for %d ranks; allowed: at least %d (use a smaller scale)",
                        (long long)bucket_numel, kern_dtype_name(r->cd), r->W, r->cdb * r->W / mdb);
     r->chunk = step_chunk_buffer_numel(r->Pc, p->exec_chunk_numel);
     int64_t trans = transient_device_bytes(r, r->bucket_rank_numel);
@@ -275,11 +275,11 @@ static int allocate(struct ex_run *r, struct rl_err *e)
         double fit = ratio_that_fits(r, cap, trans);
         char fits[96];
         if (fit >= 0)
-            snprintf(fits, sizeof fits, "--ratio %.2f fits", fit);
+            snprintf(fits, sizeof fits, "ratio %.2f fits", fit);
         else
-            snprintf(fits, sizeof fits, "no ratio fits (the 16-bit parameters and buckets alone do not)");
+            snprintf(fits, sizeof fits, "no value of ratio fits (the 16-bit parameters and buckets alone do not)");
         return rl_errf(e, RL_ENOMEM, "rank %d: device memory: the ledger needs %lld bytes (+ %lld "
-                       "transient), %lld free (--device-mem); %s", r->k,
+                       "transient), %lld free (device_mem); %s", r->k,
                        (long long)(need_dev - trans), (long long)trans, (long long)cap, fits);
     }
     int rc;
@@ -912,7 +912,7 @@ static int optimizer_ds012(struct ex_run *r, struct rl_err *e)
 static int one_step(struct ex_run *r, int64_t it, bool *skipped, struct rl_err *e)
 {
     if (r->o->fail_rank == r->k)
-        return rl_errf(e, RL_EENV, "rank %d: failing on purpose at iteration %lld (--fail-rank)", r->k,
+        return rl_errf(e, RL_EENV, "rank %d: failing on purpose at iteration %lld (fail_rank)", r->k,
                        (long long)it);
     RL_TRY(forward_backward(r, it, e));
     RL_TRY(overflow(r, skipped, e));
@@ -1115,7 +1115,7 @@ int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, str
         return rl_errf(e, RL_EINVAL, "pp: %d; the executor runs the data-parallel ZeRO-3 dimension "
                        "only; pipeline parallelism is refused (plan and predict support it)", p->layout.pp);
     if (p->layout.dp != c->size)
-        return rl_errf(e, RL_EINVAL, "world size: the layout has %d data-parallel ranks (--dp), the MPI "
+        return rl_errf(e, RL_EINVAL, "world size: the layout has %d data-parallel ranks, the MPI "
                        "world has %d processes; allowed: equal (mpirun -np %d)", p->layout.dp, c->size,
                        p->layout.dp);
     if (c->size > EX_MAX_WORLD)

@@ -283,8 +283,8 @@ static int memory(const struct plan *p, const struct sim_hw *hw, const struct si
     r->gpu_ledger_bytes = plan_peak_gpu_bytes(p);
     double act = activation_bytes_f(p, t, k->n - 2);
     if (!(act <= SIM_MAX_COUNT))
-        return rl_errf(e, RL_EINVAL, "activations: --seq-len %lld x --micro-batch %lld gives %.3g bytes per GPU, "
-                       "more than the %.3g the model counts; allowed: a smaller --seq-len or --micro-batch",
+        return rl_errf(e, RL_EINVAL, "activations: seq_len %lld x micro_batch %lld gives %.3g bytes per GPU, "
+                       "more than the %.3g the model counts; allowed: a smaller seq_len or micro_batch",
                        (long long)t->seq_len, (long long)t->micro_batch, act, SIM_MAX_COUNT);
     r->gpu_activation_bytes = (int64_t)ceil(act);
     /* ZeRO-3 gathers each block before use and prefetches up to prefetch_bucket_size elements
@@ -302,7 +302,7 @@ static int memory(const struct plan *p, const struct sim_hw *hw, const struct si
     if (!(alloc <= SIM_MAX_COUNT))
         return rl_errf(e, RL_EINVAL, "GPU memory: %.3g bytes per GPU (model states %.3g, activations %.3g, "
                        "gathered parameters %.3g) is more than the model counts (%.3g); allowed: a smaller "
-                       "model, --seq-len or --micro-batch", alloc, (double)r->gpu_ledger_bytes, act, live * dtype,
+                       "model, seq_len or micro_batch", alloc, (double)r->gpu_ledger_bytes, act, live * dtype,
                        SIM_MAX_COUNT);
     r->gpu_live_param_bytes = (int64_t)live * dtype;
     r->gpu_allocated_bytes = r->gpu_ledger_bytes + r->gpu_activation_bytes + r->gpu_live_param_bytes;
@@ -339,7 +339,7 @@ static int place_ranks(const struct plan *p, const struct sim_hw *hw, const stru
     int gpn = p->layout.gpus_per_node > 0 ? p->layout.gpus_per_node : 1;
     if (gpn > hw->gpus)
         return rl_errf(e, RL_EINVAL, "layout: %d GPUs per node, but hardware profile %s has %d per node "
-                       "(allowed: --gpus-per-node <= %d, or another --hw)", gpn, hw->name, hw->gpus, hw->gpus);
+                       "(allowed: gpus_per_node <= %d, or another hw)", gpn, hw->name, hw->gpus, hw->gpus);
     int ranks = gpn;
     if (ranks > p->layout.world && p->layout.world > 0)
         ranks = p->layout.world;
@@ -1286,8 +1286,8 @@ int sim_step_run(const struct plan *p, const struct sim_hw *hw, const struct sim
             return rc;
         double total = (double)r->step_ns + (double)repeat * (double)(r->step_ns - s.step_ns);
         if (!(total <= SIM_MAX_COUNT))
-            return rl_errf(e, RL_EINVAL, "step: --grad-accum %lld gives a step of %.3g ns, more than the model "
-                           "counts; allowed: a smaller --grad-accum", (long long)t.grad_accum, total);
+            return rl_errf(e, RL_EINVAL, "step: grad_accum %lld gives a step of %.3g ns, more than the model "
+                           "counts; allowed: a smaller grad_accum", (long long)t.grad_accum, total);
         r->step_ns += repeat * (r->step_ns - s.step_ns);
         for (int ph = 0; ph < STEP_PH_COUNT; ph++) {
             r->phase[ph].busy_ns += repeat * (r->phase[ph].busy_ns - s.phase[ph].busy_ns);

@@ -280,7 +280,13 @@ START_TEST(step_memory_prediction)
     struct sim_hw one = load_hw("gh200");
     ck_assert_int_eq(sim_step_memory(&f.p, &one, &t, &r9, &e), RL_EINVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "gh200"));
-    ck_assert_ptr_nonnull(strstr(e.msg, "--gpus-per-node"));
+    ck_assert_ptr_nonnull(strstr(e.msg, "gpus_per_node"));   /* the field; cli/ puts back the flag */
+    ck_assert_ptr_null(strstr(e.msg, "--"));
+    struct tu_run cr;
+    tu_ratiolab(&cr, "predict --hw gh200");
+    ck_assert_int_eq(cr.status, 2);
+    ck_assert_msg(strstr(cr.err, "allowed: --gpus-per-node <= 1, or another --hw"), "%s", cr.err);
+    tu_run_free(&cr);
     fx_free(&d);
     fx_free(&g);
     fx_free(&f);
