@@ -127,6 +127,9 @@ struct ex_run {
 };
 
 int64_t ex__now_ns(void);
+/* ---- the segment map (segmap.c) ---- */
+/* The index in r->seg of the segment holding flat index f (f within the rank's flat range). */
+int ex__seg_find(const struct ex_run *r, int64_t f);
 /* Steps *it to the next piece of the host pipeline over the nseg segments (sorted by flat, host
  * ones packed back to back from offset 0, pc elements in all) with chunks of `chunk` elements
  * (step_chunk_numel). Start with *it zeroed and it->seg = -1; false once the share is done.
