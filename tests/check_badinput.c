@@ -145,6 +145,47 @@ static const struct bad_case cases[] = {
     {"predict --trace on a full disk", NULL, "predict --trace /dev/full", 3, "--trace", "No space left on device"},
     {"check --fix-to on a full disk", W("c.json", GOOD), "check --ds-config c.json --model gpt2 --fix-to /dev/full",
      3, "--fix-to", "No space left on device"},
+    /* ---- run: flags (issue 24) ---- */
+    {"run --policies longer than its buffer", NULL,
+     "run --scale 10000 --ratios 0.5 --policies exact,$(printf 'exact%.0s,' $(seq 100))exact", 2, "--policies",
+     "at most 511"},
+    {"run --fail-rank 1 with one rank", NULL, "run --scale 10000 --fail-rank 1", 2, "--fail-rank", "0 to 0"},
+    {"run --fail-rank with an unknown phase", NULL, "run --scale 10000 --fail-rank 0:lunch", 2, "--fail-rank", "save-write"},
+    {"run --load ''", NULL, "run --scale 10000 --load ''", 2, "--load", "empty"},
+    {"run --save ''", NULL, "run --scale 10000 --save ''", 2, "--save", "empty"},
+    /* ---- run --load: crafted checkpoints (issue 24); CKPT saves one, PATCH rewrites a field and
+     * both CRCs so only the field is wrong ---- */
+#define CKPT "\"$RATIOLAB_BIN\" run --scale 10000 --sub-group-size 1e8 --warmup 0 --steps 1 --save ck >/dev/null && "
+#define F0 "ck/gen-00000001/rank-00000.rlck"
+#define PATCH(file, off, fmt, val)                                                                        \
+    "python3 -c \"import struct,zlib;f='" file "';b=bytearray(open(f,'rb').read());"                   \
+    "struct.pack_into('<" fmt "',b," #off "," val ");struct.pack_into('<I',b,72,zlib.crc32(b[80:]));"      \
+    "struct.pack_into('<I',b,76,zlib.crc32(b[:76]));open(f,'wb').write(b)\""
+#define LOAD "run --scale 10000 --sub-group-size 1e8 --warmup 0 --steps 1 --load ck"
+    {"checkpoint record count 2^60 (n_rec x 16 overflows)", CKPT PATCH(F0, 56, "q", "1<<60"), LOAD, 2, F0, "n_rec"},
+    {"checkpoint record of 2^62 elements (start + elements overflows)", CKPT PATCH(F0, 88, "q", "1<<62"), LOAD, 2, F0,
+     "record 0 field elements"},
+    {"checkpoint record starting at INT64_MAX - 2", CKPT PATCH(F0, 96, "q", "(1<<63)-3"), LOAD, 2, F0,
+     "record 1 field global start"},
+    {"checkpoint record repeating the one before", CKPT PATCH(F0, 96, "q", "0"), LOAD, 2, F0, "ascending and disjoint"},
+    {"checkpoint iterations -1", CKPT PATCH(F0, 24, "q", "-1"), LOAD, 2, F0, "iterations"},
+    {"checkpoint iterations INT64_MAX", CKPT PATCH(F0, 24, "q", "(1<<63)-1"), LOAD, 2, F0, "iterations"},
+    {"checkpoint Adam steps -3", CKPT PATCH(F0, 32, "q", "-3"), LOAD, 2, F0, "adam_step"},
+    {"checkpoint Adam steps above its iterations", CKPT PATCH(F0, 32, "q", "2"), LOAD, 2, F0, "adam_step"},
+    {"checkpoint world 0", CKPT PATCH(F0, 12, "I", "0"), LOAD, 2, F0, "world"},
+    {"checkpoint rank files whose records overlap", CKPT "mkdir ck2 && cp " F0 " ck2/rank-00000.rlck && "
+     PATCH("ck2/rank-00000.rlck", 12, "I", "2") " && cp ck2/rank-00000.rlck ck2/rank-00001.rlck && "
+     PATCH("ck2/rank-00001.rlck", 16, "I", "1"), LOAD "2", 2, "ck2", "overlaps"},
+    {"checkpoint whose last record is missing (a gap)", CKPT
+     "python3 -c \"import struct,zlib;f='" F0 "';b=bytearray(open(f,'rb').read());n=struct.unpack_from('<q',b,56)[0];"
+     "L=struct.unpack_from('<q',b,80+16*n-8)[0];b=b[:80+16*(n-1)]+b[80+16*n:len(b)-12*L];"
+     "struct.pack_into('<q',b,56,n-1);struct.pack_into('<q',b,64,len(b)-80);"
+     "struct.pack_into('<I',b,72,zlib.crc32(b[80:]));struct.pack_into('<I',b,76,zlib.crc32(b[:76]));"
+     "open(f,'wb').write(b)\"", LOAD, 2, "gen-00000001", "no rank file holds global elements"},
+    {"checkpoint manifest naming a generation that is not there", CKPT
+     "sed -i 's/generation 1/generation 7/' ck/CHECKPOINT", LOAD, 2, "gen-00000007/rank-00000.rlck", "cannot read"},
+    {"checkpoint manifest with a bad line", CKPT "sed -i 's/world 1/world x/' ck/CHECKPOINT", LOAD, 2, "ck/CHECKPOINT",
+     "world"},
 };
 enum { N_CASES = sizeof cases / sizeof cases[0] };
 
