@@ -145,6 +145,12 @@ static const struct bad_case cases[] = {
     {"predict --trace on a full disk", NULL, "predict --trace /dev/full", 3, "--trace", "No space left on device"},
     {"check --fix-to on a full disk", W("c.json", GOOD), "check --ds-config c.json --model gpt2 --fix-to /dev/full",
      3, "--fix-to", "No space left on device"},
+    /* ---- gzip inputs: the 64 MiB cap counts inflated bytes (issue 24); 65 MiB + 1 of 'a' ---- */
+#define GZ65(file) "head -c 68157441 /dev/zero | tr '\\000' a | gzip -1 > " file
+    {"DeepSpeed log .gz inflating past 64 MiB", W("c.json", GOOD) " && " GZ65("l.log.gz"),
+     "validate --ds-config c.json --model gpt2 --deepspeed-log l.log.gz", 2, "l.log.gz", "inflates to more than 64 MiB"},
+    {"trace diff input .gz inflating past 64 MiB", GZ65("t.json.gz"), "trace diff t.json.gz t.json.gz", 2, "t.json.gz",
+     "inflates to more than 64 MiB"},
     /* ---- run: flags (issue 24) ---- */
     {"run --policies longer than its buffer", NULL,
      "run --scale 10000 --ratios 0.5 --policies exact,$(printf 'exact%.0s,' $(seq 100))exact", 2, "--policies",
