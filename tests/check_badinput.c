@@ -145,6 +145,18 @@ static const struct bad_case cases[] = {
     {"predict --trace on a full disk", NULL, "predict --trace /dev/full", 3, "--trace", "No space left on device"},
     {"check --fix-to on a full disk", W("c.json", GOOD), "check --ds-config c.json --model gpt2 --fix-to /dev/full",
      3, "--fix-to", "No space left on device"},
+    /* ---- outputs checked before measuring; calibrate's flags (issue 24) ---- */
+    {"calibrate --out ''", NULL, "calibrate --quiet --out ''", 2, "--out", "empty"},
+    {"calibrate --out in a folder that does not exist", NULL, "calibrate --quiet --out nodir/p.json", 2, "--out",
+     "No such file"},
+    {"calibrate --out is a directory", "mkdir d", "calibrate --quiet --out d", 2, "--out", "is a directory"},
+    {"calibrate --base without --backend cuda", NULL, "calibrate --quiet --base dgx-a100 --out p.json", 2, "--base",
+     "--backend cuda"},
+    {"calibrate --name with a newline", NULL, "calibrate --quiet --name 'a\nb' --out p.json", 2, "--name",
+     "control character"},
+    {"validate --out is a file", "touch o.txt", "validate --ratios 0.5 --out o.txt", 2, "--out", "not a folder"},
+    {"validate --out in a folder that does not exist", NULL, "validate --ratios 0.5 --out nodir/v", 2, "--out",
+     "No such file"},
     /* ---- gzip inputs: the 64 MiB cap counts inflated bytes (issue 24); 65 MiB + 1 of 'a' ---- */
 #define GZ65(file) "head -c 68157441 /dev/zero | tr '\\000' a | gzip -1 > " file
     {"DeepSpeed log .gz inflating past 64 MiB", W("c.json", GOOD) " && " GZ65("l.log.gz"),

@@ -491,6 +491,41 @@ START_TEST(checkpoint_write_failure_is_exit_3_and_keeps_the_previous_one)
 }
 END_TEST
 
+/* ---- issue 24 item 7: validate's folder -------------------------------------------------------- */
+#define VAL_SMALL "validate --ratios 0.5 --ranks 1 --scale 10000 --steps 1 --sub-group-size 1e8"
+
+/* A second validate into a folder another one is writing is refused at once (exit 3), before it
+ * measures anything: here the other one is flock(1) holding the folder's lock. */
+START_TEST(validate_refuses_a_folder_another_one_writes)
+{
+    struct tu_run r;
+    tu_sh(&r, "mkdir -p v && touch v/report.json && flock v/" RL_OUTDIR_LOCK " timeout 60 '%s' " VAL_SMALL " --out v",
+          tu_bin());
+    ck_assert_msg(r.status == 3, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, "--out") && strstr(r.err, "another ratiolab is writing there"), "%s", r.err);
+    tu_run_free(&r);
+    /* The other run's report is not touched. */
+    tu_sh(&r, "test -e v/report.json");
+    ck_assert_int_eq(r.status, 0);
+    tu_run_free(&r);
+}
+END_TEST
+
+/* An interrupted validate leaves no report of an earlier run beside its own traces: the earlier
+ * verdict goes when the folder is taken (waited for, with a deadline), before anything runs. */
+START_TEST(validate_interrupted_leaves_no_earlier_report)
+{
+    struct tu_run r;
+    tu_sh(&r, "mkdir -p v && echo '{\"old\": true}' > v/report.json && echo old > v/report.md && "
+          "(setsid '%s' " VAL_SMALL " --out v >/dev/null 2>&1 & pid=$!; "
+          "for i in $(seq 600); do [ -e v/report.json ] || break; sleep 0.05; done; "
+          "kill -TERM -$pid 2>/dev/null; wait $pid; true) && test ! -e v/report.json && test ! -e v/report.md",
+          tu_bin());
+    ck_assert_msg(r.status == 0, "the earlier report is still there after an interrupted run: %s", r.err);
+    tu_run_free(&r);
+}
+END_TEST
+
 Suite *hardening_suite(void)
 {
     Suite *s = suite_create("hardening");
@@ -521,5 +556,10 @@ Suite *hardening_suite(void)
     tcase_add_test(ck, checkpoint_save_killed_anywhere_keeps_a_whole_checkpoint);
     tcase_add_test(ck, checkpoint_write_failure_is_exit_3_and_keeps_the_previous_one);
     suite_add_tcase(s, ck);
+    TCase *vf = tcase_create("validate_folder");
+    tcase_set_timeout(vf, 120);
+    tcase_add_test(vf, validate_refuses_a_folder_another_one_writes);
+    tcase_add_test(vf, validate_interrupted_leaves_no_earlier_report);
+    suite_add_tcase(s, vf);
     return s;
 }
