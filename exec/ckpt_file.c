@@ -224,7 +224,8 @@ static int manifest_line(const char **p, const char *end, const char *key, int64
     const char *s = *p + kl + 1;
     int64_t x = 0;
     int digits = 0;
-    while (s < end && *s >= '0' && *s <= '9' && digits < 19) {
+    /* At most 18 digits (every bound here is far below 10^18): no overflow; a 19th is refused. */
+    while (s < end && *s >= '0' && *s <= '9' && digits < 18) {
         x = x * 10 + (*s - '0');
         s++;
         digits++;

@@ -157,6 +157,17 @@ static const struct bad_case cases[] = {
     {"validate --out is a file", "touch o.txt", "validate --ratios 0.5 --out o.txt", 2, "--out", "not a folder"},
     {"validate --out in a folder that does not exist", NULL, "validate --ratios 0.5 --out nodir/v", 2, "--out",
      "No such file"},
+    /* ---- messages that name the key or the file (issue 24) ---- */
+    {"HF config head_dim x num_attention_heads overflowing",
+     W("h.json", "{\"model_type\":\"llama\",\"hidden_size\":64,\"num_attention_heads\":2000000000,"
+       "\"num_key_value_heads\":2000000000,\"num_hidden_layers\":2,\"vocab_size\":100,\"intermediate_size\":128,"
+       "\"head_dim\":2000000000}"), "plan --model h.json --out o.txt", 2, "h.json", "head_dim x num_attention_heads"},
+    {"predict refusing a stage-1 partial offload",
+     W("c.json", "{\"zero_optimization\":{\"stage\":1,\"offload_optimizer\":{\"device\":\"cpu\",\"ratio\":0.3}}}"),
+     "predict --ds-config c.json --model gpt2", 2, "--ds-config: c.json", "zero_optimization.stage 1"},
+    {"config with a lone surrogate in a key that is read",
+     W("c.json", "{\"zero_optimization\":{\"stage\":3,\"offload_optimizer\":{\"device\":\"cpu\\ud800\",\"ratio\":0.3}}}"),
+     "plan --ds-config c.json --model gpt2 --out o.txt", 2, "offload_optimizer.device", NULL},
     /* ---- gzip inputs: the 64 MiB cap counts inflated bytes (issue 24); 65 MiB + 1 of 'a' ---- */
 #define GZ65(file) "head -c 68157441 /dev/zero | tr '\\000' a | gzip -1 > " file
     {"DeepSpeed log .gz inflating past 64 MiB", W("c.json", GOOD) " && " GZ65("l.log.gz"),
@@ -202,6 +213,9 @@ static const struct bad_case cases[] = {
      "open(f,'wb').write(b)\"", LOAD, 2, "gen-00000001", "no rank file holds global elements"},
     {"checkpoint manifest naming a generation that is not there", CKPT
      "sed -i 's/generation 1/generation 7/' ck/CHECKPOINT", LOAD, 2, "gen-00000007/rank-00000.rlck", "cannot read"},
+    {"checkpoint manifest iterations of 60 digits", CKPT "sed -i 's/iterations 1/iterations "
+     "999999999999999999999999999999999999999999999999999999999997/' ck/CHECKPOINT", LOAD, 2, "ck/CHECKPOINT",
+     "iterations"},
     {"checkpoint manifest with a bad line", CKPT "sed -i 's/world 1/world x/' ck/CHECKPOINT", LOAD, 2, "ck/CHECKPOINT",
      "world"},
 };

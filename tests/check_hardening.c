@@ -526,6 +526,20 @@ START_TEST(validate_interrupted_leaves_no_earlier_report)
 }
 END_TEST
 
+/* ---- issue 24 item 12: a lone surrogate in a key ratiolab does not read --------------------------- */
+/* Python's json (DeepSpeed's reader) takes "\ud800"; jansson refuses it. A key nobody reads does
+ * not reject the config; a valid pair stays as it is. */
+START_TEST(lone_surrogate_in_an_unread_key_is_taken)
+{
+    tu_write("c.json", "{" Z3 ",\"fp16\":{\"enabled\":true},\"comment\":\"\\ud800 \\udc00 \\ud83d\\ude00 \\\\ud800\"}");
+    struct tu_run r;
+    tu_ratiolab(&r, "plan --ds-config c.json --model gpt2 --json");
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "\"requested_ratio\": 0.3,"));
+    tu_run_free(&r);
+}
+END_TEST
+
 Suite *hardening_suite(void)
 {
     Suite *s = suite_create("hardening");
@@ -550,6 +564,7 @@ Suite *hardening_suite(void)
     tcase_add_test(tc, honored_for_matches_a_built_plan);
     tcase_add_test(tc, trace_reader_refuses_time_stamps_beyond_int64);
     tcase_add_test(tc, deepspeed_log_reader_refuses_out_of_range_dates_and_sizes);
+    tcase_add_test(tc, lone_surrogate_in_an_unread_key_is_taken);
     suite_add_tcase(s, tc);
     TCase *ck = tcase_create("checkpoint");
     tcase_set_timeout(ck, 240);
