@@ -436,6 +436,39 @@ static int run(int argc, char **argv)
         rl_errf(&e, RL_EINVAL, "--gemm-last: needs --layers N (the --gemm list is then one layer's)");
         return calib_fail(&e);
     }
+    /* Flags that only mean something together, and the output, before anything is measured. */
+    struct rl_err e = {0};
+    if (a.base && !a.cuda) {
+        rl_errf(&e, RL_EINVAL, "--base %s: only with --backend cuda (the cpu backend measures the emulated device "
+                "whole); allowed: leave it out, or add --backend cuda", a.base);
+        return cli_fail("calibrate", &e);
+    }
+    if (a.name) {
+        for (const unsigned char *p = (const unsigned char *)a.name; *p; p++)
+            if (*p < 0x20 || *p == 0x7f) {
+                rl_errf(&e, RL_EINVAL, "--name: a control character (0x%02x) at byte %d; allowed: printable text (it is "
+                        "the profile's name, printed in predict's tables)", *p, (int)(p - (const unsigned char *)a.name));
+                return cli_fail("calibrate", &e);
+            }
+        if (!a.name[0]) {
+            rl_errf(&e, RL_EINVAL, "--name: empty; allowed: printable text");
+            return cli_fail("calibrate", &e);
+        }
+    }
+    if (!a.coll_only) {
+        char host[64] = "unknown", out[300];
+        if (gethostname(host, sizeof host) != 0)
+            snprintf(host, sizeof host, "unknown");
+        host[sizeof host - 1] = 0;
+        if (a.out)
+            snprintf(out, sizeof out, "%s", a.out);
+        else
+            snprintf(out, sizeof out, "%s%s.json", a.name ? "" : "calibrated-", a.name ? a.name : host);
+        if (rl_outfile_check(out, &e)) {
+            cli_err_flag(&e, "output", "--out");
+            return cli_fail("calibrate", &e);
+        }
+    }
     if (a.cuda)
         return run_cuda(&a);
     struct calib c;

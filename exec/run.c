@@ -822,7 +822,7 @@ static int optimizer_ds012(struct ex_run *r, struct rl_err *e)
 
 static int one_step(struct ex_run *r, int64_t it, bool *skipped, struct rl_err *e)
 {
-    if (r->o->fail_rank == r->k)
+    if (r->o->fail_rank == r->k && r->o->fail_phase == EX_FAIL_STEP)
         return rl_errf(e, RL_EENV, "rank %d: failing on purpose at iteration %lld (fail_rank)", r->k,
                        (long long)it);
     RL_TRY(forward_backward(r, it, e));
