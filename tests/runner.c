@@ -110,11 +110,15 @@ static void timings_print(char paths[][300], int n, int top)
     qsort(t, (size_t)nt, sizeof *t, by_seconds_desc);
     double total = 0;
     for (int i = 0; i < nt; i++)
-        total += t[i].seconds;
+        total += t[i].seconds > 0 ? t[i].seconds : 0;
     if (nt)
         printf("slowest %d of %d tests (wall s; all tests together %.1f s):\n", top < nt ? top : nt, nt, total);
-    for (int i = 0; i < nt && i < top; i++)
-        printf("  %8.2f  %s\n", t[i].seconds, t[i].name);
+    for (int i = 0; i < nt && i < top; i++) {
+        if (t[i].seconds >= 0)
+            printf("  %8.2f  %s\n", t[i].seconds, t[i].name);
+        else   /* Check gives no duration for a test that ended by a signal */
+            printf("  %8s  %s\n", "-", t[i].name);
+    }
     free(t);
 }
 
