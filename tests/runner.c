@@ -6,7 +6,8 @@
  * name with their reason just before the last line. CK_RUN_SUITE / CK_RUN_CASE select as usual
  * with Check. Just before the last line come the slowest tests, by wall time (CK_SLOWEST=N, default
  * 10; 0 for none), read back from Check's XML log (CK_XML_LOG_FILE_NAME when given, else a
- * temporary file). The last line is "N passed, N failed, N skipped" over all runners. */
+ * temporary file). OMP_WAIT_POLICY is PASSIVE unless given (see main). The last line is
+ * "N passed, N failed, N skipped" over all runners. */
 #include <check.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -142,8 +143,18 @@ static void timing_log(SRunner *r, char paths[][300], bool *unlink_it, int *n)
     (*n)++;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    /* OpenMP threads that wait for work spin by default (OMP_WAIT_POLICY active, libgomp's spin
+     * count): on a loaded machine with more threads than free cores, every parallel region of
+     * the kernels' tests then waits for spinning threads' time slices (the bitwise loops took
+     * minutes instead of seconds). Passive waits change no result; libgomp reads the variable
+     * when it loads, so the runner sets it and starts itself again (its children inherit it). */
+    (void)argc;
+    if (!getenv("OMP_WAIT_POLICY")) {
+        setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+        execv("/proc/self/exe", argv);   /* returns only on failure: carry on as we are */
+    }
     const size_t n = sizeof suites / sizeof suites[0];
     SRunner *forked = NULL, *nofork = NULL;
     /* With CK_RUN_SUITE only that suite is built, so only its skips are counted. */
