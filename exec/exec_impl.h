@@ -60,6 +60,7 @@ struct ex_gather {
     int64_t t0_ns;                   /* when its start was issued */
     int64_t t1_ns;                   /* when it was first seen complete (0: not yet) */
     int64_t bytes;                   /* gathered bytes (all ranks) */
+    int slot;                        /* the gather buffer it was started into */
 };
 
 struct ex_run {
@@ -153,6 +154,13 @@ struct ex__crc_rec {
 uint32_t ex__digest_combine(struct ex__crc_rec *rec, int64_t n);
 /* Gathers every rank's trace records and writes the trace on rank 0 (traces/ writer, layout.h). */
 int ex__trace_write(struct ex_run *r, const char *path, struct rl_err *e);
+/* Before the compute of the block at position i of a pass (forward: block i, backward: block
+ * nblocks - 1 - i): starts the all-gathers up to i + prefetch_depth not yet started (*next: the
+ * first position not yet started; 0 at the start of a pass), position j into gather buffer
+ * j mod gather_buffers, then waits for block i's. In builds without NDEBUG (debug, sanitizer,
+ * the default) it asserts that a gather is never started into a buffer that another started and
+ * not yet waited gather still fills (gather_buffers must exceed prefetch_depth). */
+int ex__gather_for(struct ex_run *r, bool forward, int i, int *next, struct rl_err *e);
 int ex__ckpt_save(struct ex_run *r, const char *dir, struct rl_err *e);
 int ex__ckpt_load(struct ex_run *r, const char *dir, struct rl_err *e);
 
