@@ -958,7 +958,7 @@ static int param_fetch(struct builder *u, struct graph_ctx *c, int g, int i, boo
     if (u->b->p->zero.offload_param != PLAN_OFFLOAD_CPU || k->part_numel[i] <= 0)
         return -1;
     double bytes = (double)k->part_numel[i] * c->dtype;
-    int t = host_copy(u, "param_fetch", g, true, true, bytes, SIM_PH_PARAM_H2D, (int64_t)bytes, 1);
+    int t = host_copy(u, "param_fetch", g, true, true, bytes, STEP_PH_PARAM_H2D, (int64_t)bytes, 1);
     dep(u, c->st[g].gather, t);
     if (!(c->dp > 1 && k->full_numel[i] > 0)) {
         c->st[g].gather = t;
