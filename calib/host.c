@@ -12,10 +12,13 @@
 
 #include "calib/calib.h"
 
-static double host_now_s(void)
+/* The calling thread's CPU time (user + system), seconds. These costs are work on the thread that
+ * pays them (page faults and zeroing are system time of the faulting thread), so CPU time measures
+ * them without the time other processes of a loaded machine take from it. */
+static double host_cpu_s(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -38,16 +41,16 @@ static void *host_alloc(size_t bytes)
     return posix_memalign(&p, 64, bytes) == 0 ? p : NULL;
 }
 
-/* One repeat of the first-touch measurement on t threads, each with `per` bytes: the wall time
- * of allocating, writing and freeing a fresh block (fresh = 1) or of writing a block written
- * before (fresh = 0, warm[i] given). Returns seconds, < 0 when an allocation failed. */
-static double touch_once(int t, size_t per, int fresh, char **warm)
+/* One repeat of the first-touch measurement on t threads, each with `per` bytes: each thread's
+ * CPU time of allocating, writing and freeing a fresh block (fresh = 1) or of writing a block
+ * written before (fresh = 0, warm[i] given) into sec[i]. Returns 0, -1 when an allocation failed. */
+static int touch_once(int t, size_t per, int fresh, char **warm, double *sec)
 {
     int failed = 0;
-    double t0 = host_now_s();
 #pragma omp parallel num_threads(t) reduction(+ : failed)
     {
         int i = omp_get_thread_num();
+        double t0 = host_cpu_s();
         char *p = fresh ? host_alloc(per) : warm[i];
         if (!p) {
             failed++;
@@ -57,13 +60,14 @@ static double touch_once(int t, size_t per, int fresh, char **warm)
             if (fresh)
                 free(p);
         }
+        sec[i] = host_cpu_s() - t0;
     }
-    double dt = host_now_s() - t0;
-    return failed ? -1 : dt;
+    return failed ? -1 : 0;
 }
 
-/* First touch on t threads: the time of a fresh block's allocate + write + free beyond the time
- * of writing a warm block, per repeat; bytes over that extra time, all threads together. */
+/* First touch on t threads at once: per thread, the CPU time of a fresh block's allocate + write +
+ * free beyond that of writing a warm block; per repeat the sum over threads of bytes over that
+ * extra time. */
 static int fault_run(int64_t bytes, int t, int reps, struct calib_figure *f, struct rl_err *e)
 {
     size_t per = (size_t)(bytes / t);
@@ -78,17 +82,19 @@ static int fault_run(int64_t bytes, int t, int reps, struct calib_figure *f, str
         if (!rc && warm[i])
             memset(warm[i], 0, per);   /* faulted in by the thread that writes it later */
     }
-    double x[64];
+    double x[64], sf[CALIB_MAX_THREADS], sw[CALIB_MAX_THREADS];
     for (int r = 0; r < reps && !rc; r++) {
-        double tf = touch_once(t, per, 1, warm), tw = touch_once(t, per, 0, warm);
-        if (tf < 0) {
+        if (touch_once(t, per, 1, warm, sf) || touch_once(t, per, 0, warm, sw)) {
             rc = rl_errf(e, RL_ENOMEM, "calibrate: cannot allocate %zu bytes for the first-touch test", per);
             break;
         }
-        double extra = tf - tw;
-        if (extra < 1e-3 * tf)   /* never faster than a warm write: bounded, not negative */
-            extra = 1e-3 * tf;
-        x[r] = (double)per * t / extra * 1e-9;
+        x[r] = 0;
+        for (int i = 0; i < t; i++) {
+            double extra = sf[i] - sw[i];
+            if (extra < 1e-3 * sf[i])   /* never faster than a warm write: bounded, not negative */
+                extra = 1e-3 * sf[i];
+            x[r] += (double)per / extra * 1e-9;
+        }
     }
     if (!rc)
         host_figure(f, x, reps);
@@ -98,8 +104,8 @@ static int fault_run(int64_t bytes, int t, int reps, struct calib_figure *f, str
     return rc;
 }
 
-/* t threads each memcpy their own warm `bytes / t` between two pageable buffers at once; bytes
- * over the wall time. */
+/* t threads each memcpy their own warm `bytes / t` between two pageable buffers at once; per
+ * repeat the sum over threads of bytes over the thread's CPU time. */
 static int memcpy_run(int64_t bytes, int t, int reps, struct calib_figure *f, struct rl_err *e)
 {
     size_t per = (size_t)(bytes / t);
@@ -117,13 +123,15 @@ static int memcpy_run(int64_t bytes, int t, int reps, struct calib_figure *f, st
     }
     double x[64];
     for (int r = 0; r < reps; r++) {
-        double t0 = host_now_s();
-#pragma omp parallel num_threads(t)
+        double gb = 0;
+#pragma omp parallel num_threads(t) reduction(+ : gb)
         {
             size_t i = (size_t)omp_get_thread_num();
+            double t0 = host_cpu_s();
             memcpy(dst + i * per, src + i * per, per);
+            gb += (double)per / (host_cpu_s() - t0) * 1e-9;
         }
-        x[r] = (double)per * t / (host_now_s() - t0) * 1e-9;
+        x[r] = gb;
     }
     host_figure(f, x, reps);
     free(src);
@@ -132,8 +140,9 @@ static int memcpy_run(int64_t bytes, int t, int reps, struct calib_figure *f, st
 }
 
 /* bf16 -> fp32 as PyTorch's CPU copy kernel does it (the bf16 bits are the upper half of the
- * float's), over n elements in static chunks on t threads; elements over the wall time. Both
- * buffers are warm: the temporary's first touch is measured apart (fault_run). */
+ * float's), over n elements in equal chunks on t threads; per repeat the sum over threads of
+ * elements over the thread's CPU time. Both buffers are warm: the temporary's first touch is
+ * measured apart (fault_run). */
 static int cast_run(int64_t n, int t, int reps, struct calib_figure *f, struct rl_err *e)
 {
     uint16_t *src = host_alloc((size_t)n * 2);
@@ -149,16 +158,22 @@ static int cast_run(int64_t n, int t, int reps, struct calib_figure *f, struct r
         dst[i] = 0;
     }
     double x[64];
+    int64_t per = n / t;
     for (int r = 0; r < reps; r++) {
-        double t0 = host_now_s();
-#pragma omp parallel for num_threads(t) schedule(static)
-        for (int64_t i = 0; i < n; i++) {
-            uint32_t u = (uint32_t)src[i] << 16;
-            float v;
-            memcpy(&v, &u, sizeof v);
-            dst[i] = v;
+        double el = 0;
+#pragma omp parallel num_threads(t) reduction(+ : el)
+        {
+            int64_t lo = (int64_t)omp_get_thread_num() * per, hi = lo + per;
+            double t0 = host_cpu_s();
+            for (int64_t i = lo; i < hi; i++) {
+                uint32_t u = (uint32_t)src[i] << 16;
+                float v;
+                memcpy(&v, &u, sizeof v);
+                dst[i] = v;
+            }
+            el += (double)per / (host_cpu_s() - t0);
         }
-        x[r] = (double)n / (host_now_s() - t0);
+        x[r] = el;
     }
     host_figure(f, x, reps);
     free(src);
@@ -252,8 +267,8 @@ int calib_host_json(const struct calib_host *h, const char *host, const char *da
     host_curve(h->fault_gbps, n, 1, curve, sizeof curve);
     snprintf(body, sizeof body, "first touch of fresh allocations: per thread a posix_memalign(64) block of %lld MiB "
              "(above glibc's mmap threshold, so a fresh mmap, as c10's CPU allocator gets it), memset and free, "
-             "the time beyond a memset of a warm block; one thread: median %.4g GB/s (spread %.4g..%.4g, %d "
-             "repeats); transparent huge pages: %s; GB/s by threads (all together): %s",
+             "the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID: user + system, so a loaded machine's other processes do not count) beyond that of a memset of a warm block; one thread: median %.4g GB/s (spread %.4g..%.4g, %d "
+             "repeats); transparent huge pages: %s; GB/s by threads (each thread's rate, summed, all running at once): %s",
              (long long)(h->fault_bytes >> 20), f1->median, f1->min, f1->max, f1->repeats, h->thp, curve);
     host_src(sources, "host.fault_gbps_per_thread", host, date, body);
     snprintf(body, sizeof body, "the best all-threads figure of the first-touch curve (%d thread%s: median %.4g GB/s, "
@@ -263,16 +278,16 @@ int calib_host_json(const struct calib_host *h, const char *host, const char *da
     const struct calib_figure *m1 = &h->memcpy_gbps[0];
     json_object_set_new(o, "memcpy_gbps_per_thread", json_real(m1->median));
     host_curve(h->memcpy_gbps, n, 1, curve, sizeof curve);
-    snprintf(body, sizeof body, "memcpy between two warm pageable buffers of %lld MiB per thread; one thread: median "
-             "%.4g GB/s (spread %.4g..%.4g, %d repeats); GB/s by threads (all together): %s",
+    snprintf(body, sizeof body, "memcpy between two warm pageable buffers of %lld MiB per thread, bytes over the thread's CPU time; one thread: median "
+             "%.4g GB/s (spread %.4g..%.4g, %d repeats); GB/s by threads (each thread's rate, summed, all running at once): %s",
              (long long)(h->memcpy_bytes >> 20), m1->median, m1->min, m1->max, m1->repeats, curve);
     host_src(sources, "host.memcpy_gbps_per_thread", host, date, body);
     const struct calib_figure *c1 = &h->cast_elems_per_s[0];
     json_object_set_new(o, "cast_elements_per_s_per_thread", json_real(c1->median));
     host_curve(h->cast_elems_per_s, n, 1e-9, curve, sizeof curve);
     snprintf(body, sizeof body, "bf16 -> fp32 (the 16 bits shifted into the float's upper half, as PyTorch's CPU "
-             "copy kernel converts) over %lld Mi warm elements per thread, OpenMP static chunks; one thread: median "
-             "%.4g elements/s (spread %.4g..%.4g, %d repeats); G elements/s by threads (all together): %s",
+             "copy kernel converts) over %lld Mi warm elements per thread, elements over the thread's CPU time; one thread: median "
+             "%.4g elements/s (spread %.4g..%.4g, %d repeats); G elements/s by threads (each thread's rate, summed, all running at once): %s",
              (long long)(h->cast_numel >> 20), c1->median, c1->min, c1->max, c1->repeats, curve);
     host_src(sources, "host.cast_elements_per_s_per_thread", host, date, body);
     json_object_set_new(root, "host", o);
