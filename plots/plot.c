@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "plots/plot_impl.h"
+#include "traces/layout.h"   /* the phase table: groups, colours, patterns */
 
 static const char *const kind_names[] = {"memory", "time", "timeline", "parity", "scaling", "monitor"};
 _Static_assert(RL_COUNT(kind_names) == PLOT_KIND_COUNT, "a name per enum plot_kind");
@@ -175,6 +176,10 @@ void plot__dat_header(struct plot__fig *f, const struct plot__meta *m)
     dat_value(d, m->schedule);
     fprintf(d, "\n# micro-batch: ");
     dat_value(d, m->micro_batch);
+    if (m->run) {
+        fprintf(d, "\n# run: ");
+        dat_value(d, m->run);
+    }
     fprintf(d, "\n# inputs:");
     for (int i = 0; i < f->o->n_in; i++) {
         fputc(' ', d);
@@ -206,32 +211,23 @@ const char *plot__color(int i) { return palette[(i % N_PAL + N_PAL) % N_PAL]; }
 int plot__dash(int i) { return dashes[(i % N_PAL + N_PAL) % N_PAL]; }
 int plot__point(int i) { return points[(i % N_PAL + N_PAL) % N_PAL]; }
 
-/* Phase colours, fixed so a phase looks the same in every figure. Neighbours in the stacking
- * order alternate dark and light, so adjacent bands stay apart in grey; the gradient copies are a
- * pair (vermillion, then a light tint of it); idle time is hatched, like empty space. */
-static const struct {
-    const char *name;    /* sim_phase_name */
-    const char *color;   /* fill */
-    int pattern;         /* 0 solid, else a gnuplot fill pattern */
-} phase_colors[] = {
-    {"forward", "#0072B2", 0},        {"backward", "#56B4E9", 0},      {"gpu_adam", "#009E73", 0},
-    {"cpu_adam", "#E69F00", 0},       {"tp_allreduce", "#CC79A7", 0},  {"allgather", "#882255", 0},
-    {"reduce_scatter", "#999933", 0}, {"grad_d2h", "#D55E00", 0},      {"grad_h2d", "#F0B38A", 0},
-    {"param_h2d", "#000000", 0},      {"pipeline_bubble", "#DDDDDD", 0}, {"idle", "#888888", 5},
-};
-
-/* Other categories (an executor's own span names): Paul Tol's colours the phases do not use. */
-static const char *const extra_colors[] = {"#332288", "#44AA99", "#AA4499", "#777777", "#88CCEE", "#DDCC77"};
-
+/* Phase colours come from the one table beside the phase names (traces/layout.h): a phase takes
+ * its group's colour and its own fill pattern; a group name its colour; other names the i-th of a
+ * few colours no group uses. */
 const char *plot__phase_color(const char *name, int i, int *pattern)
 {
     *pattern = 0;
-    for (size_t k = 0; k < sizeof phase_colors / sizeof phase_colors[0]; k++)
-        if (name && strcmp(name, phase_colors[k].name) == 0) {
-            *pattern = phase_colors[k].pattern;
-            return phase_colors[k].color;
+    const struct trace_phase *ph = trace_phase_find(name);
+    if (ph) {
+        *pattern = ph->pattern;
+        return trace_group_color(ph->group);
+    }
+    for (int g = 0; name && g < TRACE_GROUP_COUNT; g++)
+        if (strcmp(name, trace_group_name((enum trace_group)g)) == 0) {
+            *pattern = g == TRACE_GROUP_IDLE ? 5 : 0;
+            return trace_group_color((enum trace_group)g);
         }
-    return extra_colors[(i < 0 ? -i : i) % 6];
+    return trace_other_color(i);
 }
 
 void plot__gp_preamble(struct plot__fig *f, double height_in)

@@ -27,6 +27,8 @@ struct plot__meta {
     const char *policy;          /* placement policy (or a list) */
     const char *schedule;        /* optimizer-step schedule (or a list) */
     const char *micro_batch;     /* micro-batch as text */
+    const char *run;             /* what ran, when the input says (a trace's step: ratio, schedule,
+                                  * policy); NULL: no line */
 };
 
 /* Writes the .dat header: kind, ratiolab version, metadata and the inputs' base names. */

@@ -43,7 +43,7 @@ plot '+' using 1:($1*(1-band)):($1*(1+band)) with filledcurves fc rgb '#d9d9d9' 
      x with lines lc rgb '#000000' dt 1 lw 0.8 title 'measured = predicted', \
      datafile index 0 using 2:3 with points pt 7 ps 0.8 lc rgb '#000000' title 'step', \
      datafile index 1 using 2:3 with points pt 5 ps 0.7 lc rgb '#0072B2' title "forward", \
-     datafile index 2 using 2:3 with points pt 9 ps 0.7 lc rgb '#56B4E9' title "backward", \
+     datafile index 2 using 2:3 with points pt 9 ps 0.7 lc rgb '#0072B2' title "backward", \
      datafile index 3 using 2:3 with points pt 11 ps 0.7 lc rgb '#009E73' title "gpu_adam", \
      datafile index 4 using 2:3 with points pt 13 ps 0.7 lc rgb '#E69F00' title "cpu_adam", \
      datafile index 5 using 2:3 with points pt 4 ps 0.7 lc rgb '#D55E00' title "grad_d2h"# the key, in its own strip under the panels
@@ -73,7 +73,7 @@ plot NaN with points pt 7 ps 0.8 lc rgb '#000000' title 'step'
 set key at screen 0.5000, screen 0.1195 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with points pt 5 ps 0.7 lc rgb '#0072B2' title "forward"
 set key at screen 0.0571, screen 0.0831 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with points pt 9 ps 0.7 lc rgb '#56B4E9' title "backward"
+plot NaN with points pt 9 ps 0.7 lc rgb '#0072B2' title "backward"
 set key at screen 0.5000, screen 0.0831 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with points pt 11 ps 0.7 lc rgb '#009E73' title "gpu_adam"
 set key at screen 0.0571, screen 0.0468 left top Left reverse samplen 2 spacing 1 noautotitle
