@@ -1,5 +1,5 @@
 /* plots/plot.c — options, file names, the shared .dat header and .gp preamble, and dispatch to
- * the figure writers (kinds.c). */
+ * the figure writers (kind_*.c). */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
