@@ -22,7 +22,8 @@
 #define RL_VERSION_STRING "0.1.0"   /* as `ratiolab --version` prints it */
 #endif
 
-enum { P_IN = 1, P_OUT, P_WIDTH, P_TITLE, P_GPU_MEM, P_MARKS, P_PIDS, P_BAND, P_PHASE_TIME, P_X, P_Y, P_RATIO };
+enum { P_IN = 1, P_OUT, P_WIDTH, P_TITLE, P_GPU_MEM, P_MARKS, P_PIDS, P_BAND, P_PHASE_TIME, P_X, P_Y, P_RATIO,
+       P_PHASES, P_SPEEDUP };
 static const struct cli_opt opts[] = {
     {"in", "FILE", "input (repeat for several): sweep --json/--csv, a trace, a validate report.json, "
                    "a monitor CSV", P_IN},
@@ -39,6 +40,10 @@ static const struct cli_opt opts[] = {
     {"x", "X", "scaling: x axis, gpus (default) or params", P_X},
     {"y", "Y", "scaling: y axis, step (step time, default) or tokens (tokens/s of all GPUs)", P_Y},
     {"ratio", "R", "scaling: the requested ratio shown (default: the fastest that fits)", P_RATIO},
+    {"phases", "P", "time: groups (default: compute, collectives, PCIe copies, GPU and CPU optimizer, casts and "
+                    "checks) or all (every phase)", P_PHASES},
+    {"speedup", "REF", "time: a right axis of speedup over no-offload (ratio 0) or full-offload (ratio 1); "
+                       "default none", P_SPEEDUP},
     {NULL, NULL, NULL, 0},
 };
 
@@ -106,6 +111,19 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
         }
         return rl_errf(e, RL_EINVAL, "--y: '%s'; allowed: step, tokens", v);
     case P_RATIO: return rl_parse_double("--ratio", v, 0, 1, &o->ratio, e);
+    case P_PHASES:
+        if (rl_streq(v, "groups") || rl_streq(v, "all")) {
+            o->all_phases = rl_streq(v, "all");
+            return 0;
+        }
+        return rl_errf(e, RL_EINVAL, "--phases: '%s'; allowed: groups, all", v);
+    case P_SPEEDUP:
+        if (rl_streq(v, "none") || rl_streq(v, "no-offload") || rl_streq(v, "full-offload")) {
+            o->speedup = rl_streq(v, "none") ? PLOT_SPEEDUP_NONE
+                         : rl_streq(v, "no-offload") ? PLOT_SPEEDUP_NO_OFFLOAD : PLOT_SPEEDUP_FULL_OFFLOAD;
+            return 0;
+        }
+        return rl_errf(e, RL_EINVAL, "--speedup: '%s'; allowed: none, no-offload, full-offload", v);
     }
     return RL_EINTERNAL;
 }

@@ -2,13 +2,58 @@
  * phase group (exposed time). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>   /* qsort */
 #include <string.h>
 
 #include "plots/plot_impl.h"
+#include "traces/layout.h"   /* phase groups and their colours */
 
 /* ---- 2. time -----------------------------------------------------------------------------------------
- * One panel per sweep (schedule): bars of exposed time per phase stacked to the step time, the
- * ratios that do not fit shaded, the fastest that fits marked. */
+ * One panel per sweep (policy and schedule): bars of exposed time per phase group (or phase)
+ * stacked to the step time, the ratios that do not fit shaded, the fastest that fits marked, the
+ * no-offload step (ratio 0) as a dashed reference and, with --speedup, a speedup axis. */
+
+/* The band a phase is drawn in: its group's label, or the phase itself with --phases all (and for
+ * a name the table does not know). */
+static const char *band_of(const struct plot__fig *f, const char *phase)
+{
+    const struct trace_phase *ph = trace_phase_find(phase);
+    return ph && !f->o->all_phases ? trace_group_name(ph->group) : phase;
+}
+
+static int group_rank(const char *band)
+{
+    for (int g = 0; g < TRACE_GROUP_COUNT; g++)
+        if (strcmp(band, trace_group_name((enum trace_group)g)) == 0)
+            return g;
+    return TRACE_GROUP_COUNT;
+}
+
+static int cmp_band(const void *x, const void *y)
+{
+    return group_rank(x) - group_rank(y);
+}
+
+/* "exact placement, overlapped step" from a sweep's policy and schedule. */
+static void panel_title(const struct plot__sweep *s, char *buf, size_t n)
+{
+    const char *sch = strncmp(s->schedule, "deepspeed", 9) == 0 ? "DeepSpeed's sequential step"
+                      : strcmp(s->schedule, "overlap") == 0   ? "overlapped step (ratiolab)"
+                                                              : s->schedule;
+    snprintf(buf, n, "policy %s, %s", s->policy, sch);
+}
+
+/* The row of the reference a speedup is measured against: ratio 0 (no offload) or ratio 1 (full
+ * offload); -1 when the sweep has no such row. */
+static int ref_row(const struct plot__sweep *s, double ratio)
+{
+    for (int k = 0; k < s->n_rows; k++)
+        if (fabs(s->rows[k].requested - ratio) < 1e-9)
+            return k;
+    return -1;
+}
+
+
 int plot__time(struct plot__fig *f, struct rl_err *e)
 {
     int ns = f->o->n_in;
@@ -25,19 +70,28 @@ int plot__time(struct plot__fig *f, struct rl_err *e)
             plot__free_sweeps(s, ns);
             return rc;
         }
-    /* The phases drawn: those with exposed time somewhere, in the simulator's order (union). */
+    /* The bands drawn: phase groups (traces/layout.h) by default, every phase with --phases all;
+     * those with exposed time somewhere, in the table's order, then idle on top. */
     char names[PLOT__PH_MAX + 1][32];
     int n_names = 0;
-    for (int i = 0; i < ns; i++)
-        for (int p = 0; p < s[i].n_phases; p++) {
-            bool used = false, have = false;
-            for (int k = 0; k < s[i].n_rows; k++)
-                used |= s[i].rows[k].exposed_ns[p] > 0;
-            for (int q = 0; q < n_names; q++)
-                have |= strcmp(names[q], s[i].phase[p]) == 0;
-            if (used && !have && n_names < PLOT__PH_MAX)
-                snprintf(names[n_names++], sizeof names[0], "%s", s[i].phase[p]);
-        }
+    for (int q = -1; q < TRACE_N_PHASES - 1; q++) {   /* -1: names that are no phase, in input order */
+        for (int i = 0; i < ns; i++)
+            for (int p = 0; p < s[i].n_phases; p++) {
+                const struct trace_phase *ph = trace_phase_find(s[i].phase[p]);
+                if ((q < 0) != (ph == NULL) || (ph && ph != &trace_phases[q]))
+                    continue;
+                bool used = false, have = false;
+                for (int k = 0; k < s[i].n_rows; k++)
+                    used |= s[i].rows[k].exposed_ns[p] > 0;
+                const char *band = band_of(f, s[i].phase[p]);
+                for (int b = 0; b < n_names; b++)
+                    have |= strcmp(names[b], band) == 0;
+                if (used && !have && n_names < PLOT__PH_MAX)
+                    snprintf(names[n_names++], sizeof names[0], "%s", band);
+            }
+    }
+    if (!f->o->all_phases)   /* groups in the table's group order */
+        qsort(names, (size_t)n_names, sizeof names[0], cmp_band);
     snprintf(names[n_names++], sizeof names[0], "idle");
     plot__sweep_meta(f, s, ns);
     double ymax = 0;
@@ -61,7 +115,7 @@ int plot__time(struct plot__fig *f, struct rl_err *e)
                     cum += w->idle_ns;
                 } else {
                     for (int p = 0; p < s[i].n_phases; p++)
-                        if (strcmp(s[i].phase[p], names[q]) == 0)
+                        if (strcmp(band_of(f, s[i].phase[p]), names[q]) == 0)
                             cum += w->exposed_ns[p];
                 }
                 fprintf(f->dat, "\t%.6f", (double)cum * 1e-9);
@@ -83,8 +137,8 @@ int plot__time(struct plot__fig *f, struct rl_err *e)
     bool dbl = f->o->width == PLOT_DOUBLE;
     int cols = dbl ? ns : 1, rows = dbl ? 1 : ns;
     double panel_h = dbl ? 2.2 : 1.9;
-    struct plot__grid g = {rows, cols, 0, 0.5, 0.15, ns > 1 ? 0.22 : 0.08, 0.36,
-                           f->o->title && *f->o->title ? 0.25 : 0, plot__key_height(f, n_names + 1, 15)};
+    struct plot__grid g = {rows, cols, 0, 0.5, f->o->speedup ? 0.62 : 0.15, 0.22, 0.36,
+                           f->o->title && *f->o->title ? 0.25 : 0, plot__key_height(f, n_names + 2, 20)};
     g.height_in = rows * panel_h + g.title_in + g.key_in;
     plot__gp_preamble(f, g.height_in);
     FILE *gp = f->gp;
@@ -112,12 +166,39 @@ int plot__time(struct plot__fig *f, struct rl_err *e)
         plot__panel(f, &g, dbl ? 0 : i, dbl ? i : 0);
         fputs("unset object\nunset arrow\nunset label\n", gp);
         plot__ylabel(f, &g, dbl ? 0 : i, dbl ? i : 0, "step time (s)");
-        if (ns > 1) {
-            char t[160];
-            snprintf(t, sizeof t, "schedule %s", s[i].schedule);
-            fputs("set title ", gp);
-            plot__gp_str(f, "schedule", t);
-            fputs("\n", gp);
+        char pt[200];
+        panel_title(&s[i], pt, sizeof pt);
+        fputs("set title ", gp);
+        plot__gp_str(f, "schedule", pt);
+        fputs("\n", gp);
+        /* The no-offload step (ratio 0) as a dashed line across the panel, named inside it. */
+        int r0 = ref_row(&s[i], 0);
+        if (r0 >= 0) {
+            double t0 = (double)s[i].rows[r0].step_ns * 1e-9;
+            fprintf(gp, "set arrow 3 from graph 0, first %.6f to graph 1, first %.6f nohead lc rgb '#000000' dt 2 "
+                        "lw 1 front\n", t0, t0);
+        }
+        /* --speedup: a right axis of the reference's step time over each step time. */
+        int rs = f->o->speedup ? ref_row(&s[i], f->o->speedup == PLOT_SPEEDUP_NO_OFFLOAD ? 0 : 1) : -1;
+        if (rs >= 0) {
+            double tr = (double)s[i].rows[rs].step_ns * 1e-9;
+            static const double sp[] = {0.1, 0.2, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 2, 3, 4, 5, 10};
+            fprintf(gp, "set y2range [0:%g]\nset y2tics out nomirror (", top);
+            bool first = true;
+            double last_at = INFINITY;
+            for (size_t k = 0; k < sizeof sp / sizeof sp[0]; k++) {
+                double at = tr / sp[k];   /* falls as the speedup grows; ticks keep 7 % of the axis apart */
+                if (at > top || at < top * 0.04 || last_at - at < top * 0.07)
+                    continue;
+                last_at = at;
+                fprintf(gp, "%s\"%g\" %.6f", first ? "" : ", ", sp[k], at);
+                first = false;
+            }
+            fputs(")\n", gp);
+            fprintf(gp, "set y2label \"speedup over %s\" offset -1,0\n",
+                    f->o->speedup == PLOT_SPEEDUP_NO_OFFLOAD ? "ratio 0 (no offload)" : "ratio 1 (full offload)");
+        } else {
+            fputs("unset y2tics\nunset y2label\n", gp);
         }
         /* Shade runs of ratios that do not fit, half a sample beyond each end. */
         const struct plot__sweep *sw = &s[i];
@@ -142,11 +223,13 @@ int plot__time(struct plot__fig *f, struct rl_err *e)
              * the bar. */
             const struct plot__sweep_row *w = &sw->rows[best[i]];
             double x = w->requested, y = (double)w->step_ns * 1e-9;
-            const char *just = x > 0.7 ? "right" : x < 0.3 ? "left" : "center";
-            double lx = x > 0.7 ? x + 0.03 : x < 0.3 ? x - 0.03 : x;
+            /* Left-, centre- or right-aligned so the text stays inside the panel whatever x is. */
+            double gx = (x + 0.04) / 1.08;
+            const char *just = gx > 0.7 ? "right" : gx < 0.3 ? "left" : "center";
+            double lx = gx > 0.7 ? 0.98 : gx < 0.3 ? 0.02 : gx;
             fprintf(gp, "set arrow 1 from %.4f, graph 0.86 to %.4f, first %.6f head size screen 0.012,25 filled "
                         "lw 1.2 lc rgb '#000000' front\n", x, x, y + top * 0.015);
-            fprintf(gp, "set label 2 'fastest that fits: %.2f (%.2f s)' at %.4f, graph 0.93 %s front\n",
+            fprintf(gp, "set label 2 'fastest that fits: %.2f (%.2f s)' at graph %.4f, graph 0.93 %s front\n",
                     w->requested, y, lx, just);
         } else {
             fputs("set label 2 'no ratio fits' at graph 0.5, graph 0.93 center front\n", gp);
@@ -174,7 +257,7 @@ int plot__time(struct plot__fig *f, struct rl_err *e)
     }
     /* The key strip: one entry per phase and one for the shading. */
     struct plot__key k;
-    plot__key_begin(f, &g, n_names + 1, 15, &k);
+    plot__key_begin(f, &g, n_names + 2, 20, &k);
     for (int q = 0; q < n_names; q++) {
         int pat;
         const char *c = plot__phase_color(names[q], q, &pat);
@@ -188,6 +271,8 @@ int plot__time(struct plot__fig *f, struct rl_err *e)
         plot__gp_str(f, "phase", names[q]);
         fputc('\n', gp);
     }
+    plot__key_entry(f, &g, &k, n_names + 1);
+    fputs("NaN with lines lc rgb '#000000' dt 2 lw 1 title 'ratio 0 (no offload)'\n", gp);
     plot__key_entry(f, &g, &k, n_names);
     char t[96];
     snprintf(t, sizeof t, "%s%s", gpu_mem[0] ? "over " : "does not fit", gpu_mem);

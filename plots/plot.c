@@ -325,7 +325,8 @@ void plot__key_begin(struct plot__fig *f, const struct plot__grid *g, int n, int
                    "set lmargin at screen 0.01\nset rmargin at screen 0.99\n"
                    "set tmargin at screen %.4f\nset bmargin at screen 0.005\n", g->key_in / g->height_in);
     fputs("unset title\nunset border\nunset tics\nunset xlabel\nunset ylabel\nunset grid\n"
-          "unset label\nunset arrow\nunset object\nunset logscale\nset xrange [0:1]\nset yrange [0:1]\n", f->gp);
+          "unset label\nunset arrow\nunset object\nunset logscale\nunset y2tics\nunset y2label\n"
+          "set xrange [0:1]\nset yrange [0:1]\n", f->gp);
 }
 
 void plot__key_entry(struct plot__fig *f, const struct plot__grid *g, const struct plot__key *k, int i)
