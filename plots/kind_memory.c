@@ -9,6 +9,18 @@
 /* ---- 1. memory --------------------------------------------------------------------------------------
  * Left/top: honored against requested ratio (staircases as steps, exact as a line, the identity
  * dotted). Right/bottom: GPU and host memory per rank against requested ratio. */
+/* One series of column col: a continuous policy as a line through its points; a staircase
+ * (DeepSpeed's rule) as its treads only (from each ratio to the next), so no riser looks like data. */
+static void series(struct plot__fig *f, int i, int col, int dash, bool staircase)
+{
+    if (staircase)
+        fprintf(f->gp, ", \\\n     datafile index %d using 1:%d:($6-$1):(0) with vectors nohead lt %d dt %d", i, col,
+                i + 1, dash);
+    else
+        fprintf(f->gp, ", \\\n     datafile index %d using 1:%d with lines lt %d dt %d", i, col, i + 1, dash);
+    fprintf(f->gp, ", \\\n     datafile index %d using 1:%d with points lt %d", i, col, i + 1);
+}
+
 int plot__memory(struct plot__fig *f, struct rl_err *e)
 {
     int ns = f->o->n_in;
@@ -29,23 +41,24 @@ int plot__memory(struct plot__fig *f, struct rl_err *e)
         char what[512];
         snprintf(what, sizeof what, "%s: policy %s, schedule %s", s[i].name, s[i].policy, s[i].schedule);
         plot__block(f, what);
-        fprintf(f->dat, "# requested_ratio\thonored_ratio\tgpu_gib_per_rank\t%s\tfits\n",
+        fprintf(f->dat, "# requested_ratio\thonored_ratio\tgpu_gib_per_rank\t%s\tfits\tnext_requested_ratio\n",
                 host_rank ? "host_gib_per_rank" : "host_gib_per_node");
         for (int k = 0; k < s[i].n_rows; k++) {
             const struct plot__sweep_row *w = &s[i].rows[k];
             double host = PLOT__GIB(host_rank ? w->host_rank_bytes : w->host_node_bytes);
-            fprintf(f->dat, "%.4f\t%.6f\t%.4f\t%.4f\t%d\n", w->requested, w->honored, PLOT__GIB(w->gpu_bytes), host,
-                    plot__row_fits(f, w));
+            double next = k + 1 < s[i].n_rows ? s[i].rows[k + 1].requested : w->requested;
+            fprintf(f->dat, "%.4f\t%.6f\t%.4f\t%.4f\t%d\t%.4f\n", w->requested, w->honored, PLOT__GIB(w->gpu_bytes),
+                    host, plot__row_fits(f, w), next);
             ymax = fmax(ymax, fmax(PLOT__GIB(w->gpu_bytes), host));
         }
     }
     ymax = fmax(ymax, PLOT__GIB(cap));
     double tick = plot__tick(ymax, 5);
-    double top = ceil(ymax * 1.04 / tick) * tick;
+    double top = ceil(ymax * 1.22 / tick) * tick;   /* room above the data for the labels */
 
     /* One key for both panels: colour and point type name the policy, the dash type the memory. */
     bool dbl = f->o->width == PLOT_DOUBLE;
-    int entries = ns + 3 + (cap > 0), longest = 19;
+    int entries = ns + 1, longest = 19;
     for (int i = 0; i < ns; i++)
         longest = (int)fmax(longest, (double)strlen(s[i].policy));
     struct plot__grid g = {dbl ? 1 : 2, dbl ? 2 : 1, 0, 0.5, 0.15, 0.08, 0.36,
@@ -60,28 +73,29 @@ int plot__memory(struct plot__fig *f, struct rl_err *e)
     plot__ylabel(f, &g, 0, 0, "honored ratio");
     fputs("set yrange [0:1.02]\nset ytics 0, 0.2, 1 format '%.1f'\n", gp);
     fputs("set label 1 '(a)' at graph 0.04, graph 0.92 left\n", gp);
-    fputs("plot x with lines lc rgb '#999999' dt 3 lw 1", gp);
-    for (int i = 0; i < ns; i++) {
-        bool st = plot__is_staircase(s[i].policy);
-        fprintf(gp, ", \\\n     datafile index %d using 1:2 with %s lt %d dt 1", i,
-                st ? "steps" : "lines", i + 1);
-        fprintf(gp, ", \\\n     datafile index %d using 1:2 with points lt %d", i, i + 1);
-    }
+    /* The identity is a wide light band under the data, so an `exact` line on it stays visible
+     * and so does the band. */
+    fputs("plot x with lines lc rgb '#c8c8c8' dt 1 lw 5", gp);
+    for (int i = 0; i < ns; i++)
+        series(f, i, 2, 1, plot__is_staircase(s[i].policy));
     fputs("\n", gp);
     /* panel b */
     plot__panel(f, &g, dbl ? 0 : 1, dbl ? 1 : 0);
     plot__ylabel(f, &g, dbl ? 0 : 1, dbl ? 1 : 0, host_rank ? "memory per rank (GiB)" : "memory per rank, host per node (GiB)");
     fprintf(gp, "set yrange [0:%g]\nset ytics 0, %g, %g format '%s'\n", top, tick, top, plot__tick_format(tick));
-    fputs("set label 1 '(b)' at graph 0.04, graph 0.92 left\n", gp);
-    fputs("plot ", gp);
-    for (int i = 0; i < ns; i++) {
-        const char *how = plot__is_staircase(s[i].policy) ? "steps" : "lines";
-        for (int m = 0; m < 2; m++) {
-            fprintf(gp, "%sdatafile index %d using 1:%d with %s lt %d dt %d", i || m ? ", \\\n     " : "",
-                    i, 3 + m, how, i + 1, m ? 2 : 1);
-            fprintf(gp, ", \\\n     datafile index %d using 1:%d with points lt %d", i, 3 + m, i + 1);
-        }
+    fputs("set label 1 '(b) solid: GPU, dashed: host' at graph 0.04, graph 0.92 left\n", gp);
+    if (cap > 0) {   /* the capacity line is named where it is drawn */
+        char t[64], c[32];
+        plot__gib_label(c, sizeof c, cap);
+        snprintf(t, sizeof t, "GPU capacity %s", c);
+        fprintf(gp, "set label 2 at graph 0.98, first %.4f right offset 0,0.5 font ',8' ", PLOT__GIB(cap));
+        plot__gp_str(f, "label", t);
+        fputc('\n', gp);
     }
+    fputs("plot NaN notitle", gp);
+    for (int i = 0; i < ns; i++)
+        for (int m = 0; m < 2; m++)
+            series(f, i, 3 + m, m ? 2 : 1, plot__is_staircase(s[i].policy));
     if (cap > 0)
         fprintf(gp, ", \\\n     %.4f with lines lc rgb '#000000' dt 3 lw 1", PLOT__GIB(cap));
     fputs("\n", gp);
@@ -95,20 +109,7 @@ int plot__memory(struct plot__fig *f, struct rl_err *e)
         fputc('\n', gp);
     }
     plot__key_entry(f, &g, &k, ke++);
-    fputs("NaN with lines lc rgb '#000000' dt 1 title 'GPU (b)'\n", gp);
-    plot__key_entry(f, &g, &k, ke++);
-    fputs("NaN with lines lc rgb '#000000' dt 2 title 'host (b)'\n", gp);
-    plot__key_entry(f, &g, &k, ke++);
-    fputs("NaN with lines lc rgb '#999999' dt 3 lw 1 title 'honored = requested'", gp);
-    if (cap > 0) {
-        char t[64], c[32];
-        plot__gib_label(c, sizeof c, cap);
-        snprintf(t, sizeof t, "GPU capacity %s", c);
-        fputc('\n', gp);
-        plot__key_entry(f, &g, &k, ke++);
-        fputs("NaN with lines lc rgb '#000000' dt 3 lw 1 title ", gp);
-        plot__gp_str(f, "label", t);
-    }
+    fputs("NaN with lines lc rgb '#c8c8c8' dt 1 lw 5 title 'honored = requested'", gp);
     fputs("\nunset multiplot\n", gp);
     plot__free_sweeps(s, ns);
     return 0;
