@@ -325,6 +325,8 @@ static int run(int argc, char **argv)
     rc = run_gnuplot(gnuplot, files.gp, drawn, err_text, sizeof err_text, &e);
     if (!rc && fmt == PLOT_PDF)
         rc = plot_pdf_stable_date(drawn, &e);
+    if (!rc && fmt == PLOT_SVG)
+        rc = plot_svg_physical_size(drawn, &e);
     if (!rc && !fig.tmp) {   /* in place: copy the drawn bytes */
         char *bytes;
         size_t len;

@@ -429,3 +429,30 @@ int plot_pdf_stable_date(const char *path, struct rl_err *e)
         return rl_errf(e, RL_EIO, "%s: cannot rewrite its creation date (%s)", path, strerror(errno));
     return 0;
 }
+
+int plot_svg_physical_size(const char *path, struct rl_err *e)
+{
+    char *svg;
+    size_t len;
+    int rc = rl_read_bytes(path, &svg, &len, e);
+    if (rc)
+        return rc;
+    char *w = strstr(svg, " width=\""), *h = w ? strstr(w, " height=\"") : NULL;
+    char *end = h ? strchr(h + 9, '"') : NULL;
+    double wpt, hpt;
+    if (!end || end - svg > 4096 || sscanf(w, " width=\"%lf\" height=\"%lf\"", &wpt, &hpt) != 2) {
+        free(svg);
+        return 0;
+    }
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        free(svg);
+        return rl_errf(e, RL_EIO, "%s: %s", path, strerror(errno));
+    }
+    fwrite(svg, 1, (size_t)(w - svg), f);
+    fprintf(f, " width=\"%.4gin\" height=\"%.4gin\"", wpt / 72, hpt / 72);
+    fwrite(end + 1, 1, len - (size_t)(end + 1 - svg), f);
+    int bad = ferror(f) | (fclose(f) != 0);
+    free(svg);
+    return bad ? rl_errf(e, RL_EIO, "%s: cannot rewrite its size (%s)", path, strerror(errno)) : 0;
+}

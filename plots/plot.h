@@ -88,4 +88,10 @@ int plot_write(const struct plot_opts *o, struct plot_files *files, struct rl_er
  * A file without the stamp is left as it is. RL_EINVAL for a malformed SOURCE_DATE_EPOCH. */
 int plot_pdf_stable_date(const char *path, struct rl_err *e);
 
+/* gnuplot's SVG terminal gives the figure's size in points without a unit (width="252"), which
+ * viewers take as pixels: a 3.5 in figure shows at 252 px. Rewrites the first width/height of the
+ * file at path to inches (points / 72), keeping the viewBox, so the SVG has its paper size. A file
+ * without them is left as it is. */
+int plot_svg_physical_size(const char *path, struct rl_err *e);
+
 #endif
