@@ -36,7 +36,7 @@ static const struct cli_opt opts[] = {
                        "vertical lines", P_MARKS},
     {"pids", "P[,P...]", "timeline: trace process ids to draw (default all with spans)", P_PIDS},
     {"band", "PCT", "parity: error band, +-PCT percent around the identity (default 10)", P_BAND},
-    {"phase-time", "T", "parity: per-phase time compared, busy (default) or exposed", P_PHASE_TIME},
+    {"phase-time", "T", "parity: per-phase time compared, exposed (default: what the step pays) or busy", P_PHASE_TIME},
     {"x", "X", "scaling: x axis, gpus (default) or params", P_X},
     {"y", "Y", "scaling: y axis, step (step time, default) or tokens (tokens/s of all GPUs)", P_Y},
     {"ratio", "R", "scaling: the requested ratio shown (default: the fastest that fits)", P_RATIO},

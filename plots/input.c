@@ -348,6 +348,10 @@ int plot__report_read(const char *path, struct plot__report *r, struct rl_err *e
         snprintf(wp, sizeof wp, "%s.predicted", where);
         snprintf(wm, sizeof wm, "%s.measured", where);
         w->step_error_pct = NAN;
+        w->others_cpu_pct = -1;
+        json_t *oc = json_object_get(o, "others_cpu_pct");   /* optional; null when not measured */
+        if (oc && !json_is_null(oc) && (rc = j_num(o, "others_cpu_pct", path, where, &w->others_cpu_pct, false, e)))
+            break;
         if ((rc = j_num(o, "ratio", path, where, &w->ratio, true, e)) ||
             (rc = j_num(o, "step_error_pct", path, where, &w->step_error_pct, false, e)) ||
             (rc = report_side(path, wp, json_object_get(o, "predicted"), r, &w->pred, e)) ||

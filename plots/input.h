@@ -59,6 +59,7 @@ struct plot__report_row {
     char policy[64];                   /* policy of the row */
     struct plot__side pred, meas;      /* predicted and measured */
     double step_error_pct;             /* as the report states it */
+    double others_cpu_pct;             /* share of the cores other processes used while measuring; < 0 unknown */
 };
 /* A `ratiolab validate` report.json (schema_version 1, kind ratiolab-validate-report). */
 struct plot__report {

@@ -8,6 +8,14 @@
 
 #include "plots/plot_impl.h"
 
+/* Point types of the phases: none is the step's filled circle (7), so no phase shares the step's
+ * marker even where it shares a colour. */
+static const int phase_points[] = {5, 9, 11, 13, 4, 6, 8, 10, 12, 14, 1, 2, 3, 15, 16, 17, 18};
+#define N_PHASE_POINTS ((int)(sizeof phase_points / sizeof phase_points[0]))
+
+/* Above this share of the cores used by other processes while measuring, the figure says so. */
+#define PARITY_OTHERS_WARN_PCT 25.0
+
 /* ---- 4. parity ---------------------------------------------------------------------------------------
  * Predicted (x) against measured (y) on log axes in ms: the step of every report row and each
  * phase, the identity and a band of +-band_pct around it. */
@@ -121,7 +129,13 @@ int plot__parity(struct plot__fig *f, struct rl_err *e)
                 (g.left_in + side + 0.2) / w, (g.height_in - title_in - top) / g.height_in);
     else
         fputs("unset key\n", gp);
-    fprintf(gp, "plot '+' using 1:($1*(1-band)):($1*(1+band)) with filledcurves fc rgb '#d9d9d9' fs solid 1.0 "
+    double others = -1;
+    for (int i = 0; i < r.n_rows; i++)
+        others = fmax(others, r.rows[i].others_cpu_pct);
+    if (others > PARITY_OTHERS_WARN_PCT)   /* the machine was not quiet: say so on the figure */
+        fprintf(gp, "set label 5 'others used up to %.0f %% of the cores while measuring' at graph 0.97, graph 0.04 "
+                    "right font ',8' front\n", others);
+    fprintf(gp, "plot '+' using 1:($1*(1-band)):($1*(1+band)) with filledcurves fc rgb '#b8b8b8' fs solid 0.6 "
                 "title '\xc2\xb1%g %%', \\\n     x with lines lc rgb '#000000' dt 1 lw 0.8 title 'measured = predicted', "
                 "\\\n     datafile index 0 using 2:3 with points pt 7 ps 0.8 lc rgb '#000000' title 'step'",
             f->o->band_pct);
@@ -129,7 +143,7 @@ int plot__parity(struct plot__fig *f, struct rl_err *e)
         int pat;
         const char *c = plot__phase_color(r.phase[drawn[d]], d, &pat);
         fprintf(gp, ", \\\n     datafile index %d using 2:3 with points pt %d ps 0.7 lc rgb '%s' title ",
-                d + 1, plot__point(d + 1), c);
+                d + 1, phase_points[d % N_PHASE_POINTS], c);
         plot__gp_str(f, "phase", r.phase[drawn[d]]);
     }
     if (!dbl) {
@@ -137,7 +151,7 @@ int plot__parity(struct plot__fig *f, struct rl_err *e)
         plot__key_begin(f, &g, n_drawn + 3, longest, &k);
         fputc('\n', gp);
         plot__key_entry(f, &g, &k, 0);
-        fprintf(gp, "NaN with boxes fc rgb '#d9d9d9' fs solid 1.0 title '\xc2\xb1%g %%'\n", f->o->band_pct);
+        fprintf(gp, "NaN with boxes fc rgb '#b8b8b8' fs solid 0.6 title '\xc2\xb1%g %%'\n", f->o->band_pct);
         plot__key_entry(f, &g, &k, 1);
         fputs("NaN with lines lc rgb '#000000' dt 1 lw 0.8 title 'measured = predicted'\n", gp);
         plot__key_entry(f, &g, &k, 2);
@@ -147,7 +161,7 @@ int plot__parity(struct plot__fig *f, struct rl_err *e)
             const char *c = plot__phase_color(r.phase[drawn[d]], d, &pat);
             fputc('\n', gp);
             plot__key_entry(f, &g, &k, 3 + d);
-            fprintf(gp, "NaN with points pt %d ps 0.7 lc rgb '%s' title ", plot__point(d + 1), c);
+            fprintf(gp, "NaN with points pt %d ps 0.7 lc rgb '%s' title ", phase_points[d % N_PHASE_POINTS], c);
             plot__gp_str(f, "phase", r.phase[drawn[d]]);
         }
     }

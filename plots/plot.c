@@ -20,6 +20,7 @@ void plot_opts_init(struct plot_opts *o)
     o->width = PLOT_SINGLE;
     o->version = "unknown";
     o->band_pct = 10.0;
+    o->phase_exposed = true;   /* busy time of an overlapped phase is not what the step pays */
     o->ratio = -1;
 }
 
