@@ -38,7 +38,7 @@ static const struct cli_opt opts[] = {
     {"band", "PCT", "parity: error band, +-PCT percent around the identity (default 10)", P_BAND},
     {"phase-time", "T", "parity: per-phase time compared, exposed (default: what the step pays) or busy", P_PHASE_TIME},
     {"x", "X", "scaling: x axis, gpus (default) or params", P_X},
-    {"y", "Y", "scaling: y axis, step (step time, default) or tokens (tokens/s of all GPUs)", P_Y},
+    {"y", "Y", "scaling: y axis, step (step time, default), tokens (tokens/s of all GPUs) or tokens-per-gpu", P_Y},
     {"ratio", "R", "scaling: the requested ratio shown (default: the fastest that fits)", P_RATIO},
     {"phases", "P", "time: groups (default: compute, collectives, PCIe copies, GPU and CPU optimizer, casts and "
                     "checks) or all (every phase)", P_PHASES},
@@ -105,11 +105,11 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
         }
         return rl_errf(e, RL_EINVAL, "--x: '%s'; allowed: gpus, params", v);
     case P_Y:
-        if (rl_streq(v, "step") || rl_streq(v, "tokens")) {
-            o->scaling_y = rl_streq(v, "step") ? PLOT_Y_STEP : PLOT_Y_TOKENS;
+        if (rl_streq(v, "step") || rl_streq(v, "tokens") || rl_streq(v, "tokens-per-gpu")) {
+            o->scaling_y = rl_streq(v, "step") ? PLOT_Y_STEP : rl_streq(v, "tokens") ? PLOT_Y_TOKENS : PLOT_Y_TOKENS_PER_GPU;
             return 0;
         }
-        return rl_errf(e, RL_EINVAL, "--y: '%s'; allowed: step, tokens", v);
+        return rl_errf(e, RL_EINVAL, "--y: '%s'; allowed: step, tokens, tokens-per-gpu", v);
     case P_RATIO: return rl_parse_double("--ratio", v, 0, 1, &o->ratio, e);
     case P_PHASES:
         if (rl_streq(v, "groups") || rl_streq(v, "all")) {
