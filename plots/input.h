@@ -83,6 +83,7 @@ struct plot__mon_sample {
     int pid;                           /* process */
     int64_t rss_bytes;                 /* resident set */
     int64_t gpu_bytes;                 /* NVML used by the process; -1 unavailable */
+    int64_t locked_pinned_bytes;       /* locked (VmLck) + pinned (VmPin) host memory; -1 unavailable */
 };
 struct plot__mon_proc {
     int pid;                           /* process id */
@@ -90,6 +91,7 @@ struct plot__mon_proc {
     char comm[64];                     /* command name at its resident peak */
     int64_t peak_rss_bytes;            /* largest rss sample */
     int64_t peak_gpu_bytes;            /* largest gpu sample, -1 never available */
+    int64_t peak_locked_pinned_bytes;  /* largest locked + pinned sample, 0 when never any */
 };
 struct plot__monitor {
     char name[256];                    /* base name of the file */

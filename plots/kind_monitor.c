@@ -9,7 +9,8 @@
 #include "traces/trace.h"
 
 /* ---- 6. monitor --------------------------------------------------------------------------------------
- * Resident memory (solid) and GPU memory (dashed, where NVML saw it) of the largest processes
+ * Resident memory (solid), GPU memory (dashed, where NVML saw it) and locked + pinned host memory
+ * (dotted, where there is any) of the largest processes
  * over time, with the monitor's --mark lines as numbered vertical lines. */
 #define MON_MAX_PROCS 7
 #define MON_MAX_MARKS 12
@@ -100,7 +101,7 @@ int plot__monitor(struct plot__fig *f, struct rl_err *e)
         fprintf(f->dat, "# %d of %d processes drawn (the largest resident peaks, at most %d, down to 1 %% of the "
                         "largest)\n", n_pick, m.n_procs, MON_MAX_PROCS);
     double tmax = 0, ymax = 0;
-    bool any_gpu = false;
+    bool any_gpu = false, any_lp = false;
     char labels[MON_MAX_PROCS][96];
     for (int a = 0; a < n_pick; a++) {
         const struct plot__mon_proc *p = &m.procs[pick[a]];
@@ -109,18 +110,20 @@ int plot__monitor(struct plot__fig *f, struct rl_err *e)
         else
             snprintf(labels[a], sizeof labels[a], "%s %d", p->comm, p->pid);
         char what[160];
-        snprintf(what, sizeof what, "%s: t_s, rss_gib, gpu_gib (? unavailable)", labels[a]);
+        snprintf(what, sizeof what, "%s: t_s, rss_gib, gpu_gib (? unavailable), locked_plus_pinned_gib", labels[a]);
         plot__block(f, what);
         any_gpu |= p->peak_gpu_bytes >= 0;
+        any_lp |= p->peak_locked_pinned_bytes > 0;
         for (int k = 0; k < m.n_samples; k++) {
             const struct plot__mon_sample *x = &m.samples[k];
             if (x->pid != p->pid)
                 continue;
             fprintf(f->dat, "%.4f\t%.4f\t", (double)x->t_ns * 1e-9, PLOT__GIB(x->rss_bytes));
             if (x->gpu_bytes < 0)
-                fputs("?\n", f->dat);
+                fputs("?", f->dat);
             else
-                fprintf(f->dat, "%.4f\n", PLOT__GIB(x->gpu_bytes));
+                fprintf(f->dat, "%.4f", PLOT__GIB(x->gpu_bytes));
+            fprintf(f->dat, "\t%.4f\n", PLOT__GIB(x->locked_pinned_bytes));
             tmax = fmax(tmax, (double)x->t_ns * 1e-9);
             ymax = fmax(ymax, fmax(PLOT__GIB(x->rss_bytes), PLOT__GIB(x->gpu_bytes)));
         }
@@ -134,7 +137,18 @@ int plot__monitor(struct plot__fig *f, struct rl_err *e)
         fprintf(f->dat, "# %d later marks not drawn\n", dropped);
     fputs("?\t?\t?\n", f->dat);
 
-    int entries = n_pick + (any_gpu ? 2 : 0) + n_marks, longest = 12;
+    /* Marks closer than 2 % of the time axis share one number label ("1-3"), so an executor that
+     * prints its lines at exit does not overprint them. */
+    int mark_group[MON_MAX_MARKS];
+    for (int k = 0; k < n_marks; k++)
+        mark_group[k] = k > 0 && marks[k].t_s - marks[mark_group[k - 1]].t_s < 0.02 * fmax(tmax, 1e-9)
+                            ? mark_group[k - 1] : k;
+    /* Key entries hold at most what fits across the page. */
+    int fit = (int)((plot__width_in(f) - 0.65) / 0.055);
+    for (int k = 0; k < n_marks; k++)
+        if ((int)strlen(marks[k].text) + 4 > fit && fit > 8)
+            memcpy(marks[k].text + fit - 8, "...", 4);
+    int entries = n_pick + 1 + any_gpu + any_lp + n_marks, longest = 12;
     for (int a = 0; a < n_pick; a++)
         longest = (int)fmax(longest, (double)strlen(labels[a]));
     for (int k = 0; k < n_marks; k++)
@@ -158,13 +172,22 @@ int plot__monitor(struct plot__fig *f, struct rl_err *e)
     for (int k = 0; k < n_marks; k++) {
         fprintf(gp, "set arrow %d from %.4f, graph 0 to %.4f, graph 1 nohead lc rgb '#555555' dt 3 lw 0.8 back\n",
                 k + 1, marks[k].t_s, marks[k].t_s);
-        fprintf(gp, "set label %d '%d' at %.4f, graph 1 center offset 0,0.6 font ',8'\n", k + 1, k + 1, marks[k].t_s);
+        if (mark_group[k] != k)
+            continue;
+        int last = k;
+        while (last + 1 < n_marks && mark_group[last + 1] == k)
+            last++;
+        char num[16];
+        snprintf(num, sizeof num, last > k ? "%d-%d" : "%d", k + 1, last + 1);
+        fprintf(gp, "set label %d '%s' at %.4f, graph 1 center offset 0,0.6 font ',8'\n", k + 1, num, marks[k].t_s);
     }
     fputs("plot ", gp);
     for (int a = 0; a < n_pick; a++) {
         fprintf(gp, "%sdatafile index %d using 1:2 with lines lt %d dt 1", a ? ", \\\n     " : "", a, a + 1);
         if (m.procs[pick[a]].peak_gpu_bytes >= 0)
             fprintf(gp, ", \\\n     datafile index %d using 1:3 with lines lt %d dt 2", a, a + 1);
+        if (m.procs[pick[a]].peak_locked_pinned_bytes > 0)
+            fprintf(gp, ", \\\n     datafile index %d using 1:4 with lines lt %d dt 3", a, a + 1);
     }
     fputc('\n', gp);
     struct plot__key key;
@@ -176,11 +199,15 @@ int plot__monitor(struct plot__fig *f, struct rl_err *e)
         plot__gp_str(f, "process", labels[a]);
         fputc('\n', gp);
     }
+    plot__key_entry(f, &g, &key, ke++);
+    fputs("NaN with lines lc rgb '#000000' dt 1 title 'resident (RSS)'\n", gp);
     if (any_gpu) {
         plot__key_entry(f, &g, &key, ke++);
-        fputs("NaN with lines lc rgb '#000000' dt 1 title 'resident (RSS)'\n", gp);
-        plot__key_entry(f, &g, &key, ke++);
         fputs("NaN with lines lc rgb '#000000' dt 2 title 'GPU (NVML)'\n", gp);
+    }
+    if (any_lp) {
+        plot__key_entry(f, &g, &key, ke++);
+        fputs("NaN with lines lc rgb '#000000' dt 3 title 'locked + pinned host'\n", gp);
     }
     for (int k = 0; k < n_marks; k++) {
         char t[96];

@@ -291,7 +291,7 @@ void plot__panel(struct plot__fig *f, const struct plot__grid *g, int r, int c)
 /* 9 pt text: about 0.055 in per character (measured on the PDF); the sample and gaps take 0.45 in. */
 static void key_grid(const struct plot__fig *f, int n, int max_chars, int *cols, double *colw_in)
 {
-    *colw_in = max_chars * 0.055 + 0.45;
+    *colw_in = fmin(max_chars * 0.055 + 0.45, plot__width_in(f) - 0.2);   /* never wider than the page */
     *cols = (int)((plot__width_in(f) - 0.2) / *colw_in);
     if (*cols < 1)
         *cols = 1;
