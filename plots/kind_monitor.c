@@ -148,7 +148,7 @@ int plot__monitor(struct plot__fig *f, struct rl_err *e)
     for (int k = 0; k < n_marks; k++)
         if ((int)strlen(marks[k].text) + 4 > fit && fit > 8)
             memcpy(marks[k].text + fit - 8, "...", 4);
-    int entries = n_pick + 1 + any_gpu + any_lp + n_marks, longest = 12;
+    int entries = n_pick + 1 + any_gpu + any_lp + (n_marks ? n_marks + 1 : 0), longest = 28;
     for (int a = 0; a < n_pick; a++)
         longest = (int)fmax(longest, (double)strlen(labels[a]));
     for (int k = 0; k < n_marks; k++)
@@ -209,13 +209,16 @@ int plot__monitor(struct plot__fig *f, struct rl_err *e)
         plot__key_entry(f, &g, &key, ke++);
         fputs("NaN with lines lc rgb '#000000' dt 3 title 'locked + pinned host'\n", gp);
     }
-    for (int k = 0; k < n_marks; k++) {
-        char t[96];
-        snprintf(t, sizeof t, "%d: %s", k + 1, marks[k].text);
+    /* The marks: one entry for their lines, then their texts by number (text only: they are one
+     * kind of line, told apart by the numbers at the top). */
+    if (n_marks) {
+        for (int k = 0; k < n_marks; k++) {
+            char t[96];
+            snprintf(t, sizeof t, "%d: %s", k + 1, marks[k].text);
+            plot__key_label(f, &g, &key, ke + 1 + k, "mark", t);
+        }
         plot__key_entry(f, &g, &key, ke++);
-        fputs("NaN with lines lc rgb '#555555' dt 3 lw 0.8 title ", gp);
-        plot__gp_str(f, "mark", t);
-        fputc('\n', gp);
+        fputs("NaN with lines lc rgb '#555555' dt 3 lw 0.8 title 'marks (numbered at the top):'\n", gp);
     }
     fputs("unset multiplot\n", gp);
     plot__monitor_free(&m);

@@ -338,6 +338,16 @@ void plot__key_entry(struct plot__fig *f, const struct plot__grid *g, const stru
             x / plot__width_in(f), y / g->height_in);
 }
 
+void plot__key_label(struct plot__fig *f, const struct plot__grid *g, const struct plot__key *k, int i,
+                     const char *field, const char *text)
+{
+    double x = k->x0_in + (i % k->cols) * k->colw_in + 0.05;
+    double y = g->key_in - 0.04 - (i / k->cols) * KEY_ROW_IN - KEY_ROW_IN / 2;
+    fprintf(f->gp, "set label %d ", 1000 + i);
+    plot__gp_str(f, field, text);
+    fprintf(f->gp, " at screen %.4f, screen %.4f left\n", x / plot__width_in(f), y / g->height_in);
+}
+
 void plot__multiplot(struct plot__fig *f)
 {
     fputs("set multiplot", f->gp);

@@ -91,6 +91,10 @@ void plot__key_begin(struct plot__fig *f, const struct plot__grid *g, int n, int
 /* Emits the position of entry i and "plot "; the caller writes one NaN clause with its title
  * and a newline. */
 void plot__key_entry(struct plot__fig *f, const struct plot__grid *g, const struct plot__key *k, int i);
+/* A text-only entry i of the key strip (no sample: a list such as the monitor's numbered marks);
+ * drawn by the next key entry's plot, so emit these before the last entry. */
+void plot__key_label(struct plot__fig *f, const struct plot__grid *g, const struct plot__key *k, int i,
+                     const char *field, const char *text);
 /* Emits `set multiplot`, with --title at the top of the figure when one is given. */
 void plot__multiplot(struct plot__fig *f);
 

@@ -74,6 +74,8 @@ unset label
 unset arrow
 unset object
 unset logscale
+unset y2tics
+unset y2label
 set xrange [0:1]
 set yrange [0:1]
 set key at screen 0.0275, screen 0.0938 left top Left reverse samplen 2 spacing 1 noautotitle
