@@ -34,7 +34,8 @@ static const struct cli_opt opts[] = {
      P_GPU_MEM},
     {"marks", "TRACE", "monitor: the monitor's trace (--out of ratiolab monitor); its --mark lines become "
                        "vertical lines", P_MARKS},
-    {"pids", "P[,P...]", "timeline: trace process ids to draw (default all with spans)", P_PIDS},
+    {"pids", "P[,P...]", "timeline: trace process ids to draw (default all with spans); with rank processes "
+                         "given, a host socket's CPU threads of those ranks only", P_PIDS},
     {"band", "PCT", "parity: error band, +-PCT percent around the identity (default 10)", P_BAND},
     {"phase-time", "T", "parity: per-phase time compared, exposed (default: what the step pays) or busy", P_PHASE_TIME},
     {"x", "X", "scaling: x axis, gpus (default) or params", P_X},
@@ -246,16 +247,18 @@ static int run(int argc, char **argv)
         "Beside FILE it writes FILE.dat (the numbers, with model, hardware, policy, schedule,\n"
         "micro-batch and ratiolab version in its header) and FILE.gp (the gnuplot script that draws\n"
         "it: restyle and rerun with `gnuplot FILE.gp` in that folder). Colours: Okabe-Ito, with\n"
-        "distinct dash and point types for grey print.\n\n"
+        "distinct dash and point types for grey print; a phase takes its group's colour.\n\n"
         "kinds:\n"
         "  memory    GPU and host memory per rank and the honored ratio against the requested\n"
         "            ratio; one sweep --json per policy (e.g. --policy deepspeed-0.12 and exact)\n"
-        "  time      step time against ratio, stacked by phase (exposed time), the fastest ratio\n"
-        "            that fits marked; one sweep --json per schedule (1 to 4 panels)\n"
+        "  time      step time against ratio, stacked by phase group (exposed time; --phases all\n"
+        "            for every phase), the fastest ratio that fits marked, ratio 0 as a reference;\n"
+        "            one sweep --json per panel (1 to 4)\n"
         "  timeline  Gantt chart of one step per track (rank, stream, thread) from a trace;\n"
-        "            two traces (predicted, measured) are drawn one above the other\n"
-        "  parity    predicted against measured step and phase times from a validate report.json,\n"
-        "            with the identity line and the error band\n"
+        "            two traces (predict --trace, then run --trace or validate's) are drawn one\n"
+        "            above the other, one step each (the first that is not a warm-up)\n"
+        "  parity    predicted against measured step and phase (exposed) times from a validate\n"
+        "            report.json, with the identity line and the error band\n"
         "  scaling   step time or tokens/s against GPU count or model size, one sweep per point\n"
         "  monitor   per-process memory over time from a `ratiolab monitor --csv` file; --marks\n"
         "            takes the monitor's trace for its --mark lines\n\n"

@@ -394,7 +394,7 @@ int plot__timeline(struct plot__fig *f, struct rl_err *e)
                 continue;
             fprintf(gp, "%sdatafile index %d using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '%s' ", first ? "" : ", \\\n     ", b, col);
             if (pat)
-                fprintf(gp, "fs pattern %d noborder lc rgb '%s'", pat, col);
+                fprintf(gp, "fs pattern %d border lc rgb '%s'", pat, col);   /* the outline keeps a narrow span visible */
             else
                 fputs("fs solid 1.0", gp);
             first = false;
