@@ -40,12 +40,12 @@ set format x '%g'
 set yrange [7.5:-0.5]
 set ytics ("rank 0: GPU 0 compute" 0, "rank 0: GPU 0 D2H" 1, "rank 0: GPU 0 H2D" 2, "rank 1: GPU 1 compute" 3, "rank 1: GPU 1 D2H" 4, "rank 1: GPU 1 H2D" 5, "rank 0 CPU Adam" 6, "rank 1 CPU Adam" 7)
 plot datafile index 1 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs solid 1.0, \
-     datafile index 2 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs pattern 4 noborder lc rgb '#0072B2', \
+     datafile index 2 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs pattern 4 border lc rgb '#0072B2', \
      datafile index 3 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#009E73' fs solid 1.0, \
      datafile index 4 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#E69F00' fs solid 1.0, \
-     datafile index 5 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#CC79A7' fs pattern 5 noborder lc rgb '#CC79A7', \
+     datafile index 5 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#CC79A7' fs pattern 5 border lc rgb '#CC79A7', \
      datafile index 6 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#D55E00' fs solid 1.0, \
-     datafile index 7 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#D55E00' fs pattern 5 noborder lc rgb '#D55E00'
+     datafile index 7 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#D55E00' fs pattern 5 border lc rgb '#D55E00'
 # the key, in its own strip under the panels
 set lmargin at screen 0.01
 set rmargin at screen 0.99
