@@ -41,11 +41,11 @@ set format x ''
 set yrange [3.5:-0.5]
 set ytics ("GPU 0 compute" 0, "GPU 0 D2H" 1, "GPU 0 H2D" 2, "rank 0 CPU Adam" 3)
 plot datafile index 1 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs solid 1.0, \
-     datafile index 2 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs pattern 4 noborder lc rgb '#0072B2', \
+     datafile index 2 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs pattern 4 border lc rgb '#0072B2', \
      datafile index 3 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#009E73' fs solid 1.0, \
      datafile index 4 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#E69F00' fs solid 1.0, \
      datafile index 5 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#D55E00' fs solid 1.0, \
-     datafile index 6 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#D55E00' fs pattern 5 noborder lc rgb '#D55E00'
+     datafile index 6 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#D55E00' fs pattern 5 border lc rgb '#D55E00'
 set lmargin at screen 0.1400
 set rmargin at screen 0.9786
 set tmargin at screen 0.4375
@@ -56,7 +56,7 @@ set format x '%g'
 set yrange [1.5:-0.5]
 set ytics ("rank 0 compute" 0, "rank 0 CPU Adam" 1)
 plot datafile index 9 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs solid 1.0, \
-     datafile index 10 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs pattern 4 noborder lc rgb '#0072B2', \
+     datafile index 10 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs pattern 4 border lc rgb '#0072B2', \
      datafile index 12 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#E69F00' fs solid 1.0, \
      datafile index 15 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#332288' fs solid 1.0
 # the key, in its own strip under the panels
