@@ -133,7 +133,10 @@ void val_ds_timers_compare(const struct trace_ds_timers *t, const struct sim_ste
  * GPU), else the thread id for pids 100..199 (host sockets, one CPU Adam track per rank). Per rank
  * and phase, busy = the union of the phase's spans; exposed = the time it was the highest-priority
  * phase running (step_breakdown of plan/step.h, as the simulator and the executor attribute it); idle = the rank's extent
- * (first start to last end) minus the union of all its spans. O(n log n) in spans. */
+ * (first start to last end) minus the union of all its spans. A trace that marks its steps
+ * (traces/layout.h TRACE_CAT_STEP: the executor's) is read for its first step that is not a
+ * warm-up only, so a measured run of several steps compares with one predicted step.
+ * O(n log n) in spans. */
 #define VAL_PHASES STEP_PH_COUNT      /* the phases of plan/step.h */
 struct val_rank_times {
     int rank;                        /* rank */
