@@ -131,7 +131,8 @@ help:
 	@echo "make check-layers   every #include allowed by its module's README (run by make test)"
 	@echo "make bench      build and run the benchmarks (bench/)"
 	@echo "make fuzz       libFuzzer on every parser, FUZZ_SECONDS per target (default 60)"
-	@echo "make install PREFIX=/usr/local   binary, catalog, man page, bash completion"
+	@echo "make install PREFIX=/usr/local   binary, catalog, man page, bash completion, probe/ratiolab_probe.py"
+	@echo "make ds-oracle  real DeepSpeed on the CPU (pinned venvs in build-ds/) against the plan; re-records tests/deepspeed/"
 	@echo "make uninstall PREFIX=/usr/local removes what install put there"
 	@echo "make docs       build/ratiolab.1 and build/ratiolab.bash-completion from the --help texts"
 	@echo "make deps       install missing Debian packages (as root) or print the command"
@@ -262,6 +263,16 @@ mutate: deps-quiet
 	@MUTATE_JOBS=2 scripts/mutate.sh $(MUTANTS)
 .PHONY: mutate
 
+# `make ds-oracle`: real DeepSpeed (pinned venvs under build-ds/, reused) on the CPU accelerator,
+# the matrix of scripts/ds-oracle.sh, validate --probe on every cell, the observations recorded
+# into tests/deepspeed/observed/ (which `make test` checks without any Python).
+# DeepSpeed 0.14's CPU Adam asks numactl for the NUMA layout (deepspeed/utils/numa.py).
+ds-oracle: deps-quiet
+	@scripts/deps.sh --quiet numactl
+	@$(INNER) $(BIN)
+	@scripts/ds-oracle.sh
+.PHONY: ds-oracle
+
 # ---- demo, bench, install -----------------------------------------------------------------------
 demo: deps-quiet
 	@$(INNER) $(BIN)
@@ -301,6 +312,8 @@ install: all docs
 	install -m 644 $(BUILD)/ratiolab.bash-completion $(COMPLETION_DIR)/ratiolab
 	cp -r catalog $(DESTDIR)$(PREFIX)/share/ratiolab/
 	if [ -d plots/gnuplot ]; then cp -r plots/gnuplot $(DESTDIR)$(PREFIX)/share/ratiolab/; fi
+	install -d $(DESTDIR)$(PREFIX)/share/ratiolab/probe
+	install -m 644 probe/ratiolab_probe.py $(DESTDIR)$(PREFIX)/share/ratiolab/probe/ratiolab_probe.py
 
 # Removes what install put there, then the folders under PREFIX it may have made, each only when
 # left empty (PREFIX itself stays).
