@@ -7,6 +7,8 @@
 #include "cli/cli.h"
 #include "cli/json_out.h"
 #include "cli/sim_opts.h"
+#include "plan/ds_rules.h"   /* PLAN_DS_DEFAULT_VERSION_STR */
+#include "plan/plan_json.h"
 
 enum { P_JSON = 1, P_TRACE };
 static const struct cli_opt opts[] = {
@@ -110,7 +112,7 @@ static int run(int argc, char **argv)
                  "Simulates one training step for one ratio on every GPU of a node (contention on PCIe\n"
                  "switches, host DRAM and CPU cores included): step time, where it goes (exposed vs\n"
                  "overlapped per phase) and the per-rank GPU and host memory.\n"
-                 "Default: Megatron gpt-2.7b, TP 8 on 8 x V100 (dgx1-v100), DeepSpeed 0.12.4 rules.",
+                 "Default: Megatron gpt-2.7b, TP 8 on 8 x V100 (dgx1-v100), DeepSpeed " PLAN_DS_DEFAULT_VERSION_STR " rules.",
                                sets, 3);
     if (rc != CLI_GO_ON)
         return rc;
@@ -147,8 +149,7 @@ static int run(int argc, char **argv)
         json_object_set_new(o, "attention", json_string(plan_attention_name(r.attention)));
         json_object_set_new(o, "attention_origin", json_string(cli_sim_attention_origin(&sim.train, &c.model.arch)));
         json_object_set_new(o, "policy", json_string(plan_policy_name(p.policy)));
-        json_object_set_new(o, "requested_ratio", json_real(p.requested_ratio));
-        json_object_set_new(o, "honored_ratio", json_real(p.honored_ratio));
+        plan_json_ratio(o, &p);
         json_object_set_new(o, "cpu_numel", json_integer(p.cpu_numel));
         json_object_set_new(o, "per_rank_numel", json_integer(p.per_rank_numel));
         json_object_set_new(o, "prediction", sim_step_result_json(&r));
