@@ -13,6 +13,7 @@
 #include "cli/sim_opts.h"
 #include "cli/validate_exec.h"
 #include "cli/validate_probe.h"
+#include "plan/ds_rules.h"
 #include "traces/dslog.h"
 #include "validation/val.h"
 
@@ -274,12 +275,12 @@ static int read_logs(const struct validate_args *a, struct trace_ds_log *logs, d
     return 0;
 }
 
-/* DeepSpeed 0.19 calls see_memory_usage with force=False at every allocation stage, so its logs
- * hold none: a log that printed such a version and gave nothing to compare says so and points to
- * the probe. */
+/* A release whose stage3.py calls see_memory_usage with force=False at every allocation stage
+ * (plan_ds_rules.logs_stages false: 0.19) logs none: a log that printed such a version and gave
+ * nothing to compare says so and points to the probe. */
 static void no_stages_in_log(const struct trace_ds_config *f, struct rl_err *e)
 {
-    if (e->code != RL_EINVAL || !f->have_version || rl_version_cmp(f->version, (struct rl_version){0, 19, 0}) < 0 ||
+    if (e->code != RL_EINVAL || !f->have_version || plan_ds_rules_for(f->version)->logs_stages ||
         (!strstr(e->msg, "no DeepSpeed see_memory_usage lines") && !strstr(e->msg, "no allocation stage")))
         return;
     rl_errf(e, RL_EINVAL, "--deepspeed-log: the log is of DeepSpeed %d.%d.%d (line %d), whose stage3.py calls "

@@ -45,9 +45,14 @@ static void print_probe(const char *path, const struct plan_setup *c, const stru
                                          "accelerator is named \"cpu\")" : "");
     printf("\nhost       RSS %.3f GiB, locked %.3f GiB, pinned %.3f GiB (the process, when the probe wrote)\n",
            gib(pr->host_rss_bytes), gib(pr->host_locked_bytes), gib(pr->host_pinned_bytes));
-    if (pr->step_total_ns > 0)
-        printf("probe      %.3f ms inside %d step%s (%.3f %% of their wall time)\n", (double)pr->overhead_ns * 1e-6,
+    if (pr->step_total_ns > 0) {
+        printf("probe      %.3f ms inside %d step%s (%.3f %% of their wall time)", (double)pr->overhead_ns * 1e-6,
                pr->n_steps, pr->n_steps == 1 ? "" : "s", 100.0 * (double)pr->overhead_ns / (double)pr->step_total_ns);
+        if (pr->overhead_cpu_ns >= 0)
+            printf(", %.3f ms of CPU time (%.3f %%)", (double)pr->overhead_cpu_ns * 1e-6,
+                   100.0 * (double)pr->overhead_cpu_ns / (double)pr->step_total_ns);
+        printf("\n");
+    }
     if (pr->digest_step >= 0)
         printf("digest     DeepSpeed's fp32 master after step %d (this rank): %s\n", pr->digest_step, pr->digest);
     else
@@ -88,6 +93,7 @@ static json_t *probe_json(const char *path, const struct plan_setup *c, const st
     json_object_set_new(o, "digest_step", pr->digest_step >= 0 ? json_integer(pr->digest_step) : json_null());
     json_object_set_new(o, "digest", pr->digest_step >= 0 ? json_string(pr->digest) : json_null());
     json_object_set_new(o, "probe_overhead_ns", json_integer(pr->overhead_ns));
+    json_object_set_new(o, "probe_overhead_cpu_ns", pr->overhead_cpu_ns >= 0 ? json_integer(pr->overhead_cpu_ns) : json_null());
     json_object_set_new(o, "step_wall_ns_total", json_integer(pr->step_total_ns));
     json_object_set_new(o, "verdict", json_string(val_status_name(r->overall)));
     return o;

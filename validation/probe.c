@@ -278,7 +278,8 @@ int val_probe_parse(const char *text, size_t len, const char *path, struct val_p
         (rc = get_i64(root, "memory.host_rss_bytes", path, &p->host_rss_bytes, e)) ||
         (rc = get_i64(root, "memory.host_locked_bytes", path, &p->host_locked_bytes, e)) ||
         (rc = get_i64(root, "memory.host_pinned_bytes", path, &p->host_pinned_bytes, e)) ||
-        (rc = get_i64(root, "probe_overhead_ns", path, &p->overhead_ns, e)) || (rc = read_steps(root, path, p, e)) ||
+        (rc = get_i64(root, "probe_overhead_ns", path, &p->overhead_ns, e)) ||
+        (rc = get_i64(root, "probe_overhead_cpu_ns", path, &p->overhead_cpu_ns, e)) || (rc = read_steps(root, path, p, e)) ||
         (rc = read_subgroups(root, path, p, e)) ||
         (rc = get_str(root, "placement.optimizer_class", path, p->optimizer_class, sizeof p->optimizer_class, e)) ||
         (rc = get_str(root, "placement.backup_optimizer_class", path, p->backup_class, sizeof p->backup_class, e)) ||

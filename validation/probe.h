@@ -47,7 +47,8 @@ struct val_probe {
     int64_t step_median_ns;        /* median wall time of the steps after the first (of the only
                                       one when there is one), -1 when none */
     int64_t step_total_ns;         /* sum of the recorded steps' wall times */
-    int64_t overhead_ns;           /* probe_overhead_ns */
+    int64_t overhead_ns;           /* probe_overhead_ns (wall) */
+    int64_t overhead_cpu_ns;       /* probe_overhead_cpu_ns (CPU time), -1 when absent */
     struct val_probe_subgroup *sub;/* placement.subgroups, in order (owned) */
     int n_sub;                     /* entries */
     char optimizer_class[48];      /* placement.optimizer_class, "" when null */
