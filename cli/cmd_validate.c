@@ -276,7 +276,7 @@ static int read_logs(const struct validate_args *a, struct trace_ds_log *logs, d
 }
 
 /* A release whose stage3.py calls see_memory_usage with force=False at every allocation stage
- * (plan_ds_rules.logs_stages false: 0.19) logs none: a log that printed such a version and gave
+ * (plan_ds_rules.logs_stages false: 0.18.8 on) logs none: a log that printed such a version and gave
  * nothing to compare says so and points to the probe. */
 static void no_stages_in_log(const struct trace_ds_config *f, struct rl_err *e)
 {

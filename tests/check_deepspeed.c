@@ -359,6 +359,26 @@ START_TEST(log_contradicting_config_refused)
 }
 END_TEST
 
+START_TEST(log_cpu_accelerator_not_gated)
+{
+    /* The run's own settings are taken from the log (ratio 0.5, its sub_group_size, 0.14.1); the
+     * CPU accelerator's MA is its RSS: shown, not gated, while the sub-group count N is. */
+    struct tu_run r;
+    tu_ratiolab(&r, "validate --deepspeed-log '%s' --model '%s' --param-groups hf --gpus 1 --tp 1",
+                example("deepspeed-0.14.1.log"), gpt2_tiny());
+    ck_assert_msg(r.status == 0, "exit %d: %s%s", r.status, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "DeepSpeed  0.14.1 rules"));
+    ck_assert_ptr_nonnull(strstr(r.out, "6 vs 6  PASS"));
+    ck_assert_ptr_nonnull(strstr(r.out, "its MA is the process RSS"));
+    tu_run_free(&r);
+    /* Judged against another model the sub-group count differs: N is still gated. */
+    tu_ratiolab(&r, "validate --deepspeed-log '%s' --model '%s/tests/deepspeed/models/llama-tiny.json' "
+                "--param-groups hf --gpus 1 --tp 1", example("deepspeed-0.14.1.log"), tu_src());
+    ck_assert_msg(r.status == 1, "exit %d: %s%s", r.status, r.out, r.err);
+    tu_run_free(&r);
+}
+END_TEST
+
 START_TEST(log_019_points_to_probe)
 {
     struct tu_run r;
@@ -386,6 +406,7 @@ Suite *TU_SUITE(void)
     t = tcase_create("log_config");
     tcase_add_test(t, log_config_read);
     tcase_add_test(t, log_contradicting_config_refused);
+    tcase_add_test(t, log_cpu_accelerator_not_gated);
     tcase_add_test(t, log_019_points_to_probe);
     suite_add_tcase(s, t);
     return s;
