@@ -569,7 +569,7 @@ int val_facts_apply(const struct trace_ds_config *f, int dp, const char *what, c
         if (in->ds_version_set && rl_version_cmp(in->ds_version, f->version) != 0) {
             snprintf(a, sizeof a, "%d.%d.%d", f->version.major, f->version.minor, f->version.patch);
             snprintf(b, sizeof b, "%d.%d.%d", in->ds_version.major, in->ds_version.minor, in->ds_version.patch);
-            return contradicts(e, what, "deepspeed_version", a, b, "--deepspeed-version");
+            return contradicts(e, what, "deepspeed_version", a, b, "the deepspeed_version given");
         }
         z->ds_version = f->version;
         /* The placement rule and the ledger follow the run's version unless the user chose them. */
