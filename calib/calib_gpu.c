@@ -68,7 +68,7 @@ int calib_measure_gpu(const struct calib_opts *o, struct calib_gpu *g, struct rl
     memset(g, 0, sizeof *g);
     int n = kern_cuda_device_count();
     if (n <= 0)
-        return rl_errf(e, RL_EENV, "calibrate --backend cuda: no GPU visible (cudaGetDeviceCount found none)");
+        return rl_errf(e, RL_EENV, "backend cuda: no GPU visible (cudaGetDeviceCount found none)");
     g->n_gpus = n > CALIB_MAX_GPUS ? CALIB_MAX_GPUS : n;
     int reps = o->thorough ? 15 : 7, rc = 0;
     g->copy_bytes = (int64_t)(o->thorough ? 1024 : 256) << 20;
@@ -240,13 +240,13 @@ int calib_measure_gpu_gemm(const struct calib_run *run, bool thorough, struct ca
                            struct rl_err *e)
 {
     if (kern_cuda_device_count() <= 0)
-        return rl_errf(e, RL_EENV, "calibrate --backend cuda: no GPU visible (cudaGetDeviceCount found none)");
+        return rl_errf(e, RL_EENV, "backend cuda: no GPU visible (cudaGetDeviceCount found none)");
     static const char *const names[] = {"libcublas.so", "libcublas.so.13", "libcublas.so.12"};
     void *lib = NULL;
     for (size_t i = 0; i < sizeof names / sizeof names[0] && !lib; i++)
         lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
     if (!lib)
-        return rl_errf(e, RL_EENV, "calibrate --backend cuda: cannot load cuBLAS (libcublas.so): %s", dlerror());
+        return rl_errf(e, RL_EENV, "backend cuda: cannot load cuBLAS (libcublas.so): %s", dlerror());
     blas_create_fn create = (blas_create_fn)dlsym(lib, "cublasCreate_v2");
     blas_destroy_fn destroy = (blas_destroy_fn)dlsym(lib, "cublasDestroy_v2");
     blas_stream_fn set_stream = (blas_stream_fn)dlsym(lib, "cublasSetStream_v2");
@@ -254,7 +254,7 @@ int calib_measure_gpu_gemm(const struct calib_run *run, bool thorough, struct ca
     blas_gemmex_fn gemmex = (blas_gemmex_fn)dlsym(lib, "cublasGemmEx");
     if (!create || !destroy || !set_stream || !sgemm || !gemmex) {
         dlclose(lib);
-        return rl_errf(e, RL_EENV, "calibrate --backend cuda: libcublas lacks cublasCreate_v2/cublasSgemm_v2/cublasGemmEx");
+        return rl_errf(e, RL_EENV, "backend cuda: libcublas lacks cublasCreate_v2/cublasSgemm_v2/cublasGemmEx");
     }
     struct calib_run def;
     if (!run || run->n_gemm == 0) {   /* no model given: one large square GEMM */
@@ -294,7 +294,7 @@ int calib_measure_gpu_gemm(const struct calib_run *run, bool thorough, struct ca
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
     if (create(&h) != CUBLAS_STATUS_SUCCESS || set_stream(h, st) != CUBLAS_STATUS_SUCCESS) {
-        rc = rl_errf(e, RL_EENV, "calibrate --backend cuda: cublasCreate failed");
+        rc = rl_errf(e, RL_EENV, "backend cuda: cublasCreate failed");
         goto out;
     }
     for (int kind = 0; kind < 2; kind++)   /* 0: fp32 sgemm, 1: bf16 GemmEx (the buffers reread as bf16) */
@@ -310,7 +310,7 @@ int calib_measure_gpu_gemm(const struct calib_run *run, bool thorough, struct ca
                                   : gemmex(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, a, CUDA_R_16BF, m, b, CUDA_R_16BF,
                                            k, &zero, c, CUDA_R_16BF, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
                     if (bs != CUBLAS_STATUS_SUCCESS) {
-                        rc = rl_errf(e, RL_EENV, "calibrate --backend cuda: cuBLAS GEMM %dx%dx%d failed (status %d)",
+                        rc = rl_errf(e, RL_EENV, "backend cuda: cuBLAS GEMM %dx%dx%d failed (status %d)",
                                      m, n, k, (int)bs);
                         goto out;
                     }
@@ -362,7 +362,7 @@ int calib_measure_nccl(struct ex_comm *comm, bool thorough, struct calib_gpu *g,
     if ((rc = ex_comm_max_i64(comm, &bad, 1, e)))
         return rc;
     if (bad)
-        return rl_errf(e, RL_EENV, "calibrate --backend cuda: no GPU visible on some rank (cudaGetDeviceCount)");
+        return rl_errf(e, RL_EENV, "backend cuda: no GPU visible on some rank (cudaGetDeviceCount)");
     int64_t max_bytes = (int64_t)(thorough ? 256 : 64) << 20, min_bytes = 4096;
     ncclUniqueId id;
     ncclComm_t nc = NULL;
@@ -374,7 +374,7 @@ int calib_measure_nccl(struct ex_comm *comm, bool thorough, struct calib_gpu *g,
     if ((rc = ex_comm_bcast(comm, &id, sizeof id, e)))
         return rc;
     if (ncclCommInitRank(&nc, W, id, comm->rank) != ncclSuccess)
-        return rl_errf(e, RL_EENV, "calibrate --backend cuda: ncclCommInitRank failed on rank %d", comm->rank);
+        return rl_errf(e, RL_EENV, "backend cuda: ncclCommInitRank failed on rank %d", comm->rank);
     CK(cudaStreamCreate(&st));
     CK(cudaMalloc((void **)&buf, (size_t)max_bytes * (size_t)W));
     CK(cudaMemset(buf, 0, (size_t)max_bytes * (size_t)W));
@@ -390,7 +390,7 @@ int calib_measure_nccl(struct ex_comm *comm, bool thorough, struct calib_gpu *g,
                     ? ncclAllGather(buf + (size_t)comm->rank * (size_t)bytes, buf, (size_t)bytes, ncclChar, nc, st)
                     : ncclReduceScatter(buf, buf, (size_t)bytes / 4, ncclFloat, ncclSum, nc, st);
                 if (nr != ncclSuccess) {
-                    rc = rl_errf(e, RL_EENV, "calibrate --backend cuda: NCCL %s of %lld bytes failed: %s",
+                    rc = rl_errf(e, RL_EENV, "backend cuda: NCCL %s of %lld bytes failed: %s",
                                  kind ? "reduce-scatter" : "all-gather", (long long)bytes, ncclGetErrorString(nr));
                     goto out;
                 }
@@ -428,7 +428,7 @@ int calib_measure_nccl(struct ex_comm *comm, bool thorough, struct calib_gpu *g,
     (void)comm;
     (void)thorough;
     (void)g;
-    return rl_errf(e, RL_EENV, "calibrate --backend cuda: this ratiolab was built without NCCL");
+    return rl_errf(e, RL_EENV, "backend cuda: this ratiolab was built without NCCL");
 }
 #endif
 #else
@@ -436,7 +436,7 @@ int calib_measure_gpu(const struct calib_opts *o, struct calib_gpu *g, struct rl
 {
     (void)o;
     memset(g, 0, sizeof *g);
-    return rl_errf(e, RL_EENV, "calibrate --backend cuda: this ratiolab was built without CUDA (nvcc not found)");
+    return rl_errf(e, RL_EENV, "backend cuda: this ratiolab was built without CUDA (nvcc not found)");
 }
 int calib_measure_gpu_gemm(const struct calib_run *run, bool thorough, struct calib_gpu *g,
                            struct rl_err *e)
@@ -444,14 +444,14 @@ int calib_measure_gpu_gemm(const struct calib_run *run, bool thorough, struct ca
     (void)run;
     (void)thorough;
     (void)g;
-    return rl_errf(e, RL_EENV, "calibrate --backend cuda: this ratiolab was built without CUDA (nvcc not found)");
+    return rl_errf(e, RL_EENV, "backend cuda: this ratiolab was built without CUDA (nvcc not found)");
 }
 int calib_measure_nccl(struct ex_comm *comm, bool thorough, struct calib_gpu *g, struct rl_err *e)
 {
     (void)comm;
     (void)thorough;
     (void)g;
-    return rl_errf(e, RL_EENV, "calibrate --backend cuda: this ratiolab was built without CUDA (nvcc not found)");
+    return rl_errf(e, RL_EENV, "backend cuda: this ratiolab was built without CUDA (nvcc not found)");
 }
 #endif
 

@@ -255,24 +255,6 @@ static void print_human(const struct plan_setup *c, const struct plan *p, const 
         printf("\ndigest %s\n", digest_hex(r->digest, hex));
 }
 
-/* Builds the plan of one combination on the shrunk model. */
-static int build_plan(const struct plan_setup *c, const struct plan_model *scaled, double scale, double ratio,
-                      enum plan_policy policy, struct plan *p, struct rl_err *e)
-{
-    struct plan_zero z = c->zero;
-    int64_t chunk = INT64_C(4) << 20;
-    ex_scale_zero(&z, &chunk, scale);
-    if (ratio >= 0) {
-        z.ratio = ratio;
-        z.src_ratio = PLAN_SRC_CLI;
-    }
-    struct plan_options po = c->popt;
-    po.policy = policy;
-    po.ledger = PLAN_LEDGER_EXEC;
-    po.exec_chunk_numel = chunk;
-    return plan_build(p, scaled, &c->layout, &z, &po, e);
-}
-
 int cli_run_err(struct rl_err *e)
 {
     static const char *const flags[][2] = {
@@ -282,6 +264,13 @@ int cli_run_err(struct rl_err *e)
     };
     for (size_t i = 0; i < RL_COUNT(flags); i++)
         cli_err_flag(e, flags[i][0], flags[i][1]);
+    /* fields the executor names inside its messages ("(after scale)", "free (device_mem); ratio
+     * 0.30 fits") */
+    static const char *const words[][2] = {
+        {"scale", "--scale"}, {"device_mem", "--device-mem"}, {"fail_rank", "--fail-rank"}, {"ratio", "--ratio"},
+    };
+    for (size_t i = 0; i < RL_COUNT(words); i++)
+        cli_err_word(e, words[i][0], words[i][1]);
     return e->code;
 }
 
@@ -397,7 +386,7 @@ static int run(int argc, char **argv)
                 o.schedule = schs[si];
                 struct ex_result r;
                 memset(&r, 0, sizeof r);
-                if ((rc = build_plan(&c, &scaled, a.scale, ratios[ri], pols[pi], &p, &e)) ||
+                if ((rc = plan_exec_plan(&c, &scaled, a.scale, ratios[ri], pols[pi], &p, &e)) ||
                     (rc = ex_run(&p, &o, &comm, &r, &e))) {
                     plan_free(&p);
                     ex_result_free(&r);

@@ -389,7 +389,7 @@ static int vx_setup(struct vx *v, bool schedule_given, struct rl_err *e)
     if (s->policy == PLAN_POLICY_AUTO)
         s->policy = PLAN_POLICY_EXACT;
     if (!schedule_given)
-        v->sim->train.schedule = SIM_SCHED_OVERLAP;
+        v->sim->train.schedule = STEP_SCHED_OVERLAP;
     RL_TRY(cli_setup_resolve(s, &v->c, e));
     if (ex_scale_model(&v->c.model, x->scale, &v->scaled, e))
         return cli_run_err(e);
@@ -481,23 +481,6 @@ static int vx_calibrate_gpu(struct vx *v, const struct calib_run *rs, struct rl_
     return 0;
 }
 
-/* The plan the executor builds for `ratio` (as cli/cmd_run.c builds it): c's ZeRO sizes and chunk
- * scaled by `scale` (ex_scale_zero), the model already scaled, the exec ledger. */
-static int exec_plan(const struct plan_setup *c, const struct plan_model *scaled, double scale, double ratio,
-                  struct plan *p, struct rl_err *e)
-{
-    memset(p, 0, sizeof *p);
-    struct plan_zero z = c->zero;
-    int64_t chunk = INT64_C(4) << 20;
-    ex_scale_zero(&z, &chunk, scale);
-    z.ratio = ratio;
-    z.src_ratio = PLAN_SRC_CLI;
-    struct plan_options po = c->popt;
-    po.ledger = PLAN_LEDGER_EXEC;
-    po.exec_chunk_numel = chunk;
-    return plan_build(p, scaled, &c->layout, &z, &po, e);
-}
-
 /* --calibrate: measures this machine for the emulated device, then what one rank of the run does,
  * and writes the profile to DIR/hw-calibrated.json (rank 0), which the predictions then use. */
 static int vx_calibrate(struct vx *v, struct rl_err *e)
@@ -521,7 +504,7 @@ static int vx_calibrate(struct vx *v, struct rl_err *e)
      * the collectives at the run's message sizes. */
     struct plan p0;
     struct calib_run rs;
-    int rc = exec_plan(&v->c, &v->scaled, x->scale, 0, &p0, e);
+    int rc = plan_exec_plan(&v->c, &v->scaled, x->scale, 0, PLAN_POLICY_AUTO, &p0, e);
     if (rc) {
         plan_free(&p0);
         return rc;
@@ -690,7 +673,7 @@ static int vx_baseline_inproc(struct vx *v, struct rl_err *e)
         fprintf(stderr, "validate: baseline run (every tensor one row, in this mpirun)\n");
     int rc = ex_scale_model(&v->c.model, fb, &tiny, e);
     if (!rc)
-        rc = exec_plan(&v->c, &tiny, fb, 0, &q, e);
+        rc = plan_exec_plan(&v->c, &tiny, fb, 0, PLAN_POLICY_AUTO, &q, e);
     malloc_trim(0);
     reset_peak_rss();
     int64_t before = self_rss();
@@ -809,7 +792,7 @@ static void vx_baseline_launched(struct vx *v)
 static int vx_predict(struct vx *v, struct val_row *w, const char *ptrace, struct rl_err *e)
 {
     struct plan p;
-    int rc = exec_plan(&v->c, &v->scaled, v->x->scale, w->ratio, &p, e);
+    int rc = plan_exec_plan(&v->c, &v->scaled, v->x->scale, w->ratio, PLAN_POLICY_AUTO, &p, e);
     if (!rc)
         rc = val_row_predict(&p, &v->hw, &v->sim->train, v->rank0 ? ptrace : NULL, w, e);
     plan_free(&p);
@@ -830,7 +813,7 @@ static int vx_measure_inproc(struct vx *v, struct val_row *w, const char *mtrace
     if (v->rank0)
         fprintf(stderr, "validate: ratio %g, %s, %s: %d rank%s (in this mpirun) ...\n", w->ratio, w->schedule,
                 w->policy, x->ranks, x->ranks == 1 ? "" : "s");
-    int rc = exec_plan(&v->c, &v->scaled, x->scale, w->ratio, &q, e);
+    int rc = plan_exec_plan(&v->c, &v->scaled, x->scale, w->ratio, PLAN_POLICY_AUTO, &q, e);
     malloc_trim(0);
     reset_peak_rss();
     int64_t mine = self_rss();

@@ -53,7 +53,7 @@ static bool fails_at(const struct ex_run *r, enum ex_fail_phase ph)
 
 static int fail_here(const struct ex_run *r, struct rl_err *e)
 {
-    return rl_errf(e, RL_EENV, "rank %d: failing on purpose at %s (--fail-rank)", r->k,
+    return rl_errf(e, RL_EENV, "rank %d: failing on purpose at %s (fail_rank)", r->k,
                    ex_fail_phase_name(r->o->fail_phase));
 }
 

@@ -4,7 +4,7 @@
  * Use (cli/cmd_run.c):
  *   ex_comm_init(&comm, &e);                       MPI when started by mpirun, else one rank
  *   ex_scale_model(&model, F, &scaled, &e);        same layer structure, F x fewer elements
- *   plan_build(&plan, &scaled, ...)                with .ledger = PLAN_LEDGER_EXEC
+ *   plan_exec_plan(&setup, &scaled, F, ratio, ...) the settings scaled by F, the exec ledger
  *   struct ex_opts o; ex_opts_default(&o);         schedule, steps, seed, ...
  *   ex_run(&plan, &o, &comm, &result, &e);         allocate, check the ledger, run, digest
  *   ex_reference(&model_scaled, ...)               the expected digest, one process, scalar Adam
@@ -77,9 +77,6 @@ int ex_comm_gatherv(struct ex_comm *c, const void *in, int64_t bytes, void **out
  * F, rounded up, at least 1), with the same names, order, layers, flags and param groups, so the
  * layer structure and the param groups are kept. F >= 1. */
 int ex_scale_model(const struct plan_model *in, double F, struct plan_model *out, struct rl_err *e);
-/* Element-count settings divided by F the same way (sub_group_size, reduce_bucket_size,
- * prefetch bucket, chunk), so the sub-group packing rule sees the same proportions. */
-void ex_scale_zero(struct plan_zero *z, int64_t *chunk_numel, double F);
 
 /* ---- options and results ---------------------------------------------------------------------- */
 enum ex_backend_kind { EX_BACKEND_AUTO, EX_BACKEND_CPU, EX_BACKEND_CUDA, EX_BACKEND_COUNT };
