@@ -85,7 +85,7 @@ int sim__step_trace(const struct sim__run_record *rec, const struct sim_step_res
         bool elements = k->phase == STEP_PH_CPU_ADAM || k->phase == STEP_PH_GPU_ADAM ||
                         k->phase == STEP_PH_GRAD_NORM || k->phase == STEP_PH_GRAD_CAST ||
                         k->phase == STEP_PH_UNSCALE || k->phase == STEP_PH_PARAM_CAST ||
-                        k->phase == STEP_PH_OVERFLOW_CHECK;
+                        k->phase == STEP_PH_OVERFLOW_CHECK;   /* page_fault: bytes */
         const char *what = flops ? "flops" : elements ? "elements" : "bytes";
         int64_t size = flops ? k->size.flops : elements ? k->size.elements : k->size.bytes;
         snprintf(buf, sizeof buf, "{\"%s\":%lld,\"ready_ns\":%lld,\"latency_ns\":%lld}", what, (long long)size,
