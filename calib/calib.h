@@ -181,6 +181,9 @@ int calib_measure_gpu_gemm(const struct calib_run *run, bool thorough, struct ca
  * r mod GPUs), per-rank sizes 4 KiB .. 64 MiB (256 MiB thorough) by 4x: bus bandwidth of the
  * slowest rank per repeat, median; every rank must call it. RL_EENV without NCCL or a GPU. */
 int calib_measure_nccl(struct ex_comm *comm, bool thorough, struct calib_gpu *g, struct rl_err *e);
+/* The receive buffer of rank `rank`'s in-place NCCL reduce-scatter (and the send buffer of its
+ * in-place all-gather) in buf, with bytes_per_rank per rank: its own block. */
+char *calib_nccl_rs_recv(char *buf, int rank, int64_t bytes_per_rank);
 /* A profile for real GPUs: the measured figures (copies per GPU, the PCIe uplink as all GPUs at
  * once, HBM as the D2D copy, GPU Adam as its efficiency, host DRAM and CPU Adam from c) written
  * over `base_text`, a catalog profile of the same machine type that supplies what is not

@@ -9,6 +9,12 @@
 #include "kernels/adam.h"
 #include "calib/calib.h"
 
+/* NCCL's in-place reduce-scatter: rank r's result lands in its own block of the send buffer. */
+char *calib_nccl_rs_recv(char *buf, int rank, int64_t bytes_per_rank)
+{
+    return buf + (int64_t)rank * bytes_per_rank;
+}
+
 #ifdef RL_HAVE_CUDA
 #include <cublas_v2.h>        /* the cuBLAS types; the library is dlopen'ed, as the executor does */
 #include <cuda_runtime_api.h>
@@ -18,15 +24,15 @@
 #include <nccl.h>             /* ncclCommInitRank, ncclAllGather, ncclReduceScatter */
 #endif
 #include "exec/exec.h"        /* ex_comm: the unique id's broadcast, barriers */
+#include "exec/backend.h"     /* ex_gpu_for_rank */
 
+#include "common/rl_api.h"   /* RL_API_CHECK: the one check of CUDA, NCCL and cuBLAS calls */
+
+/* The one check, failing to the function's cleanup (`out:`) with rc set. */
 #define CK(call)                                                                                   \
     do {                                                                                           \
-        cudaError_t err_ = (call);                                                                 \
-        if (err_ != cudaSuccess) {                                                                 \
-            rc = rl_errf(e, RL_EENV, "calibrate: %s:%d: %s: %s", __FILE__, __LINE__, #call,        \
-                         cudaGetErrorString(err_));                                                \
+        if ((rc = RL_API_CHECK(cuda, call, e)))                                                    \
             goto out;                                                                              \
-        }                                                                                          \
     } while (0)
 
 static void figure(struct calib_figure *f, const double *v, int n)
@@ -293,10 +299,8 @@ int calib_measure_gpu_gemm(const struct calib_run *run, bool thorough, struct ca
     CK(cudaMemset(b, 0, (size_t)mb * 4));
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
-    if (create(&h) != CUBLAS_STATUS_SUCCESS || set_stream(h, st) != CUBLAS_STATUS_SUCCESS) {
-        rc = rl_errf(e, RL_EENV, "calibrate --backend cuda: cublasCreate failed");
+    if ((rc = RL_API_CHECK(cublas, create(&h), e)) || (rc = RL_API_CHECK(cublas, set_stream(h, st), e)))
         goto out;
-    }
     for (int kind = 0; kind < 2; kind++)   /* 0: fp32 sgemm, 1: bf16 GemmEx (the buffers reread as bf16) */
         for (int r = 0; r <= reps; r++) {
             CK(cudaEventRecord(e0, st));
@@ -305,13 +309,13 @@ int calib_measure_gpu_gemm(const struct calib_run *run, bool thorough, struct ca
                 int m = (int)q->m, n = (int)q->n, k = (int)q->k;
                 int64_t times = q->count * (run->layers > 0 && !q->last ? run->layers : 1);
                 for (int64_t j = 0; j < times; j++) {
-                    cublasStatus_t bs =
-                        kind == 0 ? sgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, a, m, b, k, &zero, c, m)
-                                  : gemmex(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, a, CUDA_R_16BF, m, b, CUDA_R_16BF,
-                                           k, &zero, c, CUDA_R_16BF, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-                    if (bs != CUBLAS_STATUS_SUCCESS) {
-                        rc = rl_errf(e, RL_EENV, "calibrate --backend cuda: cuBLAS GEMM %dx%dx%d failed (status %d)",
-                                     m, n, k, (int)bs);
+                    rc = kind == 0
+                        ? RL_API_CHECK(cublas, sgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, a, m, b, k, &zero, c, m), e)
+                        : RL_API_CHECK(cublas, gemmex(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, a, CUDA_R_16BF, m, b,
+                                                      CUDA_R_16BF, k, &zero, c, CUDA_R_16BF, m, CUBLAS_COMPUTE_32F,
+                                                      CUBLAS_GEMM_DEFAULT), e);
+                    if (rc) {
+                        rl_err_prefix(e, "calibrate --backend cuda: GEMM %dx%dx%d", m, n, k);
                         goto out;
                     }
                 }
@@ -364,17 +368,30 @@ int calib_measure_nccl(struct ex_comm *comm, bool thorough, struct calib_gpu *g,
     if (bad)
         return rl_errf(e, RL_EENV, "calibrate --backend cuda: no GPU visible on some rank (cudaGetDeviceCount)");
     int64_t max_bytes = (int64_t)(thorough ? 256 : 64) << 20, min_bytes = 4096;
-    ncclUniqueId id;
+    struct {
+        int ok;              /* rank 0's ncclGetUniqueId succeeded */
+        ncclUniqueId id;     /* its answer */
+    } boot;
+    memset(&boot, 0, sizeof boot);
     ncclComm_t nc = NULL;
     cudaStream_t st = NULL;
     char *buf = NULL;
-    CK(cudaSetDevice(comm->rank % n));
-    if (comm->rank == 0 && ncclGetUniqueId(&id) != ncclSuccess)
-        memset(&id, 0, sizeof id);
-    if ((rc = ex_comm_bcast(comm, &id, sizeof id, e)))
+    const char *ls = getenv("OMPI_COMM_WORLD_LOCAL_SIZE"), *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    int dev = 0;
+    if ((rc = ex_gpu_for_rank(lr ? atoi(lr) : 0, ls ? atoi(ls) : 1, n, &dev, e)))
         return rc;
-    if (ncclCommInitRank(&nc, W, id, comm->rank) != ncclSuccess)
-        return rl_errf(e, RL_EENV, "calibrate --backend cuda: ncclCommInitRank failed on rank %d", comm->rank);
+    CK(cudaSetDevice(dev));
+    /* A failed unique id is broadcast as such: every rank returns the error (none waits in
+     * ncclCommInitRank for a rank 0 that will never come). */
+    int id_rc = comm->rank == 0 ? RL_API_CHECK(nccl, ncclGetUniqueId(&boot.id), e) : 0;
+    boot.ok = comm->rank != 0 || id_rc == 0;
+    if ((rc = ex_comm_bcast(comm, &boot, sizeof boot, e)))
+        return rc;
+    if (!boot.ok)
+        return comm->rank == 0 ? id_rc
+                               : rl_errf(e, RL_EENV, "calibrate --backend cuda: ncclGetUniqueId failed on rank 0");
+    if ((rc = RL_API_CHECK(nccl, ncclCommInitRank(&nc, W, boot.id, comm->rank), e)))
+        return rl_err_prefix(e, "calibrate --backend cuda: rank %d", comm->rank);
     CK(cudaStreamCreate(&st));
     CK(cudaMalloc((void **)&buf, (size_t)max_bytes * (size_t)W));
     CK(cudaMemset(buf, 0, (size_t)max_bytes * (size_t)W));
@@ -386,12 +403,14 @@ int calib_measure_nccl(struct ex_comm *comm, bool thorough, struct calib_gpu *g,
                 if ((rc = ex_comm_barrier(comm, e)))
                     goto out;
                 double t0 = now_s();
-                ncclResult_t nr = kind == 0
-                    ? ncclAllGather(buf + (size_t)comm->rank * (size_t)bytes, buf, (size_t)bytes, ncclChar, nc, st)
-                    : ncclReduceScatter(buf, buf, (size_t)bytes / 4, ncclFloat, ncclSum, nc, st);
-                if (nr != ncclSuccess) {
-                    rc = rl_errf(e, RL_EENV, "calibrate --backend cuda: NCCL %s of %lld bytes failed: %s",
-                                 kind ? "reduce-scatter" : "all-gather", (long long)bytes, ncclGetErrorString(nr));
+                /* Both in place: this rank's block of buf is the all-gather's send buffer and the
+                 * reduce-scatter's receive buffer. */
+                char *mine = calib_nccl_rs_recv(buf, comm->rank, bytes);
+                rc = kind == 0
+                    ? RL_API_CHECK(nccl, ncclAllGather(mine, buf, (size_t)bytes, ncclChar, nc, st), e)
+                    : RL_API_CHECK(nccl, ncclReduceScatter(buf, mine, (size_t)bytes / 4, ncclFloat, ncclSum, nc, st), e);
+                if (rc) {
+                    rl_err_prefix(e, "calibrate --backend cuda: %lld bytes per rank", (long long)bytes);
                     goto out;
                 }
                 CK(cudaStreamSynchronize(st));

@@ -104,6 +104,11 @@ extern const struct ex_backend ex_backend_cpu;
 extern const struct ex_backend ex_backend_cuda;
 #endif
 
+/* The GPU of local rank `local_rank` of `local_size` ranks on this node with `n_gpus` visible:
+ * one GPU per rank (NCCL refuses two ranks on one GPU). More ranks than GPUs: RL_EENV (exit 3)
+ * naming both counts and the largest rank count per node that works. */
+int ex_gpu_for_rank(int local_rank, int local_size, int n_gpus, int *device, struct rl_err *e);
+
 /* Host-side helpers shared by the backends and the pipeline. */
 void ex__narrow_host(void *dst, enum kern_dtype t, const float *src, int64_t n);
 void ex__widen_host(float *dst, const void *src, enum kern_dtype t, int64_t n);

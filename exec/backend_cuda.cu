@@ -19,6 +19,7 @@ extern "C" {
 #include "exec/exec.h"
 }
 #include "exec/synth.h"     /* ex__share, also device code */
+#include "common/rl_api.h"  /* RL_API_TRY: the one check of CUDA, NCCL and cuBLAS calls */
 
 /* The cuBLAS entry points used, resolved from libcublas.so at run time. */
 struct cublas_fns {
@@ -60,28 +61,11 @@ struct ex_dev {
     int n_spare, cap_spare;         /* used, allocated */
 };
 
-#define CU_TRY(call)                                                                            \
-    do {                                                                                        \
-        cudaError_t rc__ = (call);                                                              \
-        if (rc__ != cudaSuccess)                                                                \
-            return rl_errf(e, RL_EENV, "%s:%d: %s: %s", __FILE__, __LINE__, #call,              \
-                           cudaGetErrorString(rc__));                                           \
-    } while (0)
-#define NCCL_TRY(call)                                                                          \
-    do {                                                                                        \
-        ncclResult_t rc__ = (call);                                                             \
-        if (rc__ != ncclSuccess)                                                                \
-            return rl_errf(e, RL_EENV, "%s:%d: %s: %s", __FILE__, __LINE__, #call,              \
-                           ncclGetErrorString(rc__));                                           \
-    } while (0)
-
-static int launch_check(struct rl_err *e, const char *what, int line)
-{
-    cudaError_t rc = cudaGetLastError();
-    if (rc != cudaSuccess)
-        return rl_errf(e, RL_EENV, "%s:%d: %s: %s", __FILE__, line, what, cudaGetErrorString(rc));
-    return 0;
-}
+/* Every CUDA, NCCL and cuBLAS call goes through common/rl_api.h's one check; a kernel launch is
+ * checked with the runtime's last error, named by the kernel. */
+#define CU_TRY(call) RL_API_TRY(cuda, call, e)
+#define NCCL_TRY(call) RL_API_TRY(nccl, call, e)
+#define CU_LAUNCHED(kernel) rl_api_check_cuda(cudaGetLastError(), "launch of " #kernel, __FILE__, __LINE__, e)
 
 /* NCCL errors raised asynchronously (a peer died, a network failure). */
 static int nccl_async_check(struct ex_dev *d, struct rl_err *e)
@@ -91,7 +75,7 @@ static int nccl_async_check(struct ex_dev *d, struct rl_err *e)
     ncclResult_t async = ncclSuccess;
     NCCL_TRY(ncclCommGetAsyncError(d->nccl, &async));
     if (async != ncclSuccess)
-        return rl_errf(e, RL_EENV, "NCCL asynchronous error: %s", ncclGetErrorString(async));
+        return RL_API_CHECK(nccl, async, e);   /* the asynchronous error, as a failed call */
     return 0;
 }
 
@@ -230,7 +214,8 @@ static int cu_open_(struct ex_dev **dp, struct ex_comm *c, int local_rank, int64
         return rl_errf(e, RL_ENOMEM, "out of host memory");
     *dp = d;
     d->comm = c;
-    d->device = local_rank % n;
+    const char *ls = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    RL_TRY(ex_gpu_for_rank(local_rank, ls ? atoi(ls) : 1, n, &d->device, e));
     d->capacity_bytes = capacity_bytes;
     CU_TRY(cudaSetDevice(d->device));
     for (int s = 0; s < EX_STREAM_COUNT; s++)
@@ -245,13 +230,16 @@ static int cu_open_(struct ex_dev **dp, struct ex_comm *c, int local_rank, int64
     CU_TRY(cudaEventRecord(d->t_base, d->stream[EX_STREAM_COMPUTE]));
     CU_TRY(cudaEventSynchronize(d->t_base));
     d->t_base_host_ns = host_now_ns();
-    if (c->size > 1) {
+    /* NCCL for more than one rank; for one rank too when RATIOLAB_NCCL_ONE_RANK=1 (a 1-rank
+     * communicator: scripts/gpu-check.sh takes every collective through NCCL on one GPU). A failed
+     * unique id on rank 0 returns here; its caller's abort ends the ranks waiting in the broadcast. */
+    const char *one = getenv("RATIOLAB_NCCL_ONE_RANK");
+    if (c->size > 1 || (one && strcmp(one, "1") == 0)) {
         ncclUniqueId id;
         if (c->rank == 0)
             NCCL_TRY(ncclGetUniqueId(&id));
-        int rc = ex_comm_bcast(c, &id, sizeof id, e);
-        if (rc)
-            return rc;
+        if (c->size > 1)
+            RL_TRY(ex_comm_bcast(c, &id, sizeof id, e));
         NCCL_TRY(ncclCommInitRank(&d->nccl, c->size, id, c->rank));
     }
     return 0;
@@ -317,7 +305,6 @@ static void cu_mem(struct ex_dev *d, int64_t *used, int64_t *cap)
 
 static int cu_dev_alloc(struct ex_dev *d, int64_t bytes, void **p, struct rl_err *e)
 {
-    (void)d;
     cudaError_t rc = cudaMalloc(p, bytes ? (size_t)bytes : 1);
     if (rc != cudaSuccess) {
         size_t fr = 0, total = 0;
@@ -325,7 +312,10 @@ static int cu_dev_alloc(struct ex_dev *d, int64_t bytes, void **p, struct rl_err
         return rl_errf(e, RL_ENOMEM, "GPU %d: cudaMalloc of %lld bytes failed (%s), %zu bytes free", d->device,
                        (long long)bytes, cudaGetErrorString(rc), fr);
     }
-    CU_TRY(cudaMemset(*p, 0, bytes ? (size_t)bytes : 1));
+    /* Zeroed on the compute stream and waited for: the non-blocking streams do not wait for the
+     * legacy default stream a plain cudaMemset would use. */
+    CU_TRY(cudaMemsetAsync(*p, 0, bytes ? (size_t)bytes : 1, d->stream[EX_STREAM_COMPUTE]));
+    CU_TRY(cudaStreamSynchronize(d->stream[EX_STREAM_COMPUTE]));
     return 0;
 }
 
@@ -390,21 +380,21 @@ static int cu_adam(struct ex_dev *d, const struct kern_adam_scalars *sc, const s
 static int cu_scale(struct ex_dev *d, float *x, int64_t n, float c, enum ex_stream s, struct rl_err *e)
 {
     k_scale<<<grid_for(n), 256, 0, d->stream[s]>>>(x, n, c);
-    return launch_check(e, "k_scale", __LINE__);
+    return CU_LAUNCHED(k_scale);
 }
 
 static int cu_narrow(struct ex_dev *d, void *dst, enum kern_dtype t, const float *src, int64_t n, enum ex_stream s,
                      struct rl_err *e)
 {
     k_narrow<<<grid_for(n), 256, 0, d->stream[s]>>>((uint16_t *)dst, t == KERN_BF16, src, n);
-    return launch_check(e, "k_narrow", __LINE__);
+    return CU_LAUNCHED(k_narrow);
 }
 
 static int cu_widen(struct ex_dev *d, float *dst, const void *src, enum kern_dtype t, int64_t n, enum ex_stream s,
                     struct rl_err *e)
 {
     k_widen<<<grid_for(n), 256, 0, d->stream[s]>>>(dst, t == KERN_BF16, (const uint16_t *)src, n);
-    return launch_check(e, "k_widen", __LINE__);
+    return CU_LAUNCHED(k_widen);
 }
 
 static int cu_shares(struct ex_dev *d, void *dst, enum kern_dtype t, int64_t count, int64_t valid, int64_t gstart,
@@ -413,7 +403,7 @@ static int cu_shares(struct ex_dev *d, void *dst, enum kern_dtype t, int64_t cou
     int tc = t == KERN_F32 ? 0 : t == KERN_BF16 ? 1 : 2;
     k_shares<<<grid_for(count), 256, 0, d->stream[s]>>>(dst, tc, count, valid, gstart, ex_synth_base(seed, it), q, W,
                                                        nan_at);
-    return launch_check(e, "k_shares", __LINE__);
+    return CU_LAUNCHED(k_shares);
 }
 
 static int cu_nonfinite(struct ex_dev *d, const float *x, int64_t n, int64_t *count, enum ex_stream s,
@@ -422,7 +412,7 @@ static int cu_nonfinite(struct ex_dev *d, const float *x, int64_t n, int64_t *co
     CU_TRY(cudaMemsetAsync(d->count_d, 0, sizeof *d->count_d, d->stream[s]));
     if (n > 0) {
         k_nonfinite<<<grid_for(n), 256, 0, d->stream[s]>>>(x, n, (unsigned long long *)d->count_d);
-        int rc = launch_check(e, "k_nonfinite", __LINE__);
+        int rc = CU_LAUNCHED(k_nonfinite);
         if (rc)
             return rc;
     }
@@ -450,9 +440,8 @@ static int load_cublas(struct ex_dev *d, struct rl_err *e)
         dlsym(f->lib, "cublasSgemm_v2");
     if (!f->create || !f->destroy || !f->set_stream || !f->sgemm)
         return rl_errf(e, RL_EENV, "compute gemm: libcublas lacks cublasCreate_v2/cublasSgemm_v2");
-    if (f->create(&d->blas) != CUBLAS_STATUS_SUCCESS)
-        return rl_errf(e, RL_EENV, "%s:%d: cublasCreate failed", __FILE__, __LINE__);
-    f->set_stream(d->blas, d->stream[EX_STREAM_COMPUTE]);
+    RL_API_TRY(cublas, f->create(&d->blas), e);
+    RL_API_TRY(cublas, f->set_stream(d->blas, d->stream[EX_STREAM_COMPUTE]), e);
     return 0;
 }
 
@@ -467,11 +456,9 @@ static int cu_gemm(struct ex_dev *d, int64_t m, int64_t n, int64_t k, const floa
     }
     const float one = 1.0f, zero = 0.0f;
     /* Row-major C = A B is column-major C^T = B^T A^T. */
-    if (d->blas_fns.sgemm(d->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k, &one, b, (int)n, a, (int)k, &zero, c,
-                    (int)n) != CUBLAS_STATUS_SUCCESS)
-        return rl_errf(e, RL_EENV, "%s:%d: cublasSgemm %lld x %lld x %lld failed", __FILE__, __LINE__,
-                       (long long)m, (long long)n, (long long)k);
-    return 0;
+    int rc = RL_API_CHECK(cublas, d->blas_fns.sgemm(d->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k, &one, b,
+                                                    (int)n, a, (int)k, &zero, c, (int)n), e);
+    return rc ? rl_err_prefix(e, "GEMM %lld x %lld x %lld", (long long)m, (long long)n, (long long)k) : 0;
 }
 
 static int cu_sync(struct ex_dev *d, enum ex_stream s, struct rl_err *e)
@@ -532,11 +519,9 @@ static int cu_allgather_test(struct ex_dev *d, uint64_t req, bool *done, struct 
     if (req < 1 || req > (uint64_t)d->cap_gev || !d->gev_busy[req - 1])
         return rl_errf(e, RL_EINTERNAL, "cuda backend: all-gather request %llu was not started",
                        (unsigned long long)req);
-    cudaError_t rc = cudaEventQuery(d->gev[req - 1]);
-    if (rc != cudaSuccess && rc != cudaErrorNotReady)
-        CU_TRY(rc);
-    *done = rc == cudaSuccess;
-    return 0;
+    /* Not ready (the usual answer: a gather in flight) is no error and is cleared from the
+     * runtime's last error, which the next kernel launch's check reads. */
+    return RL_API_CHECK(cuda_query, cudaEventQuery(d->gev[req - 1]), e, done);
 }
 
 static int cu_allgather_wait(struct ex_dev *d, uint64_t req, struct rl_err *e)
