@@ -391,25 +391,21 @@ static void triad1(float *restrict a, const float *restrict b, const float *rest
         a[i] = a[i] + 3.0f * b[i] + c[i];
 }
 
-int calib_measure_run(struct ex_comm *comm, const struct calib_run *run, bool thorough, struct calib *c,
-                      struct rl_err *e)
+/* The run's GEMMs, one pass of the list as the executor runs it: each GEMM queued on the cpu
+ * backend's compute stream (OpenBLAS on its worker thread, with the threads the environment gives
+ * it), so that the time includes the stream's hand-off per operation, the stream synchronised
+ * after each block. With layers: block by block as the run's forward, an all-gather of a block's
+ * partition after each, so that the ranks meet at every block as in the run and the time includes
+ * their waiting for each other (the all-gathers' own time, measured alone, is taken out later by
+ * run_gemm_rate). gemm_dt[r]: repeat r's time of the slowest rank (s). */
+static int run_gemms(struct ex_comm *comm, const struct calib_run *run, int reps, struct calib *c, double *gemm_dt,
+                     struct rl_err *e)
 {
-    int reps = thorough ? 15 : 7, rc = 0;
-    double x[64], dt;
-    c->run_ranks = comm->size;
-    /* GEMMs: one pass of the list as the executor runs it: each GEMM queued on the cpu backend's
-     * compute stream (OpenBLAS on its worker thread, with the threads the environment gives it),
-     * so that the time includes the stream's hand-off per operation, the stream synchronised
-     * after each block. With layers: block by block as the run's forward, an all-gather of a
-     * block's partition after each, so that the ranks meet at every block as in the run and the
-     * time includes their waiting for each other (the all-gathers' own time, measured alone
-     * below, is taken out). */
+    int rc = 0, W = comm->size;
     int64_t ma = 1, mb = 1, mc = 1;
-    double flop = 0, gemm_dt[64] = {0};
-    int W = comm->size;
+    double flop = 0, dt;
     bool blocks = run->layers > 0;
     bool sync = blocks && W > 1 && run->allgather_bytes > 0;
-    int64_t n_sync = sync ? run->layers + 1 : 0;
     for (int i = 0; i < run->n_gemm; i++) {
         const struct calib_gemm_shape *g = &run->gemm[i];
         ma = g->m * g->k > ma ? g->m * g->k : ma;
@@ -419,238 +415,287 @@ int calib_measure_run(struct ex_comm *comm, const struct calib_run *run, bool th
         flop += 2.0 * (double)g->m * (double)g->n * (double)g->k * (double)g->count * times;
     }
 #ifdef RL_HAVE_OPENBLAS
-    if (run->n_gemm > 0 && flop > 0) {
-        /* The operands as the executor's compute scratch holds them: zeroed and only ever read, so
-         * they stay on the kernel's zero page (which OpenBLAS reads faster than written
-         * operands); the output is written, as the executor's is. */
-        float *a = calloc((size_t)ma, sizeof *a), *b = calloc((size_t)mb, sizeof *b), *cc = (float *)falloc(mc);
-        char *agin = sync ? calloc((size_t)run->allgather_bytes, 1) : NULL;
-        char *agout = sync ? calloc((size_t)run->allgather_bytes, (size_t)W) : NULL;
-        const struct ex_backend *be = &ex_backend_cpu;
-        struct ex_dev *dev = NULL;
-        if (!a || !b || !cc || (sync && (!agin || !agout)))
-            rc = rl_errf(e, RL_ENOMEM, "calibrate: cannot allocate the GEMM operands (%lld floats)",
-                         (long long)(ma + mb + mc));
-        else
-            rc = be->open(&dev, comm, 0, 0, e);
-        for (int r = 0; r <= reps && !rc; r++) {
-            if ((rc = ex_comm_barrier(comm, e)))
-                break;
-            double t0 = now_s();
-            for (int64_t l = 0; l <= (blocks ? run->layers : 0) && !rc; l++) {
-                bool last = blocks && l == run->layers;
-                for (int i = 0; i < run->n_gemm && !rc; i++) {
-                    const struct calib_gemm_shape *g = &run->gemm[i];
-                    if (blocks && g->last != last)
-                        continue;
-                    for (int64_t j = 0; j < g->count && !rc; j++)
-                        rc = be->gemm(dev, g->m, g->n, g->k, a, b, cc, EX_STREAM_COMPUTE, e);
-                }
-                if (!rc)
-                    rc = be->sync(dev, EX_STREAM_COMPUTE, e);
-                if (!rc && sync)
-                    rc = ex_comm_allgather(comm, agin, agout, run->allgather_bytes, e);
+    if (run->n_gemm == 0 || flop <= 0)
+        return 0;
+    /* The operands as the executor's compute scratch holds them: zeroed and only ever read, so they
+     * stay on the kernel's zero page (which OpenBLAS reads faster than written operands); the
+     * output is written, as the executor's is. */
+    float *a = calloc((size_t)ma, sizeof *a), *b = calloc((size_t)mb, sizeof *b), *cc = (float *)falloc(mc);
+    char *agin = sync ? calloc((size_t)run->allgather_bytes, 1) : NULL;
+    char *agout = sync ? calloc((size_t)run->allgather_bytes, (size_t)W) : NULL;
+    const struct ex_backend *be = &ex_backend_cpu;
+    struct ex_dev *dev = NULL;
+    if (!a || !b || !cc || (sync && (!agin || !agout)))
+        rc = rl_errf(e, RL_ENOMEM, "calibrate: cannot allocate the GEMM operands (%lld floats)",
+                     (long long)(ma + mb + mc));
+    else
+        rc = be->open(&dev, comm, 0, 0, e);
+    for (int r = 0; r <= reps && !rc; r++) {
+        if ((rc = ex_comm_barrier(comm, e)))
+            break;
+        double t0 = now_s();
+        for (int64_t l = 0; l <= (blocks ? run->layers : 0) && !rc; l++) {
+            bool last = blocks && l == run->layers;
+            for (int i = 0; i < run->n_gemm && !rc; i++) {
+                const struct calib_gemm_shape *g = &run->gemm[i];
+                if (blocks && g->last != last)
+                    continue;
+                for (int64_t j = 0; j < g->count && !rc; j++)
+                    rc = be->gemm(dev, g->m, g->n, g->k, a, b, cc, EX_STREAM_COMPUTE, e);
             }
-            if (rc || (rc = slowest(comm, now_s() - t0, &dt, e)))
-                break;
-            if (r > 0)
-                gemm_dt[r - 1] = dt;
+            if (!rc)
+                rc = be->sync(dev, EX_STREAM_COMPUTE, e);
+            if (!rc && sync)
+                rc = ex_comm_allgather(comm, agin, agout, run->allgather_bytes, e);
         }
-        if (!rc) {
-            c->run_gemm_flop = flop;
-            c->run_gemm_blocks = blocks ? run->layers + 1 : 0;
-            c->run_gemm_syncs = n_sync;
-        }
-        if (dev)
-            be->close(dev);
-        free(a);
-        free(b);
-        free(cc);
-        free(agin);
-        free(agout);
+        if (rc || (rc = slowest(comm, now_s() - t0, &dt, e)))
+            break;
+        if (r > 0)
+            gemm_dt[r - 1] = dt;
     }
+    if (!rc) {
+        c->run_gemm_flop = flop;
+        c->run_gemm_blocks = blocks ? run->layers + 1 : 0;
+        c->run_gemm_syncs = sync ? run->layers + 1 : 0;
+    }
+    if (dev)
+        be->close(dev);
+    free(a);
+    free(b);
+    free(cc);
+    free(agin);
+    free(agout);
+#else
+    (void)comm, (void)reps, (void)c, (void)gemm_dt, (void)e, (void)dt, (void)sync;
 #endif
-    /* The synthetic gradient shares of one bucket (this rank's share of every rank's part), as
-     * the executor's backward writes them on the compute stream before each reduce-scatter. */
-    int64_t gcnt = run->reduce_scatter_bytes / 4;
-    if (!rc && gcnt > 0) {
-        float *bucket = calloc((size_t)gcnt, sizeof(float) * (size_t)W);
-        const struct ex_backend *be = &ex_backend_cpu;
-        struct ex_dev *dev = NULL;
-        if (!bucket)
-            rc = rl_errf(e, RL_ENOMEM, "calibrate: cannot allocate a bucket of %lld x %d floats", (long long)gcnt, W);
-        else
-            rc = be->open(&dev, comm, 0, 0, e);
-        for (int r = 0; r <= reps && !rc; r++) {
-            if ((rc = ex_comm_barrier(comm, e)))
-                break;
-            double t0 = now_s();
-            for (int q = 0; q < W && !rc; q++)
-                rc = be->shares(dev, bucket + (int64_t)q * gcnt, KERN_F32, gcnt, gcnt, (int64_t)q * gcnt, 1, r + 1,
-                                comm->rank, W, -1, EX_STREAM_COMPUTE, e);
-            if (rc || (rc = be->sync(dev, EX_STREAM_COMPUTE, e)) || (rc = slowest(comm, now_s() - t0, &dt, e)))
-                break;
-            if (r > 0)
-                x[r - 1] = (double)gcnt * W / dt;
-        }
-        if (!rc) {
-            c->run_grad_elements = gcnt * W;
-            figure(&c->run_grad_elems_per_s, x, reps);
-        }
-        if (dev)
-            be->close(dev);
-        free(bucket);
-    }
-    /* Device Adam over the rank's partition in one call; host Adam over as many elements in
-     * chunk-sized calls; a copy of the same bytes in chunk-sized memcpys (the run's D2H). */
-    int64_t n = run->device_adam_numel;
-    if (!rc && n > 0) {
-        float *p = (float *)falloc(n), *m = (float *)falloc(n), *v = (float *)falloc(n), *g = (float *)falloc(n);
-        float *dst = (float *)falloc(n);
-        uint16_t *lp = calloc((size_t)n, 2);
-        if (!p || !m || !v || !g || !lp || !dst)
-            rc = rl_errf(e, RL_ENOMEM, "calibrate: cannot allocate %lld Adam elements", (long long)n);
-        struct kern_adam_hparams h = kern_adam_hparams_default();
-        int64_t chunk = run->host_adam_numel > 0 && run->host_adam_numel < n ? run->host_adam_numel : n;
-        double y[64], z[64];
-        for (int r = 0; r <= reps && !rc; r++) {
-            struct kern_adam_scalars sc;
-            if ((rc = kern_adam_scalars_make(&h, r + 1, &sc, e)) || (rc = ex_comm_barrier(comm, e)))
-                break;
-            struct kern_adam_bufs bb = {.param = p, .exp_avg = m, .exp_avg_sq = v, .grad = g, .grad_dtype = KERN_F32,
-                                        .param_lowp = lp, .param_lowp_dtype = KERN_BF16, .numel = n};
-            double t0 = now_s();
-            if ((rc = kern_adam_cpu(&sc, &bb, 1, e)) || (rc = slowest(comm, now_s() - t0, &dt, e)))
-                break;
-            if (r > 0)
-                x[r - 1] = (double)n / dt;
-            if (run->host_adam_numel > 0) {
-                if ((rc = ex_comm_barrier(comm, e)))
-                    break;
-                t0 = now_s();
-                for (int64_t a0 = 0; a0 < n && !rc; a0 += chunk) {
-                    struct kern_adam_bufs cb = bb;
-                    cb.param += a0, cb.exp_avg += a0, cb.exp_avg_sq += a0, cb.grad += a0, cb.param_lowp = lp + a0;
-                    cb.numel = n - a0 < chunk ? n - a0 : chunk;
-                    rc = kern_adam_cpu(&sc, &cb, 1, e);
-                }
-                if (rc || (rc = slowest(comm, now_s() - t0, &dt, e)))
-                    break;
-                if (r > 0)
-                    y[r - 1] = (double)n / dt;
-                if ((rc = ex_comm_barrier(comm, e)))
-                    break;
-                t0 = now_s();
-                for (int64_t a0 = 0; a0 < n; a0 += chunk)
-                    memcpy(dst + a0, g + a0, (size_t)(n - a0 < chunk ? n - a0 : chunk) * 4);
-                if ((rc = slowest(comm, now_s() - t0, &dt, e)))
-                    break;
-                if (r > 0)
-                    z[r - 1] = (double)n * 4 / dt * 1e-9;
-            }
-        }
-        if (!rc) {
-            c->run_device_adam_numel = n;
-            figure(&c->run_device_adam_elems_per_s, x, reps);
-            if (run->host_adam_numel > 0) {
-                c->run_host_adam_numel = chunk;
-                figure(&c->run_host_adam_elems_per_s, y, reps);
-                c->run_copy_bytes = chunk * 4;
-                figure(&c->run_copy_gbps, z, reps);
-            }
-        }
-        free(p);
-        free(m);
-        free(v);
-        free(g);
-        free(lp);
-        free(dst);
-    }
-    /* Memory: a triad over the rank's working set on every rank at once; the sum of the ranks'
-     * bandwidths is what they share. */
-    int64_t tn = run->working_set_bytes / 12;   /* three arrays of 4 B */
-    if (!rc && tn > 0) {
-        float *a = (float *)falloc(tn), *b = (float *)falloc(tn), *cc = (float *)falloc(tn);
-        if (!a || !b || !cc)
-            rc = rl_errf(e, RL_ENOMEM, "calibrate: cannot allocate 3 x %lld floats for the triad", (long long)tn);
-        for (int r = 0; r <= reps && !rc; r++) {
-            if ((rc = ex_comm_barrier(comm, e)))
-                break;
-            double t0 = now_s();
-            triad1(a, b, cc, tn);
-            double mine = now_s() - t0;
-            if ((rc = slowest(comm, mine, &dt, e)))
-                break;
-            if (r > 0)
-                x[r - 1] = (double)tn * 16.0 / dt * 1e-9 * comm->size;
-        }
-        if (!rc) {
-            c->run_triad_bytes = tn * 12;
-            figure(&c->run_mem_gbps, x, reps);
-        }
-        free(a);
-        free(b);
-        free(cc);
-    }
-    /* The collectives at the run's message sizes. */
-    int64_t agb = run->allgather_bytes, rsb = run->reduce_scatter_bytes / 4 * 4;
-    if (!rc && W > 1 && (agb > 0 || rsb > 0)) {
-        int64_t big = agb > rsb ? agb : rsb;
-        char *in = malloc((size_t)big), *out = malloc((size_t)big * (size_t)W);
-        if (!in || !out)
-            rc = rl_errf(e, RL_ENOMEM, "calibrate: cannot allocate %d x %lld bytes for the collectives", W,
-                         (long long)big);
-        else {
-            memset(in, 1, (size_t)big);
-            memset(out, 0, (size_t)big * (size_t)W);
-        }
-        double y[64];
-        for (int r = 0; r <= reps && !rc; r++) {
-            double t0;
-            if (agb > 0) {
-                if ((rc = ex_comm_barrier(comm, e)))
-                    break;
-                t0 = now_s();
-                if ((rc = ex_comm_allgather(comm, in, out, agb, e)) || (rc = slowest(comm, now_s() - t0, &dt, e)))
-                    break;
-                if (r > 0)
-                    x[r - 1] = dt * 1e6;
-            }
-            if (rsb > 0) {
-                if ((rc = ex_comm_barrier(comm, e)))
-                    break;
-                t0 = now_s();
-                if ((rc = ex_comm_reduce_scatter_f32(comm, (float *)(void *)out, rsb / 4, e)) ||
-                    (rc = slowest(comm, now_s() - t0, &dt, e)))
-                    break;
-                if (r > 0)
-                    y[r - 1] = dt * 1e6;
-            }
-        }
-        if (!rc && agb > 0) {
-            c->run_allgather_bytes = agb;
-            figure(&c->run_allgather_us, x, reps);
-        }
-        if (!rc && rsb > 0) {
-            c->run_reduce_scatter_bytes = rsb;
-            figure(&c->run_reduce_scatter_us, y, reps);
-        }
-        free(in);
-        free(out);
-    }
-    /* The GEMM rate, the all-gathers' own time (measured alone) taken out of the blocks' time (at
-     * most half of it: a noisy figure alone cannot make the rate absurd). */
-    if (!rc && c->run_gemm_flop > 0) {
-        double ag = n_sync > 0 && c->run_allgather_bytes > 0 ? c->run_allgather_us.median * 1e-6 : 0;
-        for (int r = 0; r < reps; r++) {
-            double t = gemm_dt[r] - (double)n_sync * ag;
-            x[r] = c->run_gemm_flop / (t > gemm_dt[r] * 0.5 ? t : gemm_dt[r] * 0.5);
-        }
-        figure(&c->run_gemm_flops, x, reps);
-    }
-    if (!rc)
-        c->have_run = true;
     return rc;
+}
+
+/* The synthetic gradient shares of one bucket (this rank's share of every rank's part), as the
+ * executor's backward writes them on the compute stream before each reduce-scatter. */
+static int run_grad_shares(struct ex_comm *comm, const struct calib_run *run, int reps, struct calib *c,
+                           struct rl_err *e)
+{
+    int rc = 0, W = comm->size;
+    double x[64], dt;
+    int64_t gcnt = run->reduce_scatter_bytes / 4;
+    if (gcnt <= 0)
+        return 0;
+    float *bucket = calloc((size_t)gcnt, sizeof(float) * (size_t)W);
+    const struct ex_backend *be = &ex_backend_cpu;
+    struct ex_dev *dev = NULL;
+    if (!bucket)
+        rc = rl_errf(e, RL_ENOMEM, "calibrate: cannot allocate a bucket of %lld x %d floats", (long long)gcnt, W);
+    else
+        rc = be->open(&dev, comm, 0, 0, e);
+    for (int r = 0; r <= reps && !rc; r++) {
+        if ((rc = ex_comm_barrier(comm, e)))
+            break;
+        double t0 = now_s();
+        for (int q = 0; q < W && !rc; q++)
+            rc = be->shares(dev, bucket + (int64_t)q * gcnt, KERN_F32, gcnt, gcnt, (int64_t)q * gcnt, 1, r + 1,
+                            comm->rank, W, -1, EX_STREAM_COMPUTE, e);
+        if (rc || (rc = be->sync(dev, EX_STREAM_COMPUTE, e)) || (rc = slowest(comm, now_s() - t0, &dt, e)))
+            break;
+        if (r > 0)
+            x[r - 1] = (double)gcnt * W / dt;
+    }
+    if (!rc) {
+        c->run_grad_elements = gcnt * W;
+        figure(&c->run_grad_elems_per_s, x, reps);
+    }
+    if (dev)
+        be->close(dev);
+    free(bucket);
+    return rc;
+}
+
+/* Device Adam over the rank's partition in one call; host Adam over as many elements in
+ * chunk-sized calls; a copy of the same bytes in chunk-sized memcpys (the run's D2H). */
+static int run_adam_and_copy(struct ex_comm *comm, const struct calib_run *run, int reps, struct calib *c,
+                             struct rl_err *e)
+{
+    int rc = 0;
+    double x[64], y[64], z[64], dt;
+    int64_t n = run->device_adam_numel;
+    if (n <= 0)
+        return 0;
+    float *p = (float *)falloc(n), *m = (float *)falloc(n), *v = (float *)falloc(n), *g = (float *)falloc(n);
+    float *dst = (float *)falloc(n);
+    uint16_t *lp = calloc((size_t)n, 2);
+    if (!p || !m || !v || !g || !lp || !dst)
+        rc = rl_errf(e, RL_ENOMEM, "calibrate: cannot allocate %lld Adam elements", (long long)n);
+    struct kern_adam_hparams h = kern_adam_hparams_default();
+    int64_t chunk = run->host_adam_numel > 0 && run->host_adam_numel < n ? run->host_adam_numel : n;
+    for (int r = 0; r <= reps && !rc; r++) {
+        struct kern_adam_scalars sc;
+        if ((rc = kern_adam_scalars_make(&h, r + 1, &sc, e)) || (rc = ex_comm_barrier(comm, e)))
+            break;
+        struct kern_adam_bufs bb = {.param = p, .exp_avg = m, .exp_avg_sq = v, .grad = g, .grad_dtype = KERN_F32,
+                                    .param_lowp = lp, .param_lowp_dtype = KERN_BF16, .numel = n};
+        double t0 = now_s();
+        if ((rc = kern_adam_cpu(&sc, &bb, 1, e)) || (rc = slowest(comm, now_s() - t0, &dt, e)))
+            break;
+        if (r > 0)
+            x[r - 1] = (double)n / dt;
+        if (run->host_adam_numel <= 0)
+            continue;
+        if ((rc = ex_comm_barrier(comm, e)))
+            break;
+        t0 = now_s();
+        for (int64_t a0 = 0; a0 < n && !rc; a0 += chunk) {
+            struct kern_adam_bufs cb = bb;
+            cb.param += a0, cb.exp_avg += a0, cb.exp_avg_sq += a0, cb.grad += a0, cb.param_lowp = lp + a0;
+            cb.numel = n - a0 < chunk ? n - a0 : chunk;
+            rc = kern_adam_cpu(&sc, &cb, 1, e);
+        }
+        if (rc || (rc = slowest(comm, now_s() - t0, &dt, e)))
+            break;
+        if (r > 0)
+            y[r - 1] = (double)n / dt;
+        if ((rc = ex_comm_barrier(comm, e)))
+            break;
+        t0 = now_s();
+        for (int64_t a0 = 0; a0 < n; a0 += chunk)
+            memcpy(dst + a0, g + a0, (size_t)(n - a0 < chunk ? n - a0 : chunk) * 4);
+        if ((rc = slowest(comm, now_s() - t0, &dt, e)))
+            break;
+        if (r > 0)
+            z[r - 1] = (double)n * 4 / dt * 1e-9;
+    }
+    if (!rc) {
+        c->run_device_adam_numel = n;
+        figure(&c->run_device_adam_elems_per_s, x, reps);
+        if (run->host_adam_numel > 0) {
+            c->run_host_adam_numel = chunk;
+            figure(&c->run_host_adam_elems_per_s, y, reps);
+            c->run_copy_bytes = chunk * 4;
+            figure(&c->run_copy_gbps, z, reps);
+        }
+    }
+    free(p);
+    free(m);
+    free(v);
+    free(g);
+    free(lp);
+    free(dst);
+    return rc;
+}
+
+/* Memory: a triad over the rank's working set on every rank at once; the sum of the ranks'
+ * bandwidths is what they share. */
+static int run_triad(struct ex_comm *comm, const struct calib_run *run, int reps, struct calib *c, struct rl_err *e)
+{
+    int rc = 0;
+    double x[64], dt;
+    int64_t tn = run->working_set_bytes / 12;   /* three arrays of 4 B */
+    if (tn <= 0)
+        return 0;
+    float *a = (float *)falloc(tn), *b = (float *)falloc(tn), *cc = (float *)falloc(tn);
+    if (!a || !b || !cc)
+        rc = rl_errf(e, RL_ENOMEM, "calibrate: cannot allocate 3 x %lld floats for the triad", (long long)tn);
+    for (int r = 0; r <= reps && !rc; r++) {
+        if ((rc = ex_comm_barrier(comm, e)))
+            break;
+        double t0 = now_s();
+        triad1(a, b, cc, tn);
+        double mine = now_s() - t0;
+        if ((rc = slowest(comm, mine, &dt, e)))
+            break;
+        if (r > 0)
+            x[r - 1] = (double)tn * 16.0 / dt * 1e-9 * comm->size;
+    }
+    if (!rc) {
+        c->run_triad_bytes = tn * 12;
+        figure(&c->run_mem_gbps, x, reps);
+    }
+    free(a);
+    free(b);
+    free(cc);
+    return rc;
+}
+
+/* The collectives at the run's message sizes. */
+static int run_collectives(struct ex_comm *comm, const struct calib_run *run, int reps, struct calib *c,
+                           struct rl_err *e)
+{
+    int rc = 0, W = comm->size;
+    double x[64], y[64], dt;
+    int64_t agb = run->allgather_bytes, rsb = run->reduce_scatter_bytes / 4 * 4;
+    if (W <= 1 || (agb <= 0 && rsb <= 0))
+        return 0;
+    int64_t big = agb > rsb ? agb : rsb;
+    char *in = malloc((size_t)big), *out = malloc((size_t)big * (size_t)W);
+    if (!in || !out)
+        rc = rl_errf(e, RL_ENOMEM, "calibrate: cannot allocate %d x %lld bytes for the collectives", W, (long long)big);
+    else {
+        memset(in, 1, (size_t)big);
+        memset(out, 0, (size_t)big * (size_t)W);
+    }
+    for (int r = 0; r <= reps && !rc; r++) {
+        double t0;
+        if (agb > 0) {
+            if ((rc = ex_comm_barrier(comm, e)))
+                break;
+            t0 = now_s();
+            if ((rc = ex_comm_allgather(comm, in, out, agb, e)) || (rc = slowest(comm, now_s() - t0, &dt, e)))
+                break;
+            if (r > 0)
+                x[r - 1] = dt * 1e6;
+        }
+        if (rsb > 0) {
+            if ((rc = ex_comm_barrier(comm, e)))
+                break;
+            t0 = now_s();
+            if ((rc = ex_comm_reduce_scatter_f32(comm, (float *)(void *)out, rsb / 4, e)) ||
+                (rc = slowest(comm, now_s() - t0, &dt, e)))
+                break;
+            if (r > 0)
+                y[r - 1] = dt * 1e6;
+        }
+    }
+    if (!rc && agb > 0) {
+        c->run_allgather_bytes = agb;
+        figure(&c->run_allgather_us, x, reps);
+    }
+    if (!rc && rsb > 0) {
+        c->run_reduce_scatter_bytes = rsb;
+        figure(&c->run_reduce_scatter_us, y, reps);
+    }
+    free(in);
+    free(out);
+    return rc;
+}
+
+/* The GEMM rate: the all-gathers' own time (measured alone) taken out of the blocks' time (at most
+ * half of it: a noisy figure alone cannot make the rate absurd). */
+static void run_gemm_rate(const double *gemm_dt, int reps, struct calib *c)
+{
+    double x[64];
+    int64_t n_sync = c->run_gemm_syncs;
+    double ag = n_sync > 0 && c->run_allgather_bytes > 0 ? c->run_allgather_us.median * 1e-6 : 0;
+    for (int r = 0; r < reps; r++) {
+        double t = gemm_dt[r] - (double)n_sync * ag;
+        x[r] = c->run_gemm_flop / (t > gemm_dt[r] * 0.5 ? t : gemm_dt[r] * 0.5);
+    }
+    figure(&c->run_gemm_flops, x, reps);
+}
+
+int calib_measure_run(struct ex_comm *comm, const struct calib_run *run, bool thorough, struct calib *c,
+                      struct rl_err *e)
+{
+    int reps = thorough ? 15 : 7;
+    double gemm_dt[64] = {0};
+    c->run_ranks = comm->size;
+    RL_TRY(run_gemms(comm, run, reps, c, gemm_dt, e));
+    RL_TRY(run_grad_shares(comm, run, reps, c, e));
+    RL_TRY(run_adam_and_copy(comm, run, reps, c, e));
+    RL_TRY(run_triad(comm, run, reps, c, e));
+    RL_TRY(run_collectives(comm, run, reps, c, e));
+    if (c->run_gemm_flop > 0)
+        run_gemm_rate(gemm_dt, reps, c);
+    c->have_run = true;
+    return 0;
 }
 
 json_t *calib_figure_json(const struct calib_figure *f)

@@ -191,4 +191,13 @@ char *calib_nccl_rs_recv(char *buf, int rank, int64_t bytes_per_rank);
 int calib_gpu_profile(const struct calib *c, const struct calib_gpu *g, const char *base_text,
                           const char *name, char **out, struct rl_err *e);
 
+struct plan;
+/* What one rank of the run of plan p does, as the simulator charges it and the executor's
+ * --compute gemm runs it (exec/compute.c): per layer a GEMM per weight on micro_batch x seq
+ * tokens (2-D weights as they are, other tensors rank-1), attention scores and values per
+ * sequence and local head, the logits once after the layers, nothing for the embedding lookup;
+ * grouped by shape (at most CALIB_MAX_GEMMS). Then the rank's partition (device Adam), the
+ * host chunk, a layer's all-gather, a flush's reduce-scatter and the rank's model states. */
+void calib_run_of_plan(const struct plan *p, int64_t micro_batch, int64_t seq, struct calib_run *r);
+
 #endif

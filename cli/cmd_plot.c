@@ -6,6 +6,8 @@
  * install gnuplot and exits 3. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>   /* PATH_MAX */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +47,7 @@ static int plot_fail(struct rl_err *e)
 {
     static const char *const flags[][2] = {
         {"out", "--out"}, {"in", "--in"}, {"pids", "--pids"}, {"ratio", "--ratio"}, {"marks", "--marks"},
+        {"title", "--title"},
     };
     for (size_t i = 0; i < RL_COUNT(flags); i++) {
         size_t n = strlen(flags[i][0]);
@@ -138,12 +141,31 @@ static void split_dir(const char *path, char *dir, size_t n, const char **base)
 static int run_gnuplot(const char *gnuplot, const char *gp_path, const char *tmp_path, char *err_text, size_t n,
                        struct rl_err *e)
 {
-    char dir[1024], expr[1200];
+    char dir[1024], expr[4200];
     const char *gp_base, *tmp_base;
     split_dir(gp_path, dir, sizeof dir, &gp_base);
-    char tdir[1024];
+    char tdir[1024], tabs[PATH_MAX + 512];
     split_dir(tmp_path, tdir, sizeof tdir, &tmp_base);
-    snprintf(expr, sizeof expr, "outfile='%s'", tmp_base);   /* mkstemp names hold no quote */
+    /* gnuplot runs in the script's folder; the temporary figure may lie elsewhere (beside the
+     * target of a link), so it gets the folder's absolute path. */
+    char *rdir = realpath(tdir, NULL);
+    if (!rdir)
+        return rl_errf(e, RL_EIO, "out: cannot resolve the folder %s (%s)", tdir, strerror(errno));
+    snprintf(tabs, sizeof tabs, "%s/%s", strcmp(rdir, "/") ? rdir : "", tmp_base);
+    free(rdir);
+    /* The temporary name holds the figure's name: it goes in quoted, as data, like every string. */
+    FILE *mf = fmemopen(expr, sizeof expr, "w");
+    if (!mf)
+        return rl_errf(e, RL_EENV, "plot: fmemopen failed (%s)", strerror(errno));
+    fputs("outfile=", mf);
+    int qrc = plot_gp_quote(mf, "out", tabs, e);
+    bool full = ftell(mf) >= (long)sizeof expr - 1;
+    fclose(mf);
+    if (qrc)
+        return qrc;
+    if (full)
+        return rl_errf(e, RL_EINVAL, "out: file name of %zu characters; too long for gnuplot's command line",
+                       strlen(tabs));
     int pfd[2];
     if (pipe(pfd) != 0)
         return rl_errf(e, RL_EENV, "plot: pipe failed (%s)", strerror(errno));
@@ -258,22 +280,49 @@ static int run(int argc, char **argv)
                         "then: cd %s && gnuplot %s\n", files.dat, files.gp, dir, gp_base);
         return 3;
     }
-    struct rl_outfile fig;
+    struct rl_outfile fig, draw = {0};
     if ((rc = rl_outfile_open(&fig, o.out, &e)))
         return cli_fail("plot", &e);
-    fclose(fig.fp);   /* gnuplot writes the temporary file itself */
-    fig.fp = NULL;
+    /* gnuplot writes a temporary file itself: the figure's own, or, when the figure is written in
+     * place (a device, a FIFO, standard output), a scratch file beside the script whose bytes are
+     * then copied there. */
+    if (!fig.tmp) {
+        char scratch[sizeof files.gp + 16];
+        snprintf(scratch, sizeof scratch, "%s.figure", files.gp);
+        if ((rc = rl_outfile_open(&draw, scratch, &e)) || !draw.tmp) {
+            if (!rc)
+                rc = rl_errf(&e, RL_EIO, "--out %s: no scratch file for gnuplot beside %s", o.out, files.gp);
+            rl_outfile_abort(&draw);
+            rl_outfile_abort(&fig);
+            return cli_fail("plot", &e);
+        }
+        fclose(draw.fp);
+        draw.fp = NULL;
+    } else {
+        fclose(fig.fp);
+        fig.fp = NULL;
+    }
+    const char *drawn = fig.tmp ? fig.tmp : draw.tmp;
     char err_text[2048];
-    rc = run_gnuplot(gnuplot, files.gp, fig.tmp, err_text, sizeof err_text, &e);
+    rc = run_gnuplot(gnuplot, files.gp, drawn, err_text, sizeof err_text, &e);
     if (!rc && fmt == PLOT_PDF)
-        rc = plot_pdf_stable_date(fig.tmp, &e);
+        rc = plot_pdf_stable_date(drawn, &e);
+    if (!rc && !fig.tmp) {   /* in place: copy the drawn bytes */
+        char *bytes;
+        size_t len;
+        if (!(rc = rl_read_bytes(drawn, &bytes, &len, &e))) {
+            if (fwrite(bytes, 1, len, fig.fp) != len)
+                rc = rl_errf(&e, RL_EENV, "--out %s: write failed (%s)", o.out, strerror(errno));
+            free(bytes);
+        }
+    }
+    rl_outfile_abort(&draw);
     if (rc) {
         rl_outfile_abort(&fig);
         return cli_fail("plot", &e);
     }
     /* rl_outfile_commit closes fp; hand it a stream on the finished file. */
-    fig.fp = fopen(fig.tmp, "rb");
-    if (!fig.fp) {
+    if (!fig.fp && !(fig.fp = fopen(fig.tmp, "rb"))) {
         rl_errf(&e, RL_EIO, "--out %s: cannot reopen the figure (%s)", o.out, strerror(errno));
         rl_outfile_abort(&fig);
         return cli_fail("plot", &e);

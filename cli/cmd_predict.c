@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "cli/json_out.h"
 #include "cli/sim_opts.h"
+#include "plan/plan_json.h"
 
 enum { P_JSON = 1, P_TRACE };
 static const struct cli_opt opts[] = {
@@ -147,8 +148,7 @@ static int run(int argc, char **argv)
         json_object_set_new(o, "attention", json_string(plan_attention_name(r.attention)));
         json_object_set_new(o, "attention_origin", json_string(cli_sim_attention_origin(&sim.train, &c.model.arch)));
         json_object_set_new(o, "policy", json_string(plan_policy_name(p.policy)));
-        json_object_set_new(o, "requested_ratio", json_real(p.requested_ratio));
-        json_object_set_new(o, "honored_ratio", json_real(p.honored_ratio));
+        plan_json_ratio(o, &p);
         json_object_set_new(o, "cpu_numel", json_integer(p.cpu_numel));
         json_object_set_new(o, "per_rank_numel", json_integer(p.per_rank_numel));
         json_object_set_new(o, "prediction", sim_step_result_json(&r));

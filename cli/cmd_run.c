@@ -8,6 +8,8 @@
 #include "cli/cli.h"
 #include "cli/json_out.h"
 #include "exec/exec.h"
+#include "exec/result_json.h"
+#include "plan/plan_json.h"
 
 enum {
     R_SCHEDULE = 1, R_BACKEND, R_COMPUTE, R_STEPS, R_WARMUP, R_SEED, R_SCALE, R_NAN, R_DEVMEM, R_THREADS,
@@ -128,12 +130,6 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 
 static double sec(int64_t ns) { return (double)ns * 1e-9; }
 
-/* A memory reading: an integer, or null when it could not be read (never 0, never a string). */
-static json_t *bytes_or_null(int64_t v)
-{
-    return v < 0 ? json_null() : json_integer(v);
-}
-
 static const char *human_bytes(char *buf, size_t n, int64_t v)
 {
     if (v < 0)
@@ -143,60 +139,12 @@ static const char *human_bytes(char *buf, size_t n, int64_t v)
     return buf;
 }
 
-static json_t *phases_json(const struct ex_rank_result *x)
-{
-    json_t *ph = json_object();
-    for (int i = 0; i < STEP_PH_COUNT; i++) {
-        json_t *o = json_object();
-        json_object_set_new(o, "busy_ns", json_integer(x->phase[i].busy_ns));
-        json_object_set_new(o, "exposed_ns", json_integer(x->phase[i].exposed_ns));
-        json_object_set_new(o, "overlapped_ns", json_integer(x->phase[i].busy_ns - x->phase[i].exposed_ns));
-        json_object_set_new(o, "bytes", json_integer(x->phase[i].bytes));
-        json_object_set_new(ph, step_phase_name(i), o);
-    }
-    return ph;
-}
-
 static int64_t idle_ns(const struct ex_rank_result *x)
 {
     int64_t s = 0;
     for (int i = 0; i < STEP_PH_COUNT; i++)
         s += x->phase[i].exposed_ns;
     return x->step_ns > s ? x->step_ns - s : 0;
-}
-
-static json_t *rank_json(const struct ex_rank_result *x)
-{
-    json_t *o = json_object();
-    json_object_set_new(o, "rank", json_integer(x->rank));
-    json_object_set_new(o, "step_ns", json_integer(x->step_ns));
-    json_object_set_new(o, "phases", phases_json(x));
-    json_object_set_new(o, "idle_ns", json_integer(idle_ns(x)));
-    json_object_set_new(o, "per_rank_numel", json_integer(x->per_rank_numel));
-    json_object_set_new(o, "host_placed_numel", json_integer(x->host_placed_numel));
-    json_object_set_new(o, "ledger_device_bytes", json_integer(x->ledger_device_bytes));
-    json_object_set_new(o, "ledger_host_bytes", json_integer(x->ledger_host_bytes));
-    json_t *bufs = json_array();
-    for (int i = 0; i < x->n_bufs; i++) {
-        json_t *b = json_object();
-        json_object_set_new(b, "name", json_string(x->bufs[i].name));
-        json_object_set_new(b, "device", json_string(plan_device_name(x->bufs[i].device)));
-        json_object_set_new(b, "bytes", json_integer(x->bufs[i].bytes));
-        json_object_set_new(b, "ledger_bytes", x->bufs[i].ledger_bytes < 0 ? json_null()
-                                                                            : json_integer(x->bufs[i].ledger_bytes));
-        json_array_append_new(bufs, b);
-    }
-    json_object_set_new(o, "buffers", bufs);
-    json_t *m = json_object();
-    json_object_set_new(m, "rss_bytes", bytes_or_null(x->mem.rss_bytes));
-    json_object_set_new(m, "peak_rss_bytes", bytes_or_null(x->mem.peak_rss_bytes));
-    json_object_set_new(m, "locked_bytes", bytes_or_null(x->mem.locked_bytes));
-    json_object_set_new(m, "pinned_bytes", bytes_or_null(x->mem.pinned_bytes));
-    json_object_set_new(m, "device_used_bytes", bytes_or_null(x->mem.device_used_bytes));
-    json_object_set_new(m, "device_capacity_bytes", bytes_or_null(x->mem.device_capacity_bytes));
-    json_object_set_new(m, "gpu_process_bytes", bytes_or_null(x->mem.gpu_process_bytes));
-    json_object_set_new(o, "memory", m);
-    return o;
 }
 
 static char *digest_hex(uint32_t d, char buf[9])
@@ -209,48 +157,19 @@ static void print_json(const struct plan_setup *c, const struct plan *p, const s
                        const struct ex_result *r)
 {
     const struct ex_rank_result *cr = &r->ranks[r->critical_rank];
-    char hex[9];
     json_t *o = json_object();
     json_object_set_new(o, "model", json_string(c->model_desc));
     json_object_set_new(o, "scale", json_real(a->scale));
-    json_object_set_new(o, "backend", json_string(ex_backend_name(r->backend)));
-    json_object_set_new(o, "world", json_integer(r->world));
     json_object_set_new(o, "schedule", json_string(step_schedule_name(a->o.schedule)));
     json_object_set_new(o, "compute", json_string(a->o.compute == EX_COMPUTE_GEMM ? "gemm" : "none"));
     json_object_set_new(o, "comm_dtype", json_string(kern_dtype_name(a->o.comm_dtype)));
     json_object_set_new(o, "policy", json_string(plan_policy_name(p->policy)));
-    json_object_set_new(o, "requested_ratio", json_real(p->requested_ratio));
-    json_object_set_new(o, "honored_ratio", json_real(p->honored_ratio));
+    plan_json_ratio(o, p);
     json_object_set_new(o, "measured_ratio", json_real(cr->per_rank_numel ? (double)cr->host_placed_numel /
                                                                              (double)cr->per_rank_numel : 0.0));
     json_object_set_new(o, "per_rank_numel", json_integer(p->per_rank_numel));
     json_object_set_new(o, "cpu_numel", json_integer(p->cpu_numel));
-    json_object_set_new(o, "total_numel", json_integer(r->total_numel));
-    json_object_set_new(o, "iterations", json_integer(r->iterations));
-    json_object_set_new(o, "adam_step", json_integer(r->adam_step));
-    json_object_set_new(o, "skipped_steps", json_integer(r->skipped));
-    json_object_set_new(o, "ledger_ok", json_boolean(r->ledger_ok));
-    json_object_set_new(o, "prefetch_depth", json_integer(r->prefetch_depth));
-    json_object_set_new(o, "gather_buffers", json_integer(r->gather_buffers));
-    json_object_set_new(o, "digest", json_string(digest_hex(r->digest, hex)));
-    json_t *m = json_object();
-    json_object_set_new(m, "step_ns", json_integer(cr->step_ns));
-    json_object_set_new(m, "critical_rank", json_integer(r->critical_rank));
-    json_object_set_new(m, "phases", phases_json(cr));
-    json_object_set_new(m, "idle_ns", json_integer(idle_ns(cr)));
-    json_t *g = json_object();
-    json_object_set_new(g, "ledger_bytes", json_integer(cr->ledger_device_bytes));
-    json_object_set_new(g, "used_bytes", bytes_or_null(cr->mem.device_used_bytes));
-    json_object_set_new(m, "gpu_memory_per_rank", g);
-    json_t *h = json_object();
-    json_object_set_new(h, "rank_bytes", json_integer(cr->ledger_host_bytes));
-    json_object_set_new(h, "rss_bytes", bytes_or_null(cr->mem.rss_bytes));
-    json_object_set_new(m, "host_memory", h);
-    json_object_set_new(o, "measurement", m);
-    json_t *ranks = json_array();
-    for (int q = 0; q < r->world; q++)
-        json_array_append_new(ranks, rank_json(&r->ranks[q]));
-    json_object_set_new(o, "ranks", ranks);
+    ex_result_json_put(o, r);
     char *text = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     printf("%s\n", text);
     free(text);

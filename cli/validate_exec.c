@@ -22,6 +22,7 @@
 #if defined(__has_include)
 #if __has_include("exec/exec.h")
 #include "exec/exec.h"
+#include "exec/result_json.h"
 #include "kernels/adam.h"   /* kern_cuda_device_count */
 #include "validation/exec_row.h"
 #define HAVE_EXEC 1
@@ -467,6 +468,23 @@ static int vx_calibrate_gpu(struct vx *v, const struct calib_run *rs, struct rl_
     return 0;
 }
 
+/* The plan the executor builds for `ratio` (as cli/cmd_run.c builds it): c's ZeRO sizes and chunk
+ * scaled by `scale` (ex_scale_zero), the model already scaled, the exec ledger. */
+static int exec_plan(const struct plan_setup *c, const struct plan_model *scaled, double scale, double ratio,
+                  struct plan *p, struct rl_err *e)
+{
+    memset(p, 0, sizeof *p);
+    struct plan_zero z = c->zero;
+    int64_t chunk = INT64_C(4) << 20;
+    ex_scale_zero(&z, &chunk, scale);
+    z.ratio = ratio;
+    z.src_ratio = PLAN_SRC_CLI;
+    struct plan_options po = c->popt;
+    po.ledger = PLAN_LEDGER_EXEC;
+    po.exec_chunk_numel = chunk;
+    return plan_build(p, scaled, &c->layout, &z, &po, e);
+}
+
 /* --calibrate: measures this machine for the emulated device, then what one rank of the run does,
  * and writes the profile to DIR/hw-calibrated.json (rank 0), which the predictions then use. */
 static int vx_calibrate(struct vx *v, struct rl_err *e)
@@ -490,7 +508,7 @@ static int vx_calibrate(struct vx *v, struct rl_err *e)
      * the collectives at the run's message sizes. */
     struct plan p0;
     struct calib_run rs;
-    int rc = val_exec_plan(&v->c, &v->scaled, x->scale, 0, &p0, e);
+    int rc = exec_plan(&v->c, &v->scaled, x->scale, 0, &p0, e);
     if (rc) {
         plan_free(&p0);
         return rc;
@@ -659,7 +677,7 @@ static int vx_baseline_inproc(struct vx *v, struct rl_err *e)
         fprintf(stderr, "validate: baseline run (every tensor one row, in this mpirun)\n");
     int rc = ex_scale_model(&v->c.model, fb, &tiny, e);
     if (!rc)
-        rc = val_exec_plan(&v->c, &tiny, fb, 0, &q, e);
+        rc = exec_plan(&v->c, &tiny, fb, 0, &q, e);
     malloc_trim(0);
     reset_peak_rss();
     int64_t before = self_rss();
@@ -701,6 +719,37 @@ static int vx_reference_launched(struct vx *v, struct rl_err *e)
     return 0;
 }
 
+/* Buffers outside the ledger count as device or host scratch (the executor's compute scratch is
+ * part of what the device pool holds). */
+void cli_val_row_from_result(struct val_row *w, const struct ex_result *r, const int64_t *baseline)
+{
+    w->digest = r->digest;
+    const struct ex_rank_result *cr = &r->ranks[r->critical_rank];
+    w->measured.step_ns = cr->step_ns;
+    for (int k = 0; k < VAL_PHASES && k < STEP_PH_COUNT; k++) {
+        w->measured.busy_ns[k] = cr->phase[k].busy_ns;
+        w->measured.exposed_ns[k] = cr->phase[k].exposed_ns;
+    }
+    w->n_ranks = r->world < VAL_MAX_RANKS ? r->world : VAL_MAX_RANKS;
+    for (int k = 0; k < w->n_ranks; k++) {
+        const struct ex_rank_result *q = &r->ranks[k];
+        struct val_rank_mem *vm = &w->mem[k];
+        vm->ledger_device_bytes = q->ledger_device_bytes;
+        vm->ledger_host_bytes = q->ledger_host_bytes;
+        vm->host_placed_numel = q->host_placed_numel;
+        vm->per_rank_numel = q->per_rank_numel;
+        vm->rss_bytes = q->mem.peak_rss_bytes;
+        vm->baseline_rss_bytes = baseline[k];
+        vm->pinned_bytes = q->mem.pinned_bytes;
+        vm->device_used_bytes = q->mem.device_used_bytes;
+        for (int b = 0; b < q->n_bufs; b++)
+            if (q->bufs[b].ledger_bytes < 0 && q->bufs[b].device == PLAN_DEV_GPU)
+                vm->scratch_device_bytes += q->bufs[b].bytes;
+            else if (q->bufs[b].ledger_bytes < 0)
+                vm->scratch_host_bytes += q->bufs[b].bytes;
+    }
+}
+
 /* The baseline: the same launch with every tensor cut to one row (the reduce bucket keeps the
  * flush count of an ordinary run); its RSS at the end minus its ledger buffers (on the cpu backend
  * the device's too) is the program, its libraries, MPI's shared memory, OpenBLAS, thread stacks
@@ -721,34 +770,37 @@ static void vx_baseline_launched(struct vx *v)
     char *out;
     fprintf(stderr, "validate: baseline run (every tensor one row)\n");
     int st = capture(a.v, &out);
-    json_t *j = st == 0 && out ? json_loads(out, 0, NULL) : NULL;
+    struct ex_result r;
+    struct rl_err e = {0};
+    if (st != 0 || !out || ex_result_from_json(out, &r, &e)) {
+        free(out);
+        return;
+    }
     free(out);
-    json_t *rk = json_object_get(j, "ranks");
     bool dev_host = strcmp(v->x->backend, "cpu") == 0;   /* the emulated device is host memory */
-    for (size_t k = 0; k < json_array_size(rk) && k < VAL_MAX_RANKS; k++) {
-        json_t *q = json_array_get(rk, k);
-        json_t *m = json_object_get(json_object_get(q, "memory"), "rss_bytes");
-        if (!json_is_integer(m))
+    for (int k = 0; k < r.world && k < VAL_MAX_RANKS; k++) {
+        const struct ex_rank_result *q = &r.ranks[k];
+        if (q->mem.rss_bytes < 0)
             continue;
         int64_t own = 0;
-        json_t *bufs = json_object_get(q, "buffers");
-        for (size_t b = 0; b < json_array_size(bufs); b++) {
-            json_t *bb = json_array_get(bufs, b);
-            const char *dev = json_string_value(json_object_get(bb, "device"));
-            bool in_ledger = !json_is_null(json_object_get(bb, "ledger_bytes"));
-            if (in_ledger && (dev_host || (dev && strcmp(dev, "gpu") != 0)))
-                own += json_integer_value(json_object_get(bb, "bytes"));
-        }
-        v->baseline[k] = json_integer_value(m) - own;
+        for (int b = 0; b < q->n_bufs; b++)
+            if (q->bufs[b].ledger_bytes >= 0 && (dev_host || q->bufs[b].device != PLAN_DEV_GPU))
+                own += q->bufs[b].bytes;
+        v->baseline[k] = q->mem.rss_bytes - own;
     }
-    json_decref(j);
+    ex_result_free(&r);
 }
 
 /* Prediction: the plan the executor builds for the row (cli/cmd_run.c), simulated; rank 0 writes
  * its trace to ptrace. */
 static int vx_predict(struct vx *v, struct val_row *w, const char *ptrace, struct rl_err *e)
 {
-    return val_row_predict(&v->c, &v->scaled, v->x->scale, &v->hw, &v->sim->train, v->rank0 ? ptrace : NULL, w, e);
+    struct plan p;
+    int rc = exec_plan(&v->c, &v->scaled, v->x->scale, w->ratio, &p, e);
+    if (!rc)
+        rc = val_row_predict(&p, &v->hw, &v->sim->train, v->rank0 ? ptrace : NULL, w, e);
+    plan_free(&p);
+    return rc;
 }
 
 /* Measurement in this process, on every rank (under mpirun); rank 0 fills the row. A failed run
@@ -765,7 +817,7 @@ static int vx_measure_inproc(struct vx *v, struct val_row *w, const char *mtrace
     if (v->rank0)
         fprintf(stderr, "validate: ratio %g, %s, %s: %d rank%s (in this mpirun) ...\n", w->ratio, w->schedule,
                 w->policy, x->ranks, x->ranks == 1 ? "" : "s");
-    int rc = val_exec_plan(&v->c, &v->scaled, x->scale, w->ratio, &q, e);
+    int rc = exec_plan(&v->c, &v->scaled, x->scale, w->ratio, &q, e);
     malloc_trim(0);
     reset_peak_rss();
     int64_t mine = self_rss();
@@ -787,7 +839,7 @@ static int vx_measure_inproc(struct vx *v, struct val_row *w, const char *mtrace
     }
     w->others_cpu_pct = -1;   /* the ranks are not this process's children: not measured */
     if (v->rank0)
-        val_row_from_result(w, &r, v->baseline);
+        cli_val_row_from_result(w, &r, v->baseline);
     ex_result_free(&r);
     return 0;
 }
@@ -816,8 +868,13 @@ static int vx_measure_launched(struct vx *v, struct val_row *w, const char *mtra
     int st = capture(a.v, &out);
     cpu_mark(&m1);
     w->others_cpu_pct = others_pct(&m0, &m1);
-    int rc = st == 0 && out ? val_row_from_run_json(w, out, v->baseline, e) : RL_EENV;
+    struct ex_result r;
+    int rc = st == 0 && out ? ex_result_from_json(out, &r, e) : RL_EENV;
     free(out);
+    if (!rc) {
+        cli_val_row_from_result(w, &r, v->baseline);
+        ex_result_free(&r);
+    }
     if (rc)
         return rl_errf(e, st == 0 ? RL_EINTERNAL : RL_EENV, "validate: ratio %g: ratiolab run %s (exit %d)", w->ratio,
                        st == 0 ? "printed no JSON" : "failed", st);

@@ -38,6 +38,12 @@ int cli_validate_exec_schedules(struct cli_validate_exec *x, const char *v, enum
 /* The whole executor mode; returns the exit code. fwd: the model/layout/config options as given
  * (passed on to `ratiolab run`); schedule_given: --schedule was given (else overlap, the
  * executor's schedule). */
+struct ex_result;
+struct val_row;
+/* The row's measured side from an executor's result (rank 0's: every rank's figures), from this
+ * process or read back from `ratiolab run --json` (ex_result_from_json); baseline[k] is rank k's
+ * RSS besides its ledger buffers (bytes, -1 unknown). */
+void cli_val_row_from_result(struct val_row *w, const struct ex_result *r, const int64_t *baseline);
 int cli_validate_exec_run(struct cli_validate_exec *x, struct plan_inputs *s, struct cli_sim *sim,
                           const char *const *fwd, int n_fwd, bool schedule_given, bool json);
 

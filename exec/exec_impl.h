@@ -117,6 +117,9 @@ struct ex_run {
 };
 
 int64_t ex__now_ns(void);
+/* ---- the segment map (segmap.c) ---- */
+/* The index in r->seg of the segment holding flat index f (f within the rank's flat range). */
+int ex__seg_find(const struct ex_run *r, int64_t f);
 /* Reads master, m, v (and, when hp != NULL, the 16-bit copy) of flat [f, f + len) to the host. */
 int ex__get_range(struct ex_run *r, int64_t f, int64_t len, float *hm, float *h1, float *h2, uint16_t *hp,
                   struct rl_err *e);

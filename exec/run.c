@@ -141,19 +141,6 @@ static int build_maps(struct ex_run *r, struct rl_err *e)
 }
 
 /* Index of the segment holding flat element f (segments are sorted and cover [0, P)). */
-static int seg_find(const struct ex_run *r, int64_t f)
-{
-    int lo = 0, hi = r->nseg - 1;
-    while (lo < hi) {
-        int mid = (lo + hi + 1) / 2;
-        if (r->seg[mid].flat <= f)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    return lo;
-}
-
 /* ---- buffers --------------------------------------------------------------------------------- */
 
 static int alloc_buf(struct ex_run *r, const char *name, enum plan_device dev, int64_t bytes, void **ptr,
@@ -341,65 +328,6 @@ static int check_ledger(struct ex_run *r, struct rl_err *e)
 }
 
 /* ---- state ----------------------------------------------------------------------------------- */
-
-/* Writes host arrays (flat order, len elements from flat f) of master, m, v into the segments,
- * and the 16-bit copy of master into param_partition. */
-int ex__put_range(struct ex_run *r, int64_t f, int64_t len, const float *hm, const float *h1, const float *h2,
-                     struct rl_err *e)
-{
-    int rc;
-    uint16_t *tmp = malloc((size_t)(len ? len : 1) * 2);
-    if (!tmp)
-        return rl_errf(e, RL_ENOMEM, "out of host memory");
-    ex__narrow_host(tmp, r->md, hm, len);
-    rc = r->be->copy(r->dev, (char *)r->param16 + f * r->mdb, tmp, len * r->mdb, EX_H2D, EX_STREAM_COPY, e);
-    if (!rc)
-        rc = r->be->sync(r->dev, EX_STREAM_COPY, e);   /* before tmp goes */
-    free(tmp);
-    int64_t x = f;
-    while (!rc && x < f + len) {
-        const struct ex_seg *s = &r->seg[seg_find(r, x)];
-        int64_t end = s->flat + s->numel < f + len ? s->flat + s->numel : f + len;
-        int64_t o = s->off + (x - s->flat), n = end - x, h = x - f;
-        if (s->cpu) {
-            memcpy(r->master_cpu + o, hm + h, (size_t)n * 4);
-            memcpy(r->m_cpu + o, h1 + h, (size_t)n * 4);
-            memcpy(r->v_cpu + o, h2 + h, (size_t)n * 4);
-        } else if ((rc = r->be->copy(r->dev, r->master_gpu + o, hm + h, n * 4, EX_H2D, EX_STREAM_COPY, e)) ||
-                   (rc = r->be->copy(r->dev, r->m_gpu + o, h1 + h, n * 4, EX_H2D, EX_STREAM_COPY, e)) ||
-                   (rc = r->be->copy(r->dev, r->v_gpu + o, h2 + h, n * 4, EX_H2D, EX_STREAM_COPY, e))) {
-            break;
-        }
-        x = end;
-    }
-    return rc ? rc : r->be->sync(r->dev, EX_STREAM_COPY, e);
-}
-
-/* Reads master, m, v and the 16-bit parameters of flat [f, f + len) into host arrays. */
-int ex__get_range(struct ex_run *r, int64_t f, int64_t len, float *hm, float *h1, float *h2, uint16_t *hp,
-                  struct rl_err *e)
-{
-    int rc = 0;
-    if (hp)
-        rc = r->be->copy(r->dev, hp, (char *)r->param16 + f * r->mdb, len * r->mdb, EX_D2H, EX_STREAM_COPY, e);
-    int64_t x = f;
-    while (!rc && x < f + len) {
-        const struct ex_seg *s = &r->seg[seg_find(r, x)];
-        int64_t end = s->flat + s->numel < f + len ? s->flat + s->numel : f + len;
-        int64_t o = s->off + (x - s->flat), n = end - x, h = x - f;
-        if (s->cpu) {
-            memcpy(hm + h, r->master_cpu + o, (size_t)n * 4);
-            memcpy(h1 + h, r->m_cpu + o, (size_t)n * 4);
-            memcpy(h2 + h, r->v_cpu + o, (size_t)n * 4);
-        } else if ((rc = r->be->copy(r->dev, hm + h, r->master_gpu + o, n * 4, EX_D2H, EX_STREAM_COPY, e)) ||
-                   (rc = r->be->copy(r->dev, h1 + h, r->m_gpu + o, n * 4, EX_D2H, EX_STREAM_COPY, e)) ||
-                   (rc = r->be->copy(r->dev, h2 + h, r->v_gpu + o, n * 4, EX_D2H, EX_STREAM_COPY, e))) {
-            break;
-        }
-        x = end;
-    }
-    return rc ? rc : r->be->sync(r->dev, EX_STREAM_COPY, e);
-}
 
 /* Fresh state: master from ex_synth_param, m = v = 0, padding 0. */
 static int init_state(struct ex_run *r, struct rl_err *e)
@@ -595,7 +523,7 @@ static int deliver(struct ex_run *r, const float *src, const void *src16, int64_
     }
     int64_t x = f;
     while (x < f + len) {
-        const struct ex_seg *s = &r->seg[seg_find(r, x)];
+        const struct ex_seg *s = &r->seg[ex__seg_find(r, x)];
         int64_t end = s->flat + s->numel < f + len ? s->flat + s->numel : f + len;
         int64_t o = s->off + (x - s->flat), n = end - x, h = x - f;
         t0 = ex__now_ns();
@@ -935,11 +863,11 @@ static void read_memory(struct ex_run *r, struct ex_mem *m)
     if (strcmp(r->be->name, "cuda") == 0) {
         /* NVML per process (the monitor's reader, dlopen'ed; absent: unavailable). */
         struct mon_gpu *g = NULL;
-        char why[128];
+        struct rl_err ge = {0};   /* NVML missing: the figure stays unavailable */
         enum { MAXP = 256 };
         int pids[MAXP], n = 0;
         int64_t bytes[MAXP], used[MON_MAX_GPUS], total[MON_MAX_GPUS];
-        if (mon_gpu_open(&g, why, sizeof why) == 0) {
+        if (mon_gpu_open(&g, &ge) == 0) {
             if (mon_gpu_sample(g, used, total, pids, bytes, MAXP, &n) == 0)
                 for (int i = 0; i < n; i++)
                     if (pids[i] == (int)getpid())

@@ -349,10 +349,15 @@ int mon_open(struct mon **mp, const struct mon_config *c, struct rl_err *e)
     m->real_at_open_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
     if (c->no_gpu) {
         snprintf(m->sum.gpu_note, sizeof m->sum.gpu_note, "disabled by --no-gpu");
-    } else if (mon_gpu_open(&m->gpu, m->sum.gpu_note, sizeof m->sum.gpu_note) == 0) {
-        m->sum.gpu_available = true;
-        m->sum.gpu_per_process = true;
-        m->sum.n_gpus = mon_gpu_count(m->gpu);
+    } else {
+        struct rl_err ge = {0};
+        if (mon_gpu_open(&m->gpu, &ge) == 0) {
+            m->sum.gpu_available = true;
+            m->sum.gpu_per_process = true;
+            m->sum.n_gpus = mon_gpu_count(m->gpu);
+        } else {
+            snprintf(m->sum.gpu_note, sizeof m->sum.gpu_note, "%s", ge.msg);
+        }
     }
     int rc;
     if (c->trace_path) {

@@ -64,9 +64,10 @@ int mon_read_rank(int pid);
 
 struct mon_gpu;   /* opaque: the loaded library and device handles */
 
-/* Loads NVML (libnvidia-ml.so.1, or the library $RATIOLAB_NVML_LIB names). Returns 0, or RL_EENV with `why` saying what is missing (no library, no driver,
- * no device); the monitor then reports GPU columns as unavailable, never as 0. */
-int mon_gpu_open(struct mon_gpu **g, char *why, size_t why_len);
+/* Loads NVML (libnvidia-ml.so.1, or the library $RATIOLAB_NVML_LIB names). Returns 0, or RL_EENV
+ * with e saying what is missing (no library, no driver, no device); the monitor then reports GPU
+ * columns as unavailable, never as 0. */
+int mon_gpu_open(struct mon_gpu **g, struct rl_err *e);
 int mon_gpu_count(const struct mon_gpu *g);
 /* Per-device used and total bytes, and for every process on any GPU its summed used bytes
  * (MON_UNAVAILABLE when NVML does not know it). pids/bytes hold up to max_procs entries; the

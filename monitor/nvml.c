@@ -64,7 +64,7 @@ static void *sym2(void *lib, const char *a, const char *b)
     return p || !b ? p : dlsym(lib, b);
 }
 
-int mon_gpu_open(struct mon_gpu **gp, char *why, size_t why_len)
+int mon_gpu_open(struct mon_gpu **gp, struct rl_err *e)
 {
     *gp = NULL;
     /* $RATIOLAB_NVML_LIB names another library (a driver in an unusual place, or a test's). */
@@ -73,8 +73,7 @@ int mon_gpu_open(struct mon_gpu **gp, char *why, size_t why_len)
     if (env && *env) {
         lib = dlopen(env, RTLD_NOW | RTLD_LOCAL);
         if (!lib) {
-            snprintf(why, why_len, "RATIOLAB_NVML_LIB=%s: cannot load (%s)", env, dlerror());
-            return RL_EENV;
+            return rl_errf(e, RL_EENV, "RATIOLAB_NVML_LIB=%s: cannot load (%s)", env, dlerror());
         }
     } else {
         lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -82,8 +81,7 @@ int mon_gpu_open(struct mon_gpu **gp, char *why, size_t why_len)
             lib = dlopen("libnvidia-ml.so", RTLD_NOW | RTLD_LOCAL);
     }
     if (!lib) {
-        snprintf(why, why_len, "NVML not found (libnvidia-ml.so.1: no NVIDIA driver)");
-        return RL_EENV;
+        return rl_errf(e, RL_EENV, "NVML not found (libnvidia-ml.so.1: no NVIDIA driver)");
     }
     nvml_init_fn *init = (nvml_init_fn *)sym2(lib, "nvmlInit_v2", "nvmlInit");
     nvml_count_fn *count = (nvml_count_fn *)sym2(lib, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount");
@@ -93,8 +91,7 @@ int mon_gpu_open(struct mon_gpu **gp, char *why, size_t why_len)
     struct mon_gpu *g = calloc(1, sizeof *g);
     if (!g) {
         dlclose(lib);
-        snprintf(why, why_len, "out of memory");
-        return RL_ENOMEM;
+        return rl_errf(e, RL_ENOMEM, "out of memory");
     }
     g->lib = lib;
     g->shutdown = (nvml_init_fn *)dlsym(lib, "nvmlShutdown");
@@ -107,14 +104,13 @@ int mon_gpu_open(struct mon_gpu **gp, char *why, size_t why_len)
         g->graphics = (nvml_procs_fn *)dlsym(lib, "nvmlDeviceGetGraphicsRunningProcesses");
     }
     if (!init || !count || !handle || !g->mem || !g->shutdown) {
-        snprintf(why, why_len, "NVML library lacks nvmlInit/nvmlDeviceGetMemoryInfo");
         dlclose(lib);
         free(g);
-        return RL_EENV;
+        return rl_errf(e, RL_EENV, "NVML library lacks nvmlInit/nvmlDeviceGetMemoryInfo");
     }
     nvml_return r = init();
     if (r != NVML_OK) {
-        snprintf(why, why_len, "nvmlInit failed: %s", errstr ? errstr(r) : "unknown error");
+        rl_errf(e, RL_EENV, "nvmlInit failed: %s", errstr ? errstr(r) : "unknown error");
         dlclose(lib);
         free(g);
         return RL_EENV;
@@ -122,8 +118,7 @@ int mon_gpu_open(struct mon_gpu **gp, char *why, size_t why_len)
     unsigned int n = 0;
     r = count(&n);
     if (r != NVML_OK || n == 0) {
-        snprintf(why, why_len, "NVML reports no GPU (%s)",
-                 r != NVML_OK && errstr ? errstr(r) : "0 devices");
+        rl_errf(e, RL_EENV, "NVML reports no GPU (%s)", r != NVML_OK && errstr ? errstr(r) : "0 devices");
         g->shutdown();
         dlclose(lib);
         free(g);
@@ -133,7 +128,7 @@ int mon_gpu_open(struct mon_gpu **gp, char *why, size_t why_len)
         n = MON_MAX_GPUS;
     for (unsigned int i = 0; i < n; i++) {
         if (handle(i, &g->dev[i]) != NVML_OK) {
-            snprintf(why, why_len, "nvmlDeviceGetHandleByIndex(%u) failed", i);
+            rl_errf(e, RL_EENV, "nvmlDeviceGetHandleByIndex(%u) failed", i);
             g->shutdown();
             dlclose(lib);
             free(g);

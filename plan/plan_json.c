@@ -3,12 +3,17 @@
 
 #include "plan/plan_json.h"
 
+void plan_json_ratio(json_t *o, const struct plan *p)
+{
+    json_object_set_new(o, "requested_ratio", json_real(p->requested_ratio));
+    json_object_set_new(o, "honored_ratio", json_real(p->honored_ratio));
+}
+
 json_t *plan_json(const struct plan *p)
 {
     json_t *o = json_object();
     json_object_set_new(o, "model", json_string(p->model->name));
-    json_object_set_new(o, "requested_ratio", json_real(p->requested_ratio));
-    json_object_set_new(o, "honored_ratio", json_real(p->honored_ratio));
+    plan_json_ratio(o, p);
     json_object_set_new(o, "policy", json_string(plan_policy_name(p->policy)));
     json_object_set_new(o, "ledger", json_string(plan_ledger_name(p->ledger_kind)));
     char v[32];

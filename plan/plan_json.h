@@ -10,6 +10,8 @@
 
 /* Every field of the plan: exact integers for elements and bytes. */
 json_t *plan_json(const struct plan *p);
+/* Sets "requested_ratio" and "honored_ratio" of p on o: every command's JSON names the two alike. */
+void plan_json_ratio(json_t *o, const struct plan *p);
 /* "gpu", "cpu" or "split" (the exact policy splits one sub-group). */
 const char *plan_subgroup_device(const struct plan_subgroup *s);
 

@@ -156,9 +156,9 @@ int plot__memory(struct plot__fig *f, struct rl_err *e)
     fputs("plot x with lines lc rgb '#999999' dt 3 lw 1", gp);
     for (int i = 0; i < ns; i++) {
         bool st = is_staircase(s[i].policy);
-        fprintf(gp, ", \\\n     '%s' index %d using 1:2 with %s lt %d dt 1", f->dat_name, i,
+        fprintf(gp, ", \\\n     datafile index %d using 1:2 with %s lt %d dt 1", i,
                 st ? "steps" : "lines", i + 1);
-        fprintf(gp, ", \\\n     '%s' index %d using 1:2 with points lt %d", f->dat_name, i, i + 1);
+        fprintf(gp, ", \\\n     datafile index %d using 1:2 with points lt %d", i, i + 1);
     }
     fputs("\n", gp);
     /* panel b */
@@ -170,9 +170,9 @@ int plot__memory(struct plot__fig *f, struct rl_err *e)
     for (int i = 0; i < ns; i++) {
         const char *how = is_staircase(s[i].policy) ? "steps" : "lines";
         for (int m = 0; m < 2; m++) {
-            fprintf(gp, "%s'%s' index %d using 1:%d with %s lt %d dt %d", i || m ? ", \\\n     " : "",
-                    f->dat_name, i, 3 + m, how, i + 1, m ? 2 : 1);
-            fprintf(gp, ", \\\n     '%s' index %d using 1:%d with points lt %d", f->dat_name, i, 3 + m, i + 1);
+            fprintf(gp, "%sdatafile index %d using 1:%d with %s lt %d dt %d", i || m ? ", \\\n     " : "",
+                    i, 3 + m, how, i + 1, m ? 2 : 1);
+            fprintf(gp, ", \\\n     datafile index %d using 1:%d with points lt %d", i, 3 + m, i + 1);
         }
     }
     if (cap > 0)
@@ -184,7 +184,7 @@ int plot__memory(struct plot__fig *f, struct rl_err *e)
     for (int i = 0; i < ns; i++) {
         plot__key_entry(f, &g, &k, ke++);
         fprintf(gp, "NaN with linespoints lt %d dt 1 title ", i + 1);
-        plot__gp_str(gp, s[i].policy);
+        plot__gp_str(f, "policy", s[i].policy);
         fputc('\n', gp);
     }
     plot__key_entry(f, &g, &k, ke++);
@@ -200,7 +200,7 @@ int plot__memory(struct plot__fig *f, struct rl_err *e)
         fputc('\n', gp);
         plot__key_entry(f, &g, &k, ke++);
         fputs("NaN with lines lc rgb '#000000' dt 3 lw 1 title ", gp);
-        plot__gp_str(gp, t);
+        plot__gp_str(f, "label", t);
     }
     fputs("\nunset multiplot\n", gp);
     free_sweeps(s, ns);
@@ -317,7 +317,7 @@ int plot__time(struct plot__fig *f, struct rl_err *e)
             char t[160];
             snprintf(t, sizeof t, "schedule %s", s[i].schedule);
             fputs("set title ", gp);
-            plot__gp_str(gp, t);
+            plot__gp_str(f, "schedule", t);
             fputs("\n", gp);
         }
         /* Shade runs of ratios that do not fit, half a sample beyond each end. */
@@ -364,8 +364,8 @@ int plot__time(struct plot__fig *f, struct rl_err *e)
                 snprintf(lo, sizeof lo, "$%d", 4 + q);
             else
                 snprintf(lo, sizeof lo, "0");
-            fprintf(gp, "%s'%s' index %d using 1:((%s+$%d)/2):($1-%.4f):($1+%.4f):(%s):%d with boxxyerror fc rgb '%s' ",
-                    q ? ", \\\n     " : "", f->dat_name, i, lo, 5 + q, half, half, lo, 5 + q, c);
+            fprintf(gp, "%sdatafile index %d using 1:((%s+$%d)/2):($1-%.4f):($1+%.4f):(%s):%d with boxxyerror fc rgb '%s' ",
+                    q ? ", \\\n     " : "", i, lo, 5 + q, half, half, lo, 5 + q, c);
             if (pat)
                 fprintf(gp, "fs pattern %d noborder", pat);
             else
@@ -386,14 +386,14 @@ int plot__time(struct plot__fig *f, struct rl_err *e)
         else
             fputs("fs solid 1.0", gp);
         fputs(" title ", gp);
-        plot__gp_str(gp, names[q]);
+        plot__gp_str(f, "phase", names[q]);
         fputc('\n', gp);
     }
     plot__key_entry(f, &g, &k, n_names);
     char t[96];
     snprintf(t, sizeof t, "%s%s", gpu_mem[0] ? "over " : "does not fit", gpu_mem);
     fputs("NaN with boxes fc rgb '#ececec' fs solid 1.0 border lc rgb '#aaaaaa' title ", gp);
-    plot__gp_str(gp, t);
+    plot__gp_str(f, "label", t);
     fputs("\nunset multiplot\n", gp);
     free_sweeps(s, ns);
     return 0;
@@ -677,7 +677,7 @@ int plot__timeline(struct plot__fig *f, struct rl_err *e)
         y_top -= g.top_in + h + (last ? g.bottom_in : 0.12);
         if (nt > 1) {
             fprintf(gp, "set title '%s: ' . ", i == 0 ? "predicted" : "measured");
-            plot__gp_str(gp, plot__base(f->o->in[i]));
+            plot__gp_str(f, "in", plot__base(f->o->in[i]));
             fputs("\n", gp);
         }
         if (last)
@@ -686,7 +686,7 @@ int plot__timeline(struct plot__fig *f, struct rl_err *e)
             fputs("unset xlabel\nset format x ''\n", gp);
         fprintf(gp, "set yrange [%d.5:-0.5]\nset ytics (", t[i].n_tracks - 1);
         for (int k = 0; k < t[i].n_tracks; k++) {
-            plot__gp_str(gp, t[i].tracks[k].label);
+            plot__gp_tic(f, "track", t[i].tracks[k].label);
             fprintf(gp, " %d%s", k, k + 1 < t[i].n_tracks ? ", " : ")\n");
         }
         b++;   /* the track list block */
@@ -697,8 +697,8 @@ int plot__timeline(struct plot__fig *f, struct rl_err *e)
             const char *col = plot__phase_color(cats[c], c, &pat);
             if (!n_spans[i][c])
                 continue;
-            fprintf(gp, "%s'%s' index %d using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '%s' "
-                        "fs %s", first ? "" : ", \\\n     ", f->dat_name, b, col, pat ? "pattern 4 noborder" : "solid 1.0");
+            fprintf(gp, "%sdatafile index %d using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '%s' "
+                        "fs %s", first ? "" : ", \\\n     ", b, col, pat ? "pattern 4 noborder" : "solid 1.0");
             first = false;
             if (pat)
                 fprintf(gp, " lc rgb '%s'", col);
@@ -712,7 +712,7 @@ int plot__timeline(struct plot__fig *f, struct rl_err *e)
         const char *col = plot__phase_color(cats[c], c, &pat);
         plot__key_entry(f, &g, &k, c);
         fprintf(gp, "NaN with boxes fc rgb '%s' fs %s title ", col, pat ? "pattern 4" : "solid 1.0");
-        plot__gp_str(gp, cats[c]);
+        plot__gp_str(f, "category", cats[c]);
         fputc('\n', gp);
     }
     fputs("unset multiplot\n", gp);
@@ -838,14 +838,14 @@ int plot__parity(struct plot__fig *f, struct rl_err *e)
         fputs("unset key\n", gp);
     fprintf(gp, "plot '+' using 1:($1*(1-band)):($1*(1+band)) with filledcurves fc rgb '#d9d9d9' fs solid 1.0 "
                 "title '\xc2\xb1%g %%', \\\n     x with lines lc rgb '#000000' dt 1 lw 0.8 title 'measured = predicted', "
-                "\\\n     '%s' index 0 using 2:3 with points pt 7 ps 0.8 lc rgb '#000000' title 'step'",
-            f->o->band_pct, f->dat_name);
+                "\\\n     datafile index 0 using 2:3 with points pt 7 ps 0.8 lc rgb '#000000' title 'step'",
+            f->o->band_pct);
     for (int d = 0; d < n_drawn; d++) {
         int pat;
         const char *c = plot__phase_color(r.phase[drawn[d]], d, &pat);
-        fprintf(gp, ", \\\n     '%s' index %d using 2:3 with points pt %d ps 0.7 lc rgb '%s' title ", f->dat_name,
+        fprintf(gp, ", \\\n     datafile index %d using 2:3 with points pt %d ps 0.7 lc rgb '%s' title ",
                 d + 1, plot__point(d + 1), c);
-        plot__gp_str(gp, r.phase[drawn[d]]);
+        plot__gp_str(f, "phase", r.phase[drawn[d]]);
     }
     if (!dbl) {
         struct plot__key k;
@@ -863,7 +863,7 @@ int plot__parity(struct plot__fig *f, struct rl_err *e)
             fputc('\n', gp);
             plot__key_entry(f, &g, &k, 3 + d);
             fprintf(gp, "NaN with points pt %d ps 0.7 lc rgb '%s' title ", plot__point(d + 1), c);
-            plot__gp_str(gp, r.phase[drawn[d]]);
+            plot__gp_str(f, "phase", r.phase[drawn[d]]);
         }
     }
     fputs("\nunset multiplot\n", gp);
@@ -1019,9 +1019,9 @@ int plot__scaling(struct plot__fig *f, struct rl_err *e)
     }
     fputs("plot ", gp);
     for (int k = 0; k < n_series; k++)
-        fprintf(gp, "%s'%s' index %d using 1:($2*ys) with linespoints lt %d, \\\n     '%s' index %d using 1:($2*ys):(sprintf('r=%%.2f', $3)) "
+        fprintf(gp, "%sdatafile index %d using 1:($2*ys) with linespoints lt %d, \\\n     datafile index %d using 1:($2*ys):(sprintf('r=%%.2f', $3)) "
                     "with labels offset 0,0.8 font ',7' tc lt %d",
-                k ? ", \\\n     " : "", f->dat_name, k, k + 1, f->dat_name, k, k + 1);
+                k ? ", \\\n     " : "", k, k + 1, k, k + 1);
     fputs("\n", gp);
     struct plot__key key;
     plot__key_begin(f, &g, n_series, longest, &key);
@@ -1030,7 +1030,7 @@ int plot__scaling(struct plot__fig *f, struct rl_err *e)
         snprintf(t, sizeof t, "policy %s, schedule %s", s[first_of[k]].policy, s[first_of[k]].schedule);
         plot__key_entry(f, &g, &key, k);
         fprintf(gp, "NaN with linespoints lt %d title ", k + 1);
-        plot__gp_str(gp, t);
+        plot__gp_str(f, "policy", t);
         fputc('\n', gp);
     }
     fputs("unset multiplot\n", gp);
@@ -1197,9 +1197,9 @@ int plot__monitor(struct plot__fig *f, struct rl_err *e)
     }
     fputs("plot ", gp);
     for (int a = 0; a < n_pick; a++) {
-        fprintf(gp, "%s'%s' index %d using 1:2 with lines lt %d dt 1", a ? ", \\\n     " : "", f->dat_name, a, a + 1);
+        fprintf(gp, "%sdatafile index %d using 1:2 with lines lt %d dt 1", a ? ", \\\n     " : "", a, a + 1);
         if (m.procs[pick[a]].peak_gpu_bytes >= 0)
-            fprintf(gp, ", \\\n     '%s' index %d using 1:3 with lines lt %d dt 2", f->dat_name, a, a + 1);
+            fprintf(gp, ", \\\n     datafile index %d using 1:3 with lines lt %d dt 2", a, a + 1);
     }
     fputc('\n', gp);
     struct plot__key key;
@@ -1208,7 +1208,7 @@ int plot__monitor(struct plot__fig *f, struct rl_err *e)
     for (int a = 0; a < n_pick; a++) {
         plot__key_entry(f, &g, &key, ke++);
         fprintf(gp, "NaN with lines lt %d dt 1 title ", a + 1);
-        plot__gp_str(gp, labels[a]);
+        plot__gp_str(f, "process", labels[a]);
         fputc('\n', gp);
     }
     if (any_gpu) {
@@ -1222,7 +1222,7 @@ int plot__monitor(struct plot__fig *f, struct rl_err *e)
         snprintf(t, sizeof t, "%d: %s", k + 1, marks[k].text);
         plot__key_entry(f, &g, &key, ke++);
         fputs("NaN with lines lc rgb '#555555' dt 3 lw 0.8 title ", gp);
-        plot__gp_str(gp, t);
+        plot__gp_str(f, "mark", t);
         fputc('\n', gp);
     }
     fputs("unset multiplot\n", gp);

@@ -101,18 +101,50 @@ double plot__width_in(const struct plot__fig *f)
     return f->o->width == PLOT_DOUBLE ? 7.0 : 3.5;
 }
 
-void plot__gp_str(FILE *f, const char *s)
+int plot_gp_quote(FILE *out, const char *field, const char *s, struct rl_err *e)
 {
-    fputc('\'', f);
-    for (; s && *s; s++) {
-        if (*s == '\'')
-            fputc('\'', f);
-        if (*s == '\n' || *s == '\r' || *s == '\t')
-            fputc(' ', f);
+    s = s ? s : "";
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return rl_errf(e, RL_EINVAL, "%s: a control character (0x%02x) after '%.*s'; file names and labels "
+                           "must be printable text on one line", field, *p, (int)((const char *)p - s), s);
+    fputc('"', out);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (strchr("\"\\`@'$%", *p))
+            fprintf(out, "\\%03o", *p);
         else
-            fputc(*s, f);
+            fputc(*p, out);
     }
-    fputc('\'', f);
+    fputc('"', out);
+    return 0;
+}
+
+void plot__gp_str(struct plot__fig *f, const char *field, const char *s)
+{
+    struct rl_err e = {0};
+    if (plot_gp_quote(f->gp, field, s, &e) && !f->gp_rc) {
+        f->gp_rc = RL_EINVAL;
+        f->gp_err = e;
+    }
+}
+
+void plot__gp_tic(struct plot__fig *f, const char *field, const char *s)
+{
+    size_t n = strlen(s ? s : "");
+    char *d = malloc(2 * n + 1), *q = d;
+    if (!d) {
+        if (!f->gp_rc)
+            f->gp_rc = rl_errf(&f->gp_err, RL_ENOMEM, "%s: out of memory", field);
+        return;
+    }
+    for (const char *p = s ? s : ""; *p; p++) {
+        if (*p == '%')
+            *q++ = '%';
+        *q++ = *p;
+    }
+    *q = 0;
+    plot__gp_str(f, field, d);
+    free(d);
 }
 
 /* A header value on one line (newlines and tabs become spaces). */
@@ -144,10 +176,14 @@ void plot__dat_header(struct plot__fig *f, const struct plot__meta *m)
     fprintf(d, "\n# micro-batch: ");
     dat_value(d, m->micro_batch);
     fprintf(d, "\n# inputs:");
-    for (int i = 0; i < f->o->n_in; i++)
-        fprintf(d, " %s", plot__base(f->o->in[i]));
-    if (f->o->marks)
-        fprintf(d, " (marks) %s", plot__base(f->o->marks));
+    for (int i = 0; i < f->o->n_in; i++) {
+        fputc(' ', d);
+        dat_value(d, plot__base(f->o->in[i]));
+    }
+    if (f->o->marks) {
+        fputs(" (marks) ", d);
+        dat_value(d, plot__base(f->o->marks));
+    }
     fprintf(d, "\n# columns are tab-separated; blocks are separated by two blank lines (gnuplot index)\n");
 }
 
@@ -202,14 +238,16 @@ void plot__gp_preamble(struct plot__fig *f, double height_in)
 {
     FILE *g = f->gp;
     double w = plot__width_in(f);
-    fprintf(g, "# ratiolab plot %s (ratiolab %s): draws %s from %s.\n", plot_kind_name(f->o->kind), f->o->version,
-            f->out_name, f->dat_name);
-    fprintf(g, "# Run from this folder: gnuplot %.*s.gp   (gnuplot -e \"outfile='other.%s'\" ... to rename)\n",
-            (int)(strlen(f->dat_name) - 4), f->dat_name,
+    /* Names appear only as quoted strings below, never in a comment or a command. */
+    fprintf(g, "# ratiolab plot %s (ratiolab %s): draws the figure named by outfile from the data in datafile (both set below).\n",
+            plot_kind_name(f->o->kind), f->o->version);
+    fprintf(g, "# Run from this folder: gnuplot THIS.gp   (gnuplot -e \"outfile='other.%s'\" THIS.gp to rename)\n",
             f->fmt == PLOT_PDF ? "pdf" : f->fmt == PLOT_SVG ? "svg" : "png");
     fprintf(g, "# Paper size: %.1f in x %.2f in, 9 pt text.\n", w, height_in);
     fputs("if (!exists(\"outfile\")) outfile = ", g);
-    plot__gp_str(g, f->out_name);
+    plot__gp_str(f, "out", f->out_name);
+    fputs("\ndatafile = ", g);
+    plot__gp_str(f, "out", f->dat_name);
     fputc('\n', g);
     switch (f->fmt) {
     case PLOT_PDF:
@@ -278,7 +316,7 @@ void plot__ylabel(struct plot__fig *f, const struct plot__grid *g, int r, int c,
     double pw = w / g->cols, ph = (h - g->title_in - g->key_in) / g->rows;
     double y_mid = h - g->title_in - r * ph - (g->top_in + ph - g->bottom_in) / 2;
     fputs("unset ylabel\nset label 90 ", f->gp);
-    plot__gp_str(f->gp, text);
+    plot__gp_str(f, "ylabel", text);
     fprintf(f->gp, " at screen %.4f, screen %.4f center rotate by 90\n", (c * pw + 0.08) / w, y_mid / h);
 }
 
@@ -307,7 +345,7 @@ void plot__multiplot(struct plot__fig *f)
     fputs("set multiplot", f->gp);
     if (f->o->title && *f->o->title) {
         fputs(" title ", f->gp);
-        plot__gp_str(f->gp, f->o->title);
+        plot__gp_str(f, "title", f->o->title);
         fputs(" font ',10'", f->gp);
     }
     fputc('\n', f->gp);
@@ -336,6 +374,10 @@ int plot_write(const struct plot_opts *o, struct plot_files *files, struct rl_er
         plot__memory, plot__time, plot__timeline, plot__parity, plot__scaling, plot__monitor};
     rc = o->kind >= 0 && o->kind < PLOT_KIND_COUNT ? writers[o->kind](&f, e)
                                                    : rl_errf(e, RL_EINTERNAL, "plot: kind %d", (int)o->kind);
+    if (!rc && f.gp_rc) {
+        *e = f.gp_err;
+        rc = f.gp_rc;
+    }
     if (rc) {
         rl_outfile_abort(&dat);
         rl_outfile_abort(&gp);

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>   /* FILE */
 
 #include "common/rl.h"
 
@@ -63,6 +64,14 @@ struct plot_files {
     char dat[1024];   /* FILE.dat (the figure's path with its extension replaced) */
     char gp[1024];    /* FILE.gp */
 };
+/* The one way text reaches a gnuplot script (file names, titles, labels, anything from an input
+ * file or a flag): writes s to out as a double-quoted gnuplot string in which every byte gnuplot
+ * could read as syntax (" \ ` @ ' $ %) is an octal escape, so it is data in every context
+ * (backquotes and @macros are not expanded, no quote ends it). A control character (below 0x20,
+ * or 0x7f) is refused, as a newline would end the script line: RL_EINVAL naming field and where
+ * the character is; nothing is written then. NULL is the empty string. */
+int plot_gp_quote(FILE *out, const char *field, const char *s, struct rl_err *e);
+
 /* The two companion paths of a figure path. */
 int plot_files_of(const char *out, struct plot_files *f, struct rl_err *e);
 

@@ -16,6 +16,8 @@ struct plot__fig {
     char dat_name[256];          /* base name of FILE.dat, as the script refers to it */
     char out_name[256];          /* base name of the figure, the script's default output */
     int block;                   /* data blocks written so far (the next `index`) */
+    int gp_rc;                   /* 0, or the first refusal of plot__gp_str (the figure fails) */
+    struct rl_err gp_err;        /* that refusal's message */
 };
 
 /* What the .dat header names; NULL fields print as "not recorded in the input". */
@@ -35,8 +37,11 @@ int plot__block(struct plot__fig *f, const char *what);
 /* Writes the script's preamble: comment, output variable, terminal (width_in x height_in, 9 pt),
  * the palette and the shared style. */
 void plot__gp_preamble(struct plot__fig *f, double height_in);
-/* Writes s as a gnuplot single-quoted string ('' for a quote). */
-void plot__gp_str(FILE *f, const char *s);
+/* Writes s into the script through plot_gp_quote; a refusal (a control character) is kept in
+ * f->gp_rc/gp_err and fails the figure. field names where s came from ("title", "policy"...). */
+void plot__gp_str(struct plot__fig *f, const char *field, const char *s);
+/* plot__gp_str for a tic label, which gnuplot reads as a format: '%' is doubled first. */
+void plot__gp_tic(struct plot__fig *f, const char *field, const char *s);
 /* A tick step (1, 2, 2.5 or 5 x 10^k) giving at most n intervals up to max (> 0). */
 double plot__tick(double max, int n);
 /* The gnuplot format that prints every multiple of tick alike ("%.1f" for 0.2). */

@@ -629,13 +629,13 @@ Suite *monitor_suite(void)
     tcase_add_test(tc, mark_passes_output_through);
     tcase_add_test(tc, bad_input_exits_2_without_files);
     struct mon_gpu *g;
-    char why[256];
-    if (mon_gpu_open(&g, why, sizeof why) == 0) {
+    struct rl_err why = {0};
+    if (mon_gpu_open(&g, &why) == 0) {
         mon_gpu_close(g);
         tcase_add_test(tc, nvml_gpu_memory_per_process);
     } else {
         char msg[320];
-        snprintf(msg, sizeof msg, "no GPU (%s)", why);
+        snprintf(msg, sizeof msg, "no GPU (%s)", why.msg);
         tu_skip("monitor: nvml_gpu_memory_per_process", msg);
     }
     if (tu_have_program("cc"))

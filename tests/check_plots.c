@@ -204,9 +204,9 @@ START_TEST(memory_staircases_are_drawn_as_steps)
     char *gp = tu_read(f.gp, NULL);
     ck_assert_ptr_nonnull(gp);
     static const char *const want[] = {
-        "'memory.dat' index 0 using 1:2 with steps ", "'memory.dat' index 1 using 1:2 with lines ",
-        "'memory.dat' index 0 using 1:3 with steps ", "'memory.dat' index 0 using 1:4 with steps ",
-        "'memory.dat' index 1 using 1:3 with lines ", "'memory.dat' index 1 using 1:4 with lines ",
+        "datafile index 0 using 1:2 with steps ", "datafile index 1 using 1:2 with lines ",
+        "datafile index 0 using 1:3 with steps ", "datafile index 0 using 1:4 with steps ",
+        "datafile index 1 using 1:3 with lines ", "datafile index 1 using 1:4 with lines ",
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         ck_assert_msg(strstr(gp, want[i]), "memory.gp lacks \"%s\"", want[i]);

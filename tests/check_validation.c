@@ -9,7 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calib/calib.h"
+#include "cli/validate_exec.h"
 #include "common/rl.h"
+#include "exec/exec.h"
+#include "exec/result_json.h"
 #include "kernels/adam.h"   /* kern_cuda_device_count */
 #include "sim/hw.h"
 #include "tests/util.h"
@@ -1043,45 +1047,89 @@ START_TEST(calibrate_cuda_needs_a_gpu_and_a_base)
 }
 END_TEST
 
-/* A launched run's `ratiolab run --json` into a row's measured side: the digest, the step and the
- * phase times, per rank the ledger, RSS (missing figures -1), the baseline given, and the buffers
- * outside the ledger as device or host scratch; text that is not JSON is refused. */
-START_TEST(run_json_fills_the_measured_side)
+/* The run record: an executor's result written as `ratiolab run --json` writes it and read back
+ * is the same result, field for field (null memory readings back as -1); the row's measured side
+ * from it has the digest, the critical rank's step and phases, per rank the ledger, RSS, baseline
+ * and the buffers outside the ledger as device or host scratch; text that is not a JSON object,
+ * a key of the wrong type and an unknown device are refused. */
+START_TEST(run_record_round_trips_into_the_measured_side)
 {
-    char text[2048];
-    snprintf(text, sizeof text,
-             "{\"digest\": \"c107c17e\", \"measurement\": {\"step_ns\": 1234, \"phases\": {\"%s\": "
-             "{\"busy_ns\": 70, \"exposed_ns\": 30}}}, \"ranks\": [{\"ledger_device_bytes\": 1000, "
-             "\"ledger_host_bytes\": 2000, \"host_placed_numel\": 50, \"per_rank_numel\": 100, \"memory\": "
-             "{\"peak_rss_bytes\": 9000, \"pinned_bytes\": 64}, \"buffers\": [{\"device\": \"gpu\", "
-             "\"ledger_bytes\": null, \"bytes\": 100}, {\"device\": \"cpu\", \"ledger_bytes\": null, "
-             "\"bytes\": 7}, {\"device\": \"cpu\", \"ledger_bytes\": 11, \"bytes\": 11}, {\"device\": "
-             "\"gpu\", \"ledger_bytes\": null, \"bytes\": 20}]}, {\"memory\": {}}]}",
-             sim_phase_name(1));
+    struct ex_rank_result rk[2];
+    memset(rk, 0, sizeof rk);
+    for (int k = 0; k < 2; k++) {
+        struct ex_rank_result *x = &rk[k];
+        x->rank = k;
+        x->step_ns = 1000 + 234 * k;
+        for (int i = 0; i < STEP_PH_COUNT; i++)
+            x->phase[i] = (struct ex_phase_stat){.busy_ns = 70 + i + k, .exposed_ns = 30 + i, .bytes = 4096 * i};
+        x->ledger_device_bytes = 1000 + k;
+        x->ledger_host_bytes = 2000 + k;
+        x->host_placed_numel = 50;
+        x->per_rank_numel = 100;
+        x->bytes_moved = 77;
+        x->mem = (struct ex_mem){.rss_bytes = 9100, .peak_rss_bytes = k ? -1 : 9000, .locked_bytes = -1,
+                                 .pinned_bytes = 64, .device_used_bytes = -1, .device_capacity_bytes = 1 << 30,
+                                 .gpu_process_bytes = -1};
+        x->n_bufs = 4;
+        x->bufs[0] = (struct ex_buf_report){"scratch", PLAN_DEV_GPU, 100, -1};
+        x->bufs[1] = (struct ex_buf_report){"host_scratch", PLAN_DEV_CPU_PAGEABLE, 7, -1};
+        x->bufs[2] = (struct ex_buf_report){"master_cpu", PLAN_DEV_CPU_PINNED, 11, 11};
+        x->bufs[3] = (struct ex_buf_report){"more_scratch", PLAN_DEV_GPU, 20, -1};
+    }
+    struct ex_result r = {.backend = EX_BACKEND_CPU, .world = 2, .iterations = 4, .adam_step = 3, .skipped = 1,
+                          .total_numel = 199, .digest = 0xc107c17eu, .ledger_ok = true, .prefetch_depth = 2,
+                          .gather_buffers = 3, .critical_rank = 1, .ranks = rk};
+    json_t *o = json_object();
+    ex_result_json_put(o, &r);
+    char *text = json_dumps(o, 0);
+    json_decref(o);
+    struct ex_result b;
+    struct rl_err e = {0};
+    ck_assert_int_eq(ex_result_from_json(text, &b, &e), 0);
+    free(text);
+    ck_assert_int_eq(b.backend, r.backend);
+    ck_assert_int_eq(b.world, 2);
+    ck_assert_int_eq(b.iterations, 4);
+    ck_assert_int_eq(b.adam_step, 3);
+    ck_assert_int_eq(b.skipped, 1);
+    ck_assert_int_eq(b.total_numel, 199);
+    ck_assert_uint_eq(b.digest, 0xc107c17eu);
+    ck_assert(b.ledger_ok);
+    ck_assert_int_eq(b.prefetch_depth, 2);
+    ck_assert_int_eq(b.gather_buffers, 3);
+    ck_assert_int_eq(b.critical_rank, 1);
+    for (int k = 0; k < 2; k++)
+        ck_assert_msg(memcmp(&b.ranks[k], &rk[k], sizeof rk[k]) == 0, "rank %d differs after the round trip", k);
+
     const int64_t baseline[2] = {500, -1};
     struct val_row w;
     memset(&w, 0, sizeof w);
-    struct rl_err e = {0};
-    ck_assert_int_eq(val_row_from_run_json(&w, text, baseline, &e), 0);
+    cli_val_row_from_result(&w, &b, baseline);
+    ex_result_free(&b);
     ck_assert_uint_eq(w.digest, 0xc107c17eu);
     ck_assert_int_eq(w.measured.step_ns, 1234);
-    ck_assert_int_eq(w.measured.busy_ns[1], 70);
-    ck_assert_int_eq(w.measured.exposed_ns[1], 30);
-    ck_assert_int_eq(w.measured.busy_ns[0], 0);
+    ck_assert_int_eq(w.measured.busy_ns[1], 72);
+    ck_assert_int_eq(w.measured.exposed_ns[1], 31);
     ck_assert_int_eq(w.n_ranks, 2);
     ck_assert_int_eq(w.mem[0].ledger_device_bytes, 1000);
-    ck_assert_int_eq(w.mem[0].ledger_host_bytes, 2000);
+    ck_assert_int_eq(w.mem[1].ledger_host_bytes, 2001);
     ck_assert_int_eq(w.mem[0].host_placed_numel, 50);
     ck_assert_int_eq(w.mem[0].per_rank_numel, 100);
     ck_assert_int_eq(w.mem[0].rss_bytes, 9000);
+    ck_assert_int_eq(w.mem[1].rss_bytes, -1);
     ck_assert_int_eq(w.mem[0].pinned_bytes, 64);
     ck_assert_int_eq(w.mem[0].device_used_bytes, -1);
     ck_assert_int_eq(w.mem[0].baseline_rss_bytes, 500);
+    ck_assert_int_eq(w.mem[1].baseline_rss_bytes, -1);
     ck_assert_int_eq(w.mem[0].scratch_device_bytes, 120);
     ck_assert_int_eq(w.mem[0].scratch_host_bytes, 7);
-    ck_assert_int_eq(w.mem[1].rss_bytes, -1);
-    ck_assert_int_eq(w.mem[1].baseline_rss_bytes, -1);
-    ck_assert_int_eq(val_row_from_run_json(&w, "digest c107c17e", baseline, &e), RL_EINVAL);
+
+    ck_assert_int_eq(ex_result_from_json("digest c107c17e", &b, &e), RL_EINVAL);
+    ck_assert_int_eq(ex_result_from_json("{\"world\": \"two\"}", &b, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "world"));
+    ck_assert_int_eq(ex_result_from_json("{\"ranks\": [{\"buffers\": [{\"device\": \"tpu\"}]}]}", &b, &e),
+                     RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "tpu"));
 }
 END_TEST
 
@@ -1118,7 +1166,7 @@ Suite *validation_suite(void)
     tcase_add_test(tc, calibrate_cuda_needs_a_gpu_and_a_base);
     tcase_add_test(tc, emulated_device_shares_dram_and_runs_in_order);
     tcase_add_test(tc, calibrate_measures_the_runs_sizes);
-    tcase_add_test(tc, run_json_fills_the_measured_side);
+    tcase_add_test(tc, run_record_round_trips_into_the_measured_side);
     if (have_mpirun()) {
         tcase_add_test(tc, validate_cpu_backend_two_ranks);
         tcase_add_test(tc, validate_under_mpirun_schedules_and_policies);

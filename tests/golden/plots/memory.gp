@@ -1,7 +1,8 @@
-# ratiolab plot memory (ratiolab 0.1.0): draws memory.pdf from memory.dat.
-# Run from this folder: gnuplot memory.gp   (gnuplot -e "outfile='other.pdf'" ... to rename)
+# ratiolab plot memory (ratiolab 0.1.0): draws the figure named by outfile from the data in datafile (both set below).
+# Run from this folder: gnuplot THIS.gp   (gnuplot -e "outfile='other.pdf'" THIS.gp to rename)
 # Paper size: 3.5 in x 4.10 in, 9 pt text.
-if (!exists("outfile")) outfile = 'memory.pdf'
+if (!exists("outfile")) outfile = "memory.pdf"
+datafile = "memory.dat"
 set terminal pdfcairo size 3.50in,4.10in font ',9' linewidth 1
 set output outfile
 set termoption noenhanced
@@ -32,32 +33,32 @@ set rmargin at screen 0.9571
 set tmargin at screen 0.9805
 set bmargin at screen 0.6488
 unset ylabel
-set label 90 'honored ratio' at screen 0.0229, screen 0.8146 center rotate by 90
+set label 90 "honored ratio" at screen 0.0229, screen 0.8146 center rotate by 90
 set yrange [0:1.02]
 set ytics 0, 0.2, 1 format '%.1f'
 set label 1 '(a)' at graph 0.04, graph 0.92 left
 plot x with lines lc rgb '#999999' dt 3 lw 1, \
-     'memory.dat' index 0 using 1:2 with steps lt 1 dt 1, \
-     'memory.dat' index 0 using 1:2 with points lt 1, \
-     'memory.dat' index 1 using 1:2 with lines lt 2 dt 1, \
-     'memory.dat' index 1 using 1:2 with points lt 2
+     datafile index 0 using 1:2 with steps lt 1 dt 1, \
+     datafile index 0 using 1:2 with points lt 1, \
+     datafile index 1 using 1:2 with lines lt 2 dt 1, \
+     datafile index 1 using 1:2 with points lt 2
 set lmargin at screen 0.1429
 set rmargin at screen 0.9571
 set tmargin at screen 0.5415
 set bmargin at screen 0.2098
 unset ylabel
-set label 90 'memory per rank (GiB)' at screen 0.0229, screen 0.3756 center rotate by 90
+set label 90 "memory per rank (GiB)" at screen 0.0229, screen 0.3756 center rotate by 90
 set yrange [0:20]
 set ytics 0, 5, 20 format '%g'
 set label 1 '(b)' at graph 0.04, graph 0.92 left
-plot 'memory.dat' index 0 using 1:3 with steps lt 1 dt 1, \
-     'memory.dat' index 0 using 1:3 with points lt 1, \
-     'memory.dat' index 0 using 1:4 with steps lt 1 dt 2, \
-     'memory.dat' index 0 using 1:4 with points lt 1, \
-     'memory.dat' index 1 using 1:3 with lines lt 2 dt 1, \
-     'memory.dat' index 1 using 1:3 with points lt 2, \
-     'memory.dat' index 1 using 1:4 with lines lt 2 dt 2, \
-     'memory.dat' index 1 using 1:4 with points lt 2, \
+plot datafile index 0 using 1:3 with steps lt 1 dt 1, \
+     datafile index 0 using 1:3 with points lt 1, \
+     datafile index 0 using 1:4 with steps lt 1 dt 2, \
+     datafile index 0 using 1:4 with points lt 1, \
+     datafile index 1 using 1:3 with lines lt 2 dt 1, \
+     datafile index 1 using 1:3 with points lt 2, \
+     datafile index 1 using 1:4 with lines lt 2 dt 2, \
+     datafile index 1 using 1:4 with points lt 2, \
      16.0000 with lines lc rgb '#000000' dt 3 lw 1
 # the key, in its own strip under the panels
 set lmargin at screen 0.01
@@ -77,9 +78,9 @@ unset logscale
 set xrange [0:1]
 set yrange [0:1]
 set key at screen 0.0729, screen 0.1122 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with linespoints lt 1 dt 1 title 'deepspeed-0.12'
+plot NaN with linespoints lt 1 dt 1 title "deepspeed-0.12"
 set key at screen 0.5000, screen 0.1122 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with linespoints lt 2 dt 1 title 'exact'
+plot NaN with linespoints lt 2 dt 1 title "exact"
 set key at screen 0.0729, screen 0.0780 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with lines lc rgb '#000000' dt 1 title 'GPU (b)'
 set key at screen 0.5000, screen 0.0780 left top Left reverse samplen 2 spacing 1 noautotitle
@@ -87,5 +88,5 @@ plot NaN with lines lc rgb '#000000' dt 2 title 'host (b)'
 set key at screen 0.0729, screen 0.0439 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with lines lc rgb '#999999' dt 3 lw 1 title 'honored = requested'
 set key at screen 0.5000, screen 0.0439 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with lines lc rgb '#000000' dt 3 lw 1 title 'GPU capacity 16 GiB'
+plot NaN with lines lc rgb '#000000' dt 3 lw 1 title "GPU capacity 16 GiB"
 unset multiplot

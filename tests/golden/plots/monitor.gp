@@ -1,7 +1,8 @@
-# ratiolab plot monitor (ratiolab 0.1.0): draws monitor.pdf from monitor.dat.
-# Run from this folder: gnuplot monitor.gp   (gnuplot -e "outfile='other.pdf'" ... to rename)
+# ratiolab plot monitor (ratiolab 0.1.0): draws the figure named by outfile from the data in datafile (both set below).
+# Run from this folder: gnuplot THIS.gp   (gnuplot -e "outfile='other.pdf'" THIS.gp to rename)
 # Paper size: 7.0 in x 3.24 in, 9 pt text.
-if (!exists("outfile")) outfile = 'monitor.pdf'
+if (!exists("outfile")) outfile = "monitor.pdf"
+datafile = "monitor.dat"
 set terminal pdfcairo size 7.00in,3.24in font ',9' linewidth 1
 set output outfile
 set termoption noenhanced
@@ -28,7 +29,7 @@ set rmargin at screen 0.9786
 set tmargin at screen 0.9383
 set bmargin at screen 0.3086
 unset ylabel
-set label 90 'memory (GiB)' at screen 0.0114, screen 0.6235 center rotate by 90
+set label 90 "memory (GiB)" at screen 0.0114, screen 0.6235 center rotate by 90
 set xlabel 'time (s)' offset 0,0.9
 set xrange [0:1.515]
 set xtics 0.25 format '%.2f'
@@ -39,11 +40,11 @@ set arrow 1 from 0.4000, graph 0 to 0.4000, graph 1 nohead lc rgb '#555555' dt 3
 set label 1 '1' at 0.4000, graph 1 center offset 0,0.6 font ',8'
 set arrow 2 from 0.9000, graph 0 to 0.9000, graph 1 nohead lc rgb '#555555' dt 3 lw 0.8 back
 set label 2 '2' at 0.9000, graph 1 center offset 0,0.6 font ',8'
-plot 'monitor.dat' index 0 using 1:2 with lines lt 1 dt 1, \
-     'monitor.dat' index 1 using 1:2 with lines lt 2 dt 1, \
-     'monitor.dat' index 1 using 1:3 with lines lt 2 dt 2, \
-     'monitor.dat' index 2 using 1:2 with lines lt 3 dt 1, \
-     'monitor.dat' index 2 using 1:3 with lines lt 3 dt 2
+plot datafile index 0 using 1:2 with lines lt 1 dt 1, \
+     datafile index 1 using 1:2 with lines lt 2 dt 1, \
+     datafile index 1 using 1:3 with lines lt 2 dt 2, \
+     datafile index 2 using 1:2 with lines lt 3 dt 1, \
+     datafile index 2 using 1:3 with lines lt 3 dt 2
 # the key, in its own strip under the panels
 set lmargin at screen 0.01
 set rmargin at screen 0.99
@@ -62,17 +63,17 @@ unset logscale
 set xrange [0:1]
 set yrange [0:1]
 set key at screen 0.0743, screen 0.1852 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with lines lt 1 dt 1 title 'launcher 4100'
+plot NaN with lines lt 1 dt 1 title "launcher 4100"
 set key at screen 0.5000, screen 0.1852 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with lines lt 2 dt 1 title 'rank 0 (python 4101)'
+plot NaN with lines lt 2 dt 1 title "rank 0 (python 4101)"
 set key at screen 0.0743, screen 0.1420 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with lines lt 3 dt 1 title 'rank 1 (py,worker 4102)'
+plot NaN with lines lt 3 dt 1 title "rank 1 (py,worker 4102)"
 set key at screen 0.5000, screen 0.1420 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with lines lc rgb '#000000' dt 1 title 'resident (RSS)'
 set key at screen 0.0743, screen 0.0988 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with lines lc rgb '#000000' dt 2 title 'GPU (NVML)'
 set key at screen 0.5000, screen 0.0988 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with lines lc rgb '#555555' dt 3 lw 0.8 title '1: [INFO] After creating fp16 partitions: 1'
+plot NaN with lines lc rgb '#555555' dt 3 lw 0.8 title "1: [INFO] After creating fp16 partitions: 1"
 set key at screen 0.0743, screen 0.0556 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with lines lc rgb '#555555' dt 3 lw 0.8 title '2: [INFO] After initializing optimizer states'
+plot NaN with lines lc rgb '#555555' dt 3 lw 0.8 title "2: [INFO] After initializing optimizer states"
 unset multiplot

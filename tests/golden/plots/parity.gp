@@ -1,7 +1,8 @@
-# ratiolab plot parity (ratiolab 0.1.0): draws parity.pdf from parity.dat.
-# Run from this folder: gnuplot parity.gp   (gnuplot -e "outfile='other.pdf'" ... to rename)
+# ratiolab plot parity (ratiolab 0.1.0): draws the figure named by outfile from the data in datafile (both set below).
+# Run from this folder: gnuplot THIS.gp   (gnuplot -e "outfile='other.pdf'" THIS.gp to rename)
 # Paper size: 3.5 in x 3.85 in, 9 pt text.
-if (!exists("outfile")) outfile = 'parity.pdf'
+if (!exists("outfile")) outfile = "parity.pdf"
+datafile = "parity.dat"
 set terminal pdfcairo size 3.50in,3.85in font ',9' linewidth 1
 set output outfile
 set termoption noenhanced
@@ -40,12 +41,12 @@ set ytics ('10' 10, '20' 20, '50' 50, '100' 100, '200' 200)
 unset key
 plot '+' using 1:($1*(1-band)):($1*(1+band)) with filledcurves fc rgb '#d9d9d9' fs solid 1.0 title '±10 %', \
      x with lines lc rgb '#000000' dt 1 lw 0.8 title 'measured = predicted', \
-     'parity.dat' index 0 using 2:3 with points pt 7 ps 0.8 lc rgb '#000000' title 'step', \
-     'parity.dat' index 1 using 2:3 with points pt 5 ps 0.7 lc rgb '#0072B2' title 'forward', \
-     'parity.dat' index 2 using 2:3 with points pt 9 ps 0.7 lc rgb '#56B4E9' title 'backward', \
-     'parity.dat' index 3 using 2:3 with points pt 11 ps 0.7 lc rgb '#009E73' title 'gpu_adam', \
-     'parity.dat' index 4 using 2:3 with points pt 13 ps 0.7 lc rgb '#E69F00' title 'cpu_adam', \
-     'parity.dat' index 5 using 2:3 with points pt 4 ps 0.7 lc rgb '#D55E00' title 'grad_d2h'# the key, in its own strip under the panels
+     datafile index 0 using 2:3 with points pt 7 ps 0.8 lc rgb '#000000' title 'step', \
+     datafile index 1 using 2:3 with points pt 5 ps 0.7 lc rgb '#0072B2' title "forward", \
+     datafile index 2 using 2:3 with points pt 9 ps 0.7 lc rgb '#56B4E9' title "backward", \
+     datafile index 3 using 2:3 with points pt 11 ps 0.7 lc rgb '#009E73' title "gpu_adam", \
+     datafile index 4 using 2:3 with points pt 13 ps 0.7 lc rgb '#E69F00' title "cpu_adam", \
+     datafile index 5 using 2:3 with points pt 4 ps 0.7 lc rgb '#D55E00' title "grad_d2h"# the key, in its own strip under the panels
 set lmargin at screen 0.01
 set rmargin at screen 0.99
 set tmargin at screen 0.1662
@@ -70,13 +71,13 @@ plot NaN with lines lc rgb '#000000' dt 1 lw 0.8 title 'measured = predicted'
 set key at screen 0.0571, screen 0.1195 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with points pt 7 ps 0.8 lc rgb '#000000' title 'step'
 set key at screen 0.5000, screen 0.1195 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with points pt 5 ps 0.7 lc rgb '#0072B2' title 'forward'
+plot NaN with points pt 5 ps 0.7 lc rgb '#0072B2' title "forward"
 set key at screen 0.0571, screen 0.0831 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with points pt 9 ps 0.7 lc rgb '#56B4E9' title 'backward'
+plot NaN with points pt 9 ps 0.7 lc rgb '#56B4E9' title "backward"
 set key at screen 0.5000, screen 0.0831 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with points pt 11 ps 0.7 lc rgb '#009E73' title 'gpu_adam'
+plot NaN with points pt 11 ps 0.7 lc rgb '#009E73' title "gpu_adam"
 set key at screen 0.0571, screen 0.0468 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with points pt 13 ps 0.7 lc rgb '#E69F00' title 'cpu_adam'
+plot NaN with points pt 13 ps 0.7 lc rgb '#E69F00' title "cpu_adam"
 set key at screen 0.5000, screen 0.0468 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with points pt 4 ps 0.7 lc rgb '#D55E00' title 'grad_d2h'
+plot NaN with points pt 4 ps 0.7 lc rgb '#D55E00' title "grad_d2h"
 unset multiplot

@@ -1,7 +1,8 @@
-# ratiolab plot timeline (ratiolab 0.1.0): draws timeline-pids.pdf from timeline-pids.dat.
-# Run from this folder: gnuplot timeline-pids.gp   (gnuplot -e "outfile='other.pdf'" ... to rename)
+# ratiolab plot timeline (ratiolab 0.1.0): draws the figure named by outfile from the data in datafile (both set below).
+# Run from this folder: gnuplot THIS.gp   (gnuplot -e "outfile='other.pdf'" THIS.gp to rename)
 # Paper size: 3.5 in x 0.79 in, 9 pt text.
-if (!exists("outfile")) outfile = 'timeline-pids.pdf'
+if (!exists("outfile")) outfile = "timeline-pids.pdf"
+datafile = "timeline-pids.dat"
 set terminal pdfcairo size 3.50in,0.79in font ',9' linewidth 1
 set output outfile
 set termoption noenhanced
@@ -37,8 +38,8 @@ set bmargin at screen 0.7342
 set xlabel 'time (ms)' offset 0,0.9
 set format x '%g'
 set yrange [0.5:-0.5]
-set ytics ('rank 0 CPU Adam' 0)
-plot 'timeline-pids.dat' index 1 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#E69F00' fs solid 1.0
+set ytics ("rank 0 CPU Adam" 0)
+plot datafile index 1 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#E69F00' fs solid 1.0
 # the key, in its own strip under the panels
 set lmargin at screen 0.01
 set rmargin at screen 0.99
@@ -57,5 +58,5 @@ unset logscale
 set xrange [0:1]
 set yrange [0:1]
 set key at screen 0.3729, screen 0.2278 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#E69F00' fs solid 1.0 title 'cpu_adam'
+plot NaN with boxes fc rgb '#E69F00' fs solid 1.0 title "cpu_adam"
 unset multiplot

@@ -1,7 +1,8 @@
-# ratiolab plot timeline (ratiolab 0.1.0): draws timeline.svg from timeline.dat.
-# Run from this folder: gnuplot timeline.gp   (gnuplot -e "outfile='other.svg'" ... to rename)
+# ratiolab plot timeline (ratiolab 0.1.0): draws the figure named by outfile from the data in datafile (both set below).
+# Run from this folder: gnuplot THIS.gp   (gnuplot -e "outfile='other.svg'" THIS.gp to rename)
 # Paper size: 7.0 in x 1.92 in, 9 pt text.
-if (!exists("outfile")) outfile = 'timeline.svg'
+if (!exists("outfile")) outfile = "timeline.svg"
+datafile = "timeline.dat"
 set terminal svg size 504,138 font ',9' linewidth 1 background '#ffffff'
 set output outfile
 set termoption noenhanced
@@ -34,30 +35,30 @@ set lmargin at screen 0.1400
 set rmargin at screen 0.9786
 set tmargin at screen 0.8854
 set bmargin at screen 0.6146
-set title 'predicted: ' . 'trace-predicted.json'
+set title 'predicted: ' . "trace-predicted.json"
 unset xlabel
 set format x ''
 set yrange [3.5:-0.5]
-set ytics ('GPU 0 compute' 0, 'GPU 0 D2H' 1, 'GPU 0 H2D' 2, 'rank 0 CPU Adam' 3)
-plot 'timeline.dat' index 1 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs solid 1.0, \
-     'timeline.dat' index 2 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#56B4E9' fs solid 1.0, \
-     'timeline.dat' index 3 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#009E73' fs solid 1.0, \
-     'timeline.dat' index 4 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#E69F00' fs solid 1.0, \
-     'timeline.dat' index 5 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#D55E00' fs solid 1.0, \
-     'timeline.dat' index 6 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#000000' fs solid 1.0
+set ytics ("GPU 0 compute" 0, "GPU 0 D2H" 1, "GPU 0 H2D" 2, "rank 0 CPU Adam" 3)
+plot datafile index 1 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs solid 1.0, \
+     datafile index 2 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#56B4E9' fs solid 1.0, \
+     datafile index 3 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#009E73' fs solid 1.0, \
+     datafile index 4 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#E69F00' fs solid 1.0, \
+     datafile index 5 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#D55E00' fs solid 1.0, \
+     datafile index 6 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#000000' fs solid 1.0
 set lmargin at screen 0.1400
 set rmargin at screen 0.9786
 set tmargin at screen 0.4375
 set bmargin at screen 0.3021
-set title 'measured: ' . 'trace-measured.json'
+set title 'measured: ' . "trace-measured.json"
 set xlabel 'time (ms)' offset 0,0.9
 set format x '%g'
 set yrange [1.5:-0.5]
-set ytics ('rank 0 compute' 0, 'rank 0 CPU Adam' 1)
-plot 'timeline.dat' index 9 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs solid 1.0, \
-     'timeline.dat' index 10 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#56B4E9' fs solid 1.0, \
-     'timeline.dat' index 12 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#E69F00' fs solid 1.0, \
-     'timeline.dat' index 15 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#332288' fs solid 1.0
+set ytics ("rank 0 compute" 0, "rank 0 CPU Adam" 1)
+plot datafile index 9 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs solid 1.0, \
+     datafile index 10 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#56B4E9' fs solid 1.0, \
+     datafile index 12 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#E69F00' fs solid 1.0, \
+     datafile index 15 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#332288' fs solid 1.0
 # the key, in its own strip under the panels
 set lmargin at screen 0.01
 set rmargin at screen 0.99
@@ -76,17 +77,17 @@ unset logscale
 set xrange [0:1]
 set yrange [0:1]
 set key at screen 0.0275, screen 0.0938 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#0072B2' fs solid 1.0 title 'forward'
+plot NaN with boxes fc rgb '#0072B2' fs solid 1.0 title "forward"
 set key at screen 0.1625, screen 0.0938 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#56B4E9' fs solid 1.0 title 'backward'
+plot NaN with boxes fc rgb '#56B4E9' fs solid 1.0 title "backward"
 set key at screen 0.2975, screen 0.0938 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#009E73' fs solid 1.0 title 'gpu_adam'
+plot NaN with boxes fc rgb '#009E73' fs solid 1.0 title "gpu_adam"
 set key at screen 0.4325, screen 0.0938 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#E69F00' fs solid 1.0 title 'cpu_adam'
+plot NaN with boxes fc rgb '#E69F00' fs solid 1.0 title "cpu_adam"
 set key at screen 0.5675, screen 0.0938 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#D55E00' fs solid 1.0 title 'grad_d2h'
+plot NaN with boxes fc rgb '#D55E00' fs solid 1.0 title "grad_d2h"
 set key at screen 0.7025, screen 0.0938 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#000000' fs solid 1.0 title 'param_h2d'
+plot NaN with boxes fc rgb '#000000' fs solid 1.0 title "param_h2d"
 set key at screen 0.8375, screen 0.0938 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#332288' fs solid 1.0 title 'io'
+plot NaN with boxes fc rgb '#332288' fs solid 1.0 title "io"
 unset multiplot
