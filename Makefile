@@ -74,7 +74,8 @@ NVCC_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[
 NVCCFLAGS := -O3 -std=c++17 $(NVCC_ARCH) --fmad=false -prec-div=true -prec-sqrt=true -ftz=false \
              -I. -I$(BUILD)/gen -Xcompiler -ffp-contract=off,-Wall,-Werror -DRL_HAVE_CUDA=1
 CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
-LDLIBS += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcudart -lstdc++
+# NCCL's folder before CUDA's: when NCCL_LIBDIR is given, its libnccl.so is the one linked.
+LDLIBS += $(if $(and $(NCCL_H),$(NCCL_LIBDIR)),-L$(NCCL_LIBDIR)) -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcudart -lstdc++
 ifneq ($(and $(NCCL_H),$(NCCL_LIBDIR)),)
 CFLAGS += -DRL_HAVE_NCCL=1
 NVCCFLAGS += -DRL_HAVE_NCCL=1 -I$(dir $(NCCL_H))

@@ -520,17 +520,28 @@ int calib_gpu_profile(const struct calib *c, const struct calib_gpu *g, const ch
         setsrc(src, key, c->host, c->date, "cudaMemcpyAsync of %lld MiB, one GPU at a time, %d repeats, slowest GPU's "
                "median; GB/s per GPU: %s", (long long)(g->copy_bytes >> 20), arr[k][0].repeats, per);
     }
-    /* One uplink shared by every GPU, as the all-at-once measurement shows it. */
+    /* The all-at-once figure went through the switches of the GPUs measured (0 .. n - 1), not
+     * through every switch of the profile: one GPU's measurement is one switch's uplink. */
     json_t *sws = json_object_get(node, "pcie_switches");
-    double per_switch = g->h2d_all_gbps.median / (json_array_size(sws) ? (double)json_array_size(sws) : 1);
     size_t i;
     json_t *sw;
+    int used = 0;
+    json_array_foreach(sws, i, sw) {
+        size_t j;
+        json_t *gi;
+        bool mine = false;
+        json_array_foreach(json_object_get(sw, "gpus"), j, gi)
+            mine |= json_is_integer(gi) && json_integer_value(gi) < g->n_gpus;
+        used += mine;
+    }
+    used = used > 0 ? used : 1;
+    double per_switch = g->h2d_all_gbps.median / used;
     json_array_foreach(sws, i, sw)
         json_object_set_new(sw, "uplink_gbps", json_real(per_switch));
     setsrc(src, "node.pcie_switches[].uplink_gbps", c->host, c->date, "all %d GPUs at once, pinned H2D of %lld MiB "
-           "each: sum %.2f GB/s (%.2f..%.2f), divided over the profile's %zu switches", g->n_gpus,
-           (long long)(g->copy_bytes >> 20), g->h2d_all_gbps.median, g->h2d_all_gbps.min, g->h2d_all_gbps.max,
-           json_array_size(sws));
+           "each: sum %.2f GB/s (%.2f..%.2f), divided over the %d switch%s of the profile's %zu those GPUs sit "
+           "behind", g->n_gpus, (long long)(g->copy_bytes >> 20), g->h2d_all_gbps.median, g->h2d_all_gbps.min,
+           g->h2d_all_gbps.max, used, used == 1 ? "" : "es", json_array_size(sws));
     json_object_set_new(gpu, "hbm_gbps", json_real(g->d2d_gbps.median));
     setsrc(src, "gpu.hbm_gbps", c->host, c->date, "GPU 0 device-to-device cudaMemcpyAsync, read + write bytes: %.1f "
            "GB/s (%.1f..%.1f)", g->d2d_gbps.median, g->d2d_gbps.min, g->d2d_gbps.max);

@@ -97,6 +97,11 @@ struct ex_backend {
     /* Returns when the all-gather req has arrived in its buffer (cpu: MPI_Wait; cuda: the
      * event's synchronisation) and releases req. */
     int (*allgather_wait)(struct ex_dev *d, uint64_t req, struct rl_err *e);
+    /* Optional (NULL on cpu: the pipeline times a gather from its issue to the host seeing it
+     * complete). Right after allgather_wait(req): when the gather itself started and ended on the
+     * device, on the host's monotonic clock (cuda: CUDA events around it on the communication
+     * stream). */
+    int (*allgather_times)(struct ex_dev *d, uint64_t req, int64_t *start_ns, int64_t *end_ns, struct rl_err *e);
 };
 
 extern const struct ex_backend ex_backend_cpu;
@@ -108,6 +113,11 @@ extern const struct ex_backend ex_backend_cuda;
  * one GPU per rank (NCCL refuses two ranks on one GPU). More ranks than GPUs: RL_EENV (exit 3)
  * naming both counts and the largest rank count per node that works. */
 int ex_gpu_for_rank(int local_rank, int local_size, int n_gpus, int *device, struct rl_err *e);
+
+/* A GPU's memory used by this process since it opened the device: total - free now, less
+ * used_at_open (total - free when open finished: its CUDA context, NCCL, other processes);
+ * never below 0. */
+int64_t ex_device_used(int64_t total, int64_t free_now, int64_t used_at_open);
 
 /* Host-side helpers shared by the backends and the pipeline. */
 void ex__narrow_host(void *dst, enum kern_dtype t, const float *src, int64_t n);

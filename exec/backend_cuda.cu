@@ -47,10 +47,12 @@ struct ex_dev {
     int64_t *count_d;               /* device counter for nonfinite */
     cudaEvent_t ev[64];             /* event ring for event_record / event_wait */
     cudaEvent_t *gev;               /* all-gather events: slot i is request handle i + 1 */
+    cudaEvent_t *gstart;            /* slot i: recorded before its gather (its busy time is gstart..gev) */
     bool *gev_busy;                 /* slot i marks a started, not yet waited all-gather */
     int cap_gev;                    /* slots allocated (events created on first use) */
     uint64_t n_ev;                  /* events recorded since open */
     int64_t capacity_bytes;         /* 0: the GPU's */
+    int64_t used_at_open;           /* the GPU's used bytes when open finished (contexts, NCCL) */
     /* CUDA-event timing of tagged operations (tag, take_spans) */
     int tag[EX_STREAM_COUNT];       /* phase of the next operations per stream, -1: untimed */
     cudaEvent_t t_base;             /* recorded at open: time zero of the device's clock */
@@ -242,6 +244,9 @@ static int cu_open_(struct ex_dev **dp, struct ex_comm *c, int local_rank, int64
             RL_TRY(ex_comm_bcast(c, &id, sizeof id, e));
         NCCL_TRY(ncclCommInitRank(&d->nccl, c->size, id, c->rank));
     }
+    size_t fr = 0, total = 0;
+    CU_TRY(cudaMemGetInfo(&fr, &total));
+    d->used_at_open = (int64_t)(total - fr);
     return 0;
 }
 
@@ -271,10 +276,14 @@ static void cu_close(struct ex_dev *d)
     for (int i = 0; i < 64; i++)
         if (d->ev[i])
             cudaEventDestroy(d->ev[i]);
-    for (int i = 0; i < d->cap_gev; i++)
+    for (int i = 0; i < d->cap_gev; i++) {
         if (d->gev[i])
             cudaEventDestroy(d->gev[i]);
+        if (d->gstart[i])
+            cudaEventDestroy(d->gstart[i]);
+    }
     free(d->gev);
+    free(d->gstart);
     free(d->gev_busy);
     for (int i = 0; i < d->n_timed; i++) {
         cudaEventDestroy(d->timed[i].start);
@@ -292,6 +301,9 @@ static void cu_close(struct ex_dev *d)
     free(d);
 }
 
+/* This process's device memory since open: the GPU's used bytes now less those at open (the CUDA
+ * context, NCCL's communicator and any other process on the GPU), so the ledger's buffers are
+ * compared with what they took, not with the whole GPU. */
 static void cu_mem(struct ex_dev *d, int64_t *used, int64_t *cap)
 {
     size_t fr = 0, total = 0;
@@ -299,7 +311,7 @@ static void cu_mem(struct ex_dev *d, int64_t *used, int64_t *cap)
         *used = *cap = -1;
         return;
     }
-    *used = (int64_t)(total - fr);   /* every process on this GPU (NVML has the per-process figure) */
+    *used = ex_device_used((int64_t)total, (int64_t)fr, d->used_at_open);
     *cap = d->capacity_bytes > 0 ? d->capacity_bytes : (int64_t)total;
 }
 
@@ -486,24 +498,30 @@ static int cu_reduce_scatter(struct ex_dev *d, void *buf, int64_t count, enum ke
 
 /* NCCL in place on the communication stream, after this rank's part was written there; an
  * event after it, waited for by cu_allgather_wait (the compute stream is synchronised per block,
- * so the host waiting for the event orders the block's compute after its gather). */
+ * so the host waiting for the event orders the block's compute after its gather), and one before
+ * it, so that the gather's busy time is read off the device (cu_allgather_times), not off the
+ * host's next poll. */
 static int cu_allgather_start(struct ex_dev *d, void *buf, int64_t bytes, uint64_t *req, struct rl_err *e)
 {
     int i = 0;
     while (i < d->cap_gev && d->gev_busy[i])
         i++;
     if (i == d->cap_gev) {
-        int cap = d->cap_gev;
-        if (rl_grow(&d->gev, &cap, sizeof *d->gev, i + 1, 8) ||
+        int cap = d->cap_gev, cap2 = d->cap_gev;
+        if (rl_grow(&d->gev, &cap, sizeof *d->gev, i + 1, 8) || rl_grow(&d->gstart, &cap2, sizeof *d->gstart, i + 1, 8) ||
             rl_grow(&d->gev_busy, &d->cap_gev, sizeof *d->gev_busy, i + 1, 8))
             return rl_errf(e, RL_ENOMEM, "out of host memory for an all-gather event");
         for (int j = i; j < d->cap_gev; j++) {
             d->gev[j] = NULL;
+            d->gstart[j] = NULL;
             d->gev_busy[j] = false;
         }
     }
     if (!d->gev[i])
-        CU_TRY(cudaEventCreateWithFlags(&d->gev[i], cudaEventDisableTiming));
+        CU_TRY(cudaEventCreate(&d->gev[i]));
+    if (!d->gstart[i])
+        CU_TRY(cudaEventCreate(&d->gstart[i]));
+    CU_TRY(cudaEventRecord(d->gstart[i], d->stream[EX_STREAM_COMM]));
     if (d->nccl) {
         char *mine = (char *)buf + (int64_t)d->comm->rank * bytes;
         NCCL_TRY(ncclAllGather(mine, buf, (size_t)bytes, ncclUint8, d->nccl, d->stream[EX_STREAM_COMM]));
@@ -532,6 +550,21 @@ static int cu_allgather_wait(struct ex_dev *d, uint64_t req, struct rl_err *e)
     d->gev_busy[req - 1] = false;
     CU_TRY(cudaEventSynchronize(d->gev[req - 1]));
     return d->nccl ? nccl_async_check(d, e) : 0;
+}
+
+/* After cu_allgather_wait: the gather's start and end on the communication stream, on the host
+ * clock (the slot keeps its events until a new gather takes it). */
+static int cu_allgather_times(struct ex_dev *d, uint64_t req, int64_t *start_ns, int64_t *end_ns, struct rl_err *e)
+{
+    if (req < 1 || req > (uint64_t)d->cap_gev || d->gev_busy[req - 1])
+        return rl_errf(e, RL_EINTERNAL, "cuda backend: all-gather request %llu was not waited for",
+                       (unsigned long long)req);
+    float ms0 = 0, ms1 = 0;
+    CU_TRY(cudaEventElapsedTime(&ms0, d->t_base, d->gstart[req - 1]));
+    CU_TRY(cudaEventElapsedTime(&ms1, d->t_base, d->gev[req - 1]));
+    *start_ns = d->t_base_host_ns + (int64_t)((double)ms0 * 1e6);
+    *end_ns = d->t_base_host_ns + (int64_t)((double)ms1 * 1e6);
+    return 0;
 }
 
 /* Event ids are 1-based counts; the ring keeps the last 64, enough for a double buffer. */
@@ -588,5 +621,5 @@ extern "C" const struct ex_backend ex_backend_cuda = {
     "cuda", cu_open, cu_close, cu_mem, cu_dev_alloc, cu_dev_free, cu_host_alloc, cu_host_free, cu_copy, cu_adam,
     cu_scale, cu_narrow, cu_widen, cu_shares, cu_nonfinite, cu_gemm, cu_sync, cu_event_record, cu_event_wait,
     cu_tag, cu_take_spans, cu_reduce_scatter, cu_allgather_start, cu_allgather_test,
-    cu_allgather_wait,
+    cu_allgather_wait, cu_allgather_times,
 };

@@ -1,4 +1,5 @@
-/* exec/device.c — which GPU a rank takes (see backend.h); pure, so tested without a GPU. */
+/* exec/device.c — which GPU a rank takes and how much of its memory the rank uses (see
+ * backend.h); pure, so tested without a GPU. */
 #include "exec/backend.h"
 
 int ex_gpu_for_rank(int local_rank, int local_size, int n_gpus, int *device, struct rl_err *e)
@@ -15,4 +16,10 @@ int ex_gpu_for_rank(int local_rank, int local_size, int n_gpus, int *device, str
                        n_gpus, n_gpus == 1 ? "" : "s");
     *device = local_rank;
     return 0;
+}
+
+int64_t ex_device_used(int64_t total, int64_t free_now, int64_t used_at_open)
+{
+    int64_t u = total - free_now - used_at_open;
+    return u > 0 ? u : 0;
 }

@@ -467,7 +467,8 @@ static int gathers_poll(struct ex_run *r, struct rl_err *e)
 }
 
 /* Waits for block b's all-gather. Its span runs from the start's issue to its completion (seen
- * by a poll, or now): the part behind the previous block's compute counts as overlapped. */
+ * by a poll, or now), or, where the backend times gathers itself (cuda), over the gather's own
+ * time on the device: the part behind the previous block's compute counts as overlapped. */
 static int gather_wait(struct ex_run *r, int b, struct rl_err *e)
 {
     struct ex_gather *g = &r->ag[b];
@@ -475,7 +476,10 @@ static int gather_wait(struct ex_run *r, int b, struct rl_err *e)
         return rl_errf(e, RL_EINTERNAL, "block %d computed before its all-gather was started", b);
     g->started = false;
     RL_TRY(r->be->allgather_wait(r->dev, g->req, e));
-    span_add(r, STEP_PH_ALLGATHER, g->t0_ns, g->t1_ns ? g->t1_ns : ex__now_ns(), g->bytes);
+    int64_t t0 = g->t0_ns, t1 = g->t1_ns ? g->t1_ns : ex__now_ns();
+    if (r->be->allgather_times)   /* the device's own times (cuda: events on the comm stream) */
+        RL_TRY(r->be->allgather_times(r->dev, g->req, &t0, &t1, e));
+    span_add(r, STEP_PH_ALLGATHER, t0, t1, g->bytes);
     return 0;
 }
 

@@ -370,7 +370,7 @@ if [ $rc != 0 ]; then
 fi
 export MAKE_=$make_bin PC_=$pc NVCC_=${nvcc:-} INC_=$inc LIB_=$lib MPI_LIBS_=$mpi_libs MPI_CFLAGS_=$mpi_cflags
 export_env
-step build 240 s_build
+step build "${GPU_CHECK_BUILD_S:-240}" s_build
 if { [ "$dry" != 1 ] || [ "$build_dry" = 1 ]; } && ! grep -q '^step build: passed' "$summary"; then
     say "gpu-check: FAILED (the build failed; nothing was run)"
     exit 3

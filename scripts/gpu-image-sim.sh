@@ -42,4 +42,4 @@ echo "gpu-image-sim: $n files of the packages the image lacks hidden; NCCL and c
 for t in pkg-config mpicc mpirun make; do
     command -v "$t" >/dev/null && [ -s "$(readlink -f "$(command -v "$t")")" ] && echo "gpu-image-sim: $t still visible" >&2
 done
-GPU_CHECK_SITE="$site/nvidia" GPU_CHECK_DRY=build scripts/gpu-check.sh "$@"
+GPU_CHECK_BUILD_S=${GPU_CHECK_BUILD_S:-1200} GPU_CHECK_SITE="$site/nvidia" GPU_CHECK_DRY=build scripts/gpu-check.sh "$@"

@@ -17,7 +17,10 @@
 #include "calib/calib.h"
 #include "common/rl_api.h"
 #include "exec/backend.h"
+#include "sim/hw.h"
 #include "tests/util.h"
+
+#include <jansson.h>
 
 START_TEST(dry_run_passes_and_lists_every_step)
 {
@@ -112,6 +115,76 @@ START_TEST(one_gpu_per_rank)
 }
 END_TEST
 
+/* validate's device-memory check on cuda: the ledger's buffers against what this process took
+ * since open, not the whole GPU (a 500 MiB context made ratio 1 read +40-55 %). Readings as
+ * cudaMemGetInfo (or NVML) would give them on an H200. */
+START_TEST(device_memory_is_the_process_since_open)
+{
+    const int64_t MiB = 1 << 20, total = 143771 * MiB, ctx = 512 * MiB, other = 2048 * MiB, buffers = 300 * MiB;
+    int64_t at_open = ctx + other;
+    ck_assert_int_eq(ex_device_used(total, total - at_open - buffers, at_open), buffers);
+    ck_assert_int_eq(ex_device_used(total, total - at_open, at_open), 0);
+    ck_assert_int_eq(ex_device_used(total, total - at_open + MiB, at_open), 0);   /* another process freed */
+}
+END_TEST
+
+/* calibrate --backend cuda on a one-GPU machine: the all-at-once H2D went through one switch, so
+ * every switch's uplink is that figure, not a quarter of it (hgx-h200 has 4 switches). The
+ * measurements are made up; calib_gpu_profile is pure. */
+START_TEST(one_gpu_calibration_is_one_switch_uplink)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/hardware/hgx-h200.json", tu_catalog());
+    char *base = tu_read(path, NULL);
+    ck_assert_msg(base, "%s", path);
+    struct calib c;
+    struct calib_gpu g;
+    memset(&c, 0, sizeof c);
+    memset(&g, 0, sizeof g);
+    snprintf(c.host, sizeof c.host, "h");
+    snprintf(c.date, sizeof c.date, "d");
+    c.n_threads = 1;
+    c.dram_gbps[0] = (struct calib_figure){.median = 100, .min = 100, .max = 100, .repeats = 1};
+    c.adam_elems_per_s[0] = (struct calib_figure){.median = 1e9, .min = 1e9, .max = 1e9, .repeats = 1};
+    g.n_gpus = 1;
+    g.copy_bytes = 256 << 20;
+    struct calib_figure f = {.median = 50, .min = 49, .max = 51, .repeats = 7};
+    g.h2d_pinned_gbps[0] = g.d2h_pinned_gbps[0] = g.h2d_pageable_gbps[0] = g.d2h_pageable_gbps[0] = f;
+    g.h2d_all_gbps = f;
+    g.d2d_gbps = (struct calib_figure){.median = 4000, .min = 4000, .max = 4000, .repeats = 7};
+    g.adam_elems_per_s = (struct calib_figure){.median = 1e11, .min = 1e11, .max = 1e11, .repeats = 7};
+    char *out = NULL;
+    struct rl_err e = {0};
+    ck_assert_msg(calib_gpu_profile(&c, &g, base, "t", &out, &e) == 0, "%s", e.msg);
+    json_t *j = json_loads(out, 0, NULL);
+    json_t *sws = json_object_get(json_object_get(j, "node"), "pcie_switches");
+    ck_assert_int_eq((int)json_array_size(sws), 4);
+    for (size_t i = 0; i < 4; i++)
+        ck_assert_double_eq_tol(json_number_value(json_object_get(json_array_get(sws, i), "uplink_gbps")), 50, 1e-9);
+    json_decref(j);
+    free(out);
+    free(base);
+}
+END_TEST
+
+/* validate --backend cuda predicts the host Adam on the run's threads: one rank with one thread
+ * uses one core of socket 0 (hgx-h200: 56 per socket), and socket 1 none (kept at 1). */
+START_TEST(prediction_uses_the_runs_threads)
+{
+    struct sim_hw hw;
+    struct rl_err e = {0};
+    ck_assert_msg(sim_hw_load(&hw, tu_catalog(), "hgx-h200", &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(hw.socket[0].cores, 56);
+    sim_hw_use_rank_threads(&hw, 1, 1);
+    ck_assert_int_eq(hw.socket[0].cores, 1);
+    ck_assert_int_eq(hw.socket[1].cores, 1);
+    ck_assert_msg(sim_hw_load(&hw, tu_catalog(), "hgx-h200", &e) == 0, "%s", e.msg);
+    sim_hw_use_rank_threads(&hw, 8, 2);
+    ck_assert_int_eq(hw.socket[0].cores, 8);
+    ck_assert_int_eq(hw.socket[1].cores, 8);
+}
+END_TEST
+
 /* In place: rank r receives its reduced block at its own offset (not at the buffer's start). */
 START_TEST(reduce_scatter_receives_in_its_own_block)
 {
@@ -152,6 +225,9 @@ Suite *gpucheck_suite(void)
     tcase_add_test(tc, api_check_names_call_code_and_place);
     tcase_add_test(tc, one_gpu_per_rank);
     tcase_add_test(tc, reduce_scatter_receives_in_its_own_block);
+    tcase_add_test(tc, device_memory_is_the_process_since_open);
+    tcase_add_test(tc, one_gpu_calibration_is_one_switch_uplink);
+    tcase_add_test(tc, prediction_uses_the_runs_threads);
     tcase_add_test(tc, exec_tests_name_the_cpu_backend);
     suite_add_tcase(s, tc);
     return s;
