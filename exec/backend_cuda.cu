@@ -29,6 +29,9 @@ struct cublas_fns {
     cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t);             /* cublasSetStream_v2 */
     cublasStatus_t (*sgemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const float *,
                             const float *, int, const float *, int, const float *, float *, int);   /* cublasSgemm_v2 */
+    cublasStatus_t (*gemmex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *,
+                             const void *, cudaDataType, int, const void *, cudaDataType, int, const void *, void *,
+                             cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);   /* cublasGemmEx */
 };
 
 /* One tagged operation: events recorded on its stream before and after it. */
@@ -204,6 +207,24 @@ __global__ void k_shares(void *dst, int t, int64_t count, int64_t valid, int64_t
 
 static void cu_close(struct ex_dev *d);
 
+/* No GPU (or no driver) is a count of 0, not an error; the not-ready state of a failed count is
+ * cleared (kern_cuda_device_count). */
+static int cu_probe(int *n, char *model, size_t model_len, int64_t *memory_bytes, struct rl_err *e)
+{
+    *n = kern_cuda_device_count();
+    *memory_bytes = -1;
+    snprintf(model, model_len, "none");
+    if (*n <= 0) {
+        *n = 0;
+        return 0;
+    }
+    struct cudaDeviceProp prop;
+    CU_TRY(cudaGetDeviceProperties(&prop, 0));
+    snprintf(model, model_len, "%s", prop.name);
+    *memory_bytes = (int64_t)prop.totalGlobalMem;
+    return 0;
+}
+
 static int cu_open_(struct ex_dev **dp, struct ex_comm *c, int local_rank, int64_t capacity_bytes, struct rl_err *e)
 {
     int n = 0;
@@ -216,8 +237,10 @@ static int cu_open_(struct ex_dev **dp, struct ex_comm *c, int local_rank, int64
         return rl_errf(e, RL_ENOMEM, "out of host memory");
     *dp = d;
     d->comm = c;
+    /* Under mpirun the node's rank count; a process alone gives the device's index (calibrate). */
     const char *ls = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-    RL_TRY(ex_gpu_for_rank(local_rank, ls ? atoi(ls) : 1, n, &d->device, e));
+    int local_size = ls ? atoi(ls) : 1;
+    RL_TRY(ex_gpu_for_rank(local_rank, local_size > local_rank ? local_size : local_rank + 1, n, &d->device, e));
     d->capacity_bytes = capacity_bytes;
     CU_TRY(cudaSetDevice(d->device));
     for (int s = 0; s < EX_STREAM_COUNT; s++)
@@ -233,16 +256,23 @@ static int cu_open_(struct ex_dev **dp, struct ex_comm *c, int local_rank, int64
     CU_TRY(cudaEventSynchronize(d->t_base));
     d->t_base_host_ns = host_now_ns();
     /* NCCL for more than one rank; for one rank too when RATIOLAB_NCCL_ONE_RANK=1 (a 1-rank
-     * communicator: scripts/gpu-check.sh takes every collective through NCCL on one GPU). A failed
-     * unique id on rank 0 returns here; its caller's abort ends the ranks waiting in the broadcast. */
+     * communicator: scripts/gpu-check.sh takes every collective through NCCL on one GPU). */
     const char *one = getenv("RATIOLAB_NCCL_ONE_RANK");
     if (c->size > 1 || (one && strcmp(one, "1") == 0)) {
-        ncclUniqueId id;
-        if (c->rank == 0)
-            NCCL_TRY(ncclGetUniqueId(&id));
+        struct {
+            int ok;              /* rank 0's ncclGetUniqueId succeeded */
+            ncclUniqueId id;     /* its answer */
+        } boot;
+        memset(&boot, 0, sizeof boot);
+        /* A failed unique id is broadcast as such: every rank returns the error, none waits in
+         * ncclCommInitRank for a rank 0 that never comes. */
+        int id_rc = c->rank == 0 ? RL_API_CHECK(nccl, ncclGetUniqueId(&boot.id), e) : 0;
+        boot.ok = c->rank != 0 || id_rc == 0;
         if (c->size > 1)
-            RL_TRY(ex_comm_bcast(c, &id, sizeof id, e));
-        NCCL_TRY(ncclCommInitRank(&d->nccl, c->size, id, c->rank));
+            RL_TRY(ex_comm_bcast(c, &boot, sizeof boot, e));
+        if (!boot.ok)
+            return c->rank == 0 ? id_rc : rl_errf(e, RL_EENV, "backend cuda: ncclGetUniqueId failed on rank 0");
+        NCCL_TRY(ncclCommInitRank(&d->nccl, c->size, boot.id, c->rank));
     }
     size_t fr = 0, total = 0;
     CU_TRY(cudaMemGetInfo(&fr, &total));
@@ -450,27 +480,51 @@ static int load_cublas(struct ex_dev *d, struct rl_err *e)
     f->sgemm = (cublasStatus_t(*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const float *,
                                   const float *, int, const float *, int, const float *, float *, int))
         dlsym(f->lib, "cublasSgemm_v2");
-    if (!f->create || !f->destroy || !f->set_stream || !f->sgemm)
-        return rl_errf(e, RL_EENV, "compute gemm: libcublas lacks cublasCreate_v2/cublasSgemm_v2");
+    f->gemmex = (cublasStatus_t(*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *,
+                                   const void *, cudaDataType, int, const void *, cudaDataType, int, const void *,
+                                   void *, cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t))
+        dlsym(f->lib, "cublasGemmEx");
+    if (!f->create || !f->destroy || !f->set_stream || !f->sgemm || !f->gemmex)
+        return rl_errf(e, RL_EENV, "compute gemm: libcublas lacks cublasCreate_v2/cublasSgemm_v2/cublasGemmEx");
     RL_API_TRY(cublas, f->create(&d->blas), e);
     RL_API_TRY(cublas, f->set_stream(d->blas, d->stream[EX_STREAM_COMPUTE]), e);
     return 0;
 }
 
+/* GEMMs run on the compute stream (the handle's); a tagged compute stream times each with events. */
 static int cu_gemm(struct ex_dev *d, int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c,
                    enum ex_stream s, struct rl_err *e)
 {
     (void)s;
-    if (!d->blas) {
-        int rc = load_cublas(d, e);
-        if (rc)
-            return rc;
-    }
+    if (!d->blas)
+        RL_TRY(load_cublas(d, e));
     const float one = 1.0f, zero = 0.0f;
+    cudaEvent_t t = NULL;
+    RL_TRY(timed_begin(d, EX_STREAM_COMPUTE, &t, e));
     /* Row-major C = A B is column-major C^T = B^T A^T. */
     int rc = RL_API_CHECK(cublas, d->blas_fns.sgemm(d->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k, &one, b,
                                                     (int)n, a, (int)k, &zero, c, (int)n), e);
-    return rc ? rl_err_prefix(e, "GEMM %lld x %lld x %lld", (long long)m, (long long)n, (long long)k) : 0;
+    if (rc)
+        return rl_err_prefix(e, "GEMM %lld x %lld x %lld", (long long)m, (long long)n, (long long)k);
+    return timed_end(d, EX_STREAM_COMPUTE, t, e);
+}
+
+static int cu_gemm_lowp(struct ex_dev *d, int64_t m, int64_t n, int64_t k, const void *a, const void *b, void *c,
+                        enum kern_dtype t, enum ex_stream s, struct rl_err *e)
+{
+    (void)s;
+    if (!d->blas)
+        RL_TRY(load_cublas(d, e));
+    const float one = 1.0f, zero = 0.0f;
+    cudaDataType dt = t == KERN_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    cudaEvent_t ev = NULL;
+    RL_TRY(timed_begin(d, EX_STREAM_COMPUTE, &ev, e));
+    int rc = RL_API_CHECK(cublas, d->blas_fns.gemmex(d->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k, &one, b,
+                                                     dt, (int)n, a, dt, (int)k, &zero, c, dt, (int)n,
+                                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT), e);
+    if (rc)
+        return rl_err_prefix(e, "16-bit GEMM %lld x %lld x %lld", (long long)m, (long long)n, (long long)k);
+    return timed_end(d, EX_STREAM_COMPUTE, ev, e);
 }
 
 static int cu_sync(struct ex_dev *d, enum ex_stream s, struct rl_err *e)
@@ -617,9 +671,34 @@ static int cu_take_spans(struct ex_dev *d, struct step_span *out, int max)
     return n;
 }
 
+/* In the order of backend.h's fields. */
 extern "C" const struct ex_backend ex_backend_cuda = {
-    "cuda", cu_open, cu_close, cu_mem, cu_dev_alloc, cu_dev_free, cu_host_alloc, cu_host_free, cu_copy, cu_adam,
-    cu_scale, cu_narrow, cu_widen, cu_shares, cu_nonfinite, cu_gemm, cu_sync, cu_event_record, cu_event_wait,
-    cu_tag, cu_take_spans, cu_reduce_scatter, cu_allgather_start, cu_allgather_test,
-    cu_allgather_wait, cu_allgather_times,
+    .name = "cuda",
+    .probe = cu_probe,
+    .open = cu_open,
+    .close = cu_close,
+    .mem = cu_mem,
+    .dev_alloc = cu_dev_alloc,
+    .dev_free = cu_dev_free,
+    .host_alloc = cu_host_alloc,
+    .host_free = cu_host_free,
+    .copy = cu_copy,
+    .adam = cu_adam,
+    .scale = cu_scale,
+    .narrow = cu_narrow,
+    .widen = cu_widen,
+    .shares = cu_shares,
+    .nonfinite = cu_nonfinite,
+    .gemm = cu_gemm,
+    .gemm_lowp = cu_gemm_lowp,
+    .sync = cu_sync,
+    .event_record = cu_event_record,
+    .event_wait = cu_event_wait,
+    .tag = cu_tag,
+    .take_spans = cu_take_spans,
+    .reduce_scatter = cu_reduce_scatter,
+    .allgather_start = cu_allgather_start,
+    .allgather_test = cu_allgather_test,
+    .allgather_wait = cu_allgather_wait,
+    .allgather_times = cu_allgather_times,
 };

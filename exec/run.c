@@ -1056,13 +1056,13 @@ int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, str
 #ifdef RL_EX_CUDA
     if (bk == EX_BACKEND_AUTO)
         bk = kern_cuda_device_count() > 0 ? EX_BACKEND_CUDA : EX_BACKEND_CPU;
-    r.be = bk == EX_BACKEND_CUDA ? &ex_backend_cuda : &ex_backend_cpu;
+    r.be = ex_backend_named(backend_names[bk]);
 #else
     if (bk == EX_BACKEND_CUDA)
         return rl_errf(e, RL_EENV, "backend cuda: this ratiolab was built without the CUDA backend "
                        "(nvcc, cuBLAS and NCCL are needed)");
     bk = EX_BACKEND_CPU;
-    r.be = &ex_backend_cpu;
+    r.be = ex_backend_named("cpu");
 #endif
     res->backend = bk;
     res->world = c->size;

@@ -185,6 +185,44 @@ START_TEST(prediction_uses_the_runs_threads)
 }
 END_TEST
 
+/* calibrate --backend cuda measures through the backend table: the same code on the cpu backend
+ * (tiny sizes) gives every figure, positive and finite, timed by the backend; and the cuda
+ * backend is found by name only in a build that has it. */
+START_TEST(calibration_runs_through_the_backend_table)
+{
+    const struct ex_backend *cpu = ex_backend_named("cpu");
+    ck_assert_ptr_nonnull(cpu);
+    ck_assert_ptr_null(ex_backend_named("rocm"));
+#ifdef RL_EX_CUDA
+    ck_assert_ptr_eq(ex_backend_named("cuda"), &ex_backend_cuda);
+#else
+    ck_assert_ptr_null(ex_backend_named("cuda"));
+#endif
+    struct calib_opts o;
+    calib_opts_default(&o);
+    o.gpu_bytes = 1 << 20;
+    static struct calib_gpu g;
+    struct rl_err e = {0};
+    ck_assert_msg(calib_measure_gpu(cpu, &o, &g, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(g.n_gpus, 1);
+    const struct calib_figure *f[] = {&g.h2d_pinned_gbps[0], &g.d2h_pinned_gbps[0], &g.h2d_pageable_gbps[0],
+                                      &g.d2h_pageable_gbps[0], &g.h2d_all_gbps, &g.d2d_gbps, &g.adam_elems_per_s};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        ck_assert_msg(f[i]->median > 0 && f[i]->median < 1e15 && f[i]->repeats == 7, "figure %zu: %g", i,
+                      f[i]->median);
+    struct calib_run run;
+    memset(&run, 0, sizeof run);
+    run.n_gemm = 1;
+    run.gemm[0] = (struct calib_gemm_shape){64, 64, 64, 2, false};
+    ck_assert_msg(calib_measure_gpu_gemm(cpu, &run, false, &g, &e) == 0, "%s", e.msg);
+    ck_assert(g.have_gemm);
+    ck_assert_double_eq(g.gemm_flop, 2.0 * 64 * 64 * 64 * 2);
+    ck_assert_msg(g.sgemm_flops.median > 0, "%g", g.sgemm_flops.median);
+    ck_assert_double_eq(g.bf16_flops.median, 0);   /* the cpu backend has no 16-bit GEMM */
+    ck_assert_int_eq(calib_measure_gpu(NULL, &o, &g, &e), RL_EENV);
+}
+END_TEST
+
 /* In place: rank r receives its reduced block at its own offset (not at the buffer's start). */
 START_TEST(reduce_scatter_receives_in_its_own_block)
 {
@@ -228,6 +266,7 @@ Suite *gpucheck_suite(void)
     tcase_add_test(tc, device_memory_is_the_process_since_open);
     tcase_add_test(tc, one_gpu_calibration_is_one_switch_uplink);
     tcase_add_test(tc, prediction_uses_the_runs_threads);
+    tcase_add_test(tc, calibration_runs_through_the_backend_table);
     tcase_add_test(tc, exec_tests_name_the_cpu_backend);
     suite_add_tcase(s, tc);
     return s;
