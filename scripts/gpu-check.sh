@@ -21,7 +21,9 @@
 # With one GPU, NCCL runs as a 1-rank communicator only: the summary lists the NCCL paths that
 # were not exercised. Output: $OUT/summary.txt (one line per step, the verdict last) and
 # $OUT/gpu-check-logs.tar.gz (every log); without OUT, a new /tmp/ratiolab-gpu-check.*.out. Budget: under 7
-# minutes on one H200, build included (GPU_CHECK_BUDGET_S, default 400, is checked at the end).
+# minutes on one H200, build included (GPU_CHECK_BUDGET_S, default 420, is checked at the end);
+# no step runs past GPU_CHECK_DEADLINE_S (default 560) from the start, so the logs come back
+# within the device's 600 s per command.
 #
 # GPU_CHECK_DRY=1 (make test runs it): no GPU needed; the preflight checks this machine, and each
 # step runs its command on the cpu backend at tiny sizes with the already built tree
@@ -44,6 +46,9 @@ mkdir -p "$out" "$logs" || exit 3
 summary=$out/summary.txt
 : > "$summary"
 t_start=$SECONDS
+# The device runs one command for at most 600 s: every step ends before this deadline, so the
+# summary and the log tarball always come back.
+deadline=${GPU_CHECK_DEADLINE_S:-560}
 failed=0
 declare -a not_exercised=()
 
@@ -118,7 +123,8 @@ preflight() {
     cuda_home=${nvcc:+$(dirname "$(dirname "$(readlink -f "$nvcc")")")}
     libdirs=()
     pcdirs=()
-    if [ -d gpu-bundle ] && ls gpu-bundle/*.deb >/dev/null 2>&1; then
+    # The plain dry run checks this machine's own packages (fast: make test runs it).
+    if { [ "$dry" != 1 ] || [ "$build_dry" = 1 ]; } && ls gpu-bundle/*.deb >/dev/null 2>&1; then
         unpack_bundle || missing+=("gpu-bundle: a package did not unpack")
         local ml=$prefix/usr/lib/x86_64-linux-gnu
         libdirs+=("$ml" "$prefix/lib/x86_64-linux-gnu" "$ml/openblas-pthread")
@@ -217,6 +223,14 @@ preflight() {
 # gpu_only is printed instead of run.
 step() {
     local name=$1 limit=$2 fn=$3 t0=$SECONDS rc
+    # No step runs past the whole run's deadline (what is left of it, less 15 s to pack the logs).
+    local left=$((deadline - (SECONDS - t_start) - 15))
+    if [ "$left" -lt 5 ]; then
+        failed=1
+        say "step $name: FAILED: not run, the run's ${deadline} s deadline is reached"
+        return 0
+    fi
+    [ "$limit" -gt "$left" ] && limit=$left
     if [ "$dry" = 1 ] && [[ " $gpu_only " == *" $fn "* ]] && ! { [ "$build_dry" = 1 ] && [ "$fn" = s_build ]; }; then
         { echo "# $name (needs a GPU; the dry run prints it)"; declare -f "$fn" | sed 1,2d | sed '$d'; } > "$logs/$name.log"
         say "step $name: printed (needs a GPU)"
@@ -391,7 +405,7 @@ if [ "$dry" != 1 ] && [ "$ngpu" -lt 2 ]; then
     say "NCCL paths not exercised (one GPU: a 1-rank communicator only): $(IFS=';'; echo "${not_exercised[*]}")"
 fi
 total=$((SECONDS - t_start))
-budget=${GPU_CHECK_BUDGET_S:-400}
+budget=${GPU_CHECK_BUDGET_S:-420}
 if [ "$dry" != 1 ] && [ "$total" -gt "$budget" ]; then
     say "gpu-check: the run took ${total} s, over the ${budget} s budget"
     failed=1

@@ -57,6 +57,18 @@ START_TEST(dry_run_fails_when_a_step_fails)
 }
 END_TEST
 
+/* No step runs past the run's deadline: the steps left are reported as not run and fail it. */
+START_TEST(dry_run_stops_at_its_deadline)
+{
+    struct tu_run r;
+    tu_sh(&r, "cd '%s' && GPU_CHECK_DRY=1 GPU_CHECK_DEADLINE_S=1 OUT='%s/gd' RATIOLAB_BIN='%s' RATIOLAB_BUILD='%s' "
+          "timeout 120 scripts/gpu-check.sh", tu_src(), tu_tmpdir(), tu_bin(), tu_build());
+    ck_assert_msg(r.status == 1, "exit %d:\n%s", r.status, r.out);
+    ck_assert_msg(strstr(r.out, "step validate: FAILED: not run, the run's 1 s deadline is reached"), "%s", r.out);
+    tu_run_free(&r);
+}
+END_TEST
+
 static int n_clears;
 static int count_clear(void)
 {
@@ -259,6 +271,7 @@ Suite *gpucheck_suite(void)
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, dry_run_passes_and_lists_every_step);
     tcase_add_test(tc, dry_run_fails_when_a_step_fails);
+    tcase_add_test(tc, dry_run_stops_at_its_deadline);
     tcase_add_test(tc, not_ready_query_clears_the_last_error);
     tcase_add_test(tc, api_check_names_call_code_and_place);
     tcase_add_test(tc, one_gpu_per_rank);
