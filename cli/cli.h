@@ -79,6 +79,9 @@ int cli_run_err(struct rl_err *e);
 /* ---- the setup every planning command shares (model, layout, DeepSpeed config) ------------
  * The flags fill a struct plan_inputs (plan_inputs_init first); plan/inputs.c resolves it. */
 extern const struct cli_opt cli_setup_opts[];
+/* Writes the help lines of cli_setup_opts that are generated from plan/'s tables (--policy,
+ * --ledger, --deepspeed-version); main() calls it once before any command. */
+void cli_setup_help_init(void);
 int cli_setup_opt(void *ctx, int id, const char *value, struct rl_err *e);
 /* plan_inputs_resolve, with the fields its messages and notes name renamed to the flags typed. */
 int cli_setup_resolve(const struct plan_inputs *s, struct plan_setup *c, struct rl_err *e);

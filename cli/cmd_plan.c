@@ -9,6 +9,7 @@
 #include "cli/json_out.h"
 #include "cli/hazard_report.h"
 #include "cli/plan_report.h"
+#include "plan/ds_rules.h"   /* PLAN_DS_DEFAULT_VERSION_STR */
 
 /* Where the report goes: stdout, or the temporary file of --out (renamed into place at the end). */
 static FILE *out;
@@ -226,7 +227,7 @@ static int run(int argc, char **argv)
                  "Shows, for a model, a parallel layout and a DeepSpeed config, which fraction of each rank's\n"
                  "optimizer state really goes to the CPU (DeepSpeed counts whole sub-groups), and the GPU and\n"
                  "host memory of the model states per rank at each allocation stage.\n"
-                 "Default: Megatron gpt-2.7b, TP 8 on 8 GPUs, DeepSpeed 0.12.4 rules.",
+                 "Default: Megatron gpt-2.7b, TP 8 on 8 GPUs, DeepSpeed " PLAN_DS_DEFAULT_VERSION_STR " rules.",
                                sets, 2);
     if (rc != CLI_GO_ON)
         return rc;

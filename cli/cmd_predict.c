@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "cli/json_out.h"
 #include "cli/sim_opts.h"
+#include "plan/ds_rules.h"   /* PLAN_DS_DEFAULT_VERSION_STR */
 #include "plan/plan_json.h"
 
 enum { P_JSON = 1, P_TRACE };
@@ -111,7 +112,7 @@ static int run(int argc, char **argv)
                  "Simulates one training step for one ratio on every GPU of a node (contention on PCIe\n"
                  "switches, host DRAM and CPU cores included): step time, where it goes (exposed vs\n"
                  "overlapped per phase) and the per-rank GPU and host memory.\n"
-                 "Default: Megatron gpt-2.7b, TP 8 on 8 x V100 (dgx1-v100), DeepSpeed 0.12.4 rules.",
+                 "Default: Megatron gpt-2.7b, TP 8 on 8 x V100 (dgx1-v100), DeepSpeed " PLAN_DS_DEFAULT_VERSION_STR " rules.",
                                sets, 3);
     if (rc != CLI_GO_ON)
         return rc;

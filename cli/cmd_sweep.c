@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "cli/json_out.h"
 #include "cli/sim_opts.h"
+#include "plan/ds_rules.h"   /* PLAN_DS_DEFAULT_VERSION_STR */
 
 enum { W_RATIOS = 1, W_CSV, W_JSON, W_OUT };
 static const struct cli_opt opts[] = {
@@ -53,7 +54,7 @@ static int run(int argc, char **argv)
     int rc = cli_command_parse("sweep", argc, argv, "ratiolab sweep [--ratios LO:HI:STEP] [--hw NAME|FILE] [--csv | --json] [model options]",
                  "Simulates one step per ratio: requested and honored ratio, predicted GPU memory per rank\n"
                  "(NVML-visible), host memory per node, step time, and whether it fits.\n"
-                 "Default: Megatron gpt-2.7b, TP 8 on 8 x V100 (dgx1-v100), DeepSpeed 0.12.4 rules.",
+                 "Default: Megatron gpt-2.7b, TP 8 on 8 x V100 (dgx1-v100), DeepSpeed " PLAN_DS_DEFAULT_VERSION_STR " rules.",
                                sets, 3);
     if (rc != CLI_GO_ON)
         return rc;

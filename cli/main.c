@@ -27,6 +27,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    cli_setup_help_init();
     if (argc < 2) {
         usage(stderr);
         return 2;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "plan/ds_rules.h"
 #include "plan/megatron_args.h"
 
 enum {
@@ -12,6 +13,32 @@ enum {
     S_SEQ, S_MICRO, S_DTYPE, S_VERBOSE, S_RANK, S_MEGATRON_VERSION,
 };
 
+/* The help lines generated from plan/'s tables (the policy and ledger names, the DeepSpeed
+ * releases whose rules differ and the default one, plan/ds_rules.h), written once by
+ * cli_setup_help_init before any command runs. */
+static char policy_help[256], ledger_help[256], version_help[512];
+
+/* "what: auto (note), name, name, ...": names starts with "auto" (PLAN_POLICY_AUTO,
+ * PLAN_LEDGER_AUTO), the note goes after it. */
+static void help_names(char *buf, size_t n, const char *what, const char *names, const char *auto_note)
+{
+    snprintf(buf, n, "%s: auto (%s)%s", what, auto_note, names + strlen("auto"));
+}
+
+void cli_setup_help_init(void)
+{
+    char names[256], changes[256];
+    plan_policy_names(names, sizeof names);
+    help_names(policy_help, sizeof policy_help, "placement", names, "from --deepspeed-version");
+    plan_ledger_names(names, sizeof names);
+    help_names(ledger_help, sizeof ledger_help, "memory ledger", names, "from the version");
+    struct rl_version f = plan_ds_first_version();
+    plan_ds_changes_text(changes, sizeof changes);
+    snprintf(version_help, sizeof version_help,
+             "DeepSpeed whose rules apply, %d.%d.%d or later (default " PLAN_DS_DEFAULT_VERSION_STR
+             "; the rules change at %s)", f.major, f.minor, f.patch, changes);
+}
+
 const struct cli_opt cli_setup_opts[] = {
     {"model", "NAME|FILE", "model preset (ratiolab catalog) or HF config.json (default gpt-2.7b)", S_MODEL},
     {"megatron-args", "\"ARGS\"", "the model and layout from a Megatron-DeepSpeed launch line", S_MEGATRON_ARGS},
@@ -19,10 +46,10 @@ const struct cli_opt cli_setup_opts[] = {
     {"megatron-version", "DATE|old|new", "Megatron-DeepSpeed checkout (YYYY-MM): picks its param-group rule (new from " PLAN_MEGATRON_RULE_DATE ")", S_MEGATRON_VERSION},
     {"ds-config", "FILE", "DeepSpeed JSON config, - for standard input (default: ZeRO-3, CPU offload, pinned, fp16)", S_DS_CONFIG},
     {"ratio", "R", "offload ratio in [0, 1], overrides the config (default 0.3 without a config)", S_RATIO},
-    {"policy", "P", "placement: auto (from --deepspeed-version), deepspeed-0.12, deepspeed-0.18, exact", S_POLICY},
-    {"deepspeed-version", "X.Y.Z", "DeepSpeed whose rules apply (default 0.12.4)", S_DS_VERSION},
+    {"policy", "P", policy_help, S_POLICY},
+    {"deepspeed-version", "X.Y.Z", version_help, S_DS_VERSION},
     {"sub-group-size", "N", "elements per sub-group, overrides the config (DeepSpeed default 1e9)", S_SGS},
-    {"ledger", "L", "memory ledger: auto (from the version), deepspeed-0.12, deepspeed-0.13, exec", S_LEDGER},
+    {"ledger", "L", ledger_help, S_LEDGER},
     {"param-groups", "RULE", "auto, megatron, megatron-old, hf (hf-two), flat", S_GROUPS},
     {"tp", "N", "tensor-parallel degree (default 1; 8 for the built-in default model)", S_TP},
     {"pp", "N", "pipeline-parallel degree (default 1)", S_PP},
@@ -68,12 +95,7 @@ int cli_setup_opt(void *ctx, int id, const char *v, struct rl_err *e)
     case S_POLICY:
         return plan_policy_parse(v, &s->policy, e) ? cli_err_flag(e, "policy", "--policy") : 0;
     case S_LEDGER:
-        for (int k = 0; k <= PLAN_LEDGER_EXEC; k++)
-            if (strcmp(v, plan_ledger_name((enum plan_ledger_kind)k)) == 0) {
-                s->ledger = (enum plan_ledger_kind)k;
-                return 0;
-            }
-        return rl_errf(e, RL_EINVAL, "--ledger: '%s' is not a ledger; allowed: auto, deepspeed-0.12, deepspeed-0.13, exec", v);
+        return plan_ledger_parse(v, &s->ledger, e) ? cli_err_flag(e, "ledger", "--ledger") : 0;
     case S_DS_VERSION:
         s->ds_version_set = true;
         return rl_parse_version("--deepspeed-version", v, &s->ds_version, e);

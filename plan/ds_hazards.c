@@ -1,9 +1,9 @@
 /* plan/ds_hazards.c — the table of DeepSpeed partial-offload hazards and its matcher.
  *
  * Every entry was read in DeepSpeed's source or issue tracker (plan/README.md lists what was read).
- * Partial offload (offload_optimizer.ratio) arrived in DeepSpeed 0.12.3, so no entry starts
- * earlier. An entry applies when its predicate holds for the parsed config and the config's
- * DeepSpeed version lies in [from, until). */
+ * An entry applies when its predicate holds for the parsed config and the row of plan/ds_rules.c
+ * that holds for the config's DeepSpeed version satisfies the entry's `releases`; the table starts
+ * at the release that brought partial offload, so no entry applies earlier. */
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -40,44 +40,46 @@ static bool pred_opt_type(const struct plan_zero *z)
 }
 static bool pred_scheduler(const struct plan_zero *z) { return z->has_scheduler_block; }
 
-#define V(a, b, c) ((struct rl_version){a, b, c})
-#define NO_END V(0, 0, 0)
+/* Which releases an entry applies to, as predicates over the rows of plan/ds_rules.c. */
+static bool every_release(const struct plan_ds_rules *r) { (void)r; return true; }
+static bool ratio_check_silent(const struct plan_ds_rules *r) { return !r->ratio_check_asserts; }
+static bool ratio_check_asserts(const struct plan_ds_rules *r) { return r->ratio_check_asserts; }
 
 static const struct {
     struct plan_hazard h;    /* what is reported */
     hazard_pred *applies;    /* when, besides the version range */
 } table[] = {
-    {{"nvme-ratio", PLAN_HAZARD_CRASH, "zero_optimization.offload_optimizer.device", V(0, 12, 3), NO_END,
+    {{"nvme-ratio", PLAN_HAZARD_CRASH, "zero_optimization.offload_optimizer.device", every_release,
       "crashes at initialisation (\"RuntimeError: expected input to be on cuda\"); partial offload "
       "splits the optimizer between GPU and CPU only",
       "DeepSpeed issue #4872 (maintainers: partial offload needs device \"cpu\"; #5508 asks for a CPU+NVMe split)",
       "set offload_optimizer.device to \"cpu\" (and pin_memory true)", PLAN_REPAIR_DEVICE_CPU},
      pred_nvme},
-    {{"stage-ignored", PLAN_HAZARD_IGNORED, "zero_optimization.stage", V(0, 12, 3), V(0, 15, 0),
+    {{"stage-ignored", PLAN_HAZARD_IGNORED, "zero_optimization.stage", ratio_check_silent,
       "the ratio is silently ignored (stages 1 and 2 offload the whole optimizer; the validator reads "
       "the values dict with getattr(), never finds the key and never fires)",
       "runtime/zero/config.py DeepSpeedZeroConfig.offload_ratio_check (root_validator)",
       "set zero_optimization.stage to 3 (partial offload exists only in ZeRO-3's stage3.py)", PLAN_REPAIR_STAGE_3},
      pred_stage},
-    {{"stage-assert", PLAN_HAZARD_ASSERT, "zero_optimization.stage", V(0, 15, 0), NO_END,
+    {{"stage-assert", PLAN_HAZARD_ASSERT, "zero_optimization.stage", ratio_check_asserts,
       "asserts while the config is parsed (\"Partial offloading only supported for ZeRO Stage 3.\")",
       "runtime/zero/config.py DeepSpeedZeroConfig.offload_ratio_check (model_validator since the "
       "pydantic v2 migration, PR #5167)",
       "set zero_optimization.stage to 3", PLAN_REPAIR_STAGE_3},
      pred_stage},
-    {{"torch-adam", PLAN_HAZARD_ASSERT, "optimizer.params.torch_adam", V(0, 12, 3), NO_END,
+    {{"torch-adam", PLAN_HAZARD_ASSERT, "optimizer.params.torch_adam", every_release,
       "asserts at initialisation (\"Hybrid Optimizer Only Supports DeepSpeedCPUAdam\"): torch_adam makes "
       "the engine build torch.optim.Adam/AdamW instead of DeepSpeedCPUAdam",
       "runtime/engine.py _configure_basic_optimizer; runtime/zero/stage3.py DeepSpeedZeroOptimizer_Stage3.__init__",
       "remove \"torch_adam\" (DeepSpeed then builds DeepSpeedCPUAdam)", PLAN_REPAIR_NONE},
      pred_torch_adam},
-    {{"optimizer-type", PLAN_HAZARD_ASSERT, "optimizer.type", V(0, 12, 3), NO_END,
+    {{"optimizer-type", PLAN_HAZARD_ASSERT, "optimizer.type", every_release,
       "asserts at initialisation (\"Hybrid Optimizer Only Supports DeepSpeedCPUAdam\"): only Adam and "
       "AdamW become DeepSpeedCPUAdam (Adagrad becomes DeepSpeedCPUAdagrad, Lamb FusedLamb)",
       "runtime/engine.py _configure_basic_optimizer; runtime/zero/stage3.py DeepSpeedZeroOptimizer_Stage3.__init__",
       "use \"Adam\" or \"AdamW\", or ratio 1.0", PLAN_REPAIR_NONE},
      pred_opt_type},
-    {{"scheduler-lr", PLAN_HAZARD_SUSPECT, "scheduler", V(0, 12, 3), NO_END,
+    {{"scheduler-lr", PLAN_HAZARD_SUSPECT, "scheduler", every_release,
       "a reading of the code, not yet observed in a run: the GPU-side optimizer copies param group 0's "
       "lr once at construction while the scheduler updates only the CPU optimizer's groups, so "
       "GPU-resident sub-groups of group 0 (usually the weight-decay group) keep the initial lr",
@@ -96,10 +98,7 @@ static bool partial_offload(const struct plan_zero *z)
 
 static bool in_range(const struct plan_hazard *h, struct rl_version v)
 {
-    if (rl_version_cmp(v, h->from) < 0)
-        return false;
-    bool open = h->until.major == 0 && h->until.minor == 0 && h->until.patch == 0;
-    return open || rl_version_cmp(v, h->until) < 0;
+    return rl_version_cmp(v, plan_ds_first_version()) >= 0 && h->releases(plan_ds_rules_for(v));
 }
 
 int plan_ds_hazards(const struct plan_zero *z, const struct plan_hazard **out, int cap)
@@ -115,12 +114,7 @@ int plan_ds_hazards(const struct plan_zero *z, const struct plan_hazard **out, i
 
 void plan_hazard_versions(const struct plan_hazard *h, char *buf, size_t n)
 {
-    bool open = h->until.major == 0 && h->until.minor == 0 && h->until.patch == 0;
-    if (open)
-        snprintf(buf, n, ">= %d.%d.%d", h->from.major, h->from.minor, h->from.patch);
-    else
-        snprintf(buf, n, ">= %d.%d.%d, < %d.%d.%d", h->from.major, h->from.minor, h->from.patch,
-                 h->until.major, h->until.minor, h->until.patch);
+    plan_ds_rows_versions(h->releases, buf, n);
 }
 
 /* The config's value at the hazard's key, as the user wrote it. */

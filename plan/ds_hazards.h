@@ -1,7 +1,8 @@
 /* plan/ds_hazards.h — DeepSpeed configs with a partial optimizer offload (offload_optimizer.ratio
  * < 1) that DeepSpeed crashes on, asserts on, or silently gets wrong.
  *
- * One table (ds_hazards.c) holds what is known: the JSON key, the DeepSpeed versions, the source
+ * One table (ds_hazards.c) holds what is known: the JSON key, the DeepSpeed releases (as a
+ * predicate over the rows of plan/ds_rules.h, so a release's behaviour is stated once), the source
  * (file and function, or issue number), the reason and the fix. plan_ds_hazards() returns the
  * entries that apply to a parsed config under its DeepSpeed version; the cli turns each into one
  * line (`check` fails on them, `plan` warns). Pure data: nothing here prints. */
@@ -11,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "plan/ds_rules.h"
 #include "plan/plan.h"
 
 /* What DeepSpeed does with the config. */
@@ -33,8 +35,7 @@ struct plan_hazard {
     const char *id;                  /* short stable name, e.g. "nvme-ratio" (JSON output, tests) */
     enum plan_hazard_kind kind;      /* crash, assert, ignored, suspect */
     const char *key;                 /* the JSON path the user edits */
-    struct rl_version from;          /* first DeepSpeed version it applies to */
-    struct rl_version until;         /* first version it no longer applies to; {0,0,0}: none known */
+    plan_ds_rows_fn *releases;       /* which releases: the rows of plan/ds_rules.c it holds for */
     const char *what;                /* what DeepSpeed does, with its message when there is one */
     const char *source;              /* DeepSpeed file and function, or issue number */
     const char *fix;                 /* the change that avoids it */
@@ -44,12 +45,14 @@ struct plan_hazard {
 /* The most hazards one config can match (the table has fewer entries). */
 #define PLAN_HAZARDS_MAX 8
 
-/* Fills out[] with the table entries that apply to z under z->ds_version, in table order, and
+/* Fills out[] with the table entries that apply to z under z->ds_version (its row of
+ * plan/ds_rules.h satisfies the entry's `releases`), in table order, and
  * returns their number. Only configs with a partial offload (ratio < 1 set by the config or the
  * command line, offload_optimizer.device "cpu" or "nvme") can match. O(table size). */
 int plan_ds_hazards(const struct plan_zero *z, const struct plan_hazard **out, int cap);
 
-/* "0.12.3 to 0.14.x" style text of a hazard's version range: ">= 0.15.0" or "0.12.3 - <0.15.0". */
+/* The releases a hazard applies to, as text from the table's rows (plan_ds_rows_versions):
+ * ">= 0.15.0" or ">= 0.12.3, < 0.15.0". */
 void plan_hazard_versions(const struct plan_hazard *h, char *buf, size_t n);
 
 /* One line: key, the config's value, what DeepSpeed does, versions, source and fix. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan/ds_rules.h"
 #include "plan/plan.h"
 #include "plan/step.h"
 
@@ -28,6 +29,20 @@ const char *plan_device_name(enum plan_device d) { return device_names[d]; }
 const char *plan_ledger_name(enum plan_ledger_kind k) { return ledger_names[k]; }
 const char *plan_stage_name(enum plan_stage s) { return stage_names[s]; }
 
+/* "a, b, c": the names of an enum, for the "allowed:" part of a message and for help texts. */
+static void names_text(const char *const *names, int n_names, char *buf, size_t n)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n_names && o + 1 < n; i++) {
+        int w = snprintf(buf + o, n - o, "%s%s", i ? ", " : "", names[i]);
+        o = w > 0 && o + (size_t)w < n ? o + (size_t)w : n - 1;
+    }
+}
+
+void plan_policy_names(char *buf, size_t n) { names_text(policy_names, PLAN_POLICY_COUNT, buf, n); }
+void plan_ledger_names(char *buf, size_t n) { names_text(ledger_names, PLAN_LEDGER_COUNT, buf, n); }
+
 int plan_policy_parse(const char *s, enum plan_policy *p, struct rl_err *e)
 {
     for (int i = 0; i < PLAN_POLICY_COUNT; i++)
@@ -35,17 +50,29 @@ int plan_policy_parse(const char *s, enum plan_policy *p, struct rl_err *e)
             *p = (enum plan_policy)i;
             return 0;
         }
-    return rl_errf(e, RL_EINVAL, "policy: '%s' is not a policy; allowed: auto, deepspeed-0.12, deepspeed-0.18, exact",
-                   s ? s : "");
+    char allowed[128];
+    plan_policy_names(allowed, sizeof allowed);
+    return rl_errf(e, RL_EINVAL, "policy: '%s' is not a policy; allowed: %s", s ? s : "", allowed);
+}
+
+int plan_ledger_parse(const char *s, enum plan_ledger_kind *k, struct rl_err *e)
+{
+    for (int i = 0; i < PLAN_LEDGER_COUNT; i++)
+        if (rl_streq(s, ledger_names[i])) {
+            *k = (enum plan_ledger_kind)i;
+            return 0;
+        }
+    char allowed[128];
+    plan_ledger_names(allowed, sizeof allowed);
+    return rl_errf(e, RL_EINVAL, "ledger: '%s' is not a ledger; allowed: %s", s ? s : "", allowed);
 }
 
 int plan_policy_for_version(struct rl_version v, enum plan_policy *p, struct rl_err *e)
 {
-    if (rl_version_cmp(v, (struct rl_version){0, 12, 3}) < 0)
-        return rl_errf(e, RL_EINVAL,
-                       "deepspeed_version: %d.%d.%d has no offload_optimizer.ratio (partial offload "
-                       "arrived in 0.12.3); allowed: 0.12.3 or later", v.major, v.minor, v.patch);
-    *p = rl_version_cmp(v, (struct rl_version){0, 18, 0}) < 0 ? PLAN_POLICY_DS012 : PLAN_POLICY_DS018;
+    int rc = plan_ds_version_check(v, e);
+    if (rc)
+        return rc;
+    *p = plan_ds_rules_for(v)->policy;
     return 0;
 }
 
@@ -166,9 +193,6 @@ static int add_buf(struct plan *p, const char *name, enum plan_device dev, enum 
     return __builtin_mul_overflow(numel, (int64_t)plan_dtype_bytes(dt), &b->bytes) ? -1 : 0;
 }
 
-/* DeepSpeed's CPU Adam (csrc/includes/cpu_adam.h, up to 0.14.2) pins two tiles of 128 Mi floats. */
-#define DS_CPU_ADAM_TILE_NUMEL (INT64_C(128) * 1024 * 1024)
-
 /* Fills p->buffers and p->stages; -1 when a byte count would overflow int64. */
 static int build_ledger(struct plan *p)
 {
@@ -197,10 +221,9 @@ static int build_ledger(struct plan *p)
         }
     } else {
         const bool ds012 = p->ledger_kind == PLAN_LEDGER_DS012;
-        const bool tiles = rl_version_cmp(z->ds_version, (struct rl_version){0, 14, 2}) <= 0;
-        if (off && tiles)
-            bad |= add_buf(p, "cpu_adam_tiles", PLAN_DEV_CPU_PINNED, PLAN_FP32, 2 * DS_CPU_ADAM_TILE_NUMEL,
-                    PLAN_STAGE_FP16_PARTITIONS);
+        if (off && plan_ds_rules_for(z->ds_version)->cpu_adam_tiles)
+            bad |= add_buf(p, "cpu_adam_tiles", PLAN_DEV_CPU_PINNED, PLAN_FP32,
+                           PLAN_DS_CPU_ADAM_TILES * PLAN_DS_CPU_ADAM_TILE_NUMEL, PLAN_STAGE_FP16_PARTITIONS);
         bad |= add_buf(p, "fp16_partitions", PLAN_DEV_GPU, md, P, PLAN_STAGE_FP16_PARTITIONS);
         bad |= add_buf(p, "fp32_partitions_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, PLAN_STAGE_FP32_PARTITIONS);
         bad |= add_buf(p, "fp32_partitions_cpu", PLAN_DEV_CPU_PAGEABLE, PLAN_FP32, Pc, PLAN_STAGE_FP32_PARTITIONS);
@@ -269,8 +292,7 @@ int plan_build(struct plan *p, const struct plan_model *m, const struct plan_lay
         return rc;
     p->ledger_kind = o ? o->ledger : PLAN_LEDGER_AUTO;
     if (p->ledger_kind == PLAN_LEDGER_AUTO)
-        p->ledger_kind = rl_version_cmp(z->ds_version, (struct rl_version){0, 13, 0}) < 0 ? PLAN_LEDGER_DS012
-                                                                                           : PLAN_LEDGER_DS013;
+        p->ledger_kind = plan_ds_rules_for(z->ds_version)->ledger;
     p->exec_chunk_numel = o && o->exec_chunk_numel > 0 ? o->exec_chunk_numel : STEP_CHUNK_DEFAULT_NUMEL;
     /* Without offload nothing goes to the CPU, whatever the ratio says. */
     p->requested_ratio = z->offload == PLAN_OFFLOAD_CPU ? z->ratio : 0.0;

@@ -201,7 +201,7 @@ struct plan_zero {
     int64_t micro_batch;             /* train_micro_batch_size_per_gpu, default 1 */
     int64_t grad_accum;              /* gradient_accumulation_steps, default 1 */
     int64_t train_batch;             /* train_batch_size, 0 when unset */
-    struct rl_version ds_version;    /* DeepSpeed whose rules apply, default 0.12.4 */
+    struct rl_version ds_version;    /* DeepSpeed whose rules apply (plan/ds_rules.h), default PLAN_DS_DEFAULT_VERSION */
     /* provenance of the fields above, for the report */
     enum plan_src src_ratio, src_sub_group_size, src_reduce_bucket_size, src_prefetch_bucket_size,
         src_max_live_parameters, src_dtype, src_micro_batch, src_grad_accum, src_train_batch;
@@ -233,14 +233,17 @@ int plan_layout_resolve(struct plan_layout *l, struct rl_err *e);
 /* ---- placement -------------------------------------------------------------------------------- */
 enum plan_policy {
     PLAN_POLICY_AUTO,     /* from zero.ds_version */
-    PLAN_POLICY_DS012,    /* sub-group i on CPU iff i < floor(ratio * N)            (0.12.3 - 0.17.x) */
-    PLAN_POLICY_DS018,    /* sub-group i on CPU iff i >= floor((1 - ratio) * N)     (>= 0.18) */
+    PLAN_POLICY_DS012,    /* sub-group i on CPU iff i < floor(ratio * N)         (releases: ds_rules.c) */
+    PLAN_POLICY_DS018,    /* sub-group i on CPU iff i >= floor((1 - ratio) * N)  (releases: ds_rules.c) */
     PLAN_POLICY_EXACT,    /* element granularity: CPU share = ratio x per-rank elements */
 };
 #define PLAN_POLICY_COUNT (PLAN_POLICY_EXACT + 1)
 const char *plan_policy_name(enum plan_policy p);
 int plan_policy_parse(const char *s, enum plan_policy *p, struct rl_err *e);
-/* The DeepSpeed rule that applies to a version; RL_EINVAL before 0.12.3 (no ratio support). */
+/* "auto, deepspeed-0.12, ...": every policy name, for messages and help texts. */
+void plan_policy_names(char *buf, size_t n);
+/* The DeepSpeed rule that applies to a version (plan_ds_rules_for); RL_EINVAL before the first
+ * release with offload_optimizer.ratio (plan_ds_version_check). */
 int plan_policy_for_version(struct rl_version v, enum plan_policy *p, struct rl_err *e);
 
 /* Alignment of the exact policy's CPU share, in elements: the CPU share is the first
@@ -255,19 +258,24 @@ const char *plan_device_name(enum plan_device d);
 /* Ledgers: which buffers exist and when. */
 enum plan_ledger_kind {
     PLAN_LEDGER_AUTO,     /* from zero.ds_version */
-    PLAN_LEDGER_DS012,    /* DeepSpeed 0.12.x: Adam states created at init (one step) */
-    PLAN_LEDGER_DS013,    /* DeepSpeed 0.13+: Adam states at the first real step */
+    PLAN_LEDGER_DS012,    /* DeepSpeed with the zero-gradient step at init: Adam states at init */
+    PLAN_LEDGER_DS013,    /* DeepSpeed without it: Adam states at the first real step
+                             (which releases: plan/ds_rules.c) */
     PLAN_LEDGER_EXEC,     /* ratiolab's executor (exec/), the buffers it allocates */
 };
 #define PLAN_LEDGER_COUNT (PLAN_LEDGER_EXEC + 1)
 const char *plan_ledger_name(enum plan_ledger_kind k);
+/* Parses a ledger name; RL_EINVAL naming `ledger`, the value and the allowed names otherwise. */
+int plan_ledger_parse(const char *s, enum plan_ledger_kind *k, struct rl_err *e);
+/* "auto, deepspeed-0.12, ...": every ledger name, for messages and help texts. */
+void plan_ledger_names(char *buf, size_t n);
 
 enum plan_stage {
     PLAN_STAGE_FP16_PARTITIONS,   /* after_fp16_partitions */
     PLAN_STAGE_FP32_PARTITIONS,   /* after_fp32_partitions */
     PLAN_STAGE_OPTIMIZER_STATES,  /* after_optimizer_states */
     PLAN_STAGE_ZERO_OPTIMIZER,    /* after_zero_optimizer */
-    PLAN_STAGE_FIRST_STEP,        /* after_first_step (Adam states of 0.13+) */
+    PLAN_STAGE_FIRST_STEP,        /* after_first_step (Adam states of PLAN_LEDGER_DS013) */
     PLAN_STAGE_COUNT
 };
 const char *plan_stage_name(enum plan_stage s);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "plan/ds_rules.h"        /* PLAN_DS_DEFAULT_VERSION */
 #include "plan/model_impl.h"   /* plan__json_loads */
 #include "plan/plan.h"
 
@@ -30,7 +31,7 @@ void plan_zero_defaults(struct plan_zero *z)
     z->micro_batch = 1;
     z->grad_accum = 1;
     z->train_batch = 0;
-    z->ds_version = (struct rl_version){0, 12, 4};
+    z->ds_version = PLAN_DS_DEFAULT_VERSION;
 }
 
 static void note(struct plan_zero *z, const char *fmt, const char *a, const char *b)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan/ds_rules.h"
 #include "sim/step.h"
 #include "sim/step_impl.h"
 
@@ -716,39 +717,7 @@ static void block_compute(struct builder *u, struct streams *st, const struct pa
         mem_event(u, st->compute, -k->full_numel[i] * pc->dtype);
 }
 
-/* ---- DeepSpeed's step, per version (sim/README.md tables the differences and their commits) ---- */
-enum grad_copy {
-    GC_HOST_CAST,          /* < 0.15.4: blocking D2H of the 16-bit gradient into pageable memory, cast on
-                              the host, per parameter, inside the backward hook */
-    GC_HOST_CAST_SYNCED,   /* 0.15.4 - 0.16.2: the same through a pinned staging buffer, with a full
-                              device synchronize per parameter */
-    GC_GPU_UPCAST,         /* 0.16.3 - 0.19.4: upcast on the GPU, blocking D2H of fp32 (4 B/element) */
-    GC_GPU_UPCAST_ASYNC,   /* >= 0.19.5: the same, non-blocking: the backward is not stalled */
-};
-
-struct ds_rules {
-    bool norm_sync_per_param;   /* the norm loop syncs the host once per parameter (< 0.13.0) */
-    bool adam_stream_sync;      /* CPU Adam ends with SynchronizeStreams (< 0.14.3) */
-    enum grad_copy grad_copy;   /* how the CPU sub-groups' fp32 gradients are formed */
-};
-
-static bool ver_lt(struct rl_version v, int major, int minor, int patch)
-{
-    return rl_version_cmp(v, (struct rl_version){major, minor, patch}) < 0;
-}
-
-static struct ds_rules ds_rules_for(struct rl_version v)
-{
-    struct ds_rules r;
-    r.norm_sync_per_param = ver_lt(v, 0, 13, 0);   /* #4436, ea0d81143 */
-    r.adam_stream_sync = ver_lt(v, 0, 14, 3);      /* #5409, 69af36116 */
-    r.grad_copy = ver_lt(v, 0, 15, 4)   ? GC_HOST_CAST           /* #6670 */
-                  : ver_lt(v, 0, 16, 3) ? GC_HOST_CAST_SYNCED    /* #6962, c17dc33c0 */
-                  : ver_lt(v, 0, 19, 5) ? GC_GPU_UPCAST          /* #8207, 7dfa67aea */
-                                        : GC_GPU_UPCAST_ASYNC;
-    return r;
-}
-
+/* ---- DeepSpeed's step, per version (the flags of each release: plan/ds_rules.c) ---------------- */
 /* A blocking copy per parameter: each waits for its stream and returns to the host. */
 static void set_latency(struct builder *u, int task, int64_t ns)
 {
@@ -770,7 +739,7 @@ struct flush {
  * copy each per parameter); at the boundary the per-parameter norm on the GPU, then the fp32
  * gradient: a D2D cast for GPU sub-groups, and for CPU sub-groups the version's copy, which
  * blocks the host thread (st->host) unless it is asynchronous. */
-static void ds_partition_grads(struct builder *u, struct streams *st, const struct ds_rules *dr, int g,
+static void ds_partition_grads(struct builder *u, struct streams *st, const struct plan_ds_rules *dr, int g,
                                const struct flush *fl, int rs, bool boundary)
 {
     struct sim__step *b = u->b;
@@ -800,8 +769,8 @@ static void ds_partition_grads(struct builder *u, struct streams *st, const stru
     }
     if (fl->cpu <= 0)
         return;
-    if (dr->grad_copy == GC_HOST_CAST || dr->grad_copy == GC_HOST_CAST_SYNCED) {
-        bool synced = dr->grad_copy == GC_HOST_CAST_SYNCED;
+    if (dr->grad_copy == PLAN_DS_GRAD_HOST_CAST || dr->grad_copy == PLAN_DS_GRAD_HOST_CAST_SYNCED) {
+        bool synced = dr->grad_copy == PLAN_DS_GRAD_HOST_CAST_SYNCED;
         int d2 = host_copy(u, "grad_d2h_blocking", g, false, synced, (double)fl->cpu * dtype, SIM_PH_GRAD_D2H,
                            fl->cpu * dtype, 0);
         set_latency(u, d2, sync_ns * fl->cpu_tensors);
@@ -822,7 +791,7 @@ static void ds_partition_grads(struct builder *u, struct streams *st, const stru
         dep(u, up, d2);
         st->reduce = d2;
         st->copy = d2;
-        if (dr->grad_copy == GC_GPU_UPCAST) {
+        if (dr->grad_copy == PLAN_DS_GRAD_GPU_UPCAST) {
             set_latency(u, d2, sync_ns * fl->cpu_tensors);
             dep(u, st->host, d2);
             st->host = d2;
@@ -837,7 +806,7 @@ static void ds_partition_grads(struct builder *u, struct streams *st, const stru
  * synchronize), the fp32 -> 16-bit cast on the host and a blocking H2D from pageable memory,
  * queued behind the GPU work already launched. A GPU sub-group: unscale, Adam and the cast as
  * kernels, launched without waiting, so they run while the host goes on. */
-static void ds_optimizer(struct builder *u, const struct ds_rules *dr, int g, int ready)
+static void ds_optimizer(struct builder *u, const struct plan_ds_rules *dr, int g, int ready)
 {
     struct sim__step *b = u->b;
     const struct plan *p = b->p;
@@ -961,7 +930,7 @@ struct graph_ctx {
     int comm_dtype;         /* bytes per gradient element in the reduce-scatter */
     bool offload;           /* the optimizer is offloaded (offload_optimizer.device cpu) */
     bool ds;                /* DeepSpeed's schedule (else ratiolab's overlap schedule) */
-    struct ds_rules dr;     /* the DeepSpeed version's rules */
+    const struct plan_ds_rules *dr; /* the DeepSpeed release's rules (plan/ds_rules.h) */
     int64_t depth;          /* blocks gathered ahead of the compute (prefetch_bucket_size) */
     int64_t bucket;         /* gradient elements per reduce bucket (reduce_bucket_size) */
     int64_t act_per_block;  /* activation bytes of one block (trace counter) */
@@ -1048,7 +1017,7 @@ static void build_flush(struct builder *u, struct graph_ctx *c, const struct flu
             last = rs;
         }
         if (ds && offload && fl->part > 0) {
-            ds_partition_grads(u, &st[g], &c->dr, g, fl, last, boundary);
+            ds_partition_grads(u, &st[g], c->dr, g, fl, last, boundary);
             flush_end[(n_flush % 3) * G + g] = st[g].reduce;
         }
         if (emulated(u->b) && st[g].reduce >= 0) {   /* the flush is done before the next block's gather */
@@ -1122,7 +1091,7 @@ static void build_optimizer(struct builder *u, struct graph_ctx *c)
             ready = z2;
         }
         if (c->ds)
-            ds_optimizer(u, &c->dr, g, ready);
+            ds_optimizer(u, c->dr, g, ready);
         else
             overlap_optimizer(u, g, ready);
     }
@@ -1141,7 +1110,7 @@ static int build(struct builder *u, int nsim, struct rl_err *e)
     int dtype = plan_dtype_bytes(p->zero.dtype);
     bool offload = p->zero.offload == PLAN_OFFLOAD_CPU;
     bool ds = b->t.schedule == SIM_SCHED_DS012;
-    const struct ds_rules dr = ds_rules_for(p->zero.ds_version);
+    const struct plan_ds_rules *dr = plan_ds_rules_for(p->zero.ds_version);
     /* Ranks are numbered TP fastest, then DP: a TP group is tp consecutive GPUs of a node; a DP
      * group has G / tp members in this node when tp < G. */
     int tp_local = tp < G ? tp : G;

@@ -93,22 +93,22 @@ START_TEST(cpu_adam_tiles_last_at_0_14_2)
 }
 END_TEST
 
-START_TEST(ledger_changes_at_exactly_0_13_0)
+START_TEST(ledger_changes_at_exactly_0_13_2)
 {
     /* P = 1000, ratio 0.3 with the 0.12 rule: Pc = 300, Pg = 700 (fp16 partitions, fp32 rest).
-     * Up to 0.12.x the Adam states (8 bytes per element) exist after the optimizer is built;
-     * from 0.13.0 only after the first step. */
+     * Up to 0.13.1 the zero-gradient step at init creates the Adam states (8 bytes per element)
+     * when the optimizer is built; from 0.13.2 (#5104, 18179807f) only the first step does. */
     struct ten h;
     ten_init(&h);
     const int64_t P = 1000, Pc = 300, Pg = 700;
     struct plan p;
-    struct plan_zero z = offload(0.3, V(0, 12, 9));
+    struct plan_zero z = offload(0.3, V(0, 13, 1));
     build(&p, &h, 1, &z, PLAN_LEDGER_AUTO);
     ck_assert_int_eq(p.ledger_kind, PLAN_LEDGER_DS012);
     ck_assert_int_eq(p.stages[PLAN_STAGE_OPTIMIZER_STATES].gpu_bytes, 2 * P + 4 * Pg + 4 * Pg + 8 * Pg);
     ck_assert_int_eq(p.stages[PLAN_STAGE_OPTIMIZER_STATES].cpu_bytes, TILES_BYTES + 4 * Pc + 4 * Pc + 8 * Pc);
     plan_free(&p);
-    z = offload(0.3, V(0, 13, 0));
+    z = offload(0.3, V(0, 13, 2));
     build(&p, &h, 1, &z, PLAN_LEDGER_AUTO);
     ck_assert_int_eq(p.ledger_kind, PLAN_LEDGER_DS013);
     ck_assert_int_eq(p.stages[PLAN_STAGE_OPTIMIZER_STATES].gpu_bytes, 2 * P + 4 * Pg + 4 * Pg);
@@ -343,7 +343,7 @@ Suite *plan_ledger_suite(void)
     Suite *s = suite_create("plan_ledger");
     TCase *tc = tcase_create("versions");
     tcase_add_test(tc, cpu_adam_tiles_last_at_0_14_2);
-    tcase_add_test(tc, ledger_changes_at_exactly_0_13_0);
+    tcase_add_test(tc, ledger_changes_at_exactly_0_13_2);
     tcase_add_test(tc, exec_reduce_bucket_is_min_of_rbs_and_p_times_dp);
     tcase_add_test(tc, version_0_12_3_is_the_first_accepted);
     tcase_add_test(tc, offload_ratio_defaults_to_full_offload);

@@ -7,7 +7,8 @@
 
 #include "validation/val.h"
 
-/* The messages DeepSpeed's stage3.py logs after each allocation stage (0.12.x - 0.18.x). */
+/* The messages DeepSpeed's stage3.py logs after each allocation stage, in the releases whose row of
+ * plan/ds_rules.c has logs_stages (up to 0.18.7; from 0.18.8 they are no longer printed). */
 static const struct {
     const char *prefix;            /* message, or its start when followed by ": N" */
     enum plan_stage stage;         /* the ledger stage it reports */

@@ -42,7 +42,8 @@ const struct val_mon_proc *val_monitor_rank(const struct val_monitor *m, int ran
 
 /* ---- a real DeepSpeed run against the plan ----------------------------------------------------- */
 /* The plan stage a see_memory_usage message reports, or -1 for messages that are not one
- * ("Before ..." and any other). Stage names as DeepSpeed 0.12-0.18 (stage3.py) logs them:
+ * ("Before ..." and any other). Stage names as DeepSpeed (stage3.py) logs them in the releases
+ * whose row of plan/ds_rules.h has logs_stages:
  * "After creating fp16 partitions: N", "After creating fp32 partitions", "After initializing
  * optimizer states", "After initializing ZeRO optimizer". *n_subgroups receives N (or -1). */
 int val_ds_stage_of(const char *message, int *n_subgroups);
