@@ -370,8 +370,15 @@ int calib_measure_nccl(const struct ex_backend *be, struct ex_comm *comm, bool t
     const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
     struct ex_dev *d = NULL;
     char *buf = NULL;
-    /* Every rank opens its device (the backend makes the communicator; a rank that fails
-     * returns its error, its caller's abort ends the others). */
+    /* A rank without a device is known to all before any of them waits in the communicator's
+     * bootstrap; then every rank opens its device (the backend makes the communicator). */
+    int n = 0;
+    char model[64];
+    int64_t mem = 0;
+    int64_t bad = be->probe(&n, model, sizeof model, &mem, e) != 0 || n <= 0;
+    RL_TRY(ex_comm_max_i64(comm, &bad, 1, e));
+    if (bad)
+        return rl_errf(e, RL_EENV, "calibrate --backend %s: no GPU visible on some rank", be->name);
     RL_TRY(be->open(&d, comm, lr ? atoi(lr) : 0, 0, e));
     rc = be->dev_alloc(d, max_bytes * W, (void **)&buf, e);
     g->n_nccl_sizes = 0;

@@ -70,6 +70,9 @@ struct ex_dev {
  * checked with the runtime's last error, named by the kernel. */
 #define CU_TRY(call) RL_API_TRY(cuda, call, e)
 #define NCCL_TRY(call) RL_API_TRY(nccl, call, e)
+/* Every operation first makes its device current: a process may hold several (calibrate opens
+ * one per GPU), and allocations, events, cuBLAS handles and launches belong to the current one. */
+#define CU_ON(d) CU_TRY(cudaSetDevice((d)->device))
 #define CU_LAUNCHED(kernel) rl_api_check_cuda(cudaGetLastError(), "launch of " #kernel, __FILE__, __LINE__, e)
 
 /* NCCL errors raised asynchronously (a peer died, a network failure). */
@@ -296,6 +299,7 @@ static void cu_close(struct ex_dev *d)
 {
     if (!d)
         return;
+    (void)cudaSetDevice(d->device);
     if (d->nccl)
         ncclCommDestroy(d->nccl);
     if (d->blas)
@@ -336,6 +340,7 @@ static void cu_close(struct ex_dev *d)
  * compared with what they took, not with the whole GPU. */
 static void cu_mem(struct ex_dev *d, int64_t *used, int64_t *cap)
 {
+    (void)cudaSetDevice(d->device);
     size_t fr = 0, total = 0;
     if (cudaMemGetInfo(&fr, &total) != cudaSuccess) {
         *used = *cap = -1;
@@ -347,6 +352,7 @@ static void cu_mem(struct ex_dev *d, int64_t *used, int64_t *cap)
 
 static int cu_dev_alloc(struct ex_dev *d, int64_t bytes, void **p, struct rl_err *e)
 {
+    CU_ON(d);
     cudaError_t rc = cudaMalloc(p, bytes ? (size_t)bytes : 1);
     if (rc != cudaSuccess) {
         size_t fr = 0, total = 0;
@@ -363,6 +369,7 @@ static int cu_dev_alloc(struct ex_dev *d, int64_t bytes, void **p, struct rl_err
 
 static void cu_dev_free(struct ex_dev *d, void *p, int64_t bytes)
 {
+    (void)cudaSetDevice(d->device);
     (void)d;
     (void)bytes;
     cudaFree(p);
@@ -370,6 +377,7 @@ static void cu_dev_free(struct ex_dev *d, void *p, int64_t bytes)
 
 static int cu_host_alloc(struct ex_dev *d, int64_t bytes, bool pinned, void **p, struct rl_err *e)
 {
+    CU_ON(d);
     (void)d;
     if (!pinned) {
         *p = calloc(1, bytes ? (size_t)bytes : 1);
@@ -385,6 +393,7 @@ static int cu_host_alloc(struct ex_dev *d, int64_t bytes, bool pinned, void **p,
 
 static void cu_host_free(struct ex_dev *d, void *p, int64_t bytes, bool pinned)
 {
+    (void)cudaSetDevice(d->device);
     (void)d;
     (void)bytes;
     if (pinned)
@@ -396,6 +405,7 @@ static void cu_host_free(struct ex_dev *d, void *p, int64_t bytes, bool pinned)
 static int cu_copy(struct ex_dev *d, void *dst, const void *src, int64_t bytes, enum ex_copy_dir dir,
                    enum ex_stream s, struct rl_err *e)
 {
+    CU_ON(d);
     (void)dir;
     if (bytes <= 0)
         return 0;
@@ -410,6 +420,7 @@ static int cu_copy(struct ex_dev *d, void *dst, const void *src, int64_t bytes, 
 static int cu_adam(struct ex_dev *d, const struct kern_adam_scalars *sc, const struct kern_adam_bufs *b,
                    enum ex_stream s, struct rl_err *e)
 {
+    CU_ON(d);
     cudaEvent_t t = NULL;
     int rc = timed_begin(d, s, &t, e);
     if (!rc)
@@ -421,6 +432,7 @@ static int cu_adam(struct ex_dev *d, const struct kern_adam_scalars *sc, const s
 
 static int cu_scale(struct ex_dev *d, float *x, int64_t n, float c, enum ex_stream s, struct rl_err *e)
 {
+    CU_ON(d);
     k_scale<<<grid_for(n), 256, 0, d->stream[s]>>>(x, n, c);
     return CU_LAUNCHED(k_scale);
 }
@@ -428,6 +440,7 @@ static int cu_scale(struct ex_dev *d, float *x, int64_t n, float c, enum ex_stre
 static int cu_narrow(struct ex_dev *d, void *dst, enum kern_dtype t, const float *src, int64_t n, enum ex_stream s,
                      struct rl_err *e)
 {
+    CU_ON(d);
     k_narrow<<<grid_for(n), 256, 0, d->stream[s]>>>((uint16_t *)dst, t == KERN_BF16, src, n);
     return CU_LAUNCHED(k_narrow);
 }
@@ -435,6 +448,7 @@ static int cu_narrow(struct ex_dev *d, void *dst, enum kern_dtype t, const float
 static int cu_widen(struct ex_dev *d, float *dst, const void *src, enum kern_dtype t, int64_t n, enum ex_stream s,
                     struct rl_err *e)
 {
+    CU_ON(d);
     k_widen<<<grid_for(n), 256, 0, d->stream[s]>>>(dst, t == KERN_BF16, (const uint16_t *)src, n);
     return CU_LAUNCHED(k_widen);
 }
@@ -442,6 +456,7 @@ static int cu_widen(struct ex_dev *d, float *dst, const void *src, enum kern_dty
 static int cu_shares(struct ex_dev *d, void *dst, enum kern_dtype t, int64_t count, int64_t valid, int64_t gstart,
                      uint64_t seed, int64_t it, int q, int W, int64_t nan_at, enum ex_stream s, struct rl_err *e)
 {
+    CU_ON(d);
     int tc = t == KERN_F32 ? 0 : t == KERN_BF16 ? 1 : 2;
     k_shares<<<grid_for(count), 256, 0, d->stream[s]>>>(dst, tc, count, valid, gstart, ex_synth_base(seed, it), q, W,
                                                        nan_at);
@@ -451,6 +466,7 @@ static int cu_shares(struct ex_dev *d, void *dst, enum kern_dtype t, int64_t cou
 static int cu_nonfinite(struct ex_dev *d, const float *x, int64_t n, int64_t *count, enum ex_stream s,
                         struct rl_err *e)
 {
+    CU_ON(d);
     CU_TRY(cudaMemsetAsync(d->count_d, 0, sizeof *d->count_d, d->stream[s]));
     if (n > 0) {
         k_nonfinite<<<grid_for(n), 256, 0, d->stream[s]>>>(x, n, (unsigned long long *)d->count_d);
@@ -495,6 +511,7 @@ static int load_cublas(struct ex_dev *d, struct rl_err *e)
 static int cu_gemm(struct ex_dev *d, int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c,
                    enum ex_stream s, struct rl_err *e)
 {
+    CU_ON(d);
     (void)s;
     if (!d->blas)
         RL_TRY(load_cublas(d, e));
@@ -512,6 +529,7 @@ static int cu_gemm(struct ex_dev *d, int64_t m, int64_t n, int64_t k, const floa
 static int cu_gemm_lowp(struct ex_dev *d, int64_t m, int64_t n, int64_t k, const void *a, const void *b, void *c,
                         enum kern_dtype t, enum ex_stream s, struct rl_err *e)
 {
+    CU_ON(d);
     (void)s;
     if (!d->blas)
         RL_TRY(load_cublas(d, e));
@@ -529,6 +547,7 @@ static int cu_gemm_lowp(struct ex_dev *d, int64_t m, int64_t n, int64_t k, const
 
 static int cu_sync(struct ex_dev *d, enum ex_stream s, struct rl_err *e)
 {
+    CU_ON(d);
     CU_TRY(cudaStreamSynchronize(d->stream[s]));
     return 0;
 }
@@ -536,6 +555,7 @@ static int cu_sync(struct ex_dev *d, enum ex_stream s, struct rl_err *e)
 static int cu_reduce_scatter(struct ex_dev *d, void *buf, int64_t count, enum kern_dtype t, void **out,
                              struct rl_err *e)
 {
+    CU_ON(d);
     if (!d->nccl) {
         *out = buf;
         return 0;
@@ -557,6 +577,7 @@ static int cu_reduce_scatter(struct ex_dev *d, void *buf, int64_t count, enum ke
  * host's next poll. */
 static int cu_allgather_start(struct ex_dev *d, void *buf, int64_t bytes, uint64_t *req, struct rl_err *e)
 {
+    CU_ON(d);
     int i = 0;
     while (i < d->cap_gev && d->gev_busy[i])
         i++;
@@ -588,6 +609,7 @@ static int cu_allgather_start(struct ex_dev *d, void *buf, int64_t bytes, uint64
 
 static int cu_allgather_test(struct ex_dev *d, uint64_t req, bool *done, struct rl_err *e)
 {
+    CU_ON(d);
     if (req < 1 || req > (uint64_t)d->cap_gev || !d->gev_busy[req - 1])
         return rl_errf(e, RL_EINTERNAL, "cuda backend: all-gather request %llu was not started",
                        (unsigned long long)req);
@@ -598,6 +620,7 @@ static int cu_allgather_test(struct ex_dev *d, uint64_t req, bool *done, struct 
 
 static int cu_allgather_wait(struct ex_dev *d, uint64_t req, struct rl_err *e)
 {
+    CU_ON(d);
     if (req < 1 || req > (uint64_t)d->cap_gev || !d->gev_busy[req - 1])
         return rl_errf(e, RL_EINTERNAL, "cuda backend: all-gather request %llu was not started",
                        (unsigned long long)req);
@@ -610,6 +633,7 @@ static int cu_allgather_wait(struct ex_dev *d, uint64_t req, struct rl_err *e)
  * clock (the slot keeps its events until a new gather takes it). */
 static int cu_allgather_times(struct ex_dev *d, uint64_t req, int64_t *start_ns, int64_t *end_ns, struct rl_err *e)
 {
+    CU_ON(d);
     if (req < 1 || req > (uint64_t)d->cap_gev || d->gev_busy[req - 1])
         return rl_errf(e, RL_EINTERNAL, "cuda backend: all-gather request %llu was not waited for",
                        (unsigned long long)req);
@@ -624,6 +648,7 @@ static int cu_allgather_times(struct ex_dev *d, uint64_t req, int64_t *start_ns,
 /* Event ids are 1-based counts; the ring keeps the last 64, enough for a double buffer. */
 static int cu_event_record(struct ex_dev *d, enum ex_stream s, uint64_t *ev, struct rl_err *e)
 {
+    CU_ON(d);
     CU_TRY(cudaEventRecord(d->ev[d->n_ev % 64], d->stream[s]));
     *ev = ++d->n_ev;
     return 0;
@@ -631,6 +656,7 @@ static int cu_event_record(struct ex_dev *d, enum ex_stream s, uint64_t *ev, str
 
 static int cu_event_wait(struct ex_dev *d, uint64_t ev, struct rl_err *e)
 {
+    CU_ON(d);
     if (ev == 0 || ev + 64 <= d->n_ev)
         return 0;   /* nothing recorded, or older than the ring: long done (the ring is synced in order) */
     CU_TRY(cudaEventSynchronize(d->ev[(ev - 1) % 64]));
@@ -649,6 +675,7 @@ static void cu_tag(struct ex_dev *d, enum ex_stream s, int phase)
  * query stops here; the stream's next synchronisation reports the error. */
 static int cu_take_spans(struct ex_dev *d, struct step_span *out, int max)
 {
+    (void)cudaSetDevice(d->device);
     int n = 0;
     while (n < max && n < d->n_timed) {
         struct cu_timed *x = &d->timed[n];
