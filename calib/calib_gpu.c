@@ -299,7 +299,7 @@ int calib_measure_gpu_gemm(const struct ex_backend *be, const struct calib_run *
     static struct ex_comm solo = {.size = 1};
     struct ex_dev *d = NULL;
     void *a = NULL, *b = NULL, *c = NULL;
-    double x[64], y[64];
+    double v[2][64];   /* per kind, per repeat: FLOP/s */
     int reps = thorough ? 15 : 7;
     int rc = be->open(&d, &solo, 0, 0, e);
     if (!rc)
@@ -316,10 +316,10 @@ int calib_measure_gpu_gemm(const struct ex_backend *be, const struct calib_run *
             double sec = 0;
             rc = gemm_pass(be, d, run, kind == 1, a, b, c, &sec, e);
             if (!rc && r > 0)
-                (kind ? y : x)[r - 1] = sec > 0 ? flop / sec : 0;
+                v[kind][r - 1] = sec > 0 ? flop / sec : 0;
         }
         if (!rc)
-            figure(kind ? &g->bf16_flops : &g->sgemm_flops, kind ? y : x, reps);
+            figure(kind ? &g->bf16_flops : &g->sgemm_flops, v[kind], reps);
     }
     if (!rc) {
         g->gemm_flop = flop;
@@ -382,14 +382,14 @@ int calib_measure_nccl(const struct ex_backend *be, struct ex_comm *comm, bool t
     RL_TRY(be->open(&d, comm, lr ? atoi(lr) : 0, 0, e));
     rc = be->dev_alloc(d, max_bytes * W, (void **)&buf, e);
     g->n_nccl_sizes = 0;
-    double x[64], y[64], lat[64];
+    double v[2][64], lat[64];   /* per kind (all-gather, reduce-scatter), per repeat: bus GB/s */
     for (int64_t bytes = min_bytes; !rc && bytes <= max_bytes && g->n_nccl_sizes < 16; bytes *= 4) {
         for (int r = 0; r <= reps && !rc; r++)
             for (int kind = 0; kind < 2 && !rc; kind++) {
                 double sec = 0;
                 rc = collective_seconds(be, d, comm, buf, bytes, kind, &sec, e);
                 double bus = (double)bytes * (W - 1);
-                (kind ? y : x)[r] = sec > 0 ? bus / sec * 1e-9 : 0;   /* [0] is the warm-up */
+                v[kind][r] = sec > 0 ? bus / sec * 1e-9 : 0;   /* [0] is the warm-up */
                 if (kind == 0)
                     lat[r] = sec * 1e6;
             }
@@ -397,8 +397,8 @@ int calib_measure_nccl(const struct ex_backend *be, struct ex_comm *comm, bool t
             break;
         int k = g->n_nccl_sizes++;
         g->nccl_bytes[k] = bytes;
-        figure(&g->nccl_allgather_busbw_gbps[k], x + 1, reps);
-        figure(&g->nccl_reduce_scatter_busbw_gbps[k], y + 1, reps);
+        figure(&g->nccl_allgather_busbw_gbps[k], v[0] + 1, reps);
+        figure(&g->nccl_reduce_scatter_busbw_gbps[k], v[1] + 1, reps);
         if (bytes == min_bytes)
             figure(&g->nccl_latency_us, lat + 1, reps);
     }
