@@ -87,8 +87,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench/exec: %s\n", e.msg);
         return 1;
     }
-    int64_t chunk = INT64_C(4) << 20;
-    ex_scale_zero(&z, &chunk, scale);
+    int64_t chunk = STEP_CHUNK_DEFAULT_NUMEL;
+    plan_scale_zero(&z, &chunk, scale);
     struct plan_layout l = {.tp = 8, .pp = 1, .dp = 1};
     double mc = memcpy_gbps();
     printf("executor, %s backend, 1 rank:", gpu ? "cuda" : "cpu");

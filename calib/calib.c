@@ -803,7 +803,7 @@ int calib_read_collectives(const char *json_text, struct calib *c, struct rl_err
         }
     }
     json_decref(o);
-    return bad ? rl_errf(e, RL_EINVAL, "calibrate --collectives-only: unexpected output") : 0;
+    return bad ? rl_errf(e, RL_EINVAL, "collectives (ratiolab calibrate --collectives-only): unexpected output") : 0;
 }
 
 /* ---- the profile -------------------------------------------------------------------------------- */

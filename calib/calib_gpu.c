@@ -225,12 +225,12 @@ int calib_measure_gpu(const struct ex_backend *be, const struct calib_opts *o, s
 {
     memset(g, 0, sizeof *g);
     if (!be)
-        return rl_errf(e, RL_EENV, "calibrate --backend cuda: this ratiolab was built without the CUDA backend "
+        return rl_errf(e, RL_EENV, "backend cuda: this ratiolab was built without the CUDA backend "
                        "(nvcc, cuBLAS and NCCL are needed)");
     int n = 0;
     RL_TRY(be->probe(&n, g->model, sizeof g->model, &g->memory_bytes, e));
     if (n <= 0)
-        return rl_errf(e, RL_EENV, "calibrate --backend %s: no GPU visible", be->name);
+        return rl_errf(e, RL_EENV, "backend %s: no GPU visible", be->name);
     g->n_gpus = n > CALIB_MAX_GPUS ? CALIB_MAX_GPUS : n;
     int reps = o->thorough ? 15 : 7;
     g->copy_bytes = o->gpu_bytes > 0 ? o->gpu_bytes : (int64_t)(o->thorough ? 1024 : 256) << 20;
@@ -274,7 +274,7 @@ int calib_measure_gpu_gemm(const struct ex_backend *be, const struct calib_run *
                            struct calib_gpu *g, struct rl_err *e)
 {
     if (!be)
-        return rl_errf(e, RL_EENV, "calibrate --backend cuda: this ratiolab was built without the CUDA backend");
+        return rl_errf(e, RL_EENV, "backend cuda: this ratiolab was built without the CUDA backend");
     struct calib_run def;
     if (!run || run->n_gemm == 0) {   /* no model given: one large square GEMM */
         memset(&def, 0, sizeof def);
@@ -364,7 +364,7 @@ int calib_measure_nccl(const struct ex_backend *be, struct ex_comm *comm, bool t
                        struct rl_err *e)
 {
     if (!be)
-        return rl_errf(e, RL_EENV, "calibrate --backend cuda: this ratiolab was built without the CUDA backend");
+        return rl_errf(e, RL_EENV, "backend cuda: this ratiolab was built without the CUDA backend");
     int W = comm->size, reps = thorough ? 15 : 7, rc = 0;
     int64_t max_bytes = (int64_t)(thorough ? 256 : 64) << 20, min_bytes = 4096;
     const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
@@ -378,7 +378,7 @@ int calib_measure_nccl(const struct ex_backend *be, struct ex_comm *comm, bool t
     int64_t bad = be->probe(&n, model, sizeof model, &mem, e) != 0 || n <= 0;
     RL_TRY(ex_comm_max_i64(comm, &bad, 1, e));
     if (bad)
-        return rl_errf(e, RL_EENV, "calibrate --backend %s: no GPU visible on some rank", be->name);
+        return rl_errf(e, RL_EENV, "backend %s: no GPU visible on some rank", be->name);
     RL_TRY(be->open(&d, comm, lr ? atoi(lr) : 0, 0, e));
     rc = be->dev_alloc(d, max_bytes * W, (void **)&buf, e);
     g->n_nccl_sizes = 0;

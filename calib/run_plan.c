@@ -97,8 +97,7 @@ void calib_run_of_plan(const struct plan *p, int64_t micro_batch, int64_t seq, s
     r->device_adam_numel = p->per_rank_numel;
     r->host_adam_numel = step_chunk_numel(p->per_rank_numel, p->exec_chunk_numel);
     r->allgather_bytes = layer_part * mdb;
-    int64_t bucket = p->zero.reduce_bucket_size < p->per_rank_numel * W ? p->zero.reduce_bucket_size
-                                                                         : p->per_rank_numel * W;
+    int64_t bucket = plan_exec_bucket_numel(p);
     r->reduce_scatter_bytes = bucket * mdb / 4 / W * 4;   /* the executor's fp32 elements per rank */
     r->working_set_bytes = p->per_rank_numel * (16 + mdb);
 }

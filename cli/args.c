@@ -90,6 +90,28 @@ int cli_fail(const char *cmd, const struct rl_err *e)
     return rl_exit_code(e->code ? e->code : RL_EINTERNAL);
 }
 
+static bool word_char(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-'; }
+
+int cli_err_word(struct rl_err *e, const char *field, const char *flag)
+{
+    const size_t len = strlen(field);
+    char out[RL_ERR_MSG_MAX];
+    size_t o = 0;
+    for (size_t i = 0; e->msg[i] && o + 1 < sizeof out;) {
+        if (strncmp(e->msg + i, field, len) == 0 && (i == 0 || !word_char(e->msg[i - 1])) &&
+            !word_char(e->msg[i + len])) {
+            int w = snprintf(out + o, sizeof out - o, "%s", flag);
+            o = o + (size_t)w < sizeof out ? o + (size_t)w : sizeof out - 1;
+            i += len;
+        } else {
+            out[o++] = e->msg[i++];
+        }
+    }
+    out[o] = 0;
+    snprintf(e->msg, sizeof e->msg, "%s", out);
+    return e->code;
+}
+
 int cli_err_flag(struct rl_err *e, const char *field, const char *flag)
 {
     size_t len = strlen(field);

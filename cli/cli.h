@@ -71,6 +71,10 @@ int cli_fail(const char *cmd, const struct rl_err *e);
  * becomes "flag: " or "flag ..."; a message that does not name field is left alone. Returns
  * e->code, so `return cli_err_flag(e, "policy", "--policy")` forwards the error. */
 int cli_err_flag(struct rl_err *e, const char *field, const char *flag);
+/* Puts `flag` in place of every whole-word `field` anywhere in e->msg (a word: not preceded or
+ * followed by a letter, digit, '_' or '-'), for the fields a library names inside its prose
+ * ("(after scale)"). Returns e->code. */
+int cli_err_word(struct rl_err *e, const char *field, const char *flag);
 
 /* Puts the flags of `run` in place of the fields the executor's messages name (backend, pp,
  * dtype, steps/warmup, comm_dtype, scale, seed, save_dir, load_dir). Returns e->code. */

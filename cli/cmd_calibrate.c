@@ -12,6 +12,13 @@
 #include "calib/calib.h"
 
 enum { C_OUT = 1, C_NAME, C_THOROUGH, C_DEVICES, C_DEVTHREADS, C_MAXTHREADS, C_BACKEND, C_JSON, C_QUIET, C_COLL, C_BASE, C_GEMM, C_GEMM_LAST, C_LAYERS, C_ADAMN, C_CHUNKN, C_AGB, C_RSB, C_WSET };
+/* Fails with --backend in place of the field a calib/ message begins with ("backend cuda: ..."). */
+static int calib_fail(struct rl_err *e)
+{
+    cli_err_flag(e, "backend", "--backend");
+    return cli_fail("calibrate", e);
+}
+
 static const struct cli_opt opts[] = {
     {"out", "FILE", "write the profile here (default: calibrated-<host>.json)", C_OUT},
     {"name", "NAME", "profile name (default: calibrated-<host>)", C_NAME},
@@ -138,7 +145,7 @@ static int run_cuda(struct calib_args *a)
     if (!a->base) {
         rl_errf(&e, RL_EINVAL, "--backend cuda: needs --base NAME|FILE (the catalog profile of this machine type: "
                 "tensor rate, collectives and topology are taken from it)");
-        return cli_fail("calibrate", &e);
+        return calib_fail(&e);
     }
     char path[4096];
     size_t n = strlen(a->base);
@@ -151,12 +158,12 @@ static int run_cuda(struct calib_args *a)
     struct sim_hw hw;
     if (sim_hw_load(&hw, rl_catalog_dir(), a->base, &e) || rl_read_file(path, &base, &len, &e)) {
         rl_err_prefix(&e, "--base");
-        return cli_fail("calibrate", &e);
+        return calib_fail(&e);
     }
     struct ex_comm comm;
     if (ex_comm_init(&comm, &e)) {
         free(base);
-        return cli_fail("calibrate", &e);
+        return calib_fail(&e);
     }
     if (!a->quiet && comm.rank == 0)
         a->o.progress = on_progress;
@@ -183,7 +190,7 @@ static int run_cuda(struct calib_args *a)
     }
     if (rc || comm.rank != 0) {
         free(base);
-        int code = rc ? cli_fail("calibrate", &e) : 0;
+        int code = rc ? calib_fail(&e) : 0;
         ex_comm_finalize(&comm);
         return code;
     }
@@ -201,12 +208,12 @@ static int run_cuda(struct calib_args *a)
     struct rl_outfile of;
     if (rc || (rc = sim_hw_parse(&hw, text, out, &e)) || (rc = rl_outfile_open(&of, out, &e))) {
         free(text);
-        return cli_fail("calibrate", &e);
+        return calib_fail(&e);
     }
     fprintf(of.fp, "%s\n", text);
     free(text);
     if ((rc = rl_outfile_commit(&of, &e)))
-        return cli_fail("calibrate", &e);
+        return calib_fail(&e);
     printf("host       %s (%s, %d cores), %s; %d x %s\n", c.host, c.cpu_model, c.cores, c.date, g.n_gpus, g.model);
     printf("  %-5s %22s %22s %22s %22s\n", "GPU", "H2D pinned GB/s", "D2H pinned GB/s", "H2D pageable GB/s",
            "D2H pageable GB/s");
@@ -245,7 +252,7 @@ static bool measure(struct calib_args *a, struct calib *c, int *code)
     struct ex_comm comm;
     int rc;
     if ((rc = ex_comm_init(&comm, &e))) {
-        *code = cli_fail("calibrate", &e);
+        *code = calib_fail(&e);
         return false;
     }
     if (!a->quiet && comm.rank == 0)
@@ -274,7 +281,7 @@ static bool measure(struct calib_args *a, struct calib *c, int *code)
             on_progress(NULL, "done", 1, 1);
     }
     if (rc || comm.rank != 0) {
-        *code = rc ? cli_fail("calibrate", &e) : 0;
+        *code = rc ? calib_fail(&e) : 0;
         ex_comm_finalize(&comm);
         return false;
     }
@@ -289,7 +296,7 @@ static int print_collectives(const struct calib *c)
         struct rl_err e = {0};
         rl_errf(&e, RL_EINVAL, "--collectives-only: needs at least 2 ranks (run it under mpirun -np N) or the "
                 "run's sizes (--gemm, --adam-numel, ...)");
-        return cli_fail("calibrate", &e);
+        return calib_fail(&e);
     }
     json_t *o = calib_collectives_json(c);
     char *t = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -313,23 +320,23 @@ static int write_profile(const struct calib_args *a, const struct calib *c, char
         snprintf(out, out_size, "%s.json", name);
     char *text;
     if (calib_profile(c, name, &text, &e))
-        return cli_fail("calibrate", &e);
+        return calib_fail(&e);
     /* The profile must load as it will be used (--hw FILE). */
     struct sim_hw hw;
     if (sim_hw_parse(&hw, text, out, &e)) {
         free(text);
         rl_err_prefix(&e, "calibrate: the written profile does not load");
-        return cli_fail("calibrate", &e);
+        return calib_fail(&e);
     }
     struct rl_outfile of;
     if (rl_outfile_open(&of, out, &e)) {
         free(text);
-        return cli_fail("calibrate", &e);
+        return calib_fail(&e);
     }
     fprintf(of.fp, "%s\n", text);
     free(text);
     if (rl_outfile_commit(&of, &e))
-        return cli_fail("calibrate", &e);
+        return calib_fail(&e);
     return 0;
 }
 
@@ -423,12 +430,45 @@ static int run(int argc, char **argv)
     if ((last_list || a.run.layers > 0) && !layer_list) {
         struct rl_err e;
         rl_errf(&e, RL_EINVAL, "%s: needs --gemm (one layer's GEMM list)", a.run.layers > 0 ? "--layers" : "--gemm-last");
-        return cli_fail("calibrate", &e);
+        return calib_fail(&e);
     }
     if (last_list && a.run.layers == 0) {
         struct rl_err e;
         rl_errf(&e, RL_EINVAL, "--gemm-last: needs --layers N (the --gemm list is then one layer's)");
+        return calib_fail(&e);
+    }
+    /* Flags that only mean something together, and the output, before anything is measured. */
+    struct rl_err e = {0};
+    if (a.base && !a.cuda) {
+        rl_errf(&e, RL_EINVAL, "--base %s: only with --backend cuda (the cpu backend measures the emulated device "
+                "whole); allowed: leave it out, or add --backend cuda", a.base);
         return cli_fail("calibrate", &e);
+    }
+    if (a.name) {
+        for (const unsigned char *p = (const unsigned char *)a.name; *p; p++)
+            if (*p < 0x20 || *p == 0x7f) {
+                rl_errf(&e, RL_EINVAL, "--name: a control character (0x%02x) at byte %d; allowed: printable text (it is "
+                        "the profile's name, printed in predict's tables)", *p, (int)(p - (const unsigned char *)a.name));
+                return cli_fail("calibrate", &e);
+            }
+        if (!a.name[0]) {
+            rl_errf(&e, RL_EINVAL, "--name: empty; allowed: printable text");
+            return cli_fail("calibrate", &e);
+        }
+    }
+    if (!a.coll_only) {
+        char host[64] = "unknown", out[300];
+        if (gethostname(host, sizeof host) != 0)
+            snprintf(host, sizeof host, "unknown");
+        host[sizeof host - 1] = 0;
+        if (a.out)
+            snprintf(out, sizeof out, "%s", a.out);
+        else
+            snprintf(out, sizeof out, "%s%s.json", a.name ? "" : "calibrated-", a.name ? a.name : host);
+        if (rl_outfile_check(out, &e)) {
+            cli_err_flag(&e, "output", "--out");
+            return cli_fail("calibrate", &e);
+        }
     }
     if (a.cuda)
         return run_cuda(&a);

@@ -56,6 +56,7 @@ static int plot_fail(struct rl_err *e)
             break;
         }
     }
+    cli_err_word(e, "pids", "--pids");   /* "choose processes with pids" */
     return cli_fail("plot", e);
 }
 

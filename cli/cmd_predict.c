@@ -62,7 +62,7 @@ static void print_human(FILE *f, const struct plan_setup *c, const struct plan *
     fprintf(f, "\nwhere the time goes on rank %d (exposed: nothing of a higher row was running)\n", r->critical_rank);
     fprintf(f, "  %-16s %10s %10s %10s\n", "phase", "busy s", "exposed s", "overlap s");
     int64_t sum = 0;
-    for (int i = 0; i < SIM_PH_COUNT; i++) {
+    for (int i = 0; i < STEP_PH_COUNT; i++) {
         if (!r->phase[i].busy_ns)
             continue;
         sum += r->phase[i].exposed_ns;

@@ -41,7 +41,8 @@ static const struct cli_opt opts[] = {
     {"ratios", "LIST", "run each ratio in turn (e.g. 0,0.1,0.5): one digest line each", R_RATIOS},
     {"policies", "LIST", "with --ratios: placement policies to run (e.g. exact,deepspeed-0.12)", R_POLICIES},
     {"schedules", "LIST", "with --ratios: schedules to run (e.g. overlap,deepspeed-0.12)", R_SCHEDULES},
-    {"fail-rank", "R", "testing: rank R fails at its first step (shows that every rank exits)", R_FAIL},
+    {"fail-rank", "R[:PHASE]", "testing: rank R fails at PHASE (step: its first step, the default; save-prepare, "
+     "save-write, save-written, save-switch, save-switched: that point of --save) and every rank exits", R_FAIL},
     {NULL, NULL, NULL, 0},
 };
 
@@ -61,6 +62,9 @@ struct run_args {
 static int parse_list(const char *v, const char *field, int *n, void *out, bool policy, struct rl_err *e)
 {
     char buf[512];
+    if (strlen(v) >= sizeof buf)
+        return rl_errf(e, RL_EINVAL, "%s: %zu bytes; allowed: at most %zu (%d comma-separated names)", field,
+                       strlen(v), sizeof buf - 1, MAX_LIST);
     snprintf(buf, sizeof buf, "%s", v);
     *n = 0;
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -114,8 +118,12 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     case R_HASH: a->hash = true; return 0;
     case R_JSON: a->json = true; return 0;
     case R_TRACE: a->o.trace_path = v; return 0;
-    case R_SAVE: a->o.save_dir = v; return 0;
-    case R_LOAD: a->o.load_dir = v; return 0;
+    case R_SAVE:
+    case R_LOAD:
+        if (!v[0])
+            return rl_errf(e, RL_EINVAL, "%s: empty; allowed: a folder name", id == R_SAVE ? "--save" : "--load");
+        *(id == R_SAVE ? &a->o.save_dir : &a->o.load_dir) = v;
+        return 0;
     case R_REFERENCE: a->reference = true; return 0;
     case R_RATIOS:
         free(a->ratios);
@@ -123,7 +131,20 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
         return rl_parse_ratio_list("--ratios", v, 0, 1, &a->ratios, &a->n_ratios, e);
     case R_POLICIES: return parse_list(v, "--policies", &a->n_policies, a->policies, true, e);
     case R_SCHEDULES: return parse_list(v, "--schedules", &a->n_schedules, a->schedules, false, e);
-    case R_FAIL: return rl_parse_int("--fail-rank", v, 0, EX_MAX_WORLD - 1, &a->o.fail_rank, e);
+    case R_FAIL: {
+        char rank[32];
+        const char *colon = strchr(v, ':');
+        size_t n = colon ? (size_t)(colon - v) : strlen(v);
+        snprintf(rank, sizeof rank, "%.*s", (int)(n < sizeof rank ? n : sizeof rank - 1), v);
+        if (n >= sizeof rank)
+            return rl_errf(e, RL_EINVAL, "--fail-rank: '%s'; allowed: R or R:PHASE", v);
+        a->o.fail_phase = EX_FAIL_STEP;
+        if ((rc = rl_parse_int("--fail-rank", rank, 0, EX_MAX_WORLD - 1, &a->o.fail_rank, e)))
+            return rc;
+        if (colon && ex_fail_phase_parse(colon + 1, &a->o.fail_phase, e))
+            return cli_err_flag(e, "fail_phase", "--fail-rank's PHASE");
+        return 0;
+    }
     }
     return rl_errf(e, RL_EINTERNAL, "option id %d not handled", id);
 }
@@ -234,24 +255,6 @@ static void print_human(const struct plan_setup *c, const struct plan *p, const 
         printf("\ndigest %s\n", digest_hex(r->digest, hex));
 }
 
-/* Builds the plan of one combination on the shrunk model. */
-static int build_plan(const struct plan_setup *c, const struct plan_model *scaled, double scale, double ratio,
-                      enum plan_policy policy, struct plan *p, struct rl_err *e)
-{
-    struct plan_zero z = c->zero;
-    int64_t chunk = INT64_C(4) << 20;
-    ex_scale_zero(&z, &chunk, scale);
-    if (ratio >= 0) {
-        z.ratio = ratio;
-        z.src_ratio = PLAN_SRC_CLI;
-    }
-    struct plan_options po = c->popt;
-    po.policy = policy;
-    po.ledger = PLAN_LEDGER_EXEC;
-    po.exec_chunk_numel = chunk;
-    return plan_build(p, scaled, &c->layout, &z, &po, e);
-}
-
 int cli_run_err(struct rl_err *e)
 {
     static const char *const flags[][2] = {
@@ -261,6 +264,13 @@ int cli_run_err(struct rl_err *e)
     };
     for (size_t i = 0; i < RL_COUNT(flags); i++)
         cli_err_flag(e, flags[i][0], flags[i][1]);
+    /* fields the executor names inside its messages ("(after scale)", "free (device_mem); ratio
+     * 0.30 fits") */
+    static const char *const words[][2] = {
+        {"scale", "--scale"}, {"device_mem", "--device-mem"}, {"fail_rank", "--fail-rank"}, {"ratio", "--ratio"},
+    };
+    for (size_t i = 0; i < RL_COUNT(words); i++)
+        cli_err_word(e, words[i][0], words[i][1]);
     return e->code;
 }
 
@@ -326,6 +336,12 @@ static int run(int argc, char **argv)
         code = cli_fail("run", &e);
         goto out;
     }
+    if (a.o.fail_rank >= comm.size) {
+        rl_errf(&e, RL_EINVAL, "--fail-rank: %d; allowed: 0 to %d (the ranks mpirun started)", a.o.fail_rank,
+                comm.size - 1);
+        code = cli_fail("run", &e);
+        goto out;
+    }
     if (c.layout.dp != comm.size) {
         rl_errf(&e, RL_EINVAL, "world size: the layout has %d data-parallel ranks (--dp), mpirun started %d; "
                 "allowed: equal", c.layout.dp, comm.size);
@@ -370,7 +386,7 @@ static int run(int argc, char **argv)
                 o.schedule = schs[si];
                 struct ex_result r;
                 memset(&r, 0, sizeof r);
-                if ((rc = build_plan(&c, &scaled, a.scale, ratios[ri], pols[pi], &p, &e)) ||
+                if ((rc = plan_exec_plan(&c, &scaled, a.scale, ratios[ri], pols[pi], &p, &e)) ||
                     (rc = ex_run(&p, &o, &comm, &r, &e))) {
                     plan_free(&p);
                     ex_result_free(&r);

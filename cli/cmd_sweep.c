@@ -126,7 +126,7 @@ static int run(int argc, char **argv)
                         sim_schedule_name(sim.train.schedule), (long long)r.micro_batch,
                         plan_attention_name(r.attention), cli_sim_attention_origin(&sim.train, &c.model.arch), set);
                 fprintf(out, "requested_ratio,honored_ratio,gpu_bytes,gpu_gib,host_node_bytes,host_node_gib,step_s,fits,tokens_per_s_per_gpu");
-                for (int ph = 0; ph < SIM_PH_COUNT; ph++)
+                for (int ph = 0; ph < STEP_PH_COUNT; ph++)
                     fprintf(out, ",%s_busy_s,%s_exposed_s", sim_phase_name(ph), sim_phase_name(ph));
                 fprintf(out, ",idle_s\n");
             } else {
@@ -156,7 +156,7 @@ static int run(int argc, char **argv)
                     (double)r.step_ns * 1e-9, r.fits_gpu && r.fits_host ? "yes" : "no",
                     r.tokens_per_s);
             /* Per phase of the critical GPU: busy and exposed seconds (predict's breakdown). */
-            for (int ph = 0; ph < SIM_PH_COUNT; ph++)
+            for (int ph = 0; ph < STEP_PH_COUNT; ph++)
                 fprintf(out, ",%.6f,%.6f", (double)r.phase[ph].busy_ns * 1e-9, (double)r.phase[ph].exposed_ns * 1e-9);
             fprintf(out, ",%.6f\n", (double)r.idle_ns * 1e-9);
         } else {

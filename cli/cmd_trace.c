@@ -32,7 +32,7 @@ static json_t *side_json(const struct val_rank_times *r)
     json_object_set_new(o, "extent_ns", json_integer(r->extent_ns));
     json_object_set_new(o, "idle_ns", json_integer(r->idle_ns));
     json_t *ph = json_object();
-    for (int p = 0; p < SIM_PH_COUNT; p++) {
+    for (int p = 0; p < STEP_PH_COUNT; p++) {
         json_t *x = json_object();
         json_object_set_new(x, "busy_ns", json_integer(r->busy_ns[p]));
         json_object_set_new(x, "exposed_ns", json_integer(r->exposed_ns[p]));
@@ -116,7 +116,7 @@ static int run(int argc, char **argv)
                 json_object_set_new(df, "extent_ns", json_integer(y->extent_ns - x->extent_ns));
                 json_object_set_new(df, "idle_ns", json_integer(y->idle_ns - x->idle_ns));
                 json_t *ph = json_object();
-                for (int p = 0; p < SIM_PH_COUNT; p++) {
+                for (int p = 0; p < STEP_PH_COUNT; p++) {
                     json_t *z = json_object();
                     json_object_set_new(z, "busy_ns", json_integer(y->busy_ns[p] - x->busy_ns[p]));
                     json_object_set_new(z, "exposed_ns", json_integer(y->exposed_ns[p] - x->exposed_ns[p]));
@@ -143,7 +143,7 @@ static int run(int argc, char **argv)
                    "B exposed", "diff busy", "diff exp");
             static const struct val_rank_times zero;
             const struct val_rank_times *xa = x ? x : &zero, *yb = y ? y : &zero;
-            for (int p = 0; p < SIM_PH_COUNT; p++) {
+            for (int p = 0; p < STEP_PH_COUNT; p++) {
                 if (!xa->busy_ns[p] && !yb->busy_ns[p])
                     continue;
                 printf("  %-16s %10.3f %10.3f %10.3f %10.3f %+10.3f %+10.3f\n", sim_phase_name(p),

@@ -31,7 +31,15 @@ void cli_sim_init(struct cli_sim *s)
 int cli_sim_err(struct rl_err *e)
 {
     cli_err_flag(e, "gpu_ids", "--gpu-ids");
-    return cli_err_flag(e, "cpu_optimizer", "--cpu-optimizer");
+    cli_err_flag(e, "cpu_optimizer", "--cpu-optimizer");
+    /* fields the simulator names inside its messages ("seq_len 4096 x micro_batch 8 gives ...") */
+    static const char *const words[][2] = {
+        {"seq_len", "--seq-len"}, {"micro_batch", "--micro-batch"}, {"gpus_per_node", "--gpus-per-node"},
+        {"grad_accum", "--grad-accum"}, {"another hw", "another --hw"},
+    };
+    for (size_t i = 0; i < RL_COUNT(words); i++)
+        cli_err_word(e, words[i][0], words[i][1]);
+    return e->code;
 }
 
 int cli_sim_opt(void *ctx, int id, const char *v, struct rl_err *e)
@@ -113,7 +121,7 @@ int cli_sim_load_hw(struct cli_sim *s, const struct plan_setup *c, struct sim_hw
 void cli_sim_settings(const struct sim_step_result *r, const struct sim_train *t, char *buf, size_t n)
 {
     char ver[48] = "";
-    if (t->schedule == SIM_SCHED_DS012)
+    if (t->schedule == STEP_SCHED_DS012)
         snprintf(ver, sizeof ver, " %d.%d.%d", r->ds_version.major, r->ds_version.minor, r->ds_version.patch);
     snprintf(buf, n, "%s%s, CPU optimizer %s; micro-batch %lld, seq %lld, grad accum %lld, activation checkpointing %s, "
              "attention %s, NUMA %s",

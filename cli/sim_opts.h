@@ -21,7 +21,8 @@ void cli_sim_init(struct cli_sim *s);
 extern const struct cli_opt cli_sim_opts[];
 int cli_sim_opt(void *ctx, int id, const char *value, struct rl_err *e);
 /* Puts the flags of these options in place of the fields a simulator message names (gpu_ids,
- * cpu_optimizer). Returns e->code. */
+ * cpu_optimizer at its start; seq_len, micro_batch, gpus_per_node, grad_accum and hw anywhere).
+ * Returns e->code. */
 int cli_sim_err(struct rl_err *e);
 /* Loads the profile from --hw (a name in the context's catalog, or a path), applies the
  * --gpu-mem, --host-mem and --pcie-gen overrides, and takes over what the setup learned for the

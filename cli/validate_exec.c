@@ -347,6 +347,7 @@ struct vx {
     struct ex_opts xo;               /* the runs' options in this process (under mpirun) */
     int64_t baseline[VAL_MAX_RANKS]; /* per rank: RSS besides the ledger buffers, bytes; -1 unknown */
     int64_t extra_rss;               /* in this process: what a run adds besides its ledger, bytes */
+    int lock_fd;                     /* rank 0: the --out folder's lock (rl_outdir_lock), -1 none */
 };
 
 /* Setup: the world under an existing mpirun (every rank runs validate: the executor runs in this
@@ -365,8 +366,20 @@ static int vx_setup(struct vx *v, bool schedule_given, struct rl_err *e)
         x->ranks = v->comm.size;
     }
     v->rank0 = v->comm.rank == 0;
-    if (v->rank0 && mkdir(x->out, 0777) != 0 && errno != EEXIST)
-        return rl_errf(e, RL_EINVAL, "--out %s: cannot create the folder (%s)", x->out, strerror(errno));
+    /* The folder: created, locked against a second validate for as long as this one runs, and
+     * the verdict of an earlier run removed, so a run that fails or is interrupted leaves no
+     * report beside traces it did not judge. Before anything is measured. */
+    if (v->rank0) {
+        if (rl_outdir_lock(x->out, &v->lock_fd, e))
+            return rl_err_prefix(e, "--out");
+        static const char *const verdicts[] = {"report.json", "report.md"};
+        for (size_t i = 0; i < RL_COUNT(verdicts); i++) {
+            char path[4200];
+            snprintf(path, sizeof path, "%s/%s", x->out, verdicts[i]);
+            if (unlink(path) != 0 && errno != ENOENT)
+                return rl_errf(e, RL_EENV, "--out %s: cannot remove the earlier %s (%s)", x->out, path, strerror(errno));
+        }
+    }
     /* The executor's layout: --ranks data-parallel processes on one node, TP 1 unless given. */
     if (s->layout.tp <= 0)
         s->layout.tp = 1;
@@ -376,7 +389,7 @@ static int vx_setup(struct vx *v, bool schedule_given, struct rl_err *e)
     if (s->policy == PLAN_POLICY_AUTO)
         s->policy = PLAN_POLICY_EXACT;
     if (!schedule_given)
-        v->sim->train.schedule = SIM_SCHED_OVERLAP;
+        v->sim->train.schedule = STEP_SCHED_OVERLAP;
     RL_TRY(cli_setup_resolve(s, &v->c, e));
     if (ex_scale_model(&v->c.model, x->scale, &v->scaled, e))
         return cli_run_err(e);
@@ -468,23 +481,6 @@ static int vx_calibrate_gpu(struct vx *v, const struct calib_run *rs, struct rl_
     return 0;
 }
 
-/* The plan the executor builds for `ratio` (as cli/cmd_run.c builds it): c's ZeRO sizes and chunk
- * scaled by `scale` (ex_scale_zero), the model already scaled, the exec ledger. */
-static int exec_plan(const struct plan_setup *c, const struct plan_model *scaled, double scale, double ratio,
-                  struct plan *p, struct rl_err *e)
-{
-    memset(p, 0, sizeof *p);
-    struct plan_zero z = c->zero;
-    int64_t chunk = INT64_C(4) << 20;
-    ex_scale_zero(&z, &chunk, scale);
-    z.ratio = ratio;
-    z.src_ratio = PLAN_SRC_CLI;
-    struct plan_options po = c->popt;
-    po.ledger = PLAN_LEDGER_EXEC;
-    po.exec_chunk_numel = chunk;
-    return plan_build(p, scaled, &c->layout, &z, &po, e);
-}
-
 /* --calibrate: measures this machine for the emulated device, then what one rank of the run does,
  * and writes the profile to DIR/hw-calibrated.json (rank 0), which the predictions then use. */
 static int vx_calibrate(struct vx *v, struct rl_err *e)
@@ -508,7 +504,7 @@ static int vx_calibrate(struct vx *v, struct rl_err *e)
      * the collectives at the run's message sizes. */
     struct plan p0;
     struct calib_run rs;
-    int rc = exec_plan(&v->c, &v->scaled, x->scale, 0, &p0, e);
+    int rc = plan_exec_plan(&v->c, &v->scaled, x->scale, 0, PLAN_POLICY_AUTO, &p0, e);
     if (rc) {
         plan_free(&p0);
         return rc;
@@ -681,7 +677,7 @@ static int vx_baseline_inproc(struct vx *v, struct rl_err *e)
         fprintf(stderr, "validate: baseline run (every tensor one row, in this mpirun)\n");
     int rc = ex_scale_model(&v->c.model, fb, &tiny, e);
     if (!rc)
-        rc = exec_plan(&v->c, &tiny, fb, 0, &q, e);
+        rc = plan_exec_plan(&v->c, &tiny, fb, 0, PLAN_POLICY_AUTO, &q, e);
     malloc_trim(0);
     reset_peak_rss();
     int64_t before = self_rss();
@@ -800,7 +796,7 @@ static void vx_baseline_launched(struct vx *v)
 static int vx_predict(struct vx *v, struct val_row *w, const char *ptrace, struct rl_err *e)
 {
     struct plan p;
-    int rc = exec_plan(&v->c, &v->scaled, v->x->scale, w->ratio, &p, e);
+    int rc = plan_exec_plan(&v->c, &v->scaled, v->x->scale, w->ratio, PLAN_POLICY_AUTO, &p, e);
     if (!rc)
         rc = val_row_predict(&p, &v->hw, &v->sim->train, v->rank0 ? ptrace : NULL, w, e);
     plan_free(&p);
@@ -821,7 +817,7 @@ static int vx_measure_inproc(struct vx *v, struct val_row *w, const char *mtrace
     if (v->rank0)
         fprintf(stderr, "validate: ratio %g, %s, %s: %d rank%s (in this mpirun) ...\n", w->ratio, w->schedule,
                 w->policy, x->ranks, x->ranks == 1 ? "" : "s");
-    int rc = exec_plan(&v->c, &v->scaled, x->scale, w->ratio, &q, e);
+    int rc = plan_exec_plan(&v->c, &v->scaled, x->scale, w->ratio, PLAN_POLICY_AUTO, &q, e);
     malloc_trim(0);
     reset_peak_rss();
     int64_t mine = self_rss();
@@ -1071,6 +1067,7 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct plan_inputs *s, st
     v.s = s;
     v.sim = sim;
     v.comm.size = 1;
+    v.lock_fd = -1;
     v.rep = calloc(1, sizeof *v.rep);
     int code = 0;
     if (!v.rep) {
@@ -1084,6 +1081,8 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct plan_inputs *s, st
         code = val_report_failed(v.rep) ? 1 : 0;
     if (v.in_mpi)
         ex_comm_finalize(&v.comm);
+    if (v.lock_fd >= 0)
+        close(v.lock_fd);
     free(v.rep);
     free(ratios);
     plan_model_free(&v.scaled);

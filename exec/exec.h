@@ -4,7 +4,7 @@
  * Use (cli/cmd_run.c):
  *   ex_comm_init(&comm, &e);                       MPI when started by mpirun, else one rank
  *   ex_scale_model(&model, F, &scaled, &e);        same layer structure, F x fewer elements
- *   plan_build(&plan, &scaled, ...)                with .ledger = PLAN_LEDGER_EXEC
+ *   plan_exec_plan(&setup, &scaled, F, ratio, ...) the settings scaled by F, the exec ledger
  *   struct ex_opts o; ex_opts_default(&o);         schedule, steps, seed, ...
  *   ex_run(&plan, &o, &comm, &result, &e);         allocate, check the ledger, run, digest
  *   ex_reference(&model_scaled, ...)               the expected digest, one process, scalar Adam
@@ -77,9 +77,6 @@ int ex_comm_gatherv(struct ex_comm *c, const void *in, int64_t bytes, void **out
  * F, rounded up, at least 1), with the same names, order, layers, flags and param groups, so the
  * layer structure and the param groups are kept. F >= 1. */
 int ex_scale_model(const struct plan_model *in, double F, struct plan_model *out, struct rl_err *e);
-/* Element-count settings divided by F the same way (sub_group_size, reduce_bucket_size,
- * prefetch bucket, chunk), so the sub-group packing rule sees the same proportions. */
-void ex_scale_zero(struct plan_zero *z, int64_t *chunk_numel, double F);
 
 /* ---- options and results ---------------------------------------------------------------------- */
 enum ex_backend_kind { EX_BACKEND_AUTO, EX_BACKEND_CPU, EX_BACKEND_CUDA, EX_BACKEND_COUNT };
@@ -87,6 +84,21 @@ const char *ex_backend_name(enum ex_backend_kind k);
 int ex_backend_parse(const char *s, enum ex_backend_kind *k, struct rl_err *e);
 
 enum ex_compute { EX_COMPUTE_NONE, EX_COMPUTE_GEMM };
+
+/* Testing (--fail-rank R[:PHASE]): where the failing rank stops, returning an error at once without
+ * cleaning up, as a killed process would (the command line then ends every rank). The save
+ * phases are the points of the checkpoint protocol (exec/README.md, "Checkpoints"). */
+enum ex_fail_phase {
+    EX_FAIL_STEP,            /* its first step */
+    EX_FAIL_SAVE_PREPARE,    /* the new generation folder exists, nothing written */
+    EX_FAIL_SAVE_WRITE,      /* half of its rank file written to the temporary name */
+    EX_FAIL_SAVE_WRITTEN,    /* its rank file complete, synced and renamed, before the agreement */
+    EX_FAIL_SAVE_SWITCH,     /* every rank agreed; rank 0 has not switched the manifest yet */
+    EX_FAIL_SAVE_SWITCHED,   /* the manifest switched, old generations not yet pruned */
+    EX_FAIL_PHASE_COUNT
+};
+const char *ex_fail_phase_name(enum ex_fail_phase p);
+int ex_fail_phase_parse(const char *s, enum ex_fail_phase *p, struct rl_err *e);
 
 struct ex_opts {
     enum step_schedule schedule;     /* deepspeed-0.12 or overlap */
@@ -106,7 +118,8 @@ struct ex_opts {
     const char *save_dir;           /* --save DIR, NULL: none */
     const char *load_dir;           /* --load DIR, NULL: none */
     const char *trace_path;         /* --trace FILE[.gz], NULL: none */
-    int fail_rank;                  /* testing: this rank fails at its first step (-1: none) */
+    int fail_rank;                  /* testing: this rank fails at fail_phase (-1: none) */
+    enum ex_fail_phase fail_phase;  /* testing: where fail_rank fails (default: its first step) */
     enum kern_dtype comm_dtype;     /* reduce-scatter type: KERN_F32 (default, exact) or the model's
                                        16-bit type (--comm-dtype; rounds partial sums: not exact) */
     enum plan_dtype ref_dtype;      /* ex_reference only: the model dtype of the 16-bit copy */

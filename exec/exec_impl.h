@@ -27,6 +27,16 @@ struct ex_seg {
     int subgroup;     /* plan sub-group index */
 };
 
+/* One piece of the host pipeline: the part of one chunk of the CPU share (plan/step.h's chunk
+ * list) that lies in one host segment. A chunk spanning segments is several pieces. */
+struct ex_piece {
+    int64_t chunk;    /* chunk index, 0 .. step_chunk_count - 1 */
+    int64_t at;       /* first element in the CPU share (= offset in the *_cpu arrays) */
+    int64_t n;        /* elements */
+    int seg;          /* host segment holding it (index into the segment list) */
+    bool last;        /* the last piece of its chunk */
+};
+
 /* A piece of a tensor's partition waiting in the reduce bucket. */
 struct ex_item {
     int t;            /* tensor */
@@ -50,6 +60,7 @@ struct ex_gather {
     int64_t t0_ns;                   /* when its start was issued */
     int64_t t1_ns;                   /* when it was first seen complete (0: not yet) */
     int64_t bytes;                   /* gathered bytes (all ranks) */
+    int slot;                        /* the gather buffer it was started into */
 };
 
 struct ex_run {
@@ -120,6 +131,11 @@ int64_t ex__now_ns(void);
 /* ---- the segment map (segmap.c) ---- */
 /* The index in r->seg of the segment holding flat index f (f within the rank's flat range). */
 int ex__seg_find(const struct ex_run *r, int64_t f);
+/* Steps *it to the next piece of the host pipeline over the nseg segments (sorted by flat, host
+ * ones packed back to back from offset 0, pc elements in all) with chunks of `chunk` elements
+ * (step_chunk_numel). Start with *it zeroed and it->seg = -1; false once the share is done.
+ * O(1) per piece plus the segments skipped. */
+bool ex__next_piece(const struct ex_seg *seg, int nseg, int64_t pc, int64_t chunk, struct ex_piece *it);
 /* Reads master, m, v (and, when hp != NULL, the 16-bit copy) of flat [f, f + len) to the host. */
 int ex__get_range(struct ex_run *r, int64_t f, int64_t len, float *hm, float *h1, float *h2, uint16_t *hp,
                   struct rl_err *e);
@@ -138,6 +154,13 @@ struct ex__crc_rec {
 uint32_t ex__digest_combine(struct ex__crc_rec *rec, int64_t n);
 /* Gathers every rank's trace records and writes the trace on rank 0 (traces/ writer, layout.h). */
 int ex__trace_write(struct ex_run *r, const char *path, struct rl_err *e);
+/* Before the compute of the block at position i of a pass (forward: block i, backward: block
+ * nblocks - 1 - i): starts the all-gathers up to i + prefetch_depth not yet started (*next: the
+ * first position not yet started; 0 at the start of a pass), position j into gather buffer
+ * j mod gather_buffers, then waits for block i's. In builds without NDEBUG (debug, sanitizer,
+ * the default) it asserts that a gather is never started into a buffer that another started and
+ * not yet waited gather still fills (gather_buffers must exceed prefetch_depth). */
+int ex__gather_for(struct ex_run *r, bool forward, int i, int *next, struct rl_err *e);
 int ex__ckpt_save(struct ex_run *r, const char *dir, struct rl_err *e);
 int ex__ckpt_load(struct ex_run *r, const char *dir, struct rl_err *e);
 

@@ -8,6 +8,7 @@
  * each sub-group's first cpu_numel elements are updated on the host, the rest on the device.
  * A "segment" is one such run: host segments are packed into the *_cpu arrays, device segments
  * into the *_gpu arrays, both in flat order. */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,16 +229,16 @@ static int allocate(struct ex_run *r, struct rl_err *e)
     const struct plan *p = r->p;
     const int mdb = r->mdb;
     /* Sizes from the executor's own layout, checked against the ledger below. */
-    int64_t bucket_numel = p->zero.reduce_bucket_size < r->P * r->W ? p->zero.reduce_bucket_size : r->P * r->W;
+    int64_t bucket_numel = plan_exec_bucket_numel(p);
     int64_t bucket_bytes = bucket_numel * mdb;
     /* The bucket carries comm-type gradients: fp32 by default (exact sums, bytes / 4 of them
      * per flush), the model dtype with --comm-dtype (bytes / 2). */
     r->bucket_rank_numel = bucket_bytes / r->cdb / r->W;
     if (r->bucket_rank_numel < 1)
-        return rl_errf(e, RL_EINVAL, "reduce_bucket_size: %lld elements (after --scale) hold no %s "
-                       "gradient per rank for %d ranks; allowed: at least %d (use a smaller --scale)",
+        return rl_errf(e, RL_EINVAL, "reduce_bucket_size: %lld elements (after scale) hold no %s "
+                       "gradient per rank for %d ranks; allowed: at least %d (use a smaller scale)",
                        (long long)bucket_numel, kern_dtype_name(r->cd), r->W, r->cdb * r->W / mdb);
-    r->chunk = p->exec_chunk_numel < r->Pc ? p->exec_chunk_numel : r->Pc;
+    r->chunk = step_chunk_buffer_numel(r->Pc, p->exec_chunk_numel);
     int64_t trans = transient_device_bytes(r, r->bucket_rank_numel);
     int64_t need_dev = r->P * mdb + r->Pg * 16 + bucket_bytes + trans;
     int64_t cap = r->o->device_mem_bytes;
@@ -245,11 +246,11 @@ static int allocate(struct ex_run *r, struct rl_err *e)
         double fit = ratio_that_fits(r, cap, trans);
         char fits[96];
         if (fit >= 0)
-            snprintf(fits, sizeof fits, "--ratio %.2f fits", fit);
+            snprintf(fits, sizeof fits, "ratio %.2f fits", fit);
         else
-            snprintf(fits, sizeof fits, "no ratio fits (the 16-bit parameters and buckets alone do not)");
+            snprintf(fits, sizeof fits, "no value of ratio fits (the 16-bit parameters and buckets alone do not)");
         return rl_errf(e, RL_ENOMEM, "rank %d: device memory: the ledger needs %lld bytes (+ %lld "
-                       "transient), %lld free (--device-mem); %s", r->k,
+                       "transient), %lld free (device_mem); %s", r->k,
                        (long long)(need_dev - trans), (long long)trans, (long long)cap, fits);
     }
     int rc;
@@ -426,10 +427,22 @@ static int block_compute(struct ex_run *r, int b, int times, struct rl_err *e)
     return r->be->sync(r->dev, EX_STREAM_COMPUTE, e);
 }
 
+/* True when no started, not yet waited all-gather fills gather buffer `slot`. */
+static bool gather_slot_free(const struct ex_run *r, int slot)
+{
+    for (int q = 0; q < r->nblocks; q++)
+        if (r->ag[q].started && r->ag[q].slot == slot)
+            return false;
+    return true;
+}
+
 /* Starts the all-gather of block b's 16-bit partitions into gather buffer `slot`: this rank's
- * partitions packed into its place (communication stream), then the in-place all-gather. */
+ * partitions packed into its place (communication stream), then the in-place all-gather. The
+ * slot's previous gather must have been waited for: its values would be overwritten while in
+ * flight, and nothing in the outputs shows it (the gathered values feed no result). */
 static int gather_start(struct ex_run *r, int b, int slot, struct rl_err *e)
 {
+    assert(slot >= 0 && slot < r->gather_buffers && gather_slot_free(r, slot));
     struct ex_gather *g = &r->ag[b];
     g->t0_ns = ex__now_ns();
     char *buf = (char *)r->gathered + (int64_t)slot * r->gathered_bytes;
@@ -444,6 +457,7 @@ static int gather_start(struct ex_run *r, int b, int slot, struct rl_err *e)
     }
     RL_TRY(r->be->allgather_start(r->dev, buf, per * r->mdb, &g->req, e));
     g->started = true;
+    g->slot = slot;
     g->t1_ns = 0;
     g->bytes = per * r->mdb * r->W;
     return 0;
@@ -488,7 +502,7 @@ static int gather_wait(struct ex_run *r, int b, struct rl_err *e)
  * not yet), position j into gather buffer j mod (depth + 1), whose previous block (position
  * j - depth - 1 <= i - 1) has computed; then block i's own is waited for. *next: the first
  * position not yet started. */
-static int gather_for(struct ex_run *r, bool forward, int i, int *next, struct rl_err *e)
+int ex__gather_for(struct ex_run *r, bool forward, int i, int *next, struct rl_err *e)
 {
     int last = i + (int)r->prefetch_depth < r->nblocks - 1 ? i + (int)r->prefetch_depth : r->nblocks - 1;
     for (; *next <= last; (*next)++)
@@ -642,7 +656,7 @@ static int forward_backward(struct ex_run *r, int64_t it, struct rl_err *e)
 {
     int next = 0;
     for (int b = 0; b < r->nblocks; b++) {
-        RL_TRY(gather_for(r, true, b, &next, e));
+        RL_TRY(ex__gather_for(r, true, b, &next, e));
         int64_t t0 = ex__now_ns();
         RL_TRY(block_compute(r, b, 1, e));
         phase_add(r, STEP_PH_FORWARD, t0, 0);
@@ -650,7 +664,7 @@ static int forward_backward(struct ex_run *r, int64_t it, struct rl_err *e)
     }
     next = 0;
     for (int b = r->nblocks - 1; b >= 0; b--) {
-        RL_TRY(gather_for(r, false, r->nblocks - 1 - b, &next, e));
+        RL_TRY(ex__gather_for(r, false, r->nblocks - 1 - b, &next, e));
         int64_t t0 = ex__now_ns();
         RL_TRY(block_compute(r, b, ex_block_backward_passes(r->p->model, r->blocks, b, r->o->checkpoint_activations), e));
         phase_add(r, STEP_PH_BACKWARD, t0, 0);
@@ -730,33 +744,36 @@ static int optimizer_overlap(struct ex_run *r, struct rl_err *e)
         RL_TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
         phase_add(r, STEP_PH_GPU_ADAM, t0, r->Pg * (28 + r->mdb));
     }
-    /* Host share in chunks: CPU Adam writes the 16-bit copy into a pinned staging half, which
-     * goes H2D while the next chunk is updated (double buffer). */
+    /* Host share in the chunks of plan/step.h (the simulator's): CPU Adam writes the 16-bit copy
+     * into a pinned staging half, which goes H2D while the next chunk is updated (double buffer).
+     * A chunk spanning host segments is updated piece by piece (each segment's group has its own
+     * Adam scalars) into one staging half. */
     int half = 0;
     uint64_t used[2] = {0, 0};   /* the copy event that last read each half */
     r->be->tag(r->dev, EX_STREAM_COPY, STEP_PH_PARAM_H2D);
-    for (int i = 0; i < r->nseg; i++) {
-        const struct ex_seg *s = &r->seg[i];
-        if (!s->cpu)
-            continue;
+    const int64_t chunk = step_chunk_numel(r->Pc, r->p->exec_chunk_numel);
+    struct ex_piece pc = {.seg = -1};
+    while (ex__next_piece(r->seg, r->nseg, r->Pc, chunk, &pc)) {
+        const struct ex_seg *s = &r->seg[pc.seg];
+        const int64_t a = pc.at - s->off;   /* first element of the piece in its segment */
+        char *st = (char *)r->staging + ((int64_t)half * r->chunk + (pc.at - pc.chunk * chunk)) * r->mdb;
         struct kern_adam_scalars sc;
         RL_TRY(scalars(r, s->group, &sc, e));
-        for (int64_t a = 0; a < s->numel; a += r->chunk) {
-            int64_t n = s->numel - a < r->chunk ? s->numel - a : r->chunk;
-            void *st = (char *)r->staging + (int64_t)half * r->chunk * r->mdb;
-            t0 = ex__now_ns();
+        t0 = ex__now_ns();
+        if (pc.at == pc.chunk * chunk)
             RL_TRY(r->be->event_wait(r->dev, used[half], e));   /* the copy that last used this half */
-            struct kern_adam_bufs b = {.param = r->master_cpu + s->off + a, .exp_avg = r->m_cpu + s->off + a,
-                                       .exp_avg_sq = r->v_cpu + s->off + a, .grad = r->grad_cpu + s->off + a,
-                                       .grad_dtype = KERN_F32, .param_lowp = st, .param_lowp_dtype = r->md,
-                                       .numel = n};
-            RL_TRY(kern_adam_cpu(&sc, &b, r->o->threads, e));
-            phase_add(r, STEP_PH_CPU_ADAM, t0, n * (28 + r->mdb));
-            t0 = ex__now_ns();
-            RL_TRY(r->be->copy(r->dev, (char *)r->param16 + (s->flat + a) * r->mdb, st, n * r->mdb, EX_H2D,
-                            EX_STREAM_COPY, e));
+        struct kern_adam_bufs b = {.param = r->master_cpu + pc.at, .exp_avg = r->m_cpu + pc.at,
+                                   .exp_avg_sq = r->v_cpu + pc.at, .grad = r->grad_cpu + pc.at,
+                                   .grad_dtype = KERN_F32, .param_lowp = st, .param_lowp_dtype = r->md,
+                                   .numel = pc.n};
+        RL_TRY(kern_adam_cpu(&sc, &b, r->o->threads, e));
+        phase_add(r, STEP_PH_CPU_ADAM, t0, pc.n * (28 + r->mdb));
+        t0 = ex__now_ns();
+        RL_TRY(r->be->copy(r->dev, (char *)r->param16 + (s->flat + a) * r->mdb, st, pc.n * r->mdb, EX_H2D,
+                           EX_STREAM_COPY, e));
+        copy_done(r, STEP_PH_PARAM_H2D, t0, pc.n * r->mdb);
+        if (pc.last) {
             RL_TRY(r->be->event_record(r->dev, EX_STREAM_COPY, &used[half], e));
-            copy_done(r, STEP_PH_PARAM_H2D, t0, n * r->mdb);
             half ^= 1;
         }
     }
@@ -823,8 +840,8 @@ static int optimizer_ds012(struct ex_run *r, struct rl_err *e)
 
 static int one_step(struct ex_run *r, int64_t it, bool *skipped, struct rl_err *e)
 {
-    if (r->o->fail_rank == r->k)
-        return rl_errf(e, RL_EENV, "rank %d: failing on purpose at iteration %lld (--fail-rank)", r->k,
+    if (r->o->fail_rank == r->k && r->o->fail_phase == EX_FAIL_STEP)
+        return rl_errf(e, RL_EENV, "rank %d: failing on purpose at iteration %lld (fail_rank)", r->k,
                        (long long)it);
     RL_TRY(forward_backward(r, it, e));
     RL_TRY(overflow(r, skipped, e));
@@ -1027,7 +1044,7 @@ int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, str
         return rl_errf(e, RL_EINVAL, "pp: %d; the executor runs the data-parallel ZeRO-3 dimension "
                        "only; pipeline parallelism is refused (plan and predict support it)", p->layout.pp);
     if (p->layout.dp != c->size)
-        return rl_errf(e, RL_EINVAL, "world size: the layout has %d data-parallel ranks (--dp), the MPI "
+        return rl_errf(e, RL_EINVAL, "world size: the layout has %d data-parallel ranks, the MPI "
                        "world has %d processes; allowed: equal (mpirun -np %d)", p->layout.dp, c->size,
                        p->layout.dp);
     if (c->size > EX_MAX_WORLD)

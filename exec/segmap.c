@@ -1,7 +1,8 @@
 /* exec/segmap.c — the segment map of a rank's state (exec/run.c's header comment draws it): which
  * segment holds a flat index, and the state of a flat range read from or written to wherever its
  * segments live (host arrays or the device). Used by the pipeline (run.c), checkpoints (ckpt.c)
- * and the digest (digest.c), none of which calls the others through it. */
+ * and the digest (digest.c), none of which calls the others through it; and the pieces of the host
+ * pipeline's chunks (plan/step.h's chunk list cut at the host segments). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,25 @@ int ex__seg_find(const struct ex_run *r, int64_t f)
             hi = mid - 1;
     }
     return lo;
+}
+
+/* The next piece of the host pipeline (exec_impl.h): from the first element not yet covered to
+ * the end of its chunk or of its host segment, whichever comes first. */
+bool ex__next_piece(const struct ex_seg *seg, int nseg, int64_t pc, int64_t chunk, struct ex_piece *it)
+{
+    const int64_t x = it->seg < 0 ? 0 : it->at + it->n;   /* the first element not yet covered */
+    if (x >= pc || chunk <= 0)
+        return false;
+    int i = it->seg < 0 ? 0 : it->seg;
+    while (i < nseg && (!seg[i].cpu || seg[i].off + seg[i].numel <= x))
+        i++;
+    if (i == nseg)
+        return false;   /* the segments hold fewer than pc elements */
+    const int64_t k = x / chunk, chunk_end = (k + 1) * chunk < pc ? (k + 1) * chunk : pc;
+    const int64_t seg_end = seg[i].off + seg[i].numel;
+    const int64_t end = seg_end < chunk_end ? seg_end : chunk_end;
+    *it = (struct ex_piece){.chunk = k, .at = x, .n = end - x, .seg = i, .last = end == chunk_end};
+    return true;
 }
 
 /* Writes host arrays (flat order, len elements from flat f) of master, m, v into the segments,

@@ -126,17 +126,3 @@ int ex_scale_model(const struct plan_model *in, double F, struct plan_model *out
     return 0;
 }
 
-static int64_t scaled(int64_t v, double F)
-{
-    int64_t s = (int64_t)ceil((double)v / F);
-    return s < 1 ? 1 : s;
-}
-
-void ex_scale_zero(struct plan_zero *z, int64_t *chunk_numel, double F)
-{
-    z->sub_group_size = scaled(z->sub_group_size, F);
-    z->reduce_bucket_size = scaled(z->reduce_bucket_size, F);
-    z->prefetch_bucket_size = scaled(z->prefetch_bucket_size, F);
-    if (chunk_numel)
-        *chunk_numel = scaled(*chunk_numel, F);
-}

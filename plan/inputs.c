@@ -9,6 +9,7 @@
 #include "plan/ds_hazards.h"
 #include "plan/inputs.h"
 #include "plan/megatron_args.h"
+#include "plan/step.h"   /* STEP_CHUNK_DEFAULT_NUMEL */
 
 void plan_inputs_init(struct plan_inputs *in)
 {
@@ -182,8 +183,15 @@ static int apply_settings(const struct plan_inputs *in, struct plan_setup *c, st
         c->zero.src_dtype = PLAN_SRC_CLI;
     }
     RL_TRY(plan_zero_validate(&c->zero, e));
-    if (!in->report_hazards)
-        RL_TRY(refuse_hazards(&c->zero, e));
+    if (!in->report_hazards && refuse_hazards(&c->zero, e)) {
+        /* Name the config the stage and ratio came from. */
+        if (in->ds_config) {
+            const char *base = strrchr(in->ds_config, '/');
+            return rl_err_prefix(e, "ds_config: %s", strcmp(in->ds_config, "-") == 0 ? "standard input"
+                                                     : base ? base + 1 : in->ds_config);
+        }
+        return rl_err_prefix(e, "the DeepSpeed config");
+    }
     if (in->policy == PLAN_POLICY_AUTO)
         RL_TRY(plan_policy_for_version(c->zero.ds_version, &c->popt.policy, e));
     else
@@ -302,6 +310,25 @@ int plan_setup_plan(const struct plan_setup *c, double ratio, struct plan *p, st
         z.src_ratio = PLAN_SRC_CLI;
     }
     return plan_build(p, &c->model, &c->layout, &z, &c->popt, e);
+}
+
+int plan_exec_plan(const struct plan_setup *c, const struct plan_model *scaled, double scale, double ratio,
+                   enum plan_policy policy, struct plan *p, struct rl_err *e)
+{
+    memset(p, 0, sizeof *p);
+    struct plan_zero z = c->zero;
+    int64_t chunk = STEP_CHUNK_DEFAULT_NUMEL;
+    plan_scale_zero(&z, &chunk, scale);
+    if (ratio >= 0) {
+        z.ratio = ratio;
+        z.src_ratio = PLAN_SRC_CLI;
+    }
+    struct plan_options po = c->popt;
+    if (policy != PLAN_POLICY_AUTO)
+        po.policy = policy;
+    po.ledger = PLAN_LEDGER_EXEC;
+    po.exec_chunk_numel = chunk;
+    return plan_build(p, scaled, &c->layout, &z, &po, e);
 }
 
 void plan_setup_free(struct plan_setup *c)

@@ -73,6 +73,13 @@ struct plan_setup {
 int plan_inputs_resolve(const struct plan_inputs *in, struct plan_setup *s, struct rl_err *e);
 /* Builds the plan for one ratio (the setup's own ratio when ratio < 0). */
 int plan_setup_plan(const struct plan_setup *s, double ratio, struct plan *p, struct rl_err *e);
+/* The executor's plan of one ratio, the one way `run`, `validate` and the benchmarks build it:
+ * the setup's element-count settings divided by `scale` (plan_scale_zero, the chunk
+ * STEP_CHUNK_DEFAULT_NUMEL with them), the model already scaled (`scaled`), the ratio (the
+ * setup's own when ratio < 0), the policy (the setup's when PLAN_POLICY_AUTO) and the exec
+ * ledger. */
+int plan_exec_plan(const struct plan_setup *s, const struct plan_model *scaled, double scale, double ratio,
+                   enum plan_policy policy, struct plan *p, struct rl_err *e);
 void plan_setup_free(struct plan_setup *s);
 
 #endif

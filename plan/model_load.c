@@ -25,7 +25,7 @@ int plan_model_list(const char *catalog_dir, char ***names, int *n, struct rl_er
     DIR *d = opendir(path);
     if (!d)
         return rl_errf(e, RL_ENOENT, "catalog: %s: cannot open the model presets folder (is "
-                       "--catalog or $RATIOLAB_CATALOG right?)", path);
+                       "the catalog directory or $RATIOLAB_CATALOG right?)", path);
     char **v = NULL;
     int cnt = 0, cap = 0;
     struct dirent *de;

@@ -213,12 +213,11 @@ static int build_ledger(struct plan *p)
         bad |= add_buf(p, "adam_v_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, PLAN_STAGE_OPTIMIZER_STATES);
         bad |= add_buf(p, "adam_m_cpu", PLAN_DEV_CPU_PINNED, PLAN_FP32, Pc, PLAN_STAGE_OPTIMIZER_STATES);
         bad |= add_buf(p, "adam_v_cpu", PLAN_DEV_CPU_PINNED, PLAN_FP32, Pc, PLAN_STAGE_OPTIMIZER_STATES);
-        int64_t bucket = z->reduce_bucket_size < P * p->layout.dp ? z->reduce_bucket_size : P * p->layout.dp;
-        bad |= add_buf(p, "reduce_scatter_bucket", PLAN_DEV_GPU, md, bucket, PLAN_STAGE_ZERO_OPTIMIZER);
-        if (Pc > 0) {
-            int64_t chunk = p->exec_chunk_numel < Pc ? p->exec_chunk_numel : Pc;
-            bad |= add_buf(p, "h2d_staging", PLAN_DEV_CPU_PINNED, md, 2 * chunk, PLAN_STAGE_ZERO_OPTIMIZER);
-        }
+        bad |= add_buf(p, "reduce_scatter_bucket", PLAN_DEV_GPU, md, plan_exec_bucket_numel(p),
+                       PLAN_STAGE_ZERO_OPTIMIZER);
+        if (Pc > 0)
+            bad |= add_buf(p, "h2d_staging", PLAN_DEV_CPU_PINNED, md, 2 * step_chunk_buffer_numel(Pc, p->exec_chunk_numel),
+                           PLAN_STAGE_ZERO_OPTIMIZER);
     } else {
         const bool ds012 = p->ledger_kind == PLAN_LEDGER_DS012;
         if (off && plan_ds_rules_for(z->ds_version)->cpu_adam_tiles)
@@ -255,6 +254,27 @@ static int build_ledger(struct plan *p)
         p->stages[s] = t;
     }
     return bad ? -1 : 0;
+}
+
+int64_t plan_exec_bucket_numel(const struct plan *p)
+{
+    const int64_t all = p->per_rank_numel * (p->layout.dp > 0 ? p->layout.dp : 1);
+    return p->zero.reduce_bucket_size < all ? p->zero.reduce_bucket_size : all;
+}
+
+static int64_t scaled(int64_t v, double F)
+{
+    int64_t s = (int64_t)ceil((double)v / F);
+    return s < 1 ? 1 : s;
+}
+
+void plan_scale_zero(struct plan_zero *z, int64_t *chunk_numel, double F)
+{
+    z->sub_group_size = scaled(z->sub_group_size, F);
+    z->reduce_bucket_size = scaled(z->reduce_bucket_size, F);
+    z->prefetch_bucket_size = scaled(z->prefetch_bucket_size, F);
+    if (chunk_numel)
+        *chunk_numel = scaled(*chunk_numel, F);
 }
 
 /* ---- build ------------------------------------------------------------------------------------ */

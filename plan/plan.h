@@ -338,6 +338,13 @@ struct plan {
 
 int plan_build(struct plan *p, const struct plan_model *m, const struct plan_layout *l,
                const struct plan_zero *z, const struct plan_options *o, struct rl_err *e);
+/* Divides the element-count settings by F for a model shrunk F times (sub_group_size,
+ * reduce_bucket_size, stage3_prefetch_bucket_size and, when not NULL, a pipeline chunk), each
+ * ceil(v / F) and at least 1, so the sub-group packing rule sees the same proportions. */
+void plan_scale_zero(struct plan_zero *z, int64_t *chunk_numel, double F);
+/* Elements of the executor's reduce-scatter bucket: reduce_bucket_size, but no more than the
+ * gradients of one step (the rank's partition x the DP degree). */
+int64_t plan_exec_bucket_numel(const struct plan *p);
 void plan_free(struct plan *p);
 
 /* Peak per-rank memory of the model states from the ledger (the last stage). */

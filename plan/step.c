@@ -106,6 +106,21 @@ int64_t step_chunk_count(int64_t cpu_numel, int64_t chunk_numel)
     return (cpu_numel + chunk - 1) / chunk;
 }
 
+void step_chunk_range(int64_t cpu_numel, int64_t chunk_numel, int64_t k, int64_t *first, int64_t *numel)
+{
+    int64_t chunk = step_chunk_numel(cpu_numel, chunk_numel);
+    *first = k * chunk;
+    *numel = cpu_numel - *first < chunk ? cpu_numel - *first : chunk;
+}
+
+int64_t step_chunk_buffer_numel(int64_t cpu_numel, int64_t chunk_numel)
+{
+    if (cpu_numel <= 0)
+        return 0;
+    int64_t chunk = step_chunk_numel(cpu_numel, chunk_numel);
+    return chunk < cpu_numel ? chunk : cpu_numel;
+}
+
 int64_t step_prefetch_depth(int64_t prefetch_bucket_size, int64_t max_block_numel, int64_t n_blocks)
 {
     int64_t depth = max_block_numel > 0 ? prefetch_bucket_size / max_block_numel : 1;

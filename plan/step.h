@@ -74,7 +74,12 @@ int step_breakdown(const struct step_span *s, int n, int64_t t0_ns, int64_t t1_n
 
 /* The CPU share of the overlap schedule streams through pinned buffers in chunks of
  * STEP_CHUNK_DEFAULT_NUMEL elements (a plan's exec_chunk_numel overrides it), at most
- * STEP_MAX_CHUNKS chunks per rank (larger shares get larger chunks). */
+ * STEP_MAX_CHUNKS chunks per rank (larger shares get larger chunks). These functions are the one
+ * definition of that chunk list: the ledger sizes the staging buffers with it (plan.c), the
+ * simulator streams its chunks (sim/step.c) and the executor runs them (exec/run.c). The CPU
+ * share is one run of cpu_numel elements (the host arrays hold the CPU sub-groups back to back);
+ * chunk k covers [k x step_chunk_numel, min((k + 1) x step_chunk_numel, cpu_numel)), whatever
+ * sub-groups it spans. */
 #define STEP_CHUNK_DEFAULT_NUMEL (INT64_C(4) << 20)
 #define STEP_MAX_CHUNKS 256
 
@@ -83,6 +88,12 @@ int step_breakdown(const struct step_span *s, int n, int64_t t0_ns, int64_t t1_n
 int64_t step_chunk_numel(int64_t cpu_numel, int64_t chunk_numel);
 /* Chunks of the CPU share: ceil(cpu_numel / step_chunk_numel(...)); 0 for an empty share. */
 int64_t step_chunk_count(int64_t cpu_numel, int64_t chunk_numel);
+/* Chunk k (0 <= k < step_chunk_count) of the CPU share: its first element in the share and its
+ * elements (the last chunk holds the rest). */
+void step_chunk_range(int64_t cpu_numel, int64_t chunk_numel, int64_t k, int64_t *first, int64_t *numel);
+/* Elements of the largest chunk, min(step_chunk_numel, cpu_numel): one staging half (0 for an
+ * empty share). */
+int64_t step_chunk_buffer_numel(int64_t cpu_numel, int64_t chunk_numel);
 
 /* ZeRO-3 prefetch (stage3_prefetch_bucket_size, elements): the blocks gathered ahead of the
  * block being computed, prefetch_bucket_size / max_block_numel and at least 1 (also when

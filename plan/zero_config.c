@@ -62,56 +62,68 @@ static void show(const json_t *v, char *buf, size_t n)
 
 static bool is_auto(const json_t *v) { return json_is_string(v) && strcmp(json_string_value(v), "auto") == 0; }
 
-/* Integer field (JSON integer, or an integral real such as 1e9). Returns 1 when absent, 2 when
- * "auto" (and auto_ok), 0 when read. */
+/* What a getter found at its key (the value itself goes to *out only when FOUND_VALUE). */
+enum found {
+    FOUND_ABSENT,   /* no key, or null */
+    FOUND_AUTO,     /* "auto", where allowed */
+    FOUND_VALUE,    /* a valid value, written to *out */
+};
+
+/* Integer field (JSON integer, or an integral real such as 1e9), "auto" when auto_ok. Returns 0
+ * with *how filled, or RL_EINVAL naming the path, the value and the allowed range. */
 static int get_i64(const json_t *obj, const char *key, const char *path, int64_t min, int64_t max,
-                   bool auto_ok, int64_t *out, struct rl_err *e, int *rc)
+                   bool auto_ok, int64_t *out, enum found *how, struct rl_err *e)
 {
     json_t *v = json_object_get(obj, key);
-    *rc = 0;
+    *how = FOUND_ABSENT;
     if (!v || json_is_null(v))
-        return 1;
-    if (auto_ok && is_auto(v))
-        return 2;
+        return 0;
+    if (auto_ok && is_auto(v)) {
+        *how = FOUND_AUTO;
+        return 0;
+    }
     char buf[80];
     if (json_is_integer(v)) {
         json_int_t x = json_integer_value(v);
         if (x >= min && x <= max) {
             *out = x;
+            *how = FOUND_VALUE;
             return 0;
         }
     } else if (json_is_real(v)) {
         double d = json_real_value(v);
         if (isfinite(d) && d == floor(d) && d >= (double)min && d <= (double)max) {
             *out = (int64_t)d;
+            *how = FOUND_VALUE;
             return 0;
         }
     }
     show(v, buf, sizeof buf);
-    *rc = rl_errf(e, RL_EINVAL, "%s: %s is not allowed; expected an integer in [%lld, %lld]%s", path,
-                  buf, (long long)min, (long long)max, auto_ok ? " or \"auto\"" : "");
-    return -1;
+    return rl_errf(e, RL_EINVAL, "%s: %s is not allowed; expected an integer in [%lld, %lld]%s", path,
+                   buf, (long long)min, (long long)max, auto_ok ? " or \"auto\"" : "");
 }
 
-/* Boolean field; "auto" when auto_ok. Returns 1 absent, 2 auto, 0 read, -1 error. */
+/* Boolean field, "auto" when auto_ok. Returns 0 with *how filled, or RL_EINVAL. */
 static int get_bool(const json_t *obj, const char *key, const char *path, bool auto_ok, bool *out,
-                    struct rl_err *e, int *rc)
+                    enum found *how, struct rl_err *e)
 {
     json_t *v = json_object_get(obj, key);
-    *rc = 0;
+    *how = FOUND_ABSENT;
     if (!v || json_is_null(v))
-        return 1;
-    if (auto_ok && is_auto(v))
-        return 2;
+        return 0;
+    if (auto_ok && is_auto(v)) {
+        *how = FOUND_AUTO;
+        return 0;
+    }
     if (json_is_boolean(v)) {
         *out = json_is_true(v);
+        *how = FOUND_VALUE;
         return 0;
     }
     char buf[80];
     show(v, buf, sizeof buf);
-    *rc = rl_errf(e, RL_EINVAL, "%s: %s is not allowed; expected true or false%s", path, buf,
-                  auto_ok ? " or \"auto\"" : "");
-    return -1;
+    return rl_errf(e, RL_EINVAL, "%s: %s is not allowed; expected true or false%s", path, buf,
+                   auto_ok ? " or \"auto\"" : "");
 }
 
 static int get_object(const json_t *obj, const char *key, const char *path, json_t **out,
@@ -197,6 +209,8 @@ static size_t number_len(const char *p)
     return n;
 }
 
+#define HEX "0123456789abcdefABCDEF"
+
 json_t *plan__json_loads(const char *text, size_t flags, json_error_t *je)
 {
     json_t *root = json_loads(text, flags | JSON_ALLOW_NUL, je);
@@ -205,7 +219,10 @@ json_t *plan__json_loads(const char *text, size_t flags, json_error_t *je)
     /* Python's json (DeepSpeed's reader) takes integers of any size and reals beyond double
      * (1e400 -> inf); jansson refuses both. Such numbers become marked strings holding their
      * text, so a key nobody reads does not reject the config and a key that is read reports the
-     * number as typed. */
+     * number as typed. Python also takes a lone UTF-16 surrogate escape ("\ud800"), which
+     * jansson refuses whatever its decoding flags (JSON_ALLOW_NUL, JSON_DECODE_ANY, ... have none
+     * for it): it becomes U+FFFD, the same length, so a key that is read and holds it is refused
+     * by that key's own check. */
     size_t len = strlen(text), extra = 0;
     for (const char *p = text; *p; p++)
         extra += *p == '-' || (*p >= '0' && *p <= '9');
@@ -218,6 +235,23 @@ json_t *plan__json_loads(const char *text, size_t flags, json_error_t *je)
         if (*p == '"') {   /* copy a string, escapes included */
             *o++ = *p++;
             while (*p && *p != '"') {
+                unsigned hi, lo;
+                if (p[0] == '\\' && p[1] == 'u' && sscanf(p + 2, "%4x", &hi) == 1 && strspn(p + 2, HEX) >= 4 &&
+                    hi >= 0xD800 && hi <= 0xDFFF) {
+                    bool pair = hi <= 0xDBFF && p[6] == '\\' && p[7] == 'u' && strspn(p + 8, HEX) >= 4 &&
+                                sscanf(p + 8, "%4x", &lo) == 1 && lo >= 0xDC00 && lo <= 0xDFFF;
+                    if (pair) {
+                        memcpy(o, p, 12);
+                        o += 12;
+                        p += 12;
+                    } else {
+                        memcpy(o, "\\uFFFD", 6);
+                        o += 6;
+                        p += 6;
+                        changed = true;
+                    }
+                    continue;
+                }
                 if (*p == '\\' && p[1])
                     *o++ = *p++;
                 *o++ = *p++;
@@ -392,8 +426,10 @@ static int read_device(const json_t *dev, const char *path, enum plan_offload *o
 }
 
 /* offload_optimizer.ratio: a finite number in [0, 1] (absent or null: unchanged). Returns 1 when read. */
-static int read_ratio(const json_t *rv, const char *path, double *out, struct rl_err *e)
+/* offload_optimizer.ratio: 0 with *how filled (absent or read), or RL_EINVAL. */
+static int read_ratio(const json_t *rv, const char *path, double *out, enum found *how, struct rl_err *e)
 {
+    *how = FOUND_ABSENT;
     if (!rv || json_is_null(rv))
         return 0;
     char buf[80];
@@ -407,7 +443,8 @@ static int read_ratio(const json_t *rv, const char *path, double *out, struct rl
         return rl_errf(e, RL_EINVAL, "%s: %s is outside [0, 1]", path, buf);
     }
     *out = x;
-    return 1;
+    *how = FOUND_VALUE;
+    return 0;
 }
 
 /* fp16.enabled and bf16.enabled resolved into the dtype: at most one may be true; "auto" leaves
@@ -440,7 +477,8 @@ static int read_key(struct zero_read *rd, const struct zero_key *k, json_t *root
         return 0;   /* its object is absent */
     const char *dot = strrchr(k->path, '.');
     const char *key = dot ? dot + 1 : k->path;
-    int rc = 0, r;
+    int rc = 0;
+    enum found how;
     switch (k->kind) {
     case ZK_OBJECT: {
         json_t **obj = &objects[k - zero_keys];
@@ -454,17 +492,17 @@ static int read_key(struct zero_read *rd, const struct zero_key *k, json_t *root
         int64_t v = 0;
         if (k->size == sizeof(int64_t))
             memcpy(&v, base + k->off, sizeof v);
-        if ((r = get_i64(in, key, k->path, k->lo, k->hi, k->auto_ok, &v, e, &rc)) < 0)
+        if ((rc = get_i64(in, key, k->path, k->lo, k->hi, k->auto_ok, &v, &how, e)))
             return rc;
         if (k->size == sizeof(int64_t))
             memcpy(base + k->off, &v, sizeof v);
         else
             *(int *)(base + k->off) = (int)v;
-        if (src && r == 0)
+        if (src && how == FOUND_VALUE)
             *src = PLAN_SRC_CONFIG;
-        if (src && r == 2)
+        if (src && how == FOUND_AUTO)
             *src = PLAN_SRC_AUTO;
-        if (r == 2 && k->auto_note) {
+        if (how == FOUND_AUTO && k->auto_note) {
             char d[32];
             snprintf(d, sizeof d, "%lld", (long long)k->def);
             note(&rd->z, k->auto_note, k->path, d);
@@ -472,17 +510,17 @@ static int read_key(struct zero_read *rd, const struct zero_key *k, json_t *root
         return 0;
     }
     case ZK_BOOL:
-        if ((r = get_bool(in, key, k->path, k->auto_ok, (bool *)(base + k->off), e, &rc)) < 0)
+        if ((rc = get_bool(in, key, k->path, k->auto_ok, (bool *)(base + k->off), &how, e)))
             return rc;
-        if (r == 2 && k->auto_note)
+        if (how == FOUND_AUTO && k->auto_note)
             note(&rd->z, k->auto_note, k->path, "");
         return 0;
     case ZK_DEVICE:
         return read_device(json_object_get(in, key), k->path, (enum plan_offload *)(base + k->off), e);
     case ZK_RATIO:
-        if ((r = read_ratio(json_object_get(in, key), k->path, (double *)(base + k->off), e)) < 0)
-            return r;
-        if (r == 1 && src)
+        if ((rc = read_ratio(json_object_get(in, key), k->path, (double *)(base + k->off), &how, e)))
+            return rc;
+        if (how == FOUND_VALUE && src)
             *src = PLAN_SRC_CONFIG;
         return 0;
     case ZK_STRING: {

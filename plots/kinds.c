@@ -536,7 +536,7 @@ static int tl_read(const struct plot__fig *f, const char *path, struct tl_trace 
         if (k == t->n_tracks) {
             if (k == TL_MAX_TRACKS) {
                 trace_doc_free(&t->doc);
-                return rl_errf(e, RL_EINVAL, "%s: more than %d tracks with spans; choose processes with --pids",
+                return rl_errf(e, RL_EINVAL, "%s: more than %d tracks with spans; choose processes with pids",
                                path, TL_MAX_TRACKS);
             }
             t->tracks[k].pid = ev->pid;
@@ -551,7 +551,7 @@ static int tl_read(const struct plot__fig *f, const char *path, struct tl_trace 
     if (!t->n_tracks) {
         trace_doc_free(&t->doc);
         return rl_errf(e, RL_EINVAL, "%s: no spans (\"ph\":\"X\")%s; a timeline needs a trace of a step "
-                       "(ratiolab predict --trace, or the executor's)", path, f->o->pids ? " in the --pids given" : "");
+                       "(ratiolab predict --trace, or the executor's)", path, f->o->pids ? " in the pids given" : "");
     }
     qsort(t->tracks, (size_t)t->n_tracks, sizeof t->tracks[0], cmp_track);
     for (int k = 0; k < t->n_tracks; k++)
@@ -898,13 +898,13 @@ int plot__scaling(struct plot__fig *f, struct rl_err *e)
     int series[PLOT_MAX_IN], n_series = 0, first_of[PLOT_MAX_IN];
     for (int i = 0; i < ns && !rc; i++) {
         if (gpus && s[i].gpus <= 0)
-            rc = rl_errf(e, RL_EINVAL, "%s: no GPU count (field 'gpus', or 'N GPUs' in 'model'); plot scaling "
-                         "--x gpus needs `ratiolab sweep --json`", f->o->in[i]);
+            rc = rl_errf(e, RL_EINVAL, "%s: no GPU count (field 'gpus', or 'N GPUs' in 'model'); scaling over "
+                         "GPUs needs `ratiolab sweep --json`", f->o->in[i]);
         else if (!gpus && s[i].params <= 0)
-            rc = rl_errf(e, RL_EINVAL, "%s: no model size (field 'rank_numel'); plot scaling --x params needs "
+            rc = rl_errf(e, RL_EINVAL, "%s: no model size (field 'rank_numel'); scaling over parameters needs "
                          "`ratiolab sweep --json` from ratiolab 0.1.0 or later", f->o->in[i]);
         else if (tokens && (s[i].gpus <= 0 || !s[i].has_phases))
-            rc = rl_errf(e, RL_EINVAL, "%s: no tokens/s or GPU count; plot scaling --y tokens needs `ratiolab "
+            rc = rl_errf(e, RL_EINVAL, "%s: no tokens/s or GPU count; scaling in tokens/s needs `ratiolab "
                          "sweep --json`", f->o->in[i]);
         if (rc)
             break;

@@ -9,7 +9,7 @@
 # LIBS below), or "every module", or "no other module". A module's private header (`DIR/*_impl.h`)
 # may be included by that module only, whatever its README allows (tests/ and bench/ are not
 # checked: they may reach into a module). It also refuses a library error message that names a
-# command-line flag (see below). Exit 0 when every include is allowed,
+# command-line flag anywhere in its text (see below). Exit 0 when every include is allowed,
 # 1 when one is not (one line per offending include: file:line, the include, what is allowed),
 # 2 when a module's README has no such sentence.
 set -u
@@ -60,15 +60,35 @@ for m in $MODULES; do
                  /dev/null 2>/dev/null)
 done
 # Library messages name the field (`policy: ...`); cli/ puts back the flag the user typed. A
-# library error that starts with a command-line flag is refused, except a Megatron launch line's
-# own argument names (they are the fields of that format: the message says "Megatron").
+# library error message (rl_errf, rl_err_prefix, rl_err_first: every string literal of the call,
+# continuation lines included) that names a command-line flag anywhere is refused, except a
+# Megatron launch line's own argument names (they are the fields of that format: the message says
+# "Megatron") and a reference to what another ratiolab command writes, quoted as its command line
+# (`ratiolab sweep --json`: the name of a format, not a flag of the command that failed).
 while IFS= read -r hit; do
     [ -n "$hit" ] || continue
-    case "$hit" in plan/megatron*.c:*|*Megatron*) continue ;; esac
-    echo "${hit%%:*}:$(printf '%s\n' "${hit#*:}" | cut -d: -f1): a library message names a flag; name the field and let cli/ put back the flag"
+    echo "$hit: a library message names a flag; name the field and let cli/ put back the flag"
     bad=1
 done < <(for l in $LIBS; do [ -d "$l" ] && find "$l" -maxdepth 2 -type f \( -name '*.c' -o -name '*.cu' \); done | sort |
-             xargs -r grep -n -E '(rl_errf|rl_err_prefix|rl_err_first)\([^"]*"--[a-z]' /dev/null 2>/dev/null)
+             xargs -r perl -e '
+    for my $f (@ARGV) {
+        next if $f =~ m{^plan/megatron};
+        open my $h, "<", $f or next; local $/; my $t = <$h>; close $h;
+        while ($t =~ /\b(?:rl_errf|rl_err_prefix|rl_err_first)\s*\(/g) {
+            my ($start, $i, $depth, $instr) = ($-[0], pos($t), 1, 0);
+            while ($i < length($t) && $depth > 0) {          # the call, up to its closing parenthesis
+                my $c = substr($t, $i, 1);
+                if ($instr) { if ($c eq "\\") { $i++ } elsif ($c eq "\"") { $instr = 0 } }
+                elsif ($c eq "\"") { $instr = 1 } elsif ($c eq "(") { $depth++ } elsif ($c eq ")") { $depth-- }
+                $i++;
+            }
+            my $text = join("", substr($t, $start, $i - $start) =~ /"((?:[^"\\]|\\.)*)"/g);
+            next if $text =~ /Megatron/;
+            $text =~ s/ratiolab [a-z]+(?: --[a-z][a-z-]*)+//g;   # another command, quoted
+            next unless $text =~ /(?:^|[^-\w])--[a-z]/;
+            printf "%s:%d\n", $f, 1 + (substr($t, 0, $start) =~ tr/\n//);
+        }
+    }' 2>/dev/null)
 if [ "$bad" = 0 ]; then
     echo "check-layers: every include is allowed by its module's README; library messages name fields"
 fi

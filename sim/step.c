@@ -68,7 +68,7 @@ bad:
 void sim_train_defaults(struct sim_train *t)
 {
     memset(t, 0, sizeof *t);
-    t->schedule = SIM_SCHED_DS012;
+    t->schedule = STEP_SCHED_DS012;
     t->gpu_reserve_bytes = -1;
     t->cpu_optimizer = SIM_CPU_OPT_DEEPSPEED;
 }
@@ -283,8 +283,8 @@ static int memory(const struct plan *p, const struct sim_hw *hw, const struct si
     r->gpu_ledger_bytes = plan_peak_gpu_bytes(p);
     double act = activation_bytes_f(p, t, k->n - 2);
     if (!(act <= SIM_MAX_COUNT))
-        return rl_errf(e, RL_EINVAL, "activations: --seq-len %lld x --micro-batch %lld gives %.3g bytes per GPU, "
-                       "more than the %.3g the model counts; allowed: a smaller --seq-len or --micro-batch",
+        return rl_errf(e, RL_EINVAL, "activations: seq_len %lld x micro_batch %lld gives %.3g bytes per GPU, "
+                       "more than the %.3g the model counts; allowed: a smaller seq_len or micro_batch",
                        (long long)t->seq_len, (long long)t->micro_batch, act, SIM_MAX_COUNT);
     r->gpu_activation_bytes = (int64_t)ceil(act);
     /* ZeRO-3 gathers each block before use and prefetches up to prefetch_bucket_size elements
@@ -302,7 +302,7 @@ static int memory(const struct plan *p, const struct sim_hw *hw, const struct si
     if (!(alloc <= SIM_MAX_COUNT))
         return rl_errf(e, RL_EINVAL, "GPU memory: %.3g bytes per GPU (model states %.3g, activations %.3g, "
                        "gathered parameters %.3g) is more than the model counts (%.3g); allowed: a smaller "
-                       "model, --seq-len or --micro-batch", alloc, (double)r->gpu_ledger_bytes, act, live * dtype,
+                       "model, seq_len or micro_batch", alloc, (double)r->gpu_ledger_bytes, act, live * dtype,
                        SIM_MAX_COUNT);
     r->gpu_live_param_bytes = (int64_t)live * dtype;
     r->gpu_allocated_bytes = r->gpu_ledger_bytes + r->gpu_activation_bytes + r->gpu_live_param_bytes;
@@ -339,7 +339,7 @@ static int place_ranks(const struct plan *p, const struct sim_hw *hw, const stru
     int gpn = p->layout.gpus_per_node > 0 ? p->layout.gpus_per_node : 1;
     if (gpn > hw->gpus)
         return rl_errf(e, RL_EINVAL, "layout: %d GPUs per node, but hardware profile %s has %d per node "
-                       "(allowed: --gpus-per-node <= %d, or another --hw)", gpn, hw->name, hw->gpus, hw->gpus);
+                       "(allowed: gpus_per_node <= %d, or another hw)", gpn, hw->name, hw->gpus, hw->gpus);
     int ranks = gpn;
     if (ranks > p->layout.world && p->layout.world > 0)
         ranks = p->layout.world;
@@ -526,7 +526,7 @@ static int cpu_adam(struct builder *u, const char *name, int g, double elems)
     double w[SIM_MAX_RES];
     res[n] = b->r_cores[k], w[n++] = hw->cpu_adam_elems_per_core / rate;
     n = host_dram(b, g, hw->cpu_adam_dram_bytes, res, w, n);
-    return add_task(u, name, g, SIM_TR_CPU_ADAM, SIM_PH_CPU_ADAM, elems, 0, cap, n, res, w,
+    return add_task(u, name, g, SIM_TR_CPU_ADAM, STEP_PH_CPU_ADAM, elems, 0, cap, n, res, w,
                     (union sim_task_size){.elements = (int64_t)elems});
 }
 
@@ -569,7 +569,7 @@ static int host_delay(struct builder *u, const char *name, int g, int64_t ns, in
  * the 16-bit parameter). */
 static int gpu_adam(struct builder *u, const char *name, int g, double elems)
 {
-    return gpu_pass(u, name, g, elems, 30.0, SIM_PH_GPU_ADAM, SIM_TR_COMPUTE);
+    return gpu_pass(u, name, g, elems, 30.0, STEP_PH_GPU_ADAM, SIM_TR_COMPUTE);
 }
 
 enum coll_kind { COLL_AG, COLL_RS, COLL_AR };
@@ -703,12 +703,12 @@ static void block_compute(struct builder *u, struct streams *st, const struct pa
             mem_event(u, c, act_delta);
         if (pc->tp > 1 && inner) {
             int ar = collective(u, "tp_allreduce", g, COLL_AR, pc->ar_bytes, pc->tp, pc->tp_local,
-                                SIM_PH_TP_ALLREDUCE, SIM_TR_COMPUTE);
+                                STEP_PH_TP_ALLREDUCE, SIM_TR_COMPUTE);
             dep(u, c, ar);
             st->compute = ar;
         }
     } else if (ag >= 0) {
-        int z = add_task(u, "gathered", g, SIM_TR_COMPUTE, SIM_PH_ALLGATHER, 0, 0, 0, 0, NULL, NULL, NO_SIZE);
+        int z = add_task(u, "gathered", g, SIM_TR_COMPUTE, STEP_PH_ALLGATHER, 0, 0, 0, 0, NULL, NULL, NO_SIZE);
         dep(u, st->compute, z);
         dep(u, ag, z);
         st->compute = z;
@@ -746,12 +746,12 @@ static void ds_partition_grads(struct builder *u, struct streams *st, const stru
     const struct plan *p = b->p;
     int dtype = plan_dtype_bytes(p->zero.dtype);
     int64_t sync_ns = us_to_ns(b->hw->lat_copy_us + b->hw->lat_launch_us);   /* a blocking copy's wait */
-    int d1 = host_copy(u, "grad_d2h", g, false, p->zero.pin_memory, (double)fl->part * dtype, SIM_PH_GRAD_D2H,
+    int d1 = host_copy(u, "grad_d2h", g, false, p->zero.pin_memory, (double)fl->part * dtype, STEP_PH_GRAD_D2H,
                        fl->part * dtype, fl->tensors);
     dep(u, rs, d1);
     dep(u, st->reduce, d1);
     dep(u, st->copy, d1);
-    int h1 = host_copy(u, "grad_h2d", g, true, p->zero.pin_memory, (double)fl->part * dtype, SIM_PH_GRAD_H2D,
+    int h1 = host_copy(u, "grad_h2d", g, true, p->zero.pin_memory, (double)fl->part * dtype, STEP_PH_GRAD_H2D,
                        fl->part * dtype, fl->tensors);
     dep(u, d1, h1);
     st->copy = h1;
@@ -771,7 +771,7 @@ static void ds_partition_grads(struct builder *u, struct streams *st, const stru
         return;
     if (dr->grad_copy == PLAN_DS_GRAD_HOST_CAST || dr->grad_copy == PLAN_DS_GRAD_HOST_CAST_SYNCED) {
         bool synced = dr->grad_copy == PLAN_DS_GRAD_HOST_CAST_SYNCED;
-        int d2 = host_copy(u, "grad_d2h_blocking", g, false, synced, (double)fl->cpu * dtype, SIM_PH_GRAD_D2H,
+        int d2 = host_copy(u, "grad_d2h_blocking", g, false, synced, (double)fl->cpu * dtype, STEP_PH_GRAD_D2H,
                            fl->cpu * dtype, 0);
         set_latency(u, d2, sync_ns * fl->cpu_tensors);
         dep(u, st->reduce, d2);
@@ -786,7 +786,7 @@ static void ds_partition_grads(struct builder *u, struct streams *st, const stru
     } else {
         int up = gpu_pass(u, "grad_upcast", g, (double)fl->cpu, dtype + 4.0, STEP_PH_GRAD_CAST, SIM_TR_REDUCE);
         dep(u, st->reduce, up);
-        int d2 = host_copy(u, "grad_d2h_fp32", g, false, true, (double)fl->cpu * 4.0, SIM_PH_GRAD_D2H, fl->cpu * 4,
+        int d2 = host_copy(u, "grad_d2h_fp32", g, false, true, (double)fl->cpu * 4.0, STEP_PH_GRAD_D2H, fl->cpu * 4,
                            fl->cpu_tensors);
         dep(u, up, d2);
         st->reduce = d2;
@@ -843,7 +843,7 @@ static void ds_optimizer(struct builder *u, const struct plan_ds_rules *dr, int 
             dep(u, ad, ca);
             if (dr->adam_stream_sync)
                 dep(u, stream, ca);   /* SynchronizeStreams after the sub-group's Adam */
-            int h = host_copy(u, "param_h2d", g, true, false, c * dtype, SIM_PH_PARAM_H2D, sg->cpu_numel * dtype, 0);
+            int h = host_copy(u, "param_h2d", g, true, false, c * dtype, STEP_PH_PARAM_H2D, sg->cpu_numel * dtype, 0);
             set_latency(u, h, sync_ns);
             dep(u, ca, h);
             dep(u, stream, h);   /* queued on the current stream behind the launched kernels */
@@ -877,19 +877,19 @@ static void overlap_optimizer(struct builder *u, int g, int ready)
     int64_t cpu = p->cpu_numel;
     if (cpu <= 0)
         return;
-    int64_t chunk = step_chunk_numel(cpu, p->exec_chunk_numel);
     int64_t nc = step_chunk_count(cpu, p->exec_chunk_numel);
     int pd = -1, pa = -1, ppa = -1, ph = -1;
     for (int64_t c = 0; c < nc; c++) {
-        int64_t n = c == nc - 1 ? cpu - c * chunk : chunk;
-        int d = host_copy(u, "grad_d2h", g, false, true, (double)n * 4.0, SIM_PH_GRAD_D2H, n * 4, 1);
+        int64_t first, n;
+        step_chunk_range(cpu, p->exec_chunk_numel, c, &first, &n);
+        int d = host_copy(u, "grad_d2h", g, false, true, (double)n * 4.0, STEP_PH_GRAD_D2H, n * 4, 1);
         dep(u, ready, d);
         dep(u, pd, d);
         dep(u, ppa, d);   /* its buffer is free once CPU Adam of chunk c - 2 is done */
         int ad = cpu_adam(u, "cpu_adam", g, (double)n);
         dep(u, d, ad);
         dep(u, pa, ad);
-        int h = host_copy(u, "param_h2d", g, true, true, (double)n * dtype, SIM_PH_PARAM_H2D, n * dtype, 1);
+        int h = host_copy(u, "param_h2d", g, true, true, (double)n * dtype, STEP_PH_PARAM_H2D, n * dtype, 1);
         dep(u, ad, h);
         dep(u, ph, h);
         pd = d;
@@ -954,7 +954,7 @@ static void build_forward(struct builder *u, struct graph_ctx *c)
             int ag = -1;
             if (dp > 1 && k->full_numel[i] > 0) {
                 ag = collective(u, "allgather", g, COLL_AG, (double)k->full_numel[i] * dtype, dp, c->dp_local,
-                                SIM_PH_ALLGATHER, SIM_TR_GATHER);
+                                STEP_PH_ALLGATHER, SIM_TR_GATHER);
                 dep(u, st[g].gather, ag);
                 if (i - 1 - c->depth >= 0)
                     dep(u, fwd[(i - 1 - c->depth) * G + g], ag);
@@ -964,7 +964,7 @@ static void build_forward(struct builder *u, struct graph_ctx *c)
                 mem_event(u, ag, k->full_numel[i] * dtype);
             }
             block_compute(u, &st[g], &c->pc, g, i, ag, k->fwd_flops[i], i == k->n - 1 ? "logits" : "forward",
-                          SIM_PH_FORWARD, c->act_per_block);
+                          STEP_PH_FORWARD, c->act_per_block);
             fwd[i * G + g] = st[g].compute;
         }
     }
@@ -986,7 +986,7 @@ static void build_flush(struct builder *u, struct graph_ctx *c, const struct flu
             int res[SIM_MAX_RES], n;
             double w[SIM_MAX_RES];
             n = emulated_share(u->b, g, 4.0, 1, u->b->hw->gpu_emulated_grad_per_s, res, w, 0);
-            int sy = add_task(u, "grad_shares", g, SIM_TR_COMPUTE, SIM_PH_BACKWARD, (double)fl->full, 0,
+            int sy = add_task(u, "grad_shares", g, SIM_TR_COMPUTE, STEP_PH_BACKWARD, (double)fl->full, 0,
                               u->b->hw->gpu_emulated_grad_per_s, n, res, w, (union sim_task_size){.elements = fl->full});
             dep(u, st[g].compute, sy);
             st[g].compute = sy;
@@ -1002,14 +1002,14 @@ static void build_flush(struct builder *u, struct graph_ctx *c, const struct flu
         }
         if (ds && offload) {
             /* the gradients copied into the bucket, then interleaved by torch.cat */
-            int cp = gpu_pass(u, "bucket_copy", g, (double)fl->full, 4.0 * dtype, SIM_PH_REDUCE_SCATTER,
+            int cp = gpu_pass(u, "bucket_copy", g, (double)fl->full, 4.0 * dtype, STEP_PH_REDUCE_SCATTER,
                               SIM_TR_REDUCE);
             dep(u, last, cp);
             dep(u, st[g].reduce, cp);
             st[g].reduce = last = cp;
         }
         int rs = collective(u, "reduce_scatter", g, COLL_RS, (double)fl->full * c->comm_dtype, c->dp, c->dp_local,
-                            SIM_PH_REDUCE_SCATTER, SIM_TR_REDUCE);
+                            STEP_PH_REDUCE_SCATTER, SIM_TR_REDUCE);
         if (rs >= 0) {
             dep(u, last, rs);
             dep(u, st[g].reduce, rs);
@@ -1044,7 +1044,7 @@ static void build_backward(struct builder *u, struct graph_ctx *c, bool boundary
             int ag = -1;
             if (dp > 1 && k->full_numel[i] > 0) {
                 ag = collective(u, "allgather", g, COLL_AG, (double)k->full_numel[i] * dtype, dp, c->dp_local,
-                                SIM_PH_ALLGATHER, SIM_TR_GATHER);
+                                STEP_PH_ALLGATHER, SIM_TR_GATHER);
                 dep(u, st[g].gather, ag);
                 if (i + 1 + c->depth < k->n && !emulated(b))
                     dep(u, bwd[(i + 1 + c->depth) * G + g], ag);
@@ -1055,7 +1055,7 @@ static void build_backward(struct builder *u, struct graph_ctx *c, bool boundary
             }
             /* backward is twice the forward, three times with recomputation of an inner block */
             double f = k->fwd_flops[i] * (b->t.checkpoint_activations && i >= 1 && i < k->n - 1 ? 3.0 : 2.0);
-            block_compute(u, &st[g], &c->pc, g, i, ag, f, "backward", SIM_PH_BACKWARD, -c->act_per_block);
+            block_compute(u, &st[g], &c->pc, g, i, ag, f, "backward", STEP_PH_BACKWARD, -c->act_per_block);
             bwd[i * G + g] = st[g].compute;
         }
         fl.full += k->full_numel[i];
@@ -1085,7 +1085,7 @@ static void build_optimizer(struct builder *u, struct graph_ctx *c)
             for (int i = 0; i < k->n; i++)
                 f += k->fwd_flops[i] * (b->t.checkpoint_activations ? 4.0 : 3.0);
             int64_t bubble_ns = (int64_t)ceil((double)(pp - 1) * f / c->flop_rate * 1e9);
-            int z2 = add_task(u, "pipeline_bubble", g, SIM_TR_BUBBLE, SIM_PH_PIPELINE_BUBBLE, 0, bubble_ns, 0, 0,
+            int z2 = add_task(u, "pipeline_bubble", g, SIM_TR_BUBBLE, STEP_PH_PIPELINE_BUBBLE, 0, bubble_ns, 0, 0,
                               NULL, NULL, NO_SIZE);
             dep(u, ready, z2);
             ready = z2;
@@ -1109,7 +1109,7 @@ static int build(struct builder *u, int nsim, struct rl_err *e)
     int G = b->ranks;
     int dtype = plan_dtype_bytes(p->zero.dtype);
     bool offload = p->zero.offload == PLAN_OFFLOAD_CPU;
-    bool ds = b->t.schedule == SIM_SCHED_DS012;
+    bool ds = b->t.schedule == STEP_SCHED_DS012;
     const struct plan_ds_rules *dr = plan_ds_rules_for(p->zero.ds_version);
     /* Ranks are numbered TP fastest, then DP: a TP group is tp consecutive GPUs of a node; a DP
      * group has G / tp members in this node when tp < G. */
@@ -1286,8 +1286,8 @@ int sim_step_run(const struct plan *p, const struct sim_hw *hw, const struct sim
             return rc;
         double total = (double)r->step_ns + (double)repeat * (double)(r->step_ns - s.step_ns);
         if (!(total <= SIM_MAX_COUNT))
-            return rl_errf(e, RL_EINVAL, "step: --grad-accum %lld gives a step of %.3g ns, more than the model "
-                           "counts; allowed: a smaller --grad-accum", (long long)t.grad_accum, total);
+            return rl_errf(e, RL_EINVAL, "step: grad_accum %lld gives a step of %.3g ns, more than the model "
+                           "counts; allowed: a smaller grad_accum", (long long)t.grad_accum, total);
         r->step_ns += repeat * (r->step_ns - s.step_ns);
         for (int ph = 0; ph < STEP_PH_COUNT; ph++) {
             r->phase[ph].busy_ns += repeat * (r->phase[ph].busy_ns - s.phase[ph].busy_ns);

@@ -22,21 +22,7 @@
 #include "sim/hw.h"
 
 /* The step vocabulary (schedules, phases, breakdown, chunking) is plan/step.h, shared with the
- * executor; these are the simulator's names for it. */
-#define SIM_SCHED_DS012 STEP_SCHED_DS012
-#define SIM_SCHED_OVERLAP STEP_SCHED_OVERLAP
-#define SIM_PH_FORWARD STEP_PH_FORWARD
-#define SIM_PH_BACKWARD STEP_PH_BACKWARD
-#define SIM_PH_GPU_ADAM STEP_PH_GPU_ADAM
-#define SIM_PH_CPU_ADAM STEP_PH_CPU_ADAM
-#define SIM_PH_TP_ALLREDUCE STEP_PH_TP_ALLREDUCE
-#define SIM_PH_ALLGATHER STEP_PH_ALLGATHER
-#define SIM_PH_REDUCE_SCATTER STEP_PH_REDUCE_SCATTER
-#define SIM_PH_GRAD_D2H STEP_PH_GRAD_D2H
-#define SIM_PH_GRAD_H2D STEP_PH_GRAD_H2D
-#define SIM_PH_PARAM_H2D STEP_PH_PARAM_H2D
-#define SIM_PH_PIPELINE_BUBBLE STEP_PH_PIPELINE_BUBBLE
-#define SIM_PH_COUNT STEP_PH_COUNT
+ * executor: the simulator uses its names (STEP_SCHED_*, STEP_PH_*). */
 static inline const char *sim_schedule_name(enum step_schedule s) { return step_schedule_name(s); }
 static inline const char *sim_phase_name(int phase) { return step_phase_name(phase); }
 static inline int sim_schedule_parse(const char *s, enum step_schedule *out, struct rl_err *e)

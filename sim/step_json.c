@@ -8,7 +8,7 @@ json_t *sim_step_result_json(const struct sim_step_result *r)
     json_object_set_new(o, "critical_rank", json_integer(r->critical_rank));
     json_object_set_new(o, "tokens_per_s_per_gpu", json_real(r->tokens_per_s));
     json_t *ph = json_object();
-    for (int i = 0; i < SIM_PH_COUNT; i++) {
+    for (int i = 0; i < STEP_PH_COUNT; i++) {
         json_t *x = json_object();
         json_object_set_new(x, "busy_ns", json_integer(r->phase[i].busy_ns));
         json_object_set_new(x, "exposed_ns", json_integer(r->phase[i].exposed_ns));

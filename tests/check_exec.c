@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "exec/exec.h"
+#include "exec/exec_impl.h"   /* struct ex_seg, ex__next_piece */
 #include "tests/util.h"
 #include "traces/layout.h"
 #include "traces/trace.h"
@@ -201,7 +202,7 @@ START_TEST(checkpoint_corrupt_or_truncated_is_refused)
     char d[9];
     run_ranks(2, "--ratio 0.5 --steps 1 --save ck", d);
     struct tu_run r;
-    tu_sh(&r, "cp ck/rank-00001.rlck saved && printf 'X' | dd of=ck/rank-00001.rlck bs=1 seek=300 conv=notrunc 2>/dev/null");
+    tu_sh(&r, "cp ck/gen-00000001/rank-00001.rlck saved && printf 'X' | dd of=ck/gen-00000001/rank-00001.rlck bs=1 seek=300 conv=notrunc 2>/dev/null");
     ck_assert_int_eq(r.status, 0);
     tu_run_free(&r);
     tu_ratiolab(&r, "run " SMALL " --load ck --hash");
@@ -209,22 +210,22 @@ START_TEST(checkpoint_corrupt_or_truncated_is_refused)
     ck_assert_msg(strstr(r.err, "rank-00001.rlck") && strstr(r.err, "corrupt"), "%s", r.err);
     ck_assert_msg(!strstr(r.out, "digest"), "a refused load printed a digest: %s", r.out);
     tu_run_free(&r);
-    tu_sh(&r, "cp saved ck/rank-00001.rlck && cp ck/rank-00000.rlck saved0 && truncate -s 1000 ck/rank-00000.rlck");
+    tu_sh(&r, "cp saved ck/gen-00000001/rank-00001.rlck && cp ck/gen-00000001/rank-00000.rlck saved0 && truncate -s 1000 ck/gen-00000001/rank-00000.rlck");
     tu_run_free(&r);
     tu_ratiolab(&r, "run " SMALL " --load ck --save ck --hash");
     ck_assert_int_eq(r.status, 2);
     ck_assert_msg(strstr(r.err, "truncated"), "%s", r.err);
     tu_run_free(&r);
     /* Nothing was overwritten by the refused run (it also asked to --save there). */
-    tu_sh(&r, "test $(stat -c %%s ck/rank-00000.rlck) = 1000 && cmp saved ck/rank-00001.rlck");
+    tu_sh(&r, "test $(stat -c %%s ck/gen-00000001/rank-00000.rlck) = 1000 && cmp saved ck/gen-00000001/rank-00001.rlck");
     ck_assert_msg(r.status == 0, "the checkpoint changed: %s", r.err);
     tu_run_free(&r);
     /* Not a regular file (a FIFO nobody writes to must not block; a device), or larger than any
      * checkpoint of this model can be (a sparse 64 GiB file: refused before it is read). */
     static const char *const bad[][2] = {
-        {"rm -f ck/rank-00000.rlck && mkfifo ck/rank-00000.rlck", "a FIFO"},
-        {"rm -f ck/rank-00000.rlck && ln -s /dev/zero ck/rank-00000.rlck", "a character device"},
-        {"rm -f ck/rank-00000.rlck && truncate -s 64G ck/rank-00000.rlck", "allowed: at most"},
+        {"rm -f ck/gen-00000001/rank-00000.rlck && mkfifo ck/gen-00000001/rank-00000.rlck", "a FIFO"},
+        {"rm -f ck/gen-00000001/rank-00000.rlck && ln -s /dev/zero ck/gen-00000001/rank-00000.rlck", "a character device"},
+        {"rm -f ck/gen-00000001/rank-00000.rlck && truncate -s 64G ck/gen-00000001/rank-00000.rlck", "allowed: at most"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tu_sh(&r, "%s", bad[i][0]);
@@ -411,6 +412,93 @@ static void sim_flops(const char *flags, int64_t *fwd, int *n_fwd, int64_t *bwd,
     }
     trace_doc_free(&d);
 }
+
+/* Above STEP_MAX_CHUNKS x STEP_CHUNK_DEFAULT_NUMEL CPU elements per rank (Llama-3.1-70B on DP 8 at
+ * ratio 0.2 under DeepSpeed 0.18's rule: about 1.4 G elements over several sub-groups) the
+ * executor's host pipeline runs the chunk list the simulator streams (plan/step.h), cut at the
+ * host segments, and the ledger's staging buffers hold its largest chunk. Function level: the
+ * segments are made from the plan as the executor makes them; nothing is allocated. */
+START_TEST(host_chunks_equal_the_simulators_above_the_cap)
+{
+    char cat[4200];
+    snprintf(cat, sizeof cat, "%s/catalog", tu_src());
+    struct plan_model m;
+    struct plan_model_opts mo = {.tp = 1, .pp = 1, .pp_stage = 0, .seq_len = 0};
+    struct rl_err e = {0};
+    ck_assert_msg(plan_model_load(&m, cat, "llama3.1-70b", &mo, &e) == 0, "%s", e.msg);
+    plan_model_group(&m, PLAN_GROUPS_HF_TWO, false);
+    struct plan_zero z;
+    plan_zero_defaults(&z);
+    z.offload = PLAN_OFFLOAD_CPU;
+    z.ratio = 0.2;
+    z.sub_group_size = 300000000;
+    struct plan_layout l = {.tp = 1, .pp = 1, .dp = 8};
+    struct plan_options po = {.policy = PLAN_POLICY_DS018, .ledger = PLAN_LEDGER_EXEC,
+                              .exec_chunk_numel = STEP_CHUNK_DEFAULT_NUMEL};
+    struct plan p;
+    ck_assert_msg(plan_build(&p, &m, &l, &z, &po, &e) == 0, "%s", e.msg);
+    const int64_t pc = p.cpu_numel;
+    ck_assert_int_gt(pc, STEP_MAX_CHUNKS * STEP_CHUNK_DEFAULT_NUMEL);
+    ck_assert_int_ge(p.cpu_subgroups, 3);
+    /* the executor's segments (exec/run.c build_maps): per sub-group its host part, then its device part */
+    struct ex_seg *seg = calloc((size_t)(2 * p.n_subgroups), sizeof *seg);
+    int nseg = 0;
+    int64_t coff = 0, goff = 0;
+    for (int i = 0; i < p.n_subgroups; i++) {
+        const struct plan_subgroup *sg = &p.subgroups[i];
+        if (sg->cpu_numel > 0) {
+            seg[nseg++] = (struct ex_seg){.flat = sg->offset, .numel = sg->cpu_numel, .off = coff, .cpu = true,
+                                          .group = sg->group, .subgroup = i};
+            coff += sg->cpu_numel;
+        }
+        if (sg->numel > sg->cpu_numel) {
+            seg[nseg++] = (struct ex_seg){.flat = sg->offset + sg->cpu_numel, .numel = sg->numel - sg->cpu_numel,
+                                          .off = goff, .cpu = false, .group = sg->group, .subgroup = i};
+            goff += sg->numel - sg->cpu_numel;
+        }
+    }
+    ck_assert_int_eq(coff, pc);
+    /* the executor's chunk list, pieces merged per chunk, against the simulator's */
+    const int64_t chunk = step_chunk_numel(pc, p.exec_chunk_numel), count = step_chunk_count(pc, p.exec_chunk_numel);
+    ck_assert_int_le(count, STEP_MAX_CHUNKS);
+    ck_assert_int_gt(chunk, STEP_CHUNK_DEFAULT_NUMEL);
+    struct ex_piece it = {.seg = -1};
+    int64_t k = 0, first = 0, numel = 0, pieces = 0, split = 0;
+    while (ex__next_piece(seg, nseg, pc, chunk, &it)) {
+        pieces++;
+        ck_assert(seg[it.seg].cpu);
+        ck_assert_int_ge(it.at, seg[it.seg].off);
+        ck_assert_int_le(it.at + it.n, seg[it.seg].off + seg[it.seg].numel);
+        ck_assert_int_eq(it.chunk, k);
+        ck_assert_int_eq(it.at, first + numel);
+        numel += it.n;
+        if (!it.last) {
+            split++;
+            continue;
+        }
+        int64_t sim_first, sim_numel;
+        step_chunk_range(pc, p.exec_chunk_numel, k, &sim_first, &sim_numel);
+        ck_assert_int_eq(first, sim_first);
+        ck_assert_int_eq(numel, sim_numel);
+        k++;
+        first += numel;
+        numel = 0;
+    }
+    ck_assert_int_eq(k, count);
+    ck_assert_int_eq(first, pc);
+    ck_assert_int_gt(split, 0);   /* some chunks span two sub-groups */
+    ck_assert_int_eq(pieces, count + split);
+    /* the ledger's staging: two halves of the largest chunk */
+    int64_t staging = -1;
+    for (int i = 0; i < p.n_buffers; i++)
+        if (!strcmp(p.buffers[i].name, "h2d_staging"))
+            staging = p.buffers[i].numel;
+    ck_assert_int_eq(staging, 2 * chunk);
+    free(seg);
+    plan_free(&p);
+    plan_model_free(&m);
+}
+END_TEST
 
 START_TEST(gemm_flops_equal_the_simulator)
 {
@@ -604,6 +692,7 @@ Suite *exec_suite(void)
     tcase_add_test(t, prefetch_changes_no_bit_and_overlaps);
     tcase_add_test(t, gemm_compute_changes_no_bit);
     tcase_add_test(t, gemm_flops_equal_the_simulator);
+    tcase_add_test(t, host_chunks_equal_the_simulators_above_the_cap);
     tcase_add_test(t, trace_has_a_process_per_rank);
     tcase_add_test(t, nan_step_is_skipped_without_state_change);
     tcase_add_test(t, device_memory_too_small);

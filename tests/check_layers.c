@@ -99,15 +99,40 @@ START_TEST(library_message_naming_a_flag_is_caught)
 }
 END_TEST
 
+/* Anywhere in the message: a flag in the middle of the text or on a continuation line is refused;
+ * a quoted ratiolab command line (the name of another command's output format) is not. */
+START_TEST(flag_inside_a_library_message_is_caught)
+{
+    struct tu_run r;
+    tu_sh(&r, "mkdir -p lay5/sim && printf 'May include `common/`.\\n' > lay5/sim/README.md");
+    ck_assert_int_eq(r.status, 0);
+    tu_run_free(&r);
+    tu_write("lay5/sim/ok.c", "int f(struct rl_err *e)\n{\n    return rl_errf(e, 1, \"%s: not a sweep (expected \"\n"
+                              "                   \"`ratiolab sweep --json`)\", \"x\");\n}\n");
+    tu_sh(&r, "bash '%s/scripts/check-layers.sh' lay5", tu_src());
+    ck_assert_msg(r.status == 0, "a quoted ratiolab command refused: %s%s", r.out, r.err);
+    tu_run_free(&r);
+    tu_write("lay5/sim/mid.c", "int g(struct rl_err *e)\n{\n    return rl_errf(e, 1, \"activations: seq_len %d gives \"\n"
+                               "                   \"too much; allowed: a smaller --seq-len\", 4);\n}\n");
+    tu_sh(&r, "bash '%s/scripts/check-layers.sh' lay5", tu_src());
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.out, "sim/mid.c:3: a library message names a flag"), "%s", r.out);
+    ck_assert_msg(!strstr(r.out, "sim/ok.c"), "%s", r.out);
+    tu_run_free(&r);
+}
+END_TEST
+
 Suite *layers_suite(void)
 {
     Suite *s = suite_create("layers");
     TCase *tc = tcase_create("layers");
+    tcase_set_timeout(tc, 120);   /* a shell script over the whole tree: seconds, more under load */
     tcase_add_test(tc, tree_follows_its_readmes);
     tcase_add_test(tc, forbidden_include_is_caught);
     tcase_add_test(tc, readme_without_the_rule_is_refused);
     tcase_add_test(tc, private_header_of_another_module_is_caught);
-tcase_add_test(tc, library_message_naming_a_flag_is_caught);
+    tcase_add_test(tc, library_message_naming_a_flag_is_caught);
+    tcase_add_test(tc, flag_inside_a_library_message_is_caught);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -150,9 +150,9 @@ START_TEST(pipeline_bubble_is_pp_minus_one_micro_batches)
             struct rl_err e;
             ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
             int64_t want = ceil_ns((long double)(pp - 1) * (ck ? 4.0L : 3.0L) * fwd / rate * 1e9L);
-            ck_assert_msg(llabs(r.phase[SIM_PH_PIPELINE_BUBBLE].busy_ns - want) <= 1,
+            ck_assert_msg(llabs(r.phase[STEP_PH_PIPELINE_BUBBLE].busy_ns - want) <= 1,
                           "pp %d, checkpointing %d: bubble %lld ns, closed form %lld", pp, ck,
-                          (long long)r.phase[SIM_PH_PIPELINE_BUBBLE].busy_ns, (long long)want);
+                          (long long)r.phase[STEP_PH_PIPELINE_BUBBLE].busy_ns, (long long)want);
         }
         fx_free(&f);
     }
@@ -181,8 +181,8 @@ START_TEST(cpu_adam_numa_closed_form)
     for (int i = 0; i < f.p.n_subgroups; i++)
         want += ceil_ns((long double)f.p.subgroups[i].cpu_numel / own * 1e9L);
     ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
-    ck_assert_msg(r.phase[SIM_PH_CPU_ADAM].busy_ns == want, "bound: CPU Adam %lld ns, closed form %lld",
-                  (long long)r.phase[SIM_PH_CPU_ADAM].busy_ns, (long long)want);
+    ck_assert_msg(r.phase[STEP_PH_CPU_ADAM].busy_ns == want, "bound: CPU Adam %lld ns, closed form %lld",
+                  (long long)r.phase[STEP_PH_CPU_ADAM].busy_ns, (long long)want);
     hw.inter_socket_gbps = 1.0;
     t.numa_interleave = true;
     long double isl = 1e9L / (hw.cpu_adam_dram_bytes / 2.0L);
@@ -191,8 +191,8 @@ START_TEST(cpu_adam_numa_closed_form)
     for (int i = 0; i < f.p.n_subgroups; i++)
         want += ceil_ns((long double)f.p.subgroups[i].cpu_numel / isl * 1e9L);
     ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
-    ck_assert_msg(r.phase[SIM_PH_CPU_ADAM].busy_ns == want, "interleaved: CPU Adam %lld ns, closed form %lld",
-                  (long long)r.phase[SIM_PH_CPU_ADAM].busy_ns, (long long)want);
+    ck_assert_msg(r.phase[STEP_PH_CPU_ADAM].busy_ns == want, "interleaved: CPU Adam %lld ns, closed form %lld",
+                  (long long)r.phase[STEP_PH_CPU_ADAM].busy_ns, (long long)want);
     fx_free(&f);
 }
 END_TEST
@@ -374,7 +374,7 @@ START_TEST(checkpointed_step_on_one_gpu_closed_form)
     fx_init(&f, "gpt-350m", 1, 1, 1, 1, 0.0);
     struct sim_train t;
     sim_train_defaults(&t);
-    t.schedule = SIM_SCHED_OVERLAP;
+    t.schedule = STEP_SCHED_OVERLAP;
     t.checkpoint_activations = true;
     struct sim_step_result r;
     struct rl_err e;

@@ -86,7 +86,7 @@ START_TEST(step_single_gpu_equals_closed_form)
     struct sim_hw hw = load_hw("gh200");
     struct sim_train t;
     sim_train_defaults(&t);
-    t.schedule = SIM_SCHED_OVERLAP;
+    t.schedule = STEP_SCHED_OVERLAP;
     struct sim_step_result r;
     struct rl_err e;
     ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
@@ -116,7 +116,7 @@ START_TEST(step_single_gpu_equals_closed_form)
     long double hbm = (long double)hw.hbm_gbps * hw.hbm_efficiency * 1e9L;
     want += launch + ceil_ns((long double)f.p.gpu_numel * 30.0L / hbm * 1e9L);
     ck_assert_int_eq(r.step_ns, want);
-    ck_assert_int_eq(r.phase[SIM_PH_CPU_ADAM].busy_ns, 0);
+    ck_assert_int_eq(r.phase[STEP_PH_CPU_ADAM].busy_ns, 0);
     fx_free(&f);
 }
 END_TEST
@@ -136,20 +136,20 @@ START_TEST(step_breakdown_adds_up)
             struct rl_err e;
             ck_assert_int_eq(sim_step_run(&f.p, &hw, &t, NULL, &r, &e), 0);
             int64_t sum = r.idle_ns;
-            for (int k = 0; k < SIM_PH_COUNT; k++) {
+            for (int k = 0; k < STEP_PH_COUNT; k++) {
                 ck_assert_int_le(r.phase[k].exposed_ns, r.phase[k].busy_ns);
                 sum += r.phase[k].exposed_ns;
             }
             ck_assert_int_eq(sum, r.step_ns);
-            ck_assert_int_gt(r.phase[SIM_PH_FORWARD].busy_ns, 0);
-            ck_assert_int_gt(r.phase[SIM_PH_TP_ALLREDUCE].busy_ns, 0);   /* TP 8 */
-            ck_assert_int_eq(r.phase[SIM_PH_ALLGATHER].busy_ns, 0);     /* DP 1: nothing to gather */
+            ck_assert_int_gt(r.phase[STEP_PH_FORWARD].busy_ns, 0);
+            ck_assert_int_gt(r.phase[STEP_PH_TP_ALLREDUCE].busy_ns, 0);   /* TP 8 */
+            ck_assert_int_eq(r.phase[STEP_PH_ALLGATHER].busy_ns, 0);     /* DP 1: nothing to gather */
             if (ratios[i] == 0)
-                ck_assert_int_eq(r.phase[SIM_PH_CPU_ADAM].busy_ns, 0);
+                ck_assert_int_eq(r.phase[STEP_PH_CPU_ADAM].busy_ns, 0);
             else
-                ck_assert_int_gt(r.phase[SIM_PH_CPU_ADAM].busy_ns, 0);
+                ck_assert_int_gt(r.phase[STEP_PH_CPU_ADAM].busy_ns, 0);
             if (ratios[i] == 1)
-                ck_assert_int_eq(r.phase[SIM_PH_GPU_ADAM].busy_ns, 0);
+                ck_assert_int_eq(r.phase[STEP_PH_GPU_ADAM].busy_ns, 0);
             fx_free(&f);
         }
 }
@@ -170,17 +170,17 @@ START_TEST(step_schedules_and_ratio_order)
         struct sim_step_result ds, ov;
         struct rl_err e;
         ck_assert_int_eq(sim_step_run(&f.p, &hw, &t, NULL, &ds, &e), 0);
-        t.schedule = SIM_SCHED_OVERLAP;
+        t.schedule = STEP_SCHED_OVERLAP;
         ck_assert_int_eq(sim_step_run(&f.p, &hw, &t, NULL, &ov, &e), 0);
         ck_assert_int_le(ov.step_ns, ds.step_ns);
         if (i > 0) {
             ck_assert_int_lt(ov.step_ns, ds.step_ns);
             ck_assert_int_gt(ds.step_ns, prev_ds);
             /* In the pipeline the copies hide behind CPU Adam; in 0.12 nothing overlaps it. */
-            ck_assert_int_gt(ov.phase[SIM_PH_GRAD_D2H].busy_ns - ov.phase[SIM_PH_GRAD_D2H].exposed_ns, 0);
-            ck_assert_int_gt(ov.phase[SIM_PH_PARAM_H2D].busy_ns - ov.phase[SIM_PH_PARAM_H2D].exposed_ns, 0);
-            ck_assert_int_eq(ds.phase[SIM_PH_CPU_ADAM].busy_ns, ds.phase[SIM_PH_CPU_ADAM].exposed_ns);
-            ck_assert_int_eq(ds.phase[SIM_PH_PARAM_H2D].busy_ns, ds.phase[SIM_PH_PARAM_H2D].exposed_ns);
+            ck_assert_int_gt(ov.phase[STEP_PH_GRAD_D2H].busy_ns - ov.phase[STEP_PH_GRAD_D2H].exposed_ns, 0);
+            ck_assert_int_gt(ov.phase[STEP_PH_PARAM_H2D].busy_ns - ov.phase[STEP_PH_PARAM_H2D].exposed_ns, 0);
+            ck_assert_int_eq(ds.phase[STEP_PH_CPU_ADAM].busy_ns, ds.phase[STEP_PH_CPU_ADAM].exposed_ns);
+            ck_assert_int_eq(ds.phase[STEP_PH_PARAM_H2D].busy_ns, ds.phase[STEP_PH_PARAM_H2D].exposed_ns);
         }
         prev_ds = ds.step_ns;
         fx_free(&f);
@@ -210,10 +210,10 @@ START_TEST(step_shared_switches_slow_the_copies)
     ck_assert_int_eq(sim_step_run(&f.p, &shared, &t, NULL, &a, &e), 0);
     ck_assert_int_eq(sim_step_run(&f.p, &own, &t, NULL, &b, &e), 0);
     ck_assert_int_gt(a.step_ns, b.step_ns);
-    ck_assert_int_gt(a.phase[SIM_PH_GRAD_D2H].busy_ns, b.phase[SIM_PH_GRAD_D2H].busy_ns);
+    ck_assert_int_gt(a.phase[STEP_PH_GRAD_D2H].busy_ns, b.phase[STEP_PH_GRAD_D2H].busy_ns);
     /* The pinned H2D half of the gradient round trip on its own switch runs at the GPU link rate;
      * two GPUs on a 13 GB/s uplink get half of it each, so it takes about twice as long. */
-    double ratio_h2d = (double)a.phase[SIM_PH_GRAD_H2D].busy_ns / (double)b.phase[SIM_PH_GRAD_H2D].busy_ns;
+    double ratio_h2d = (double)a.phase[STEP_PH_GRAD_H2D].busy_ns / (double)b.phase[STEP_PH_GRAD_H2D].busy_ns;
     ck_assert_msg(ratio_h2d > 1.5, "shared/own H2D time %.3f", ratio_h2d);
     fx_free(&f);
 }
@@ -280,7 +280,13 @@ START_TEST(step_memory_prediction)
     struct sim_hw one = load_hw("gh200");
     ck_assert_int_eq(sim_step_memory(&f.p, &one, &t, &r9, &e), RL_EINVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "gh200"));
-    ck_assert_ptr_nonnull(strstr(e.msg, "--gpus-per-node"));
+    ck_assert_ptr_nonnull(strstr(e.msg, "gpus_per_node"));   /* the field; cli/ puts back the flag */
+    ck_assert_ptr_null(strstr(e.msg, "--"));
+    struct tu_run cr;
+    tu_ratiolab(&cr, "predict --hw gh200");
+    ck_assert_int_eq(cr.status, 2);
+    ck_assert_msg(strstr(cr.err, "allowed: --gpus-per-node <= 1, or another --hw"), "%s", cr.err);
+    tu_run_free(&cr);
     fx_free(&d);
     fx_free(&g);
     fx_free(&f);
@@ -299,15 +305,15 @@ START_TEST(step_multi_node_uses_the_network)
     struct sim_step_result r;
     struct rl_err e;
     ck_assert_int_eq(sim_step_run(&f.p, &hw, &t, NULL, &r, &e), 0);
-    ck_assert_int_gt(r.phase[SIM_PH_ALLGATHER].busy_ns, 0);
-    ck_assert_int_gt(r.phase[SIM_PH_REDUCE_SCATTER].busy_ns, 0);
+    ck_assert_int_gt(r.phase[STEP_PH_ALLGATHER].busy_ns, 0);
+    ck_assert_int_gt(r.phase[STEP_PH_REDUCE_SCATTER].busy_ns, 0);
     ck_assert_int_gt(r.gpu_live_param_bytes, 0);
     /* A slower network makes the gathers slower. */
     struct sim_hw slow = hw;
     slow.net_gbps = hw.net_gbps / 10;
     struct sim_step_result q;
     ck_assert_int_eq(sim_step_run(&f.p, &slow, &t, NULL, &q, &e), 0);
-    ck_assert_int_gt(q.phase[SIM_PH_ALLGATHER].busy_ns, r.phase[SIM_PH_ALLGATHER].busy_ns);
+    ck_assert_int_gt(q.phase[STEP_PH_ALLGATHER].busy_ns, r.phase[STEP_PH_ALLGATHER].busy_ns);
     ck_assert_int_gt(q.step_ns, r.step_ns);
     fx_free(&f);
 }
@@ -326,8 +332,8 @@ START_TEST(step_accumulation_pipeline_and_numa)
     /* Two micro-steps: twice the forward work, one optimizer step. */
     t.grad_accum = 2;
     ck_assert_int_eq(sim_step_run(&f.p, &hw, &t, NULL, &two, &e), 0);
-    ck_assert_int_eq(two.phase[SIM_PH_FORWARD].busy_ns, 2 * one.phase[SIM_PH_FORWARD].busy_ns);
-    ck_assert_int_eq(two.phase[SIM_PH_CPU_ADAM].busy_ns, one.phase[SIM_PH_CPU_ADAM].busy_ns);
+    ck_assert_int_eq(two.phase[STEP_PH_FORWARD].busy_ns, 2 * one.phase[STEP_PH_FORWARD].busy_ns);
+    ck_assert_int_eq(two.phase[STEP_PH_CPU_ADAM].busy_ns, one.phase[STEP_PH_CPU_ADAM].busy_ns);
     ck_assert_int_eq(two.grad_accum, 2);
     /* Without core binding the CPU Adam threads and buffers spread over both sockets: the
      * inter-socket link joins every host transfer, so the optimizer is slower. */
@@ -355,7 +361,7 @@ START_TEST(step_accumulation_pipeline_and_numa)
     struct sim_step_result pr;
     sim_train_defaults(&t);
     ck_assert_int_eq(sim_step_run(&p, &hw, &t, NULL, &pr, &e), 0);
-    ck_assert_int_gt(pr.phase[SIM_PH_PIPELINE_BUBBLE].busy_ns, 0);
+    ck_assert_int_gt(pr.phase[STEP_PH_PIPELINE_BUBBLE].busy_ns, 0);
     plan_free(&p);
     plan_model_free(&m);
 }
@@ -552,7 +558,7 @@ START_TEST(sweep_csv_reads_back_with_its_comments)
     tu_ratiolab(&r, "plot memory --in s.csv --out f.svg");
     ck_assert_msg(r.status == 0 || r.status == 3, "plot: exit %d: %s", r.status, r.err);
     tu_run_free(&r);
-    tu_sh(&r, "grep -c \"title 'exact'\" f.gp");
+    tu_sh(&r, "grep -c 'title \"exact\"' f.gp");   /* plot_gp_quote double-quotes it */
     ck_assert_str_eq(r.out, "1\n");
     tu_run_free(&r);
 }
@@ -597,7 +603,7 @@ START_TEST(trace_streams_are_serial_and_memory_returns)
     fx_init(&f, "gpt-350m", 1, 8, 8, 0.4, PLAN_POLICY_EXACT);
     struct sim_train t;
     sim_train_defaults(&t);
-    t.schedule = SIM_SCHED_OVERLAP;
+    t.schedule = STEP_SCHED_OVERLAP;
     char path[4200];
     snprintf(path, sizeof path, "%s/step.json", tu_tmpdir());
     struct sim_step_result r;
