@@ -72,13 +72,16 @@ START_TEST(checkpoint_after_a_skipped_step_continues_exactly)
 END_TEST
 
 /* Two saves of the same world and seed, one iteration apart; a folder with rank 0 of one and
- * rank 1 of the other (either way round) is refused, naming the file, and nothing runs. */
+ * rank 1 of the other (either way round; the files of each save's first generation, copied into a
+ * folder without a manifest, which is read as flat rank files) is refused, naming the file, and
+ * nothing runs. */
 START_TEST(checkpoint_from_two_saves_is_refused)
 {
     struct tu_run r;
     tu_sh(&r, MPIRUN " -np 2 '%s' run " SMALL " --ratio 0.5 --steps 1 --save a >/dev/null && "
               MPIRUN " -np 2 '%s' run " SMALL " --ratio 0.5 --steps 1 --load a --save b >/dev/null && "
-              "mkdir c d && cp a/rank-00000.rlck b/rank-00001.rlck c/ && cp b/rank-00000.rlck a/rank-00001.rlck d/",
+              "mkdir c d && cp a/gen-00000001/rank-00000.rlck b/gen-00000001/rank-00001.rlck c/ && "
+              "cp b/gen-00000001/rank-00000.rlck a/gen-00000001/rank-00001.rlck d/",
           tu_bin(), tu_bin());
     ck_assert_msg(r.status == 0, "%s", r.err);
     tu_run_free(&r);
