@@ -1,6 +1,6 @@
 /* exec/backend.h — the small table one pipeline (exec/run.c) and `ratiolab calibrate
  * --backend cuda` (calib/calib_gpu.c) run on. Two implementations, registered in one array
- * (ex_backends, exec/device.c): `cpu` (exec/backend_cpu.c: the device is a separately accounted
+ * (ex_backends, exec/backends.c): `cpu` (exec/backend_cpu.c: the device is a separately accounted
  * host pool with a capacity) and `cuda` (exec/backend_cuda.cu, when nvcc is found). A further
  * backend is one more file defining its table and one more entry in that array. Pointers called "device" are device
  * memory on cuda and pool memory on cpu; "host" pointers are host memory on both.
