@@ -127,6 +127,7 @@ help:
 	@echo "make figures    redraw the README's figures (docs/figures/*.png, needs gnuplot)"
 	@echo "make test       build and run every test, then again under ASan + UBSan"
 	@echo "make test SANITIZE=1   only the ASan + UBSan run"
+	@echo "make test-long  the long loop tests (kernels' bitwise loops) at full length"
 	@echo "make mutate     mutation score of the tests (tests/mutants/, slow, not part of make test)"
 	@echo "make check-layers   every #include allowed by its module's README (run by make test)"
 	@echo "make bench      build and run the benchmarks (bench/)"
@@ -211,6 +212,15 @@ test-run: $(BIN) $(TEST_BIN) $(PROGS)
 	@echo "== tests ($(if $(filter 1,$(SANITIZE)),ASan + UBSan,plain build)) =="
 	$(TEST_ENV) $(TEST_BIN)
 
+# `make test-long`: the loop tests tagged "long" (the kernels' bitwise loops) at their full length
+# (RL_TEST_LONG=1); `make test` runs their shorter form. SANITIZE=1 as for make test.
+test-long: deps-quiet
+	@$(INNER) test-long-run
+test-long-run: $(BIN) $(TEST_BIN) $(PROGS)
+	@echo "== long tests ($(if $(filter 1,$(SANITIZE)),ASan + UBSan,plain build)) =="
+	$(TEST_ENV) RL_TEST_LONG=1 CK_INCLUDE_TAGS=long $(TEST_BIN)
+.PHONY: test-long test-long-run
+
 # `make check-layers`: every #include follows the "May include ..." sentence of its module's README
 # (scripts/check-layers.sh); `make test` runs it first.
 check-layers:
@@ -230,13 +240,14 @@ endif
 # `make fuzz`: one libFuzzer binary per parser (tests/fuzz_targets.c), clang with ASan + UBSan,
 # run one after the other for FUZZ_SECONDS each by scripts/fuzz.sh; findings are copied to
 # tests/fuzz/regressions/<target>/, which `make test` replays (no fuzzing inside make test).
-FUZZ_TARGETS := ds_config hf_config hw_profile megatron_args trace dslog
+FUZZ_TARGETS := ds_config hf_config hw_profile megatron_args trace dslog ckpt monitor_csv plot_inputs trace_diff
 FUZZ_SECONDS ?= 60
 FUZZ_CC := $(shell command -v clang 2>/dev/null || command -v clang-14 2>/dev/null)
 FUZZ_DIR := build-fuzz
 FUZZ_FLAGS := -std=c11 -O1 -g -D_GNU_SOURCE -I. -ffp-contract=off -fno-omit-frame-pointer \
               -fsanitize=address,undefined -fno-sanitize-recover=undefined
-FUZZ_LIB_SRC := $(foreach d,common plan sim traces,$(wildcard $(d)/*.c)) tests/fuzz_targets.c
+FUZZ_LIB_SRC := $(foreach d,common plan sim traces,$(wildcard $(d)/*.c)) exec/ckpt_file.c validation/monitor_csv.c \
+                validation/tdiff.c plots/input.c tests/fuzz_targets.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 
@@ -259,7 +270,7 @@ fuzz-run: $(FUZZ_BINS)
 # score printed with and without the golden table (scripts/mutate.sh; MUTANTS=name... for some).
 mutate: deps-quiet
 	@$(INNER) $(BIN) $(TEST_BIN) $(PROGS)
-	@MUTATE_JOBS=2 scripts/mutate.sh $(MUTANTS)
+	@MUTATE_JOBS=2 MUTATE_LONG=$(or $(MUTATE_LONG),1) scripts/mutate.sh $(MUTANTS)
 .PHONY: mutate
 
 # ---- demo, bench, install -----------------------------------------------------------------------

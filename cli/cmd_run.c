@@ -41,7 +41,8 @@ static const struct cli_opt opts[] = {
     {"ratios", "LIST", "run each ratio in turn (e.g. 0,0.1,0.5): one digest line each", R_RATIOS},
     {"policies", "LIST", "with --ratios: placement policies to run (e.g. exact,deepspeed-0.12)", R_POLICIES},
     {"schedules", "LIST", "with --ratios: schedules to run (e.g. overlap,deepspeed-0.12)", R_SCHEDULES},
-    {"fail-rank", "R", "testing: rank R fails at its first step (shows that every rank exits)", R_FAIL},
+    {"fail-rank", "R[:PHASE]", "testing: rank R fails at PHASE (step: its first step, the default; save-prepare, "
+     "save-write, save-written, save-switch, save-switched: that point of --save) and every rank exits", R_FAIL},
     {NULL, NULL, NULL, 0},
 };
 
@@ -61,6 +62,9 @@ struct run_args {
 static int parse_list(const char *v, const char *field, int *n, void *out, bool policy, struct rl_err *e)
 {
     char buf[512];
+    if (strlen(v) >= sizeof buf)
+        return rl_errf(e, RL_EINVAL, "%s: %zu bytes; allowed: at most %zu (%d comma-separated names)", field,
+                       strlen(v), sizeof buf - 1, MAX_LIST);
     snprintf(buf, sizeof buf, "%s", v);
     *n = 0;
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -114,8 +118,12 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     case R_HASH: a->hash = true; return 0;
     case R_JSON: a->json = true; return 0;
     case R_TRACE: a->o.trace_path = v; return 0;
-    case R_SAVE: a->o.save_dir = v; return 0;
-    case R_LOAD: a->o.load_dir = v; return 0;
+    case R_SAVE:
+    case R_LOAD:
+        if (!v[0])
+            return rl_errf(e, RL_EINVAL, "%s: empty; allowed: a folder name", id == R_SAVE ? "--save" : "--load");
+        *(id == R_SAVE ? &a->o.save_dir : &a->o.load_dir) = v;
+        return 0;
     case R_REFERENCE: a->reference = true; return 0;
     case R_RATIOS:
         free(a->ratios);
@@ -123,7 +131,20 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
         return rl_parse_ratio_list("--ratios", v, 0, 1, &a->ratios, &a->n_ratios, e);
     case R_POLICIES: return parse_list(v, "--policies", &a->n_policies, a->policies, true, e);
     case R_SCHEDULES: return parse_list(v, "--schedules", &a->n_schedules, a->schedules, false, e);
-    case R_FAIL: return rl_parse_int("--fail-rank", v, 0, EX_MAX_WORLD - 1, &a->o.fail_rank, e);
+    case R_FAIL: {
+        char rank[32];
+        const char *colon = strchr(v, ':');
+        size_t n = colon ? (size_t)(colon - v) : strlen(v);
+        snprintf(rank, sizeof rank, "%.*s", (int)(n < sizeof rank ? n : sizeof rank - 1), v);
+        if (n >= sizeof rank)
+            return rl_errf(e, RL_EINVAL, "--fail-rank: '%s'; allowed: R or R:PHASE", v);
+        a->o.fail_phase = EX_FAIL_STEP;
+        if ((rc = rl_parse_int("--fail-rank", rank, 0, EX_MAX_WORLD - 1, &a->o.fail_rank, e)))
+            return rc;
+        if (colon && ex_fail_phase_parse(colon + 1, &a->o.fail_phase, e))
+            return cli_err_flag(e, "fail_phase", "--fail-rank's PHASE");
+        return 0;
+    }
     }
     return rl_errf(e, RL_EINTERNAL, "option id %d not handled", id);
 }
@@ -312,6 +333,12 @@ static int run(int argc, char **argv)
     if (c.layout.pp > 1) {
         rl_errf(&e, RL_EINVAL, "--pp: %d; the executor runs the data-parallel ZeRO-3 dimension only, pipeline "
                 "parallelism is refused (plan and predict support it)", c.layout.pp);
+        code = cli_fail("run", &e);
+        goto out;
+    }
+    if (a.o.fail_rank >= comm.size) {
+        rl_errf(&e, RL_EINVAL, "--fail-rank: %d; allowed: 0 to %d (the ranks mpirun started)", a.o.fail_rank,
+                comm.size - 1);
         code = cli_fail("run", &e);
         goto out;
     }

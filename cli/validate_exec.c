@@ -347,6 +347,7 @@ struct vx {
     struct ex_opts xo;               /* the runs' options in this process (under mpirun) */
     int64_t baseline[VAL_MAX_RANKS]; /* per rank: RSS besides the ledger buffers, bytes; -1 unknown */
     int64_t extra_rss;               /* in this process: what a run adds besides its ledger, bytes */
+    int lock_fd;                     /* rank 0: the --out folder's lock (rl_outdir_lock), -1 none */
 };
 
 /* Setup: the world under an existing mpirun (every rank runs validate: the executor runs in this
@@ -365,8 +366,20 @@ static int vx_setup(struct vx *v, bool schedule_given, struct rl_err *e)
         x->ranks = v->comm.size;
     }
     v->rank0 = v->comm.rank == 0;
-    if (v->rank0 && mkdir(x->out, 0777) != 0 && errno != EEXIST)
-        return rl_errf(e, RL_EINVAL, "--out %s: cannot create the folder (%s)", x->out, strerror(errno));
+    /* The folder: created, locked against a second validate for as long as this one runs, and
+     * the verdict of an earlier run removed, so a run that fails or is interrupted leaves no
+     * report beside traces it did not judge. Before anything is measured. */
+    if (v->rank0) {
+        if (rl_outdir_lock(x->out, &v->lock_fd, e))
+            return rl_err_prefix(e, "--out");
+        static const char *const verdicts[] = {"report.json", "report.md"};
+        for (size_t i = 0; i < RL_COUNT(verdicts); i++) {
+            char path[4200];
+            snprintf(path, sizeof path, "%s/%s", x->out, verdicts[i]);
+            if (unlink(path) != 0 && errno != ENOENT)
+                return rl_errf(e, RL_EENV, "--out %s: cannot remove the earlier %s (%s)", x->out, path, strerror(errno));
+        }
+    }
     /* The executor's layout: --ranks data-parallel processes on one node, TP 1 unless given. */
     if (s->layout.tp <= 0)
         s->layout.tp = 1;
@@ -1050,6 +1063,7 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct plan_inputs *s, st
     v.s = s;
     v.sim = sim;
     v.comm.size = 1;
+    v.lock_fd = -1;
     v.rep = calloc(1, sizeof *v.rep);
     int code = 0;
     if (!v.rep) {
@@ -1063,6 +1077,8 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct plan_inputs *s, st
         code = val_report_failed(v.rep) ? 1 : 0;
     if (v.in_mpi)
         ex_comm_finalize(&v.comm);
+    if (v.lock_fd >= 0)
+        close(v.lock_fd);
     free(v.rep);
     free(ratios);
     plan_model_free(&v.scaled);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/file.h>   /* flock */
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -435,6 +436,84 @@ static int open_stream(struct rl_outfile *o, int fd, struct rl_err *e)
         return rc;
     }
     o->sink = s;
+    return 0;
+}
+
+int rl_outfile_check(const char *path, struct rl_err *e)
+{
+    if (!path || !*path)
+        return rl_errf(e, RL_EINVAL, "output: empty file name");
+    if (strcmp(path, "-") == 0)
+        return 0;
+    struct stat st;
+    bool exists = stat(path, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode))
+        return rl_errf(e, RL_EIO, "output %s: is a directory; expected a file name", path);
+    bool alias = strncmp(path, "/dev/std", 8) == 0 || strncmp(path, "/dev/fd/", 8) == 0 ||
+                 strncmp(path, "/proc/", 6) == 0;
+    if (exists && (!S_ISREG(st.st_mode) || alias)) {   /* written in place: it must be writable */
+        if (access(path, W_OK) != 0)
+            return rl_errf(e, out_code(errno), "output %s: cannot open (%s)", path, strerror(errno));
+        return 0;
+    }
+    /* What rl_outfile_open will do: a temporary file beside the final target (then removed). */
+    char *target = follow_links(path);
+    if (!target)
+        return rl_errf(e, out_code(errno), "output %s: cannot follow the link (%s)", path, strerror(errno));
+    size_t n = strlen(target) + 16;
+    char *tmp = malloc(n);
+    if (!tmp) {
+        free(target);
+        return rl_errf(e, RL_ENOMEM, "output %s: out of memory", path);
+    }
+    snprintf(tmp, n, "%s.tmp.XXXXXX", target);
+    free(target);
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        int err = errno;
+        free(tmp);
+        return rl_errf(e, out_code(err), "output %s: cannot create file (%s)", path, strerror(err));
+    }
+    close(fd);
+    unlink(tmp);
+    free(tmp);
+    return 0;
+}
+
+int rl_outdir_lock(const char *dir, int *lock_fd, struct rl_err *e)
+{
+    *lock_fd = -1;
+    if (!dir || !*dir)
+        return rl_errf(e, RL_EINVAL, "output folder: empty name");
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return rl_errf(e, out_code(errno), "output folder %s: cannot create it (%s)", dir, strerror(errno));
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return rl_errf(e, RL_EINVAL, "output folder %s: not a folder; allowed: a folder (created when missing)", dir);
+    size_t n = strlen(dir) + sizeof "/" RL_OUTDIR_LOCK;
+    char *path = malloc(n);
+    if (!path)
+        return rl_errf(e, RL_ENOMEM, "output folder %s: out of memory", dir);
+    snprintf(path, n, "%s/" RL_OUTDIR_LOCK, dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd < 0) {
+        int err = errno;
+        int rc = rl_errf(e, out_code(err), "output folder %s: cannot create %s (%s)", dir, path, strerror(err));
+        free(path);
+        return rc;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int err = errno;
+        close(fd);
+        int rc = err == EWOULDBLOCK
+                     ? rl_errf(e, RL_EENV, "output folder %s: another ratiolab is writing there (it holds %s); allowed: "
+                               "a folder no other run is using", dir, path)
+                     : rl_errf(e, RL_EENV, "output folder %s: cannot lock %s (%s)", dir, path, strerror(err));
+        free(path);
+        return rc;
+    }
+    free(path);
+    *lock_fd = fd;
     return 0;
 }
 

@@ -110,6 +110,15 @@ int rl_outfile_commit(struct rl_outfile *o, struct rl_err *e);
 void rl_outfile_abort(struct rl_outfile *o);
 /* The descriptor under o->fp (flushed first), for writers that bypass stdio such as zlib. */
 int rl_outfile_fd(const struct rl_outfile *o);
+/* Checks, before any work, that rl_outfile_open(path) will succeed as far as the file system can
+ * tell now (a temporary file is created beside the target and removed; a device or FIFO must be
+ * writable); the same messages and codes as rl_outfile_open. Nothing is left behind. */
+int rl_outfile_check(const char *path, struct rl_err *e);
+/* An output folder that one process writes at a time: created when missing (one level), refused
+ * when it is not a folder, and locked (flock on DIR/.ratiolab.lock, held until *lock_fd is closed
+ * or the process ends, however it ends). Another holder is RL_EENV naming the folder. */
+#define RL_OUTDIR_LOCK ".ratiolab.lock"
+int rl_outdir_lock(const char *dir, int *lock_fd, struct rl_err *e);
 /* Removes every temporary file still open (called from a signal handler on Ctrl-C). */
 void rl_outfile_abort_all(void);
 

@@ -85,6 +85,21 @@ int ex_backend_parse(const char *s, enum ex_backend_kind *k, struct rl_err *e);
 
 enum ex_compute { EX_COMPUTE_NONE, EX_COMPUTE_GEMM };
 
+/* Testing (--fail-rank R[:PHASE]): where the failing rank stops, returning an error at once without
+ * cleaning up, as a killed process would (the command line then ends every rank). The save
+ * phases are the points of the checkpoint protocol (exec/README.md, "Checkpoints"). */
+enum ex_fail_phase {
+    EX_FAIL_STEP,            /* its first step */
+    EX_FAIL_SAVE_PREPARE,    /* the new generation folder exists, nothing written */
+    EX_FAIL_SAVE_WRITE,      /* half of its rank file written to the temporary name */
+    EX_FAIL_SAVE_WRITTEN,    /* its rank file complete, synced and renamed, before the agreement */
+    EX_FAIL_SAVE_SWITCH,     /* every rank agreed; rank 0 has not switched the manifest yet */
+    EX_FAIL_SAVE_SWITCHED,   /* the manifest switched, old generations not yet pruned */
+    EX_FAIL_PHASE_COUNT
+};
+const char *ex_fail_phase_name(enum ex_fail_phase p);
+int ex_fail_phase_parse(const char *s, enum ex_fail_phase *p, struct rl_err *e);
+
 struct ex_opts {
     enum step_schedule schedule;     /* deepspeed-0.12 or overlap */
     enum ex_backend_kind backend;   /* auto: cuda when a GPU is visible */
@@ -103,7 +118,8 @@ struct ex_opts {
     const char *save_dir;           /* --save DIR, NULL: none */
     const char *load_dir;           /* --load DIR, NULL: none */
     const char *trace_path;         /* --trace FILE[.gz], NULL: none */
-    int fail_rank;                  /* testing: this rank fails at its first step (-1: none) */
+    int fail_rank;                  /* testing: this rank fails at fail_phase (-1: none) */
+    enum ex_fail_phase fail_phase;  /* testing: where fail_rank fails (default: its first step) */
     enum kern_dtype comm_dtype;     /* reduce-scatter type: KERN_F32 (default, exact) or the model's
                                        16-bit type (--comm-dtype; rounds partial sums: not exact) */
     enum plan_dtype ref_dtype;      /* ex_reference only: the model dtype of the 16-bit copy */

@@ -45,10 +45,18 @@ struct ex_item {
 };
 
 /* A span or a memory sample for the trace (phase < 0: a sample, value in bytes). */
+/* Trace records that are no phase's span. */
+enum {
+    EX_TSPAN_DEVICE_MEMORY = -1,     /* a device memory sample: value bytes */
+    EX_TSPAN_RSS = -2,               /* a resident memory sample: value bytes */
+    EX_TSPAN_STEP = -3,              /* a timed step's extent: value its number (from 1) */
+    EX_TSPAN_WARMUP_STEP = -4,       /* a warm-up step's extent: value its number */
+};
+
 struct ex__tspan {
     int64_t t0_ns;                   /* start, relative to the run's origin */
     int64_t t1_ns;                   /* end (samples: == t0) */
-    int32_t phase;                   /* enum step_phase, -1 device memory, -2 RSS */
+    int32_t phase;                   /* enum step_phase, or one of EX_TSPAN_* below */
     int32_t rank;                    /* the rank */
     int64_t value;                   /* samples: bytes */
 };
@@ -60,6 +68,7 @@ struct ex_gather {
     int64_t t0_ns;                   /* when its start was issued */
     int64_t t1_ns;                   /* when it was first seen complete (0: not yet) */
     int64_t bytes;                   /* gathered bytes (all ranks) */
+    int slot;                        /* the gather buffer it was started into */
 };
 
 struct ex_run {
@@ -153,6 +162,13 @@ struct ex__crc_rec {
 uint32_t ex__digest_combine(struct ex__crc_rec *rec, int64_t n);
 /* Gathers every rank's trace records and writes the trace on rank 0 (traces/ writer, layout.h). */
 int ex__trace_write(struct ex_run *r, const char *path, struct rl_err *e);
+/* Before the compute of the block at position i of a pass (forward: block i, backward: block
+ * nblocks - 1 - i): starts the all-gathers up to i + prefetch_depth not yet started (*next: the
+ * first position not yet started; 0 at the start of a pass), position j into gather buffer
+ * j mod gather_buffers, then waits for block i's. In builds without NDEBUG (debug, sanitizer,
+ * the default) it asserts that a gather is never started into a buffer that another started and
+ * not yet waited gather still fills (gather_buffers must exceed prefetch_depth). */
+int ex__gather_for(struct ex_run *r, bool forward, int i, int *next, struct rl_err *e);
 int ex__ckpt_save(struct ex_run *r, const char *dir, struct rl_err *e);
 int ex__ckpt_load(struct ex_run *r, const char *dir, struct rl_err *e);
 

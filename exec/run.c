@@ -8,6 +8,7 @@
  * each sub-group's first cpu_numel elements are updated on the host, the rest on the device.
  * A "segment" is one such run: host segments are packed into the *_cpu arrays, device segments
  * into the *_gpu arrays, both in flat order. */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -426,10 +427,22 @@ static int block_compute(struct ex_run *r, int b, int times, struct rl_err *e)
     return r->be->sync(r->dev, EX_STREAM_COMPUTE, e);
 }
 
+/* True when no started, not yet waited all-gather fills gather buffer `slot`. */
+static bool gather_slot_free(const struct ex_run *r, int slot)
+{
+    for (int q = 0; q < r->nblocks; q++)
+        if (r->ag[q].started && r->ag[q].slot == slot)
+            return false;
+    return true;
+}
+
 /* Starts the all-gather of block b's 16-bit partitions into gather buffer `slot`: this rank's
- * partitions packed into its place (communication stream), then the in-place all-gather. */
+ * partitions packed into its place (communication stream), then the in-place all-gather. The
+ * slot's previous gather must have been waited for: its values would be overwritten while in
+ * flight, and nothing in the outputs shows it (the gathered values feed no result). */
 static int gather_start(struct ex_run *r, int b, int slot, struct rl_err *e)
 {
+    assert(slot >= 0 && slot < r->gather_buffers && gather_slot_free(r, slot));
     struct ex_gather *g = &r->ag[b];
     g->t0_ns = ex__now_ns();
     char *buf = (char *)r->gathered + (int64_t)slot * r->gathered_bytes;
@@ -444,6 +457,7 @@ static int gather_start(struct ex_run *r, int b, int slot, struct rl_err *e)
     }
     RL_TRY(r->be->allgather_start(r->dev, buf, per * r->mdb, &g->req, e));
     g->started = true;
+    g->slot = slot;
     g->t1_ns = 0;
     g->bytes = per * r->mdb * r->W;
     return 0;
@@ -484,7 +498,7 @@ static int gather_wait(struct ex_run *r, int b, struct rl_err *e)
  * not yet), position j into gather buffer j mod (depth + 1), whose previous block (position
  * j - depth - 1 <= i - 1) has computed; then block i's own is waited for. *next: the first
  * position not yet started. */
-static int gather_for(struct ex_run *r, bool forward, int i, int *next, struct rl_err *e)
+int ex__gather_for(struct ex_run *r, bool forward, int i, int *next, struct rl_err *e)
 {
     int last = i + (int)r->prefetch_depth < r->nblocks - 1 ? i + (int)r->prefetch_depth : r->nblocks - 1;
     for (; *next <= last; (*next)++)
@@ -638,7 +652,7 @@ static int forward_backward(struct ex_run *r, int64_t it, struct rl_err *e)
 {
     int next = 0;
     for (int b = 0; b < r->nblocks; b++) {
-        RL_TRY(gather_for(r, true, b, &next, e));
+        RL_TRY(ex__gather_for(r, true, b, &next, e));
         int64_t t0 = ex__now_ns();
         RL_TRY(block_compute(r, b, 1, e));
         phase_add(r, STEP_PH_FORWARD, t0, 0);
@@ -646,7 +660,7 @@ static int forward_backward(struct ex_run *r, int64_t it, struct rl_err *e)
     }
     next = 0;
     for (int b = r->nblocks - 1; b >= 0; b--) {
-        RL_TRY(gather_for(r, false, r->nblocks - 1 - b, &next, e));
+        RL_TRY(ex__gather_for(r, false, r->nblocks - 1 - b, &next, e));
         int64_t t0 = ex__now_ns();
         RL_TRY(block_compute(r, b, ex_block_backward_passes(r->p->model, r->blocks, b, r->o->checkpoint_activations), e));
         phase_add(r, STEP_PH_BACKWARD, t0, 0);
@@ -822,7 +836,7 @@ static int optimizer_ds012(struct ex_run *r, struct rl_err *e)
 
 static int one_step(struct ex_run *r, int64_t it, bool *skipped, struct rl_err *e)
 {
-    if (r->o->fail_rank == r->k)
+    if (r->o->fail_rank == r->k && r->o->fail_phase == EX_FAIL_STEP)
         return rl_errf(e, RL_EENV, "rank %d: failing on purpose at iteration %lld (fail_rank)", r->k,
                        (long long)it);
     RL_TRY(forward_backward(r, it, e));
@@ -957,9 +971,10 @@ static int run_all(struct ex_run *r, struct ex_result *res, struct rl_err *e)
         r->skipped += skipped;
         if (o->trace_path) {
             struct ex_mem mm;
+            trace_add(r, t0, t1, s < o->warmup ? EX_TSPAN_WARMUP_STEP : EX_TSPAN_STEP, s + 1);
             read_memory(r, &mm);
-            trace_add(r, t1, t1, -1, mm.device_used_bytes);
-            trace_add(r, t1, t1, -2, mm.rss_bytes);
+            trace_add(r, t1, t1, EX_TSPAN_DEVICE_MEMORY, mm.device_used_bytes);
+            trace_add(r, t1, t1, EX_TSPAN_RSS, mm.rss_bytes);
         }
         if (!rc && r->span_oom)
             rc = rl_errf(e, RL_ENOMEM, "out of host memory for the step's spans");

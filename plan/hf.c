@@ -153,6 +153,15 @@ static int decoder(struct plan_model *m, const json_t *root, const char *what,
     if (kv > heads || heads % kv)
         return rl_errf(e, RL_EINVAL, "%s: num_key_value_heads: %lld does not divide "
                        "num_attention_heads %lld", what, (long long)kv, (long long)heads);
+    /* The attention projections hold (num_attention_heads + 2 num_key_value_heads) x head_dim rows
+     * of hidden_size: bounded here, so a product too large names the keys, not a tensor. */
+    int64_t qkv_rows, qkv_numel;
+    if (__builtin_mul_overflow(heads + 2 * kv, hd, &qkv_rows) || __builtin_mul_overflow(qkv_rows, h, &qkv_numel) ||
+        qkv_numel >= PLAN_MAX_RANK_NUMEL)
+        return rl_errf(e, RL_EINVAL, "%s: head_dim x num_attention_heads: %lld x %lld (num_key_value_heads %lld, "
+                       "hidden_size %lld) gives attention projections of more than 2^56 elements; allowed: "
+                       "(num_attention_heads + 2 x num_key_value_heads) x head_dim x hidden_size below 2^56", what,
+                       (long long)hd, (long long)heads, (long long)kv, (long long)h);
     struct plan_arch *a = &m->arch;
     a->kind = PLAN_ARCH_HF_LLAMA;
     a->layers = a->layers_here = (int)layers;

@@ -183,8 +183,15 @@ static int apply_settings(const struct plan_inputs *in, struct plan_setup *c, st
         c->zero.src_dtype = PLAN_SRC_CLI;
     }
     RL_TRY(plan_zero_validate(&c->zero, e));
-    if (!in->report_hazards)
-        RL_TRY(refuse_hazards(&c->zero, e));
+    if (!in->report_hazards && refuse_hazards(&c->zero, e)) {
+        /* Name the config the stage and ratio came from. */
+        if (in->ds_config) {
+            const char *base = strrchr(in->ds_config, '/');
+            return rl_err_prefix(e, "ds_config: %s", strcmp(in->ds_config, "-") == 0 ? "standard input"
+                                                     : base ? base + 1 : in->ds_config);
+        }
+        return rl_err_prefix(e, "the DeepSpeed config");
+    }
     if (in->policy == PLAN_POLICY_AUTO)
         RL_TRY(plan_policy_for_version(c->zero.ds_version, &c->popt.policy, e));
     else

@@ -209,6 +209,8 @@ static size_t number_len(const char *p)
     return n;
 }
 
+#define HEX "0123456789abcdefABCDEF"
+
 json_t *plan__json_loads(const char *text, size_t flags, json_error_t *je)
 {
     json_t *root = json_loads(text, flags | JSON_ALLOW_NUL, je);
@@ -217,7 +219,10 @@ json_t *plan__json_loads(const char *text, size_t flags, json_error_t *je)
     /* Python's json (DeepSpeed's reader) takes integers of any size and reals beyond double
      * (1e400 -> inf); jansson refuses both. Such numbers become marked strings holding their
      * text, so a key nobody reads does not reject the config and a key that is read reports the
-     * number as typed. */
+     * number as typed. Python also takes a lone UTF-16 surrogate escape ("\ud800"), which
+     * jansson refuses whatever its decoding flags (JSON_ALLOW_NUL, JSON_DECODE_ANY, ... have none
+     * for it): it becomes U+FFFD, the same length, so a key that is read and holds it is refused
+     * by that key's own check. */
     size_t len = strlen(text), extra = 0;
     for (const char *p = text; *p; p++)
         extra += *p == '-' || (*p >= '0' && *p <= '9');
@@ -230,6 +235,23 @@ json_t *plan__json_loads(const char *text, size_t flags, json_error_t *je)
         if (*p == '"') {   /* copy a string, escapes included */
             *o++ = *p++;
             while (*p && *p != '"') {
+                unsigned hi, lo;
+                if (p[0] == '\\' && p[1] == 'u' && sscanf(p + 2, "%4x", &hi) == 1 && strspn(p + 2, HEX) >= 4 &&
+                    hi >= 0xD800 && hi <= 0xDFFF) {
+                    bool pair = hi <= 0xDBFF && p[6] == '\\' && p[7] == 'u' && strspn(p + 8, HEX) >= 4 &&
+                                sscanf(p + 8, "%4x", &lo) == 1 && lo >= 0xDC00 && lo <= 0xDFFF;
+                    if (pair) {
+                        memcpy(o, p, 12);
+                        o += 12;
+                        p += 12;
+                    } else {
+                        memcpy(o, "\\uFFFD", 6);
+                        o += 6;
+                        p += 6;
+                        changed = true;
+                    }
+                    continue;
+                }
                 if (*p == '\\' && p[1])
                     *o++ = *p++;
                 *o++ = *p++;

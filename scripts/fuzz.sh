@@ -7,6 +7,8 @@
 # tests/fuzz/regressions/<target>/ so `make test` replays it; the script then exits 1.
 # Prints one line per target: executions, corpus size, findings.
 set -u
+# Targets that read a path get their input through a file (tests/fuzz_targets.c): keep it in memory.
+if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then export TMPDIR=/dev/shm; fi
 build=$1 secs=$2
 shift 2
 found=0
@@ -14,7 +16,7 @@ for t in "$@"; do
     bin=$build/fuzz_$t
     corpus=$build/corpus/$t
     art=$build/findings/$t
-    mkdir -p "$corpus" "$art"
+    mkdir -p "$corpus" "$art" "tests/fuzz/regressions/$t"
     seeds=(tests/fuzz/seeds/$t tests/fuzz/regressions/$t)
     case $t in
     ds_config)  for d in shared/examples ../shared/examples; do [ -d "$d" ] && seeds+=("$d"); done ;;

@@ -19,7 +19,8 @@
 # Usage: scripts/mutate.sh [--check] [mutant-file-or-name ...]   (default: every tests/mutants/*.mut)
 #        --check only reports stale mutants, without building or testing.
 # Environment: MUTATE_JOBS (make -j, default 2), MUTATE_KEEP=1 keeps the scratch directory,
-#              MUTATE_TIMEOUT seconds per suite run (default 600).
+#              MUTATE_TIMEOUT seconds per suite run (default 600), MUTATE_LONG=0 runs the loop tests
+#              in their `make test` length (default 1: RL_TEST_LONG=1, their full `make test-long` length).
 #
 # Mutant file format (see tests/mutants/README.md):
 #   reason: <one line: the bug this stands for>
@@ -77,7 +78,8 @@ run_suite() {
     local suite=${1%%:*} case=
     [ "$suite" != "$1" ] && case=${1#*:}
     (cd "$src" && env CK_RUN_SUITE="$suite" ${case:+CK_RUN_CASE="$case"} $2 RATIOLAB_BIN="$src/build/ratiolab" \
-        RATIOLAB_SRC="$src" RATIOLAB_BUILD="$src/build" timeout "$per_run_timeout" build/tests/run_tests) \
+        RATIOLAB_SRC="$src" RATIOLAB_BUILD="$src/build" RL_TEST_LONG="${MUTATE_LONG:-1}" CK_SLOWEST=0 \
+        timeout "$per_run_timeout" build/tests/run_tests) \
         >"$scratch/run.log" 2>&1
 }
 

@@ -145,6 +145,79 @@ static const struct bad_case cases[] = {
     {"predict --trace on a full disk", NULL, "predict --trace /dev/full", 3, "--trace", "No space left on device"},
     {"check --fix-to on a full disk", W("c.json", GOOD), "check --ds-config c.json --model gpt2 --fix-to /dev/full",
      3, "--fix-to", "No space left on device"},
+    /* ---- outputs checked before measuring; calibrate's flags (issue 24) ---- */
+    {"calibrate --out ''", NULL, "calibrate --quiet --out ''", 2, "--out", "empty"},
+    {"calibrate --out in a folder that does not exist", NULL, "calibrate --quiet --out nodir/p.json", 2, "--out",
+     "No such file"},
+    {"calibrate --out is a directory", "mkdir d", "calibrate --quiet --out d", 2, "--out", "is a directory"},
+    {"calibrate --base without --backend cuda", NULL, "calibrate --quiet --base dgx-a100 --out p.json", 2, "--base",
+     "--backend cuda"},
+    {"calibrate --name with a newline", NULL, "calibrate --quiet --name 'a\nb' --out p.json", 2, "--name",
+     "control character"},
+    {"validate --out is a file", "touch o.txt", "validate --ratios 0.5 --out o.txt", 2, "--out", "not a folder"},
+    {"validate --out in a folder that does not exist", NULL, "validate --ratios 0.5 --out nodir/v", 2, "--out",
+     "No such file"},
+    /* ---- messages that name the key or the file (issue 24) ---- */
+    {"HF config head_dim x num_attention_heads overflowing",
+     W("h.json", "{\"model_type\":\"llama\",\"hidden_size\":64,\"num_attention_heads\":2000000000,"
+       "\"num_key_value_heads\":2000000000,\"num_hidden_layers\":2,\"vocab_size\":100,\"intermediate_size\":128,"
+       "\"head_dim\":2000000000}"), "plan --model h.json --out o.txt", 2, "h.json", "head_dim x num_attention_heads"},
+    {"predict refusing a stage-1 partial offload",
+     W("c.json", "{\"zero_optimization\":{\"stage\":1,\"offload_optimizer\":{\"device\":\"cpu\",\"ratio\":0.3}}}"),
+     "predict --ds-config c.json --model gpt2", 2, "--ds-config: c.json", "zero_optimization.stage 1"},
+    {"config with a lone surrogate in a key that is read",
+     W("c.json", "{\"zero_optimization\":{\"stage\":3,\"offload_optimizer\":{\"device\":\"cpu\\ud800\",\"ratio\":0.3}}}"),
+     "plan --ds-config c.json --model gpt2 --out o.txt", 2, "offload_optimizer.device", NULL},
+    /* ---- gzip inputs: the 64 MiB cap counts inflated bytes (issue 24); 65 MiB + 1 of 'a' ---- */
+#define GZ65(file) "head -c 68157441 /dev/zero | tr '\\000' a | gzip -1 > " file
+    {"DeepSpeed log .gz inflating past 64 MiB", W("c.json", GOOD) " && " GZ65("l.log.gz"),
+     "validate --ds-config c.json --model gpt2 --deepspeed-log l.log.gz", 2, "l.log.gz", "inflates to more than 64 MiB"},
+    {"trace diff input .gz inflating past 64 MiB", GZ65("t.json.gz"), "trace diff t.json.gz t.json.gz", 2, "t.json.gz",
+     "inflates to more than 64 MiB"},
+    /* ---- run: flags (issue 24) ---- */
+    {"run --policies longer than its buffer", NULL,
+     "run --scale 10000 --ratios 0.5 --policies exact,$(printf 'exact%.0s,' $(seq 100))exact", 2, "--policies",
+     "at most 511"},
+    {"run --fail-rank 1 with one rank", NULL, "run --scale 10000 --fail-rank 1", 2, "--fail-rank", "0 to 0"},
+    {"run --fail-rank with an unknown phase", NULL, "run --scale 10000 --fail-rank 0:lunch", 2, "--fail-rank", "save-write"},
+    {"run --load ''", NULL, "run --scale 10000 --load ''", 2, "--load", "empty"},
+    {"run --save ''", NULL, "run --scale 10000 --save ''", 2, "--save", "empty"},
+    /* ---- run --load: crafted checkpoints (issue 24); CKPT saves one, PATCH rewrites a field and
+     * both CRCs so only the field is wrong ---- */
+#define CKPT "\"$RATIOLAB_BIN\" run --scale 10000 --sub-group-size 1e8 --warmup 0 --steps 1 --save ck >/dev/null && "
+#define F0 "ck/gen-00000001/rank-00000.rlck"
+#define PATCH(file, off, fmt, val)                                                                        \
+    "python3 -c \"import struct,zlib;f='" file "';b=bytearray(open(f,'rb').read());"                   \
+    "struct.pack_into('<" fmt "',b," #off "," val ");struct.pack_into('<I',b,72,zlib.crc32(b[80:]));"      \
+    "struct.pack_into('<I',b,76,zlib.crc32(b[:76]));open(f,'wb').write(b)\""
+#define LOAD "run --scale 10000 --sub-group-size 1e8 --warmup 0 --steps 1 --load ck"
+    {"checkpoint record count 2^60 (n_rec x 16 overflows)", CKPT PATCH(F0, 56, "q", "1<<60"), LOAD, 2, F0, "n_rec"},
+    {"checkpoint record of 2^62 elements (start + elements overflows)", CKPT PATCH(F0, 88, "q", "1<<62"), LOAD, 2, F0,
+     "record 0 field elements"},
+    {"checkpoint record starting at INT64_MAX - 2", CKPT PATCH(F0, 96, "q", "(1<<63)-3"), LOAD, 2, F0,
+     "record 1 field global start"},
+    {"checkpoint record repeating the one before", CKPT PATCH(F0, 96, "q", "0"), LOAD, 2, F0, "ascending and disjoint"},
+    {"checkpoint iterations -1", CKPT PATCH(F0, 24, "q", "-1"), LOAD, 2, F0, "iterations"},
+    {"checkpoint iterations INT64_MAX", CKPT PATCH(F0, 24, "q", "(1<<63)-1"), LOAD, 2, F0, "iterations"},
+    {"checkpoint Adam steps -3", CKPT PATCH(F0, 32, "q", "-3"), LOAD, 2, F0, "adam_step"},
+    {"checkpoint Adam steps above its iterations", CKPT PATCH(F0, 32, "q", "2"), LOAD, 2, F0, "adam_step"},
+    {"checkpoint world 0", CKPT PATCH(F0, 12, "I", "0"), LOAD, 2, F0, "world"},
+    {"checkpoint rank files whose records overlap", CKPT "mkdir ck2 && cp " F0 " ck2/rank-00000.rlck && "
+     PATCH("ck2/rank-00000.rlck", 12, "I", "2") " && cp ck2/rank-00000.rlck ck2/rank-00001.rlck && "
+     PATCH("ck2/rank-00001.rlck", 16, "I", "1"), LOAD "2", 2, "ck2", "overlaps"},
+    {"checkpoint whose last record is missing (a gap)", CKPT
+     "python3 -c \"import struct,zlib;f='" F0 "';b=bytearray(open(f,'rb').read());n=struct.unpack_from('<q',b,56)[0];"
+     "L=struct.unpack_from('<q',b,80+16*n-8)[0];b=b[:80+16*(n-1)]+b[80+16*n:len(b)-12*L];"
+     "struct.pack_into('<q',b,56,n-1);struct.pack_into('<q',b,64,len(b)-80);"
+     "struct.pack_into('<I',b,72,zlib.crc32(b[80:]));struct.pack_into('<I',b,76,zlib.crc32(b[:76]));"
+     "open(f,'wb').write(b)\"", LOAD, 2, "gen-00000001", "no rank file holds global elements"},
+    {"checkpoint manifest naming a generation that is not there", CKPT
+     "sed -i 's/generation 1/generation 7/' ck/CHECKPOINT", LOAD, 2, "gen-00000007/rank-00000.rlck", "cannot read"},
+    {"checkpoint manifest iterations of 60 digits", CKPT "sed -i 's/iterations 1/iterations "
+     "999999999999999999999999999999999999999999999999999999999997/' ck/CHECKPOINT", LOAD, 2, "ck/CHECKPOINT",
+     "iterations"},
+    {"checkpoint manifest with a bad line", CKPT "sed -i 's/world 1/world x/' ck/CHECKPOINT", LOAD, 2, "ck/CHECKPOINT",
+     "world"},
 };
 enum { N_CASES = sizeof cases / sizeof cases[0] };
 

@@ -202,7 +202,7 @@ START_TEST(checkpoint_corrupt_or_truncated_is_refused)
     char d[9];
     run_ranks(2, "--ratio 0.5 --steps 1 --save ck", d);
     struct tu_run r;
-    tu_sh(&r, "cp ck/rank-00001.rlck saved && printf 'X' | dd of=ck/rank-00001.rlck bs=1 seek=300 conv=notrunc 2>/dev/null");
+    tu_sh(&r, "cp ck/gen-00000001/rank-00001.rlck saved && printf 'X' | dd of=ck/gen-00000001/rank-00001.rlck bs=1 seek=300 conv=notrunc 2>/dev/null");
     ck_assert_int_eq(r.status, 0);
     tu_run_free(&r);
     tu_ratiolab(&r, "run " SMALL " --load ck --hash");
@@ -210,22 +210,22 @@ START_TEST(checkpoint_corrupt_or_truncated_is_refused)
     ck_assert_msg(strstr(r.err, "rank-00001.rlck") && strstr(r.err, "corrupt"), "%s", r.err);
     ck_assert_msg(!strstr(r.out, "digest"), "a refused load printed a digest: %s", r.out);
     tu_run_free(&r);
-    tu_sh(&r, "cp saved ck/rank-00001.rlck && cp ck/rank-00000.rlck saved0 && truncate -s 1000 ck/rank-00000.rlck");
+    tu_sh(&r, "cp saved ck/gen-00000001/rank-00001.rlck && cp ck/gen-00000001/rank-00000.rlck saved0 && truncate -s 1000 ck/gen-00000001/rank-00000.rlck");
     tu_run_free(&r);
     tu_ratiolab(&r, "run " SMALL " --load ck --save ck --hash");
     ck_assert_int_eq(r.status, 2);
     ck_assert_msg(strstr(r.err, "truncated"), "%s", r.err);
     tu_run_free(&r);
     /* Nothing was overwritten by the refused run (it also asked to --save there). */
-    tu_sh(&r, "test $(stat -c %%s ck/rank-00000.rlck) = 1000 && cmp saved ck/rank-00001.rlck");
+    tu_sh(&r, "test $(stat -c %%s ck/gen-00000001/rank-00000.rlck) = 1000 && cmp saved ck/gen-00000001/rank-00001.rlck");
     ck_assert_msg(r.status == 0, "the checkpoint changed: %s", r.err);
     tu_run_free(&r);
     /* Not a regular file (a FIFO nobody writes to must not block; a device), or larger than any
      * checkpoint of this model can be (a sparse 64 GiB file: refused before it is read). */
     static const char *const bad[][2] = {
-        {"rm -f ck/rank-00000.rlck && mkfifo ck/rank-00000.rlck", "a FIFO"},
-        {"rm -f ck/rank-00000.rlck && ln -s /dev/zero ck/rank-00000.rlck", "a character device"},
-        {"rm -f ck/rank-00000.rlck && truncate -s 64G ck/rank-00000.rlck", "allowed: at most"},
+        {"rm -f ck/gen-00000001/rank-00000.rlck && mkfifo ck/gen-00000001/rank-00000.rlck", "a FIFO"},
+        {"rm -f ck/gen-00000001/rank-00000.rlck && ln -s /dev/zero ck/gen-00000001/rank-00000.rlck", "a character device"},
+        {"rm -f ck/gen-00000001/rank-00000.rlck && truncate -s 64G ck/gen-00000001/rank-00000.rlck", "allowed: at most"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tu_sh(&r, "%s", bad[i][0]);

@@ -1,6 +1,8 @@
-/* tests/check_hardening.c — regression tests of issue 10 beyond the bad-input catalogue
+/* tests/check_hardening.c — regression tests of issues 10 and 24 beyond the bad-input catalogue
  * (check_badinput.c): standard input, the output-file rules, streaming, the monitor's outputs
- * and timing, the whole-memory check, dtype resolution, and the trace and log readers' ranges. */
+ * and timing, the whole-memory check, dtype resolution, the trace and log readers' ranges; the
+ * checkpoint save killed at every point, a failed save, inflated input caps, validate's folder,
+ * outputs checked before measuring, calibrate's flags and the messages of issue 24. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -386,6 +388,158 @@ START_TEST(deepspeed_log_reader_refuses_out_of_range_dates_and_sizes)
 }
 END_TEST
 
+/* ---- issue 24 item 2, 6: the checkpoint save ------------------------------------------------- */
+#define CK_SMALL "--scale 10000 --sub-group-size 1e8 --warmup 0"
+#define CK_MPIRUN                                                                                     \
+    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 " \
+    "timeout 120 mpirun --oversubscribe --bind-to none --mca mpi_yield_when_idle 1"
+
+/* The digest a command prints ("digest xxxxxxxx"), or "" */
+static void digest_in(const char *out, char d[9])
+{
+    const char *p = out ? strstr(out, "digest ") : NULL;
+    d[0] = 0;
+    if (p && sscanf(p + 7, "%8[0-9a-f]", d) != 1)
+        d[0] = 0;
+}
+
+static void reference_digest(int steps, char d[9])
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "run " CK_SMALL " --reference --steps %d", steps);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    digest_in(r.out, d);
+    ck_assert_int_eq((int)strlen(d), 8);
+    tu_run_free(&r);
+}
+
+/* A 2-rank save at iteration 2, then a save continuing it for one step killed at each point of the
+ * protocol on rank 1 (and rank 0 where its part differs): afterwards the folder loads, and what it
+ * holds is one whole save: the old one (iteration 2) before the switch, the new one (iteration 3)
+ * after it, either one when the kill races the switch. About 15 mpirun launches: ~10 s. */
+START_TEST(checkpoint_save_killed_anywhere_keeps_a_whole_checkpoint)
+{
+    char ref3[9], ref4[9];
+    reference_digest(3, ref3);
+    reference_digest(4, ref4);
+    struct tu_run r;
+    tu_sh(&r, CK_MPIRUN " -np 2 '%s' run " CK_SMALL " --steps 2 --save ck && cp -r ck ck2", tu_bin());
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    tu_run_free(&r);
+    static const struct { int rank; const char *phase; int keeps; } kills[] = {   /* keeps: 2 old, 3 new, 0 either */
+        {1, "save-prepare", 2}, {1, "save-write", 2}, {0, "save-write", 2}, {1, "save-written", 2},
+        {0, "save-switch", 2}, {1, "save-switch", 0}, {0, "save-switched", 3}, {1, "save-switched", 0},
+    };
+    for (size_t i = 0; i < sizeof kills / sizeof kills[0]; i++) {
+        /* Back to the save of iteration 2 when the last kill left the new one. */
+        tu_sh(&r, "rm -rf ck && cp -r ck2 ck");
+        tu_run_free(&r);
+        tu_sh(&r, CK_MPIRUN " -np 2 '%s' run " CK_SMALL " --steps 1 --load ck --save ck --fail-rank %d:%s", tu_bin(),
+              kills[i].rank, kills[i].phase);
+        ck_assert_msg(r.status != 0, "rank %d killed at %s: exit 0", kills[i].rank, kills[i].phase);
+        ck_assert_msg(strstr(r.err, "failing on purpose"), "%s", r.err);
+        tu_run_free(&r);
+        /* One more step from whatever the folder holds: iteration 3 (old) or 4 (new). */
+        tu_ratiolab(&r, "run " CK_SMALL " --steps 1 --load ck --hash");
+        ck_assert_msg(r.status == 0, "rank %d killed at %s: the folder does not load: %s", kills[i].rank,
+                      kills[i].phase, r.err);
+        char d[9];
+        digest_in(r.out, d);
+        tu_run_free(&r);
+        bool old = strcmp(d, ref3) == 0, new = strcmp(d, ref4) == 0;
+        ck_assert_msg(kills[i].keeps == 2 ? old : kills[i].keeps == 3 ? new : old || new,
+                      "rank %d killed at %s: digest %s, old %s, new %s", kills[i].rank, kills[i].phase, d, ref3, ref4);
+    }
+    /* The next whole save removes the debris of the killed ones: one generation, no temporary file. */
+    tu_sh(&r, CK_MPIRUN " -np 2 '%s' run " CK_SMALL " --steps 1 --load ck --save ck", tu_bin());
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    tu_run_free(&r);
+    tu_sh(&r, "ls -R ck");
+    ck_assert_msg(!strstr(r.out, "tmp"), "%s", r.out);
+    int gens = 0;
+    for (const char *p = r.out; (p = strstr(p, "gen-")); p++)
+        gens++;
+    ck_assert_msg(gens == 2, "one generation folder expected (listed as a name and a heading): %s", r.out);
+    tu_run_free(&r);
+}
+END_TEST
+
+/* A write that fails (here a file-size limit: EFBIG, as ENOSPC on a full disk) is exit 3 naming the
+ * file and the cause, leaves no temporary file or half generation, and the previous checkpoint
+ * still loads. */
+START_TEST(checkpoint_write_failure_is_exit_3_and_keeps_the_previous_one)
+{
+    char ref2[9];
+    reference_digest(2, ref2);
+    struct tu_run r;
+    tu_ratiolab(&r, "run " CK_SMALL " --steps 1 --save ck");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    tu_run_free(&r);
+    tu_sh(&r, "trap '' XFSZ; ulimit -f 1; '%s' run " CK_SMALL " --steps 1 --load ck --save ck", tu_bin());
+    ck_assert_msg(r.status == 3, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, "--save: writing ck/gen-00000002/rank-00000.rlck failed: File too large") &&
+                  strstr(r.err, "keeps its previous checkpoint"), "%s", r.err);
+    tu_run_free(&r);
+    tu_sh(&r, "ls -R ck");
+    ck_assert_msg(!strstr(r.out, "tmp") && !strstr(r.out, "gen-00000002"), "%s", r.out);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "run " CK_SMALL " --steps 1 --load ck --hash");
+    char d[9];
+    digest_in(r.out, d);
+    ck_assert_msg(r.status == 0 && strcmp(d, ref2) == 0, "%s %s", d, r.err);
+    tu_run_free(&r);
+}
+END_TEST
+
+/* ---- issue 24 item 7: validate's folder -------------------------------------------------------- */
+#define VAL_SMALL "validate --ratios 0.5 --ranks 1 --scale 10000 --steps 1 --sub-group-size 1e8"
+
+/* A second validate into a folder another one is writing is refused at once (exit 3), before it
+ * measures anything: here the other one is flock(1) holding the folder's lock. */
+START_TEST(validate_refuses_a_folder_another_one_writes)
+{
+    struct tu_run r;
+    tu_sh(&r, "mkdir -p v && touch v/report.json && flock v/" RL_OUTDIR_LOCK " timeout 60 '%s' " VAL_SMALL " --out v",
+          tu_bin());
+    ck_assert_msg(r.status == 3, "exit %d: %s", r.status, r.err);
+    ck_assert_msg(strstr(r.err, "--out") && strstr(r.err, "another ratiolab is writing there"), "%s", r.err);
+    tu_run_free(&r);
+    /* The other run's report is not touched. */
+    tu_sh(&r, "test -e v/report.json");
+    ck_assert_int_eq(r.status, 0);
+    tu_run_free(&r);
+}
+END_TEST
+
+/* An interrupted validate leaves no report of an earlier run beside its own traces: the earlier
+ * verdict goes when the folder is taken (waited for, with a deadline), before anything runs. */
+START_TEST(validate_interrupted_leaves_no_earlier_report)
+{
+    struct tu_run r;
+    tu_sh(&r, "mkdir -p v && echo '{\"old\": true}' > v/report.json && echo old > v/report.md && "
+          "(setsid '%s' " VAL_SMALL " --out v >/dev/null 2>&1 & pid=$!; "
+          "for i in $(seq 600); do [ -e v/report.json ] || break; sleep 0.05; done; "
+          "kill -TERM -$pid 2>/dev/null; wait $pid; true) && test ! -e v/report.json && test ! -e v/report.md",
+          tu_bin());
+    ck_assert_msg(r.status == 0, "the earlier report is still there after an interrupted run: %s", r.err);
+    tu_run_free(&r);
+}
+END_TEST
+
+/* ---- issue 24 item 12: a lone surrogate in a key ratiolab does not read --------------------------- */
+/* Python's json (DeepSpeed's reader) takes "\ud800"; jansson refuses it. A key nobody reads does
+ * not reject the config; a valid pair stays as it is. */
+START_TEST(lone_surrogate_in_an_unread_key_is_taken)
+{
+    tu_write("c.json", "{" Z3 ",\"fp16\":{\"enabled\":true},\"comment\":\"\\ud800 \\udc00 \\ud83d\\ude00 \\\\ud800\"}");
+    struct tu_run r;
+    tu_ratiolab(&r, "plan --ds-config c.json --model gpt2 --json");
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "\"requested_ratio\": 0.3,"));
+    tu_run_free(&r);
+}
+END_TEST
+
 Suite *hardening_suite(void)
 {
     Suite *s = suite_create("hardening");
@@ -410,6 +564,17 @@ Suite *hardening_suite(void)
     tcase_add_test(tc, honored_for_matches_a_built_plan);
     tcase_add_test(tc, trace_reader_refuses_time_stamps_beyond_int64);
     tcase_add_test(tc, deepspeed_log_reader_refuses_out_of_range_dates_and_sizes);
+    tcase_add_test(tc, lone_surrogate_in_an_unread_key_is_taken);
     suite_add_tcase(s, tc);
+    TCase *ck = tcase_create("checkpoint");
+    tcase_set_timeout(ck, 240);
+    tcase_add_test(ck, checkpoint_save_killed_anywhere_keeps_a_whole_checkpoint);
+    tcase_add_test(ck, checkpoint_write_failure_is_exit_3_and_keeps_the_previous_one);
+    suite_add_tcase(s, ck);
+    TCase *vf = tcase_create("validate_folder");
+    tcase_set_timeout(vf, 120);
+    tcase_add_test(vf, validate_refuses_a_folder_another_one_writes);
+    tcase_add_test(vf, validate_interrupted_leaves_no_earlier_report);
+    suite_add_tcase(s, vf);
     return s;
 }

@@ -1,7 +1,14 @@
 /* tests/check_kernels.c — the Adam kernels (kernels/): the lowp conversions against independent
  * oracles, the reference against a float64 formula, and the CPU kernel bitwise against the
  * reference for every ISA path on this machine, sizes 0..300 and 1e6+3, offsets 0..15, 1-3
- * threads, 1 and 100 steps, both modes and every gradient and copy dtype. */
+ * threads, 1 and 100 steps, both modes and every gradient and copy dtype.
+ *
+ * The bitwise loops (tag "long") have two lengths: RL_TEST_LONG=1 (`make test-long`, `make
+ * mutate`) runs every size x offset; `make test` runs a quarter of the offsets of each size,
+ * rotating so that every offset still meets every size class, every vector tail and both
+ * same/spread layouts, and kills every kernel mutant of tests/mutants/ (kern-*, lowp-*). On a
+ * loaded 2-core machine the full length costs minutes: 3 threads on 2 busy cores make every
+ * OpenMP region wait for a time slice. */
 #include <check.h>
 #include <float.h>
 #include <math.h>
@@ -521,9 +528,13 @@ START_TEST(cpu_equals_reference_small_one_step)
     unsigned long seed = tu_seed(name);
     uint64_t r = seed;
     static const int threads[] = {1, 2, 3};
+    /* Short form: 4 offsets per size, n, n + 5, n + 10, n + 15 (mod 16): every residue mod 4
+     * (both layouts), each offset met by every size class; 2 and 3 threads on the first. */
+    const int n_off = tu_long() ? 16 : 4;
     for (int64_t n = 0; n <= 300; n++)
-        for (int o = 0; o < 16; o++) {
-            const int nthreads = o % 4 == n % 4 ? 3 : 1;
+        for (int q = 0; q < n_off; q++) {
+            const int o = n_off == 16 ? q : (int)((n + 5 * q) % 16);
+            const int nthreads = (n_off == 16 ? o % 4 == n % 4 : q == 0) ? 3 : 1;
             struct bitwise_case c = {.n = n, .mode = (enum kern_adam_mode)(_i / 3),
                                      .gt = grad_types[_i % 3], .lt = lowp_types[(n + o) % 3],
                                      .variant = (unsigned)(n + 3 * o), .steps = 1, .seed = seed};
@@ -544,8 +555,9 @@ START_TEST(cpu_equals_reference_hundred_steps)
     static const int64_t sizes[] = {0, 1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 23, 31, 32, 33, 47, 48,
                                     49, 63, 64, 65, 95, 127, 128, 129, 255, 256, 257, 300};
     static const int offs[] = {0, 1, 7, 15};
+    const size_t every = tu_long() ? 1 : 4;   /* short form: one offset per size, in turn */
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
-        for (size_t j = 0; j < sizeof offs / sizeof offs[0]; j++) {
+        for (size_t j = every == 1 ? 0 : k % 4; j < sizeof offs / sizeof offs[0]; j += every) {
             struct bitwise_case c = {.n = sizes[k], .mode = (enum kern_adam_mode)(_i / 3),
                                      .gt = grad_types[_i % 3], .lt = lowp_types[(k + j) % 3],
                                      .variant = (unsigned)(k + j), .steps = 100, .seed = seed};
@@ -779,7 +791,8 @@ Suite *kernels_suite(void)
     tcase_add_test(ref, plan_dtypes_map_to_the_same_kernel_types);
     suite_add_tcase(s, ref);
     TCase *bw = tcase_create("bitwise");
-    tcase_set_timeout(bw, 300);
+    tcase_set_tags(bw, "long");
+    tcase_set_timeout(bw, tu_long() ? 1200 : 300);
     tcase_add_test(bw, nan_outputs_are_canonical);
     tcase_add_loop_test(bw, cpu_equals_reference_small_one_step, 0, 6);
     tcase_add_loop_test(bw, cpu_equals_reference_hundred_steps, 0, 6);

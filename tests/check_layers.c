@@ -126,11 +126,12 @@ Suite *layers_suite(void)
 {
     Suite *s = suite_create("layers");
     TCase *tc = tcase_create("layers");
+    tcase_set_timeout(tc, 120);   /* a shell script over the whole tree: seconds, more under load */
     tcase_add_test(tc, tree_follows_its_readmes);
     tcase_add_test(tc, forbidden_include_is_caught);
     tcase_add_test(tc, readme_without_the_rule_is_refused);
     tcase_add_test(tc, private_header_of_another_module_is_caught);
-tcase_add_test(tc, library_message_naming_a_flag_is_caught);
+    tcase_add_test(tc, library_message_naming_a_flag_is_caught);
     tcase_add_test(tc, flag_inside_a_library_message_is_caught);
     suite_add_tcase(s, tc);
     return s;

@@ -34,6 +34,17 @@ static const char *memhog(void)
     return p;
 }
 
+/* `ratiolab monitor --csv <csv> <args>` with the CSV written through a FIFO (in place, as the
+ * monitor writes to a FIFO) and copied into <csv> as it comes, and MEMHOG_CSV naming that copy:
+ * memhog then holds each phase until the monitor has sampled it (tests/progs/memhog.c), a
+ * condition with a deadline instead of a hold long enough for a quiet machine. */
+static void monitor_live(struct tu_run *r, const char *csv, const char *args)
+{
+    tu_sh(r, "mkfifo 'live.%s' && { timeout 300 cat 'live.%s' > '%s' & } && MEMHOG_CSV=\"$PWD/%s\" '%s' monitor "
+             "--csv 'live.%s' %s; rc=$?; wait; rm -f 'live.%s'; exit $rc",
+          csv, csv, csv, csv, tu_bin(), csv, args, csv);
+}
+
 /* The PID memhog printed first ("PID 123"). */
 static int printed_pid(const char *out)
 {
@@ -196,9 +207,11 @@ START_TEST(phase_peaks_match_allocations)
     /* The file phase needs a disk-backed folder: on tmpfs the pages would count as shmem. */
     struct statfs sf;
     bool file_ok = statfs(tu_tmpdir(), &sf) == 0 && sf.f_type != 0x01021994 /* TMPFS_MAGIC */;
-    tu_ratiolab(&r, "monitor --interval 20ms --no-gpu --mark '^PHASE' --out p.json.gz --csv p.csv "
-                    "-- '%s' idle:150 anon:64:250 %s shmem:32:250 lock:16:250 pin:8:250",
-                memhog(), file_ok ? "file:48:250:." : "");
+    char args[1024];
+    snprintf(args, sizeof args, "--interval 20ms --no-gpu --mark '^PHASE' --out p.json.gz "
+             "-- '%s' idle:150 anon:64:250 %s shmem:32:250 lock:16:250 pin:8:250",
+             memhog(), file_ok ? "file:48:250:." : "");
+    monitor_live(&r, "p.csv", args);
     ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
     int pid = printed_pid(r.out);
     struct trace_doc d;
@@ -264,8 +277,10 @@ END_TEST
 START_TEST(descendants_are_found)
 {
     struct tu_run r;
-    tu_ratiolab(&r, "monitor --interval 20ms --no-gpu --mark '^PHASE' --out t.json --csv t.csv "
-                    "-- env RANK=5 '%s' idle:100 tree:2:16:400", memhog());
+    char args[1024];
+    snprintf(args, sizeof args, "--interval 20ms --no-gpu --mark '^PHASE' --out t.json "
+             "-- env RANK=5 '%s' idle:100 tree:2:16:100", memhog());
+    monitor_live(&r, "t.csv", args);
     ck_assert_msg(r.status == 0, "status %d: %s", r.status, r.err);
     int root = printed_pid(r.out);
     struct trace_doc d;

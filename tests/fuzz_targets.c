@@ -3,15 +3,20 @@
  * consumer where one is cheap), so a finding is a finding a user can hit. */
 #include "tests/fuzz_targets.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/rl.h"
+#include "exec/ckpt.h"
 #include "plan/megatron_args.h"
 #include "plan/plan.h"
 #include "sim/hw.h"
 #include "traces/dslog.h"
 #include "traces/trace.h"
+#include "plots/input.h"
+#include "validation/val.h"
 
 /* The input as the readers hand it over: NUL-terminated, refused when it holds a NUL. NULL when
  * the reader would have refused it. */
@@ -114,6 +119,144 @@ static void dslog(const uint8_t *data, size_t size)
         trace_ds_free(&log);
 }
 
+/* The readers below take a path, as the command line gives them one: the input is written to a
+ * file in a folder made once per process (removed at exit), named with suffix (".gz" when the
+ * input starts with the gzip magic, so the inflating path is taken). NULL when it cannot be. */
+static char fuzz_dir[64];
+
+static void remove_fuzz_dir(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", fuzz_dir);
+    if (fuzz_dir[0] && system(cmd) != 0)
+        fuzz_dir[0] = 0;
+}
+
+static const char *as_file(const uint8_t *data, size_t size, const char *name)
+{
+    static char path[160];
+    if (!fuzz_dir[0]) {
+        const char *t = getenv("TMPDIR");
+        snprintf(fuzz_dir, sizeof fuzz_dir, "%s/rlfuzz.XXXXXX", t && t[0] && strlen(t) < 40 ? t : "/tmp");
+        if (!mkdtemp(fuzz_dir)) {
+            fuzz_dir[0] = 0;
+            return NULL;
+        }
+        atexit(remove_fuzz_dir);
+    }
+    bool gz = size >= 2 && data[0] == 0x1f && data[1] == 0x8b;
+    snprintf(path, sizeof path, "%s/%s%s", fuzz_dir, name, gz ? ".gz" : "");
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return NULL;
+    bool ok = fwrite(data, 1, size, f) == size;
+    ok = fclose(f) == 0 && ok;
+    return ok ? path : NULL;
+}
+
+/* A checkpoint rank file or manifest (exec/ckpt.h), as --load reads them: the bytes as given, and
+ * again with both CRCs made right so the fuzzer reaches the field checks behind them; a file
+ * that passes is checked against a small model and its records for cover. */
+static void ckpt_one(const uint8_t *data, size_t size)
+{
+    static const int64_t starts[] = {0, 10, 40, 64};   /* the seeds' model: 64 elements, 3 tensors */
+    const struct ex_ckpt_model model = {64, 3, starts};
+    struct ex_ckpt_file f;
+    struct rl_err e = {0};
+    if (ex_ckpt_parse(data, size, "rank-00000.rlck", NULL, &f, &e) == 0 &&
+        ex_ckpt_parse(data, size, "rank-00000.rlck", &model, &f, &e) == 0 && f.n_rec < 100000) {
+        struct ex_ckpt_rec *r = malloc(((size_t)f.n_rec + 1) * sizeof *r);
+        if (r) {
+            for (int64_t i = 0; i < f.n_rec; i++) {
+                ex_ckpt_record(&f, i, &r[i].gstart, &r[i].numel);
+                r[i].file_rank = 0;
+                r[i].index = (int32_t)i;
+            }
+            (void)ex_ckpt_check_cover(r, f.n_rec, model.total_numel, "ck", &e);
+            free(r);
+        }
+    }
+}
+
+static void ckpt(const uint8_t *data, size_t size)
+{
+    static const char mk[] = "ratiolab checkpoint manifest";
+    if (size >= sizeof mk - 1 && memcmp(data, mk, sizeof mk - 1) == 0) {
+        char *text = as_text(data, size);
+        struct ex_ckpt_manifest m;
+        struct rl_err e = {0};
+        if (text)
+            (void)ex_ckpt_manifest_parse(text, size, "CHECKPOINT", &m, &e);
+        free(text);
+        return;
+    }
+    ckpt_one(data, size);
+    if (size < EX_CKPT_HEADER_BYTES || size > (64u << 20))
+        return;
+    uint8_t *b = malloc(size);
+    if (!b)
+        return;
+    memcpy(b, data, size);
+    uint32_t pc = ex_ckpt_crc(b + EX_CKPT_HEADER_BYTES, size - EX_CKPT_HEADER_BYTES);
+    for (int i = 0; i < 4; i++)
+        b[72 + i] = (uint8_t)(pc >> (8 * i));
+    uint32_t hc = ex_ckpt_crc(b, 76);
+    for (int i = 0; i < 4; i++)
+        b[76 + i] = (uint8_t)(hc >> (8 * i));
+    ckpt_one(b, size);
+    free(b);
+}
+
+/* validate --monitor and plot's monitor input: the same CSV through both readers. */
+static void monitor_csv(const uint8_t *data, size_t size)
+{
+    const char *path = as_file(data, size, "m.csv");
+    if (!path)
+        return;
+    struct rl_err e = {0};
+    struct val_monitor m;
+    if (val_monitor_read(path, &m, &e) == 0) {
+        (void)val_monitor_rank(&m, 0);
+        val_monitor_free(&m);
+    }
+    struct plot__monitor pm;
+    if (plot__monitor_read(path, &pm, &e) == 0)
+        plot__monitor_free(&pm);
+}
+
+/* plot's file inputs: a sweep (JSON or CSV) and a validate report.json (plain or gzip). */
+static void plot_inputs(const uint8_t *data, size_t size)
+{
+    const char *path = as_file(data, size, "in.json");
+    if (!path)
+        return;
+    struct rl_err e = {0};
+    struct plot__sweep s;
+    if (plot__sweep_read(path, &s, &e) == 0)
+        plot__sweep_free(&s);
+    struct plot__report r;
+    if (plot__report_read(path, &r, &e) == 0)
+        plot__report_free(&r);
+}
+
+/* trace diff: each trace read from a file (plain or gzip) and split into per-rank phase times. */
+static void trace_diff(const uint8_t *data, size_t size)
+{
+    const char *path = as_file(data, size, "t.json");
+    if (!path)
+        return;
+    struct trace_doc d;
+    struct rl_err e = {0};
+    if (trace_read(path, &d, &e) == 0) {
+        struct val_trace_times t;
+        if (val_trace_times(&d, &t, &e) == 0) {
+            (void)val_trace_rank(&t, 0);
+            val_trace_times_free(&t);
+        }
+        trace_doc_free(&d);
+    }
+}
+
 const struct rl_fuzz_target rl_fuzz_targets[] = {
     {"ds_config", "DeepSpeed config (plan_zero_parse, then plan_build)", ds_config},
     {"hf_config", "HF config / model preset (plan_model_parse, then plan_build)", hf_config},
@@ -121,6 +264,11 @@ const struct rl_fuzz_target rl_fuzz_targets[] = {
     {"megatron_args", "Megatron launch line (plan_megatron_args_parse, then the model)", megatron_args},
     {"trace", "Chrome trace reader (trace_parse)", trace},
     {"dslog", "DeepSpeed see_memory_usage log (trace_ds_parse)", dslog},
+    {"ckpt", "checkpoint rank file and manifest (ex_ckpt_parse, ex_ckpt_check_cover, ex_ckpt_manifest_parse)", ckpt},
+    {"monitor_csv", "monitor CSV (val_monitor_read for validate --monitor, plot__monitor_read)", monitor_csv},
+    {"plot_inputs", "plot inputs: sweep JSON/CSV, report.json, plain or gzip (plot__sweep_read, plot__report_read)",
+     plot_inputs},
+    {"trace_diff", "trace diff inputs from files, plain or gzip (trace_read, val_trace_times)", trace_diff},
 };
 const int rl_fuzz_n_targets = (int)(sizeof rl_fuzz_targets / sizeof rl_fuzz_targets[0]);
 

@@ -4,12 +4,17 @@
  * no GPU"); a suite may also leave single tests out with tu_skip() (a missing compiler, a missing
  * ../shared, a CPU without AVX-512). Skips are counted as skipped, never as passed, and listed by
  * name with their reason just before the last line. CK_RUN_SUITE / CK_RUN_CASE select as usual
- * with Check. The last line is "N passed, N failed, N skipped" over all runners. */
+ * with Check. Just before the last line come the slowest tests, by wall time (CK_SLOWEST=N, default
+ * 10; 0 for none), read back from Check's XML log (CK_XML_LOG_FILE_NAME when given, else a
+ * temporary file). OMP_WAIT_POLICY is PASSIVE unless given (see main). The last line is
+ * "N passed, N failed, N skipped" over all runners. */
 #include <check.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tests/util.h"
 
@@ -28,8 +33,128 @@ static const struct entry suites[] = {
 #undef RL_SUITE
 };
 
-int main(void)
+/* One test's wall time, as Check's XML log gives it. */
+struct timing {
+    char name[200];    /* suite:tcase:test, with [iteration] for a loop test */
+    double seconds;    /* <duration> */
+};
+
+static int by_seconds_desc(const void *a, const void *b)
 {
+    double x = ((const struct timing *)a)->seconds, y = ((const struct timing *)b)->seconds;
+    return (x < y) - (x > y);
+}
+
+/* The text between <tag> and </tag> on `line`, into out (empty when absent). */
+static void xml_field(const char *line, const char *tag, char *out, size_t cap)
+{
+    char open[32], close[32];
+    snprintf(open, sizeof open, "<%s>", tag);
+    snprintf(close, sizeof close, "</%s>", tag);
+    const char *a = strstr(line, open), *b = a ? strstr(a, close) : NULL;
+    out[0] = 0;
+    if (a && b)
+        snprintf(out, cap, "%.*s", (int)(b - a - (ptrdiff_t)strlen(open)), a + strlen(open));
+}
+
+/* Adds the tests of Check's XML log at path to *t (n of cap used; grows it). Check writes one
+ * element per line: <title> of the suite, then per test <id>, <iteration>, <duration>,
+ * <description> (the tcase). */
+static void timings_read(const char *path, struct timing **t, int *n, int *cap)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char line[4096], suite[64] = "", id[128] = "", iter[16] = "", dur[32] = "", tcase[64] = "", v[128];
+    while (fgets(line, sizeof line, f)) {
+        xml_field(line, "title", v, sizeof v);
+        if (*v)
+            snprintf(suite, sizeof suite, "%s", v);
+        xml_field(line, "id", v, sizeof v);
+        if (*v)
+            snprintf(id, sizeof id, "%s", v);
+        xml_field(line, "iteration", v, sizeof v);
+        if (*v)
+            snprintf(iter, sizeof iter, "%s", v);
+        xml_field(line, "duration", v, sizeof v);
+        if (*v)
+            snprintf(dur, sizeof dur, "%s", v);
+        xml_field(line, "description", v, sizeof v);
+        if (*v)
+            snprintf(tcase, sizeof tcase, "%s", v);
+        if (!strstr(line, "</test>"))
+            continue;
+        if (*n == *cap) {
+            int nc = *cap ? 2 * *cap : 256;
+            struct timing *q = realloc(*t, (size_t)nc * sizeof *q);
+            if (!q)
+                break;
+            *t = q;
+            *cap = nc;
+        }
+        struct timing *x = &(*t)[(*n)++];
+        snprintf(x->name, sizeof x->name, "%s:%s:%s%s%s%s", suite, tcase, id, strcmp(iter, "0") ? "[" : "",
+                 strcmp(iter, "0") ? iter : "", strcmp(iter, "0") ? "]" : "");
+        x->seconds = atof(dur);
+        id[0] = iter[0] = dur[0] = tcase[0] = 0;
+    }
+    fclose(f);
+}
+
+/* Prints the `top` slowest tests of the XML logs paths[0..n). */
+static void timings_print(char paths[][300], int n, int top)
+{
+    struct timing *t = NULL;
+    int nt = 0, cap = 0;
+    for (int i = 0; i < n; i++)
+        timings_read(paths[i], &t, &nt, &cap);
+    qsort(t, (size_t)nt, sizeof *t, by_seconds_desc);
+    double total = 0;
+    for (int i = 0; i < nt; i++)
+        total += t[i].seconds > 0 ? t[i].seconds : 0;
+    if (nt)
+        printf("slowest %d of %d tests (wall s; all tests together %.1f s):\n", top < nt ? top : nt, nt, total);
+    for (int i = 0; i < nt && i < top; i++) {
+        if (t[i].seconds >= 0)
+            printf("  %8.2f  %s\n", t[i].seconds, t[i].name);
+        else   /* Check gives no duration for a test that ended by a signal */
+            printf("  %8s  %s\n", "-", t[i].name);
+    }
+    free(t);
+}
+
+/* Points runner r's XML log at a file of its own (Check's CK_XML_LOG_FILE_NAME when given, for the
+ * first runner; else a fresh temporary file), recorded in paths[*n] (unlink[*n]: ours to remove). */
+static void timing_log(SRunner *r, char paths[][300], bool *unlink_it, int *n)
+{
+    const char *given = getenv("CK_XML_LOG_FILE_NAME");
+    if (given && *given && *n == 0) {
+        snprintf(paths[*n], 300, "%s", given);
+        unlink_it[*n] = false;
+    } else {
+        snprintf(paths[*n], 300, "/tmp/ratiolab-timing-XXXXXX");
+        int fd = mkstemp(paths[*n]);
+        if (fd < 0)
+            return;
+        close(fd);
+        unlink_it[*n] = true;
+    }
+    srunner_set_xml(r, paths[*n]);
+    (*n)++;
+}
+
+int main(int argc, char **argv)
+{
+    /* OpenMP threads that wait for work spin by default (OMP_WAIT_POLICY active, libgomp's spin
+     * count): on a loaded machine with more threads than free cores, every parallel region of
+     * the kernels' tests then waits for spinning threads' time slices (the bitwise loops took
+     * minutes instead of seconds). Passive waits change no result; libgomp reads the variable
+     * when it loads, so the runner sets it and starts itself again (its children inherit it). */
+    (void)argc;
+    if (!getenv("OMP_WAIT_POLICY")) {
+        setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+        execv("/proc/self/exe", argv);   /* returns only on failure: carry on as we are */
+    }
     const size_t n = sizeof suites / sizeof suites[0];
     SRunner *forked = NULL, *nofork = NULL;
     /* With CK_RUN_SUITE only that suite is built, so only its skips are counted. */
@@ -47,6 +172,17 @@ int main(void)
         else
             srunner_add_suite(*r, s);
     }
+    const char *slowest = getenv("CK_SLOWEST");
+    int top = slowest && *slowest ? atoi(slowest) : 10;
+    char logs[2][300];
+    bool unlink_log[2] = {false, false};
+    int n_logs = 0;
+    if (top > 0) {
+        if (forked)
+            timing_log(forked, logs, unlink_log, &n_logs);
+        if (nofork)
+            timing_log(nofork, logs, unlink_log, &n_logs);
+    }
     int failed = 0, run = 0;
     if (nofork) {
         srunner_set_fork_status(nofork, CK_NOFORK);
@@ -61,6 +197,11 @@ int main(void)
         run += srunner_ntests_run(forked);
         srunner_free(forked);
     }
+    if (top > 0)
+        timings_print(logs, n_logs, top);
+    for (int i = 0; i < n_logs; i++)
+        if (unlink_log[i])
+            unlink(logs[i]);
     tu_skips_print();   /* every skipped test by name, with its reason */
     printf("%d passed, %d failed, %d skipped\n", run - failed, failed, tu_skips());
     return failed || run == 0 ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -247,3 +247,9 @@ const char *tu_shared_example(const char *name, bool *found)
     *found = tu_exists(path);
     return path;
 }
+
+bool tu_long(void)
+{
+    const char *v = getenv("RL_TEST_LONG");
+    return v && strcmp(v, "1") == 0;
+}

@@ -62,6 +62,9 @@ bool tu_have_program(const char *prog);
 /* The DeepSpeed example configs beside the repository: <RATIOLAB_SRC>/../shared/examples/<name>.
  * Returns the path; *found tells whether it exists. */
 const char *tu_shared_example(const char *name, bool *found);
+/* True when RL_TEST_LONG=1 (`make test-long`, `make mutate`): the long loop tests run at their
+ * full length; `make test` runs their shorter form, chosen to kill the same mutants. */
+bool tu_long(void);
 /* Seed for randomized tests: $RL_SEED when set, else from the time; printed either way. */
 unsigned long tu_seed(const char *test);
 

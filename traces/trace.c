@@ -410,6 +410,9 @@ int trace_read_file(const char *path, char **out, size_t *out_len, struct rl_err
         close(fd);
         return rl_errf(e, RL_ENOMEM, "%s: out of memory for the gzip stream", path);
     }
+    /* The cap counts inflated bytes: inflating stops one byte past it, so a small gzip bomb costs
+     * at most the cap in memory and time. */
+    const size_t limit = TRACE_MAX_INFLATED_BYTES;
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
     if (!buf) {
@@ -418,20 +421,15 @@ int trace_read_file(const char *path, char **out, size_t *out_len, struct rl_err
     }
     for (;;) {
         if (cap - n - 1 == 0) {
-            if (cap > TRACE_MAX_INFLATED_BYTES) {
-                free(buf);
-                gzclose(gz);
-                return rl_errf(e, RL_EINVAL, "%s: inflates to more than %d MiB; traces are limited to that",
-                               path, TRACE_MAX_INFLATED_BYTES >> 20);
-            }
-            char *nb = realloc(buf, cap * 2);
+            size_t ncap = cap * 2 > limit + 2 ? limit + 2 : cap * 2;
+            char *nb = realloc(buf, ncap);
             if (!nb) {
                 free(buf);
                 gzclose(gz);
                 return rl_errf(e, RL_ENOMEM, "%s: out of memory", path);
             }
             buf = nb;
-            cap *= 2;
+            cap = ncap;
         }
         size_t want = cap - n - 1;
         if (want > (1u << 30))
@@ -449,6 +447,12 @@ int trace_read_file(const char *path, char **out, size_t *out_len, struct rl_err
         if (got == 0)
             break;
         n += (size_t)got;
+        if (n > limit) {
+            free(buf);
+            gzclose(gz);
+            return rl_errf(e, RL_EINVAL, "%s: inflates to more than %zu MiB; allowed: at most %zu MiB inflated "
+                           "(the input limit)", path, limit >> 20, limit >> 20);
+        }
     }
     int zerr = Z_OK;
     const char *m = gzerror(gz, &zerr);

@@ -63,8 +63,9 @@ int trace_read(const char *path, struct trace_doc *doc, struct rl_err *e);
 /* trace_read on text already in memory (len bytes); path names it in errors. */
 int trace_parse(const char *text, size_t len, const char *path, struct trace_doc *doc, struct rl_err *e);
 void trace_doc_free(struct trace_doc *doc);
-/* A gzip trace may inflate to at most this many bytes. */
-#define TRACE_MAX_INFLATED_BYTES (1 << 30)
+/* A gzip input may inflate to at most this many bytes: the input limit of a plain file (64 MiB),
+ * counted on the inflated bytes; inflating stops there. */
+#define TRACE_MAX_INFLATED_BYTES RL_INPUT_MAX_BYTES
 /* Reads a whole file, through zlib when it starts with the gzip magic (a ".gz" name without it
  * is RL_EINVAL); truncated or corrupt gzip is RL_EINVAL naming the file. *out is malloc'd and
  * NUL-terminated. The readers in traces/ and plots/ read their files through it. */

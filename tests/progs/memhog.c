@@ -12,10 +12,17 @@
  * Prints "PID <pid>" first, then "PHASE <name> begin" / "PHASE <name> end" around each hold (on
  * stdout, flushed; the memory is freed after "end" and the next phase starts GAP_MS later), and "SKIP <name>: <reason>" when the kernel refuses (mlock limits, io_uring
  * disabled). Memory is touched through a volatile pointer in a function that is not
- * instrumented, so a sanitizer build touches no shadow memory for it. */
+ * instrumented, so a sanitizer build touches no shadow memory for it.
+ *
+ * MEMHOG_CSV=FILE: a monitor CSV being written (a copy of `ratiolab monitor --csv FIFO`): every
+ * hold (and every tree process) lasts MS and then until FILE has a row of this process whose
+ * column for the phase (anon_bytes, file_bytes, shmem_bytes, locked_bytes, pinned_bytes) reaches
+ * the phase's size, so the monitor has sampled it however loaded the machine is; at most
+ * SEEN_DEADLINE_S seconds ("MEMHOG not seen ..." on stderr then). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,15 +63,63 @@ static void say(const char *fmt, const char *name)
     fflush(stdout);
 }
 
-/* Holds a phase between its marks. The caller frees the memory after "end"; the pause before
- * the next phase allocates gives the monitor samples of the freed state (a baseline) even when
- * it reads the "end" line a little late. */
+#define SEEN_DEADLINE_S 120
+
+/* With MEMHOG_CSV: waits until that CSV has a row of this process whose `column` is at least
+ * `bytes` (column NULL: returns at once). */
+static void wait_seen(const char *column, long bytes)
+{
+    const char *path = getenv("MEMHOG_CSV");
+    if (!path || !*path || !column)
+        return;
+    const long pid = (long)getpid();
+    for (long waited = 0; waited < SEEN_DEADLINE_S * 1000L; waited += 10) {
+        FILE *f = fopen(path, "r");
+        char line[1024];
+        int pid_col = -1, col = -1;
+        bool seen = false;
+        while (f && !seen && fgets(line, sizeof line, f)) {
+            if (line[0] == '#' || !strchr(line, '\n'))
+                continue;   /* a comment, or a row not written whole yet */
+            char *save = NULL, *tok = strtok_r(line, ",\n", &save);
+            if (pid_col < 0 && tok && strcmp(tok, "t_ns") == 0) {
+                for (int i = 0; tok; i++, tok = strtok_r(NULL, ",\n", &save)) {
+                    pid_col = strcmp(tok, "pid") == 0 ? i : pid_col;
+                    col = strcmp(tok, column) == 0 ? i : col;
+                }
+                continue;
+            }
+            /* strtok_r skips empty fields; the columns before the ones read here are never empty */
+            long p = -1, v = -1;
+            for (int i = 0; tok && pid_col >= 0 && col >= 0; i++, tok = strtok_r(NULL, ",\n", &save)) {
+                if (i == pid_col)
+                    p = atol(tok);
+                if (i == col)
+                    v = atol(tok);
+            }
+            seen = p == pid && v >= bytes;
+        }
+        if (f)
+            fclose(f);
+        if (seen)
+            return;
+        sleep_ms(10);
+    }
+    fprintf(stderr, "MEMHOG not seen: pid %ld, %s >= %ld, in %s within %d s\n", pid, column, bytes, path,
+            SEEN_DEADLINE_S);
+}
+
+/* Holds a phase between its marks: ms, then until the monitor has seen `column` at `bytes`
+ * (MEMHOG_CSV). The caller frees the memory after "end"; the pause before the next phase
+ * allocates gives the monitor samples of the freed state (a baseline) even when it reads the
+ * "end" line a little late. */
 #define GAP_MS 100
 
-static void hold(const char *name, long ms)
+static void hold(const char *name, long ms, const char *column, long bytes)
 {
     say("PHASE %s begin", name);
     sleep_ms(ms);
+    wait_seen(column, bytes);
     say("PHASE %s end", name);
 }
 
@@ -108,7 +163,7 @@ static void phase_pin(long mib, long ms)
         printf("SKIP pin: io_uring_register: %s\n", strerror(errno));
         fflush(stdout);
     } else {
-        hold("pin", ms);
+        hold("pin", ms, "pinned_bytes", bytes);
     }
     close(fd);
     munmap(p, (size_t)bytes);
@@ -139,11 +194,11 @@ int main(int argc, char **argv)
         if (colon)
             sscanf(colon + 1, "%ld:%ld:%ld", &a, &b, &c);
         if (strcmp(name, "idle") == 0) {
-            hold(name, a);
+            hold(name, a, NULL, 0);
         } else if (strcmp(name, "anon") == 0) {
             char *p = map_anon(a * MIB);
             touch(p, a * MIB, 1);
-            hold(name, b);
+            hold(name, b, "anon_bytes", a * MIB);
             munmap(p, (size_t)(a * MIB));
         } else if (strcmp(name, "file") == 0) {
             const char *d = strchr(strchr(colon + 1, ':') + 1, ':');
@@ -168,7 +223,7 @@ int main(int argc, char **argv)
                 return 1;
             }
             touch(p, a * MIB, 0);
-            hold(name, b);
+            hold(name, b, "file_bytes", a * MIB);
             munmap(p, (size_t)(a * MIB));
             close(fd);
             unlink(path);
@@ -184,7 +239,7 @@ int main(int argc, char **argv)
                 return 1;
             }
             touch(p, a * MIB, 1);
-            hold(name, b);
+            hold(name, b, "shmem_bytes", a * MIB);
             munmap(p, (size_t)(a * MIB));
             close(fd);
         } else if (strcmp(name, "lock") == 0) {
@@ -195,7 +250,7 @@ int main(int argc, char **argv)
                 fflush(stdout);
             } else {
                 touch(p, a * MIB, 1);
-                hold(name, b);
+                hold(name, b, "locked_bytes", a * MIB);
                 syscall(SYS_munlock, p, (size_t)(a * MIB));
             }
             munmap(p, (size_t)(a * MIB));
@@ -212,6 +267,7 @@ int main(int argc, char **argv)
                     char *p = map_anon(b * MIB);
                     touch(p, b * MIB, 1);
                     sleep_ms(c);
+                    wait_seen("anon_bytes", b * MIB);
                     if (g > 0)
                         waitpid(g, NULL, 0);
                     _exit(0);
