@@ -298,6 +298,8 @@ int calib_measure(const struct calib_opts *o, struct calib *c, struct rl_err *e)
         x[r] = (now_s() - t0) * 1e6 / 1000;
     }
     figure(&c->launch_us, x, reps);
+    if ((rc = calib_measure_host(o, c->n_threads, &c->host_costs, e)))
+        return rc;
     progress(o, "done", total, total);
     return 0;
 }
@@ -1114,6 +1116,12 @@ int calib_profile(const struct calib *c, const char *name, char **out, struct rl
         "param, m, v written, bf16 copy written = 30 B");
     if (c->have_run)
         run_figures(c, node, gpu, co, lat, ca, s);
+    int rc = calib_host_json(&c->host_costs, c->host, c->date, root, s, e);
+    if (rc) {
+        json_decref(s);
+        json_decref(root);
+        return rc;
+    }
     json_object_set_new(root, "sources", s);
     *out = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
     json_decref(root);

@@ -32,6 +32,21 @@ struct calib_opts {
 };
 void calib_opts_default(struct calib_opts *o);
 
+/* What DeepSpeed's step costs the host beyond DRAM bandwidth (calib/host.c; sim/README.md "Host
+ * costs of PyTorch's copies"), each against threads 1..n_threads, all threads together. */
+struct calib_host {
+    bool measured;                 /* the figures below were measured */
+    int n_threads;                 /* thread counts measured: 1..n_threads */
+    char thp[16];                  /* transparent huge pages mode ("madvise", "always", "never") */
+    int64_t fault_bytes;           /* bytes per thread of one fresh allocation */
+    struct calib_figure fault_gbps[CALIB_MAX_THREADS];   /* first touch of fresh allocations (allocate,
+                                      write, free beyond a warm write), GB/s, index = threads - 1 */
+    int64_t memcpy_bytes;          /* bytes per thread of one memcpy */
+    struct calib_figure memcpy_gbps[CALIB_MAX_THREADS];  /* memcpy between warm pageable buffers, GB/s */
+    int64_t cast_numel;            /* elements per thread of one cast */
+    struct calib_figure cast_elems_per_s[CALIB_MAX_THREADS];   /* bf16 -> fp32, warm buffers */
+};
+
 struct calib {
     char host[64];                 /* gethostname */
     char date[32];                 /* UTC, ISO 8601 */
@@ -80,6 +95,7 @@ struct calib {
     struct calib_figure run_reduce_scatter_us; /* its time */
     int64_t run_grad_elements;               /* elements of one bucket's synthetic gradient shares */
     struct calib_figure run_grad_elems_per_s;  /* written on the compute stream, slowest rank */
+    struct calib_host host_costs;  /* first touch, memcpy and cast against threads (calib/host.c) */
 };
 
 /* The GEMMs and sizes of one rank of the run being validated (`ratiolab validate` derives them
@@ -124,8 +140,16 @@ int calib_measure_collectives(struct ex_comm *comm, bool thorough, struct calib 
 int calib_measure_run(struct ex_comm *comm, const struct calib_run *run, bool thorough, struct calib *c,
                       struct rl_err *e);
 
+/* The host costs of calib_host against threads 1..n_threads (quick: a few seconds on 2 cores). */
+int calib_measure_host(const struct calib_opts *o, int n_threads, struct calib_host *h, struct rl_err *e);
+
 /* A figure as JSON: {"median", "min", "max", "repeats"}. */
 typedef struct json_t json_t;
+/* Adds the profile's "host" object (sim/hw.h: host.fault_gbps_per_thread, fault_gbps_per_socket,
+ * memcpy_gbps_per_thread, cast_elements_per_s_per_thread) to root and their sources, measured on
+ * `host` at `date`; nothing when h was not measured. */
+int calib_host_json(const struct calib_host *h, const char *host, const char *date, json_t *root, json_t *sources,
+                    struct rl_err *e);
 json_t *calib_figure_json(const struct calib_figure *f);
 
 /* What `ratiolab calibrate --collectives-only` prints (without the schema version): the

@@ -364,6 +364,18 @@ static void print_json(const struct calib *c, const char *out)
     json_object_set_new(o, "device_adam_elements_per_s", fig(&c->device_adam_elems_per_s));
     json_object_set_new(o, "device_gemm_flops", fig(&c->gemm_flops));
     json_object_set_new(o, "launch_us", fig(&c->launch_us));
+    const struct calib_host *h = &c->host_costs;
+    json_t *hf = json_array();
+    for (int t = 0; t < h->n_threads; t++) {
+        json_t *x = json_object();
+        json_object_set_new(x, "threads", json_integer(t + 1));
+        json_object_set_new(x, "first_touch_gbps", fig(&h->fault_gbps[t]));
+        json_object_set_new(x, "memcpy_gbps", fig(&h->memcpy_gbps[t]));
+        json_object_set_new(x, "bf16_to_fp32_elements_per_s", fig(&h->cast_elems_per_s[t]));
+        json_array_append_new(hf, x);
+    }
+    json_object_set_new(o, "host_costs", hf);
+    json_object_set_new(o, "transparent_hugepages", json_string(h->thp));
     json_object_set_new(o, "profile", json_string(out));
     char *t = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     printf("%s\n", t);
@@ -394,6 +406,15 @@ static void print_table(const struct calib *c, const char *out)
     else
         printf("  device GEMM              not measured (built without OpenBLAS)\n");
     printf("  launch (parallel region) %8.2f us\n", c->launch_us.median);
+    const struct calib_host *h = &c->host_costs;
+    printf("\n  %-8s %26s %26s %30s\n", "threads", "first touch GB/s", "pageable memcpy GB/s",
+           "bf16->fp32 G elements/s");
+    for (int t = 0; t < h->n_threads; t++)
+        printf("  %-8d %8.3f (%6.3f..%6.3f) %8.3f (%6.3f..%6.3f) %12.3f (%6.3f..%6.3f)\n", t + 1,
+               h->fault_gbps[t].median, h->fault_gbps[t].min, h->fault_gbps[t].max, h->memcpy_gbps[t].median,
+               h->memcpy_gbps[t].min, h->memcpy_gbps[t].max, h->cast_elems_per_s[t].median * 1e-9,
+               h->cast_elems_per_s[t].min * 1e-9, h->cast_elems_per_s[t].max * 1e-9);
+    printf("  (transparent huge pages: %s)\n", h->thp);
     if (c->have_mpi)
         printf("  MPI, %d ranks              all-gather %.2f GB/s bus (%.2f..%.2f), reduce-scatter %.2f GB/s bus, "
                "latency %.1f us\n", c->coll_ranks, c->allgather_busbw_gbps.median, c->allgather_busbw_gbps.min,

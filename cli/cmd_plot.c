@@ -22,7 +22,8 @@
 #define RL_VERSION_STRING "0.1.0"   /* as `ratiolab --version` prints it */
 #endif
 
-enum { P_IN = 1, P_OUT, P_WIDTH, P_TITLE, P_GPU_MEM, P_MARKS, P_PIDS, P_BAND, P_PHASE_TIME, P_X, P_Y, P_RATIO };
+enum { P_IN = 1, P_OUT, P_WIDTH, P_TITLE, P_GPU_MEM, P_MARKS, P_PIDS, P_BAND, P_PHASE_TIME, P_X, P_Y, P_RATIO,
+       P_PHASES, P_SPEEDUP };
 static const struct cli_opt opts[] = {
     {"in", "FILE", "input (repeat for several): sweep --json/--csv, a trace, a validate report.json, "
                    "a monitor CSV", P_IN},
@@ -33,12 +34,17 @@ static const struct cli_opt opts[] = {
      P_GPU_MEM},
     {"marks", "TRACE", "monitor: the monitor's trace (--out of ratiolab monitor); its --mark lines become "
                        "vertical lines", P_MARKS},
-    {"pids", "P[,P...]", "timeline: trace process ids to draw (default all with spans)", P_PIDS},
+    {"pids", "P[,P...]", "timeline: trace process ids to draw (default all with spans); with rank processes "
+                         "given, a host socket's CPU threads of those ranks only", P_PIDS},
     {"band", "PCT", "parity: error band, +-PCT percent around the identity (default 10)", P_BAND},
-    {"phase-time", "T", "parity: per-phase time compared, busy (default) or exposed", P_PHASE_TIME},
+    {"phase-time", "T", "parity: per-phase time compared, exposed (default: what the step pays) or busy", P_PHASE_TIME},
     {"x", "X", "scaling: x axis, gpus (default) or params", P_X},
-    {"y", "Y", "scaling: y axis, step (step time, default) or tokens (tokens/s of all GPUs)", P_Y},
+    {"y", "Y", "scaling: y axis, step (step time, default), tokens (tokens/s of all GPUs) or tokens-per-gpu", P_Y},
     {"ratio", "R", "scaling: the requested ratio shown (default: the fastest that fits)", P_RATIO},
+    {"phases", "P", "time: groups (default: compute, collectives, PCIe copies, GPU and CPU optimizer, casts and "
+                    "checks) or all (every phase)", P_PHASES},
+    {"speedup", "REF", "time: a right axis of speedup over no-offload (ratio 0) or full-offload (ratio 1); "
+                       "default none", P_SPEEDUP},
     {NULL, NULL, NULL, 0},
 };
 
@@ -101,12 +107,25 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
         }
         return rl_errf(e, RL_EINVAL, "--x: '%s'; allowed: gpus, params", v);
     case P_Y:
-        if (rl_streq(v, "step") || rl_streq(v, "tokens")) {
-            o->scaling_y = rl_streq(v, "step") ? PLOT_Y_STEP : PLOT_Y_TOKENS;
+        if (rl_streq(v, "step") || rl_streq(v, "tokens") || rl_streq(v, "tokens-per-gpu")) {
+            o->scaling_y = rl_streq(v, "step") ? PLOT_Y_STEP : rl_streq(v, "tokens") ? PLOT_Y_TOKENS : PLOT_Y_TOKENS_PER_GPU;
             return 0;
         }
-        return rl_errf(e, RL_EINVAL, "--y: '%s'; allowed: step, tokens", v);
+        return rl_errf(e, RL_EINVAL, "--y: '%s'; allowed: step, tokens, tokens-per-gpu", v);
     case P_RATIO: return rl_parse_double("--ratio", v, 0, 1, &o->ratio, e);
+    case P_PHASES:
+        if (rl_streq(v, "groups") || rl_streq(v, "all")) {
+            o->all_phases = rl_streq(v, "all");
+            return 0;
+        }
+        return rl_errf(e, RL_EINVAL, "--phases: '%s'; allowed: groups, all", v);
+    case P_SPEEDUP:
+        if (rl_streq(v, "none") || rl_streq(v, "no-offload") || rl_streq(v, "full-offload")) {
+            o->speedup = rl_streq(v, "none") ? PLOT_SPEEDUP_NONE
+                         : rl_streq(v, "no-offload") ? PLOT_SPEEDUP_NO_OFFLOAD : PLOT_SPEEDUP_FULL_OFFLOAD;
+            return 0;
+        }
+        return rl_errf(e, RL_EINVAL, "--speedup: '%s'; allowed: none, no-offload, full-offload", v);
     }
     return RL_EINTERNAL;
 }
@@ -229,16 +248,18 @@ static int run(int argc, char **argv)
         "Beside FILE it writes FILE.dat (the numbers, with model, hardware, policy, schedule,\n"
         "micro-batch and ratiolab version in its header) and FILE.gp (the gnuplot script that draws\n"
         "it: restyle and rerun with `gnuplot FILE.gp` in that folder). Colours: Okabe-Ito, with\n"
-        "distinct dash and point types for grey print.\n\n"
+        "distinct dash and point types for grey print; a phase takes its group's colour.\n\n"
         "kinds:\n"
         "  memory    GPU and host memory per rank and the honored ratio against the requested\n"
         "            ratio; one sweep --json per policy (e.g. --policy deepspeed-0.12 and exact)\n"
-        "  time      step time against ratio, stacked by phase (exposed time), the fastest ratio\n"
-        "            that fits marked; one sweep --json per schedule (1 to 4 panels)\n"
+        "  time      step time against ratio, stacked by phase group (exposed time; --phases all\n"
+        "            for every phase), the fastest ratio that fits marked, ratio 0 as a reference;\n"
+        "            one sweep --json per panel (1 to 4)\n"
         "  timeline  Gantt chart of one step per track (rank, stream, thread) from a trace;\n"
-        "            two traces (predicted, measured) are drawn one above the other\n"
-        "  parity    predicted against measured step and phase times from a validate report.json,\n"
-        "            with the identity line and the error band\n"
+        "            two traces (predict --trace, then run --trace or validate's) are drawn one\n"
+        "            above the other, one step each (the first that is not a warm-up)\n"
+        "  parity    predicted against measured step and phase (exposed) times from a validate\n"
+        "            report.json, with the identity line and the error band\n"
         "  scaling   step time or tokens/s against GPU count or model size, one sweep per point\n"
         "  monitor   per-process memory over time from a `ratiolab monitor --csv` file; --marks\n"
         "            takes the monitor's trace for its --mark lines\n\n"
@@ -308,6 +329,8 @@ static int run(int argc, char **argv)
     rc = run_gnuplot(gnuplot, files.gp, drawn, err_text, sizeof err_text, &e);
     if (!rc && fmt == PLOT_PDF)
         rc = plot_pdf_stable_date(drawn, &e);
+    if (!rc && fmt == PLOT_SVG)
+        rc = plot_svg_physical_size(drawn, &e);
     if (!rc && !fig.tmp) {   /* in place: copy the drawn bytes */
         char *bytes;
         size_t len;

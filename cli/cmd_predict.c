@@ -72,6 +72,8 @@ static void print_human(FILE *f, const struct plan_setup *c, const struct plan *
     if (r->idle_ns)
         fprintf(f, "  %-16s %10s %10.4f\n", "idle", "", sec(r->idle_ns));
     fprintf(f, "  %-16s %10s %10.4f\n", "step", "", sec(sum + r->idle_ns));
+    fprintf(f, "as DeepSpeed's timers cut it (fwd / bwd / step): %.4f / %.4f / %.4f s\n", sec(r->window_forward_ns),
+            sec(r->window_backward_ns), sec(r->window_step_ns));
     fprintf(f, "\nGPU memory per rank (GiB = 1024^3)\n");
     fprintf(f, "  model states (ledger)     %8s\n", cli_gib(g[0], sizeof g[0], r->gpu_ledger_bytes));
     fprintf(f, "  activations               %8s  (attention %s: %s)\n", cli_gib(g[1], sizeof g[1], r->gpu_activation_bytes),

@@ -69,7 +69,8 @@ static int run(int argc, char **argv)
         "Lines up two traces in the shared layout (ratiolab predict --trace, ratiolab run --trace;\n"
         "Chrome JSON, .gz or not) by rank and phase: each phase's busy time (any span of it running)\n"
         "and exposed time (it was the highest-priority phase running, as the simulator attributes\n"
-        "it) on both sides, and the difference B - A.";
+        "it) on both sides, and the difference B - A. A trace of several steps (run --trace marks\n"
+        "each) is read for its first step that is not a warm-up.";
     struct cli_rest rest;
     struct rl_err e = {0};
     int rc = cli_command_parse_rest("trace", argc, argv, usage, desc, sets, 1, &rest);

@@ -115,8 +115,28 @@ static int on_sim(void *ctx, int id, const char *v, struct rl_err *e)
 
 static double gib(int64_t b) { return (double)b / RL_GIB; }
 
+/* The timers against the simulator's windows, and what the iteration pays outside them. */
+static void print_timers(const struct val_ds_timers *vt)
+{
+    if (!vt->n_rows) {
+        printf("\ntimers: none logged (DeepSpeed's 'time (ms) | fwd: ...' needs wall_clock_breakdown: true; "
+               "Megatron's '(min, max) time across ranks (ms)' its --log-interval)\n");
+        return;
+    }
+    printf("\ntimers (median per iteration, the first skipped; shown, not gated)\n");
+    printf("  %-18s %6s %12s %14s %8s  %s\n", "timer", "values", "measured ms", "predicted ms", "error", "predicted as");
+    for (int i = 0; i < vt->n_rows; i++) {
+        const struct val_ds_timer_row *w = &vt->row[i];
+        printf("  %-18s %6d %12.1f %14.1f %+7.1f%%  %s window%s\n", trace_ds_timer_name(w->timer), w->n,
+               w->measured_ms, w->predicted_ms, w->error_pct, w->predicted_as, strchr(w->predicted_as, '+') ? "s" : "");
+    }
+    if (vt->have_outside)
+        printf("  outside the timers: %.1f ms per iteration (measured: the iteration minus %s; not predicted)\n",
+               vt->outside_ms, vt->outside_of);
+}
+
 static void print_ds(const struct validate_args *a, const struct plan_setup *c, const struct plan *p,
-                     const struct sim_hw *hw, const struct val_ds_result *r)
+                     const struct sim_hw *hw, const struct val_ds_result *r, const struct val_ds_timers *vt)
 {
     printf("model      %s\n", c->model_desc);
     printf("DeepSpeed  %d.%d.%d rules: ledger %s, policy %s, %d sub-groups, honored ratio %.4f\n",
@@ -171,11 +191,12 @@ static void print_ds(const struct validate_args *a, const struct plan_setup *c, 
                r->n_iterations >= 2 && r->n_iterations - 1 == 1 ? "" : "s",
                r->n_iterations >= 2 ? ", the first skipped" : "", (double)r->predicted_step_ns * 1e-6,
                r->step_error_pct, a->tol_pct, val_status_name(r->time_status));
+    print_timers(vt);
     printf("\nverdict    %s\n", r->overall == VAL_PASS ? "PASS" : "FAIL");
 }
 
 static json_t *ds_json(const struct validate_args *a, const struct plan_setup *c, const struct plan *p,
-                       const struct sim_hw *hw, const struct val_ds_result *r)
+                       const struct sim_hw *hw, const struct val_ds_result *r, const struct val_ds_timers *vt)
 {
     json_t *o = json_object();
     json_object_set_new(o, "kind", json_string("ratiolab-validate-deepspeed-log"));
@@ -217,6 +238,20 @@ static json_t *ds_json(const struct validate_args *a, const struct plan_setup *c
     json_object_set_new(t, "step_error_pct", r->n_iterations ? json_real(r->step_error_pct) : json_null());
     json_object_set_new(t, "status", json_string(val_status_name(r->time_status)));
     json_object_set_new(o, "time", t);
+    json_t *tm = json_array();
+    for (int i = 0; i < vt->n_rows; i++) {
+        const struct val_ds_timer_row *w = &vt->row[i];
+        json_t *x = json_object();
+        json_object_set_new(x, "timer", json_string(trace_ds_timer_name(w->timer)));
+        json_object_set_new(x, "values", json_integer(w->n));
+        json_object_set_new(x, "measured_ms", json_real(w->measured_ms));
+        json_object_set_new(x, "predicted_ms", json_real(w->predicted_ms));
+        json_object_set_new(x, "error_pct", json_real(w->error_pct));
+        json_object_set_new(x, "predicted_as", json_string(w->predicted_as));
+        json_array_append_new(tm, x);
+    }
+    json_object_set_new(o, "timers", tm);
+    json_object_set_new(o, "outside_timers_ms", vt->have_outside ? json_real(vt->outside_ms) : json_null());
     json_t *h = json_object();
     json_object_set_new(h, "note", json_string("DeepSpeed's CPU Virtual Memory figure is system-wide; per-process "
                                                "figures come from a ratiolab monitor CSV"));
@@ -234,6 +269,31 @@ static json_t *ds_json(const struct validate_args *a, const struct plan_setup *c
 
 /* Reads every log: stages and iteration times. A log with iteration lines only (Megatron's stdout)
  * is fine; one with neither is an error. */
+/* Every log's timer lines, appended into *all (zeroed first). */
+static int read_timers(const struct validate_args *a, struct trace_ds_timers *all, struct rl_err *e)
+{
+    memset(all, 0, sizeof *all);
+    for (int i = 0; i < a->n_logs; i++) {
+        struct trace_ds_timers t;
+        if (trace_ds_read_timers(a->logs[i], &t, e))
+            return rl_err_prefix(e, "--deepspeed-log");
+        for (int k = 0; k < TRACE_DST_COUNT; k++) {
+            double *v = t.n[k] ? realloc(all->ms[k], (size_t)(all->n[k] + t.n[k]) * sizeof *v) : all->ms[k];
+            if (t.n[k] && !v) {
+                trace_ds_timers_free(&t);
+                return rl_errf(e, RL_ENOMEM, "validate: out of memory");
+            }
+            all->ms[k] = v;
+            if (t.n[k])
+                memcpy(v + all->n[k], t.ms[k], (size_t)t.n[k] * sizeof *v);
+            all->n[k] += t.n[k];
+            all->cap[k] = all->n[k];
+        }
+        trace_ds_timers_free(&t);
+    }
+    return 0;
+}
+
 static int read_logs(const struct validate_args *a, struct trace_ds_log *logs, double **ms, int *n_ms,
                      struct rl_err *e)
 {
@@ -285,9 +345,12 @@ static int run_ds(struct validate_args *a, struct plan_inputs *s, struct cli_sim
     struct val_monitor mon = {0};
     struct val_ds_result r = {0};
     struct sim_step_result sr;
+    struct trace_ds_timers tm = {0};
+    struct val_ds_timers vt;
     if ((rc = cli_setup_resolve(s, &c, &e)) || (rc = cli_sim_load_hw(sim, &c, &hw, &e)) ||
         (rc = plan_setup_plan(&c, -1, &p, &e)) || (rc = sim_step_run(&p, &hw, &sim->train, NULL, &sr, &e)) ||
-        (rc = read_logs(a, logs, &ms, &n_ms, &e)) || (a->monitor && (rc = val_monitor_read(a->monitor, &mon, &e)))) {
+        (rc = read_logs(a, logs, &ms, &n_ms, &e)) || (rc = read_timers(a, &tm, &e)) ||
+        (a->monitor && (rc = val_monitor_read(a->monitor, &mon, &e)))) {
         cli_sim_err(&e);
         cli_err_flag(&e, "monitor_csv", "--monitor");
         rc = cli_fail("validate", &e);
@@ -299,18 +362,20 @@ static int run_ds(struct validate_args *a, struct plan_inputs *s, struct cli_sim
         rc = cli_fail("validate", &e);
         goto out;
     }
+    val_ds_timers_compare(&tm, &sr, r.n_iterations ? r.measured_step_ms : -1, &vt);
     if (a->json) {
-        json_t *j = ds_json(a, &c, &p, &hw, &r);
+        json_t *j = ds_json(a, &c, &p, &hw, &r, &vt);
         char *text = cli_json_dumps(cli_json_versioned(j), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         printf("%s\n", text);
         free(text);
         json_decref(j);
     } else {
-        print_ds(a, &c, &p, &hw, &r);
+        print_ds(a, &c, &p, &hw, &r, &vt);
     }
     rc = r.overall == VAL_PASS ? 0 : 1;
 out:
     val_ds_result_free(&r);
+    trace_ds_timers_free(&tm);
     val_monitor_free(&mon);
     for (int i = 0; i < a->n_logs; i++)
         trace_ds_free(&logs[i]);
@@ -348,7 +413,9 @@ static int run(int argc, char **argv)
         "With --deepspeed-log: every see_memory_usage stage DeepSpeed logged (MA) against the plan's\n"
         "ledger for that DeepSpeed version (the N of 'After creating fp16 partitions: N' must equal the\n"
         "plan's sub-group count), and Megatron's 'elapsed time per iteration (ms)' (median, the first\n"
-        "skipped) against predict's step. Exit 1 beyond --tolerance.\n"
+        "skipped) against predict's step. Exit 1 beyond --tolerance. The timers of a run with wall-clock\n"
+        "breakdown (DeepSpeed's fwd, bwd, step; Megatron's forward-backward, optimizer) are shown next to\n"
+        "the predicted forward, backward and step windows.\n"
         "With --ratios: runs the executor per ratio (and per --schedule A,B and --policy A,B) and the\n"
         "simulator for the same runs, checks bitwise equality, the honored ratio, memory and time,\n"
         "writes DIR/report.md and DIR/report.json; exit 1 when a gated check fails. It launches mpirun\n"

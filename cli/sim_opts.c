@@ -3,7 +3,7 @@
 
 #include "cli/sim_opts.h"
 
-enum { M_HW = 2000, M_SCHEDULE, M_CKPT, M_GA, M_NUMA, M_RESERVE, M_CPU_OPT, M_GPU_IDS, M_GPU_MEM, M_HOST_MEM, M_PCIE_GEN, M_ATTENTION };
+enum { M_HW = 2000, M_SCHEDULE, M_CKPT, M_GA, M_NUMA, M_RESERVE, M_CPU_OPT, M_GPU_IDS, M_GPU_MEM, M_HOST_MEM, M_PCIE_GEN, M_ATTENTION, M_INTRAOP };
 
 const struct cli_opt cli_sim_opts[] = {
     {"hw", "NAME|FILE", "hardware profile (ratiolab catalog) or a profile file (default dgx1-v100)", M_HW},
@@ -18,6 +18,7 @@ const struct cli_opt cli_sim_opts[] = {
     {"host-mem", "BYTES", "host memory per node, overrides the profile's (e.g. 512GiB)", M_HOST_MEM},
     {"pcie-gen", "N", "PCIe generation 3, 4 or 5 of the host-GPU links and switch uplinks, overrides the profile's", M_PCIE_GEN},
     {"attention", "flash|materialized", "attention's activations: flash (fused kernels, no s x s matrix) or materialized (default: the framework's, printed)", M_ATTENTION},
+    {"intraop-threads", "N", "PyTorch intra-op threads per rank (its CPU casts and copies; default: the node's physical cores, PyTorch's default when the launcher leaves OMP_NUM_THREADS unset)", M_INTRAOP},
     {NULL, NULL, NULL, 0},
 };
 
@@ -73,6 +74,13 @@ int cli_sim_opt(void *ctx, int id, const char *v, struct rl_err *e)
         return 0;
     }
     case M_ATTENTION: return plan_attention_parse("--attention", v, &s->train.attention, e);
+    case M_INTRAOP: {
+        int64_t n;
+        if (rl_parse_i64("--intraop-threads", v, 1, 4096, &n, e))
+            return RL_EINVAL;
+        s->train.intraop_threads = (int)n;
+        return 0;
+    }
     case M_PCIE_GEN: {
         int64_t g;
         if (rl_parse_i64("--pcie-gen", v, 3, 5, &g, e))

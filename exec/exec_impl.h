@@ -45,10 +45,18 @@ struct ex_item {
 };
 
 /* A span or a memory sample for the trace (phase < 0: a sample, value in bytes). */
+/* Trace records that are no phase's span. */
+enum {
+    EX_TSPAN_DEVICE_MEMORY = -1,     /* a device memory sample: value bytes */
+    EX_TSPAN_RSS = -2,               /* a resident memory sample: value bytes */
+    EX_TSPAN_STEP = -3,              /* a timed step's extent: value its number (from 1) */
+    EX_TSPAN_WARMUP_STEP = -4,       /* a warm-up step's extent: value its number */
+};
+
 struct ex__tspan {
     int64_t t0_ns;                   /* start, relative to the run's origin */
     int64_t t1_ns;                   /* end (samples: == t0) */
-    int32_t phase;                   /* enum step_phase, -1 device memory, -2 RSS */
+    int32_t phase;                   /* enum step_phase, or one of EX_TSPAN_* below */
     int32_t rank;                    /* the rank */
     int64_t value;                   /* samples: bytes */
 };

@@ -971,9 +971,10 @@ static int run_all(struct ex_run *r, struct ex_result *res, struct rl_err *e)
         r->skipped += skipped;
         if (o->trace_path) {
             struct ex_mem mm;
+            trace_add(r, t0, t1, s < o->warmup ? EX_TSPAN_WARMUP_STEP : EX_TSPAN_STEP, s + 1);
             read_memory(r, &mm);
-            trace_add(r, t1, t1, -1, mm.device_used_bytes);
-            trace_add(r, t1, t1, -2, mm.rss_bytes);
+            trace_add(r, t1, t1, EX_TSPAN_DEVICE_MEMORY, mm.device_used_bytes);
+            trace_add(r, t1, t1, EX_TSPAN_RSS, mm.rss_bytes);
         }
         if (!rc && r->span_oom)
             rc = rl_errf(e, RL_ENOMEM, "out of host memory for the step's spans");

@@ -16,6 +16,7 @@
  * the machine-wide figure DeepSpeed logs), "gpu<i> memory" (NVML used per device) and the marks. */
 #include "monitor/monitor.h"
 #include "monitor/monitor_impl.h"   /* mon__read_stat */
+#include "traces/layout.h"          /* TRACE_COUNTER_* */
 
 #include <ctype.h>
 #include <dirent.h>
@@ -39,8 +40,12 @@ static const char *const series_name[] = {
     "rss_bytes", "anon_bytes", "file_bytes", "shmem_bytes", "locked_bytes", "pinned_bytes",
     "swap_bytes", "gpu_bytes", "cpu_percent", "threads",
 };
+/* Memory counters take the trace layout's names, so a monitored process's tracks read as an
+ * executor's rank's (traces/layout.h). */
 static const char *const series_counter[] = {
-    "memory", "memory", "memory", "memory", "memory", "memory", "memory", "gpu", "cpu", "cpu",
+    TRACE_COUNTER_HOST_MEMORY, TRACE_COUNTER_HOST_MEMORY, TRACE_COUNTER_HOST_MEMORY, TRACE_COUNTER_HOST_MEMORY,
+    TRACE_COUNTER_HOST_MEMORY, TRACE_COUNTER_HOST_MEMORY, TRACE_COUNTER_HOST_MEMORY, TRACE_COUNTER_GPU_MEMORY,
+    "cpu", "cpu",
 };
 _Static_assert(RL_COUNT(series_name) == S_N && RL_COUNT(series_counter) == S_N, "a name and a counter per series");
 

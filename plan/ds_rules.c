@@ -33,8 +33,8 @@ const struct plan_ds_rules plan_ds_rules_table[] = {
      DS012, L013, false, false, false, HOST_CAST, false, true},
     {V(0, 15, 0), "pydantic v2: offload_ratio_check fires, a ratio with stage < 3 asserts (#5167, 0a4457cc4)",
      DS012, L013, false, false, false, HOST_CAST, true, true},
-    {V(0, 15, 4), "CPU gradients staged through a pinned buffer, a device synchronize per parameter "
-                  "(#6670, ff1c54351)",
+    {V(0, 15, 4), "CPU gradients upcast on the GPU and staged through a pinned buffer (fp32 D2H), a device "
+                  "synchronize and a host copy per parameter (#6670, ff1c54351)",
      DS012, L013, false, false, false, HOST_CAST_SYNCED, true, true},
     {V(0, 16, 3), "explicit GPU upcast, blocking D2H of fp32 gradients (#6962, c17dc33c0)",
      DS012, L013, false, false, false, GPU_UPCAST, true, true},

@@ -29,12 +29,17 @@
 #define PLAN_DS_DEFAULT_VERSION                                                                   \
     ((struct rl_version){PLAN_DS_DEFAULT_MAJOR, PLAN_DS_DEFAULT_MINOR, PLAN_DS_DEFAULT_PATCH})
 
-/* How the fp32 gradients of the CPU sub-groups are formed (DEEPSPEED-STEP.md 2.4, 7). */
+/* How the fp32 gradients of the CPU sub-groups are formed (DEEPSPEED-STEP.md 2.4, 7), each kind a
+ * set of pieces of PyTorch's copy_ that the simulator models as their own tasks (sim/README.md
+ * "What copy_ does"). */
 enum plan_ds_grad_copy {
-    PLAN_DS_GRAD_HOST_CAST,         /* blocking D2H of the 16-bit gradient into pageable memory, cast
-                                       on the host, per parameter, inside the backward hook */
-    PLAN_DS_GRAD_HOST_CAST_SYNCED,  /* the same through a pinned staging buffer, with a full device
-                                       synchronize per parameter */
+    PLAN_DS_GRAD_HOST_CAST,         /* copy_(16-bit GPU -> fp32 pinned host), blocking, per parameter
+                                       inside the backward hook: PyTorch allocates a pageable 16-bit
+                                       host temporary (fresh memory from 32 MiB), D2H into it
+                                       synchronously, casts on the host's intra-op threads */
+    PLAN_DS_GRAD_HOST_CAST_SYNCED,  /* .to(fp32) on the GPU, blocking D2H of fp32 into a pinned
+                                       staging buffer, a full device synchronize, then a host copy
+                                       into the fp32 gradient, per parameter; no host temporary */
     PLAN_DS_GRAD_GPU_UPCAST,        /* upcast on the GPU, blocking D2H of fp32 (4 B/element) */
     PLAN_DS_GRAD_GPU_UPCAST_ASYNC,  /* the same, non-blocking: the backward is not stalled */
 };

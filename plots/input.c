@@ -348,6 +348,10 @@ int plot__report_read(const char *path, struct plot__report *r, struct rl_err *e
         snprintf(wp, sizeof wp, "%s.predicted", where);
         snprintf(wm, sizeof wm, "%s.measured", where);
         w->step_error_pct = NAN;
+        w->others_cpu_pct = -1;
+        json_t *oc = json_object_get(o, "others_cpu_pct");   /* optional; null when not measured */
+        if (oc && !json_is_null(oc) && (rc = j_num(o, "others_cpu_pct", path, where, &w->others_cpu_pct, false, e)))
+            break;
         if ((rc = j_num(o, "ratio", path, where, &w->ratio, true, e)) ||
             (rc = j_num(o, "step_error_pct", path, where, &w->step_error_pct, false, e)) ||
             (rc = report_side(path, wp, json_object_get(o, "predicted"), r, &w->pred, e)) ||
@@ -371,7 +375,7 @@ void plot__report_free(struct plot__report *r)
 static const char mon_header[] =
     "t_ns,time_utc,pid,ppid,comm,rank,rss_bytes,anon_bytes,file_bytes,shmem_bytes,hwm_bytes,locked_bytes,"
     "pinned_bytes,swap_bytes,gpu_bytes,cpu_percent,threads,system_used_bytes,status";
-enum { MC_T, MC_UTC, MC_PID, MC_PPID, MC_COMM, MC_RANK, MC_RSS, MC_GPU = 14, MC_N = 19 };
+enum { MC_T, MC_UTC, MC_PID, MC_PPID, MC_COMM, MC_RANK, MC_RSS, MC_LOCKED = 11, MC_PINNED, MC_GPU = 14, MC_N = 19 };
 
 /* Splits one CSV line into fields in place (RFC 4180 quoting: only comm is ever quoted). */
 static int csv_split(char *line, char **f, int max)
@@ -449,20 +453,21 @@ int plot__monitor_read(const char *path, struct plot__monitor *m, struct rl_err 
         if (!l || *line == '#')
             continue;
         char *f[MC_N + 1];
-        int64_t t, pid, rank, rss, gpu = -1;
+        int64_t t, pid, rank, rss, gpu = -1, locked = 0, pinned = 0;
         if (csv_split(line, f, MC_N + 1) != MC_N || parse_i64(f[MC_T], &t) || parse_i64(f[MC_PID], &pid) ||
             parse_i64(f[MC_RANK], &rank) || parse_i64(f[MC_RSS], &rss) ||
-            (f[MC_GPU][0] && parse_i64(f[MC_GPU], &gpu)) || t < 0 || pid <= 0 ||
+            (f[MC_GPU][0] && parse_i64(f[MC_GPU], &gpu)) || (f[MC_LOCKED][0] && parse_i64(f[MC_LOCKED], &locked)) ||
+            (f[MC_PINNED][0] && parse_i64(f[MC_PINNED], &pinned)) || locked < 0 || pinned < 0 || t < 0 || pid <= 0 ||
             pid > INT32_MAX || rank < -1 || rank > INT32_MAX || rss < 0) {
             rc = rl_errf(e, RL_EINVAL, "%s: line %d: expected %d fields as in `ratiolab monitor --csv` (t_ns, "
-                         "pid and rss_bytes integers, gpu_bytes an integer or empty)", path, ln, MC_N);
+                         "pid and rss_bytes integers; locked_bytes, pinned_bytes, gpu_bytes integers or empty)", path, ln, MC_N);
             break;
         }
         if (rl_grow(&m->samples, &cap, sizeof *m->samples, m->n_samples + 1, 256)) {
             rc = rl_errf(e, RL_ENOMEM, "%s: out of memory", path);
             break;
         }
-        m->samples[m->n_samples++] = (struct plot__mon_sample){t, (int)pid, rss, gpu};
+        m->samples[m->n_samples++] = (struct plot__mon_sample){t, (int)pid, rss, gpu, locked + pinned};
         int k = 0;
         while (k < m->n_procs && m->procs[k].pid != pid)
             k++;
@@ -477,6 +482,7 @@ int plot__monitor_read(const char *path, struct plot__monitor *m, struct rl_err 
             copy_str(q->comm, sizeof q->comm, f[MC_COMM]);
             q->peak_rss_bytes = 0;
             q->peak_gpu_bytes = -1;
+            q->peak_locked_pinned_bytes = 0;
         }
         struct plot__mon_proc *q = &m->procs[k];
         if (rank >= 0)
@@ -487,6 +493,8 @@ int plot__monitor_read(const char *path, struct plot__monitor *m, struct rl_err 
         }
         if (gpu > q->peak_gpu_bytes)
             q->peak_gpu_bytes = gpu;
+        if (locked + pinned > q->peak_locked_pinned_bytes)
+            q->peak_locked_pinned_bytes = locked + pinned;
     }
     if (!rc && !m->n_samples)
         rc = rl_errf(e, RL_EINVAL, "%s: a monitor CSV without samples", path);

@@ -59,6 +59,7 @@ struct plot__report_row {
     char policy[64];                   /* policy of the row */
     struct plot__side pred, meas;      /* predicted and measured */
     double step_error_pct;             /* as the report states it */
+    double others_cpu_pct;             /* share of the cores other processes used while measuring; < 0 unknown */
 };
 /* A `ratiolab validate` report.json (schema_version 1, kind ratiolab-validate-report). */
 struct plot__report {
@@ -82,6 +83,7 @@ struct plot__mon_sample {
     int pid;                           /* process */
     int64_t rss_bytes;                 /* resident set */
     int64_t gpu_bytes;                 /* NVML used by the process; -1 unavailable */
+    int64_t locked_pinned_bytes;       /* locked (VmLck) + pinned (VmPin) host memory; -1 unavailable */
 };
 struct plot__mon_proc {
     int pid;                           /* process id */
@@ -89,6 +91,7 @@ struct plot__mon_proc {
     char comm[64];                     /* command name at its resident peak */
     int64_t peak_rss_bytes;            /* largest rss sample */
     int64_t peak_gpu_bytes;            /* largest gpu sample, -1 never available */
+    int64_t peak_locked_pinned_bytes;  /* largest locked + pinned sample, 0 when never any */
 };
 struct plot__monitor {
     char name[256];                    /* base name of the file */

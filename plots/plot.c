@@ -1,5 +1,6 @@
-/* plots/plot.c — options, file names, the shared .dat header and .gp preamble, and dispatch to
- * the figure writers (kinds.c). */
+/* plots/plot.c — options, file names, the shared .dat header and .gp preamble, keys and panels:
+ * what every figure writer (kind_*.c) uses. The dispatch to them is write.c's, so no writer calls
+ * back into the file that calls it. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -9,6 +10,7 @@
 #include <time.h>
 
 #include "plots/plot_impl.h"
+#include "traces/layout.h"   /* the phase table: groups, colours, patterns */
 
 static const char *const kind_names[] = {"memory", "time", "timeline", "parity", "scaling", "monitor"};
 _Static_assert(RL_COUNT(kind_names) == PLOT_KIND_COUNT, "a name per enum plot_kind");
@@ -19,6 +21,7 @@ void plot_opts_init(struct plot_opts *o)
     o->width = PLOT_SINGLE;
     o->version = "unknown";
     o->band_pct = 10.0;
+    o->phase_exposed = true;   /* busy time of an overlapped phase is not what the step pays */
     o->ratio = -1;
 }
 
@@ -175,6 +178,10 @@ void plot__dat_header(struct plot__fig *f, const struct plot__meta *m)
     dat_value(d, m->schedule);
     fprintf(d, "\n# micro-batch: ");
     dat_value(d, m->micro_batch);
+    if (m->run) {
+        fprintf(d, "\n# run: ");
+        dat_value(d, m->run);
+    }
     fprintf(d, "\n# inputs:");
     for (int i = 0; i < f->o->n_in; i++) {
         fputc(' ', d);
@@ -206,32 +213,23 @@ const char *plot__color(int i) { return palette[(i % N_PAL + N_PAL) % N_PAL]; }
 int plot__dash(int i) { return dashes[(i % N_PAL + N_PAL) % N_PAL]; }
 int plot__point(int i) { return points[(i % N_PAL + N_PAL) % N_PAL]; }
 
-/* Phase colours, fixed so a phase looks the same in every figure. Neighbours in the stacking
- * order alternate dark and light, so adjacent bands stay apart in grey; the gradient copies are a
- * pair (vermillion, then a light tint of it); idle time is hatched, like empty space. */
-static const struct {
-    const char *name;    /* sim_phase_name */
-    const char *color;   /* fill */
-    int pattern;         /* 0 solid, else a gnuplot fill pattern */
-} phase_colors[] = {
-    {"forward", "#0072B2", 0},        {"backward", "#56B4E9", 0},      {"gpu_adam", "#009E73", 0},
-    {"cpu_adam", "#E69F00", 0},       {"tp_allreduce", "#CC79A7", 0},  {"allgather", "#882255", 0},
-    {"reduce_scatter", "#999933", 0}, {"grad_d2h", "#D55E00", 0},      {"grad_h2d", "#F0B38A", 0},
-    {"param_h2d", "#000000", 0},      {"pipeline_bubble", "#DDDDDD", 0}, {"idle", "#888888", 5},
-};
-
-/* Other categories (an executor's own span names): Paul Tol's colours the phases do not use. */
-static const char *const extra_colors[] = {"#332288", "#44AA99", "#AA4499", "#777777", "#88CCEE", "#DDCC77"};
-
+/* Phase colours come from the one table beside the phase names (traces/layout.h): a phase takes
+ * its group's colour and its own fill pattern; a group name its colour; other names the i-th of a
+ * few colours no group uses. */
 const char *plot__phase_color(const char *name, int i, int *pattern)
 {
     *pattern = 0;
-    for (size_t k = 0; k < sizeof phase_colors / sizeof phase_colors[0]; k++)
-        if (name && strcmp(name, phase_colors[k].name) == 0) {
-            *pattern = phase_colors[k].pattern;
-            return phase_colors[k].color;
+    const struct trace_phase *ph = trace_phase_find(name);
+    if (ph) {
+        *pattern = ph->pattern;
+        return trace_group_color(ph->group);
+    }
+    for (int g = 0; name && g < TRACE_GROUP_COUNT; g++)
+        if (strcmp(name, trace_group_name((enum trace_group)g)) == 0) {
+            *pattern = g == TRACE_GROUP_IDLE ? 5 : 0;
+            return trace_group_color((enum trace_group)g);
         }
-    return extra_colors[(i < 0 ? -i : i) % 6];
+    return trace_other_color(i);
 }
 
 void plot__gp_preamble(struct plot__fig *f, double height_in)
@@ -294,7 +292,7 @@ void plot__panel(struct plot__fig *f, const struct plot__grid *g, int r, int c)
 /* 9 pt text: about 0.055 in per character (measured on the PDF); the sample and gaps take 0.45 in. */
 static void key_grid(const struct plot__fig *f, int n, int max_chars, int *cols, double *colw_in)
 {
-    *colw_in = max_chars * 0.055 + 0.45;
+    *colw_in = fmin(max_chars * 0.055 + 0.45, plot__width_in(f) - 0.2);   /* never wider than the page */
     *cols = (int)((plot__width_in(f) - 0.2) / *colw_in);
     if (*cols < 1)
         *cols = 1;
@@ -329,7 +327,8 @@ void plot__key_begin(struct plot__fig *f, const struct plot__grid *g, int n, int
                    "set lmargin at screen 0.01\nset rmargin at screen 0.99\n"
                    "set tmargin at screen %.4f\nset bmargin at screen 0.005\n", g->key_in / g->height_in);
     fputs("unset title\nunset border\nunset tics\nunset xlabel\nunset ylabel\nunset grid\n"
-          "unset label\nunset arrow\nunset object\nunset logscale\nset xrange [0:1]\nset yrange [0:1]\n", f->gp);
+          "unset label\nunset arrow\nunset object\nunset logscale\nunset y2tics\nunset y2label\n"
+          "set xrange [0:1]\nset yrange [0:1]\n", f->gp);
 }
 
 void plot__key_entry(struct plot__fig *f, const struct plot__grid *g, const struct plot__key *k, int i)
@@ -338,6 +337,16 @@ void plot__key_entry(struct plot__fig *f, const struct plot__grid *g, const stru
     double y = g->key_in - 0.04 - (i / k->cols) * KEY_ROW_IN;
     fprintf(f->gp, "set key at screen %.4f, screen %.4f left top Left reverse samplen 2 spacing 1 noautotitle\nplot ",
             x / plot__width_in(f), y / g->height_in);
+}
+
+void plot__key_label(struct plot__fig *f, const struct plot__grid *g, const struct plot__key *k, int i,
+                     const char *field, const char *text)
+{
+    double x = k->x0_in + (i % k->cols) * k->colw_in + 0.05;
+    double y = g->key_in - 0.04 - (i / k->cols) * KEY_ROW_IN - KEY_ROW_IN / 2;
+    fprintf(f->gp, "set label %d ", 1000 + i);
+    plot__gp_str(f, field, text);
+    fprintf(f->gp, " at screen %.4f, screen %.4f left\n", x / plot__width_in(f), y / g->height_in);
 }
 
 void plot__multiplot(struct plot__fig *f)
@@ -349,47 +358,6 @@ void plot__multiplot(struct plot__fig *f)
         fputs(" font ',10'", f->gp);
     }
     fputc('\n', f->gp);
-}
-
-int plot_write(const struct plot_opts *o, struct plot_files *files, struct rl_err *e)
-{
-    struct plot__fig f = {.o = o};
-    int rc = plot_files_of(o->out, files, e);
-    if (rc || (rc = plot_format_of(o->out, &f.fmt, e)))
-        return rc;
-    if (o->n_in < 1)
-        return rl_errf(e, RL_EINVAL, "in: no input given; plot %s needs at least one", plot_kind_name(o->kind));
-    snprintf(f.dat_name, sizeof f.dat_name, "%s", plot__base(files->dat));
-    snprintf(f.out_name, sizeof f.out_name, "%s", plot__base(o->out));
-    struct rl_outfile dat = {0}, gp = {0};
-    if ((rc = rl_outfile_open(&dat, files->dat, e)))
-        return rc;
-    if ((rc = rl_outfile_open(&gp, files->gp, e))) {
-        rl_outfile_abort(&dat);
-        return rc;
-    }
-    f.dat = dat.fp;
-    f.gp = gp.fp;
-    static int (*const writers[PLOT_KIND_COUNT])(struct plot__fig *, struct rl_err *) = {
-        plot__memory, plot__time, plot__timeline, plot__parity, plot__scaling, plot__monitor};
-    rc = o->kind >= 0 && o->kind < PLOT_KIND_COUNT ? writers[o->kind](&f, e)
-                                                   : rl_errf(e, RL_EINTERNAL, "plot: kind %d", (int)o->kind);
-    if (!rc && f.gp_rc) {
-        *e = f.gp_err;
-        rc = f.gp_rc;
-    }
-    if (rc) {
-        rl_outfile_abort(&dat);
-        rl_outfile_abort(&gp);
-        return rc;
-    }
-    if ((rc = rl_outfile_commit(&dat, e))) {
-        rl_outfile_abort(&gp);
-        return rc;
-    }
-    if ((rc = rl_outfile_commit(&gp, e)))
-        remove(files->dat);   /* both or neither */
-    return rc;
 }
 
 int plot_pdf_stable_date(const char *path, struct rl_err *e)
@@ -431,4 +399,31 @@ int plot_pdf_stable_date(const char *path, struct rl_err *e)
     if (bad)
         return rl_errf(e, RL_EIO, "%s: cannot rewrite its creation date (%s)", path, strerror(errno));
     return 0;
+}
+
+int plot_svg_physical_size(const char *path, struct rl_err *e)
+{
+    char *svg;
+    size_t len;
+    int rc = rl_read_bytes(path, &svg, &len, e);
+    if (rc)
+        return rc;
+    char *w = strstr(svg, " width=\""), *h = w ? strstr(w, " height=\"") : NULL;
+    char *end = h ? strchr(h + 9, '"') : NULL;
+    double wpt, hpt;
+    if (!end || end - svg > 4096 || sscanf(w, " width=\"%lf\" height=\"%lf\"", &wpt, &hpt) != 2) {
+        free(svg);
+        return 0;
+    }
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        free(svg);
+        return rl_errf(e, RL_EIO, "%s: %s", path, strerror(errno));
+    }
+    fwrite(svg, 1, (size_t)(w - svg), f);
+    fprintf(f, " width=\"%.4gin\" height=\"%.4gin\"", wpt / 72, hpt / 72);
+    fwrite(end + 1, 1, len - (size_t)(end + 1 - svg), f);
+    int bad = ferror(f) | (fclose(f) != 0);
+    free(svg);
+    return bad ? rl_errf(e, RL_EIO, "%s: cannot rewrite its size (%s)", path, strerror(errno)) : 0;
 }

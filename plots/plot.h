@@ -31,7 +31,8 @@ enum plot_kind {
 enum plot_format { PLOT_PDF, PLOT_SVG, PLOT_PNG };
 enum plot_width { PLOT_SINGLE, PLOT_DOUBLE };   /* 3.5 in / 7 in, 9 pt text */
 enum plot_scaling_x { PLOT_X_GPUS, PLOT_X_PARAMS };
-enum plot_scaling_y { PLOT_Y_STEP, PLOT_Y_TOKENS };
+enum plot_scaling_y { PLOT_Y_STEP, PLOT_Y_TOKENS, PLOT_Y_TOKENS_PER_GPU };
+enum plot_speedup { PLOT_SPEEDUP_NONE, PLOT_SPEEDUP_NO_OFFLOAD, PLOT_SPEEDUP_FULL_OFFLOAD };
 
 #define PLOT_MAX_IN 16   /* input files of one figure */
 
@@ -51,6 +52,8 @@ struct plot_opts {
     enum plot_scaling_x scaling_x;    /* scaling: x axis */
     enum plot_scaling_y scaling_y;    /* scaling: y axis */
     double ratio;                     /* scaling: the requested ratio to show; < 0: the best that fits */
+    bool all_phases;                  /* time: every phase its own band (default: phase groups) */
+    enum plot_speedup speedup;        /* time: a speedup axis against ratio 0 or ratio 1, or none */
 };
 
 void plot_opts_init(struct plot_opts *o);
@@ -84,5 +87,11 @@ int plot_write(const struct plot_opts *o, struct plot_files *files, struct rl_er
  * $SOURCE_DATE_EPOCH when set (the reproducible-builds convention), else 1970-01-01 00:00:00 UTC.
  * A file without the stamp is left as it is. RL_EINVAL for a malformed SOURCE_DATE_EPOCH. */
 int plot_pdf_stable_date(const char *path, struct rl_err *e);
+
+/* gnuplot's SVG terminal gives the figure's size in points without a unit (width="252"), which
+ * viewers take as pixels: a 3.5 in figure shows at 252 px. Rewrites the first width/height of the
+ * file at path to inches (points / 72), keeping the viewBox, so the SVG has its paper size. A file
+ * without them is left as it is. */
+int plot_svg_physical_size(const char *path, struct rl_err *e);
 
 #endif

@@ -27,6 +27,8 @@ struct plot__meta {
     const char *policy;          /* placement policy (or a list) */
     const char *schedule;        /* optimizer-step schedule (or a list) */
     const char *micro_batch;     /* micro-batch as text */
+    const char *run;             /* what ran, when the input says (a trace's step: ratio, schedule,
+                                  * policy); NULL: no line */
 };
 
 /* Writes the .dat header: kind, ratiolab version, metadata and the inputs' base names. */
@@ -89,10 +91,30 @@ void plot__key_begin(struct plot__fig *f, const struct plot__grid *g, int n, int
 /* Emits the position of entry i and "plot "; the caller writes one NaN clause with its title
  * and a newline. */
 void plot__key_entry(struct plot__fig *f, const struct plot__grid *g, const struct plot__key *k, int i);
+/* A text-only entry i of the key strip (no sample: a list such as the monitor's numbered marks);
+ * drawn by the next key entry's plot, so emit these before the last entry. */
+void plot__key_label(struct plot__fig *f, const struct plot__grid *g, const struct plot__key *k, int i,
+                     const char *field, const char *text);
 /* Emits `set multiplot`, with --title at the top of the figure when one is given. */
 void plot__multiplot(struct plot__fig *f);
 
-/* The kinds (kinds.c). */
+/* Sweeps (sweep.c), shared by the figures drawn from `sweep --json`. */
+#define PLOT__GIB(b) ((double)(b) / RL_GIB)
+/* A DeepSpeed policy (a staircase of honored ratios) rather than a continuous one. */
+bool plot__is_staircase(const char *policy);
+/* Reads every input as a sweep; on error frees what was read. */
+int plot__read_sweeps(struct plot__fig *f, struct plot__sweep *s, struct rl_err *e);
+void plot__free_sweeps(struct plot__sweep *s, int n);
+/* The .dat header from the sweeps' metadata (distinct values joined). */
+void plot__sweep_meta(struct plot__fig *f, const struct plot__sweep *s, int ns);
+/* Does row w fit: the sweep's own verdict, or GPU memory within --gpu-mem. */
+bool plot__row_fits(const struct plot__fig *f, const struct plot__sweep_row *w);
+/* The fastest row that fits (ties: the smaller ratio); -1 when none fits. */
+int plot__best_fit(const struct plot__fig *f, const struct plot__sweep *s);
+/* "16 GiB" or "15.75 GiB". */
+void plot__gib_label(char *buf, size_t n, int64_t bytes);
+
+/* The kinds, one file each (kind_<name>.c). */
 int plot__memory(struct plot__fig *f, struct rl_err *e);
 int plot__time(struct plot__fig *f, struct rl_err *e);
 int plot__timeline(struct plot__fig *f, struct rl_err *e);

@@ -53,18 +53,18 @@ if [ -z "$figures_only" ]; then
 fi
 
 # The data the figures are drawn from (plot never re-runs a simulation).
-quiet sweep --ratios 0:1:0.05 --json --out "$out/sweep-deepspeed-0.12.json"
-quiet sweep --ratios 0:1:0.05 --json --policy exact --out "$out/sweep-exact.json"
-quiet sweep --ratios 0:1:0.05 --json --policy exact --schedule overlap --out "$out/sweep-exact-overlap.json"
-quiet predict --ratio 0.3 --policy exact --schedule overlap --trace "$out/step-exact-overlap-0.3.json"
+quiet sweep --ratios 0:1:0.05 --micro-batch 2 --json --out "$out/sweep-deepspeed-0.12.json"
+quiet sweep --ratios 0:1:0.05 --micro-batch 2 --json --policy exact --out "$out/sweep-exact.json"
+quiet sweep --ratios 0:1:0.05 --micro-batch 2 --json --policy exact --schedule overlap --out "$out/sweep-exact-overlap.json"
+quiet predict --ratio 0.4 --micro-batch 2 --policy exact --schedule overlap --trace "$out/step-exact-overlap-0.4.json"
 
 # PDFs for papers in out/, PNGs for screens in out/png/ (each with its own .dat and .gp).
 draw() {   # draw DIR EXT
     figure memory --in "$out/sweep-deepspeed-0.12.json" --in "$out/sweep-exact.json" --width double \
         --out "$1/fig1-memory.$2"
-    figure time --in "$out/sweep-deepspeed-0.12.json" --in "$out/sweep-exact-overlap.json" --gpu-mem 16GiB \
+    figure time --in "$out/sweep-deepspeed-0.12.json" --in "$out/sweep-exact-overlap.json" --gpu-mem 16GiB --speedup no-offload \
         --width double --out "$1/fig2-time.$2"
-    figure timeline --in "$out/step-exact-overlap-0.3.json" --pids 1,2,100 --width double \
+    figure timeline --in "$out/step-exact-overlap-0.4.json" --pids 1,2,100 --width double \
         --out "$1/fig3-timeline.$2"
 }
 if [ -n "$figures_only" ]; then

@@ -59,12 +59,16 @@ static const struct hw_field fields[] = {
     F("gpu.emulated", 'i', gpu_emulated, 0, 1),
     F("gpu.emulated_cores", 'i', gpu_emulated_cores, 0, 4096),
     F("gpu.emulated_grad_elements_per_s", 'd', gpu_emulated_grad_per_s, 0, 1e13),
+    F("host.fault_gbps_per_thread", 'd', host_fault_gbps_per_thread, 0.01, 1e4),
+    F("host.fault_gbps_per_socket", 'd', host_fault_gbps_per_socket, 0, 1e5),
+    F("host.memcpy_gbps_per_thread", 'd', host_memcpy_gbps_per_thread, 0, 1e4),
+    F("host.cast_elements_per_s_per_thread", 'd', host_cast_elems_per_thread, 1e6, 1e12),
 };
 #undef F
 #undef A
 static const char *containers[] = {"node", "node.sockets", "node.sockets[]", "node.pcie_switches",
                                    "node.pcie_switches[]", "gpu", "collectives", "network",
-                                   "latency_us", "cpu_adam"};
+                                   "latency_us", "cpu_adam", "host"};
 #define N_FIELDS (sizeof fields / sizeof fields[0])
 #define N_CONTAINERS (sizeof containers / sizeof containers[0])
 
@@ -183,6 +187,16 @@ static bool optional_default(struct sim_hw *hw, const char *path)
     if (strcmp(path, "gpu.emulated") == 0 || strcmp(path, "gpu.emulated_cores") == 0 ||
         strcmp(path, "gpu.emulated_grad_elements_per_s") == 0)
         return true;   /* 0: a real GPU (memset by sim_hw_parse) */
+    if (strcmp(path, "host.fault_gbps_per_thread") == 0) {
+        hw->host_fault_gbps_per_thread = SIM_HW_DEFAULT_FAULT_GBPS_PER_THREAD;
+        return true;
+    }
+    if (strcmp(path, "host.cast_elements_per_s_per_thread") == 0) {
+        hw->host_cast_elems_per_thread = SIM_HW_DEFAULT_CAST_ELEMS_PER_THREAD;
+        return true;
+    }
+    if (strcmp(path, "host.fault_gbps_per_socket") == 0 || strcmp(path, "host.memcpy_gbps_per_thread") == 0)
+        return true;   /* 0: cores x the per-thread rate; no cap */
     if (strcmp(path, "cpu_adam.torch_elements_per_s_per_core") == 0) {
         hw->torch_adam_elems_per_core = -1;   /* resolved after the fill */
         return true;

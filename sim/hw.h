@@ -76,8 +76,24 @@ struct sim_hw {
     int gpu_emulated_cores;        /* host cores each emulated device's kernels use */
     double gpu_emulated_grad_per_s;/* the executor's synthetic gradient shares on one emulated
                                       device's compute thread, elements/s (0: not charged) */
+    /* the host's costs of PyTorch's copies (optional keys "host.*"; absent: the defaults below,
+       sim/README.md "Host costs of PyTorch's copies") */
+    double host_fault_gbps_per_thread;   /* first touch of fresh pageable memory (page faults and
+                                            zeroing beyond the write itself), one thread, GB/s */
+    double host_fault_gbps_per_socket;   /* the same, all threads of one socket together, GB/s
+                                            (0: cores x the per-thread rate) */
+    double host_memcpy_gbps_per_thread;  /* memcpy between warm pageable buffers on one thread,
+                                            GB/s: caps a pageable transfer, whose staging copy
+                                            runs on the calling thread (0: no cap) */
+    double host_cast_elems_per_thread;   /* PyTorch's CPU dtype cast (bf16/fp16 <-> fp32), elements
+                                            per second per intra-op thread */
     int n_sources;                 /* entries in "sources" */
 };
+
+/* Defaults of the optional host.* keys (their origin: sim/README.md "Host costs of PyTorch's
+ * copies"). */
+#define SIM_HW_DEFAULT_FAULT_GBPS_PER_THREAD 2.1
+#define SIM_HW_DEFAULT_CAST_ELEMS_PER_THREAD 1e9
 
 /* name_or_path: a profile name looked up as <catalog_dir>/hardware/<name>.json, or a path (it
  * contains '/' or ends in ".json"). */

@@ -73,6 +73,15 @@ void sim_train_defaults(struct sim_train *t)
     t->cpu_optimizer = SIM_CPU_OPT_DEEPSPEED;
 }
 
+/* A host temporary of at least this many bytes is fresh memory on every allocation: PyTorch's CPU
+ * allocator takes it with posix_memalign (c10/core/impl/alloc_cpu.cpp), and glibc serves any block
+ * above its largest mmap threshold, DEFAULT_MMAP_THRESHOLD_MAX = 4 x 1024 x 1024 x sizeof(long) =
+ * 32 MiB on 64-bit (malloc/malloc.c), with its own mmap and returns it with munmap on free, so
+ * its pages are faulted in and zeroed again at first touch. Smaller temporaries are taken as
+ * reused from the heap (no first-touch cost): glibc's dynamic threshold rises to the size of a
+ * freed mmapped block, so repeated same-size blocks below 32 MiB stay in the heap. */
+#define SIM_FRESH_BYTES (INT64_C(32) << 20)
+
 /* ---- the model, reduced to blocks --------------------------------------------------------------
  * Block 0 holds the parameters before the first transformer layer (embeddings), blocks 1..L the
  * layers of this stage, block L+1 what follows (final norm, untied output layer). */
@@ -83,6 +92,8 @@ struct blocks {
     int64_t *cpu_numel;    /* per block: of which updated on the CPU */
     int *n_tensors;        /* per block: parameter tensors */
     int *cpu_tensors;      /* per block: of which with elements updated on the CPU */
+    int64_t *cpu_fresh_numel;  /* per block: CPU elements of tensors whose 16-bit temporary in a
+                              blocking copy is at least SIM_FRESH_BYTES (a fresh mmap each call) */
     double *fwd_flops;     /* per block: forward FLOPs per micro-batch */
     int64_t max_layer_numel;   /* largest full_numel over blocks */
 };
@@ -94,6 +105,7 @@ static void blocks_free(struct blocks *k)
     free(k->cpu_numel);
     free(k->n_tensors);
     free(k->cpu_tensors);
+    free(k->cpu_fresh_numel);
     free(k->fwd_flops);
 }
 
@@ -119,9 +131,10 @@ static int blocks_build(struct blocks *k, const struct plan *p, int64_t b, int64
     k->fwd_flops = calloc((size_t)k->n, sizeof *k->fwd_flops);
     k->n_tensors = calloc((size_t)k->n, sizeof *k->n_tensors);
     k->cpu_tensors = calloc((size_t)k->n, sizeof *k->cpu_tensors);
+    k->cpu_fresh_numel = calloc((size_t)k->n, sizeof *k->cpu_fresh_numel);
     int *blk = malloc(sizeof *blk * (size_t)(m->n_tensors > 0 ? (unsigned)m->n_tensors : 1u));
     if (!k->full_numel || !k->part_numel || !k->cpu_numel || !k->fwd_flops || !k->n_tensors || !k->cpu_tensors ||
-        !blk) {
+        !k->cpu_fresh_numel || !blk) {
         free(blk);
         blocks_free(k);
         return rl_errf(e, RL_ENOMEM, "step: out of memory for %d blocks", k->n);
@@ -156,6 +169,8 @@ static int blocks_build(struct blocks *k, const struct plan *p, int64_t b, int64
             if (c1 > c0) {
                 k->cpu_numel[blk[ti]] += c1 - c0;
                 k->cpu_tensors[blk[ti]]++;
+                if ((c1 - c0) * plan_dtype_bytes(p->zero.dtype) >= SIM_FRESH_BYTES)
+                    k->cpu_fresh_numel[blk[ti]] += c1 - c0;
             }
         }
         off += n;
@@ -503,6 +518,8 @@ static int host_copy(struct builder *u, const char *name, int g, bool h2d, bool 
     else
         n = host_dram(b, g, pinned ? 1.0 : 2.0, res, w, n);
     double cap = pinned ? 0 : (h2d ? hw->h2d_pageable_gbps : hw->d2h_pageable_gbps) * 1e9;
+    if (!pinned && hw->host_memcpy_gbps_per_thread > 0 && hw->host_memcpy_gbps_per_thread * 1e9 < cap)
+        cap = hw->host_memcpy_gbps_per_thread * 1e9;   /* the driver's staging copy on the calling thread */
     int64_t lat = us_to_ns(hw->lat_copy_us) * (calls > 0 ? calls : 1);
     return add_task(u, name, g, h2d ? SIM_TR_H2D : SIM_TR_D2H, phase, bytes, lat, cap, n, res, w,
                     (union sim_task_size){.bytes = copied_bytes});
@@ -542,6 +559,55 @@ static int host_pass(struct builder *u, const char *name, int g, double elems, d
     n = host_dram(b, g, bytes_per_elem, res, w, n);
     int64_t lat = us_to_ns(b->hw->lat_launch_us) * (calls > 0 ? calls : 0);
     return add_task(u, name, g, SIM_TR_HOST, phase, elems, lat, 0, n, res, w,
+                    (union sim_task_size){.elements = (int64_t)elems});
+}
+
+/* PyTorch's intra-op threads of one rank: sim_train.intraop_threads, or PyTorch's default, the
+ * node's physical cores (at::get_num_threads() without OMP_NUM_THREADS; DeepSpeed's launcher sets
+ * it only with --bind_cores_to_rank). */
+static int intraop_threads(const struct sim__step *b)
+{
+    if (b->t.intraop_threads > 0)
+        return b->t.intraop_threads;
+    int cores = 0;
+    for (int k = 0; k < b->hw->n_sockets; k++)
+        cores += b->hw->socket[k].cores;
+    return cores > 0 ? cores : 1;
+}
+
+/* Fresh pageable memory first touched by `threads` threads of rank g: `bytes` of page faults and
+ * zeroing beyond the write itself, at the profile's per-thread rate times the threads (their own
+ * cap), on the socket's fault resource (its all-threads rate, shared by the ranks there) and its
+ * DRAM (the kernel zeroes every page once). On the host thread's track, in `phase`. */
+static int host_fault(struct builder *u, const char *name, int g, double bytes, int threads, int phase)
+{
+    struct sim__step *b = u->b;
+    int res[SIM_MAX_RES], n = 0;
+    double w[SIM_MAX_RES];
+    res[n] = b->r_fault[socket_of(b, g)], w[n++] = 1;
+    n = host_dram(b, g, 1.0, res, w, n);
+    double cap = (threads > 0 ? threads : 1) * b->hw->host_fault_gbps_per_thread * 1e9;
+    return add_task(u, name, g, SIM_TR_HOST, phase, bytes, 0, cap, n, res, w,
+                    (union sim_task_size){.bytes = (int64_t)bytes});
+}
+
+/* PyTorch's CPU dtype cast (the copy kernel, parallel over the intra-op threads) of `elems`
+ * elements on rank g: `threads` threads at the profile's per-thread cast rate (their cap), on the
+ * socket's cores (the cores resource counts CPU-Adam elements, so a cast element weighs
+ * adam rate / cast rate: the ranks' casts and CPU Adams share the cores) and DRAM at
+ * `bytes_per_elem`. `calls` per-parameter calls add a launch-sized host overhead each. */
+static int host_cast(struct builder *u, const char *name, int g, double elems, double bytes_per_elem, int threads,
+                     int phase, int64_t calls)
+{
+    struct sim__step *b = u->b;
+    const struct sim_hw *hw = b->hw;
+    int res[SIM_MAX_RES], n = 0;
+    double w[SIM_MAX_RES];
+    res[n] = b->r_cores[socket_of(b, g)], w[n++] = hw->cpu_adam_elems_per_core / hw->host_cast_elems_per_thread;
+    n = host_dram(b, g, bytes_per_elem, res, w, n);
+    double cap = (threads > 0 ? threads : 1) * hw->host_cast_elems_per_thread;
+    int64_t lat = us_to_ns(hw->lat_launch_us) * (calls > 0 ? calls : 0);
+    return add_task(u, name, g, SIM_TR_HOST, phase, elems, lat, cap, n, res, w,
                     (union sim_task_size){.elements = (int64_t)elems});
 }
 
@@ -645,6 +711,9 @@ static int add_resources(struct sim__step *b, struct rl_err *e)
         RES(b->r_dram[k], hw->socket[k].dram_gbps * 1e9);
         snprintf(nm, sizeof nm, "socket%d.cores", k);
         RES(b->r_cores[k], hw->socket[k].cores * hw->cpu_adam_elems_per_core);
+        snprintf(nm, sizeof nm, "socket%d.faults", k);
+        RES(b->r_fault[k], (hw->host_fault_gbps_per_socket > 0 ? hw->host_fault_gbps_per_socket
+                                                              : hw->socket[k].cores * hw->host_fault_gbps_per_thread) * 1e9);
     }
     b->r_isl = -1;
     if (hw->n_sockets > 1) {
@@ -732,19 +801,30 @@ struct flush {
     int64_t cpu;           /* of which in CPU sub-groups */
     int64_t tensors;       /* parameters in the bucket */
     int64_t cpu_tensors;   /* of which with CPU elements */
+    int64_t cpu_fresh;     /* CPU elements whose blocking copy's host temporary is fresh memory */
 };
 
 /* DeepSpeed's partition_grads for one flushed bucket on rank g (DEEPSPEED-STEP.md 2.3-2.4), after
  * the reduce-scatter `rs`: every partition goes D2H into the pinned flat buffer and H2D back (one
  * copy each per parameter); at the boundary the per-parameter norm on the GPU, then the fp32
  * gradient: a D2D cast for GPU sub-groups, and for CPU sub-groups the version's copy, which
- * blocks the host thread (st->host) unless it is asynchronous. */
+ * blocks the host thread (st->host) unless it is asynchronous. The pieces of PyTorch's copy_
+ * (sim/README.md "What copy_ does"), each its own task:
+ *   < 0.15.4   copy_(16-bit GPU -> fp32 pinned host), blocking: a pageable 16-bit host temporary,
+ *              first touched by the driver's staging copy on the calling thread (page_fault, one
+ *              thread, when fresh), a synchronous pageable D2H of 16 bits into it, then the cast
+ *              into the pinned fp32 buffer on the intra-op threads (grad_cast);
+ *   0.15.4     .to(fp32) on the GPU (grad_cast), a synchronous D2H of fp32 into the pinned staging
+ *              buffer, a full device synchronize, then a host copy staging -> fp32 buffer;
+ *   0.16.3     .float() on the GPU, a synchronous D2H of fp32 into the pinned buffer;
+ *   0.19.5     the same with non_blocking: nothing waits. */
 static void ds_partition_grads(struct builder *u, struct streams *st, const struct plan_ds_rules *dr, int g,
                                const struct flush *fl, int rs, bool boundary)
 {
     struct sim__step *b = u->b;
     const struct plan *p = b->p;
     int dtype = plan_dtype_bytes(p->zero.dtype);
+    int threads = intraop_threads(b);
     int64_t sync_ns = us_to_ns(b->hw->lat_copy_us + b->hw->lat_launch_us);   /* a blocking copy's wait */
     int d1 = host_copy(u, "grad_d2h", g, false, p->zero.pin_memory, (double)fl->part * dtype, STEP_PH_GRAD_D2H,
                        fl->part * dtype, fl->tensors);
@@ -769,33 +849,45 @@ static void ds_partition_grads(struct builder *u, struct streams *st, const stru
     }
     if (fl->cpu <= 0)
         return;
-    if (dr->grad_copy == PLAN_DS_GRAD_HOST_CAST || dr->grad_copy == PLAN_DS_GRAD_HOST_CAST_SYNCED) {
-        bool synced = dr->grad_copy == PLAN_DS_GRAD_HOST_CAST_SYNCED;
-        int d2 = host_copy(u, "grad_d2h_blocking", g, false, synced, (double)fl->cpu * dtype, STEP_PH_GRAD_D2H,
-                           fl->cpu * dtype, 0);
+    if (dr->grad_copy == PLAN_DS_GRAD_HOST_CAST) {
+        int first = -1, d2;
+        if (fl->cpu_fresh > 0) {
+            first = host_fault(u, "grad_temp_fault", g, (double)fl->cpu_fresh * dtype, 1, STEP_PH_PAGE_FAULT);
+            dep(u, st->reduce, first);
+            dep(u, st->host, first);
+        }
+        d2 = host_copy(u, "grad_d2h_pageable", g, false, false, (double)fl->cpu * dtype, STEP_PH_GRAD_D2H,
+                       fl->cpu * dtype, 0);
         set_latency(u, d2, sync_ns * fl->cpu_tensors);
         dep(u, st->reduce, d2);
         dep(u, st->host, d2);
-        if (synced)
-            dep(u, st->compute, d2);   /* a full device synchronize waits for the compute stream too */
-        int c = host_pass(u, "grad_cast_host", g, (double)fl->cpu, dtype + 4.0, STEP_PH_GRAD_CAST, fl->cpu_tensors);
+        dep(u, first, d2);
+        int c = host_cast(u, "grad_cast_host", g, (double)fl->cpu, dtype + 4.0, threads, STEP_PH_GRAD_CAST,
+                          fl->cpu_tensors);
         dep(u, d2, c);
         st->host = c;
         st->copy = d2;
         st->reduce = d2;
-    } else {
-        int up = gpu_pass(u, "grad_upcast", g, (double)fl->cpu, dtype + 4.0, STEP_PH_GRAD_CAST, SIM_TR_REDUCE);
-        dep(u, st->reduce, up);
-        int d2 = host_copy(u, "grad_d2h_fp32", g, false, true, (double)fl->cpu * 4.0, STEP_PH_GRAD_D2H, fl->cpu * 4,
-                           fl->cpu_tensors);
-        dep(u, up, d2);
-        st->reduce = d2;
-        st->copy = d2;
-        if (dr->grad_copy == PLAN_DS_GRAD_GPU_UPCAST) {
-            set_latency(u, d2, sync_ns * fl->cpu_tensors);
-            dep(u, st->host, d2);
-            st->host = d2;
-        }
+        return;
+    }
+    int up = gpu_pass(u, "grad_upcast", g, (double)fl->cpu, dtype + 4.0, STEP_PH_GRAD_CAST, SIM_TR_REDUCE);
+    dep(u, st->reduce, up);
+    int d2 = host_copy(u, "grad_d2h_fp32", g, false, true, (double)fl->cpu * 4.0, STEP_PH_GRAD_D2H, fl->cpu * 4,
+                       fl->cpu_tensors);
+    dep(u, up, d2);
+    st->reduce = d2;
+    st->copy = d2;
+    if (dr->grad_copy == PLAN_DS_GRAD_GPU_UPCAST_ASYNC)
+        return;
+    set_latency(u, d2, sync_ns * fl->cpu_tensors);
+    dep(u, st->host, d2);
+    st->host = d2;
+    if (dr->grad_copy == PLAN_DS_GRAD_HOST_CAST_SYNCED) {
+        dep(u, st->compute, d2);   /* a full device synchronize waits for the compute stream too */
+        /* staging -> the fp32 buffer: a same-dtype host copy (read and write 4 bytes) */
+        int c = host_pass(u, "grad_copy_host", g, (double)fl->cpu, 8.0, STEP_PH_GRAD_CAST, fl->cpu_tensors);
+        dep(u, d2, c);
+        st->host = c;
     }
 }
 
@@ -813,9 +905,17 @@ static void ds_optimizer(struct builder *u, const struct plan_ds_rules *dr, int 
     const struct sim_hw *hw = b->hw;
     int dtype = plan_dtype_bytes(p->zero.dtype);
     int host = ready, stream = ready;
+    int threads = intraop_threads(b);
     if (p->zero.dtype == PLAN_FP16 && p->zero.offload == PLAN_OFFLOAD_CPU) {
         /* isinf and isnan over the dt flat buffer (two reads, two bool writes, .any() reads) and the
-         * overflow flag's all-reduces and .item() */
+         * overflow flag's all-reduces and .item(); their two bool results are fresh host
+         * temporaries of one byte per element, first touched by the intra-op threads */
+        if (p->per_rank_numel >= SIM_FRESH_BYTES) {
+            int fa = host_fault(u, "overflow_temp_fault", g, 2.0 * (double)p->per_rank_numel, threads,
+                                STEP_PH_PAGE_FAULT);
+            dep(u, host, fa);
+            host = fa;
+        }
         int ov = host_pass(u, "overflow_check", g, (double)p->per_rank_numel, 2.0 * dtype + 4.0,
                            STEP_PH_OVERFLOW_CHECK, 0);
         set_latency(u, ov, us_to_ns(2 * hw->lat_coll_intra_us + hw->lat_copy_us));
@@ -839,8 +939,17 @@ static void ds_optimizer(struct builder *u, const struct plan_ds_rules *dr, int 
             dep(u, host, un);
             int ad = cpu_adam(u, "cpu_adam", g, c);
             dep(u, un, ad);
-            int ca = host_pass(u, "param_cast_host", g, c, 4.0 + dtype, STEP_PH_PARAM_CAST, 0);
+            /* copy_(fp32 host -> 16-bit GPU), blocking: src.to(16-bit) on the host into a fresh
+             * pageable temporary (first touched by the intra-op threads that cast into it), then
+             * a synchronous pageable H2D from it */
+            int fa = -1;
+            if (sg->cpu_numel * dtype >= SIM_FRESH_BYTES) {
+                fa = host_fault(u, "param_temp_fault", g, c * dtype, threads, STEP_PH_PAGE_FAULT);
+                dep(u, ad, fa);
+            }
+            int ca = host_cast(u, "param_cast_host", g, c, 4.0 + dtype, threads, STEP_PH_PARAM_CAST, 0);
             dep(u, ad, ca);
+            dep(u, fa, ca);
             if (dr->adam_stream_sync)
                 dep(u, stream, ca);   /* SynchronizeStreams after the sub-group's Adam */
             int h = host_copy(u, "param_h2d", g, true, false, c * dtype, STEP_PH_PARAM_H2D, sg->cpu_numel * dtype, 0);
@@ -1063,6 +1172,7 @@ static void build_backward(struct builder *u, struct graph_ctx *c, bool boundary
         fl.cpu += k->cpu_numel[i];
         fl.tensors += k->n_tensors[i];
         fl.cpu_tensors += k->cpu_tensors[i];
+        fl.cpu_fresh += k->cpu_fresh_numel[i];
         if (fl.full < c->bucket && i > 0)
             continue;
         build_flush(u, c, &fl, boundary);
@@ -1144,10 +1254,25 @@ static int build(struct builder *u, int nsim, struct rl_err *e)
                                  .dtype = dtype},
                           .st = st, .fwd = fwd, .flush_end = flush_end, .n_flush = 0};
 
+    b->fwd_tail = malloc(sizeof *b->fwd_tail * (size_t)nsim * (size_t)G);
+    b->bwd_tail = malloc(sizeof *b->bwd_tail * (size_t)nsim * (size_t)G * 4);
+    if (!b->fwd_tail || !b->bwd_tail) {
+        free(st);
+        free(fwd);
+        free(flush_end);
+        return rl_errf(e, RL_ENOMEM, "step: out of memory for %d micro-steps x %d ranks", nsim, G);
+    }
+    b->n_mb = nsim;
     for (int mb = 0; mb < nsim; mb++) {
         bool boundary = mb == nsim - 1;
         build_forward(u, &c);
+        for (int g = 0; g < G; g++)
+            b->fwd_tail[mb * G + g] = st[g].compute;
         build_backward(u, &c, boundary);
+        for (int g = 0; g < G; g++) {
+            int *t = &b->bwd_tail[(mb * G + g) * 4];
+            t[0] = st[g].compute, t[1] = st[g].reduce, t[2] = st[g].copy, t[3] = st[g].host;
+        }
     }
     free(fwd);
     free(flush_end);
@@ -1173,6 +1298,33 @@ static void observe_links(struct sim_flow *f, void *arg)
     for (int i = 0; i < f->n_res; i++)
         b->link_load[(size_t)b->n_link_samples * (size_t)f->n_res + (size_t)i] = f->res[i].load;
     b->n_link_samples++;
+}
+
+/* The critical rank's forward, backward and optimizer windows (sim_step_result.window_*): per
+ * micro-step, forward from its start (the previous backward's end, 0 for the first) to its
+ * forward's last compute task's end, backward from there to the latest end of its backward's
+ * stream tails; the optimizer from the last backward's end to t1. */
+static void rank_windows(const struct sim__step *b, int rank, int64_t t1, struct sim_step_result *r)
+{
+    const struct sim_graph *gr = &b->g;
+    int64_t start = 0;
+    r->window_forward_ns = r->window_backward_ns = 0;
+    for (int mb = 0; mb < b->n_mb; mb++) {
+        int ft = b->fwd_tail[mb * b->ranks + rank];
+        int64_t fe = ft >= 0 ? gr->task[ft].t_end_ns : start;
+        if (fe < start)
+            fe = start;
+        int64_t be = fe;
+        for (int k = 0; k < 4; k++) {
+            int bt = b->bwd_tail[(mb * b->ranks + rank) * 4 + k];
+            if (bt >= 0 && gr->task[bt].t_end_ns > be)
+                be = gr->task[bt].t_end_ns;
+        }
+        r->window_forward_ns += fe - start;
+        r->window_backward_ns += be - fe;
+        start = be;
+    }
+    r->window_step_ns = t1 > start ? t1 - start : 0;
 }
 
 /* The breakdown of rank g's spans over [0, t1). */
@@ -1242,6 +1394,7 @@ static int simulate(const struct plan *p, const struct sim_hw *hw, const struct 
     }
     memcpy(r->phase, bd.phase, sizeof r->phase);
     r->idle_ns = bd.idle_ns;
+    rank_windows(&b, r->critical_rank, end[r->critical_rank], r);
     r->events = b.s.n_run;
     r->tasks = b.g.n_task;
     if (trace_path) {
@@ -1254,6 +1407,8 @@ static int simulate(const struct plan *p, const struct sim_hw *hw, const struct 
 out:
     blocks_free(&u.k);
 out_nok:
+    free(b.fwd_tail);
+    free(b.bwd_tail);
     free(b.mem);
     free(b.link_t_ns);
     free(b.link_load);
@@ -1294,6 +1449,9 @@ int sim_step_run(const struct plan *p, const struct sim_hw *hw, const struct sim
             r->phase[ph].exposed_ns += repeat * (r->phase[ph].exposed_ns - s.phase[ph].exposed_ns);
         }
         r->idle_ns += repeat * (r->idle_ns - s.idle_ns);
+        r->window_forward_ns += repeat * (r->window_forward_ns - s.window_forward_ns);
+        r->window_backward_ns += repeat * (r->window_backward_ns - s.window_backward_ns);
+        r->window_step_ns += repeat * (r->window_step_ns - s.window_step_ns);
         r->events += s.events;
         r->tasks += s.tasks;
     }

@@ -62,6 +62,10 @@ struct sim_train {
     int gpu_ids[SIM_HW_MAX_GPUS];    /* the node's GPU index of each rank */
     int max_simulated_micro_steps;   /* 0: SIM_MAX_SIMULATED_MICRO_STEPS (larger: tests compare the
                                         repetition with a full simulation) */
+    int intraop_threads;             /* PyTorch intra-op threads of one rank (its CPU casts and copies);
+                                        0: PyTorch's default, the node's physical cores, as DeepSpeed's
+                                        launcher leaves OMP_NUM_THREADS unset without
+                                        --bind_cores_to_rank (sim/README.md) */
     int comm_dtype_bytes;            /* bytes per gradient element the reduce-scatter moves
                                         (DeepSpeed's communication_data_type; ratiolab's executor
                                         reduces fp32: 4); 0: the model dtype's */
@@ -73,6 +77,13 @@ struct sim_step_result {
     int critical_rank;               /* the GPU that finished last (lowest index on ties) */
     struct step_phase_time phase[STEP_PH_COUNT];   /* per phase, on the critical rank */
     int64_t idle_ns;                 /* nothing running on the critical rank */
+    /* The critical rank's step cut as DeepSpeed's timers cut it (fwd, bwd, step), summed over the
+       micro-steps: forward from the micro-step's start (the previous backward's end) to its last
+       forward kernel's end; backward from there to the end of its last backward kernel, flush or
+       blocking copy; the optimizer from the last backward's end to the rank's end. */
+    int64_t window_forward_ns;       /* forward */
+    int64_t window_backward_ns;      /* backward (with the gradient flushes) */
+    int64_t window_step_ns;          /* the optimizer step (pipeline bubble included) */
     /* GPU memory per rank */
     int64_t gpu_ledger_bytes;        /* model states from the plan's ledger (peak stage) */
     int64_t gpu_activation_bytes;    /* activations (+ logits), from arch, micro-batch, seq, TP */

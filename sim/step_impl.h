@@ -38,8 +38,14 @@ struct sim__step {
         r_d2h[SIM_HW_MAX_GPUS], r_nvl[SIM_HW_MAX_GPUS];
     int r_up_h2d[SIM_HW_MAX_SWITCHES], r_up_d2h[SIM_HW_MAX_SWITCHES];
     int r_dram[SIM_HW_MAX_SOCKETS], r_cores[SIM_HW_MAX_SOCKETS];
+    int r_fault[SIM_HW_MAX_SOCKETS];   /* first touch of fresh pageable memory, bytes/s per socket */
     int r_isl;                     /* inter-socket link, -1 with one socket */
     int r_net;                     /* node network, -1 on one node */
+    /* per micro-step and rank, the tasks that end its forward and its backward (the windows) */
+    int n_mb;                      /* micro-steps recorded */
+    int *fwd_tail;                 /* [n_mb x ranks] the forward's last compute task */
+    int *bwd_tail;                 /* [n_mb x ranks x 4] the backward's compute, reduce, copy and
+                                      host tails (-1: none) */
     /* memory counters for the trace */
     struct sim__mem_ev *mem;
     int n_mem, cap_mem;

@@ -17,6 +17,11 @@ json_t *sim_step_result_json(const struct sim_step_result *r)
     }
     json_object_set_new(o, "phases", ph);
     json_object_set_new(o, "idle_ns", json_integer(r->idle_ns));
+    json_t *wd = json_object();
+    json_object_set_new(wd, "forward_ns", json_integer(r->window_forward_ns));
+    json_object_set_new(wd, "backward_ns", json_integer(r->window_backward_ns));
+    json_object_set_new(wd, "step_ns", json_integer(r->window_step_ns));
+    json_object_set_new(o, "windows", wd);
     json_t *m = json_object();
     json_object_set_new(m, "ledger_bytes", json_integer(r->gpu_ledger_bytes));
     json_object_set_new(m, "activation_bytes", json_integer(r->gpu_activation_bytes));

@@ -64,7 +64,7 @@ int sim__step_trace(const struct sim__run_record *rec, const struct sim_step_res
         trace_process_name(t, TRACE_PID_SOCKET(k), buf);
         for (int g = 0; g < rec->ranks; g++)
             if (hw->sw[hw->gpu_switch[rec->gpu[g]]].socket == k || rec->numa_interleave) {
-                snprintf(buf, sizeof buf, "CPU Adam pool, rank %d", g);
+                snprintf(buf, sizeof buf, TRACE_POOL_NAME_FMT, g);
                 trace_thread_name(t, TRACE_PID_SOCKET(k), TRACE_TID_POOL(g), buf);
             }
     }
@@ -76,21 +76,18 @@ int sim__step_trace(const struct sim__run_record *rec, const struct sim_step_res
         int64_t t0 = sim__task_span_start(k);
         if (k->rank < 0 || k->track < 0 || k->phase < 0 || k->t_end_ns <= t0)
             continue;
-        int pid = TRACE_PID_RANK(k->rank), tid = k->track;
-        if (k->track == TRACE_TID_CPU_ADAM) {
-            pid = TRACE_PID_SOCKET(hw->sw[hw->gpu_switch[rec->gpu[k->rank]]].socket);
-            tid = TRACE_TID_POOL(k->rank);
-        }
+        int socket = hw->sw[hw->gpu_switch[rec->gpu[k->rank]]].socket;
         bool flops = k->phase == STEP_PH_FORWARD || k->phase == STEP_PH_BACKWARD;
         bool elements = k->phase == STEP_PH_CPU_ADAM || k->phase == STEP_PH_GPU_ADAM ||
                         k->phase == STEP_PH_GRAD_NORM || k->phase == STEP_PH_GRAD_CAST ||
                         k->phase == STEP_PH_UNSCALE || k->phase == STEP_PH_PARAM_CAST ||
-                        k->phase == STEP_PH_OVERFLOW_CHECK;
+                        k->phase == STEP_PH_OVERFLOW_CHECK;   /* page_fault: bytes */
         const char *what = flops ? "flops" : elements ? "elements" : "bytes";
         int64_t size = flops ? k->size.flops : elements ? k->size.elements : k->size.bytes;
         snprintf(buf, sizeof buf, "{\"%s\":%lld,\"ready_ns\":%lld,\"latency_ns\":%lld}", what, (long long)size,
                  (long long)k->t_ready_ns, (long long)k->latency_ns);
-        trace_span(t, pid, tid, k->name, step_phase_name(k->phase), t0, k->t_end_ns - t0, buf);
+        trace_layout_span(t, k->rank, k->track, socket, step_phase_name(k->phase), k->name, t0, k->t_end_ns - t0,
+                          buf);
     }
 
     /* Memory counters per GPU: the ledger, reserve and the activations/gathered parameters as
@@ -137,6 +134,8 @@ int sim__step_trace(const struct sim__run_record *rec, const struct sim_step_res
             last = v;
         }
     }
+    for (int g = 0; g < rec->ranks; g++)   /* the one simulated step, as the executor marks each of its steps */
+        trace_layout_step(t, g, 1, false, 0, r->step_ns, NULL);
     snprintf(buf, sizeof buf, "{\"step_ns\":%lld,\"critical_rank\":%d}", (long long)r->step_ns, r->critical_rank);
     trace_instant(t, TRACE_PID_RANK(r->critical_rank), TRACE_TID_COMPUTE, "step end", r->step_ns, 'g', buf);
     return trace_close(t, e);

@@ -180,7 +180,7 @@ START_TEST(memory_dat_holds_the_sweep)
     int n = block_rows(dat, 0, rows, 32, &cols);
     json_t *jr = json_object_get(j, "rows");
     ck_assert_int_eq(n, (int)json_array_size(jr));
-    ck_assert_int_eq(cols, 5);
+    ck_assert_int_eq(cols, 6);   /* ..., fits, next_requested_ratio (where a staircase tread ends) */
     for (int i = 0; i < n; i++) {
         json_t *r = json_array_get(jr, (size_t)i);
         double honored = json_real_value(json_object_get(r, "honored_ratio"));
@@ -195,7 +195,7 @@ START_TEST(memory_dat_holds_the_sweep)
 END_TEST
 
 /* DeepSpeed's policies honor a ratio in whole sub-groups, so their honored ratio and memory are
- * piecewise constant and drawn as steps; exact moves with the request and is drawn as lines. The
+ * piecewise constant and drawn as treads (no risers); exact moves with the request and is drawn as lines. The
  * inputs say which policy each sweep used: deepspeed-0.12 (index 0), exact (index 1). */
 START_TEST(memory_staircases_are_drawn_as_steps)
 {
@@ -204,8 +204,9 @@ START_TEST(memory_staircases_are_drawn_as_steps)
     char *gp = tu_read(f.gp, NULL);
     ck_assert_ptr_nonnull(gp);
     static const char *const want[] = {
-        "datafile index 0 using 1:2 with steps ", "datafile index 1 using 1:2 with lines ",
-        "datafile index 0 using 1:3 with steps ", "datafile index 0 using 1:4 with steps ",
+        "datafile index 0 using 1:2:($6-$1):(0) with vectors nohead ", "datafile index 1 using 1:2 with lines ",
+        "datafile index 0 using 1:3:($6-$1):(0) with vectors nohead ",
+        "datafile index 0 using 1:4:($6-$1):(0) with vectors nohead ",
         "datafile index 1 using 1:3 with lines ", "datafile index 1 using 1:4 with lines ",
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
@@ -292,7 +293,7 @@ START_TEST(parity_dat_holds_the_report)
         ck_assert_double_eq_tol(rows[i][2], meas_ms[i], 1e-9);
     }
     /* cpu_adam is zero at ratio 0: two points, not three (log axes). */
-    ck_assert_ptr_nonnull(strstr(dat, "phase cpu_adam, busy time"));
+    ck_assert_ptr_nonnull(strstr(dat, "phase cpu_adam, exposed time"));   /* exposed by default */
     free(dat);
 }
 END_TEST
@@ -313,7 +314,7 @@ START_TEST(parity_ticks_thin_out_over_many_decades)
     ck_assert_int_eq(json_dump_file(j, tu_path("wide.json"), 0), 0);
     json_decref(j);
     struct tu_run r;
-    tu_ratiolab(&r, "plot parity --in wide.json --out wide.svg");
+    tu_ratiolab(&r, "plot parity --phase-time busy --in wide.json --out wide.svg");
     ck_assert_msg(r.status == 0 || r.status == 3, "exit %d: %s", r.status, r.err);   /* 3: no gnuplot */
     tu_run_free(&r);
     char *gp = tu_slurp("wide.gp");

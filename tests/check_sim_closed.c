@@ -300,7 +300,7 @@ END_TEST
  * sections 2-3): the blocking D2H of a CPU sub-group's 16-bit gradient before the host cast, and
  * the blocking H2D of the host-cast parameters. The driver stages each through a pinned buffer, so
  * its bytes cross host memory (and, interleaved, the inter-socket link) twice. */
-static const char *const pageable_copies[] = {"grad_d2h_blocking", "param_h2d", NULL};
+static const char *const pageable_copies[] = {"grad_d2h_pageable", "param_h2d", NULL};
 
 static int copies_match(const struct sim_hw *hw, bool interleave, double gbps, const char *const *twice, const char *file)
 {
@@ -353,7 +353,7 @@ START_TEST(pageable_copies_cross_dram_twice)
     /* Without interleaving, with the sockets' DRAM at 1 GB/s (binding): a pinned copy crosses
      * DRAM once, a pageable one twice (the driver's staging copy). The DeepSpeed 0.12 step
      * copies the cast parameters back (param_h2d) and a CPU sub-group's 16-bit gradient out
-     * (grad_d2h_blocking) through pageable memory; the flat gradient buffer is pinned. */
+     * (grad_d2h_pageable) through pageable memory; the flat gradient buffer is pinned. */
     struct sim_hw hw = load_hw("dgx1-v100");
     for (int k = 0; k < hw.n_sockets; k++)
         hw.socket[k].dram_gbps = 1.0;

@@ -108,6 +108,39 @@ static void number_in_socket_list(json_t *r)
     json_array_append_new(json_object_get(json_object_get(r, "node"), "sockets"), json_integer(3));
 }
 
+/* The host.* keys are optional: a profile without them gets the documented defaults; a value out
+ * of range is refused naming its path. */
+static void no_host(json_t *r)
+{
+    json_object_del(r, "host");
+    const char *k[] = {"host.fault_gbps_per_thread", "host.fault_gbps_per_socket", "host.memcpy_gbps_per_thread",
+                       "host.cast_elements_per_s_per_thread"};
+    for (int i = 0; i < 4; i++)
+        json_object_del(json_object_get(r, "sources"), k[i]);
+}
+static void zero_fault(json_t *r) { json_object_set_new(json_object_get(r, "host"), "fault_gbps_per_thread", json_real(0)); }
+
+START_TEST(hw_host_keys_are_optional)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/hardware/dgx1-v100.json", tu_catalog());
+    json_t *root = json_load_file(path, 0, NULL);
+    ck_assert_ptr_nonnull(root);
+    no_host(root);
+    char *text = json_dumps(root, 0);
+    struct sim_hw hw;
+    struct rl_err e;
+    ck_assert_msg(sim_hw_parse(&hw, text, "nohost.json", &e) == 0, "%s", e.msg);
+    ck_assert(hw.host_fault_gbps_per_thread == SIM_HW_DEFAULT_FAULT_GBPS_PER_THREAD);
+    ck_assert(hw.host_cast_elems_per_thread == SIM_HW_DEFAULT_CAST_ELEMS_PER_THREAD);
+    ck_assert(hw.host_fault_gbps_per_socket == 0 && hw.host_memcpy_gbps_per_thread == 0);
+    free(text);
+    json_decref(root);
+    ck_assert_int_eq(parse_edited(zero_fault, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "host.fault_gbps_per_thread"));
+}
+END_TEST
+
 START_TEST(hw_bad_profiles_name_the_path)
 {
     struct rl_err e;
@@ -143,6 +176,7 @@ Suite *sim_hw_suite(void)
     tcase_add_test(c, hw_every_catalog_profile_loads);
     tcase_add_test(c, hw_dgx1_v100_topology);
     tcase_add_test(c, hw_bad_profiles_name_the_path);
+    tcase_add_test(c, hw_host_keys_are_optional);
     suite_add_tcase(s, c);
     return s;
 }

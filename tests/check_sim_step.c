@@ -876,18 +876,23 @@ START_TEST(step_ds_host_cast_and_sequential_loop_closed_forms)
     ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
     long double dram = (long double)hw.socket[0].dram_gbps * 1e9L;
     long double P = (long double)f.p.cpu_numel;
-    /* The fp32 gradient of CPU sub-groups: a cast on the host, 2 B read + 4 B written per element. */
-    ck_assert_int_eq(r.phase[STEP_PH_GRAD_CAST].busy_ns, ceil_ns(P * 6.0L / dram * 1e9L));
+    /* The fp32 gradient of CPU sub-groups: PyTorch's cast on the host, 2 B read + 4 B written per
+     * element, on the intra-op threads (the node's 24 cores by default), which the socket's 12
+     * cores bound: min(24 x cast, 12 x cast, DRAM / 6). */
+    long double cast = (long double)hw.host_cast_elems_per_thread, crate = 12.0L * cast;
+    if (dram / 6.0L < crate)
+        crate = dram / 6.0L;
+    ck_assert_int_eq(r.phase[STEP_PH_GRAD_CAST].busy_ns, ceil_ns(P / crate * 1e9L));
     /* The sequential loop: per sub-group an unscale pass (8 B per element), CPU Adam at the cores'
-     * rate (12 x 0.25 G/s, below DRAM's 90e9 / 28), the cast back (6 B) and a pageable H2D of 2 B
-     * per element at the pageable rate; nothing of it overlaps anything else. */
+     * rate (12 x 0.25 G/s, below DRAM's 90e9 / 28), the cast back (6 B, the cast's rate) and a
+     * pageable H2D of 2 B per element at the pageable rate; nothing of it overlaps anything else. */
     long double adam = 12.0L * (long double)hw.cpu_adam_elems_per_core, page = (long double)hw.h2d_pageable_gbps * 1e9L;
     int64_t un = 0, ad = 0, ca = 0, h2d = 0;
     for (int s = 0; s < f.p.n_subgroups; s++) {
         long double c = (long double)f.p.subgroups[s].cpu_numel;
         un += ceil_ns(c * 8.0L / dram * 1e9L);
         ad += ceil_ns(c / adam * 1e9L);
-        ca += ceil_ns(c * 6.0L / dram * 1e9L);
+        ca += ceil_ns(c / crate * 1e9L);
         h2d += ceil_ns(c * 2.0L / page * 1e9L);
     }
     ck_assert_int_eq(r.phase[STEP_PH_UNSCALE].busy_ns, un);
@@ -908,6 +913,138 @@ START_TEST(step_ds_host_cast_and_sequential_loop_closed_forms)
     ck_assert_int_eq(q.phase[STEP_PH_CPU_ADAM].busy_ns, adt);
     ck_assert_int_eq(q.step_ns - r.step_ns, adt - ad);
     fx_free(&f);
+}
+END_TEST
+
+/* A tiny node for the host costs of PyTorch's copies: one GPU on one socket of 4 cores, round
+ * rates, no latencies, so every piece's time is bytes / rate. */
+static struct sim_hw tiny_hw(void)
+{
+    struct sim_hw hw = load_hw("dgx1-v100");
+    hw.gpus = 1;
+    hw.n_sockets = 1;
+    hw.socket[0] = (struct sim_hw_socket){.cores = 4, .dram_gbps = 100};
+    hw.n_switches = 1;
+    hw.sw[0] = (struct sim_hw_switch){.socket = 0, .uplink_gbps = 1000, .n_gpus = 1, .gpus = {0}};
+    hw.gpu_switch[0] = 0;
+    hw.h2d_pinned_gbps = hw.d2h_pinned_gbps = 20;
+    hw.h2d_pageable_gbps = hw.d2h_pageable_gbps = 10;
+    hw.hbm_gbps = 1000;
+    hw.hbm_efficiency = 1;
+    hw.lat_launch_us = hw.lat_copy_us = hw.lat_coll_intra_us = hw.lat_coll_inter_us = 0;
+    hw.cpu_adam_elems_per_core = 1e9;
+    hw.host_fault_gbps_per_thread = 1;
+    hw.host_fault_gbps_per_socket = 2;
+    hw.host_memcpy_gbps_per_thread = 5;
+    hw.host_cast_elems_per_thread = 1e9;
+    return hw;
+}
+
+/* Elements of the tensors whose 16-bit temporary is at least 32 MiB (glibc mmaps it fresh). */
+static int64_t fresh_numel(const struct plan *p)
+{
+    int64_t n = 0;
+    for (int i = 0; i < p->model->n_tensors; i++)
+        if (p->part_numel[i] * 2 >= (INT64_C(32) << 20))
+            n += p->part_numel[i];
+    return n;
+}
+
+/* 0.12.4, gpt-350m on the tiny node, everything on the CPU (fp16, one bucket): each piece of the
+ * blocking copy_ of the fp32 gradient and of the parameter copy-back, by hand. */
+START_TEST(step_ds_host_costs_of_copies_closed_forms)
+{
+    struct sim_hw hw = tiny_hw();
+    struct fixture f;
+    one_gpu(&f, 1.0, 12, 4);
+    long double P = (long double)f.p.cpu_numel, fresh = (long double)fresh_numel(&f.p);
+    /* the 32 MiB rule excludes something (biases, norms, 8 MB MLP weights) and keeps something */
+    ck_assert(fresh > 0 && fresh < P);
+    struct sim_train t;
+    sim_train_defaults(&t);
+    t.intraop_threads = 2;
+    struct sim_step_result r;
+    struct rl_err e;
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
+    /* page faults, one task each and serial on the host thread:
+     *   the gradient's 16-bit temporaries: fresh x 2 B on the calling thread, 1 GB/s;
+     *   fp16's isinf / isnan results: 2 x P x 1 B on 2 intra-op threads, 2 GB/s (2 x 1, = the socket);
+     *   per CPU sub-group the 16-bit temporary of the parameter copy: c x 2 B at 2 GB/s. */
+    int64_t want = ceil_ns(fresh * 2.0L / 1e9L * 1e9L) + ceil_ns(2.0L * P / 2e9L * 1e9L);
+    int64_t cast = 0, h2d = 0;
+    for (int s = 0; s < f.p.n_subgroups; s++) {
+        long double c = (long double)f.p.subgroups[s].cpu_numel;
+        if (c * 2.0L >= 32.0L * 1024 * 1024)
+            want += ceil_ns(c * 2.0L / 2e9L * 1e9L);
+        cast += ceil_ns(c / 2e9L * 1e9L);          /* 2 threads x 1e9 elements/s */
+        h2d += ceil_ns(c * 2.0L / 5e9L * 1e9L);     /* pageable 10 GB/s, capped by the 5 GB/s memcpy */
+    }
+    ck_assert_int_eq(r.phase[STEP_PH_PAGE_FAULT].busy_ns, want);
+    ck_assert_int_eq(r.phase[STEP_PH_PAGE_FAULT].exposed_ns, want);
+    /* the cast into the fp32 gradient on 2 threads; the cast back per sub-group */
+    ck_assert_int_eq(r.phase[STEP_PH_GRAD_CAST].busy_ns, ceil_ns(P / 2e9L * 1e9L));
+    ck_assert_int_eq(r.phase[STEP_PH_PARAM_CAST].busy_ns, cast);
+    ck_assert_int_eq(r.phase[STEP_PH_PARAM_H2D].busy_ns, h2d);
+    /* D2H: the flat buffer's pinned copy (20 GB/s), then the pageable copy into the temporary */
+    ck_assert_int_eq(r.phase[STEP_PH_GRAD_D2H].busy_ns,
+                     ceil_ns(P * 2.0L / 20e9L * 1e9L) + ceil_ns(P * 2.0L / 5e9L * 1e9L));
+    /* DeepSpeed's timers: the three windows cut the step */
+    ck_assert_int_eq(r.window_forward_ns + r.window_backward_ns + r.window_step_ns, r.step_ns);
+    ck_assert_int_gt(r.window_forward_ns, 0);
+    /* the intra-op default is the node's 4 cores: casts at 4e9, faults of the many threads at the
+     * socket's 2 GB/s */
+    t.intraop_threads = 0;
+    struct sim_step_result q;
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &q, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(q.phase[STEP_PH_GRAD_CAST].busy_ns, ceil_ns(P / 4e9L * 1e9L));
+    ck_assert_int_eq(q.phase[STEP_PH_PAGE_FAULT].busy_ns, want);
+    /* one intra-op thread: the parallel faults at 1 GB/s */
+    t.intraop_threads = 1;
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &q, &e) == 0, "%s", e.msg);
+    int64_t want1 = ceil_ns(fresh * 2.0L / 1e9L * 1e9L) + ceil_ns(2.0L * P / 1e9L * 1e9L);
+    for (int s = 0; s < f.p.n_subgroups; s++) {
+        long double c = (long double)f.p.subgroups[s].cpu_numel;
+        if (c * 2.0L >= 32.0L * 1024 * 1024)
+            want1 += ceil_ns(c * 2.0L / 1e9L * 1e9L);
+    }
+    ck_assert_int_eq(q.phase[STEP_PH_PAGE_FAULT].busy_ns, want1);
+    fx_free(&f);
+}
+END_TEST
+
+/* 0.15.4 stages the fp32 gradient through pinned memory (upcast on the GPU, a blocking D2H of
+ * 4 B, a host copy of 8 B per element); 0.16.3 copies the upcast straight into the pinned fp32
+ * buffer. Neither allocates a host temporary in the backward: only the step's parameter copy and
+ * fp16's scan fault. */
+START_TEST(step_ds_pinned_gradient_copies_closed_forms)
+{
+    struct sim_hw hw = tiny_hw();
+    struct sim_train t;
+    sim_train_defaults(&t);
+    t.intraop_threads = 2;
+    struct rl_err e;
+    const int minor[] = {15, 16}, patch[] = {4, 3};
+    for (int i = 0; i < 2; i++) {
+        struct fixture f;
+        one_gpu(&f, 1.0, minor[i], patch[i]);
+        long double P = (long double)f.p.cpu_numel;
+        struct sim_step_result r;
+        ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
+        int64_t faults = ceil_ns(2.0L * P / 2e9L * 1e9L);
+        for (int s = 0; s < f.p.n_subgroups; s++) {
+            long double c = (long double)f.p.subgroups[s].cpu_numel;
+            if (c * 2.0L >= 32.0L * 1024 * 1024)
+                faults += ceil_ns(c * 2.0L / 2e9L * 1e9L);
+        }
+        ck_assert_int_eq(r.phase[STEP_PH_PAGE_FAULT].busy_ns, faults);
+        ck_assert_int_eq(r.phase[STEP_PH_GRAD_D2H].busy_ns,
+                         ceil_ns(P * 2.0L / 20e9L * 1e9L) + ceil_ns(P * 4.0L / 20e9L * 1e9L));
+        /* the upcast on the GPU (2 + 4 B of HBM at 1000 GB/s); 0.15.4 also the host copy (8 B at
+         * 100 GB/s) */
+        int64_t gc = ceil_ns(P * 6.0L / 1000e9L * 1e9L) + (i == 0 ? ceil_ns(P * 8.0L / 100e9L * 1e9L) : 0);
+        ck_assert_int_eq(r.phase[STEP_PH_GRAD_CAST].busy_ns, gc);
+        fx_free(&f);
+    }
 }
 END_TEST
 
@@ -1176,6 +1313,8 @@ Suite *sim_step_suite(void)
     tcase_add_test(c, step_vocabulary_breakdown_and_chunks);
     tcase_add_test(c, step_single_gpu_equals_closed_form);
     tcase_add_test(c, step_ds_host_cast_and_sequential_loop_closed_forms);
+    tcase_add_test(c, step_ds_host_costs_of_copies_closed_forms);
+    tcase_add_test(c, step_ds_pinned_gradient_copies_closed_forms);
     tcase_add_test(c, step_ds_blocking_copy_stalls_backward);
     tcase_add_test(c, step_ds_blocking_copy_stall_in_the_trace);
     tcase_add_test(c, step_ds_018_overlaps_gpu_and_cpu_subgroups);

@@ -220,6 +220,104 @@ START_TEST(iteration_time_against_predict)
 }
 END_TEST
 
+/* The timers of a run with wall-clock breakdown, as DeepSpeed (timer.py) and Megatron (timers.py,
+ * minmax and max options) print them; micro-step lines, the other Megatron timers and a timer
+ * whose name only starts the same are not taken. */
+START_TEST(timer_lines_are_parsed)
+{
+    char text[] =
+        "[2024-05-01 10:01:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] time (ms) | fwd_microstep: 1.00 | "
+        "bwd_microstep: 2.00 | step_microstep: 3.00\n"
+        "[default0]:[2024-05-01 10:01:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] time (ms) | fwd: 190.50 | "
+        "bwd: 4300.25 | bwd_inner: 1000.00 | bwd_allreduce: 3300.00 | step: 2400.00\n"
+        " iteration        1/      10 | elapsed time per iteration (ms): 9000.0 |\n"
+        "(min, max) time across ranks (ms):\n"
+        "    forward-backward ...............................: (4480.00, 4500.00)\n"
+        "    forward-backward-send-forward-backward-recv ....: (1.00, 2.00)\n"
+        "    optimizer-inner-step ...........................: (7.00, 8.00)\n"
+        "    optimizer ......................................: (2390.00, 2400.00)\n"
+        "max time across ranks (ms):\n"
+        "    forward-backward ...............................: 4600.00\n"
+        "    optimizer ......................................: nan\n";
+    struct trace_ds_timers t;
+    struct rl_err e;
+    ck_assert_int_eq(trace_ds_parse_timers(text, strlen(text), "t.log", &t, &e), 0);
+    ck_assert_int_eq(t.n[TRACE_DST_FWD], 1);
+    ck_assert(t.ms[TRACE_DST_FWD][0] == 190.5);
+    ck_assert_int_eq(t.n[TRACE_DST_BWD], 1);
+    ck_assert(t.ms[TRACE_DST_BWD][0] == 4300.25);
+    ck_assert_int_eq(t.n[TRACE_DST_STEP], 1);
+    ck_assert(t.ms[TRACE_DST_STEP][0] == 2400.0);
+    ck_assert_int_eq(t.n[TRACE_DST_MEG_FWD_BWD], 2);
+    ck_assert(t.ms[TRACE_DST_MEG_FWD_BWD][0] == 4500.0 && t.ms[TRACE_DST_MEG_FWD_BWD][1] == 4600.0);
+    ck_assert_int_eq(t.n[TRACE_DST_MEG_OPT], 1);
+    ck_assert(t.ms[TRACE_DST_MEG_OPT][0] == 2400.0);
+    ck_assert_str_eq(trace_ds_timer_name(TRACE_DST_MEG_OPT), "optimizer");
+    ck_assert_str_eq(trace_ds_timer_name(TRACE_DST_COUNT), "?");
+    /* against windows of 200 / 4000 / 2500 ms and an iteration of 7100 ms, by hand */
+    struct sim_step_result r;
+    memset(&r, 0, sizeof r);
+    r.window_forward_ns = 200000000;
+    r.window_backward_ns = 4000000000LL;
+    r.window_step_ns = 2500000000LL;
+    struct val_ds_timers vt;
+    val_ds_timers_compare(&t, &r, 7100, &vt);
+    ck_assert_int_eq(vt.n_rows, 5);
+    ck_assert_int_eq(vt.row[0].timer, TRACE_DST_FWD);
+    ck_assert(fabs(vt.row[0].predicted_ms - 200) < 1e-9);
+    ck_assert(fabs(vt.row[0].error_pct - (190.5 - 200) / 200 * 100) < 1e-9);
+    ck_assert(fabs(vt.row[3].predicted_ms - 4200) < 1e-9);   /* forward + backward */
+    ck_assert(vt.row[3].measured_ms == 4600.0);                /* the median without the first */
+    ck_assert(fabs(vt.row[4].predicted_ms - 2500) < 1e-9);
+    ck_assert(vt.have_outside);
+    ck_assert(fabs(vt.outside_ms - (7100 - 4600 - 2400)) < 1e-9);
+    ck_assert_str_eq(vt.outside_of, "forward-backward + optimizer");
+    val_ds_timers_compare(&t, &r, -1, &vt);
+    ck_assert(!vt.have_outside);
+    trace_ds_timers_free(&t);
+}
+END_TEST
+
+/* validate --deepspeed-log shows the timers next to predict's windows, read from predict --json. */
+START_TEST(validate_shows_timers_next_to_windows)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "predict --ratio 0.3 --json");
+    ck_assert_int_eq(r.status, 0);
+    json_t *j = json_loads(r.out, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    json_t *w = json_object_get(json_object_get(j, "prediction"), "windows");
+    double f = (double)json_integer_value(json_object_get(w, "forward_ns")) * 1e-6;
+    double b = (double)json_integer_value(json_object_get(w, "backward_ns")) * 1e-6;
+    double s = (double)json_integer_value(json_object_get(w, "step_ns")) * 1e-6;
+    ck_assert(f > 0 && b > 0 && s > 0);
+    json_decref(j);
+    tu_run_free(&r);
+    char it[1024];
+    snprintf(it, sizeof it,
+             " iteration        1/      10 | elapsed time per iteration (ms): %.1f |\n"
+             "[Rank 0] time (ms) | fwd: %.2f | bwd: %.2f | step: %.2f\n",
+             f + b + s + 50, f, b * 1.2, s);
+    gpt27_log("tm.log", 2, "6.58", it);
+    tu_ratiolab(&r, "validate --deepspeed-log tm.log --ratio 0.3 --json");
+    ck_assert_msg(r.status == 0 || r.status == 1, "status %d: %s%s", r.status, r.out, r.err);
+    j = json_loads(r.out, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    json_t *tm = json_object_get(j, "timers");
+    ck_assert_int_eq(json_array_size(tm), 3);
+    json_t *bwd = json_array_get(tm, 1);
+    ck_assert_str_eq(json_string_value(json_object_get(bwd, "timer")), "bwd");
+    ck_assert(fabs(json_real_value(json_object_get(bwd, "error_pct")) - 20.0) < 0.01);
+    ck_assert(fabs(json_real_value(json_object_get(j, "outside_timers_ms")) - (50.0 + b - b * 1.2)) < 0.05);
+    json_decref(j);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "validate --deepspeed-log tm.log --ratio 0.3");
+    ck_assert_ptr_nonnull(strstr(r.out, "backward window"));
+    ck_assert_ptr_nonnull(strstr(r.out, "+20.0%"));
+    tu_run_free(&r);
+}
+END_TEST
+
 static const char *mon_header =
     "t_ns,pid,ppid,comm,rank,rss_bytes,anon_bytes,file_bytes,shmem_bytes,hwm_bytes,locked_bytes,"
     "pinned_bytes,swap_bytes,gpu_bytes,cpu_percent,threads,system_used_bytes\n";
@@ -1156,6 +1254,8 @@ Suite *validation_suite(void)
     tcase_add_test(tc, wrong_subgroup_count_or_memory_fails);
     tcase_add_test(tc, memory_below_the_ledger_fails_too);
     tcase_add_test(tc, iteration_time_against_predict);
+    tcase_add_test(tc, timer_lines_are_parsed);
+    tcase_add_test(tc, validate_shows_timers_next_to_windows);
     tcase_add_test(tc, monitor_csv_gives_per_process_host_growth);
     tcase_add_test(tc, validate_bad_input_exits_2);
     tcase_add_test(tc, trace_times_attribute_exposure_by_priority);

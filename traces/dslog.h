@@ -56,4 +56,37 @@ int trace_ds_write(struct trace *t, const struct trace_ds_log *log, int pid, int
  * in traces/dslog_iter.c. */
 int trace_ds_read_iterations(const char *path, double **ms, int64_t **iters, int *n, struct rl_err *e);
 
+/* The per-iteration timers of a run with wall-clock breakdown (defined in traces/dslog_timers.c):
+ *   DeepSpeed's engine, `wall_clock_breakdown: true`, at every accumulation boundary
+ *   (deepspeed/runtime/engine.py, SynchronizedWallClockTimer.log in deepspeed/utils/timer.py):
+ *     "[Rank 0] time (ms) | fwd: 123.45 | bwd: 234.56 | bwd_inner: ... | bwd_allreduce: ... | step: 345.67"
+ *   (fwd, bwd and step summed over the step's micro-steps; the *_microstep lines are skipped);
+ *   Megatron-DeepSpeed's Timers.log every log interval (megatron/timers.py, --timing-log-option
+ *   minmax or max, the default minmax), per iteration (normalised by the interval):
+ *     "(min, max) time across ranks (ms):"
+ *     "    forward-backward ...............................: (1234.56, 1240.01)"
+ *     "    optimizer ......................................: (456.78, 460.00)"
+ *   (the max is taken: the iteration waits for the slowest rank). */
+enum trace_ds_timer {
+    TRACE_DST_FWD,           /* DeepSpeed "fwd" */
+    TRACE_DST_BWD,           /* DeepSpeed "bwd" */
+    TRACE_DST_STEP,          /* DeepSpeed "step" */
+    TRACE_DST_MEG_FWD_BWD,   /* Megatron "forward-backward" */
+    TRACE_DST_MEG_OPT,       /* Megatron "optimizer" */
+    TRACE_DST_COUNT
+};
+struct trace_ds_timers {
+    double *ms[TRACE_DST_COUNT];   /* per timer, the logged values in log order (malloc'd) */
+    int n[TRACE_DST_COUNT];        /* values per timer */
+    int cap[TRACE_DST_COUNT];      /* allocated entries */
+};
+/* The timer's name as logged ("fwd", "forward-backward", ...); "?" outside the enum. */
+const char *trace_ds_timer_name(int k);
+/* Reads every timer line of a log (plain or gzip); a log without any gives all counts 0.
+ * Lines without a finite, non-negative value are skipped. O(log size). */
+int trace_ds_read_timers(const char *path, struct trace_ds_timers *t, struct rl_err *e);
+/* The same on text in memory (modified: lines are cut at their newlines); path names it. */
+int trace_ds_parse_timers(char *text, size_t len, const char *path, struct trace_ds_timers *t, struct rl_err *e);
+void trace_ds_timers_free(struct trace_ds_timers *t);
+
 #endif

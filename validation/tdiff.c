@@ -60,11 +60,14 @@ int val_trace_times(const struct trace_doc *d, struct val_trace_times *t, struct
         return rl_errf(e, RL_ENOMEM, "trace: out of memory");
     }
     int n = 0;
+    /* One step: the first timed step of a trace that marks its steps (the executor's), else all. */
+    int64_t w0 = INT64_MIN, w1 = INT64_MAX;
+    trace_step_window(d, &w0, &w1);
     for (int i = 0; i < d->n_events; i++) {
         const struct trace_event *ev = &d->events[i];
         int ph = ev->ph == 'X' ? phase_of(ev->cat) : -1;
         int rank = ph >= 0 ? rank_of(ev) : -1;
-        if (ph < 0 || rank < 0 || ev->dur_ns <= 0)
+        if (ph < 0 || rank < 0 || ev->dur_ns <= 0 || ev->ts_ns < w0 || ev->ts_ns >= w1)
             continue;
         sp[n++] = (struct rspan){rank, {ev->ts_ns, ev->ts_ns + ev->dur_ns, ph}};
     }

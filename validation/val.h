@@ -98,6 +98,34 @@ int val_ds_compare(const struct plan *p, const struct trace_ds_log *logs, int n_
                    struct val_ds_result *r, struct rl_err *e);
 void val_ds_result_free(struct val_ds_result *r);
 
+/* ---- a run's per-iteration timers against the simulator's windows (ds_timers.c) ---------------
+ * Each timer the log holds (traces/dslog.h, trace_ds_read_timers): the median of its values (the
+ * first skipped when there are two or more: start-up), next to the windows of sim_step_result it
+ * covers: DeepSpeed's fwd / bwd / step the forward / backward / step windows, Megatron's
+ * forward-backward the forward + backward windows, its optimizer the step window. Shown, not
+ * gated. What the iteration pays outside the timers (Megatron's loss reduction and logging, data
+ * loading outside forward, the timers' own barriers) is measured as the iteration's median minus
+ * the timers that cover it; the simulator does not predict it (sim/README.md). */
+struct val_ds_timer_row {
+    int timer;                     /* enum trace_ds_timer */
+    int n;                         /* values logged */
+    double measured_ms;            /* median, the first skipped when n >= 2 */
+    double predicted_ms;           /* the simulator's windows it covers */
+    double error_pct;              /* (measured - predicted) / predicted x 100; 0 when predicted is 0 */
+    const char *predicted_as;      /* which windows ("forward", "forward + backward", ...) */
+};
+struct val_ds_timers {
+    struct val_ds_timer_row row[TRACE_DST_COUNT];   /* the timers logged, in enum order */
+    int n_rows;                    /* entries */
+    bool have_outside;             /* an iteration time and timers covering it were logged */
+    double outside_ms;             /* the iteration's median minus those timers' medians */
+    const char *outside_of;        /* which timers ("forward-backward + optimizer", "fwd + bwd + step") */
+};
+/* iteration_ms < 0: no iteration time logged. */
+struct sim_step_result;
+void val_ds_timers_compare(const struct trace_ds_timers *t, const struct sim_step_result *r, double iteration_ms,
+                           struct val_ds_timers *out);
+
 /* ---- per-phase times of a trace, and two traces side by side ----------------------------------
  * The shared layout (sim/step_trace.c; the executor writes the same): a span ("X") belongs to
  * the phase named by its category ("cat" = sim_phase_name(), spans of other categories are
@@ -105,7 +133,10 @@ void val_ds_result_free(struct val_ds_result *r);
  * GPU), else the thread id for pids 100..199 (host sockets, one CPU Adam track per rank). Per rank
  * and phase, busy = the union of the phase's spans; exposed = the time it was the highest-priority
  * phase running (step_breakdown of plan/step.h, as the simulator and the executor attribute it); idle = the rank's extent
- * (first start to last end) minus the union of all its spans. O(n log n) in spans. */
+ * (first start to last end) minus the union of all its spans. A trace that marks its steps
+ * (traces/layout.h TRACE_CAT_STEP: the executor's) is read for its first step that is not a
+ * warm-up only, so a measured run of several steps compares with one predicted step.
+ * O(n log n) in spans. */
 #define VAL_PHASES STEP_PH_COUNT      /* the phases of plan/step.h */
 struct val_rank_times {
     int rank;                        /* rank */

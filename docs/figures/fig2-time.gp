@@ -1,8 +1,9 @@
-# ratiolab plot time (ratiolab 0.1.0): draws fig2-time.png from fig2-time.dat.
-# Run from this folder: gnuplot fig2-time.gp   (gnuplot -e "outfile='other.png'" ... to rename)
-# Paper size: 7.0 in x 2.84 in, 9 pt text.
-if (!exists("outfile")) outfile = 'fig2-time.png'
-set terminal pngcairo size 1400,568 font ',9' fontscale 1.39 linewidth 1.39 pointscale 1.8 background '#ffffff'
+# ratiolab plot time (ratiolab 0.1.0): draws the figure named by outfile from the data in datafile (both set below).
+# Run from this folder: gnuplot THIS.gp   (gnuplot -e "outfile='other.png'" THIS.gp to rename)
+# Paper size: 7.0 in x 2.70 in, 9 pt text.
+if (!exists("outfile")) outfile = "fig2-time.png"
+datafile = "fig2-time.dat"
+set terminal pngcairo size 1400,540 font ',9' fontscale 1.39 linewidth 1.39 pointscale 1.8 background '#ffffff'
 set output outfile
 set termoption noenhanced
 set datafile separator '\t'
@@ -31,63 +32,57 @@ set yrange [0:2.5]
 set ytics 0, 0.5, 2 format '%.1f'
 unset key
 set lmargin at screen 0.0714
-set rmargin at screen 0.4786
-set tmargin at screen 0.9225
-set bmargin at screen 0.3521
+set rmargin at screen 0.4114
+set tmargin at screen 0.9185
+set bmargin at screen 0.3185
 unset object
 unset arrow
 unset label
 unset ylabel
-set label 90 'step time (s)' at screen 0.0114, screen 0.6373 center rotate by 90
-set title 'schedule deepspeed'
-set arrow 1 from 0.0000, graph 0.86 to 0.0000, first 0.553737 head size screen 0.012,25 filled lw 1.2 lc rgb '#000000' front
-set label 2 'fastest that fits: 0.00 (0.52 s)' at -0.0300, graph 0.93 left front
-plot 'fig2-time.dat' index 0 using 1:((0+$5)/2):($1-0.0200):($1+0.0200):(0):5 with boxxyerror fc rgb '#0072B2' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 0 using 1:(($5+$6)/2):($1-0.0200):($1+0.0200):($5):6 with boxxyerror fc rgb '#56B4E9' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 0 using 1:(($6+$7)/2):($1-0.0200):($1+0.0200):($6):7 with boxxyerror fc rgb '#009E73' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 0 using 1:(($7+$8)/2):($1-0.0200):($1+0.0200):($7):8 with boxxyerror fc rgb '#E69F00' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 0 using 1:(($8+$9)/2):($1-0.0200):($1+0.0200):($8):9 with boxxyerror fc rgb '#CC79A7' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 0 using 1:(($9+$10)/2):($1-0.0200):($1+0.0200):($9):10 with boxxyerror fc rgb '#999933' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 0 using 1:(($10+$11)/2):($1-0.0200):($1+0.0200):($10):11 with boxxyerror fc rgb '#D55E00' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 0 using 1:(($11+$12)/2):($1-0.0200):($1+0.0200):($11):12 with boxxyerror fc rgb '#F0B38A' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 0 using 1:(($12+$13)/2):($1-0.0200):($1+0.0200):($12):13 with boxxyerror fc rgb '#000000' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 0 using 1:(($13+$14)/2):($1-0.0200):($1+0.0200):($13):14 with boxxyerror fc rgb '#777777' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 0 using 1:(($14+$15)/2):($1-0.0200):($1+0.0200):($14):15 with boxxyerror fc rgb '#88CCEE' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 0 using 1:(($15+$16)/2):($1-0.0200):($1+0.0200):($15):16 with boxxyerror fc rgb '#DDCC77' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 0 using 1:(($16+$17)/2):($1-0.0200):($1+0.0200):($16):17 with boxxyerror fc rgb '#332288' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 0 using 1:(($17+$18)/2):($1-0.0200):($1+0.0200):($17):18 with boxxyerror fc rgb '#44AA99' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 0 using 1:(($18+$19)/2):($1-0.0200):($1+0.0200):($18):19 with boxxyerror fc rgb '#888888' fs pattern 5 noborder
+set label 90 "step time (s)" at screen 0.0114, screen 0.6185 center rotate by 90
+set title "policy deepspeed-0.12, DeepSpeed\047s sequential step"
+set arrow 3 from graph 0, first 0.656682 to graph 1, first 0.656682 nohead lc rgb '#000000' dt 2 lw 1 front
+set y2range [0:2.5]
+set y2tics out nomirror ("0.5" 1.313363, "0.75" 0.875575, "1" 0.656682, "1.5" 0.437788, "3" 0.218894)
+set y2label "speedup over ratio 0 (no offload)" offset -1,0
+set object 1 rect from -0.0400, graph 0 to 0.4750, graph 1 fc rgb '#ececec' fs solid 1.0 noborder behind
+set arrow 1 from 0.5000, graph 0.86 to 0.5000, first 1.960700 head size screen 0.012,25 filled lw 1.2 lc rgb '#000000' front
+set label 2 'fastest that fits: 0.50 (1.92 s)' at graph 0.5000, graph 0.93 center front
+plot datafile index 0 using 1:((0+$5)/2):($1-0.0200):($1+0.0200):(0):5 with boxxyerror fc rgb '#0072B2' fs solid 1.0 noborder, \
+     datafile index 0 using 1:(($5+$6)/2):($1-0.0200):($1+0.0200):($5):6 with boxxyerror fc rgb '#CC79A7' fs solid 1.0 noborder, \
+     datafile index 0 using 1:(($6+$7)/2):($1-0.0200):($1+0.0200):($6):7 with boxxyerror fc rgb '#D55E00' fs solid 1.0 noborder, \
+     datafile index 0 using 1:(($7+$8)/2):($1-0.0200):($1+0.0200):($7):8 with boxxyerror fc rgb '#009E73' fs solid 1.0 noborder, \
+     datafile index 0 using 1:(($8+$9)/2):($1-0.0200):($1+0.0200):($8):9 with boxxyerror fc rgb '#E69F00' fs solid 1.0 noborder, \
+     datafile index 0 using 1:(($9+$10)/2):($1-0.0200):($1+0.0200):($9):10 with boxxyerror fc rgb '#56B4E9' fs solid 1.0 noborder, \
+     datafile index 0 using 1:(($10+$11)/2):($1-0.0200):($1+0.0200):($10):11 with boxxyerror fc rgb '#777777' fs pattern 5 noborder
 set lmargin at screen 0.5714
-set rmargin at screen 0.9786
-set tmargin at screen 0.9225
-set bmargin at screen 0.3521
+set rmargin at screen 0.9114
+set tmargin at screen 0.9185
+set bmargin at screen 0.3185
 unset object
 unset arrow
 unset label
 unset ylabel
-set label 90 'step time (s)' at screen 0.5114, screen 0.6373 center rotate by 90
-set title 'schedule overlap'
-set arrow 1 from 0.0000, graph 0.86 to 0.0000, first 0.192766 head size screen 0.012,25 filled lw 1.2 lc rgb '#000000' front
-set label 2 'fastest that fits: 0.00 (0.16 s)' at -0.0300, graph 0.93 left front
-plot 'fig2-time.dat' index 1 using 1:((0+$5)/2):($1-0.0200):($1+0.0200):(0):5 with boxxyerror fc rgb '#0072B2' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 1 using 1:(($5+$6)/2):($1-0.0200):($1+0.0200):($5):6 with boxxyerror fc rgb '#56B4E9' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 1 using 1:(($6+$7)/2):($1-0.0200):($1+0.0200):($6):7 with boxxyerror fc rgb '#009E73' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 1 using 1:(($7+$8)/2):($1-0.0200):($1+0.0200):($7):8 with boxxyerror fc rgb '#E69F00' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 1 using 1:(($8+$9)/2):($1-0.0200):($1+0.0200):($8):9 with boxxyerror fc rgb '#CC79A7' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 1 using 1:(($9+$10)/2):($1-0.0200):($1+0.0200):($9):10 with boxxyerror fc rgb '#999933' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 1 using 1:(($10+$11)/2):($1-0.0200):($1+0.0200):($10):11 with boxxyerror fc rgb '#D55E00' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 1 using 1:(($11+$12)/2):($1-0.0200):($1+0.0200):($11):12 with boxxyerror fc rgb '#F0B38A' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 1 using 1:(($12+$13)/2):($1-0.0200):($1+0.0200):($12):13 with boxxyerror fc rgb '#000000' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 1 using 1:(($13+$14)/2):($1-0.0200):($1+0.0200):($13):14 with boxxyerror fc rgb '#777777' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 1 using 1:(($14+$15)/2):($1-0.0200):($1+0.0200):($14):15 with boxxyerror fc rgb '#88CCEE' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 1 using 1:(($15+$16)/2):($1-0.0200):($1+0.0200):($15):16 with boxxyerror fc rgb '#DDCC77' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 1 using 1:(($16+$17)/2):($1-0.0200):($1+0.0200):($16):17 with boxxyerror fc rgb '#332288' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 1 using 1:(($17+$18)/2):($1-0.0200):($1+0.0200):($17):18 with boxxyerror fc rgb '#44AA99' fs solid 1.0 noborder, \
-     'fig2-time.dat' index 1 using 1:(($18+$19)/2):($1-0.0200):($1+0.0200):($18):19 with boxxyerror fc rgb '#888888' fs pattern 5 noborder
+set label 90 "step time (s)" at screen 0.5114, screen 0.6185 center rotate by 90
+set title "policy exact, overlapped step (ratiolab)"
+set arrow 3 from graph 0, first 0.295710 to graph 1, first 0.295710 nohead lc rgb '#000000' dt 2 lw 1 front
+set y2range [0:2.5]
+set y2tics out nomirror ("0.2" 1.478550, "0.25" 1.182840, "0.5" 0.591420, "0.75" 0.394280, "1.5" 0.197140)
+set y2label "speedup over ratio 0 (no offload)" offset -1,0
+set object 1 rect from -0.0400, graph 0 to 0.3250, graph 1 fc rgb '#ececec' fs solid 1.0 noborder behind
+set arrow 1 from 0.3500, graph 0.86 to 0.3500, first 0.507987 head size screen 0.012,25 filled lw 1.2 lc rgb '#000000' front
+set label 2 'fastest that fits: 0.35 (0.47 s)' at graph 0.3611, graph 0.93 center front
+plot datafile index 1 using 1:((0+$5)/2):($1-0.0200):($1+0.0200):(0):5 with boxxyerror fc rgb '#0072B2' fs solid 1.0 noborder, \
+     datafile index 1 using 1:(($5+$6)/2):($1-0.0200):($1+0.0200):($5):6 with boxxyerror fc rgb '#CC79A7' fs solid 1.0 noborder, \
+     datafile index 1 using 1:(($6+$7)/2):($1-0.0200):($1+0.0200):($6):7 with boxxyerror fc rgb '#D55E00' fs solid 1.0 noborder, \
+     datafile index 1 using 1:(($7+$8)/2):($1-0.0200):($1+0.0200):($7):8 with boxxyerror fc rgb '#009E73' fs solid 1.0 noborder, \
+     datafile index 1 using 1:(($8+$9)/2):($1-0.0200):($1+0.0200):($8):9 with boxxyerror fc rgb '#E69F00' fs solid 1.0 noborder, \
+     datafile index 1 using 1:(($9+$10)/2):($1-0.0200):($1+0.0200):($9):10 with boxxyerror fc rgb '#56B4E9' fs solid 1.0 noborder, \
+     datafile index 1 using 1:(($10+$11)/2):($1-0.0200):($1+0.0200):($10):11 with boxxyerror fc rgb '#777777' fs pattern 5 noborder
 # the key, in its own strip under the panels
 set lmargin at screen 0.01
 set rmargin at screen 0.99
-set tmargin at screen 0.2254
+set tmargin at screen 0.1852
 set bmargin at screen 0.005
 unset title
 unset border
@@ -99,38 +94,26 @@ unset label
 unset arrow
 unset object
 unset logscale
+unset y2tics
+unset y2label
 set xrange [0:1]
 set yrange [0:1]
-set key at screen 0.0446, screen 0.2113 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#0072B2' fs solid 1.0 title 'forward'
-set key at screen 0.2268, screen 0.2113 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#56B4E9' fs solid 1.0 title 'backward'
-set key at screen 0.4089, screen 0.2113 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#009E73' fs solid 1.0 title 'gpu_adam'
-set key at screen 0.5911, screen 0.2113 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#E69F00' fs solid 1.0 title 'cpu_adam'
-set key at screen 0.7732, screen 0.2113 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#CC79A7' fs solid 1.0 title 'tp_allreduce'
-set key at screen 0.0446, screen 0.1620 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#999933' fs solid 1.0 title 'reduce_scatter'
-set key at screen 0.2268, screen 0.1620 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#D55E00' fs solid 1.0 title 'grad_d2h'
-set key at screen 0.4089, screen 0.1620 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#F0B38A' fs solid 1.0 title 'grad_h2d'
-set key at screen 0.5911, screen 0.1620 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#000000' fs solid 1.0 title 'param_h2d'
-set key at screen 0.7732, screen 0.1620 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#777777' fs solid 1.0 title 'grad_norm'
-set key at screen 0.0446, screen 0.1127 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#88CCEE' fs solid 1.0 title 'grad_cast'
-set key at screen 0.2268, screen 0.1127 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#DDCC77' fs solid 1.0 title 'unscale'
-set key at screen 0.4089, screen 0.1127 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#332288' fs solid 1.0 title 'param_cast'
-set key at screen 0.5911, screen 0.1127 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#44AA99' fs solid 1.0 title 'overflow_check'
-set key at screen 0.7732, screen 0.1127 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#888888' fs pattern 5 border lc rgb '#888888' title 'idle'
-set key at screen 0.0446, screen 0.0634 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#ececec' fs solid 1.0 border lc rgb '#aaaaaa' title 'over 16 GiB'
+set key at screen 0.0571, screen 0.1704 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#0072B2' fs solid 1.0 title "compute"
+set key at screen 0.2786, screen 0.1704 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#CC79A7' fs solid 1.0 title "collectives"
+set key at screen 0.5000, screen 0.1704 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#D55E00' fs solid 1.0 title "PCIe copies"
+set key at screen 0.7214, screen 0.1704 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#009E73' fs solid 1.0 title "GPU optimizer"
+set key at screen 0.0571, screen 0.1185 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#E69F00' fs solid 1.0 title "CPU optimizer"
+set key at screen 0.2786, screen 0.1185 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#56B4E9' fs solid 1.0 title "casts and checks"
+set key at screen 0.5000, screen 0.1185 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#777777' fs pattern 5 border lc rgb '#777777' title "idle"
+set key at screen 0.0571, screen 0.0667 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with lines lc rgb '#000000' dt 2 lw 1 title 'ratio 0 (no offload)'
+set key at screen 0.7214, screen 0.1185 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#ececec' fs solid 1.0 border lc rgb '#aaaaaa' title "over 16 GiB"
 unset multiplot

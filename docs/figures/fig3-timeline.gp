@@ -1,8 +1,9 @@
-# ratiolab plot timeline (ratiolab 0.1.0): draws fig3-timeline.png from fig3-timeline.dat.
-# Run from this folder: gnuplot fig3-timeline.gp   (gnuplot -e "outfile='other.png'" ... to rename)
-# Paper size: 7.0 in x 2.10 in, 9 pt text.
-if (!exists("outfile")) outfile = 'fig3-timeline.png'
-set terminal pngcairo size 1400,420 font ',9' fontscale 1.39 linewidth 1.39 pointscale 1.8 background '#ffffff'
+# ratiolab plot timeline (ratiolab 0.1.0): draws the figure named by outfile from the data in datafile (both set below).
+# Run from this folder: gnuplot THIS.gp   (gnuplot -e "outfile='other.png'" THIS.gp to rename)
+# Paper size: 7.0 in x 1.84 in, 9 pt text.
+if (!exists("outfile")) outfile = "fig3-timeline.png"
+datafile = "fig3-timeline.dat"
+set terminal pngcairo size 1400,368 font ',9' fontscale 1.39 linewidth 1.39 pointscale 1.8 background '#ffffff'
 set output outfile
 set termoption noenhanced
 set datafile separator '\t'
@@ -24,7 +25,7 @@ set linetype 7 lc rgb '#000000' lw 1.4 dt 1 pt 6 ps 0.4
 set linetype cycle 7
 set multiplot
 set style fill solid 1.0 noborder
-set xrange [0:306.617]
+set xrange [0:501.912]
 set xtics 100 format '%g'
 unset grid
 set grid xtics lc rgb '#e0e0e0' lw 0.6
@@ -32,23 +33,23 @@ unset key
 set ytics scale 0
 set lmargin at screen 0.1846
 set rmargin at screen 0.9786
-set tmargin at screen 0.9619
-set bmargin at screen 0.3429
+set tmargin at screen 0.9565
+set bmargin at screen 0.3913
 set xlabel 'time (ms)' offset 0,0.9
 set format x '%g'
-set yrange [9.5:-0.5]
-set ytics ('rank 0: GPU 0 compute' 0, 'rank 0: GPU 0 D2H' 1, 'rank 0: GPU 0 H2D' 2, 'rank 1: GPU 1 compute' 3, 'rank 1: GPU 1 D2H' 4, 'rank 1: GPU 1 H2D' 5, 'rank 0 CPU Adam' 6, 'rank 1 CPU Adam' 7, 'rank 2 CPU Adam' 8, 'rank 3 CPU Adam' 9)
-plot 'fig3-timeline.dat' index 1 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs solid 1.0, \
-     'fig3-timeline.dat' index 2 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#56B4E9' fs solid 1.0, \
-     'fig3-timeline.dat' index 3 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#009E73' fs solid 1.0, \
-     'fig3-timeline.dat' index 4 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#E69F00' fs solid 1.0, \
-     'fig3-timeline.dat' index 5 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#CC79A7' fs solid 1.0, \
-     'fig3-timeline.dat' index 6 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#D55E00' fs solid 1.0, \
-     'fig3-timeline.dat' index 7 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#000000' fs solid 1.0
+set yrange [7.5:-0.5]
+set ytics ("rank 0: GPU 0 compute" 0, "rank 0: GPU 0 D2H" 1, "rank 0: GPU 0 H2D" 2, "rank 1: GPU 1 compute" 3, "rank 1: GPU 1 D2H" 4, "rank 1: GPU 1 H2D" 5, "rank 0 CPU Adam" 6, "rank 1 CPU Adam" 7)
+plot datafile index 1 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs solid 1.0, \
+     datafile index 2 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs pattern 4 border lc rgb '#0072B2', \
+     datafile index 3 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#009E73' fs solid 1.0, \
+     datafile index 4 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#E69F00' fs solid 1.0, \
+     datafile index 5 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#CC79A7' fs pattern 5 border lc rgb '#CC79A7', \
+     datafile index 6 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#D55E00' fs solid 1.0, \
+     datafile index 7 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#D55E00' fs pattern 5 border lc rgb '#D55E00'
 # the key, in its own strip under the panels
 set lmargin at screen 0.01
 set rmargin at screen 0.99
-set tmargin at screen 0.1714
+set tmargin at screen 0.1957
 set bmargin at screen 0.005
 unset title
 unset border
@@ -60,20 +61,22 @@ unset label
 unset arrow
 unset object
 unset logscale
+unset y2tics
+unset y2label
 set xrange [0:1]
 set yrange [0:1]
-set key at screen 0.0243, screen 0.1524 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#0072B2' fs solid 1.0 title 'forward'
-set key at screen 0.1829, screen 0.1524 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#56B4E9' fs solid 1.0 title 'backward'
-set key at screen 0.3414, screen 0.1524 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#009E73' fs solid 1.0 title 'gpu_adam'
-set key at screen 0.5000, screen 0.1524 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#E69F00' fs solid 1.0 title 'cpu_adam'
-set key at screen 0.6586, screen 0.1524 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#CC79A7' fs solid 1.0 title 'tp_allreduce'
-set key at screen 0.8171, screen 0.1524 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#D55E00' fs solid 1.0 title 'grad_d2h'
-set key at screen 0.0243, screen 0.0857 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#000000' fs solid 1.0 title 'param_h2d'
+set key at screen 0.0243, screen 0.1739 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#0072B2' fs solid 1.0 title "forward"
+set key at screen 0.1829, screen 0.1739 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#0072B2' fs pattern 4 border lc rgb '#0072B2' title "backward"
+set key at screen 0.3414, screen 0.1739 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#009E73' fs solid 1.0 title "gpu_adam"
+set key at screen 0.5000, screen 0.1739 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#E69F00' fs solid 1.0 title "cpu_adam"
+set key at screen 0.6586, screen 0.1739 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#CC79A7' fs pattern 5 border lc rgb '#CC79A7' title "tp_allreduce"
+set key at screen 0.8171, screen 0.1739 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#D55E00' fs solid 1.0 title "grad_d2h"
+set key at screen 0.0243, screen 0.0978 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with boxes fc rgb '#D55E00' fs pattern 5 border lc rgb '#D55E00' title "param_h2d"
 unset multiplot

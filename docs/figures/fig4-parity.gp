@@ -1,7 +1,8 @@
-# ratiolab plot parity (ratiolab 0.1.0): draws fig4-parity.png from fig4-parity.dat.
-# Run from this folder: gnuplot fig4-parity.gp   (gnuplot -e "outfile='other.png'" ... to rename)
+# ratiolab plot parity (ratiolab 0.1.0): draws the figure named by outfile from the data in datafile (both set below).
+# Run from this folder: gnuplot THIS.gp   (gnuplot -e "outfile='other.png'" THIS.gp to rename)
 # Paper size: 3.5 in x 4.13 in, 9 pt text.
-if (!exists("outfile")) outfile = 'fig4-parity.png'
+if (!exists("outfile")) outfile = "fig4-parity.png"
+datafile = "fig4-parity.dat"
 set terminal pngcairo size 700,826 font ',9' fontscale 1.39 linewidth 1.39 pointscale 1.8 background '#ffffff'
 set output outfile
 set termoption noenhanced
@@ -30,25 +31,26 @@ set bmargin at screen 0.3099
 set label 90 'measured (ms)' at screen 0.0229, screen 0.6429 center rotate by 90
 set xlabel 'predicted (ms)' offset 0,0.9
 set logscale xy
-set xrange [0.0994313:1985.33]
-set yrange [0.0994313:1985.33]
+set xrange [0.000242:169267]
+set yrange [0.000242:169267]
 set grid xtics ytics
 set samples 200
 band = 0.1
-set xtics ('0.1' 0.1, '' 0.2 1, '' 0.5 1, '1' 1, '' 2 1, '' 5 1, '10' 10, '' 20 1, '' 50 1, '100' 100, '' 200 1, '' 500 1, '1000' 1000)
-set ytics ('0.1' 0.1, '' 0.2 1, '' 0.5 1, '1' 1, '' 2 1, '' 5 1, '10' 10, '' 20 1, '' 50 1, '100' 100, '' 200 1, '' 500 1, '1000' 1000)
+set xtics ('' 0.0005 1, '0.001' 0.001, '' 0.002 1, '' 0.005 1, '0.01' 0.01, '' 0.02 1, '' 0.05 1, '0.1' 0.1, '' 0.2 1, '' 0.5 1, '1' 1, '' 2 1, '' 5 1, '10' 10, '' 20 1, '' 50 1, '100' 100, '' 200 1, '' 500 1, '1000' 1000, '' 2000 1, '' 5000 1, '10000' 10000, '' 20000 1, '' 50000 1, '100000' 100000)
+set ytics ('' 0.0005 1, '0.001' 0.001, '' 0.002 1, '' 0.005 1, '0.01' 0.01, '' 0.02 1, '' 0.05 1, '0.1' 0.1, '' 0.2 1, '' 0.5 1, '1' 1, '' 2 1, '' 5 1, '10' 10, '' 20 1, '' 50 1, '100' 100, '' 200 1, '' 500 1, '1000' 1000, '' 2000 1, '' 5000 1, '10000' 10000, '' 20000 1, '' 50000 1, '100000' 100000)
 unset key
-plot '+' using 1:($1*(1-band)):($1*(1+band)) with filledcurves fc rgb '#d9d9d9' fs solid 1.0 title '±10 %', \
+set label 5 'others used up to 95 % of the cores while measuring' at graph 0.97, graph 0.04 right font ',8' front
+plot '+' using 1:($1*(1-band)):($1*(1+band)) with filledcurves fc rgb '#b8b8b8' fs solid 0.6 title '±10 %', \
      x with lines lc rgb '#000000' dt 1 lw 0.8 title 'measured = predicted', \
-     'fig4-parity.dat' index 0 using 2:3 with points pt 7 ps 0.8 lc rgb '#000000' title 'step', \
-     'fig4-parity.dat' index 1 using 2:3 with points pt 5 ps 0.7 lc rgb '#0072B2' title 'forward', \
-     'fig4-parity.dat' index 2 using 2:3 with points pt 9 ps 0.7 lc rgb '#56B4E9' title 'backward', \
-     'fig4-parity.dat' index 3 using 2:3 with points pt 11 ps 0.7 lc rgb '#009E73' title 'gpu_adam', \
-     'fig4-parity.dat' index 4 using 2:3 with points pt 13 ps 0.7 lc rgb '#E69F00' title 'cpu_adam', \
-     'fig4-parity.dat' index 5 using 2:3 with points pt 4 ps 0.7 lc rgb '#882255' title 'allgather', \
-     'fig4-parity.dat' index 6 using 2:3 with points pt 6 ps 0.7 lc rgb '#999933' title 'reduce_scatter', \
-     'fig4-parity.dat' index 7 using 2:3 with points pt 7 ps 0.7 lc rgb '#D55E00' title 'grad_d2h', \
-     'fig4-parity.dat' index 8 using 2:3 with points pt 5 ps 0.7 lc rgb '#000000' title 'param_h2d'# the key, in its own strip under the panels
+     datafile index 0 using 2:3 with points pt 7 ps 0.8 lc rgb '#000000' title 'step', \
+     datafile index 1 using 2:3 with points pt 5 ps 0.7 lc rgb '#0072B2' title "forward", \
+     datafile index 2 using 2:3 with points pt 9 ps 0.7 lc rgb '#0072B2' title "backward", \
+     datafile index 3 using 2:3 with points pt 11 ps 0.7 lc rgb '#009E73' title "gpu_adam", \
+     datafile index 4 using 2:3 with points pt 13 ps 0.7 lc rgb '#E69F00' title "cpu_adam", \
+     datafile index 5 using 2:3 with points pt 4 ps 0.7 lc rgb '#CC79A7' title "allgather", \
+     datafile index 6 using 2:3 with points pt 6 ps 0.7 lc rgb '#CC79A7' title "reduce_scatter", \
+     datafile index 7 using 2:3 with points pt 8 ps 0.7 lc rgb '#D55E00' title "grad_d2h", \
+     datafile index 8 using 2:3 with points pt 10 ps 0.7 lc rgb '#D55E00' title "param_h2d"# the key, in its own strip under the panels
 set lmargin at screen 0.01
 set rmargin at screen 0.99
 set tmargin at screen 0.2228
@@ -63,29 +65,31 @@ unset label
 unset arrow
 unset object
 unset logscale
+unset y2tics
+unset y2label
 set xrange [0:1]
 set yrange [0:1]
 
 set key at screen 0.0571, screen 0.2131 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#d9d9d9' fs solid 1.0 title '±10 %'
+plot NaN with boxes fc rgb '#b8b8b8' fs solid 0.6 title '±10 %'
 set key at screen 0.5000, screen 0.2131 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with lines lc rgb '#000000' dt 1 lw 0.8 title 'measured = predicted'
 set key at screen 0.0571, screen 0.1792 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with points pt 7 ps 0.8 lc rgb '#000000' title 'step'
 set key at screen 0.5000, screen 0.1792 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with points pt 5 ps 0.7 lc rgb '#0072B2' title 'forward'
+plot NaN with points pt 5 ps 0.7 lc rgb '#0072B2' title "forward"
 set key at screen 0.0571, screen 0.1453 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with points pt 9 ps 0.7 lc rgb '#56B4E9' title 'backward'
+plot NaN with points pt 9 ps 0.7 lc rgb '#0072B2' title "backward"
 set key at screen 0.5000, screen 0.1453 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with points pt 11 ps 0.7 lc rgb '#009E73' title 'gpu_adam'
+plot NaN with points pt 11 ps 0.7 lc rgb '#009E73' title "gpu_adam"
 set key at screen 0.0571, screen 0.1114 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with points pt 13 ps 0.7 lc rgb '#E69F00' title 'cpu_adam'
+plot NaN with points pt 13 ps 0.7 lc rgb '#E69F00' title "cpu_adam"
 set key at screen 0.5000, screen 0.1114 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with points pt 4 ps 0.7 lc rgb '#882255' title 'allgather'
+plot NaN with points pt 4 ps 0.7 lc rgb '#CC79A7' title "allgather"
 set key at screen 0.0571, screen 0.0775 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with points pt 6 ps 0.7 lc rgb '#999933' title 'reduce_scatter'
+plot NaN with points pt 6 ps 0.7 lc rgb '#CC79A7' title "reduce_scatter"
 set key at screen 0.5000, screen 0.0775 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with points pt 7 ps 0.7 lc rgb '#D55E00' title 'grad_d2h'
+plot NaN with points pt 8 ps 0.7 lc rgb '#D55E00' title "grad_d2h"
 set key at screen 0.0571, screen 0.0436 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with points pt 5 ps 0.7 lc rgb '#000000' title 'param_h2d'
+plot NaN with points pt 10 ps 0.7 lc rgb '#D55E00' title "param_h2d"
 unset multiplot

@@ -31,19 +31,19 @@ set bmargin at screen 0.2597
 set label 90 'measured (ms)' at screen 0.0229, screen 0.6169 center rotate by 90
 set xlabel 'predicted (ms)' offset 0,0.9
 set logscale xy
-set xrange [6.66667:393]
-set yrange [6.66667:393]
+set xrange [3.33333:393]
+set yrange [3.33333:393]
 set grid xtics ytics
 set samples 200
 band = 0.1
-set xtics ('10' 10, '20' 20, '50' 50, '100' 100, '200' 200)
-set ytics ('10' 10, '20' 20, '50' 50, '100' 100, '200' 200)
+set xtics ('5' 5, '10' 10, '20' 20, '50' 50, '100' 100, '200' 200)
+set ytics ('5' 5, '10' 10, '20' 20, '50' 50, '100' 100, '200' 200)
 unset key
-plot '+' using 1:($1*(1-band)):($1*(1+band)) with filledcurves fc rgb '#d9d9d9' fs solid 1.0 title '±10 %', \
+plot '+' using 1:($1*(1-band)):($1*(1+band)) with filledcurves fc rgb '#b8b8b8' fs solid 0.6 title '±10 %', \
      x with lines lc rgb '#000000' dt 1 lw 0.8 title 'measured = predicted', \
      datafile index 0 using 2:3 with points pt 7 ps 0.8 lc rgb '#000000' title 'step', \
      datafile index 1 using 2:3 with points pt 5 ps 0.7 lc rgb '#0072B2' title "forward", \
-     datafile index 2 using 2:3 with points pt 9 ps 0.7 lc rgb '#56B4E9' title "backward", \
+     datafile index 2 using 2:3 with points pt 9 ps 0.7 lc rgb '#0072B2' title "backward", \
      datafile index 3 using 2:3 with points pt 11 ps 0.7 lc rgb '#009E73' title "gpu_adam", \
      datafile index 4 using 2:3 with points pt 13 ps 0.7 lc rgb '#E69F00' title "cpu_adam", \
      datafile index 5 using 2:3 with points pt 4 ps 0.7 lc rgb '#D55E00' title "grad_d2h"# the key, in its own strip under the panels
@@ -61,11 +61,13 @@ unset label
 unset arrow
 unset object
 unset logscale
+unset y2tics
+unset y2label
 set xrange [0:1]
 set yrange [0:1]
 
 set key at screen 0.0571, screen 0.1558 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#d9d9d9' fs solid 1.0 title '±10 %'
+plot NaN with boxes fc rgb '#b8b8b8' fs solid 0.6 title '±10 %'
 set key at screen 0.5000, screen 0.1558 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with lines lc rgb '#000000' dt 1 lw 0.8 title 'measured = predicted'
 set key at screen 0.0571, screen 0.1195 left top Left reverse samplen 2 spacing 1 noautotitle
@@ -73,7 +75,7 @@ plot NaN with points pt 7 ps 0.8 lc rgb '#000000' title 'step'
 set key at screen 0.5000, screen 0.1195 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with points pt 5 ps 0.7 lc rgb '#0072B2' title "forward"
 set key at screen 0.0571, screen 0.0831 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with points pt 9 ps 0.7 lc rgb '#56B4E9' title "backward"
+plot NaN with points pt 9 ps 0.7 lc rgb '#0072B2' title "backward"
 set key at screen 0.5000, screen 0.0831 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with points pt 11 ps 0.7 lc rgb '#009E73' title "gpu_adam"
 set key at screen 0.0571, screen 0.0468 left top Left reverse samplen 2 spacing 1 noautotitle

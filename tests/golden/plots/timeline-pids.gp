@@ -55,6 +55,8 @@ unset label
 unset arrow
 unset object
 unset logscale
+unset y2tics
+unset y2label
 set xrange [0:1]
 set yrange [0:1]
 set key at screen 0.3729, screen 0.2278 left top Left reverse samplen 2 spacing 1 noautotitle

@@ -41,11 +41,11 @@ set format x ''
 set yrange [3.5:-0.5]
 set ytics ("GPU 0 compute" 0, "GPU 0 D2H" 1, "GPU 0 H2D" 2, "rank 0 CPU Adam" 3)
 plot datafile index 1 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs solid 1.0, \
-     datafile index 2 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#56B4E9' fs solid 1.0, \
+     datafile index 2 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs pattern 4 border lc rgb '#0072B2', \
      datafile index 3 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#009E73' fs solid 1.0, \
      datafile index 4 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#E69F00' fs solid 1.0, \
      datafile index 5 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#D55E00' fs solid 1.0, \
-     datafile index 6 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#000000' fs solid 1.0
+     datafile index 6 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#D55E00' fs pattern 5 border lc rgb '#D55E00'
 set lmargin at screen 0.1400
 set rmargin at screen 0.9786
 set tmargin at screen 0.4375
@@ -56,7 +56,7 @@ set format x '%g'
 set yrange [1.5:-0.5]
 set ytics ("rank 0 compute" 0, "rank 0 CPU Adam" 1)
 plot datafile index 9 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs solid 1.0, \
-     datafile index 10 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#56B4E9' fs solid 1.0, \
+     datafile index 10 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs pattern 4 border lc rgb '#0072B2', \
      datafile index 12 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#E69F00' fs solid 1.0, \
      datafile index 15 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#332288' fs solid 1.0
 # the key, in its own strip under the panels
@@ -74,12 +74,14 @@ unset label
 unset arrow
 unset object
 unset logscale
+unset y2tics
+unset y2label
 set xrange [0:1]
 set yrange [0:1]
 set key at screen 0.0275, screen 0.0938 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#0072B2' fs solid 1.0 title "forward"
 set key at screen 0.1625, screen 0.0938 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#56B4E9' fs solid 1.0 title "backward"
+plot NaN with boxes fc rgb '#0072B2' fs pattern 4 border lc rgb '#0072B2' title "backward"
 set key at screen 0.2975, screen 0.0938 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#009E73' fs solid 1.0 title "gpu_adam"
 set key at screen 0.4325, screen 0.0938 left top Left reverse samplen 2 spacing 1 noautotitle
@@ -87,7 +89,7 @@ plot NaN with boxes fc rgb '#E69F00' fs solid 1.0 title "cpu_adam"
 set key at screen 0.5675, screen 0.0938 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#D55E00' fs solid 1.0 title "grad_d2h"
 set key at screen 0.7025, screen 0.0938 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#000000' fs solid 1.0 title "param_h2d"
+plot NaN with boxes fc rgb '#D55E00' fs pattern 5 border lc rgb '#D55E00' title "param_h2d"
 set key at screen 0.8375, screen 0.0938 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#332288' fs solid 1.0 title "io"
 unset multiplot

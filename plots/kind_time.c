@@ -1,0 +1,284 @@
+/* plots/kind_time.c — `ratiolab plot time`: step time against the requested ratio, stacked by
+ * phase group (exposed time). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>   /* qsort */
+#include <string.h>
+
+#include "plots/plot_impl.h"
+#include "traces/layout.h"   /* phase groups and their colours */
+
+/* ---- 2. time -----------------------------------------------------------------------------------------
+ * One panel per sweep (policy and schedule): bars of exposed time per phase group (or phase)
+ * stacked to the step time, the ratios that do not fit shaded, the fastest that fits marked, the
+ * no-offload step (ratio 0) as a dashed reference and, with --speedup, a speedup axis. */
+
+/* The band a phase is drawn in: its group's label, or the phase itself with --phases all (and for
+ * a name the table does not know). */
+static const char *band_of(const struct plot__fig *f, const char *phase)
+{
+    const struct trace_phase *ph = trace_phase_find(phase);
+    return ph && !f->o->all_phases ? trace_group_name(ph->group) : phase;
+}
+
+static int group_rank(const char *band)
+{
+    for (int g = 0; g < TRACE_GROUP_COUNT; g++)
+        if (strcmp(band, trace_group_name((enum trace_group)g)) == 0)
+            return g;
+    return TRACE_GROUP_COUNT;
+}
+
+static int cmp_band(const void *x, const void *y)
+{
+    return group_rank(x) - group_rank(y);
+}
+
+/* "exact placement, overlapped step" from a sweep's policy and schedule. */
+static void panel_title(const struct plot__sweep *s, char *buf, size_t n)
+{
+    const char *sch = strncmp(s->schedule, "deepspeed", 9) == 0 ? "DeepSpeed's sequential step"
+                      : strcmp(s->schedule, "overlap") == 0   ? "overlapped step (ratiolab)"
+                                                              : s->schedule;
+    snprintf(buf, n, "policy %s, %s", s->policy, sch);
+}
+
+/* The row of the reference a speedup is measured against: ratio 0 (no offload) or ratio 1 (full
+ * offload); -1 when the sweep has no such row. */
+static int ref_row(const struct plot__sweep *s, double ratio)
+{
+    for (int k = 0; k < s->n_rows; k++)
+        if (fabs(s->rows[k].requested - ratio) < 1e-9)
+            return k;
+    return -1;
+}
+
+
+int plot__time(struct plot__fig *f, struct rl_err *e)
+{
+    int ns = f->o->n_in;
+    if (ns > 4)
+        return rl_errf(e, RL_EINVAL, "in: %d sweeps; plot time draws 1 to 4 (one panel each)", ns);
+    struct plot__sweep s[PLOT_MAX_IN];
+    int rc = plot__read_sweeps(f, s, e);
+    if (rc)
+        return rc;
+    for (int i = 0; i < ns; i++)
+        if (!s[i].has_phases) {
+            rc = rl_errf(e, RL_EINVAL, "%s: a sweep CSV has no per-phase times; plot time needs `ratiolab sweep "
+                         "--json`", f->o->in[i]);
+            plot__free_sweeps(s, ns);
+            return rc;
+        }
+    /* The bands drawn: phase groups (traces/layout.h) by default, every phase with --phases all;
+     * those with exposed time somewhere, in the table's order, then idle on top. */
+    char names[PLOT__PH_MAX + 1][32];
+    int n_names = 0;
+    for (int q = -1; q < TRACE_N_PHASES - 1; q++) {   /* -1: names that are no phase, in input order */
+        for (int i = 0; i < ns; i++)
+            for (int p = 0; p < s[i].n_phases; p++) {
+                const struct trace_phase *ph = trace_phase_find(s[i].phase[p]);
+                if ((q < 0) != (ph == NULL) || (ph && ph != &trace_phases[q]))
+                    continue;
+                bool used = false, have = false;
+                for (int k = 0; k < s[i].n_rows; k++)
+                    used |= s[i].rows[k].exposed_ns[p] > 0;
+                const char *band = band_of(f, s[i].phase[p]);
+                for (int b = 0; b < n_names; b++)
+                    have |= strcmp(names[b], band) == 0;
+                if (used && !have && n_names < PLOT__PH_MAX)
+                    snprintf(names[n_names++], sizeof names[0], "%s", band);
+            }
+    }
+    if (!f->o->all_phases)   /* groups in the table's group order */
+        qsort(names, (size_t)n_names, sizeof names[0], cmp_band);
+    snprintf(names[n_names++], sizeof names[0], "idle");
+    plot__sweep_meta(f, s, ns);
+    double ymax = 0;
+    int best[PLOT_MAX_IN];
+    for (int i = 0; i < ns; i++) {
+        char what[512];
+        snprintf(what, sizeof what, "%s: schedule %s, policy %s; phase columns are cumulative (each the top of "
+                 "its band), the last equals the step time", s[i].name, s[i].schedule, s[i].policy);
+        plot__block(f, what);
+        fputs("# requested_ratio\thonored_ratio\tstep_s\tfits", f->dat);
+        for (int q = 0; q < n_names; q++)
+            fprintf(f->dat, "\ttop_%s_s", names[q]);
+        fputc('\n', f->dat);
+        for (int k = 0; k < s[i].n_rows; k++) {
+            const struct plot__sweep_row *w = &s[i].rows[k];
+            fprintf(f->dat, "%.4f\t%.6f\t%.6f\t%d", w->requested, w->honored, (double)w->step_ns * 1e-9,
+                    plot__row_fits(f, w));
+            int64_t cum = 0;
+            for (int q = 0; q < n_names; q++) {
+                if (q == n_names - 1) {
+                    cum += w->idle_ns;
+                } else {
+                    for (int p = 0; p < s[i].n_phases; p++)
+                        if (strcmp(band_of(f, s[i].phase[p]), names[q]) == 0)
+                            cum += w->exposed_ns[p];
+                }
+                fprintf(f->dat, "\t%.6f", (double)cum * 1e-9);
+            }
+            fputc('\n', f->dat);
+            ymax = fmax(ymax, (double)fmax((double)cum, (double)w->step_ns) * 1e-9);
+        }
+        best[i] = plot__best_fit(f, &s[i]);
+    }
+    fprintf(f->dat, "\n\n# [summary] fastest ratio that fits%s\n", f->o->gpu_mem_bytes > 0 ? " --gpu-mem" : "");
+    for (int i = 0; i < ns; i++) {
+        if (best[i] < 0)
+            fprintf(f->dat, "# %s: none fits\n", s[i].name);
+        else
+            fprintf(f->dat, "# %s: requested %.4f, step %.6f s\n", s[i].name, s[i].rows[best[i]].requested,
+                    (double)s[i].rows[best[i]].step_ns * 1e-9);
+    }
+
+    bool dbl = f->o->width == PLOT_DOUBLE;
+    int cols = dbl ? ns : 1, rows = dbl ? 1 : ns;
+    double panel_h = dbl ? 2.2 : 1.9;
+    struct plot__grid g = {rows, cols, 0, 0.5, f->o->speedup ? 0.62 : 0.15, 0.22, 0.36,
+                           f->o->title && *f->o->title ? 0.25 : 0, plot__key_height(f, n_names + 2, 20)};
+    g.height_in = rows * panel_h + g.title_in + g.key_in;
+    plot__gp_preamble(f, g.height_in);
+    FILE *gp = f->gp;
+    double tick = plot__tick(ymax, 5);
+    double top = ceil(ymax * 1.25 / tick) * tick;
+    char gpu_mem[40] = "";
+    if (f->o->gpu_mem_bytes > 0)
+        plot__gib_label(gpu_mem, sizeof gpu_mem, f->o->gpu_mem_bytes);
+    else if (s[0].gpu_capacity_bytes > 0)
+        plot__gib_label(gpu_mem, sizeof gpu_mem, s[0].gpu_capacity_bytes);
+    /* Bars are 80 % of the closest spacing of ratios. */
+    double min_step = 1;
+    for (int i = 0; i < ns; i++)
+        for (int k = 1; k < s[i].n_rows; k++) {
+            double d = fabs(s[i].rows[k].requested - s[i].rows[k - 1].requested);
+            if (d > 1e-9 && d < min_step)
+                min_step = d;
+        }
+    plot__multiplot(f);
+    fprintf(gp, "set style fill solid 1.0 noborder\n"
+                "set xlabel 'requested ratio' offset 0,0.9\nset xrange [-0.04:1.04]\nset xtics 0.2 format '%%.1f'\n"
+                "set yrange [0:%g]\nset ytics 0, %g, %g format '%s'\nunset key\n",
+            top, tick, ceil(ymax / tick) * tick, plot__tick_format(tick));
+    for (int i = 0; i < ns; i++) {
+        plot__panel(f, &g, dbl ? 0 : i, dbl ? i : 0);
+        fputs("unset object\nunset arrow\nunset label\n", gp);
+        plot__ylabel(f, &g, dbl ? 0 : i, dbl ? i : 0, "step time (s)");
+        char pt[200];
+        panel_title(&s[i], pt, sizeof pt);
+        fputs("set title ", gp);
+        plot__gp_str(f, "schedule", pt);
+        fputs("\n", gp);
+        /* The no-offload step (ratio 0) as a dashed line across the panel, named inside it. */
+        int r0 = ref_row(&s[i], 0);
+        if (r0 >= 0) {
+            double t0 = (double)s[i].rows[r0].step_ns * 1e-9;
+            fprintf(gp, "set arrow 3 from graph 0, first %.6f to graph 1, first %.6f nohead lc rgb '#000000' dt 2 "
+                        "lw 1 front\n", t0, t0);
+        }
+        /* --speedup: a right axis of the reference's step time over each step time. */
+        int rs = f->o->speedup ? ref_row(&s[i], f->o->speedup == PLOT_SPEEDUP_NO_OFFLOAD ? 0 : 1) : -1;
+        if (rs >= 0) {
+            double tr = (double)s[i].rows[rs].step_ns * 1e-9;
+            static const double sp[] = {0.1, 0.2, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 2, 3, 4, 5, 10};
+            fprintf(gp, "set y2range [0:%g]\nset y2tics out nomirror (", top);
+            bool first = true;
+            double last_at = INFINITY;
+            for (size_t k = 0; k < sizeof sp / sizeof sp[0]; k++) {
+                double at = tr / sp[k];   /* falls as the speedup grows; ticks keep 7 % of the axis apart */
+                if (at > top || at < top * 0.04 || last_at - at < top * 0.07)
+                    continue;
+                last_at = at;
+                fprintf(gp, "%s\"%g\" %.6f", first ? "" : ", ", sp[k], at);
+                first = false;
+            }
+            fputs(")\n", gp);
+            fprintf(gp, "set y2label \"speedup over %s\" offset -1,0\n",
+                    f->o->speedup == PLOT_SPEEDUP_NO_OFFLOAD ? "ratio 0 (no offload)" : "ratio 1 (full offload)");
+        } else {
+            fputs("unset y2tics\nunset y2label\n", gp);
+        }
+        /* Shade runs of ratios that do not fit, half a sample beyond each end. */
+        const struct plot__sweep *sw = &s[i];
+        int obj = 1;
+        for (int k = 0; k < sw->n_rows;) {
+            if (plot__row_fits(f, &sw->rows[k])) {
+                k++;
+                continue;
+            }
+            int j = k;
+            while (j + 1 < sw->n_rows && !plot__row_fits(f, &sw->rows[j + 1]))
+                j++;
+            double lo = sw->rows[k].requested - (k > 0 ? (sw->rows[k].requested - sw->rows[k - 1].requested) / 2 : 0.04);
+            double hi = sw->rows[j].requested +
+                        (j + 1 < sw->n_rows ? (sw->rows[j + 1].requested - sw->rows[j].requested) / 2 : 0.04);
+            fprintf(gp, "set object %d rect from %.4f, graph 0 to %.4f, graph 1 fc rgb '#ececec' fs solid 1.0 "
+                        "noborder behind\n", obj++, lo, hi);
+            k = j + 1;
+        }
+        if (best[i] >= 0) {
+            /* The label sits at the top of the panel, clear of every bar; an arrow points down to
+             * the bar. */
+            const struct plot__sweep_row *w = &sw->rows[best[i]];
+            double x = w->requested, y = (double)w->step_ns * 1e-9;
+            /* Left-, centre- or right-aligned so the text stays inside the panel whatever x is. */
+            double gx = (x + 0.04) / 1.08;
+            const char *just = gx > 0.7 ? "right" : gx < 0.3 ? "left" : "center";
+            double lx = gx > 0.7 ? 0.98 : gx < 0.3 ? 0.02 : gx;
+            fprintf(gp, "set arrow 1 from %.4f, graph 0.86 to %.4f, first %.6f head size screen 0.012,25 filled "
+                        "lw 1.2 lc rgb '#000000' front\n", x, x, y + top * 0.015);
+            fprintf(gp, "set label 2 'fastest that fits: %.2f (%.2f s)' at graph %.4f, graph 0.93 %s front\n",
+                    w->requested, y, lx, just);
+        } else {
+            fputs("set label 2 'no ratio fits' at graph 0.5, graph 0.93 center front\n", gp);
+        }
+        /* Each band is its own box from the top of the band below to its own top, so no band is
+         * drawn over another (overdrawn edges show through anti-aliasing). */
+        double half = 0.4 * min_step;
+        fputs("plot ", gp);
+        for (int q = 0; q < n_names; q++) {
+            int pat;
+            const char *c = plot__phase_color(names[q], q, &pat);
+            char lo[16];
+            if (q)
+                snprintf(lo, sizeof lo, "$%d", 4 + q);
+            else
+                snprintf(lo, sizeof lo, "0");
+            fprintf(gp, "%sdatafile index %d using 1:((%s+$%d)/2):($1-%.4f):($1+%.4f):(%s):%d with boxxyerror fc rgb '%s' ",
+                    q ? ", \\\n     " : "", i, lo, 5 + q, half, half, lo, 5 + q, c);
+            if (pat)
+                fprintf(gp, "fs pattern %d noborder", pat);
+            else
+                fputs("fs solid 1.0 noborder", gp);
+        }
+        fputc('\n', gp);
+    }
+    /* The key strip: one entry per phase and one for the shading. */
+    struct plot__key k;
+    plot__key_begin(f, &g, n_names + 2, 20, &k);
+    for (int q = 0; q < n_names; q++) {
+        int pat;
+        const char *c = plot__phase_color(names[q], q, &pat);
+        plot__key_entry(f, &g, &k, q);
+        fprintf(gp, "NaN with boxes fc rgb '%s' ", c);
+        if (pat)
+            fprintf(gp, "fs pattern %d border lc rgb '%s'", pat, c);
+        else
+            fputs("fs solid 1.0", gp);
+        fputs(" title ", gp);
+        plot__gp_str(f, "phase", names[q]);
+        fputc('\n', gp);
+    }
+    plot__key_entry(f, &g, &k, n_names + 1);
+    fputs("NaN with lines lc rgb '#000000' dt 2 lw 1 title 'ratio 0 (no offload)'\n", gp);
+    plot__key_entry(f, &g, &k, n_names);
+    char t[96];
+    snprintf(t, sizeof t, "%s%s", gpu_mem[0] ? "over " : "does not fit", gpu_mem);
+    fputs("NaN with boxes fc rgb '#ececec' fs solid 1.0 border lc rgb '#aaaaaa' title ", gp);
+    plot__gp_str(f, "label", t);
+    fputs("\nunset multiplot\n", gp);
+    plot__free_sweeps(s, ns);
+    return 0;
+}

@@ -1,0 +1,423 @@
+/* plots/kind_timeline.c — `ratiolab plot timeline`: a Gantt chart of one step from one or two traces. */
+#include <jansson.h>   /* a metadata event's and a step span's args */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plots/plot_impl.h"
+#include "traces/layout.h"
+#include "traces/trace.h"
+
+/* ---- 3. timeline -------------------------------------------------------------------------------------
+ * One row per track (process and thread of the trace) holding its spans, coloured by category
+ * (the phase). Two traces are drawn one above the other on one time axis. */
+#define TL_MAX_TRACKS 128
+#define TL_MAX_CATS 24
+
+struct tl_track {
+    int pid, tid;        /* trace ids */
+    char label[96];      /* y tick label */
+};
+
+struct tl_trace {
+    struct trace_doc doc;                 /* the events */
+    struct tl_track tracks[TL_MAX_TRACKS];/* sorted by (pid, tid) */
+    int n_tracks;                         /* entries in tracks */
+    int64_t t0_ns, t1_ns;                 /* first start and last end of a drawn span */
+    bool windowed;                        /* the trace marks its steps: only w0..w1 is drawn */
+    int64_t w0_ns, w1_ns;                 /* the step drawn (traces/layout.h trace_step_window) */
+    char about[160];                      /* that step's ratio, schedule, policy ("" unknown) */
+};
+
+static bool pid_wanted(const char *pids, int pid)
+{
+    if (!pids)
+        return true;
+    for (const char *p = pids; *p;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p)
+            return false;
+        if (v == pid)
+            return true;
+        p = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',')
+            return false;
+    }
+    return false;
+}
+
+/* Whether --pids names any rank's process (1..99). */
+static bool pids_name_a_rank(const char *pids)
+{
+    for (int g = 0; pids && g < TRACE_PID_SOCKET(0) - 1; g++)
+        if (pid_wanted(pids, TRACE_PID_RANK(g)))
+            return true;
+    return false;
+}
+
+/* A track is drawn when its process is in --pids; a host socket's CPU Adam pool thread of rank g
+ * (TRACE_TID_POOL(g)) only when rank g's process is too, if --pids names any rank, so the GPU
+ * streams and the CPU threads drawn are those of the same ranks. */
+static bool track_wanted(const char *pids, int pid, int tid)
+{
+    if (!pid_wanted(pids, pid))
+        return false;
+    if (pid >= TRACE_PID_SOCKET(0) && pid < TRACE_PID_LINKS && pids_name_a_rank(pids))
+        return pid_wanted(pids, TRACE_PID_RANK(tid));
+    return true;
+}
+
+static int check_pids(const char *pids, struct rl_err *e)
+{
+    if (!pids)
+        return 0;
+    const char *p = pids;
+    for (;;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v > INT32_MAX || (*end && *end != ','))
+            return rl_errf(e, RL_EINVAL, "pids: '%s'; expected trace process ids, e.g. 1,101", pids);
+        if (!*end)
+            return 0;
+        p = end + 1;
+    }
+}
+
+/* The "name" of a metadata event's args. */
+static void meta_name(const struct trace_event *ev, char *buf, size_t n)
+{
+    buf[0] = 0;
+    json_t *a = ev->args_json ? json_loads(ev->args_json, 0, NULL) : NULL;
+    json_t *v = json_object_get(a, "name");
+    if (json_is_string(v))
+        snprintf(buf, n, "%s", json_string_value(v));
+    json_decref(a);
+}
+
+/* Removes every occurrence of `what` from s. */
+static void strip_all(char *s, const char *what)
+{
+    size_t n = strlen(what);
+    char *p;
+    while ((p = strstr(s, what)))
+        memmove(p, p + n, strlen(p + n) + 1);
+}
+
+static void track_label(const struct trace_doc *d, int pid, int tid, char *buf, size_t n)
+{
+    char proc[128] = "", thr[128] = "";
+    for (int i = 0; i < d->n_events; i++) {
+        const struct trace_event *ev = &d->events[i];
+        if (ev->ph != 'M' || ev->pid != pid)
+            continue;
+        if (strcmp(ev->name, "process_name") == 0)
+            meta_name(ev, proc, sizeof proc);
+        else if (strcmp(ev->name, "thread_name") == 0 && ev->tid == tid)
+            meta_name(ev, thr, sizeof thr);
+    }
+    /* Short forms: "GPU 0 (V100..., switch 0, socket 0)" -> "GPU 0", "copy engine D2H" -> "D2H". */
+    char *paren = strstr(proc, " (");
+    if (paren)
+        *paren = 0;
+    if (strncmp(proc, "host ", 5) == 0)
+        memmove(proc, proc + 5, strlen(proc + 5) + 1);
+    strip_all(thr, "copy engine ");
+    strip_all(thr, "NCCL ");
+    strip_all(thr, " stream");
+    strip_all(thr, " pool");
+    if (!proc[0])
+        snprintf(proc, sizeof proc, "pid %d", pid);
+    if (!thr[0])
+        snprintf(thr, sizeof thr, "tid %d", tid);
+    /* A per-rank thread of a shared process ("CPU Adam, rank 3" on a socket) is named by its rank. */
+    char *r = strstr(thr, ", rank ");
+    if (r) {
+        *r = 0;
+        snprintf(buf, n, "rank %s %s", r + 7, thr);
+        return;
+    }
+    snprintf(buf, n, "%s %s", proc, thr);
+}
+
+static int cmp_track(const void *x, const void *y)
+{
+    const struct tl_track *a = x, *b = y;
+    return a->pid != b->pid ? (a->pid < b->pid ? -1 : 1) : (a->tid > b->tid) - (a->tid < b->tid);
+}
+
+static const char *span_cat(const struct trace_event *ev)
+{
+    return ev->cat && *ev->cat ? ev->cat : ev->name;
+}
+
+/* A span the timeline draws: a phase's (or another category's) span of a wanted track, inside the
+ * step drawn; step spans themselves are not drawn. */
+static bool span_drawn(const struct plot__fig *f, const struct tl_trace *t, const struct trace_event *ev)
+{
+    if (ev->ph != 'X' || ev->dur_ns <= 0 || !track_wanted(f->o->pids, ev->pid, ev->tid))
+        return false;
+    if (ev->cat && strcmp(ev->cat, TRACE_CAT_STEP) == 0)
+        return false;
+    return !t->windowed || (ev->ts_ns >= t->w0_ns && ev->ts_ns < t->w1_ns);
+}
+
+/* "ratio 0.50 (honored 0.5006), schedule overlap, policy exact" from the step span's args. */
+static void step_about(const struct tl_trace *t, char *buf, size_t n)
+{
+    buf[0] = 0;
+    for (int i = 0; i < t->doc.n_events; i++) {
+        const struct trace_event *ev = &t->doc.events[i];
+        if (ev->ph != 'X' || !ev->cat || strcmp(ev->cat, TRACE_CAT_STEP) != 0 || ev->ts_ns != t->w0_ns)
+            continue;
+        json_t *a = ev->args_json ? json_loads(ev->args_json, 0, NULL) : NULL;
+        json_t *rq = json_object_get(a, "requested_ratio"), *hn = json_object_get(a, "honored_ratio");
+        json_t *sc = json_object_get(a, "schedule"), *po = json_object_get(a, "policy");
+        if (json_is_number(rq))
+            snprintf(buf + strlen(buf), n - strlen(buf), "ratio %.2f", json_number_value(rq));
+        if (json_is_number(hn))
+            snprintf(buf + strlen(buf), n - strlen(buf), " (honored %.4f)", json_number_value(hn));
+        if (json_is_string(sc))
+            snprintf(buf + strlen(buf), n - strlen(buf), "%sschedule %s", buf[0] ? ", " : "", json_string_value(sc));
+        if (json_is_string(po))
+            snprintf(buf + strlen(buf), n - strlen(buf), "%spolicy %s", buf[0] ? ", " : "", json_string_value(po));
+        json_decref(a);
+        return;
+    }
+}
+
+static int tl_read(const struct plot__fig *f, const char *path, struct tl_trace *t, struct rl_err *e)
+{
+    memset(t, 0, sizeof *t);
+    int rc = trace_read(path, &t->doc, e);
+    if (rc)
+        return rc;
+    t->windowed = trace_step_window(&t->doc, &t->w0_ns, &t->w1_ns) == 1;
+    if (t->windowed)
+        step_about(t, t->about, sizeof t->about);
+    t->t0_ns = INT64_MAX;
+    t->t1_ns = INT64_MIN;
+    for (int i = 0; i < t->doc.n_events; i++) {
+        const struct trace_event *ev = &t->doc.events[i];
+        if (!span_drawn(f, t, ev))
+            continue;
+        int k = 0;
+        while (k < t->n_tracks && (t->tracks[k].pid != ev->pid || t->tracks[k].tid != ev->tid))
+            k++;
+        if (k == t->n_tracks) {
+            if (k == TL_MAX_TRACKS) {
+                trace_doc_free(&t->doc);
+                return rl_errf(e, RL_EINVAL, "%s: more than %d tracks with spans; choose processes with pids",
+                               path, TL_MAX_TRACKS);
+            }
+            t->tracks[k].pid = ev->pid;
+            t->tracks[k].tid = ev->tid;
+            t->n_tracks++;
+        }
+        if (ev->ts_ns < t->t0_ns)
+            t->t0_ns = ev->ts_ns;
+        if (ev->ts_ns + ev->dur_ns > t->t1_ns)
+            t->t1_ns = ev->ts_ns + ev->dur_ns;
+    }
+    if (!t->n_tracks) {
+        trace_doc_free(&t->doc);
+        return rl_errf(e, RL_EINVAL, "%s: no spans (\"ph\":\"X\")%s; a timeline needs a trace of a step "
+                       "(ratiolab predict --trace, or the executor's)", path, f->o->pids ? " in the pids given" : "");
+    }
+    if (t->windowed)   /* the step's own start is time zero, as the simulator's step starts at 0 */
+        t->t0_ns = t->w0_ns;
+    qsort(t->tracks, (size_t)t->n_tracks, sizeof t->tracks[0], cmp_track);
+    for (int k = 0; k < t->n_tracks; k++)
+        track_label(&t->doc, t->tracks[k].pid, t->tracks[k].tid, t->tracks[k].label, sizeof t->tracks[k].label);
+    return 0;
+}
+
+int plot__timeline(struct plot__fig *f, struct rl_err *e)
+{
+    int nt = f->o->n_in;
+    if (nt > 2)
+        return rl_errf(e, RL_EINVAL, "in: %d traces; plot timeline draws one, or two (predicted, then measured)", nt);
+    int rc = check_pids(f->o->pids, e);
+    if (rc)
+        return rc;
+    struct tl_trace *t = calloc(2, sizeof *t);
+    if (!t)
+        return rl_errf(e, RL_ENOMEM, "plot timeline: out of memory");
+    for (int i = 0; i < nt; i++)
+        if ((rc = tl_read(f, f->o->in[i], &t[i], e))) {
+            if (i)
+                trace_doc_free(&t[0].doc);
+            free(t);
+            return rc;
+        }
+    /* Categories: the simulator's phases in their order, then others by first appearance. */
+    char cats[TL_MAX_CATS][32];
+    int n_cats = 0;
+    for (int q = 0; q < TRACE_N_PHASES; q++)
+        for (int i = 0; i < nt && (size_t)n_cats < TL_MAX_CATS; i++) {
+            bool used = false;
+            for (int k = 0; k < t[i].doc.n_events && !used; k++) {
+                const struct trace_event *ev = &t[i].doc.events[k];
+                used = span_drawn(f, &t[i], ev) && strcmp(span_cat(ev), trace_phases[q].name) == 0;
+            }
+            bool have = false;
+            for (int c = 0; c < n_cats; c++)
+                have |= strcmp(cats[c], trace_phases[q].name) == 0;
+            if (used && !have)
+                snprintf(cats[n_cats++], sizeof cats[0], "%s", trace_phases[q].name);
+        }
+    for (int i = 0; i < nt; i++)
+        for (int k = 0; k < t[i].doc.n_events; k++) {
+            const struct trace_event *ev = &t[i].doc.events[k];
+            if (!span_drawn(f, &t[i], ev))
+                continue;
+            bool have = false;
+            for (int c = 0; c < n_cats; c++)
+                have |= strcmp(cats[c], span_cat(ev)) == 0;
+            if (!have) {
+                if (n_cats == TL_MAX_CATS) {
+                    rc = rl_errf(e, RL_EINVAL, "%s: more than %d span categories", f->o->in[i], TL_MAX_CATS);
+                    goto out;
+                }
+                snprintf(cats[n_cats++], sizeof cats[0], "%.31s", span_cat(ev));
+            }
+        }
+    /* The header names what each trace ran (a step span's args), so a figure without a title still
+     * says its ratio and schedule. */
+    char about[2][200];
+    for (int i = 0; i < 2; i++)
+        snprintf(about[i], sizeof about[i], "%s%s", nt > 1 && i < nt && t[i].about[0] ? (i ? "measured: " : "predicted: ") : "",
+                 i < nt ? t[i].about : "");
+    char run[420];
+    snprintf(run, sizeof run, "%s%s%s", about[0], about[0][0] && about[1][0] ? "; " : "", about[1]);
+    struct plot__meta m = {NULL, NULL, NULL, NULL, NULL, run[0] ? run : NULL};
+    plot__dat_header(f, &m);
+    for (int i = 0; i < nt; i++)
+        if (t[i].windowed)
+            fprintf(f->dat, "# %s: one step drawn, %.6f ms to %.6f ms of the trace (its first that is not a "
+                            "warm-up)\n", plot__base(f->o->in[i]), (double)t[i].w0_ns * 1e-6, (double)t[i].w1_ns * 1e-6);
+    double span_ms = 0;
+    int n_spans[2][TL_MAX_CATS] = {{0}};   /* spans per trace and category (empty blocks are not plotted) */
+    for (int i = 0; i < nt; i++) {
+        char what[512];
+        snprintf(what, sizeof what, "%s: tracks (row, process id, thread id, label); times below are ms from the "
+                 "first span's start", plot__base(f->o->in[i]));
+        plot__block(f, what);
+        for (int k = 0; k < t[i].n_tracks; k++)
+            fprintf(f->dat, "%d\t%d\t%d\t%s\n", k, t[i].tracks[k].pid, t[i].tracks[k].tid, t[i].tracks[k].label);
+        span_ms = fmax(span_ms, (double)(t[i].t1_ns - t[i].t0_ns) * 1e-6);
+        for (int c = 0; c < n_cats; c++) {
+            snprintf(what, sizeof what, "%s: spans of %s (start_ms, end_ms, row)", plot__base(f->o->in[i]), cats[c]);
+            plot__block(f, what);
+            for (int k = 0; k < t[i].doc.n_events; k++) {
+                const struct trace_event *ev = &t[i].doc.events[k];
+                if (!span_drawn(f, &t[i], ev) || strcmp(span_cat(ev), cats[c]) != 0)
+                    continue;
+                int row = 0;
+                while (t[i].tracks[row].pid != ev->pid || t[i].tracks[row].tid != ev->tid)
+                    row++;
+                fprintf(f->dat, "%.6f\t%.6f\t%d\n", (double)(ev->ts_ns - t[i].t0_ns) * 1e-6,
+                        (double)(ev->ts_ns + ev->dur_ns - t[i].t0_ns) * 1e-6, row);
+                n_spans[i][c]++;
+            }
+            fputs("?\t?\t?\n", f->dat);   /* a block is never empty */
+        }
+    }
+
+    size_t longest = 0;
+    for (int i = 0; i < nt; i++)
+        for (int k = 0; k < t[i].n_tracks; k++)
+            longest = strlen(t[i].tracks[k].label) > longest ? strlen(t[i].tracks[k].label) : longest;
+    int longest_cat = 8;
+    for (int c = 0; c < n_cats; c++)
+        longest_cat = (int)fmax(longest_cat, (double)strlen(cats[c]));
+    /* Rows are 0.13 in; panels share the time axis, so only the lowest carries its label. */
+    double row_in = 0.13;
+    struct plot__grid g = {1, 1, 0, 0.2 + 0.052 * (double)longest, 0.15, nt > 1 ? 0.22 : 0.08, 0.36,
+                           f->o->title && *f->o->title ? 0.25 : 0, plot__key_height(f, n_cats, longest_cat)};
+    double d0 = (double)(t[0].t1_ns - t[0].t0_ns), d1 = nt > 1 ? (double)(t[1].t1_ns - t[1].t0_ns) : d0;
+    bool shared_axis = fmax(d0, d1) <= 2 * fmin(d0, d1);
+    double body = 0;
+    for (int i = 0; i < nt; i++)
+        body += t[i].n_tracks * row_in + g.top_in + (i == nt - 1 || !shared_axis ? g.bottom_in : 0.12);
+    g.height_in = body + g.title_in + g.key_in;
+    plot__gp_preamble(f, g.height_in);
+    FILE *gp = f->gp;
+    double tick = plot__tick(span_ms, 6);
+    plot__multiplot(f);
+    fprintf(gp, "set style fill solid 1.0 noborder\nset xrange [0:%g]\nset xtics %g format '%s'\n"
+                "unset grid\nset grid xtics lc rgb '#e0e0e0' lw 0.6\nunset key\nset ytics scale 0\n",
+            span_ms * 1.01, tick, plot__tick_format(tick));
+    /* Two steps share the time axis unless one is more than twice the other (a prediction at another
+     * scale): then each panel gets its own axis, and says so. */
+    double ms0 = (double)(t[0].t1_ns - t[0].t0_ns) * 1e-6, ms1 = nt > 1 ? (double)(t[1].t1_ns - t[1].t0_ns) * 1e-6 : ms0;
+    bool shared = shared_axis;
+    if (!shared)
+        fputs("# the two steps differ by more than 2x: each panel has its own time axis\n", gp);
+    double y_top = g.height_in - g.title_in;
+    int b = 0;
+    for (int i = 0; i < nt; i++) {
+        double h = t[i].n_tracks * row_in;
+        bool last = i == nt - 1;
+        fprintf(gp, "set lmargin at screen %.4f\nset rmargin at screen %.4f\n", g.left_in / plot__width_in(f),
+                1 - g.right_in / plot__width_in(f));
+        fprintf(gp, "set tmargin at screen %.4f\nset bmargin at screen %.4f\n", (y_top - g.top_in) / g.height_in,
+                (y_top - g.top_in - h) / g.height_in);
+        y_top -= g.top_in + h + (last || !shared ? g.bottom_in : 0.12);
+        if (nt > 1) {
+            fprintf(gp, "set title '%s: ' . ", i == 0 ? "predicted" : "measured");
+            plot__gp_str(f, "in", plot__base(f->o->in[i]));
+            fputs("\n", gp);
+        }
+        if (!shared) {
+            double own = i ? ms1 : ms0, tk = plot__tick(own, 6);
+            fprintf(gp, "set xrange [0:%g]\nset xtics %g\nset xlabel 'time (ms), own axis' offset 0,0.9\n"
+                        "set format x '%s'\n", own * 1.01, tk, plot__tick_format(tk));
+        } else if (last) {
+            fprintf(gp, "set xlabel 'time (ms)' offset 0,0.9\nset format x '%s'\n", plot__tick_format(tick));
+        } else {
+            fputs("unset xlabel\nset format x ''\n", gp);
+        }
+        fprintf(gp, "set yrange [%d.5:-0.5]\nset ytics (", t[i].n_tracks - 1);
+        for (int k = 0; k < t[i].n_tracks; k++) {
+            plot__gp_tic(f, "track", t[i].tracks[k].label);
+            fprintf(gp, " %d%s", k, k + 1 < t[i].n_tracks ? ", " : ")\n");
+        }
+        b++;   /* the track list block */
+        fputs("plot ", gp);
+        bool first = true;
+        for (int c = 0; c < n_cats; c++, b++) {
+            int pat;
+            const char *col = plot__phase_color(cats[c], c, &pat);
+            if (!n_spans[i][c])
+                continue;
+            fprintf(gp, "%sdatafile index %d using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '%s' ", first ? "" : ", \\\n     ", b, col);
+            if (pat)
+                fprintf(gp, "fs pattern %d border lc rgb '%s'", pat, col);   /* the outline keeps a narrow span visible */
+            else
+                fputs("fs solid 1.0", gp);
+            first = false;
+        }
+        fputc('\n', gp);
+    }
+    struct plot__key k;
+    plot__key_begin(f, &g, n_cats, longest_cat, &k);
+    for (int c = 0; c < n_cats; c++) {
+        int pat;
+        const char *col = plot__phase_color(cats[c], c, &pat);
+        plot__key_entry(f, &g, &k, c);
+        if (pat)
+            fprintf(gp, "NaN with boxes fc rgb '%s' fs pattern %d border lc rgb '%s' title ", col, pat, col);
+        else
+            fprintf(gp, "NaN with boxes fc rgb '%s' fs solid 1.0 title ", col);
+        plot__gp_str(f, "category", cats[c]);
+        fputc('\n', gp);
+    }
+    fputs("unset multiplot\n", gp);
+out:
+    for (int i = 0; i < nt; i++)
+        trace_doc_free(&t[i].doc);
+    free(t);
+    return rc;
+}

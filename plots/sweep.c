@@ -1,0 +1,96 @@
+/* plots/sweep.c — what the figures drawn from sweeps share: reading them, the .dat header from
+ * their metadata, which rows fit, the fastest that fits. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "plots/plot_impl.h"
+
+bool plot__is_staircase(const char *policy)
+{
+    return strncmp(policy, "deepspeed", 9) == 0;
+}
+
+/* Reads every input as a sweep; on error frees what was read. */
+int plot__read_sweeps(struct plot__fig *f, struct plot__sweep *s, struct rl_err *e)
+{
+    for (int i = 0; i < f->o->n_in; i++) {
+        int rc = plot__sweep_read(f->o->in[i], &s[i], e);
+        if (rc) {
+            for (int k = 0; k < i; k++)
+                plot__sweep_free(&s[k]);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+void plot__free_sweeps(struct plot__sweep *s, int n)
+{
+    for (int i = 0; i < n; i++)
+        plot__sweep_free(&s[i]);
+}
+
+/* "a, b" from the distinct values of a field over the sweeps. */
+static void join_distinct(char *buf, size_t n, const struct plot__sweep *s, int ns, size_t field_off)
+{
+    buf[0] = 0;
+    for (int i = 0; i < ns; i++) {
+        const char *v = (const char *)&s[i] + field_off;
+        bool seen = false;
+        for (int k = 0; k < i; k++)
+            seen |= strcmp(v, (const char *)&s[k] + field_off) == 0;
+        if (!seen)
+            snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", buf[0] ? ", " : "", v);
+    }
+}
+
+void plot__sweep_meta(struct plot__fig *f, const struct plot__sweep *s, int ns)
+{
+    char model[512], hw[256], pol[256], sch[256], mb[64] = "";
+    join_distinct(model, sizeof model, s, ns, offsetof(struct plot__sweep, model));
+    join_distinct(hw, sizeof hw, s, ns, offsetof(struct plot__sweep, hardware));
+    join_distinct(pol, sizeof pol, s, ns, offsetof(struct plot__sweep, policy));
+    join_distinct(sch, sizeof sch, s, ns, offsetof(struct plot__sweep, schedule));
+    for (int i = 0; i < ns; i++) {
+        if (!s[i].micro_batch)
+            continue;
+        char one[24];
+        snprintf(one, sizeof one, "%" PRId64, s[i].micro_batch);
+        if (!strstr(mb, one))   /* distinct values; good enough for a header */
+            snprintf(mb + strlen(mb), sizeof mb - strlen(mb), "%s%s", mb[0] ? ", " : "", one);
+        if (s[i].seq_len && i == 0)
+            snprintf(mb + strlen(mb), sizeof mb - strlen(mb), " (sequence %" PRId64 ")", s[i].seq_len);
+    }
+    struct plot__meta m = {model, hw, pol, sch, mb[0] ? mb : NULL, NULL};
+    plot__dat_header(f, &m);
+}
+
+/* Does row w fit: the sweep's own verdict, or GPU memory within --gpu-mem (host as the sweep says). */
+bool plot__row_fits(const struct plot__fig *f, const struct plot__sweep_row *w)
+{
+    if (f->o->gpu_mem_bytes > 0)
+        return w->gpu_bytes <= f->o->gpu_mem_bytes && w->fits_host;
+    return w->fits_gpu && w->fits_host;
+}
+
+/* The fastest row that fits (ties: the smaller ratio, i.e. the first); -1 when none fits. */
+int plot__best_fit(const struct plot__fig *f, const struct plot__sweep *s)
+{
+    int best = -1;
+    for (int i = 0; i < s->n_rows; i++)
+        if (plot__row_fits(f, &s->rows[i]) && (best < 0 || s->rows[i].step_ns < s->rows[best].step_ns))
+            best = i;
+    return best;
+}
+
+void plot__gib_label(char *buf, size_t n, int64_t bytes)
+{
+    double g = PLOT__GIB(bytes);
+    if (fabs(g - llround(g)) < 0.005)
+        snprintf(buf, n, "%.0f GiB", g);
+    else
+        snprintf(buf, n, "%.2f GiB", g);
+}
+
