@@ -25,14 +25,22 @@ endif
 LIBDIRS := common plan sim exec kernels traces calib validation plots monitor
 
 # ---- feature detection (one line each) -----------------------------------------------------
+# Each may be given on the command line instead (scripts/gpu-check.sh does, on a machine whose
+# libraries live in a private prefix): PKG_CONFIG (a pkg-config), NVCC, NCCL_H and NCCL_LIBDIR
+# (a folder with libnccl.so), MPICC (empty: no MPI) or MPI_CFLAGS and MPI_LIBS.
+PKG_CONFIG ?= pkg-config
 NVCC := $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 CUDA_HOME := $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(realpath $(NVCC))))
 NCCL_H := $(firstword $(wildcard $(CUDA_HOME)/include/nccl.h /usr/include/nccl.h /usr/local/include/nccl.h))
 NCCL_LIBDIR := $(patsubst %/,%,$(dir $(firstword $(wildcard $(CUDA_HOME)/lib/libnccl.so $(CUDA_HOME)/lib64/libnccl.so /usr/lib/x86_64-linux-gnu/libnccl.so))))
 MPICC := $(shell command -v mpicc 2>/dev/null)
-HAVE_CHECK := $(shell pkg-config --exists check 2>/dev/null && echo yes)
-HAVE_JANSSON := $(shell pkg-config --exists jansson 2>/dev/null && echo yes)
-HAVE_ZLIB := $(shell pkg-config --exists zlib 2>/dev/null && echo yes)
+ifneq ($(MPICC),)
+MPI_CFLAGS ?= $(shell $(MPICC) --showme:compile 2>/dev/null)
+MPI_LIBS ?= $(shell $(MPICC) --showme:link 2>/dev/null)
+endif
+HAVE_CHECK := $(shell $(PKG_CONFIG) --exists check 2>/dev/null && echo yes)
+HAVE_JANSSON := $(shell $(PKG_CONFIG) --exists jansson 2>/dev/null && echo yes)
+HAVE_ZLIB := $(shell $(PKG_CONFIG) --exists zlib 2>/dev/null && echo yes)
 GNUPLOT := $(shell command -v gnuplot 2>/dev/null)
 
 # Printed by the inner make only: the entry targets (all, test, demo, bench) first install missing
@@ -41,7 +49,7 @@ ifeq ($(RL_INNER),1)
 ifndef RL_FEATURES_SHOWN
 $(info feature: nvcc     $(if $(NVCC),yes ($(NVCC)),no (CUDA code not built; GPU tests skip)))
 $(info feature: NCCL     $(if $(and $(NVCC),$(NCCL_H),$(NCCL_LIBDIR)),yes ($(NCCL_H)),no))
-$(info feature: MPI      $(if $(MPICC),yes ($(MPICC)),no))
+$(info feature: MPI      $(if $(MPI_LIBS),yes ($(or $(MPICC),$(MPI_LIBS))),no))
 $(info feature: Check    $(if $(HAVE_CHECK),yes,no (needed by make test)))
 $(info feature: jansson  $(if $(HAVE_JANSSON),yes,no (required)))
 $(info feature: zlib     $(if $(HAVE_ZLIB),yes,no (required)))
@@ -53,22 +61,24 @@ endif
 # ---- flags ------------------------------------------------------------------------------------
 # -ffp-contract=off and no fast-math: the bitwise contract (kernels/README.md) depends on it.
 CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Wmissing-prototypes -Wshadow -Werror -Wno-format-truncation -ffp-contract=off -fopenmp -D_GNU_SOURCE \
-          -I. -I$(BUILD)/gen $(SANFLAGS) $(EXTRA_CFLAGS)
-LDLIBS := $(shell pkg-config --libs jansson zlib 2>/dev/null) -lopenblas -lm -ldl -lpthread
-CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
-CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+          -I. -I$(BUILD)/gen $(SANFLAGS) $(EXTRA_CFLAGS) $(shell $(PKG_CONFIG) --cflags jansson zlib 2>/dev/null)
+LDLIBS := $(shell $(PKG_CONFIG) --libs jansson zlib 2>/dev/null) -lopenblas -lm -ldl -lpthread
+CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
+CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 LDFLAGS := -fopenmp $(SANFLAGS)
 
 ifneq ($(NVCC),)
-CFLAGS += -DRL_HAVE_CUDA=1 -I$(CUDA_HOME)/include
+# NCCL's folder first: it may hold the headers the CUDA install lacks (nccl.h, cuBLAS's).
+CFLAGS += -DRL_HAVE_CUDA=1 $(if $(NCCL_H),-I$(dir $(NCCL_H))) -I$(CUDA_HOME)/include
 NVCC_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,compute_90]
 NVCCFLAGS := -O3 -std=c++17 $(NVCC_ARCH) --fmad=false -prec-div=true -prec-sqrt=true -ftz=false \
              -I. -I$(BUILD)/gen -Xcompiler -ffp-contract=off,-Wall,-Werror -DRL_HAVE_CUDA=1
 CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
-LDLIBS += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcudart -lstdc++
+# NCCL's folder before CUDA's: when NCCL_LIBDIR is given, its libnccl.so is the one linked.
+LDLIBS += $(if $(and $(NCCL_H),$(NCCL_LIBDIR)),-L$(NCCL_LIBDIR)) -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcudart -lstdc++
 ifneq ($(and $(NCCL_H),$(NCCL_LIBDIR)),)
 CFLAGS += -DRL_HAVE_NCCL=1
-NVCCFLAGS += -DRL_HAVE_NCCL=1
+NVCCFLAGS += -DRL_HAVE_NCCL=1 -I$(dir $(NCCL_H))
 LDLIBS += -L$(NCCL_LIBDIR) -Wl,-rpath,$(NCCL_LIBDIR) -lnccl
 # The executor's cuda backend (exec/backend_cuda.cu) needs NCCL (and cuBLAS, loaded at run time).
 CFLAGS += -DRL_EX_CUDA=1
@@ -77,17 +87,16 @@ endif
 endif
 
 # OpenBLAS (sgemm for ratiolab calibrate's emulated-device GEMM throughput).
-HAVE_OPENBLAS := $(shell pkg-config --exists openblas 2>/dev/null && echo yes)
+HAVE_OPENBLAS := $(shell $(PKG_CONFIG) --exists openblas 2>/dev/null && echo yes)
 ifneq ($(HAVE_OPENBLAS),)
-CFLAGS += -DRL_HAVE_OPENBLAS=1 $(shell pkg-config --cflags openblas)
-LDLIBS += $(shell pkg-config --libs openblas)
+CFLAGS += -DRL_HAVE_OPENBLAS=1 $(shell $(PKG_CONFIG) --cflags openblas)
+LDLIBS += $(shell $(PKG_CONFIG) --libs openblas)
 endif
 
 # MPI (exec/comm.c only includes mpi.h; everything links it).
-ifneq ($(MPICC),)
-MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null) -DRL_HAVE_MPI=1
-LDLIBS += $(shell $(MPICC) --showme:link 2>/dev/null)
-$(BUILD)/obj/exec/comm.o: private CFLAGS += $(MPI_CFLAGS)
+ifneq ($(MPI_LIBS),)
+LDLIBS += $(MPI_LIBS)
+$(BUILD)/obj/exec/comm.o: private CFLAGS += $(MPI_CFLAGS) -DRL_HAVE_MPI=1
 endif
 
 # ---- sources ----------------------------------------------------------------------------------
@@ -133,7 +142,8 @@ help:
 	@echo "make check-layers   every #include allowed by its module's README (run by make test)"
 	@echo "make bench      build and run the benchmarks (bench/)"
 	@echo "make fuzz       libFuzzer on every parser, FUZZ_SECONDS per target (default 60)"
-	@echo "make install PREFIX=/usr/local   binary, catalog, man page, bash completion"
+	@echo "make install PREFIX=/usr/local   binary, catalog, man page, bash completion, probe/ratiolab_probe.py"
+	@echo "make ds-oracle  real DeepSpeed on the CPU (pinned venvs in build-ds/) against the plan; re-records tests/deepspeed/"
 	@echo "make uninstall PREFIX=/usr/local removes what install put there"
 	@echo "make docs       build/ratiolab.1 and build/ratiolab.bash-completion from the --help texts"
 	@echo "make deps       install missing Debian packages (as root) or print the command"
@@ -258,7 +268,7 @@ $(FUZZ_DIR)/obj/%.o: %.c
 
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/libfuzzer.c $(FUZZ_LIB_OBJ)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -DRL_FUZZ_TARGET=$* -o $@ $^ \
-	    $(shell pkg-config --libs jansson zlib 2>/dev/null) -lm -lpthread
+	    $(shell $(PKG_CONFIG) --libs jansson zlib 2>/dev/null) -lm -lpthread
 
 -include $(shell find $(FUZZ_DIR)/obj -name '*.d' 2>/dev/null)
 
@@ -273,6 +283,16 @@ mutate: deps-quiet
 	@$(INNER) $(BIN) $(TEST_BIN) $(PROGS)
 	@MUTATE_JOBS=2 MUTATE_LONG=$(or $(MUTATE_LONG),1) scripts/mutate.sh $(MUTANTS)
 .PHONY: mutate
+
+# `make ds-oracle`: real DeepSpeed (pinned venvs under build-ds/, reused) on the CPU accelerator,
+# the matrix of scripts/ds-oracle.sh, validate --probe on every cell, the observations recorded
+# into tests/deepspeed/observed/ (which `make test` checks without any Python).
+# DeepSpeed 0.14's CPU Adam asks numactl for the NUMA layout (deepspeed/utils/numa.py).
+ds-oracle: deps-quiet
+	@scripts/deps.sh --quiet numactl
+	@$(INNER) $(BIN)
+	@scripts/ds-oracle.sh
+.PHONY: ds-oracle
 
 # ---- demo, bench, install -----------------------------------------------------------------------
 demo: deps-quiet
@@ -319,6 +339,8 @@ install: all docs
 	install -m 644 $(BUILD)/ratiolab.bash-completion $(COMPLETION_DIR)/ratiolab
 	cp -r catalog $(DESTDIR)$(PREFIX)/share/ratiolab/
 	if [ -d plots/gnuplot ]; then cp -r plots/gnuplot $(DESTDIR)$(PREFIX)/share/ratiolab/; fi
+	install -d $(DESTDIR)$(PREFIX)/share/ratiolab/probe
+	install -m 644 probe/ratiolab_probe.py $(DESTDIR)$(PREFIX)/share/ratiolab/probe/ratiolab_probe.py
 
 # Removes what install put there, then the folders under PREFIX it may have made, each only when
 # left empty (PREFIX itself stays).

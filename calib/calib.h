@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "common/rl.h"
+#include "exec/backend.h"   /* struct ex_backend, ex_dev, ex_copy_dir: calibrate measures through the table */
 
 #define CALIB_MAX_THREADS 64
 
@@ -27,6 +28,7 @@ struct calib_opts {
     int max_threads;               /* thread counts 1..max_threads (0: the online cores) */
     int devices;                   /* emulated devices (= ranks per node) the profile describes */
     int device_threads;            /* threads of one emulated device's kernels (0: cores / devices, >= 1) */
+    int64_t gpu_bytes;             /* --backend cuda: bytes per copy and Adam elements (0: 256 Mi, 1 Gi thorough) */
     calib_progress_fn *progress;   /* NULL: none */
     void *progress_ctx;            /* passed to progress */
 };
@@ -168,9 +170,9 @@ int calib_profile(const struct calib *c, const char *name, char **out, struct rl
 /* ---- GPUs (--backend cuda; built with CUDA, run by scripts/gpu-check.sh) --------------------- */
 #define CALIB_MAX_GPUS 16
 struct calib_gpu {
-    int n_gpus;                                          /* visible CUDA devices measured */
-    char model[64];                                      /* cudaDeviceProp.name of GPU 0 */
-    int64_t memory_bytes;                                /* totalGlobalMem of GPU 0 */
+    int n_gpus;                                          /* devices measured (the backend's probe) */
+    char model[64];                                      /* device 0's name (cuda: cudaDeviceProp.name) */
+    int64_t memory_bytes;                                /* device 0's memory (cuda: totalGlobalMem), -1 unknown */
     int64_t copy_bytes;                                  /* bytes per copy */
     struct calib_figure h2d_pinned_gbps[CALIB_MAX_GPUS];   /* per GPU, alone */
     struct calib_figure d2h_pinned_gbps[CALIB_MAX_GPUS];
@@ -195,16 +197,27 @@ struct calib_gpu {
     struct calib_figure nccl_reduce_scatter_busbw_gbps[16];
     struct calib_figure nccl_latency_us;                   /* all-gather of the smallest size */
 };
-/* Measures the GPUs: RL_EENV without CUDA or without a GPU. */
-int calib_measure_gpu(const struct calib_opts *o, struct calib_gpu *g, struct rl_err *e);
-/* cuBLAS (loaded with dlopen, as the executor does) on GPU 0 over the run's GEMM list (or
- * 4096^3 when run has none): fp32 sgemm and bf16 GemmEx. RL_EENV without CUDA, cuBLAS or a GPU. */
-int calib_measure_gpu_gemm(const struct calib_run *run, bool thorough, struct calib_gpu *g,
-                           struct rl_err *e);
-/* NCCL all-gather and reduce-scatter (fp32) across the ranks of `comm` (mpirun; rank r on GPU
- * r mod GPUs), per-rank sizes 4 KiB .. 64 MiB (256 MiB thorough) by 4x: bus bandwidth of the
- * slowest rank per repeat, median; every rank must call it. RL_EENV without NCCL or a GPU. */
-int calib_measure_nccl(struct ex_comm *comm, bool thorough, struct calib_gpu *g, struct rl_err *e);
+/* Measures the devices of backend be (calibrate --backend cuda: the cuda backend; NULL when
+ * this build has none: RL_EENV) through the backend table: copies per device and all at once,
+ * D2D and the device Adam on device 0, each timed by the backend. RL_EENV without a device. */
+int calib_measure_gpu(const struct ex_backend *be, const struct calib_opts *o, struct calib_gpu *g,
+                      struct rl_err *e);
+/* be's GEMMs on device 0 over the run's GEMM list (or 4096^3 when run has none): fp32 (gemm) and
+ * bf16 (gemm_lowp, where the backend has it; cuBLAS on cuda, loaded with dlopen). */
+int calib_measure_gpu_gemm(const struct ex_backend *be, const struct calib_run *run, bool thorough,
+                           struct calib_gpu *g, struct rl_err *e);
+/* be's all-gather and reduce-scatter (fp32; NCCL on cuda) across the ranks of `comm` (mpirun;
+ * one device per rank), per-rank sizes 4 KiB .. 64 MiB (256 MiB thorough) by 4x: bus bandwidth
+ * of the slowest rank per repeat, median; every rank must call it. */
+int calib_measure_nccl(const struct ex_backend *be, struct ex_comm *comm, bool thorough, struct calib_gpu *g,
+                       struct rl_err *e);
+/* One copy of `bytes` on device d's copy stream, timed by the backend (CUDA events on cuda, the
+ * copy thread's clock on cpu), as GB/s; for anyone measuring copies at other sizes. */
+int calib_copy_gbps(const struct ex_backend *be, struct ex_dev *d, void *dst, const void *src, int64_t bytes,
+                    enum ex_copy_dir dir, double *gbps, struct rl_err *e);
+/* The receive buffer of rank `rank`'s in-place NCCL reduce-scatter (and the send buffer of its
+ * in-place all-gather) in buf, with bytes_per_rank per rank: its own block. */
+char *calib_nccl_rs_recv(char *buf, int rank, int64_t bytes_per_rank);
 /* A profile for real GPUs: the measured figures (copies per GPU, the PCIe uplink as all GPUs at
  * once, HBM as the D2D copy, GPU Adam as its efficiency, host DRAM and CPU Adam from c) written
  * over `base_text`, a catalog profile of the same machine type that supplies what is not

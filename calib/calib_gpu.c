@@ -1,33 +1,27 @@
-/* calib/calib_gpu.c — the GPU part of `ratiolab calibrate --backend cuda` (see calib.h).
- * Built only with CUDA (RL_HAVE_CUDA); scripts/gpu-check.sh runs it on a GPU machine. */
+/* calib/calib_gpu.c — `ratiolab calibrate --backend cuda` (see calib.h): every measurement goes
+ * through the executor's backend table (exec/backend.h): its probe, device and host memory,
+ * copies, Adam and GEMMs timed by the backend itself (CUDA events on cuda, the stream thread's
+ * clock on cpu), and its collectives (NCCL on cuda) under mpirun. No CUDA, cuBLAS or NCCL call is
+ * made here, so the same code runs on the cpu backend in the tests; scripts/gpu-check.sh runs it
+ * on a GPU. The profile (calib_gpu_profile) is written below. */
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "kernels/adam.h"
-#include "calib/calib.h"
-
-#ifdef RL_HAVE_CUDA
-#include <cublas_v2.h>        /* the cuBLAS types; the library is dlopen'ed, as the executor does */
-#include <cuda_runtime_api.h>
-#include <dlfcn.h>            /* dlopen, dlsym */
 #include <time.h>
-#ifdef RL_HAVE_NCCL
-#include <nccl.h>             /* ncclCommInitRank, ncclAllGather, ncclReduceScatter */
-#endif
-#include "exec/exec.h"        /* ex_comm: the unique id's broadcast, barriers */
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t err_ = (call);                                                                 \
-        if (err_ != cudaSuccess) {                                                                 \
-            rc = rl_errf(e, RL_EENV, "calibrate: %s:%d: %s: %s", __FILE__, __LINE__, #call,        \
-                         cudaGetErrorString(err_));                                                \
-            goto out;                                                                              \
-        }                                                                                          \
-    } while (0)
+#include "calib/calib.h"
+#include "exec/backend.h"     /* the backend table */
+#include "exec/exec.h"        /* ex_comm: barriers, the slowest rank */
+#include "kernels/adam.h"
+#include "plan/step.h"        /* the phases the timed operations are tagged with */
+
+/* NCCL's in-place reduce-scatter: rank r's result lands in its own block of the send buffer. */
+char *calib_nccl_rs_recv(char *buf, int rank, int64_t bytes_per_rank)
+{
+    return buf + (int64_t)rank * bytes_per_rank;
+}
 
 static void figure(struct calib_figure *f, const double *v, int n)
 {
@@ -40,222 +34,247 @@ static void figure(struct calib_figure *f, const double *v, int n)
     f->repeats = n;
 }
 
-/* One copy of `bytes` timed with events on `s`; GB/s. */
-static int timed_copy(void *dst, const void *src, int64_t bytes, enum cudaMemcpyKind k, cudaStream_t s,
-                      double *gbps, struct rl_err *e)
+static int64_t now_ns(void)
 {
-    int rc = 0;
-    cudaEvent_t a = NULL, b = NULL;
-    float ms = 0;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    CK(cudaEventRecord(a, s));
-    CK(cudaMemcpyAsync(dst, src, (size_t)bytes, k, s));
-    CK(cudaEventRecord(b, s));
-    CK(cudaEventSynchronize(b));
-    CK(cudaEventElapsedTime(&ms, a, b));
-    *gbps = ms > 0 ? (double)bytes / (ms * 1e-3) * 1e-9 : 0;
-out:
-    if (a)
-        cudaEventDestroy(a);
-    if (b)
-        cudaEventDestroy(b);
-    return rc;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int calib_measure_gpu(const struct calib_opts *o, struct calib_gpu *g, struct rl_err *e)
+/* After operations were queued on stream s while it was tagged: waits for s and returns the time
+ * from the first timed operation's start to the last one's end, in seconds (the backend's own
+ * timing: CUDA events on cuda). */
+static int timed_seconds(const struct ex_backend *be, struct ex_dev *d, enum ex_stream s, double *sec,
+                         struct rl_err *e)
 {
-    memset(g, 0, sizeof *g);
-    int n = kern_cuda_device_count();
-    if (n <= 0)
-        return rl_errf(e, RL_EENV, "backend cuda: no GPU visible (cudaGetDeviceCount found none)");
-    g->n_gpus = n > CALIB_MAX_GPUS ? CALIB_MAX_GPUS : n;
-    int reps = o->thorough ? 15 : 7, rc = 0;
-    g->copy_bytes = (int64_t)(o->thorough ? 1024 : 256) << 20;
-    struct cudaDeviceProp prop;
-    void *pinned[CALIB_MAX_GPUS] = {0}, *dev[CALIB_MAX_GPUS] = {0}, *pageable = NULL, *dev2 = NULL;
-    cudaStream_t st[CALIB_MAX_GPUS] = {0};
-    float *p = NULL, *m = NULL, *v = NULL, *gr = NULL;
-    CK(cudaGetDeviceProperties(&prop, 0));
-    snprintf(g->model, sizeof g->model, "%s", prop.name);
-    g->memory_bytes = (int64_t)prop.totalGlobalMem;
-    pageable = malloc((size_t)g->copy_bytes);
-    if (!pageable) {
-        rc = rl_errf(e, RL_ENOMEM, "calibrate: cannot allocate %lld pageable bytes", (long long)g->copy_bytes);
-        goto out;
+    be->tag(d, s, -1);
+    RL_TRY(be->sync(d, s, e));
+    struct step_span sp[64];
+    int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+    int n;
+    while ((n = be->take_spans(d, sp, 64)) > 0)
+        for (int i = 0; i < n; i++) {
+            t0 = sp[i].start_ns < t0 ? sp[i].start_ns : t0;
+            t1 = sp[i].end_ns > t1 ? sp[i].end_ns : t1;
+        }
+    if (t1 < t0)
+        return rl_errf(e, RL_EINTERNAL, "calibrate: the %s backend timed no operation", be->name);
+    *sec = (double)(t1 - t0) * 1e-9;
+    return 0;
+}
+
+int calib_copy_gbps(const struct ex_backend *be, struct ex_dev *d, void *dst, const void *src, int64_t bytes,
+                    enum ex_copy_dir dir, double *gbps, struct rl_err *e)
+{
+    be->tag(d, EX_STREAM_COPY, STEP_PH_PARAM_H2D);
+    int rc = be->copy(d, dst, src, bytes, dir, EX_STREAM_COPY, e);
+    double sec = 0;
+    if (rc) {
+        be->tag(d, EX_STREAM_COPY, -1);
+        return rc;
     }
-    memset(pageable, 1, (size_t)g->copy_bytes);
-    for (int d = 0; d < g->n_gpus; d++) {
-        CK(cudaSetDevice(d));
-        CK(cudaStreamCreate(&st[d]));
-        CK(cudaMalloc(&dev[d], (size_t)g->copy_bytes));
-        CK(cudaMallocHost(&pinned[d], (size_t)g->copy_bytes));
-        memset(pinned[d], 1, (size_t)g->copy_bytes);
+    RL_TRY(timed_seconds(be, d, EX_STREAM_COPY, &sec, e));
+    *gbps = sec > 0 ? (double)bytes / sec * 1e-9 : 0;
+    return 0;
+}
+
+/* The devices of one process: each opened alone (a 1-rank comm: no collectives), one device
+ * buffer and one pinned host buffer of `bytes` each, and one pageable host buffer. */
+struct gpu_set {
+    int n;                                   /* devices opened */
+    struct ex_dev *dev[CALIB_MAX_GPUS];      /* backend state per device */
+    void *dbuf[CALIB_MAX_GPUS];              /* device buffer */
+    void *pinned[CALIB_MAX_GPUS];            /* pinned host buffer */
+    void *pageable;                          /* pageable host buffer (device 0's allocator) */
+    int64_t bytes;                           /* of each */
+};
+
+static void gpu_set_close(const struct ex_backend *be, struct gpu_set *s)
+{
+    for (int i = 0; i < s->n; i++) {
+        if (s->dbuf[i])
+            be->dev_free(s->dev[i], s->dbuf[i], s->bytes);
+        if (s->pinned[i])
+            be->host_free(s->dev[i], s->pinned[i], s->bytes, true);
+        if (i == 0 && s->pageable)
+            be->host_free(s->dev[0], s->pageable, s->bytes, false);
+        be->close(s->dev[i]);
     }
+    s->n = 0;
+}
+
+static int gpu_set_open(const struct ex_backend *be, int n, int64_t bytes, struct gpu_set *s, struct rl_err *e)
+{
+    static struct ex_comm solo = {.size = 1};   /* rank 0 of 1, no MPI */
+    memset(s, 0, sizeof *s);
+    s->bytes = bytes;
+    for (int i = 0; i < n; i++) {
+        RL_TRY(be->open(&s->dev[i], &solo, i, 0, e));
+        s->n = i + 1;
+        RL_TRY(be->dev_alloc(s->dev[i], bytes, &s->dbuf[i], e));
+        RL_TRY(be->host_alloc(s->dev[i], bytes, true, &s->pinned[i], e));
+        memset(s->pinned[i], 1, (size_t)bytes);
+    }
+    RL_TRY(be->host_alloc(s->dev[0], bytes, false, &s->pageable, e));
+    memset(s->pageable, 1, (size_t)bytes);
+    return 0;
+}
+
+/* Copies per device alone (pinned and pageable, both directions) and every device at once. */
+static int measure_copies(const struct ex_backend *be, const struct calib_opts *o, struct gpu_set *s, int reps,
+                          struct calib_gpu *g, struct rl_err *e)
+{
     double x[64];
     const struct {
-        struct calib_figure *f;      /* per-GPU figure array */
-        bool pin, h2d;             /* pinned or pageable, direction */
+        struct calib_figure *f;      /* per-device figure array */
+        bool pin, h2d;               /* pinned or pageable, direction */
     } kinds[4] = {{g->h2d_pinned_gbps, true, true}, {g->d2h_pinned_gbps, true, false},
                   {g->h2d_pageable_gbps, false, true}, {g->d2h_pageable_gbps, false, false}};
-    for (int d = 0; d < g->n_gpus; d++) {
+    for (int d = 0; d < s->n; d++) {
         if (o->progress) {
             char what[64];
             snprintf(what, sizeof what, "GPU %d copies", d);
-            o->progress(o->progress_ctx, what, d, g->n_gpus + 3);
+            o->progress(o->progress_ctx, what, d, s->n + 3);
         }
-        CK(cudaSetDevice(d));
         for (int k = 0; k < 4; k++) {
-            void *host = kinds[k].pin ? pinned[d] : pageable;
-            for (int r = 0; r <= reps && !rc; r++) {
-                double gb;
-                rc = kinds[k].h2d ? timed_copy(dev[d], host, g->copy_bytes, cudaMemcpyHostToDevice, st[d], &gb, e)
-                                  : timed_copy(host, dev[d], g->copy_bytes, cudaMemcpyDeviceToHost, st[d], &gb, e);
+            void *host = kinds[k].pin ? s->pinned[d] : s->pageable;
+            for (int r = 0; r <= reps; r++) {   /* [0] is the warm-up */
+                double gb = 0;
+                RL_TRY(kinds[k].h2d ? calib_copy_gbps(be, s->dev[d], s->dbuf[d], host, s->bytes, EX_H2D, &gb, e)
+                                    : calib_copy_gbps(be, s->dev[d], host, s->dbuf[d], s->bytes, EX_D2H, &gb, e));
                 if (r > 0)
                     x[r - 1] = gb;
             }
-            if (rc)
-                goto out;
             figure(&kinds[k].f[d], x, reps);
         }
     }
-    /* Every GPU at once: H2D from pinned memory, wall time over all of them. */
+    /* Every device at once: H2D from pinned memory, the sum of each one's rate. */
     if (o->progress)
-        o->progress(o->progress_ctx, "all GPUs at once", g->n_gpus, g->n_gpus + 3);
+        o->progress(o->progress_ctx, "all GPUs at once", s->n, s->n + 3);
     for (int r = 0; r <= reps; r++) {
-        cudaEvent_t a[CALIB_MAX_GPUS], b[CALIB_MAX_GPUS];
-        for (int d = 0; d < g->n_gpus; d++) {
-            CK(cudaSetDevice(d));
-            CK(cudaEventCreate(&a[d]));
-            CK(cudaEventCreate(&b[d]));
-            CK(cudaEventRecord(a[d], st[d]));
-            CK(cudaMemcpyAsync(dev[d], pinned[d], (size_t)g->copy_bytes, cudaMemcpyHostToDevice, st[d]));
-            CK(cudaEventRecord(b[d], st[d]));
+        for (int d = 0; d < s->n; d++) {
+            be->tag(s->dev[d], EX_STREAM_COPY, STEP_PH_PARAM_H2D);
+            RL_TRY(be->copy(s->dev[d], s->dbuf[d], s->pinned[d], s->bytes, EX_H2D, EX_STREAM_COPY, e));
         }
         double sum = 0;
-        for (int d = 0; d < g->n_gpus; d++) {
-            float ms = 0;
-            CK(cudaSetDevice(d));
-            CK(cudaEventSynchronize(b[d]));
-            CK(cudaEventElapsedTime(&ms, a[d], b[d]));
-            sum += ms > 0 ? (double)g->copy_bytes / (ms * 1e-3) * 1e-9 : 0;
-            cudaEventDestroy(a[d]);
-            cudaEventDestroy(b[d]);
+        for (int d = 0; d < s->n; d++) {
+            double sec = 0;
+            RL_TRY(timed_seconds(be, s->dev[d], EX_STREAM_COPY, &sec, e));
+            sum += sec > 0 ? (double)s->bytes / sec * 1e-9 : 0;
         }
         if (r > 0)
             x[r - 1] = sum;
     }
     figure(&g->h2d_all_gbps, x, reps);
-    /* HBM: a device-to-device copy on GPU 0, read + write bytes. */
+    return 0;
+}
+
+/* Device 0: a device-to-device copy (read + write bytes) and the device's Adam kernel. */
+static int measure_d2d_adam(const struct ex_backend *be, const struct calib_opts *o, struct gpu_set *s, int reps,
+                            struct calib_gpu *g, struct rl_err *e)
+{
+    double x[64];
+    struct ex_dev *d = s->dev[0];
     if (o->progress)
-        o->progress(o->progress_ctx, "GPU 0 device-to-device copy", g->n_gpus + 1, g->n_gpus + 3);
-    CK(cudaSetDevice(0));
-    CK(cudaMalloc(&dev2, (size_t)g->copy_bytes));
-    for (int r = 0; r <= reps; r++) {
-        double gb;
-        if ((rc = timed_copy(dev2, dev[0], g->copy_bytes, cudaMemcpyDeviceToDevice, st[0], &gb, e)))
-            goto out;
+        o->progress(o->progress_ctx, "GPU 0 device-to-device copy", s->n + 1, s->n + 3);
+    void *dev2 = NULL, *buf[4] = {0};
+    int rc = be->dev_alloc(d, s->bytes, &dev2, e);
+    for (int r = 0; r <= reps && !rc; r++) {
+        double gb = 0;
+        rc = calib_copy_gbps(be, d, dev2, s->dbuf[0], s->bytes, EX_D2D, &gb, e);
         if (r > 0)
             x[r - 1] = 2 * gb;
     }
-    figure(&g->d2d_gbps, x, reps);
-    /* GPU Adam: kernels/adam.cu on GPU 0 (AdamW, fp32 gradient, bf16 copy). */
-    if (o->progress)
-        o->progress(o->progress_ctx, "GPU 0 Adam", g->n_gpus + 2, g->n_gpus + 3);
-    g->adam_numel = (int64_t)(o->thorough ? 256 : 64) << 20;
-    size_t nb = (size_t)g->adam_numel * 4;
-    CK(cudaMalloc((void **)&p, nb));
-    CK(cudaMalloc((void **)&m, nb));
-    CK(cudaMalloc((void **)&v, nb));
-    CK(cudaMalloc((void **)&gr, nb));
-    CK(cudaMemset(p, 0, nb));
-    CK(cudaMemset(m, 0, nb));
-    CK(cudaMemset(v, 0, nb));
-    CK(cudaMemset(gr, 0, nb));
-    {
-        struct kern_adam_hparams h = kern_adam_hparams_default();
-        struct kern_adam_bufs b = {.param = p, .exp_avg = m, .exp_avg_sq = v, .grad = gr, .grad_dtype = KERN_F32,
-                                   .numel = g->adam_numel};
-        for (int r = 0; r <= reps; r++) {
-            struct kern_adam_scalars sc;
-            cudaEvent_t a = NULL, z = NULL;
-            float ms = 0;
-            if ((rc = kern_adam_scalars_make(&h, r + 1, &sc, e)))
-                goto out;
-            CK(cudaEventCreate(&a));
-            CK(cudaEventCreate(&z));
-            CK(cudaEventRecord(a, st[0]));
-            if ((rc = kern_adam_cuda(&sc, &b, st[0], e)))
-                goto out;
-            CK(cudaEventRecord(z, st[0]));
-            CK(cudaEventSynchronize(z));
-            CK(cudaEventElapsedTime(&ms, a, z));
-            cudaEventDestroy(a);
-            cudaEventDestroy(z);
-            if (r > 0)
-                x[r - 1] = ms > 0 ? (double)g->adam_numel / (ms * 1e-3) : 0;
-        }
-        figure(&g->adam_elems_per_s, x, reps);
-    }
-    if (o->progress)
-        o->progress(o->progress_ctx, "done", g->n_gpus + 3, g->n_gpus + 3);
-out:
-    for (int d = 0; d < g->n_gpus; d++) {
-        cudaSetDevice(d);
-        if (dev[d])
-            cudaFree(dev[d]);
-        if (pinned[d])
-            cudaFreeHost(pinned[d]);
-        if (st[d])
-            cudaStreamDestroy(st[d]);
-    }
-    cudaSetDevice(0);
+    if (!rc)
+        figure(&g->d2d_gbps, x, reps);
     if (dev2)
-        cudaFree(dev2);
-    if (p)
-        cudaFree(p);
-    if (m)
-        cudaFree(m);
-    if (v)
-        cudaFree(v);
-    if (gr)
-        cudaFree(gr);
-    free(pageable);
+        be->dev_free(d, dev2, s->bytes);
+    RL_TRY(rc);
+    if (o->progress)
+        o->progress(o->progress_ctx, "GPU 0 Adam", s->n + 2, s->n + 3);
+    int64_t nb = g->adam_numel * 4;
+    for (int i = 0; i < 4 && !rc; i++)
+        rc = be->dev_alloc(d, nb, &buf[i], e);
+    struct kern_adam_hparams h = kern_adam_hparams_default();
+    struct kern_adam_bufs b = {.param = buf[0], .exp_avg = buf[1], .exp_avg_sq = buf[2], .grad = buf[3],
+                               .grad_dtype = KERN_F32, .numel = g->adam_numel};
+    for (int r = 0; r <= reps && !rc; r++) {
+        struct kern_adam_scalars sc;
+        double sec = 0;
+        if ((rc = kern_adam_scalars_make(&h, r + 1, &sc, e)))
+            break;
+        be->tag(d, EX_STREAM_COMPUTE, STEP_PH_GPU_ADAM);
+        rc = be->adam(d, &sc, &b, EX_STREAM_COMPUTE, e);
+        if (!rc)
+            rc = timed_seconds(be, d, EX_STREAM_COMPUTE, &sec, e);
+        else
+            be->tag(d, EX_STREAM_COMPUTE, -1);
+        if (!rc && r > 0)
+            x[r - 1] = sec > 0 ? (double)g->adam_numel / sec : 0;
+    }
+    if (!rc)
+        figure(&g->adam_elems_per_s, x, reps);
+    for (int i = 0; i < 4; i++)
+        if (buf[i])
+            be->dev_free(d, buf[i], nb);
     return rc;
 }
 
-/* ---- cuBLAS at the model's shapes ---------------------------------------------------------------- */
-typedef cublasStatus_t (*blas_create_fn)(cublasHandle_t *);
-typedef cublasStatus_t (*blas_destroy_fn)(cublasHandle_t);
-typedef cublasStatus_t (*blas_stream_fn)(cublasHandle_t, cudaStream_t);
-typedef cublasStatus_t (*blas_sgemm_fn)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
-                                        const float *, const float *, int, const float *, int, const float *, float *,
-                                        int);
-typedef cublasStatus_t (*blas_gemmex_fn)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
-                                         const void *, const void *, cudaDataType, int, const void *, cudaDataType,
-                                         int, const void *, void *, cudaDataType, int, cublasComputeType_t,
-                                         cublasGemmAlgo_t);
-
-int calib_measure_gpu_gemm(const struct calib_run *run, bool thorough, struct calib_gpu *g,
-                           struct rl_err *e)
+int calib_measure_gpu(const struct ex_backend *be, const struct calib_opts *o, struct calib_gpu *g,
+                      struct rl_err *e)
 {
-    if (kern_cuda_device_count() <= 0)
-        return rl_errf(e, RL_EENV, "backend cuda: no GPU visible (cudaGetDeviceCount found none)");
-    static const char *const names[] = {"libcublas.so", "libcublas.so.13", "libcublas.so.12"};
-    void *lib = NULL;
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && !lib; i++)
-        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!lib)
-        return rl_errf(e, RL_EENV, "backend cuda: cannot load cuBLAS (libcublas.so): %s", dlerror());
-    blas_create_fn create = (blas_create_fn)dlsym(lib, "cublasCreate_v2");
-    blas_destroy_fn destroy = (blas_destroy_fn)dlsym(lib, "cublasDestroy_v2");
-    blas_stream_fn set_stream = (blas_stream_fn)dlsym(lib, "cublasSetStream_v2");
-    blas_sgemm_fn sgemm = (blas_sgemm_fn)dlsym(lib, "cublasSgemm_v2");
-    blas_gemmex_fn gemmex = (blas_gemmex_fn)dlsym(lib, "cublasGemmEx");
-    if (!create || !destroy || !set_stream || !sgemm || !gemmex) {
-        dlclose(lib);
-        return rl_errf(e, RL_EENV, "backend cuda: libcublas lacks cublasCreate_v2/cublasSgemm_v2/cublasGemmEx");
+    memset(g, 0, sizeof *g);
+    if (!be)
+        return rl_errf(e, RL_EENV, "backend cuda: this ratiolab was built without the CUDA backend "
+                       "(nvcc, cuBLAS and NCCL are needed)");
+    int n = 0;
+    RL_TRY(be->probe(&n, g->model, sizeof g->model, &g->memory_bytes, e));
+    if (n <= 0)
+        return rl_errf(e, RL_EENV, "backend %s: no GPU visible", be->name);
+    g->n_gpus = n > CALIB_MAX_GPUS ? CALIB_MAX_GPUS : n;
+    int reps = o->thorough ? 15 : 7;
+    g->copy_bytes = o->gpu_bytes > 0 ? o->gpu_bytes : (int64_t)(o->thorough ? 1024 : 256) << 20;
+    g->adam_numel = o->gpu_bytes > 0 ? o->gpu_bytes : (int64_t)(o->thorough ? 256 : 64) << 20;
+    struct gpu_set s;
+    int rc = gpu_set_open(be, g->n_gpus, g->copy_bytes, &s, e);
+    if (!rc)
+        rc = measure_copies(be, o, &s, reps, g, e);
+    if (!rc)
+        rc = measure_d2d_adam(be, o, &s, reps, g, e);
+    if (!rc && o->progress)
+        o->progress(o->progress_ctx, "done", g->n_gpus + 3, g->n_gpus + 3);
+    gpu_set_close(be, &s);
+    return rc;
+}
+
+/* ---- GEMMs at the model's shapes ------------------------------------------------------------------ */
+
+/* The list once, queued on the compute stream while it is tagged; seconds from the first GEMM's
+ * start to the last one's end. lowp: 16-bit (bf16) through gemm_lowp. */
+static int gemm_pass(const struct ex_backend *be, struct ex_dev *d, const struct calib_run *run, bool lowp,
+                     void *a, void *b, void *c, double *sec, struct rl_err *e)
+{
+    be->tag(d, EX_STREAM_COMPUTE, STEP_PH_FORWARD);
+    int rc = 0;
+    for (int i = 0; i < run->n_gemm && !rc; i++) {
+        const struct calib_gemm_shape *q = &run->gemm[i];
+        int64_t times = q->count * (run->layers > 0 && !q->last ? run->layers : 1);
+        for (int64_t j = 0; j < times && !rc; j++)
+            rc = lowp ? be->gemm_lowp(d, q->m, q->n, q->k, a, b, c, KERN_BF16, EX_STREAM_COMPUTE, e)
+                      : be->gemm(d, q->m, q->n, q->k, a, b, c, EX_STREAM_COMPUTE, e);
     }
+    if (rc) {
+        be->tag(d, EX_STREAM_COMPUTE, -1);
+        return rc;
+    }
+    return timed_seconds(be, d, EX_STREAM_COMPUTE, sec, e);
+}
+
+int calib_measure_gpu_gemm(const struct ex_backend *be, const struct calib_run *run, bool thorough,
+                           struct calib_gpu *g, struct rl_err *e)
+{
+    if (!be)
+        return rl_errf(e, RL_EENV, "backend cuda: this ratiolab was built without the CUDA backend");
     struct calib_run def;
     if (!run || run->n_gemm == 0) {   /* no model given: one large square GEMM */
         memset(&def, 0, sizeof def);
@@ -277,183 +296,121 @@ int calib_measure_gpu_gemm(const struct calib_run *run, bool thorough, struct ca
         snprintf(g->gemm_shapes + l, sizeof g->gemm_shapes - l, "%s%lldx%lldx%lldx%lld", i ? "," : "",
                  (long long)q->m, (long long)q->n, (long long)q->k, (long long)q->count);
     }
-    int rc = 0, reps = thorough ? 15 : 7;
-    cublasHandle_t h = NULL;
-    cudaStream_t st = NULL;
-    float *a = NULL, *b = NULL, *c = NULL;
-    cudaEvent_t e0 = NULL, e1 = NULL;
-    double x[64], y[64];
-    const float one = 1.0f, zero = 0.0f;
-    CK(cudaSetDevice(0));
-    CK(cudaStreamCreate(&st));
-    CK(cudaMalloc((void **)&a, (size_t)ma * 4));
-    CK(cudaMalloc((void **)&b, (size_t)mb * 4));
-    CK(cudaMalloc((void **)&c, (size_t)mc * 4));
-    CK(cudaMemset(a, 0, (size_t)ma * 4));
-    CK(cudaMemset(b, 0, (size_t)mb * 4));
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    if (create(&h) != CUBLAS_STATUS_SUCCESS || set_stream(h, st) != CUBLAS_STATUS_SUCCESS) {
-        rc = rl_errf(e, RL_EENV, "backend cuda: cublasCreate failed");
-        goto out;
-    }
-    for (int kind = 0; kind < 2; kind++)   /* 0: fp32 sgemm, 1: bf16 GemmEx (the buffers reread as bf16) */
-        for (int r = 0; r <= reps; r++) {
-            CK(cudaEventRecord(e0, st));
-            for (int i = 0; i < run->n_gemm; i++) {
-                const struct calib_gemm_shape *q = &run->gemm[i];
-                int m = (int)q->m, n = (int)q->n, k = (int)q->k;
-                int64_t times = q->count * (run->layers > 0 && !q->last ? run->layers : 1);
-                for (int64_t j = 0; j < times; j++) {
-                    cublasStatus_t bs =
-                        kind == 0 ? sgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, a, m, b, k, &zero, c, m)
-                                  : gemmex(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, a, CUDA_R_16BF, m, b, CUDA_R_16BF,
-                                           k, &zero, c, CUDA_R_16BF, m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-                    if (bs != CUBLAS_STATUS_SUCCESS) {
-                        rc = rl_errf(e, RL_EENV, "backend cuda: cuBLAS GEMM %dx%dx%d failed (status %d)",
-                                     m, n, k, (int)bs);
-                        goto out;
-                    }
-                }
-            }
-            CK(cudaEventRecord(e1, st));
-            CK(cudaEventSynchronize(e1));
-            float ms = 0;
-            CK(cudaEventElapsedTime(&ms, e0, e1));
-            if (r > 0)
-                (kind ? y : x)[r - 1] = ms > 0 ? flop / (ms * 1e-3) : 0;
+    static struct ex_comm solo = {.size = 1};
+    struct ex_dev *d = NULL;
+    void *a = NULL, *b = NULL, *c = NULL;
+    double v[2][64];   /* per kind, per repeat: FLOP/s */
+    int reps = thorough ? 15 : 7;
+    int rc = be->open(&d, &solo, 0, 0, e);
+    if (!rc)
+        rc = be->dev_alloc(d, ma * 4, &a, e);
+    if (!rc)
+        rc = be->dev_alloc(d, mb * 4, &b, e);
+    if (!rc)
+        rc = be->dev_alloc(d, mc * 4, &c, e);
+    /* 0: fp32 (the executor's), 1: bf16 in, fp32 accumulate (the buffers reread as bf16) */
+    for (int kind = 0; kind < 2 && !rc; kind++) {
+        if (kind == 1 && !be->gemm_lowp)
+            break;
+        for (int r = 0; r <= reps && !rc; r++) {
+            double sec = 0;
+            rc = gemm_pass(be, d, run, kind == 1, a, b, c, &sec, e);
+            if (!rc && r > 0)
+                v[kind][r - 1] = sec > 0 ? flop / sec : 0;
         }
-    figure(&g->sgemm_flops, x, reps);
-    figure(&g->bf16_flops, y, reps);
-    g->gemm_flop = flop;
-    g->have_gemm = true;
-out:
-    if (h)
-        destroy(h);
-    if (e0)
-        cudaEventDestroy(e0);
-    if (e1)
-        cudaEventDestroy(e1);
-    if (a)
-        cudaFree(a);
-    if (b)
-        cudaFree(b);
-    if (c)
-        cudaFree(c);
-    if (st)
-        cudaStreamDestroy(st);
-    dlclose(lib);
+        if (!rc)
+            figure(kind ? &g->bf16_flops : &g->sgemm_flops, v[kind], reps);
+    }
+    if (!rc) {
+        g->gemm_flop = flop;
+        g->have_gemm = true;
+    }
+    if (d) {
+        if (a)
+            be->dev_free(d, a, ma * 4);
+        if (b)
+            be->dev_free(d, b, mb * 4);
+        if (c)
+            be->dev_free(d, c, mc * 4);
+        be->close(d);
+    }
     return rc;
 }
 
-/* ---- NCCL under mpirun --------------------------------------------------------------------------- */
-#ifdef RL_HAVE_NCCL
-static double now_s(void)
+/* ---- collectives under mpirun (NCCL on cuda) ------------------------------------------------------- */
+
+/* One collective of `bytes` per rank, in place on buf, timed by the host clock after a barrier;
+ * the slowest rank's seconds. kind 0: all-gather, 1: reduce-scatter (fp32). */
+static int collective_seconds(const struct ex_backend *be, struct ex_dev *d, struct ex_comm *comm, char *buf,
+                              int64_t bytes, int kind, double *sec, struct rl_err *e)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    RL_TRY(ex_comm_barrier(comm, e));
+    int64_t t0 = now_ns();
+    if (kind == 0) {
+        uint64_t req = 0;
+        RL_TRY(be->allgather_start(d, buf, bytes, &req, e));
+        RL_TRY(be->allgather_wait(d, req, e));
+    } else {
+        void *out = NULL;
+        RL_TRY(be->reduce_scatter(d, buf, bytes / 4, KERN_F32, &out, e));
+    }
+    int64_t ns = now_ns() - t0;
+    RL_TRY(ex_comm_max_i64(comm, &ns, 1, e));
+    *sec = (double)ns * 1e-9;
+    return 0;
 }
 
-int calib_measure_nccl(struct ex_comm *comm, bool thorough, struct calib_gpu *g, struct rl_err *e)
+int calib_measure_nccl(const struct ex_backend *be, struct ex_comm *comm, bool thorough, struct calib_gpu *g,
+                       struct rl_err *e)
 {
-    int n = kern_cuda_device_count(), rc = 0, W = comm->size, reps = thorough ? 15 : 7;
-    int64_t bad = n <= 0;
-    if ((rc = ex_comm_max_i64(comm, &bad, 1, e)))
-        return rc;
-    if (bad)
-        return rl_errf(e, RL_EENV, "backend cuda: no GPU visible on some rank (cudaGetDeviceCount)");
+    if (!be)
+        return rl_errf(e, RL_EENV, "backend cuda: this ratiolab was built without the CUDA backend");
+    int W = comm->size, reps = thorough ? 15 : 7, rc = 0;
     int64_t max_bytes = (int64_t)(thorough ? 256 : 64) << 20, min_bytes = 4096;
-    ncclUniqueId id;
-    ncclComm_t nc = NULL;
-    cudaStream_t st = NULL;
+    const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    struct ex_dev *d = NULL;
     char *buf = NULL;
-    CK(cudaSetDevice(comm->rank % n));
-    if (comm->rank == 0 && ncclGetUniqueId(&id) != ncclSuccess)
-        memset(&id, 0, sizeof id);
-    if ((rc = ex_comm_bcast(comm, &id, sizeof id, e)))
-        return rc;
-    if (ncclCommInitRank(&nc, W, id, comm->rank) != ncclSuccess)
-        return rl_errf(e, RL_EENV, "backend cuda: ncclCommInitRank failed on rank %d", comm->rank);
-    CK(cudaStreamCreate(&st));
-    CK(cudaMalloc((void **)&buf, (size_t)max_bytes * (size_t)W));
-    CK(cudaMemset(buf, 0, (size_t)max_bytes * (size_t)W));
+    /* A rank without a device is known to all before any of them waits in the communicator's
+     * bootstrap; then every rank opens its device (the backend makes the communicator). */
+    int n = 0;
+    char model[64];
+    int64_t mem = 0;
+    int64_t bad = be->probe(&n, model, sizeof model, &mem, e) != 0 || n <= 0;
+    RL_TRY(ex_comm_max_i64(comm, &bad, 1, e));
+    if (bad)
+        return rl_errf(e, RL_EENV, "backend %s: no GPU visible on some rank", be->name);
+    RL_TRY(be->open(&d, comm, lr ? atoi(lr) : 0, 0, e));
+    rc = be->dev_alloc(d, max_bytes * W, (void **)&buf, e);
     g->n_nccl_sizes = 0;
-    double x[64], y[64], lat[64];
-    for (int64_t bytes = min_bytes; bytes <= max_bytes && g->n_nccl_sizes < 16; bytes *= 4) {
-        for (int r = 0; r <= reps; r++) {
-            for (int kind = 0; kind < 2; kind++) {
-                if ((rc = ex_comm_barrier(comm, e)))
-                    goto out;
-                double t0 = now_s();
-                ncclResult_t nr = kind == 0
-                    ? ncclAllGather(buf + (size_t)comm->rank * (size_t)bytes, buf, (size_t)bytes, ncclChar, nc, st)
-                    : ncclReduceScatter(buf, buf, (size_t)bytes / 4, ncclFloat, ncclSum, nc, st);
-                if (nr != ncclSuccess) {
-                    rc = rl_errf(e, RL_EENV, "backend cuda: NCCL %s of %lld bytes failed: %s",
-                                 kind ? "reduce-scatter" : "all-gather", (long long)bytes, ncclGetErrorString(nr));
-                    goto out;
-                }
-                CK(cudaStreamSynchronize(st));
-                int64_t ns = (int64_t)((now_s() - t0) * 1e9);
-                if ((rc = ex_comm_max_i64(comm, &ns, 1, e)))
-                    goto out;
-                double s = (double)ns * 1e-9, bus = (double)bytes * (W - 1);
-                (kind ? y : x)[r] = s > 0 ? bus / s * 1e-9 : 0;   /* [0] is the warm-up */
+    double v[2][64], lat[64];   /* per kind (all-gather, reduce-scatter), per repeat: bus GB/s */
+    for (int64_t bytes = min_bytes; !rc && bytes <= max_bytes && g->n_nccl_sizes < 16; bytes *= 4) {
+        for (int r = 0; r <= reps && !rc; r++)
+            for (int kind = 0; kind < 2 && !rc; kind++) {
+                double sec = 0;
+                rc = collective_seconds(be, d, comm, buf, bytes, kind, &sec, e);
+                double bus = (double)bytes * (W - 1);
+                v[kind][r] = sec > 0 ? bus / sec * 1e-9 : 0;   /* [0] is the warm-up */
                 if (kind == 0)
-                    lat[r] = s * 1e6;
+                    lat[r] = sec * 1e6;
             }
-        }
+        if (rc)
+            break;
         int k = g->n_nccl_sizes++;
         g->nccl_bytes[k] = bytes;
-        figure(&g->nccl_allgather_busbw_gbps[k], x + 1, reps);
-        figure(&g->nccl_reduce_scatter_busbw_gbps[k], y + 1, reps);
+        figure(&g->nccl_allgather_busbw_gbps[k], v[0] + 1, reps);
+        figure(&g->nccl_reduce_scatter_busbw_gbps[k], v[1] + 1, reps);
         if (bytes == min_bytes)
             figure(&g->nccl_latency_us, lat + 1, reps);
     }
-    g->nccl_ranks = W;
-    g->have_nccl = true;
-out:
+    if (!rc) {
+        g->nccl_ranks = W;
+        g->have_nccl = true;
+    }
     if (buf)
-        cudaFree(buf);
-    if (st)
-        cudaStreamDestroy(st);
-    if (nc)
-        ncclCommDestroy(nc);
+        be->dev_free(d, buf, max_bytes * W);
+    be->close(d);
     return rc;
 }
-#else
-int calib_measure_nccl(struct ex_comm *comm, bool thorough, struct calib_gpu *g, struct rl_err *e)
-{
-    (void)comm;
-    (void)thorough;
-    (void)g;
-    return rl_errf(e, RL_EENV, "backend cuda: this ratiolab was built without NCCL");
-}
-#endif
-#else
-int calib_measure_gpu(const struct calib_opts *o, struct calib_gpu *g, struct rl_err *e)
-{
-    (void)o;
-    memset(g, 0, sizeof *g);
-    return rl_errf(e, RL_EENV, "backend cuda: this ratiolab was built without CUDA (nvcc not found)");
-}
-int calib_measure_gpu_gemm(const struct calib_run *run, bool thorough, struct calib_gpu *g,
-                           struct rl_err *e)
-{
-    (void)run;
-    (void)thorough;
-    (void)g;
-    return rl_errf(e, RL_EENV, "backend cuda: this ratiolab was built without CUDA (nvcc not found)");
-}
-int calib_measure_nccl(struct ex_comm *comm, bool thorough, struct calib_gpu *g, struct rl_err *e)
-{
-    (void)comm;
-    (void)thorough;
-    (void)g;
-    return rl_errf(e, RL_EENV, "backend cuda: this ratiolab was built without CUDA (nvcc not found)");
-}
-#endif
 
 static void setsrc(json_t *sources, const char *key, const char *host, const char *date, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
@@ -501,17 +458,28 @@ int calib_gpu_profile(const struct calib *c, const struct calib_gpu *g, const ch
         setsrc(src, key, c->host, c->date, "cudaMemcpyAsync of %lld MiB, one GPU at a time, %d repeats, slowest GPU's "
                "median; GB/s per GPU: %s", (long long)(g->copy_bytes >> 20), arr[k][0].repeats, per);
     }
-    /* One uplink shared by every GPU, as the all-at-once measurement shows it. */
+    /* The all-at-once figure went through the switches of the GPUs measured (0 .. n - 1), not
+     * through every switch of the profile: one GPU's measurement is one switch's uplink. */
     json_t *sws = json_object_get(node, "pcie_switches");
-    double per_switch = g->h2d_all_gbps.median / (json_array_size(sws) ? (double)json_array_size(sws) : 1);
     size_t i;
     json_t *sw;
+    int used = 0;
+    json_array_foreach(sws, i, sw) {
+        size_t j;
+        json_t *gi;
+        bool mine = false;
+        json_array_foreach(json_object_get(sw, "gpus"), j, gi)
+            mine |= json_is_integer(gi) && json_integer_value(gi) < g->n_gpus;
+        used += mine;
+    }
+    used = used > 0 ? used : 1;
+    double per_switch = g->h2d_all_gbps.median / used;
     json_array_foreach(sws, i, sw)
         json_object_set_new(sw, "uplink_gbps", json_real(per_switch));
     setsrc(src, "node.pcie_switches[].uplink_gbps", c->host, c->date, "all %d GPUs at once, pinned H2D of %lld MiB "
-           "each: sum %.2f GB/s (%.2f..%.2f), divided over the profile's %zu switches", g->n_gpus,
-           (long long)(g->copy_bytes >> 20), g->h2d_all_gbps.median, g->h2d_all_gbps.min, g->h2d_all_gbps.max,
-           json_array_size(sws));
+           "each: sum %.2f GB/s (%.2f..%.2f), divided over the %d switch%s of the profile's %zu those GPUs sit "
+           "behind", g->n_gpus, (long long)(g->copy_bytes >> 20), g->h2d_all_gbps.median, g->h2d_all_gbps.min,
+           g->h2d_all_gbps.max, used, used == 1 ? "" : "es", json_array_size(sws));
     json_object_set_new(gpu, "hbm_gbps", json_real(g->d2d_gbps.median));
     setsrc(src, "gpu.hbm_gbps", c->host, c->date, "GPU 0 device-to-device cudaMemcpyAsync, read + write bytes: %.1f "
            "GB/s (%.1f..%.1f)", g->d2d_gbps.median, g->d2d_gbps.min, g->d2d_gbps.max);

@@ -172,10 +172,11 @@ static int run_cuda(struct calib_args *a)
     static struct calib_gpu g;
     char *text = NULL;
     int rc = 0;
-    if (comm.rank == 0 && !(rc = calib_measure_gpu(&a->o, &g, &e))) {
+    const struct ex_backend *gpu = ex_backend_named("cuda");   /* NULL: built without it */
+    if (comm.rank == 0 && !(rc = calib_measure_gpu(gpu, &a->o, &g, &e))) {
         if (!a->quiet)
             on_progress(NULL, "cuBLAS GEMMs", 0, 1);
-        if (!(rc = calib_measure_gpu_gemm(a->have_run ? &a->run : NULL, a->o.thorough, &g, &e)))
+        if (!(rc = calib_measure_gpu_gemm(gpu, a->have_run ? &a->run : NULL, a->o.thorough, &g, &e)))
             rc = calib_measure(&a->o, &c, &e);
     }
     if (comm.size > 1) {   /* every rank joins, so a failure on rank 0 ends all of them */
@@ -184,7 +185,7 @@ static int run_cuda(struct calib_args *a)
         if (ex_comm_max_i64(&comm, &bad, 1, &be) == 0 && !bad) {
             if (!a->quiet && comm.rank == 0)
                 on_progress(NULL, "NCCL all-gather / reduce-scatter", 0, 1);
-            rc = calib_measure_nccl(&comm, a->o.thorough, &g, &e);
+            rc = calib_measure_nccl(gpu, &comm, a->o.thorough, &g, &e);
         }
     }
     if (rc || comm.rank != 0) {

@@ -12,11 +12,14 @@
 #include "cli/json_out.h"
 #include "cli/sim_opts.h"
 #include "cli/validate_exec.h"
+#include "cli/validate_probe.h"
+#include "plan/ds_rules.h"
 #include "traces/dslog.h"
 #include "validation/val.h"
 
-enum { V_DSLOG = 1, V_MONITOR, V_TOL, V_JSON };
+enum { V_DSLOG = 1, V_MONITOR, V_TOL, V_JSON, V_PROBE };
 static const struct cli_opt opts[] = {
+    {"probe", "FILE", "a ratiolab_probe JSON of a real DeepSpeed run (one rank): sub-groups, placement, memory, time", V_PROBE},
     {"deepspeed-log", "FILE...", "DeepSpeed/Megatron log(s) of a real run (plain or .gz); more files may follow", V_DSLOG},
     {"monitor", "FILE", "a ratiolab monitor --csv of the same run: per-process host memory", V_MONITOR},
     {"tolerance", "GIB[,PCT]", "allowed difference: memory in GiB (default 0.1), step time in percent (default 10)", V_TOL},
@@ -28,6 +31,7 @@ struct validate_args {
     const char *logs[CLI_MAX_POS + 1];   /* --deepspeed-log FILE and the files after it */
     int n_logs;                          /* entries */
     const char *monitor;                 /* --monitor FILE, NULL when absent */
+    const char *probe;                   /* --probe FILE, NULL when absent */
     double tol_gib;                      /* memory tolerance, GiB */
     double tol_pct;                      /* step-time tolerance, percent */
     bool json;                           /* --json */
@@ -40,6 +44,7 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     switch (id) {
     case V_DSLOG: a->logs[a->n_logs++] = v; return 0;
     case V_MONITOR: a->monitor = v; return 0;
+    case V_PROBE: a->probe = v; return 0;
     case V_JSON: a->json = true; return 0;
     case V_TOL: {
         char buf[128];
@@ -331,6 +336,20 @@ static int read_logs(const struct validate_args *a, struct trace_ds_log *logs, d
     return 0;
 }
 
+/* A release whose stage3.py calls see_memory_usage with force=False at every allocation stage
+ * (plan_ds_rules.logs_stages false: 0.18.8 on) logs none: a log that printed such a version and gave
+ * nothing to compare says so and points to the probe. */
+static void no_stages_in_log(const struct trace_ds_config *f, struct rl_err *e)
+{
+    if (e->code != RL_EINVAL || !f->have_version || plan_ds_rules_for(f->version)->logs_stages ||
+        (!strstr(e->msg, "no DeepSpeed see_memory_usage lines") && !strstr(e->msg, "no allocation stage")))
+        return;
+    rl_errf(e, RL_EINVAL, "--deepspeed-log: the log is of DeepSpeed %d.%d.%d (line %d), whose stage3.py calls "
+            "see_memory_usage with force=False at every allocation stage: the stages are not in the log. Attach "
+            "probe/ratiolab_probe.py to the run and use validate --probe (docs/json-probe.md)",
+            f->version.major, f->version.minor, f->version.patch, f->version_line);
+}
+
 static int run_ds(struct validate_args *a, struct plan_inputs *s, struct cli_sim *sim)
 {
     struct rl_err e = {0};
@@ -348,18 +367,23 @@ static int run_ds(struct validate_args *a, struct plan_inputs *s, struct cli_sim
     struct sim_step_result sr;
     struct trace_ds_timers tm = {0};
     struct val_ds_timers vt;
-    if ((rc = cli_setup_resolve(s, &c, &e)) || (rc = cli_sim_load_hw(sim, &c, &hw, &e)) ||
+    struct trace_ds_config logged;
+    if ((rc = cli_setup_resolve(s, &c, &e)) || (rc = cli_validate_log_config(a->logs, a->n_logs, s, &c, &logged, &e)) ||
+        (rc = cli_sim_load_hw(sim, &c, &hw, &e)) ||
         (rc = plan_setup_plan(&c, -1, &p, &e)) || (rc = sim_step_run(&p, &hw, &sim->train, NULL, &sr, &e)) ||
         (rc = read_logs(a, logs, &ms, &n_ms, &e)) || (rc = read_timers(a, &tm, &e)) ||
         (a->monitor && (rc = val_monitor_read(a->monitor, &mon, &e)))) {
         cli_sim_err(&e);
         cli_err_flag(&e, "monitor_csv", "--monitor");
+        no_stages_in_log(&logged, &e);
         rc = cli_fail("validate", &e);
         goto out;
     }
-    struct val_ds_opts o = {.tol_bytes = (int64_t)llround(a->tol_gib * RL_GIB), .tol_time_pct = a->tol_pct};
+    struct val_ds_opts o = {.tol_bytes = (int64_t)llround(a->tol_gib * RL_GIB), .tol_time_pct = a->tol_pct,
+                            .ma_is_rss = strcmp(logged.accelerator, "cpu") == 0};
     if ((rc = val_ds_compare(&p, logs, a->n_logs, ms, n_ms, sr.step_ns, a->monitor ? &mon : NULL, &o, &r, &e))) {
         cli_err_flag(&e, "deepspeed_log", "--deepspeed-log");
+        no_stages_in_log(&logged, &e);
         rc = cli_fail("validate", &e);
         goto out;
     }
@@ -372,6 +396,10 @@ static int run_ds(struct validate_args *a, struct plan_inputs *s, struct cli_sim
         json_decref(j);
     } else {
         print_ds(a, &c, &p, &hw, &r, &vt);
+        if (o.ma_is_rss)
+            printf("\nCPU accelerator (the log says \"Setting ds_accelerator to cpu\"): its MA is the process RSS,\n"
+                   "interpreter and torch included, so MA is shown against the GPU ledger but not gated; the\n"
+                   "sub-group count N still is.\n");
     }
     rc = r.overall == VAL_PASS ? 0 : 1;
 out:
@@ -407,10 +435,17 @@ static int run(int argc, char **argv)
         {"model, layout and DeepSpeed config", cli_setup_opts, on_setup, fw},
     };
     static const char usage[] =
-        "ratiolab validate --deepspeed-log FILE [FILE...] [--ds-config F] [--model M] [--monitor CSV] [--json]\n"
+        "ratiolab validate --probe FILE --model M [--param-groups G] [--ds-config F] [--hw P] [--json]\n"
+        "       ratiolab validate --deepspeed-log FILE [FILE...] [--ds-config F] [--model M] [--monitor CSV] [--json]\n"
         "       ratiolab validate --ratios 0,0.3,0.5,1 --ranks N [--backend cpu|cuda] [--hw P | --calibrate] --out DIR";
     static const char desc[] =
         "Checks predictions against what really ran.\n"
+        "With --probe: what probe/ratiolab_probe.py read from a live DeepSpeed engine (docs/json-probe.md)\n"
+        "against the plan: sub-group count, sizes and placement (exact), the honored ratio, the optimizer's\n"
+        "tensors against the ledger, device memory and the step against predict; prints DeepSpeed's digest.\n"
+        "The run's version, ratio, sub_group_size, buckets and ranks come from the probe; a --ds-config or\n"
+        "flag that contradicts them is refused (exit 2). --deepspeed-log likewise reads the configuration\n"
+        "DeepSpeed printed in the log.\n"
         "With --deepspeed-log: every see_memory_usage stage DeepSpeed logged (MA) against the plan's\n"
         "ledger for that DeepSpeed version (the N of 'After creating fp16 partitions: N' must equal the\n"
         "plan's sub-group count), and Megatron's 'elapsed time per iteration (ms)' (median, the first\n"
@@ -436,6 +471,14 @@ static int run(int argc, char **argv)
     }
     for (int i = 0; i < rest.n_pos; i++)
         a.logs[a.n_logs++] = rest.pos[i];
+    if (a.probe) {
+        if (a.n_logs || a.monitor || cli_validate_exec_given(&a.ex)) {
+            rl_errf(&e, RL_EINVAL, "--probe: cannot be combined with --deepspeed-log, --monitor or the executor "
+                    "options (--ratios, --ranks, --out, ...); run them separately");
+            return cli_fail("validate", &e);
+        }
+        return cli_validate_probe(a.probe, &s, &sim, a.tol_gib, a.tol_pct, a.json);
+    }
     if (a.n_logs) {
         if (cli_validate_exec_given(&a.ex)) {
             rl_errf(&e, RL_EINVAL, "--deepspeed-log: cannot be combined with the executor options "

@@ -554,6 +554,10 @@ static int vx_hardware(struct vx *v, struct rl_err *e)
     if (strcmp(v->x->backend, "cuda") == 0) {   /* the executor's GEMMs are fp32 (cublasSgemm) */
         v->hw.tensor_tflops = v->hw.fp32_tflops;
         v->hw.tensor_efficiency = v->hw.fp32_efficiency;
+        /* and its host Adam runs on the runs' threads (ratiolab run's default), not every core */
+        struct ex_opts ro;
+        ex_opts_default(&ro);
+        sim_hw_use_rank_threads(&v->hw, v->x->ranks, ro.threads);
     }
     v->sim->train.micro_batch = v->c.zero.micro_batch > 0 ? v->c.zero.micro_batch : 1;
     v->sim->train.comm_dtype_bytes = 4;   /* the executor reduce-scatters fp32 (exact sums) */

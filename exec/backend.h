@@ -1,6 +1,8 @@
-/* exec/backend.h — the small table one pipeline (exec/run.c) runs on. Two implementations:
- * `cpu` (exec/backend_cpu.c: the device is a separately accounted host pool with a capacity)
- * and `cuda` (exec/backend_cuda.cu, when nvcc is found). Pointers called "device" are device
+/* exec/backend.h — the small table one pipeline (exec/run.c) and `ratiolab calibrate
+ * --backend cuda` (calib/calib_gpu.c) run on. Two implementations, registered in one array
+ * (ex_backends, exec/backends.c): `cpu` (exec/backend_cpu.c: the device is a separately accounted
+ * host pool with a capacity) and `cuda` (exec/backend_cuda.cu, when nvcc is found). A further
+ * backend is one more file defining its table and one more entry in that array. Pointers called "device" are device
  * memory on cuda and pool memory on cpu; "host" pointers are host memory on both.
  *
  * Streams: EX_STREAM_COMPUTE (forward/backward, device Adam), EX_STREAM_COMM (collectives and
@@ -31,8 +33,13 @@ struct ex_dev;   /* backend state, opaque to the pipeline */
 
 struct ex_backend {
     const char *name;   /* "cpu", "cuda" */
-    /* Opens the device for this rank (local rank picks the GPU; c bootstraps the collectives);
-     * capacity_bytes 0: unlimited. */
+    /* The devices this process sees: their count (0: none, which is no error), the first one's
+     * name and memory (-1: unknown). */
+    int (*probe)(int *n_devices, char *model, size_t model_len, int64_t *memory_bytes, struct rl_err *e);
+    /* Opens the device for this rank (local rank picks the GPU: the rank's index among this
+     * node's ranks, or, for a process that opens several devices itself, as calibrate does, the
+     * device's index; c bootstraps the collectives, a 1-rank c has none); capacity_bytes 0:
+     * unlimited. */
     int (*open)(struct ex_dev **d, struct ex_comm *c, int local_rank, int64_t capacity_bytes, struct rl_err *e);
     void (*close)(struct ex_dev *d);
     /* Device memory in use by this process and the capacity (-1: unknown). */
@@ -67,6 +74,10 @@ struct ex_backend {
     /* C[m x n] = A[m x k] B[k x n], row-major, on scratch device buffers (compute time only). */
     int (*gemm)(struct ex_dev *d, int64_t m, int64_t n, int64_t k, const float *a, const float *b,
                 float *c, enum ex_stream s, struct rl_err *e);
+    /* Optional (NULL: none): the same with 16-bit A, B and C of type t, fp32 accumulation (cuda:
+     * cublasGemmEx; calibrate's tensor rate). */
+    int (*gemm_lowp)(struct ex_dev *d, int64_t m, int64_t n, int64_t k, const void *a, const void *b, void *c,
+                     enum kern_dtype t, enum ex_stream s, struct rl_err *e);
     int (*sync)(struct ex_dev *d, enum ex_stream s, struct rl_err *e);
     /* Events: record returns a marker of the work queued so far on stream s; wait blocks until
      * that work is done (a double buffer waits for the copy that used its half, not the newest). */
@@ -97,12 +108,31 @@ struct ex_backend {
     /* Returns when the all-gather req has arrived in its buffer (cpu: MPI_Wait; cuda: the
      * event's synchronisation) and releases req. */
     int (*allgather_wait)(struct ex_dev *d, uint64_t req, struct rl_err *e);
+    /* Optional (NULL on cpu: the pipeline times a gather from its issue to the host seeing it
+     * complete). Right after allgather_wait(req): when the gather itself started and ended on the
+     * device, on the host's monotonic clock (cuda: CUDA events around it on the communication
+     * stream). */
+    int (*allgather_times)(struct ex_dev *d, uint64_t req, int64_t *start_ns, int64_t *end_ns, struct rl_err *e);
 };
 
 extern const struct ex_backend ex_backend_cpu;
 #ifdef RL_EX_CUDA
 extern const struct ex_backend ex_backend_cuda;
 #endif
+/* Every backend of this build, cpu first; the one named `name`, or NULL. */
+extern const struct ex_backend *const ex_backends[];
+extern const int ex_n_backends;
+const struct ex_backend *ex_backend_named(const char *name);
+
+/* The GPU of local rank `local_rank` of `local_size` ranks on this node with `n_gpus` visible:
+ * one GPU per rank (NCCL refuses two ranks on one GPU). More ranks than GPUs: RL_EENV (exit 3)
+ * naming both counts and the largest rank count per node that works. */
+int ex_gpu_for_rank(int local_rank, int local_size, int n_gpus, int *device, struct rl_err *e);
+
+/* A GPU's memory used by this process since it opened the device: total - free now, less
+ * used_at_open (total - free when open finished: its CUDA context, NCCL, other processes);
+ * never below 0. */
+int64_t ex_device_used(int64_t total, int64_t free_now, int64_t used_at_open);
 
 /* Host-side helpers shared by the backends and the pipeline. */
 void ex__narrow_host(void *dst, enum kern_dtype t, const float *src, int64_t n);

@@ -258,6 +258,16 @@ static void cpu_close(struct ex_dev *d)
     free(d);
 }
 
+/* One emulated device: a pool of host memory (its size is what open is given). */
+static int cpu_probe(int *n, char *model, size_t model_len, int64_t *memory_bytes, struct rl_err *e)
+{
+    (void)e;
+    *n = 1;
+    snprintf(model, model_len, "emulated device (host memory and cores)");
+    *memory_bytes = -1;
+    return 0;
+}
+
 static void cpu_mem(struct ex_dev *d, int64_t *used, int64_t *cap)
 {
     *used = d->used_bytes;
@@ -532,6 +542,7 @@ static int cpu_allgather_wait(struct ex_dev *d, uint64_t req, struct rl_err *e)
 
 const struct ex_backend ex_backend_cpu = {
     .name = "cpu",
+    .probe = cpu_probe,
     .open = cpu_open,
     .close = cpu_close,
     .mem = cpu_mem,

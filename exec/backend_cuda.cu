@@ -19,6 +19,7 @@ extern "C" {
 #include "exec/exec.h"
 }
 #include "exec/synth.h"     /* ex__share, also device code */
+#include "common/rl_api.h"  /* RL_API_TRY: the one check of CUDA, NCCL and cuBLAS calls */
 
 /* The cuBLAS entry points used, resolved from libcublas.so at run time. */
 struct cublas_fns {
@@ -28,6 +29,9 @@ struct cublas_fns {
     cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t);             /* cublasSetStream_v2 */
     cublasStatus_t (*sgemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const float *,
                             const float *, int, const float *, int, const float *, float *, int);   /* cublasSgemm_v2 */
+    cublasStatus_t (*gemmex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *,
+                             const void *, cudaDataType, int, const void *, cudaDataType, int, const void *, void *,
+                             cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);   /* cublasGemmEx */
 };
 
 /* One tagged operation: events recorded on its stream before and after it. */
@@ -46,10 +50,12 @@ struct ex_dev {
     int64_t *count_d;               /* device counter for nonfinite */
     cudaEvent_t ev[64];             /* event ring for event_record / event_wait */
     cudaEvent_t *gev;               /* all-gather events: slot i is request handle i + 1 */
+    cudaEvent_t *gstart;            /* slot i: recorded before its gather (its busy time is gstart..gev) */
     bool *gev_busy;                 /* slot i marks a started, not yet waited all-gather */
     int cap_gev;                    /* slots allocated (events created on first use) */
     uint64_t n_ev;                  /* events recorded since open */
     int64_t capacity_bytes;         /* 0: the GPU's */
+    int64_t used_at_open;           /* the GPU's used bytes when open finished (contexts, NCCL) */
     /* CUDA-event timing of tagged operations (tag, take_spans) */
     int tag[EX_STREAM_COUNT];       /* phase of the next operations per stream, -1: untimed */
     cudaEvent_t t_base;             /* recorded at open: time zero of the device's clock */
@@ -60,28 +66,14 @@ struct ex_dev {
     int n_spare, cap_spare;         /* used, allocated */
 };
 
-#define CU_TRY(call)                                                                            \
-    do {                                                                                        \
-        cudaError_t rc__ = (call);                                                              \
-        if (rc__ != cudaSuccess)                                                                \
-            return rl_errf(e, RL_EENV, "%s:%d: %s: %s", __FILE__, __LINE__, #call,              \
-                           cudaGetErrorString(rc__));                                           \
-    } while (0)
-#define NCCL_TRY(call)                                                                          \
-    do {                                                                                        \
-        ncclResult_t rc__ = (call);                                                             \
-        if (rc__ != ncclSuccess)                                                                \
-            return rl_errf(e, RL_EENV, "%s:%d: %s: %s", __FILE__, __LINE__, #call,              \
-                           ncclGetErrorString(rc__));                                           \
-    } while (0)
-
-static int launch_check(struct rl_err *e, const char *what, int line)
-{
-    cudaError_t rc = cudaGetLastError();
-    if (rc != cudaSuccess)
-        return rl_errf(e, RL_EENV, "%s:%d: %s: %s", __FILE__, line, what, cudaGetErrorString(rc));
-    return 0;
-}
+/* Every CUDA, NCCL and cuBLAS call goes through common/rl_api.h's one check; a kernel launch is
+ * checked with the runtime's last error, named by the kernel. */
+#define CU_TRY(call) RL_API_TRY(cuda, call, e)
+#define NCCL_TRY(call) RL_API_TRY(nccl, call, e)
+/* Every operation first makes its device current: a process may hold several (calibrate opens
+ * one per GPU), and allocations, events, cuBLAS handles and launches belong to the current one. */
+#define CU_ON(d) CU_TRY(cudaSetDevice((d)->device))
+#define CU_LAUNCHED(kernel) rl_api_check_cuda(cudaGetLastError(), "launch of " #kernel, __FILE__, __LINE__, e)
 
 /* NCCL errors raised asynchronously (a peer died, a network failure). */
 static int nccl_async_check(struct ex_dev *d, struct rl_err *e)
@@ -91,7 +83,7 @@ static int nccl_async_check(struct ex_dev *d, struct rl_err *e)
     ncclResult_t async = ncclSuccess;
     NCCL_TRY(ncclCommGetAsyncError(d->nccl, &async));
     if (async != ncclSuccess)
-        return rl_errf(e, RL_EENV, "NCCL asynchronous error: %s", ncclGetErrorString(async));
+        return RL_API_CHECK(nccl, async, e);   /* the asynchronous error, as a failed call */
     return 0;
 }
 
@@ -218,6 +210,24 @@ __global__ void k_shares(void *dst, int t, int64_t count, int64_t valid, int64_t
 
 static void cu_close(struct ex_dev *d);
 
+/* No GPU (or no driver) is a count of 0, not an error; the not-ready state of a failed count is
+ * cleared (kern_cuda_device_count). */
+static int cu_probe(int *n, char *model, size_t model_len, int64_t *memory_bytes, struct rl_err *e)
+{
+    *n = kern_cuda_device_count();
+    *memory_bytes = -1;
+    snprintf(model, model_len, "none");
+    if (*n <= 0) {
+        *n = 0;
+        return 0;
+    }
+    struct cudaDeviceProp prop;
+    CU_TRY(cudaGetDeviceProperties(&prop, 0));
+    snprintf(model, model_len, "%s", prop.name);
+    *memory_bytes = (int64_t)prop.totalGlobalMem;
+    return 0;
+}
+
 static int cu_open_(struct ex_dev **dp, struct ex_comm *c, int local_rank, int64_t capacity_bytes, struct rl_err *e)
 {
     int n = 0;
@@ -230,7 +240,10 @@ static int cu_open_(struct ex_dev **dp, struct ex_comm *c, int local_rank, int64
         return rl_errf(e, RL_ENOMEM, "out of host memory");
     *dp = d;
     d->comm = c;
-    d->device = local_rank % n;
+    /* Under mpirun the node's rank count; a process alone gives the device's index (calibrate). */
+    const char *ls = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    int local_size = ls ? atoi(ls) : 1;
+    RL_TRY(ex_gpu_for_rank(local_rank, local_size > local_rank ? local_size : local_rank + 1, n, &d->device, e));
     d->capacity_bytes = capacity_bytes;
     CU_TRY(cudaSetDevice(d->device));
     for (int s = 0; s < EX_STREAM_COUNT; s++)
@@ -245,15 +258,28 @@ static int cu_open_(struct ex_dev **dp, struct ex_comm *c, int local_rank, int64
     CU_TRY(cudaEventRecord(d->t_base, d->stream[EX_STREAM_COMPUTE]));
     CU_TRY(cudaEventSynchronize(d->t_base));
     d->t_base_host_ns = host_now_ns();
-    if (c->size > 1) {
-        ncclUniqueId id;
-        if (c->rank == 0)
-            NCCL_TRY(ncclGetUniqueId(&id));
-        int rc = ex_comm_bcast(c, &id, sizeof id, e);
-        if (rc)
-            return rc;
-        NCCL_TRY(ncclCommInitRank(&d->nccl, c->size, id, c->rank));
+    /* NCCL for more than one rank; for one rank too when RATIOLAB_NCCL_ONE_RANK=1 (a 1-rank
+     * communicator: scripts/gpu-check.sh takes every collective through NCCL on one GPU). */
+    const char *one = getenv("RATIOLAB_NCCL_ONE_RANK");
+    if (c->size > 1 || (one && strcmp(one, "1") == 0)) {
+        struct {
+            int ok;              /* rank 0's ncclGetUniqueId succeeded */
+            ncclUniqueId id;     /* its answer */
+        } boot;
+        memset(&boot, 0, sizeof boot);
+        /* A failed unique id is broadcast as such: every rank returns the error, none waits in
+         * ncclCommInitRank for a rank 0 that never comes. */
+        int id_rc = c->rank == 0 ? RL_API_CHECK(nccl, ncclGetUniqueId(&boot.id), e) : 0;
+        boot.ok = c->rank != 0 || id_rc == 0;
+        if (c->size > 1)
+            RL_TRY(ex_comm_bcast(c, &boot, sizeof boot, e));
+        if (!boot.ok)
+            return c->rank == 0 ? id_rc : rl_errf(e, RL_EENV, "backend cuda: ncclGetUniqueId failed on rank 0");
+        NCCL_TRY(ncclCommInitRank(&d->nccl, c->size, boot.id, c->rank));
     }
+    size_t fr = 0, total = 0;
+    CU_TRY(cudaMemGetInfo(&fr, &total));
+    d->used_at_open = (int64_t)(total - fr);
     return 0;
 }
 
@@ -273,6 +299,7 @@ static void cu_close(struct ex_dev *d)
 {
     if (!d)
         return;
+    (void)cudaSetDevice(d->device);
     if (d->nccl)
         ncclCommDestroy(d->nccl);
     if (d->blas)
@@ -283,10 +310,14 @@ static void cu_close(struct ex_dev *d)
     for (int i = 0; i < 64; i++)
         if (d->ev[i])
             cudaEventDestroy(d->ev[i]);
-    for (int i = 0; i < d->cap_gev; i++)
+    for (int i = 0; i < d->cap_gev; i++) {
         if (d->gev[i])
             cudaEventDestroy(d->gev[i]);
+        if (d->gstart[i])
+            cudaEventDestroy(d->gstart[i]);
+    }
     free(d->gev);
+    free(d->gstart);
     free(d->gev_busy);
     for (int i = 0; i < d->n_timed; i++) {
         cudaEventDestroy(d->timed[i].start);
@@ -304,20 +335,24 @@ static void cu_close(struct ex_dev *d)
     free(d);
 }
 
+/* This process's device memory since open: the GPU's used bytes now less those at open (the CUDA
+ * context, NCCL's communicator and any other process on the GPU), so the ledger's buffers are
+ * compared with what they took, not with the whole GPU. */
 static void cu_mem(struct ex_dev *d, int64_t *used, int64_t *cap)
 {
+    (void)cudaSetDevice(d->device);
     size_t fr = 0, total = 0;
     if (cudaMemGetInfo(&fr, &total) != cudaSuccess) {
         *used = *cap = -1;
         return;
     }
-    *used = (int64_t)(total - fr);   /* every process on this GPU (NVML has the per-process figure) */
+    *used = ex_device_used((int64_t)total, (int64_t)fr, d->used_at_open);
     *cap = d->capacity_bytes > 0 ? d->capacity_bytes : (int64_t)total;
 }
 
 static int cu_dev_alloc(struct ex_dev *d, int64_t bytes, void **p, struct rl_err *e)
 {
-    (void)d;
+    CU_ON(d);
     cudaError_t rc = cudaMalloc(p, bytes ? (size_t)bytes : 1);
     if (rc != cudaSuccess) {
         size_t fr = 0, total = 0;
@@ -325,12 +360,16 @@ static int cu_dev_alloc(struct ex_dev *d, int64_t bytes, void **p, struct rl_err
         return rl_errf(e, RL_ENOMEM, "GPU %d: cudaMalloc of %lld bytes failed (%s), %zu bytes free", d->device,
                        (long long)bytes, cudaGetErrorString(rc), fr);
     }
-    CU_TRY(cudaMemset(*p, 0, bytes ? (size_t)bytes : 1));
+    /* Zeroed on the compute stream and waited for: the non-blocking streams do not wait for the
+     * legacy default stream a plain cudaMemset would use. */
+    CU_TRY(cudaMemsetAsync(*p, 0, bytes ? (size_t)bytes : 1, d->stream[EX_STREAM_COMPUTE]));
+    CU_TRY(cudaStreamSynchronize(d->stream[EX_STREAM_COMPUTE]));
     return 0;
 }
 
 static void cu_dev_free(struct ex_dev *d, void *p, int64_t bytes)
 {
+    (void)cudaSetDevice(d->device);
     (void)d;
     (void)bytes;
     cudaFree(p);
@@ -338,6 +377,7 @@ static void cu_dev_free(struct ex_dev *d, void *p, int64_t bytes)
 
 static int cu_host_alloc(struct ex_dev *d, int64_t bytes, bool pinned, void **p, struct rl_err *e)
 {
+    CU_ON(d);
     (void)d;
     if (!pinned) {
         *p = calloc(1, bytes ? (size_t)bytes : 1);
@@ -353,6 +393,7 @@ static int cu_host_alloc(struct ex_dev *d, int64_t bytes, bool pinned, void **p,
 
 static void cu_host_free(struct ex_dev *d, void *p, int64_t bytes, bool pinned)
 {
+    (void)cudaSetDevice(d->device);
     (void)d;
     (void)bytes;
     if (pinned)
@@ -364,6 +405,7 @@ static void cu_host_free(struct ex_dev *d, void *p, int64_t bytes, bool pinned)
 static int cu_copy(struct ex_dev *d, void *dst, const void *src, int64_t bytes, enum ex_copy_dir dir,
                    enum ex_stream s, struct rl_err *e)
 {
+    CU_ON(d);
     (void)dir;
     if (bytes <= 0)
         return 0;
@@ -378,6 +420,7 @@ static int cu_copy(struct ex_dev *d, void *dst, const void *src, int64_t bytes, 
 static int cu_adam(struct ex_dev *d, const struct kern_adam_scalars *sc, const struct kern_adam_bufs *b,
                    enum ex_stream s, struct rl_err *e)
 {
+    CU_ON(d);
     cudaEvent_t t = NULL;
     int rc = timed_begin(d, s, &t, e);
     if (!rc)
@@ -389,40 +432,45 @@ static int cu_adam(struct ex_dev *d, const struct kern_adam_scalars *sc, const s
 
 static int cu_scale(struct ex_dev *d, float *x, int64_t n, float c, enum ex_stream s, struct rl_err *e)
 {
+    CU_ON(d);
     k_scale<<<grid_for(n), 256, 0, d->stream[s]>>>(x, n, c);
-    return launch_check(e, "k_scale", __LINE__);
+    return CU_LAUNCHED(k_scale);
 }
 
 static int cu_narrow(struct ex_dev *d, void *dst, enum kern_dtype t, const float *src, int64_t n, enum ex_stream s,
                      struct rl_err *e)
 {
+    CU_ON(d);
     k_narrow<<<grid_for(n), 256, 0, d->stream[s]>>>((uint16_t *)dst, t == KERN_BF16, src, n);
-    return launch_check(e, "k_narrow", __LINE__);
+    return CU_LAUNCHED(k_narrow);
 }
 
 static int cu_widen(struct ex_dev *d, float *dst, const void *src, enum kern_dtype t, int64_t n, enum ex_stream s,
                     struct rl_err *e)
 {
+    CU_ON(d);
     k_widen<<<grid_for(n), 256, 0, d->stream[s]>>>(dst, t == KERN_BF16, (const uint16_t *)src, n);
-    return launch_check(e, "k_widen", __LINE__);
+    return CU_LAUNCHED(k_widen);
 }
 
 static int cu_shares(struct ex_dev *d, void *dst, enum kern_dtype t, int64_t count, int64_t valid, int64_t gstart,
                      uint64_t seed, int64_t it, int q, int W, int64_t nan_at, enum ex_stream s, struct rl_err *e)
 {
+    CU_ON(d);
     int tc = t == KERN_F32 ? 0 : t == KERN_BF16 ? 1 : 2;
     k_shares<<<grid_for(count), 256, 0, d->stream[s]>>>(dst, tc, count, valid, gstart, ex_synth_base(seed, it), q, W,
                                                        nan_at);
-    return launch_check(e, "k_shares", __LINE__);
+    return CU_LAUNCHED(k_shares);
 }
 
 static int cu_nonfinite(struct ex_dev *d, const float *x, int64_t n, int64_t *count, enum ex_stream s,
                         struct rl_err *e)
 {
+    CU_ON(d);
     CU_TRY(cudaMemsetAsync(d->count_d, 0, sizeof *d->count_d, d->stream[s]));
     if (n > 0) {
         k_nonfinite<<<grid_for(n), 256, 0, d->stream[s]>>>(x, n, (unsigned long long *)d->count_d);
-        int rc = launch_check(e, "k_nonfinite", __LINE__);
+        int rc = CU_LAUNCHED(k_nonfinite);
         if (rc)
             return rc;
     }
@@ -448,34 +496,58 @@ static int load_cublas(struct ex_dev *d, struct rl_err *e)
     f->sgemm = (cublasStatus_t(*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const float *,
                                   const float *, int, const float *, int, const float *, float *, int))
         dlsym(f->lib, "cublasSgemm_v2");
-    if (!f->create || !f->destroy || !f->set_stream || !f->sgemm)
-        return rl_errf(e, RL_EENV, "compute gemm: libcublas lacks cublasCreate_v2/cublasSgemm_v2");
-    if (f->create(&d->blas) != CUBLAS_STATUS_SUCCESS)
-        return rl_errf(e, RL_EENV, "%s:%d: cublasCreate failed", __FILE__, __LINE__);
-    f->set_stream(d->blas, d->stream[EX_STREAM_COMPUTE]);
+    f->gemmex = (cublasStatus_t(*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *,
+                                   const void *, cudaDataType, int, const void *, cudaDataType, int, const void *,
+                                   void *, cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t))
+        dlsym(f->lib, "cublasGemmEx");
+    if (!f->create || !f->destroy || !f->set_stream || !f->sgemm || !f->gemmex)
+        return rl_errf(e, RL_EENV, "compute gemm: libcublas lacks cublasCreate_v2/cublasSgemm_v2/cublasGemmEx");
+    RL_API_TRY(cublas, f->create(&d->blas), e);
+    RL_API_TRY(cublas, f->set_stream(d->blas, d->stream[EX_STREAM_COMPUTE]), e);
     return 0;
 }
 
+/* GEMMs run on the compute stream (the handle's); a tagged compute stream times each with events. */
 static int cu_gemm(struct ex_dev *d, int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c,
                    enum ex_stream s, struct rl_err *e)
 {
+    CU_ON(d);
     (void)s;
-    if (!d->blas) {
-        int rc = load_cublas(d, e);
-        if (rc)
-            return rc;
-    }
+    if (!d->blas)
+        RL_TRY(load_cublas(d, e));
     const float one = 1.0f, zero = 0.0f;
+    cudaEvent_t t = NULL;
+    RL_TRY(timed_begin(d, EX_STREAM_COMPUTE, &t, e));
     /* Row-major C = A B is column-major C^T = B^T A^T. */
-    if (d->blas_fns.sgemm(d->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k, &one, b, (int)n, a, (int)k, &zero, c,
-                    (int)n) != CUBLAS_STATUS_SUCCESS)
-        return rl_errf(e, RL_EENV, "%s:%d: cublasSgemm %lld x %lld x %lld failed", __FILE__, __LINE__,
-                       (long long)m, (long long)n, (long long)k);
-    return 0;
+    int rc = RL_API_CHECK(cublas, d->blas_fns.sgemm(d->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k, &one, b,
+                                                    (int)n, a, (int)k, &zero, c, (int)n), e);
+    if (rc)
+        return rl_err_prefix(e, "GEMM %lld x %lld x %lld", (long long)m, (long long)n, (long long)k);
+    return timed_end(d, EX_STREAM_COMPUTE, t, e);
+}
+
+static int cu_gemm_lowp(struct ex_dev *d, int64_t m, int64_t n, int64_t k, const void *a, const void *b, void *c,
+                        enum kern_dtype t, enum ex_stream s, struct rl_err *e)
+{
+    CU_ON(d);
+    (void)s;
+    if (!d->blas)
+        RL_TRY(load_cublas(d, e));
+    const float one = 1.0f, zero = 0.0f;
+    cudaDataType dt = t == KERN_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    cudaEvent_t ev = NULL;
+    RL_TRY(timed_begin(d, EX_STREAM_COMPUTE, &ev, e));
+    int rc = RL_API_CHECK(cublas, d->blas_fns.gemmex(d->blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)m, (int)k, &one, b,
+                                                     dt, (int)n, a, dt, (int)k, &zero, c, dt, (int)n,
+                                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT), e);
+    if (rc)
+        return rl_err_prefix(e, "16-bit GEMM %lld x %lld x %lld", (long long)m, (long long)n, (long long)k);
+    return timed_end(d, EX_STREAM_COMPUTE, ev, e);
 }
 
 static int cu_sync(struct ex_dev *d, enum ex_stream s, struct rl_err *e)
 {
+    CU_ON(d);
     CU_TRY(cudaStreamSynchronize(d->stream[s]));
     return 0;
 }
@@ -483,6 +555,7 @@ static int cu_sync(struct ex_dev *d, enum ex_stream s, struct rl_err *e)
 static int cu_reduce_scatter(struct ex_dev *d, void *buf, int64_t count, enum kern_dtype t, void **out,
                              struct rl_err *e)
 {
+    CU_ON(d);
     if (!d->nccl) {
         *out = buf;
         return 0;
@@ -499,24 +572,31 @@ static int cu_reduce_scatter(struct ex_dev *d, void *buf, int64_t count, enum ke
 
 /* NCCL in place on the communication stream, after this rank's part was written there; an
  * event after it, waited for by cu_allgather_wait (the compute stream is synchronised per block,
- * so the host waiting for the event orders the block's compute after its gather). */
+ * so the host waiting for the event orders the block's compute after its gather), and one before
+ * it, so that the gather's busy time is read off the device (cu_allgather_times), not off the
+ * host's next poll. */
 static int cu_allgather_start(struct ex_dev *d, void *buf, int64_t bytes, uint64_t *req, struct rl_err *e)
 {
+    CU_ON(d);
     int i = 0;
     while (i < d->cap_gev && d->gev_busy[i])
         i++;
     if (i == d->cap_gev) {
-        int cap = d->cap_gev;
-        if (rl_grow(&d->gev, &cap, sizeof *d->gev, i + 1, 8) ||
+        int cap = d->cap_gev, cap2 = d->cap_gev;
+        if (rl_grow(&d->gev, &cap, sizeof *d->gev, i + 1, 8) || rl_grow(&d->gstart, &cap2, sizeof *d->gstart, i + 1, 8) ||
             rl_grow(&d->gev_busy, &d->cap_gev, sizeof *d->gev_busy, i + 1, 8))
             return rl_errf(e, RL_ENOMEM, "out of host memory for an all-gather event");
         for (int j = i; j < d->cap_gev; j++) {
             d->gev[j] = NULL;
+            d->gstart[j] = NULL;
             d->gev_busy[j] = false;
         }
     }
     if (!d->gev[i])
-        CU_TRY(cudaEventCreateWithFlags(&d->gev[i], cudaEventDisableTiming));
+        CU_TRY(cudaEventCreate(&d->gev[i]));
+    if (!d->gstart[i])
+        CU_TRY(cudaEventCreate(&d->gstart[i]));
+    CU_TRY(cudaEventRecord(d->gstart[i], d->stream[EX_STREAM_COMM]));
     if (d->nccl) {
         char *mine = (char *)buf + (int64_t)d->comm->rank * bytes;
         NCCL_TRY(ncclAllGather(mine, buf, (size_t)bytes, ncclUint8, d->nccl, d->stream[EX_STREAM_COMM]));
@@ -529,18 +609,18 @@ static int cu_allgather_start(struct ex_dev *d, void *buf, int64_t bytes, uint64
 
 static int cu_allgather_test(struct ex_dev *d, uint64_t req, bool *done, struct rl_err *e)
 {
+    CU_ON(d);
     if (req < 1 || req > (uint64_t)d->cap_gev || !d->gev_busy[req - 1])
         return rl_errf(e, RL_EINTERNAL, "cuda backend: all-gather request %llu was not started",
                        (unsigned long long)req);
-    cudaError_t rc = cudaEventQuery(d->gev[req - 1]);
-    if (rc != cudaSuccess && rc != cudaErrorNotReady)
-        CU_TRY(rc);
-    *done = rc == cudaSuccess;
-    return 0;
+    /* Not ready (the usual answer: a gather in flight) is no error and is cleared from the
+     * runtime's last error, which the next kernel launch's check reads. */
+    return RL_API_CHECK(cuda_query, cudaEventQuery(d->gev[req - 1]), e, done);
 }
 
 static int cu_allgather_wait(struct ex_dev *d, uint64_t req, struct rl_err *e)
 {
+    CU_ON(d);
     if (req < 1 || req > (uint64_t)d->cap_gev || !d->gev_busy[req - 1])
         return rl_errf(e, RL_EINTERNAL, "cuda backend: all-gather request %llu was not started",
                        (unsigned long long)req);
@@ -549,9 +629,26 @@ static int cu_allgather_wait(struct ex_dev *d, uint64_t req, struct rl_err *e)
     return d->nccl ? nccl_async_check(d, e) : 0;
 }
 
+/* After cu_allgather_wait: the gather's start and end on the communication stream, on the host
+ * clock (the slot keeps its events until a new gather takes it). */
+static int cu_allgather_times(struct ex_dev *d, uint64_t req, int64_t *start_ns, int64_t *end_ns, struct rl_err *e)
+{
+    CU_ON(d);
+    if (req < 1 || req > (uint64_t)d->cap_gev || d->gev_busy[req - 1])
+        return rl_errf(e, RL_EINTERNAL, "cuda backend: all-gather request %llu was not waited for",
+                       (unsigned long long)req);
+    float ms0 = 0, ms1 = 0;
+    CU_TRY(cudaEventElapsedTime(&ms0, d->t_base, d->gstart[req - 1]));
+    CU_TRY(cudaEventElapsedTime(&ms1, d->t_base, d->gev[req - 1]));
+    *start_ns = d->t_base_host_ns + (int64_t)((double)ms0 * 1e6);
+    *end_ns = d->t_base_host_ns + (int64_t)((double)ms1 * 1e6);
+    return 0;
+}
+
 /* Event ids are 1-based counts; the ring keeps the last 64, enough for a double buffer. */
 static int cu_event_record(struct ex_dev *d, enum ex_stream s, uint64_t *ev, struct rl_err *e)
 {
+    CU_ON(d);
     CU_TRY(cudaEventRecord(d->ev[d->n_ev % 64], d->stream[s]));
     *ev = ++d->n_ev;
     return 0;
@@ -559,6 +656,7 @@ static int cu_event_record(struct ex_dev *d, enum ex_stream s, uint64_t *ev, str
 
 static int cu_event_wait(struct ex_dev *d, uint64_t ev, struct rl_err *e)
 {
+    CU_ON(d);
     if (ev == 0 || ev + 64 <= d->n_ev)
         return 0;   /* nothing recorded, or older than the ring: long done (the ring is synced in order) */
     CU_TRY(cudaEventSynchronize(d->ev[(ev - 1) % 64]));
@@ -577,6 +675,7 @@ static void cu_tag(struct ex_dev *d, enum ex_stream s, int phase)
  * query stops here; the stream's next synchronisation reports the error. */
 static int cu_take_spans(struct ex_dev *d, struct step_span *out, int max)
 {
+    (void)cudaSetDevice(d->device);
     int n = 0;
     while (n < max && n < d->n_timed) {
         struct cu_timed *x = &d->timed[n];
@@ -599,9 +698,34 @@ static int cu_take_spans(struct ex_dev *d, struct step_span *out, int max)
     return n;
 }
 
+/* In the order of backend.h's fields. */
 extern "C" const struct ex_backend ex_backend_cuda = {
-    "cuda", cu_open, cu_close, cu_mem, cu_dev_alloc, cu_dev_free, cu_host_alloc, cu_host_free, cu_copy, cu_adam,
-    cu_scale, cu_narrow, cu_widen, cu_shares, cu_nonfinite, cu_gemm, cu_sync, cu_event_record, cu_event_wait,
-    cu_tag, cu_take_spans, cu_reduce_scatter, cu_allgather_start, cu_allgather_test,
-    cu_allgather_wait,
+    .name = "cuda",
+    .probe = cu_probe,
+    .open = cu_open,
+    .close = cu_close,
+    .mem = cu_mem,
+    .dev_alloc = cu_dev_alloc,
+    .dev_free = cu_dev_free,
+    .host_alloc = cu_host_alloc,
+    .host_free = cu_host_free,
+    .copy = cu_copy,
+    .adam = cu_adam,
+    .scale = cu_scale,
+    .narrow = cu_narrow,
+    .widen = cu_widen,
+    .shares = cu_shares,
+    .nonfinite = cu_nonfinite,
+    .gemm = cu_gemm,
+    .gemm_lowp = cu_gemm_lowp,
+    .sync = cu_sync,
+    .event_record = cu_event_record,
+    .event_wait = cu_event_wait,
+    .tag = cu_tag,
+    .take_spans = cu_take_spans,
+    .reduce_scatter = cu_reduce_scatter,
+    .allgather_start = cu_allgather_start,
+    .allgather_test = cu_allgather_test,
+    .allgather_wait = cu_allgather_wait,
+    .allgather_times = cu_allgather_times,
 };

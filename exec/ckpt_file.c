@@ -130,7 +130,7 @@ int ex_ckpt_parse(const void *buf, size_t len, const char *path, const struct ex
                    EX_CKPT_MAX_NUMEL);
     if (m && f->total_numel != m->total_numel)
         return BAD("%s: header field total_numel: %" PRId64 "; this run's model has %" PRId64
-                   " elements (same --model and --scale needed)", path, f->total_numel, m->total_numel);
+                   " elements (the same model and scale needed)", path, f->total_numel, m->total_numel);
     const size_t have = len - EX_CKPT_HEADER_BYTES;
     if (payload < 0 || (uint64_t)payload != (uint64_t)have)
         return BAD("%s: header field payload_bytes: %" PRId64 "; the file holds %zu bytes after the header "
@@ -220,7 +220,7 @@ static int manifest_line(const char **p, const char *end, const char *key, int64
 {
     size_t kl = strlen(key);
     if ((size_t)(end - *p) <= kl || memcmp(*p, key, kl) != 0 || (*p)[kl] != ' ')
-        return BAD("%s: line '%s N' missing; allowed: the manifest as ratiolab run --save writes it", path, key);
+        return BAD("%s: line '%s N' missing; allowed: the manifest as a save writes it", path, key);
     const char *s = *p + kl + 1;
     int64_t x = 0;
     int digits = 0;

@@ -11,19 +11,14 @@
 
 static MPI_Comm comm_of(const struct ex_comm *c) { return (MPI_Comm)c->impl; }
 
+#include "common/rl_api.h"   /* RL_API_TRY: the one check of MPI (and CUDA, NCCL, cuBLAS) calls */
+
+/* A failed MPI call's code, through the one check; `what` names the call. */
 static int mpi_err(struct rl_err *e, int rc, const char *what)
 {
-    char s[MPI_MAX_ERROR_STRING];
-    int n = 0;
-    MPI_Error_string(rc, s, &n);
-    return rl_errf(e, RL_EENV, "MPI: %s failed: %.*s", what, n, s);
+    return rl_api_check_mpi(rc, what, __FILE__, __LINE__, e);
 }
-#define MPI_TRY(call, what)                                                                    \
-    do {                                                                                       \
-        int rc__ = (call);                                                                     \
-        if (rc__ != MPI_SUCCESS)                                                               \
-            return mpi_err(e, rc__, what);                                                     \
-    } while (0)
+#define MPI_TRY(call, what) RL_API_TRY(mpi, call, e)
 #endif
 
 static bool launched_by_mpi(void)

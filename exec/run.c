@@ -481,7 +481,8 @@ static int gathers_poll(struct ex_run *r, struct rl_err *e)
 }
 
 /* Waits for block b's all-gather. Its span runs from the start's issue to its completion (seen
- * by a poll, or now): the part behind the previous block's compute counts as overlapped. */
+ * by a poll, or now), or, where the backend times gathers itself (cuda), over the gather's own
+ * time on the device: the part behind the previous block's compute counts as overlapped. */
 static int gather_wait(struct ex_run *r, int b, struct rl_err *e)
 {
     struct ex_gather *g = &r->ag[b];
@@ -489,7 +490,10 @@ static int gather_wait(struct ex_run *r, int b, struct rl_err *e)
         return rl_errf(e, RL_EINTERNAL, "block %d computed before its all-gather was started", b);
     g->started = false;
     RL_TRY(r->be->allgather_wait(r->dev, g->req, e));
-    span_add(r, STEP_PH_ALLGATHER, g->t0_ns, g->t1_ns ? g->t1_ns : ex__now_ns(), g->bytes);
+    int64_t t0 = g->t0_ns, t1 = g->t1_ns ? g->t1_ns : ex__now_ns();
+    if (r->be->allgather_times)   /* the device's own times (cuda: events on the comm stream) */
+        RL_TRY(r->be->allgather_times(r->dev, g->req, &t0, &t1, e));
+    span_add(r, STEP_PH_ALLGATHER, t0, t1, g->bytes);
     return 0;
 }
 
@@ -1070,13 +1074,13 @@ int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, str
 #ifdef RL_EX_CUDA
     if (bk == EX_BACKEND_AUTO)
         bk = kern_cuda_device_count() > 0 ? EX_BACKEND_CUDA : EX_BACKEND_CPU;
-    r.be = bk == EX_BACKEND_CUDA ? &ex_backend_cuda : &ex_backend_cpu;
+    r.be = ex_backend_named(backend_names[bk]);
 #else
     if (bk == EX_BACKEND_CUDA)
         return rl_errf(e, RL_EENV, "backend cuda: this ratiolab was built without the CUDA backend "
                        "(nvcc, cuBLAS and NCCL are needed)");
     bk = EX_BACKEND_CPU;
-    r.be = &ex_backend_cpu;
+    r.be = ex_backend_named("cpu");
 #endif
     res->backend = bk;
     res->world = c->size;

@@ -13,17 +13,12 @@
 #include <cuda_runtime.h>
 
 #include "kernels/adam_ref.h"
+#include "common/rl_api.h"   /* RL_API_TRY */
 
 #define KERN__BLOCK 256   /* threads per block */
 
-/* Returns RL_EENV from the calling function with file:line when `call` fails. */
-#define KERN__CUDA_CHECK(call)                                                                  \
-    do {                                                                                        \
-        cudaError_t err_ = (call);                                                              \
-        if (err_ != cudaSuccess)                                                                \
-            return rl_errf(e, RL_EENV, "%s:%d: %s: %s (%s)", __FILE__, __LINE__, #call,         \
-                           cudaGetErrorString(err_), cudaGetErrorName(err_));                   \
-    } while (0)
+/* Returns RL_EENV from the calling function when `call` fails (common/rl_api.h's one check). */
+#define KERN__CUDA_CHECK(call) RL_API_TRY(cuda, call, e)
 
 template <int GT>
 __device__ __forceinline__ float load_grad(const void *g, int64_t i)

@@ -1,94 +1,414 @@
 #!/usr/bin/env bash
-# The GPU checks in one short run, for a machine with an NVIDIA GPU: the CUDA Adam kernel bitwise
-# against the reference (gpu_kernels suite, no fork), the monitor's NVML path, the GPU
-# benchmark (adam.cu against a device-to-device copy), the executor's cuda backend (gpu_exec
-# suite; ratios 0, 0.5, 1 x both schedules with the cpu backend's digest; bench/exec --gpu),
-# ratiolab calibrate --backend cuda and ratiolab validate on the cuda backend (the 10 % time
-# target gated). Builds when it can; otherwise uses an
-# already built tree (build/). Writes the logs to $OUT when set. Exit 0 only when all checks ran
-# and passed.
-set -u
+# scripts/gpu-check.sh — every GPU check of ratiolab in one run on a bare GPU machine (the
+# nvidia-h200 image: nvcc 13, PyTorch's pip wheels with libnccl.so.2 and libcublas.so.13, no
+# jansson, Check, OpenBLAS, Open MPI, pkg-config or apt). What the image lacks travels as
+# gpu-bundle/ (scripts/gpu-bundle.sh here: 43 Debian 12 packages and nccl.h, 22 MiB; carry it:
+# `carry: ["gpu-bundle"]`; the tree itself is about 3 MiB). Steps, most informative first, each
+# under `timeout` with its wall time printed:
+#   preflight   unpacks the bundle (dpkg -x) into a private prefix (never /), finds nvcc, NCCL and
+#               cuBLAS (the CUDA install or the wheels' nvidia/*/lib), lists EVERYTHING missing
+#               and stops (exit 3) when anything is (a few seconds);
+#   build       make with nvcc for sm_90 only, MPI only with more than one GPU;
+#   kernels     the Adam kernel bitwise against the reference (gpu_kernels suite);
+#   executor    run --backend cuda, ratios 0 / 0.5 / 1 x both schedules: the reference's digest;
+#               prefetch depth 14 and --comm-dtype fp16 too; CUDA-event busy times in the JSON;
+#   nccl1       the same with a 1-rank NCCL communicator (every collective through NCCL);
+#   gpu_exec    the gpu_exec suite (GEMM compute, ledger, event timing);
+#   bench_adam  bench/adam --gpu (a bitwise mismatch fails); bench_exec: bench/exec --gpu;
+#   calibrate   calibrate --backend cuda at llama2-7b's GEMM shapes; predict reads the profile;
+#   monitor     the monitor's NVML path (a "skipped: no GPU" fails);
+#   validate    validate --backend cuda --calibrate, ratios 0 / 0.5 / 1, the 10 % time gate.
+# With one GPU, NCCL runs as a 1-rank communicator only: the summary lists the NCCL paths that
+# were not exercised. Output: $OUT/summary.txt (one line per step, the verdict last) and
+# $OUT/gpu-check-logs.tar.gz (every log); without OUT, a new /tmp/ratiolab-gpu-check.*.out. Budget: under 7
+# minutes on one H200, build included (GPU_CHECK_BUDGET_S, default 420, is checked at the end);
+# no step runs past GPU_CHECK_DEADLINE_S (default 560) from the start, so the logs come back
+# within the device's 600 s per command.
+#
+# GPU_CHECK_DRY=1 (make test runs it): no GPU needed; the preflight checks this machine, and each
+# step runs its command on the cpu backend at tiny sizes with the already built tree
+# (RATIOLAB_BIN, RATIOLAB_BUILD), or prints the command where the step needs a GPU. Exit: 0 all
+# passed, 1 a check failed, 3 something is missing (preflight) or the build failed.
+# GPU_CHECK_DRY=build: as the dry run, but the preflight wants the bundle and the build step
+# runs (sm_90, build-gpu/) and the cpu-backend steps use what it built (scripts/gpu-image-sim.sh
+# runs this with the packages the GPU image lacks hidden).
+set -u -o pipefail
+export SHELLOPTS   # the steps' child shells fail a pipeline as this one does
 cd "$(dirname "$0")/.."
-out=${OUT:-/tmp/ratiolab-gpu}
-mkdir -p "$out"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | tee "$out/gpu.txt"
-if command -v nvcc >/dev/null && pkg-config --exists check jansson 2>/dev/null; then
-  make -j"$(nproc)" RL_INNER=1 build/ratiolab build/tests/run_tests build/bench/adam build/bench/exec \
-       build/tests/progs/gpuhog build/tests/progs/memhog > "$out/build.log" 2>&1 || { tail -20 "$out/build.log"; exit 3; }
+src=$PWD
+dry=${GPU_CHECK_DRY:-0}
+build_dry=0
+[ "$dry" = build ] && { dry=1; build_dry=1; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/ratiolab-gpu-check.XXXXXX") || exit 3
+out=${OUT:-$work.out}
+logs=$work/logs
+mkdir -p "$out" "$logs" || exit 3
+summary=$out/summary.txt
+: > "$summary"
+t_start=$SECONDS
+# The device runs one command for at most 600 s: every step ends before this deadline, so the
+# summary and the log tarball always come back.
+deadline=${GPU_CHECK_DEADLINE_S:-560}
+failed=0
+declare -a not_exercised=()
+
+say() { echo "$*" | tee -a "$summary"; }
+# Packs the logs at every exit (a timeout of the whole run included).
+finish() {
+    tar -czf "$out/gpu-check-logs.tar.gz" -C "$work" logs 2>/dev/null
+    rm -rf "$work"
+}
+trap finish EXIT
+
+# ---- preflight -------------------------------------------------------------------------------
+prefix=$work/prefix
+missing=()
+need_tool() { command -v "$1" >/dev/null 2>&1 || missing+=("tool $1 ($2)"); }
+
+# dpkg -x into the prefix (ar + tar where dpkg-deb is absent); absolute symlinks inside the
+# packages are turned into links inside the prefix.
+unpack_bundle() {
+    local deb
+    mkdir -p "$prefix"
+    for deb in gpu-bundle/*.deb; do
+        if command -v dpkg-deb >/dev/null; then
+            dpkg-deb -x "$deb" "$prefix" || return 1
+        else
+            ( cd "$work" && rm -rf deb.x && mkdir deb.x && cd deb.x && ar x "$src/$deb" && tar -xf data.tar.* -C "$prefix" ) \
+                || return 1
+        fi
+    done
+    local l t
+    while IFS= read -r l; do
+        t=$(readlink "$l")
+        case $t in /*) ln -sfn "$prefix$t" "$l" ;; esac
+    done < <(find "$prefix" -type l)
+}
+
+# First non-empty regular file (or link to one) named $1 under the given folders, a few levels down.
+find_first() {
+    local name=$1 d f
+    shift
+    for d in "$@"; do
+        [ -d "$d" ] || continue
+        while IFS= read -r f; do
+            [ -f "$f" ] && [ -s "$f" ] && { echo "$f"; return 0; }
+        done < <(find -L "$d" -maxdepth 5 -name "$name" 2>/dev/null | sort)
+    done
+    return 1
+}
+
+preflight() {
+    need_tool gcc "host compiler"
+    need_tool g++ "nvcc's host compiler"
+    need_tool ar "static library"
+    need_tool timeout "step limits"
+    need_tool tar "the log tarball"
+    need_tool awk "log checks"
+    need_tool find "library search"
+    if [ "$dry" != 1 ]; then
+        need_tool nvidia-smi "GPU count"
+    fi
+    if [ "$dry" != 1 ] || [ "$build_dry" = 1 ]; then
+        [ -d gpu-bundle ] || missing+=("gpu-bundle/ (run scripts/gpu-bundle.sh here and carry gpu-bundle)")
+    fi
+    make_bin=""
+    make --version >/dev/null 2>&1 && make_bin=$(command -v make)
+    pkgconf_bin=""
+    mpi_libs=""
+    mpi_cflags=""
+    nvcc=$(command -v nvcc || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; } || true)
+    [ -z "$nvcc" ] || "$nvcc" --version >/dev/null 2>&1 || nvcc=""
+    [ -n "$nvcc" ] || missing+=("nvcc (CUDA toolkit)")
+    cuda_home=${nvcc:+$(dirname "$(dirname "$(readlink -f "$nvcc")")")}
+    libdirs=()
+    pcdirs=()
+    # The plain dry run checks this machine's own packages (fast: make test runs it).
+    if { [ "$dry" != 1 ] || [ "$build_dry" = 1 ]; } && ls gpu-bundle/*.deb >/dev/null 2>&1; then
+        unpack_bundle || missing+=("gpu-bundle: a package did not unpack")
+        local ml=$prefix/usr/lib/x86_64-linux-gnu
+        libdirs+=("$ml" "$prefix/lib/x86_64-linux-gnu" "$ml/openblas-pthread")
+        pcdirs+=("$ml/pkgconfig" "$ml/openblas-pthread/pkgconfig" "$prefix/usr/share/pkgconfig")
+        [ -n "$make_bin" ] || make_bin=$prefix/usr/bin/make
+        pkgconf_bin=$prefix/usr/bin/pkgconf
+        # Open MPI is relocated with OPAL_PREFIX; used only with more than one GPU.
+        if [ -x "$prefix/usr/bin/orterun" ]; then
+            mpi_cflags="-I$ml/openmpi/include -I$ml/openmpi/include/openmpi"
+            mpi_libs="-L$ml/openmpi/lib -lmpi"
+            libdirs+=("$ml/openmpi/lib")
+        fi
+    fi
+    [ -x "${make_bin:-/nonexistent}" ] || missing+=("make (image or gpu-bundle)")
+    # pkg-config: the bundle's pkgconf, reading only the bundle's .pc files with the prefix as
+    # sysroot; on a machine with its own packages (the dry run here), its pkg-config.
+    pc=$work/pkg-config
+    if [ -n "$pkgconf_bin" ]; then
+        local ld pcl
+        ld=$(IFS=:; echo "${libdirs[*]}")
+        pcl=$(IFS=:; echo "${pcdirs[*]}")
+        printf '#!/bin/sh\nLD_LIBRARY_PATH=%s PKG_CONFIG_ALLOW_SYSTEM_CFLAGS=1 PKG_CONFIG_ALLOW_SYSTEM_LIBS=1 PKG_CONFIG_LIBDIR=%s PKG_CONFIG_SYSROOT_DIR=%s exec %s "$@"\n' \
+            "$ld" "$pcl" "$prefix" "$pkgconf_bin" > "$pc"
+    else
+        printf '#!/bin/sh\nexec pkg-config "$@"\n' > "$pc"
+    fi
+    chmod +x "$pc"
+    local p
+    for p in jansson zlib check openblas; do
+        "$pc" --exists "$p" 2>/dev/null || missing+=("library $p (pkg-config $p)")
+    done
+    # NCCL and cuBLAS: the CUDA install, the system, or a pip wheel's nvidia/*/ folders.
+    sites=()
+    local py
+    for py in python3 /opt/torch/.venv/bin/python3; do
+        command -v "$py" >/dev/null 2>&1 || continue
+        while IFS= read -r p; do [ -d "$p/nvidia" ] && sites+=("$p/nvidia"); done \
+            < <("$py" -c 'import sys; print("\n".join(p for p in sys.path if p))' 2>/dev/null)
+    done
+    for p in ${GPU_CHECK_SITE:-}; do sites+=("$p"); done
+    local cl=${cuda_home:+$cuda_home/lib64} ci=${cuda_home:+$cuda_home/include}
+    lib_nccl=$(find_first libnccl.so.2 $cl /usr/lib/x86_64-linux-gnu "${sites[@]}") || missing+=("libnccl.so.2 (CUDA or the nvidia-nccl wheel)")
+    lib_cublas=$(find_first libcublas.so.13 $cl /usr/lib/x86_64-linux-gnu "${sites[@]}") || missing+=("libcublas.so.13 (CUDA or the nvidia-cublas wheel)")
+    nccl_h=$(find_first nccl.h $ci /usr/include "${sites[@]}" gpu-bundle/include) || missing+=("nccl.h (CUDA, the wheel or gpu-bundle/include)")
+    cublas_h=$(find_first cublas_v2.h $ci /usr/include "${sites[@]}") || missing+=("cublas_v2.h (CUDA or the nvidia-cublas wheel)")
+    [ -z "$cuda_home" ] || [ -e "$cuda_home/lib64/libcudart.so" ] || [ -e "$cuda_home/lib/libcudart.so" ] \
+        || missing+=("libcudart.so in $cuda_home/lib64")
+    # One folder of headers and one of libraries for the build (NCCL_H's folder is on -I).
+    inc=$work/include
+    lib=$work/lib
+    mkdir -p "$inc" "$lib"
+    if [ -n "${nccl_h:-}" ]; then ln -sf "$(readlink -f "$nccl_h")" "$inc/nccl.h"; fi
+    if [ -n "${cublas_h:-}" ] && [ "$(dirname "$cublas_h")" != "$ci" ]; then
+        for p in "$(dirname "$cublas_h")"/*.h; do ln -sf "$p" "$inc/"; done
+    fi
+    if [ -n "${lib_nccl:-}" ]; then ln -sf "$(readlink -f "$lib_nccl")" "$lib/libnccl.so"; ln -sf "$(readlink -f "$lib_nccl")" "$lib/libnccl.so.2"; fi
+    libdirs=("$lib" ${lib_cublas:+"$(dirname "$lib_cublas")"} ${lib_nccl:+"$(dirname "$lib_nccl")"} ${cl:+"$cl"} "${libdirs[@]}")
+    ldpath=$(IFS=:; echo "${libdirs[*]}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    # The bundle's libraries load (ldd names any dependency the image lacks).
+    if [ -d "$prefix" ] && command -v ldd >/dev/null; then
+        local so
+        for so in libjansson.so.4 libopenblas.so.0 libsubunit.so.0; do
+            p=$(find "$prefix" -name "$so" | head -1)
+            [ -n "$p" ] || { missing+=("$so (gpu-bundle)"); continue; }
+            LD_LIBRARY_PATH=$ldpath ldd "$p" 2>&1 | awk -v s="$so" '/not found/{print "library " $1 " (needed by " s ")"}' \
+                > "$work/ldd.txt"
+            while IFS= read -r p; do missing+=("$p"); done < "$work/ldd.txt"
+        done
+    fi
+    ngpu=0
+    if [ "$dry" != 1 ] && command -v nvidia-smi >/dev/null; then
+        ngpu=$(timeout 20 nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+        [ "$ngpu" -ge 1 ] || missing+=("a visible GPU (nvidia-smi -L lists none)")
+    fi
+    {
+        echo "nvcc: ${nvcc:-missing} (CUDA ${cuda_home:-?})"
+        echo "libnccl.so.2: ${lib_nccl:-missing}"
+        echo "nccl.h: ${nccl_h:-missing}"
+        echo "libcublas.so.13: ${lib_cublas:-missing}"
+        echo "cublas_v2.h: ${cublas_h:-missing}"
+        echo "make: ${make_bin:-missing}; pkg-config: ${pkgconf_bin:-the system one}"
+        echo "GPUs: $ngpu"
+        echo "LD_LIBRARY_PATH: $ldpath"
+    } > "$logs/preflight.log"
+    if [ "${#missing[@]}" -gt 0 ]; then
+        printf 'missing: %s\n' "${missing[@]}" | tee -a "$logs/preflight.log"
+        return 3
+    fi
+    return 0
+}
+
+# ---- steps -----------------------------------------------------------------------------------
+# step NAME LIMIT_S FUNCTION: runs FUNCTION (a shell function of this script) in a child bash
+# under `timeout`, its output in logs/NAME.log; prints the wall time and, on failure, the
+# failing tests' lines and the log's last lines. In a dry run a step whose function is marked
+# gpu_only is printed instead of run.
+step() {
+    local name=$1 limit=$2 fn=$3 t0=$SECONDS rc
+    # No step runs past the whole run's deadline (what is left of it, less 15 s to pack the logs).
+    local left=$((deadline - (SECONDS - t_start) - 15))
+    if [ "$left" -lt 5 ]; then
+        failed=1
+        say "step $name: FAILED: not run, the run's ${deadline} s deadline is reached"
+        return 0
+    fi
+    [ "$limit" -gt "$left" ] && limit=$left
+    if [ "$dry" = 1 ] && [[ " $gpu_only " == *" $fn "* ]] && ! { [ "$build_dry" = 1 ] && [ "$fn" = s_build ]; }; then
+        { echo "# $name (needs a GPU; the dry run prints it)"; declare -f "$fn" | sed 1,2d | sed '$d'; } > "$logs/$name.log"
+        say "step $name: printed (needs a GPU)"
+        return 0
+    fi
+    timeout -k 10 "$limit" bash -c "$fn" > "$logs/$name.log" 2>&1
+    rc=$?
+    local dt=$((SECONDS - t0))
+    if [ $rc = 0 ]; then
+        say "step $name: passed in ${dt} s"
+    else
+        failed=1
+        [ $rc = 124 ] && say "step $name: FAILED: ran past its ${limit} s limit (after ${dt} s)" \
+                      || say "step $name: FAILED (exit $rc) in ${dt} s"
+        # Check's failure lines (file:line:F|E:tcase:test:message), then the log's end.
+        grep -E '^[^ ]+:[0-9]+:[EF]:' "$logs/$name.log" | head -20 | sed 's/^/  | /'
+        echo "  | ... last lines of logs/$name.log:"
+        tail -n 25 "$logs/$name.log" | sed 's/^/  | /'
+    fi
+    return 0
+}
+
+# The functions run in a child bash: everything they use is exported.
+export_env() {
+    export RATIOLAB_SRC=$src DRY=$dry LOGS=$logs
+    if [ "$build_dry" = 1 ]; then
+        export RATIOLAB_BIN=$src/build-gpu/ratiolab RATIOLAB_BUILD=$src/build-gpu LD_LIBRARY_PATH=$ldpath
+        export BE=cpu EX="--scale 1000 --sub-group-size 1e8 --warmup 0 --steps 1"
+    elif [ "$dry" = 1 ]; then
+        export RATIOLAB_BIN=${RATIOLAB_BIN:-$src/build/ratiolab} RATIOLAB_BUILD=${RATIOLAB_BUILD:-$src/build}
+        export BE=cpu EX="--scale 1000 --sub-group-size 1e8 --warmup 0 --steps 1"
+    else
+        export RATIOLAB_BIN=$src/build-gpu/ratiolab RATIOLAB_BUILD=$src/build-gpu
+        export BE=cuda EX="--scale 64 --warmup 1 --steps 2"
+        export LD_LIBRARY_PATH=$ldpath
+        [ "$ngpu" -gt 1 ] && export OPAL_PREFIX=$prefix/usr PATH=$prefix/usr/bin:$PATH
+    fi
+    export B=$RATIOLAB_BIN BD=$RATIOLAB_BUILD NGPU=$ngpu
+    export -f s_build s_kernels s_executor s_nccl1 s_gpu_exec s_bench_adam s_bench_exec s_calibrate s_monitor s_validate
+    export -f digest_of suite
+}
+
+gpu_only="s_build s_bench_adam s_bench_exec s_calibrate s_monitor s_validate"
+
+s_build() {
+    set -e
+    local mpi=(MPICC=)
+    [ "$NGPU" -gt 1 ] && [ -n "$MPI_LIBS_" ] && mpi=(MPICC= "MPI_CFLAGS=$MPI_CFLAGS_" "MPI_LIBS=$MPI_LIBS_")
+    "$MAKE_" -j"$(nproc)" RL_INNER=1 BUILD=build-gpu PKG_CONFIG="$PC_" NVCC="$NVCC_" NCCL_H="$INC_/nccl.h" \
+        NCCL_LIBDIR="$LIB_" NVCC_ARCH="-gencode arch=compute_90,code=sm_90" "${mpi[@]}" \
+        build-gpu/ratiolab build-gpu/tests/run_tests build-gpu/bench/adam build-gpu/bench/exec \
+        build-gpu/tests/progs/gpuhog build-gpu/tests/progs/memhog
+}
+
+digest_of() { awk '/^digest /{print $2}' "$1"; }
+
+# A Check suite; on the GPU a skip (no device seen) fails it.
+# In a dry run the suite must skip as a whole (no GPU here).
+suite() {
+    local rc=0
+    CK_RUN_SUITE=$1 CK_NOFORK_TIMEOUT=$2 "$BD/tests/run_tests" > "$LOGS/suite_$1.txt" 2>&1 || rc=$?
+    cat "$LOGS/suite_$1.txt"
+    if [ "$DRY" = 1 ]; then
+        grep -Eq '^0 passed, 0 failed, [1-9][0-9]* skipped$' "$LOGS/suite_$1.txt"
+        return
+    fi
+    [ $rc = 0 ] || return $rc
+    ! grep -q '^skipped' "$LOGS/suite_$1.txt" || { echo "suite $1 skipped on the GPU machine"; return 1; }
+}
+
+s_kernels() { suite gpu_kernels 100; }
+
+# The executor: ratios x schedules, deep prefetch, fp16 reduction; every digest the reference's.
+s_executor() {
+    set -e
+    "$B" run $EX --reference --hash > "$LOGS/ref.txt"
+    local ref n
+    ref=$(digest_of "$LOGS/ref.txt")
+    [ -n "$ref" ]
+    echo "reference digest $ref"
+    "$B" run $EX --backend $BE --ratios 0,0.5,1 --policies exact --schedules overlap,deepspeed-0.12 | tee "$LOGS/matrix.txt"
+    n=$(grep -c " digest $ref\$" "$LOGS/matrix.txt" || true)
+    [ "$n" = 6 ] || { echo "executor: $n of 6 runs give the reference digest $ref"; exit 1; }
+    "$B" run $EX --ratio 0.5 --backend $BE --comm-dtype fp16 --hash | tee "$LOGS/fp16.txt"
+    [ "$(digest_of "$LOGS/fp16.txt")" = "$ref" ] || { echo "executor: --comm-dtype fp16 differs"; exit 1; }
+    printf '{"zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": 1e9, "offload_optimizer": {"device": "cpu", "ratio": 0.5}}, "fp16": {"enabled": true}}\n' \
+        > "$LOGS/prefetch.json"
+    "$B" run $EX --backend $BE --ds-config "$LOGS/prefetch.json" --hash | tee "$LOGS/prefetch.txt"
+    [ "$(digest_of "$LOGS/prefetch.txt")" = "$ref" ] && grep -q '^prefetch ' "$LOGS/prefetch.txt" \
+        || { echo "executor: deep prefetch differs or reports no depth"; exit 1; }
+    "$B" run $EX --ratio 0.5 --backend $BE --json > "$LOGS/run.json"
+    local ph
+    for ph in gpu_adam grad_d2h param_h2d; do
+        grep -A1 "\"$ph\": {" "$LOGS/run.json" | grep -Eq '"busy_ns": [1-9]' \
+            || { echo "executor: phase $ph has no busy time"; exit 1; }
+    done
+    echo "executor: 6 + 2 runs give the reference digest $ref; busy times present"
+}
+
+# A 1-rank NCCL communicator: the reduce-scatters and all-gathers go through NCCL.
+s_nccl1() {
+    set -e
+    "$B" run $EX --reference --hash > "$LOGS/ref1.txt"
+    local ref
+    ref=$(digest_of "$LOGS/ref1.txt")
+    RATIOLAB_NCCL_ONE_RANK=1 "$B" run $EX --backend $BE --ratios 0,0.5,1 --policies exact --schedules overlap,deepspeed-0.12 \
+        | tee "$LOGS/nccl1.txt"
+    [ "$(grep -c " digest $ref\$" "$LOGS/nccl1.txt")" = 6 ] || { echo "nccl1: digests differ from $ref"; exit 1; }
+    RATIOLAB_NCCL_ONE_RANK=1 "$B" run $EX --ratio 0.5 --backend $BE --comm-dtype fp16 --hash | tee "$LOGS/nccl1_fp16.txt"
+    [ "$(digest_of "$LOGS/nccl1_fp16.txt")" = "$ref" ] || { echo "nccl1: fp16 differs"; exit 1; }
+    # The all-gathers' busy time (CUDA events on the communication stream), reported, not gated:
+    # a 1-rank in-place gather moves nothing.
+    RATIOLAB_NCCL_ONE_RANK=1 "$B" run $EX --ratio 0.5 --backend $BE --json > "$LOGS/nccl1.json"
+    grep -A1 '"allgather": {' "$LOGS/nccl1.json" | head -2
+}
+
+s_gpu_exec() { suite gpu_exec 170; }
+
+s_bench_adam() { "$BD/bench/adam" --gpu; }
+
+s_bench_exec() { "$BD/bench/exec" --gpu; }
+
+s_calibrate() {
+    set -e
+    "$B" calibrate --backend cuda --base hgx-h200 --gemm 4096x12288x4096,4096x4096x4096,4096x22016x4096,4096x4096x11008 \
+        --quiet --out "$LOGS/calibrated-gpu.json"
+    "$B" predict --hw "$LOGS/calibrated-gpu.json" --model llama2-7b --ratio 0.3
+}
+
+s_monitor() {
+    CK_RUN_SUITE=monitor CK_RUN_CASE=monitor "$BD/tests/run_tests" | tee "$LOGS/monitor.txt"
+    ! grep -q 'skipped: no GPU' "$LOGS/monitor.txt"
+}
+
+s_validate() {
+    "$B" validate --backend cuda --calibrate --hw hgx-h200 --scale 16 --seq-len 512 --ratios 0,0.5,1 \
+        --ranks 1 --gate-time 10 --out "$LOGS/validate-gpu"
+}
+
+# ---- main ------------------------------------------------------------------------------------
+say "gpu-check: $( [ "$dry" = 1 ] && echo "DRY RUN on the cpu backend (no GPU used)" || echo "on $(timeout 20 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -1)")"
+t0=$SECONDS
+if ! timeout 60 true; then echo "gpu-check: timeout does not run"; exit 3; fi
+preflight
+rc=$?
+say "step preflight: $([ $rc = 0 ] && echo passed || echo FAILED) in $((SECONDS - t0)) s"
+if [ $rc != 0 ]; then
+    sed 's/^/  | /' "$logs/preflight.log"
+    say "gpu-check: FAILED (preflight: something is missing; nothing was built or run)"
+    exit 3
 fi
-export RATIOLAB_BIN=$PWD/build/ratiolab RATIOLAB_SRC=$PWD RATIOLAB_BUILD=$PWD/build
-rc=0
-CK_RUN_SUITE=gpu_kernels build/tests/run_tests 2>&1 | tee "$out/gpu_kernels.log" | tail -3
-grep -q '^[1-9][0-9]* passed, 0 failed' "$out/gpu_kernels.log" || rc=1
-CK_RUN_SUITE=monitor CK_RUN_CASE=monitor build/tests/run_tests 2>&1 | tee "$out/monitor.log" | tail -3
-grep -q 'skipped: no GPU' "$out/monitor.log" && rc=1
-build/bench/adam --gpu 2>&1 | tee "$out/bench_gpu.log" || rc=1
-CK_RUN_SUITE=gpu_exec build/tests/run_tests 2>&1 | tee "$out/gpu_exec.log" | tail -3
-grep -q '^[1-9][0-9]* passed, 0 failed' "$out/gpu_exec.log" || rc=1
-# The executor on the GPU: ratios 0, 0.5, 1 x both schedules give one digest, the cpu backend's
-# and the scalar reference's; --comm-dtype fp16 (the model dtype; exact on one rank, no sum)
-# too; the overlap schedule's device Adam and copies are timed with CUDA events (busy > 0).
-ex="--scale 64 --warmup 1 --steps 2"
-args="$ex --ratios 0,0.5,1 --policies exact --schedules overlap,deepspeed-0.12"
-build/ratiolab run $ex --reference > "$out/run_ref.log" 2>&1 || rc=1
-ref=$(awk '/^digest /{print $2}' "$out/run_ref.log")
-build/ratiolab run $args --backend cuda > "$out/run_cuda.log" 2>&1 || { echo "executor: cuda run failed"; rc=1; }
-cat "$out/run_cuda.log"
-build/ratiolab run $args --backend cpu > "$out/run_cpu.log" 2>&1 || { echo "executor: cpu run failed"; rc=1; }
-n_cuda=$(grep -c " digest ${ref:-none}\$" "$out/run_cuda.log")
-n_cpu=$(grep -c " digest ${ref:-none}\$" "$out/run_cpu.log")
-if [ -z "$ref" ] || [ "$n_cuda" != 6 ] || [ "$n_cpu" != 6 ]; then
-  echo "executor: digests differ (reference ${ref:-missing}; equal on cuda: $n_cuda of 6, on cpu: $n_cpu of 6)"
-  rc=1
+export MAKE_=$make_bin PC_=$pc NVCC_=${nvcc:-} INC_=$inc LIB_=$lib MPI_LIBS_=$mpi_libs MPI_CFLAGS_=$mpi_cflags
+export_env
+step build "${GPU_CHECK_BUILD_S:-240}" s_build
+if { [ "$dry" != 1 ] || [ "$build_dry" = 1 ]; } && ! grep -q '^step build: passed' "$summary"; then
+    say "gpu-check: FAILED (the build failed; nothing was run)"
+    exit 3
 fi
-build/ratiolab run $ex --ratio 0.5 --backend cuda --comm-dtype fp16 --hash > "$out/run_cuda_fp16.log" 2>&1
-grep -q "^digest ${ref:-none}\$" "$out/run_cuda_fp16.log" || { echo "executor: --comm-dtype fp16 on cuda"; rc=1; }
-build/ratiolab run $ex --ratio 0.5 --backend cuda --json > "$out/run_cuda.json" 2>&1 || rc=1
-# ZeRO-3 prefetch on cuda (all-gathers on the communication stream, an event after each): a deep
-# prefetch (stage3_prefetch_bucket_size 1e9) changes no bit.
-printf '{"zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": 1e9, "offload_optimizer": {"device": "cpu", "ratio": 0.5}}, "fp16": {"enabled": true}}\n' \
-  > "$out/prefetch.json"
-build/ratiolab run $ex --backend cuda --ds-config "$out/prefetch.json" --hash > "$out/run_cuda_prefetch.log" 2>&1
-grep -q "^digest ${ref:-none}\$" "$out/run_cuda_prefetch.log" && grep -q '^prefetch ' "$out/run_cuda_prefetch.log" \
-  || { echo "executor: prefetch on cuda"; rc=1; }
-for ph in gpu_adam grad_d2h param_h2d; do
-  grep -A1 "\"$ph\": {" "$out/run_cuda.json" | grep -Eq '"busy_ns": [1-9]' \
-    || { echo "executor: phase $ph has no CUDA-event time"; rc=1; }
-done
-RATIOLAB_SRC=$PWD build/bench/exec --gpu 2>&1 | tee "$out/bench_exec_gpu.log"
-[ "${PIPESTATUS[0]}" = 0 ] || { echo "executor: bench/exec --gpu failed"; rc=1; }
-# calibrate --backend cuda: pinned/pageable copies per GPU and all at once, D2D, GPU Adam; the
-# profile must load (predict reads it).
-build/ratiolab calibrate --backend cuda --base hgx-h200 --quiet --out "$out/calibrated-gpu.json" 2>&1 \
-  | tee "$out/calibrate_gpu.log" || rc=1
-build/ratiolab predict --hw "$out/calibrated-gpu.json" --model llama2-7b --ratio 0.3 > "$out/predict_calibrated.log" 2>&1 || rc=1
-# calibrate --backend cuda at a model's shapes: cuBLAS sgemm and bf16 GemmEx over llama2-7b's GEMMs
-# (4096 tokens: QKV, output, MLP up/gate and down), and NCCL all-gather / reduce-scatter bus
-# bandwidth against message size under mpirun, one rank per GPU (NCCL refuses two ranks on one
-# GPU: with a single GPU it is not measured and says so); the profile must load.
-ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-launch=""
-if [ "$ngpu" -gt 1 ]; then
-  launch="mpirun --oversubscribe -np $ngpu"
-  [ "$(id -u)" = 0 ] && launch="$launch --allow-run-as-root"
+step kernels 110 s_kernels
+step executor 120 s_executor
+step nccl1 90 s_nccl1
+step bench_adam 60 s_bench_adam
+step gpu_exec 180 s_gpu_exec
+step calibrate 120 s_calibrate
+step monitor 40 s_monitor
+step bench_exec 90 s_bench_exec
+step validate 240 s_validate
+if [ "$dry" != 1 ] && [ "$ngpu" -lt 2 ]; then
+    not_exercised=("reduce-scatter sums over 2+ ranks (fp32, bf16, fp16)" "the unique id's broadcast over MPI"
+                   "rank > 0 offsets of the in-place collectives" "GPU-to-GPU transports (NVLink, P2P, SHM)"
+                   "NCCL calibration (calibrate under mpirun)" "a peer's asynchronous NCCL error")
+    say "NCCL paths not exercised (one GPU: a 1-rank communicator only): $(IFS=';'; echo "${not_exercised[*]}")"
 fi
-gemms="4096x12288x4096,4096x4096x4096,4096x22016x4096,4096x4096x11008"
-$launch build/ratiolab calibrate --backend cuda --base hgx-h200 --gemm "$gemms" --quiet \
-  --out "$out/calibrated-gpu-shapes.json" 2>&1 | tee "$out/calibrate_gpu_shapes.log" || rc=1
-if [ "$ngpu" -gt 1 ]; then
-  grep -q 'NCCL, [0-9]* ranks' "$out/calibrate_gpu_shapes.log" || { echo "calibrate: NCCL not measured"; rc=1; }
-else
-  grep -q 'NCCL collectives: not measured' "$out/calibrate_gpu_shapes.log" || { echo "calibrate: NCCL line missing"; rc=1; }
+total=$((SECONDS - t_start))
+budget=${GPU_CHECK_BUDGET_S:-420}
+if [ "$dry" != 1 ] && [ "$total" -gt "$budget" ]; then   # reported; the verdict is on the checks
+    say "gpu-check: OVER BUDGET: the run took ${total} s, the budget is ${budget} s (a second try must fit the lease)"
 fi
-grep -q 'cuBLAS (GPU 0)' "$out/calibrate_gpu_shapes.log" || { echo "calibrate: cuBLAS not measured"; rc=1; }
-build/ratiolab predict --hw "$out/calibrated-gpu-shapes.json" --model llama2-7b --ratio 0.3 \
-  > "$out/predict_calibrated_shapes.log" 2>&1 || rc=1
-# validate on the GPUs: the executor's cuda backend (one rank per GPU) against the simulator with a
-# fresh calibration of the GPUs over hgx-h200, ratios 0, 0.5, 1: bits, honored ratio and memory
-# gated as always, and the step time gated at the 10 % target.
-build/ratiolab validate --backend cuda --calibrate --hw hgx-h200 --scale 16 --seq-len 512 --ratios 0,0.5,1 \
-  --ranks "$ngpu" --gate-time 10 --out "$out/validate-gpu" > "$out/validate_gpu.log" 2>&1 \
-  || { echo "validate: cuda backend failed a check or missed the 10 % time target"; rc=1; }
-grep -E '^  (bitwise|honored_ratio|memory_ledger|memory_process|time) ' "$out/validate_gpu.log"
-echo "gpu-check: $([ $rc = 0 ] && echo passed || echo FAILED)"
-exit $rc
+[ "$dry" = 1 ] && cp "$summary" "$logs/" 2>/dev/null
+say "gpu-check: $([ $failed = 0 ] && echo passed || echo FAILED) in ${total} s (logs: $out/gpu-check-logs.tar.gz)"
+exit $failed

@@ -420,3 +420,18 @@ int sim_hw_list(const char *catalog_dir, char ***names, int *n, struct rl_err *e
     *n = k;
     return 0;
 }
+
+void sim_hw_use_rank_threads(struct sim_hw *hw, int ranks, int threads)
+{
+    int per[SIM_HW_MAX_SOCKETS] = {0};
+    for (int g = 0; g < ranks && g < hw->gpus && g < SIM_HW_MAX_GPUS; g++) {
+        int sw = hw->gpu_switch[g];
+        int k = sw >= 0 ? hw->sw[sw].socket : 0;
+        if (k >= 0 && k < hw->n_sockets)
+            per[k]++;
+    }
+    for (int k = 0; k < hw->n_sockets; k++) {
+        int c = per[k] * (threads > 0 ? threads : 1);
+        hw->socket[k].cores = c > 0 ? c : 1;
+    }
+}

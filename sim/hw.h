@@ -114,6 +114,10 @@ int sim_hw_load(struct sim_hw *hw, const char *catalog_dir, const char *name_or_
                 struct rl_err *e);
 /* Parses profile text; `what` names it in errors. */
 int sim_hw_parse(struct sim_hw *hw, const char *text, const char *what, struct rl_err *e);
+/* The host cores a run of `ranks` ranks (one per GPU, GPUs 0 .. ranks - 1) with `threads` host
+ * Adam threads each actually uses: each socket keeps threads x its ranks cores (at least 1), so
+ * the prediction's CPU Adam runs on the cores the run gives it, not on the whole socket. */
+void sim_hw_use_rank_threads(struct sim_hw *hw, int ranks, int threads);
 /* Names of the profiles in <catalog_dir>/hardware, sorted; free each and the array. */
 int sim_hw_list(const char *catalog_dir, char ***names, int *n, struct rl_err *e);
 

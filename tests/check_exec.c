@@ -20,7 +20,7 @@
  * in MPI_Finalize and their leftovers show as "<unknown module>", which tests/lsan.supp cannot
  * name. Our own code is leak-checked by the single-process runs (no mpirun) below. */
 /* gpt-2.7b (TP 8 shard) shrunk 10000 x: 220,418 elements; sub-groups of 1e8 / 1e4 elements. */
-#define SMALL "--scale 10000 --sub-group-size 1e8 --warmup 0"
+#define SMALL "--backend cpu --scale 10000 --sub-group-size 1e8 --warmup 0"
 #define MPIRUN                                                                                   \
     "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 " \
     "timeout 120 mpirun --oversubscribe " \
@@ -175,7 +175,7 @@ START_TEST(comm_dtype_16bit_runs)
     ck_assert_int_eq(r.status, 2);
     ck_assert_msg(strstr(r.err, "--comm-dtype: bf16") && strstr(r.err, "fp16"), "%s", r.err);
     tu_run_free(&r);
-    tu_ratiolab(&r, "run --comm-dtype fp8");
+    tu_ratiolab(&r, "run --backend cpu --comm-dtype fp8");
     ck_assert_int_eq(r.status, 2);
     ck_assert_msg(strstr(r.err, "--comm-dtype") && strstr(r.err, "fp8") && strstr(r.err, "bf16"), "%s", r.err);
     tu_run_free(&r);
@@ -654,11 +654,11 @@ START_TEST(bad_input_and_help)
     ck_assert_int_eq(r.status, 0);
     ck_assert(strstr(r.out, "--schedule") && strstr(r.out, "--hash"));
     tu_run_free(&r);
-    tu_ratiolab(&r, "run --schedule fast");
+    tu_ratiolab(&r, "run --backend cpu --schedule fast");
     ck_assert_int_eq(r.status, 2);
     ck_assert(strstr(r.err, "--schedule") && strstr(r.err, "fast"));
     tu_run_free(&r);
-    tu_ratiolab(&r, "run --scale 0.5");
+    tu_ratiolab(&r, "run --backend cpu --scale 0.5");
     ck_assert_int_eq(r.status, 2);
     ck_assert(strstr(r.err, "--scale"));
     tu_run_free(&r);

@@ -71,29 +71,36 @@ START_TEST(checkpoint_after_a_skipped_step_continues_exactly)
 }
 END_TEST
 
-/* Two saves of the same world and seed, one iteration apart; a folder with rank 0 of one and
- * rank 1 of the other (either way round) is refused, naming the file, and nothing runs. */
+/* Saves of the same world and seed that differ only in the iteration count (a: iteration 1; b: a
+ * continued by a step that --inject-nan skipped, so iteration 2 with the same Adam step), or only
+ * in the Adam step (b; c: two steps, none skipped). A checkpoint whose rank 1 file comes from the
+ * other save is refused, naming the file, and nothing runs: a copy of b with a's or c's rank 1
+ * file in its generation, and a folder without a manifest (read as flat rank files) holding b's
+ * rank 0 and a's rank 1. Each save alone loads. */
 START_TEST(checkpoint_from_two_saves_is_refused)
 {
     struct tu_run r;
     tu_sh(&r, MPIRUN " -np 2 '%s' run " SMALL " --ratio 0.5 --steps 1 --save a >/dev/null && "
-              MPIRUN " -np 2 '%s' run " SMALL " --ratio 0.5 --steps 1 --load a --save b >/dev/null && "
-              "mkdir c d && cp a/rank-00000.rlck b/rank-00001.rlck c/ && cp b/rank-00000.rlck a/rank-00001.rlck d/",
-          tu_bin(), tu_bin());
+              MPIRUN " -np 2 '%s' run " SMALL " --ratio 0.5 --steps 1 --load a --inject-nan 2 --save b >/dev/null && "
+              MPIRUN " -np 2 '%s' run " SMALL " --ratio 0.5 --steps 2 --save c >/dev/null && "
+              "cp -r b iter && cp a/gen-*/rank-00001.rlck iter/gen-*/ && "
+              "cp -r b adam && cp c/gen-*/rank-00001.rlck adam/gen-*/ && "
+              "mkdir flat && cp b/gen-*/rank-00000.rlck a/gen-*/rank-00001.rlck flat/",
+          tu_bin(), tu_bin(), tu_bin());
     ck_assert_msg(r.status == 0, "%s", r.err);
     tu_run_free(&r);
-    static const char *const dirs[] = {"c", "d"};
-    for (int i = 0; i < 2; i++) {
+    static const char *const dirs[] = {"iter", "adam", "flat"};
+    for (int i = 0; i < 3; i++) {
         tu_ratiolab(&r, "run " SMALL " --load %s --hash", dirs[i]);
         ck_assert_msg(r.status == 2, "%s: status %d: %s%s", dirs[i], r.status, r.out, r.err);
         ck_assert_msg(strstr(r.err, "rank-00001.rlck") && strstr(r.err, "another save"), "%s: %s", dirs[i], r.err);
         ck_assert_msg(!strstr(r.out, "digest"), "a refused load printed a digest: %s", r.out);
         tu_run_free(&r);
     }
-    /* Each save alone loads. */
     char d[9];
     run_one("--load a --steps 1", d);
     run_one("--load b --steps 1", d);
+    run_one("--load c --steps 1", d);
 }
 END_TEST
 

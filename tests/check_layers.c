@@ -1,5 +1,7 @@
 /* tests/check_layers.c — scripts/check-layers.sh: the layering the module READMEs state holds in
- * the tree, and a forbidden include in a scratch tree is caught (file, line, what is allowed). */
+ * the tree, and a forbidden include in a scratch tree is caught (file, line, what is allowed);
+ * scripts/check-calls.sh: no two files of the built tree call each other, and a pair that does is
+ * caught. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,12 +124,50 @@ START_TEST(flag_inside_a_library_message_is_caught)
 }
 END_TEST
 
+/* No two files of the build call each other, directly or around a loop (the objects' symbol
+ * tables; tests/ may reach anywhere and is left out). */
+START_TEST(no_two_files_call_each_other)
+{
+    struct tu_run r;
+    tu_sh(&r, "bash '%s/scripts/check-calls.sh' --src '%s' '%s/obj' tests/", tu_src(), tu_src(), tu_build());
+    ck_assert_msg(r.status == 0, "check-calls (exit %d):\n%s%s", r.status, r.out, r.err);
+    tu_run_free(&r);
+}
+END_TEST
+
+/* Three files a -> b -> c -> a: each is named with the file it calls and the symbol; a file
+ * outside the loop is not. */
+START_TEST(files_calling_around_a_loop_are_caught)
+{
+    struct tu_run r;
+    tu_sh(&r, "mkdir -p calls/m && cd calls/m && "
+              "printf 'int b(void);\nint a(void) { return b(); }\n' > a.c && "
+              "printf 'int c(void);\nint b(void) { return c(); }\n' > b.c && "
+              "printf 'int a(void);\nint c(void) { return a(); }\n' > c.c && "
+              "printf 'int a(void);\nint d(void) { return a(); }\n' > d.c && "
+              "for f in a b c d; do cc -c $f.c -o $f.o || exit 9; done");
+    ck_assert_msg(r.status == 0, "cannot build the scratch objects: %s", r.err);
+    tu_run_free(&r);
+    tu_sh(&r, "bash '%s/scripts/check-calls.sh' calls", tu_src());
+    ck_assert_msg(r.status == 1, "exit %d: %s%s", r.status, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "m/a calls m/b (b), which calls back into m/a"));
+    ck_assert_ptr_nonnull(strstr(r.out, "m/c calls m/a (a), which calls back into m/c"));
+    ck_assert_ptr_null(strstr(r.out, "m/d calls"));
+    tu_run_free(&r);
+    tu_sh(&r, "rm calls/m/c.o && bash '%s/scripts/check-calls.sh' calls", tu_src());
+    ck_assert_msg(r.status == 0, "no loop left, exit %d: %s", r.status, r.out);
+    tu_run_free(&r);
+}
+END_TEST
+
 Suite *layers_suite(void)
 {
     Suite *s = suite_create("layers");
     TCase *tc = tcase_create("layers");
     tcase_set_timeout(tc, 120);   /* a shell script over the whole tree: seconds, more under load */
     tcase_add_test(tc, tree_follows_its_readmes);
+    tcase_add_test(tc, no_two_files_call_each_other);
+    tcase_add_test(tc, files_calling_around_a_loop_are_caught);
     tcase_add_test(tc, forbidden_include_is_caught);
     tcase_add_test(tc, readme_without_the_rule_is_refused);
     tcase_add_test(tc, private_header_of_another_module_is_caught);

@@ -16,6 +16,8 @@
 #include "traces/dslog.h"
 #include "traces/trace.h"
 #include "plots/input.h"
+#include "traces/dsconfig.h"
+#include "validation/probe.h"
 #include "validation/val.h"
 
 /* The input as the readers hand it over: NUL-terminated, refused when it holds a NUL. NULL when
@@ -117,6 +119,46 @@ static void dslog(const uint8_t *data, size_t size)
     struct rl_err e = {0};
     if (trace_ds_parse((const char *)data, size, "ds.log", &log, &e) == 0)
         trace_ds_free(&log);
+}
+
+/* A ratiolab-probe document, then judged against a plan of the small model with its settings. */
+static void probe(const uint8_t *data, size_t size)
+{
+    struct val_probe pr;
+    struct rl_err e = {0};
+    if (val_probe_parse((const char *)data, size, "probe.json", &pr, &e) != 0)
+        return;
+    struct plan_model m;
+    struct plan_model_opts mo = {1, 1, 0, 0};
+    if (plan_model_parse(&m, small_model, "gpt2.json", &mo, &e) == 0) {
+        struct plan_zero z;
+        plan_zero_defaults(&z);
+        if (pr.config.have_ratio)
+            z.ratio = pr.config.ratio;
+        if (pr.config.sub_group_size > 0)
+            z.sub_group_size = pr.config.sub_group_size;
+        z.ds_version = pr.config.version;
+        if (strcmp(pr.config.offload_device, "cpu") == 0)
+            z.offload = PLAN_OFFLOAD_CPU;
+        struct plan_layout l = {.tp = 1, .pp = 1, .dp = pr.dp};
+        struct plan p;
+        if (plan_build(&p, &m, &l, &z, NULL, &e) == 0) {
+            struct val_probe_opts o = {.tol_bytes = 1 << 20, .tol_time_pct = 10, .predicted_step_ns = 1000};
+            struct val_probe_result r;
+            val_probe_compare(&p, &pr, &o, &r);
+            plan_free(&p);
+        }
+        plan_model_free(&m);
+    }
+    val_probe_free(&pr);
+}
+
+/* The configuration lines of a DeepSpeed log. */
+static void dsconfig(const uint8_t *data, size_t size)
+{
+    struct trace_ds_config c;
+    struct rl_err e = {0};
+    (void)trace_ds_config_parse((const char *)data, size, "ds.log", &c, &e);
 }
 
 /* The readers below take a path, as the command line gives them one: the input is written to a
@@ -264,6 +306,8 @@ const struct rl_fuzz_target rl_fuzz_targets[] = {
     {"megatron_args", "Megatron launch line (plan_megatron_args_parse, then the model)", megatron_args},
     {"trace", "Chrome trace reader (trace_parse)", trace},
     {"dslog", "DeepSpeed see_memory_usage log (trace_ds_parse)", dslog},
+    {"probe", "ratiolab-probe JSON (val_probe_parse, then val_probe_compare)", probe},
+    {"dsconfig", "DeepSpeed log configuration lines (trace_ds_config_parse)", dsconfig},
     {"ckpt", "checkpoint rank file and manifest (ex_ckpt_parse, ex_ckpt_check_cover, ex_ckpt_manifest_parse)", ckpt},
     {"monitor_csv", "monitor CSV (val_monitor_read for validate --monitor, plot__monitor_read)", monitor_csv},
     {"plot_inputs", "plot inputs: sweep JSON/CSV, report.json, plain or gzip (plot__sweep_read, plot__report_read)",

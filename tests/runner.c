@@ -7,13 +7,18 @@
  * with Check. Just before the last line come the slowest tests, by wall time (CK_SLOWEST=N, default
  * 10; 0 for none), read back from Check's XML log (CK_XML_LOG_FILE_NAME when given, else a
  * temporary file). OMP_WAIT_POLICY is PASSIVE unless given (see main). The last line is
- * "N passed, N failed, N skipped" over all runners. */
+ * "N passed, N failed, N skipped" over all runners.
+ *
+ * Check's per-test timeouts need a fork, so the no-fork runner has its own: CK_NOFORK_TIMEOUT
+ * seconds (default 900) for all its suites together, after which the runner prints that the
+ * limit was reached and exits with 124 (as timeout(1) does). */
 #include <check.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>   /* signal, SIGALRM: the no-fork runner's limit */
 #include <unistd.h>
 
 #include "tests/util.h"
@@ -108,7 +113,8 @@ static void timings_print(char paths[][300], int n, int top)
     int nt = 0, cap = 0;
     for (int i = 0; i < n; i++)
         timings_read(paths[i], &t, &nt, &cap);
-    qsort(t, (size_t)nt, sizeof *t, by_seconds_desc);
+    if (nt > 0)   /* t is NULL when no test ran (a suite that only skipped): qsort wants an array */
+        qsort(t, (size_t)nt, sizeof *t, by_seconds_desc);
     double total = 0;
     for (int i = 0; i < nt; i++)
         total += t[i].seconds > 0 ? t[i].seconds : 0;
@@ -141,6 +147,25 @@ static void timing_log(SRunner *r, char paths[][300], bool *unlink_it, int *n)
     }
     srunner_set_xml(r, paths[*n]);
     (*n)++;
+}
+
+static void nofork_expired(int sig)
+{
+    (void)sig;
+    static const char msg[] = "\nrun_tests: the no-fork (GPU) suites ran past CK_NOFORK_TIMEOUT; stopped\n";
+    if (write(STDOUT_FILENO, msg, sizeof msg - 1) < 0)
+        _exit(125);
+    _exit(124);
+}
+
+/* Seconds the no-fork runner may take (CK_NOFORK_TIMEOUT; 900 when unset or not a positive
+ * whole number). */
+static unsigned nofork_limit(void)
+{
+    const char *v = getenv("CK_NOFORK_TIMEOUT");
+    char *end = NULL;
+    long s = v ? strtol(v, &end, 10) : 0;
+    return v && end != v && !*end && s > 0 && s < 86400 ? (unsigned)s : 900;
 }
 
 int main(int argc, char **argv)
@@ -186,7 +211,10 @@ int main(int argc, char **argv)
     int failed = 0, run = 0;
     if (nofork) {
         srunner_set_fork_status(nofork, CK_NOFORK);
+        signal(SIGALRM, nofork_expired);
+        alarm(nofork_limit());
         srunner_run_all(nofork, CK_NORMAL);
+        alarm(0);
         failed += srunner_ntests_failed(nofork);
         run += srunner_ntests_run(nofork);
         srunner_free(nofork);

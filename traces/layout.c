@@ -35,6 +35,7 @@ const struct trace_phase trace_phases[TRACE_N_PHASES] = {
     {"unscale", TRACE_GROUP_CAST, 4},
     {"param_cast", TRACE_GROUP_CAST, 5},
     {"overflow_check", TRACE_GROUP_CAST, 2},
+    {"page_fault", TRACE_GROUP_PCIE, 2},
     {"idle", TRACE_GROUP_IDLE, 5},
 };
 

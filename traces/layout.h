@@ -52,7 +52,7 @@ const char *trace_tid_name(int tid);
 enum trace_group {
     TRACE_GROUP_COMPUTE,      /* forward, backward */
     TRACE_GROUP_COLLECTIVE,   /* all-gather, reduce-scatter, TP all-reduce */
-    TRACE_GROUP_PCIE,         /* copies between host and GPU */
+    TRACE_GROUP_PCIE,         /* copies between host and GPU, and the first touch of their fresh pageable buffers */
     TRACE_GROUP_GPU_OPT,      /* GPU Adam, gradient norm */
     TRACE_GROUP_CPU_OPT,      /* CPU Adam */
     TRACE_GROUP_CAST,         /* casts, unscale, overflow check */
@@ -69,7 +69,7 @@ struct trace_phase {
     enum trace_group group;     /* its group */
     int pattern;                /* gnuplot fill: 0 solid, else `fs pattern N` in the group's colour */
 };
-#define TRACE_N_PHASES 17       /* plan/step.h's 16 phases, then "idle" */
+#define TRACE_N_PHASES 18       /* plan/step.h's 17 phases, then "idle" */
 extern const struct trace_phase trace_phases[TRACE_N_PHASES];
 
 /* The row of a phase name, NULL for any other name. */

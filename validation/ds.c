@@ -73,11 +73,11 @@ int val_ds_compare(const struct plan *p, const struct trace_ds_log *logs, int n_
                 continue;
             s->predicted_gpu_bytes = p->stages[s->plan_stage].gpu_bytes;
             s->predicted_host_bytes = p->stages[s->plan_stage].cpu_bytes;
-            if (s->logged_ma_bytes < 0)
-                continue;
+            if (s->logged_ma_bytes < 0 || (o->ma_is_rss && s->logged_subgroups < 0))
+                continue;   /* nothing to compare: no MA, or an RSS and no sub-group count */
             r->compared++;
             s->diff_bytes = s->logged_ma_bytes - s->predicted_gpu_bytes;
-            bool ok = abs64(s->diff_bytes) <= o->tol_bytes;
+            bool ok = o->ma_is_rss || abs64(s->diff_bytes) <= o->tol_bytes;
             if (s->logged_subgroups >= 0 && s->logged_subgroups != p->n_subgroups)
                 ok = false;
             s->status = ok ? VAL_PASS : VAL_FAIL;

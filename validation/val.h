@@ -65,6 +65,8 @@ struct val_ds_stage {
 struct val_ds_opts {
     int64_t tol_bytes;             /* |logged - predicted| allowed for memory (GPU, and host with a monitor) */
     double tol_time_pct;           /* |measured - predicted| / predicted x 100 allowed for the step */
+    bool ma_is_rss;                /* the log is of DeepSpeed's CPU accelerator, whose MA is the process
+                                      RSS: MA is shown against the ledger, not gated (N still is) */
 };
 
 struct val_ds_result {

@@ -1,0 +1,378 @@
+"""ratiolab_probe — what a DeepSpeed ZeRO-3 run really did, for `ratiolab validate --probe`.
+
+Add two lines to a training script, after `deepspeed.initialize`:
+
+    import ratiolab_probe
+    probe = ratiolab_probe.attach(engine, out="probe.json", digest_step=3)
+
+Each rank writes one JSON document (schema: docs/json-probe.md; "{rank}" in `out` is replaced by
+the rank, otherwise ranks other than 0 write `<out stem>.rank<R>.json`). It is read from the live
+objects: DeepSpeed's and torch's versions, the effective ZeRO configuration, every sub-group of
+the ZeRO-3 optimizer (element count, param group, the device DeepSpeed assigned it, where its
+fp32 master and its Adam state live and which optimizer holds that state), the bytes of those
+tensors, device memory after initialisation and its peak per step (torch.cuda on a GPU, the
+process RSS on the CPU accelerator, labelled), host RSS and locked memory, the wall time of every
+step, DeepSpeed's wall-clock-breakdown timers when they are on, and a SHA-256 digest of the fp32
+master weights after a chosen step.
+
+It never changes the run's numerics: it reads tensors (never writes them), keeps no reference
+that would change when memory is freed, and calls nothing that synchronises streams during a
+step. The work it does inside a step (a clock read and a read of /proc/self/status per step, a
+reset of the peak counters) is timed by the probe itself and written as `probe_overhead_ns` (wall
+time, which on a loaded machine includes the probe being preempted) and `probe_overhead_cpu_ns`
+(the CPU time of that code).
+The digest and the writing of the file happen after the step's clock stopped, once.
+
+Only the Python standard library, torch and DeepSpeed are used.
+"""
+
+import atexit
+import enum
+import hashlib
+import json
+import os
+import platform
+import sys
+import time
+
+SCHEMA_VERSION = 1
+KIND = "ratiolab-probe"
+
+
+def _proc_status():
+    """VmRSS, VmHWM, VmLck and VmPin of this process in bytes (Linux; {} elsewhere)."""
+    out = {}
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                k, _, v = line.partition(b":")
+                if k in (b"VmRSS", b"VmHWM", b"VmLck", b"VmPin"):
+                    out[k.decode()] = int(v.split()[0]) * 1024
+    except OSError:
+        pass
+    return out
+
+
+def _reset_peak_rss():
+    """Resets VmHWM to the current RSS (Linux >= 4.0: clear_refs 5); False when not allowed."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _version(mod):
+    return getattr(mod, "__version__", None)
+
+
+def _jsonable(x):
+    """The config as plain JSON types; anything else becomes its str()."""
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, enum.Enum):
+        return _jsonable(x.value)
+    if isinstance(x, bool) or x is None or isinstance(x, (int, str)):
+        return x
+    if isinstance(x, float):
+        return x if x == x and x not in (float("inf"), float("-inf")) else str(x)
+    if hasattr(x, "model_dump"):
+        return _jsonable(x.model_dump())
+    if hasattr(x, "dict"):
+        try:
+            return _jsonable(x.dict())
+        except Exception:  # noqa: BLE001 -- a pydantic-like object that is not
+            pass
+    return str(x)
+
+
+def _tensor_bytes(t):
+    return int(t.numel()) * int(t.element_size())
+
+
+class Probe:
+    """One rank's observations; `attach` makes it, `write` (also at exit) saves it."""
+
+    def __init__(self, engine, out, digest_step, steps_kept):
+        import torch
+        self._torch = torch
+        self.engine = engine
+        self.out = out
+        self.digest_step = digest_step
+        self.steps_kept = steps_kept
+        self.rank = int(torch.distributed.get_rank()) if torch.distributed.is_initialized() else 0
+        self.world = int(torch.distributed.get_world_size()) if torch.distributed.is_initialized() else 1
+        self.cuda = bool(torch.cuda.is_available() and torch.cuda.is_initialized())
+        self.steps = []
+        self.overhead_ns = 0
+        self.overhead_cpu_ns = 0
+        self.digest = None
+        self.placement = None
+        self._t_start = None
+        self._written = False
+        self._timer_seen = {}
+        self._timer_pending = []
+        self.after_init = self._memory()
+        self.host_after_init = _proc_status()
+        self.static = self._static()
+        self._wrap()
+        atexit.register(self.write)
+
+    # ---- what does not change ------------------------------------------------------------------
+    def _static(self):
+        import torch
+        import deepspeed
+        from deepspeed.accelerator import get_accelerator
+        eng = self.engine
+        acc = get_accelerator()
+        cfg = getattr(eng, "_config", None)
+        zc = getattr(cfg, "zero_config", None)
+        zero = _jsonable(zc) if zc is not None else None
+        dtype = None
+        for name, attr in (("bf16", "bfloat16_enabled"), ("fp16", "fp16_enabled")):
+            f = getattr(eng, attr, None)
+            if callable(f) and f():
+                dtype = name
+        return {
+            "deepspeed_version": _version(deepspeed),
+            "torch_version": _version(torch),
+            "python_version": platform.python_version(),
+            "accelerator": {
+                "name": getattr(acc, "_name", None),
+                "device_name": acc.device_name(),
+                "communication_backend": acc.communication_backend_name(),
+            },
+            "zero": zero,
+            "dtype": dtype or "fp32",
+            "wall_clock_breakdown": bool(getattr(cfg, "wall_clock_breakdown", False)),
+        }
+
+    # ---- memory --------------------------------------------------------------------------------
+    def _memory(self):
+        """Device memory now: torch.cuda's allocator on a GPU, else the process RSS."""
+        if self.cuda:
+            t = self._torch.cuda
+            return {"source": "torch.cuda.memory_allocated", "bytes": int(t.memory_allocated())}
+        return {"source": "process_rss", "bytes": _proc_status().get("VmRSS")}
+
+    def _step_peak(self):
+        if self.cuda:
+            return int(self._torch.cuda.max_memory_allocated())
+        return _proc_status().get("VmHWM")
+
+    def _reset_peak(self):
+        if self.cuda:
+            self._torch.cuda.reset_peak_memory_stats()
+        else:
+            _reset_peak_rss()
+
+    # ---- hooks ---------------------------------------------------------------------------------
+    def _wrap(self):
+        eng = self.engine
+        fwd, step = eng.forward, eng.step
+        probe = self
+
+        def forward(*a, **k):
+            if probe._t_start is None:
+                c0 = time.thread_time_ns()
+                t0 = time.perf_counter_ns()
+                probe._reset_peak()
+                probe._t_start = time.perf_counter_ns()
+                probe.overhead_ns += probe._t_start - t0
+                probe.overhead_cpu_ns += time.thread_time_ns() - c0
+            return fwd(*a, **k)
+
+        def step_(*a, **k):
+            r = step(*a, **k)
+            probe._after_step()
+            return r
+
+        eng.forward = forward
+        eng.step = step_
+
+    def _timers_snapshot(self):
+        """The DeepSpeed timers' records added since the last step, kept unread (reading a CUDA
+        event timer would synchronise): resolved when the file is written."""
+        timers = getattr(self.engine, "timers", None)
+        table = getattr(timers, "timers", None)
+        if not isinstance(table, dict):
+            return {}
+        new = {}
+        for name, t in table.items():
+            recs = getattr(t, "event_timers", None)
+            if not isinstance(recs, list):
+                continue
+            seen = self._timer_seen.get(name, 0)
+            if len(recs) < seen:  # DeepSpeed logged and cleared them
+                seen = 0
+            if len(recs) > seen:
+                new[name] = list(recs[seen:])
+            self._timer_seen[name] = len(recs)
+        return new
+
+    def _after_step(self):
+        t_end = time.perf_counter_ns()
+        c0 = time.thread_time_ns()
+        start = self._t_start if self._t_start is not None else t_end
+        peak = self._step_peak()
+        k = len(self.steps) + 1
+        rec = {"step": k, "wall_ns": t_end - start, "device_peak_bytes": peak}
+        if self.static["wall_clock_breakdown"]:
+            self._timer_pending.append((rec, self._timers_snapshot()))
+        if k <= self.steps_kept:
+            self.steps.append(rec)
+        else:
+            self.steps_dropped = getattr(self, "steps_dropped", 0) + 1
+        self._t_start = None
+        self.overhead_ns += time.perf_counter_ns() - t_end
+        self.overhead_cpu_ns += time.thread_time_ns() - c0
+        if k == 1 or k == self.digest_step:
+            self.placement = self._placement()   # after a step: Adam state exists
+        if k == self.digest_step:
+            self.digest = self._digest(k)
+            self.write()
+
+    # ---- the optimizer ------------------------------------------------------------------------
+    def _placement(self):
+        opt = self.engine.optimizer
+        fp32 = getattr(opt, "fp32_partitioned_groups_flat", None)
+        if fp32 is None:
+            return {"error": "the engine's optimizer %s has no ZeRO-3 sub-groups" % type(opt).__name__}
+        numel = getattr(opt, "fp16_partitioned_groups_flat_numel", None) or [int(t.numel()) for t in fp32]
+        fp16 = getattr(opt, "fp16_partitioned_groups_flat", None) or []
+        to_group = getattr(opt, "sub_group_to_group_id", {}) or {}
+        to_dev = getattr(opt, "subgroup_to_device", None)
+        inner = getattr(opt, "optimizer", None)
+        backup = getattr(opt, "backup_optimizer", None)
+        subs = []
+        for i, t in enumerate(fp32):
+            holder, state = None, None
+            for label, o in (("optimizer", inner), ("backup_optimizer", backup)):
+                st = getattr(o, "state", None) if o is not None else None
+                if st is not None and t in st and st[t]:
+                    holder, state = (label, type(o).__name__), st[t]
+                    break
+            state_bytes, state_dev = 0, None
+            if state:
+                for v in state.values():
+                    if hasattr(v, "numel") and v.dim() > 0:
+                        state_bytes += _tensor_bytes(v)
+                        state_dev = str(v.device)
+            g = t.grad
+            f16 = fp16[i] if i < len(fp16) else None
+            subs.append({
+                "index": i,
+                "param_group": int(to_group.get(i, -1)),
+                "numel": int(numel[i]),
+                "assigned_device": to_dev.get(i) if isinstance(to_dev, dict) else None,
+                "fp32_device": str(t.device),
+                "fp32_bytes": _tensor_bytes(t),
+                "grad_device": str(g.device) if g is not None else None,
+                "grad_bytes": _tensor_bytes(g) if g is not None else 0,
+                "model_partition_bytes": _tensor_bytes(f16) if f16 is not None and f16.numel() else None,
+                "optimizer": holder[0] if holder else None,
+                "optimizer_class": holder[1] if holder else None,
+                "state_device": state_dev,
+                "state_bytes": state_bytes,
+            })
+        return {
+            "optimizer_class": type(inner).__name__ if inner is not None else None,
+            "backup_optimizer_class": type(backup).__name__ if backup is not None else None,
+            "partial_offload": getattr(opt, "partial_offload", None),
+            "subgroups": subs,
+        }
+
+    def _digest(self, step):
+        """SHA-256 of this rank's fp32 master partitions, sub-group by sub-group in order (raw
+        little-endian float32 bytes), and one per sub-group. Copies to the host, reads only."""
+        fp32 = getattr(self.engine.optimizer, "fp32_partitioned_groups_flat", None)
+        if fp32 is None:
+            return None
+        t0 = time.perf_counter_ns()
+        whole = hashlib.sha256()
+        per = []
+        for t in fp32:
+            b = t.detach().float().cpu().contiguous().numpy().tobytes()
+            whole.update(b)
+            per.append(hashlib.sha256(b).hexdigest()[:16])
+        return {"step": step, "algorithm": "sha256-fp32-master-partitions", "sha256": whole.hexdigest(),
+                "subgroups": per, "took_ns": time.perf_counter_ns() - t0}
+
+    # ---- output --------------------------------------------------------------------------------
+    def document(self):
+        for rec, snap in self._timer_pending:
+            ms = {}
+            for name, recs in snap.items():
+                total = 0.0
+                for r in recs:
+                    total += r * 1000.0 if isinstance(r, float) else float(r.get_elapsed_msec())
+                ms[name] = round(total, 6)
+            rec["timers_ms"] = ms
+        self._timer_pending = []
+        wall = [s["wall_ns"] for s in self.steps]
+        host = _proc_status()
+        d = {
+            "schema_version": SCHEMA_VERSION,
+            "kind": KIND,
+            "rank": self.rank,
+            "world_size": self.world,
+            "dp_world_size": int(getattr(self.engine, "dp_world_size", self.world)),
+        }
+        d.update(self.static)
+        d["memory"] = {
+            "device_source": self.after_init["source"],
+            "device_after_init_bytes": self.after_init["bytes"],
+            "device_peak_per_step_bytes": [s["device_peak_bytes"] for s in self.steps],
+            "host_rss_after_init_bytes": self.host_after_init.get("VmRSS"),
+            "host_rss_bytes": host.get("VmRSS"),
+            "host_peak_rss_bytes": host.get("VmHWM"),
+            "host_locked_bytes": host.get("VmLck"),
+            "host_pinned_bytes": host.get("VmPin"),
+        }
+        d["steps"] = self.steps
+        d["steps_dropped"] = getattr(self, "steps_dropped", 0)
+        d["probe_overhead_ns"] = self.overhead_ns
+        d["probe_overhead_cpu_ns"] = self.overhead_cpu_ns
+        d["step_wall_ns_total"] = sum(wall)
+        d["placement"] = self.placement
+        d["digest"] = self.digest
+        return d
+
+    def write(self):
+        """Writes the document (atomically: a temporary file renamed); also called at exit."""
+        if self.out is None:
+            return None
+        path = _rank_path(self.out, self.rank)
+        tmp = "%s.tmp.%d" % (path, os.getpid())
+        with open(tmp, "w") as f:
+            json.dump(self.document(), f, indent=1, sort_keys=False)
+            f.write("\n")
+        os.replace(tmp, path)
+        self._written = True
+        return path
+
+
+def _rank_path(out, rank):
+    if "{rank}" in out:
+        return out.replace("{rank}", str(rank))
+    if rank == 0:
+        return out
+    stem, ext = os.path.splitext(out)
+    return "%s.rank%d%s" % (stem, rank, ext or ".json")
+
+
+def attach(engine, out="probe.json", digest_step=None, steps_kept=1000):
+    """Attaches a probe to a DeepSpeed engine (after deepspeed.initialize, before the first
+    step). digest_step: the step after which the fp32 master weights are digested and the file
+    written (None: no digest); steps_kept: per-step records kept (later steps are counted only).
+    Returns the Probe; the file is (re)written at exit and by probe.write()."""
+    if not hasattr(engine, "step") or not hasattr(engine, "optimizer"):
+        raise TypeError("ratiolab_probe.attach: %r is not a DeepSpeed engine" % type(engine).__name__)
+    return Probe(engine, out, digest_step, steps_kept)
+
+
+if __name__ == "__main__":
+    sys.stderr.write(__doc__)

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# scripts/ds-oracle.sh — `make ds-oracle`: real DeepSpeed on this machine's CPU, held against the plan.
+#
+# For each DeepSpeed release (DS_ORACLE_VERSIONS, default the oldest that runs on the CPU
+# accelerator and the newest pinned) and each rank count (1 and 2): one `torchrun` launch of
+# scripts/ds_oracle.py runs the whole matrix inside its processes (models from
+# tests/deepspeed/models/*.json x param-group layouts x sub-group counts x ratios x stock/split
+# mode), each cell with ratiolab_probe attached. Then `ratiolab validate --probe` on every cell,
+# the trimmed probes recorded into tests/deepspeed/observed/ (what `make test` checks without any
+# of this), the example files refreshed, and `git diff --stat` of tests/deepspeed shown.
+#
+# Environment: DS_ORACLE_VERSIONS ("0.14.1 0.19.8"), DS_ORACLE_RANKS ("1 2"), DS_ORACLE_RATIOS
+# ("0 0.3 0.5 0.8 1"), DS_ORACLE_STOCK_RATIOS (the ratios of the stock-mode cells, default the
+# same), DS_ORACLE_SGS ("n1 n2 n8": sub-groups per param group), DS_ORACLE_MODES
+# ("stock split"), DS_ORACLE_LAYOUTS ("flat hf"), DS_ORACLE_MODELS (all of tests/deepspeed/models),
+# DS_ORACLE_DIR (build-ds: the venvs and the JIT cache), DS_ORACLE_RUNS (DIR/oracle: the runs),
+# DS_ORACLE_PORT (29500: the launches' master ports start there), RATIOLAB_BIN (build/ratiolab).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+dir=${DS_ORACLE_DIR:-$root/build-ds}
+bin=${RATIOLAB_BIN:-$root/build/ratiolab}
+versions=${DS_ORACLE_VERSIONS:-"0.14.1 0.19.8"}
+ranks=${DS_ORACLE_RANKS:-"1 2"}
+ratios=${DS_ORACLE_RATIOS:-"0 0.3 0.5 0.8 1"}
+stock_ratios=${DS_ORACLE_STOCK_RATIOS:-$ratios}
+sgs=${DS_ORACLE_SGS:-"n1 n2 n8"}
+modes=${DS_ORACLE_MODES:-"stock split"}
+layouts=${DS_ORACLE_LAYOUTS:-"flat hf"}
+models=${DS_ORACLE_MODELS:-$(cd tests/deepspeed/models && ls *.json)}
+runs=${DS_ORACLE_RUNS:-$dir/oracle}
+port=${DS_ORACLE_PORT:-29500}
+t0=$(date +%s)
+
+[ -x "$bin" ] || { echo "ds-oracle: $bin: not built (make build/ratiolab)" >&2; exit 2; }
+rm -rf "$runs"
+mkdir -p "$runs"
+
+# The matrix, as JSON, in the order the cells run.
+M="$models" L="$layouts" S="$sgs" MO="$modes" R="$ratios" SR="$stock_ratios" \
+python3 - "$runs/cells.json" "$root/tests/deepspeed/models" <<'EOF'
+import json, os, sys
+out, mdir = sys.argv[1], sys.argv[2]
+env = os.environ
+cells = []
+for m in env["M"].split():
+    for layout in env["L"].split():
+        for s in env["S"].split():
+            for mode in env["MO"].split():
+                for r in env["SR" if mode == "stock" else "R"].split():
+                    cells.append({"id": "%s-%s-%s-%s-r%s" % (m[:-5], layout, s, mode, r), "model_path": mdir + "/" + m,
+                                  "param_groups": layout, "mode": mode, "ratio": float(r), "sub_group_size": s})
+# The probe must not change the run: one cell again without it (its digest must be the same).
+twin = [c for c in cells if c["id"].endswith("-hf-n8-split-r0.5")][:1]
+for c in twin:
+    cells.append(dict(c, id=c["id"] + "-noprobe", probe=False))
+json.dump(cells, open(out, "w"), indent=1)
+print("ds-oracle: %d cells per launch" % len(cells))
+EOF
+
+for v in $versions; do
+    py=$(scripts/ds-oracle-venv.sh "$v" "$dir")
+    echo "ds-oracle: DeepSpeed $v venv ready after $(( $(date +%s) - t0 )) s" >&2
+    for n in $ranks; do
+        out=$runs/$v-np$n
+        mkdir -p "$out"
+        echo "ds-oracle: DeepSpeed $v, $n rank(s): torchrun --nproc_per_node $n scripts/ds_oracle.py" >&2
+        # One OpenMP/torch thread per rank: the ranks share the machine's cores. The CPU Adam and
+        # shm ops are built once per release into $dir/ext-<version> (torch's JIT cache).
+        rc=0
+        DS_ACCELERATOR=cpu OMP_NUM_THREADS=1 TORCH_EXTENSIONS_DIR="$dir/ext-$v" \
+            "$py" -m torch.distributed.run --nproc_per_node "$n" --master_port $((port + n)) \
+            scripts/ds_oracle.py --cells "$runs/cells.json" --out "$out" > "$out/launch.log" 2>&1 || rc=$?
+        grep "^ds_oracle:" "$out/launch.log" | tail -1 >&2 || true
+        [ $rc -eq 0 ] || echo "ds-oracle: launch exited $rc (see $out/launch.log)" >&2
+    done
+    # The shipped example: one cell alone in its own launch, so its log is all a user would have
+    # (stdout and stderr of the launch, DeepSpeed's accelerator line included).
+    ex=$dir/oracle-example/$v
+    rm -rf "$ex"
+    mkdir -p "$ex"
+    python3 -c 'import json,sys; c=[x for x in json.load(open(sys.argv[1])) if x["id"]==sys.argv[2]]; json.dump(c,open(sys.argv[3],"w"))' \
+        "$runs/cells.json" gpt2-tiny-hf-n8-split-r0.5 "$ex/cells.json"
+    DS_ACCELERATOR=cpu OMP_NUM_THREADS=1 TORCH_EXTENSIONS_DIR="$dir/ext-$v" \
+        "$py" -m torch.distributed.run --nproc_per_node 1 --master_port $((port + 10)) \
+        scripts/ds_oracle.py --cells "$ex/cells.json" --out "$ex" > "$ex/deepspeed.log" 2>&1 || true
+done
+
+# validate --probe on every cell's rank-0 probe.
+verdicts=$runs/verdicts.tsv
+: > "$verdicts"
+for p in "$runs"/*/*/probe.json; do
+    [ -f "$p" ] || continue
+    cell=$(dirname "$p")
+    model=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["oracle"]["model"])' "$p")
+    groups=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["oracle"]["param_groups"])' "$p")
+    rc=0
+    "$bin" validate --probe "$p" --model "tests/deepspeed/models/$model" --param-groups "$groups" \
+        > "$cell/validate.txt" 2>&1 || rc=$?
+    printf '%s\t%s\n' "$p" "$rc" >> "$verdicts"
+done
+
+rc=0
+python3 scripts/ds_oracle_record.py --runs "$runs" --verdicts "$verdicts" --out tests/deepspeed/observed \
+    --command "make ds-oracle (DS_ORACLE_VERSIONS='$versions' DS_ORACLE_RANKS='$ranks')" \
+    --table "$runs/matrix.md" || rc=$?
+
+# The shipped example: the split-mode GPT-2 cell at ratio 0.5, 1 rank, about 8 sub-groups in the
+# decay group, HF Trainer's two groups; its launch log per release and the newest one's probe.
+ex=tests/deepspeed/example
+mkdir -p "$ex"
+for v in $versions; do
+    l=$dir/oracle-example/$v/deepspeed.log
+    grep -q "DeepSpeed info: version=" "$l" 2>/dev/null && sed "s|$root/||g" "$l" > "$ex/deepspeed-$v.log"
+done
+newest=$(echo $versions | tr ' ' '\n' | tail -1)
+p=$dir/oracle-example/$newest/gpt2-tiny-hf-n8-split-r0.5/probe.json
+[ -f "$p" ] && cp "$p" "$ex/probe.json"
+
+echo "ds-oracle: matrix in $runs/matrix.md; $(( $(date +%s) - t0 )) s in all" >&2
+git --no-pager diff --stat -- tests/deepspeed || true
+exit $rc

@@ -1,0 +1,245 @@
+"""scripts/ds_oracle.py — the DeepSpeed oracle's matrix, run inside one `torchrun` launch.
+
+Started by scripts/ds-oracle.sh as
+    torchrun --nproc_per_node N scripts/ds_oracle.py --cells CELLS.json --out DIR
+under DS_ACCELERATOR=cpu with one DeepSpeed release on PYTHONPATH. Every cell (a model config
+file, a param-group layout, a ratio, a sub_group_size, stock or split mode) initialises its own
+ZeRO-3 engine in this process, attaches ratiolab_probe, runs three training steps on a fixed
+token sequence, writes DIR/<cell>/probe.json (and .rank1 ...) and DIR/<cell>/deepspeed.log (what
+DeepSpeed's logger printed on rank 0 for that engine), and tears the engine down. Batching the
+cells into one launch pays the interpreter, torch, DeepSpeed and the CPU Adam build once.
+
+Models are built from their config.json with random initialisation (seed 1234): nothing is read
+from a hub. Param groups are either one flat group (HF Trainer with an "optimizer" block in the
+DeepSpeed config) or HF Trainer's two groups (decay: every parameter outside the norm layers whose
+name does not contain "bias"; no-decay: the rest), each in named_parameters order.
+
+Split mode gives the CPU accelerator the device name "cpu:0" while the engine lives: stock
+DeepSpeed compares a sub-group's device with "cpu", which on the CPU accelerator is true for every
+sub-group, so every sub-group would run DeepSpeedCPUAdam; with "cpu:0" the sub-groups DeepSpeed
+keeps on the "device" take the backup optimizer (torch.optim.AdamW), as on a GPU.
+"""
+
+import argparse
+import gc
+import hashlib
+import json
+import logging
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "probe"))
+import ratiolab_probe  # noqa: E402
+
+STEPS = 3
+SEQ = 16
+
+
+def build_model(config_path):
+    import transformers
+    with open(config_path) as f:
+        cfg = json.load(f)
+    cfg = {k: v for k, v in cfg.items() if k != "architectures"}
+    conf = transformers.AutoConfig.for_model(**cfg)
+    torch.manual_seed(1234)
+    return transformers.AutoModelForCausalLM.from_config(conf, attn_implementation="eager")
+
+
+def param_groups(model, layout, weight_decay):
+    params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    if layout == "flat":
+        return [{"params": [p for _, p in params]}]
+    from transformers.pytorch_utils import ALL_LAYERNORM_LAYERS
+    from transformers.trainer_pt_utils import get_parameter_names
+    decay = set(n for n in get_parameter_names(model, ALL_LAYERNORM_LAYERS) if "bias" not in n)
+    return [{"params": [p for n, p in params if n in decay], "weight_decay": weight_decay},
+            {"params": [p for n, p in params if n not in decay], "weight_decay": 0.0}]
+
+
+def full_fp32_digest(engine, model):
+    """SHA-256 of every parameter's fp32 master, whole (its partitions gathered from every rank,
+    padding dropped), in named_parameters order: the same for any number of ranks."""
+    opt = engine.optimizer
+    world = dist.get_world_size()
+    full = {}
+    for i, flat in enumerate(opt.fp32_partitioned_groups_flat):
+        parts = [torch.empty_like(flat) for _ in range(world)]
+        dist.all_gather(parts, flat.detach().contiguous())
+        off = 0
+        for p in opt.fp16_groups[i]:
+            n = p.partition_numel()
+            whole = torch.cat([q[off:off + n] for q in parts])[:p.ds_numel]
+            full[id(p)] = whole.float().contiguous().numpy().tobytes()
+            off += n
+    h = hashlib.sha256()
+    for _, p in model.named_parameters():
+        h.update(full[id(p)])
+    return h.hexdigest()
+
+
+class CellLog:
+    """DeepSpeed's logger, copied to a file for one engine (rank 0 logs what matters)."""
+
+    def __init__(self, path):
+        from deepspeed.utils import logger
+        self.logger = logger
+        self.h = logging.FileHandler(path, mode="w")
+        fmt = "[%(asctime)s] [%(levelname)s] [%(filename)s:%(lineno)d:%(funcName)s] %(message)s"
+        self.h.setFormatter(logging.Formatter(fmt))
+        logger.addHandler(self.h)
+
+    def close(self):
+        self.logger.removeHandler(self.h)
+        self.h.close()
+
+
+def resolve_sgs(cell, model, groups, world):
+    """A sub_group_size given as "n1", "n2" or "n8": DeepSpeed's default (one sub-group per param
+    group), or the rank's partition of the largest param group over 2 or 8, so that group splits
+    into about that many sub-groups."""
+    v = cell["sub_group_size"]
+    if not isinstance(v, str):
+        return int(v)
+    k = int(v[1:])
+    if k == 1:
+        return 1000000000
+    per_group = [sum((p.numel() + world - 1) // world for p in g["params"]) for g in groups]
+    return -(-max(per_group) // k)
+
+
+def run_cell(cell, out, ds_ver):
+    import deepspeed
+    from deepspeed.accelerator import get_accelerator
+    rank = dist.get_rank()
+    cdir = os.path.join(out, cell["id"])
+    os.makedirs(cdir, exist_ok=True)
+    log = CellLog(os.path.join(cdir, "deepspeed.log")) if rank == 0 else None
+    acc = get_accelerator()
+    old_name = acc._name
+    t0 = time.perf_counter()
+    try:
+        if cell["mode"] == "split":
+            acc._name = "cpu:0"
+        model = build_model(cell["model_path"])
+        groups = param_groups(model, cell["param_groups"], 0.01)
+        sgs = resolve_sgs(cell, model, groups, dist.get_world_size())
+        offload = {"device": "cpu", "pin_memory": True, "ratio": cell["ratio"]}
+        config = {
+            "train_micro_batch_size_per_gpu": 1,
+            "gradient_accumulation_steps": 1,
+            "optimizer": {"type": "AdamW", "params": {"lr": 1e-3, "betas": [0.9, 0.999], "eps": 1e-8,
+                                                        "weight_decay": 0.01}},
+            "bf16": {"enabled": cell.get("dtype", "bf16") == "bf16"},
+            "zero_optimization": {"stage": 3, "sub_group_size": sgs,
+                                  "offload_optimizer": offload},
+            "wall_clock_breakdown": bool(cell.get("wall_clock_breakdown", False)),
+            "steps_per_print": 1000,
+        }
+        with open(os.path.join(cdir, "ds_config.json"), "w") as f:
+            json.dump(config, f, indent=1)
+        engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=groups, config=config)
+        use_probe = cell.get("probe", True)
+        probe = ratiolab_probe.attach(engine, out=os.path.join(cdir, "probe.json"), digest_step=STEPS) if use_probe else None
+        gen = torch.Generator().manual_seed(1000 + rank)
+        vocab = model.config.vocab_size
+        losses = []
+        for _ in range(STEPS):
+            ids = torch.randint(0, vocab, (1, SEQ), generator=gen)
+            loss = engine(input_ids=ids, labels=ids).loss
+            engine.backward(loss)
+            engine.step()
+            losses.append(float(loss.detach().float()))
+        digest_full = full_fp32_digest(engine, model)
+        if probe is None:   # the twin of a probed cell: the same run without the probe
+            if rank == 0:
+                with open(os.path.join(cdir, "noprobe.json"), "w") as f:
+                    json.dump({"cell": cell["id"], "fp32_full_sha256": digest_full, "losses": losses}, f, indent=1)
+            if hasattr(engine, "destroy"):
+                engine.destroy()
+            del engine, model, groups
+            return None
+        doc = probe.document()
+        doc["oracle"] = {
+            "cell": cell["id"], "model": os.path.basename(cell["model_path"]),
+            "param_groups": cell["param_groups"], "mode": cell["mode"], "ratio": cell["ratio"],
+            "sub_group_size": sgs, "sub_groups_asked": cell["sub_group_size"], "losses": losses,
+            "fp32_full_sha256": digest_full, "cell_seconds": round(time.perf_counter() - t0, 3),
+        }
+        path = ratiolab_probe._rank_path(os.path.join(cdir, "probe.json"), rank)
+        with open(path, "w") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+        probe.out = None  # written: nothing more at exit
+        if hasattr(engine, "destroy"):
+            engine.destroy()
+        del engine, probe, model, groups
+        return None
+    except Exception as ex:  # noqa: BLE001 -- one failing cell is recorded, the others go on
+        import traceback
+        with open(os.path.join(cdir, "error.rank%d.txt" % rank), "w") as f:
+            f.write(traceback.format_exc())
+        return "%s: %s" % (type(ex).__name__, ex)
+    finally:
+        acc._name = old_name
+        if log:
+            log.close()
+        gc.collect()
+
+
+def torch_compat():
+    """DeepSpeed 0.14.x imports torch's private _get_socket_with_port (elastic agent, unused here),
+    which torch 2.4 removed; an equivalent is put back before DeepSpeed is imported. Touches
+    nothing a training step uses."""
+    import torch.distributed.elastic.agent.server.api as api
+    if not hasattr(api, "_get_socket_with_port"):
+        import socket
+
+        def _get_socket_with_port():
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("localhost", 0))
+            return s
+
+        api._get_socket_with_port = _get_socket_with_port
+        return ["torch.distributed.elastic.agent.server.api._get_socket_with_port"]
+    return []
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cells", required=True)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    shims = torch_compat()
+    import deepspeed
+    # DeepSpeed's logger at INFO, so its configuration and version lines are logged (0.19 starts it
+    # at WARNING; a user sets the launcher's --log_level info or "log_level": "info" for the same).
+    from deepspeed.utils import logging as ds_logging
+    if hasattr(ds_logging, "set_log_level_from_string"):
+        ds_logging.set_log_level_from_string("info")
+    else:
+        ds_logging.logger.setLevel(logging.INFO)
+    deepspeed.init_distributed(dist_backend="gloo")
+    with open(a.cells) as f:
+        cells = json.load(f)
+    failed = 0
+    t0 = time.perf_counter()
+    for k, cell in enumerate(cells):
+        err = run_cell(cell, a.out, deepspeed.__version__)
+        dist.barrier()
+        if err:
+            failed += 1
+        if dist.get_rank() == 0:
+            print("ds_oracle: [%d/%d] %s %s" % (k + 1, len(cells), cell["id"], err or "ok"), flush=True)
+    if dist.get_rank() == 0:
+        print("ds_oracle: %d cells, %d failed, %.1f s" % (len(cells), failed, time.perf_counter() - t0), flush=True)
+    dist.barrier()
+    dist.destroy_process_group()
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

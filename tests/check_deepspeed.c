@@ -1,0 +1,413 @@
+/* tests/check_deepspeed.c — the plan against what real DeepSpeed did (the oracle), and the probe
+ * and log-configuration readers of `validate --probe` / `validate --deepspeed-log`.
+ *
+ * tests/deepspeed/observed/<launch>.jsonl hold what `make ds-oracle` recorded: one ratiolab-probe
+ * document per matrix cell (docs/json-probe.md), read by ratiolab_probe from live DeepSpeed
+ * engines on the CPU accelerator (tests/deepspeed/README.md). ratiolab computed none of it: the
+ * sub-group sizes, param groups and the sub-groups DeepSpeed assigned to "cpu" are DeepSpeed's.
+ * Every cell is planned here from the same model config, param-group layout and ZeRO settings and
+ * judged with val_probe_compare; every sub-group, placement, ratio and ledger check must pass.
+ * No Python and no DeepSpeed are needed. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+#include <jansson.h>
+
+#include "plan/inputs.h"
+#include "traces/dsconfig.h"
+#include "tests/util.h"
+#include "validation/probe.h"
+
+/* What the oracle checks saw, to show they were not vacuous. */
+struct seen {
+    int cells;          /* probe lines judged */
+    int split_old;      /* split-mode cells under the 0.12 rule with some but not every sub-group offloaded */
+    int split_new;      /* the same under the 0.18 rule */
+    int stock;          /* stock-mode cells */
+    int rule_differs;   /* split cells where the other rule would have placed differently */
+};
+
+static void judge(const char *file, int line_no, const char *line, struct seen *seen)
+{
+    json_error_t je;
+    json_t *root = json_loads(line, 0, &je);
+    ck_assert_msg(root, "%s:%d: %s", file, line_no, je.text);
+    const char *kind = json_string_value(json_object_get(root, "kind"));
+    if (!kind || strcmp(kind, "ratiolab-probe") != 0) {   /* the header line */
+        json_decref(root);
+        return;
+    }
+    json_t *o = json_object_get(root, "oracle");
+    const char *model = json_string_value(json_object_get(o, "model"));
+    const char *groups = json_string_value(json_object_get(o, "param_groups"));
+    const char *mode = json_string_value(json_object_get(o, "mode"));
+    const char *cell = json_string_value(json_object_get(o, "cell"));
+    ck_assert_msg(model && groups && mode && cell, "%s:%d: oracle.{model,param_groups,mode,cell} missing", file, line_no);
+
+    struct val_probe pr;
+    struct rl_err e = {0};
+    ck_assert_msg(val_probe_parse(line, strlen(line), file, &pr, &e) == 0, "%s:%d: %s", file, line_no, e.msg);
+
+    char mpath[1024];
+    snprintf(mpath, sizeof mpath, "%s/tests/deepspeed/models/%s", tu_src(), model);
+    struct plan_inputs in;
+    plan_inputs_init(&in);
+    in.model = mpath;
+    in.catalog = tu_catalog();
+    ck_assert_int_eq(plan_group_rule_parse(groups, &in.groups, &e), 0);
+    struct plan_setup c;
+    ck_assert_msg(plan_inputs_resolve(&in, &c, &e) == 0, "%s: %s", cell, e.msg);
+    ck_assert_msg(val_facts_apply(&pr.config, pr.dp, cell, &in, &c, &e) == 0, "%s: %s", cell, e.msg);
+    struct plan p;
+    ck_assert_msg(plan_setup_plan(&c, -1, &p, &e) == 0, "%s: %s", cell, e.msg);
+    struct val_probe_opts opt = {.tol_bytes = 0, .tol_time_pct = 10, .predicted_step_ns = 0};
+    struct val_probe_result r;
+    val_probe_compare(&p, &pr, &opt, &r);
+    for (int k = VAL_PROBE_SUBGROUPS; k <= VAL_PROBE_LEDGER; k++)
+        ck_assert_msg(r.checks[k].status != VAL_FAIL, "%s (%s line %d, DeepSpeed %s): %s: %s", cell, file, line_no,
+                      pr.ds_version_text, r.checks[k].name, r.checks[k].detail);
+    seen->cells++;
+    if (strcmp(mode, "stock") == 0) {
+        seen->stock++;
+        ck_assert_msg(val_probe_stock_cpu(&pr), "%s: a stock-mode cell whose accelerator is '%s'", cell, pr.accelerator);
+    } else if (p.cpu_subgroups > 0 && p.cpu_subgroups < p.n_subgroups) {
+        if (p.policy == PLAN_POLICY_DS012)
+            seen->split_old++;
+        else
+            seen->split_new++;
+        /* Would the other rule have told these sub-groups apart? (First vs last.) */
+        seen->rule_differs += p.subgroups[0].cpu_numel > 0 ? p.subgroups[p.n_subgroups - 1].cpu_numel == 0
+                                                           : p.subgroups[p.n_subgroups - 1].cpu_numel > 0;
+    }
+    plan_free(&p);
+    plan_setup_free(&c);
+    val_probe_free(&pr);
+    json_decref(root);
+}
+
+START_TEST(observed_placements_equal_the_plan)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/tests/deepspeed/observed", tu_src());
+    DIR *d = opendir(dir);
+    ck_assert_msg(d, "%s: cannot open", dir);
+    struct seen seen = {0};
+    int files = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t l = strlen(de->d_name);
+        if (l < 7 || strcmp(de->d_name + l - 6, ".jsonl") != 0)
+            continue;
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        char *text = tu_read(path, NULL);
+        ck_assert_msg(text, "%s: cannot read", path);
+        files++;
+        int line_no = 0;
+        for (char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+            nl = strchr(line, '\n');
+            if (nl)
+                *nl = 0;
+            line_no++;
+            if (*line)
+                judge(de->d_name, line_no, line, &seen);
+        }
+        free(text);
+    }
+    closedir(d);
+    /* Not vacuous: both rules, split cells that tell the rules apart, and the stock mode. */
+    ck_assert_int_ge(files, 2);
+    ck_assert_int_gt(seen.split_old, 0);
+    ck_assert_int_gt(seen.split_new, 0);
+    ck_assert_int_gt(seen.rule_differs, 0);
+    ck_assert_int_gt(seen.stock, 0);
+}
+END_TEST
+
+/* ---- validate --probe and the readers -------------------------------------------------------------- */
+
+static const char *example(const char *name)
+{
+    static char buf[4][1024];
+    static int k;
+    char *b = buf[k++ % 4];
+    snprintf(b, 1024, "%s/tests/deepspeed/example/%s", tu_src(), name);
+    return b;
+}
+
+static const char *gpt2_tiny(void)
+{
+    static char b[1024];
+    snprintf(b, sizeof b, "%s/tests/deepspeed/models/gpt2-tiny.json", tu_src());
+    return b;
+}
+
+START_TEST(shipped_probe_passes_with_caveat)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "validate --probe '%s' --model '%s' --param-groups hf", example("probe.json"),
+                gpt2_tiny());
+    ck_assert_msg(r.status == 0, "exit %d\n%s%s", r.status, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "placement      PASS"));
+    ck_assert_ptr_nonnull(strstr(r.out, "memory_ledger  PASS"));
+    ck_assert_ptr_nonnull(strstr(r.out, "CPU accelerator: device memory and step time cannot be held"));
+    ck_assert_ptr_nonnull(strstr(r.out, "digest     DeepSpeed's fp32 master after step 3"));
+    tu_run_free(&r);
+}
+END_TEST
+
+START_TEST(probe_contradicting_config_refused)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "validate --probe '%s' --model '%s' --param-groups hf --ratio 0.25", example("probe.json"),
+                gpt2_tiny());
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "zero_optimization.offload_optimizer.ratio: the run used"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "validate --probe '%s' --model '%s' --param-groups hf --deepspeed-version 0.12.4",
+                example("probe.json"), gpt2_tiny());
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "deepspeed_version: the run used"));
+    tu_run_free(&r);
+}
+END_TEST
+
+START_TEST(probe_wrong_groups_fail)
+{
+    /* The same run judged with the flat layout: DeepSpeed's sub-groups are not the plan's. */
+    struct tu_run r;
+    tu_ratiolab(&r, "validate --probe '%s' --model '%s' --param-groups flat", example("probe.json"),
+                gpt2_tiny());
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_ptr_nonnull(strstr(r.out, "subgroups      FAIL"));
+    tu_run_free(&r);
+}
+END_TEST
+
+/* A GPU run's probe, written to the documented schema (docs/json-probe.md): two ranks on CUDA,
+ * DeepSpeed 0.19.8, ratio 0.5, GPT-2 tiny in one flat group, sub_group_size 9000: per rank 68480
+ * elements in 5 sub-groups (the token embedding alone is 16384 per rank), the last 5 - floor(0.5 x
+ * 5) = 3 offloaded under the 0.18 rule; device memory after init as given. dev1: the device
+ * DeepSpeed assigned sub-group 1 ("cuda" as the rule says, "cpu" to break it). */
+static const char *gpu_probe(long long after_init, const char *dev1)
+{
+    static char buf[8192];
+    char subs[4096] = "";
+    static const long long numel[5] = {16384, 10400, 16608, 16672, 8416};
+    size_t n = 0;
+    for (int i = 0; i < 5; i++) {
+        const char *dev = i >= 2 ? "cpu" : i == 1 ? dev1 : "cuda";
+        bool cpu = strcmp(dev, "cpu") == 0;
+        n += (size_t)snprintf(subs + n, sizeof subs - n,
+                              "%s{\"index\":%d,\"param_group\":0,\"numel\":%lld,\"assigned_device\":\"%s\","
+                              "\"fp32_device\":\"%s\",\"fp32_bytes\":%lld,\"grad_device\":null,\"grad_bytes\":0,"
+                              "\"model_partition_bytes\":%lld,\"optimizer\":\"%s\",\"optimizer_class\":\"%s\","
+                              "\"state_device\":\"%s\",\"state_bytes\":%lld}",
+                              i ? "," : "", i, numel[i], dev, cpu ? "cpu" : "cuda:0", 4 * numel[i], 2 * numel[i],
+                              cpu ? "optimizer" : "backup_optimizer", cpu ? "DeepSpeedCPUAdam" : "AdamW",
+                              cpu ? "cpu" : "cuda:0", 8 * numel[i]);
+    }
+    snprintf(buf, sizeof buf,
+             "{\"schema_version\":1,\"kind\":\"ratiolab-probe\",\"rank\":0,\"world_size\":2,\"dp_world_size\":2,"
+             "\"deepspeed_version\":\"0.19.8\",\"torch_version\":\"2.5.1+cu124\",\"python_version\":\"3.11.7\","
+             "\"accelerator\":{\"name\":\"cuda\",\"device_name\":\"cuda\",\"communication_backend\":\"nccl\"},"
+             "\"zero\":{\"stage\":3,\"sub_group_size\":9000,\"reduce_bucket_size\":500000000,"
+             "\"stage3_prefetch_bucket_size\":50000000,"
+             "\"offload_optimizer\":{\"device\":\"cpu\",\"pin_memory\":true,\"ratio\":0.5}},\"dtype\":\"bf16\","
+             "\"wall_clock_breakdown\":false,"
+             "\"memory\":{\"device_source\":\"torch.cuda.memory_allocated\",\"device_after_init_bytes\":%lld,"
+             "\"device_peak_per_step_bytes\":[1100000000,1100000000],\"host_rss_after_init_bytes\":3000000000,"
+             "\"host_rss_bytes\":3100000000,\"host_peak_rss_bytes\":3200000000,\"host_locked_bytes\":0,"
+             "\"host_pinned_bytes\":0},"
+             "\"steps\":[{\"step\":1,\"wall_ns\":90000000,\"device_peak_bytes\":1100000000},"
+             "{\"step\":2,\"wall_ns\":30000000,\"device_peak_bytes\":1100000000}],\"steps_dropped\":0,"
+             "\"probe_overhead_ns\":40000,\"step_wall_ns_total\":120000000,"
+             "\"placement\":{\"optimizer_class\":\"DeepSpeedCPUAdam\",\"backup_optimizer_class\":\"AdamW\","
+             "\"partial_offload\":0.5,\"subgroups\":[%s]},"
+             "\"digest\":{\"step\":2,\"algorithm\":\"sha256-fp32-master-partitions\",\"sha256\":\"%064d\","
+             "\"subgroups\":[],\"took_ns\":1000}}",
+             after_init, subs, 0);
+    return buf;
+}
+
+/* The ledger's GPU bytes after the ZeRO optimizer for the fixture's run, from the plan. */
+static long long fixture_ledger(void)
+{
+    json_t *j = tu_ratiolab_json("plan --model '%s' --param-groups flat --gpus 2 --tp 1 --deepspeed-version 0.19.8 "
+                                 "--ratio 0.5 --sub-group-size 9000 --dtype bf16 --json", gpt2_tiny());
+    json_t *st = json_object_get(j, "stages");
+    long long b = -1;
+    for (size_t i = 0; i < json_array_size(st); i++) {
+        json_t *s = json_array_get(st, i);
+        if (strcmp(json_string_value(json_object_get(s, "name")), "after_zero_optimizer") == 0)
+            b = json_integer_value(json_object_get(s, "gpu_bytes"));
+    }
+    json_decref(j);
+    ck_assert_int_gt(b, 0);
+    return b;
+}
+
+START_TEST(gpu_probe_fixture)
+{
+    long long led = fixture_ledger();
+    const char *ok = tu_write("gpu.json", gpu_probe(led, "cuda"));
+    struct tu_run r;
+    tu_ratiolab(&r, "validate --probe '%s' --model '%s' --param-groups flat --hw hgx-h200", ok, gpt2_tiny());
+    ck_assert_msg(strstr(r.out, "subgroups      PASS") && strstr(r.out, "placement      PASS") &&
+                  strstr(r.out, "memory_ledger  PASS") && strstr(r.out, "device_memory  PASS"), "%s%s", r.out, r.err);
+    ck_assert_ptr_null(strstr(r.out, "CPU accelerator:"));
+    /* On a GPU the step is gated: the fixture's 30 ms is far from predict's step for a 137 k model. */
+    ck_assert_msg(strstr(r.out, "step_time      FAIL"), "%s", r.out);
+    tu_run_free(&r);
+    /* 1 GiB more on the device than the ledger: the device check fails. */
+    const char *big = tu_write("gpu-big.json", gpu_probe(led + (1LL << 30), "cuda"));
+    tu_ratiolab(&r, "validate --probe '%s' --model '%s' --param-groups flat --hw hgx-h200", big, gpt2_tiny());
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_ptr_nonnull(strstr(r.out, "device_memory  FAIL"));
+    tu_run_free(&r);
+    /* Sub-group 1 offloaded by DeepSpeed while the 0.18 rule keeps it on the GPU: placement fails. */
+    const char *moved = tu_write("gpu-moved.json", gpu_probe(led, "cpu"));
+    tu_ratiolab(&r, "validate --probe '%s' --model '%s' --param-groups flat --hw hgx-h200", moved, gpt2_tiny());
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_ptr_nonnull(strstr(r.out, "placement      FAIL"));
+    ck_assert_ptr_nonnull(strstr(r.out, "honored_ratio  FAIL"));
+    tu_run_free(&r);
+}
+END_TEST
+
+START_TEST(probe_bad_input)
+{
+    static const struct {
+        const char *text;   /* the file */
+        const char *msg;    /* part of the one-line error */
+    } cases[] = {
+        {"[]", "not a JSON object"},
+        {"{\"schema_version\":2,\"kind\":\"ratiolab-probe\"}", "schema_version: 2; allowed: 1"},
+        {"{\"schema_version\":1,\"kind\":\"other\"}", "kind: 'other'"},
+        {"{\"schema_version\":1,\"kind\":\"ratiolab-probe\",\"world_size\":0}", "world_size: 0"},
+        {"{\"schema_version\":1,\"kind\":\"ratiolab-probe\",\"world_size\":1,\"deepspeed_version\":\"0.19.8\","
+         "\"accelerator\":{\"name\":\"cuda\"},\"zero\":{\"stage\":3}}", "placement.subgroups: missing"},
+        {"{\"schema_version\":1,\"kind\":\"ratiolab-probe\",\"world_size\":1,\"deepspeed_version\":\"0.19.8\","
+         "\"accelerator\":{\"name\":\"cuda\"},\"zero\":{\"stage\":3,\"offload_optimizer\":{\"device\":\"cpu\","
+         "\"ratio\":1.5}}}", "ratio: not a number in [0, 1]"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *f = tu_write("bad.json", cases[i].text);
+        struct tu_run r;
+        tu_ratiolab(&r, "validate --probe '%s' --model '%s'", f, gpt2_tiny());
+        ck_assert_msg(r.status == 2 && strstr(r.err, cases[i].msg) && !strchr(strchr(r.err, '\n') + 1, '\n'),
+                      "case %zu: exit %d, stderr %s", i, r.status, r.err);
+        tu_run_free(&r);
+    }
+}
+END_TEST
+
+START_TEST(log_config_read)
+{
+    struct trace_ds_config c;
+    struct rl_err e = {0};
+    ck_assert_int_eq(trace_ds_config_read(example("deepspeed-0.14.1.log"), &c, &e), 0);
+    ck_assert(c.have_version && c.have_zero);
+    ck_assert_int_eq(c.version.major, 0);
+    ck_assert_int_eq(c.version.minor, 14);
+    ck_assert_int_eq(c.version.patch, 1);
+    ck_assert_int_eq(c.stage, 3);
+    ck_assert_str_eq(c.offload_device, "cpu");
+    ck_assert(c.have_ratio);
+    ck_assert_double_eq(c.ratio, 0.5);
+    ck_assert_int_gt(c.sub_group_size, 0);
+    ck_assert_int_eq(c.reduce_bucket_size, 500000000);
+    ck_assert_str_eq(c.dtype, "bf16");
+    ck_assert_int_eq(trace_ds_config_read(example("deepspeed-0.19.8.log"), &c, &e), 0);
+    ck_assert_int_eq(c.version.minor, 19);
+    ck_assert_str_eq(c.offload_device, "cpu");
+    ck_assert_double_eq(c.ratio, 0.5);
+    /* The repr's nesting: a ratio inside offload_param must not be taken for the optimizer's. */
+    const char *t = "[2026-01-01 00:00:00,000] [INFO] [config.py:1:print]   zero_config .................. stage=3 "
+                    "offload_param=DeepSpeedZeroOffloadParamConfig(device='none', ratio=0.9) sub_group_size=77 "
+                    "offload_optimizer=DeepSpeedZeroOffloadOptimizerConfig(device='cpu', pin_memory=False, "
+                    "sub_group_size=5, ratio=0.25) reduce_bucket_size=100\n";
+    ck_assert_int_eq(trace_ds_config_parse(t, strlen(t), "t.log", &c, &e), 0);
+    ck_assert_double_eq(c.ratio, 0.25);
+    ck_assert_int_eq(c.sub_group_size, 77);
+    ck_assert_int_eq(c.reduce_bucket_size, 100);
+    ck_assert_int_eq(c.pin_memory, 0);
+    const char *badt = "[x] [INFO] [config.py:1:print]   zero_config ..... stage=3 sub_group_size=1e9x\n";
+    ck_assert_int_eq(trace_ds_config_parse(badt, strlen(badt), "b.log", &c, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "b.log:1: zero_config sub_group_size"));
+}
+END_TEST
+
+START_TEST(log_contradicting_config_refused)
+{
+    /* The shipped 0.14.1 log is of a ratio-0.5 run; a ratio-0.8 config is refused, exit 2. */
+    const char *cfg = tu_write("ds08.json", "{\"zero_optimization\":{\"stage\":3,\"offload_optimizer\":"
+                                            "{\"device\":\"cpu\",\"ratio\":0.8}}}");
+    struct tu_run r;
+    tu_ratiolab(&r, "validate --deepspeed-log '%s' --model '%s' --param-groups hf --gpus 1 --tp 1 --ds-config '%s'",
+                example("deepspeed-0.14.1.log"), gpt2_tiny(), cfg);
+    ck_assert_msg(r.status == 2, "exit %d: %s%s", r.status, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.err, "offload_optimizer.ratio: the run used 0.5"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "validate --deepspeed-log '%s' --model '%s' --param-groups hf --gpus 1 --tp 1 --ratio 0.3",
+                example("deepspeed-0.14.1.log"), gpt2_tiny());
+    ck_assert_int_eq(r.status, 2);
+    tu_run_free(&r);
+}
+END_TEST
+
+START_TEST(log_cpu_accelerator_not_gated)
+{
+    /* The run's own settings are taken from the log (ratio 0.5, its sub_group_size, 0.14.1); the
+     * CPU accelerator's MA is its RSS: shown, not gated, while the sub-group count N is. */
+    struct tu_run r;
+    tu_ratiolab(&r, "validate --deepspeed-log '%s' --model '%s' --param-groups hf --gpus 1 --tp 1",
+                example("deepspeed-0.14.1.log"), gpt2_tiny());
+    ck_assert_msg(r.status == 0, "exit %d: %s%s", r.status, r.out, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "DeepSpeed  0.14.1 rules"));
+    ck_assert_ptr_nonnull(strstr(r.out, "6 vs 6  PASS"));
+    ck_assert_ptr_nonnull(strstr(r.out, "its MA is the process RSS"));
+    tu_run_free(&r);
+    /* Judged against another model the sub-group count differs: N is still gated. */
+    tu_ratiolab(&r, "validate --deepspeed-log '%s' --model '%s/tests/deepspeed/models/llama-tiny.json' "
+                "--param-groups hf --gpus 1 --tp 1", example("deepspeed-0.14.1.log"), tu_src());
+    ck_assert_msg(r.status == 1, "exit %d: %s%s", r.status, r.out, r.err);
+    tu_run_free(&r);
+}
+END_TEST
+
+START_TEST(log_019_points_to_probe)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "validate --deepspeed-log '%s' --model '%s' --param-groups hf --gpus 1 --tp 1",
+                example("deepspeed-0.19.8.log"), gpt2_tiny());
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "the stages are not in the log") && strstr(r.err, "validate --probe"), "%s", r.err);
+    tu_run_free(&r);
+}
+END_TEST
+
+Suite *TU_SUITE(void)
+{
+    Suite *s = suite_create("deepspeed");
+    TCase *t = tcase_create("oracle");
+    tcase_add_test(t, observed_placements_equal_the_plan);
+    suite_add_tcase(s, t);
+    t = tcase_create("probe");
+    tcase_add_test(t, shipped_probe_passes_with_caveat);
+    tcase_add_test(t, probe_contradicting_config_refused);
+    tcase_add_test(t, probe_wrong_groups_fail);
+    tcase_add_test(t, gpu_probe_fixture);
+    tcase_add_test(t, probe_bad_input);
+    suite_add_tcase(s, t);
+    t = tcase_create("log_config");
+    tcase_add_test(t, log_config_read);
+    tcase_add_test(t, log_contradicting_config_refused);
+    tcase_add_test(t, log_cpu_accelerator_not_gated);
+    tcase_add_test(t, log_019_points_to_probe);
+    suite_add_tcase(s, t);
+    return s;
+}

@@ -1,0 +1,286 @@
+/* tests/check_gpucheck.c — the GPU paths' pieces that run without a GPU: scripts/gpu-check.sh's
+ * preflight and dry run (every step on the cpu backend, or printed where it needs a GPU; a few
+ * seconds), the one API check's messages (common/rl_api.h: CUDA, cuBLAS), the not-ready query
+ * that must clear the runtime's last error, one GPU per rank (more ranks than GPUs: exit 3),
+ * calibrate's in-place reduce-scatter receive pointer, and tests/check_exec.c naming the cpu
+ * backend in every run (on a GPU machine `auto` would send them to the GPU). */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>   /* access */
+
+#ifdef RL_HAVE_CUDA
+#include <cublas_api.h>
+#include <cuda_runtime_api.h>
+#endif
+#include "calib/calib.h"
+#include "common/rl_api.h"
+#include "exec/backend.h"
+#include "sim/hw.h"
+#include "tests/util.h"
+
+#include <jansson.h>
+
+START_TEST(dry_run_passes_and_lists_every_step)
+{
+    struct tu_run r;
+    tu_sh(&r, "cd '%s' && GPU_CHECK_DRY=1 OUT='%s/gc' RATIOLAB_BIN='%s' RATIOLAB_BUILD='%s' timeout 120 scripts/gpu-check.sh",
+          tu_src(), tu_tmpdir(), tu_bin(), tu_build());
+    ck_assert_msg(r.status == 0, "gpu-check dry run (%d):\n%s\n%s", r.status, r.out, r.err);
+    tu_run_free(&r);
+    char *s = tu_slurp("gc/summary.txt");
+    static const char *const steps[] = {"preflight", "build",     "kernels",   "executor", "nccl1", "bench_adam",
+                                        "gpu_exec",  "calibrate", "monitor", "bench_exec", "validate"};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "step %s: ", steps[i]);
+        ck_assert_msg(strstr(s, want), "no line '%s' in the summary:\n%s", want, s);
+    }
+    ck_assert_msg(strstr(s, "gpu-check: passed"), "%s", s);
+    free(s);
+    ck_assert_msg(access(tu_path("gc/gpu-check-logs.tar.gz"), R_OK) == 0, "no log tarball");
+}
+END_TEST
+
+/* A failing step fails the run and shows the failing command's last lines. */
+START_TEST(dry_run_fails_when_a_step_fails)
+{
+    struct tu_run r;
+    tu_sh(&r, "cd '%s' && GPU_CHECK_DRY=1 OUT='%s/gf' RATIOLAB_BIN=/bin/false RATIOLAB_BUILD='%s' timeout 120 "
+          "scripts/gpu-check.sh", tu_src(), tu_tmpdir(), tu_build());
+    ck_assert_msg(r.status == 1, "exit %d:\n%s", r.status, r.out);
+    ck_assert_msg(strstr(r.out, "step executor: FAILED") && strstr(r.out, "last lines of logs/executor.log"), "%s",
+                  r.out);
+    ck_assert_msg(strstr(r.out, "gpu-check: FAILED"), "%s", r.out);
+    tu_run_free(&r);
+}
+END_TEST
+
+/* No step runs past the run's deadline: the steps left are reported as not run and fail it. */
+START_TEST(dry_run_stops_at_its_deadline)
+{
+    struct tu_run r;
+    tu_sh(&r, "cd '%s' && GPU_CHECK_DRY=1 GPU_CHECK_DEADLINE_S=1 OUT='%s/gd' RATIOLAB_BIN='%s' RATIOLAB_BUILD='%s' "
+          "timeout 120 scripts/gpu-check.sh", tu_src(), tu_tmpdir(), tu_bin(), tu_build());
+    ck_assert_msg(r.status == 1, "exit %d:\n%s", r.status, r.out);
+    ck_assert_msg(strstr(r.out, "step validate: FAILED: not run, the run's 1 s deadline is reached"), "%s", r.out);
+    tu_run_free(&r);
+}
+END_TEST
+
+static int n_clears;
+static int count_clear(void)
+{
+    n_clears++;
+    return 0;
+}
+
+/* cudaEventQuery's not-ready answer also becomes the runtime's last error; the poll clears it. */
+START_TEST(not_ready_query_clears_the_last_error)
+{
+    bool done = true;
+    n_clears = 0;
+    ck_assert_int_eq(rl_api_poll(600, 0, 600, count_clear, &done), 0);
+    ck_assert(!done);
+    ck_assert_int_eq(n_clears, 1);
+    ck_assert_int_eq(rl_api_poll(0, 0, 600, count_clear, &done), 0);
+    ck_assert(done);
+    ck_assert_int_eq(rl_api_poll(700, 0, 600, count_clear, &done), -1);
+    ck_assert(!done);
+    ck_assert_int_eq(n_clears, 1);
+}
+END_TEST
+
+START_TEST(api_check_names_call_code_and_place)
+{
+#ifdef RL_HAVE_CUDA
+    struct rl_err e = {0};
+    int line = __LINE__ + 1;
+    ck_assert_int_eq(RL_API_CHECK(cuda, cudaErrorMemoryAllocation, &e), RL_EENV);
+    char want[200];
+    snprintf(want, sizeof want, "check_gpucheck.c:%d: cudaErrorMemoryAllocation: cudaErrorMemoryAllocation (2): ", line);
+    ck_assert_msg(strstr(e.msg, want), "%s", e.msg);
+    ck_assert_int_eq(RL_API_CHECK(cublas, CUBLAS_STATUS_EXECUTION_FAILED, &e), RL_EENV);
+    ck_assert_msg(strstr(e.msg, ": CUBLAS_STATUS_EXECUTION_FAILED (13): the GPU program failed to execute"), "%s", e.msg);
+    ck_assert_int_eq(RL_API_CHECK(cuda, cudaSuccess, &e), 0);
+    bool done = true;
+    ck_assert_int_eq(RL_API_CHECK(cuda_query, cudaErrorNotReady, &e, &done), 0);
+    ck_assert(!done);
+#else
+    ck_assert_int_eq(rl_api_fail(NULL, "x()", "f.c", 1, 2, "E", "t"), RL_EENV);
+#endif
+}
+END_TEST
+
+START_TEST(one_gpu_per_rank)
+{
+    struct rl_err e = {0};
+    int dev = -1;
+    ck_assert_int_eq(ex_gpu_for_rank(1, 2, 2, &dev, &e), 0);
+    ck_assert_int_eq(dev, 1);
+    ck_assert_int_eq(ex_gpu_for_rank(1, 2, 1, &dev, &e), RL_EENV);
+    ck_assert_int_eq(rl_exit_code(RL_EENV), 3);
+    ck_assert_str_eq(e.msg, "backend cuda: 2 ranks on this node but 1 GPU visible; NCCL takes one GPU per rank; "
+                            "allowed: at most 1 rank per node");
+    ck_assert_int_eq(ex_gpu_for_rank(0, 1, 0, &dev, &e), RL_EENV);
+}
+END_TEST
+
+/* validate's device-memory check on cuda: the ledger's buffers against what this process took
+ * since open, not the whole GPU (a 500 MiB context made ratio 1 read +40-55 %). Readings as
+ * cudaMemGetInfo (or NVML) would give them on an H200. */
+START_TEST(device_memory_is_the_process_since_open)
+{
+    const int64_t MiB = 1 << 20, total = 143771 * MiB, ctx = 512 * MiB, other = 2048 * MiB, buffers = 300 * MiB;
+    int64_t at_open = ctx + other;
+    ck_assert_int_eq(ex_device_used(total, total - at_open - buffers, at_open), buffers);
+    ck_assert_int_eq(ex_device_used(total, total - at_open, at_open), 0);
+    ck_assert_int_eq(ex_device_used(total, total - at_open + MiB, at_open), 0);   /* another process freed */
+}
+END_TEST
+
+/* calibrate --backend cuda on a one-GPU machine: the all-at-once H2D went through one switch, so
+ * every switch's uplink is that figure, not a quarter of it (hgx-h200 has 4 switches). The
+ * measurements are made up; calib_gpu_profile is pure. */
+START_TEST(one_gpu_calibration_is_one_switch_uplink)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/hardware/hgx-h200.json", tu_catalog());
+    char *base = tu_read(path, NULL);
+    ck_assert_msg(base, "%s", path);
+    struct calib c;
+    struct calib_gpu g;
+    memset(&c, 0, sizeof c);
+    memset(&g, 0, sizeof g);
+    snprintf(c.host, sizeof c.host, "h");
+    snprintf(c.date, sizeof c.date, "d");
+    c.n_threads = 1;
+    c.dram_gbps[0] = (struct calib_figure){.median = 100, .min = 100, .max = 100, .repeats = 1};
+    c.adam_elems_per_s[0] = (struct calib_figure){.median = 1e9, .min = 1e9, .max = 1e9, .repeats = 1};
+    g.n_gpus = 1;
+    g.copy_bytes = 256 << 20;
+    struct calib_figure f = {.median = 50, .min = 49, .max = 51, .repeats = 7};
+    g.h2d_pinned_gbps[0] = g.d2h_pinned_gbps[0] = g.h2d_pageable_gbps[0] = g.d2h_pageable_gbps[0] = f;
+    g.h2d_all_gbps = f;
+    g.d2d_gbps = (struct calib_figure){.median = 4000, .min = 4000, .max = 4000, .repeats = 7};
+    g.adam_elems_per_s = (struct calib_figure){.median = 1e11, .min = 1e11, .max = 1e11, .repeats = 7};
+    char *out = NULL;
+    struct rl_err e = {0};
+    ck_assert_msg(calib_gpu_profile(&c, &g, base, "t", &out, &e) == 0, "%s", e.msg);
+    json_t *j = json_loads(out, 0, NULL);
+    json_t *sws = json_object_get(json_object_get(j, "node"), "pcie_switches");
+    ck_assert_int_eq((int)json_array_size(sws), 4);
+    for (size_t i = 0; i < 4; i++)
+        ck_assert_double_eq_tol(json_number_value(json_object_get(json_array_get(sws, i), "uplink_gbps")), 50, 1e-9);
+    json_decref(j);
+    free(out);
+    free(base);
+}
+END_TEST
+
+/* validate --backend cuda predicts the host Adam on the run's threads: one rank with one thread
+ * uses one core of socket 0 (hgx-h200: 56 per socket), and socket 1 none (kept at 1). */
+START_TEST(prediction_uses_the_runs_threads)
+{
+    struct sim_hw hw;
+    struct rl_err e = {0};
+    ck_assert_msg(sim_hw_load(&hw, tu_catalog(), "hgx-h200", &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(hw.socket[0].cores, 56);
+    sim_hw_use_rank_threads(&hw, 1, 1);
+    ck_assert_int_eq(hw.socket[0].cores, 1);
+    ck_assert_int_eq(hw.socket[1].cores, 1);
+    ck_assert_msg(sim_hw_load(&hw, tu_catalog(), "hgx-h200", &e) == 0, "%s", e.msg);
+    sim_hw_use_rank_threads(&hw, 8, 2);
+    ck_assert_int_eq(hw.socket[0].cores, 8);
+    ck_assert_int_eq(hw.socket[1].cores, 8);
+}
+END_TEST
+
+/* calibrate --backend cuda measures through the backend table: the same code on the cpu backend
+ * (tiny sizes) gives every figure, positive and finite, timed by the backend; and the cuda
+ * backend is found by name only in a build that has it. */
+START_TEST(calibration_runs_through_the_backend_table)
+{
+    const struct ex_backend *cpu = ex_backend_named("cpu");
+    ck_assert_ptr_nonnull(cpu);
+    ck_assert_ptr_null(ex_backend_named("rocm"));
+#ifdef RL_EX_CUDA
+    ck_assert_ptr_eq(ex_backend_named("cuda"), &ex_backend_cuda);
+#else
+    ck_assert_ptr_null(ex_backend_named("cuda"));
+#endif
+    struct calib_opts o;
+    calib_opts_default(&o);
+    o.gpu_bytes = 1 << 20;
+    static struct calib_gpu g;
+    struct rl_err e = {0};
+    ck_assert_msg(calib_measure_gpu(cpu, &o, &g, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(g.n_gpus, 1);
+    const struct calib_figure *f[] = {&g.h2d_pinned_gbps[0], &g.d2h_pinned_gbps[0], &g.h2d_pageable_gbps[0],
+                                      &g.d2h_pageable_gbps[0], &g.h2d_all_gbps, &g.d2d_gbps, &g.adam_elems_per_s};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        ck_assert_msg(f[i]->median > 0 && f[i]->median < 1e15 && f[i]->repeats == 7, "figure %zu: %g", i,
+                      f[i]->median);
+    struct calib_run run;
+    memset(&run, 0, sizeof run);
+    run.n_gemm = 1;
+    run.gemm[0] = (struct calib_gemm_shape){64, 64, 64, 2, false};
+    ck_assert_msg(calib_measure_gpu_gemm(cpu, &run, false, &g, &e) == 0, "%s", e.msg);
+    ck_assert(g.have_gemm);
+    ck_assert_double_eq(g.gemm_flop, 2.0 * 64 * 64 * 64 * 2);
+    ck_assert_msg(g.sgemm_flops.median > 0, "%g", g.sgemm_flops.median);
+    ck_assert_double_eq(g.bf16_flops.median, 0);   /* the cpu backend has no 16-bit GEMM */
+    ck_assert_int_eq(calib_measure_gpu(NULL, &o, &g, &e), RL_EENV);
+}
+END_TEST
+
+/* In place: rank r receives its reduced block at its own offset (not at the buffer's start). */
+START_TEST(reduce_scatter_receives_in_its_own_block)
+{
+    static char buf[4 * 64];
+    for (int r = 0; r < 4; r++)
+        ck_assert_ptr_eq(calib_nccl_rs_recv(buf, r, 64), buf + 64 * r);
+}
+END_TEST
+
+/* Every `ratiolab run` of tests/check_exec.c names the cpu backend (SMALL carries it). */
+START_TEST(exec_tests_name_the_cpu_backend)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tests/check_exec.c", tu_src());
+    char *s = tu_read(path, NULL);
+    ck_assert_msg(s, "cannot read %s", path);
+    ck_assert_msg(strstr(s, "#define SMALL \"--backend cpu "), "SMALL does not start with --backend cpu");
+    int n = 0;
+    for (char *line = strtok(s, "\n"); line; line = strtok(NULL, "\n")) {
+        if (!strstr(line, "run ") || strstr(line, "run --help") || !(strstr(line, "tu_ratiolab(") || strstr(line, "tu_sh(")))
+            continue;
+        n++;
+        ck_assert_msg(strstr(line, "SMALL") || strstr(line, "--backend cpu"), "no backend named: %s", line);
+    }
+    ck_assert_int_gt(n, 10);
+    free(s);
+}
+END_TEST
+
+Suite *gpucheck_suite(void)
+{
+    Suite *s = suite_create("gpucheck");
+    TCase *tc = tcase_create("gpucheck");
+    tcase_set_timeout(tc, 240);
+    tcase_add_test(tc, dry_run_passes_and_lists_every_step);
+    tcase_add_test(tc, dry_run_fails_when_a_step_fails);
+    tcase_add_test(tc, dry_run_stops_at_its_deadline);
+    tcase_add_test(tc, not_ready_query_clears_the_last_error);
+    tcase_add_test(tc, api_check_names_call_code_and_place);
+    tcase_add_test(tc, one_gpu_per_rank);
+    tcase_add_test(tc, reduce_scatter_receives_in_its_own_block);
+    tcase_add_test(tc, device_memory_is_the_process_since_open);
+    tcase_add_test(tc, one_gpu_calibration_is_one_switch_uplink);
+    tcase_add_test(tc, prediction_uses_the_runs_threads);
+    tcase_add_test(tc, calibration_runs_through_the_backend_table);
+    tcase_add_test(tc, exec_tests_name_the_cpu_backend);
+    suite_add_tcase(s, tc);
+    return s;
+}

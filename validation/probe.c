@@ -1,0 +1,654 @@
+/* validation/probe.c — a ratiolab-probe document against the plan (see probe.h). */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "validation/probe.h"
+
+/* ---- reading --------------------------------------------------------------------------------- */
+
+/* The member at a dotted path ("memory.device_after_init_bytes"), NULL when any part is absent. */
+static json_t *at(json_t *o, const char *path)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *part = buf, *dot; o && part; part = dot ? dot + 1 : NULL) {
+        dot = strchr(part, '.');
+        if (dot)
+            *dot = 0;
+        o = json_is_object(o) ? json_object_get(o, part) : NULL;
+    }
+    return o;
+}
+
+/* An integer at path into *v (-1 when absent or null); a present value that is not a
+ * non-negative integer (a real with no fraction is accepted) is RL_EINVAL. */
+static int get_i64(json_t *root, const char *path, const char *file, int64_t *v, struct rl_err *e)
+{
+    json_t *x = at(root, path);
+    *v = -1;
+    if (!x || json_is_null(x))
+        return 0;
+    if (json_is_integer(x) && json_integer_value(x) >= 0) {
+        *v = (int64_t)json_integer_value(x);
+        return 0;
+    }
+    if (json_is_real(x) && json_real_value(x) >= 0 && json_real_value(x) < 9.2e18 &&
+        json_real_value(x) == floor(json_real_value(x))) {
+        *v = (int64_t)json_real_value(x);
+        return 0;
+    }
+    return rl_errf(e, RL_EINVAL, "%s: %s: not a non-negative integer; allowed: an integer >= 0 or null", file, path);
+}
+
+/* A string at path copied into buf (size n; "" when absent or null); anything else is RL_EINVAL. */
+static int get_str(json_t *root, const char *path, const char *file, char *buf, size_t n, struct rl_err *e)
+{
+    json_t *x = at(root, path);
+    buf[0] = 0;
+    if (!x || json_is_null(x))
+        return 0;
+    if (!json_is_string(x))
+        return rl_errf(e, RL_EINVAL, "%s: %s: not a string", file, path);
+    snprintf(buf, n, "%s", json_string_value(x));
+    return 0;
+}
+
+/* DeepSpeed's device enum dumps as "cpu", or as "OffloadDeviceEnum.cpu" when str() of the enum. */
+static void device_name(const char *s, char *out, size_t n)
+{
+    const char *dot = strrchr(s, '.');
+    snprintf(out, n, "%s", dot ? dot + 1 : s);
+}
+
+static int read_zero(json_t *root, const char *file, struct trace_ds_config *c, struct rl_err *e)
+{
+    json_t *z = at(root, "zero");
+    if (!json_is_object(z))
+        return rl_errf(e, RL_EINVAL, "%s: zero: missing or not an object (the engine's zero_config)", file);
+    c->have_zero = true;
+    int64_t v;
+    int rc;
+    if ((rc = get_i64(z, "stage", file, &v, e)))
+        return rc;
+    c->stage = v > 3 ? -1 : (int)v;
+    if (v > 3)
+        return rl_errf(e, RL_EINVAL, "%s: zero.stage: %lld; allowed: 0..3", file, (long long)v);
+    if ((rc = get_i64(z, "sub_group_size", file, &c->sub_group_size, e)) ||
+        (rc = get_i64(z, "reduce_bucket_size", file, &c->reduce_bucket_size, e)) ||
+        (rc = get_i64(z, "stage3_prefetch_bucket_size", file, &c->prefetch_bucket_size, e)))
+        return rc;
+    if (c->prefetch_bucket_size < 0 && (rc = get_i64(z, "prefetch_bucket_size", file, &c->prefetch_bucket_size, e)))
+        return rc;
+    json_t *off = json_object_get(z, "offload_optimizer");
+    if (!off || json_is_null(off)) {
+        snprintf(c->offload_device, sizeof c->offload_device, "none");
+        return 0;
+    }
+    if (!json_is_object(off))
+        return rl_errf(e, RL_EINVAL, "%s: zero.offload_optimizer: not an object or null", file);
+    char dev[32];
+    if ((rc = get_str(off, "device", file, dev, sizeof dev, e)))
+        return rc;
+    device_name(dev, c->offload_device, sizeof c->offload_device);
+    json_t *r = json_object_get(off, "ratio");
+    if (r && !json_is_null(r)) {
+        if (!json_is_number(r) || !(json_number_value(r) >= 0 && json_number_value(r) <= 1))
+            return rl_errf(e, RL_EINVAL, "%s: zero.offload_optimizer.ratio: not a number in [0, 1]", file);
+        c->have_ratio = true;
+        c->ratio = json_number_value(r);
+    }
+    json_t *pm = json_object_get(off, "pin_memory");
+    c->pin_memory = json_is_boolean(pm) ? json_is_true(pm) : -1;
+    return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int read_steps(json_t *root, const char *file, struct val_probe *p, struct rl_err *e)
+{
+    json_t *steps = at(root, "steps");
+    p->step_median_ns = -1;
+    if (!steps || json_is_null(steps))
+        return 0;
+    if (!json_is_array(steps))
+        return rl_errf(e, RL_EINVAL, "%s: steps: not an array", file);
+    size_t n = json_array_size(steps);
+    int64_t *w = calloc(n ? n : 1, sizeof *w);
+    if (!w)
+        return rl_errf(e, RL_ENOMEM, "%s: out of memory", file);
+    for (size_t i = 0; i < n; i++) {
+        char path[48];
+        snprintf(path, sizeof path, "wall_ns");
+        int64_t v, pk;
+        int rc = get_i64(json_array_get(steps, i), "wall_ns", file, &v, e);
+        if (!rc)
+            rc = get_i64(json_array_get(steps, i), "device_peak_bytes", file, &pk, e);
+        if (rc || v < 0) {
+            free(w);
+            return rc ? rl_err_prefix(e, "steps[]") : rl_errf(e, RL_EINVAL, "%s: steps[%zu].wall_ns: missing", file, i);
+        }
+        w[i] = v;
+        p->step_total_ns += v;
+        if (pk > p->device_peak_bytes)
+            p->device_peak_bytes = pk;
+    }
+    p->n_steps = (int)n;
+    if (n == 1) {
+        p->step_median_ns = w[0];
+    } else if (n > 1) {   /* the first step holds warm-up (allocation, the JIT) */
+        qsort(w + 1, n - 1, sizeof *w, cmp_i64);
+        size_t m = n - 1;
+        p->step_median_ns = m % 2 ? w[1 + m / 2] : (w[m / 2] + w[1 + m / 2]) / 2;
+    }
+    free(w);
+    return 0;
+}
+
+static int read_subgroups(json_t *root, const char *file, struct val_probe *p, struct rl_err *e)
+{
+    json_t *subs = at(root, "placement.subgroups");
+    if (!json_is_array(subs) || json_array_size(subs) == 0)
+        return rl_errf(e, RL_EINVAL, "%s: placement.subgroups: missing or empty (the probe writes it after "
+                       "the first step: run at least one step)", file);
+    size_t n = json_array_size(subs);
+    if (n > 1000000)
+        return rl_errf(e, RL_EINVAL, "%s: placement.subgroups: %zu entries; allowed at most 1000000", file, n);
+    p->sub = calloc(n, sizeof *p->sub);
+    if (!p->sub)
+        return rl_errf(e, RL_ENOMEM, "%s: out of memory", file);
+    p->n_sub = (int)n;
+    for (size_t i = 0; i < n; i++) {
+        json_t *s = json_array_get(subs, i);
+        struct val_probe_subgroup *g = &p->sub[i];
+        char where[64];
+        snprintf(where, sizeof where, "placement.subgroups[%zu]", i);
+        if (!json_is_object(s))
+            return rl_errf(e, RL_EINVAL, "%s: %s: not an object", file, where);
+        int64_t idx, grp;
+        int rc;
+        if ((rc = get_i64(s, "index", file, &idx, e)) || (rc = get_i64(s, "param_group", file, &grp, e)) ||
+            (rc = get_i64(s, "numel", file, &g->numel, e)) || (rc = get_i64(s, "fp32_bytes", file, &g->fp32_bytes, e)) ||
+            (rc = get_i64(s, "state_bytes", file, &g->state_bytes, e)) ||
+            (rc = get_i64(s, "model_partition_bytes", file, &g->model_partition_bytes, e)) ||
+            (rc = get_str(s, "assigned_device", file, g->assigned_device, sizeof g->assigned_device, e)) ||
+            (rc = get_str(s, "fp32_device", file, g->fp32_device, sizeof g->fp32_device, e)) ||
+            (rc = get_str(s, "optimizer", file, g->optimizer, sizeof g->optimizer, e)) ||
+            (rc = get_str(s, "optimizer_class", file, g->optimizer_class, sizeof g->optimizer_class, e)))
+            return rl_err_prefix(e, where);
+        if (idx != (int64_t)i || g->numel < 0 || grp < 0 || grp >= PLAN_MAX_GROUPS)
+            return rl_errf(e, RL_EINVAL, "%s: %s: index %lld, param_group %lld, numel %lld; allowed: index %zu, "
+                           "param_group 0..%d, numel >= 0", file, where, (long long)idx, (long long)grp,
+                           (long long)g->numel, i, PLAN_MAX_GROUPS - 1);
+        g->index = (int)idx;
+        g->param_group = (int)grp;
+    }
+    return 0;
+}
+
+int val_probe_parse(const char *text, size_t len, const char *path, struct val_probe *p, struct rl_err *e)
+{
+    memset(p, 0, sizeof *p);
+    p->digest_step = -1;
+    p->device_peak_bytes = -1;
+    p->config.stage = -1;
+    p->config.sub_group_size = p->config.reduce_bucket_size = p->config.prefetch_bucket_size = -1;
+    p->config.pin_memory = -1;
+    p->config.world_size = -1;
+    json_error_t je;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root)
+        return rl_errf(e, RL_EINVAL, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+    int rc = 0;
+    int64_t v;
+    char kind[40];
+    if (!json_is_object(root)) {
+        rc = rl_errf(e, RL_EINVAL, "%s: not a JSON object (a ratiolab-probe document)", path);
+        goto out;
+    }
+    if ((rc = get_i64(root, "schema_version", path, &v, e)))
+        goto out;
+    if (v != 1) {
+        rc = rl_errf(e, RL_EINVAL, "%s: schema_version: %lld; allowed: 1", path, (long long)v);
+        goto out;
+    }
+    if ((rc = get_str(root, "kind", path, kind, sizeof kind, e)))
+        goto out;
+    if (strcmp(kind, "ratiolab-probe") != 0) {
+        rc = rl_errf(e, RL_EINVAL, "%s: kind: '%s'; allowed: 'ratiolab-probe'", path, kind);
+        goto out;
+    }
+    if ((rc = get_i64(root, "rank", path, &v, e)))
+        goto out;
+    p->rank = v < 0 ? 0 : (int)(v > 1 << 30 ? 1 << 30 : v);
+    if ((rc = get_i64(root, "world_size", path, &v, e)))
+        goto out;
+    if (v < 1 || v > 1 << 20) {
+        rc = rl_errf(e, RL_EINVAL, "%s: world_size: %lld; allowed: 1..%d", path, (long long)v, 1 << 20);
+        goto out;
+    }
+    p->world_size = (int)v;
+    p->config.world_size = v;
+    if ((rc = get_i64(root, "dp_world_size", path, &v, e)))
+        goto out;
+    if (v > p->world_size || v == 0) {
+        rc = rl_errf(e, RL_EINVAL, "%s: dp_world_size: %lld; allowed: 1..world_size (%d)", path, (long long)v,
+                     p->world_size);
+        goto out;
+    }
+    p->dp = v > 0 ? (int)v : p->world_size;
+    if ((rc = get_str(root, "deepspeed_version", path, p->ds_version_text, sizeof p->ds_version_text, e)) ||
+        (rc = get_str(root, "torch_version", path, p->torch_version, sizeof p->torch_version, e)) ||
+        (rc = get_str(root, "accelerator.name", path, p->accelerator, sizeof p->accelerator, e)) ||
+        (rc = get_str(root, "memory.device_source", path, p->device_source, sizeof p->device_source, e)) ||
+        (rc = get_str(root, "dtype", path, p->config.dtype, sizeof p->config.dtype, e)))
+        goto out;
+    if (!p->accelerator[0]) {
+        rc = rl_errf(e, RL_EINVAL, "%s: accelerator.name: missing (DeepSpeed's accelerator name)", path);
+        goto out;
+    }
+    {
+        /* "0.16.0+abc123" and "0.19.8" alike: the release is the first three numbers. */
+        char ver[32];
+        snprintf(ver, sizeof ver, "%s", p->ds_version_text);
+        ver[strcspn(ver, "+-")] = 0;
+        if (!ver[0]) {
+            rc = rl_errf(e, RL_EINVAL, "%s: deepspeed_version: missing", path);
+            goto out;
+        }
+        if ((rc = rl_parse_version("deepspeed_version", ver, &p->config.version, e))) {
+            rl_err_prefix(e, path);
+            goto out;
+        }
+        p->config.have_version = true;
+    }
+    if (p->config.dtype[0] && strcmp(p->config.dtype, "bf16") && strcmp(p->config.dtype, "fp16") &&
+        strcmp(p->config.dtype, "fp32")) {
+        rc = rl_errf(e, RL_EINVAL, "%s: dtype: '%s'; allowed: bf16, fp16, fp32", path, p->config.dtype);
+        goto out;
+    }
+    if ((rc = read_zero(root, path, &p->config, e)) ||
+        (rc = get_i64(root, "memory.device_after_init_bytes", path, &p->device_after_init_bytes, e)) ||
+        (rc = get_i64(root, "memory.host_rss_bytes", path, &p->host_rss_bytes, e)) ||
+        (rc = get_i64(root, "memory.host_locked_bytes", path, &p->host_locked_bytes, e)) ||
+        (rc = get_i64(root, "memory.host_pinned_bytes", path, &p->host_pinned_bytes, e)) ||
+        (rc = get_i64(root, "probe_overhead_ns", path, &p->overhead_ns, e)) ||
+        (rc = get_i64(root, "probe_overhead_cpu_ns", path, &p->overhead_cpu_ns, e)) || (rc = read_steps(root, path, p, e)) ||
+        (rc = read_subgroups(root, path, p, e)) ||
+        (rc = get_str(root, "placement.optimizer_class", path, p->optimizer_class, sizeof p->optimizer_class, e)) ||
+        (rc = get_str(root, "placement.backup_optimizer_class", path, p->backup_class, sizeof p->backup_class, e)) ||
+        (rc = get_str(root, "digest.sha256", path, p->digest, sizeof p->digest, e)) ||
+        (rc = get_i64(root, "digest.step", path, &v, e)) ||
+        (rc = get_str(root, "oracle.fp32_full_sha256", path, p->digest_full, sizeof p->digest_full, e)))
+        goto out;
+    p->digest_step = v > 1 << 30 ? 1 << 30 : (int)v;
+out:
+    json_decref(root);
+    if (rc)
+        val_probe_free(p);
+    return rc;
+}
+
+int val_probe_read(const char *path, struct val_probe *p, struct rl_err *e)
+{
+    memset(p, 0, sizeof *p);
+    char *text;
+    size_t len;
+    int rc = rl_read_file(path, &text, &len, e);
+    if (rc)
+        return rc;
+    rc = val_probe_parse(text, len, path, p, e);
+    free(text);
+    return rc;
+}
+
+void val_probe_free(struct val_probe *p)
+{
+    if (!p)
+        return;
+    free(p->sub);
+    p->sub = NULL;
+    p->n_sub = 0;
+}
+
+bool val_probe_stock_cpu(const struct val_probe *p) { return strcmp(p->accelerator, "cpu") == 0; }
+
+bool val_probe_cpu_accelerator(const struct val_probe *p)
+{
+    return strcmp(p->device_source, "process_rss") == 0 || strncmp(p->accelerator, "cpu", 3) == 0;
+}
+
+/* ---- judging --------------------------------------------------------------------------------- */
+
+static struct val_probe_check *check(struct val_probe_result *r, int k, const char *name, enum val_status s)
+{
+    struct val_probe_check *c = &r->checks[k];
+    c->name = name;
+    c->status = s;
+    if (s == VAL_FAIL)
+        r->overall = VAL_FAIL;
+    return c;
+}
+
+static int64_t ledger_bytes(const struct plan *p, const char *name)
+{
+    for (int i = 0; i < p->n_buffers; i++)
+        if (strcmp(p->buffers[i].name, name) == 0)
+            return p->buffers[i].bytes;
+    return 0;
+}
+
+static double gib(int64_t b) { return (double)b / RL_GIB; }
+
+/* The sub-group DeepSpeed offloaded: its own test, subgroup_to_device[i] == 'cpu'. */
+static bool offloaded(const struct val_probe_subgroup *g) { return strcmp(g->assigned_device, "cpu") == 0; }
+
+static void check_subgroups(const struct plan *p, const struct val_probe *pr, struct val_probe_result *r)
+{
+    int bad = -1;
+    for (int i = 0; i < pr->n_sub && i < p->n_subgroups && bad < 0; i++)
+        if (pr->sub[i].numel != p->subgroups[i].numel || pr->sub[i].param_group != p->subgroups[i].group)
+            bad = i;
+    struct val_probe_check *c;
+    if (pr->n_sub != p->n_subgroups) {
+        c = check(r, VAL_PROBE_SUBGROUPS, "subgroups", VAL_FAIL);
+        snprintf(c->detail, sizeof c->detail, "DeepSpeed made %d sub-groups, the plan %d", pr->n_sub, p->n_subgroups);
+    } else if (bad >= 0) {
+        c = check(r, VAL_PROBE_SUBGROUPS, "subgroups", VAL_FAIL);
+        snprintf(c->detail, sizeof c->detail, "sub-group %d: DeepSpeed %lld elements in param group %d, the plan %lld "
+                 "in group %d", bad, (long long)pr->sub[bad].numel, pr->sub[bad].param_group,
+                 (long long)p->subgroups[bad].numel, p->subgroups[bad].group);
+    } else {
+        c = check(r, VAL_PROBE_SUBGROUPS, "subgroups", VAL_PASS);
+        snprintf(c->detail, sizeof c->detail, "%d sub-groups, every size and param group equal to the plan's",
+                 pr->n_sub);
+    }
+}
+
+static void check_placement(const struct plan *p, const struct val_probe *pr, struct val_probe_result *r)
+{
+    struct val_probe_check *c;
+    if (val_probe_stock_cpu(pr)) {
+        /* Every sub-group passes DeepSpeed's CPU test: what can be checked is that every one of them
+         * ran the CPU optimizer, as DeepSpeed's code says it must under this accelerator. */
+        int other = -1;
+        for (int i = 0; i < pr->n_sub && other < 0; i++)
+            if (pr->sub[i].optimizer[0] && strcmp(pr->sub[i].optimizer, "optimizer") != 0)
+                other = i;
+        c = check(r, VAL_PROBE_PLACEMENT, "placement", other < 0 ? VAL_PASS : VAL_FAIL);
+        if (other < 0)
+            snprintf(c->detail, sizeof c->detail, "CPU accelerator named \"cpu\": DeepSpeed's offload test is true for "
+                     "every sub-group, all %d ran %s; the ratio's split (the plan: %d of %d on the CPU) is not "
+                     "observable here (a device name other than \"cpu\" shows it)", pr->n_sub,
+                     pr->optimizer_class[0] ? pr->optimizer_class : "the CPU optimizer", p->cpu_subgroups, p->n_subgroups);
+        else
+            snprintf(c->detail, sizeof c->detail, "CPU accelerator named \"cpu\", yet sub-group %d's state is held by "
+                     "%s", other, pr->sub[other].optimizer);
+        return;
+    }
+    int bad = -1, holder = -1;
+    for (int i = 0; i < pr->n_sub && i < p->n_subgroups; i++) {
+        bool plan_cpu = p->subgroups[i].cpu_numel > 0;
+        if (offloaded(&pr->sub[i]) != plan_cpu && bad < 0)
+            bad = i;
+        const char *want = offloaded(&pr->sub[i]) ? "optimizer" : "backup_optimizer";
+        if (pr->sub[i].optimizer[0] && strcmp(pr->sub[i].optimizer, want) != 0 && holder < 0)
+            holder = i;
+    }
+    if (pr->n_sub != p->n_subgroups) {
+        c = check(r, VAL_PROBE_PLACEMENT, "placement", VAL_FAIL);
+        snprintf(c->detail, sizeof c->detail, "not compared: the sub-groups differ");
+    } else if (bad >= 0) {
+        c = check(r, VAL_PROBE_PLACEMENT, "placement", VAL_FAIL);
+        snprintf(c->detail, sizeof c->detail, "sub-group %d: DeepSpeed put it on '%s', the plan (%s) on the %s", bad,
+                 pr->sub[bad].assigned_device[0] ? pr->sub[bad].assigned_device : "(no offload)",
+                 plan_policy_name(p->policy), p->subgroups[bad].cpu_numel > 0 ? "CPU" : "device");
+    } else if (holder >= 0) {
+        c = check(r, VAL_PROBE_PLACEMENT, "placement", VAL_FAIL);
+        snprintf(c->detail, sizeof c->detail, "sub-group %d is assigned '%s' but its state is held by %s (%s)", holder,
+                 pr->sub[holder].assigned_device, pr->sub[holder].optimizer, pr->sub[holder].optimizer_class);
+    } else {
+        c = check(r, VAL_PROBE_PLACEMENT, "placement", VAL_PASS);
+        snprintf(c->detail, sizeof c->detail, "%d of %d sub-groups on the CPU (%s), as the plan's %s rule says; "
+                 "each one's state held by the optimizer its device calls for", p->cpu_subgroups, p->n_subgroups,
+                 pr->optimizer_class[0] ? pr->optimizer_class : "CPU optimizer", plan_policy_name(p->policy));
+    }
+}
+
+static void check_ratio(const struct plan *p, const struct val_probe *pr, struct val_probe_result *r)
+{
+    r->observed_cpu_numel = r->observed_numel = 0;
+    for (int i = 0; i < pr->n_sub; i++) {
+        r->observed_numel += pr->sub[i].numel;
+        if (offloaded(&pr->sub[i]))
+            r->observed_cpu_numel += pr->sub[i].numel;
+    }
+    double obs = r->observed_numel ? (double)r->observed_cpu_numel / (double)r->observed_numel : 0;
+    struct val_probe_check *c;
+    if (val_probe_stock_cpu(pr)) {
+        c = check(r, VAL_PROBE_RATIO, "honored_ratio", VAL_INFO);
+        snprintf(c->detail, sizeof c->detail, "requested %.4g; on a GPU the plan honors %.4f (%lld of %lld elements); "
+                 "this run updated every element on the CPU (CPU accelerator named \"cpu\")", p->requested_ratio,
+                 p->honored_ratio, (long long)p->cpu_numel, (long long)p->per_rank_numel);
+        return;
+    }
+    bool ok = r->observed_cpu_numel == p->cpu_numel && r->observed_numel == p->per_rank_numel;
+    c = check(r, VAL_PROBE_RATIO, "honored_ratio", ok ? VAL_PASS : VAL_FAIL);
+    snprintf(c->detail, sizeof c->detail, "requested %.4g, DeepSpeed honored %.4f (%lld of %lld elements), the plan "
+             "%.4f (%lld of %lld)", p->requested_ratio, obs, (long long)r->observed_cpu_numel,
+             (long long)r->observed_numel, p->honored_ratio, (long long)p->cpu_numel, (long long)p->per_rank_numel);
+}
+
+/* The optimizer's own tensors, summed by side, against the ledger's buffers of the same name. */
+static void check_ledger(const struct plan *p, const struct val_probe *pr, struct val_probe_result *r)
+{
+    struct val_probe_check *c;
+    if (p->ledger_kind == PLAN_LEDGER_EXEC) {
+        c = check(r, VAL_PROBE_LEDGER, "memory_ledger", VAL_INFO);
+        snprintf(c->detail, sizeof c->detail, "the exec ledger describes ratiolab's executor, not DeepSpeed");
+        return;
+    }
+    int64_t fp32[2] = {0, 0}, state[2] = {0, 0}, model = 0;
+    bool have_model = true, stock = val_probe_stock_cpu(pr);
+    for (int i = 0; i < pr->n_sub; i++) {
+        int side = offloaded(&pr->sub[i]);
+        fp32[side] += pr->sub[i].fp32_bytes;
+        state[side] += pr->sub[i].state_bytes;
+        if (pr->sub[i].model_partition_bytes < 0)
+            have_model = false;
+        else
+            model += pr->sub[i].model_partition_bytes;
+    }
+    int64_t l_fp32[2] = {ledger_bytes(p, "fp32_partitions_gpu"), ledger_bytes(p, "fp32_partitions_cpu")};
+    int64_t l_state[2] = {ledger_bytes(p, "adam_m_gpu") + ledger_bytes(p, "adam_v_gpu"),
+                          ledger_bytes(p, "adam_m_cpu") + ledger_bytes(p, "adam_v_cpu")};
+    int64_t l_model = ledger_bytes(p, "fp16_partitions");
+    bool ok;
+    if (stock)   /* one side only: the totals */
+        ok = fp32[0] + fp32[1] == l_fp32[0] + l_fp32[1] && state[0] + state[1] == l_state[0] + l_state[1];
+    else
+        ok = fp32[0] == l_fp32[0] && fp32[1] == l_fp32[1] && state[0] == l_state[0] && state[1] == l_state[1];
+    if (have_model && model != l_model)
+        ok = false;
+    c = check(r, VAL_PROBE_LEDGER, "memory_ledger", ok ? VAL_PASS : VAL_FAIL);
+    int n = snprintf(c->detail, sizeof c->detail, "fp32 master %lld+%lld B (device+CPU) vs ledger %lld+%lld; Adam "
+                     "state %lld+%lld vs %lld+%lld", (long long)fp32[0], (long long)fp32[1], (long long)l_fp32[0],
+                     (long long)l_fp32[1], (long long)state[0], (long long)state[1], (long long)l_state[0],
+                     (long long)l_state[1]);
+    if (n > 0 && (size_t)n < sizeof c->detail)
+        snprintf(c->detail + n, sizeof c->detail - (size_t)n, "; model partition %s%lld vs %lld%s",
+                 have_model ? "" : "not recorded, ", (long long)model, (long long)l_model,
+                 stock ? " (CPU accelerator named \"cpu\": totals compared)" : "");
+}
+
+static void check_device(const struct plan *p, const struct val_probe *pr, const struct val_probe_opts *o,
+                         struct val_probe_result *r)
+{
+    struct val_probe_check *c;
+    int64_t led = p->stages[PLAN_STAGE_ZERO_OPTIMIZER].gpu_bytes;
+    if (val_probe_cpu_accelerator(pr)) {
+        c = check(r, VAL_PROBE_DEVICE_MEMORY, "device_memory", VAL_INFO);
+        snprintf(c->detail, sizeof c->detail, "CPU accelerator: \"device\" memory is the process RSS (%.3f GiB after "
+                 "init, peak %.3f GiB in a step), interpreter, torch and host buffers included: not comparable with "
+                 "the ledger's %.3f GiB of GPU memory", gib(pr->device_after_init_bytes), gib(pr->device_peak_bytes),
+                 gib(led));
+        return;
+    }
+    if (pr->device_after_init_bytes < 0) {
+        c = check(r, VAL_PROBE_DEVICE_MEMORY, "device_memory", VAL_INFO);
+        snprintf(c->detail, sizeof c->detail, "the probe recorded no device memory");
+        return;
+    }
+    int64_t d = pr->device_after_init_bytes - led;
+    bool ok = (d < 0 ? -d : d) <= o->tol_bytes;
+    c = check(r, VAL_PROBE_DEVICE_MEMORY, "device_memory", ok ? VAL_PASS : VAL_FAIL);
+    snprintf(c->detail, sizeof c->detail, "after init %.3f GiB (%s) vs ledger %.3f GiB at %s, diff %+.3f GiB "
+             "(tolerance %.3f); peak in a step %.3f GiB", gib(pr->device_after_init_bytes), pr->device_source,
+             gib(led), plan_stage_name(PLAN_STAGE_ZERO_OPTIMIZER), gib(d), gib(o->tol_bytes), gib(pr->device_peak_bytes));
+}
+
+static void check_time(const struct val_probe *pr, const struct val_probe_opts *o, struct val_probe_result *r)
+{
+    struct val_probe_check *c;
+    double meas = (double)pr->step_median_ns * 1e-6, pred = (double)o->predicted_step_ns * 1e-6;
+    if (pr->step_median_ns < 0 || o->predicted_step_ns <= 0) {
+        c = check(r, VAL_PROBE_STEP_TIME, "step_time", VAL_INFO);
+        snprintf(c->detail, sizeof c->detail, "%s", pr->step_median_ns < 0 ? "no step recorded" : "no prediction");
+        return;
+    }
+    double err = (meas - pred) / pred * 100;
+    if (val_probe_cpu_accelerator(pr)) {
+        c = check(r, VAL_PROBE_STEP_TIME, "step_time", VAL_INFO);
+        snprintf(c->detail, sizeof c->detail, "measured %.1f ms on the CPU accelerator, predicted %.1f ms for the "
+                 "hardware profile: a CPU run's step is not the GPU step predict models", meas, pred);
+        return;
+    }
+    bool ok = fabs(err) <= o->tol_time_pct;
+    c = check(r, VAL_PROBE_STEP_TIME, "step_time", ok ? VAL_PASS : VAL_FAIL);
+    snprintf(c->detail, sizeof c->detail, "measured %.1f ms (median of %d step%s), predicted %.1f ms, error %+.1f %% "
+             "(tolerance %.1f %%)", meas, pr->n_steps > 1 ? pr->n_steps - 1 : 1,
+             pr->n_steps > 2 ? "s after the first" : "", pred, err, o->tol_time_pct);
+}
+
+void val_probe_compare(const struct plan *p, const struct val_probe *pr, const struct val_probe_opts *o,
+                       struct val_probe_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->overall = VAL_PASS;
+    check_subgroups(p, pr, r);
+    check_placement(p, pr, r);
+    check_ratio(p, pr, r);
+    check_ledger(p, pr, r);
+    check_device(p, pr, o, r);
+    check_time(pr, o, r);
+}
+
+/* ---- the run's configuration against the one validated with ------------------------------------ */
+
+static int contradicts(struct rl_err *e, const char *what, const char *field, const char *run, const char *given,
+                       const char *source)
+{
+    return rl_errf(e, RL_EINVAL, "%s: %s: the run used %s, %s says %s; give the run's own config (or none: "
+                   "the run's values are taken)", what, field, run, source, given);
+}
+
+static const char *src_name(enum plan_src s) { return s == PLAN_SRC_CLI ? "the command line" : "the DeepSpeed config"; }
+
+int val_facts_apply(const struct trace_ds_config *f, int dp, const char *what, const struct plan_inputs *in,
+                    struct plan_setup *c, struct rl_err *e)
+{
+    struct plan_zero *z = &c->zero;
+    char a[48], b[48];
+    if (f->have_version) {
+        if (in->ds_version_set && rl_version_cmp(in->ds_version, f->version) != 0) {
+            snprintf(a, sizeof a, "%d.%d.%d", f->version.major, f->version.minor, f->version.patch);
+            snprintf(b, sizeof b, "%d.%d.%d", in->ds_version.major, in->ds_version.minor, in->ds_version.patch);
+            return contradicts(e, what, "deepspeed_version", a, b, "the deepspeed_version given");
+        }
+        z->ds_version = f->version;
+        /* The placement rule and the ledger follow the run's version unless the user chose them. */
+        if (in->policy == PLAN_POLICY_AUTO)
+            c->popt.policy = PLAN_POLICY_AUTO;
+        if (in->ledger == PLAN_LEDGER_AUTO)
+            c->popt.ledger = PLAN_LEDGER_AUTO;
+    }
+    if (f->stage >= 0) {
+        if (in->ds_config && z->stage != f->stage) {
+            snprintf(a, sizeof a, "%d", f->stage);
+            snprintf(b, sizeof b, "%d", z->stage);
+            return contradicts(e, what, "zero_optimization.stage", a, b, "the DeepSpeed config");
+        }
+        z->stage = f->stage;
+    }
+    if (f->offload_device[0]) {
+        enum plan_offload dev = strcmp(f->offload_device, "cpu") == 0    ? PLAN_OFFLOAD_CPU
+                                : strcmp(f->offload_device, "nvme") == 0 ? PLAN_OFFLOAD_NVME
+                                                                         : PLAN_OFFLOAD_NONE;
+        static const char *const names[] = {"none", "cpu", "nvme"};
+        if (in->ds_config && z->offload != dev)
+            return contradicts(e, what, "zero_optimization.offload_optimizer.device", f->offload_device,
+                               names[z->offload], "the DeepSpeed config");
+        z->offload = dev;
+    }
+    if (f->have_ratio) {
+        if (z->src_ratio != PLAN_SRC_DEFAULT && fabs(z->ratio - f->ratio) > 1e-12) {
+            snprintf(a, sizeof a, "%.6g", f->ratio);
+            snprintf(b, sizeof b, "%.6g", z->ratio);
+            return contradicts(e, what, "zero_optimization.offload_optimizer.ratio", a, b, src_name(z->src_ratio));
+        }
+        z->ratio = f->ratio;
+    }
+    const struct {
+        const char *field;        /* JSON path in the DeepSpeed config */
+        int64_t run;              /* the run's value, -1 when unknown */
+        int64_t *mine;            /* the setup's */
+        enum plan_src src;        /* where the setup's came from */
+    } ints[] = {
+        {"zero_optimization.sub_group_size", f->sub_group_size, &z->sub_group_size, z->src_sub_group_size},
+        {"zero_optimization.reduce_bucket_size", f->reduce_bucket_size, &z->reduce_bucket_size, z->src_reduce_bucket_size},
+        {"zero_optimization.stage3_prefetch_bucket_size", f->prefetch_bucket_size, &z->prefetch_bucket_size,
+         z->src_prefetch_bucket_size},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        if (ints[i].run < 0)
+            continue;
+        if (ints[i].src != PLAN_SRC_DEFAULT && *ints[i].mine != ints[i].run) {
+            snprintf(a, sizeof a, "%lld", (long long)ints[i].run);
+            snprintf(b, sizeof b, "%lld", (long long)*ints[i].mine);
+            return contradicts(e, what, ints[i].field, a, b, src_name(ints[i].src));
+        }
+        *ints[i].mine = ints[i].run;
+    }
+    if (f->pin_memory >= 0) {
+        if (in->ds_config && z->offload == PLAN_OFFLOAD_CPU && z->pin_memory != (f->pin_memory == 1))
+            return contradicts(e, what, "zero_optimization.offload_optimizer.pin_memory",
+                               f->pin_memory ? "true" : "false", z->pin_memory ? "true" : "false", "the DeepSpeed config");
+        z->pin_memory = f->pin_memory == 1;
+    }
+    if (f->dtype[0]) {
+        enum plan_dtype d = strcmp(f->dtype, "bf16") == 0 ? PLAN_BF16 : strcmp(f->dtype, "fp16") == 0 ? PLAN_FP16 : PLAN_FP32;
+        if (z->src_dtype != PLAN_SRC_DEFAULT && z->dtype != d)
+            return contradicts(e, what, "dtype (bf16/fp16 enabled)", f->dtype, plan_dtype_name(z->dtype),
+                               src_name(z->src_dtype));
+        z->dtype = d;
+    }
+    if (dp > 0) {
+        bool given = in->layout.dp > 0 || in->layout.world > 0 || in->layout.nodes > 0;
+        if (given && c->layout.dp != dp) {
+            snprintf(a, sizeof a, "%d", dp);
+            snprintf(b, sizeof b, "%d", c->layout.dp);
+            return contradicts(e, what, "dp (data-parallel ranks)", a, b, "the command line");
+        }
+        c->layout.dp = dp;
+        c->layout.world = dp * c->layout.tp * c->layout.pp;
+        c->layout.nodes = 0;
+        c->layout.gpus_per_node = 0;
+    }
+    return 0;
+}
