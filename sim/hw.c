@@ -120,6 +120,12 @@ static int check_leaf(struct walk *w, json_t *v, const char *exact, const char *
     if (f->kind == 's') {
         if (!json_is_string(v))
             return rl_errf(w->e, RL_EINVAL, "%s: %s: must be a string", w->what, exact);
+        /* Names are printed on one line of a table (predict's "hardware" row): no control
+         * character, a newline least of all. */
+        for (const unsigned char *c = (const unsigned char *)json_string_value(v); *c; c++)
+            if (*c < 0x20 || *c == 0x7f)
+                return rl_errf(w->e, RL_EINVAL, "%s: %s: a control character (0x%02x); allowed: printable "
+                               "text on one line", w->what, exact, *c);
         return 0;
     }
     if (!json_is_number(v))

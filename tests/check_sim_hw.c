@@ -77,6 +77,8 @@ static int parse_edited(void (*edit)(json_t *), struct rl_err *e)
 }
 
 static void drop_source(json_t *r) { json_object_del(json_object_get(r, "sources"), "gpu.hbm_gbps"); }
+static void name_with_newline(json_t *r) { json_object_set_new(r, "name", json_string("my-node\nhardware x")); }
+static void model_with_tab(json_t *r) { json_object_set_new(json_object_get(r, "gpu"), "model", json_string("V100\tSXM2")); }
 static void unknown_key(json_t *r) { json_object_set_new(json_object_get(r, "gpu"), "hbm_gbs", json_real(900)); }
 static void negative(json_t *r) { json_object_set_new(json_object_get(r, "gpu"), "h2d_pinned_gbps", json_real(-3)); }
 static void twice(json_t *r)
@@ -163,6 +165,12 @@ START_TEST(hw_bad_profiles_name_the_path)
     ck_assert_ptr_nonnull(strstr(e.msg, "node.sockets[0].cores: must be a number, not an array"));
     ck_assert_int_eq(parse_edited(number_in_socket_list, &e), RL_EINVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "node.sockets[2]: must be an object"));
+    /* A name printed on one line of a table holds no control character (a newline made predict's
+     * hardware row two lines). */
+    ck_assert_int_eq(parse_edited(name_with_newline, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "edited.json: name: a control character (0x0a)"));
+    ck_assert_int_eq(parse_edited(model_with_tab, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "gpu.model: a control character (0x09)"));
     struct sim_hw hw;
     ck_assert_int_eq(sim_hw_parse(&hw, "{\"name\": ", "trunc.json", &e), RL_EINVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "trunc.json"));
