@@ -28,8 +28,8 @@ set style fill solid 1.0 noborder
 set xlabel 'requested ratio' offset 0,0.9
 set xrange [-0.04:1.04]
 set xtics 0.2 format '%.1f'
-set yrange [0:2.5]
-set ytics 0, 0.5, 2 format '%.1f'
+set yrange [0:3]
+set ytics 0, 0.5, 2.5 format '%.1f'
 unset key
 set lmargin at screen 0.0714
 set rmargin at screen 0.4114
@@ -41,13 +41,13 @@ unset label
 unset ylabel
 set label 90 "step time (s)" at screen 0.0114, screen 0.6185 center rotate by 90
 set title "policy deepspeed-0.12, DeepSpeed\047s sequential step"
-set arrow 3 from graph 0, first 0.656682 to graph 1, first 0.656682 nohead lc rgb '#000000' dt 2 lw 1 front
-set y2range [0:2.5]
-set y2tics out nomirror ("0.5" 1.313363, "0.75" 0.875575, "1" 0.656682, "1.5" 0.437788, "3" 0.218894)
+set arrow 3 from graph 0, first 0.763592 to graph 1, first 0.763592 nohead lc rgb '#000000' dt 2 lw 1 front
+set y2range [0:3]
+set y2tics out nomirror ("0.5" 1.527184, "0.75" 1.018123, "1" 0.763592, "1.5" 0.509061, "3" 0.254531)
 set y2label "speedup over ratio 0 (no offload)" offset -1,0
 set object 1 rect from -0.0400, graph 0 to 0.4750, graph 1 fc rgb '#ececec' fs solid 1.0 noborder behind
-set arrow 1 from 0.5000, graph 0.86 to 0.5000, first 1.960700 head size screen 0.012,25 filled lw 1.2 lc rgb '#000000' front
-set label 2 'fastest that fits: 0.50 (1.92 s)' at graph 0.5000, graph 0.93 center front
+set arrow 1 from 0.5000, graph 0.86 to 0.5000, first 2.226667 head size screen 0.012,25 filled lw 1.2 lc rgb '#000000' front
+set label 2 'fastest that fits: 0.50 (2.18 s)' at graph 0.5000, graph 0.93 center front
 plot datafile index 0 using 1:((0+$5)/2):($1-0.0200):($1+0.0200):(0):5 with boxxyerror fc rgb '#0072B2' fs solid 1.0 noborder, \
      datafile index 0 using 1:(($5+$6)/2):($1-0.0200):($1+0.0200):($5):6 with boxxyerror fc rgb '#CC79A7' fs solid 1.0 noborder, \
      datafile index 0 using 1:(($6+$7)/2):($1-0.0200):($1+0.0200):($6):7 with boxxyerror fc rgb '#D55E00' fs solid 1.0 noborder, \
@@ -66,11 +66,11 @@ unset ylabel
 set label 90 "step time (s)" at screen 0.5114, screen 0.6185 center rotate by 90
 set title "policy exact, overlapped step (ratiolab)"
 set arrow 3 from graph 0, first 0.295710 to graph 1, first 0.295710 nohead lc rgb '#000000' dt 2 lw 1 front
-set y2range [0:2.5]
-set y2tics out nomirror ("0.2" 1.478550, "0.25" 1.182840, "0.5" 0.591420, "0.75" 0.394280, "1.5" 0.197140)
+set y2range [0:3]
+set y2tics out nomirror ("0.1" 2.957099, "0.2" 1.478550, "0.25" 1.182840, "0.5" 0.591420, "1" 0.295710)
 set y2label "speedup over ratio 0 (no offload)" offset -1,0
 set object 1 rect from -0.0400, graph 0 to 0.3250, graph 1 fc rgb '#ececec' fs solid 1.0 noborder behind
-set arrow 1 from 0.3500, graph 0.86 to 0.3500, first 0.507987 head size screen 0.012,25 filled lw 1.2 lc rgb '#000000' front
+set arrow 1 from 0.3500, graph 0.86 to 0.3500, first 0.515487 head size screen 0.012,25 filled lw 1.2 lc rgb '#000000' front
 set label 2 'fastest that fits: 0.35 (0.47 s)' at graph 0.3611, graph 0.93 center front
 plot datafile index 1 using 1:((0+$5)/2):($1-0.0200):($1+0.0200):(0):5 with boxxyerror fc rgb '#0072B2' fs solid 1.0 noborder, \
      datafile index 1 using 1:(($5+$6)/2):($1-0.0200):($1+0.0200):($5):6 with boxxyerror fc rgb '#CC79A7' fs solid 1.0 noborder, \
