@@ -26,7 +26,7 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void figure(struct calib_figure *f, const double *v, int n)
+void calib_figure_of(struct calib_figure *f, const double *v, int n)
 {
     f->median = rl_median(v, n);
     f->min = f->max = v[0];
@@ -92,7 +92,7 @@ static int adam_run(int64_t numel, int threads, int reps, struct calib_figure *f
             x[r - 1] = (double)numel / dt;
     }
     if (!rc)
-        figure(f, x, reps);
+        calib_figure_of(f, x, reps);
 out:
     free(p);
     free(m);
@@ -132,7 +132,7 @@ static int copy_run(int64_t bytes, int k, int reps, struct calib_figure *f, stru
         x[r] = gb;
     }
     if (!rc)
-        figure(f, x, reps);
+        calib_figure_of(f, x, reps);
     for (int i = 0; src && dst && i < k; i++) {
         free(src[i]);
         free(dst[i]);
@@ -165,7 +165,7 @@ static int gemm_run(int n, int threads, int reps, struct calib_figure *f, struct
             if (r > 0)
                 x[r - 1] = 2.0 * n * (double)n * n / dt;
         }
-        figure(f, x, reps);
+        calib_figure_of(f, x, reps);
     }
     free(a);
     free(b);
@@ -255,7 +255,7 @@ int calib_measure(const struct calib_opts *o, struct calib *c, struct rl_err *e)
         triad_gbps(a, b, cc, n, t);   /* warm-up */
         for (int r = 0; r < reps; r++)
             x[r] = triad_gbps(a, b, cc, n, t);
-        figure(&c->dram_gbps[t - 1], x, reps);
+        calib_figure_of(&c->dram_gbps[t - 1], x, reps);
     }
     free(a);
     free(b);
@@ -297,7 +297,7 @@ int calib_measure(const struct calib_opts *o, struct calib *c, struct rl_err *e)
         }
         x[r] = (now_s() - t0) * 1e6 / 1000;
     }
-    figure(&c->launch_us, x, reps);
+    calib_figure_of(&c->launch_us, x, reps);
     if ((rc = calib_measure_host(o, c->n_threads, &c->host_costs, e)))
         return rc;
     progress(o, "done", total, total);
@@ -346,10 +346,10 @@ int calib_measure_collectives(struct ex_comm *comm, bool thorough, struct calib 
         if (rc)
             break;
         if (b == min_bytes)
-            figure(&c->collective_latency_us, x, reps);
+            calib_figure_of(&c->collective_latency_us, x, reps);
         if (last) {
-            figure(&c->allgather_busbw_gbps, x, reps);
-            figure(&c->reduce_scatter_busbw_gbps, y, reps);
+            calib_figure_of(&c->allgather_busbw_gbps, x, reps);
+            calib_figure_of(&c->reduce_scatter_busbw_gbps, y, reps);
             c->coll_max_bytes = b;
         }
     }
@@ -504,7 +504,7 @@ static int run_grad_shares(struct ex_comm *comm, const struct calib_run *run, in
     }
     if (!rc) {
         c->run_grad_elements = gcnt * W;
-        figure(&c->run_grad_elems_per_s, x, reps);
+        calib_figure_of(&c->run_grad_elems_per_s, x, reps);
     }
     if (dev)
         be->close(dev);
@@ -567,12 +567,12 @@ static int run_adam_and_copy(struct ex_comm *comm, const struct calib_run *run, 
     }
     if (!rc) {
         c->run_device_adam_numel = n;
-        figure(&c->run_device_adam_elems_per_s, x, reps);
+        calib_figure_of(&c->run_device_adam_elems_per_s, x, reps);
         if (run->host_adam_numel > 0) {
             c->run_host_adam_numel = chunk;
-            figure(&c->run_host_adam_elems_per_s, y, reps);
+            calib_figure_of(&c->run_host_adam_elems_per_s, y, reps);
             c->run_copy_bytes = chunk * 4;
-            figure(&c->run_copy_gbps, z, reps);
+            calib_figure_of(&c->run_copy_gbps, z, reps);
         }
     }
     free(p);
@@ -609,7 +609,7 @@ static int run_triad(struct ex_comm *comm, const struct calib_run *run, int reps
     }
     if (!rc) {
         c->run_triad_bytes = tn * 12;
-        figure(&c->run_mem_gbps, x, reps);
+        calib_figure_of(&c->run_mem_gbps, x, reps);
     }
     free(a);
     free(b);
@@ -658,11 +658,11 @@ static int run_collectives(struct ex_comm *comm, const struct calib_run *run, in
     }
     if (!rc && agb > 0) {
         c->run_allgather_bytes = agb;
-        figure(&c->run_allgather_us, x, reps);
+        calib_figure_of(&c->run_allgather_us, x, reps);
     }
     if (!rc && rsb > 0) {
         c->run_reduce_scatter_bytes = rsb;
-        figure(&c->run_reduce_scatter_us, y, reps);
+        calib_figure_of(&c->run_reduce_scatter_us, y, reps);
     }
     free(in);
     free(out);
@@ -680,7 +680,7 @@ static void run_gemm_rate(const double *gemm_dt, int reps, struct calib *c)
         double t = gemm_dt[r] - (double)n_sync * ag;
         x[r] = c->run_gemm_flop / (t > gemm_dt[r] * 0.5 ? t : gemm_dt[r] * 0.5);
     }
-    figure(&c->run_gemm_flops, x, reps);
+    calib_figure_of(&c->run_gemm_flops, x, reps);
 }
 
 int calib_measure_run(struct ex_comm *comm, const struct calib_run *run, bool thorough, struct calib *c,

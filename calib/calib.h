@@ -23,6 +23,9 @@ struct calib_figure {
 
 typedef void calib_progress_fn(void *ctx, const char *what, int done, int total);
 
+/* f from n >= 1 repeats v: their median, min, max and count (every measurement's figure). */
+void calib_figure_of(struct calib_figure *f, const double *v, int n);
+
 struct calib_opts {
     bool thorough;                 /* larger arrays, more repeats, more GEMM shapes */
     int max_threads;               /* thread counts 1..max_threads (0: the online cores) */

@@ -23,17 +23,6 @@ char *calib_nccl_rs_recv(char *buf, int rank, int64_t bytes_per_rank)
     return buf + (int64_t)rank * bytes_per_rank;
 }
 
-static void figure(struct calib_figure *f, const double *v, int n)
-{
-    f->median = rl_median(v, n);
-    f->min = f->max = v[0];
-    for (int i = 1; i < n; i++) {
-        f->min = v[i] < f->min ? v[i] : f->min;
-        f->max = v[i] > f->max ? v[i] : f->max;
-    }
-    f->repeats = n;
-}
-
 static int64_t now_ns(void)
 {
     struct timespec ts;
@@ -145,7 +134,7 @@ static int measure_copies(const struct ex_backend *be, const struct calib_opts *
                 if (r > 0)
                     x[r - 1] = gb;
             }
-            figure(&kinds[k].f[d], x, reps);
+            calib_figure_of(&kinds[k].f[d], x, reps);
         }
     }
     /* Every device at once: H2D from pinned memory, the sum of each one's rate. */
@@ -165,7 +154,7 @@ static int measure_copies(const struct ex_backend *be, const struct calib_opts *
         if (r > 0)
             x[r - 1] = sum;
     }
-    figure(&g->h2d_all_gbps, x, reps);
+    calib_figure_of(&g->h2d_all_gbps, x, reps);
     return 0;
 }
 
@@ -186,7 +175,7 @@ static int measure_d2d_adam(const struct ex_backend *be, const struct calib_opts
             x[r - 1] = 2 * gb;
     }
     if (!rc)
-        figure(&g->d2d_gbps, x, reps);
+        calib_figure_of(&g->d2d_gbps, x, reps);
     if (dev2)
         be->dev_free(d, dev2, s->bytes);
     RL_TRY(rc);
@@ -213,7 +202,7 @@ static int measure_d2d_adam(const struct ex_backend *be, const struct calib_opts
             x[r - 1] = sec > 0 ? (double)g->adam_numel / sec : 0;
     }
     if (!rc)
-        figure(&g->adam_elems_per_s, x, reps);
+        calib_figure_of(&g->adam_elems_per_s, x, reps);
     for (int i = 0; i < 4; i++)
         if (buf[i])
             be->dev_free(d, buf[i], nb);
@@ -319,7 +308,7 @@ int calib_measure_gpu_gemm(const struct ex_backend *be, const struct calib_run *
                 v[kind][r - 1] = sec > 0 ? flop / sec : 0;
         }
         if (!rc)
-            figure(kind ? &g->bf16_flops : &g->sgemm_flops, v[kind], reps);
+            calib_figure_of(kind ? &g->bf16_flops : &g->sgemm_flops, v[kind], reps);
     }
     if (!rc) {
         g->gemm_flop = flop;
@@ -397,10 +386,10 @@ int calib_measure_nccl(const struct ex_backend *be, struct ex_comm *comm, bool t
             break;
         int k = g->n_nccl_sizes++;
         g->nccl_bytes[k] = bytes;
-        figure(&g->nccl_allgather_busbw_gbps[k], v[0] + 1, reps);
-        figure(&g->nccl_reduce_scatter_busbw_gbps[k], v[1] + 1, reps);
+        calib_figure_of(&g->nccl_allgather_busbw_gbps[k], v[0] + 1, reps);
+        calib_figure_of(&g->nccl_reduce_scatter_busbw_gbps[k], v[1] + 1, reps);
         if (bytes == min_bytes)
-            figure(&g->nccl_latency_us, lat + 1, reps);
+            calib_figure_of(&g->nccl_latency_us, lat + 1, reps);
     }
     if (!rc) {
         g->nccl_ranks = W;

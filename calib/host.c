@@ -22,17 +22,6 @@ static double host_cpu_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void host_figure(struct calib_figure *f, const double *v, int n)
-{
-    f->median = rl_median(v, n);
-    f->min = f->max = v[0];
-    for (int i = 1; i < n; i++) {
-        f->min = v[i] < f->min ? v[i] : f->min;
-        f->max = v[i] > f->max ? v[i] : f->max;
-    }
-    f->repeats = n;
-}
-
 /* c10's CPU allocator (c10/core/impl/alloc_cpu.cpp) takes its memory with posix_memalign at a
  * 64-byte alignment; for blocks above glibc's mmap threshold that is a fresh mmap each time. */
 static void *host_alloc(size_t bytes)
@@ -97,7 +86,7 @@ static int fault_run(int64_t bytes, int t, int reps, struct calib_figure *f, str
         }
     }
     if (!rc)
-        host_figure(f, x, reps);
+        calib_figure_of(f, x, reps);
     for (int i = 0; warm && i < t; i++)
         free(warm[i]);
     free(warm);
@@ -133,7 +122,7 @@ static int memcpy_run(int64_t bytes, int t, int reps, struct calib_figure *f, st
         }
         x[r] = gb;
     }
-    host_figure(f, x, reps);
+    calib_figure_of(f, x, reps);
     free(src);
     free(dst);
     return 0;
@@ -175,7 +164,7 @@ static int cast_run(int64_t n, int t, int reps, struct calib_figure *f, struct r
         }
         x[r] = el;
     }
-    host_figure(f, x, reps);
+    calib_figure_of(f, x, reps);
     free(src);
     free(dst);
     return 0;
