@@ -26,17 +26,6 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-void calib_figure_of(struct calib_figure *f, const double *v, int n)
-{
-    f->median = rl_median(v, n);
-    f->min = f->max = v[0];
-    for (int i = 1; i < n; i++) {
-        f->min = v[i] < f->min ? v[i] : f->min;
-        f->max = v[i] > f->max ? v[i] : f->max;
-    }
-    f->repeats = n;
-}
-
 void calib_opts_default(struct calib_opts *o)
 {
     memset(o, 0, sizeof *o);
