@@ -16,32 +16,12 @@
 #include "traces/layout.h"
 #include "traces/trace.h"
 
-/* Ranks started by mpirun run without LeakSanitizer (under ASan): Open MPI dlclose's its plugins
- * in MPI_Finalize and their leftovers show as "<unknown module>", which tests/lsan.supp cannot
- * name. Our own code is leak-checked by the single-process runs (no mpirun) below. */
-/* gpt-2.7b (TP 8 shard) shrunk 10000 x: 220,418 elements; sub-groups of 1e8 / 1e4 elements. */
-#define SMALL "--backend cpu --scale 10000 --sub-group-size 1e8 --warmup 0"
-#define MPIRUN                                                                                   \
-    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 " \
-    "timeout 120 mpirun --oversubscribe " \
-    "--bind-to none --mca mpi_yield_when_idle 1"
-
-/* The value after "digest " in text (8 hex digits), or "" when absent. */
-static const char *digest_of(const char *text, char out[9])
-{
-    const char *d = text ? strstr(text, "digest ") : NULL;
-    out[0] = 0;
-    if (d && sscanf(d + 7, "%8[0-9a-f]", out) != 1)
-        out[0] = 0;
-    return out;
-}
-
 static void reference(const char *args, char out[9])
 {
     struct tu_run r;
-    tu_ratiolab(&r, "run " SMALL " %s --reference", args);
+    tu_ratiolab(&r, "run " TU_EXEC_SMALL " %s --reference", args);
     ck_assert_msg(r.status == 0, "reference failed: %s", r.err);
-    digest_of(r.out, out);
+    tu_digest_of(r.out, out);
     ck_assert_msg(strlen(out) == 8, "no digest in: %s", r.out);
     tu_run_free(&r);
 }
@@ -50,9 +30,9 @@ static void reference(const char *args, char out[9])
 static void run_ranks(int n, const char *args, char out[9])
 {
     struct tu_run r;
-    tu_sh(&r, MPIRUN " -np %d '%s' run " SMALL " --hash %s", n, tu_bin(), args);
+    tu_sh(&r, TU_MPIRUN " -np %d '%s' run " TU_EXEC_SMALL " --hash %s", n, tu_bin(), args);
     ck_assert_msg(r.status == 0, "run on %d ranks (%s) failed (%d): %s", n, args, r.status, r.err);
-    digest_of(r.out, out);
+    tu_digest_of(r.out, out);
     ck_assert_msg(strlen(out) == 8, "no digest in: %s", r.out);
     tu_run_free(&r);
 }
@@ -66,7 +46,7 @@ START_TEST(digest_matrix_equals_reference)
     static const int worlds[] = {1, 2, 3};
     for (int w = 0; w < 3; w++) {
         struct tu_run r;
-        tu_sh(&r, MPIRUN " -np %d '%s' run " SMALL " --steps 3 --ratios 0,0.1,0.37,0.5,0.9,1 "
+        tu_sh(&r, TU_MPIRUN " -np %d '%s' run " TU_EXEC_SMALL " --steps 3 --ratios 0,0.1,0.37,0.5,0.9,1 "
               "--policies exact,deepspeed-0.12 --schedules overlap,deepspeed-0.12", worlds[w], tu_bin());
         ck_assert_msg(r.status == 0, "world %d failed: %s", worlds[w], r.err);
         int lines = 0;
@@ -75,7 +55,7 @@ START_TEST(digest_matrix_equals_reference)
             int world = 0;
             const char *ws = strstr(l, " world ");
             ck_assert_msg(ws && sscanf(ws, " world %d", &world) == 1 && world == worlds[w], "line: %s", l);
-            ck_assert_msg(strcmp(digest_of(l, d), ref) == 0, "world %d: %s; the reference says %s", worlds[w], l, ref);
+            ck_assert_msg(strcmp(tu_digest_of(l, d), ref) == 0, "world %d: %s; the reference says %s", worlds[w], l, ref);
             lines++;
         }
         ck_assert_msg(lines == 24, "world %d: %d result lines, expected 6 ratios x 2 policies x 2 schedules",
@@ -149,29 +129,29 @@ START_TEST(comm_dtype_16bit_runs)
     char ref[9], ref_bf[9], d[9];
     reference("--steps 2", ref);
     struct tu_run r;
-    tu_sh(&r, MPIRUN " -np 3 '%s' run " SMALL " --steps 2 --ratios 0.5 --schedules overlap,deepspeed-0.12 "
+    tu_sh(&r, TU_MPIRUN " -np 3 '%s' run " TU_EXEC_SMALL " --steps 2 --ratios 0.5 --schedules overlap,deepspeed-0.12 "
           "--comm-dtype fp16", tu_bin());
     ck_assert_msg(r.status == 0, "%s", r.err);
     int lines = 0;
     for (char *save = NULL, *l = strtok_r(r.out, "\n", &save); l; l = strtok_r(NULL, "\n", &save), lines++)
-        ck_assert_msg(strcmp(digest_of(l, d), ref) == 0, "fp16 on 3 ranks: %s; the reference says %s", l, ref);
+        ck_assert_msg(strcmp(tu_digest_of(l, d), ref) == 0, "fp16 on 3 ranks: %s; the reference says %s", l, ref);
     ck_assert_int_eq(lines, 2);
     tu_run_free(&r);
     reference("--steps 2 --dtype bf16", ref_bf);
     ck_assert_str_ne(ref_bf, ref);   /* the 16-bit copy is in the digest */
-    tu_sh(&r, MPIRUN " -np 2 '%s' run " SMALL " --dtype bf16 --ratio 0.37 --steps 2 --comm-dtype bf16 --json", tu_bin());
+    tu_sh(&r, TU_MPIRUN " -np 2 '%s' run " TU_EXEC_SMALL " --dtype bf16 --ratio 0.37 --steps 2 --comm-dtype bf16 --json", tu_bin());
     ck_assert_msg(r.status == 0, "%s", r.err);
     ck_assert_msg(strstr(r.out, "\"comm_dtype\": \"bf16\""), "%s", r.out);
     const char *dg = strstr(r.out, "\"digest\": \"");
     ck_assert_msg(dg && sscanf(dg, "\"digest\": \"%8[0-9a-f]", d) == 1, "%s", r.out);
     ck_assert_str_eq(d, ref_bf);
     tu_run_free(&r);
-    tu_ratiolab(&r, "run " SMALL " --steps 1 --comm-dtype fp16 --hash");
+    tu_ratiolab(&r, "run " TU_EXEC_SMALL " --steps 1 --comm-dtype fp16 --hash");
     ck_assert_msg(r.status == 0, "%s", r.err);
     ck_assert_msg(strstr(r.out, "may differ from the fp32 reference"), "no warning: %s", r.out);
     tu_run_free(&r);
     /* a 16-bit type other than the model's, and an unknown type, are refused */
-    tu_ratiolab(&r, "run " SMALL " --steps 1 --comm-dtype bf16");
+    tu_ratiolab(&r, "run " TU_EXEC_SMALL " --steps 1 --comm-dtype bf16");
     ck_assert_int_eq(r.status, 2);
     ck_assert_msg(strstr(r.err, "--comm-dtype: bf16") && strstr(r.err, "fp16"), "%s", r.err);
     tu_run_free(&r);
@@ -205,14 +185,14 @@ START_TEST(checkpoint_corrupt_or_truncated_is_refused)
     tu_sh(&r, "cp ck/gen-00000001/rank-00001.rlck saved && printf 'X' | dd of=ck/gen-00000001/rank-00001.rlck bs=1 seek=300 conv=notrunc 2>/dev/null");
     ck_assert_int_eq(r.status, 0);
     tu_run_free(&r);
-    tu_ratiolab(&r, "run " SMALL " --load ck --hash");
+    tu_ratiolab(&r, "run " TU_EXEC_SMALL " --load ck --hash");
     ck_assert_int_eq(r.status, 2);
     ck_assert_msg(strstr(r.err, "rank-00001.rlck") && strstr(r.err, "corrupt"), "%s", r.err);
     ck_assert_msg(!strstr(r.out, "digest"), "a refused load printed a digest: %s", r.out);
     tu_run_free(&r);
     tu_sh(&r, "cp saved ck/gen-00000001/rank-00001.rlck && cp ck/gen-00000001/rank-00000.rlck saved0 && truncate -s 1000 ck/gen-00000001/rank-00000.rlck");
     tu_run_free(&r);
-    tu_ratiolab(&r, "run " SMALL " --load ck --save ck --hash");
+    tu_ratiolab(&r, "run " TU_EXEC_SMALL " --load ck --save ck --hash");
     ck_assert_int_eq(r.status, 2);
     ck_assert_msg(strstr(r.err, "truncated"), "%s", r.err);
     tu_run_free(&r);
@@ -231,7 +211,7 @@ START_TEST(checkpoint_corrupt_or_truncated_is_refused)
         tu_sh(&r, "%s", bad[i][0]);
         ck_assert_msg(r.status == 0, "%s: %s", bad[i][0], r.err);
         tu_run_free(&r);
-        tu_ratiolab(&r, "run " SMALL " --load ck --hash");
+        tu_ratiolab(&r, "run " TU_EXEC_SMALL " --load ck --hash");
         ck_assert_int_eq(r.status, 2);
         ck_assert_msg(strstr(r.err, "rank-00000.rlck") && strstr(r.err, bad[i][1]), "%s: %s", bad[i][1], r.err);
         tu_run_free(&r);
@@ -244,7 +224,7 @@ END_TEST
 START_TEST(ledger_equals_plan_on_every_rank)
 {
     struct tu_run r;
-    tu_sh(&r, MPIRUN " -np 3 '%s' run " SMALL " --ratio 0.5 --policy exact --steps 1 --json", tu_bin());
+    tu_sh(&r, TU_MPIRUN " -np 3 '%s' run " TU_EXEC_SMALL " --ratio 0.5 --policy exact --steps 1 --json", tu_bin());
     ck_assert_msg(r.status == 0, "%s", r.err);
     json_error_t je;
     json_t *o = json_loads(r.out, 0, &je);
@@ -324,7 +304,7 @@ START_TEST(prefetch_changes_no_bit_and_overlaps)
                      "\"fp16\": {\"enabled\": true}}", buckets[i]);
             tu_write("prefetch.json", cfg);
             struct tu_run r;
-            tu_sh(&r, MPIRUN " -np %d '%s' run " SMALL " --steps 2 --ds-config prefetch.json --json", w, tu_bin());
+            tu_sh(&r, TU_MPIRUN " -np %d '%s' run " TU_EXEC_SMALL " --steps 2 --ds-config prefetch.json --json", w, tu_bin());
             ck_assert_msg(r.status == 0, "prefetch %s on %d ranks: %s", buckets[i], w, r.err);
             json_error_t je;
             json_t *o = json_loads(r.out, 0, &je);
@@ -365,7 +345,7 @@ START_TEST(gemm_compute_changes_no_bit)
     char ref[9], d[9];
     reference("--steps 1", ref);
     struct tu_run r;
-    tu_ratiolab(&r, "run " SMALL " --steps 1 --ratio 0.5 --compute gemm --seq-len 16 --checkpoint-activations --json");
+    tu_ratiolab(&r, "run " TU_EXEC_SMALL " --steps 1 --ratio 0.5 --compute gemm --seq-len 16 --checkpoint-activations --json");
     ck_assert_msg(r.status == 0, "%s", r.err);
     const char *dg = strstr(r.out, "\"digest\": \"");
     ck_assert_msg(dg && sscanf(dg, "\"digest\": \"%8[0-9a-f]", d) == 1, "%s", r.out);
@@ -566,7 +546,7 @@ END_TEST
 START_TEST(trace_has_a_process_per_rank)
 {
     struct tu_run r;
-    tu_sh(&r, MPIRUN " -np 2 '%s' run " SMALL " --ratio 0.5 --policy exact --steps 1 --trace t.json.gz", tu_bin());
+    tu_sh(&r, TU_MPIRUN " -np 2 '%s' run " TU_EXEC_SMALL " --ratio 0.5 --policy exact --steps 1 --trace t.json.gz", tu_bin());
     ck_assert_msg(r.status == 0, "%s", r.err);
     tu_run_free(&r);
     char path[4200];
@@ -594,10 +574,10 @@ START_TEST(nan_step_is_skipped_without_state_change)
     char one[9], nan2[9];
     run_ranks(2, "--ratio 0.5 --steps 1", one);
     struct tu_run r;
-    tu_sh(&r, MPIRUN " -np 2 '%s' run " SMALL " --ratio 0.5 --steps 2 --inject-nan 2 --hash", tu_bin());
+    tu_sh(&r, TU_MPIRUN " -np 2 '%s' run " TU_EXEC_SMALL " --ratio 0.5 --steps 2 --inject-nan 2 --hash", tu_bin());
     ck_assert_msg(r.status == 0, "%s", r.err);
     ck_assert_msg(strstr(r.out, "skipped    1 step"), "%s", r.out);
-    ck_assert_str_eq(digest_of(r.out, nan2), one);
+    ck_assert_str_eq(tu_digest_of(r.out, nan2), one);
     tu_run_free(&r);
 }
 END_TEST
@@ -605,7 +585,7 @@ END_TEST
 START_TEST(device_memory_too_small)
 {
     struct tu_run r;
-    tu_ratiolab(&r, "run " SMALL " --ratio 0.1 --policy exact --device-mem 3MB");
+    tu_ratiolab(&r, "run " TU_EXEC_SMALL " --ratio 0.1 --policy exact --device-mem 3MB");
     ck_assert_int_eq(r.status, 3);
     long long need = 0, trans = 0, fr = 0;
     double fit = -1;
@@ -617,7 +597,7 @@ START_TEST(device_memory_too_small)
     ck_assert(fit > 0.1 && fit <= 1);
     tu_run_free(&r);
     /* and the ratio it names does fit */
-    tu_ratiolab(&r, "run " SMALL " --ratio %.2f --policy exact --device-mem 3MB --steps 1", fit);
+    tu_ratiolab(&r, "run " TU_EXEC_SMALL " --ratio %.2f --policy exact --device-mem 3MB --steps 1", fit);
     ck_assert_msg(r.status == 0, "%s", r.err);
     tu_run_free(&r);
 }
@@ -626,7 +606,7 @@ END_TEST
 START_TEST(failing_rank_ends_every_rank)
 {
     struct tu_run r;
-    tu_sh(&r, MPIRUN " -np 3 '%s' run " SMALL " --steps 2 --fail-rank 1", tu_bin());
+    tu_sh(&r, TU_MPIRUN " -np 3 '%s' run " TU_EXEC_SMALL " --steps 2 --fail-rank 1", tu_bin());
     ck_assert_msg(r.status != 0 && r.status != 124, "status %d (124: hung)", r.status);
     ck_assert_msg(strstr(r.err, "rank 1: failing on purpose"), "%s", r.err);
     tu_run_free(&r);
@@ -636,11 +616,11 @@ END_TEST
 START_TEST(world_size_and_pipeline_refused)
 {
     struct tu_run r;
-    tu_sh(&r, MPIRUN " -np 2 '%s' run " SMALL " --dp 3", tu_bin());
+    tu_sh(&r, TU_MPIRUN " -np 2 '%s' run " TU_EXEC_SMALL " --dp 3", tu_bin());
     ck_assert_int_ne(r.status, 0);
     ck_assert_msg(strstr(r.err, "3 data-parallel ranks") && strstr(r.err, "started 2"), "%s", r.err);
     tu_run_free(&r);
-    tu_ratiolab(&r, "run " SMALL " --tp 1 --pp 2 --gpus 2");
+    tu_ratiolab(&r, "run " TU_EXEC_SMALL " --tp 1 --pp 2 --gpus 2");
     ck_assert_int_eq(r.status, 2);
     ck_assert_msg(strstr(r.err, "--pp") && strstr(r.err, "pipeline"), "%s", r.err);
     tu_run_free(&r);
@@ -662,7 +642,7 @@ START_TEST(bad_input_and_help)
     ck_assert_int_eq(r.status, 2);
     ck_assert(strstr(r.err, "--scale"));
     tu_run_free(&r);
-    tu_ratiolab(&r, "run " SMALL " --load nowhere");
+    tu_ratiolab(&r, "run " TU_EXEC_SMALL " --load nowhere");
     ck_assert_int_eq(r.status, 2);
     ck_assert(strstr(r.err, "ratiolab run: --load: nowhere/rank-00000.rlck: cannot read it"));
     tu_run_free(&r);

@@ -16,29 +16,13 @@
 #include "tests/util.h"
 
 /* gpt-2.7b (TP 8 shard) shrunk 10000 x, as tests/check_exec.c runs it. */
-#define SMALL "--scale 10000 --sub-group-size 1e8 --warmup 0"
-/* Ranks under mpirun run without LeakSanitizer (tests/check_exec.c says why). */
-#define MPIRUN                                                                                   \
-    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 " \
-    "timeout 120 mpirun --oversubscribe --bind-to none --mca mpi_yield_when_idle 1"
-
-/* The 8 hex digits after "digest " in text, or "" when absent. */
-static const char *digest_of(const char *text, char out[9])
-{
-    const char *d = text ? strstr(text, "digest ") : NULL;
-    out[0] = 0;
-    if (d && sscanf(d + 7, "%8[0-9a-f]", out) != 1)
-        out[0] = 0;
-    return out;
-}
-
 /* One process (no mpirun: also leak-checked under ASan); its digest. */
 static void run_one(const char *args, char out[9])
 {
     struct tu_run r;
-    tu_ratiolab(&r, "run " SMALL " --hash %s", args);
+    tu_ratiolab(&r, "run " TU_EXEC_SMALL " --hash %s", args);
     ck_assert_msg(r.status == 0, "run %s failed (%d): %s", args, r.status, r.err);
-    ck_assert_msg(strlen(digest_of(r.out, out)) == 8, "no digest in: %s", r.out);
+    ck_assert_msg(strlen(tu_digest_of(r.out, out)) == 8, "no digest in: %s", r.out);
     tu_run_free(&r);
 }
 
@@ -54,7 +38,7 @@ START_TEST(checkpoint_after_a_skipped_step_continues_exactly)
     run_one("--ratio 0.5 --steps 4 --inject-nan 2", straight);
     run_one("--ratio 0.5 --steps 2 --inject-nan 2 --save ck", first);
     struct tu_run r;
-    tu_ratiolab(&r, "run " SMALL " --ratio 0.2 --steps 2 --load ck --json");
+    tu_ratiolab(&r, "run " TU_EXEC_SMALL " --ratio 0.2 --steps 2 --load ck --json");
     ck_assert_msg(r.status == 0, "%s", r.err);
     json_t *j = json_loads(r.out, 0, NULL);
     ck_assert_msg(j, "not JSON: %s", r.out);
@@ -80,9 +64,9 @@ END_TEST
 START_TEST(checkpoint_from_two_saves_is_refused)
 {
     struct tu_run r;
-    tu_sh(&r, MPIRUN " -np 2 '%s' run " SMALL " --ratio 0.5 --steps 1 --save a >/dev/null && "
-              MPIRUN " -np 2 '%s' run " SMALL " --ratio 0.5 --steps 1 --load a --inject-nan 2 --save b >/dev/null && "
-              MPIRUN " -np 2 '%s' run " SMALL " --ratio 0.5 --steps 2 --save c >/dev/null && "
+    tu_sh(&r, TU_MPIRUN " -np 2 '%s' run " TU_EXEC_SMALL " --ratio 0.5 --steps 1 --save a >/dev/null && "
+              TU_MPIRUN " -np 2 '%s' run " TU_EXEC_SMALL " --ratio 0.5 --steps 1 --load a --inject-nan 2 --save b >/dev/null && "
+              TU_MPIRUN " -np 2 '%s' run " TU_EXEC_SMALL " --ratio 0.5 --steps 2 --save c >/dev/null && "
               "cp -r b iter && cp a/gen-*/rank-00001.rlck iter/gen-*/ && "
               "cp -r b adam && cp c/gen-*/rank-00001.rlck adam/gen-*/ && "
               "mkdir flat && cp b/gen-*/rank-00000.rlck a/gen-*/rank-00001.rlck flat/",
@@ -91,7 +75,7 @@ START_TEST(checkpoint_from_two_saves_is_refused)
     tu_run_free(&r);
     static const char *const dirs[] = {"iter", "adam", "flat"};
     for (int i = 0; i < 3; i++) {
-        tu_ratiolab(&r, "run " SMALL " --load %s --hash", dirs[i]);
+        tu_ratiolab(&r, "run " TU_EXEC_SMALL " --load %s --hash", dirs[i]);
         ck_assert_msg(r.status == 2, "%s: status %d: %s%s", dirs[i], r.status, r.out, r.err);
         ck_assert_msg(strstr(r.err, "rank-00001.rlck") && strstr(r.err, "another save"), "%s: %s", dirs[i], r.err);
         ck_assert_msg(!strstr(r.out, "digest"), "a refused load printed a digest: %s", r.out);
@@ -128,7 +112,7 @@ static int64_t phase_bytes(json_t *rank, const char *phase)
 static void check_bytes(const char *schedule)
 {
     struct tu_run r;
-    tu_sh(&r, MPIRUN " -np 2 '%s' run " SMALL " --ratio 0.5 --steps 1 --schedule %s --json", tu_bin(), schedule);
+    tu_sh(&r, TU_MPIRUN " -np 2 '%s' run " TU_EXEC_SMALL " --ratio 0.5 --steps 1 --schedule %s --json", tu_bin(), schedule);
     ck_assert_msg(r.status == 0, "%s", r.err);
     json_t *j = json_loads(r.out, 0, NULL);
     ck_assert_msg(j, "not JSON: %s", r.out);

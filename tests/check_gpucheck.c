@@ -244,14 +244,19 @@ START_TEST(reduce_scatter_receives_in_its_own_block)
 }
 END_TEST
 
-/* Every `ratiolab run` of tests/check_exec.c names the cpu backend (SMALL carries it). */
+/* Every `ratiolab run` of tests/check_exec.c names the cpu backend (TU_EXEC_SMALL, tests/util.h,
+ * carries it). */
 START_TEST(exec_tests_name_the_cpu_backend)
 {
     char path[4096];
+    snprintf(path, sizeof path, "%s/tests/util.h", tu_src());
+    char *u = tu_read(path, NULL);
+    ck_assert_msg(u, "cannot read %s", path);
+    ck_assert_msg(strstr(u, "#define TU_EXEC_SMALL \"--backend cpu "), "TU_EXEC_SMALL does not start with --backend cpu");
+    free(u);
     snprintf(path, sizeof path, "%s/tests/check_exec.c", tu_src());
     char *s = tu_read(path, NULL);
     ck_assert_msg(s, "cannot read %s", path);
-    ck_assert_msg(strstr(s, "#define SMALL \"--backend cpu "), "SMALL does not start with --backend cpu");
     int n = 0;
     for (char *line = strtok(s, "\n"); line; line = strtok(NULL, "\n")) {
         if (!strstr(line, "run ") || strstr(line, "run --help") || !(strstr(line, "tu_ratiolab(") || strstr(line, "tu_sh(")))

@@ -389,26 +389,13 @@ START_TEST(deepspeed_log_reader_refuses_out_of_range_dates_and_sizes)
 END_TEST
 
 /* ---- issue 24 item 2, 6: the checkpoint save ------------------------------------------------- */
-#define CK_SMALL "--scale 10000 --sub-group-size 1e8 --warmup 0"
-#define CK_MPIRUN                                                                                     \
-    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 " \
-    "timeout 120 mpirun --oversubscribe --bind-to none --mca mpi_yield_when_idle 1"
-
-/* The digest a command prints ("digest xxxxxxxx"), or "" */
-static void digest_in(const char *out, char d[9])
-{
-    const char *p = out ? strstr(out, "digest ") : NULL;
-    d[0] = 0;
-    if (p && sscanf(p + 7, "%8[0-9a-f]", d) != 1)
-        d[0] = 0;
-}
 
 static void reference_digest(int steps, char d[9])
 {
     struct tu_run r;
-    tu_ratiolab(&r, "run " CK_SMALL " --reference --steps %d", steps);
+    tu_ratiolab(&r, "run " TU_EXEC_SMALL " --reference --steps %d", steps);
     ck_assert_msg(r.status == 0, "%s", r.err);
-    digest_in(r.out, d);
+    tu_digest_of(r.out, d);
     ck_assert_int_eq((int)strlen(d), 8);
     tu_run_free(&r);
 }
@@ -423,7 +410,7 @@ START_TEST(checkpoint_save_killed_anywhere_keeps_a_whole_checkpoint)
     reference_digest(3, ref3);
     reference_digest(4, ref4);
     struct tu_run r;
-    tu_sh(&r, CK_MPIRUN " -np 2 '%s' run " CK_SMALL " --steps 2 --save ck && cp -r ck ck2", tu_bin());
+    tu_sh(&r, TU_MPIRUN " -np 2 '%s' run " TU_EXEC_SMALL " --steps 2 --save ck && cp -r ck ck2", tu_bin());
     ck_assert_msg(r.status == 0, "%s", r.err);
     tu_run_free(&r);
     static const struct { int rank; const char *phase; int keeps; } kills[] = {   /* keeps: 2 old, 3 new, 0 either */
@@ -434,24 +421,24 @@ START_TEST(checkpoint_save_killed_anywhere_keeps_a_whole_checkpoint)
         /* Back to the save of iteration 2 when the last kill left the new one. */
         tu_sh(&r, "rm -rf ck && cp -r ck2 ck");
         tu_run_free(&r);
-        tu_sh(&r, CK_MPIRUN " -np 2 '%s' run " CK_SMALL " --steps 1 --load ck --save ck --fail-rank %d:%s", tu_bin(),
+        tu_sh(&r, TU_MPIRUN " -np 2 '%s' run " TU_EXEC_SMALL " --steps 1 --load ck --save ck --fail-rank %d:%s", tu_bin(),
               kills[i].rank, kills[i].phase);
         ck_assert_msg(r.status != 0, "rank %d killed at %s: exit 0", kills[i].rank, kills[i].phase);
         ck_assert_msg(strstr(r.err, "failing on purpose"), "%s", r.err);
         tu_run_free(&r);
         /* One more step from whatever the folder holds: iteration 3 (old) or 4 (new). */
-        tu_ratiolab(&r, "run " CK_SMALL " --steps 1 --load ck --hash");
+        tu_ratiolab(&r, "run " TU_EXEC_SMALL " --steps 1 --load ck --hash");
         ck_assert_msg(r.status == 0, "rank %d killed at %s: the folder does not load: %s", kills[i].rank,
                       kills[i].phase, r.err);
         char d[9];
-        digest_in(r.out, d);
+        tu_digest_of(r.out, d);
         tu_run_free(&r);
         bool old = strcmp(d, ref3) == 0, new = strcmp(d, ref4) == 0;
         ck_assert_msg(kills[i].keeps == 2 ? old : kills[i].keeps == 3 ? new : old || new,
                       "rank %d killed at %s: digest %s, old %s, new %s", kills[i].rank, kills[i].phase, d, ref3, ref4);
     }
     /* The next whole save removes the debris of the killed ones: one generation, no temporary file. */
-    tu_sh(&r, CK_MPIRUN " -np 2 '%s' run " CK_SMALL " --steps 1 --load ck --save ck", tu_bin());
+    tu_sh(&r, TU_MPIRUN " -np 2 '%s' run " TU_EXEC_SMALL " --steps 1 --load ck --save ck", tu_bin());
     ck_assert_msg(r.status == 0, "%s", r.err);
     tu_run_free(&r);
     tu_sh(&r, "ls -R ck");
@@ -472,10 +459,10 @@ START_TEST(checkpoint_write_failure_is_exit_3_and_keeps_the_previous_one)
     char ref2[9];
     reference_digest(2, ref2);
     struct tu_run r;
-    tu_ratiolab(&r, "run " CK_SMALL " --steps 1 --save ck");
+    tu_ratiolab(&r, "run " TU_EXEC_SMALL " --steps 1 --save ck");
     ck_assert_msg(r.status == 0, "%s", r.err);
     tu_run_free(&r);
-    tu_sh(&r, "trap '' XFSZ; ulimit -f 1; '%s' run " CK_SMALL " --steps 1 --load ck --save ck", tu_bin());
+    tu_sh(&r, "trap '' XFSZ; ulimit -f 1; '%s' run " TU_EXEC_SMALL " --steps 1 --load ck --save ck", tu_bin());
     ck_assert_msg(r.status == 3, "exit %d: %s", r.status, r.err);
     ck_assert_msg(strstr(r.err, "--save: writing ck/gen-00000002/rank-00000.rlck failed: File too large") &&
                   strstr(r.err, "keeps its previous checkpoint"), "%s", r.err);
@@ -483,9 +470,9 @@ START_TEST(checkpoint_write_failure_is_exit_3_and_keeps_the_previous_one)
     tu_sh(&r, "ls -R ck");
     ck_assert_msg(!strstr(r.out, "tmp") && !strstr(r.out, "gen-00000002"), "%s", r.out);
     tu_run_free(&r);
-    tu_ratiolab(&r, "run " CK_SMALL " --steps 1 --load ck --hash");
+    tu_ratiolab(&r, "run " TU_EXEC_SMALL " --steps 1 --load ck --hash");
     char d[9];
-    digest_in(r.out, d);
+    tu_digest_of(r.out, d);
     ck_assert_msg(r.status == 0 && strcmp(d, ref2) == 0, "%s %s", d, r.err);
     tu_run_free(&r);
 }

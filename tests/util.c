@@ -253,3 +253,12 @@ bool tu_long(void)
     const char *v = getenv("RL_TEST_LONG");
     return v && strcmp(v, "1") == 0;
 }
+
+const char *tu_digest_of(const char *text, char out[9])
+{
+    const char *d = text ? strstr(text, "digest ") : NULL;
+    out[0] = 0;
+    if (d && sscanf(d + 7, "%8[0-9a-f]", out) != 1)
+        out[0] = 0;
+    return out;
+}

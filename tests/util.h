@@ -65,6 +65,18 @@ const char *tu_shared_example(const char *name, bool *found);
 /* True when RL_TEST_LONG=1 (`make test-long`, `make mutate`): the long loop tests run at their
  * full length; `make test` runs their shorter form, chosen to kill the same mutants. */
 bool tu_long(void);
+/* The executor tests' small run: gpt-2.7b (TP 8 shard) shrunk 10000 x, 220,418 elements, sub-groups
+ * of 1e8 / 1e4 elements, on the cpu backend (named: a GPU machine must not pick cuda for these). */
+#define TU_EXEC_SMALL "--backend cpu --scale 10000 --sub-group-size 1e8 --warmup 0"
+/* mpirun as the tests start it, root allowed. Ranks started by mpirun run without LeakSanitizer
+ * (under ASan): Open MPI dlclose's its plugins in MPI_Finalize and their leftovers show as
+ * "<unknown module>", which tests/lsan.supp cannot name; our own code is leak-checked by the
+ * single-process runs. */
+#define TU_MPIRUN                                                                                \
+    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 " \
+    "timeout 120 mpirun --oversubscribe --bind-to none --mca mpi_yield_when_idle 1"
+/* The 8 hex digits after "digest " in text (a `run --hash` line), or "" when absent; returns out. */
+const char *tu_digest_of(const char *text, char out[9]);
 /* Seed for randomized tests: $RL_SEED when set, else from the time; printed either way. */
 unsigned long tu_seed(const char *test);
 
