@@ -59,47 +59,89 @@ json.dump(cells, open(out, "w"), indent=1)
 print("ds-oracle: %d cells per launch" % len(cells))
 EOF
 
-for v in $versions; do
-    py=$(scripts/ds-oracle-venv.sh "$v" "$dir")
+# One chain per release, the chains side by side: its venv (made or reused), then its launches (1
+# and 2 ranks side by side: the 1-rank launch keeps a core busy while the 2-rank one waits in its
+# collectives), then the example launch. The first launch of a release builds DeepSpeed's CPU Adam
+# (and on 0.19 its shm op) into $dir/ext-<version>, torch's JIT cache: the other launch waits for
+# that build (torch's lock file) and every later run loads it. Each part's wall seconds go to
+# $runs/timings.tsv.
+timings=$runs/timings.tsv
+: > "$timings"
+stamp() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >> "$timings"; }
+
+launch() {  # launch VERSION PYTHON NRANKS CELLS OUTDIR LOG PORT
+    local v=$1 py=$2 n=$3 cells=$4 out=$5 log=$6 p=$7 t rc=0
+    mkdir -p "$out"
+    t=$(date +%s.%N)
+    # One OpenMP/torch thread per rank: the ranks share the machine's cores.
+    DS_ORACLE_LAUNCH_T0=$t DS_ACCELERATOR=cpu OMP_NUM_THREADS=1 TORCH_EXTENSIONS_DIR="$dir/ext-$v" \
+        "$py" -m torch.distributed.run --nproc_per_node "$n" --master_port "$p" \
+        scripts/ds_oracle.py --cells "$cells" --out "$out" > "$log" 2>&1 || rc=$?
+    stamp "$v" "launch $(basename "$out") ($n rank(s))" "$(python3 -c 'import sys,time; print("%.1f" % (time.time() - float(sys.argv[1])))' "$t")"
+    return $rc
+}
+
+chain() {  # chain VERSION INDEX: one release, start to end
+    local v=$1 k=$2 py t n pids="" rc=0 pid
+    t=$(date +%s)
+    py=$(scripts/ds-oracle-venv.sh "$v" "$dir" 2> "$runs/venv-$v.log" | tail -1) \
+        || { echo "ds-oracle: DeepSpeed $v: venv failed (see $runs/venv-$v.log)" >&2; return 1; }
+    stamp "$v" venv "$(( $(date +%s) - t ))"
     echo "ds-oracle: DeepSpeed $v venv ready after $(( $(date +%s) - t0 )) s" >&2
     for n in $ranks; do
-        out=$runs/$v-np$n
-        mkdir -p "$out"
         echo "ds-oracle: DeepSpeed $v, $n rank(s): torchrun --nproc_per_node $n scripts/ds_oracle.py" >&2
-        # One OpenMP/torch thread per rank: the ranks share the machine's cores. The CPU Adam and
-        # shm ops are built once per release into $dir/ext-<version> (torch's JIT cache).
-        rc=0
-        DS_ACCELERATOR=cpu OMP_NUM_THREADS=1 TORCH_EXTENSIONS_DIR="$dir/ext-$v" \
-            "$py" -m torch.distributed.run --nproc_per_node "$n" --master_port $((port + n)) \
-            scripts/ds_oracle.py --cells "$runs/cells.json" --out "$out" > "$out/launch.log" 2>&1 || rc=$?
-        grep "^ds_oracle:" "$out/launch.log" | tail -1 >&2 || true
-        [ $rc -eq 0 ] || echo "ds-oracle: launch exited $rc (see $out/launch.log)" >&2
+        launch "$v" "$py" "$n" "$runs/cells.json" "$runs/$v-np$n" "$runs/$v-np$n/launch.log" \
+            $((port + 10 * k + n)) &
+        pids="$pids $!"
     done
+    for pid in $pids; do
+        wait "$pid" || rc=1
+    done
+    for n in $ranks; do
+        grep "^ds_oracle:" "$runs/$v-np$n/launch.log" | tail -1 | sed "s/^/ds-oracle: $v np$n: /" >&2 || true
+    done
+    [ $rc -eq 0 ] || echo "ds-oracle: DeepSpeed $v: a launch failed (see $runs/$v-np*/launch.log)" >&2
     # The shipped example: one cell alone in its own launch, so its log is all a user would have
     # (stdout and stderr of the launch, DeepSpeed's accelerator line included).
-    ex=$dir/oracle-example/$v
+    local ex=$dir/oracle-example/$v
     rm -rf "$ex"
     mkdir -p "$ex"
     python3 -c 'import json,sys; c=[x for x in json.load(open(sys.argv[1])) if x["id"]==sys.argv[2]]; json.dump(c,open(sys.argv[3],"w"))' \
         "$runs/cells.json" gpt2-tiny-hf-n8-split-r0.5 "$ex/cells.json"
-    DS_ACCELERATOR=cpu OMP_NUM_THREADS=1 TORCH_EXTENSIONS_DIR="$dir/ext-$v" \
-        "$py" -m torch.distributed.run --nproc_per_node 1 --master_port $((port + 10)) \
-        scripts/ds_oracle.py --cells "$ex/cells.json" --out "$ex" > "$ex/deepspeed.log" 2>&1 || true
-done
+    launch "$v" "$py" 1 "$ex/cells.json" "$ex" "$ex/deepspeed.log" $((port + 10 * k + 9)) || true
+    return $rc
+}
 
-# validate --probe on every cell's rank-0 probe.
+k=0
+cpids=""
+for v in $versions; do
+    chain "$v" "$k" &
+    cpids="$cpids $!"
+    k=$((k + 1))
+done
+launch_rc=0
+for pid in $cpids; do
+    wait "$pid" || launch_rc=1
+done
+stamp all "venvs and launches" "$(( $(date +%s) - t0 ))"
+
+# validate --probe on every cell's rank-0 probe (the model and layout of each read in one pass).
+t=$(date +%s)
 verdicts=$runs/verdicts.tsv
 : > "$verdicts"
-for p in "$runs"/*/*/probe.json; do
-    [ -f "$p" ] || continue
-    cell=$(dirname "$p")
-    model=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["oracle"]["model"])' "$p")
-    groups=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["oracle"]["param_groups"])' "$p")
+python3 -c '
+import glob, json, os, sys
+for p in sorted(glob.glob(os.path.join(sys.argv[1], "*", "*", "probe.json"))):
+    o = json.load(open(p))["oracle"]
+    print("%s\t%s\t%s" % (p, o["model"], o["param_groups"]))
+' "$runs" > "$runs/validate-list.tsv"
+while IFS=$'\t' read -r p model groups; do
     rc=0
     "$bin" validate --probe "$p" --model "tests/deepspeed/models/$model" --param-groups "$groups" \
-        > "$cell/validate.txt" 2>&1 || rc=$?
+        > "$(dirname "$p")/validate.txt" 2>&1 || rc=$?
     printf '%s\t%s\n' "$p" "$rc" >> "$verdicts"
-done
+done < "$runs/validate-list.tsv"
+stamp all "validate --probe ($(wc -l < "$verdicts") cells)" "$(( $(date +%s) - t ))"
 
 rc=0
 python3 scripts/ds_oracle_record.py --runs "$runs" --verdicts "$verdicts" --out tests/deepspeed/observed \
@@ -118,6 +160,9 @@ newest=$(echo $versions | tr ' ' '\n' | tail -1)
 p=$dir/oracle-example/$newest/gpt2-tiny-hf-n8-split-r0.5/probe.json
 [ -f "$p" ] && cp "$p" "$ex/probe.json"
 
+stamp all total "$(( $(date +%s) - t0 ))"
+column -t -s $'\t' "$timings" | sed 's/^/ds-oracle: seconds: /' >&2
 echo "ds-oracle: matrix in $runs/matrix.md; $(( $(date +%s) - t0 )) s in all" >&2
 git --no-pager diff --stat -- tests/deepspeed || true
+[ $launch_rc -eq 0 ] || rc=1
 exit $rc

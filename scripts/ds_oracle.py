@@ -20,6 +20,10 @@ sub-group, so every sub-group would run DeepSpeedCPUAdam; with "cpu:0" the sub-g
 keeps on the "device" take the backup optimizer (torch.optim.AdamW), as on a GPU.
 """
 
+import time as _time
+
+_T_MAIN = _time.time()  # this process's first line, before torch is imported
+
 import argparse
 import gc
 import hashlib
@@ -121,10 +125,12 @@ def run_cell(cell, out, ds_ver):
     acc = get_accelerator()
     old_name = acc._name
     t0 = time.perf_counter()
+    ph = Phases()
     try:
         if cell["mode"] == "split":
             acc._name = "cpu:0"
         model = build_model(cell["model_path"])
+        ph.mark("model")
         groups = param_groups(model, cell["param_groups"], 0.01)
         sgs = resolve_sgs(cell, model, groups, dist.get_world_size())
         offload = {"device": "cpu", "pin_memory": True, "ratio": cell["ratio"]}
@@ -142,8 +148,10 @@ def run_cell(cell, out, ds_ver):
         with open(os.path.join(cdir, "ds_config.json"), "w") as f:
             json.dump(config, f, indent=1)
         engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=groups, config=config)
+        ph.mark("initialize")
         use_probe = cell.get("probe", True)
         probe = ratiolab_probe.attach(engine, out=os.path.join(cdir, "probe.json"), digest_step=STEPS) if use_probe else None
+        ph.mark("probe_attach")
         gen = torch.Generator().manual_seed(1000 + rank)
         vocab = model.config.vocab_size
         losses = []
@@ -153,7 +161,9 @@ def run_cell(cell, out, ds_ver):
             engine.backward(loss)
             engine.step()
             losses.append(float(loss.detach().float()))
+        ph.mark("steps")
         digest_full = full_fp32_digest(engine, model)
+        ph.mark("full_digest")
         if probe is None:   # the twin of a probed cell: the same run without the probe
             if rank == 0:
                 with open(os.path.join(cdir, "noprobe.json"), "w") as f:
@@ -163,11 +173,13 @@ def run_cell(cell, out, ds_ver):
             del engine, model, groups
             return None
         doc = probe.document()
+        ph.mark("probe_document")
         doc["oracle"] = {
             "cell": cell["id"], "model": os.path.basename(cell["model_path"]),
             "param_groups": cell["param_groups"], "mode": cell["mode"], "ratio": cell["ratio"],
             "sub_group_size": sgs, "sub_groups_asked": cell["sub_group_size"], "losses": losses,
             "fp32_full_sha256": digest_full, "cell_seconds": round(time.perf_counter() - t0, 3),
+            "phase_seconds": ph.seconds,
         }
         path = ratiolab_probe._rank_path(os.path.join(cdir, "probe.json"), rank)
         with open(path, "w") as f:
@@ -188,6 +200,38 @@ def run_cell(cell, out, ds_ver):
         if log:
             log.close()
         gc.collect()
+        gc.freeze()
+
+
+class Phases:
+    """Wall seconds of a cell's parts (model, initialize, probe_attach, steps, full_digest,
+    probe_document), for the launch's profile; not recorded in tests/deepspeed."""
+
+    def __init__(self):
+        self.t = time.perf_counter()
+        self.seconds = {}
+
+    def mark(self, name):
+        now = time.perf_counter()
+        self.seconds[name] = round(now - self.t, 3)
+        self.t = now
+
+
+def harness_speedups():
+    """Two costs of the harness, not of DeepSpeed's work, cut without touching what a step computes:
+    * py-cpuinfo's get_cpu_info() starts a subprocess (about 0.3-1.8 s here) and DeepSpeedCPUAdam
+      calls it in every constructor, i.e. once per cell: the first answer is kept and copies of it
+      returned (the machine does not change during a launch).
+    * gc.collect() walks every object the imports of torch, transformers and DeepSpeed made (0.25 s
+      to 1.1 s per call here); DeepSpeed 0.14's see_memory_usage(force=True) calls it ten times per
+      engine, the oracle once per cell. gc.freeze() after the imports (and after each cell's
+      collection) moves the survivors out of the collector's generations: a later gc.collect()
+      only looks at what the cell made. Objects are freed by reference counts as before."""
+    import copy
+    import functools
+    import cpuinfo
+    once = functools.lru_cache(maxsize=1)(cpuinfo.get_cpu_info)
+    cpuinfo.get_cpu_info = lambda: copy.deepcopy(once())
 
 
 def torch_compat():
@@ -213,8 +257,17 @@ def main():
     ap.add_argument("--cells", required=True)
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
+    t_torch = time.time()
     shims = torch_compat()
+    harness_speedups()
     import deepspeed
+    import transformers  # noqa: F401 -- imported once here, timed with DeepSpeed
+    import transformers.models.gpt2.modeling_gpt2  # noqa: F401 -- the lazy model modules, before the freeze
+    import transformers.models.llama.modeling_llama  # noqa: F401
+    import deepspeed.ops.adam  # noqa: F401
+    gc.collect()
+    gc.freeze()
+    t_import = time.time()
     # DeepSpeed's logger at INFO, so its configuration and version lines are logged (0.19 starts it
     # at WARNING; a user sets the launcher's --log_level info or "log_level": "info" for the same).
     from deepspeed.utils import logging as ds_logging
@@ -223,17 +276,26 @@ def main():
     else:
         ds_logging.logger.setLevel(logging.INFO)
     deepspeed.init_distributed(dist_backend="gloo")
+    t_dist = time.time()
     with open(a.cells) as f:
         cells = json.load(f)
     failed = 0
     t0 = time.perf_counter()
+    launch0 = float(os.environ.get("DS_ORACLE_LAUNCH_T0", _T_MAIN))
+    if dist.get_rank() == 0:
+        print("ds_oracle: profile: launcher to main %.2f s, import torch %.2f s, import deepspeed+transformers "
+              "%.2f s, init_distributed %.2f s" % (_T_MAIN - launch0, t_torch - _T_MAIN, t_import - t_torch,
+                                                   t_dist - t_import), flush=True)
     for k, cell in enumerate(cells):
+        c0 = time.perf_counter()
         err = run_cell(cell, a.out, deepspeed.__version__)
+        c1 = time.perf_counter()
         dist.barrier()
         if err:
             failed += 1
         if dist.get_rank() == 0:
-            print("ds_oracle: [%d/%d] %s %s" % (k + 1, len(cells), cell["id"], err or "ok"), flush=True)
+            print("ds_oracle: [%d/%d] %s %s %.2f s (barrier %.2f s)" % (k + 1, len(cells), cell["id"], err or "ok",
+                                                                       c1 - c0, time.perf_counter() - c1), flush=True)
     if dist.get_rank() == 0:
         print("ds_oracle: %d cells, %d failed, %.1f s" % (len(cells), failed, time.perf_counter() - t0), flush=True)
     dist.barrier()

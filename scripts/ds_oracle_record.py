@@ -36,6 +36,7 @@ def trim(doc):
     out["digest"] = None if dg is None else {k: dg.get(k) for k in ("step", "algorithm", "sha256", "subgroups")}
     o = dict(doc.get("oracle") or {})
     o.pop("cell_seconds", None)
+    o.pop("phase_seconds", None)
     out["oracle"] = o
     return out
 
