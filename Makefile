@@ -302,10 +302,10 @@ mutate: deps-quiet
 # the matrix of scripts/ds-oracle.sh, validate --probe on every cell, the observations recorded
 # into tests/deepspeed/observed/ (which `make test` checks without any Python).
 # DeepSpeed 0.14's CPU Adam asks numactl for the NUMA layout (deepspeed/utils/numa.py).
+# build/ratiolab is built by the script while pip makes the venvs (DS_ORACLE_BUILD).
 ds-oracle: deps-quiet
 	@scripts/deps.sh --quiet numactl
-	@$(INNER) $(BIN)
-	@scripts/ds-oracle.sh
+	@DS_ORACLE_BUILD="$(INNER) -j$(JOBS) $(BIN)" scripts/ds-oracle.sh
 .PHONY: ds-oracle
 
 # ---- demo, bench, install -----------------------------------------------------------------------

@@ -114,6 +114,7 @@ class Probe:
         self._t_start = None
         self._written = False
         self._timer_seen = {}
+        self._timer_logged = {}
         self._timer_pending = []
         self.after_init = self._memory()
         self.host_after_init = _proc_status()
@@ -192,6 +193,40 @@ class Probe:
 
         eng.forward = forward
         eng.step = step_
+        if self.static["wall_clock_breakdown"]:
+            self._wrap_timers_log()
+
+    def _wrap_timers_log(self):
+        """DeepSpeed's engine.step() logs its micro timers at the end of every step when the
+        wall-clock breakdown is on (timers.log(..., reset=True) clears their records) and the
+        global ones every steps_per_print steps: their records are taken, unread, just before the
+        log clears them, so the step's own snapshot still has them."""
+        timers = getattr(self.engine, "timers", None)
+        table = getattr(timers, "timers", None)
+        orig = getattr(timers, "log", None)
+        if not isinstance(table, dict) or not callable(orig):
+            return
+        probe = self
+
+        def log(names, *a, **k):
+            c0 = time.thread_time_ns()
+            t0 = time.perf_counter_ns()
+            reset = k.get("reset", a[1] if len(a) > 1 else True)
+            for name in names or ():
+                recs = getattr(table.get(name), "event_timers", None)
+                if not isinstance(recs, list):
+                    continue
+                seen = probe._timer_seen.get(name, 0)
+                if len(recs) < seen:
+                    seen = 0
+                if len(recs) > seen:
+                    probe._timer_logged.setdefault(name, []).extend(recs[seen:])
+                probe._timer_seen[name] = 0 if reset else len(recs)
+            probe.overhead_ns += time.perf_counter_ns() - t0
+            probe.overhead_cpu_ns += time.thread_time_ns() - c0
+            return orig(names, *a, **k)
+
+        timers.log = log
 
     def _timers_snapshot(self):
         """The DeepSpeed timers' records added since the last step, kept unread (reading a CUDA
@@ -200,7 +235,8 @@ class Probe:
         table = getattr(timers, "timers", None)
         if not isinstance(table, dict):
             return {}
-        new = {}
+        new = self._timer_logged   # what timers.log took during the step, then what is still there
+        self._timer_logged = {}
         for name, t in table.items():
             recs = getattr(t, "event_timers", None)
             if not isinstance(recs, list):
@@ -209,7 +245,7 @@ class Probe:
             if len(recs) < seen:  # DeepSpeed logged and cleared them
                 seen = 0
             if len(recs) > seen:
-                new[name] = list(recs[seen:])
+                new.setdefault(name, []).extend(recs[seen:])
             self._timer_seen[name] = len(recs)
         return new
 

@@ -14,7 +14,9 @@
 # same), DS_ORACLE_SGS ("n1 n2 n8": sub-groups per param group), DS_ORACLE_MODES
 # ("stock split"), DS_ORACLE_LAYOUTS ("flat hf"), DS_ORACLE_MODELS (all of tests/deepspeed/models),
 # DS_ORACLE_DIR (build-ds: the venvs and the JIT cache), DS_ORACLE_RUNS (DIR/oracle: the runs),
-# DS_ORACLE_PORT (29500: the launches' master ports start there), RATIOLAB_BIN (build/ratiolab).
+# DS_ORACLE_PORT (29500: the launches' master ports start there), RATIOLAB_BIN (build/ratiolab),
+# DS_ORACLE_BUILD (a command that builds RATIOLAB_BIN, run while the venvs are made: `make
+# ds-oracle` passes its own build of build/ratiolab, so a fresh clone compiles while pip downloads).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,9 +35,16 @@ runs=${DS_ORACLE_RUNS:-$dir/oracle}
 port=${DS_ORACLE_PORT:-29500}
 t0=$(date +%s)
 
-[ -x "$bin" ] || { echo "ds-oracle: $bin: not built (make build/ratiolab)" >&2; exit 2; }
 rm -rf "$runs"
 mkdir -p "$runs"
+build_pid=""
+if [ -n "${DS_ORACLE_BUILD:-}" ]; then
+    (t=$(date +%s); rc=0; $DS_ORACLE_BUILD > "$runs/build.log" 2>&1 || rc=$?
+     printf 'all\tbuild ratiolab\t%s\n' "$(( $(date +%s) - t ))" >> "$runs/build-time.tsv"; exit $rc) &
+    build_pid=$!
+else
+    [ -x "$bin" ] || { echo "ds-oracle: $bin: not built (make build/ratiolab)" >&2; exit 2; }
+fi
 
 # The matrix, as JSON, in the order the cells run.
 M="$models" L="$layouts" S="$sgs" MO="$modes" R="$ratios" SR="$stock_ratios" \
@@ -52,9 +61,11 @@ for m in env["M"].split():
                     cells.append({"id": "%s-%s-%s-%s-r%s" % (m[:-5], layout, s, mode, r), "model_path": mdir + "/" + m,
                                   "param_groups": layout, "mode": mode, "ratio": float(r), "sub_group_size": s})
 # The probe must not change the run: one cell again without it (its digest must be the same).
+# And one with DeepSpeed's wall-clock breakdown on, so the probe reads DeepSpeed's own timers.
 twin = [c for c in cells if c["id"].endswith("-hf-n8-split-r0.5")][:1]
 for c in twin:
     cells.append(dict(c, id=c["id"] + "-noprobe", probe=False))
+    cells.append(dict(c, id=c["id"] + "-timers", wall_clock_breakdown=True))
 json.dump(cells, open(out, "w"), indent=1)
 print("ds-oracle: %d cells per launch" % len(cells))
 EOF
@@ -124,6 +135,10 @@ for pid in $cpids; do
     wait "$pid" || launch_rc=1
 done
 stamp all "venvs and launches" "$(( $(date +%s) - t0 ))"
+if [ -n "$build_pid" ]; then
+    wait "$build_pid" || { echo "ds-oracle: building $bin failed (see $runs/build.log)" >&2; exit 2; }
+    cat "$runs/build-time.tsv" >> "$timings"
+fi
 
 # validate --probe on every cell's rank-0 probe (the model and layout of each read in one pass).
 t=$(date +%s)
