@@ -41,6 +41,36 @@ def trim(doc):
     return out
 
 
+def pivot(rows, verdict_of):
+    """The matrix as the closing table: one row per launch x model x param groups x sub-groups
+    asked x mode, one column per ratio; each cell "offloaded/sub-groups VERDICT digest" (the fp32
+    digest over every parameter, gathered from every rank, first 8 hex digits). Then, per row, how
+    many different digests its ratios gave."""
+    ratios = sorted(set((d.get("oracle") or {}).get("ratio") for _, _, d, _ in rows if d is not None))
+    table = {}
+    for launch, cell, doc, v in rows:
+        if doc is None:
+            continue
+        o = doc.get("oracle") or {}
+        if cell.endswith("-timers"):
+            continue
+        key = (launch, o.get("model", "")[:-5], o.get("param_groups"), o.get("sub_groups_asked"), o.get("mode"))
+        subs = (doc.get("placement") or {}).get("subgroups") or []
+        off = sum(1 for x in subs if x.get("assigned_device") == "cpu")
+        table.setdefault(key, {})[o.get("ratio")] = ("%d/%d %s %s" % (off, len(subs), verdict_of(v),
+                                                                      o.get("fp32_full_sha256", "")[:8]),
+                                                     o.get("fp32_full_sha256", "")[:8])
+    head = "| launch | model | groups | sub-groups asked | mode | " + " | ".join("ratio %g" % r for r in ratios) + \
+           " | digests |"
+    out = [head, "|" + "---|" * (6 + len(ratios))]
+    for key in sorted(table):
+        row = table[key]
+        cells = [row[r][0] if r in row else "-" for r in ratios]
+        distinct = len(set(x[1] for x in row.values()))
+        out.append("| %s | %s | %s | %s | %s | %s | %d |" % (key + (" | ".join(cells), distinct)))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", required=True)
@@ -114,7 +144,7 @@ def main():
         if not same:
             failed += 1
         out.append("probe off vs on, %s %s: fp32 digest %s" % (launch, t["cell"], "equal" if same else "DIFFERENT"))
-    text = "\n".join(out) + "\n"
+    text = "\n".join(pivot(rows, verdict_of=lambda v: {0: "PASS", 1: "FAIL", 2: "refused"}.get(v, "not run")) + [""] + out) + "\n"
     if a.table:
         with open(a.table, "w") as f:
             f.write(text)
