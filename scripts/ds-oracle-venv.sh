@@ -11,6 +11,7 @@
 # about 5 GB per venv, downloaded once.
 #
 # Usage: scripts/ds-oracle-venv.sh VERSION [DIR]   (DIR default: build-ds under the repository root)
+# DS_ORACLE_WHEELS=FOLDER keeps the downloaded wheels there (about 2.5 GB per torch release).
 # Prints the venv's python on its last line.
 set -euo pipefail
 
@@ -26,11 +27,27 @@ if [ "$(cat "$venv/.stamp" 2>/dev/null)" != "$stamp" ]; then
     mkdir -p "$dir"
     echo "ds-oracle-venv: creating $venv from $req" >&2
     python3 -m venv "$venv"
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req" >&2
+    if [ -n "${DS_ORACLE_WHEELS:-}" ]; then
+        # The wheels kept in a folder (both releases share it), so a venv made again downloads
+        # nothing; pip's own HTTP cache is left on, but it keeps nothing here when the index's
+        # responses carry no cache headers (as this machine's mirror's do).
+        mkdir -p "$DS_ORACLE_WHEELS"
+        "$venv/bin/python" -m pip download -q --disable-pip-version-check -d "$DS_ORACLE_WHEELS" -r "$req" >&2
+        "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-index \
+            --find-links "$DS_ORACLE_WHEELS" -r "$req" >&2
+    else
+        "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req" >&2
+    fi
     # DeepSpeed ships as a source archive whose setup.py imports torch: no build isolation, so it
     # sees the venv's torch; DS_BUILD_OPS=0 leaves the C++ ops to the JIT at run time.
+    local_src=()
+    if [ -n "${DS_ORACLE_WHEELS:-}" ]; then
+        DS_BUILD_OPS=0 "$venv/bin/python" -m pip download -q --disable-pip-version-check --no-deps \
+            --no-build-isolation -d "$DS_ORACLE_WHEELS" "deepspeed==$v" >&2
+        local_src=(--no-index --find-links "$DS_ORACLE_WHEELS")
+    fi
     DS_BUILD_OPS=0 "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
-        --no-build-isolation "deepspeed==$v" >&2
+        --no-build-isolation "${local_src[@]}" "deepspeed==$v" >&2
     echo "$stamp" > "$venv/.stamp"
 fi
 echo "$venv/bin/python"

@@ -14,6 +14,7 @@
 # same), DS_ORACLE_SGS ("n1 n2 n8": sub-groups per param group), DS_ORACLE_MODES
 # ("stock split"), DS_ORACLE_LAYOUTS ("flat hf"), DS_ORACLE_MODELS (all of tests/deepspeed/models),
 # DS_ORACLE_DIR (build-ds: the venvs and the JIT cache), DS_ORACLE_RUNS (DIR/oracle: the runs),
+# DS_ORACLE_WHEELS (unset: a folder that keeps the wheels pip downloads; scripts/ds-oracle-venv.sh),
 # DS_ORACLE_PORT (29500: the launches' master ports start there), RATIOLAB_BIN (build/ratiolab),
 # DS_ORACLE_BUILD (a command that builds RATIOLAB_BIN, run while the venvs are made: `make
 # ds-oracle` passes its own build of build/ratiolab, so a fresh clone compiles while pip downloads).
