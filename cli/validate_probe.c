@@ -53,6 +53,13 @@ static void print_probe(const char *path, const struct plan_setup *c, const stru
                    100.0 * (double)pr->overhead_cpu_ns / (double)pr->step_total_ns);
         printf("\n");
     }
+    if (pr->n_timers > 0) {
+        printf("timers     DeepSpeed's wall-clock breakdown, ms, median of the steps%s:",
+               pr->n_steps > 1 ? " after the first" : "");
+        for (int t = 0; t < pr->n_timers; t++)
+            printf("%s%s %.2f", t % 5 ? ", " : "\n             ", pr->timers[t].name, pr->timers[t].median_ms);
+        printf("\n");
+    }
     if (pr->digest_step >= 0)
         printf("digest     DeepSpeed's fp32 master after step %d (this rank): %s\n", pr->digest_step, pr->digest);
     else
@@ -95,6 +102,10 @@ static json_t *probe_json(const char *path, const struct plan_setup *c, const st
     json_object_set_new(o, "probe_overhead_ns", json_integer(pr->overhead_ns));
     json_object_set_new(o, "probe_overhead_cpu_ns", pr->overhead_cpu_ns >= 0 ? json_integer(pr->overhead_cpu_ns) : json_null());
     json_object_set_new(o, "step_wall_ns_total", json_integer(pr->step_total_ns));
+    json_t *tm = json_object();
+    for (int t = 0; t < pr->n_timers; t++)
+        json_object_set_new(tm, pr->timers[t].name, json_real(pr->timers[t].median_ms));
+    json_object_set_new(o, "timers_median_ms", tm);
     json_object_set_new(o, "verdict", json_string(val_status_name(r->overall)));
     return o;
 }

@@ -8,7 +8,8 @@
 # which numpy 2 removed, so it gets torch 2.3.1 and numpy 1.26.4; 0.19.8 gets torch 2.5.1.
 # A venv is reused while its stamp (the lock file's hash and the DeepSpeed version) matches, and
 # made anew otherwise. The torch wheels from PyPI run on the CPU and carry the CUDA libraries:
-# about 5 GB per venv, downloaded once.
+# about 5 GB per venv, downloaded once. --no-compile: pip does not byte-compile the thousands of
+# modules of torch and the nvidia wheels (Python compiles what it imports, when it imports it).
 #
 # Usage: scripts/ds-oracle-venv.sh VERSION [DIR]   (DIR default: build-ds under the repository root)
 # DS_ORACLE_WHEELS=FOLDER keeps the downloaded wheels there (about 2.5 GB per torch release).
@@ -33,10 +34,10 @@ if [ "$(cat "$venv/.stamp" 2>/dev/null)" != "$stamp" ]; then
         # responses carry no cache headers (as this machine's mirror's do).
         mkdir -p "$DS_ORACLE_WHEELS"
         "$venv/bin/python" -m pip download -q --disable-pip-version-check -d "$DS_ORACLE_WHEELS" -r "$req" >&2
-        "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-index \
+        "$venv/bin/python" -m pip install -q --no-compile --disable-pip-version-check --no-index \
             --find-links "$DS_ORACLE_WHEELS" -r "$req" >&2
     else
-        "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req" >&2
+        "$venv/bin/python" -m pip install -q --no-compile --disable-pip-version-check -r "$req" >&2
     fi
     # DeepSpeed ships as a source archive whose setup.py imports torch: no build isolation, so it
     # sees the venv's torch; DS_BUILD_OPS=0 leaves the C++ ops to the JIT at run time.
@@ -46,7 +47,7 @@ if [ "$(cat "$venv/.stamp" 2>/dev/null)" != "$stamp" ]; then
             --no-build-isolation -d "$DS_ORACLE_WHEELS" "deepspeed==$v" >&2
         local_src=(--no-index --find-links "$DS_ORACLE_WHEELS")
     fi
-    DS_BUILD_OPS=0 "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
+    DS_BUILD_OPS=0 "$venv/bin/python" -m pip install -q --no-compile --disable-pip-version-check --no-deps \
         --no-build-isolation "${local_src[@]}" "deepspeed==$v" >&2
     echo "$stamp" > "$venv/.stamp"
 fi

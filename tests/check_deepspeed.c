@@ -278,6 +278,44 @@ START_TEST(gpu_probe_fixture)
 }
 END_TEST
 
+/* DeepSpeed's wall-clock-breakdown timers as the probe records them per step (steps[].timers_ms):
+ * validate --probe shows each one's median over the steps after the first (the first holds
+ * warm-up), and refuses a timers_ms that is not an object of non-negative numbers. */
+START_TEST(probe_timers_shown)
+{
+    json_t *doc = json_loads(gpu_probe(fixture_ledger(), "cuda"), 0, NULL);
+    ck_assert_ptr_nonnull(doc);
+    json_t *steps = json_object_get(doc, "steps");
+    json_object_set_new(json_array_get(steps, 0), "timers_ms", json_pack("{s:f,s:f}", "fwd", 50.0, "step", 9.0));
+    json_object_set_new(json_array_get(steps, 1), "timers_ms", json_pack("{s:f,s:f}", "fwd", 10.5, "step", 3.25));
+    char *text = json_dumps(doc, 0);
+    const char *f = tu_write("timers.json", text);
+    free(text);
+    struct tu_run r;   /* exit 1: the fixture's step fails predict on a GPU (gpu_probe_fixture) */
+    tu_ratiolab(&r, "validate --probe '%s' --model '%s' --param-groups flat --hw hgx-h200 --json", f, gpt2_tiny());
+    json_t *j = json_loads(r.out, 0, NULL);
+    ck_assert_msg(j, "%s%s", r.out, r.err);
+    json_t *tm = json_object_get(j, "timers_median_ms");
+    ck_assert_double_eq_tol(json_number_value(json_object_get(tm, "fwd")), 10.5, 1e-9);
+    ck_assert_double_eq_tol(json_number_value(json_object_get(tm, "step")), 3.25, 1e-9);
+    json_decref(j);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "validate --probe '%s' --model '%s' --param-groups flat --hw hgx-h200", f, gpt2_tiny());
+    ck_assert_msg(strstr(r.out, "timers     DeepSpeed's wall-clock breakdown") && strstr(r.out, "fwd 10.50, step 3.25"),
+                  "%s", r.out);
+    tu_run_free(&r);
+    json_object_set_new(json_array_get(steps, 1), "timers_ms", json_string("fast"));
+    text = json_dumps(doc, 0);
+    f = tu_write("timers-bad.json", text);
+    free(text);
+    tu_ratiolab(&r, "validate --probe '%s' --model '%s' --param-groups flat --hw hgx-h200", f, gpt2_tiny());
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "steps[1].timers_ms: not an object"), "%s", r.err);
+    tu_run_free(&r);
+    json_decref(doc);
+}
+END_TEST
+
 START_TEST(probe_bad_input)
 {
     static const struct {
@@ -401,6 +439,7 @@ Suite *TU_SUITE(void)
     tcase_add_test(t, probe_contradicting_config_refused);
     tcase_add_test(t, probe_wrong_groups_fail);
     tcase_add_test(t, gpu_probe_fixture);
+    tcase_add_test(t, probe_timers_shown);
     tcase_add_test(t, probe_bad_input);
     suite_add_tcase(s, t);
     t = tcase_create("log_config");

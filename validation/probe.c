@@ -111,6 +111,60 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* steps[i].timers_ms (optional): each timer's milliseconds in that step, into vals[t * n + i]
+ * (NAN where the step has none). */
+static int read_step_timers(json_t *step, size_t i, size_t n, const char *file, struct val_probe *p, double *vals,
+                            struct rl_err *e)
+{
+    json_t *tm = json_object_get(step, "timers_ms");
+    if (!tm || json_is_null(tm))
+        return 0;
+    if (!json_is_object(tm))
+        return rl_errf(e, RL_EINVAL, "%s: steps[%zu].timers_ms: not an object (timer name -> milliseconds)", file, i);
+    const char *k;
+    json_t *v;
+    json_object_foreach(tm, k, v) {
+        if (!json_is_number(v) || !(json_number_value(v) >= 0) || !isfinite(json_number_value(v)))
+            return rl_errf(e, RL_EINVAL, "%s: steps[%zu].timers_ms.%.60s: not a number of milliseconds >= 0", file, i, k);
+        int t = 0;
+        while (t < p->n_timers && strncmp(p->timers[t].name, k, sizeof p->timers[t].name - 1) != 0)
+            t++;
+        if (t == p->n_timers) {
+            if (t == VAL_PROBE_TIMERS)
+                continue;
+            snprintf(p->timers[t].name, sizeof p->timers[t].name, "%s", k);
+            for (size_t j = 0; j < n; j++)
+                vals[(size_t)t * n + j] = NAN;
+            p->n_timers++;
+        }
+        if (isnan(vals[(size_t)t * n + i]))
+            p->timers[t].n++;
+        vals[(size_t)t * n + i] = json_number_value(v);
+    }
+    return 0;
+}
+
+static void timer_medians(struct val_probe *p, size_t n, double *vals)
+{
+    for (int t = 0; t < p->n_timers; t++) {
+        double *x = vals + (size_t)t * n;
+        size_t m = 0;
+        for (size_t j = n > 1 ? 1 : 0; j < n; j++)   /* the first step holds warm-up */
+            if (!isnan(x[j]))
+                x[m++] = x[j];
+        if (m == 0 && !isnan(x[0]))   /* recorded in the first step only */
+            x[m++] = x[0];
+        qsort(x, m, sizeof *x, cmp_double);
+        p->timers[t].median_ms = m == 0 ? NAN : m % 2 ? x[m / 2] : (x[m / 2 - 1] + x[m / 2]) / 2;
+    }
+}
+
 static int read_steps(json_t *root, const char *file, struct val_probe *p, struct rl_err *e)
 {
     json_t *steps = at(root, "steps");
@@ -121,8 +175,12 @@ static int read_steps(json_t *root, const char *file, struct val_probe *p, struc
         return rl_errf(e, RL_EINVAL, "%s: steps: not an array", file);
     size_t n = json_array_size(steps);
     int64_t *w = calloc(n ? n : 1, sizeof *w);
-    if (!w)
+    double *tv = calloc((size_t)VAL_PROBE_TIMERS * (n ? n : 1), sizeof *tv);
+    if (!w || !tv) {
+        free(w);
+        free(tv);
         return rl_errf(e, RL_ENOMEM, "%s: out of memory", file);
+    }
     for (size_t i = 0; i < n; i++) {
         char path[48];
         snprintf(path, sizeof path, "wall_ns");
@@ -132,7 +190,13 @@ static int read_steps(json_t *root, const char *file, struct val_probe *p, struc
             rc = get_i64(json_array_get(steps, i), "device_peak_bytes", file, &pk, e);
         if (rc || v < 0) {
             free(w);
+            free(tv);
             return rc ? rl_err_prefix(e, "steps[]") : rl_errf(e, RL_EINVAL, "%s: steps[%zu].wall_ns: missing", file, i);
+        }
+        if ((rc = read_step_timers(json_array_get(steps, i), i, n, file, p, tv, e))) {
+            free(w);
+            free(tv);
+            return rc;
         }
         w[i] = v;
         p->step_total_ns += v;
@@ -147,7 +211,9 @@ static int read_steps(json_t *root, const char *file, struct val_probe *p, struc
         size_t m = n - 1;
         p->step_median_ns = m % 2 ? w[1 + m / 2] : (w[m / 2] + w[1 + m / 2]) / 2;
     }
+    timer_medians(p, n, tv);
     free(w);
+    free(tv);
     return 0;
 }
 

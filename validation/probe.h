@@ -29,6 +29,14 @@ struct val_probe_subgroup {
     char optimizer_class[48];      /* its class, "" when unknown */
 };
 
+/* One of DeepSpeed's wall-clock-breakdown timers as the probe recorded it per step. */
+#define VAL_PROBE_TIMERS 24
+struct val_probe_timer {
+    char name[40];                 /* DeepSpeed's timer name ("fwd_microstep", "step" ...) */
+    double median_ms;              /* median over the steps after the first (the only one when one) */
+    int n;                         /* steps that recorded it, the first included */
+};
+
 struct val_probe {
     int rank;                      /* the rank that wrote it */
     int world_size;                /* torch.distributed world size */
@@ -47,6 +55,9 @@ struct val_probe {
     int64_t step_median_ns;        /* median wall time of the steps after the first (of the only
                                       one when there is one), -1 when none */
     int64_t step_total_ns;         /* sum of the recorded steps' wall times */
+    struct val_probe_timer timers[VAL_PROBE_TIMERS]; /* steps[].timers_ms (wall-clock breakdown),
+                                      in the order first seen; names past VAL_PROBE_TIMERS dropped */
+    int n_timers;                  /* entries */
     int64_t overhead_ns;           /* probe_overhead_ns (wall) */
     int64_t overhead_cpu_ns;       /* probe_overhead_cpu_ns (CPU time), -1 when absent */
     struct val_probe_subgroup *sub;/* placement.subgroups, in order (owned) */
