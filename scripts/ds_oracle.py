@@ -29,6 +29,7 @@ import gc
 import hashlib
 import json
 import logging
+import math
 import os
 import sys
 import time
@@ -162,12 +163,18 @@ def run_cell(cell, out, ds_ver):
             engine.step()
             losses.append(float(loss.detach().float()))
         ph.mark("steps")
+        # A loss that is not finite (seen with DeepSpeed 0.14.1 at 2 ranks, now and then) is
+        # written as null, with losses_finite false: JSON has no NaN, and validate --probe
+        # must still read the cell's placement.
+        losses_finite = all(math.isfinite(x) for x in losses)
+        losses = [x if math.isfinite(x) else None for x in losses]
         digest_full = full_fp32_digest(engine, model)
         ph.mark("full_digest")
         if probe is None:   # the twin of a probed cell: the same run without the probe
             if rank == 0:
                 with open(os.path.join(cdir, "noprobe.json"), "w") as f:
-                    json.dump({"cell": cell["id"], "fp32_full_sha256": digest_full, "losses": losses}, f, indent=1)
+                    json.dump({"cell": cell["id"], "fp32_full_sha256": digest_full, "losses": losses,
+                               "losses_finite": losses_finite}, f, indent=1)
             if hasattr(engine, "destroy"):
                 engine.destroy()
             del engine, model, groups
@@ -178,6 +185,7 @@ def run_cell(cell, out, ds_ver):
             "cell": cell["id"], "model": os.path.basename(cell["model_path"]),
             "param_groups": cell["param_groups"], "mode": cell["mode"], "ratio": cell["ratio"],
             "sub_group_size": sgs, "sub_groups_asked": cell["sub_group_size"], "losses": losses,
+            "losses_finite": losses_finite,
             "fp32_full_sha256": digest_full, "cell_seconds": round(time.perf_counter() - t0, 3),
             "phase_seconds": ph.seconds,
         }

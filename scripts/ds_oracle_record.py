@@ -57,8 +57,9 @@ def pivot(rows, verdict_of):
         key = (launch, o.get("model", "")[:-5], o.get("param_groups"), o.get("sub_groups_asked"), o.get("mode"))
         subs = (doc.get("placement") or {}).get("subgroups") or []
         off = sum(1 for x in subs if x.get("assigned_device") == "cpu")
-        table.setdefault(key, {})[o.get("ratio")] = ("%d/%d %s %s" % (off, len(subs), verdict_of(v),
-                                                                      o.get("fp32_full_sha256", "")[:8]),
+        nan = "" if o.get("losses_finite", True) else " (loss not finite)"
+        table.setdefault(key, {})[o.get("ratio")] = ("%d/%d %s %s%s" % (off, len(subs), verdict_of(v),
+                                                                        o.get("fp32_full_sha256", "")[:8], nan),
                                                      o.get("fp32_full_sha256", "")[:8])
     head = "| launch | model | groups | sub-groups asked | mode | " + " | ".join("ratio %g" % r for r in ratios) + \
            " | digests |"
@@ -120,6 +121,7 @@ def main():
     out = ["| launch | cell | sub-groups | DS offloaded | optimizer(s) | validate --probe | fp32 digest (all ranks) |",
            "|---|---|---|---|---|---|---|"]
     failed = 0
+    nonfinite = []   # cells whose loss was not finite in some step (their digest is not DeepSpeed's usual result)
     for launch, cell, doc, v in rows:
         if doc is None:
             out.append("| %s | %s | - | - | - | %s | - |" % (launch, cell, v))
@@ -131,8 +133,11 @@ def main():
         verdict = {0: "PASS", 1: "FAIL", 2: "refused"}.get(v, "not run")
         if v != 0:
             failed += 1
+        o = doc.get("oracle") or {}
+        if not o.get("losses_finite", True):
+            nonfinite.append("%s %s" % (launch, cell))
         out.append("| %s | %s | %d | %d | %s | %s | %s |" % (launch, cell, len(subs), off, "+".join(opts), verdict,
-                                                            (doc.get("oracle") or {}).get("fp32_full_sha256", "")[:12]))
+                                                            o.get("fp32_full_sha256", "")[:12]))
     # The probe changes nothing: the twin run without it ends with the same fp32 master weights.
     by_cell = {(l, c): d for l, c, d, _ in rows if d is not None}
     out.append("")
@@ -144,11 +149,15 @@ def main():
         if not same:
             failed += 1
         out.append("probe off vs on, %s %s: fp32 digest %s" % (launch, t["cell"], "equal" if same else "DIFFERENT"))
-    text = "\n".join(pivot(rows, verdict_of=lambda v: {0: "PASS", 1: "FAIL", 2: "refused"}.get(v, "not run")) + [""] + out) + "\n"
+    if nonfinite:
+        out.append("")
+        out.append("loss not finite (NaN/inf) in some step, placement still judged: " + ", ".join(nonfinite))
+    text = "\n".join(pivot(rows, verdict_of=lambda v: {0: "PASS", 1: "FAIL", 2: "refused"}.get(v, "not run")) +
+                     [""] + out) + "\n"
     if a.table:
         with open(a.table, "w") as f:
             f.write(text)
-    print("ds-oracle: %d cells, %d not passing" % (len(rows), failed))
+    print("ds-oracle: %d cells, %d not passing, %d with a loss that is not finite" % (len(rows), failed, len(nonfinite)))
     sys.exit(1 if failed else 0)
 
 
