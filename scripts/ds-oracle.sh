@@ -100,6 +100,28 @@ chain() {  # chain VERSION INDEX: one release, start to end
         || { echo "ds-oracle: DeepSpeed $v: venv failed (see $runs/venv-$v.log)" >&2; return 1; }
     stamp "$v" venv "$(( $(date +%s) - t ))"
     echo "ds-oracle: DeepSpeed $v venv ready after $(( $(date +%s) - t0 )) s" >&2
+    # DeepSpeed's C++ ops for the CPU accelerator are built by torch's JIT into $dir/ext-<version>
+    # the first time they are loaded: inside a launch one after the other (0.19's shm op when
+    # the process group starts, then CPU Adam with the first engine). When one is not built yet,
+    # it is built here in its own process, each side by side with the launches, by the call
+    # DeepSpeed itself makes; a launch that needs it waits on torch's lock file and then loads it.
+    local op
+    for op in shm:deepspeed_shm_comm cpu_adam:cpu_adam; do
+        [ -e "$dir/ext-$v/${op#*:}/${op#*:}.so" ] && continue
+        [ "${op%%:*}" = shm ] && ! grep -qs "def build_shm_op" "${py%/bin/python}"/lib/python3*/site-packages/deepspeed/comm/torch.py \
+            && continue   # DeepSpeed 0.14 has no shm op
+        (t=$(date +%s); DS_ACCELERATOR=cpu TORCH_EXTENSIONS_DIR="$dir/ext-$v" "$py" -c '
+import sys
+if sys.argv[1] == "shm":
+    import importlib
+    t = importlib.import_module("deepspeed.comm.torch")
+    t.build_shm_op()
+else:
+    from deepspeed.ops.op_builder import CPUAdamBuilder
+    CPUAdamBuilder().load()
+' "${op%%:*}" > "$runs/jit-$v-${op%%:*}.log" 2>&1 || true
+         stamp "$v" "JIT build of ${op%%:*} (own process)" "$(( $(date +%s) - t ))") &
+    done
     for n in $ranks; do
         echo "ds-oracle: DeepSpeed $v, $n rank(s): torchrun --nproc_per_node $n scripts/ds_oracle.py" >&2
         launch "$v" "$py" "$n" "$runs/cells.json" "$runs/$v-np$n" "$runs/$v-np$n/launch.log" \
