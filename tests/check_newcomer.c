@@ -445,7 +445,7 @@ END_TEST
 /* offload_param "cpu" (ZeRO-Infinity) is modelled, not ignored: the 16-bit partitions move from
  * the GPU ledger to pinned host memory (DeepSpeed pins that flat buffer whatever pin_memory says),
  * the step fetches each block's partition over PCIe before its all-gather in forward and backward
- * (the H2D busy time grows by at least their bytes at the link's rate), the executor refuses it,
+ * (the H2D busy time is at least their bytes at the link's rate), the executor refuses it,
  * and nvme is refused as not modelled. */
 START_TEST(offload_param_is_modelled)
 {
@@ -467,10 +467,14 @@ START_TEST(offload_param_is_modelled)
                      jint(json_object_get(pb, "host_memory"), "rank_bytes"));
     int64_t ha = jint(json_object_get(json_object_get(pa, "phases"), "param_h2d"), "busy_ns");
     int64_t hb = jint(json_object_get(json_object_get(pb, "phases"), "param_h2d"), "busy_ns");
-    double min_ns = 2.0 * (double)bytes / 25e9 * 1e9;   /* forward and backward at the A100 link's 25 GB/s at best */
-    ck_assert_msg((double)(hb - ha) >= min_ns * 0.99, "param_h2d %lld -> %lld ns, want +%.0f", (long long)ha,
+    /* forward and backward at the A100 link's 25 GB/s at best; the CPU sub-groups' copy-back H2D
+     * of `a` is gone (they cast into the host partitions) */
+    double min_ns = 2.0 * (double)bytes / 25e9 * 1e9;
+    ck_assert_msg((double)hb >= min_ns * 0.99, "param_h2d %lld -> %lld ns, want at least %.0f", (long long)ha,
                   (long long)hb, min_ns);
-    ck_assert_int_ge(jint(pb, "step_ns"), jint(pa, "step_ns"));
+    /* not ignored: the step changes (here it is shorter: the CPU sub-group's blocking pageable
+     * copy back becomes a host cast, and its H2D the next forward's pinned fetch) */
+    ck_assert_int_ne(jint(pb, "step_ns"), jint(pa, "step_ns"));
     json_decref(a);
     json_decref(b);
     json_t *pl = tu_ratiolab_json("plan --ds-config param.json --model gpt-350m --gpus 4 --json");
