@@ -176,6 +176,102 @@ START_TEST(nothing_fits_says_what_binds)
 }
 END_TEST
 
+/* The figure after `flag` ("--gpu-mem 52.74GiB") in the class line that starts with `cls`, in GiB. */
+static double class_fix(const char *out, const char *cls, const char *flag)
+{
+    const char *l = strstr(out, cls);
+    ck_assert_msg(l != NULL, "no line for %s: %s", cls, out);
+    const char *nl = strchr(l, '\n'), *f = strstr(l, flag);
+    ck_assert_msg(f != NULL && (!nl || f < nl), "%s: no %s: %s", cls, flag, out);
+    return strtod(f + strlen(flag), NULL);
+}
+
+static json_t *tune_class(json_t *o, const char *key)
+{
+    json_t *a = json_object_get(o, "classes");
+    for (size_t i = 0; i < json_array_size(a); i++)
+        if (strcmp(json_string_value(json_object_get(json_array_get(a, i), "class")), key) == 0)
+            return json_array_get(a, i);
+    ck_abort_msg("no class %s", key);
+    return NULL;
+}
+
+/* tune --json when nothing may fit (exit 0 or 1). */
+static json_t *tune_json_any(const char *args)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "tune --model llama3.1-8b --hw dgx-a100-40g --gpus 4 %s --json", args);
+    ck_assert_msg(r.status == 0 || r.status == 1, "%s: exit %d: %s", args, r.status, r.err);
+    json_error_t je;
+    json_t *o = json_loads(r.out, 0, &je);
+    ck_assert_msg(o != NULL, "%s: not JSON (%s)", args, je.text);
+    tu_run_free(&r);
+    return o;
+}
+
+/* When nothing fits, each class of candidates says what binds it and what alone would make it fit:
+ * with 64 GiB of host RAM, GPU memory binds without offload, host RAM with full offload, one or
+ * the other with partial offload. Each figure printed, given back alone, makes its class fit (the
+ * JSON's classes[].fit), and the JSON carries the same facts. 16 GiB GPUs: full offload is bound
+ * by both and needs the two together. */
+START_TEST(nothing_fits_names_what_binds_each_class)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "tune --model llama3.1-8b --hw dgx-a100-40g --gpus 4 --host-mem 64GiB");
+    ck_assert_int_eq(r.status, 1);
+    const char *no = "no offload (offload_optimizer none or ratio 0), 28 candidates: GPU memory binds: the lightest needs ";
+    const char *part = "partial offload (ratio 0.10 to 0.90), 238 candidates: GPU memory or host RAM binds";
+    const char *full = "full offload (ratio 1), 14 candidates: host RAM binds: 2 fit the GPU";
+    ck_assert_msg(strstr(r.out, "nothing fits 4 GPUs of 40.00 GiB (38.00 GiB usable: 2.00 GiB headroom) with 64.00 GiB")
+                  && strstr(r.out, no) && strstr(r.out, part) && strstr(r.out, full), "%s", r.out);
+    double no_gpu = class_fix(r.out, "no offload (", "--gpu-mem "), part_gpu = class_fix(r.out, "partial offload (", "--gpu-mem ");
+    double part_host = class_fix(r.out, "partial offload (", "--host-mem "), full_host = class_fix(r.out, "full offload (", "--host-mem ");
+    ck_assert_msg(strstr(strstr(r.out, "no offload ("), "8 GPUs (--gpus 8: DP 8 on 1 node") != NULL, "%s", r.out);
+    tu_run_free(&r);
+
+    json_t *o = tune_json_any("--host-mem 64GiB");
+    ck_assert_int_eq(jint(o, "host_mem_bytes"), INT64_C(64) << 30);
+    const char *binds[][2] = {{"no_offload", "gpu"}, {"partial_offload", "gpu_or_host"}, {"full_offload", "host"}};
+    for (int i = 0; i < 3; i++) {
+        json_t *k = tune_class(o, binds[i][0]);
+        ck_assert_str_eq(json_string_value(json_object_get(k, "binds")), binds[i][1]);
+        ck_assert_int_eq(jint(k, "fit"), 0);
+        ck_assert(json_is_object(json_object_get(k, "fits_with")));
+    }
+    json_t *w = json_object_get(tune_class(o, "full_offload"), "fits_with");
+    ck_assert(json_is_null(json_object_get(w, "gpu_mem_bytes")));   /* host binds: more GPU memory does not help */
+    ck_assert(fabs((double)jint(w, "host_mem_bytes") / (double)(INT64_C(1) << 30) - full_host) < 0.011);
+    ck_assert_int_eq(jint(json_object_get(tune_class(o, "no_offload"), "fits_with"), "gpus"), 8);
+    json_decref(o);
+
+    struct { const char *args, *cls; double gib; } again[] = {
+        {"--host-mem 64GiB --gpu-mem %.2fGiB", "no_offload", no_gpu},
+        {"--host-mem 64GiB --gpu-mem %.2fGiB", "partial_offload", part_gpu},
+        {"--host-mem %.2fGiB", "partial_offload", part_host},
+        {"--host-mem %.2fGiB", "full_offload", full_host},
+    };
+    for (size_t i = 0; i < sizeof again / sizeof again[0]; i++) {
+        char args[128];
+        snprintf(args, sizeof args, again[i].args, again[i].gib);
+        o = tune_json_any(args);
+        ck_assert_msg(jint(tune_class(o, again[i].cls), "fit") > 0, "%s: class %s does not fit", args, again[i].cls);
+        json_decref(o);
+    }
+
+    tu_ratiolab(&r, "tune --model llama3.1-8b --hw dgx-a100-40g --gpus 4 --host-mem 64GiB --gpu-mem 16GiB");
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.out, "full offload (ratio 1), 14 candidates: GPU memory and host RAM both bind") &&
+                  strstr(r.out, "partial offload (ratio 0.10 to 0.90), 238 candidates: GPU memory binds"), "%s", r.out);
+    double both_gpu = class_fix(r.out, "full offload (", "--gpu-mem "), both_host = class_fix(r.out, "full offload (", "--host-mem ");
+    tu_run_free(&r);
+    char args[128];
+    snprintf(args, sizeof args, "--gpu-mem %.2fGiB --host-mem %.2fGiB", both_gpu, both_host);
+    o = tune_json_any(args);
+    ck_assert_msg(jint(tune_class(o, "full_offload"), "fit") > 0, "%s", args);
+    json_decref(o);
+}
+END_TEST
+
 #define RATIO03 "{\"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"device\": \"cpu\", \"ratio\": 0.3}}, " \
                 "\"bf16\": {\"enabled\": true}}"
 
@@ -638,6 +734,7 @@ Suite *newcomer_suite(void)
     tcase_add_test(t, every_header_says_the_sequence_length);
     tcase_add_test(t, answer_is_a_pair_deepspeed_honors);
     tcase_add_test(t, nothing_fits_says_what_binds);
+    tcase_add_test(t, nothing_fits_names_what_binds_each_class);
     tcase_add_test(t, several_versions_one_sub_group_size);
     tcase_add_test(t, demo_runs_no_executor);
     tcase_add_test(t, units_and_what_is_modelled);
