@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "common/rl.h"
 #include "plan/json_edit.h"
 #include "tests/util.h"
 
@@ -269,6 +271,112 @@ START_TEST(nothing_fits_names_what_binds_each_class)
     o = tune_json_any(args);
     ck_assert_msg(jint(tune_class(o, "full_offload"), "fit") > 0, "%s", args);
     json_decref(o);
+}
+END_TEST
+
+/* A monitor CSV of a run: a launcher (no rank), rank 0 (one process) and rank 1 (its process and a
+ * data-loader worker that carries its RANK), with peaks at base + the bytes given. The header is
+ * the one `ratiolab monitor --csv` writes (monitor/README.md). */
+static const char *baseline_csv(const char *name, int64_t base)
+{
+    static char csv[4096];
+    const int64_t g = INT64_C(1) << 30;
+    snprintf(csv, sizeof csv,
+             "# ratiolab 0.1.0 monitor\n"
+             "t_ns,time_utc,pid,ppid,comm,rank,rss_bytes,anon_bytes,file_bytes,shmem_bytes,hwm_bytes,locked_bytes,"
+             "pinned_bytes,swap_bytes,gpu_bytes,cpu_percent,threads,system_used_bytes,status\n"
+             "# followed: pid 10 and its descendants\n"
+             "0,2026-12-01T15:00:00.000Z,10,1,torchrun,-1,50000000,1,1,1,50000000,0,0,0,,1.0,3,100,gpu_bytes: disabled by --no-gpu\n"
+             "0,2026-12-01T15:00:00.000Z,11,10,python,0,%lld,1,1,1,%lld,0,0,0,,1.0,9,100,gpu_bytes: disabled by --no-gpu\n"
+             "0,2026-12-01T15:00:00.000Z,12,10,python,1,%lld,1,1,1,%lld,0,0,0,,1.0,9,100,gpu_bytes: disabled by --no-gpu\n"
+             "50000000,2026-12-01T15:00:00.050Z,11,10,python,0,%lld,1,1,1,%lld,0,0,0,,1.0,9,100,gpu_bytes: disabled by --no-gpu\n"
+             "50000000,2026-12-01T15:00:00.050Z,13,12,pt_data_worker,1,%lld,1,1,1,%lld,0,0,0,,1.0,2,100,gpu_bytes: disabled by --no-gpu\n",
+             (long long)(base + g), (long long)(base + g),            /* rank 0 at start */
+             (long long)(base + 4 * g), (long long)(base + 4 * g),    /* rank 1: 4 GiB ... */
+             (long long)(base + 5 * g), (long long)(base + 5 * g + g / 2), /* rank 0: 5.5 GiB peak (hwm) */
+             (long long)g, (long long)g);                             /* ... + its worker's 1 GiB = 5 GiB */
+    return tu_write(name, csv);
+}
+
+/* calibrate --host-baseline-from takes the per-rank host baseline from a monitor CSV of a real run:
+ * per rank its processes' peak RSS less the ledger's host tensors for the run's model and config,
+ * the largest over the ranks, written with its source into a profile that predict then uses. A bad
+ * CSV, a peak below the tensors or a missing config: one line, exit 2, no profile written. */
+START_TEST(host_baseline_from_a_monitor_csv)
+{
+    const int64_t g = INT64_C(1) << 30;
+    const char *none = tu_write("ds_none.json", "{\"zero_optimization\": {\"stage\": 3}, \"bf16\": {\"enabled\": true}}");
+    const char *off = tu_write("ds_off.json", "{\"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": "
+                               "{\"device\": \"cpu\", \"ratio\": 0.5}}, \"bf16\": {\"enabled\": true}}");
+    const char *prof = tu_path("mine.json");
+    struct tu_run r;
+    for (int k = 0; k < 2; k++) {
+        const char *cfg = k == 0 ? none : off;
+        json_t *pr = tu_ratiolab_json("predict --model llama3.1-8b --gpus 2 --hw dgx-a100-40g --ds-config %s --json", cfg);
+        int64_t tensors = jint(json_object_get(json_object_get(pr, "prediction"), "host_memory"), "rank_bytes");
+        json_decref(pr);
+        ck_assert(k == 0 ? tensors == 0 : tensors > g);
+        const char *csv = baseline_csv("run.csv", tensors);
+        remove(prof);
+        tu_ratiolab(&r, "calibrate --host-baseline-from %s --model llama3.1-8b --gpus 2 --ds-config %s --hw dgx-a100-40g "
+                    "--out %s", csv, cfg, prof);
+        ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+        ck_assert_msg(strstr(r.out, "rank 0 peaked highest") && strstr(r.out, "baseline   5.50 GiB per rank (over the "
+                      "ranks 5.00-5.50 GiB)"), "%s", r.out);
+        tu_run_free(&r);
+        json_error_t je;
+        json_t *o = json_load_file(prof, 0, &je);
+        ck_assert_msg(o != NULL, "%s", je.text);
+        ck_assert_int_eq(jint(json_object_get(o, "node"), "host_baseline_bytes_per_rank"), 5 * g + g / 2);
+        const char *src = json_string_value(json_object_get(json_object_get(o, "sources"), "node.host_baseline_bytes_per_rank"));
+        ck_assert_msg(src && strstr(src, "run.csv") && strstr(src, "rank 0's 1 process") && strstr(src, "= 5.50 GiB"), "%s",
+                      src ? src : "(none)");
+        ck_assert_str_eq(json_string_value(json_object_get(o, "name")), "dgx-a100-40g-baseline");
+        json_decref(o);
+    }
+    json_t *pr = tu_ratiolab_json("predict --model llama3.1-8b --gpus 2 --hw %s --ds-config %s --json", prof, off);
+    ck_assert_int_eq(jint(json_object_get(json_object_get(pr, "prediction"), "host_memory"), "baseline_node_bytes"),
+                     2 * (5 * g + g / 2));
+    json_decref(pr);
+
+    /* Refused: one line naming the flag, exit 2, no profile. */
+    struct { const char *csv, *cfg, *want; } bad[] = {
+        {"t_ns,pid,comm\n0,1,python\n", none, "--host-baseline-from"},                 /* not the monitor's header */
+        {NULL, none, "is not an integer"},                                            /* a malformed row */
+        {"RANKS", off, "below the"},                                                  /* peaks below the tensors */
+        {"RANKS", NULL, "--ds-config"},                                               /* no config */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *csv;
+        if (!bad[i].csv) {
+            char t[4096];
+            snprintf(t, sizeof t, "%s", baseline_csv("b.csv", 0));
+            char *text;
+            size_t len;
+            struct rl_err e;
+            ck_assert_int_eq(rl_read_file(t, &text, &len, &e), 0);
+            char *at = strstr(text, ",python,0,");
+            memcpy(at + strlen(",python,0,"), "x", 1);   /* rss "x..." */
+            csv = tu_write("b.csv", text);
+            free(text);
+        } else if (strcmp(bad[i].csv, "RANKS") == 0) {
+            csv = baseline_csv("b.csv", 0);
+        } else {
+            csv = tu_write("b.csv", bad[i].csv);
+        }
+        remove(prof);
+        if (bad[i].cfg)
+            tu_ratiolab(&r, "calibrate --host-baseline-from %s --model llama3.1-8b --gpus 2 --ds-config %s --out %s",
+                        csv, bad[i].cfg, prof);
+        else
+            tu_ratiolab(&r, "calibrate --host-baseline-from %s --model llama3.1-8b --gpus 2 --out %s", csv, prof);
+        ck_assert_msg(r.status == 2, "case %zu: exit %d: %s", i, r.status, r.err);
+        ck_assert_msg(strncmp(r.err, "ratiolab calibrate: ", 20) == 0 && strchr(r.err, '\n') == r.err + strlen(r.err) - 1 &&
+                      strstr(r.err, bad[i].want) && strstr(r.err, "--host-baseline-from"), "case %zu: %s", i, r.err);
+        ck_assert_msg(r.out[0] == 0, "case %zu: printed %s", i, r.out);
+        ck_assert_msg(access(prof, F_OK) != 0, "case %zu: a profile was written", i);
+        tu_run_free(&r);
+    }
 }
 END_TEST
 
@@ -735,6 +843,7 @@ Suite *newcomer_suite(void)
     tcase_add_test(t, answer_is_a_pair_deepspeed_honors);
     tcase_add_test(t, nothing_fits_says_what_binds);
     tcase_add_test(t, nothing_fits_names_what_binds_each_class);
+    tcase_add_test(t, host_baseline_from_a_monitor_csv);
     tcase_add_test(t, several_versions_one_sub_group_size);
     tcase_add_test(t, demo_runs_no_executor);
     tcase_add_test(t, units_and_what_is_modelled);
