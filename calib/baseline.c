@@ -1,6 +1,5 @@
 /* calib/baseline.c — see baseline.h. */
 #include <jansson.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,64 +8,33 @@
 
 #define GIB(b) ((double)(b) / (double)RL_GIB)
 
-int calib_baseline_of(const struct calib_mon_proc *p, int n, int64_t tensor_bytes_per_rank, const char *csv,
+int calib_baseline_of(const struct calib_mon_rank *r, int n, int64_t tensor_bytes_per_rank, const char *csv,
                       struct calib_baseline *b, struct rl_err *e)
 {
     memset(b, 0, sizeof *b);
     b->tensor_bytes = tensor_bytes_per_rank;
-    if (n <= 0)
-        return rl_errf(e, RL_EINVAL, "monitor_csv %s: no process (expected the rows of ratiolab monitor --csv)", csv);
-    int max_rank = -1;
-    for (int i = 0; i < n; i++)
-        if (p[i].rank > max_rank)
-            max_rank = p[i].rank;
-    if (max_rank < 0) {   /* no rank anywhere: a launcher-less run; its largest process is the rank */
-        int best = 0;
-        for (int i = 1; i < n; i++)
-            if (p[i].peak_rss_bytes > p[best].peak_rss_bytes)
-                best = i;
-        b->rank = -1;
-        b->n_ranks = 1;
-        b->n_procs = 1;
-        b->rss_bytes = p[best].peak_rss_bytes;
-        b->bytes_per_rank = b->min_bytes_per_rank = b->rss_bytes - tensor_bytes_per_rank;
-    } else {
-        /* O(n x ranks): a run has a handful of processes per rank. */
-        bool first = true;
-        for (int r = 0; r <= max_rank; r++) {
-            int64_t rss = 0;
-            int procs = 0;
-            for (int i = 0; i < n; i++)
-                if (p[i].rank == r && p[i].peak_rss_bytes > 0) {
-                    rss += p[i].peak_rss_bytes;
-                    procs++;
-                }
-            if (!procs)
-                continue;
-            b->n_ranks++;
-            int64_t v = rss - tensor_bytes_per_rank;
-            if (v < 0)
-                return rl_errf(e, RL_EINVAL, "monitor_csv %s: rank %d peaked at %.2f GiB resident, below the %.2f GiB of "
-                               "host tensors the ledger puts on a rank for the model and config given; expected a "
-                               "monitor CSV of a run of that model and config", csv, r, GIB(rss), GIB(tensor_bytes_per_rank));
-            if (first || v > b->bytes_per_rank) {
-                b->bytes_per_rank = v;
-                b->rank = r;
-                b->n_procs = procs;
-                b->rss_bytes = rss;
-            }
-            if (first || v < b->min_bytes_per_rank)
-                b->min_bytes_per_rank = v;
-            first = false;
+    for (int i = 0; i < n; i++) {
+        if (r[i].peak_rss_bytes <= 0)
+            continue;
+        int64_t v = r[i].peak_rss_bytes - tensor_bytes_per_rank;
+        if (v < 0)
+            return rl_errf(e, RL_EINVAL, "monitor_csv %s: %s%d peaked at %.2f GiB resident, below the %.2f GiB of host "
+                           "tensors the ledger puts on a rank for the model and config given; expected a monitor CSV of "
+                           "a run of that model and config", csv, r[i].rank < 0 ? "the largest process (no rank) " : "rank ",
+                           r[i].rank < 0 ? 0 : r[i].rank, GIB(r[i].peak_rss_bytes), GIB(tensor_bytes_per_rank));
+        if (b->n_ranks == 0 || v > b->bytes_per_rank) {
+            b->bytes_per_rank = v;
+            b->rank = r[i].rank;
+            b->n_procs = r[i].procs;
+            b->rss_bytes = r[i].peak_rss_bytes;
         }
-        if (first)
-            return rl_errf(e, RL_EINVAL, "monitor_csv %s: no process with a resident set (every rss and hwm is empty)",
-                           csv);
+        if (b->n_ranks == 0 || v < b->min_bytes_per_rank)
+            b->min_bytes_per_rank = v;
+        b->n_ranks++;
     }
-    if (b->bytes_per_rank < 0)
-        return rl_errf(e, RL_EINVAL, "monitor_csv %s: the largest process peaked at %.2f GiB resident, below the %.2f GiB "
-                       "of host tensors the ledger puts on a rank for the model and config given; expected a monitor CSV "
-                       "of a run of that model and config", csv, GIB(b->rss_bytes), GIB(tensor_bytes_per_rank));
+    if (b->n_ranks == 0)
+        return rl_errf(e, RL_EINVAL, "monitor_csv %s: no process with a resident set (expected the rows of ratiolab "
+                       "monitor --csv)", csv);
     return 0;
 }
 
@@ -79,8 +47,8 @@ const char *calib_baseline_source(const struct calib_baseline *b, const char *cs
     else
         snprintf(who, sizeof who, "rank %d's %d process%s", b->rank, b->n_procs, b->n_procs == 1 ? "" : "es");
     snprintf(buf, n, "taken by ratiolab calibrate --host-baseline-from from the ratiolab monitor CSV %s: %s peaked at "
-             "%.2f GiB resident (VmRSS/VmHWM, summed over the processes of the rank: the rank and its forked "
-             "workers), less %.2f GiB of host tensors the ledger puts on a rank (%s) = %.2f GiB; %d rank%s, %.2f-%.2f "
+             "%.2f GiB resident (VmRSS summed over the rank's processes at one sample, the rank and its forked "
+             "workers, or one's VmHWM), less %.2f GiB of host tensors the ledger puts on a rank (%s) = %.2f GiB; %d rank%s, %.2f-%.2f "
              "GiB; an upper bound where the processes of a rank share pages, low by up to the tensors when the peak "
              "came before the offloaded optimizer existed", csv, who, GIB(b->rss_bytes), GIB(b->tensor_bytes), what,
              GIB(b->bytes_per_rank), b->n_ranks, b->n_ranks == 1 ? "" : "s", GIB(b->min_bytes_per_rank),

@@ -101,7 +101,7 @@ int cli_calib_baseline(int argc, char **argv)
     struct plan p;
     memset(&p, 0, sizeof p);
     struct sim_hw hw;
-    struct calib_mon_proc *procs = NULL;
+    struct calib_mon_rank *ranks = NULL;
     char *base = NULL, *text = NULL;
     size_t len;
     char path[4096], name[128], out[4096], what[400], source[1600];
@@ -136,16 +136,22 @@ int cli_calib_baseline(int argc, char **argv)
         cli_err_flag(&e, "monitor_csv", "--host-baseline-from");
         goto fail;
     }
-    procs = calloc((size_t)mon.n_procs + 1, sizeof *procs);
-    if (!procs) {
+    ranks = calloc((size_t)mon.n_ranks + 1, sizeof *ranks);
+    if (!ranks) {
         rc = rl_errf(&e, RL_ENOMEM, "calibrate: out of memory");
         goto fail;
     }
-    for (int i = 0; i < mon.n_procs; i++)
-        procs[i] = (struct calib_mon_proc){.pid = mon.procs[i].pid, .rank = mon.procs[i].rank,
-                                           .peak_rss_bytes = mon.procs[i].peak_rss_bytes};
+    int n_ranks = 0;
+    for (int i = 0; i < mon.n_ranks; i++)
+        ranks[n_ranks++] = (struct calib_mon_rank){.rank = mon.ranks[i].rank, .procs = mon.ranks[i].procs,
+                                                   .peak_rss_bytes = val_monitor_rank_peak(&mon.ranks[i])};
+    if (n_ranks == 0) {   /* no process carries a rank: the largest stands for one */
+        const struct val_mon_proc *big = val_monitor_rank(&mon, 0);
+        if (big)
+            ranks[n_ranks++] = (struct calib_mon_rank){.rank = -1, .procs = 1, .peak_rss_bytes = big->peak_rss_bytes};
+    }
     const int64_t tensors = plan_peak_cpu_bytes(&p);
-    if ((rc = calib_baseline_of(procs, mon.n_procs, tensors, a.csv, &b, &e))) {
+    if ((rc = calib_baseline_of(ranks, n_ranks, tensors, a.csv, &b, &e))) {
         cli_err_flag(&e, "monitor_csv", "--host-baseline-from");
         goto fail;
     }
@@ -184,7 +190,7 @@ int cli_calib_baseline(int argc, char **argv)
 fail:
     free(text);
     free(base);
-    free(procs);
+    free(ranks);
     val_monitor_free(&mon);
     plan_free(&p);
     plan_setup_free(&c);

@@ -586,6 +586,8 @@ static void print_classes(const struct plan_setup *c, const struct tune_run *t)
         printf("; it would fit with ");
         for (int i = 0; i < n; i++)
             printf("%s%s", i == 0 ? "" : i == n - 1 ? ", or " : ", ", alt[i]);
+        if (!f->gpus)
+            printf(" (more GPUs alone do not: none up to %d)", c->layout.world * 64);
         printf("\n");
     }
 }

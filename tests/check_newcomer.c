@@ -274,27 +274,34 @@ START_TEST(nothing_fits_names_what_binds_each_class)
 }
 END_TEST
 
-/* A monitor CSV of a run: a launcher (no rank), rank 0 (one process) and rank 1 (its process and a
- * data-loader worker that carries its RANK), with peaks at base + the bytes given. The header is
- * the one `ratiolab monitor --csv` writes (monitor/README.md). */
+/* A monitor CSV of a run: a launcher (no rank), rank 0 (one process: 5.5 GiB by its VmHWM) and
+ * rank 1 (its process and a data-loader worker that carries its RANK: 5 GiB together at the second
+ * sample, where the sum of their separate peaks would be 6), over base bytes of tensors. The header
+ * is the one `ratiolab monitor --csv` writes (monitor/README.md). */
 static const char *baseline_csv(const char *name, int64_t base)
 {
-    static char csv[4096];
+    static char csv[8192];
     const int64_t g = INT64_C(1) << 30;
-    snprintf(csv, sizeof csv,
-             "# ratiolab 0.1.0 monitor\n"
-             "t_ns,time_utc,pid,ppid,comm,rank,rss_bytes,anon_bytes,file_bytes,shmem_bytes,hwm_bytes,locked_bytes,"
-             "pinned_bytes,swap_bytes,gpu_bytes,cpu_percent,threads,system_used_bytes,status\n"
-             "# followed: pid 10 and its descendants\n"
-             "0,2026-12-01T15:00:00.000Z,10,1,torchrun,-1,50000000,1,1,1,50000000,0,0,0,,1.0,3,100,gpu_bytes: disabled by --no-gpu\n"
-             "0,2026-12-01T15:00:00.000Z,11,10,python,0,%lld,1,1,1,%lld,0,0,0,,1.0,9,100,gpu_bytes: disabled by --no-gpu\n"
-             "0,2026-12-01T15:00:00.000Z,12,10,python,1,%lld,1,1,1,%lld,0,0,0,,1.0,9,100,gpu_bytes: disabled by --no-gpu\n"
-             "50000000,2026-12-01T15:00:00.050Z,11,10,python,0,%lld,1,1,1,%lld,0,0,0,,1.0,9,100,gpu_bytes: disabled by --no-gpu\n"
-             "50000000,2026-12-01T15:00:00.050Z,13,12,pt_data_worker,1,%lld,1,1,1,%lld,0,0,0,,1.0,2,100,gpu_bytes: disabled by --no-gpu\n",
-             (long long)(base + g), (long long)(base + g),            /* rank 0 at start */
-             (long long)(base + 4 * g), (long long)(base + 4 * g),    /* rank 1: 4 GiB ... */
-             (long long)(base + 5 * g), (long long)(base + 5 * g + g / 2), /* rank 0: 5.5 GiB peak (hwm) */
-             (long long)g, (long long)g);                             /* ... + its worker's 1 GiB = 5 GiB */
+    const char *row = "%lld,2026-12-01T15:00:00.000Z,%d,%d,%s,%d,%lld,1,1,1,%lld,0,0,0,,1.0,9,100,gpu_bytes: disabled by --no-gpu\n";
+    struct { long long t; int pid, ppid; const char *comm; int rank; int64_t rss, hwm; } r[] = {
+        {0, 10, 1, "torchrun", -1, 50000000, 50000000},
+        {0, 11, 10, "python", 0, base + g, base + g},
+        {0, 12, 10, "python", 1, base + 4 * g, base + 4 * g},
+        {50000000, 10, 1, "torchrun", -1, 50000000, 50000000},
+        {50000000, 11, 10, "python", 0, base + 5 * g, base + 5 * g + g / 2},
+        {50000000, 12, 10, "python", 1, base + 4 * g, base + 4 * g},
+        {50000000, 13, 12, "pt_data_worker", 1, g, g},
+        {100000000, 11, 10, "python", 0, base + 5 * g, base + 5 * g + g / 2},
+        {100000000, 12, 10, "python", 1, base + 2 * g, base + 4 * g},
+        {100000000, 13, 12, "pt_data_worker", 1, 2 * g, 2 * g},
+    };
+    int w = snprintf(csv, sizeof csv, "# ratiolab 0.1.0 monitor\n"
+                     "t_ns,time_utc,pid,ppid,comm,rank,rss_bytes,anon_bytes,file_bytes,shmem_bytes,hwm_bytes,locked_bytes,"
+                     "pinned_bytes,swap_bytes,gpu_bytes,cpu_percent,threads,system_used_bytes,status\n"
+                     "# followed: pid 10 and its descendants\n");
+    for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
+        w += snprintf(csv + w, sizeof csv - (size_t)w, row, r[i].t, r[i].pid, r[i].ppid, r[i].comm, r[i].rank,
+                      (long long)r[i].rss, (long long)r[i].hwm);
     return tu_write(name, csv);
 }
 
@@ -329,7 +336,7 @@ START_TEST(host_baseline_from_a_monitor_csv)
         ck_assert_msg(o != NULL, "%s", je.text);
         ck_assert_int_eq(jint(json_object_get(o, "node"), "host_baseline_bytes_per_rank"), 5 * g + g / 2);
         const char *src = json_string_value(json_object_get(json_object_get(o, "sources"), "node.host_baseline_bytes_per_rank"));
-        ck_assert_msg(src && strstr(src, "run.csv") && strstr(src, "rank 0's 1 process") && strstr(src, "= 5.50 GiB"), "%s",
+        ck_assert_msg(src && strstr(src, "run.csv") && strstr(src, "rank 0's 1 process") && strstr(src, "2 ranks, 5.00-5.50 GiB") && strstr(src, "= 5.50 GiB"), "%s",
                       src ? src : "(none)");
         ck_assert_str_eq(json_string_value(json_object_get(o, "name")), "dgx-a100-40g-baseline");
         json_decref(o);
