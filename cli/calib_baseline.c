@@ -155,9 +155,10 @@ int cli_calib_baseline(int argc, char **argv)
         cli_err_flag(&e, "monitor_csv", "--host-baseline-from");
         goto fail;
     }
-    snprintf(what, sizeof what, "%s, %s, ratio %.2f", c.model_desc,
-             c.zero.offload == PLAN_OFFLOAD_NONE ? "no optimizer offload" : "optimizer offload to the CPU",
-             c.zero.offload == PLAN_OFFLOAD_NONE ? 0.0 : c.zero.ratio);
+    if (c.zero.offload == PLAN_OFFLOAD_NONE)
+        snprintf(what, sizeof what, "%s, no optimizer offload", c.model_desc);
+    else
+        snprintf(what, sizeof what, "%s, optimizer offload to the CPU at ratio %.2f", c.model_desc, c.zero.ratio);
     calib_baseline_source(&b, a.csv, what, source, sizeof source);
     if ((rc = calib_baseline_profile(base, name, &b, source, &text, &e))) {
         rl_err_prefix(&e, "--hw %s", path);
