@@ -424,7 +424,7 @@ static const char *binding(const struct tune_run *t, char *buf, size_t n)
     }
     if (b->gpu_fit == 0) {
         int w = snprintf(buf, n, "GPU memory binds: the smallest prediction is %s GiB per GPU, above %s GiB less the "
-                         "%s GiB headroom", cli_gib(g[0], sizeof g[0], b->min_gpu_bytes),
+                         "%s GiB headroom", cli_gib(g[0], sizeof g[0], gib_up(b->min_gpu_bytes)),
                          cli_gib(g[1], sizeof g[1], t->hw.gpu_mem_bytes), cli_gib(g[2], sizeof g[2], t->headroom));
         if (b->min_gpu_bytes_host_ok != INT64_MAX && w > 0 && (size_t)w < n) {
             int64_t need = gib_up(gpu_mem_for(t, b->min_gpu_bytes_host_ok));
