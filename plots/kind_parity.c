@@ -79,22 +79,54 @@ int plot__parity(struct plot__fig *f, struct rl_err *e)
         }
     }
     double x0 = lo / 1.5, x1 = hi * 1.5;
-    /* A square panel; the key at its right (double width) or under it (single). */
-    int longest = 20;
-    for (int d = 0; d < n_drawn; d++)
-        longest = (int)fmax(longest, (double)strlen(r.phase[drawn[d]]));
+    /* A square panel; the key inside it where no point, line or label lies, else under it. */
     bool dbl = f->o->width == PLOT_DOUBLE;
-    double w = plot__width_in(f), key_w = 0.5 + 0.055 * longest, left = 0.5, bottom = 0.36, top = 0.1;
+    double w = plot__width_in(f), left = 0.5, bottom = 0.36, top = 0.1;
     double side = dbl ? 2.8 : w - left - 0.25;
     double title_in = f->o->title && *f->o->title ? 0.25 : 0;
-    struct plot__grid g = {1, 1, 0, left, w - left - side, top, bottom, title_in,
-                           dbl ? 0 : plot__key_height(f, n_drawn + 3, longest)};
-    g.height_in = side + bottom + top + title_in + g.key_in;
-    if (dbl) {   /* centre the square and its key */
-        double pad = (w - (left + side + 0.2 + key_w)) / 2;
-        g.left_in = pad + left;
+    struct plot__grid g = {1, 1, 0, left, w - left - side, top, bottom, title_in, 0};
+    g.height_in = side + bottom + top + title_in;
+    if (dbl) {   /* centre the square */
+        g.left_in = (w - side) / 2 + 0.1;
         g.right_in = w - g.left_in - side;
     }
+    double others = -1;
+    for (int i = 0; i < r.n_rows; i++)
+        others = fmax(others, r.rows[i].others_cpu_pct);
+    struct plot__key k;
+    plot__key_init(&k, n_drawn + 3);
+    char band_t[32];
+    snprintf(band_t, sizeof band_t, "\xc2\xb1%g %%", f->o->band_pct);
+    plot__key_title(&k, 0, band_t);
+    plot__key_title(&k, 1, "measured = predicted");
+    plot__key_title(&k, 2, "step");
+    for (int d = 0; d < n_drawn; d++)
+        plot__key_title(&k, 3 + d, r.phase[drawn[d]]);
+    struct plot__occ occ = {0};
+    plot__occ_grid_panel(&occ, f, &g, 0, 0, x0, x1, x0, x1, true, true);
+    for (int b = -1; b <= 1; b++) {   /* the identity and the band's edges */
+        double mul = 1 + b * f->o->band_pct / 100.0;
+        plot__occ_seg(&occ, x0, x0 * mul, x1, x1 * mul, 0.015);
+    }
+    for (int i = 0; i < r.n_rows; i++) {
+        const struct plot__report_row *row = &r.rows[i];
+        plot__occ_seg(&occ, (double)row->pred.step_ns * 1e-6, (double)row->meas.step_ns * 1e-6,
+                      (double)row->pred.step_ns * 1e-6, (double)row->meas.step_ns * 1e-6, 0.05);
+        for (int d = 0; d < n_drawn; d++) {
+            int q = drawn[d];
+            int64_t a = f->o->phase_exposed ? row->pred.exposed_ns[q] : row->pred.busy_ns[q];
+            int64_t b = f->o->phase_exposed ? row->meas.exposed_ns[q] : row->meas.busy_ns[q];
+            if (a > 0 && b > 0)
+                plot__occ_seg(&occ, (double)a * 1e-6, (double)b * 1e-6, (double)a * 1e-6, (double)b * 1e-6, 0.05);
+        }
+    }
+    if (others > PARITY_OTHERS_WARN_PCT)
+        plot__occ_text(&occ, plot__occ_gx(&occ, 0.97), plot__occ_gy(&occ, 0.04), 52, 8, 1);
+    if (!plot__key_fit(f, &occ, &k)) {
+        g.key_in = plot__key_strip(f, &k);
+        g.height_in += g.key_in;
+    }
+    plot__occ_free(&occ);
     plot__gp_preamble(f, g.height_in);
     FILE *gp = f->gp;
     plot__multiplot(f);
@@ -124,14 +156,7 @@ int plot__parity(struct plot__fig *f, struct rl_err *e)
             }
         fputs(")\n", gp);
     }
-    if (dbl)
-        fprintf(gp, "set key at screen %.4f, screen %.4f left top Left reverse samplen 2\n",
-                (g.left_in + side + 0.2) / w, (g.height_in - title_in - top) / g.height_in);
-    else
-        fputs("unset key\n", gp);
-    double others = -1;
-    for (int i = 0; i < r.n_rows; i++)
-        others = fmax(others, r.rows[i].others_cpu_pct);
+    fputs("unset key\n", gp);
     if (others > PARITY_OTHERS_WARN_PCT)   /* the machine was not quiet: say so on the figure */
         fprintf(gp, "set label 5 'others used up to %.0f %% of the cores while measuring' at graph 0.97, graph 0.04 "
                     "right font ',8' front\n", others);
@@ -146,10 +171,9 @@ int plot__parity(struct plot__fig *f, struct rl_err *e)
                 d + 1, phase_points[d % N_PHASE_POINTS], c);
         plot__gp_str(f, "phase", r.phase[drawn[d]]);
     }
-    if (!dbl) {
-        struct plot__key k;
-        plot__key_begin(f, &g, n_drawn + 3, longest, &k);
+    {
         fputc('\n', gp);
+        plot__key_begin(f, &g, &k);
         plot__key_entry(f, &g, &k, 0);
         fprintf(gp, "NaN with boxes fc rgb '#b8b8b8' fs solid 0.6 title '\xc2\xb1%g %%'\n", f->o->band_pct);
         plot__key_entry(f, &g, &k, 1);
