@@ -119,7 +119,7 @@ int plot__memory(struct plot__fig *f, struct rl_err *e)
         char t[64], c[32];
         plot__gib_label(c, sizeof c, cap);
         snprintf(t, sizeof t, "GPU capacity %s", c);
-        fprintf(gp, "set label 2 at graph 0.98, first %.4f right offset 0,0.5 font ',8' ", PLOT__GIB(cap));
+        fprintf(gp, "set label 2 at graph 0.98, first %.4f right offset 0,0.5 font ',%.3g' ", PLOT__GIB(cap), plot__pt(f, 8));
         plot__gp_str(f, "label", t);
         fputc('\n', gp);
     }

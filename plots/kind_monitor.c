@@ -206,6 +206,7 @@ int plot__monitor(struct plot__fig *f, struct rl_err *e)
             }
         }
         fits = plot__key_fit(f, &occ, &key);
+        key.opaque = fits && pass >= 4;
         plot__occ_free(&occ);
     }
     if (!fits) {
@@ -233,7 +234,8 @@ int plot__monitor(struct plot__fig *f, struct rl_err *e)
             last++;
         char num[16];
         snprintf(num, sizeof num, last > k ? "%d-%d" : "%d", k + 1, last + 1);
-        fprintf(gp, "set label %d '%s' at %.4f, graph 1 center offset 0,0.6 font ',8'\n", k + 1, num, marks[k].t_s);
+        fprintf(gp, "set label %d '%s' at %.4f, graph 1 center offset 0,0.6 font ',%.3g'\n", k + 1, num, marks[k].t_s,
+                plot__pt(f, 8));
     }
     fputs("plot ", gp);
     for (int a = 0; a < n_pick; a++) {

@@ -78,7 +78,7 @@ int plot__parity(struct plot__fig *f, struct rl_err *e)
             hi = fmax(hi, fmax((double)a, (double)b) * 1e-6);
         }
     }
-    double x0 = lo / 1.5, x1 = hi * 1.5;
+    double x0 = lo / 1.5, x1 = hi * 1.5;   /* widened below when the key needs room */
     /* A square panel; the key inside it where no point, line or label lies, else under it. */
     bool dbl = f->o->width == PLOT_DOUBLE;
     double w = plot__width_in(f), left = 0.5, bottom = 0.36, top = 0.1;
@@ -102,31 +102,40 @@ int plot__parity(struct plot__fig *f, struct rl_err *e)
     plot__key_title(&k, 2, "step");
     for (int d = 0; d < n_drawn; d++)
         plot__key_title(&k, 3 + d, r.phase[drawn[d]]);
-    struct plot__occ occ = {0};
-    plot__occ_grid_panel(&occ, f, &g, 0, 0, x0, x1, x0, x1, true, true);
-    for (int b = -1; b <= 1; b++) {   /* the identity and the band's edges */
-        double mul = 1 + b * f->o->band_pct / 100.0;
-        plot__occ_seg(&occ, x0, x0 * mul, x1, x1 * mul, 0.015);
-    }
-    for (int i = 0; i < r.n_rows; i++) {
-        const struct plot__report_row *row = &r.rows[i];
-        plot__occ_seg(&occ, (double)row->pred.step_ns * 1e-6, (double)row->meas.step_ns * 1e-6,
-                      (double)row->pred.step_ns * 1e-6, (double)row->meas.step_ns * 1e-6, 0.05);
-        for (int d = 0; d < n_drawn; d++) {
-            int q = drawn[d];
-            int64_t a = f->o->phase_exposed ? row->pred.exposed_ns[q] : row->pred.busy_ns[q];
-            int64_t b = f->o->phase_exposed ? row->meas.exposed_ns[q] : row->meas.busy_ns[q];
-            if (a > 0 && b > 0)
-                plot__occ_seg(&occ, (double)a * 1e-6, (double)b * 1e-6, (double)a * 1e-6, (double)b * 1e-6, 0.05);
+    /* The key goes where no point, line or label lies; when nowhere, both axes widen (by up to 3.4x
+     * at each end: the points keep to the diagonal, the corners away from it grow), and only then
+     * is the key a strip under the panel. */
+    bool fits = false;
+    for (double pad = 1.5; !fits && pad < 5.2; pad *= 1.5) {
+        x0 = lo / pad, x1 = hi * pad;
+        struct plot__occ occ = {0};
+        plot__occ_grid_panel(&occ, f, &g, 0, 0, x0, x1, x0, x1, true, true);
+        for (int b = -1; b <= 1; b++) {   /* the identity and the band's edges */
+            double mul = 1 + b * f->o->band_pct / 100.0;
+            plot__occ_seg(&occ, x0, x0 * mul, x1, x1 * mul, 0.015);
         }
+        for (int i = 0; i < r.n_rows; i++) {
+            const struct plot__report_row *row = &r.rows[i];
+            plot__occ_seg(&occ, (double)row->pred.step_ns * 1e-6, (double)row->meas.step_ns * 1e-6,
+                          (double)row->pred.step_ns * 1e-6, (double)row->meas.step_ns * 1e-6, 0.05);
+            for (int d = 0; d < n_drawn; d++) {
+                int q = drawn[d];
+                int64_t a = f->o->phase_exposed ? row->pred.exposed_ns[q] : row->pred.busy_ns[q];
+                int64_t b = f->o->phase_exposed ? row->meas.exposed_ns[q] : row->meas.busy_ns[q];
+                if (a > 0 && b > 0)
+                    plot__occ_seg(&occ, (double)a * 1e-6, (double)b * 1e-6, (double)a * 1e-6, (double)b * 1e-6, 0.05);
+            }
+        }
+        if (others > PARITY_OTHERS_WARN_PCT)
+            plot__occ_text(&occ, plot__occ_gx(&occ, 0.97), plot__occ_gy(&occ, 0.04), 52, 8, 1);
+        fits = plot__key_fit(f, &occ, &k);
+        plot__occ_free(&occ);
     }
-    if (others > PARITY_OTHERS_WARN_PCT)
-        plot__occ_text(&occ, plot__occ_gx(&occ, 0.97), plot__occ_gy(&occ, 0.04), 52, 8, 1);
-    if (!plot__key_fit(f, &occ, &k)) {
+    if (!fits) {
+        x0 = lo / 1.5, x1 = hi * 1.5;
         g.key_in = plot__key_strip(f, &k);
         g.height_in += g.key_in;
     }
-    plot__occ_free(&occ);
     plot__gp_preamble(f, g.height_in);
     FILE *gp = f->gp;
     plot__multiplot(f);
@@ -159,7 +168,7 @@ int plot__parity(struct plot__fig *f, struct rl_err *e)
     fputs("unset key\n", gp);
     if (others > PARITY_OTHERS_WARN_PCT)   /* the machine was not quiet: say so on the figure */
         fprintf(gp, "set label 5 'others used up to %.0f %% of the cores while measuring' at graph 0.97, graph 0.04 "
-                    "right font ',8' front\n", others);
+                    "right font ',%.3g' front\n", others, plot__pt(f, 8));
     fprintf(gp, "plot '+' using 1:($1*(1-band)):($1*(1+band)) with filledcurves fc rgb '#b8b8b8' fs solid 0.6 "
                 "title '\xc2\xb1%g %%', \\\n     x with lines lc rgb '#000000' dt 1 lw 0.8 title 'measured = predicted', "
                 "\\\n     datafile index 0 using 2:3 with points pt 7 ps 0.8 lc rgb '#000000' title 'step'",

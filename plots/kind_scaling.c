@@ -299,9 +299,9 @@ int plot__scaling(struct plot__fig *f, struct rl_err *e)
             const struct label_spot *ls = &label_spots[spot[k][j]];
             fprintf(gp, "set label %d ", 300 + k * PLOT_MAX_IN + j);
             plot__gp_str(f, "label", label_txt[k][j]);
-            fprintf(gp, " at %g, %.6f %s offset screen %.4f, screen %.4f font ',7' tc lt %d front\n", drawn[k][j].x,
+            fprintf(gp, " at %g, %.6f %s offset screen %.4f, screen %.4f font ',%.3g' tc lt %d front\n", drawn[k][j].x,
                     drawn[k][j].y * yscale, ls->just > 0 ? "right" : ls->just < 0 ? "left" : "center",
-                    ls->dx / plot__width_in(f), ls->dy / g.height_in, k + 1);
+                    ls->dx / plot__width_in(f), ls->dy / g.height_in, plot__pt(f, 7), k + 1);
         }
     fputs("plot ", gp);
     for (int k = 0; k < n_series; k++) {

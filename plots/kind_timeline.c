@@ -497,9 +497,10 @@ int plot__timeline(struct plot__fig *f, struct rl_err *e)
                 continue;
             fprintf(gp, "set label %d ", 200 + c);
             plot__gp_str(f, "category", cats[c]);
-            fprintf(gp, " at %.6f, %d %s %sfront font ',7'%s\n", nm->x, nm->row,
+            fprintf(gp, " at %.6f, %d %s %sfront font ',%.3g'%s\n", nm->x, nm->row,
                     nm->just < 0 ? "left" : nm->just > 0 ? "right" : "center",
-                    nm->just < 0 ? "offset 0.5,0 " : nm->just > 0 ? "offset -0.5,0 " : "", nm->inside ? " boxed" : "");
+                    nm->just < 0 ? "offset 0.5,0 " : nm->just > 0 ? "offset -0.5,0 " : "", plot__pt(f, 7),
+                    nm->inside ? " boxed" : "");
         }
         fputs("plot ", gp);
         bool first = true;

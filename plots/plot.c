@@ -99,6 +99,11 @@ const char *plot__tick_format(double tick)
     return tick >= 1 ? "%g" : fabs(r - round(r)) < 1e-9 ? "%.1f" : "%.2f";
 }
 
+double plot__pt(const struct plot__fig *f, double pt)
+{
+    return f->fmt == PLOT_SVG ? pt * 2 / 3 : pt;
+}
+
 double plot__width_in(const struct plot__fig *f)
 {
     return f->o->width == PLOT_DOUBLE ? 7.0 : 3.5;
@@ -251,9 +256,9 @@ void plot__gp_preamble(struct plot__fig *f, double height_in)
     case PLOT_PDF:
         fprintf(g, "set terminal pdfcairo size %.2fin,%.2fin font ',9' linewidth 1\n", w, height_in);
         break;
-    case PLOT_SVG:   /* sizes in points (72 per inch) */
-        fprintf(g, "set terminal svg size %d,%d font ',9' linewidth 1 background '#ffffff'\n",
-                (int)(w * 72 + 0.5), (int)(height_in * 72 + 0.5));
+    case PLOT_SVG:   /* sizes in points (72 per inch); font sizes as plot__pt gives them */
+        fprintf(g, "set terminal svg size %d,%d font ',%.3g' linewidth 1 background '#ffffff'\n",
+                (int)(w * 72 + 0.5), (int)(height_in * 72 + 0.5), plot__pt(f, 9));
         break;
     case PLOT_PNG:   /* 200 dpi; scales measured to match the PDF rendered at 200 dpi */
         fprintf(g, "set terminal pngcairo size %d,%d font ',9' fontscale 1.39 linewidth 1.39 pointscale 1.8 "
@@ -289,7 +294,7 @@ void plot__panel(struct plot__fig *f, const struct plot__grid *g, int r, int c)
 
 #define KEY_ROW_IN 0.14      /* one key line at 9 pt */
 #define KEY_SAMPLE_IN 0.24   /* a key entry's sample and the gaps around it */
-#define KEY_INSET_IN 0.06    /* between a key inside a panel and the panel's axes */
+#define KEY_INSET_IN 0.04    /* between a key inside a panel and the panel's axes */
 #define KEY_PAD_IN 0.03      /* between a key's box and the data */
 
 /* 9 pt text: about 0.05 in per character (0.047 measured on the PNG, wide letters more), in
@@ -529,7 +534,7 @@ void plot__key_begin(struct plot__fig *f, const struct plot__grid *g, const stru
     fputs("unset title\nunset border\nunset tics\nunset xlabel\nunset ylabel\nunset grid\n"
           "unset label\nunset arrow\nunset object\nunset logscale\nunset y2tics\nunset y2label\n"
           "set xrange [0:1]\nset yrange [0:1]\n", f->gp);
-    if (k->inside)   /* a white box under the key, drawn once: grid and reference lines stop at it */
+    if (k->inside && k->opaque)   /* a white box under the key, drawn once: reference lines stop at it */
         fprintf(f->gp, "set object 999 rect from screen %.4f, screen %.4f to screen %.4f, screen %.4f fc rgb '#ffffff' "
                        "fs solid 1.0 noborder\nunset key\nplot NaN notitle\nunset object 999\n",
                 k->x0_in / w, (k->top_in - k->h_in) / h, (k->x0_in + k->w_in) / w, k->top_in / h);
@@ -566,7 +571,7 @@ void plot__multiplot(struct plot__fig *f)
     if (f->o->title && *f->o->title) {
         fputs(" title ", f->gp);
         plot__gp_str(f, "title", f->o->title);
-        fputs(" font ',10'", f->gp);
+        fprintf(f->gp, " font ',%.3g'", plot__pt(f, 10));
     }
     fputc('\n', f->gp);
 }

@@ -48,6 +48,10 @@ void plot__gp_tic(struct plot__fig *f, const char *field, const char *s);
 double plot__tick(double max, int n);
 /* The gnuplot format that prints every multiple of tick alike ("%.1f" for 0.2). */
 const char *plot__tick_format(double tick);
+/* The font size to write for a text of pt points as pdfcairo draws it: pdfcairo (and pngcairo, whose
+ * fontscale matches it) writes font ',9' as 6 pt text (its text matrix), the svg terminal as 9 pt,
+ * so an SVG gets 2/3 of each size (its offsets in characters then match too). */
+double plot__pt(const struct plot__fig *f, double pt);
 /* The figure's width in inches (3.5 or 7). */
 double plot__width_in(const struct plot__fig *f);
 /* The colour of a phase (sim_phase_name) or, for other names, the i-th of a few colours no phase
@@ -131,6 +135,8 @@ struct plot__key {
     int n;                           /* entries */
     int cols;                        /* columns of the grid (entries fill it row by row) */
     bool inside;                     /* in a panel's plot area (else the strip) */
+    bool opaque;                     /* a white box under it (set by the writer when the key crosses
+                                        reference lines, which the box then hides) */
     double x0_in;                    /* left edge of the box, inches from the figure's left */
     double top_in;                   /* top edge of the box, inches from the figure's bottom */
     double w_in, h_in;               /* the box */

@@ -47,7 +47,7 @@ plot datafile index 0 using 1:2 with lines lt 1 dt 1, \
      datafile index 2 using 1:2 with lines lt 3 dt 1, \
      datafile index 2 using 1:3 with lines lt 3 dt 2, \
      datafile index 2 using 1:4 with lines lt 3 dt 3
-# the key, inside the plot area where no data lie; box (screen) 0.0800 0.6242 0.2786 0.9128
+# the key, inside the plot area where no data lie; box (screen) 0.0771 0.6309 0.2757 0.9195
 set lmargin at screen 0.01
 set rmargin at screen 0.99
 set tmargin at screen 0.99
@@ -66,21 +66,17 @@ unset y2tics
 unset y2label
 set xrange [0:1]
 set yrange [0:1]
-set object 999 rect from screen 0.0800, screen 0.6242 to screen 0.2786, screen 0.9128 fc rgb '#ffffff' fs solid 1.0 noborder
-unset key
-plot NaN notitle
-unset object 999
-set key at screen 0.0800, screen 0.9128 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.0771, screen 0.9195 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with lines lt 1 dt 1 title "launcher 4100"
-set key at screen 0.0800, screen 0.8658 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.0771, screen 0.8725 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with lines lt 2 dt 1 title "rank 0 (python 4101)"
-set key at screen 0.0800, screen 0.8188 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.0771, screen 0.8255 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with lines lt 3 dt 1 title "rank 1 (py,worker 4102)"
-set key at screen 0.0800, screen 0.7718 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.0771, screen 0.7785 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with lines lc rgb '#000000' dt 1 title 'resident (RSS)'
-set key at screen 0.0800, screen 0.7248 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.0771, screen 0.7315 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with lines lc rgb '#000000' dt 2 title 'GPU (NVML)'
-set key at screen 0.0800, screen 0.6779 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.0771, screen 0.6846 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with lines lc rgb '#000000' dt 3 title 'locked + pinned host'
 # the marks' texts, numbered as at the top of the panel, in a strip under it; box (screen) 0.1514 0.0134 0.8486 0.1141
 unset key

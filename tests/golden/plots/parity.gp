@@ -47,7 +47,7 @@ plot '+' using 1:($1*(1-band)):($1*(1+band)) with filledcurves fc rgb '#b8b8b8' 
      datafile index 3 using 2:3 with points pt 11 ps 0.7 lc rgb '#009E73' title "gpu_adam", \
      datafile index 4 using 2:3 with points pt 13 ps 0.7 lc rgb '#E69F00' title "cpu_adam", \
      datafile index 5 using 2:3 with points pt 4 ps 0.7 lc rgb '#D55E00' title "grad_d2h"
-# the key, inside the plot area where no data lie; box (screen) 0.1600 0.5950 0.5143 0.9502
+# the key, inside the plot area where no data lie; box (screen) 0.1543 0.6012 0.5086 0.9564
 set lmargin at screen 0.01
 set rmargin at screen 0.99
 set tmargin at screen 0.99
@@ -66,24 +66,20 @@ unset y2tics
 unset y2label
 set xrange [0:1]
 set yrange [0:1]
-set object 999 rect from screen 0.1600, screen 0.5950 to screen 0.5143, screen 0.9502 fc rgb '#ffffff' fs solid 1.0 noborder
-unset key
-plot NaN notitle
-unset object 999
-set key at screen 0.1600, screen 0.9502 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.1543, screen 0.9564 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#b8b8b8' fs solid 0.6 title '±10 %'
-set key at screen 0.1600, screen 0.9065 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.1543, screen 0.9128 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with lines lc rgb '#000000' dt 1 lw 0.8 title 'measured = predicted'
-set key at screen 0.1600, screen 0.8629 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.1543, screen 0.8692 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with points pt 7 ps 0.8 lc rgb '#000000' title 'step'
-set key at screen 0.1600, screen 0.8193 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.1543, screen 0.8255 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with points pt 5 ps 0.7 lc rgb '#0072B2' title "forward"
-set key at screen 0.1600, screen 0.7757 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.1543, screen 0.7819 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with points pt 9 ps 0.7 lc rgb '#0072B2' title "backward"
-set key at screen 0.1600, screen 0.7321 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.1543, screen 0.7383 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with points pt 11 ps 0.7 lc rgb '#009E73' title "gpu_adam"
-set key at screen 0.1600, screen 0.6885 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.1543, screen 0.6947 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with points pt 13 ps 0.7 lc rgb '#E69F00' title "cpu_adam"
-set key at screen 0.1600, screen 0.6449 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.1543, screen 0.6511 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with points pt 4 ps 0.7 lc rgb '#D55E00' title "grad_d2h"
 unset multiplot

@@ -75,7 +75,7 @@ plot datafile index 1 using 1:((0+$5)/2):($1-0.1000):($1+0.1000):(0):5 with boxx
      datafile index 1 using 1:(($7+$8)/2):($1-0.1000):($1+0.1000):($7):8 with boxxyerror fc rgb '#009E73' fs solid 1.0 noborder, \
      datafile index 1 using 1:(($8+$9)/2):($1-0.1000):($1+0.1000):($8):9 with boxxyerror fc rgb '#E69F00' fs solid 1.0 noborder, \
      datafile index 1 using 1:(($9+$10)/2):($1-0.1000):($1+0.1000):($9):10 with boxxyerror fc rgb '#777777' fs pattern 5 noborder
-# the key, inside the plot area where no data lie; box (screen) 0.6657 0.5174 0.9700 0.7413
+# the key, inside the plot area where no data lie; box (screen) 0.6686 0.5251 0.9729 0.7490
 set lmargin at screen 0.01
 set rmargin at screen 0.99
 set tmargin at screen 0.99
@@ -94,24 +94,20 @@ unset y2tics
 unset y2label
 set xrange [0:1]
 set yrange [0:1]
-set object 999 rect from screen 0.6657, screen 0.5174 to screen 0.9700, screen 0.7413 fc rgb '#ffffff' fs solid 1.0 noborder
-unset key
-plot NaN notitle
-unset object 999
-set key at screen 0.6657, screen 0.7413 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.6686, screen 0.7490 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#0072B2' fs solid 1.0 title "compute"
-set key at screen 0.7929, screen 0.7413 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.7957, screen 0.7490 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#CC79A7' fs solid 1.0 title "collectives"
-set key at screen 0.6657, screen 0.6873 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.6686, screen 0.6950 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#D55E00' fs solid 1.0 title "PCIe copies"
-set key at screen 0.7929, screen 0.6873 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.7957, screen 0.6950 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#009E73' fs solid 1.0 title "GPU optimizer"
-set key at screen 0.6657, screen 0.6332 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.6686, screen 0.6409 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#E69F00' fs solid 1.0 title "CPU optimizer"
-set key at screen 0.7929, screen 0.6332 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.7957, screen 0.6409 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#777777' fs pattern 5 border lc rgb '#777777' title "idle"
-set key at screen 0.7929, screen 0.5792 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.7957, screen 0.5869 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with lines lc rgb '#000000' dt 2 lw 1 title 'ratio 0 (no offload)'
-set key at screen 0.6657, screen 0.5792 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.6686, screen 0.5869 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#ececec' fs solid 1.0 border lc rgb '#aaaaaa' title "over 12 GiB"
 unset multiplot

@@ -3,7 +3,7 @@
 # Paper size: 7.0 in x 1.70 in, 9 pt text.
 if (!exists("outfile")) outfile = "timeline.svg"
 datafile = "timeline.dat"
-set terminal svg size 504,122 font ',9' linewidth 1 background '#ffffff'
+set terminal svg size 504,122 font ',6' linewidth 1 background '#ffffff'
 set output outfile
 set termoption noenhanced
 set datafile separator '\t'
@@ -43,12 +43,12 @@ set format x ''
 set yrange [3.5:-0.5]
 set ytics ("GPU 0 compute" 0, "GPU 0 D2H" 1, "GPU 0 H2D" 2, "rank 0 CPU Adam" 3)
 unset label
-set label 200 "forward" at 5.000000, 0 center front font ',7' boxed
-set label 201 "backward" at 20.000000, 0 center front font ',7' boxed
-set label 202 "gpu_adam" at 35.000000, 0 left offset 0.5,0 front font ',7'
-set label 203 "cpu_adam" at 50.500000, 3 center front font ',7' boxed
-set label 204 "grad_d2h" at 34.000000, 1 center front font ',7' boxed
-set label 205 "param_h2d" at 66.000000, 2 center front font ',7' boxed
+set label 200 "forward" at 5.000000, 0 center front font ',4.67' boxed
+set label 201 "backward" at 20.000000, 0 center front font ',4.67' boxed
+set label 202 "gpu_adam" at 35.000000, 0 left offset 0.5,0 front font ',4.67'
+set label 203 "cpu_adam" at 50.500000, 3 center front font ',4.67' boxed
+set label 204 "grad_d2h" at 34.000000, 1 center front font ',4.67' boxed
+set label 205 "param_h2d" at 66.000000, 2 center front font ',4.67' boxed
 plot datafile index 1 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs solid 1.0, \
      datafile index 2 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs pattern 4 border lc rgb '#0072B2', \
      datafile index 3 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#009E73' fs solid 1.0, \
@@ -65,10 +65,10 @@ set format x '%g'
 set yrange [1.5:-0.5]
 set ytics ("rank 0 compute" 0, "rank 0 CPU Adam" 1)
 unset label
-set label 200 "forward" at 5.500000, 0 center front font ',7' boxed
-set label 201 "backward" at 21.750000, 0 center front font ',7' boxed
-set label 203 "cpu_adam" at 39.000000, 1 center front font ',7' boxed
-set label 206 "io" at 59.500000, 0 center front font ',7' boxed
+set label 200 "forward" at 5.500000, 0 center front font ',4.67' boxed
+set label 201 "backward" at 21.750000, 0 center front font ',4.67' boxed
+set label 203 "cpu_adam" at 39.000000, 1 center front font ',4.67' boxed
+set label 206 "io" at 59.500000, 0 center front font ',4.67' boxed
 plot datafile index 9 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs solid 1.0, \
      datafile index 10 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#0072B2' fs pattern 4 border lc rgb '#0072B2', \
      datafile index 12 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#E69F00' fs solid 1.0, \
