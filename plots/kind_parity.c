@@ -78,7 +78,8 @@ int plot__parity(struct plot__fig *f, struct rl_err *e)
             hi = fmax(hi, fmax((double)a, (double)b) * 1e-6);
         }
     }
-    double x0 = lo / 1.5, x1 = hi * 1.5;   /* widened below when the key needs room */
+    double x0 = lo / 1.5, x1 = hi * 1.5;   /* the data's range; the axes' below */
+    double ax[2][2];                        /* x and y axis: low, high */
     /* A square panel; the key inside it where no point, line or label lies, else under it. */
     bool dbl = f->o->width == PLOT_DOUBLE;
     double w = plot__width_in(f), left = 0.5, bottom = 0.36, top = 0.1;
@@ -102,17 +103,18 @@ int plot__parity(struct plot__fig *f, struct rl_err *e)
     plot__key_title(&k, 2, "step");
     for (int d = 0; d < n_drawn; d++)
         plot__key_title(&k, 3 + d, r.phase[drawn[d]]);
-    /* The key goes where no point, line or label lies; when nowhere, both axes widen (by up to 3.4x
-     * at each end: the points keep to the diagonal, the corners away from it grow), and only then
-     * is the key a strip under the panel. */
+    /* The key goes where no point, line or label lies; when nowhere, the x axis reaches further right
+     * and the y axis as far further down (up to three decades; both axes keep one span, so the
+     * identity stays at 45 degrees), which opens the corner under the identity, and only then is
+     * the key a strip under the panel. */
     bool fits = false;
-    for (double pad = 1.5; !fits && pad < 5.2; pad *= 1.5) {
-        x0 = lo / pad, x1 = hi * pad;
+    for (double more = 1; !fits && more <= 1001; more *= 3.17) {
+        ax[0][0] = x0, ax[0][1] = x1 * more, ax[1][0] = x0 / more, ax[1][1] = x1;
         struct plot__occ occ = {0};
-        plot__occ_grid_panel(&occ, f, &g, 0, 0, x0, x1, x0, x1, true, true);
+        plot__occ_grid_panel(&occ, f, &g, 0, 0, ax[0][0], ax[0][1], ax[1][0], ax[1][1], true, true);
         for (int b = -1; b <= 1; b++) {   /* the identity and the band's edges */
             double mul = 1 + b * f->o->band_pct / 100.0;
-            plot__occ_seg(&occ, x0, x0 * mul, x1, x1 * mul, 0.015);
+            plot__occ_seg(&occ, ax[1][0], ax[1][0] * mul, ax[0][1], ax[0][1] * mul, 0.015);
         }
         for (int i = 0; i < r.n_rows; i++) {
             const struct plot__report_row *row = &r.rows[i];
@@ -132,7 +134,7 @@ int plot__parity(struct plot__fig *f, struct rl_err *e)
         plot__occ_free(&occ);
     }
     if (!fits) {
-        x0 = lo / 1.5, x1 = hi * 1.5;
+        ax[0][0] = ax[1][0] = x0, ax[0][1] = ax[1][1] = x1;
         g.key_in = plot__key_strip(f, &k);
         g.height_in += g.key_in;
     }
@@ -144,20 +146,23 @@ int plot__parity(struct plot__fig *f, struct rl_err *e)
             (g.left_in - 0.42) / w, (g.height_in - title_in - top - side / 2) / g.height_in);
     fprintf(gp, "set xlabel 'predicted (ms)' offset 0,0.9\nset logscale xy\nset xrange [%g:%g]\nset yrange [%g:%g]\n"
                 "set grid xtics ytics\nset samples 200\nband = %g\n",
-            x0, x1, x0, x1, f->o->band_pct / 100.0);
+            ax[0][0], ax[0][1], ax[1][0], ax[1][1], f->o->band_pct / 100.0);
     /* Log axes: ticks at 1, 2 and 5 x 10^k inside the range (gnuplot's own are decades only);
      * over more than three decades the labels of 2 and 5 would run into each other, so those
      * become unlabelled minor ticks. */
-    const bool wide = log10(x1 / x0) > 3;
-    for (int ax = 0; ax < 2; ax++) {
-        fprintf(gp, "set %ctics (", ax ? 'y' : 'x');
+    const bool wide = log10(ax[0][1] / ax[0][0]) > 3;
+    /* Past six decades only every second decade is labelled, past twelve every third. */
+    const int every = log10(ax[0][1] / ax[0][0]) > 12 ? 3 : log10(ax[0][1] / ax[0][0]) > 6 ? 2 : 1;
+    for (int a = 0; a < 2; a++) {
+        double t0 = ax[a][0], t1 = ax[a][1];
+        fprintf(gp, "set %ctics (", a ? 'y' : 'x');
         bool first = true;
-        for (double dec = pow(10, floor(log10(x0))); dec <= x1; dec *= 10)
+        for (double dec = pow(10, floor(log10(t0))); dec <= t1; dec *= 10)
             for (int q = 0; q < 3; q++) {
                 double v = dec * (q == 0 ? 1 : q == 1 ? 2 : 5);
-                if (v < x0 || v > x1)
+                if (v < t0 || v > t1)
                     continue;
-                if (wide && q > 0)
+                if ((wide && q > 0) || (q == 0 && (int)llround(log10(v)) % every != 0))
                     fprintf(gp, "%s'' %g 1", first ? "" : ", ", v);
                 else
                     fprintf(gp, "%s'%g' %g", first ? "" : ", ", v, v);
