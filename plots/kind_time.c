@@ -34,15 +34,36 @@ static int cmp_band(const void *x, const void *y)
     return group_rank(x) - group_rank(y);
 }
 
-/* "policy exact, DeepSpeed 0.12.6, overlapped step (ratiolab)" from a sweep's policy, DeepSpeed
- * version and schedule: the first part (policy and version) in a, the schedule in b. */
-static void panel_title(const struct plot__sweep *s, char *a, size_t na, char *b, size_t nb)
+/* A panel's title from a sweep's policy, DeepSpeed version and schedule: "policy exact",
+ * "DeepSpeed 0.12.4", "overlapped step (ratiolab)". */
+struct panel_title {
+    char part[3][96];
+};
+
+static void panel_title(const struct plot__sweep *s, struct panel_title *t)
 {
     const char *sch = strncmp(s->schedule, "deepspeed", 9) == 0 ? "DeepSpeed's sequential step"
                       : strcmp(s->schedule, "overlap") == 0   ? "overlapped step (ratiolab)"
                                                               : s->schedule;
-    snprintf(a, na, "policy %s, DeepSpeed %s", s->policy, s->ds_version[0] ? s->ds_version : "version not recorded");
-    snprintf(b, nb, "%s", sch);
+    snprintf(t->part[0], sizeof t->part[0], "policy %s", s->policy);
+    snprintf(t->part[1], sizeof t->part[1], "DeepSpeed %s", s->ds_version[0] ? s->ds_version : "version not recorded");
+    snprintf(t->part[2], sizeof t->part[2], "%s", sch);
+}
+
+/* Lines the titles need so that each fits in w inches: 1 (all three parts), 2 (policy and
+ * version, then the schedule) or 3 (one part a line). */
+static int title_lines(const struct plot__sweep *s, int ns, double w)
+{
+    int lines = 1;
+    for (int i = 0; i < ns; i++) {
+        struct panel_title t;
+        panel_title(&s[i], &t);
+        size_t a = strlen(t.part[0]), b = strlen(t.part[1]), c = strlen(t.part[2]);
+        int need = plot__text_w((int)(a + b + c + 4), 9) <= w ? 1
+                   : plot__text_w((int)(a + b + 2), 9) <= w && plot__text_w((int)c, 9) <= w ? 2 : 3;
+        lines = need > lines ? need : lines;
+    }
+    return lines;
 }
 
 /* Where the "fastest that fits" label goes: just above the bars it spans (so the top of the panel
@@ -52,14 +73,18 @@ struct best_label {
     double gx;     /* x anchor, graph fraction */
     int just;      /* < 0 left, 0 centre, > 0 right */
     double y;      /* the text's centre, first axis */
-    int chars;     /* its length */
+    double below;  /* from y down to the text's bottom, first axis (where the arrow starts) */
+    int chars;     /* its widest line */
+    bool two;      /* "fastest fit:" over the numbers, in a panel too narrow for one line */
 };
 
 static void best_label(const struct plot__sweep *sw, int best, double top, double half, double panel_w_in,
                        struct best_label *l)
 {
     const struct plot__sweep_row *w = &sw->rows[best];
-    l->chars = 34;   /* "fastest that fits: 0.50 (1.52 s)" and a little */
+    l->two = plot__text_w(34, 9) > panel_w_in - 0.08;
+    l->chars = l->two ? 14 : 34;   /* "fastest that fits: 0.50 (1.52 s)" and a little; "0.50 (1.52 s)" */
+    l->below = top * (l->two ? 0.08 : 0.04);
     double gx = (w->requested + 0.04) / 1.08;
     l->just = gx > 0.7 ? 1 : gx < 0.3 ? -1 : 0;
     l->gx = l->just > 0 ? 0.98 : l->just < 0 ? 0.02 : gx;
@@ -70,7 +95,7 @@ static void best_label(const struct plot__sweep *sw, int best, double top, doubl
     for (int k = 0; k < sw->n_rows; k++)
         if (sw->rows[k].requested >= x0 && sw->rows[k].requested <= x1)
             under = fmax(under, (double)sw->rows[k].step_ns * 1e-9);
-    l->y = fmin(fmax(under + top * 0.08, (double)w->step_ns * 1e-9 + top * 0.16), top * 0.93);
+    l->y = fmin(fmax(under + top * 0.04 + l->below, (double)w->step_ns * 1e-9 + top * 0.12 + l->below), top * 0.93);
 }
 
 /* The row of the reference a speedup is measured against: ratio 0 (no offload) or ratio 1 (full
@@ -168,15 +193,10 @@ int plot__time(struct plot__fig *f, struct rl_err *e)
     int cols = dbl ? ns : 1, rows = dbl ? 1 : ns;
     double panel_h = dbl ? 2.2 : 1.9;
     /* Panel titles (policy, DeepSpeed version, schedule) on one line where every one fits across
-     * its panel, else on two. */
+     * its panel, else on two or three. */
     double right_in = f->o->speedup ? 0.62 : 0.15, panel_w = plot__width_in(f) / cols - 0.5 - right_in;
-    bool two_line = false;
-    for (int i = 0; i < ns; i++) {
-        char ta[160], tb[96];
-        panel_title(&s[i], ta, sizeof ta, tb, sizeof tb);
-        two_line |= plot__text_w((int)(strlen(ta) + 2 + strlen(tb)), 9) > panel_w + right_in;
-    }
-    struct plot__grid g = {rows, cols, 0, 0.5, right_in, two_line ? 0.36 : 0.22, 0.36,
+    int t_lines = title_lines(s, ns, panel_w + right_in);
+    struct plot__grid g = {rows, cols, 0, 0.5, right_in, 0.08 + 0.14 * t_lines, 0.36,
                            f->o->title && *f->o->title ? 0.25 : 0, 0};
     g.height_in = rows * (panel_h + g.top_in - 0.22) + g.title_in;
     double tick = plot__tick(ymax, 5);
@@ -228,8 +248,11 @@ int plot__time(struct plot__fig *f, struct rl_err *e)
                 struct best_label bl;
                 best_label(&s[i], best[i], top, half, panel_w, &bl);
                 double x = s[i].rows[best[i]].requested;
-                plot__occ_text(&occ, plot__occ_gx(&occ, bl.gx), plot__occ_y(&occ, bl.y), bl.chars, 9, bl.just);
-                plot__occ_seg(&occ, x, bl.y - top * 0.04, x, (double)s[i].rows[best[i]].step_ns * 1e-9, 0.03);
+                double ly = plot__occ_y(&occ, bl.y);
+                for (int ln = 0; ln < (bl.two ? 2 : 1); ln++)
+                    plot__occ_text(&occ, plot__occ_gx(&occ, bl.gx), bl.two ? ly + (ln ? -0.06 : 0.06) : ly, bl.chars, 9,
+                                   bl.just);
+                plot__occ_seg(&occ, x, bl.y - bl.below, x, (double)s[i].rows[best[i]].step_ns * 1e-9, 0.03);
             } else {
                 plot__occ_text(&occ, plot__occ_gx(&occ, 0.5), plot__occ_gy(&occ, 0.93), 13, 9, 0);
             }
@@ -253,12 +276,14 @@ int plot__time(struct plot__fig *f, struct rl_err *e)
         plot__panel(f, &g, dbl ? 0 : i, dbl ? i : 0);
         fputs("unset object\nunset arrow\nunset label\n", gp);
         plot__ylabel(f, &g, dbl ? 0 : i, dbl ? i : 0, "step time (s)");
-        char ta[160], tb[96];
-        panel_title(&s[i], ta, sizeof ta, tb, sizeof tb);
+        struct panel_title pt;
+        panel_title(&s[i], &pt);
         fputs("set title ", gp);
-        plot__gp_str(f, "policy", ta);
-        fputs(two_line ? " . \"\\n\" . " : " . \", \" . ", gp);
-        plot__gp_str(f, "schedule", tb);
+        plot__gp_str(f, "policy", pt.part[0]);
+        fputs(t_lines == 3 ? " . \"\\n\" . " : " . \", \" . ", gp);
+        plot__gp_str(f, "deepspeed_version", pt.part[1]);
+        fputs(t_lines == 1 ? " . \", \" . " : " . \"\\n\" . ", gp);
+        plot__gp_str(f, "schedule", pt.part[2]);
         fputs("\n", gp);
         /* The no-offload step (ratio 0) as a dashed line across the panel, named inside it. */
         int r0 = ref_row(&s[i], 0);
@@ -313,9 +338,10 @@ int plot__time(struct plot__fig *f, struct rl_err *e)
             struct best_label bl;
             best_label(sw, best[i], top, half, panel_w, &bl);
             fprintf(gp, "set arrow 1 from %.4f, first %.6f to %.4f, first %.6f head size screen 0.012,25 filled "
-                        "lw 1.2 lc rgb '#000000' front\n", x, bl.y - top * 0.04, x, y + top * 0.015);
-            fprintf(gp, "set label 2 'fastest that fits: %.2f (%.2f s)' at graph %.4f, first %.6f %s front\n",
-                    w->requested, y, bl.gx, bl.y, bl.just > 0 ? "right" : bl.just < 0 ? "left" : "center");
+                        "lw 1.2 lc rgb '#000000' front\n", x, bl.y - bl.below, x, y + top * 0.015);
+            fprintf(gp, "set label 2 \"%s%.2f (%.2f s)\" at graph %.4f, first %.6f %s front\n",
+                    bl.two ? "fastest fit:\\n" : "fastest that fits: ", w->requested, y, bl.gx, bl.y,
+                    bl.just > 0 ? "right" : bl.just < 0 ? "left" : "center");
         } else {
             fputs("set label 2 'no ratio fits' at graph 0.5, graph 0.93 center front\n", gp);
         }

@@ -294,14 +294,15 @@ void plot__panel(struct plot__fig *f, const struct plot__grid *g, int r, int c)
 
 #define KEY_ROW_IN 0.14      /* one key line at 9 pt */
 #define KEY_SAMPLE_IN 0.24   /* a key entry's sample and the gaps around it */
+#define KEY_GAP_IN 0.06     /* between the columns of a key */
 #define KEY_INSET_IN 0.04    /* between a key inside a panel and the panel's axes */
 #define KEY_PAD_IN 0.03      /* between a key's box and the data */
 
-/* 9 pt text: about 0.05 in per character (0.047 measured on the PNG, wide letters more), in
+/* 9 pt text: about 0.048 in per character (0.047 measured on the PNG, wide letters more), in
  * proportion at other sizes. */
 double plot__text_w(int chars, double pt)
 {
-    return chars * 0.05 * pt / 9;
+    return chars * 0.048 * pt / 9;
 }
 
 /* ---- what the panels hold -------------------------------------------------------------------------- */
@@ -454,7 +455,8 @@ static void key_layout(struct plot__key *k, int cols, double max_w)
     for (int c = 0; c < k->cols; c++) {
         k->colw_in[c] = 0;
         for (int i = c; i < k->n; i += k->cols)
-            k->colw_in[c] = fmax(k->colw_in[c], plot__text_w(k->chars[i], 9) + KEY_SAMPLE_IN);
+            k->colw_in[c] = fmax(k->colw_in[c],
+                                 plot__text_w(k->chars[i], 9) + KEY_SAMPLE_IN + (c + 1 < k->cols ? KEY_GAP_IN : 0));
         k->colw_in[c] = fmin(k->colw_in[c], max_w);
         k->w_in += k->colw_in[c];
     }
