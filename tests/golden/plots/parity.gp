@@ -47,7 +47,7 @@ plot '+' using 1:($1*(1-band)):($1*(1+band)) with filledcurves fc rgb '#b8b8b8' 
      datafile index 3 using 2:3 with points pt 11 ps 0.7 lc rgb '#009E73' title "gpu_adam", \
      datafile index 4 using 2:3 with points pt 13 ps 0.7 lc rgb '#E69F00' title "cpu_adam", \
      datafile index 5 using 2:3 with points pt 4 ps 0.7 lc rgb '#D55E00' title "grad_d2h"
-# the key, inside the plot area where no data lie; box (screen) 0.1543 0.6012 0.5086 0.9564
+# the key, inside the plot area where no data lie; box (screen) 0.1543 0.6012 0.4971 0.9564
 set lmargin at screen 0.01
 set rmargin at screen 0.99
 set tmargin at screen 0.99

@@ -45,7 +45,7 @@ plot datafile index 0 using 1:($2*ys) with linespoints lt 1, \
      datafile index 0 using 1:($5*ys) with lines lt 1 dt 3 lw 0.8, \
      datafile index 1 using 1:($2*ys) with linespoints lt 2, \
      datafile index 1 using 1:($5*ys) with lines lt 2 dt 3 lw 0.8
-# the key, inside the plot area where no data lie; box (screen) 0.2200 0.7455 0.9457 0.9455
+# the key, inside the plot area where no data lie; box (screen) 0.2463 0.7455 0.9457 0.9455
 set lmargin at screen 0.01
 set rmargin at screen 0.99
 set tmargin at screen 0.99
@@ -64,10 +64,10 @@ unset y2tics
 unset y2label
 set xrange [0:1]
 set yrange [0:1]
-set key at screen 0.2200, screen 0.8182 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.2463, screen 0.8182 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with lines lc rgb '#000000' dt 3 lw 0.8 title 'ideal scaling (dotted, per series)'
-set key at screen 0.2200, screen 0.9455 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.2463, screen 0.9455 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with linespoints lt 1 title "policy deepspeed-0.12, schedule deepspeed-0.12"
-set key at screen 0.2200, screen 0.8818 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.2463, screen 0.8818 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with linespoints lt 2 title "policy exact, schedule overlap"
 unset multiplot

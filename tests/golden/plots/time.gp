@@ -40,13 +40,13 @@ unset arrow
 unset label
 unset ylabel
 set label 90 "step time (s)" at screen 0.0114, screen 0.4517 center rotate by 90
-set title "policy deepspeed-0.12, DeepSpeed 0.12.4" . "\n" . "DeepSpeed\047s sequential step"
+set title "policy deepspeed-0.12" . ", " . "DeepSpeed 0.12.4" . "\n" . "DeepSpeed\047s sequential step"
 set arrow 3 from graph 0, first 0.313582 to graph 1, first 0.313582 nohead lc rgb '#000000' dt 2 lw 1 front
 unset y2tics
 unset y2label
 set object 1 rect from -0.0400, graph 0 to 0.3750, graph 1 fc rgb '#ececec' fs solid 1.0 noborder behind
 set arrow 1 from 0.5000, first 1.755904 to 0.5000, first 1.545904 head size screen 0.012,25 filled lw 1.2 lc rgb '#000000' front
-set label 2 'fastest that fits: 0.50 (1.52 s)' at graph 0.5000, first 1.835904 center front
+set label 2 "fastest that fits: 0.50 (1.52 s)" at graph 0.5000, first 1.835904 center front
 plot datafile index 0 using 1:((0+$5)/2):($1-0.1000):($1+0.1000):(0):5 with boxxyerror fc rgb '#0072B2' fs solid 1.0 noborder, \
      datafile index 0 using 1:(($5+$6)/2):($1-0.1000):($1+0.1000):($5):6 with boxxyerror fc rgb '#CC79A7' fs solid 1.0 noborder, \
      datafile index 0 using 1:(($6+$7)/2):($1-0.1000):($1+0.1000):($6):7 with boxxyerror fc rgb '#D55E00' fs solid 1.0 noborder, \
@@ -62,20 +62,20 @@ unset arrow
 unset label
 unset ylabel
 set label 90 "step time (s)" at screen 0.5114, screen 0.4517 center rotate by 90
-set title "policy exact, DeepSpeed 0.12.4" . "\n" . "overlapped step (ratiolab)"
+set title "policy exact" . ", " . "DeepSpeed 0.12.4" . "\n" . "overlapped step (ratiolab)"
 set arrow 3 from graph 0, first 0.106315 to graph 1, first 0.106315 nohead lc rgb '#000000' dt 2 lw 1 front
 unset y2tics
 unset y2label
 set object 1 rect from -0.0400, graph 0 to 0.1250, graph 1 fc rgb '#ececec' fs solid 1.0 noborder behind
 set arrow 1 from 0.2500, first 0.468180 to 0.2500, first 0.258180 head size screen 0.012,25 filled lw 1.2 lc rgb '#000000' front
-set label 2 'fastest that fits: 0.25 (0.23 s)' at graph 0.0200, first 0.548180 left front
+set label 2 "fastest that fits: 0.25 (0.23 s)" at graph 0.0200, first 0.548180 left front
 plot datafile index 1 using 1:((0+$5)/2):($1-0.1000):($1+0.1000):(0):5 with boxxyerror fc rgb '#0072B2' fs solid 1.0 noborder, \
      datafile index 1 using 1:(($5+$6)/2):($1-0.1000):($1+0.1000):($5):6 with boxxyerror fc rgb '#CC79A7' fs solid 1.0 noborder, \
      datafile index 1 using 1:(($6+$7)/2):($1-0.1000):($1+0.1000):($6):7 with boxxyerror fc rgb '#D55E00' fs solid 1.0 noborder, \
      datafile index 1 using 1:(($7+$8)/2):($1-0.1000):($1+0.1000):($7):8 with boxxyerror fc rgb '#009E73' fs solid 1.0 noborder, \
      datafile index 1 using 1:(($8+$9)/2):($1-0.1000):($1+0.1000):($8):9 with boxxyerror fc rgb '#E69F00' fs solid 1.0 noborder, \
      datafile index 1 using 1:(($9+$10)/2):($1-0.1000):($1+0.1000):($9):10 with boxxyerror fc rgb '#777777' fs pattern 5 noborder
-# the key, inside the plot area where no data lie; box (screen) 0.6686 0.5251 0.9729 0.7490
+# the key, inside the plot area where no data lie; box (screen) 0.6694 0.5251 0.9729 0.7490
 set lmargin at screen 0.01
 set rmargin at screen 0.99
 set tmargin at screen 0.99
@@ -94,20 +94,20 @@ unset y2tics
 unset y2label
 set xrange [0:1]
 set yrange [0:1]
-set key at screen 0.6686, screen 0.7490 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.6694, screen 0.7490 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#0072B2' fs solid 1.0 title "compute"
-set key at screen 0.7957, screen 0.7490 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.8014, screen 0.7490 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#CC79A7' fs solid 1.0 title "collectives"
-set key at screen 0.6686, screen 0.6950 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.6694, screen 0.6950 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#D55E00' fs solid 1.0 title "PCIe copies"
-set key at screen 0.7957, screen 0.6950 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.8014, screen 0.6950 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#009E73' fs solid 1.0 title "GPU optimizer"
-set key at screen 0.6686, screen 0.6409 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.6694, screen 0.6409 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#E69F00' fs solid 1.0 title "CPU optimizer"
-set key at screen 0.7957, screen 0.6409 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.8014, screen 0.6409 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#777777' fs pattern 5 border lc rgb '#777777' title "idle"
-set key at screen 0.7957, screen 0.5869 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.8014, screen 0.5869 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with lines lc rgb '#000000' dt 2 lw 1 title 'ratio 0 (no offload)'
-set key at screen 0.6686, screen 0.5869 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.6694, screen 0.5869 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#ececec' fs solid 1.0 border lc rgb '#aaaaaa' title "over 12 GiB"
 unset multiplot

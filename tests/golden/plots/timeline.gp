@@ -45,7 +45,7 @@ set ytics ("GPU 0 compute" 0, "GPU 0 D2H" 1, "GPU 0 H2D" 2, "rank 0 CPU Adam" 3)
 unset label
 set label 200 "forward" at 5.000000, 0 center front font ',4.67' boxed
 set label 201 "backward" at 20.000000, 0 center front font ',4.67' boxed
-set label 202 "gpu_adam" at 35.000000, 0 left offset 0.5,0 front font ',4.67'
+set label 202 "gpu_adam" at 32.500000, 0 center front font ',4.67' boxed
 set label 203 "cpu_adam" at 50.500000, 3 center front font ',4.67' boxed
 set label 204 "grad_d2h" at 34.000000, 1 center front font ',4.67' boxed
 set label 205 "param_h2d" at 66.000000, 2 center front font ',4.67' boxed
