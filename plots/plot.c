@@ -246,7 +246,7 @@ void plot__gp_preamble(struct plot__fig *f, double height_in)
             plot_kind_name(f->o->kind), f->o->version);
     fprintf(g, "# Run from this folder: gnuplot THIS.gp   (gnuplot -e \"outfile='other.%s'\" THIS.gp to rename)\n",
             f->fmt == PLOT_PDF ? "pdf" : f->fmt == PLOT_SVG ? "svg" : "png");
-    fprintf(g, "# Paper size: %.1f in x %.2f in, 9 pt text.\n", w, height_in);
+    fprintf(g, "# Paper size: %.1f in x %.2f in; font ',9', which pdfcairo draws as 6 pt text.\n", w, height_in);
     fputs("if (!exists(\"outfile\")) outfile = ", g);
     plot__gp_str(f, "out", f->out_name);
     fputs("\ndatafile = ", g);
@@ -292,13 +292,13 @@ void plot__panel(struct plot__fig *f, const struct plot__grid *g, int r, int c)
             (y1 - ph + g->bottom_in) / h);
 }
 
-#define KEY_ROW_IN 0.14      /* one key line at 9 pt */
+#define KEY_ROW_IN 0.14      /* one key line of font ',9' */
 #define KEY_SAMPLE_IN 0.24   /* a key entry's sample and the gaps around it */
 #define KEY_GAP_IN 0.06     /* between the columns of a key */
 #define KEY_INSET_IN 0.04    /* between a key inside a panel and the panel's axes */
 #define KEY_PAD_IN 0.03      /* between a key's box and the data */
 
-/* 9 pt text: about 0.048 in per character (0.047 measured on the PNG, wide letters more), in
+/* font ',9': about 0.048 in per character (0.047 measured on the PNG, wide letters more), in
  * proportion at other sizes. */
 double plot__text_w(int chars, double pt)
 {

@@ -36,7 +36,7 @@ void plot__dat_header(struct plot__fig *f, const struct plot__meta *m);
 /* Starts a data block: two blank lines before every block but the first, then "# [index] what".
  * Returns the block's index. */
 int plot__block(struct plot__fig *f, const char *what);
-/* Writes the script's preamble: comment, output variable, terminal (width_in x height_in, 9 pt),
+/* Writes the script's preamble: comment, output variable, terminal (width_in x height_in, font ',9': 6 pt text in the PDF),
  * the palette and the shared style. */
 void plot__gp_preamble(struct plot__fig *f, double height_in);
 /* Writes s into the script through plot_gp_quote; a refusal (a control character) is kept in

@@ -1,6 +1,6 @@
 # ratiolab plot timeline (ratiolab 0.1.0): draws the figure named by outfile from the data in datafile (both set below).
 # Run from this folder: gnuplot THIS.gp   (gnuplot -e "outfile='other.png'" THIS.gp to rename)
-# Paper size: 7.0 in x 1.48 in, 9 pt text.
+# Paper size: 7.0 in x 1.48 in; font ',9', which pdfcairo draws as 6 pt text.
 if (!exists("outfile")) outfile = "fig3-timeline.png"
 datafile = "fig3-timeline.dat"
 set terminal pngcairo size 1400,296 font ',9' fontscale 1.39 linewidth 1.39 pointscale 1.8 background '#ffffff'

@@ -1,6 +1,6 @@
 # ratiolab plot parity (ratiolab 0.1.0): draws the figure named by outfile from the data in datafile (both set below).
 # Run from this folder: gnuplot THIS.gp   (gnuplot -e "outfile='other.png'" THIS.gp to rename)
-# Paper size: 3.5 in x 3.21 in, 9 pt text.
+# Paper size: 3.5 in x 3.21 in; font ',9', which pdfcairo draws as 6 pt text.
 if (!exists("outfile")) outfile = "fig4-parity.png"
 datafile = "fig4-parity.dat"
 set terminal pngcairo size 700,642 font ',9' fontscale 1.39 linewidth 1.39 pointscale 1.8 background '#ffffff'

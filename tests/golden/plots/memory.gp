@@ -1,6 +1,6 @@
 # ratiolab plot memory (ratiolab 0.1.0): draws the figure named by outfile from the data in datafile (both set below).
 # Run from this folder: gnuplot THIS.gp   (gnuplot -e "outfile='other.pdf'" THIS.gp to rename)
-# Paper size: 3.5 in x 3.60 in, 9 pt text.
+# Paper size: 3.5 in x 3.60 in; font ',9', which pdfcairo draws as 6 pt text.
 if (!exists("outfile")) outfile = "memory.pdf"
 datafile = "memory.dat"
 set terminal pdfcairo size 3.50in,3.60in font ',9' linewidth 1

@@ -1,6 +1,6 @@
 # ratiolab plot monitor (ratiolab 0.1.0): draws the figure named by outfile from the data in datafile (both set below).
 # Run from this folder: gnuplot THIS.gp   (gnuplot -e "outfile='other.pdf'" THIS.gp to rename)
-# Paper size: 7.0 in x 2.84 in, 9 pt text.
+# Paper size: 7.0 in x 2.84 in; font ',9', which pdfcairo draws as 6 pt text.
 if (!exists("outfile")) outfile = "monitor.pdf"
 datafile = "monitor.dat"
 set terminal pdfcairo size 7.00in,2.84in font ',9' linewidth 1

@@ -1,6 +1,6 @@
 # ratiolab plot time (ratiolab 0.1.0): draws the figure named by outfile from the data in datafile (both set below).
 # Run from this folder: gnuplot THIS.gp   (gnuplot -e "outfile='other.png'" THIS.gp to rename)
-# Paper size: 7.0 in x 2.59 in, 9 pt text.
+# Paper size: 7.0 in x 2.59 in; font ',9', which pdfcairo draws as 6 pt text.
 if (!exists("outfile")) outfile = "time.png"
 datafile = "time.dat"
 set terminal pngcairo size 1400,518 font ',9' fontscale 1.39 linewidth 1.39 pointscale 1.8 background '#ffffff'

@@ -1,6 +1,6 @@
 # ratiolab plot timeline (ratiolab 0.1.0): draws the figure named by outfile from the data in datafile (both set below).
 # Run from this folder: gnuplot THIS.gp   (gnuplot -e "outfile='other.svg'" THIS.gp to rename)
-# Paper size: 7.0 in x 1.70 in, 9 pt text.
+# Paper size: 7.0 in x 1.70 in; font ',9', which pdfcairo draws as 6 pt text.
 if (!exists("outfile")) outfile = "timeline.svg"
 datafile = "timeline.dat"
 set terminal svg size 504,122 font ',6' linewidth 1 background '#ffffff'
