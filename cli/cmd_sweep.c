@@ -1,6 +1,7 @@
 /* cli/cmd_sweep.c — `ratiolab sweep`: one simulated step per ratio: requested and honored ratio,
  * GPU and host memory, step time, and whether it fits. The CSV starts with '#' comment lines
- * (version, model, hardware, policy, schedule, micro-batch, attention), then the column header. */
+ * (version, model, hardware, policy, DeepSpeed version, offload device, schedule, micro-batch,
+ * attention), then the column header. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,14 +106,23 @@ static int run(int argc, char **argv)
             break;
         }
         if (i == 0) {
-            char set[256], g1[32], head[512];
+            char set[256], g1[32], head[512], dsv[48];
             cli_sim_settings(&r, &sim.train, set, sizeof set);
+            /* The DeepSpeed whose rules applied, and where offload_optimizer sends the states
+             * (whether offload was configured at all, which ratio 0 alone does not say). */
+            snprintf(dsv, sizeof dsv, "%d.%d.%d", p.zero.ds_version.major, p.zero.ds_version.minor,
+                     p.zero.ds_version.patch);
+            const char *offload = p.zero.offload == PLAN_OFFLOAD_CPU    ? "cpu"
+                                  : p.zero.offload == PLAN_OFFLOAD_NVME ? "nvme"
+                                                                        : "none";
             if (a.json) {
                 json_t *o = json_object();
                 json_object_set_new(o, "model", json_string(c.model_desc));
                 json_object_set_new(o, "hardware", json_string(hw.name));
                 json_object_set_new(o, "schedule", json_string(sim_schedule_name(sim.train.schedule)));
                 json_object_set_new(o, "policy", json_string(plan_policy_name(p.policy)));
+                json_object_set_new(o, "deepspeed_version", json_string(dsv));
+                json_object_set_new(o, "offload_optimizer", json_string(offload));
                 json_object_set_new(o, "attention", json_string(plan_attention_name(r.attention)));
                 json_object_set_new(o, "attention_origin", json_string(cli_sim_attention_origin(&sim.train, &c.model.arch)));
                 /* Layout and size, for plots across sweeps (ratiolab plot scaling). */
@@ -132,9 +142,10 @@ static int run(int argc, char **argv)
                 /* A comment header (readers skip lines starting with '#'): what the rows are of.
                  * No time stamp: the same inputs give the same bytes. */
                 fprintf(out, "# ratiolab %s sweep\n# model: %s\n# seq_len: %s\n# hardware: %s: %d x %s per node, %s GiB each\n"
-                        "# policy: %s\n# schedule: %s\n# micro_batch: %lld\n# attention: %s (%s)\n# settings: %s\n",
+                        "# policy: %s\n# deepspeed_version: %s\n# offload_optimizer: %s\n# schedule: %s\n# micro_batch: %lld\n"
+                        "# attention: %s (%s)\n# settings: %s\n",
                         RL_VERSION_STRING, c.model_desc, cli_seq_text(&c, head, sizeof head) + 4, hw.name, hw.gpus, hw.gpu_model,
-                        cli_gib(g1, sizeof g1, hw.gpu_mem_bytes), plan_policy_name(p.policy),
+                        cli_gib(g1, sizeof g1, hw.gpu_mem_bytes), plan_policy_name(p.policy), dsv, offload,
                         sim_schedule_name(sim.train.schedule), (long long)r.micro_batch,
                         plan_attention_name(r.attention), cli_sim_attention_origin(&sim.train, &c.model.arch), set);
                 fprintf(out, "requested_ratio,honored_ratio,gpu_bytes,gpu_gib,host_node_bytes,host_node_gib,step_s,fits,tokens_per_s_per_gpu");

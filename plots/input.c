@@ -83,6 +83,8 @@ static int sweep_json(const char *path, json_t *root, struct plot__sweep *s, str
     j_str(root, "hardware", s->hardware, sizeof s->hardware, "unknown");
     j_str(root, "schedule", s->schedule, sizeof s->schedule, "unknown");
     j_str(root, "policy", s->policy, sizeof s->policy, "unknown");
+    j_str(root, "deepspeed_version", s->ds_version, sizeof s->ds_version, "");
+    j_str(root, "offload_optimizer", s->offload, sizeof s->offload, "");
     int64_t gpus = 0;
     int rc = j_int(root, "gpus", path, "top level", &gpus, false, e);
     if (rc)
@@ -192,6 +194,8 @@ static int sweep_csv(const char *path, char *text, struct plot__sweep *s, struct
         s->hardware[strcspn(s->hardware, ":")] = 0;   /* the profile name, before its description */
         csv_comment(line, "schedule", s->schedule, sizeof s->schedule);
         csv_comment(line, "policy", s->policy, sizeof s->policy);
+        csv_comment(line, "deepspeed_version", s->ds_version, sizeof s->ds_version);
+        csv_comment(line, "offload_optimizer", s->offload, sizeof s->offload);
     }
     if (!line || strncmp(line, sweep_csv_header, sizeof sweep_csv_header - 1) != 0)
         return rl_errf(e, RL_EINVAL, "%s: not a sweep (expected JSON or CSV from `ratiolab sweep`, whose "

@@ -32,6 +32,10 @@ struct plot__sweep {
     char hardware[128];                /* profile name */
     char schedule[64];                 /* deepspeed-0.12 or overlap */
     char policy[64];                   /* deepspeed-0.12, deepspeed-0.18, exact */
+    char ds_version[32];               /* DeepSpeed whose rules applied ("0.12.6"); "" when the input
+                                          lacks it (sweeps before the field) */
+    char offload[16];                  /* offload_optimizer.device: cpu, nvme or none; "" when the
+                                          input lacks it */
     int64_t micro_batch;               /* 0 when unknown */
     int64_t seq_len;                   /* 0 when unknown */
     int gpus;                          /* total GPUs; 0 when unknown */

@@ -56,14 +56,45 @@ int plot__memory(struct plot__fig *f, struct rl_err *e)
     double tick = plot__tick(ymax, 5);
     double top = ceil(ymax * 1.22 / tick) * tick;   /* room above the data for the labels */
 
-    /* One key for both panels: colour and point type name the policy, the dash type the memory. */
+    /* One key for both panels: colour and point type name the policy, the dash type the memory.
+     * It goes where no data lie in either panel (a strip under them when nowhere). */
     bool dbl = f->o->width == PLOT_DOUBLE;
-    int entries = ns + 1, longest = 19;
+    struct plot__key k;
+    plot__key_init(&k, ns + 1);
     for (int i = 0; i < ns; i++)
-        longest = (int)fmax(longest, (double)strlen(s[i].policy));
-    struct plot__grid g = {dbl ? 1 : 2, dbl ? 2 : 1, 0, 0.5, 0.15, 0.08, 0.36,
-                           f->o->title && *f->o->title ? 0.25 : 0, plot__key_height(f, entries, longest)};
-    g.height_in = g.rows * (dbl ? 2.2 : 1.8) + g.title_in + g.key_in;
+        plot__key_title(&k, i, s[i].policy);
+    plot__key_title(&k, ns, "honored = requested");
+    struct plot__grid g = {dbl ? 1 : 2, dbl ? 2 : 1, 0, 0.5, 0.15, 0.08, 0.36, f->o->title && *f->o->title ? 0.25 : 0, 0};
+    g.height_in = g.rows * (dbl ? 2.2 : 1.8) + g.title_in;
+    struct plot__occ occ = {0};
+    for (int pn = 0; pn < 2; pn++) {
+        plot__occ_grid_panel(&occ, f, &g, dbl ? 0 : pn, dbl ? pn : 0, 0, 1, 0, pn ? top : 1.02, false, false);
+        if (pn == 0) {
+            plot__occ_seg(&occ, 0, 0, 1, 1, 0.03);   /* the identity band */
+            plot__occ_text(&occ, plot__occ_gx(&occ, 0.04), plot__occ_gy(&occ, 0.92), 3, 9, -1);
+        } else {
+            plot__occ_text(&occ, plot__occ_gx(&occ, 0.04), plot__occ_gy(&occ, 0.92), 28, 9, -1);
+            if (cap > 0) {
+                plot__occ_seg(&occ, 0, PLOT__GIB(cap), 1, PLOT__GIB(cap), 0.01);
+                plot__occ_text(&occ, plot__occ_gx(&occ, 0.98), plot__occ_y(&occ, PLOT__GIB(cap)) + 0.07, 20, 8, 1);
+            }
+        }
+        for (int i = 0; i < ns; i++)
+            for (int m = 0; m < (pn ? 2 : 1); m++)
+                for (int r = 0; r < s[i].n_rows; r++) {
+                    const struct plot__sweep_row *w = &s[i].rows[r], *nx = r + 1 < s[i].n_rows ? w + 1 : w;
+                    double v = pn == 0 ? w->honored : PLOT__GIB(m ? (host_rank ? w->host_rank_bytes : w->host_node_bytes) : w->gpu_bytes);
+                    double vn = pn == 0 ? nx->honored
+                                        : PLOT__GIB(m ? (host_rank ? nx->host_rank_bytes : nx->host_node_bytes) : nx->gpu_bytes);
+                    plot__occ_seg(&occ, w->requested, v, w->requested, v, 0.04);   /* the point */
+                    plot__occ_seg(&occ, w->requested, v, nx->requested, plot__is_staircase(s[i].policy) ? v : vn, 0.015);
+                }
+    }
+    if (!plot__key_fit(f, &occ, &k)) {
+        g.key_in = plot__key_strip(f, &k);
+        g.height_in += g.key_in;
+    }
+    plot__occ_free(&occ);
     plot__gp_preamble(f, g.height_in);
     FILE *gp = f->gp;
     plot__multiplot(f);
@@ -88,7 +119,7 @@ int plot__memory(struct plot__fig *f, struct rl_err *e)
         char t[64], c[32];
         plot__gib_label(c, sizeof c, cap);
         snprintf(t, sizeof t, "GPU capacity %s", c);
-        fprintf(gp, "set label 2 at graph 0.98, first %.4f right offset 0,0.5 font ',8' ", PLOT__GIB(cap));
+        fprintf(gp, "set label 2 at graph 0.98, first %.4f right offset 0,0.5 font ',%.3g' ", PLOT__GIB(cap), plot__pt(f, 8));
         plot__gp_str(f, "label", t);
         fputc('\n', gp);
     }
@@ -99,8 +130,7 @@ int plot__memory(struct plot__fig *f, struct rl_err *e)
     if (cap > 0)
         fprintf(gp, ", \\\n     %.4f with lines lc rgb '#000000' dt 3 lw 1", PLOT__GIB(cap));
     fputs("\n", gp);
-    struct plot__key k;
-    plot__key_begin(f, &g, entries, longest, &k);
+    plot__key_begin(f, &g, &k);
     int ke = 0;
     for (int i = 0; i < ns; i++) {
         plot__key_entry(f, &g, &k, ke++);

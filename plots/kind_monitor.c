@@ -148,27 +148,82 @@ int plot__monitor(struct plot__fig *f, struct rl_err *e)
     for (int k = 0; k < n_marks; k++)
         if ((int)strlen(marks[k].text) + 4 > fit && fit > 8)
             memcpy(marks[k].text + fit - 8, "...", 4);
-    int entries = n_pick + 1 + any_gpu + any_lp + (n_marks ? n_marks + 1 : 0), longest = 28;
-    for (int a = 0; a < n_pick; a++)
-        longest = (int)fmax(longest, (double)strlen(labels[a]));
-    for (int k = 0; k < n_marks; k++)
-        longest = (int)fmax(longest, (double)strlen(marks[k].text) + 4);
-    struct plot__grid g = {1, 1, 0, 0.5, 0.15, n_marks ? 0.2 : 0.08, 0.36, f->o->title && *f->o->title ? 0.25 : 0,
-                           plot__key_height(f, entries, longest)};
-    g.height_in = (f->o->width == PLOT_DOUBLE ? 2.6 : 2.2) + g.title_in + g.key_in;
-    plot__gp_preamble(f, g.height_in);
-    FILE *gp = f->gp;
     if (ymax <= 0)
         ymax = 1;
     if (tmax <= 0)
         tmax = 1;
-    double yt = plot__tick(ymax, 5), xt = plot__tick(tmax, 6);
+    double yt = plot__tick(ymax, 5), xt = plot__tick(tmax, 6), ytop = 0;
+    /* The key names the processes and the line styles; the marks' texts (log lines, up to a page
+     * wide) are a numbered list in a strip under the panel, as the numbers at the top refer to it. */
+    struct plot__key key, notes;
+    plot__key_init(&key, n_pick + 1 + any_gpu + any_lp);
+    int ke = 0;
+    for (int a = 0; a < n_pick; a++)
+        plot__key_title(&key, ke++, labels[a]);
+    plot__key_title(&key, ke++, "resident (RSS)");
+    if (any_gpu)
+        plot__key_title(&key, ke++, "GPU (NVML)");
+    if (any_lp)
+        plot__key_title(&key, ke++, "locked + pinned host");
+    plot__key_init(&notes, n_marks ? n_marks + 1 : 0);
+    plot__key_title(&notes, 0, "marks (dotted, numbered at the top):");
+    for (int k = 0; k < n_marks; k++) {
+        char t[96];
+        snprintf(t, sizeof t, "%d: %s", k + 1, marks[k].text);
+        plot__key_title(&notes, k + 1, t);
+    }
+    struct plot__grid g = {1, 1, 0, 0.5, 0.15, n_marks ? 0.2 : 0.08, 0.36, f->o->title && *f->o->title ? 0.25 : 0, 0};
+    double notes_in = notes.n ? plot__key_strip(f, &notes) : 0;
+    g.key_in = notes_in;   /* the panel sits above the marks' list */
+    g.height_in = (f->o->width == PLOT_DOUBLE ? 2.6 : 2.2) + g.title_in + g.key_in;
+    /* The key goes where no line lies (the mark lines included); when nowhere, the panel gets room
+     * above the data (up to 1.6 times the largest value); then the key may cross mark lines; only
+     * then a strip under the panel. */
+    bool fits = false;
+    for (int pass = 0; pass < 8 && !fits; pass++) {
+        /* Passes 0-3 keep the key off the mark lines too; 4-7 let it cross them (they are references,
+         * like grid lines; the key's white box hides them where it lies). */
+        double room = 1.1 + (pass % 4) * 0.25 * 0.67;
+        ytop = ceil(ymax * room / yt) * yt;
+        struct plot__occ occ = {0};
+        plot__occ_grid_panel(&occ, f, &g, 0, 0, 0, tmax * 1.01, 0, ytop, false, false);
+        for (int k = 0; k < n_marks && pass < 4; k++)
+            plot__occ_seg(&occ, marks[k].t_s, 0, marks[k].t_s, ytop, 0.01);
+        for (int a = 0; a < n_pick; a++) {
+            const struct plot__mon_sample *prev = NULL;
+            for (int k = 0; k < m.n_samples; k++) {
+                const struct plot__mon_sample *x = &m.samples[k];
+                if (x->pid != m.procs[pick[a]].pid)
+                    continue;
+                const struct plot__mon_sample *p0 = prev ? prev : x;
+                double t0 = (double)p0->t_ns * 1e-9, t1 = (double)x->t_ns * 1e-9;
+                plot__occ_seg(&occ, t0, PLOT__GIB(p0->rss_bytes), t1, PLOT__GIB(x->rss_bytes), 0.015);
+                if (p0->gpu_bytes >= 0 && x->gpu_bytes >= 0)
+                    plot__occ_seg(&occ, t0, PLOT__GIB(p0->gpu_bytes), t1, PLOT__GIB(x->gpu_bytes), 0.015);
+                if (m.procs[pick[a]].peak_locked_pinned_bytes > 0)
+                    plot__occ_seg(&occ, t0, PLOT__GIB(p0->locked_pinned_bytes), t1, PLOT__GIB(x->locked_pinned_bytes), 0.015);
+                prev = x;
+            }
+        }
+        fits = plot__key_fit(f, &occ, &key);
+        key.opaque = fits && pass >= 4;
+        plot__occ_free(&occ);
+    }
+    if (!fits) {
+        ytop = ceil(ymax * 1.1 / yt) * yt;
+        double strip = plot__key_strip(f, &key);
+        key.top_in += notes_in;   /* above the marks' list */
+        g.key_in += strip;
+        g.height_in += strip;
+    }
+    plot__gp_preamble(f, g.height_in);
+    FILE *gp = f->gp;
     plot__multiplot(f);
     plot__panel(f, &g, 0, 0);
     plot__ylabel(f, &g, 0, 0, "memory (GiB)");
     fprintf(gp, "set xlabel 'time (s)' offset 0,0.9\nset xrange [0:%g]\nset xtics %g format '%s'\n"
                 "set yrange [0:%g]\nset ytics %g format '%s'\nunset key\n",
-            tmax * 1.01, xt, plot__tick_format(xt), ceil(ymax * 1.1 / yt) * yt, yt, plot__tick_format(yt));
+            tmax * 1.01, xt, plot__tick_format(xt), ytop, yt, plot__tick_format(yt));
     for (int k = 0; k < n_marks; k++) {
         fprintf(gp, "set arrow %d from %.4f, graph 0 to %.4f, graph 1 nohead lc rgb '#555555' dt 3 lw 0.8 back\n",
                 k + 1, marks[k].t_s, marks[k].t_s);
@@ -179,7 +234,8 @@ int plot__monitor(struct plot__fig *f, struct rl_err *e)
             last++;
         char num[16];
         snprintf(num, sizeof num, last > k ? "%d-%d" : "%d", k + 1, last + 1);
-        fprintf(gp, "set label %d '%s' at %.4f, graph 1 center offset 0,0.6 font ',8'\n", k + 1, num, marks[k].t_s);
+        fprintf(gp, "set label %d '%s' at %.4f, graph 1 center offset 0,0.6 font ',%.3g'\n", k + 1, num, marks[k].t_s,
+                plot__pt(f, 8));
     }
     fputs("plot ", gp);
     for (int a = 0; a < n_pick; a++) {
@@ -190,9 +246,8 @@ int plot__monitor(struct plot__fig *f, struct rl_err *e)
             fprintf(gp, ", \\\n     datafile index %d using 1:4 with lines lt %d dt 3", a, a + 1);
     }
     fputc('\n', gp);
-    struct plot__key key;
-    plot__key_begin(f, &g, entries, longest, &key);
-    int ke = 0;
+    plot__key_begin(f, &g, &key);
+    ke = 0;
     for (int a = 0; a < n_pick; a++) {
         plot__key_entry(f, &g, &key, ke++);
         fprintf(gp, "NaN with lines lt %d dt 1 title ", a + 1);
@@ -209,16 +264,20 @@ int plot__monitor(struct plot__fig *f, struct rl_err *e)
         plot__key_entry(f, &g, &key, ke++);
         fputs("NaN with lines lc rgb '#000000' dt 3 title 'locked + pinned host'\n", gp);
     }
-    /* The marks: one entry for their lines, then their texts by number (text only: they are one
-     * kind of line, told apart by the numbers at the top). */
+    /* The marks' texts by number (text only: they are one kind of line, told apart by the numbers
+     * at the top). */
     if (n_marks) {
+        double w = plot__width_in(f);
+        fprintf(gp, "# the marks' texts, numbered as at the top of the panel, in a strip under it; box (screen) %.4f %.4f "
+                    "%.4f %.4f\nunset key\n", notes.x0_in / w, (notes.top_in - notes.h_in) / g.height_in,
+                (notes.x0_in + notes.w_in) / w, notes.top_in / g.height_in);
+        plot__key_label(f, &g, &notes, 0, "mark", "marks (dotted, numbered at the top):");
         for (int k = 0; k < n_marks; k++) {
             char t[96];
             snprintf(t, sizeof t, "%d: %s", k + 1, marks[k].text);
-            plot__key_label(f, &g, &key, ke + 1 + k, "mark", t);
+            plot__key_label(f, &g, &notes, k + 1, "mark", t);
         }
-        plot__key_entry(f, &g, &key, ke++);
-        fputs("NaN with lines lc rgb '#555555' dt 3 lw 0.8 title 'marks (numbered at the top):'\n", gp);
+        fputs("plot NaN notitle\n", gp);
     }
     fputs("unset multiplot\n", gp);
     plot__monitor_free(&m);

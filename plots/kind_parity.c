@@ -78,22 +78,65 @@ int plot__parity(struct plot__fig *f, struct rl_err *e)
             hi = fmax(hi, fmax((double)a, (double)b) * 1e-6);
         }
     }
-    double x0 = lo / 1.5, x1 = hi * 1.5;
-    /* A square panel; the key at its right (double width) or under it (single). */
-    int longest = 20;
-    for (int d = 0; d < n_drawn; d++)
-        longest = (int)fmax(longest, (double)strlen(r.phase[drawn[d]]));
+    double x0 = lo / 1.5, x1 = hi * 1.5;   /* the data's range; the axes' below */
+    double ax[2][2];                        /* x and y axis: low, high */
+    /* A square panel; the key inside it where no point, line or label lies, else under it. */
     bool dbl = f->o->width == PLOT_DOUBLE;
-    double w = plot__width_in(f), key_w = 0.5 + 0.055 * longest, left = 0.5, bottom = 0.36, top = 0.1;
+    double w = plot__width_in(f), left = 0.5, bottom = 0.36, top = 0.1;
     double side = dbl ? 2.8 : w - left - 0.25;
     double title_in = f->o->title && *f->o->title ? 0.25 : 0;
-    struct plot__grid g = {1, 1, 0, left, w - left - side, top, bottom, title_in,
-                           dbl ? 0 : plot__key_height(f, n_drawn + 3, longest)};
-    g.height_in = side + bottom + top + title_in + g.key_in;
-    if (dbl) {   /* centre the square and its key */
-        double pad = (w - (left + side + 0.2 + key_w)) / 2;
-        g.left_in = pad + left;
+    struct plot__grid g = {1, 1, 0, left, w - left - side, top, bottom, title_in, 0};
+    g.height_in = side + bottom + top + title_in;
+    if (dbl) {   /* centre the square */
+        g.left_in = (w - side) / 2 + 0.1;
         g.right_in = w - g.left_in - side;
+    }
+    double others = -1;
+    for (int i = 0; i < r.n_rows; i++)
+        others = fmax(others, r.rows[i].others_cpu_pct);
+    struct plot__key k;
+    plot__key_init(&k, n_drawn + 3);
+    char band_t[32];
+    snprintf(band_t, sizeof band_t, "\xc2\xb1%g %%", f->o->band_pct);
+    plot__key_title(&k, 0, band_t);
+    plot__key_title(&k, 1, "measured = predicted");
+    plot__key_title(&k, 2, "step");
+    for (int d = 0; d < n_drawn; d++)
+        plot__key_title(&k, 3 + d, r.phase[drawn[d]]);
+    /* The key goes where no point, line or label lies; when nowhere, the x axis reaches further right
+     * and the y axis as far further down (up to three decades; both axes keep one span, so the
+     * identity stays at 45 degrees), which opens the corner under the identity, and only then is
+     * the key a strip under the panel. */
+    bool fits = false;
+    for (double more = 1; !fits && more <= 1001; more *= 3.17) {
+        ax[0][0] = x0, ax[0][1] = x1 * more, ax[1][0] = x0 / more, ax[1][1] = x1;
+        struct plot__occ occ = {0};
+        plot__occ_grid_panel(&occ, f, &g, 0, 0, ax[0][0], ax[0][1], ax[1][0], ax[1][1], true, true);
+        for (int b = -1; b <= 1; b++) {   /* the identity and the band's edges */
+            double mul = 1 + b * f->o->band_pct / 100.0;
+            plot__occ_seg(&occ, ax[1][0], ax[1][0] * mul, ax[0][1], ax[0][1] * mul, 0.015);
+        }
+        for (int i = 0; i < r.n_rows; i++) {
+            const struct plot__report_row *row = &r.rows[i];
+            plot__occ_seg(&occ, (double)row->pred.step_ns * 1e-6, (double)row->meas.step_ns * 1e-6,
+                          (double)row->pred.step_ns * 1e-6, (double)row->meas.step_ns * 1e-6, 0.05);
+            for (int d = 0; d < n_drawn; d++) {
+                int q = drawn[d];
+                int64_t a = f->o->phase_exposed ? row->pred.exposed_ns[q] : row->pred.busy_ns[q];
+                int64_t b = f->o->phase_exposed ? row->meas.exposed_ns[q] : row->meas.busy_ns[q];
+                if (a > 0 && b > 0)
+                    plot__occ_seg(&occ, (double)a * 1e-6, (double)b * 1e-6, (double)a * 1e-6, (double)b * 1e-6, 0.05);
+            }
+        }
+        if (others > PARITY_OTHERS_WARN_PCT)
+            plot__occ_text(&occ, plot__occ_gx(&occ, 0.97), plot__occ_gy(&occ, 0.04), 52, 8, 1);
+        fits = plot__key_fit(f, &occ, &k);
+        plot__occ_free(&occ);
+    }
+    if (!fits) {
+        ax[0][0] = ax[1][0] = x0, ax[0][1] = ax[1][1] = x1;
+        g.key_in = plot__key_strip(f, &k);
+        g.height_in += g.key_in;
     }
     plot__gp_preamble(f, g.height_in);
     FILE *gp = f->gp;
@@ -103,20 +146,23 @@ int plot__parity(struct plot__fig *f, struct rl_err *e)
             (g.left_in - 0.42) / w, (g.height_in - title_in - top - side / 2) / g.height_in);
     fprintf(gp, "set xlabel 'predicted (ms)' offset 0,0.9\nset logscale xy\nset xrange [%g:%g]\nset yrange [%g:%g]\n"
                 "set grid xtics ytics\nset samples 200\nband = %g\n",
-            x0, x1, x0, x1, f->o->band_pct / 100.0);
+            ax[0][0], ax[0][1], ax[1][0], ax[1][1], f->o->band_pct / 100.0);
     /* Log axes: ticks at 1, 2 and 5 x 10^k inside the range (gnuplot's own are decades only);
      * over more than three decades the labels of 2 and 5 would run into each other, so those
      * become unlabelled minor ticks. */
-    const bool wide = log10(x1 / x0) > 3;
-    for (int ax = 0; ax < 2; ax++) {
-        fprintf(gp, "set %ctics (", ax ? 'y' : 'x');
+    const bool wide = log10(ax[0][1] / ax[0][0]) > 3;
+    /* Past six decades only every second decade is labelled, past twelve every third. */
+    const int every = log10(ax[0][1] / ax[0][0]) > 12 ? 3 : log10(ax[0][1] / ax[0][0]) > 6 ? 2 : 1;
+    for (int a = 0; a < 2; a++) {
+        double t0 = ax[a][0], t1 = ax[a][1];
+        fprintf(gp, "set %ctics (", a ? 'y' : 'x');
         bool first = true;
-        for (double dec = pow(10, floor(log10(x0))); dec <= x1; dec *= 10)
+        for (double dec = pow(10, floor(log10(t0))); dec <= t1; dec *= 10)
             for (int q = 0; q < 3; q++) {
                 double v = dec * (q == 0 ? 1 : q == 1 ? 2 : 5);
-                if (v < x0 || v > x1)
+                if (v < t0 || v > t1)
                     continue;
-                if (wide && q > 0)
+                if ((wide && q > 0) || (q == 0 && (int)llround(log10(v)) % every != 0))
                     fprintf(gp, "%s'' %g 1", first ? "" : ", ", v);
                 else
                     fprintf(gp, "%s'%g' %g", first ? "" : ", ", v, v);
@@ -124,17 +170,10 @@ int plot__parity(struct plot__fig *f, struct rl_err *e)
             }
         fputs(")\n", gp);
     }
-    if (dbl)
-        fprintf(gp, "set key at screen %.4f, screen %.4f left top Left reverse samplen 2\n",
-                (g.left_in + side + 0.2) / w, (g.height_in - title_in - top) / g.height_in);
-    else
-        fputs("unset key\n", gp);
-    double others = -1;
-    for (int i = 0; i < r.n_rows; i++)
-        others = fmax(others, r.rows[i].others_cpu_pct);
+    fputs("unset key\n", gp);
     if (others > PARITY_OTHERS_WARN_PCT)   /* the machine was not quiet: say so on the figure */
         fprintf(gp, "set label 5 'others used up to %.0f %% of the cores while measuring' at graph 0.97, graph 0.04 "
-                    "right font ',8' front\n", others);
+                    "right font ',%.3g' front\n", others, plot__pt(f, 8));
     fprintf(gp, "plot '+' using 1:($1*(1-band)):($1*(1+band)) with filledcurves fc rgb '#b8b8b8' fs solid 0.6 "
                 "title '\xc2\xb1%g %%', \\\n     x with lines lc rgb '#000000' dt 1 lw 0.8 title 'measured = predicted', "
                 "\\\n     datafile index 0 using 2:3 with points pt 7 ps 0.8 lc rgb '#000000' title 'step'",
@@ -146,10 +185,9 @@ int plot__parity(struct plot__fig *f, struct rl_err *e)
                 d + 1, phase_points[d % N_PHASE_POINTS], c);
         plot__gp_str(f, "phase", r.phase[drawn[d]]);
     }
-    if (!dbl) {
-        struct plot__key k;
-        plot__key_begin(f, &g, n_drawn + 3, longest, &k);
+    {
         fputc('\n', gp);
+        plot__key_begin(f, &g, &k);
         plot__key_entry(f, &g, &k, 0);
         fprintf(gp, "NaN with boxes fc rgb '#b8b8b8' fs solid 0.6 title '\xc2\xb1%g %%'\n", f->o->band_pct);
         plot__key_entry(f, &g, &k, 1);

@@ -34,13 +34,68 @@ static int cmp_band(const void *x, const void *y)
     return group_rank(x) - group_rank(y);
 }
 
-/* "exact placement, overlapped step" from a sweep's policy and schedule. */
-static void panel_title(const struct plot__sweep *s, char *buf, size_t n)
+/* A panel's title from a sweep's policy, DeepSpeed version and schedule: "policy exact",
+ * "DeepSpeed 0.12.4", "overlapped step (ratiolab)". */
+struct panel_title {
+    char part[3][96];
+};
+
+static void panel_title(const struct plot__sweep *s, struct panel_title *t)
 {
     const char *sch = strncmp(s->schedule, "deepspeed", 9) == 0 ? "DeepSpeed's sequential step"
                       : strcmp(s->schedule, "overlap") == 0   ? "overlapped step (ratiolab)"
                                                               : s->schedule;
-    snprintf(buf, n, "policy %s, %s", s->policy, sch);
+    snprintf(t->part[0], sizeof t->part[0], "policy %s", s->policy);
+    snprintf(t->part[1], sizeof t->part[1], "DeepSpeed %s", s->ds_version[0] ? s->ds_version : "version not recorded");
+    snprintf(t->part[2], sizeof t->part[2], "%s", sch);
+}
+
+/* Lines the titles need so that each fits in w inches: 1 (all three parts), 2 (policy and
+ * version, then the schedule) or 3 (one part a line). */
+static int title_lines(const struct plot__sweep *s, int ns, double w)
+{
+    int lines = 1;
+    for (int i = 0; i < ns; i++) {
+        struct panel_title t;
+        panel_title(&s[i], &t);
+        size_t a = strlen(t.part[0]), b = strlen(t.part[1]), c = strlen(t.part[2]);
+        int need = plot__text_w((int)(a + b + c + 4), 9) <= w ? 1
+                   : plot__text_w((int)(a + b + 2), 9) <= w && plot__text_w((int)c, 9) <= w ? 2 : 3;
+        lines = need > lines ? need : lines;
+    }
+    return lines;
+}
+
+/* Where the "fastest that fits" label goes: just above the bars it spans (so the top of the panel
+ * stays free for the key), its text left-, centre- or right-aligned so it stays inside the panel;
+ * an arrow from under it down to the bar. */
+struct best_label {
+    double gx;     /* x anchor, graph fraction */
+    int just;      /* < 0 left, 0 centre, > 0 right */
+    double y;      /* the text's centre, first axis */
+    double below;  /* from y down to the text's bottom, first axis (where the arrow starts) */
+    int chars;     /* its widest line */
+    bool two;      /* "fastest fit:" over the numbers, in a panel too narrow for one line */
+};
+
+static void best_label(const struct plot__sweep *sw, int best, double top, double half, double panel_w_in,
+                       struct best_label *l)
+{
+    const struct plot__sweep_row *w = &sw->rows[best];
+    l->two = plot__text_w(34, 9) > panel_w_in - 0.08;
+    l->chars = l->two ? 14 : 34;   /* "fastest that fits: 0.50 (1.52 s)" and a little; "0.50 (1.52 s)" */
+    l->below = top * (l->two ? 0.08 : 0.04);
+    double gx = (w->requested + 0.04) / 1.08;
+    l->just = gx > 0.7 ? 1 : gx < 0.3 ? -1 : 0;
+    l->gx = l->just > 0 ? 0.98 : l->just < 0 ? 0.02 : gx;
+    double wg = plot__text_w(l->chars, 9) / panel_w_in;   /* the text's width, graph fraction */
+    double g0 = l->just < 0 ? l->gx : l->just == 0 ? l->gx - wg / 2 : l->gx - wg;
+    double x0 = -0.04 + g0 * 1.08 - half, x1 = -0.04 + (g0 + wg) * 1.08 + half;
+    double under = (double)w->step_ns * 1e-9;
+    for (int k = 0; k < sw->n_rows; k++)
+        if (sw->rows[k].requested >= x0 && sw->rows[k].requested <= x1)
+            under = fmax(under, (double)sw->rows[k].step_ns * 1e-9);
+    l->y = fmin(fmax(under + top * 0.04 + l->below, (double)w->step_ns * 1e-9 + top * 0.12 + l->below), top * 0.93);
 }
 
 /* The row of the reference a speedup is measured against: ratio 0 (no offload) or ratio 1 (full
@@ -137,18 +192,21 @@ int plot__time(struct plot__fig *f, struct rl_err *e)
     bool dbl = f->o->width == PLOT_DOUBLE;
     int cols = dbl ? ns : 1, rows = dbl ? 1 : ns;
     double panel_h = dbl ? 2.2 : 1.9;
-    struct plot__grid g = {rows, cols, 0, 0.5, f->o->speedup ? 0.62 : 0.15, 0.22, 0.36,
-                           f->o->title && *f->o->title ? 0.25 : 0, plot__key_height(f, n_names + 2, 20)};
-    g.height_in = rows * panel_h + g.title_in + g.key_in;
-    plot__gp_preamble(f, g.height_in);
-    FILE *gp = f->gp;
+    /* Panel titles (policy, DeepSpeed version, schedule) on one line where every one fits across
+     * its panel, else on two or three. */
+    double right_in = f->o->speedup ? 0.62 : 0.15, panel_w = plot__width_in(f) / cols - 0.5 - right_in;
+    int t_lines = title_lines(s, ns, panel_w + right_in);
+    struct plot__grid g = {rows, cols, 0, 0.5, right_in, 0.08 + 0.14 * t_lines, 0.36,
+                           f->o->title && *f->o->title ? 0.25 : 0, 0};
+    g.height_in = rows * (panel_h + g.top_in - 0.22) + g.title_in;
     double tick = plot__tick(ymax, 5);
-    double top = ceil(ymax * 1.25 / tick) * tick;
     char gpu_mem[40] = "";
     if (f->o->gpu_mem_bytes > 0)
         plot__gib_label(gpu_mem, sizeof gpu_mem, f->o->gpu_mem_bytes);
     else if (s[0].gpu_capacity_bytes > 0)
         plot__gib_label(gpu_mem, sizeof gpu_mem, s[0].gpu_capacity_bytes);
+    char shade_title[96];
+    snprintf(shade_title, sizeof shade_title, "%s%s", gpu_mem[0] ? "over " : "does not fit", gpu_mem);
     /* Bars are 80 % of the closest spacing of ratios. */
     double min_step = 1;
     for (int i = 0; i < ns; i++)
@@ -157,6 +215,58 @@ int plot__time(struct plot__fig *f, struct rl_err *e)
             if (d > 1e-9 && d < min_step)
                 min_step = d;
         }
+    double half = 0.4 * min_step;
+    /* The key: one entry per band, one for the shading, one for the no-offload line. It goes where
+     * no bar, line or label lies in a panel; when no panel has such a spot, the panels get more room
+     * above the bars (up to twice the tallest), and only then a strip under them. */
+    struct plot__key key;
+    plot__key_init(&key, n_names + 2);
+    for (int q = 0; q < n_names; q++)
+        plot__key_title(&key, q, names[q]);
+    plot__key_title(&key, n_names, shade_title);
+    plot__key_title(&key, n_names + 1, "ratio 0 (no offload)");
+    double top = 0;
+    bool fits = false;
+    for (double room = 1.25; !fits && room < 2.01; room += 0.25) {
+        top = ceil(ymax * room / tick) * tick;
+        struct plot__occ occ = {0};
+        for (int i = ns - 1; i >= 0; i--) {
+            plot__occ_grid_panel(&occ, f, &g, dbl ? 0 : i, dbl ? i : 0, -0.04, 1.04, 0, top, false, false);
+            for (int k = 0; k < s[i].n_rows; k++) {
+                const struct plot__sweep_row *w = &s[i].rows[k];
+                int64_t cum = w->idle_ns;
+                for (int p = 0; p < s[i].n_phases; p++)
+                    cum += w->exposed_ns[p];
+                plot__occ_box(&occ, w->requested - half, 0, w->requested + half,
+                              fmax((double)cum, (double)w->step_ns) * 1e-9);
+            }
+            int r0 = ref_row(&s[i], 0);
+            if (r0 >= 0)
+                plot__occ_seg(&occ, -0.04, (double)s[i].rows[r0].step_ns * 1e-9, 1.04,
+                              (double)s[i].rows[r0].step_ns * 1e-9, 0.01);
+            if (best[i] >= 0) {   /* the "fastest that fits" label and its arrow, as drawn below */
+                struct best_label bl;
+                best_label(&s[i], best[i], top, half, panel_w, &bl);
+                double x = s[i].rows[best[i]].requested;
+                double ly = plot__occ_y(&occ, bl.y);
+                for (int ln = 0; ln < (bl.two ? 2 : 1); ln++)
+                    plot__occ_text(&occ, plot__occ_gx(&occ, bl.gx), bl.two ? ly + (ln ? -0.06 : 0.06) : ly, bl.chars, 9,
+                                   bl.just);
+                plot__occ_seg(&occ, x, bl.y - bl.below, x, (double)s[i].rows[best[i]].step_ns * 1e-9, 0.03);
+            } else {
+                plot__occ_text(&occ, plot__occ_gx(&occ, 0.5), plot__occ_gy(&occ, 0.93), 13, 9, 0);
+            }
+        }
+        fits = plot__key_fit(f, &occ, &key);
+        plot__occ_free(&occ);
+    }
+    if (!fits) {
+        top = ceil(ymax * 1.25 / tick) * tick;
+        g.key_in = plot__key_strip(f, &key);
+        g.height_in += g.key_in;
+    }
+    plot__gp_preamble(f, g.height_in);
+    FILE *gp = f->gp;
     plot__multiplot(f);
     fprintf(gp, "set style fill solid 1.0 noborder\n"
                 "set xlabel 'requested ratio' offset 0,0.9\nset xrange [-0.04:1.04]\nset xtics 0.2 format '%%.1f'\n"
@@ -166,10 +276,14 @@ int plot__time(struct plot__fig *f, struct rl_err *e)
         plot__panel(f, &g, dbl ? 0 : i, dbl ? i : 0);
         fputs("unset object\nunset arrow\nunset label\n", gp);
         plot__ylabel(f, &g, dbl ? 0 : i, dbl ? i : 0, "step time (s)");
-        char pt[200];
-        panel_title(&s[i], pt, sizeof pt);
+        struct panel_title pt;
+        panel_title(&s[i], &pt);
         fputs("set title ", gp);
-        plot__gp_str(f, "schedule", pt);
+        plot__gp_str(f, "policy", pt.part[0]);
+        fputs(t_lines == 3 ? " . \"\\n\" . " : " . \", \" . ", gp);
+        plot__gp_str(f, "deepspeed_version", pt.part[1]);
+        fputs(t_lines == 1 ? " . \", \" . " : " . \"\\n\" . ", gp);
+        plot__gp_str(f, "schedule", pt.part[2]);
         fputs("\n", gp);
         /* The no-offload step (ratio 0) as a dashed line across the panel, named inside it. */
         int r0 = ref_row(&s[i], 0);
@@ -219,24 +333,20 @@ int plot__time(struct plot__fig *f, struct rl_err *e)
             k = j + 1;
         }
         if (best[i] >= 0) {
-            /* The label sits at the top of the panel, clear of every bar; an arrow points down to
-             * the bar. */
             const struct plot__sweep_row *w = &sw->rows[best[i]];
             double x = w->requested, y = (double)w->step_ns * 1e-9;
-            /* Left-, centre- or right-aligned so the text stays inside the panel whatever x is. */
-            double gx = (x + 0.04) / 1.08;
-            const char *just = gx > 0.7 ? "right" : gx < 0.3 ? "left" : "center";
-            double lx = gx > 0.7 ? 0.98 : gx < 0.3 ? 0.02 : gx;
-            fprintf(gp, "set arrow 1 from %.4f, graph 0.86 to %.4f, first %.6f head size screen 0.012,25 filled "
-                        "lw 1.2 lc rgb '#000000' front\n", x, x, y + top * 0.015);
-            fprintf(gp, "set label 2 'fastest that fits: %.2f (%.2f s)' at graph %.4f, graph 0.93 %s front\n",
-                    w->requested, y, lx, just);
+            struct best_label bl;
+            best_label(sw, best[i], top, half, panel_w, &bl);
+            fprintf(gp, "set arrow 1 from %.4f, first %.6f to %.4f, first %.6f head size screen 0.012,25 filled "
+                        "lw 1.2 lc rgb '#000000' front\n", x, bl.y - bl.below, x, y + top * 0.015);
+            fprintf(gp, "set label 2 \"%s%.2f (%.2f s)\" at graph %.4f, first %.6f %s front\n",
+                    bl.two ? "fastest fit:\\n" : "fastest that fits: ", w->requested, y, bl.gx, bl.y,
+                    bl.just > 0 ? "right" : bl.just < 0 ? "left" : "center");
         } else {
             fputs("set label 2 'no ratio fits' at graph 0.5, graph 0.93 center front\n", gp);
         }
         /* Each band is its own box from the top of the band below to its own top, so no band is
          * drawn over another (overdrawn edges show through anti-aliasing). */
-        double half = 0.4 * min_step;
         fputs("plot ", gp);
         for (int q = 0; q < n_names; q++) {
             int pat;
@@ -255,13 +365,12 @@ int plot__time(struct plot__fig *f, struct rl_err *e)
         }
         fputc('\n', gp);
     }
-    /* The key strip: one entry per phase and one for the shading. */
-    struct plot__key k;
-    plot__key_begin(f, &g, n_names + 2, 20, &k);
+    /* The key: one entry per band, the shading, the no-offload line. */
+    plot__key_begin(f, &g, &key);
     for (int q = 0; q < n_names; q++) {
         int pat;
         const char *c = plot__phase_color(names[q], q, &pat);
-        plot__key_entry(f, &g, &k, q);
+        plot__key_entry(f, &g, &key, q);
         fprintf(gp, "NaN with boxes fc rgb '%s' ", c);
         if (pat)
             fprintf(gp, "fs pattern %d border lc rgb '%s'", pat, c);
@@ -271,13 +380,11 @@ int plot__time(struct plot__fig *f, struct rl_err *e)
         plot__gp_str(f, "phase", names[q]);
         fputc('\n', gp);
     }
-    plot__key_entry(f, &g, &k, n_names + 1);
+    plot__key_entry(f, &g, &key, n_names + 1);
     fputs("NaN with lines lc rgb '#000000' dt 2 lw 1 title 'ratio 0 (no offload)'\n", gp);
-    plot__key_entry(f, &g, &k, n_names);
-    char t[96];
-    snprintf(t, sizeof t, "%s%s", gpu_mem[0] ? "over " : "does not fit", gpu_mem);
+    plot__key_entry(f, &g, &key, n_names);
     fputs("NaN with boxes fc rgb '#ececec' fs solid 1.0 border lc rgb '#aaaaaa' title ", gp);
-    plot__gp_str(f, "label", t);
+    plot__gp_str(f, "label", shade_title);
     fputs("\nunset multiplot\n", gp);
     plot__free_sweeps(s, ns);
     return 0;

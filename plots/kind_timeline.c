@@ -57,6 +57,32 @@ static bool pids_name_a_rank(const char *pids)
     return false;
 }
 
+/* A span (or a run of touching spans) of one category on one track, in ms. */
+struct tl_span {
+    double a, b;   /* start and end */
+    int row;       /* track */
+    int cat;       /* category */
+};
+
+static int cmp_span(const void *x, const void *y)
+{
+    const struct tl_span *p = x, *q = y;
+    if (p->cat != q->cat)
+        return p->cat - q->cat;
+    if (p->row != q->row)
+        return p->row - q->row;
+    return (p->a > q->a) - (p->a < q->a);
+}
+
+/* Where a category's name is written in a panel. */
+struct tl_name {
+    bool on;       /* named in this panel */
+    bool inside;   /* on its run (boxed), else beside it */
+    double x;      /* anchor, ms */
+    int row;       /* track */
+    int just;      /* 0 centred on the run, < 0 left of x (after the run), > 0 right of x (before it) */
+};
+
 /* A track is drawn when its process is in --pids; a host socket's CPU Adam pool thread of rank g
  * (TRACE_TID_POOL(g)) only when rank g's process is too, if --pids names any rank, so the GPU
  * streams and the CPU threads drawn are those of the same ranks. */
@@ -329,23 +355,102 @@ int plot__timeline(struct plot__fig *f, struct rl_err *e)
     for (int i = 0; i < nt; i++)
         for (int k = 0; k < t[i].n_tracks; k++)
             longest = strlen(t[i].tracks[k].label) > longest ? strlen(t[i].tracks[k].label) : longest;
-    int longest_cat = 8;
-    for (int c = 0; c < n_cats; c++)
-        longest_cat = (int)fmax(longest_cat, (double)strlen(cats[c]));
     /* Rows are 0.13 in; panels share the time axis, so only the lowest carries its label. */
     double row_in = 0.13;
     struct plot__grid g = {1, 1, 0, 0.2 + 0.052 * (double)longest, 0.15, nt > 1 ? 0.22 : 0.08, 0.36,
-                           f->o->title && *f->o->title ? 0.25 : 0, plot__key_height(f, n_cats, longest_cat)};
+                           f->o->title && *f->o->title ? 0.25 : 0, 0};
     double d0 = (double)(t[0].t1_ns - t[0].t0_ns), d1 = nt > 1 ? (double)(t[1].t1_ns - t[1].t0_ns) : d0;
     bool shared_axis = fmax(d0, d1) <= 2 * fmin(d0, d1);
     double body = 0;
     for (int i = 0; i < nt; i++)
         body += t[i].n_tracks * row_in + g.top_in + (i == nt - 1 || !shared_axis ? g.bottom_in : 0.12);
-    g.height_in = body + g.title_in + g.key_in;
+    g.height_in = body + g.title_in;
+    /* Each category is named in each panel on its widest run of spans (spans of one track that
+     * touch), inside the run where the name fits, else just beside it where nothing is drawn (a
+     * direct label); the key lists the categories left unnamed in some panel. It goes where no span
+     * or name lies (the panels placed as below); else in a strip under them. */
+    struct tl_span *runs = NULL;
+    struct tl_name name[2][TL_MAX_CATS];
+    memset(name, 0, sizeof name);
+    int keyed[TL_MAX_CATS], n_keyed = 0;
+    struct plot__occ occ = {0};
+    double oy = g.height_in - g.title_in;
+    for (int i = 0; i < nt; i++) {
+        double h = t[i].n_tracks * row_in, own = (double)(t[i].t1_ns - t[i].t0_ns) * 1e-6;
+        double range = (shared_axis ? span_ms : own) * 1.01;
+        plot__occ_panel(&occ, g.left_in, oy - g.top_in - h, plot__width_in(f) - g.right_in, oy - g.top_in, 0, range,
+                        t[i].n_tracks - 0.5, -0.5, false, false);
+        oy -= g.top_in + h + (i == nt - 1 || !shared_axis ? g.bottom_in : 0.12);
+        int n_runs = 0;
+        free(runs);
+        runs = t[i].doc.n_events ? malloc((size_t)t[i].doc.n_events * sizeof *runs) : NULL;
+        for (int q = 0; runs && q < t[i].doc.n_events; q++) {
+            const struct trace_event *ev = &t[i].doc.events[q];
+            if (!span_drawn(f, &t[i], ev))
+                continue;
+            int row = 0, c = 0;
+            while (t[i].tracks[row].pid != ev->pid || t[i].tracks[row].tid != ev->tid)
+                row++;
+            while (c < n_cats && strcmp(cats[c], span_cat(ev)) != 0)
+                c++;
+            double a = (double)(ev->ts_ns - t[i].t0_ns) * 1e-6, z = (double)(ev->ts_ns + ev->dur_ns - t[i].t0_ns) * 1e-6;
+            plot__occ_box(&occ, a, row - 0.4, z, row + 0.4);
+            runs[n_runs++] = (struct tl_span){a, z, row, c};
+        }
+        qsort(runs, (size_t)n_runs, sizeof *runs, cmp_span);
+        struct tl_span widest[TL_MAX_CATS];
+        memset(widest, 0, sizeof widest);
+        for (int q = 0; q < n_runs;) {   /* merge the spans of a run, keep each category's widest */
+            struct tl_span r = runs[q++];
+            while (q < n_runs && runs[q].cat == r.cat && runs[q].row == r.row && runs[q].a <= r.b + range * 0.002)
+                r.b = fmax(r.b, runs[q++].b);
+            if (r.cat < n_cats && r.b - r.a > widest[r.cat].b - widest[r.cat].a)
+                widest[r.cat] = r;
+        }
+        for (int c = 0; c < n_cats; c++) {
+            struct tl_span *r = &widest[c];
+            if (!n_spans[i][c])
+                continue;
+            double tw = plot__text_w((int)strlen(cats[c]), 7), x0 = plot__occ_x(&occ, r->a), x1 = plot__occ_x(&occ, r->b);
+            /* the text's height, about 0.3 of a track either side of its centre */
+            double y0 = plot__occ_y(&occ, r->row + 0.3), y1 = plot__occ_y(&occ, r->row - 0.3);
+            double *pa = occ.panel[occ.n_panels - 1];
+            struct tl_name *nm = &name[i][c];
+            if (x1 - x0 >= tw + 0.12) {
+                *nm = (struct tl_name){true, true, (r->a + r->b) / 2, r->row, 0};
+            } else if (x1 + 0.06 + tw <= pa[2] && plot__occ_clear(&occ, x1 + 0.035, y0, x1 + 0.06 + tw, y1)) {
+                *nm = (struct tl_name){true, false, r->b, r->row, -1};   /* half a character after the run */
+                plot__occ_box_in(&occ, x1 + 0.035, y0, x1 + 0.06 + tw, y1);
+            } else if (x0 - 0.06 - tw >= pa[0] && plot__occ_clear(&occ, x0 - 0.06 - tw, y0, x0 - 0.035, y1)) {
+                *nm = (struct tl_name){true, false, r->a, r->row, 1};
+                plot__occ_box_in(&occ, x0 - 0.06 - tw, y0, x0 - 0.035, y1);
+            }
+        }
+    }
+    free(runs);
+    for (int c = 0; c < n_cats; c++) {
+        bool unnamed = false;
+        for (int i = 0; i < nt; i++)
+            unnamed |= n_spans[i][c] > 0 && !name[i][c].on;
+        if (unnamed)
+            keyed[n_keyed++] = c;
+    }
+    struct plot__key key;
+    plot__key_init(&key, n_keyed);
+    for (int q = 0; q < n_keyed; q++)
+        plot__key_title(&key, q, cats[keyed[q]]);
+    if (n_keyed && !plot__key_fit(f, &occ, &key)) {
+        g.key_in = plot__key_strip(f, &key);
+        g.height_in += g.key_in;
+    }
+    plot__occ_free(&occ);
     plot__gp_preamble(f, g.height_in);
+
     FILE *gp = f->gp;
     double tick = plot__tick(span_ms, 6);
     plot__multiplot(f);
+    fputs("# direct labels: a category's name on its widest span of a panel where it fits\n"
+          "set style textbox opaque fc rgb '#ffffff' noborder margins 0.5, 0.2\n", gp);
     fprintf(gp, "set style fill solid 1.0 noborder\nset xrange [0:%g]\nset xtics %g format '%s'\n"
                 "unset grid\nset grid xtics lc rgb '#e0e0e0' lw 0.6\nunset key\nset ytics scale 0\n",
             span_ms * 1.01, tick, plot__tick_format(tick));
@@ -385,6 +490,18 @@ int plot__timeline(struct plot__fig *f, struct rl_err *e)
             fprintf(gp, " %d%s", k, k + 1 < t[i].n_tracks ? ", " : ")\n");
         }
         b++;   /* the track list block */
+        fputs("unset label\n", gp);
+        for (int c = 0; c < n_cats; c++) {
+            const struct tl_name *nm = &name[i][c];
+            if (!nm->on)
+                continue;
+            fprintf(gp, "set label %d ", 200 + c);
+            plot__gp_str(f, "category", cats[c]);
+            fprintf(gp, " at %.6f, %d %s %sfront font ',%.3g'%s\n", nm->x, nm->row,
+                    nm->just < 0 ? "left" : nm->just > 0 ? "right" : "center",
+                    nm->just < 0 ? "offset 0.5,0 " : nm->just > 0 ? "offset -0.5,0 " : "", plot__pt(f, 7),
+                    nm->inside ? " boxed" : "");
+        }
         fputs("plot ", gp);
         bool first = true;
         for (int c = 0; c < n_cats; c++, b++) {
@@ -401,12 +518,14 @@ int plot__timeline(struct plot__fig *f, struct rl_err *e)
         }
         fputc('\n', gp);
     }
-    struct plot__key k;
-    plot__key_begin(f, &g, n_cats, longest_cat, &k);
-    for (int c = 0; c < n_cats; c++) {
-        int pat;
+    if (!key.n)
+        fputs("# the key: none, every category drawn is named on its spans\n", gp);
+    else
+        plot__key_begin(f, &g, &key);
+    for (int q = 0; q < key.n; q++) {
+        int c = keyed[q], pat;
         const char *col = plot__phase_color(cats[c], c, &pat);
-        plot__key_entry(f, &g, &k, c);
+        plot__key_entry(f, &g, &key, q);
         if (pat)
             fprintf(gp, "NaN with boxes fc rgb '%s' fs pattern %d border lc rgb '%s' title ", col, pat, col);
         else

@@ -99,6 +99,11 @@ const char *plot__tick_format(double tick)
     return tick >= 1 ? "%g" : fabs(r - round(r)) < 1e-9 ? "%.1f" : "%.2f";
 }
 
+double plot__pt(const struct plot__fig *f, double pt)
+{
+    return f->fmt == PLOT_SVG ? pt * 2 / 3 : pt;
+}
+
 double plot__width_in(const struct plot__fig *f)
 {
     return f->o->width == PLOT_DOUBLE ? 7.0 : 3.5;
@@ -241,7 +246,7 @@ void plot__gp_preamble(struct plot__fig *f, double height_in)
             plot_kind_name(f->o->kind), f->o->version);
     fprintf(g, "# Run from this folder: gnuplot THIS.gp   (gnuplot -e \"outfile='other.%s'\" THIS.gp to rename)\n",
             f->fmt == PLOT_PDF ? "pdf" : f->fmt == PLOT_SVG ? "svg" : "png");
-    fprintf(g, "# Paper size: %.1f in x %.2f in, 9 pt text.\n", w, height_in);
+    fprintf(g, "# Paper size: %.1f in x %.2f in; font ',9', which pdfcairo draws as 6 pt text.\n", w, height_in);
     fputs("if (!exists(\"outfile\")) outfile = ", g);
     plot__gp_str(f, "out", f->out_name);
     fputs("\ndatafile = ", g);
@@ -251,9 +256,9 @@ void plot__gp_preamble(struct plot__fig *f, double height_in)
     case PLOT_PDF:
         fprintf(g, "set terminal pdfcairo size %.2fin,%.2fin font ',9' linewidth 1\n", w, height_in);
         break;
-    case PLOT_SVG:   /* sizes in points (72 per inch) */
-        fprintf(g, "set terminal svg size %d,%d font ',9' linewidth 1 background '#ffffff'\n",
-                (int)(w * 72 + 0.5), (int)(height_in * 72 + 0.5));
+    case PLOT_SVG:   /* sizes in points (72 per inch); font sizes as plot__pt gives them */
+        fprintf(g, "set terminal svg size %d,%d font ',%.3g' linewidth 1 background '#ffffff'\n",
+                (int)(w * 72 + 0.5), (int)(height_in * 72 + 0.5), plot__pt(f, 9));
         break;
     case PLOT_PNG:   /* 200 dpi; scales measured to match the PDF rendered at 200 dpi */
         fprintf(g, "set terminal pngcairo size %d,%d font ',9' fontscale 1.39 linewidth 1.39 pointscale 1.8 "
@@ -287,25 +292,227 @@ void plot__panel(struct plot__fig *f, const struct plot__grid *g, int r, int c)
             (y1 - ph + g->bottom_in) / h);
 }
 
-#define KEY_ROW_IN 0.14   /* one key line at 9 pt */
+#define KEY_ROW_IN 0.14      /* one key line of font ',9' */
+#define KEY_SAMPLE_IN 0.24   /* a key entry's sample and the gaps around it */
+#define KEY_GAP_IN 0.06     /* between the columns of a key */
+#define KEY_INSET_IN 0.04    /* between a key inside a panel and the panel's axes */
+#define KEY_PAD_IN 0.03      /* between a key's box and the data */
 
-/* 9 pt text: about 0.055 in per character (measured on the PDF); the sample and gaps take 0.45 in. */
-static void key_grid(const struct plot__fig *f, int n, int max_chars, int *cols, double *colw_in)
+/* font ',9': about 0.048 in per character (0.047 measured on the PNG, wide letters more), in
+ * proportion at other sizes. */
+double plot__text_w(int chars, double pt)
 {
-    *colw_in = fmin(max_chars * 0.055 + 0.45, plot__width_in(f) - 0.2);   /* never wider than the page */
-    *cols = (int)((plot__width_in(f) - 0.2) / *colw_in);
-    if (*cols < 1)
-        *cols = 1;
-    if (*cols > n)
-        *cols = n;
+    return chars * 0.048 * pt / 9;
 }
 
-double plot__key_height(const struct plot__fig *f, int n, int max_chars)
+/* ---- what the panels hold -------------------------------------------------------------------------- */
+void plot__occ_panel(struct plot__occ *o, double x0_in, double y0_in, double x1_in, double y1_in, double xmin,
+                     double xmax, double ymin, double ymax, bool logx, bool logy)
 {
-    int cols;
-    double colw;
-    key_grid(f, n, max_chars, &cols, &colw);
-    return 0.08 + KEY_ROW_IN * ((n + cols - 1) / cols);
+    if (o->n_panels == PLOT__OCC_PANELS) {
+        o->oom = true;
+        return;
+    }
+    double *p = o->panel[o->n_panels++];
+    p[0] = x0_in, p[1] = y0_in, p[2] = x1_in, p[3] = y1_in;
+    o->lo[0] = xmin, o->hi[0] = xmax, o->lo[1] = ymin, o->hi[1] = ymax;
+    o->logx = logx, o->logy = logy;
+}
+
+void plot__occ_grid_panel(struct plot__occ *o, const struct plot__fig *f, const struct plot__grid *g, int r, int c,
+                          double xmin, double xmax, double ymin, double ymax, bool logx, bool logy)
+{
+    double w = plot__width_in(f), h = g->height_in;
+    double pw = w / g->cols, ph = (h - g->title_in - g->key_in) / g->rows;
+    double x0 = c * pw, y1 = h - g->title_in - r * ph;
+    plot__occ_panel(o, x0 + g->left_in, y1 - ph + g->bottom_in, x0 + pw - g->right_in, y1 - g->top_in, xmin, xmax, ymin,
+                    ymax, logx, logy);
+}
+
+static double occ_map(const struct plot__occ *o, int ax, double v)
+{
+    const double *p = o->panel[o->n_panels - 1];
+    double a = p[ax], b = p[ax + 2], lo = o->lo[ax], hi = o->hi[ax];
+    if (ax ? o->logy : o->logx) {
+        if (!(v > 0) || !(lo > 0))
+            return NAN;
+        v = log(v), lo = log(lo), hi = log(hi);
+    }
+    return hi != lo ? a + (v - lo) / (hi - lo) * (b - a) : a;
+}
+
+double plot__occ_x(const struct plot__occ *o, double x) { return o->n_panels ? occ_map(o, 0, x) : NAN; }
+double plot__occ_y(const struct plot__occ *o, double y) { return o->n_panels ? occ_map(o, 1, y) : NAN; }
+
+double plot__occ_gx(const struct plot__occ *o, double gx)
+{
+    const double *p = o->panel[o->n_panels ? o->n_panels - 1 : 0];
+    return p[0] + gx * (p[2] - p[0]);
+}
+
+double plot__occ_gy(const struct plot__occ *o, double gy)
+{
+    const double *p = o->panel[o->n_panels ? o->n_panels - 1 : 0];
+    return p[1] + gy * (p[3] - p[1]);
+}
+
+static void occ_add(struct plot__occ *o, struct plot__occ_item it)
+{
+    if (!(isfinite(it.x0) && isfinite(it.y0) && isfinite(it.x1) && isfinite(it.y1)))
+        return;   /* not drawn (a log axis at zero, a missing value) */
+    if (rl_grow(&o->it, &o->cap, sizeof *o->it, o->n + 1, 256)) {
+        o->oom = true;
+        return;
+    }
+    o->it[o->n++] = it;
+}
+
+void plot__occ_box_in(struct plot__occ *o, double x0, double y0, double x1, double y1)
+{
+    occ_add(o, (struct plot__occ_item){fmin(x0, x1), fmin(y0, y1), fmax(x0, x1), fmax(y0, y1), 0, false});
+}
+
+void plot__occ_box(struct plot__occ *o, double x0, double y0, double x1, double y1)
+{
+    plot__occ_box_in(o, plot__occ_x(o, x0), plot__occ_y(o, y0), plot__occ_x(o, x1), plot__occ_y(o, y1));
+}
+
+void plot__occ_seg(struct plot__occ *o, double xa, double ya, double xb, double yb, double half_in)
+{
+    occ_add(o, (struct plot__occ_item){plot__occ_x(o, xa), plot__occ_y(o, ya), plot__occ_x(o, xb), plot__occ_y(o, yb),
+                                       half_in, true});
+}
+
+void plot__occ_text(struct plot__occ *o, double x_in, double y_in, int chars, double pt, int just)
+{
+    double w = plot__text_w(chars, pt), h = pt / 72 * 1.2;
+    double x0 = just < 0 ? x_in : just == 0 ? x_in - w / 2 : x_in - w;
+    plot__occ_box_in(o, x0, y_in - h / 2, x0 + w, y_in + h / 2);
+}
+
+void plot__occ_free(struct plot__occ *o)
+{
+    free(o->it);
+    memset(o, 0, sizeof *o);
+}
+
+/* Does the segment (a) - (b) meet the box [x0, x1] x [y0, y1] (Liang-Barsky)? */
+static bool seg_meets_box(double ax, double ay, double bx, double by, double x0, double y0, double x1, double y1)
+{
+    double t0 = 0, t1 = 1, dx = bx - ax, dy = by - ay;
+    const double p[4] = {-dx, dx, -dy, dy}, q[4] = {ax - x0, x1 - ax, ay - y0, y1 - ay};
+    for (int i = 0; i < 4; i++) {
+        if (p[i] == 0) {
+            if (q[i] < 0)
+                return false;
+            continue;
+        }
+        double t = q[i] / p[i];
+        if (p[i] < 0)
+            t0 = fmax(t0, t);
+        else
+            t1 = fmin(t1, t);
+        if (t0 > t1)
+            return false;
+    }
+    return true;
+}
+
+bool plot__occ_clear(const struct plot__occ *o, double x0, double y0, double x1, double y1)
+{
+    for (int i = 0; i < o->n; i++) {
+        const struct plot__occ_item *it = &o->it[i];
+        double pad = KEY_PAD_IN + it->half;
+        if (it->seg ? seg_meets_box(it->x0, it->y0, it->x1, it->y1, x0 - pad, y0 - pad, x1 + pad, y1 + pad)
+                    : it->x0 < x1 + pad && it->x1 > x0 - pad && it->y0 < y1 + pad && it->y1 > y0 - pad)
+            return false;
+    }
+    return true;
+}
+
+/* ---- keys ------------------------------------------------------------------------------------------ */
+void plot__key_init(struct plot__key *k, int n)
+{
+    memset(k, 0, sizeof *k);
+    k->n = n < PLOT__KEY_MAX ? n : PLOT__KEY_MAX;
+}
+
+void plot__key_title(struct plot__key *k, int i, const char *title)
+{
+    if (i < 0 || i >= k->n)
+        return;
+    int n = 0;   /* characters, not bytes (UTF-8 continuation bytes do not count) */
+    for (const unsigned char *p = (const unsigned char *)(title ? title : ""); *p; p++)
+        n += (*p & 0xc0) != 0x80;
+    k->chars[i] = n;
+}
+
+/* Lays out the grid of cols columns; the columns never add up to more than max_w. */
+static void key_layout(struct plot__key *k, int cols, double max_w)
+{
+    k->cols = cols < 1 ? 1 : cols > k->n ? (k->n ? k->n : 1) : cols;
+    k->w_in = 0;
+    for (int c = 0; c < k->cols; c++) {
+        k->colw_in[c] = 0;
+        for (int i = c; i < k->n; i += k->cols)
+            k->colw_in[c] = fmax(k->colw_in[c],
+                                 plot__text_w(k->chars[i], 9) + KEY_SAMPLE_IN + (c + 1 < k->cols ? KEY_GAP_IN : 0));
+        k->colw_in[c] = fmin(k->colw_in[c], max_w);
+        k->w_in += k->colw_in[c];
+    }
+    k->h_in = KEY_ROW_IN * ((k->n + k->cols - 1) / k->cols) + 0.02;
+}
+
+bool plot__key_fit(const struct plot__fig *f, const struct plot__occ *o, struct plot__key *k)
+{
+    (void)f;
+    k->inside = false;
+    if (o->oom || !k->n)
+        return false;
+    int max_cols = k->n < 4 ? k->n : 4;
+    /* Pass 0: the four corners; pass 1: any spot, from the top right, 0.04 in apart. */
+    for (int pass = 0; pass < 2; pass++)
+        for (int p = 0; p < o->n_panels; p++)
+            for (int cols = 1; cols <= max_cols; cols++) {
+                const double *a = o->panel[p];
+                key_layout(k, cols, 1e9);
+                double xl = a[0] + KEY_INSET_IN, xr = a[2] - KEY_INSET_IN - k->w_in;
+                double yb = a[1] + KEY_INSET_IN + k->h_in, yt = a[3] - KEY_INSET_IN;   /* the box's top */
+                if (xr < xl || yb > yt)
+                    continue;
+                if (pass == 0) {
+                    const double cx[4] = {xr, xl, xr, xl}, cy[4] = {yt, yt, yb, yb};
+                    for (int q = 0; q < 4; q++)
+                        if (plot__occ_clear(o, cx[q], cy[q] - k->h_in, cx[q] + k->w_in, cy[q])) {
+                            k->x0_in = cx[q], k->top_in = cy[q], k->inside = true;
+                            return true;
+                        }
+                    continue;
+                }
+                for (double y = yt; y >= yb - 1e-9; y -= 0.04)
+                    for (double x = xr; x >= xl - 1e-9; x -= 0.04)
+                        if (plot__occ_clear(o, x, y - k->h_in, x + k->w_in, y)) {
+                            k->x0_in = x, k->top_in = y, k->inside = true;
+                            return true;
+                        }
+            }
+    return false;
+}
+
+double plot__key_strip(const struct plot__fig *f, struct plot__key *k)
+{
+    double page = plot__width_in(f) - 0.2;
+    k->inside = false;
+    int cols = k->n ? k->n : 1;
+    for (; cols > 1; cols--) {   /* as many columns as fit across the page */
+        key_layout(k, cols, page);
+        if (k->w_in <= page)
+            break;
+    }
+    key_layout(k, cols, page);
+    k->x0_in = (plot__width_in(f) - k->w_in) / 2;
+    k->top_in = 0.04 + k->h_in;
+    return k->top_in + 0.04;
 }
 
 void plot__ylabel(struct plot__fig *f, const struct plot__grid *g, int r, int c, const char *text)
@@ -318,32 +525,43 @@ void plot__ylabel(struct plot__fig *f, const struct plot__grid *g, int r, int c,
     fprintf(f->gp, " at screen %.4f, screen %.4f center rotate by 90\n", (c * pw + 0.08) / w, y_mid / h);
 }
 
-void plot__key_begin(struct plot__fig *f, const struct plot__grid *g, int n, int max_chars, struct plot__key *k)
+void plot__key_begin(struct plot__fig *f, const struct plot__grid *g, const struct plot__key *k)
 {
-    k->n = n;
-    key_grid(f, n, max_chars, &k->cols, &k->colw_in);
-    k->x0_in = (plot__width_in(f) - k->cols * k->colw_in) / 2;
-    fprintf(f->gp, "# the key, in its own strip under the panels\n"
-                   "set lmargin at screen 0.01\nset rmargin at screen 0.99\n"
-                   "set tmargin at screen %.4f\nset bmargin at screen 0.005\n", g->key_in / g->height_in);
+    double w = plot__width_in(f), h = g->height_in;
+    fprintf(f->gp, "# the key, %s; box (screen) %.4f %.4f %.4f %.4f\n",
+            k->inside ? "inside the plot area where no data lie" : "in its own strip under the panels", k->x0_in / w,
+            (k->top_in - k->h_in) / h, (k->x0_in + k->w_in) / w, k->top_in / h);
+    fputs("set lmargin at screen 0.01\nset rmargin at screen 0.99\nset tmargin at screen 0.99\n"
+          "set bmargin at screen 0.01\n", f->gp);
     fputs("unset title\nunset border\nunset tics\nunset xlabel\nunset ylabel\nunset grid\n"
           "unset label\nunset arrow\nunset object\nunset logscale\nunset y2tics\nunset y2label\n"
           "set xrange [0:1]\nset yrange [0:1]\n", f->gp);
+    if (k->inside && k->opaque)   /* a white box under the key, drawn once: reference lines stop at it */
+        fprintf(f->gp, "set object 999 rect from screen %.4f, screen %.4f to screen %.4f, screen %.4f fc rgb '#ffffff' "
+                       "fs solid 1.0 noborder\nunset key\nplot NaN notitle\nunset object 999\n",
+                k->x0_in / w, (k->top_in - k->h_in) / h, (k->x0_in + k->w_in) / w, k->top_in / h);
+}
+
+static double key_col_x(const struct plot__key *k, int i)
+{
+    double x = k->x0_in;
+    for (int c = 0; c < i % k->cols; c++)
+        x += k->colw_in[c];
+    return x;
 }
 
 void plot__key_entry(struct plot__fig *f, const struct plot__grid *g, const struct plot__key *k, int i)
 {
-    double x = k->x0_in + (i % k->cols) * k->colw_in;
-    double y = g->key_in - 0.04 - (i / k->cols) * KEY_ROW_IN;
+    double y = k->top_in - (i / k->cols) * KEY_ROW_IN;
     fprintf(f->gp, "set key at screen %.4f, screen %.4f left top Left reverse samplen 2 spacing 1 noautotitle\nplot ",
-            x / plot__width_in(f), y / g->height_in);
+            key_col_x(k, i) / plot__width_in(f), y / g->height_in);
 }
 
 void plot__key_label(struct plot__fig *f, const struct plot__grid *g, const struct plot__key *k, int i,
                      const char *field, const char *text)
 {
-    double x = k->x0_in + (i % k->cols) * k->colw_in + 0.05;
-    double y = g->key_in - 0.04 - (i / k->cols) * KEY_ROW_IN - KEY_ROW_IN / 2;
+    double x = key_col_x(k, i) + 0.05;
+    double y = k->top_in - (i / k->cols) * KEY_ROW_IN - KEY_ROW_IN / 2 - 0.01;
     fprintf(f->gp, "set label %d ", 1000 + i);
     plot__gp_str(f, field, text);
     fprintf(f->gp, " at screen %.4f, screen %.4f left\n", x / plot__width_in(f), y / g->height_in);
@@ -355,7 +573,7 @@ void plot__multiplot(struct plot__fig *f)
     if (f->o->title && *f->o->title) {
         fputs(" title ", f->gp);
         plot__gp_str(f, "title", f->o->title);
-        fputs(" font ',10'", f->gp);
+        fprintf(f->gp, " font ',%.3g'", plot__pt(f, 10));
     }
     fputc('\n', f->gp);
 }

@@ -29,7 +29,7 @@ enum plot_kind {
 };
 
 enum plot_format { PLOT_PDF, PLOT_SVG, PLOT_PNG };
-enum plot_width { PLOT_SINGLE, PLOT_DOUBLE };   /* 3.5 in / 7 in, 9 pt text */
+enum plot_width { PLOT_SINGLE, PLOT_DOUBLE };   /* 3.5 in / 7 in; font ',9' (6 pt as pdfcairo draws it) */
 enum plot_scaling_x { PLOT_X_GPUS, PLOT_X_PARAMS };
 enum plot_scaling_y { PLOT_Y_STEP, PLOT_Y_TOKENS, PLOT_Y_TOKENS_PER_GPU };
 enum plot_speedup { PLOT_SPEEDUP_NONE, PLOT_SPEEDUP_NO_OFFLOAD, PLOT_SPEEDUP_FULL_OFFLOAD };

@@ -36,7 +36,7 @@ void plot__dat_header(struct plot__fig *f, const struct plot__meta *m);
 /* Starts a data block: two blank lines before every block but the first, then "# [index] what".
  * Returns the block's index. */
 int plot__block(struct plot__fig *f, const char *what);
-/* Writes the script's preamble: comment, output variable, terminal (width_in x height_in, 9 pt),
+/* Writes the script's preamble: comment, output variable, terminal (width_in x height_in, font ',9': 6 pt text in the PDF),
  * the palette and the shared style. */
 void plot__gp_preamble(struct plot__fig *f, double height_in);
 /* Writes s into the script through plot_gp_quote; a refusal (a control character) is kept in
@@ -48,6 +48,10 @@ void plot__gp_tic(struct plot__fig *f, const char *field, const char *s);
 double plot__tick(double max, int n);
 /* The gnuplot format that prints every multiple of tick alike ("%.1f" for 0.2). */
 const char *plot__tick_format(double tick);
+/* The font size to write for a text of pt points as pdfcairo draws it: pdfcairo (and pngcairo, whose
+ * fontscale matches it) writes font ',9' as 6 pt text (its text matrix), the svg terminal as 9 pt,
+ * so an SVG gets 2/3 of each size (its offsets in characters then match too). */
+double plot__pt(const struct plot__fig *f, double pt);
 /* The figure's width in inches (3.5 or 7). */
 double plot__width_in(const struct plot__fig *f);
 /* The colour of a phase (sim_phase_name) or, for other names, the i-th of a few colours no phase
@@ -76,23 +80,86 @@ struct plot__grid {
 void plot__ylabel(struct plot__fig *f, const struct plot__grid *g, int r, int c, const char *text);
 /* Emits the margins of panel (r, c). */
 void plot__panel(struct plot__fig *f, const struct plot__grid *g, int r, int c);
-/* The key of a figure as its own strip under the panels, laid out by ratiolab (not gnuplot) in
- * a grid of columns wide enough for the longest title, so every terminal gives the same layout. */
-struct plot__key {
-    int n;            /* entries */
-    int cols;         /* columns of the grid */
-    double x0_in;     /* left edge of the first column */
-    double colw_in;   /* column width */
+/* What a panel's data cover, in inches of the figure (from its bottom-left corner): the key is
+ * placed where none of it lies. Writers describe their data (bars, lines, points, labels) in data
+ * coordinates of the panel added last; items outside the panel are clipped to it. */
+struct plot__occ_item {
+    double x0, y0, x1, y1;   /* a box, or a segment from (x0, y0) to (x1, y1) */
+    double half;             /* half the width of a segment's stroke (0 for a box) */
+    bool seg;                /* a segment rather than a box */
 };
-/* Height in inches of a strip holding n entries whose longest title has max_chars characters. */
-double plot__key_height(const struct plot__fig *f, int n, int max_chars);
-/* Emits the settings of the strip (the grid's panel area) and fills k. */
-void plot__key_begin(struct plot__fig *f, const struct plot__grid *g, int n, int max_chars, struct plot__key *k);
+#define PLOT__OCC_PANELS 8
+struct plot__occ {
+    struct plot__occ_item *it;                /* what the panels hold */
+    int n, cap;                               /* entries in it, allocated */
+    double panel[PLOT__OCC_PANELS][4];        /* plot areas (x0, y0, x1, y1 in inches), in the order the
+                                                 key tries them */
+    int n_panels;                             /* entries in panel */
+    double lo[2], hi[2];                      /* the last panel's x and y ranges (data) */
+    bool logx, logy;                          /* its axes are logarithmic */
+    bool oom;                                 /* an item could not be stored (the key goes to a strip) */
+};
+/* Adds a plot area (inches) with its data ranges; later items are in its coordinates. */
+void plot__occ_panel(struct plot__occ *o, double x0_in, double y0_in, double x1_in, double y1_in, double xmin,
+                     double xmax, double ymin, double ymax, bool logx, bool logy);
+/* The plot area of grid panel (r, c), as plot__panel places it. */
+void plot__occ_grid_panel(struct plot__occ *o, const struct plot__fig *f, const struct plot__grid *g, int r, int c,
+                          double xmin, double xmax, double ymin, double ymax, bool logx, bool logy);
+/* Data coordinates of the last panel to inches (NAN where a log axis meets a value <= 0). */
+double plot__occ_x(const struct plot__occ *o, double x);
+double plot__occ_y(const struct plot__occ *o, double y);
+/* Graph fractions of the last panel to inches. */
+double plot__occ_gx(const struct plot__occ *o, double gx);
+double plot__occ_gy(const struct plot__occ *o, double gy);
+/* A box in data coordinates (a bar, a span). */
+void plot__occ_box(struct plot__occ *o, double x0, double y0, double x1, double y1);
+/* A box in inches. */
+void plot__occ_box_in(struct plot__occ *o, double x0, double y0, double x1, double y1);
+/* A segment in data coordinates with a stroke of half-width half_in inches (a line, a marker when
+ * both ends are the same point). */
+void plot__occ_seg(struct plot__occ *o, double xa, double ya, double xb, double yb, double half_in);
+/* A text label of chars characters at pt points anchored at (x_in, y_in) inches: just < 0 left,
+ * 0 centre, > 0 right (vertically centred on y_in). */
+void plot__occ_text(struct plot__occ *o, double x_in, double y_in, int chars, double pt, int just);
+void plot__occ_free(struct plot__occ *o);
+/* Whether a box (inches) keeps clear of everything o holds (by a small margin). */
+bool plot__occ_clear(const struct plot__occ *o, double x0, double y0, double x1, double y1);
+/* Inches a text of chars characters takes at pt points. */
+double plot__text_w(int chars, double pt);
+
+/* The key of a figure: inside a panel's plot area where its box covers none of the data
+ * (plot__key_fit), else a strip under the panels, laid out by ratiolab (not gnuplot) in a grid of
+ * columns each as wide as its longest title, so every terminal gives the same layout. */
+#define PLOT__KEY_MAX 48
+struct plot__key {
+    int n;                           /* entries */
+    int cols;                        /* columns of the grid (entries fill it row by row) */
+    bool inside;                     /* in a panel's plot area (else the strip) */
+    bool opaque;                     /* a white box under it (set by the writer when the key crosses
+                                        reference lines, which the box then hides) */
+    double x0_in;                    /* left edge of the box, inches from the figure's left */
+    double top_in;                   /* top edge of the box, inches from the figure's bottom */
+    double w_in, h_in;               /* the box */
+    double colw_in[PLOT__KEY_MAX];   /* width of each column */
+    int chars[PLOT__KEY_MAX];        /* characters of each entry's title */
+};
+/* An empty key of n entries (at most PLOT__KEY_MAX); titles are given with plot__key_title. */
+void plot__key_init(struct plot__key *k, int n);
+void plot__key_title(struct plot__key *k, int i, const char *title);
+/* Places the key inside the first plot area of o (in o's order) with a free spot: its corners
+ * first, then any spot, for 1 to 4 columns. Returns whether it found one (k->inside). */
+bool plot__key_fit(const struct plot__fig *f, const struct plot__occ *o, struct plot__key *k);
+/* Lays the key out as a strip under the panels and returns its height in inches (for
+ * grid.key_in). */
+double plot__key_strip(const struct plot__fig *f, struct plot__key *k);
+/* Emits the settings of the key's plots (after the panels): a comment naming where the key is and
+ * its box (the figure tests read it), and a blank plot area. */
+void plot__key_begin(struct plot__fig *f, const struct plot__grid *g, const struct plot__key *k);
 /* Emits the position of entry i and "plot "; the caller writes one NaN clause with its title
  * and a newline. */
 void plot__key_entry(struct plot__fig *f, const struct plot__grid *g, const struct plot__key *k, int i);
-/* A text-only entry i of the key strip (no sample: a list such as the monitor's numbered marks);
- * drawn by the next key entry's plot, so emit these before the last entry. */
+/* A text-only entry i of the key (no sample: a list such as the monitor's numbered marks); drawn
+ * by the next key entry's plot, so emit these before the last entry. */
 void plot__key_label(struct plot__fig *f, const struct plot__grid *g, const struct plot__key *k, int i,
                      const char *field, const char *text);
 /* Emits `set multiplot`, with --title at the top of the figure when one is given. */

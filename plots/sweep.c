@@ -53,6 +53,17 @@ void plot__sweep_meta(struct plot__fig *f, const struct plot__sweep *s, int ns)
     join_distinct(hw, sizeof hw, s, ns, offsetof(struct plot__sweep, hardware));
     join_distinct(pol, sizeof pol, s, ns, offsetof(struct plot__sweep, policy));
     join_distinct(sch, sizeof sch, s, ns, offsetof(struct plot__sweep, schedule));
+    /* The DeepSpeed releases whose rules applied, after the policies ("not recorded" for a sweep
+     * without the field). */
+    char ver[128] = "";
+    bool unknown = false;
+    for (int i = 0; i < ns; i++) {
+        unknown |= !s[i].ds_version[0];
+        if (s[i].ds_version[0] && !strstr(ver, s[i].ds_version))
+            snprintf(ver + strlen(ver), sizeof ver - strlen(ver), "%s%s", ver[0] ? ", " : "", s[i].ds_version);
+    }
+    if (ver[0])
+        snprintf(pol + strlen(pol), sizeof pol - strlen(pol), " (DeepSpeed %s%s)", ver, unknown ? ", not recorded" : "");
     for (int i = 0; i < ns; i++) {
         if (!s[i].micro_batch)
             continue;

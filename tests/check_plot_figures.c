@@ -2,8 +2,13 @@
  * (rendered to PNG by the binary and gnuplot): nothing runs off the page (the rendered PNG's
  * outermost pixels are all background, so no key, label or title is clipped), every key is placed
  * inside the page, and no two series in a key look alike (the same colour with the same marker,
- * dash and fill). Also the figures' own promises: the time figure's default key is the phase groups
- * (at most 6 coloured bands plus idle), the timeline's key lists only categories drawn. About 4 s. */
+ * dash and fill). The key lies inside a panel's plot area, not in a strip under the panels (or the
+ * figure names its series by direct labels and has no key): the figure is drawn a second time
+ * without its key, and the two PNGs may differ only inside the key's box (so the key draws nowhere
+ * else), where the drawing without the key holds no data, label or line (only background, grid
+ * and shading, and for the monitor its grey mark lines, which the key's white box hides). Also the
+ * figures' own promises: the time figure's default key is the phase groups (at most 6 coloured
+ * bands plus idle), the timeline's key lists only categories drawn. About 9 s. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,6 +109,57 @@ static bool blank(const struct png *p, unsigned x, unsigned y)
     return (p->ch == 4 && q[3] == 0) || (q[0] > 245 && q[1] > 245 && q[2] > 245);
 }
 
+/* Whether pixel (x, y) may lie under a key: background, the light grid (#e0e0e0) and the shading
+ * of ratios that do not fit (#ececec): every channel at least 0xd8. With grey_refs, also neutral
+ * grey (the monitor's mark lines, references the key's white box may hide). */
+static bool under_key_ok(const struct png *p, unsigned x, unsigned y, bool grey_refs)
+{
+    const unsigned char *q = p->px + ((size_t)y * p->w + x) * p->ch;
+    if (q[0] >= 0xd8 && q[1] >= 0xd8 && q[2] >= 0xd8)
+        return true;
+    return grey_refs && abs(q[0] - q[1]) <= 6 && abs(q[1] - q[2]) <= 6 && q[0] >= 0x40;
+}
+
+/* A box in screen fractions (gnuplot's, y up) as pixel bounds of p (y down), grown by pad pixels. */
+struct pxbox {
+    int x0, y0, x1, y1;
+};
+static struct pxbox px_of(const struct png *p, const double b[4], int pad)
+{
+    struct pxbox r = {(int)(b[0] * p->w) - pad, (int)((1 - b[3]) * p->h) - pad, (int)(b[2] * p->w + 0.999) + pad,
+                      (int)((1 - b[1]) * p->h + 0.999) + pad};
+    return r;
+}
+
+static bool in_px(const struct pxbox *b, unsigned x, unsigned y)
+{
+    return (int)x >= b->x0 && (int)x <= b->x1 && (int)y >= b->y0 && (int)y <= b->y1;
+}
+
+/* The key's place: the box after "box (screen)" on the comment line starting with marker. */
+static bool box_after(const char *gp, const char *marker, double b[4])
+{
+    const char *m = strstr(gp, marker);
+    const char *at = m ? strstr(m, "box (screen) ") : NULL;
+    const char *eol = m ? strchr(m, '\n') : NULL;
+    return at && eol && at < eol && sscanf(at, "box (screen) %lf %lf %lf %lf", &b[0], &b[1], &b[2], &b[3]) == 4;
+}
+
+/* Whether box b lies inside the plot area of a panel: the margins set before the key (each panel
+ * sets lmargin, rmargin, tmargin, bmargin at screen positions). */
+static bool inside_a_panel(const char *gp, const char *key_at, const double b[4])
+{
+    for (const char *p = gp; (p = strstr(p, "set lmargin at screen ")) && p < key_at; p++) {
+        double l, r, t, bo;
+        if (sscanf(p, "set lmargin at screen %lf\nset rmargin at screen %lf\nset tmargin at screen %lf\n"
+                      "set bmargin at screen %lf", &l, &r, &t, &bo) != 4)
+            continue;
+        if (b[0] >= l - 1e-4 && b[2] <= r + 1e-4 && b[1] >= bo - 1e-4 && b[3] <= t + 1e-4)
+            return true;
+    }
+    return false;
+}
+
 /* ---- the script's keys ---------------------------------------------------------------------------- */
 /* The look of one series in a key: what it is drawn with, its colour, dash, marker and fill. */
 struct look {
@@ -201,11 +257,60 @@ START_TEST(every_figure_fits_its_page_and_its_keys_tell_series_apart)
             for (unsigned e = 0; e < 2; e++)
                 ck_assert_msg(blank(&p, e, y) && blank(&p, p.w - 1 - e, y), "%s: drawn at the left or right edge "
                               "(y %u): something is clipped", png_name, y);
-        free(p.px);
         /* Every key placed inside the page; no two series in the keys look alike. */
         char gp_name[96];
         snprintf(gp_name, sizeof gp_name, "%s.gp", stem);
         char *gp = tu_slurp(gp_name);
+        /* The key inside a panel's plot area, over no data, and drawn only inside its box; or no
+         * key at all where direct labels name every series. */
+        const char *key_at = strstr(gp, "\n# the key");
+        ck_assert_msg(key_at, "%s: no key section", gp_name);
+        if (strncmp(key_at, "\n# the key: none", 16) == 0) {
+            ck_assert_msg(strstr(gp, "# direct labels") && strstr(gp, "set label 2"), "%s: no key and no direct labels",
+                          gp_name);
+        } else {
+            double kb[4];
+            ck_assert_msg(strncmp(key_at, "\n# the key, inside the plot area", 32) == 0, "%s: the key is not inside the "
+                          "plot area: %.60s", gp_name, key_at + 1);
+            ck_assert_msg(box_after(key_at, "# the key", kb), "%s: the key's box is not stated", gp_name);
+            ck_assert_msg(inside_a_panel(gp, key_at, kb), "%s: the key's box %g %g %g %g lies in no panel's plot area",
+                          gp_name, kb[0], kb[1], kb[2], kb[3]);
+            /* The same figure without its key (the script up to the key, then the end of the multiplot). */
+            char nokey_gp[96], nokey_png[96];
+            snprintf(nokey_gp, sizeof nokey_gp, "%s-nokey.gp", stem);
+            snprintf(nokey_png, sizeof nokey_png, "%s-nokey.png", stem);
+            char *cut = malloc((size_t)(key_at - gp) + 32);
+            snprintf(cut, (size_t)(key_at - gp) + 32, "%.*s\nunset multiplot\n", (int)(key_at - gp), gp);
+            tu_write(nokey_gp, cut);
+            free(cut);
+            tu_sh(&r, "gnuplot -e \"outfile='%s'\" %s", nokey_png, nokey_gp);
+            ck_assert_msg(r.status == 0, "%s: gnuplot: %s", nokey_gp, r.err);
+            tu_run_free(&r);
+            struct png q;
+            ck_assert_msg(png_load(tu_path(nokey_png), &q) && q.w == p.w && q.h == p.h, "%s: not the same size", nokey_png);
+            /* Other things drawn after the key (the monitor's list of marks) state their boxes too. */
+            double ob[4] = {0, 0, 0, 0};
+            bool other = box_after(key_at + 1, "# the marks' texts", ob);
+            struct pxbox kin = px_of(&p, kb, 0), kout = px_of(&p, kb, 2), oout = px_of(&p, ob, 2);
+            bool grey_refs = strncmp(figs[_i].name, "monitor", 7) == 0;
+            int outside = 0, under = 0;
+            unsigned ox = 0, oy = 0, ux = 0, uy = 0;
+            for (unsigned y = 0; y < p.h; y++)
+                for (unsigned x = 0; x < p.w; x++) {
+                    size_t o = ((size_t)y * p.w + x) * p.ch;
+                    if (memcmp(p.px + o, q.px + o, 3) != 0 && !in_px(&kout, x, y) && !(other && in_px(&oout, x, y)) &&
+                        !outside++)
+                        ox = x, oy = y;
+                    if (in_px(&kin, x, y) && !under_key_ok(&q, x, y, grey_refs) && !under++)
+                        ux = x, uy = y;
+                }
+            ck_assert_msg(outside == 0, "%s: the key draws %d pixels outside its box (first at %u, %u)", png_name, outside,
+                          ox, oy);
+            ck_assert_msg(under == 0, "%s: the key covers %d pixels of data (first at %u, %u of %s)", png_name, under, ux,
+                          uy, nokey_png);
+            free(q.px);
+        }
+        free(p.px);
         for (const char *k = gp; (k = strstr(k, "set key at screen "));) {
             double x, y;
             ck_assert_int_eq(sscanf(k, "set key at screen %lf, screen %lf", &x, &y), 2);
@@ -252,7 +357,7 @@ START_TEST(time_key_is_the_phase_groups)
 }
 END_TEST
 
-/* The timeline's key lists the categories drawn, no more. */
+/* The timeline names the categories drawn, no more: by its key or by direct labels on the spans. */
 START_TEST(timeline_key_lists_only_what_is_drawn)
 {
     struct tu_run r;
@@ -262,9 +367,18 @@ START_TEST(timeline_key_lists_only_what_is_drawn)
     char *g = tu_slurp("t.gp");
     struct look l[64];
     char titles[64][96];
-    int n = key_looks(g, l, titles, 64);
-    ck_assert_int_eq(n, 1);   /* the socket's process holds CPU Adam spans only */
-    ck_assert_str_eq(titles[0], "\"cpu_adam\"");
+    int n = key_looks(g, l, titles, 64), named = 0;
+    for (int k = 0; k < n; k++) {   /* the socket's process holds CPU Adam spans only */
+        ck_assert_str_eq(titles[k], "\"cpu_adam\"");
+        named++;
+    }
+    for (const char *p = g; (p = strstr(p, "\nset label 2")); p++) {
+        char name[96] = "";
+        ck_assert_int_eq(sscanf(p + 1, "set label %*d \"%95[^\"]\"", name), 1);
+        ck_assert_msg(strcmp(name, "cpu_adam") == 0, "a direct label names %s", name);
+        named++;
+    }
+    ck_assert_int_ge(named, 1);
     free(g);
 }
 END_TEST

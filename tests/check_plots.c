@@ -495,6 +495,51 @@ static bool have_gnuplot(void)
     return false;
 }
 
+/* A sweep names the DeepSpeed release whose rules applied and the offload device (JSON and CSV
+ * alike); the time figure's panel titles carry the version, scaling's ratio-0 label the device. */
+START_TEST(sweep_version_and_offload_reach_the_figures)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "sweep --ratios 0,1 --json --out s.json && %s sweep --ratios 0,1 --csv --out s.csv", tu_bin());
+    ck_assert_msg(r.status == 0, "sweep: %s", r.err);
+    tu_run_free(&r);
+    json_t *o = json_load_file(tu_path("s.json"), 0, NULL);
+    ck_assert_ptr_nonnull(o);
+    const char *ver = json_string_value(json_object_get(o, "deepspeed_version"));
+    const char *dev = json_string_value(json_object_get(o, "offload_optimizer"));
+    ck_assert_ptr_nonnull(ver);
+    ck_assert_ptr_nonnull(dev);
+    int a, b, c;
+    ck_assert_int_eq(sscanf(ver, "%d.%d.%d", &a, &b, &c), 3);
+    ck_assert_msg(strcmp(dev, "cpu") == 0 || strcmp(dev, "nvme") == 0 || strcmp(dev, "none") == 0, "device %s", dev);
+    char *csv = tu_slurp("s.csv"), want[96];
+    snprintf(want, sizeof want, "\n# deepspeed_version: %s\n# offload_optimizer: %s\n", ver, dev);
+    ck_assert_msg(strstr(csv, want), "the CSV header lacks '%s'", want);
+    free(csv);
+    /* exit 3 without gnuplot: the script is written all the same */
+    tu_ratiolab(&r, "plot time --in s.json --gpu-mem 16GiB --out t.svg; test -s t.gp && "
+                "%s plot scaling --in s.json --x gpus --ratio 0 --out c.svg; test -s c.gp && "
+                "%s plot memory --in s.csv --out m.svg; test -s m.gp", tu_bin(), tu_bin());
+    ck_assert_msg(r.status == 0, "plot: %s", r.err);
+    tu_run_free(&r);
+    char *t = tu_slurp("t.gp"), *cd = tu_slurp("c.dat"), *md = tu_slurp("m.dat");
+    snprintf(want, sizeof want, "(DeepSpeed %s)\n", ver);   /* read back from the CSV's header */
+    ck_assert_msg(strstr(md, want), "no '%s' in m.dat", want);
+    free(md);
+    snprintf(want, sizeof want, "set title \"policy deepspeed-0.12\" . ");   /* its parts joined in gnuplot */
+    ck_assert_msg(strstr(t, want), "no panel title '%s' in t.gp", want);
+    snprintf(want, sizeof want, " . \"DeepSpeed %s\" . ", ver);
+    ck_assert_msg(strstr(t, want), "the panel title lacks '%s' in t.gp", want);
+    snprintf(want, sizeof want, "r=0, %s offload on", dev);
+    if (strcmp(dev, "none") == 0)
+        snprintf(want, sizeof want, "r=0, offload off");
+    ck_assert_msg(strstr(cd, want), "no label '%s' in c.dat", want);
+    free(t);
+    free(cd);
+    json_decref(o);
+}
+END_TEST
+
 Suite *plots_suite(void)
 {
     Suite *s = suite_create("plots");
@@ -512,6 +557,7 @@ Suite *plots_suite(void)
     tcase_add_test(tc, without_gnuplot_writes_data_and_script_exit_3);
     tcase_add_test(tc, help_lists_every_kind);
     tcase_add_test(tc, pdf_date_is_stable);
+    tcase_add_test(tc, sweep_version_and_offload_reach_the_figures);
     if (have_gnuplot())
         tcase_add_loop_test(tc, every_kind_renders, 0, N_CASES);
     else

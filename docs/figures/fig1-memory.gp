@@ -1,9 +1,9 @@
 # ratiolab plot memory (ratiolab 0.1.0): draws the figure named by outfile from the data in datafile (both set below).
 # Run from this folder: gnuplot THIS.gp   (gnuplot -e "outfile='other.png'" THIS.gp to rename)
-# Paper size: 7.0 in x 2.42 in, 9 pt text.
+# Paper size: 7.0 in x 2.20 in; font ',9', which pdfcairo draws as 6 pt text.
 if (!exists("outfile")) outfile = "fig1-memory.png"
 datafile = "fig1-memory.dat"
-set terminal pngcairo size 1400,484 font ',9' fontscale 1.39 linewidth 1.39 pointscale 1.8 background '#ffffff'
+set terminal pngcairo size 1400,440 font ',9' fontscale 1.39 linewidth 1.39 pointscale 1.8 background '#ffffff'
 set output outfile
 set termoption noenhanced
 set datafile separator '\t'
@@ -30,10 +30,10 @@ set xtics 0.2 format '%.1f'
 unset key
 set lmargin at screen 0.0714
 set rmargin at screen 0.4786
-set tmargin at screen 0.9669
-set bmargin at screen 0.2397
+set tmargin at screen 0.9636
+set bmargin at screen 0.1636
 unset ylabel
-set label 90 "honored ratio" at screen 0.0114, screen 0.6033 center rotate by 90
+set label 90 "honored ratio" at screen 0.0114, screen 0.5636 center rotate by 90
 set yrange [0:1.02]
 set ytics 0, 0.2, 1 format '%.1f'
 set label 1 '(a)' at graph 0.04, graph 0.92 left
@@ -44,10 +44,10 @@ plot x with lines lc rgb '#c8c8c8' dt 1 lw 5, \
      datafile index 1 using 1:2 with points lt 2
 set lmargin at screen 0.5714
 set rmargin at screen 0.9786
-set tmargin at screen 0.9669
-set bmargin at screen 0.2397
+set tmargin at screen 0.9636
+set bmargin at screen 0.1636
 unset ylabel
-set label 90 "memory per rank (GiB)" at screen 0.5114, screen 0.6033 center rotate by 90
+set label 90 "memory per rank (GiB)" at screen 0.5114, screen 0.5636 center rotate by 90
 set yrange [0:25]
 set ytics 0, 5, 25 format '%g'
 set label 1 '(b) solid: GPU, dashed: host' at graph 0.04, graph 0.92 left
@@ -62,11 +62,11 @@ plot NaN notitle, \
      datafile index 1 using 1:4 with lines lt 2 dt 2, \
      datafile index 1 using 1:4 with points lt 2, \
      16.0000 with lines lc rgb '#000000' dt 3 lw 1
-# the key, in its own strip under the panels
+# the key, inside the plot area where no data lie; box (screen) 0.3083 0.1818 0.4729 0.3818
 set lmargin at screen 0.01
 set rmargin at screen 0.99
-set tmargin at screen 0.0909
-set bmargin at screen 0.005
+set tmargin at screen 0.99
+set bmargin at screen 0.01
 unset title
 unset border
 unset tics
@@ -81,10 +81,10 @@ unset y2tics
 unset y2label
 set xrange [0:1]
 set yrange [0:1]
-set key at screen 0.1796, screen 0.0744 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.3083, screen 0.3818 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with linespoints lt 1 dt 1 title "deepspeed-0.12"
-set key at screen 0.3932, screen 0.0744 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.3083, screen 0.3182 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with linespoints lt 2 dt 1 title "exact"
-set key at screen 0.6068, screen 0.0744 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.3083, screen 0.2545 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with lines lc rgb '#c8c8c8' dt 1 lw 5 title 'honored = requested'
 unset multiplot

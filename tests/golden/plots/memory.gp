@@ -1,9 +1,9 @@
 # ratiolab plot memory (ratiolab 0.1.0): draws the figure named by outfile from the data in datafile (both set below).
 # Run from this folder: gnuplot THIS.gp   (gnuplot -e "outfile='other.pdf'" THIS.gp to rename)
-# Paper size: 3.5 in x 3.96 in, 9 pt text.
+# Paper size: 3.5 in x 3.60 in; font ',9', which pdfcairo draws as 6 pt text.
 if (!exists("outfile")) outfile = "memory.pdf"
 datafile = "memory.dat"
-set terminal pdfcairo size 3.50in,3.96in font ',9' linewidth 1
+set terminal pdfcairo size 3.50in,3.60in font ',9' linewidth 1
 set output outfile
 set termoption noenhanced
 set datafile separator '\t'
@@ -30,10 +30,10 @@ set xtics 0.2 format '%.1f'
 unset key
 set lmargin at screen 0.1429
 set rmargin at screen 0.9571
-set tmargin at screen 0.9798
-set bmargin at screen 0.6364
+set tmargin at screen 0.9778
+set bmargin at screen 0.6000
 unset ylabel
-set label 90 "honored ratio" at screen 0.0229, screen 0.8081 center rotate by 90
+set label 90 "honored ratio" at screen 0.0229, screen 0.7889 center rotate by 90
 set yrange [0:1.02]
 set ytics 0, 0.2, 1 format '%.1f'
 set label 1 '(a)' at graph 0.04, graph 0.92 left
@@ -44,10 +44,10 @@ plot x with lines lc rgb '#c8c8c8' dt 1 lw 5, \
      datafile index 1 using 1:2 with points lt 2
 set lmargin at screen 0.1429
 set rmargin at screen 0.9571
-set tmargin at screen 0.5253
-set bmargin at screen 0.1818
+set tmargin at screen 0.4778
+set bmargin at screen 0.1000
 unset ylabel
-set label 90 "memory per rank (GiB)" at screen 0.0229, screen 0.3535 center rotate by 90
+set label 90 "memory per rank (GiB)" at screen 0.0229, screen 0.2889 center rotate by 90
 set yrange [0:20]
 set ytics 0, 5, 20 format '%g'
 set label 1 '(b) solid: GPU, dashed: host' at graph 0.04, graph 0.92 left
@@ -62,11 +62,11 @@ plot NaN notitle, \
      datafile index 1 using 1:4 with lines lt 2 dt 2, \
      datafile index 1 using 1:4 with points lt 2, \
      16.0000 with lines lc rgb '#000000' dt 3 lw 1
-# the key, in its own strip under the panels
+# the key, inside the plot area where no data lie; box (screen) 0.6166 0.6111 0.9457 0.7333
 set lmargin at screen 0.01
 set rmargin at screen 0.99
-set tmargin at screen 0.0909
-set bmargin at screen 0.005
+set tmargin at screen 0.99
+set bmargin at screen 0.01
 unset title
 unset border
 unset tics
@@ -81,10 +81,10 @@ unset y2tics
 unset y2label
 set xrange [0:1]
 set yrange [0:1]
-set key at screen 0.0729, screen 0.0808 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.6166, screen 0.7333 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with linespoints lt 1 dt 1 title "deepspeed-0.12"
-set key at screen 0.5000, screen 0.0808 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.6166, screen 0.6944 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with linespoints lt 2 dt 1 title "exact"
-set key at screen 0.0729, screen 0.0455 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.6166, screen 0.6556 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with lines lc rgb '#c8c8c8' dt 1 lw 5 title 'honored = requested'
 unset multiplot

@@ -1,9 +1,9 @@
 # ratiolab plot scaling (ratiolab 0.1.0): draws the figure named by outfile from the data in datafile (both set below).
 # Run from this folder: gnuplot THIS.gp   (gnuplot -e "outfile='other.png'" THIS.gp to rename)
-# Paper size: 3.5 in x 2.70 in, 9 pt text.
+# Paper size: 3.5 in x 2.20 in; font ',9', which pdfcairo draws as 6 pt text.
 if (!exists("outfile")) outfile = "scaling.png"
 datafile = "scaling.dat"
-set terminal pngcairo size 700,540 font ',9' fontscale 1.39 linewidth 1.39 pointscale 1.8 background '#ffffff'
+set terminal pngcairo size 700,440 font ',9' fontscale 1.39 linewidth 1.39 pointscale 1.8 background '#ffffff'
 set output outfile
 set termoption noenhanced
 set datafile separator '\t'
@@ -26,28 +26,30 @@ set linetype cycle 7
 set multiplot
 set lmargin at screen 0.1571
 set rmargin at screen 0.9571
-set tmargin at screen 0.9704
-set bmargin at screen 0.3185
+set tmargin at screen 0.9636
+set bmargin at screen 0.1636
 unset ylabel
-set label 90 "tokens/s, all GPUs (thousands)" at screen 0.0229, screen 0.6444 center rotate by 90
+set label 90 "tokens/s, all GPUs (thousands)" at screen 0.0229, screen 0.5636 center rotate by 90
 set xlabel 'GPUs' offset 0,0.9
-set yrange [0:400]
+set yrange [0:500]
 set ytics 100 format '%g'
 unset key
 ys = 0.001
 set xrange [7.04:16.96]
 set xtics ('8' 8, '16' 16)
+set label 300 "r=0, cpu offload on" at 8, 52.247889 left offset screen -0.0114, screen -0.0591 font ',7' tc lt 1 front
+set label 301 "r=0, offload config unknown" at 16, 115.560078 right offset screen 0.0114, screen 0.0591 font ',7' tc lt 1 front
+set label 316 "r=0, cpu offload on" at 8, 154.107787 left offset screen -0.0114, screen -0.0591 font ',7' tc lt 2 front
+set label 317 "r=0, offload config unknown" at 16, 182.133276 right offset screen 0.0114, screen 0.0591 font ',7' tc lt 2 front
 plot datafile index 0 using 1:($2*ys) with linespoints lt 1, \
-     datafile index 0 using 1:($2*ys):6 with labels offset 0,0.8 font ',7' tc lt 1, \
      datafile index 0 using 1:($5*ys) with lines lt 1 dt 3 lw 0.8, \
      datafile index 1 using 1:($2*ys) with linespoints lt 2, \
-     datafile index 1 using 1:($2*ys):6 with labels offset 0,0.8 font ',7' tc lt 2, \
      datafile index 1 using 1:($5*ys) with lines lt 2 dt 3 lw 0.8
-# the key, in its own strip under the panels
+# the key, inside the plot area where no data lie; box (screen) 0.2463 0.7455 0.9457 0.9455
 set lmargin at screen 0.01
 set rmargin at screen 0.99
-set tmargin at screen 0.1852
-set bmargin at screen 0.005
+set tmargin at screen 0.99
+set bmargin at screen 0.01
 unset title
 unset border
 unset tics
@@ -62,10 +64,10 @@ unset y2tics
 unset y2label
 set xrange [0:1]
 set yrange [0:1]
-set key at screen 0.0664, screen 0.0667 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.2463, screen 0.8182 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with lines lc rgb '#000000' dt 3 lw 0.8 title 'ideal scaling (dotted, per series)'
-set key at screen 0.0664, screen 0.1704 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.2463, screen 0.9455 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with linespoints lt 1 title "policy deepspeed-0.12, schedule deepspeed-0.12"
-set key at screen 0.0664, screen 0.1185 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.2463, screen 0.8818 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with linespoints lt 2 title "policy exact, schedule overlap"
 unset multiplot

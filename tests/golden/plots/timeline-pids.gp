@@ -1,9 +1,9 @@
 # ratiolab plot timeline (ratiolab 0.1.0): draws the figure named by outfile from the data in datafile (both set below).
 # Run from this folder: gnuplot THIS.gp   (gnuplot -e "outfile='other.pdf'" THIS.gp to rename)
-# Paper size: 3.5 in x 0.79 in, 9 pt text.
+# Paper size: 3.5 in x 0.57 in; font ',9', which pdfcairo draws as 6 pt text.
 if (!exists("outfile")) outfile = "timeline-pids.pdf"
 datafile = "timeline-pids.dat"
-set terminal pdfcairo size 3.50in,0.79in font ',9' linewidth 1
+set terminal pdfcairo size 3.50in,0.57in font ',9' linewidth 1
 set output outfile
 set termoption noenhanced
 set datafile separator '\t'
@@ -24,6 +24,8 @@ set linetype 6 lc rgb '#56B4E9' lw 1.4 dt 6 pt 4 ps 0.4
 set linetype 7 lc rgb '#000000' lw 1.4 dt 1 pt 6 ps 0.4
 set linetype cycle 7
 set multiplot
+# direct labels: a category's name on its widest span of a panel where it fits
+set style textbox opaque fc rgb '#ffffff' noborder margins 0.5, 0.2
 set style fill solid 1.0 noborder
 set xrange [0:25.25]
 set xtics 5 format '%g'
@@ -33,32 +35,14 @@ unset key
 set ytics scale 0
 set lmargin at screen 0.2800
 set rmargin at screen 0.9571
-set tmargin at screen 0.8987
-set bmargin at screen 0.7342
+set tmargin at screen 0.8596
+set bmargin at screen 0.6316
 set xlabel 'time (ms)' offset 0,0.9
 set format x '%g'
 set yrange [0.5:-0.5]
 set ytics ("rank 0 CPU Adam" 0)
-plot datafile index 1 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#E69F00' fs solid 1.0
-# the key, in its own strip under the panels
-set lmargin at screen 0.01
-set rmargin at screen 0.99
-set tmargin at screen 0.2785
-set bmargin at screen 0.005
-unset title
-unset border
-unset tics
-unset xlabel
-unset ylabel
-unset grid
 unset label
-unset arrow
-unset object
-unset logscale
-unset y2tics
-unset y2label
-set xrange [0:1]
-set yrange [0:1]
-set key at screen 0.3729, screen 0.2278 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with boxes fc rgb '#E69F00' fs solid 1.0 title "cpu_adam"
+set label 200 "cpu_adam" at 12.500000, 0 center front font ',7' boxed
+plot datafile index 1 using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '#E69F00' fs solid 1.0
+# the key: none, every category drawn is named on its spans
 unset multiplot
