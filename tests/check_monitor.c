@@ -8,6 +8,7 @@
  * just before the phase began (the last sample before the "PHASE x begin" mark), so the
  * program's own start-up memory does not count. */
 #include <check.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -587,35 +588,57 @@ END_TEST
 
 START_TEST(lingering_zombie_is_followed_once)
 {
-    /* A child whose own child exits at once and is not reaped for 300 ms: the zombie is listed
-     * at every sample meanwhile and must count as one process, not one more per sample. */
+    /* A child whose own child has exited and is not reaped until the test lets it go: the zombie
+     * is listed at every sample meanwhile and must count as one process, not one more per sample.
+     * The child reports once its child is a zombie (waitid WNOWAIT) and exits when the test closes
+     * the pipe, so no step depends on how fast this machine is. */
+    int ready[2], go[2];
+    ck_assert(pipe(ready) == 0 && pipe(go) == 0);
     pid_t a = fork();
     ck_assert_int_ge(a, 0);
     if (a == 0) {
+        close(ready[0]);
+        close(go[1]);
         pid_t b = fork();
         if (b == 0)
             _exit(0);
-        usleep(300000);
+        siginfo_t si;
+        while (waitid(P_PID, (id_t)b, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+            ;
+        char ch = 1;
+        if (write(ready[1], &ch, 1) != 1)
+            _exit(1);
+        while (read(go[0], &ch, 1) < 0 && errno == EINTR)
+            ;
         _exit(0);
     }
+    close(ready[1]);
+    close(go[0]);
+    char ch;
+    ck_assert_int_eq(read(ready[0], &ch, 1), 1);
+    close(ready[0]);
     struct mon *m;
     struct rl_err e = {0};
     int root = a;
     struct mon_config c = {&root, 1, 20000000, NULL, NULL, true, NULL};
     ck_assert_msg(mon_open(&m, &c, &e) == 0, "%s", e.msg);
     int samples = 0;
-    for (; samples < 100; samples++) {
+    for (; samples < 8; samples++) {
         int live = mon_sample(m, samples * 20000000LL, &e);
-        ck_assert_int_ge(live, 0);
-        if (live == 0)
-            break;
-        usleep(20000);
+        ck_assert_msg(live >= 1, "sample %d: %d live (%s)", samples, live, e.msg);
     }
-    ck_assert_int_gt(samples, 5);
+    close(go[1]);   /* the child exits now; sample until the monitor sees nothing live */
+    for (int live = 1; live > 0; samples++) {
+        ck_assert_msg(samples < 8 + 3000, "the child is still live after 3000 more samples");
+        live = mon_sample(m, samples * 20000000LL, &e);
+        ck_assert_int_ge(live, 0);
+        if (live > 0)
+            usleep(5000);
+    }
     const struct mon_summary *s = mon_summary(m);
     ck_assert_int_le(s->n_procs, 2);
     ck_assert_int_eq(s->procs[0].pid, a);
-    ck_assert_int_gt(s->procs[0].n_samples, 5);
+    ck_assert_int_ge(s->procs[0].n_samples, 8);
     ck_assert_int_gt(s->procs[0].rss_bytes, 0);
     mon_free(m);
     waitpid(a, NULL, 0);
