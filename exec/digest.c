@@ -19,9 +19,9 @@ static int cmp_rec(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static uint32_t crc_of(const void *p, int64_t bytes)
+/* Continues the crc c over bytes at p. */
+static uLong crc_more(uLong c, const void *p, int64_t bytes)
 {
-    uLong c = crc32(0L, Z_NULL, 0);
     const unsigned char *b = p;
     while (bytes > 0) {
         uInt n = bytes > (1 << 30) ? (1u << 30) : (uInt)bytes;
@@ -29,7 +29,12 @@ static uint32_t crc_of(const void *p, int64_t bytes)
         b += n;
         bytes -= n;
     }
-    return (uint32_t)c;
+    return c;
+}
+
+static uint32_t crc_of(const void *p, int64_t bytes)
+{
+    return (uint32_t)crc_more(crc32(0L, Z_NULL, 0), p, bytes);
 }
 
 uint32_t ex__digest_combine(struct ex__crc_rec *rec, int64_t n)
@@ -49,13 +54,16 @@ uint32_t ex__digest_combine(struct ex__crc_rec *rec, int64_t n)
     return (uint32_t)d;
 }
 
+/* Reads each partition EX_HOST_CHUNK elements at a time (the host scratch stays a few MiB at any
+ * scale) and continues its four crcs across the chunks. */
 int ex__digest(struct ex_run *r, uint32_t *digest, struct rl_err *e)
 {
     int64_t maxs = 1;
     for (int t = 0; t < r->T; t++)
         maxs = r->tm[t].real > maxs ? r->tm[t].real : maxs;
-    float *hm = malloc((size_t)maxs * 4), *h1 = malloc((size_t)maxs * 4), *h2 = malloc((size_t)maxs * 4);
-    uint16_t *hp = malloc((size_t)maxs * 2);
+    int64_t cap = maxs < EX_HOST_CHUNK ? maxs : EX_HOST_CHUNK;
+    float *hm = malloc((size_t)cap * 4), *h1 = malloc((size_t)cap * 4), *h2 = malloc((size_t)cap * 4);
+    uint16_t *hp = malloc((size_t)cap * 2);
     struct ex__crc_rec *rec = calloc((size_t)r->T + 1, sizeof *rec);
     int rc = 0;
     if (!hm || !h1 || !h2 || !hp || !rec)
@@ -65,10 +73,19 @@ int ex__digest(struct ex_run *r, uint32_t *digest, struct rl_err *e)
         const struct ex_tmap *x = &r->tm[t];
         if (x->real == 0)
             continue;
-        rc = ex__get_range(r, x->foff, x->real, hm, h1, h2, hp, e);
+        uLong c[4];
+        for (int a = 0; a < 4; a++)
+            c[a] = crc32(0L, Z_NULL, 0);
+        for (int64_t c0 = 0; c0 < x->real && !rc; c0 += cap) {
+            int64_t len = x->real - c0 < cap ? x->real - c0 : cap;
+            rc = ex__get_range(r, x->foff + c0, len, hm, h1, h2, hp, e);
+            c[0] = crc_more(c[0], hm, len * 4);
+            c[1] = crc_more(c[1], h1, len * 4);
+            c[2] = crc_more(c[2], h2, len * 4);
+            c[3] = crc_more(c[3], hp, len * 2);
+        }
         rec[n] = (struct ex__crc_rec){.gstart = x->goff + (int64_t)r->k * x->s, .len = x->real,
-                                      .crc = {crc_of(hm, x->real * 4), crc_of(h1, x->real * 4),
-                                              crc_of(h2, x->real * 4), crc_of(hp, x->real * 2)}};
+                                      .crc = {(uint32_t)c[0], (uint32_t)c[1], (uint32_t)c[2], (uint32_t)c[3]}};
         n++;
     }
     free(hm);

@@ -6,6 +6,10 @@
 #include "exec/backend.h"
 #include "exec/exec.h"
 
+/* Elements a rank's host scratch holds at a time when it writes the initial state or reads the
+ * final one (init_state, ex__digest): 1 MiB per fp32 array, the same at every scale. */
+#define EX_HOST_CHUNK ((int64_t)1 << 18)
+
 /* One tensor as this rank sees it. */
 struct ex_tmap {
     int64_t n;        /* elements of the tensor */
