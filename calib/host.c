@@ -149,102 +149,74 @@ static int host_cpu_of(const cpu_set_t *all, int i)
     return -1;
 }
 
-/* Pins the calling thread to CPU `c`, keeping its mask in *mine; false when it could not. */
-static bool host_pin(int c, cpu_set_t *mine)
+/* t threads at once, `rounds` rounds (the first h->warmup not counted), each thread pinned to its
+ * own core for the measurement (its affinity restored after): a thread that moves between cores
+ * mid-measurement loses its cache and pays the move. The figures for t threads from the rounds'
+ * times (calib_figure_best_of). */
+static int host_run(struct calib_host *h, int t, int rounds, struct rl_err *e)
 {
-    cpu_set_t one;
-    if (c < 0 || sched_getaffinity(0, sizeof *mine, mine) != 0)
-        return false;
-    CPU_ZERO(&one);
-    CPU_SET(c, &one);
-    return sched_setaffinity(0, sizeof one, &one) == 0;
-}
-
-/* The times of one thread count's rounds: slot round * t + i is thread i's. */
-struct host_times {
-    double *fresh, *warm, *cp, *cast;   /* rounds * t each */
-};
-
-/* Every thread count 1..n, `rounds` rounds each (the first h->warmup not counted), the thread
- * counts taking turns round by round, so that a slow spell of the machine (another user's burst, a
- * busy neighbour of the VM) falls on a few rounds of every thread count rather than on all the
- * rounds of one. Thread i of every team runs pinned to the i-th CPU of the process's mask (its
- * affinity restored after each round: a thread that moves between cores mid-measurement loses its
- * cache and pays the move) and uses buffer set i, allocated and first written by it. The figures
- * from the rounds' times (calib_figure_best_of). */
-static int host_run(struct calib_host *h, int rounds, struct rl_err *e)
-{
-    int n = h->n_threads, failed = 0;
-    struct host_bufs *bf = calloc((size_t)n, sizeof *bf);
-    struct host_times *tm = calloc((size_t)n, sizeof *tm);
+    size_t slots = (size_t)rounds * (size_t)t;
+    double *fresh = calloc(slots, sizeof *fresh), *warm = calloc(slots, sizeof *warm);
+    double *cp = calloc(slots, sizeof *cp), *cast = calloc(slots, sizeof *cast);
+    struct host_bufs *bf = calloc((size_t)t, sizeof *bf);
     cpu_set_t all;
     CPU_ZERO(&all);
-    if (sched_getaffinity(0, sizeof all, &all) != 0)
-        CPU_ZERO(&all);   /* no pinning: host_cpu_of answers -1 */
-    for (int t = 1; tm && t <= n; t++) {
-        size_t slots = (size_t)rounds * (size_t)t;
-        struct host_times *x = &tm[t - 1];
-        x->fresh = calloc(slots, sizeof *x->fresh);
-        x->warm = calloc(slots, sizeof *x->warm);
-        x->cp = calloc(slots, sizeof *x->cp);
-        x->cast = calloc(slots, sizeof *x->cast);
-        failed |= !x->fresh || !x->warm || !x->cp || !x->cast;
-    }
-    failed |= !bf || !tm;
-    if (!failed) {
-#pragma omp parallel num_threads(n) reduction(+ : failed)
+    bool pin = sched_getaffinity(0, sizeof all, &all) == 0;
+    int alloc_bad = 0, failed = 0;
+    int64_t faults = 0;
+    if (fresh && warm && cp && cast && bf) {
+#pragma omp parallel num_threads(t) reduction(+ : failed)
         {
             int i = omp_get_thread_num();
-            cpu_set_t mine;
-            bool pinned = host_pin(host_cpu_of(&all, i), &mine);
-            failed += host_bufs_alloc(h, &bf[i]) ? 1 : 0;
+            cpu_set_t mine, one;
+            bool pinned = false;
+            if (pin && sched_getaffinity(0, sizeof mine, &mine) == 0) {
+                int c = host_cpu_of(&all, i);
+                CPU_ZERO(&one);
+                if (c >= 0)
+                    CPU_SET(c, &one);
+                pinned = c >= 0 && sched_setaffinity(0, sizeof one, &one) == 0;
+            }
+            int bad = host_bufs_alloc(h, &bf[i]);
+            if (bad) {
+#pragma omp atomic
+                alloc_bad++;
+            }
+#pragma omp barrier
+            int any;
+#pragma omp atomic read
+            any = alloc_bad;
+            int64_t fl = 0;
+            /* every thread runs the same rounds, so the barriers inside meet */
+            for (int r = 0; r < rounds && !any; r++)
+                bad |= host_round(h, &bf[i], r * t + i, fresh, warm, cp, cast, &fl);
+            if (i == 0)
+                faults = fl;
             if (pinned)
                 (void)sched_setaffinity(0, sizeof mine, &mine);
+            failed += bad ? 1 : 0;
         }
-    }
-    int64_t faults = 0;
-    for (int r = 0; r < rounds && !failed; r++) {
-        for (int t = 1; t <= n && !failed; t++) {
-            struct host_times *x = &tm[t - 1];
-#pragma omp parallel num_threads(t) reduction(+ : failed)
-            {
-                int i = omp_get_thread_num();
-                cpu_set_t mine;
-                bool pinned = host_pin(host_cpu_of(&all, i), &mine);
-                int64_t fl = 0;
-                /* every thread runs the round, so the barriers inside meet */
-                failed += host_round(h, &bf[i], r * t + i, x->fresh, x->warm, x->cp, x->cast, &fl) ? 1 : 0;
-                if (t == 1)
-                    faults = fl;
-                if (pinned)
-                    (void)sched_setaffinity(0, sizeof mine, &mine);
-            }
-        }
+    } else {
+        failed = 1;
     }
     int rc = 0;
     if (failed)
-        rc = rl_errf(e, RL_ENOMEM, "calibrate: cannot allocate or map the host-cost buffers (%d thread%s, %lld MiB per "
-                     "fresh block)", n, n == 1 ? "" : "s", (long long)(h->fault_bytes >> 20));
+        rc = rl_errf(e, RL_ENOMEM, "calibrate: cannot allocate the host-cost buffers (%d thread%s, %lld MiB per "
+                     "fresh block)", t, t == 1 ? "" : "s", (long long)(h->fault_bytes >> 20));
     int w = h->warmup;
-    for (int t = 1; !rc && t <= n; t++) {
-        struct host_times *x = &tm[t - 1];
-        if (calib_figure_best_of(&h->fault_gbps[t - 1], x->fresh, x->warm, rounds, t, w, (double)h->fault_bytes * 1e-9) ||
-            calib_figure_best_of(&h->memcpy_gbps[t - 1], x->cp, NULL, rounds, t, w, (double)h->memcpy_bytes * 1e-9) ||
-            calib_figure_best_of(&h->cast_elems_per_s[t - 1], x->cast, NULL, rounds, t, w, (double)h->cast_numel))
-            rc = rl_errf(e, RL_EINVAL, "calibrate: a host-cost time was not positive (the CPU-time clock)");
-    }
-    if (!rc)
+    if (!rc && (calib_figure_best_of(&h->fault_gbps[t - 1], fresh, warm, rounds, t, w, (double)h->fault_bytes * 1e-9) ||
+                calib_figure_best_of(&h->memcpy_gbps[t - 1], cp, NULL, rounds, t, w, (double)h->memcpy_bytes * 1e-9) ||
+                calib_figure_best_of(&h->cast_elems_per_s[t - 1], cast, NULL, rounds, t, w, (double)h->cast_numel)))
+        rc = rl_errf(e, RL_EINVAL, "calibrate: a host-cost time was not positive (the CPU-time clock)");
+    if (!rc && t == 1)
         h->faults_per_block = faults;
-    for (int i = 0; bf && i < n; i++)
+    for (int i = 0; bf && i < t; i++)
         host_bufs_free(&bf[i]);
-    for (int t = 1; tm && t <= n; t++) {
-        free(tm[t - 1].fresh);
-        free(tm[t - 1].warm);
-        free(tm[t - 1].cp);
-        free(tm[t - 1].cast);
-    }
     free(bf);
-    free(tm);
+    free(fresh);
+    free(warm);
+    free(cp);
+    free(cast);
     return rc;
 }
 
@@ -297,11 +269,13 @@ int calib_measure_host(const struct calib_opts *o, int n_threads, struct calib_h
     h->fault_bytes = (int64_t)64 << 20;
     h->memcpy_bytes = (int64_t)128 << 20;
     h->cast_numel = (int64_t)16 << 20;
-    if (o->progress)
-        o->progress(o->progress_ctx, "host: first touch, memcpy, bf16 cast", 0, 1);
-    int rc = host_run(h, rounds, e);
-    if (rc)
-        return rc;
+    int rc;
+    for (int t = 1; t <= h->n_threads; t++) {
+        if (o->progress)
+            o->progress(o->progress_ctx, "host: first touch, memcpy, bf16 cast", t - 1, h->n_threads);
+        if ((rc = host_run(h, t, rounds, e)))
+            return rc;
+    }
     host_load(h->load_after);
     h->wall_s = host_wall_s() - w0;
     h->measured = true;
@@ -332,7 +306,7 @@ static void host_curve(const struct calib_figure *f, int n, double scale, char *
 
 static void host_src(json_t *s, const char *key, const char *host, const char *date, const char *body)
 {
-    char all[2800];
+    char all[2400];
     snprintf(all, sizeof all, "measured by ratiolab calibrate on %s, %s: %s", host, date, body);
     json_object_set_new(s, key, json_string(all));
 }
@@ -342,8 +316,7 @@ static void host_method(const struct calib_host *h, char *buf, size_t len)
 {
     snprintf(buf, len, "each of t threads pinned to its own core, all at once, timed on its CPU time "
              "(CLOCK_THREAD_CPUTIME_ID: user + system, so a loaded machine's other processes do not count); "
-             "%d round%s not counted, then %d rounds of first touch, warm write, memcpy and cast, the thread counts "
-             "taking turns round by round; the figure "
+             "%d round%s not counted, then %d rounds of first touch, warm write, memcpy and cast; the figure "
              "from each thread's fastest round (other work only adds time), summed over the threads; load "
              "average %.2f before, %.2f after", h->warmup, h->warmup == 1 ? "" : "s", h->fault_gbps[0].repeats,
              h->load_before[0], h->load_after[0]);
@@ -358,7 +331,7 @@ int calib_host_json(const struct calib_host *h, const char *host, const char *da
     if (!o)
         return rl_errf(e, RL_ENOMEM, "calibrate: out of memory");
     int n = h->n_threads, at;
-    char curve[1024], method[768], body[2400];
+    char curve[1024], method[512], body[2000];
     host_method(h, method, sizeof method);
     const struct calib_figure *f1 = &h->fault_gbps[0], *fb = host_best(h->fault_gbps, n, &at);
     json_object_set_new(o, "fault_gbps_per_thread", json_real(f1->best));
