@@ -5,13 +5,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/calib_baseline.h"
 #include "cli/cli.h"
 #include "cli/json_out.h"
 #include "exec/exec.h"
 #include "sim/hw.h"
 #include "calib/calib.h"
 
-enum { C_OUT = 1, C_NAME, C_THOROUGH, C_DEVICES, C_DEVTHREADS, C_MAXTHREADS, C_BACKEND, C_JSON, C_QUIET, C_COLL, C_BASE, C_GEMM, C_GEMM_LAST, C_LAYERS, C_ADAMN, C_CHUNKN, C_AGB, C_RSB, C_WSET };
+enum { C_OUT = 1, C_NAME, C_THOROUGH, C_DEVICES, C_DEVTHREADS, C_MAXTHREADS, C_BACKEND, C_JSON, C_QUIET, C_COLL, C_BASE, C_GEMM, C_GEMM_LAST, C_LAYERS, C_ADAMN, C_CHUNKN, C_AGB, C_RSB, C_WSET, C_BASELINE };
 /* Fails with --backend in place of the field a calib/ message begins with ("backend cuda: ..."). */
 static int calib_fail(struct rl_err *e)
 {
@@ -39,6 +40,7 @@ static const struct cli_opt opts[] = {
     {"allgather-bytes", "N", "under mpirun: the run's per-rank all-gather message", C_AGB},
     {"reduce-scatter-bytes", "N", "under mpirun: the run's per-rank reduce-scatter output (fp32)", C_RSB},
     {"working-set", "BYTES", "under mpirun: a rank's model states, for a triad on every rank at once", C_WSET},
+    {"host-baseline-from", "FILE.csv", "instead of measuring: a profile whose per-rank host baseline comes from a ratiolab monitor CSV of a real run (--host-baseline-from F --help)", C_BASELINE},
     {NULL, NULL, NULL, 0},
 };
 
@@ -122,6 +124,7 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     case C_AGB: a->have_run = true; return rl_parse_i64("--allgather-bytes", v, 1, INT64_C(1) << 32, &a->run.allgather_bytes, e);
     case C_RSB: a->have_run = true; return rl_parse_i64("--reduce-scatter-bytes", v, 4, INT64_C(1) << 32, &a->run.reduce_scatter_bytes, e);
     case C_WSET: a->have_run = true; return rl_parse_i64("--working-set", v, 12, INT64_C(1) << 36, &a->run.working_set_bytes, e);
+    case C_BASELINE: return 0;   /* run() hands such a command line to cli/calib_baseline.c first */
     }
     return rl_errf(e, RL_EINTERNAL, "option id %d not handled", id);
 }
@@ -433,6 +436,8 @@ static void print_table(const struct calib *c, const char *out)
 
 static int run(int argc, char **argv)
 {
+    if (cli_calib_baseline_asked(argc, argv))   /* its own options (the run's model and config) */
+        return cli_calib_baseline(argc, argv);
     struct calib_args a = {0};
     calib_opts_default(&a.o);
     struct cli_optset sets[] = {{"calibrate options", opts, on_opt, &a}};

@@ -108,12 +108,132 @@ static json_t *choice_json(const struct sim_tune_choice *k)
     return o;
 }
 
+/* What would make a class of candidates (or, at index SIM_TUNE_N_CLASSES, any candidate) fit
+ * when nothing does, each change alone with everything else as asked. */
+struct tune_fix {
+    int64_t gpu_mem_bytes;        /* GPUs with this much memory (0: more GPU memory alone does not) */
+    int64_t host_mem_bytes;       /* a node with this much host RAM (0: more host RAM alone does not) */
+    int64_t both_gpu_mem_bytes;   /* when neither alone does: this much GPU memory ... */
+    int64_t both_host_mem_bytes;  /* ... together with this much host RAM (0: not needed) */
+    int gpus, dp, nodes;          /* the fewest GPUs (the DP degree doubled) on which it fits (0: none) */
+    double gpus_tokens_per_s_gpu; /* the fastest fitting candidate's tokens/s per GPU there */
+};
+
 /* One profile's search: inputs and result. */
 struct tune_run {
     struct sim_hw hw;             /* the profile, with --gpu-mem applied */
     int64_t headroom;             /* bytes */
+    bool headroom_given;          /* --headroom (bytes, kept on a larger GPU); else a share of GPU memory */
     struct sim_tune_result res;   /* what sim_tune found */
+    struct tune_fix fix[SIM_TUNE_N_CLASSES + 1]; /* when nothing fits: per class, then for any */
 };
+
+/* What binds a class: "none" (some candidate fits), "gpu", "host", "gpu_or_host" (each candidate
+ * is held by one of them, some by the GPU, some by the host), "gpu_and_host" (every candidate
+ * by both), "not_searched" (no candidate of the class). */
+static const char *binds_key(const struct sim_tune_class_stats *k)
+{
+    if (k->evaluated == 0)
+        return "not_searched";
+    if (k->fit > 0)
+        return "none";
+    if (k->gpu_fit == 0)
+        return k->host_fit > 0 ? "gpu" : "gpu_and_host";
+    return k->host_fit > 0 ? "gpu_or_host" : "host";
+}
+
+/* The GPU memory on which a prediction of need bytes leaves the headroom free: the same bytes with
+ * --headroom, else the same share of the larger GPU. */
+static int64_t gpu_mem_for(const struct tune_run *t, int64_t need)
+{
+    if (t->headroom_given)
+        return need + t->headroom;
+    double share = (double)t->headroom / (double)t->hw.gpu_mem_bytes;
+    return (int64_t)ceil((double)need / (1.0 - share));
+}
+
+/* bytes rounded up to the 0.01 GiB the text prints, so that the printed figure fits. */
+static int64_t gib_up(int64_t bytes)
+{
+    const double step = (double)RL_GIB / 100.0;
+    return (int64_t)ceil(ceil((double)bytes / step) * step);
+}
+
+/* The memory figures of t->fix from the search's class facts (the GPU counts come from
+ * fewest_gpus). */
+static void memory_fixes(struct tune_run *t)
+{
+    for (int c = 0; c <= SIM_TUNE_N_CLASSES; c++) {
+        struct tune_fix *f = &t->fix[c];
+        memset(f, 0, sizeof *f);
+        struct sim_tune_class_stats all = {.min_gpu_bytes = t->res.ans.min_gpu_bytes,
+                                           .min_gpu_bytes_host_ok = t->res.ans.min_gpu_bytes_host_ok,
+                                           .min_host_node_bytes = t->res.ans.min_host_node_bytes,
+                                           .evaluated = t->res.ans.evaluated};
+        const struct sim_tune_class_stats *k = c < SIM_TUNE_N_CLASSES ? &t->res.ans.cls[c] : &all;
+        if (k->evaluated == 0)
+            continue;
+        if (k->min_gpu_bytes_host_ok != INT64_MAX)
+            f->gpu_mem_bytes = gpu_mem_for(t, k->min_gpu_bytes_host_ok);
+        if (k->min_host_node_bytes != INT64_MAX)
+            f->host_mem_bytes = k->min_host_node_bytes;
+        if (!f->gpu_mem_bytes && !f->host_mem_bytes && c < SIM_TUNE_N_CLASSES) {
+            f->both_gpu_mem_bytes = gpu_mem_for(t, k->min_gpu_bytes);
+            f->both_host_mem_bytes = k->host_at_min_gpu_bytes;
+        }
+    }
+}
+
+static json_t *bytes_or_null(int64_t v)
+{
+    return v > 0 && v != INT64_MAX ? json_integer(v) : json_null();
+}
+
+/* The per-class facts (docs/json-tune.md "classes"). */
+static json_t *classes_json(const struct tune_run *t)
+{
+    static const char *const keys[] = {"no_offload", "partial_offload", "full_offload"};
+    json_t *a = json_array();
+    for (int c = 0; c < SIM_TUNE_N_CLASSES; c++) {
+        const struct sim_tune_class_stats *k = &t->res.ans.cls[c];
+        const struct tune_fix *f = &t->fix[c];
+        json_t *o = json_object();
+        json_object_set_new(o, "class", json_string(keys[c]));
+        json_object_set_new(o, "candidates", json_integer(k->evaluated));
+        json_object_set_new(o, "ratio_min", k->evaluated ? json_real(k->ratio_lo) : json_null());
+        json_object_set_new(o, "ratio_max", k->evaluated ? json_real(k->ratio_hi) : json_null());
+        json_object_set_new(o, "gpu_fit", json_integer(k->gpu_fit));
+        json_object_set_new(o, "host_fit", json_integer(k->host_fit));
+        json_object_set_new(o, "fit", json_integer(k->fit));
+        json_object_set_new(o, "binds", json_string(binds_key(k)));
+        json_object_set_new(o, "min_gpu_bytes", bytes_or_null(k->min_gpu_bytes));
+        json_object_set_new(o, "min_gpu_bytes_host_fits", bytes_or_null(k->min_gpu_bytes_host_ok));
+        json_object_set_new(o, "min_host_total_node_bytes", bytes_or_null(k->min_host_any_bytes));
+        json_object_set_new(o, "min_host_total_node_bytes_gpu_fits", bytes_or_null(k->min_host_node_bytes));
+        json_object_set_new(o, "best_tokens_per_s_per_gpu", k->fit ? json_real(k->best_tokens_per_s_gpu) : json_null());
+        if (t->res.found || k->evaluated == 0) {
+            json_object_set_new(o, "fits_with", json_null());
+        } else {
+            json_t *w = json_object();
+            json_object_set_new(w, "gpu_mem_bytes", bytes_or_null(f->gpu_mem_bytes));
+            json_object_set_new(w, "host_mem_bytes", bytes_or_null(f->host_mem_bytes));
+            if (f->both_gpu_mem_bytes) {
+                json_t *b = json_object();
+                json_object_set_new(b, "gpu_mem_bytes", json_integer(f->both_gpu_mem_bytes));
+                json_object_set_new(b, "host_mem_bytes", json_integer(f->both_host_mem_bytes));
+                json_object_set_new(w, "gpu_and_host_mem", b);
+            } else {
+                json_object_set_new(w, "gpu_and_host_mem", json_null());
+            }
+            json_object_set_new(w, "gpus", f->gpus ? json_integer(f->gpus) : json_null());
+            json_object_set_new(w, "dp", f->gpus ? json_integer(f->dp) : json_null());
+            json_object_set_new(w, "nodes", f->gpus ? json_integer(f->nodes) : json_null());
+            json_object_set_new(o, "fits_with", w);
+        }
+        json_array_append_new(a, o);
+    }
+    return a;
+}
 
 /* The answer: the fastest candidate that fits under the request's policy (under a DeepSpeed
  * policy, a (ratio, sub_group_size) pair DeepSpeed honors). */
@@ -171,6 +291,8 @@ static json_t *run_json(const struct plan_setup *c, const struct tune_run *t, co
         json_object_set_new(o, "unhonored_ratios", u);
     }
     json_object_set_new(o, "min_gpu_bytes", json_integer(a->min_gpu_bytes == INT64_MAX ? 0 : a->min_gpu_bytes));
+    json_object_set_new(o, "host_mem_bytes", json_integer(t->hw.host_mem_bytes));
+    json_object_set_new(o, "classes", classes_json(t));
     return o;
 }
 
@@ -302,12 +424,10 @@ static const char *binding(const struct tune_run *t, char *buf, size_t n)
     }
     if (b->gpu_fit == 0) {
         int w = snprintf(buf, n, "GPU memory binds: the smallest prediction is %s GiB per GPU, above %s GiB less the "
-                         "%s GiB headroom", cli_gib(g[0], sizeof g[0], b->min_gpu_bytes),
+                         "%s GiB headroom", cli_gib(g[0], sizeof g[0], gib_up(b->min_gpu_bytes)),
                          cli_gib(g[1], sizeof g[1], t->hw.gpu_mem_bytes), cli_gib(g[2], sizeof g[2], t->headroom));
         if (b->min_gpu_bytes_host_ok != INT64_MAX && w > 0 && (size_t)w < n) {
-            /* The headroom as the same share of a larger GPU (or the same bytes with --headroom). */
-            double share = (double)t->headroom / (double)t->hw.gpu_mem_bytes;
-            int64_t need = (int64_t)ceil((double)b->min_gpu_bytes_host_ok / (1.0 - share));
+            int64_t need = gib_up(gpu_mem_for(t, b->min_gpu_bytes_host_ok));
             snprintf(buf + w, n - (size_t)w, "; GPUs with %s GiB each would fit%s", cli_gib(g[3], sizeof g[3], need),
                      b->host_fit < b->evaluated ? " (with the host RAM given)" : "");
         }
@@ -315,8 +435,8 @@ static const char *binding(const struct tune_run *t, char *buf, size_t n)
     }
     snprintf(buf, n, "host RAM binds: %d candidate%s fit the GPU, the one needing the least host RAM needs %s GiB per "
              "node, above the node's %s GiB (--host-mem); a node with %s GiB would fit", b->gpu_fit,
-             b->gpu_fit == 1 ? "" : "s", cli_gib(g[0], sizeof g[0], b->min_host_node_bytes),
-             cli_gib(g[1], sizeof g[1], t->hw.host_mem_bytes), cli_gib(g[2], sizeof g[2], b->min_host_node_bytes));
+             b->gpu_fit == 1 ? "" : "s", cli_gib(g[0], sizeof g[0], gib_up(b->min_host_node_bytes)),
+             cli_gib(g[1], sizeof g[1], t->hw.host_mem_bytes), cli_gib(g[2], sizeof g[2], gib_up(b->min_host_node_bytes)));
     return buf;
 }
 
@@ -345,12 +465,17 @@ static void print_table(const struct plan_setup *c, const struct sim_train *trai
 }
 
 /* When nothing fits on the layout asked for: the fewest GPUs (the data-parallel degree doubled, up
- * to 64 times, same GPUs per node up to the profile's) on which something fits, as "; N GPUs
- * (DP D on K nodes) would fit" in buf; buf is left as it is when none does. */
-static void fewest_gpus(const struct sim_tune_request *q0, const struct plan_setup *c, const struct tune_run *t,
-                        char *buf, size_t n)
+ * to 64 times, same GPUs per node up to the profile's) on which some candidate of each class, and
+ * any candidate, fits, into t->fix[].gpus (0 where none does). One search per doubling, until
+ * every class that had candidates has its count. */
+static void fewest_gpus(const struct sim_tune_request *q0, const struct plan_setup *c, struct tune_run *t)
 {
     for (int m = 2; m <= 64; m *= 2) {
+        bool missing = t->fix[SIM_TUNE_N_CLASSES].gpus == 0;
+        for (int k = 0; k < SIM_TUNE_N_CLASSES; k++)
+            missing |= t->res.ans.cls[k].evaluated > 0 && t->fix[k].gpus == 0;
+        if (!missing)
+            return;
         struct plan_layout l = {.tp = c->layout.tp, .pp = c->layout.pp, .dp = c->layout.dp * m};
         l.world = l.tp * l.pp * l.dp;
         l.gpus_per_node = l.world < t->hw.gpus ? l.world : t->hw.gpus;
@@ -359,12 +484,111 @@ static void fewest_gpus(const struct sim_tune_request *q0, const struct plan_set
             continue;
         struct sim_tune_request q = *q0;
         q.layout = &l;
+        q.hw = &t->hw;
+        q.headroom_bytes = t->headroom;
         struct sim_tune_result r;
         if (sim_tune(&q, &r, &e) || !r.found)
             continue;
-        snprintf(buf, n, "; %d GPUs would fit (--gpus %d: DP %d on %d node%s, %.0f tokens/s per GPU)", l.world, l.world,
-                 l.dp, l.nodes, l.nodes == 1 ? "" : "s", r.ans.best.tokens_per_s_gpu);
-        return;
+        for (int k = 0; k <= SIM_TUNE_N_CLASSES; k++) {
+            struct tune_fix *f = &t->fix[k];
+            bool fit = k < SIM_TUNE_N_CLASSES ? r.ans.cls[k].fit > 0 : true;
+            if (f->gpus || !fit)
+                continue;
+            f->gpus = l.world;
+            f->dp = l.dp;
+            f->nodes = l.nodes;
+            f->gpus_tokens_per_s_gpu = k < SIM_TUNE_N_CLASSES ? r.ans.cls[k].best_tokens_per_s_gpu
+                                                             : r.ans.best.tokens_per_s_gpu;
+        }
+    }
+}
+
+/* "N GPUs (--gpus N: DP D on K nodes, T tokens/s per GPU)" for f into buf, or "" when none. */
+static const char *gpus_text(const struct tune_fix *f, char *buf, size_t n)
+{
+    buf[0] = 0;
+    if (f->gpus)
+        snprintf(buf, n, "%d GPUs (--gpus %d: DP %d on %d node%s, %.0f tokens/s per GPU)", f->gpus, f->gpus, f->dp,
+                 f->nodes, f->nodes == 1 ? "" : "s", f->gpus_tokens_per_s_gpu);
+    return buf;
+}
+
+/* When nothing fits: per class of candidates, what binds and what alone would make it fit. Host
+ * RAM figures are node totals (the tensors, the ranks' processes and the OS reserve). */
+static void print_classes(const struct plan_setup *c, const struct tune_run *t)
+{
+    char g[6][32], usable[32], host[32];
+    cli_gib(usable, sizeof usable, t->hw.gpu_mem_bytes - t->headroom);
+    cli_gib(host, sizeof host, t->hw.host_mem_bytes);
+    printf("\nno fit     nothing fits %d GPU%s of %s GiB (%s GiB usable: %s GiB headroom) with %s GiB of host RAM per "
+           "node; host RAM counts the tensors, the ranks' processes and the OS reserve. By class of candidate:\n",
+           c->layout.world, c->layout.world == 1 ? "" : "s", cli_gib(g[0], sizeof g[0], t->hw.gpu_mem_bytes), usable,
+           cli_gib(g[1], sizeof g[1], t->headroom), host);
+    for (int cl = 0; cl < SIM_TUNE_N_CLASSES; cl++) {
+        const struct sim_tune_class_stats *k = &t->res.ans.cls[cl];
+        const struct tune_fix *f = &t->fix[cl];
+        char name[96];
+        if (cl == SIM_TUNE_NO_OFFLOAD)
+            snprintf(name, sizeof name, "no offload (offload_optimizer none%s)", k->ratio_hi > 0 || k->evaluated == 0 ? "" : " or ratio 0");
+        else if (cl == SIM_TUNE_PARTIAL)
+            snprintf(name, sizeof name, "partial offload (ratio %.2f to %.2f)", k->ratio_lo, k->ratio_hi);
+        else
+            snprintf(name, sizeof name, "full offload (ratio 1)");
+        if (k->evaluated == 0) {
+            printf("           %s: not searched (no candidate ratio of the class)\n", cl == SIM_TUNE_PARTIAL ?
+                   "partial offload" : name);
+            continue;
+        }
+        const char *b = binds_key(k);
+        printf("           %s, %d candidates: ", name, k->evaluated);
+        if (strcmp(b, "gpu") == 0) {
+            printf("GPU memory binds: the lightest needs %s GiB per GPU, above the %s GiB usable",
+                   cli_gib(g[0], sizeof g[0], gib_up(k->min_gpu_bytes)), usable);
+            if (k->min_gpu_bytes_host_ok > k->min_gpu_bytes)   /* the lightest on the GPU is too heavy on the host */
+                printf(" (the lightest that also fits the host RAM needs %s GiB)",
+                       cli_gib(g[1], sizeof g[1], gib_up(k->min_gpu_bytes_host_ok)));
+        }
+        else if (strcmp(b, "host") == 0)
+            printf("host RAM binds: %d fit the GPU, and the lightest of them on the host needs %s GiB per node, "
+                   "above the node's %s GiB", k->gpu_fit, cli_gib(g[0], sizeof g[0], gib_up(k->min_host_node_bytes)), host);
+        else if (strcmp(b, "gpu_or_host") == 0)
+            printf("GPU memory or host RAM binds, one or the other: the %d that fit the GPU need %s GiB of host RAM "
+                   "per node or more (the node has %s GiB), the %d that fit the host need %s GiB per GPU or more (%s "
+                   "GiB usable)", k->gpu_fit, cli_gib(g[0], sizeof g[0], gib_up(k->min_host_node_bytes)), host,
+                   k->host_fit, cli_gib(g[1], sizeof g[1], gib_up(k->min_gpu_bytes_host_ok)), usable);
+        else
+            printf("GPU memory and host RAM both bind: every candidate needs more of each; the lightest on the GPU "
+                   "needs %s GiB per GPU (%s GiB usable) and %s GiB of host RAM per node (the node has %s GiB)",
+                   cli_gib(g[0], sizeof g[0], gib_up(k->min_gpu_bytes)), usable,
+                   cli_gib(g[1], sizeof g[1], gib_up(k->host_at_min_gpu_bytes)), host);
+        char alt[4][160];
+        int n = 0;
+        if (f->host_mem_bytes) {
+            cli_gib(g[2], sizeof g[2], gib_up(f->host_mem_bytes));
+            snprintf(alt[n++], sizeof alt[0], "%s GiB of host RAM per node (--host-mem %sGiB)", g[2], g[2]);
+        }
+        if (f->gpu_mem_bytes) {
+            cli_gib(g[3], sizeof g[3], gib_up(f->gpu_mem_bytes));
+            snprintf(alt[n++], sizeof alt[0], "GPUs of %s GiB (--gpu-mem %sGiB)", g[3], g[3]);
+        }
+        if (f->both_gpu_mem_bytes) {
+            cli_gib(g[4], sizeof g[4], gib_up(f->both_gpu_mem_bytes));
+            cli_gib(g[5], sizeof g[5], gib_up(f->both_host_mem_bytes));
+            snprintf(alt[n++], sizeof alt[0], "GPUs of %s GiB together with %s GiB of host RAM per node (--gpu-mem "
+                     "%sGiB --host-mem %sGiB)", g[4], g[5], g[4], g[5]);
+        }
+        if (f->gpus)
+            gpus_text(f, alt[n++], sizeof alt[0]);
+        if (n == 0) {
+            printf("; neither more GPU memory, more host RAM nor up to %d GPUs makes it fit\n", c->layout.world * 64);
+            continue;
+        }
+        printf("; it would fit with ");
+        for (int i = 0; i < n; i++)
+            printf("%s%s", i == 0 ? "" : i == n - 1 ? ", or " : ", ", alt[i]);
+        if (!f->gpus)
+            printf(" (more GPUs alone do not: none up to %d)", c->layout.world * 64);
+        printf("\n");
     }
 }
 
@@ -432,6 +656,7 @@ static int run(int argc, char **argv)
         if ((rc = cli_sim_load_hw(&sim, &c, &t->hw, &e)))
             break;
         t->headroom = a.headroom >= 0 ? a.headroom : (int64_t)(SIM_TUNE_HEADROOM_FRACTION * (double)t->hw.gpu_mem_bytes);
+        t->headroom_given = a.headroom >= 0;
         q = (struct sim_tune_request){
             .model = &c.model, .layout = &c.layout, .zero = &c.zero, .popt = c.popt, .hw = &t->hw, .train = sim.train,
             .ratios = ratios, .n_ratios = n_ratios, .micro_batches = mbs, .n_micro_batches = n_mbs,
@@ -441,7 +666,11 @@ static int run(int argc, char **argv)
         if ((rc = sim_tune(&q, &t->res, &e))) {
             cli_sim_err(&e);
             rl_err_prefix(&e, "--hw %s", names[i]);
+            break;
         }
+        memory_fixes(t);
+        if (!t->res.found)
+            fewest_gpus(&q, &c, t);
     }
     int found = 0;
     if (!rc) {
@@ -464,13 +693,17 @@ static int run(int argc, char **argv)
             json_decref(o);
         } else if (n_hw == 1) {
             print_one(&c, &runs[0], &a, &q);
+            if (!runs[0].res.found)
+                print_classes(&c, &runs[0]);
         } else {
             print_table(&c, &sim.train, runs, n_hw);
         }
         if (!found) {
             char why[512], more[256] = "";
-            if (n_hw == 1)
-                fewest_gpus(&q, &c, &runs[0], more, sizeof more);
+            const struct tune_fix *f = &runs[0].fix[SIM_TUNE_N_CLASSES];
+            if (n_hw == 1 && f->gpus)
+                snprintf(more, sizeof more, "; %d GPUs would fit (--gpus %d: DP %d on %d node%s, %.0f tokens/s per GPU)",
+                         f->gpus, f->gpus, f->dp, f->nodes, f->nodes == 1 ? "" : "s", f->gpus_tokens_per_s_gpu);
             fprintf(stderr, "ratiolab tune: no ratio fits: %s%s; or a shorter --seq-len (now %lld)\n",
                     binding(&runs[0], why, sizeof why), more, (long long)c.model.arch.seq_len);
             rc = 1;

@@ -16,7 +16,7 @@ const struct cli_opt cli_sim_opts[] = {
     {"gpu-ids", "LIST", "the node's GPUs the ranks use, e.g. 0,2,4,6 or 4-7 (default: the first ones, as a launcher)", M_GPU_IDS},
     {"gpu-mem", "BYTES", "GPU memory per GPU, overrides the profile's (e.g. 16GiB)", M_GPU_MEM},
     {"host-mem", "BYTES", "host memory per node, overrides the profile's (e.g. 512GiB)", M_HOST_MEM},
-    {"host-baseline", "BYTES", "host memory of one rank's process before its model states, overrides the profile's (e.g. a ratiolab monitor peak; default 4GiB)", M_HOST_BASELINE},
+    {"host-baseline", "BYTES", "host memory of one rank's process before its model states, overrides the profile's (e.g. what calibrate --host-baseline-from takes from a monitor CSV; default 4GiB)", M_HOST_BASELINE},
     {"pcie-gen", "N", "PCIe generation 3, 4 or 5 of the host-GPU links and switch uplinks, overrides the profile's", M_PCIE_GEN},
     {"attention", "flash|materialized", "attention's activations: flash (fused kernels, no s x s matrix) or materialized (default: the framework's, printed)", M_ATTENTION},
     {"intraop-threads", "N", "PyTorch intra-op threads per rank (its CPU casts and copies; default: the node's physical cores, PyTorch's default when the launcher leaves OMP_NUM_THREADS unset)", M_INTRAOP},

@@ -39,55 +39,19 @@ static bool pred_opt_type(const struct plan_zero *z)
     return z->has_optimizer_block && !cpu_adam_type(z->optimizer_type);
 }
 static bool pred_scheduler(const struct plan_zero *z) { return z->has_scheduler_block; }
+/* offload_param "cpu" with pin_memory false as DeepSpeed reads it (the config's, else the
+ * release's default). */
+static bool pred_param_pin(const struct plan_zero *z) { return !plan_zero_param_pin(z); }
+/* offload_param "cpu" with sub-groups the GPU updates: no optimizer offload, or a ratio < 1. */
+static bool pred_param_gpu_update(const struct plan_zero *z)
+{
+    return z->offload == PLAN_OFFLOAD_NONE || (z->src_ratio != PLAN_SRC_DEFAULT && z->ratio < 1.0);
+}
 
 /* Which releases an entry applies to, as predicates over the rows of plan/ds_rules.c. */
 static bool every_release(const struct plan_ds_rules *r) { (void)r; return true; }
 static bool ratio_check_silent(const struct plan_ds_rules *r) { return !r->ratio_check_asserts; }
 static bool ratio_check_asserts(const struct plan_ds_rules *r) { return r->ratio_check_asserts; }
-
-static const struct {
-    struct plan_hazard h;    /* what is reported */
-    hazard_pred *applies;    /* when, besides the version range */
-} table[] = {
-    {{"nvme-ratio", PLAN_HAZARD_CRASH, "zero_optimization.offload_optimizer.device", every_release,
-      "crashes at initialisation (\"RuntimeError: expected input to be on cuda\"); partial offload "
-      "splits the optimizer between GPU and CPU only",
-      "DeepSpeed issue #4872 (maintainers: partial offload needs device \"cpu\"; #5508 asks for a CPU+NVMe split)",
-      "set offload_optimizer.device to \"cpu\" (and pin_memory true)", PLAN_REPAIR_DEVICE_CPU},
-     pred_nvme},
-    {{"stage-ignored", PLAN_HAZARD_IGNORED, "zero_optimization.stage", ratio_check_silent,
-      "the ratio is silently ignored (stages 1 and 2 offload the whole optimizer; the validator reads "
-      "the values dict with getattr(), never finds the key and never fires)",
-      "runtime/zero/config.py DeepSpeedZeroConfig.offload_ratio_check (root_validator)",
-      "set zero_optimization.stage to 3 (partial offload exists only in ZeRO-3's stage3.py)", PLAN_REPAIR_STAGE_3},
-     pred_stage},
-    {{"stage-assert", PLAN_HAZARD_ASSERT, "zero_optimization.stage", ratio_check_asserts,
-      "asserts while the config is parsed (\"Partial offloading only supported for ZeRO Stage 3.\")",
-      "runtime/zero/config.py DeepSpeedZeroConfig.offload_ratio_check (model_validator since the "
-      "pydantic v2 migration, PR #5167)",
-      "set zero_optimization.stage to 3", PLAN_REPAIR_STAGE_3},
-     pred_stage},
-    {{"torch-adam", PLAN_HAZARD_ASSERT, "optimizer.params.torch_adam", every_release,
-      "asserts at initialisation (\"Hybrid Optimizer Only Supports DeepSpeedCPUAdam\"): torch_adam makes "
-      "the engine build torch.optim.Adam/AdamW instead of DeepSpeedCPUAdam",
-      "runtime/engine.py _configure_basic_optimizer; runtime/zero/stage3.py DeepSpeedZeroOptimizer_Stage3.__init__",
-      "remove \"torch_adam\" (DeepSpeed then builds DeepSpeedCPUAdam)", PLAN_REPAIR_NONE},
-     pred_torch_adam},
-    {{"optimizer-type", PLAN_HAZARD_ASSERT, "optimizer.type", every_release,
-      "asserts at initialisation (\"Hybrid Optimizer Only Supports DeepSpeedCPUAdam\"): only Adam and "
-      "AdamW become DeepSpeedCPUAdam (Adagrad becomes DeepSpeedCPUAdagrad, Lamb FusedLamb)",
-      "runtime/engine.py _configure_basic_optimizer; runtime/zero/stage3.py DeepSpeedZeroOptimizer_Stage3.__init__",
-      "use \"Adam\" or \"AdamW\", or ratio 1.0", PLAN_REPAIR_NONE},
-     pred_opt_type},
-    {{"scheduler-lr", PLAN_HAZARD_SUSPECT, "scheduler", every_release,
-      "a reading of the code, not yet observed in a run: the GPU-side optimizer copies param group 0's "
-      "lr once at construction while the scheduler updates only the CPU optimizer's groups, so "
-      "GPU-resident sub-groups of group 0 (usually the weight-decay group) keep the initial lr",
-      "runtime/zero/stage3.py DeepSpeedZeroOptimizer_Stage3.__init__ (backup_optimizer) and _optimizer_step",
-      "use ratio 1.0 or a constant lr, or check the lr of a GPU-resident sub-group in a short run",
-      PLAN_REPAIR_NONE},
-     pred_scheduler},
-};
 
 static bool partial_offload(const struct plan_zero *z)
 {
@@ -95,6 +59,73 @@ static bool partial_offload(const struct plan_zero *z)
     return z->src_ratio != PLAN_SRC_DEFAULT && z->ratio < 1.0 &&
            (z->offload == PLAN_OFFLOAD_CPU || z->offload == PLAN_OFFLOAD_NVME);
 }
+
+/* Parameter offload to the CPU (ZeRO-Infinity), whatever the ratio. */
+static bool param_offload(const struct plan_zero *z) { return z->offload_param == PLAN_OFFLOAD_CPU; }
+
+static const struct {
+    struct plan_hazard h;    /* what is reported */
+    hazard_pred *gate;       /* the kind of config the entry is about: a partial optimizer offload or
+                                a parameter offload */
+    hazard_pred *applies;    /* when, besides the gate and the version range */
+} table[] = {
+    {{"nvme-ratio", PLAN_HAZARD_CRASH, "zero_optimization.offload_optimizer.device", every_release,
+      "crashes at initialisation (\"RuntimeError: expected input to be on cuda\"); partial offload "
+      "splits the optimizer between GPU and CPU only",
+      "DeepSpeed issue #4872 (maintainers: partial offload needs device \"cpu\"; #5508 asks for a CPU+NVMe split)",
+      "set offload_optimizer.device to \"cpu\" (and pin_memory true)", PLAN_REPAIR_DEVICE_CPU},
+     partial_offload, pred_nvme},
+    {{"stage-ignored", PLAN_HAZARD_IGNORED, "zero_optimization.stage", ratio_check_silent,
+      "the ratio is silently ignored (stages 1 and 2 offload the whole optimizer; the validator reads "
+      "the values dict with getattr(), never finds the key and never fires)",
+      "runtime/zero/config.py DeepSpeedZeroConfig.offload_ratio_check (root_validator)",
+      "set zero_optimization.stage to 3 (partial offload exists only in ZeRO-3's stage3.py)", PLAN_REPAIR_STAGE_3},
+     partial_offload, pred_stage},
+    {{"stage-assert", PLAN_HAZARD_ASSERT, "zero_optimization.stage", ratio_check_asserts,
+      "asserts while the config is parsed (\"Partial offloading only supported for ZeRO Stage 3.\")",
+      "runtime/zero/config.py DeepSpeedZeroConfig.offload_ratio_check (model_validator since the "
+      "pydantic v2 migration, PR #5167)",
+      "set zero_optimization.stage to 3", PLAN_REPAIR_STAGE_3},
+     partial_offload, pred_stage},
+    {{"torch-adam", PLAN_HAZARD_ASSERT, "optimizer.params.torch_adam", every_release,
+      "asserts at initialisation (\"Hybrid Optimizer Only Supports DeepSpeedCPUAdam\"): torch_adam makes "
+      "the engine build torch.optim.Adam/AdamW instead of DeepSpeedCPUAdam",
+      "runtime/engine.py _configure_basic_optimizer; runtime/zero/stage3.py DeepSpeedZeroOptimizer_Stage3.__init__",
+      "remove \"torch_adam\" (DeepSpeed then builds DeepSpeedCPUAdam)", PLAN_REPAIR_NONE},
+     partial_offload, pred_torch_adam},
+    {{"optimizer-type", PLAN_HAZARD_ASSERT, "optimizer.type", every_release,
+      "asserts at initialisation (\"Hybrid Optimizer Only Supports DeepSpeedCPUAdam\"): only Adam and "
+      "AdamW become DeepSpeedCPUAdam (Adagrad becomes DeepSpeedCPUAdagrad, Lamb FusedLamb)",
+      "runtime/engine.py _configure_basic_optimizer; runtime/zero/stage3.py DeepSpeedZeroOptimizer_Stage3.__init__",
+      "use \"Adam\" or \"AdamW\", or ratio 1.0", PLAN_REPAIR_NONE},
+     partial_offload, pred_opt_type},
+    {{"scheduler-lr", PLAN_HAZARD_SUSPECT, "scheduler", every_release,
+      "a reading of the code, not yet observed in a run: the GPU-side optimizer copies param group 0's "
+      "lr once at construction while the scheduler updates only the CPU optimizer's groups, so "
+      "GPU-resident sub-groups of group 0 (usually the weight-decay group) keep the initial lr",
+      "runtime/zero/stage3.py DeepSpeedZeroOptimizer_Stage3.__init__ (backup_optimizer) and _optimizer_step",
+      "use ratio 1.0 or a constant lr, or check the lr of a GPU-resident sub-group in a short run",
+      PLAN_REPAIR_NONE},
+     partial_offload, pred_scheduler},
+    {{"param-pin-ignored", PLAN_HAZARD_IGNORED, "zero_optimization.offload_param.pin_memory", every_release,
+      "is ignored for the training copy: the 16-bit partitions' flat host buffer is pinned whatever it says "
+      "(page-locked, limited by ulimit -l); it only decides whether zero.Init pins each partition before the "
+      "optimizer copies it into that buffer",
+      "runtime/zero/stage3.py _create_param_groups_fp16_flat_cpu_memory (pin_memory(torch.empty(...)): "
+      "v0.12.4:647, v0.16.4:696, v0.19.5:826); partition_parameters.py Init._partition_param (v0.12.4:1495)",
+      "set offload_param.pin_memory true and allow that many pinned bytes per rank (ulimit -l, memlock)",
+      PLAN_REPAIR_NONE},
+     param_offload, pred_param_pin},
+    {{"param-gpu-update", PLAN_HAZARD_SUSPECT, "zero_optimization.offload_optimizer", every_release,
+      "a reading of the code, not yet observed in a run: each sub-group the GPU updates is written back to "
+      "the host partitions every step by a blocking copy_ of its fp32 master into the pinned 16-bit buffer, "
+      "a D2H of 4 bytes per element into a pageable temporary and a host cast (step task param_writeback_d2h)",
+      "runtime/zero/stage3.py _reassign_or_swap_out_partitioned_parameters (same in 0.12.3-0.19.5); "
+      "PyTorch aten/src/ATen/native/cuda/Copy.cu copy_kernel_cuda (a blocking copy converts on the CPU)",
+      "offload the whole optimizer with the parameters (device \"cpu\", ratio 1.0), or compare both with predict",
+      PLAN_REPAIR_NONE},
+     param_offload, pred_param_gpu_update},
+};
 
 static bool in_range(const struct plan_hazard *h, struct rl_version v)
 {
@@ -104,10 +135,8 @@ static bool in_range(const struct plan_hazard *h, struct rl_version v)
 int plan_ds_hazards(const struct plan_zero *z, const struct plan_hazard **out, int cap)
 {
     int n = 0;
-    if (!partial_offload(z))
-        return 0;
     for (size_t i = 0; i < sizeof table / sizeof table[0] && n < cap; i++)
-        if (in_range(&table[i].h, z->ds_version) && table[i].applies(z))
+        if (table[i].gate(z) && in_range(&table[i].h, z->ds_version) && table[i].applies(z))
             out[n++] = &table[i].h;
     return n;
 }
@@ -128,6 +157,12 @@ static void value_text(const struct plan_hazard *h, const struct plan_zero *z, c
         snprintf(buf, n, "true");
     else if (!strcmp(h->id, "optimizer-type"))
         snprintf(buf, n, "\"%s\"", z->optimizer_type);
+    else if (!strcmp(h->id, "param-pin-ignored"))
+        snprintf(buf, n, "false%s", z->src_offload_param_pin == PLAN_SRC_DEFAULT ? " (the release's default)" : "");
+    else if (!strcmp(h->id, "param-gpu-update") && z->offload == PLAN_OFFLOAD_NONE)
+        snprintf(buf, n, "absent (every sub-group on the GPU)");
+    else if (!strcmp(h->id, "param-gpu-update"))
+        snprintf(buf, n, "ratio %g", z->ratio);
     else if (z->scheduler_type[0])
         snprintf(buf, n, "type \"%s\"", z->scheduler_type);
     else
@@ -139,8 +174,12 @@ void plan_hazard_line(const struct plan_hazard *h, const struct plan_zero *z, ch
     char val[64], ver[48];
     value_text(h, z, val, sizeof val);
     plan_hazard_versions(h, ver, sizeof ver);
-    snprintf(buf, n, "%s %s with offload_optimizer.ratio %g: %s [DeepSpeed %s; source: %s]; fix: %s", h->key, val,
-             z->ratio, h->what, ver, h->source, h->fix);
+    if (!strncmp(h->id, "param-", 6))
+        snprintf(buf, n, "%s %s with offload_param.device \"cpu\": %s [DeepSpeed %s; source: %s]; fix: %s", h->key,
+                 val, h->what, ver, h->source, h->fix);
+    else
+        snprintf(buf, n, "%s %s with offload_optimizer.ratio %g: %s [DeepSpeed %s; source: %s]; fix: %s", h->key,
+                 val, z->ratio, h->what, ver, h->source, h->fix);
 }
 
 int plan_ds_hazards_assume_fixed(struct plan_zero *z)

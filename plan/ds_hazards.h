@@ -1,5 +1,6 @@
 /* plan/ds_hazards.h — DeepSpeed configs with a partial optimizer offload (offload_optimizer.ratio
- * < 1) that DeepSpeed crashes on, asserts on, or silently gets wrong.
+ * < 1) or a parameter offload (offload_param "cpu") that DeepSpeed crashes on, asserts on, or
+ * silently gets wrong.
  *
  * One table (ds_hazards.c) holds what is known: the JSON key, the DeepSpeed releases (as a
  * predicate over the rows of plan/ds_rules.h, so a release's behaviour is stated once), the source
@@ -48,14 +49,16 @@ struct plan_hazard {
 /* Fills out[] with the table entries that apply to z under z->ds_version (its row of
  * plan/ds_rules.h satisfies the entry's `releases`), in table order, and
  * returns their number. Only configs with a partial offload (ratio < 1 set by the config or the
- * command line, offload_optimizer.device "cpu" or "nvme") can match. O(table size). */
+ * command line, offload_optimizer.device "cpu" or "nvme") or with offload_param.device "cpu" can
+ * match. O(table size). */
 int plan_ds_hazards(const struct plan_zero *z, const struct plan_hazard **out, int cap);
 
 /* The releases a hazard applies to, as text from the table's rows (plan_ds_rows_versions):
  * ">= 0.15.0" or ">= 0.12.3, < 0.15.0". */
 void plan_hazard_versions(const struct plan_hazard *h, char *buf, size_t n);
 
-/* One line: key, the config's value, what DeepSpeed does, versions, source and fix. */
+/* One line: key, the config's value, what DeepSpeed does, versions, source and fix (at most about
+ * 900 characters: callers give 1024). */
 void plan_hazard_line(const struct plan_hazard *h, const struct plan_zero *z, char *buf, size_t n);
 
 /* Applies the repairs of the hazards that match z (device cpu, stage 3), so the ratio and memory

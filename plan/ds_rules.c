@@ -19,33 +19,42 @@
 #define L013 PLAN_LEDGER_DS013
 
 /* Columns: from, change, policy, ledger, cpu_adam_tiles, norm_sync_per_param, adam_stream_sync,
- * grad_copy, ratio_check_asserts, logs_stages. */
+ * grad_copy, ratio_check_asserts, logs_stages, offload_pin_default.
+ *
+ * offload_param "cpu" (ZeRO-Infinity) was read at every row's release and at 0.12.4, 0.14.4,
+ * 0.16.4, 0.17.6, 0.18.0 and 0.19.5 (plan/README.md "offload_param, release by release"): the
+ * pinned flat host buffer of the 16-bit partitions (stage3.py
+ * _create_param_groups_fp16_flat_cpu_memory), the blocking `ds_tensor.to(device)` before each
+ * all-gather (partition_parameters.py), the optimizer's write-back
+ * (_reassign_or_swap_out_partitioned_parameters) and the prefetch (partitioned_param_coordinator.py)
+ * are the same code in all of them; only pin_memory's default changes (0.19.5). */
 const struct plan_ds_rules plan_ds_rules_table[] = {
     {V(0, 12, 3), "partial offload: offload_optimizer.ratio, sub-group i on the CPU iff i < floor(ratio x N) "
                   "(#4636, b1cb0dfc4)",
-     DS012, L012, true, true, true, HOST_CAST, false, true},
+     DS012, L012, true, true, true, HOST_CAST, false, true, false},
     {V(0, 13, 0), "the norm loop no longer syncs the host per parameter (#4436, ea0d81143)",
-     DS012, L012, true, false, true, HOST_CAST, false, true},
+     DS012, L012, true, false, true, HOST_CAST, false, true, false},
     {V(0, 13, 2), "no zero-gradient optimizer step at init: Adam states appear at the first step "
                   "(#5104, 18179807f)",
-     DS012, L013, true, false, true, HOST_CAST, false, true},
+     DS012, L013, true, false, true, HOST_CAST, false, true, false},
     {V(0, 14, 3), "CPU Adam rewritten: no pinned tile buffers, no stream synchronize (#5409, 69af36116)",
-     DS012, L013, false, false, false, HOST_CAST, false, true},
+     DS012, L013, false, false, false, HOST_CAST, false, true, false},
     {V(0, 15, 0), "pydantic v2: offload_ratio_check fires, a ratio with stage < 3 asserts (#5167, 0a4457cc4)",
-     DS012, L013, false, false, false, HOST_CAST, true, true},
+     DS012, L013, false, false, false, HOST_CAST, true, true, false},
     {V(0, 15, 4), "CPU gradients upcast on the GPU and staged through a pinned buffer (fp32 D2H), a device "
                   "synchronize and a host copy per parameter (#6670, ff1c54351)",
-     DS012, L013, false, false, false, HOST_CAST_SYNCED, true, true},
+     DS012, L013, false, false, false, HOST_CAST_SYNCED, true, true, false},
     {V(0, 16, 3), "explicit GPU upcast, blocking D2H of fp32 gradients (#6962, c17dc33c0)",
-     DS012, L013, false, false, false, GPU_UPCAST, true, true},
+     DS012, L013, false, false, false, GPU_UPCAST, true, true, false},
     {V(0, 18, 0), "placement flips: sub-group i on the CPU iff i >= floor((1 - ratio) x N) "
                   "(#7559, af56ed4d3, the SuperOffload release)",
-     DS018, L013, false, false, false, GPU_UPCAST, true, true},
+     DS018, L013, false, false, false, GPU_UPCAST, true, true, false},
     {V(0, 18, 8), "see_memory_usage(force=False): the allocation stages are no longer logged "
                   "(#7891, 285cae30f)",
-     DS018, L013, false, false, false, GPU_UPCAST, true, false},
-    {V(0, 19, 5), "the fp32 gradient D2H is non-blocking (#8207, 7dfa67aea)",
-     DS018, L013, false, false, false, GPU_UPCAST_ASYNC, true, false},
+     DS018, L013, false, false, false, GPU_UPCAST, true, false, false},
+    {V(0, 19, 5), "the fp32 gradient D2H is non-blocking; offload_param and offload_optimizer pin_memory "
+                  "default to true (#8207, 7dfa67aea)",
+     DS018, L013, false, false, false, GPU_UPCAST_ASYNC, true, false, true},
 };
 const int plan_ds_rules_count = (int)RL_COUNT(plan_ds_rules_table);
 

@@ -63,6 +63,8 @@ struct plan_ds_rules {
                                         false: the validator never fires and the ratio is ignored */
     bool logs_stages;                /* stage3.py's see_memory_usage allocation stages are printed
                                         (force=True), so `validate --deepspeed-log` has lines to read */
+    bool offload_pin_default;        /* offload_param.pin_memory (and offload_optimizer's) when the
+                                        config does not set it (offload_config.py `pin_memory: bool`) */
 };
 
 /* The table, oldest row first (ds_rules.c), and its number of rows. Rows are sorted by `from`,

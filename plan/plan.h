@@ -205,8 +205,9 @@ struct plan_zero {
     bool pin_memory;                 /* offload_optimizer.pin_memory */
     enum plan_offload offload_param; /* offload_param.device (ZeRO-Infinity: the 16-bit parameter
                                         partitions on the host between uses) */
-    bool offload_param_pin;          /* offload_param.pin_memory (DeepSpeed pins the flat partition
-                                        buffer whatever it says: plan_ledger) */
+    bool offload_param_pin;          /* offload_param.pin_memory as the config gives it (DeepSpeed
+                                        pins the flat partition buffer whatever it says: the ledger;
+                                        unset: the release's default, plan_zero_param_pin) */
     double ratio;                    /* offload_optimizer.ratio in [0, 1] */
     int64_t sub_group_size;          /* elements, default 1e9 */
     int64_t reduce_bucket_size;      /* elements, default 5e8 */
@@ -224,11 +225,15 @@ struct plan_zero {
     struct rl_version ds_version;    /* DeepSpeed whose rules apply (plan/ds_rules.h), default PLAN_DS_DEFAULT_VERSION */
     /* provenance of the fields above, for the report */
     enum plan_src src_ratio, src_sub_group_size, src_reduce_bucket_size, src_prefetch_bucket_size,
-        src_max_live_parameters, src_dtype, src_micro_batch, src_grad_accum, src_train_batch;
+        src_max_live_parameters, src_dtype, src_micro_batch, src_grad_accum, src_train_batch,
+        src_offload_param_pin;
     char notes[8][160];              /* "auto" resolutions and ignored settings, for the report */
     int n_notes;
 };
 void plan_zero_defaults(struct plan_zero *z);
+/* offload_param.pin_memory as DeepSpeed reads it: the config's value, else the default of the
+ * release z->ds_version (false before 0.19.5, true from it: plan/ds_rules.h offload_pin_default). */
+bool plan_zero_param_pin(const struct plan_zero *z);
 /* Reads a DeepSpeed JSON file. Errors name the JSON path, the value and what is allowed; an
  * unreplaced template placeholder (CONFIG_BATCH_SIZE, LOG_INTERVAL) is named as such. */
 int plan_zero_load(struct plan_zero *z, const char *path, struct rl_err *e);

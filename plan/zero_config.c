@@ -34,6 +34,13 @@ void plan_zero_defaults(struct plan_zero *z)
     z->ds_version = PLAN_DS_DEFAULT_VERSION;
 }
 
+bool plan_zero_param_pin(const struct plan_zero *z)
+{
+    if (z->src_offload_param_pin != PLAN_SRC_DEFAULT)
+        return z->offload_param_pin;
+    return plan_ds_rules_for(z->ds_version)->offload_pin_default;
+}
+
 static void note(struct plan_zero *z, const char *fmt, const char *a, const char *b)
 {
     if (z->n_notes < (int)(sizeof z->notes / sizeof z->notes[0]))
@@ -360,7 +367,8 @@ static const struct zero_key zero_keys[] = {
      .off_src = AT(z.src_ratio)},
     K_OBJECT("zero_optimization.offload_param"),
     {.path = "zero_optimization.offload_param.device", .kind = ZK_DEVICE, .off = AT(z.offload_param), .off_src = NONE},
-    K_BOOL("zero_optimization.offload_param.pin_memory", z.offload_param_pin, false, NULL),
+    {.path = "zero_optimization.offload_param.pin_memory", .kind = ZK_BOOL, .off = AT(z.offload_param_pin),
+     .off_src = AT(z.src_offload_param_pin)},
     K_SIZE("sub_group_size", sub_group_size, PLAN_DS_SUB_GROUP_SIZE),
     K_SIZE("reduce_bucket_size", reduce_bucket_size, PLAN_DS_REDUCE_BUCKET_SIZE),
     K_SIZE("stage3_prefetch_bucket_size", prefetch_bucket_size, PLAN_DS_PREFETCH_BUCKET_SIZE),
@@ -515,6 +523,8 @@ static int read_key(struct zero_read *rd, const struct zero_key *k, json_t *root
     case ZK_BOOL:
         if ((rc = get_bool(in, key, k->path, k->auto_ok, (bool *)(base + k->off), &how, e)))
             return rc;
+        if (src && how == FOUND_VALUE)
+            *src = PLAN_SRC_CONFIG;
         if (how == FOUND_AUTO && k->auto_note)
             note(&rd->z, k->auto_note, k->path, "");
         return 0;

@@ -25,8 +25,11 @@ struct sim_hw_switch {
     int gpus[SIM_HW_MAX_GPUS];     /* their indices in the node */
 };
 
-/* Defaults of the host-memory terms a profile may leave out (sim/README.md "Host memory"):
- * 4 GiB per rank for a training process before its model states, 8 GiB for the OS. */
+/* Defaults of the host-memory terms a profile may leave out, estimates whose origin sim/README.md
+ * "Host memory" gives: 4 GiB per rank for a training process beyond its model states (a CUDA
+ * PyTorch process peaks near 2 GiB by PyTorch issue #113326; NCCL, DeepSpeed and data-loader
+ * workers on top; 0.52 GiB measured without CUDA as a lower bound), 8 GiB for a bare-metal OS
+ * (Kubernetes reserves more on large nodes). */
 #define SIM_HW_HOST_BASELINE (INT64_C(4) << 30)
 #define SIM_HW_OS_RESERVE (INT64_C(8) << 30)
 

@@ -303,14 +303,25 @@ static int memory(const struct plan *p, const struct sim_hw *hw, const struct si
                        (long long)t->seq_len, (long long)t->micro_batch, act, SIM_MAX_COUNT);
     r->gpu_activation_bytes = (int64_t)ceil(act);
     /* ZeRO-3 gathers each block before use and prefetches up to prefetch_bucket_size elements
-     * ahead, bounded by max_live_parameters; with dp == 1 the partition is the whole tensor. */
+     * ahead, bounded by max_live_parameters; with dp == 1 the partition is the whole tensor, unless
+     * offload_param keeps it on the host: then the blocks fetched to the GPU are the gathered ones
+     * (partition_parameters.py _no_gather_coalesced). With offload_param and dp > 1 the fetched
+     * partition copies of one gather (`[p.ds_tensor.to(device) for p in params]`, all made before
+     * the torch.cat into the gather buffer) live beside it: one block's partition at most. */
+    bool param_host = p->zero.offload_param == PLAN_OFFLOAD_CPU;
     double live = 0;
-    if (dp > 1) {
+    if (dp > 1 || param_host) {
         int64_t depth = step_prefetch_depth(p->zero.prefetch_bucket_size, k->max_layer_numel, k->n);
         live = (double)step_gather_buffers(depth) * (double)k->max_layer_numel;
         if (p->zero.max_live_parameters > 0 &&
             live > (double)p->zero.max_live_parameters + (double)k->max_layer_numel)
             live = (double)p->zero.max_live_parameters + (double)k->max_layer_numel;
+    }
+    if (param_host && dp > 1) {
+        int64_t most = 0;
+        for (int i = 0; i < k->n; i++)
+            most = k->part_numel[i] > most ? k->part_numel[i] : most;
+        live += (double)most;
     }
     double transient = act + live * dtype;
     double alloc = (double)r->gpu_ledger_bytes + transient;
@@ -754,12 +765,14 @@ struct pass_ctx {
  * (0: nothing but waiting for the gather), the TP all-reduce of an inner block, the activation
  * counter moved by act_delta for an inner block, and the gathered parameters released after use.
  * Nothing is launched before the host thread's last blocking operation ends (st->host). Leaves
- * the rank's compute-stream tail in st->compute. */
-static void block_compute(struct builder *u, struct streams *st, const struct pass_ctx *pc, int g, int i,
+ * the rank's compute-stream tail in st->compute; returns the block's first compute task (-1:
+ * none). */
+static int block_compute(struct builder *u, struct streams *st, const struct pass_ctx *pc, int g, int i,
                           int ag, double flops, const char *name, int phase, int64_t act_delta)
 {
     const struct blocks *k = &u->k;
     bool inner = i >= 1 && i < k->n - 1;
+    int first = -1;
     if (flops > 0) {
         int res[SIM_MAX_RES] = {u->b->r_sm[g]}, n = 1;
         double w[SIM_MAX_RES] = {1};
@@ -770,7 +783,7 @@ static void block_compute(struct builder *u, struct streams *st, const struct pa
         dep(u, st->compute, c);
         dep(u, st->host, c);
         dep(u, ag, c);
-        st->compute = c;
+        st->compute = first = c;
         if (inner)
             mem_event(u, c, act_delta);
         if (pc->tp > 1 && inner) {
@@ -783,10 +796,11 @@ static void block_compute(struct builder *u, struct streams *st, const struct pa
         int z = add_task(u, "gathered", g, SIM_TR_COMPUTE, STEP_PH_ALLGATHER, 0, 0, 0, 0, NULL, NULL, NO_SIZE);
         dep(u, st->compute, z);
         dep(u, ag, z);
-        st->compute = z;
+        st->compute = first = z;
     }
     if (ag >= 0) /* released after use */
         mem_event(u, st->compute, -k->full_numel[i] * pc->dtype);
+    return first;
 }
 
 /* ---- DeepSpeed's step, per version (the flags of each release: plan/ds_rules.c) ---------------- */
@@ -913,7 +927,36 @@ static void ds_partition_grads(struct builder *u, struct streams *st, const stru
  * A CPU sub-group: unscale on the host, CPU Adam (before 0.14.3 followed by a stream
  * synchronize), the fp32 -> 16-bit cast on the host and a blocking H2D from pageable memory,
  * queued behind the GPU work already launched. A GPU sub-group: unscale, Adam and the cast as
- * kernels, launched without waiting, so they run while the host goes on. */
+ * kernels, launched without waiting, so they run while the host goes on.
+ * With offload_param "cpu" the 16-bit partitions are the pinned host buffer, so the write-back
+ * (_reassign_or_swap_out_partitioned_parameters: fp16_flat[i].copy_(fp32_flat[i]), the same code
+ * in 0.12.3-0.19.5) changes (param_writeback): a CPU sub-group casts on the host straight into the
+ * pinned buffer (no temporary, no H2D); a GPU sub-group's copy_ is blocking, and PyTorch converts
+ * on the CPU (Copy.cu copy_kernel_cuda): a fresh pageable fp32 temporary, a synchronous D2H of
+ * 4 bytes per element into it behind the sub-group's Adam, then the cast on the host. */
+/* The write-back of a GPU sub-group of n elements into the host partitions under offload_param
+ * (ds_optimizer): after `stream` (its Adam) and `*host`; leaves the host and the stream at its end. */
+static void param_writeback_gpu(struct builder *u, int g, int64_t n, int *host, int *stream)
+{
+    struct sim__step *b = u->b;
+    int dtype = plan_dtype_bytes(b->p->zero.dtype);
+    double bytes = (double)n * 4.0;
+    int fa = -1;
+    if (n * 4 >= SIM_FRESH_BYTES) {   /* first touched by the driver's staging copy on the calling thread */
+        fa = host_fault(u, "param_writeback_fault", g, bytes, 1, STEP_PH_PAGE_FAULT);
+        dep(u, *host, fa);
+    }
+    int d = host_copy(u, "param_writeback_d2h", g, false, false, bytes, STEP_PH_PARAM_CAST, n * 4, 0);
+    set_latency(u, d, us_to_ns(b->hw->lat_copy_us + b->hw->lat_launch_us));
+    dep(u, *stream, d);
+    dep(u, *host, d);
+    dep(u, fa, d);
+    int ca = host_cast(u, "param_writeback_cast", g, (double)n, 4.0 + dtype, intraop_threads(b), STEP_PH_PARAM_CAST, 0);
+    dep(u, d, ca);
+    *host = ca;
+    *stream = d;
+}
+
 static void ds_optimizer(struct builder *u, const struct plan_ds_rules *dr, int g, int ready)
 {
     struct sim__step *b = u->b;
@@ -922,6 +965,7 @@ static void ds_optimizer(struct builder *u, const struct plan_ds_rules *dr, int 
     int dtype = plan_dtype_bytes(p->zero.dtype);
     int host = ready, stream = ready;
     int threads = intraop_threads(b);
+    bool param_host = p->zero.offload_param == PLAN_OFFLOAD_CPU;   /* the 16-bit partitions are on the host */
     if (p->zero.dtype == PLAN_FP16 && p->zero.offload == PLAN_OFFLOAD_CPU) {
         /* isinf and isnan over the dt flat buffer (two reads, two bool writes, .any() reads) and the
          * overflow flag's all-reduces and .item(); their two bool results are fresh host
@@ -955,24 +999,33 @@ static void ds_optimizer(struct builder *u, const struct plan_ds_rules *dr, int 
             dep(u, host, un);
             int ad = cpu_adam(u, "cpu_adam", g, c);
             dep(u, un, ad);
-            /* copy_(fp32 host -> 16-bit GPU), blocking: src.to(16-bit) on the host into a fresh
-             * pageable temporary (first touched by the intra-op threads that cast into it), then
-             * a synchronous pageable H2D from it */
-            int fa = -1;
-            if (sg->cpu_numel * dtype >= SIM_FRESH_BYTES) {
-                fa = host_fault(u, "param_temp_fault", g, c * dtype, threads, STEP_PH_PAGE_FAULT);
-                dep(u, ad, fa);
+            if (param_host) {   /* copy_(fp32 host -> 16-bit pinned host): a host cast, nothing else */
+                int ca = host_cast(u, "param_writeback_cast", g, c, 4.0 + dtype, threads, STEP_PH_PARAM_CAST, 0);
+                dep(u, ad, ca);
+                if (dr->adam_stream_sync)
+                    dep(u, stream, ca);   /* SynchronizeStreams after the sub-group's Adam */
+                host = ca;
+            } else {
+                /* copy_(fp32 host -> 16-bit GPU), blocking: src.to(16-bit) on the host into a fresh
+                 * pageable temporary (first touched by the intra-op threads that cast into it),
+                 * then a synchronous pageable H2D from it */
+                int fa = -1;
+                if (sg->cpu_numel * dtype >= SIM_FRESH_BYTES) {
+                    fa = host_fault(u, "param_temp_fault", g, c * dtype, threads, STEP_PH_PAGE_FAULT);
+                    dep(u, ad, fa);
+                }
+                int ca = host_cast(u, "param_cast_host", g, c, 4.0 + dtype, threads, STEP_PH_PARAM_CAST, 0);
+                dep(u, ad, ca);
+                dep(u, fa, ca);
+                if (dr->adam_stream_sync)
+                    dep(u, stream, ca);   /* SynchronizeStreams after the sub-group's Adam */
+                int h = host_copy(u, "param_h2d", g, true, false, c * dtype, STEP_PH_PARAM_H2D,
+                                  sg->cpu_numel * dtype, 0);
+                set_latency(u, h, sync_ns);
+                dep(u, ca, h);
+                dep(u, stream, h);   /* queued on the current stream behind the launched kernels */
+                host = stream = h;
             }
-            int ca = host_cast(u, "param_cast_host", g, c, 4.0 + dtype, threads, STEP_PH_PARAM_CAST, 0);
-            dep(u, ad, ca);
-            dep(u, fa, ca);
-            if (dr->adam_stream_sync)
-                dep(u, stream, ca);   /* SynchronizeStreams after the sub-group's Adam */
-            int h = host_copy(u, "param_h2d", g, true, false, c * dtype, STEP_PH_PARAM_H2D, sg->cpu_numel * dtype, 0);
-            set_latency(u, h, sync_ns);
-            dep(u, ca, h);
-            dep(u, stream, h);   /* queued on the current stream behind the launched kernels */
-            host = stream = h;
         }
         int64_t n = sg->numel - sg->cpu_numel;
         if (n > 0) {
@@ -981,9 +1034,14 @@ static void ds_optimizer(struct builder *u, const struct plan_ds_rules *dr, int 
             dep(u, stream, un);
             int ad = gpu_adam(u, "gpu_adam", g, (double)n);
             dep(u, un, ad);
-            int ca = gpu_pass(u, "param_cast", g, (double)n, 4.0 + dtype, STEP_PH_PARAM_CAST, SIM_TR_COMPUTE);
-            dep(u, ad, ca);
-            stream = ca;
+            stream = ad;
+            if (param_host) {
+                param_writeback_gpu(u, g, n, &host, &stream);
+            } else {
+                int ca = gpu_pass(u, "param_cast", g, (double)n, 4.0 + dtype, STEP_PH_PARAM_CAST, SIM_TR_COMPUTE);
+                dep(u, ad, ca);
+                stream = ca;
+            }
         }
     }
 }
@@ -1063,29 +1121,53 @@ struct graph_ctx {
     struct pass_ctx pc;     /* what every block's compute needs */
     struct streams *st;     /* [G] the last task of each stream per rank */
     int *fwd;               /* [blocks x G] the forward's (then the backward's) last task per block and rank */
+    int *first;             /* [blocks x G] the forward's (then the backward's) first compute task per
+                               block and rank (-1: none) */
     int *flush_end;         /* [3 x G] the last 3 flushes' ends per rank */
     int64_t n_flush;        /* bucket flushes so far */
 };
 
 /* offload_param "cpu" (ZeRO-Infinity): the 16-bit partitions stay in pinned host memory
  * (plan/plan.c's ledger), so before block i's all-gather, in the forward and again in the
- * backward, rank g copies its partition of the block to the GPU over its PCIe link
- * (partition_parameters.py: the all-gather's input is `param.ds_tensor.to(device)`), after the
- * rank's previous gather. Without an all-gather (DP 1) the copy is the gathered block itself, held
- * from the copy on (*holds). Returns the copy's task, or -1 without parameter offload. */
-static int param_fetch(struct builder *u, struct graph_ctx *c, int g, int i, bool *holds)
+ * backward, rank g copies its partition of the block to the GPU over its PCIe link, one copy per
+ * parameter, after the rank's previous gather. The same code in every release read (0.12.3 to
+ * 0.19.5, partition_parameters.py all_gather_coalesced and _all_gather_dtype):
+ *   DP > 1   `p.ds_tensor.to(device)` per parameter, blocking: PyTorch's memcpy_and_sync on the
+ *            all-gather stream, so each copy waits for the gathers queued before it and the host
+ *            waits for the copy. The fetch of block i is issued in the pre-forward (pre-backward)
+ *            hook of the block `depth` blocks earlier in the pass (partitioned_param_coordinator.py
+ *            fetch_sub_module's prefetch), so that block's compute is not launched before the
+ *            copy returns: *blocks_compute_of is that block (-1: the copy is its own block's,
+ *            which waits for it through the all-gather anyway);
+ *   DP 1     `_no_gather_coalesced`: `ds_tensor.data.to(device, non_blocking=True)`, nothing waits;
+ *            the copy is the gathered block itself, held from the copy on (*holds).
+ * Returns the copy's task, or -1 without parameter offload. */
+static int param_fetch(struct builder *u, struct graph_ctx *c, int g, int i, bool backward, bool *holds,
+                       int *blocks_compute_of)
 {
     const struct blocks *k = &u->k;
     *holds = false;
+    *blocks_compute_of = -1;
     if (u->b->p->zero.offload_param != PLAN_OFFLOAD_CPU || k->part_numel[i] <= 0)
         return -1;
     double bytes = (double)k->part_numel[i] * c->dtype;
-    int t = host_copy(u, "param_fetch", g, true, true, bytes, STEP_PH_PARAM_H2D, (int64_t)bytes, 1);
+    int t = host_copy(u, "param_fetch", g, true, true, bytes, STEP_PH_PARAM_H2D, (int64_t)bytes, k->n_tensors[i]);
     dep(u, c->st[g].gather, t);
     if (!(c->dp > 1 && k->full_numel[i] > 0)) {
         c->st[g].gather = t;
         mem_event(u, t, k->full_numel[i] * c->dtype);
         *holds = true;
+    } else if (!emulated(u->b)) {
+        /* the hook that issues it: depth blocks earlier in this pass (forward: the first block at
+         * most). The backward gathers the blocks its first depth + 1 blocks need each after the
+         * previous block's compute (build_backward), so their fetches are their own blocks' */
+        int64_t j = backward ? i + c->depth : i - c->depth;
+        if (!backward && j < 0)
+            j = 0;
+        if (backward && i + 2 + c->depth >= k->n)
+            j = i;
+        if (j != i)
+            *blocks_compute_of = (int)j;
     }
     return t;
 }
@@ -1100,7 +1182,10 @@ static void build_forward(struct builder *u, struct graph_ctx *c)
     for (int i = 0; i < k->n; i++) {
         for (int g = 0; g < G; g++) {
             bool held;
-            int pf = param_fetch(u, c, g, i, &held), ag = held ? pf : -1;
+            int issuer;
+            int pf = param_fetch(u, c, g, i, false, &held, &issuer), ag = held ? pf : -1;
+            if (issuer >= 0)   /* the host is blocked in the issuing block's hook until the copy returns */
+                dep(u, pf, c->first[issuer * G + g]);
             if (dp > 1 && k->full_numel[i] > 0) {
                 ag = collective(u, "allgather", g, COLL_AG, (double)k->full_numel[i] * dtype, dp, c->dp_local,
                                 STEP_PH_ALLGATHER, SIM_TR_GATHER);
@@ -1113,8 +1198,8 @@ static void build_forward(struct builder *u, struct graph_ctx *c)
                 st[g].gather = ag;
                 mem_event(u, ag, k->full_numel[i] * dtype);
             }
-            block_compute(u, &st[g], &c->pc, g, i, ag, k->fwd_flops[i], i == k->n - 1 ? "logits" : "forward",
-                          STEP_PH_FORWARD, c->act_per_block);
+            c->first[i * G + g] = block_compute(u, &st[g], &c->pc, g, i, ag, k->fwd_flops[i],
+                                                i == k->n - 1 ? "logits" : "forward", STEP_PH_FORWARD, c->act_per_block);
             fwd[i * G + g] = st[g].compute;
         }
     }
@@ -1192,7 +1277,10 @@ static void build_backward(struct builder *u, struct graph_ctx *c, bool boundary
     for (int i = k->n - 1; i >= 0; i--) {
         for (int g = 0; g < G; g++) {
             bool held;
-            int pf = param_fetch(u, c, g, i, &held), ag = held ? pf : -1;
+            int issuer;
+            int pf = param_fetch(u, c, g, i, true, &held, &issuer), ag = held ? pf : -1;
+            if (issuer >= 0)   /* blocked in the hook of a block whose backward is already built */
+                dep(u, pf, c->first[issuer * G + g]);
             if (dp > 1 && k->full_numel[i] > 0) {
                 ag = collective(u, "allgather", g, COLL_AG, (double)k->full_numel[i] * dtype, dp, c->dp_local,
                                 STEP_PH_ALLGATHER, SIM_TR_GATHER);
@@ -1207,7 +1295,8 @@ static void build_backward(struct builder *u, struct graph_ctx *c, bool boundary
             }
             /* backward is twice the forward, three times with recomputation of an inner block */
             double f = k->fwd_flops[i] * (b->t.checkpoint_activations && i >= 1 && i < k->n - 1 ? 3.0 : 2.0);
-            block_compute(u, &st[g], &c->pc, g, i, ag, f, "backward", STEP_PH_BACKWARD, -c->act_per_block);
+            c->first[i * G + g] = block_compute(u, &st[g], &c->pc, g, i, ag, f, "backward", STEP_PH_BACKWARD,
+                                                -c->act_per_block);
             bwd[i * G + g] = st[g].compute;
         }
         fl.full += k->full_numel[i];
@@ -1279,10 +1368,12 @@ static int build(struct builder *u, int nsim, struct rl_err *e)
 
     struct streams *st = calloc((size_t)G, sizeof *st);
     int *fwd = malloc(sizeof *fwd * (size_t)k->n * (size_t)G);   /* per block and rank */
+    int *first = malloc(sizeof *first * (size_t)k->n * (size_t)G);   /* per block and rank */
     int *flush_end = malloc(sizeof *flush_end * 3 * (size_t)G);   /* the last 3 flushes' ends per rank */
-    if (!st || !fwd || !flush_end) {
+    if (!st || !fwd || !first || !flush_end) {
         free(st);
         free(fwd);
+        free(first);
         free(flush_end);
         return rl_errf(e, RL_ENOMEM, "step: out of memory for the graph of %d blocks x %d ranks", k->n, G);
     }
@@ -1295,13 +1386,14 @@ static int build(struct builder *u, int nsim, struct rl_err *e)
                           .flop_rate = flop_rate,
                           .pc = {.launch_ns = launch, .tp = tp, .tp_local = tp_local, .ar_bytes = ar_bytes,
                                  .dtype = dtype},
-                          .st = st, .fwd = fwd, .flush_end = flush_end, .n_flush = 0};
+                          .st = st, .fwd = fwd, .first = first, .flush_end = flush_end, .n_flush = 0};
 
     b->fwd_tail = malloc(sizeof *b->fwd_tail * (size_t)nsim * (size_t)G);
     b->bwd_tail = malloc(sizeof *b->bwd_tail * (size_t)nsim * (size_t)G * 4);
     if (!b->fwd_tail || !b->bwd_tail) {
         free(st);
         free(fwd);
+        free(first);
         free(flush_end);
         return rl_errf(e, RL_ENOMEM, "step: out of memory for %d micro-steps x %d ranks", nsim, G);
     }
@@ -1318,6 +1410,7 @@ static int build(struct builder *u, int nsim, struct rl_err *e)
         }
     }
     free(fwd);
+    free(first);
     free(flush_end);
     build_optimizer(u, &c);
     free(st);

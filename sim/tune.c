@@ -91,10 +91,51 @@ static int candidate(struct plan *p, const struct sim_tune_request *q, double ra
     return 0;
 }
 
+const char *sim_tune_class_name(enum sim_tune_class c)
+{
+    static const char *const names[] = {"no offload", "partial offload", "full offload"};
+    return c >= 0 && c < SIM_TUNE_N_CLASSES ? names[c] : "?";
+}
+
+enum sim_tune_class sim_tune_class_of(double ratio)
+{
+    return ratio <= 0 ? SIM_TUNE_NO_OFFLOAD : ratio >= 1 ? SIM_TUNE_FULL : SIM_TUNE_PARTIAL;
+}
+
 static void best_init(struct sim_tune_best *b)
 {
     memset(b, 0, sizeof *b);
     b->min_gpu_bytes = b->min_host_node_bytes = b->min_gpu_bytes_host_ok = INT64_MAX;
+    for (int c = 0; c < SIM_TUNE_N_CLASSES; c++) {
+        struct sim_tune_class_stats *k = &b->cls[c];
+        k->min_gpu_bytes = k->host_at_min_gpu_bytes = k->min_gpu_bytes_host_ok = INT64_MAX;
+        k->min_host_node_bytes = k->min_host_any_bytes = INT64_MAX;
+    }
+}
+
+/* Adds one candidate's memory prediction to its class's facts. */
+static void class_add(struct sim_tune_class_stats *k, double ratio, const struct sim_step_result *r, bool gpu_ok)
+{
+    const double rq = ratio < 0 ? 0 : ratio;
+    if (k->evaluated == 0 || rq < k->ratio_lo)
+        k->ratio_lo = rq;
+    if (k->evaluated == 0 || rq > k->ratio_hi)
+        k->ratio_hi = rq;
+    k->evaluated++;
+    k->gpu_fit += gpu_ok;
+    k->host_fit += r->fits_host;
+    k->fit += gpu_ok && r->fits_host;
+    if (r->gpu_total_bytes < k->min_gpu_bytes ||
+        (r->gpu_total_bytes == k->min_gpu_bytes && r->host_total_node_bytes < k->host_at_min_gpu_bytes)) {
+        k->min_gpu_bytes = r->gpu_total_bytes;
+        k->host_at_min_gpu_bytes = r->host_total_node_bytes;
+    }
+    if (r->fits_host && r->gpu_total_bytes < k->min_gpu_bytes_host_ok)
+        k->min_gpu_bytes_host_ok = r->gpu_total_bytes;
+    if (gpu_ok && r->host_total_node_bytes < k->min_host_node_bytes)
+        k->min_host_node_bytes = r->host_total_node_bytes;
+    if (r->host_total_node_bytes < k->min_host_any_bytes)
+        k->min_host_any_bytes = r->host_total_node_bytes;
 }
 
 /* One policy's search over the request's candidates; unhonored ratios are counted in out. */
@@ -164,11 +205,15 @@ static int search(const struct sim_tune_request *q, enum plan_policy policy, str
                     b->min_gpu_bytes_host_ok = r.gpu_total_bytes;
                 if (gpu_ok && r.host_total_node_bytes < b->min_host_node_bytes)
                     b->min_host_node_bytes = r.host_total_node_bytes;
+                struct sim_tune_class_stats *cls = &b->cls[sim_tune_class_of(ratio[i])];
+                class_add(cls, ratio[i], &r, gpu_ok);
                 if (!fits(q, &r))
                     continue;
                 if ((rc = sim_step_run(&plans[i], q->hw, &t, NULL, &r, e)))
                     break;
                 b->simulated++;
+                if (r.tokens_per_s > cls->best_tokens_per_s_gpu)
+                    cls->best_tokens_per_s_gpu = r.tokens_per_s;
                 if (!b->found || r.tokens_per_s > b->best.r.tokens_per_s) {
                     fill(&b->best, q, &plans[i], ratio[i], &t, &r);
                     b->found = true;

@@ -73,6 +73,34 @@ struct sim_tune_choice {
     int64_t free_gpu_bytes;          /* capacity - NVML-visible total */
 };
 
+/* The candidate classes the search reports on separately, by what the optimizer offload puts on
+ * the host (the requested ratio, the one the DeepSpeed config carries): no offload
+ * (offload_optimizer "none", or "cpu" at ratio 0: no optimizer state on the host), partial
+ * (0 < ratio < 1) and full (ratio 1). When nothing fits, each class can bind differently: without
+ * offload GPU memory, with full offload host RAM. */
+enum sim_tune_class { SIM_TUNE_NO_OFFLOAD, SIM_TUNE_PARTIAL, SIM_TUNE_FULL, SIM_TUNE_N_CLASSES };
+/* "no offload", "partial offload", "full offload". */
+const char *sim_tune_class_name(enum sim_tune_class c);
+/* The class of a candidate: ratio < 0 is no offload (device "none"). */
+enum sim_tune_class sim_tune_class_of(double ratio);
+
+/* One class's memory facts over the candidates of a search (every micro-batch and checkpointing
+ * setting tried). Byte figures are INT64_MAX when no candidate qualifies. */
+struct sim_tune_class_stats {
+    int evaluated;                   /* candidates of the class (memory predicted) */
+    int gpu_fit;                     /* whose GPU side fits with the headroom */
+    int host_fit;                    /* whose host side fits the node */
+    int fit;                         /* whose both sides fit */
+    double ratio_lo, ratio_hi;       /* the smallest and largest requested ratio evaluated (0 for
+                                        device "none") */
+    int64_t min_gpu_bytes;           /* smallest NVML-visible total of any candidate */
+    int64_t host_at_min_gpu_bytes;   /* host total per node of that candidate */
+    int64_t min_gpu_bytes_host_ok;   /* smallest NVML-visible total of a candidate whose host side fits */
+    int64_t min_host_node_bytes;     /* smallest host total per node of a candidate whose GPU side fits */
+    int64_t min_host_any_bytes;      /* smallest host total per node of any candidate */
+    double best_tokens_per_s_gpu;    /* the fastest fitting candidate's tokens/s per GPU (0: none fits) */
+};
+
 /* What one policy's search found. */
 struct sim_tune_best {
     bool found;                      /* some candidate fits with the headroom */
@@ -88,6 +116,7 @@ struct sim_tune_best {
                                         (INT64_MAX: none) */
     int gpu_fit;                     /* candidates whose GPU side fits with the headroom */
     int host_fit;                    /* candidates whose host side fits */
+    struct sim_tune_class_stats cls[SIM_TUNE_N_CLASSES]; /* the same, per candidate class */
 };
 
 struct sim_tune_result {

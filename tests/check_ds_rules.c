@@ -19,7 +19,7 @@ static bool same_behaviour(const struct plan_ds_rules *a, const struct plan_ds_r
     return a->policy == b->policy && a->ledger == b->ledger && a->cpu_adam_tiles == b->cpu_adam_tiles &&
            a->norm_sync_per_param == b->norm_sync_per_param && a->adam_stream_sync == b->adam_stream_sync &&
            a->grad_copy == b->grad_copy && a->ratio_check_asserts == b->ratio_check_asserts &&
-           a->logs_stages == b->logs_stages;
+           a->logs_stages == b->logs_stages && a->offload_pin_default == b->offload_pin_default;
 }
 
 /* "(#NNNN, abcdef1...)" (or "(#NNNN, abcdef1, ...)"): the change names a DeepSpeed PR and a commit of at least 7 hex digits. */
@@ -127,6 +127,11 @@ START_TEST(facts_read_in_deepspeed_history)
     /* 285cae30f (#7891), 0.18.8: see_memory_usage(..., force=False) for the allocation stages */
     ck_assert(plan_ds_rules_for(V(0, 18, 7))->logs_stages);
     ck_assert(!plan_ds_rules_for(V(0, 18, 8))->logs_stages);
+    /* 7dfa67aea (#8207), 0.19.5: offload_config.py `pin_memory: bool = True` (False at 0.19.4 and
+     * in every earlier release read, v0.12.4 offload_config.py:43) */
+    ck_assert(!plan_ds_rules_for(V(0, 12, 3))->offload_pin_default);
+    ck_assert(!plan_ds_rules_for(V(0, 19, 4))->offload_pin_default);
+    ck_assert(plan_ds_rules_for(V(0, 19, 5))->offload_pin_default);
     /* the default release */
     ck_assert_int_eq(rl_version_cmp(PLAN_DS_DEFAULT_VERSION, V(0, 12, 4)), 0);
     ck_assert_str_eq(PLAN_DS_DEFAULT_VERSION_STR, "0.12.4");

@@ -1,5 +1,6 @@
 /* validation/monitor_csv.c — reads a `ratiolab monitor --csv` file into per-process figures. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,22 @@ static int field_i64(const char *s, int64_t *out)
     return 0;
 }
 
+/* Ends the sample being read: each rank's sum at it against the rank's peak. */
+static void close_sample(struct val_monitor *m)
+{
+    for (int i = 0; i < m->n_ranks; i++) {
+        struct val_mon_rank *r = &m->ranks[i];
+        if (r->cur_rss_bytes > r->peak_sample_rss_bytes)
+            r->peak_sample_rss_bytes = r->cur_rss_bytes;
+        r->cur_rss_bytes = 0;
+    }
+}
+
+int64_t val_monitor_rank_peak(const struct val_mon_rank *r)
+{
+    return r->peak_sample_rss_bytes > r->peak_hwm_bytes ? r->peak_sample_rss_bytes : r->peak_hwm_bytes;
+}
+
 int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e)
 {
     memset(m, 0, sizeof *m);
@@ -49,7 +66,8 @@ int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e)
     int col[C_N];
     for (int k = 0; k < C_N; k++)
         col[k] = -1;
-    int line_no = 0, cap = 0, rows = 0;
+    int line_no = 0, cap = 0, rank_cap = 0, rows = 0;
+    int64_t sample_t = -1;   /* t_ns of the sample being read: rows of one sample share it */
     bool header_seen = false;
     char *f[64];
     for (char *line = text; line && *line;) {
@@ -99,6 +117,10 @@ int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e)
                 }
             }
             rows++;
+            if (v[C_T] != sample_t) {
+                close_sample(m);
+                sample_t = v[C_T];
+            }
             struct val_mon_proc *pr = NULL;
             for (int i = 0; i < m->n_procs; i++)
                 if (m->procs[i].pid == (int)v[C_PID])
@@ -123,11 +145,33 @@ int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e)
             if (pr->first_rss_bytes < 0)
                 pr->first_rss_bytes = v[C_RSS];
             int64_t peak = v[C_RSS] > v[C_HWM] ? v[C_RSS] : v[C_HWM];
+            bool new_to_rank = pr->samples == 1;
             if (peak > pr->peak_rss_bytes)
                 pr->peak_rss_bytes = peak;
+            if (v[C_RANK] >= 0) {   /* the rank's processes at this sample, summed */
+                struct val_mon_rank *rk = NULL;
+                for (int i = 0; i < m->n_ranks; i++)
+                    if (m->ranks[i].rank == (int)v[C_RANK])
+                        rk = &m->ranks[i];
+                if (!rk) {
+                    if (rl_grow(&m->ranks, &rank_cap, sizeof *m->ranks, m->n_ranks + 1, 8)) {
+                        rc = rl_errf(e, RL_ENOMEM, "monitor_csv %s: out of memory", path);
+                        goto out;
+                    }
+                    rk = &m->ranks[m->n_ranks++];
+                    memset(rk, 0, sizeof *rk);
+                    rk->rank = (int)v[C_RANK];
+                }
+                rk->procs += new_to_rank;
+                if (v[C_RSS] > 0)
+                    rk->cur_rss_bytes += v[C_RSS];
+                if (v[C_HWM] > rk->peak_hwm_bytes)
+                    rk->peak_hwm_bytes = v[C_HWM];
+            }
         }
         line = nl ? nl + 1 : NULL;
     }
+    close_sample(m);
     if (!rows)
         rc = rl_errf(e, RL_EINVAL, "monitor_csv %s: no samples (expected a CSV written by ratiolab "
                      "monitor --csv)", path);
@@ -145,6 +189,9 @@ void val_monitor_free(struct val_monitor *m)
     free(m->procs);
     m->procs = NULL;
     m->n_procs = 0;
+    free(m->ranks);
+    m->ranks = NULL;
+    m->n_ranks = 0;
 }
 
 const struct val_mon_proc *val_monitor_rank(const struct val_monitor *m, int rank)

@@ -28,14 +28,28 @@ struct val_mon_proc {
     int64_t peak_rss_bytes;        /* max over samples of max(rss, hwm) */
     int64_t first_t_ns;            /* time of the first sample */
 };
+/* One rank's processes together (those whose rank column carries it: the rank's process and the
+ * workers it forks, which inherit its RANK). */
+struct val_mon_rank {
+    int rank;                      /* the rank */
+    int procs;                     /* processes seen with it */
+    int64_t peak_sample_rss_bytes; /* max over samples of the rss of its processes alive then, summed */
+    int64_t peak_hwm_bytes;        /* the largest VmHWM of one of its processes (peaks between samples) */
+    int64_t cur_rss_bytes;         /* the sum at the sample being read (reader's scratch) */
+};
 struct val_monitor {
     struct val_mon_proc *procs;    /* in order of first appearance */
     int n_procs;                   /* entries */
+    struct val_mon_rank *ranks;    /* ranks >= 0 seen, in order of first appearance */
+    int n_ranks;                   /* entries */
 };
 /* Reads the CSV; a missing column in the header, a malformed row or no rows is RL_EINVAL naming
  * the file, line and column. "unavailable" fields are skipped. */
 int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e);
 void val_monitor_free(struct val_monitor *m);
+/* A rank's peak resident set: the larger of its processes' summed rss at one sample and the largest
+ * VmHWM of one of them. */
+int64_t val_monitor_rank_peak(const struct val_mon_rank *r);
 /* The process that stands for one rank: the one with `rank` when any process carries a rank,
  * else the one with the largest peak RSS (a launcher-less run). NULL when there is none. */
 const struct val_mon_proc *val_monitor_rank(const struct val_monitor *m, int rank);
