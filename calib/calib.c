@@ -696,6 +696,8 @@ json_t *calib_figure_json(const struct calib_figure *f)
     json_object_set_new(o, "min", json_real(f->min));
     json_object_set_new(o, "max", json_real(f->max));
     json_object_set_new(o, "repeats", json_integer(f->repeats));
+    if (f->best > 0)
+        json_object_set_new(o, "best", json_real(f->best));
     return o;
 }
 

@@ -19,12 +19,27 @@ struct calib_figure {
     double median;                 /* the figure (unit in the field name that holds it) */
     double min, max;               /* spread over the repeats */
     int repeats;                   /* runs */
+    double best;                   /* the undisturbed figure from each thread's fastest repeat where the
+                                      measurement takes it (calib_figure_best_of: the host costs); 0 else */
 };
 
 typedef void calib_progress_fn(void *ctx, const char *what, int done, int total);
 
 /* f from n >= 1 repeats v: their median, min, max and count (every measurement's figure). */
 void calib_figure_of(struct calib_figure *f, const double *v, int n);
+
+/* A rate measured on t threads at once over n repeats, each thread doing `units` of work (bytes,
+ * elements) per repeat: sec[r * t + i] is thread i's time in repeat r; base (NULL: none) holds
+ * times of the same shape whose fastest per thread is taken off (the first touch's warm write);
+ * the first `warmup` repeats are not counted. f->best, the figure, is the sum over threads of
+ * units over (thread i's fastest counted time - its fastest base time): interference from other
+ * work on the machine only ever adds time, so the fastest repeat is the one it disturbed least.
+ * f->median, min and max are those of the per-repeat sums (each thread's time in that repeat less
+ * its fastest base), the spread; f->repeats the counted repeats. A difference below 1e-3 of the
+ * time is taken as 1e-3 of it (bounded, never negative). Returns 0, or -1 (f untouched) when no
+ * repeat is counted or a time is not positive. O(n t). */
+int calib_figure_best_of(struct calib_figure *f, const double *sec, const double *base, int n, int t, int warmup,
+                         double units);
 
 struct calib_opts {
     bool thorough;                 /* larger arrays, more repeats, more GEMM shapes */
@@ -38,18 +53,28 @@ struct calib_opts {
 void calib_opts_default(struct calib_opts *o);
 
 /* What DeepSpeed's step costs the host beyond DRAM bandwidth (calib/host.c; sim/README.md "Host
- * costs of PyTorch's copies"), each against threads 1..n_threads, all threads together. */
+ * costs of PyTorch's copies"), each against threads 1..n_threads, all threads together, each
+ * thread pinned to its own core, timed on its CPU time; each figure's `best` is the one the
+ * profile takes (calib_figure_best_of). */
 struct calib_host {
     bool measured;                 /* the figures below were measured */
     int n_threads;                 /* thread counts measured: 1..n_threads */
     char thp[16];                  /* transparent huge pages mode ("madvise", "always", "never") */
+    char thp_defrag[24];           /* its defrag mode ("madvise", "defer+madvise", ...) */
+    bool huge;                     /* fresh blocks asked for huge pages (MADV_HUGEPAGE: thp "always",
+                                      as a plain mmap gets them), else 4 KiB pages (MADV_NOHUGEPAGE) */
+    int64_t faults_per_block;      /* minor faults of one thread's last fresh block (its page size check) */
+    int warmup;                    /* rounds run first and not counted */
     int64_t fault_bytes;           /* bytes per thread of one fresh allocation */
-    struct calib_figure fault_gbps[CALIB_MAX_THREADS];   /* first touch of fresh allocations (allocate,
-                                      write, free beyond a warm write), GB/s, index = threads - 1 */
+    struct calib_figure fault_gbps[CALIB_MAX_THREADS];   /* first touch of fresh allocations (mmap,
+                                      write, munmap beyond a warm write), GB/s, index = threads - 1 */
     int64_t memcpy_bytes;          /* bytes per thread of one memcpy */
     struct calib_figure memcpy_gbps[CALIB_MAX_THREADS];  /* memcpy between warm pageable buffers, GB/s */
     int64_t cast_numel;            /* elements per thread of one cast */
     struct calib_figure cast_elems_per_s[CALIB_MAX_THREADS];   /* bf16 -> fp32, warm buffers */
+    double load_before[3];         /* getloadavg() before the measurement (1, 5, 15 min; -1 unknown) */
+    double load_after[3];          /* and after it */
+    double wall_s;                 /* the measurement's wall time, seconds */
 };
 
 struct calib {

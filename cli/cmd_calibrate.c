@@ -380,6 +380,11 @@ static void print_json(const struct calib *c, const char *out)
     }
     json_object_set_new(o, "host_costs", hf);
     json_object_set_new(o, "transparent_hugepages", json_string(h->thp));
+    json_object_set_new(o, "transparent_hugepages_defrag", json_string(h->thp_defrag));
+    json_object_set_new(o, "host_costs_faults_per_block", json_integer(h->faults_per_block));
+    json_object_set_new(o, "host_costs_load_average", json_pack("{s:f,s:f}", "before", h->load_before[0], "after",
+                                                                h->load_after[0]));
+    json_object_set_new(o, "host_costs_wall_s", json_real(h->wall_s));
     json_object_set_new(o, "profile", json_string(out));
     char *t = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     printf("%s\n", t);
@@ -411,14 +416,15 @@ static void print_table(const struct calib *c, const char *out)
         printf("  device GEMM              not measured (built without OpenBLAS)\n");
     printf("  launch (parallel region) %8.2f us\n", c->launch_us.median);
     const struct calib_host *h = &c->host_costs;
-    printf("\n  %-8s %26s %26s %30s\n", "threads", "first touch GB/s", "pageable memcpy GB/s",
-           "bf16->fp32 G elements/s");
+    printf("\n  %-8s %26s %26s %30s   (best round; the rounds' min..max)\n", "threads", "first touch GB/s",
+           "pageable memcpy GB/s", "bf16->fp32 G elements/s");
     for (int t = 0; t < h->n_threads; t++)
         printf("  %-8d %8.3f (%6.3f..%6.3f) %8.3f (%6.3f..%6.3f) %12.3f (%6.3f..%6.3f)\n", t + 1,
-               h->fault_gbps[t].median, h->fault_gbps[t].min, h->fault_gbps[t].max, h->memcpy_gbps[t].median,
-               h->memcpy_gbps[t].min, h->memcpy_gbps[t].max, h->cast_elems_per_s[t].median * 1e-9,
+               h->fault_gbps[t].best, h->fault_gbps[t].min, h->fault_gbps[t].max, h->memcpy_gbps[t].best,
+               h->memcpy_gbps[t].min, h->memcpy_gbps[t].max, h->cast_elems_per_s[t].best * 1e-9,
                h->cast_elems_per_s[t].min * 1e-9, h->cast_elems_per_s[t].max * 1e-9);
-    printf("  (transparent huge pages: %s)\n", h->thp);
+    printf("  (transparent huge pages: %s, defrag %s; load average %.2f before, %.2f after, %.1f s)\n", h->thp,
+           h->thp_defrag, h->load_before[0], h->load_after[0], h->wall_s);
     if (c->have_mpi)
         printf("  MPI, %d ranks              all-gather %.2f GB/s bus (%.2f..%.2f), reduce-scatter %.2f GB/s bus, "
                "latency %.1f us\n", c->coll_ranks, c->allgather_busbw_gbps.median, c->allgather_busbw_gbps.min,

@@ -822,8 +822,9 @@ struct flush {
 };
 
 /* DeepSpeed's partition_grads for one flushed bucket on rank g (DEEPSPEED-STEP.md 2.3-2.4), after
- * the reduce-scatter `rs`: every partition goes D2H into the pinned flat buffer and H2D back (one
- * copy each per parameter); at the boundary the per-parameter norm on the GPU, then the fp32
+ * the reduce-scatter `rs`: every partition goes D2H into the flat buffer and H2D back (one copy each
+ * per parameter; asynchronous into a pinned buffer, holding the host thread into a pageable one);
+ * at the boundary the per-parameter norm on the GPU, then the fp32
  * gradient: a D2D cast for GPU sub-groups, and for CPU sub-groups the version's copy, which
  * blocks the host thread (st->host) unless it is asynchronous. The pieces of PyTorch's copy_
  * (sim/README.md "What copy_ does"), each its own task:
@@ -843,14 +844,26 @@ static void ds_partition_grads(struct builder *u, struct streams *st, const stru
     int dtype = plan_dtype_bytes(p->zero.dtype);
     int threads = intraop_threads(b);
     int64_t sync_ns = us_to_ns(b->hw->lat_copy_us + b->hw->lat_launch_us);   /* a blocking copy's wait */
-    int d1 = host_copy(u, "grad_d2h", g, false, p->zero.pin_memory, (double)fl->part * dtype, STEP_PH_GRAD_D2H,
+    bool pinned = p->zero.pin_memory;
+    int d1 = host_copy(u, "grad_d2h", g, false, pinned, (double)fl->part * dtype, STEP_PH_GRAD_D2H,
                        fl->part * dtype, fl->tensors);
     dep(u, rs, d1);
     dep(u, st->reduce, d1);
     dep(u, st->copy, d1);
-    int h1 = host_copy(u, "grad_h2d", g, true, p->zero.pin_memory, (double)fl->part * dtype, STEP_PH_GRAD_H2D,
+    int h1 = host_copy(u, "grad_h2d", g, true, pinned, (double)fl->part * dtype, STEP_PH_GRAD_H2D,
                        fl->part * dtype, fl->tensors);
     dep(u, d1, h1);
+    if (!pinned) {
+        /* A pageable flat buffer (offload_optimizer.pin_memory false, DeepSpeed's default):
+         * cudaMemcpyAsync into pageable memory returns only when the copy is done, and out of it
+         * only when the last piece is staged, after a stream sync (CUDA runtime API, "API
+         * synchronization behavior"), whatever non_blocking says. Both wait for the reduce stream
+         * and hold the host thread, per parameter. */
+        set_latency(u, d1, sync_ns * fl->tensors);
+        set_latency(u, h1, sync_ns * fl->tensors);
+        dep(u, st->host, d1);
+        st->host = h1;
+    }
     st->copy = h1;
     st->reduce = h1;   /* the partitioning runs on the reduce stream, in order */
     if (!boundary)

@@ -1048,6 +1048,50 @@ START_TEST(step_ds_pinned_gradient_copies_closed_forms)
 }
 END_TEST
 
+/* offload_optimizer.pin_memory false: the flat 16-bit gradient buffer is pageable, and the D2H into
+ * it and the H2D back out of it hold the host thread (CUDA's pageable copies, whatever non_blocking
+ * says). 0.19.5 on the tiny node (its own fp32 copy is asynchronous into pinned memory), a bucket
+ * per layer or two. By hand: the pageable copies of the P elements' 2 B at the 5 GB/s memcpy cap
+ * (below the 10 GB/s pageable rate), the pinned ones at 20 GB/s; pageable, the H2D is never under
+ * a backward kernel (the next block is issued after it); pinned, part of it is. */
+START_TEST(step_ds_pageable_flat_buffer_holds_the_host)
+{
+    struct sim_hw hw = tiny_hw();
+    struct sim_train t;
+    sim_train_defaults(&t);
+    t.intraop_threads = 2;
+    struct rl_err e;
+    struct sim_step_result r[2];
+    long double P = 0, C = 0;
+    for (int i = 0; i < 2; i++) {
+        struct fixture f;
+        one_gpu(&f, 1.0, 19, 5);
+        f.p.zero.reduce_bucket_size = 10000000;
+        f.p.zero.pin_memory = i == 0;
+        P = (long double)f.p.per_rank_numel;
+        C = (long double)f.p.cpu_numel;
+        ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r[i], &e) == 0, "%s", e.msg);
+        fx_free(&f);
+    }
+    ck_assert(P > 0 && C == P);
+    /* the flush's copies: the flat buffer's D2H and H2D, 0.19.5's fp32 D2H into pinned memory,
+     * summed over the flushes (each rounded up to the ns on its own, hence the slack of one ns per
+     * flush and copy: at most a few hundred) */
+    int64_t pin_d2h = ceil_ns(P * 2.0L / 20e9L * 1e9L) + ceil_ns(C * 4.0L / 20e9L * 1e9L);
+    int64_t page_d2h = ceil_ns(P * 2.0L / 5e9L * 1e9L) + ceil_ns(C * 4.0L / 20e9L * 1e9L);
+    ck_assert_int_le(llabs(r[0].phase[STEP_PH_GRAD_D2H].busy_ns - pin_d2h), 400);
+    ck_assert_int_le(llabs(r[1].phase[STEP_PH_GRAD_D2H].busy_ns - page_d2h), 400);
+    ck_assert_int_le(llabs(r[0].phase[STEP_PH_GRAD_H2D].busy_ns - ceil_ns(P * 2.0L / 20e9L * 1e9L)), 400);
+    ck_assert_int_le(llabs(r[1].phase[STEP_PH_GRAD_H2D].busy_ns - ceil_ns(P * 2.0L / 5e9L * 1e9L)), 400);
+    ck_assert_int_lt(r[0].phase[STEP_PH_GRAD_H2D].exposed_ns, r[0].phase[STEP_PH_GRAD_H2D].busy_ns);
+    ck_assert_int_eq(r[1].phase[STEP_PH_GRAD_H2D].exposed_ns, r[1].phase[STEP_PH_GRAD_H2D].busy_ns);
+    /* the host waits for both pageable copies: the step grows by at least their time beyond the
+     * pinned ones' */
+    ck_assert_int_ge(r[1].step_ns - r[0].step_ns,
+                     (ceil_ns(P * 2.0L / 5e9L * 1e9L) - ceil_ns(P * 2.0L / 20e9L * 1e9L)) * 2 - 800);
+}
+END_TEST
+
 /* A blocking copy in the backward hook stalls the issue of the next block: with a bucket per
  * layer, 0.16.3's blocking fp32 D2H never runs under a backward kernel and the step is longer by
  * what 0.19.5's asynchronous copy overlaps. 0.12's pageable host-cast path is slower still. */
@@ -1314,6 +1358,7 @@ Suite *sim_step_suite(void)
     tcase_add_test(c, step_single_gpu_equals_closed_form);
     tcase_add_test(c, step_ds_host_cast_and_sequential_loop_closed_forms);
     tcase_add_test(c, step_ds_host_costs_of_copies_closed_forms);
+    tcase_add_test(c, step_ds_pageable_flat_buffer_holds_the_host);
     tcase_add_test(c, step_ds_pinned_gradient_copies_closed_forms);
     tcase_add_test(c, step_ds_blocking_copy_stalls_backward);
     tcase_add_test(c, step_ds_blocking_copy_stall_in_the_trace);
