@@ -31,15 +31,14 @@ set bmargin at screen 0.1121
 set label 90 'measured (ms)' at screen 0.0229, screen 0.5405 center rotate by 90
 set xlabel 'predicted (ms)' offset 0,0.9
 set logscale xy
-set xrange [0.000224667:3.21259e+06]
-set yrange [2.22485e-06:31814]
+set xrange [0.000195333:208952]
+set yrange [6.13195e-06:6559.48]
 set grid xtics ytics
 set samples 200
 band = 0.1
-set xtics ('' 0.0005 1, '' 0.001 1, '' 0.002 1, '' 0.005 1, '0.01' 0.01, '' 0.02 1, '' 0.05 1, '' 0.1 1, '' 0.2 1, '' 0.5 1, '1' 1, '' 2 1, '' 5 1, '' 10 1, '' 20 1, '' 50 1, '100' 100, '' 200 1, '' 500 1, '' 1000 1, '' 2000 1, '' 5000 1, '10000' 10000, '' 20000 1, '' 50000 1, '' 100000 1, '' 200000 1, '' 500000 1, '1e+06' 1e+06, '' 2e+06 1)
-set ytics ('' 5e-06 1, '' 1e-05 1, '' 2e-05 1, '' 5e-05 1, '0.0001' 0.0001, '' 0.0002 1, '' 0.0005 1, '' 0.001 1, '' 0.002 1, '' 0.005 1, '0.01' 0.01, '' 0.02 1, '' 0.05 1, '' 0.1 1, '' 0.2 1, '' 0.5 1, '1' 1, '' 2 1, '' 5 1, '' 10 1, '' 20 1, '' 50 1, '100' 100, '' 200 1, '' 500 1, '' 1000 1, '' 2000 1, '' 5000 1, '10000' 10000, '' 20000 1)
+set xtics ('' 0.0002 1, '' 0.0005 1, '' 0.001 1, '' 0.002 1, '' 0.005 1, '0.01' 0.01, '' 0.02 1, '' 0.05 1, '' 0.1 1, '' 0.2 1, '' 0.5 1, '1' 1, '' 2 1, '' 5 1, '' 10 1, '' 20 1, '' 50 1, '100' 100, '' 200 1, '' 500 1, '' 1000 1, '' 2000 1, '' 5000 1, '10000' 10000, '' 20000 1, '' 50000 1, '' 100000 1, '' 200000 1)
+set ytics ('' 1e-05 1, '' 2e-05 1, '' 5e-05 1, '0.0001' 0.0001, '' 0.0002 1, '' 0.0005 1, '' 0.001 1, '' 0.002 1, '' 0.005 1, '0.01' 0.01, '' 0.02 1, '' 0.05 1, '' 0.1 1, '' 0.2 1, '' 0.5 1, '1' 1, '' 2 1, '' 5 1, '' 10 1, '' 20 1, '' 50 1, '100' 100, '' 200 1, '' 500 1, '' 1000 1, '' 2000 1, '' 5000 1)
 unset key
-set label 5 'others used up to 75 % of the cores while measuring' at graph 0.97, graph 0.04 right font ',8' front
 plot '+' using 1:($1*(1-band)):($1*(1+band)) with filledcurves fc rgb '#b8b8b8' fs solid 0.6 title '±10 %', \
      x with lines lc rgb '#000000' dt 1 lw 0.8 title 'measured = predicted', \
      datafile index 0 using 2:3 with points pt 7 ps 0.8 lc rgb '#000000' title 'step', \
@@ -51,7 +50,7 @@ plot '+' using 1:($1*(1-band)):($1*(1+band)) with filledcurves fc rgb '#b8b8b8' 
      datafile index 6 using 2:3 with points pt 6 ps 0.7 lc rgb '#CC79A7' title "reduce_scatter", \
      datafile index 7 using 2:3 with points pt 8 ps 0.7 lc rgb '#D55E00' title "grad_d2h", \
      datafile index 8 using 2:3 with points pt 10 ps 0.7 lc rgb '#D55E00' title "param_h2d"
-# the key, inside the plot area where no data lie; box (screen) 0.5743 0.2336 0.9171 0.7196
+# the key, inside the plot area where no data lie; box (screen) 0.5743 0.1246 0.9171 0.6106
 set lmargin at screen 0.01
 set rmargin at screen 0.99
 set tmargin at screen 0.99
@@ -70,26 +69,26 @@ unset y2tics
 unset y2label
 set xrange [0:1]
 set yrange [0:1]
-set key at screen 0.5743, screen 0.7196 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.5743, screen 0.6106 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#b8b8b8' fs solid 0.6 title '±10 %'
-set key at screen 0.5743, screen 0.6760 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.5743, screen 0.5670 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with lines lc rgb '#000000' dt 1 lw 0.8 title 'measured = predicted'
-set key at screen 0.5743, screen 0.6324 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.5743, screen 0.5234 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with points pt 7 ps 0.8 lc rgb '#000000' title 'step'
-set key at screen 0.5743, screen 0.5888 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.5743, screen 0.4798 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with points pt 5 ps 0.7 lc rgb '#0072B2' title "forward"
-set key at screen 0.5743, screen 0.5452 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.5743, screen 0.4361 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with points pt 9 ps 0.7 lc rgb '#0072B2' title "backward"
-set key at screen 0.5743, screen 0.5016 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.5743, screen 0.3925 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with points pt 11 ps 0.7 lc rgb '#009E73' title "gpu_adam"
-set key at screen 0.5743, screen 0.4579 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.5743, screen 0.3489 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with points pt 13 ps 0.7 lc rgb '#E69F00' title "cpu_adam"
-set key at screen 0.5743, screen 0.4143 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.5743, screen 0.3053 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with points pt 4 ps 0.7 lc rgb '#CC79A7' title "allgather"
-set key at screen 0.5743, screen 0.3707 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.5743, screen 0.2617 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with points pt 6 ps 0.7 lc rgb '#CC79A7' title "reduce_scatter"
-set key at screen 0.5743, screen 0.3271 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.5743, screen 0.2181 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with points pt 8 ps 0.7 lc rgb '#D55E00' title "grad_d2h"
-set key at screen 0.5743, screen 0.2835 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.5743, screen 0.1745 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with points pt 10 ps 0.7 lc rgb '#D55E00' title "param_h2d"
 unset multiplot
