@@ -68,6 +68,7 @@ static void builtin_zero(struct plan_zero *z)
     z->stage = 3;
     z->offload = PLAN_OFFLOAD_CPU;
     z->pin_memory = true;
+    z->src_pin_memory = PLAN_SRC_CONFIG;
     z->ratio = 0.3;
     z->dtype = PLAN_FP16;
 }
@@ -174,6 +175,7 @@ static int apply_settings(const struct plan_inputs *in, struct plan_setup *c, st
     }
     if (in->ds_version_set)
         c->zero.ds_version = in->ds_version;
+    plan_zero_resolve_pin(&c->zero);
     if (in->micro_batch > 0) {
         c->zero.micro_batch = in->micro_batch;
         c->zero.src_micro_batch = PLAN_SRC_CLI;

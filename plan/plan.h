@@ -202,7 +202,9 @@ enum plan_src { PLAN_SRC_DEFAULT, PLAN_SRC_CONFIG, PLAN_SRC_AUTO, PLAN_SRC_CLI }
 struct plan_zero {
     int stage;                       /* zero_optimization.stage */
     enum plan_offload offload;       /* offload_optimizer.device */
-    bool pin_memory;                 /* offload_optimizer.pin_memory */
+    bool pin_memory;                 /* offload_optimizer.pin_memory as DeepSpeed reads it: the config's
+                                        value, else the release's default once the version is known
+                                        (plan_zero_resolve_pin) */
     enum plan_offload offload_param; /* offload_param.device (ZeRO-Infinity: the 16-bit parameter
                                         partitions on the host between uses) */
     bool offload_param_pin;          /* offload_param.pin_memory as the config gives it (DeepSpeed
@@ -226,7 +228,7 @@ struct plan_zero {
     /* provenance of the fields above, for the report */
     enum plan_src src_ratio, src_sub_group_size, src_reduce_bucket_size, src_prefetch_bucket_size,
         src_max_live_parameters, src_dtype, src_micro_batch, src_grad_accum, src_train_batch,
-        src_offload_param_pin;
+        src_offload_param_pin, src_pin_memory;
     char notes[8][160];              /* "auto" resolutions and ignored settings, for the report */
     int n_notes;
 };
@@ -234,6 +236,10 @@ void plan_zero_defaults(struct plan_zero *z);
 /* offload_param.pin_memory as DeepSpeed reads it: the config's value, else the default of the
  * release z->ds_version (false before 0.19.5, true from it: plan/ds_rules.h offload_pin_default). */
 bool plan_zero_param_pin(const struct plan_zero *z);
+/* offload_optimizer.pin_memory left unset by the config takes the default of the release
+ * z->ds_version (plan/ds_rules.h offload_pin_default: false before 0.19.5, true from it). Call it
+ * whenever ds_version changes; a value the config gave stays. */
+void plan_zero_resolve_pin(struct plan_zero *z);
 /* Reads a DeepSpeed JSON file. Errors name the JSON path, the value and what is allowed; an
  * unreplaced template placeholder (CONFIG_BATCH_SIZE, LOG_INTERVAL) is named as such. */
 int plan_zero_load(struct plan_zero *z, const char *path, struct rl_err *e);

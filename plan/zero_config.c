@@ -41,6 +41,12 @@ bool plan_zero_param_pin(const struct plan_zero *z)
     return plan_ds_rules_for(z->ds_version)->offload_pin_default;
 }
 
+void plan_zero_resolve_pin(struct plan_zero *z)
+{
+    if (z->src_pin_memory == PLAN_SRC_DEFAULT)
+        z->pin_memory = plan_ds_rules_for(z->ds_version)->offload_pin_default;
+}
+
 static void note(struct plan_zero *z, const char *fmt, const char *a, const char *b)
 {
     if (z->n_notes < (int)(sizeof z->notes / sizeof z->notes[0]))
@@ -362,7 +368,8 @@ static const struct zero_key zero_keys[] = {
     K_INT("zero_optimization.stage", stage, NONE, 0, 3, false, NULL, 0),
     K_OBJECT("zero_optimization.offload_optimizer"),
     {.path = "zero_optimization.offload_optimizer.device", .kind = ZK_DEVICE, .off = AT(z.offload), .off_src = NONE},
-    K_BOOL("zero_optimization.offload_optimizer.pin_memory", z.pin_memory, false, NULL),
+    {.path = "zero_optimization.offload_optimizer.pin_memory", .kind = ZK_BOOL, .off = AT(z.pin_memory),
+     .off_src = AT(z.src_pin_memory)},
     {.path = "zero_optimization.offload_optimizer.ratio", .kind = ZK_RATIO, .off = AT(z.ratio),
      .off_src = AT(z.src_ratio)},
     K_OBJECT("zero_optimization.offload_param"),

@@ -854,7 +854,7 @@ static void ds_partition_grads(struct builder *u, struct streams *st, const stru
                        fl->part * dtype, fl->tensors);
     dep(u, d1, h1);
     if (!pinned) {
-        /* A pageable flat buffer (offload_optimizer.pin_memory false, DeepSpeed's default):
+        /* A pageable flat buffer (offload_optimizer.pin_memory false, DeepSpeed's default before 0.19.5):
          * cudaMemcpyAsync into pageable memory returns only when the copy is done, and out of it
          * only when the last piece is staged, after a stream sync (CUDA runtime API, "API
          * synchronization behavior"), whatever non_blocking says. Both wait for the reduce stream

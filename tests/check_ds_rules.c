@@ -200,6 +200,37 @@ START_TEST(help_and_accepted_values_are_generated)
 }
 END_TEST
 
+/* offload_optimizer.pin_memory left unset takes the release's default (pageable before 0.19.5,
+ * pinned from it: offload_config.py's `pin_memory: bool = True` since PR #8207), in the ledger
+ * line `plan` prints; a value the config gives stays at every release. */
+START_TEST(optimizer_pin_default_follows_the_release)
+{
+    const char *unset = tu_write("pin-unset.json", "{\"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": "
+                                 "{\"device\": \"cpu\", \"ratio\": 0.5}}, \"bf16\": {\"enabled\": true}}");
+    const char *off = tu_write("pin-false.json", "{\"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": "
+                               "{\"device\": \"cpu\", \"ratio\": 0.5, \"pin_memory\": false}}, \"bf16\": {\"enabled\": true}}");
+    static const struct {
+        int cfg;            /* 0: unset, 1: false */
+        const char *ver;
+        const char *want;   /* in the DeepSpeed line */
+    } cases[] = {
+        {0, "0.19.4", "offload cpu (pageable)"},
+        {0, "0.19.5", "offload cpu (pinned)"},
+        {1, "0.19.5", "offload cpu (pageable)"},
+        {0, "0.12.4", "offload cpu (pageable)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct tu_run r;
+        tu_ratiolab(&r, "plan --model gpt2 --dp 2 --ds-config '%s' --deepspeed-version %s", cases[i].cfg ? off : unset,
+                    cases[i].ver);
+        ck_assert_msg(r.status == 0, "%s", r.err);
+        ck_assert_msg(strstr(r.out, cases[i].want), "%s, pin_memory %s: want '%s' in:\n%s", cases[i].ver,
+                      cases[i].cfg ? "false" : "unset", cases[i].want, r.out);
+        tu_run_free(&r);
+    }
+}
+END_TEST
+
 Suite *TU_SUITE(void)
 {
     Suite *s = suite_create("ds_rules");
@@ -209,6 +240,7 @@ Suite *TU_SUITE(void)
     tcase_add_test(t, facts_read_in_deepspeed_history);
     tcase_add_test(t, version_texts_come_from_the_rows);
     tcase_add_test(t, help_and_accepted_values_are_generated);
+    tcase_add_test(t, optimizer_pin_default_follows_the_release);
     suite_add_tcase(s, t);
     return s;
 }

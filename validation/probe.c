@@ -638,6 +638,7 @@ int val_facts_apply(const struct trace_ds_config *f, int dp, const char *what, c
             return contradicts(e, what, "deepspeed_version", a, b, "the deepspeed_version given");
         }
         z->ds_version = f->version;
+        plan_zero_resolve_pin(z);
         /* The placement rule and the ledger follow the run's version unless the user chose them. */
         if (in->policy == PLAN_POLICY_AUTO)
             c->popt.policy = PLAN_POLICY_AUTO;
@@ -692,10 +693,12 @@ int val_facts_apply(const struct trace_ds_config *f, int dp, const char *what, c
         *ints[i].mine = ints[i].run;
     }
     if (f->pin_memory >= 0) {
-        if (in->ds_config && z->offload == PLAN_OFFLOAD_CPU && z->pin_memory != (f->pin_memory == 1))
+        if (in->ds_config && z->src_pin_memory != PLAN_SRC_DEFAULT && z->offload == PLAN_OFFLOAD_CPU &&
+            z->pin_memory != (f->pin_memory == 1))
             return contradicts(e, what, "zero_optimization.offload_optimizer.pin_memory",
                                f->pin_memory ? "true" : "false", z->pin_memory ? "true" : "false", "the DeepSpeed config");
         z->pin_memory = f->pin_memory == 1;
+        z->src_pin_memory = PLAN_SRC_CONFIG;
     }
     if (f->dtype[0]) {
         enum plan_dtype d = strcmp(f->dtype, "bf16") == 0 ? PLAN_BF16 : strcmp(f->dtype, "fp16") == 0 ? PLAN_FP16 : PLAN_FP32;
