@@ -17,14 +17,8 @@
 #include "plan/plan.h"
 #include "sim/hw.h"
 #include "sim/step.h"
+#include "tests/sim_tiny.h"
 #include "tests/util.h"
-
-static char catalog[4096];
-static const char *cat(void)
-{
-    snprintf(catalog, sizeof catalog, "%s/catalog", tu_src());
-    return catalog;
-}
 
 /* gpt-350m, ZeRO-3 fp16 with the optimizer offloaded at `ratio` (or not at all: ratio < 0) and,
  * with `param`, offload_param "cpu"; world = gpus_per_node = dp; DeepSpeed 0.12.4's placement. */
@@ -45,7 +39,7 @@ static void fx_init(struct fixture *f, int dp, double ratio, bool param)
     f->l.gpus_per_node = dp;
     ck_assert_msg(plan_layout_resolve(&f->l, &e) == 0, "%s", e.msg);
     struct plan_model_opts mo = {.tp = 1, .pp = 1, .pp_stage = 0, .seq_len = 0};
-    ck_assert_msg(plan_model_load(&f->m, cat(), "gpt-350m", &mo, &e) == 0, "%s", e.msg);
+    ck_assert_msg(plan_model_load(&f->m, tu_catalog(), "gpt-350m", &mo, &e) == 0, "%s", e.msg);
     plan_model_group(&f->m, PLAN_GROUPS_AUTO, false);
     plan_zero_defaults(&f->z);
     f->z.stage = 3;
@@ -63,39 +57,6 @@ static void fx_free(struct fixture *f)
 {
     plan_free(&f->p);
     plan_model_free(&f->m);
-}
-
-/* dgx1-v100 cut down to one GPU on one socket of 4 cores with round rates and no latencies, so
- * every piece's time is bytes / rate (as check_sim_step.c's tiny node). */
-static struct sim_hw tiny_hw(void)
-{
-    struct sim_hw hw;
-    struct rl_err e;
-    ck_assert_msg(sim_hw_load(&hw, cat(), "dgx1-v100", &e) == 0, "%s", e.msg);
-    hw.gpus = 1;
-    hw.n_sockets = 1;
-    hw.socket[0] = (struct sim_hw_socket){.cores = 4, .dram_gbps = 100};
-    hw.n_switches = 1;
-    hw.sw[0] = (struct sim_hw_switch){.socket = 0, .uplink_gbps = 1000, .n_gpus = 1, .gpus = {0}};
-    hw.gpu_switch[0] = 0;
-    hw.h2d_pinned_gbps = hw.d2h_pinned_gbps = 20;
-    hw.h2d_pageable_gbps = hw.d2h_pageable_gbps = 10;
-    hw.hbm_gbps = 1000;
-    hw.hbm_efficiency = 1;
-    hw.lat_launch_us = hw.lat_copy_us = hw.lat_coll_intra_us = hw.lat_coll_inter_us = 0;
-    hw.cpu_adam_elems_per_core = 1e9;
-    hw.host_fault_gbps_per_thread = 1;
-    hw.host_fault_gbps_per_socket = 2;
-    hw.host_memcpy_gbps_per_thread = 5;
-    hw.host_cast_elems_per_thread = 1e9;
-    return hw;
-}
-
-/* ceil(x) with the simulator's convention: within 1e-6 above an integer counts as it. */
-static int64_t ceil_ns(long double ns)
-{
-    int64_t n = (int64_t)ns;
-    return (long double)n < ns - 1e-6L ? n + 1 : n;
 }
 
 /* The model's blocks by hand: embeddings before the first layer, one per layer, what follows. */
@@ -131,7 +92,7 @@ static void hand_blocks(const struct plan *p, struct hand_blocks *b)
  * DP 1. Without offload_param the same step casts into a temporary and copies it H2D. */
 START_TEST(cpu_subgroups_cast_into_the_host_partitions)
 {
-    struct sim_hw hw = tiny_hw();
+    struct sim_hw hw = tu_sim_tiny_hw();
     struct sim_train t;
     sim_train_defaults(&t);
     t.intraop_threads = 2;
@@ -145,13 +106,13 @@ START_TEST(cpu_subgroups_cast_into_the_host_partitions)
     ck_assert_msg(sim_step_run(&g.p, &hw, &t, NULL, &q, &e) == 0, "%s", e.msg);
     int64_t cast = 0;
     for (int s = 0; s < f.p.n_subgroups; s++)
-        cast += ceil_ns((long double)f.p.subgroups[s].cpu_numel / 2e9L * 1e9L);
+        cast += tu_ceil_ns((long double)f.p.subgroups[s].cpu_numel / 2e9L * 1e9L);
     ck_assert_int_eq(r.phase[STEP_PH_PARAM_CAST].busy_ns, cast);
     struct hand_blocks b;
     hand_blocks(&f.p, &b);
     int64_t fetch = 0;
     for (int i = 0; i < b.n; i++)
-        fetch += 2 * ceil_ns((long double)b.part[i] * 2.0L / 20e9L * 1e9L);
+        fetch += 2 * tu_ceil_ns((long double)b.part[i] * 2.0L / 20e9L * 1e9L);
     ck_assert_int_eq(r.phase[STEP_PH_PARAM_H2D].busy_ns, fetch);
     /* no parameter temporary: the faults left are the gradients' and fp16's scan, as without
      * offload_param less the sub-groups' 16-bit temporaries of the copy back */
@@ -159,7 +120,7 @@ START_TEST(cpu_subgroups_cast_into_the_host_partitions)
     for (int s = 0; s < f.p.n_subgroups; s++) {
         long double c = (long double)f.p.subgroups[s].cpu_numel;
         if (c * 2.0L >= 32.0L * 1024 * 1024)
-            temps += ceil_ns(c * 2.0L / 2e9L * 1e9L);
+            temps += tu_ceil_ns(c * 2.0L / 2e9L * 1e9L);
     }
     ck_assert_int_gt(temps, 0);
     ck_assert_int_eq(q.phase[STEP_PH_PAGE_FAULT].busy_ns - r.phase[STEP_PH_PAGE_FAULT].busy_ns, temps);
@@ -175,7 +136,7 @@ END_TEST
  * same without offload_param is a GPU cast kernel (4 + 2 B of HBM per element at 1000 GB/s). */
 START_TEST(gpu_subgroups_copy_back_to_the_host)
 {
-    struct sim_hw hw = tiny_hw();
+    struct sim_hw hw = tu_sim_tiny_hw();
     struct sim_train t;
     sim_train_defaults(&t);
     t.intraop_threads = 2;
@@ -191,18 +152,18 @@ START_TEST(gpu_subgroups_copy_back_to_the_host)
     int64_t wb = 0, faults = 0, gpu_cast = 0;
     for (int s = 0; s < f.p.n_subgroups; s++) {
         long double n = (long double)f.p.subgroups[s].numel;
-        wb += ceil_ns(n * 4.0L / 5e9L * 1e9L) + ceil_ns(n / 2e9L * 1e9L);
+        wb += tu_ceil_ns(n * 4.0L / 5e9L * 1e9L) + tu_ceil_ns(n / 2e9L * 1e9L);
         if (n * 4.0L >= 32.0L * 1024 * 1024)
-            faults += ceil_ns(n * 4.0L / 1e9L * 1e9L);
-        gpu_cast += ceil_ns(n * 6.0L / 1000e9L * 1e9L);
+            faults += tu_ceil_ns(n * 4.0L / 1e9L * 1e9L);
+        gpu_cast += tu_ceil_ns(n * 6.0L / 1000e9L * 1e9L);
     }
     ck_assert_int_gt(faults, 0);
     ck_assert_int_eq(r.phase[STEP_PH_PARAM_CAST].busy_ns, wb);
     ck_assert_int_eq(q.phase[STEP_PH_PARAM_CAST].busy_ns, gpu_cast);
     /* fp16's scan of the flat buffer faults 2 x P bytes at 2 GB/s in both */
     long double P = (long double)f.p.per_rank_numel;
-    ck_assert_int_eq(q.phase[STEP_PH_PAGE_FAULT].busy_ns, ceil_ns(2.0L * P / 2e9L * 1e9L));
-    ck_assert_int_eq(r.phase[STEP_PH_PAGE_FAULT].busy_ns, ceil_ns(2.0L * P / 2e9L * 1e9L) + faults);
+    ck_assert_int_eq(q.phase[STEP_PH_PAGE_FAULT].busy_ns, tu_ceil_ns(2.0L * P / 2e9L * 1e9L));
+    ck_assert_int_eq(r.phase[STEP_PH_PAGE_FAULT].busy_ns, tu_ceil_ns(2.0L * P / 2e9L * 1e9L) + faults);
     /* the write-back blocks the host: it is all exposed */
     ck_assert_int_eq(r.phase[STEP_PH_PARAM_CAST].exposed_ns, wb);
     ck_assert_int_gt(r.step_ns, q.step_ns);
@@ -220,7 +181,7 @@ START_TEST(blocking_fetch_holds_the_issuing_hook)
 {
     struct sim_hw hw;
     struct rl_err e;
-    ck_assert_msg(sim_hw_load(&hw, cat(), "dgx-a100-40g", &e) == 0, "%s", e.msg);
+    ck_assert_msg(sim_hw_load(&hw, tu_catalog(), "dgx-a100-40g", &e) == 0, "%s", e.msg);
     hw.tensor_tflops = 1;
     struct sim_train t;
     sim_train_defaults(&t);
@@ -249,7 +210,7 @@ START_TEST(gpu_holds_gathered_blocks_and_fetched_partitions)
 {
     struct sim_hw hw;
     struct rl_err e;
-    ck_assert_msg(sim_hw_load(&hw, cat(), "dgx-a100-40g", &e) == 0, "%s", e.msg);
+    ck_assert_msg(sim_hw_load(&hw, tu_catalog(), "dgx-a100-40g", &e) == 0, "%s", e.msg);
     struct sim_train t;
     sim_train_defaults(&t);
     struct fixture a, b4, c1, d1;

@@ -14,6 +14,7 @@
 #include "plan/plan.h"
 #include "sim/hw.h"
 #include "sim/step.h"
+#include "tests/sim_tiny.h"
 #include "tests/util.h"
 #include "traces/trace.h"
 
@@ -69,13 +70,6 @@ static struct sim_hw load_hw(const char *name)
     return hw;
 }
 
-/* ceil(x) with the simulator's convention: within 1e-6 above an integer counts as it. */
-static int64_t ceil_ns(long double ns)
-{
-    int64_t n = (int64_t)ns;
-    return (long double)n < ns - 1e-6L ? n + 1 : n;
-}
-
 START_TEST(step_single_gpu_equals_closed_form)
 {
     /* gpt-350m on one GH200, ratio 0, overlap schedule: no collectives, no copies; the step is
@@ -109,12 +103,12 @@ START_TEST(step_single_gpu_equals_closed_form)
         /* The ones used below for a layer: 2 x tokens x weights + 4 b s^2 x heads x head_dim. */
         long double fwd = 2.0L * tokens * (long double)layer_numel[l] +
                           4.0L * b * s * s * (long double)a->heads * (long double)(a->hidden / a->heads);
-        want += 2 * launch + ceil_ns(fwd / rate * 1e9L) + ceil_ns(2.0L * fwd / rate * 1e9L);
+        want += 2 * launch + tu_ceil_ns(fwd / rate * 1e9L) + tu_ceil_ns(2.0L * fwd / rate * 1e9L);
     }
     long double logits = 2.0L * tokens * (long double)a->hidden * (long double)a->vocab_padded;
-    want += 2 * launch + ceil_ns(logits / rate * 1e9L) + ceil_ns(2.0L * logits / rate * 1e9L);
+    want += 2 * launch + tu_ceil_ns(logits / rate * 1e9L) + tu_ceil_ns(2.0L * logits / rate * 1e9L);
     long double hbm = (long double)hw.hbm_gbps * hw.hbm_efficiency * 1e9L;
-    want += launch + ceil_ns((long double)f.p.gpu_numel * 30.0L / hbm * 1e9L);
+    want += launch + tu_ceil_ns((long double)f.p.gpu_numel * 30.0L / hbm * 1e9L);
     ck_assert_int_eq(r.step_ns, want);
     ck_assert_int_eq(r.phase[STEP_PH_CPU_ADAM].busy_ns, 0);
     fx_free(&f);
@@ -882,7 +876,7 @@ START_TEST(step_ds_host_cast_and_sequential_loop_closed_forms)
     long double cast = (long double)hw.host_cast_elems_per_thread, crate = 12.0L * cast;
     if (dram / 6.0L < crate)
         crate = dram / 6.0L;
-    ck_assert_int_eq(r.phase[STEP_PH_GRAD_CAST].busy_ns, ceil_ns(P / crate * 1e9L));
+    ck_assert_int_eq(r.phase[STEP_PH_GRAD_CAST].busy_ns, tu_ceil_ns(P / crate * 1e9L));
     /* The sequential loop: per sub-group an unscale pass (8 B per element), CPU Adam at the cores'
      * rate (12 x 0.25 G/s, below DRAM's 90e9 / 28), the cast back (6 B, the cast's rate) and a
      * pageable H2D of 2 B per element at the pageable rate; nothing of it overlaps anything else. */
@@ -890,10 +884,10 @@ START_TEST(step_ds_host_cast_and_sequential_loop_closed_forms)
     int64_t un = 0, ad = 0, ca = 0, h2d = 0;
     for (int s = 0; s < f.p.n_subgroups; s++) {
         long double c = (long double)f.p.subgroups[s].cpu_numel;
-        un += ceil_ns(c * 8.0L / dram * 1e9L);
-        ad += ceil_ns(c / adam * 1e9L);
-        ca += ceil_ns(c / crate * 1e9L);
-        h2d += ceil_ns(c * 2.0L / page * 1e9L);
+        un += tu_ceil_ns(c * 8.0L / dram * 1e9L);
+        ad += tu_ceil_ns(c / adam * 1e9L);
+        ca += tu_ceil_ns(c / crate * 1e9L);
+        h2d += tu_ceil_ns(c * 2.0L / page * 1e9L);
     }
     ck_assert_int_eq(r.phase[STEP_PH_UNSCALE].busy_ns, un);
     ck_assert_int_eq(r.phase[STEP_PH_CPU_ADAM].busy_ns, ad);
@@ -909,36 +903,12 @@ START_TEST(step_ds_host_cast_and_sequential_loop_closed_forms)
     long double torch = 12.0L * (long double)hw.torch_adam_elems_per_core;
     int64_t adt = 0;
     for (int s = 0; s < f.p.n_subgroups; s++)
-        adt += ceil_ns((long double)f.p.subgroups[s].cpu_numel / torch * 1e9L);
+        adt += tu_ceil_ns((long double)f.p.subgroups[s].cpu_numel / torch * 1e9L);
     ck_assert_int_eq(q.phase[STEP_PH_CPU_ADAM].busy_ns, adt);
     ck_assert_int_eq(q.step_ns - r.step_ns, adt - ad);
     fx_free(&f);
 }
 END_TEST
-
-/* A tiny node for the host costs of PyTorch's copies: one GPU on one socket of 4 cores, round
- * rates, no latencies, so every piece's time is bytes / rate. */
-static struct sim_hw tiny_hw(void)
-{
-    struct sim_hw hw = load_hw("dgx1-v100");
-    hw.gpus = 1;
-    hw.n_sockets = 1;
-    hw.socket[0] = (struct sim_hw_socket){.cores = 4, .dram_gbps = 100};
-    hw.n_switches = 1;
-    hw.sw[0] = (struct sim_hw_switch){.socket = 0, .uplink_gbps = 1000, .n_gpus = 1, .gpus = {0}};
-    hw.gpu_switch[0] = 0;
-    hw.h2d_pinned_gbps = hw.d2h_pinned_gbps = 20;
-    hw.h2d_pageable_gbps = hw.d2h_pageable_gbps = 10;
-    hw.hbm_gbps = 1000;
-    hw.hbm_efficiency = 1;
-    hw.lat_launch_us = hw.lat_copy_us = hw.lat_coll_intra_us = hw.lat_coll_inter_us = 0;
-    hw.cpu_adam_elems_per_core = 1e9;
-    hw.host_fault_gbps_per_thread = 1;
-    hw.host_fault_gbps_per_socket = 2;
-    hw.host_memcpy_gbps_per_thread = 5;
-    hw.host_cast_elems_per_thread = 1e9;
-    return hw;
-}
 
 /* Elements of the tensors whose 16-bit temporary is at least 32 MiB (glibc mmaps it fresh). */
 static int64_t fresh_numel(const struct plan *p)
@@ -954,7 +924,7 @@ static int64_t fresh_numel(const struct plan *p)
  * blocking copy_ of the fp32 gradient and of the parameter copy-back, by hand. */
 START_TEST(step_ds_host_costs_of_copies_closed_forms)
 {
-    struct sim_hw hw = tiny_hw();
+    struct sim_hw hw = tu_sim_tiny_hw();
     struct fixture f;
     one_gpu(&f, 1.0, 12, 4);
     long double P = (long double)f.p.cpu_numel, fresh = (long double)fresh_numel(&f.p);
@@ -970,24 +940,24 @@ START_TEST(step_ds_host_costs_of_copies_closed_forms)
      *   the gradient's 16-bit temporaries: fresh x 2 B on the calling thread, 1 GB/s;
      *   fp16's isinf / isnan results: 2 x P x 1 B on 2 intra-op threads, 2 GB/s (2 x 1, = the socket);
      *   per CPU sub-group the 16-bit temporary of the parameter copy: c x 2 B at 2 GB/s. */
-    int64_t want = ceil_ns(fresh * 2.0L / 1e9L * 1e9L) + ceil_ns(2.0L * P / 2e9L * 1e9L);
+    int64_t want = tu_ceil_ns(fresh * 2.0L / 1e9L * 1e9L) + tu_ceil_ns(2.0L * P / 2e9L * 1e9L);
     int64_t cast = 0, h2d = 0;
     for (int s = 0; s < f.p.n_subgroups; s++) {
         long double c = (long double)f.p.subgroups[s].cpu_numel;
         if (c * 2.0L >= 32.0L * 1024 * 1024)
-            want += ceil_ns(c * 2.0L / 2e9L * 1e9L);
-        cast += ceil_ns(c / 2e9L * 1e9L);          /* 2 threads x 1e9 elements/s */
-        h2d += ceil_ns(c * 2.0L / 5e9L * 1e9L);     /* pageable 10 GB/s, capped by the 5 GB/s memcpy */
+            want += tu_ceil_ns(c * 2.0L / 2e9L * 1e9L);
+        cast += tu_ceil_ns(c / 2e9L * 1e9L);          /* 2 threads x 1e9 elements/s */
+        h2d += tu_ceil_ns(c * 2.0L / 5e9L * 1e9L);     /* pageable 10 GB/s, capped by the 5 GB/s memcpy */
     }
     ck_assert_int_eq(r.phase[STEP_PH_PAGE_FAULT].busy_ns, want);
     ck_assert_int_eq(r.phase[STEP_PH_PAGE_FAULT].exposed_ns, want);
     /* the cast into the fp32 gradient on 2 threads; the cast back per sub-group */
-    ck_assert_int_eq(r.phase[STEP_PH_GRAD_CAST].busy_ns, ceil_ns(P / 2e9L * 1e9L));
+    ck_assert_int_eq(r.phase[STEP_PH_GRAD_CAST].busy_ns, tu_ceil_ns(P / 2e9L * 1e9L));
     ck_assert_int_eq(r.phase[STEP_PH_PARAM_CAST].busy_ns, cast);
     ck_assert_int_eq(r.phase[STEP_PH_PARAM_H2D].busy_ns, h2d);
     /* D2H: the flat buffer's pinned copy (20 GB/s), then the pageable copy into the temporary */
     ck_assert_int_eq(r.phase[STEP_PH_GRAD_D2H].busy_ns,
-                     ceil_ns(P * 2.0L / 20e9L * 1e9L) + ceil_ns(P * 2.0L / 5e9L * 1e9L));
+                     tu_ceil_ns(P * 2.0L / 20e9L * 1e9L) + tu_ceil_ns(P * 2.0L / 5e9L * 1e9L));
     /* DeepSpeed's timers: the three windows cut the step */
     ck_assert_int_eq(r.window_forward_ns + r.window_backward_ns + r.window_step_ns, r.step_ns);
     ck_assert_int_gt(r.window_forward_ns, 0);
@@ -996,16 +966,16 @@ START_TEST(step_ds_host_costs_of_copies_closed_forms)
     t.intraop_threads = 0;
     struct sim_step_result q;
     ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &q, &e) == 0, "%s", e.msg);
-    ck_assert_int_eq(q.phase[STEP_PH_GRAD_CAST].busy_ns, ceil_ns(P / 4e9L * 1e9L));
+    ck_assert_int_eq(q.phase[STEP_PH_GRAD_CAST].busy_ns, tu_ceil_ns(P / 4e9L * 1e9L));
     ck_assert_int_eq(q.phase[STEP_PH_PAGE_FAULT].busy_ns, want);
     /* one intra-op thread: the parallel faults at 1 GB/s */
     t.intraop_threads = 1;
     ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &q, &e) == 0, "%s", e.msg);
-    int64_t want1 = ceil_ns(fresh * 2.0L / 1e9L * 1e9L) + ceil_ns(2.0L * P / 1e9L * 1e9L);
+    int64_t want1 = tu_ceil_ns(fresh * 2.0L / 1e9L * 1e9L) + tu_ceil_ns(2.0L * P / 1e9L * 1e9L);
     for (int s = 0; s < f.p.n_subgroups; s++) {
         long double c = (long double)f.p.subgroups[s].cpu_numel;
         if (c * 2.0L >= 32.0L * 1024 * 1024)
-            want1 += ceil_ns(c * 2.0L / 1e9L * 1e9L);
+            want1 += tu_ceil_ns(c * 2.0L / 1e9L * 1e9L);
     }
     ck_assert_int_eq(q.phase[STEP_PH_PAGE_FAULT].busy_ns, want1);
     fx_free(&f);
@@ -1018,7 +988,7 @@ END_TEST
  * fp16's scan fault. */
 START_TEST(step_ds_pinned_gradient_copies_closed_forms)
 {
-    struct sim_hw hw = tiny_hw();
+    struct sim_hw hw = tu_sim_tiny_hw();
     struct sim_train t;
     sim_train_defaults(&t);
     t.intraop_threads = 2;
@@ -1030,18 +1000,18 @@ START_TEST(step_ds_pinned_gradient_copies_closed_forms)
         long double P = (long double)f.p.cpu_numel;
         struct sim_step_result r;
         ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
-        int64_t faults = ceil_ns(2.0L * P / 2e9L * 1e9L);
+        int64_t faults = tu_ceil_ns(2.0L * P / 2e9L * 1e9L);
         for (int s = 0; s < f.p.n_subgroups; s++) {
             long double c = (long double)f.p.subgroups[s].cpu_numel;
             if (c * 2.0L >= 32.0L * 1024 * 1024)
-                faults += ceil_ns(c * 2.0L / 2e9L * 1e9L);
+                faults += tu_ceil_ns(c * 2.0L / 2e9L * 1e9L);
         }
         ck_assert_int_eq(r.phase[STEP_PH_PAGE_FAULT].busy_ns, faults);
         ck_assert_int_eq(r.phase[STEP_PH_GRAD_D2H].busy_ns,
-                         ceil_ns(P * 2.0L / 20e9L * 1e9L) + ceil_ns(P * 4.0L / 20e9L * 1e9L));
+                         tu_ceil_ns(P * 2.0L / 20e9L * 1e9L) + tu_ceil_ns(P * 4.0L / 20e9L * 1e9L));
         /* the upcast on the GPU (2 + 4 B of HBM at 1000 GB/s); 0.15.4 also the host copy (8 B at
          * 100 GB/s) */
-        int64_t gc = ceil_ns(P * 6.0L / 1000e9L * 1e9L) + (i == 0 ? ceil_ns(P * 8.0L / 100e9L * 1e9L) : 0);
+        int64_t gc = tu_ceil_ns(P * 6.0L / 1000e9L * 1e9L) + (i == 0 ? tu_ceil_ns(P * 8.0L / 100e9L * 1e9L) : 0);
         ck_assert_int_eq(r.phase[STEP_PH_GRAD_CAST].busy_ns, gc);
         fx_free(&f);
     }
@@ -1056,7 +1026,7 @@ END_TEST
  * a backward kernel (the next block is issued after it); pinned, part of it is. */
 START_TEST(step_ds_pageable_flat_buffer_holds_the_host)
 {
-    struct sim_hw hw = tiny_hw();
+    struct sim_hw hw = tu_sim_tiny_hw();
     struct sim_train t;
     sim_train_defaults(&t);
     t.intraop_threads = 2;
@@ -1077,18 +1047,18 @@ START_TEST(step_ds_pageable_flat_buffer_holds_the_host)
     /* the flush's copies: the flat buffer's D2H and H2D, 0.19.5's fp32 D2H into pinned memory,
      * summed over the flushes (each rounded up to the ns on its own, hence the slack of one ns per
      * flush and copy: at most a few hundred) */
-    int64_t pin_d2h = ceil_ns(P * 2.0L / 20e9L * 1e9L) + ceil_ns(C * 4.0L / 20e9L * 1e9L);
-    int64_t page_d2h = ceil_ns(P * 2.0L / 5e9L * 1e9L) + ceil_ns(C * 4.0L / 20e9L * 1e9L);
+    int64_t pin_d2h = tu_ceil_ns(P * 2.0L / 20e9L * 1e9L) + tu_ceil_ns(C * 4.0L / 20e9L * 1e9L);
+    int64_t page_d2h = tu_ceil_ns(P * 2.0L / 5e9L * 1e9L) + tu_ceil_ns(C * 4.0L / 20e9L * 1e9L);
     ck_assert_int_le(llabs(r[0].phase[STEP_PH_GRAD_D2H].busy_ns - pin_d2h), 400);
     ck_assert_int_le(llabs(r[1].phase[STEP_PH_GRAD_D2H].busy_ns - page_d2h), 400);
-    ck_assert_int_le(llabs(r[0].phase[STEP_PH_GRAD_H2D].busy_ns - ceil_ns(P * 2.0L / 20e9L * 1e9L)), 400);
-    ck_assert_int_le(llabs(r[1].phase[STEP_PH_GRAD_H2D].busy_ns - ceil_ns(P * 2.0L / 5e9L * 1e9L)), 400);
+    ck_assert_int_le(llabs(r[0].phase[STEP_PH_GRAD_H2D].busy_ns - tu_ceil_ns(P * 2.0L / 20e9L * 1e9L)), 400);
+    ck_assert_int_le(llabs(r[1].phase[STEP_PH_GRAD_H2D].busy_ns - tu_ceil_ns(P * 2.0L / 5e9L * 1e9L)), 400);
     ck_assert_int_lt(r[0].phase[STEP_PH_GRAD_H2D].exposed_ns, r[0].phase[STEP_PH_GRAD_H2D].busy_ns);
     ck_assert_int_eq(r[1].phase[STEP_PH_GRAD_H2D].exposed_ns, r[1].phase[STEP_PH_GRAD_H2D].busy_ns);
     /* the host waits for both pageable copies: the step grows by at least their time beyond the
      * pinned ones' */
     ck_assert_int_ge(r[1].step_ns - r[0].step_ns,
-                     (ceil_ns(P * 2.0L / 5e9L * 1e9L) - ceil_ns(P * 2.0L / 20e9L * 1e9L)) * 2 - 800);
+                     (tu_ceil_ns(P * 2.0L / 5e9L * 1e9L) - tu_ceil_ns(P * 2.0L / 20e9L * 1e9L)) * 2 - 800);
 }
 END_TEST
 
