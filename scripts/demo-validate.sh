@@ -9,27 +9,7 @@
 #   scripts/demo-validate.sh [BIN]                  into out/ (RATIOLAB_OUT): PDF and PNG
 #   scripts/demo-validate.sh --figures DIR [BIN]    only the PNG, into DIR (make figures)
 set -euo pipefail
-figures_only=
-if [ "${1:-}" = --figures ]; then
-    figures_only=1
-    out=${2:?--figures needs a folder}
-    shift 2
-fi
-bin=${1:-build/ratiolab}
-out=${out:-${RATIOLAB_OUT:-out}}
-run() { printf '\n$ ratiolab %s\n' "$*"; "$bin" "$@"; }
-
-figure() {
-    local rc=0
-    if [ -n "$figures_only" ]; then "$bin" plot "$@" >/dev/null || rc=$?; else run plot "$@" || rc=$?; fi
-    if [ "$rc" = 3 ]; then
-        echo "  (no gnuplot: the figure's .dat and .gp are written; install gnuplot to draw it)"
-    elif [ "$rc" != 0 ]; then
-        exit "$rc"
-    fi
-}
-
-mkdir -p "$out"
+. "$(dirname "$0")/demo-common.sh"
 val_args=(validate --scale 1000 --seq-len 128 --ratios 0,0.5,1 --ranks 2 --calibrate --out "$out/validate")
 start=$SECONDS
 if [ -z "$figures_only" ]; then

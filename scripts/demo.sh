@@ -8,29 +8,8 @@
 #   scripts/demo.sh [BIN]                  the demo
 #   scripts/demo.sh --figures DIR [BIN]    only the figures, as PNGs, into DIR (make figures)
 set -euo pipefail
-figures_only=
-if [ "${1:-}" = --figures ]; then
-    figures_only=1
-    out=${2:?--figures needs a folder}
-    shift 2
-fi
-bin=${1:-build/ratiolab}
-out=${out:-${RATIOLAB_OUT:-out}}
-run() { printf '\n$ ratiolab %s\n' "$*"; "$bin" "$@"; }
+. "$(dirname "$0")/demo-common.sh"
 quiet() { "$bin" "$@" >/dev/null; }
-
-# A figure; without gnuplot `plot` still writes the .dat and .gp and exits 3: say so and go on.
-figure() {
-    local rc=0
-    if [ -n "$figures_only" ]; then "$bin" plot "$@" >/dev/null || rc=$?; else run plot "$@" || rc=$?; fi
-    if [ "$rc" = 3 ]; then
-        echo "  (no gnuplot: the figure's .dat and .gp are written; install gnuplot to draw it)"
-    elif [ "$rc" != 0 ]; then
-        exit "$rc"
-    fi
-}
-
-mkdir -p "$out"
 if [ -z "$figures_only" ]; then
     echo "== What a DeepSpeed user sweeping offload_optimizer.ratio 0.0 .. 1.0 really gets =="
     run plan --ratios 0:1:0.1
