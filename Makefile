@@ -225,9 +225,13 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 test-build: $(BIN) $(TEST_BIN) $(PROGS)
 .PHONY: test-build
 
+# The suites run TEST_JOBS at a time (tests/runner.c, RL_TEST_JOBS), the longest first
+# (TEST_FIRST: the suites that took longest in a plain run, longest first).
+TEST_JOBS ?= $(JOBS)
+TEST_FIRST := validation exec newcomer hardening docs badinput plots_safety monitor plots plot_figures
 test-run: $(BIN) $(TEST_BIN) $(PROGS)
-	@echo "== tests ($(if $(filter 1,$(SANITIZE)),ASan + UBSan,plain build)) =="
-	$(TEST_ENV) $(TEST_BIN)
+	@echo "== tests ($(if $(filter 1,$(SANITIZE)),ASan + UBSan,plain build)), $(TEST_JOBS) suites at a time =="
+	$(TEST_ENV) RL_TEST_JOBS=$(TEST_JOBS) RL_TEST_FIRST="$(TEST_FIRST)" $(TEST_BIN)
 
 # `make test-long`: the loop tests tagged "long" (the kernels' bitwise loops) at their full length
 # (RL_TEST_LONG=1); `make test` runs their shorter form. SANITIZE=1 as for make test.

@@ -11,7 +11,10 @@
  *
  * Check's per-test timeouts need a fork, so the no-fork runner has its own: CK_NOFORK_TIMEOUT
  * seconds (default 900) for all its suites together, after which the runner prints that the
- * limit was reached and exits with 124 (as timeout(1) does). */
+ * limit was reached and exits with 124 (as timeout(1) does).
+ *
+ * RL_TEST_JOBS=N runs the suites N at a time, each in a worker of its own (run_parallel below);
+ * `make test` sets it to the machine's cores. */
 #include <check.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -20,6 +23,7 @@
 #include <string.h>
 #include <signal.h>   /* signal, SIGALRM: the no-fork runner's limit */
 #include <unistd.h>
+#include <sys/wait.h>  /* wait, WIFSIGNALED: the workers of RL_TEST_JOBS */
 
 #include "tests/util.h"
 
@@ -168,6 +172,190 @@ static unsigned nofork_limit(void)
     return v && end != v && !*end && s > 0 && s < 86400 ? (unsigned)s : 900;
 }
 
+/* ---- suites side by side (RL_TEST_JOBS) ---------------------------------------------------------
+ * With RL_TEST_JOBS=N (N > 1) and no CK_RUN_SUITE, the runner starts itself once per suite
+ * (CK_RUN_SUITE=<suite>, RL_TEST_WORKER=1), N at a time, each worker's output into a file of its
+ * own, and prints a worker's output whole when it ends, so no two suites' lines interleave. The
+ * suites named in RL_TEST_FIRST (space-separated; the longest ones) start first, then the rest in
+ * suites.h order: a long suite started last would end the run alone. The closing lines are the
+ * runner's usual ones over all workers: the slowest tests (from every worker's XML log), every
+ * skip in suites.h order, and "N passed, N failed, N skipped". A worker that ends without its
+ * summary line (a signal, a crash of the runner itself) counts as one failed test, named. */
+struct worker {
+    pid_t pid;             /* 0: not started or reaped */
+    char out[64];          /* the worker's stdout and stderr */
+    char xml[64];          /* its Check XML log */
+    int passed, failed;    /* from its summary line */
+    int skipped;
+    char *skip_lines;      /* its "skipped: ..." lines, kept for the end (malloc'd) */
+    bool done;
+};
+
+/* Index of the suite that should start next: the first not yet started of RL_TEST_FIRST, else
+ * the first not yet started in suites.h order; -1 when all have. */
+static int next_suite(const bool *started, size_t n)
+{
+    const char *first = getenv("RL_TEST_FIRST");
+    for (const char *p = first ? first : ""; *p;) {
+        while (*p == ' ')
+            p++;
+        size_t len = strcspn(p, " ");
+        for (size_t i = 0; i < n && len; i++)
+            if (!started[i] && strlen(suites[i].name) == len && strncmp(suites[i].name, p, len) == 0)
+                return (int)i;
+        p += len;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!started[i])
+            return (int)i;
+    return -1;
+}
+
+static pid_t worker_start(const char *self, const char *suite, struct worker *w)
+{
+    snprintf(w->out, sizeof w->out, "/tmp/ratiolab-worker-out-XXXXXX");
+    snprintf(w->xml, sizeof w->xml, "/tmp/ratiolab-worker-xml-XXXXXX");
+    int fd = mkstemp(w->out), fx = mkstemp(w->xml);
+    if (fd < 0 || fx < 0) {
+        perror("run_tests: mkstemp");
+        exit(EXIT_FAILURE);
+    }
+    close(fx);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("run_tests: fork");
+        exit(EXIT_FAILURE);
+    }
+    if (pid == 0) {
+        dup2(fd, STDOUT_FILENO);
+        dup2(fd, STDERR_FILENO);
+        close(fd);
+        setenv("CK_RUN_SUITE", suite, 1);
+        setenv("RL_TEST_WORKER", "1", 1);
+        setenv("CK_XML_LOG_FILE_NAME", w->xml, 1);
+        execl(self, self, (char *)NULL);
+        perror("run_tests: exec");
+        _exit(127);
+    }
+    close(fd);
+    return pid;
+}
+
+/* Prints worker w's output but its closing lines, which it parses into w (and keeps the skips). */
+static void worker_finish(struct worker *w, const char *suite, int status)
+{
+    FILE *f = fopen(w->out, "r");
+    char *buf = NULL;
+    size_t len = 0;
+    if (f) {
+        FILE *m = open_memstream(&buf, &len);
+        char chunk[8192];
+        size_t k;
+        while (m && (k = fread(chunk, 1, sizeof chunk, f)) > 0)
+            fwrite(chunk, 1, k, m);
+        if (m)
+            fclose(m);
+        fclose(f);
+    }
+    unlink(w->out);
+    /* The summary is the last line; the skip lines are the run of "skipped: " lines before it. */
+    char *end = buf ? buf + len : NULL;
+    while (end && end > buf && end[-1] == '\n')
+        end--;
+    char *last = end;
+    while (last && last > buf && last[-1] != '\n')
+        last--;
+    bool ok = last && sscanf(last, "%d passed, %d failed, %d skipped", &w->passed, &w->failed, &w->skipped) == 3;
+    char *skips = last;
+    while (ok && skips > buf) {
+        char *p = skips - 1;   /* the newline ending the line before */
+        while (p > buf && p[-1] != '\n')
+            p--;
+        if (strncmp(p, "skipped: ", 9) != 0)
+            break;
+        skips = p;
+    }
+    if (ok) {
+        w->skip_lines = strndup(skips, (size_t)(last - skips));
+        fwrite(buf, 1, (size_t)(skips - buf), stdout);
+    } else {
+        if (buf)
+            fwrite(buf, 1, len, stdout);
+        printf("run_tests: suite %s: its worker ended without a summary (%s %d)\n", suite,
+               WIFSIGNALED(status) ? "signal" : "exit status",
+               WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        w->passed = w->skipped = 0;
+        w->failed = 1;
+    }
+    fflush(stdout);
+    free(buf);
+    w->done = true;
+}
+
+static int run_parallel(int jobs, int top)
+{
+    const size_t n = sizeof suites / sizeof suites[0];
+    struct worker *w = calloc(n, sizeof *w);
+    bool *started = calloc(n, sizeof *started);
+    if (!w || !started) {
+        perror("run_tests");
+        return EXIT_FAILURE;
+    }
+    char self[4096];
+    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (k <= 0) {
+        perror("run_tests: /proc/self/exe");
+        return EXIT_FAILURE;
+    }
+    self[k] = 0;
+    int running = 0;
+    for (;;) {
+        int i;
+        while (running < jobs && (i = next_suite(started, n)) >= 0) {
+            started[i] = true;
+            w[i].pid = worker_start(self, suites[i].name, &w[i]);
+            running++;
+        }
+        if (running == 0)
+            break;
+        int status;
+        pid_t pid = wait(&status);
+        if (pid < 0) {
+            perror("run_tests: wait");
+            return EXIT_FAILURE;
+        }
+        for (size_t j = 0; j < n; j++)
+            if (w[j].pid == pid && !w[j].done) {
+                worker_finish(&w[j], suites[j].name, status);
+                running--;
+            }
+    }
+    int passed = 0, failed = 0, skipped = 0;
+    char (*logs)[300] = calloc(n, sizeof *logs);
+    int n_logs = 0;
+    for (size_t j = 0; j < n; j++) {
+        passed += w[j].passed;
+        failed += w[j].failed;
+        skipped += w[j].skipped;
+        if (logs)
+            snprintf(logs[n_logs++], 300, "%s", w[j].xml);
+    }
+    if (top > 0 && logs)
+        timings_print(logs, n_logs, top);
+    for (size_t j = 0; j < n; j++) {
+        unlink(w[j].xml);
+        if (w[j].skip_lines)
+            fputs(w[j].skip_lines, stdout);
+        free(w[j].skip_lines);
+    }
+    printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    free(logs);
+    free(w);
+    free(started);
+    return failed || passed == 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 int main(int argc, char **argv)
 {
     /* OpenMP threads that wait for work spin by default (OMP_WAIT_POLICY active, libgomp's spin
@@ -179,6 +367,13 @@ int main(int argc, char **argv)
     if (!getenv("OMP_WAIT_POLICY")) {
         setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
         execv("/proc/self/exe", argv);   /* returns only on failure: carry on as we are */
+    }
+    const char *jobs_env = getenv("RL_TEST_JOBS"), *only_env = getenv("CK_RUN_SUITE");
+    int jobs = jobs_env ? atoi(jobs_env) : 1;
+    bool worker = getenv("RL_TEST_WORKER") != NULL;
+    if (jobs > 1 && !worker && !(only_env && *only_env)) {
+        const char *sl = getenv("CK_SLOWEST");
+        return run_parallel(jobs, sl && *sl ? atoi(sl) : 10);
     }
     const size_t n = sizeof suites / sizeof suites[0];
     SRunner *forked = NULL, *nofork = NULL;
@@ -199,6 +394,9 @@ int main(int argc, char **argv)
     }
     const char *slowest = getenv("CK_SLOWEST");
     int top = slowest && *slowest ? atoi(slowest) : 10;
+    /* A worker of run_parallel keeps its XML log (given) for the parent and prints no timings. */
+    if (worker)
+        top = 1;
     char logs[2][300];
     bool unlink_log[2] = {false, false};
     int n_logs = 0;
@@ -225,7 +423,7 @@ int main(int argc, char **argv)
         run += srunner_ntests_run(forked);
         srunner_free(forked);
     }
-    if (top > 0)
+    if (top > 0 && !worker)
         timings_print(logs, n_logs, top);
     for (int i = 0; i < n_logs; i++)
         if (unlink_log[i])
