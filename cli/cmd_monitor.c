@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <regex.h>      /* regcomp, regexec: --mark, POSIX extended */
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -388,12 +389,15 @@ static const char description[] =
     "Exit status: with -- CMD the command's (128+N if killed by signal N); with --pid 0;\n"
     "130/143 when stopped by SIGINT/SIGTERM; 2 bad input; 3 environment.";
 
-static int fail_input(const char *fmt, const char *v) __attribute__((format(printf, 1, 0)));
-static int fail_input(const char *fmt, const char *v)
+static int fail_input(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail_input(const char *fmt, ...)
 {
     struct rl_err e = {0};
     char msg[RL_ERR_MSG_MAX];
-    snprintf(msg, sizeof msg, fmt, v);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
     rl_errf(&e, RL_EINVAL, "%s", msg);   /* one line, whatever the user typed */
     return cli_fail("monitor", &e);
 }
