@@ -35,7 +35,8 @@ static const struct cli_opt opts[] = {
     {"hash", NULL, "print the digest of the final master, m, v and 16-bit parameters", R_HASH},
     {"json", NULL, "machine-readable output (exec/README.md documents the schema)", R_JSON},
     {"trace", "FILE", "write a Chrome trace (Perfetto) of every step; FILE ending in .gz is gzipped", R_TRACE},
-    {"save", "DIR", "write a checkpoint of the optimizer state at the end", R_SAVE},
+    {"save", "DIR", "write a checkpoint of the optimizer state at the end (one save at a time: DIR is locked, "
+     "and a save into a DIR another save holds exits 3 at once naming it)", R_SAVE},
     {"load", "DIR", "start from a checkpoint (any world size, ratio, policy, schedule)", R_LOAD},
     {"reference", NULL, "compute the expected digest in one process with the scalar reference Adam", R_REFERENCE},
     {"ratios", "LIST", "run each ratio in turn (e.g. 0,0.1,0.5): one digest line each", R_RATIOS},

@@ -3,14 +3,16 @@
  * per rank, the manifest) is exec/ckpt.h's; this file saves and loads it with the run's state.
  *
  * A save is all or nothing across ranks (exec/README.md, "Checkpoints"):
- *   1. rank 0 creates DIR/gen-G (G one above every generation in DIR) and broadcasts G;
+ *   1. rank 0 locks DIR (flock on DIR/.ratiolab.lock until step 5 is done: a second save exits 3
+ *      at once), creates DIR/gen-G (G one above every generation in DIR) and broadcasts G;
  *   2. every rank writes DIR/gen-G/rank-K.rlck.tmp, fsyncs it, renames it to rank-K.rlck and
  *      fsyncs the folder;
  *   3. the ranks agree (a maximum over ranks of "failed"): when any failed, each removes its own
  *      file, rank 0 removes gen-G, and DIR keeps its previous checkpoint;
  *   4. rank 0 writes DIR/CHECKPOINT.tmp (the manifest: generation G, world, iterations), fsyncs
  *      it, renames it to DIR/CHECKPOINT (one rename: the switch) and fsyncs DIR;
- *   5. rank 0 removes every other generation (and a folder's flat files of the first format).
+ *   5. rank 0 removes every other generation but the one the manifest names, read again (and a
+ *      folder's flat files of the first format); a link is removed itself, never followed.
  * A process killed anywhere leaves DIR/CHECKPOINT naming a complete generation (the old one before
  * step 4, the new one after it); the debris of a killed save is removed by the next save.
  * A load reads DIR/CHECKPOINT and the generation it names (a folder without it: the first
@@ -84,21 +86,131 @@ static int write_all(int fd, const void *p, size_t n)
     return 0;
 }
 
-static void fsync_dir(const char *dir)
+/* Every name inside the checkpoint folder is resolved relative to a descriptor of the folder
+ * (openat, unlinkat, renameat) and never through a symbolic link (O_NOFOLLOW, fstatat with
+ * AT_SYMLINK_NOFOLLOW): a link named like a generation or a rank file is removed itself, never
+ * what it points to, and a checkpoint whose generation or rank file is a link is refused. The
+ * folder itself is the user's name and may be a link. */
+
+/* The folder dir (following dir itself), or -1 with errno. */
+static int open_dir(const char *dir)
 {
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        (void)fsync(dfd);
-        close(dfd);
-    }
+    return open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
-/* Writes n bytes to tmp (created, truncated), fsyncs and renames it to path. 0, or errno. With
- * half != 0 only the first half is written and nothing else happens (the injected failure). */
-static int write_file(const char *tmp, const char *path, const void *a, size_t na, const void *b, size_t nb,
-                      bool half)
+/* The folder `name` inside dfd, never through a link: -1 with errno (ELOOP or ENOTDIR for a link). */
+static int open_sub(int dfd, const char *name)
 {
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    return openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* True when `name` inside dfd is a symbolic link (not followed). */
+static bool is_link_at(int dfd, const char *name)
+{
+    struct stat st;
+    return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+}
+
+/* The number of a generation folder's name, "gen-" and exactly 8 decimal digits; -1 otherwise. */
+static int64_t gen_number(const char *name)
+{
+    if (strncmp(name, "gen-", 4) != 0 || strlen(name) != 12)
+        return -1;
+    int64_t x = 0;
+    for (int i = 4; i < 12; i++) {
+        if (name[i] < '0' || name[i] > '9')
+            return -1;
+        x = x * 10 + (name[i] - '0');
+    }
+    return x;
+}
+
+/* A rank file's name or its temporary file's ("rank-..." holding ".rlck"). */
+static bool is_rank_name(const char *name)
+{
+    return strncmp(name, "rank-", 5) == 0 && strstr(name, ".rlck") != NULL;
+}
+
+/* Calls fn(dfd, name, arg) for every entry of the folder dfd but "." and ".." (a copy of the
+ * descriptor is read from its start: the copy shares dfd's position, which an earlier walk left at
+ * the end). An entry removed during the walk is allowed. Returns -1 with errno when the folder
+ * cannot be read. */
+static int each_entry(int dfd, void (*fn)(int, const char *, void *), void *arg)
+{
+    int d2 = dup(dfd);
+    DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
+    if (!d) {
+        if (d2 >= 0)
+            close(d2);
+        return -1;
+    }
+    rewinddir(d);
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+            fn(dfd, de->d_name, arg);
+    closedir(d);
+    return 0;
+}
+
+static void unlink_rank_file(int dfd, const char *name, void *arg)
+{
+    (void)arg;
+    if (is_rank_name(name))
+        (void)unlinkat(dfd, name, 0);   /* a link is removed itself: unlinkat never follows the name */
+}
+
+/* Removes the generation `name` of the folder dfd: a link of that name is removed itself; a folder
+ * loses its rank files (and their temporary files) and then goes unless it holds anything else;
+ * any other kind of file is left alone. */
+static void remove_generation(int dfd, const char *name)
+{
+    struct stat st;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return;
+    if (S_ISLNK(st.st_mode)) {
+        (void)unlinkat(dfd, name, 0);
+        return;
+    }
+    if (!S_ISDIR(st.st_mode))
+        return;
+    int g = open_sub(dfd, name);   /* O_NOFOLLOW: replaced by a link since the fstatat, it fails */
+    if (g < 0)
+        return;
+    (void)each_entry(g, unlink_rank_file, NULL);
+    close(g);
+    (void)unlinkat(dfd, name, AT_REMOVEDIR);   /* fails, leaving it, when it holds anything else */
+}
+
+static void max_gen_entry(int dfd, const char *name, void *arg)
+{
+    (void)dfd;
+    int64_t x = gen_number(name), *g = arg;
+    if (x > *g)
+        *g = x;
+}
+
+/* The largest generation number among the folder's names (0: none). */
+static int64_t max_generation(int dfd)
+{
+    int64_t g = 0;
+    (void)each_entry(dfd, max_gen_entry, &g);
+    return g;
+}
+
+static void fsync_fd(int fd)
+{
+    if (fd >= 0)
+        (void)fsync(fd);
+}
+
+/* Writes the bytes to tmp inside dfd (created, truncated, never through a link), fsyncs and
+ * renames it to name (renameat: a link of that name is replaced itself). 0, or errno. With
+ * half != 0 only the first half is written and nothing else happens (the injected failure). */
+static int write_file_at(int dfd, const char *tmp, const char *name, const void *a, size_t na, const void *b,
+                         size_t nb, bool half)
+{
+    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0)
         return errno;
     if (half) {
@@ -112,75 +224,91 @@ static int write_file(const char *tmp, const char *path, const void *a, size_t n
         err = errno;
     if (close(fd) != 0 && !err)
         err = errno;
-    if (!err && rename(tmp, path) != 0)
+    if (!err && renameat(dfd, tmp, dfd, name) != 0)
         err = errno;
     if (err)
-        unlink(tmp);
+        (void)unlinkat(dfd, tmp, 0);
     return err;
 }
 
-/* The largest generation number in dir (0: none). */
-static int64_t max_generation(const char *dir)
+/* The manifest of dir: 1 and *m filled, 0 when there is none, or an RL_E* code (message in *e). */
+static int read_manifest(const char *dir, struct ex_ckpt_manifest *m, struct rl_err *e)
 {
-    DIR *d = opendir(dir);
-    if (!d)
+    char path[4200];
+    snprintf(path, sizeof path, "%s/" EX_CKPT_MANIFEST, dir);
+    if (access(path, F_OK) != 0)
         return 0;
-    int64_t g = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        long long x;
-        int end = 0;
-        if (sscanf(de->d_name, "gen-%8lld%n", &x, &end) == 1 && de->d_name[end] == 0 && end == 12 && x > g)
-            g = x;
-    }
-    closedir(d);
-    return g;
+    char *text = NULL;
+    size_t len = 0;
+    int rc = rl_read_file(path, &text, &len, e);
+    if (!rc)
+        rc = ex_ckpt_manifest_parse(text, len, path, m, e);
+    free(text);
+    return rc ? rc : 1;
 }
 
-/* Removes the rank files (and their temporary files) of one folder, then the folder itself when
- * it is a generation folder (keep_dir false). Anything else in it is left alone. */
-static void remove_rank_files(const char *dir, bool keep_dir)
+struct prune_arg {
+    int64_t keep, named;   /* the generation just saved, the one the manifest names now */
+};
+
+static void prune_entry(int dfd, const char *name, void *arg)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *de;
-    char path[4200];
-    while ((de = readdir(d))) {
-        if (strncmp(de->d_name, "rank-", 5) != 0 || !strstr(de->d_name, ".rlck"))
-            continue;
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        unlink(path);
-    }
-    closedir(d);
-    if (!keep_dir)
-        rmdir(dir);
+    const struct prune_arg *p = arg;
+    int64_t x = gen_number(name);
+    if (x >= 0 && x != p->keep && x != p->named)
+        remove_generation(dfd, name);
 }
 
-/* Step 5: every generation but `keep`, the first format's flat files, a stale manifest tmp. */
-static void prune(const char *dir, int64_t keep)
+/* Step 5, under the folder's lock: every generation but `keep` and the one the manifest names
+ * (read again here: a generation the manifest names is never removed; an unreadable manifest
+ * removes nothing), the first format's flat files, a stale manifest tmp. */
+static void prune(const char *dir, int dfd, int64_t keep)
 {
-    DIR *d = opendir(dir);
-    if (!d)
+    struct ex_ckpt_manifest m;
+    struct rl_err e2 = {0};
+    if (read_manifest(dir, &m, &e2) != 1)
         return;
-    struct dirent *de;
-    char path[4200];
-    while ((de = readdir(d))) {
-        long long x;
-        int end = 0;
-        if (sscanf(de->d_name, "gen-%8lld%n", &x, &end) == 1 && de->d_name[end] == 0 && end == 12 && x != keep) {
-            snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-            remove_rank_files(path, false);
-        }
-    }
-    closedir(d);
-    remove_rank_files(dir, true);
-    snprintf(path, sizeof path, "%s/" EX_CKPT_MANIFEST ".tmp", dir);
-    unlink(path);
+    struct prune_arg p = {keep, m.generation};
+    (void)each_entry(dfd, prune_entry, &p);
+    (void)each_entry(dfd, unlink_rank_file, NULL);
+    (void)unlinkat(dfd, EX_CKPT_MANIFEST ".tmp", 0);
 }
 
-/* Rank 0, step 1: the folder, the next generation number, its folder. */
-static int prepare(const char *dir, int64_t *gen, struct rl_err *e)
+static void find_link(int dfd, const char *name, void *arg)
+{
+    char *found = arg;
+    if (!found[0] && is_rank_name(name) && is_link_at(dfd, name))
+        snprintf(found, 256, "%s", name);
+}
+
+/* RL_EINVAL naming the path when the generation gname of dfd (dir/gname), or a rank file in it, is
+ * a symbolic link: a checkpoint is only what a save wrote. what: "save_dir" or "load_dir". */
+static int refuse_links(int dfd, const char *dir, const char *gname, const char *what, struct rl_err *e)
+{
+    if (is_link_at(dfd, gname))
+        return rl_errf(e, RL_EINVAL, "%s: %s/%s is a symbolic link; allowed: the generation folder a save wrote",
+                       what, dir, gname);
+    int g = open_sub(dfd, gname);
+    if (g < 0)
+        return 0;   /* missing: the caller says so where it matters */
+    char found[256] = "";
+    (void)each_entry(g, find_link, found);
+    close(g);
+    if (found[0])
+        return rl_errf(e, RL_EINVAL, "%s: %s/%s/%s is a symbolic link; allowed: the rank file a save wrote", what, dir,
+                       gname, found);
+    return 0;
+}
+
+/* What a save holds while it runs: rank 0's lock of the folder, each rank's descriptors. */
+struct save_fds {
+    int lock_fd;   /* rank 0: flock of DIR/.ratiolab.lock (rl_outdir_lock) for the whole save, or -1 */
+    int dfd;       /* the folder, or -1 */
+    int gfd;       /* the new generation's folder, or -1 */
+};
+
+/* Rank 0, step 1: the folder, its lock, the next generation number, its folder. */
+static int prepare(const char *dir, struct save_fds *s, int64_t *gen, struct rl_err *e)
 {
     if (!dir[0])
         return rl_errf(e, RL_EINVAL, "save_dir: empty; allowed: a folder name");
@@ -189,50 +317,73 @@ static int prepare(const char *dir, int64_t *gen, struct rl_err *e)
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
         return rl_errf(e, RL_EINVAL, "save_dir: %s is not a folder; allowed: a folder (created when missing)", dir);
-    char path[4200];
-    snprintf(path, sizeof path, "%s/" EX_CKPT_MANIFEST, dir);
-    int64_t g = max_generation(dir);
-    char *text = NULL;
-    size_t len = 0;
+    /* One save at a time: a second one exits at once (exit 3), naming the holder. */
     struct rl_err e2 = {0};
-    if (access(path, F_OK) == 0) {
-        struct ex_ckpt_manifest m;
-        if (rl_read_file(path, &text, &len, &e2) || ex_ckpt_manifest_parse(text, len, path, &m, &e2)) {
-            free(text);
-            return rl_errf(e, RL_EINVAL, "save_dir: %s holds a manifest that is not a ratiolab checkpoint's (%s); "
-                           "nothing was written", dir, e2.msg);
-        }
-        free(text);
+    int rc = rl_outdir_lock(dir, &s->lock_fd, &e2);
+    if (rc)
+        return rl_errf(e, rc, "save_dir: %s; nothing was written, %s keeps its previous checkpoint", e2.msg, dir);
+    s->dfd = open_dir(dir);
+    if (s->dfd < 0)
+        return rl_errf(e, write_code(errno), "save_dir: cannot open %s: %s", dir, strerror(errno));
+    int64_t g = max_generation(s->dfd);
+    struct ex_ckpt_manifest m;
+    rc = read_manifest(dir, &m, &e2);
+    if (rc < 0)
+        return rl_errf(e, RL_EINVAL, "save_dir: %s holds a manifest that is not a ratiolab checkpoint's (%s); "
+                       "nothing was written", dir, e2.msg);
+    if (rc == 1) {
+        char gname[32];
+        snprintf(gname, sizeof gname, EX_CKPT_GEN_FMT, (long long)m.generation);
+        RL_TRY(refuse_links(s->dfd, dir, gname, "save_dir", e));
         g = m.generation > g ? m.generation : g;
     }
     if (g >= EX_CKPT_MAX_GENERATION)
         return rl_errf(e, RL_EINVAL, "save_dir: %s: generation %lld is the last one; allowed: a new folder", dir,
                        (long long)g);
     *gen = g + 1;
-    snprintf(path, sizeof path, "%s/" EX_CKPT_GEN_FMT, dir, (long long)*gen);
-    if (mkdir(path, 0755) != 0)
-        return rl_errf(e, write_code(errno), "save_dir: cannot create %s: %s", path, strerror(errno));
+    char gname[32];
+    snprintf(gname, sizeof gname, EX_CKPT_GEN_FMT, (long long)*gen);
+    if (mkdirat(s->dfd, gname, 0755) != 0)
+        return rl_errf(e, write_code(errno), "save_dir: cannot create %s/%s: %s", dir, gname, strerror(errno));
     return 0;
 }
 
+static int save(struct ex_run *r, const char *dir, struct save_fds *s, struct rl_err *e);
+
 int ex__ckpt_save(struct ex_run *r, const char *dir, struct rl_err *e)
 {
-    /* 1. The generation, chosen and created by rank 0; [generation, error code] to every rank. */
+    struct save_fds s = {-1, -1, -1};
+    int rc = save(r, dir, &s, e);
+    if (s.gfd >= 0)
+        close(s.gfd);
+    if (s.dfd >= 0)
+        close(s.dfd);
+    if (s.lock_fd >= 0)
+        close(s.lock_fd);   /* the lock goes last: after the prune */
+    return rc;
+}
+
+static int save(struct ex_run *r, const char *dir, struct save_fds *s, struct rl_err *e)
+{
+    /* 1. The generation, chosen and created by rank 0 (holding the folder's lock until the end);
+     * [generation, error code] to every rank. */
     int64_t msg[2] = {0, 0};
     if (r->k == 0)
-        msg[1] = prepare(dir, &msg[0], e);
+        msg[1] = prepare(dir, s, &msg[0], e);
     RL_TRY(ex_comm_bcast(r->c, msg, sizeof msg, e));
     if (msg[1])
         return r->k == 0 ? (int)msg[1]
                          : rl_errf(e, (int)msg[1], "save_dir: rank 0 could not prepare %s; nothing was written", dir);
     if (fails_at(r, EX_FAIL_SAVE_PREPARE))
         return fail_here(r, e);
-    char gdir[4200], path[4300], tmp[4400];
-    snprintf(gdir, sizeof gdir, "%s/" EX_CKPT_GEN_FMT, dir, (long long)msg[0]);
-    snprintf(path, sizeof path, "%s/rank-%05d.rlck", gdir, r->k);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    char gname[32], name[32], tname[40], gdir[4200], path[4300];
+    snprintf(gname, sizeof gname, EX_CKPT_GEN_FMT, (long long)msg[0]);
+    snprintf(name, sizeof name, "rank-%05d.rlck", r->k);
+    snprintf(tname, sizeof tname, "%s.tmp", name);
+    snprintf(gdir, sizeof gdir, "%s/%s", dir, gname);
+    snprintf(path, sizeof path, "%s/%s", gdir, name);
 
-    /* 2. This rank's file. */
+    /* 2. This rank's file, inside the generation rank 0 made (opened without following a link). */
     int n = 0;
     int64_t elems = 0;
     for (int t = 0; t < r->T; t++)
@@ -269,12 +420,18 @@ int ex__ckpt_save(struct ex_run *r, const char *dir, struct rl_err *e)
     };
     unsigned char hb[EX_CKPT_HEADER_BYTES];
     ex_ckpt_header_encode(&h, hb);
-    int err = write_file(tmp, path, hb, sizeof hb, buf, payload, fails_at(r, EX_FAIL_SAVE_WRITE));
+    int err = 0;
+    if (s->dfd < 0 && (s->dfd = open_dir(dir)) < 0)
+        err = errno;
+    if (!err && (s->gfd = open_sub(s->dfd, gname)) < 0)
+        err = errno;
+    if (!err)
+        err = write_file_at(s->gfd, tname, name, hb, sizeof hb, buf, payload, fails_at(r, EX_FAIL_SAVE_WRITE));
     free(buf);
     if (fails_at(r, EX_FAIL_SAVE_WRITE))
         return fail_here(r, e);
     if (!err)
-        fsync_dir(gdir);
+        fsync_fd(s->gfd);
     if (fails_at(r, EX_FAIL_SAVE_WRITTEN))
         return fail_here(r, e);
 
@@ -283,10 +440,10 @@ int ex__ckpt_save(struct ex_run *r, const char *dir, struct rl_err *e)
     RL_TRY(ex_comm_max_i64(r->c, &failed, 1, e));
     if (failed) {
         if (!err)
-            unlink(path);
+            (void)unlinkat(s->gfd, name, 0);
         RL_TRY(ex_comm_barrier(r->c, e));
         if (r->k == 0)
-            remove_rank_files(gdir, false);
+            remove_generation(s->dfd, gname);
         if (err)
             return rl_errf(e, write_code(err), "save_dir: writing %s failed: %s; %s keeps its previous checkpoint",
                            path, strerror(err), dir);
@@ -302,14 +459,11 @@ int ex__ckpt_save(struct ex_run *r, const char *dir, struct rl_err *e)
         struct ex_ckpt_manifest m = {.generation = msg[0], .world = (uint32_t)r->W, .iterations = r->iterations};
         char text[256];
         int len = ex_ckpt_manifest_format(&m, text, sizeof text);
-        char mpath[4200], mtmp[4300];
-        snprintf(mpath, sizeof mpath, "%s/" EX_CKPT_MANIFEST, dir);
-        snprintf(mtmp, sizeof mtmp, "%s.tmp", mpath);
-        sw = write_file(mtmp, mpath, text, (size_t)len, "", 0, false);
+        sw = write_file_at(s->dfd, EX_CKPT_MANIFEST ".tmp", EX_CKPT_MANIFEST, text, (size_t)len, "", 0, false);
         if (!sw)
-            fsync_dir(dir);
+            fsync_fd(s->dfd);
         else
-            remove_rank_files(gdir, false);
+            remove_generation(s->dfd, gname);
     }
     RL_TRY(ex_comm_bcast(r->c, &sw, sizeof sw, e));
     if (sw)
@@ -320,9 +474,9 @@ int ex__ckpt_save(struct ex_run *r, const char *dir, struct rl_err *e)
     if (fails_at(r, EX_FAIL_SAVE_SWITCHED))
         return fail_here(r, e);
 
-    /* 5. The older generations. */
+    /* 5. The older generations, still under the lock. */
     if (r->k == 0)
-        prune(dir, msg[0]);
+        prune(dir, s->dfd, msg[0]);
     return 0;
 }
 
@@ -341,12 +495,15 @@ static const char *file_kind(mode_t m)
          : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device" : "not a regular file";
 }
 
-/* Reads a whole regular file of at most max_bytes into *out (malloc'd). Anything else (a FIFO,
- * a device, a directory) is refused at once without blocking (O_NONBLOCK, then fstat), and so
- * is a file above the cap, before anything is allocated. */
-static int read_whole(const char *path, int64_t max_bytes, char **out, size_t *len, struct rl_err *e)
+/* Reads the whole regular file `name` of the folder dfd, of at most max_bytes, into *out
+ * (malloc'd). Anything else (a link, a FIFO, a device, a directory) is refused at once without
+ * blocking (O_NOFOLLOW, O_NONBLOCK, then fstat), and so is a file above the cap, before anything
+ * is allocated. */
+static int read_whole_at(int dfd, const char *name, int64_t max_bytes, char **out, size_t *len, struct rl_err *e)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
+    if (fd < 0 && errno == ELOOP && is_link_at(dfd, name))
+        return rl_errf(e, RL_EINVAL, "a symbolic link; allowed: the rank file a save wrote");
     if (fd < 0)
         return rl_errf(e, RL_EIO, "%s", strerror(errno));
     struct stat st;
@@ -391,41 +548,54 @@ static int read_whole(const char *path, int64_t max_bytes, char **out, size_t *l
 }
 
 /* Where the save lives: the generation the manifest names (*m filled, *have_manifest true), or
- * the folder itself (the first format: no manifest). */
-static int locate(const char *dir, char *gdir, size_t n, struct ex_ckpt_manifest *m, bool *have_manifest,
+ * the folder itself (the first format: no manifest); *gfd its folder, opened without following a
+ * link (a generation that is a link is refused, naming it). */
+static int locate(const char *dir, char *gdir, size_t n, int *gfd, struct ex_ckpt_manifest *m, bool *have_manifest,
                   struct rl_err *e)
 {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/" EX_CKPT_MANIFEST, dir);
-    *have_manifest = false;
-    if (access(path, F_OK) != 0) {
+    struct rl_err e2 = {0};
+    int rc = read_manifest(dir, m, &e2);
+    if (rc < 0)
+        return rl_errf(e, RL_EINVAL, "load_dir: %s", e2.msg);
+    *have_manifest = rc == 1;
+    if (!*have_manifest) {
         snprintf(gdir, n, "%s", dir);
+        if ((*gfd = open_dir(dir)) < 0)
+            return rl_errf(e, RL_EINVAL, "load_dir: %s/rank-00000.rlck: cannot read it (%s)", dir, strerror(errno));
         return 0;
     }
-    char *text = NULL;
-    size_t len = 0;
-    struct rl_err e2 = {0};
-    if (rl_read_file(path, &text, &len, &e2) || ex_ckpt_manifest_parse(text, len, path, m, &e2)) {
-        free(text);
-        return rl_errf(e, RL_EINVAL, "load_dir: %s", e2.msg);
+    char gname[32];
+    snprintf(gname, sizeof gname, EX_CKPT_GEN_FMT, (long long)m->generation);
+    snprintf(gdir, n, "%s/%s", dir, gname);
+    int dfd = open_dir(dir);
+    if (dfd < 0)
+        return rl_errf(e, RL_EINVAL, "load_dir: %s: cannot open it (%s)", dir, strerror(errno));
+    if (is_link_at(dfd, gname)) {
+        close(dfd);
+        return rl_errf(e, RL_EINVAL, "load_dir: %s is a symbolic link; allowed: the generation folder a save wrote",
+                       gdir);
     }
-    free(text);
-    *have_manifest = true;
-    snprintf(gdir, n, "%s/" EX_CKPT_GEN_FMT, dir, (long long)m->generation);
+    *gfd = open_sub(dfd, gname);
+    int err = errno;
+    close(dfd);
+    if (*gfd < 0)
+        return rl_errf(e, RL_EINVAL, "load_dir: %s/rank-00000.rlck: cannot read it (%s)", gdir, strerror(err));
     return 0;
 }
 
-/* Reads and checks rank file q of the save in gdir against the model; *out (malloc'd) holds it
- * whole, *f points into it. first: rank 0's file, whose save every other file must belong to. */
-static int read_checked(const struct ex_run *r, const struct ex_ckpt_model *model, const char *gdir, int q,
+/* Reads and checks rank file q of the save in gdir (the folder gfd) against the model; *out
+ * (malloc'd) holds it whole, *f points into it. first: rank 0's file, whose save every other file
+ * must belong to. */
+static int read_checked(const struct ex_run *r, const struct ex_ckpt_model *model, const char *gdir, int gfd, int q,
                         const struct ex_ckpt_file *first, struct ex_ckpt_file *f, char **out, struct rl_err *e)
 {
-    char path[4400];
-    snprintf(path, sizeof path, "%s/rank-%05d.rlck", gdir, q);
+    char name[32], path[4400];
+    snprintf(name, sizeof name, "rank-%05d.rlck", q);
+    snprintf(path, sizeof path, "%s/%s", gdir, name);
     char *buf = NULL;
     size_t len = 0;
     struct rl_err e2 = {0};
-    if (read_whole(path, ckpt_max_bytes(r), &buf, &len, &e2))
+    if (read_whole_at(gfd, name, ckpt_max_bytes(r), &buf, &len, &e2))
         return rl_errf(e, RL_EINVAL, "load_dir: %s: cannot read it (%s)", path, e2.msg);
     int rc = 0;
     if (ex_ckpt_parse(buf, len, path, model, f, &e2))
@@ -444,14 +614,29 @@ static int read_checked(const struct ex_run *r, const struct ex_ckpt_model *mode
     return rc;
 }
 
+static int load(struct ex_run *r, const char *dir, const char *gdir, int gfd, const struct ex_ckpt_manifest *man,
+                struct rl_err *e);
+
 int ex__ckpt_load(struct ex_run *r, const char *dir, struct rl_err *e)
 {
     if (!dir[0])
         return rl_errf(e, RL_EINVAL, "load_dir: empty; allowed: a folder written by a save");
     char gdir[4200];
     struct ex_ckpt_manifest man;
-    bool have_manifest;
-    RL_TRY(locate(dir, gdir, sizeof gdir, &man, &have_manifest, e));
+    bool have_manifest = false;
+    int gfd = -1;
+    RL_TRY(locate(dir, gdir, sizeof gdir, &gfd, &man, &have_manifest, e));
+    int rc = load(r, dir, gdir, gfd, have_manifest ? &man : NULL, e);
+    close(gfd);
+    return rc;
+}
+
+/* ex__ckpt_load once the save is located: gdir its folder (the descriptor gfd), man its manifest
+ * (NULL: the first format). */
+static int load(struct ex_run *r, const char *dir, const char *gdir, int gfd, const struct ex_ckpt_manifest *man,
+                struct rl_err *e)
+{
+    const bool have_manifest = man != NULL;
     int64_t *starts = malloc(((size_t)r->T + 1) * sizeof *starts);
     if (!starts)
         return rl_errf(e, RL_ENOMEM, "load_dir: out of host memory");
@@ -462,16 +647,16 @@ int ex__ckpt_load(struct ex_run *r, const char *dir, struct rl_err *e)
 
     struct ex_ckpt_file f0, f;
     char *buf = NULL;
-    int rc = read_checked(r, &model, gdir, 0, NULL, &f0, &buf, e);
+    int rc = read_checked(r, &model, gdir, gfd, 0, NULL, &f0, &buf, e);
     free(buf);
     buf = NULL;
     if (!rc && f0.seed != r->o->seed)
         rc = rl_errf(e, RL_EINVAL, "seed: %llu; the checkpoint in %s was made with seed %llu",
                      (unsigned long long)r->o->seed, dir, (unsigned long long)f0.seed);
-    if (!rc && have_manifest && (f0.world != man.world || f0.iterations != man.iterations))
+    if (!rc && have_manifest && (f0.world != man->world || f0.iterations != man->iterations))
         rc = rl_errf(e, RL_EINVAL, "load_dir: %s/rank-00000.rlck: world %u, iteration %lld; the manifest %s/"
                      EX_CKPT_MANIFEST " says world %u, iteration %lld", gdir, f0.world, (long long)f0.iterations, dir,
-                     man.world, (long long)man.iterations);
+                     man->world, (long long)man->iterations);
     if (rc) {
         free(starts);
         return rc;
@@ -482,7 +667,7 @@ int ex__ckpt_load(struct ex_run *r, const char *dir, struct rl_err *e)
     if (!hm || !h1 || !h2)
         rc = rl_errf(e, RL_ENOMEM, "load_dir: out of host memory");
     for (uint32_t q = 0; q < f0.world && !rc; q++) {
-        if ((rc = read_checked(r, &model, gdir, (int)q, &f0, &f, &buf, e)))
+        if ((rc = read_checked(r, &model, gdir, gfd, (int)q, &f0, &f, &buf, e)))
             break;
         if (n_all + f.n_rec > cap_all) {
             int64_t nc = (n_all + f.n_rec) * 2 + 16;
