@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/flag_values.h"
 #include "cli/json_out.h"
 #include "exec/exec.h"
 #include "exec/result_json.h"
@@ -60,28 +61,6 @@ struct run_args {
     int n_schedules;
 };
 
-static int parse_list(const char *v, const char *field, int *n, void *out, bool policy, struct rl_err *e)
-{
-    char buf[512];
-    if (strlen(v) >= sizeof buf)
-        return rl_errf(e, RL_EINVAL, "%s: %zu bytes; allowed: at most %zu (%d comma-separated names)", field,
-                       strlen(v), sizeof buf - 1, MAX_LIST);
-    snprintf(buf, sizeof buf, "%s", v);
-    *n = 0;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (*n == MAX_LIST)
-            return rl_errf(e, RL_EINVAL, "%s: more than %d entries", field, MAX_LIST);
-        int rc = policy ? plan_policy_parse(tok, &((enum plan_policy *)out)[*n], e)
-                        : step_schedule_parse(tok, &((enum step_schedule *)out)[*n], e);
-        if (rc) {
-            cli_err_flag(e, policy ? "policy" : "schedule", policy ? "--policy" : "--schedule");
-            return rl_err_prefix(e, "%s", field);
-        }
-        (*n)++;
-    }
-    return 0;
-}
-
 static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 {
     struct run_args *a = ctx;
@@ -130,8 +109,8 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
         free(a->ratios);
         a->ratios = NULL;
         return rl_parse_ratio_list("--ratios", v, 0, 1, &a->ratios, &a->n_ratios, e);
-    case R_POLICIES: return parse_list(v, "--policies", &a->n_policies, a->policies, true, e);
-    case R_SCHEDULES: return parse_list(v, "--schedules", &a->n_schedules, a->schedules, false, e);
+    case R_POLICIES: return cli_parse_names(v, "--policies", MAX_LIST, &a->n_policies, a->policies, true, e);
+    case R_SCHEDULES: return cli_parse_names(v, "--schedules", MAX_LIST, &a->n_schedules, a->schedules, false, e);
     case R_FAIL: {
         char rank[32];
         const char *colon = strchr(v, ':');
