@@ -271,20 +271,28 @@ int rl_parse_ratio_list(const char *field, const char *s, double min, double max
     if (!s || !*s)
         return rl_errf(e, RL_EINVAL, "%s: empty value; expected lo:hi:step, a value or a list a,b,c", field);
     if (strchr(s, ':')) {
-        char buf[128];
-        snprintf(buf, sizeof buf, "%s", s);
+        /* The whole value, never a truncated copy: a colon past a fixed buffer's end was lost and
+         * its split dereferenced NULL (a fuzz finding, tests/fuzz/regressions/flags/). */
+        char *buf = strdup(s);
+        if (!buf)
+            return rl_errf(e, RL_ENOMEM, "%s: out of memory", field);
         char *p2 = strchr(buf, ':');
         *p2++ = 0;
         char *p3 = strchr(p2, ':');
-        if (!p3)
+        if (!p3) {
+            free(buf);
             return rl_errf(e, RL_EINVAL, "%s: '%s' is not lo:hi:step (e.g. 0:1:0.1)", field, s);
+        }
         *p3++ = 0;
         double lo, hi, step;
         int rc;
         if ((rc = rl_parse_double(field, buf, min, max, &lo, e)) ||
             (rc = rl_parse_double(field, p2, min, max, &hi, e)) ||
-            (rc = rl_parse_double(field, p3, 0, max - min > 0 ? max - min : 1, &step, e)))
+            (rc = rl_parse_double(field, p3, 0, max - min > 0 ? max - min : 1, &step, e))) {
+            free(buf);
             return rc;
+        }
+        free(buf);
         if (step <= 0 || hi < lo)
             return rl_errf(e, RL_EINVAL, "%s: '%s' needs lo <= hi and step > 0", field, s);
         double count = floor((hi - lo) / step + 1e-9) + 1;
@@ -309,6 +317,10 @@ int rl_parse_ratio_list(const char *field, const char *s, double min, double max
     if (!v)
         return rl_errf(e, RL_ENOMEM, "%s: out of memory", field);
     char *dup = strdup(s), *save = NULL;
+    if (!dup) {
+        free(v);
+        return rl_errf(e, RL_ENOMEM, "%s: out of memory", field);
+    }
     size_t k = 0;
     for (char *tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         int rc = rl_parse_double(field, tok, min, max, &v[k], e);

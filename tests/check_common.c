@@ -57,6 +57,19 @@ START_TEST(ratio_list_gives_typed_doubles)
     struct rl_err e = {0};
     ck_assert_int_eq(rl_parse_ratio_list("ratios", "0:1:0.1", 0, 1, &v, &n, &e), 0);
     ck_assert_uint_eq(n, 11);
+    /* A range whose colons lie past 127 bytes is read whole (a truncated copy lost them and the
+     * split dereferenced NULL: fuzz finding): leading zeros, so 0000...0.2:0.6:0.2 is 0.2, 0.4, 0.6. */
+    {
+        char longer[400];
+        memset(longer, '0', 200);
+        snprintf(longer + 200, sizeof longer - 200, ".2:0.6:0.2");
+        double *w;
+        size_t m;
+        ck_assert_int_eq(rl_parse_ratio_list("ratios", longer, 0, 1, &w, &m, &e), 0);
+        ck_assert_uint_eq(m, 3);
+        ck_assert(w[0] == 0.2 && w[1] == 0.4 && w[2] == 0.6);
+        free(w);
+    }
     ck_assert(v[3] == 0.3);   /* not 0.30000000000000004 */
     ck_assert(v[7] == 0.7);
     ck_assert(v[10] == 1.0);
