@@ -6,8 +6,9 @@
 # Pair i runs mode i mod 4, A and B started together:
 #   plain      A and B one rank each
 #   mpi        A on 2 ranks (mpirun -np 2, rank 0 holds the lock across the save), B one rank
-#   kill-lock  A on 2 ranks, B one rank; whichever takes the lock first is killed (kill -9 of the
-#              pid its lock note names: rank 0 or the lone rank) as soon as it holds it
+#   kill-lock  A on 2 ranks; as soon as its rank 0 holds the lock (its note names it), B (one
+#              rank) starts and A's rank 0 is killed (kill -9): mpirun ends A's other rank, and
+#              B saves over A's debris (or finds the lock still held)
 #   kill-late  A and B one rank each; one of them (B, then A, in turn) is killed (kill -9) after a
 #              random 0..199 ms
 # Before every pair a link D/gen-00000000 -> OUTSIDE (a folder beside D holding a rank file) is
@@ -49,15 +50,20 @@ for ((i = 0; i < pairs; i++)); do
     esac
     before=$(sed -n 's/^pid \([0-9]*\) .*/\1/p' D/.ratiolab.lock 2>/dev/null)
     { $ca > a.out 2> a.err & } 2>/dev/null; a=$!
-    { $cb > b.out 2> b.err & } 2>/dev/null; b=$!
-    killed=""
+    holder=""
     if [ $mode = 2 ]; then
-        for _ in $(seq 4000); do
-            p=$(sed -n 's/^pid \([0-9]*\) .*/\1/p' D/.ratiolab.lock 2>/dev/null)
-            if [ -n "$p" ] && [ "$p" != "$before" ]; then kill -9 "$p" 2>/dev/null && killed="pid $p"; break; fi
-            kill -0 $a 2>/dev/null || kill -0 $b 2>/dev/null || break
+        for _ in $(seq 10000); do
+            holder=$(sed -n 's/^pid \([0-9]*\) .*/\1/p' D/.ratiolab.lock 2>/dev/null)
+            [ -n "$holder" ] && [ "$holder" != "$before" ] && break
+            holder=""
+            kill -0 $a 2>/dev/null || break
             sleep 0.002
         done
+    fi
+    { $cb > b.out 2> b.err & } 2>/dev/null; b=$!
+    killed=""
+    if [ -n "$holder" ]; then
+        kill -9 "$holder" 2>/dev/null && killed="A's rank 0 (pid $holder) holding the lock"
     elif [ $mode = 3 ]; then
         sleep "0.$(printf %03d $(( RANDOM % 200 )))"
         if [ $(( i / 4 % 2 )) = 0 ]; then victim=$b v=B; else victim=$a v=A; fi
