@@ -60,7 +60,10 @@ endif
 
 # ---- flags ------------------------------------------------------------------------------------
 # -ffp-contract=off and no fast-math: the bitwise contract (kernels/README.md) depends on it.
-CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Wmissing-prototypes -Wshadow -Werror -Wno-format-truncation -ffp-contract=off -fopenmp -D_GNU_SOURCE \
+# FORMAT_FLAGS: every printf-like call takes a literal format (a path or other input text as the
+# format is a crash or a write to memory); printf-like functions carry the format attribute.
+FORMAT_FLAGS := -Wformat=2 -Wformat-security -Werror=format-security
+CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Wmissing-prototypes -Wshadow -Werror -Wno-format-truncation $(FORMAT_FLAGS) -ffp-contract=off -fopenmp -D_GNU_SOURCE \
           -I. -I$(BUILD)/gen $(SANFLAGS) $(EXTRA_CFLAGS) $(shell $(PKG_CONFIG) --cflags jansson zlib 2>/dev/null)
 LDLIBS := $(shell $(PKG_CONFIG) --libs jansson zlib 2>/dev/null) -lopenblas -lm -ldl -lpthread
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
@@ -72,7 +75,7 @@ ifneq ($(NVCC),)
 CFLAGS += -DRL_HAVE_CUDA=1 $(if $(NCCL_H),-I$(dir $(NCCL_H))) -I$(CUDA_HOME)/include
 NVCC_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,compute_90]
 NVCCFLAGS := -O3 -std=c++17 $(NVCC_ARCH) --fmad=false -prec-div=true -prec-sqrt=true -ftz=false \
-             -I. -I$(BUILD)/gen -Xcompiler -ffp-contract=off,-Wall,-Werror -DRL_HAVE_CUDA=1
+             -I. -I$(BUILD)/gen -Xcompiler -ffp-contract=off,-Wall,-Werror,-Wformat-security,-Werror=format-security -DRL_HAVE_CUDA=1
 CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
 # NCCL's folder before CUDA's: when NCCL_LIBDIR is given, its libnccl.so is the one linked.
 LDLIBS += $(if $(and $(NCCL_H),$(NCCL_LIBDIR)),-L$(NCCL_LIBDIR)) -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcudart -lstdc++
@@ -215,7 +218,9 @@ $(BENCHES): $(BUILD)/bench/%: bench/%.c $(LIB)
 # ---- tests ------------------------------------------------------------------------------------
 # `make test` runs the suite twice: a plain optimised build, then ASan + UBSan (build-san/).
 # RATIOLAB_BIN and RATIOLAB_SRC tell the tests where the binary and the source tree are.
+# RATIOLAB_CFLAGS: the C flags, for the test that a non-literal format does not build.
 TEST_ENV := RATIOLAB_BIN=$(CURDIR)/$(BIN) RATIOLAB_SRC=$(CURDIR) RATIOLAB_BUILD=$(CURDIR)/$(BUILD) \
+            RATIOLAB_CFLAGS='$(CFLAGS)' \
             ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1:abort_on_error=0 \
             UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp
 
@@ -270,14 +275,15 @@ endif
 # run one after the other for FUZZ_SECONDS each by scripts/fuzz.sh; findings are copied to
 # tests/fuzz/regressions/<target>/, which `make test` replays (no fuzzing inside make test).
 FUZZ_TARGETS := ds_config hf_config hw_profile megatron_args trace dslog ckpt monitor_csv plot_inputs trace_diff \
-                probe dsconfig
+                probe dsconfig flags ckpt_dir paths
 FUZZ_SECONDS ?= 60
 FUZZ_CC := $(shell command -v clang 2>/dev/null || command -v clang-14 2>/dev/null)
 FUZZ_DIR := build-fuzz
-FUZZ_FLAGS := -std=c11 -O1 -g -D_GNU_SOURCE -I. -ffp-contract=off -fno-omit-frame-pointer \
+FUZZ_FLAGS := -std=c11 -O1 -g -D_GNU_SOURCE -I. -ffp-contract=off -fno-omit-frame-pointer $(FORMAT_FLAGS) \
               -fsanitize=address,undefined -fno-sanitize-recover=undefined
-FUZZ_LIB_SRC := $(foreach d,common plan sim traces,$(wildcard $(d)/*.c)) exec/ckpt_file.c validation/monitor_csv.c \
-                validation/tdiff.c validation/probe.c plots/input.c tests/fuzz_targets.c
+FUZZ_LIB_SRC := $(foreach d,common plan sim traces,$(wildcard $(d)/*.c)) exec/ckpt_file.c exec/ckpt_dir.c \
+                validation/monitor_csv.c validation/tdiff.c validation/probe.c plots/input.c cli/args.c \
+                cli/flag_values.c tests/fuzz_targets.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 

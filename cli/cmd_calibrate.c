@@ -7,6 +7,7 @@
 
 #include "cli/calib_baseline.h"
 #include "cli/cli.h"
+#include "cli/flag_values.h"
 #include "cli/json_out.h"
 #include "exec/exec.h"
 #include "sim/hw.h"
@@ -57,43 +58,6 @@ struct calib_args {
     bool have_run;                 /* any of those was given */
 };
 
-/* --gemm / --gemm-last MxNxK[xC],...: shapes and counts, replacing the flag's earlier ones. */
-static int parse_gemms(const char *flag, const char *v, bool last, struct calib_run *r, struct rl_err *e)
-{
-    int kept = 0, added = 0;
-    for (int i = 0; i < r->n_gemm; i++)
-        if (r->gemm[i].last != last)
-            r->gemm[kept++] = r->gemm[i];
-    r->n_gemm = kept;
-    const char *q = v;
-    while (*q) {
-        long long m, n, k, c = 1;
-        int used = 0;
-        if (sscanf(q, "%lldx%lldx%lld%n", &m, &n, &k, &used) != 3)
-            goto bad;
-        q += used;
-        if (*q == 'x') {
-            if (sscanf(q, "x%lld%n", &c, &used) != 1)
-                goto bad;
-            q += used;
-        }
-        if (m < 1 || n < 1 || k < 1 || c < 1 || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX ||
-            r->n_gemm == CALIB_MAX_GEMMS)
-            goto bad;
-        r->gemm[r->n_gemm++] = (struct calib_gemm_shape){m, n, k, c, last};
-        added++;
-        if (*q == ',' && q[1])
-            q++;
-        else if (*q)
-            goto bad;
-    }
-    if (added > 0)
-        return 0;
-bad:
-    return rl_errf(e, RL_EINVAL, "%s: '%s' is not allowed; allowed: up to %d shapes MxNxK or MxNxKxCOUNT (with "
-                   "--gemm and --gemm-last together), comma-separated, each 1..2^31-1", flag, v, CALIB_MAX_GEMMS);
-}
-
 static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 {
     struct calib_args *a = ctx;
@@ -116,8 +80,8 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     case C_QUIET: a->quiet = true; return 0;
     case C_COLL: a->coll_only = true; return 0;
     case C_BASE: a->base = v; return 0;
-    case C_GEMM: a->have_run = true; return parse_gemms("--gemm", v, false, &a->run, e);
-    case C_GEMM_LAST: a->have_run = true; return parse_gemms("--gemm-last", v, true, &a->run, e);
+    case C_GEMM: a->have_run = true; return cli_parse_gemms("--gemm", v, false, &a->run, e);
+    case C_GEMM_LAST: a->have_run = true; return cli_parse_gemms("--gemm-last", v, true, &a->run, e);
     case C_LAYERS: a->have_run = true; return rl_parse_i64("--layers", v, 1, 1000000, &a->run.layers, e);
     case C_ADAMN: a->have_run = true; return rl_parse_i64("--adam-numel", v, 1, INT64_C(1) << 32, &a->run.device_adam_numel, e);
     case C_CHUNKN: a->have_run = true; return rl_parse_i64("--chunk-numel", v, 1, INT64_C(1) << 32, &a->run.host_adam_numel, e);

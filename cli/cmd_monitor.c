@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <regex.h>      /* regcomp, regexec: --mark, POSIX extended */
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/flag_values.h"
 #include "monitor/monitor.h"
 
 #define MAX_PIDS 256
@@ -49,30 +51,6 @@ struct args {
     bool quiet;              /* --quiet */
 };
 
-/* "100ms", "0.5s", "250us", "2" (seconds, as vmstat, watch and nvidia-smi -l read it) -> ns in
- * [1 ms, 3600 s]. */
-static int parse_interval(const char *v, int64_t *out, struct rl_err *e)
-{
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    double mult = 0;
-    if (end != v && !errno) {
-        if (strcmp(end, "ms") == 0)
-            mult = 1e6;
-        else if (*end == 0 || strcmp(end, "s") == 0)
-            mult = 1e9;
-        else if (strcmp(end, "us") == 0)
-            mult = 1e3;
-    }
-    double ns = x * mult;
-    if (mult == 0 || !(ns >= 1e6 && ns <= 3600e9))
-        return rl_errf(e, RL_EINVAL, "--interval: '%s' is not allowed; expected a duration from 1ms "
-                       "to 3600s: a number with us, ms or s (a bare number is seconds), such as 100ms or 0.5s", v);
-    *out = (int64_t)llround(ns);
-    return 0;
-}
-
 static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 {
     struct args *a = ctx;
@@ -93,7 +71,7 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
             rc = rl_errf(e, RL_EINVAL, "--pid: '%s' has no PID; expected P[,P...]", v);
         return rc;
     }
-    case OPT_INTERVAL: return parse_interval(v, &a->interval_ns, e);
+    case OPT_INTERVAL: return cli_parse_interval(v, &a->interval_ns, e);
     case OPT_OUT: a->out = v; return 0;
     case OPT_CSV: a->csv = v; return 0;
     case OPT_MARK: a->mark = v; return 0;
@@ -388,12 +366,15 @@ static const char description[] =
     "Exit status: with -- CMD the command's (128+N if killed by signal N); with --pid 0;\n"
     "130/143 when stopped by SIGINT/SIGTERM; 2 bad input; 3 environment.";
 
-static int fail_input(const char *fmt, const char *v) __attribute__((format(printf, 1, 0)));
-static int fail_input(const char *fmt, const char *v)
+static int fail_input(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail_input(const char *fmt, ...)
 {
     struct rl_err e = {0};
     char msg[RL_ERR_MSG_MAX];
-    snprintf(msg, sizeof msg, fmt, v);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
     rl_errf(&e, RL_EINVAL, "%s", msg);   /* one line, whatever the user typed */
     return cli_fail("monitor", &e);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/flag_values.h"
 #include "cli/json_out.h"
 #include "exec/exec.h"
 #include "exec/result_json.h"
@@ -35,7 +36,8 @@ static const struct cli_opt opts[] = {
     {"hash", NULL, "print the digest of the final master, m, v and 16-bit parameters", R_HASH},
     {"json", NULL, "machine-readable output (exec/README.md documents the schema)", R_JSON},
     {"trace", "FILE", "write a Chrome trace (Perfetto) of every step; FILE ending in .gz is gzipped", R_TRACE},
-    {"save", "DIR", "write a checkpoint of the optimizer state at the end", R_SAVE},
+    {"save", "DIR", "write a checkpoint of the optimizer state at the end (one save at a time: DIR is locked, "
+     "and a save into a DIR another save holds exits 3 at once naming it)", R_SAVE},
     {"load", "DIR", "start from a checkpoint (any world size, ratio, policy, schedule)", R_LOAD},
     {"reference", NULL, "compute the expected digest in one process with the scalar reference Adam", R_REFERENCE},
     {"ratios", "LIST", "run each ratio in turn (e.g. 0,0.1,0.5): one digest line each", R_RATIOS},
@@ -58,28 +60,6 @@ struct run_args {
     enum step_schedule schedules[MAX_LIST]; /* --schedules */
     int n_schedules;
 };
-
-static int parse_list(const char *v, const char *field, int *n, void *out, bool policy, struct rl_err *e)
-{
-    char buf[512];
-    if (strlen(v) >= sizeof buf)
-        return rl_errf(e, RL_EINVAL, "%s: %zu bytes; allowed: at most %zu (%d comma-separated names)", field,
-                       strlen(v), sizeof buf - 1, MAX_LIST);
-    snprintf(buf, sizeof buf, "%s", v);
-    *n = 0;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (*n == MAX_LIST)
-            return rl_errf(e, RL_EINVAL, "%s: more than %d entries", field, MAX_LIST);
-        int rc = policy ? plan_policy_parse(tok, &((enum plan_policy *)out)[*n], e)
-                        : step_schedule_parse(tok, &((enum step_schedule *)out)[*n], e);
-        if (rc) {
-            cli_err_flag(e, policy ? "policy" : "schedule", policy ? "--policy" : "--schedule");
-            return rl_err_prefix(e, "%s", field);
-        }
-        (*n)++;
-    }
-    return 0;
-}
 
 static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 {
@@ -129,8 +109,8 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
         free(a->ratios);
         a->ratios = NULL;
         return rl_parse_ratio_list("--ratios", v, 0, 1, &a->ratios, &a->n_ratios, e);
-    case R_POLICIES: return parse_list(v, "--policies", &a->n_policies, a->policies, true, e);
-    case R_SCHEDULES: return parse_list(v, "--schedules", &a->n_schedules, a->schedules, false, e);
+    case R_POLICIES: return cli_parse_names(v, "--policies", MAX_LIST, &a->n_policies, a->policies, true, e);
+    case R_SCHEDULES: return cli_parse_names(v, "--schedules", MAX_LIST, &a->n_schedules, a->schedules, false, e);
     case R_FAIL: {
         char rank[32];
         const char *colon = strchr(v, ':');

@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <malloc.h>   /* malloc_trim */
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -235,11 +236,15 @@ static void arg(struct argv_b *a, const char *s)
         a->v[a->n++] = (char *)s;
     a->v[a->n] = NULL;
 }
-static void argf(struct argv_b *a, const char *fmt, double v)
+static void argf(struct argv_b *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void argf(struct argv_b *a, const char *fmt, ...)
 {
     if (a->n >= MAX_ARGS)
         return;
-    snprintf(a->store[a->n], sizeof a->store[a->n], fmt, v);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->store[a->n], sizeof a->store[a->n], fmt, ap);
+    va_end(ap);
     arg(a, a->store[a->n]);
 }
 
@@ -258,7 +263,7 @@ static void launcher(struct argv_b *a, int ranks)
     arg(a, "-x");
     arg(a, "OPENBLAS_NUM_THREADS");
     arg(a, "-np");
-    argf(a, "%.0f", ranks);
+    argf(a, "%d", ranks);
 }
 
 #ifdef HAVE_EXEC
@@ -602,7 +607,7 @@ static int vx_run_options(struct vx *v, const char *const *fwd, int n_fwd, struc
     for (int i = 0; i < n_fwd; i++)
         arg(base, fwd[i]);
     arg(base, "--tp");
-    argf(base, "%.0f", v->c.layout.tp);
+    argf(base, "%d", v->c.layout.tp);
     arg(base, "--policy");
     arg(base, plan_policy_name(v->c.popt.policy));
     arg(base, "--backend");
@@ -610,7 +615,7 @@ static int vx_run_options(struct vx *v, const char *const *fwd, int n_fwd, struc
     arg(base, "--scale");
     argf(base, "%.17g", x->scale);
     arg(base, "--steps");
-    argf(base, "%.0f", x->steps);
+    argf(base, "%d", x->steps);
     arg(base, "--compute");
     arg(base, "gemm");
 

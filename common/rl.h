@@ -119,8 +119,9 @@ int rl_outfile_fd(const struct rl_outfile *o);
  * writable); the same messages and codes as rl_outfile_open. Nothing is left behind. */
 int rl_outfile_check(const char *path, struct rl_err *e);
 /* An output folder that one process writes at a time: created when missing (one level), refused
- * when it is not a folder, and locked (flock on DIR/.ratiolab.lock, held until *lock_fd is closed
- * or the process ends, however it ends). Another holder is RL_EENV naming the folder. */
+ * when it is not a folder, and locked (flock on DIR/.ratiolab.lock, opened without following a
+ * link, held until *lock_fd is closed or the process ends, however it ends; the holder writes
+ * "pid N on host H" into it). Another holder is RL_EENV at once naming the folder and the holder. */
 #define RL_OUTDIR_LOCK ".ratiolab.lock"
 int rl_outdir_lock(const char *dir, int *lock_fd, struct rl_err *e);
 /* Removes every temporary file still open (called from a signal handler on Ctrl-C). */

@@ -3,14 +3,16 @@
  * per rank, the manifest) is exec/ckpt.h's; this file saves and loads it with the run's state.
  *
  * A save is all or nothing across ranks (exec/README.md, "Checkpoints"):
- *   1. rank 0 creates DIR/gen-G (G one above every generation in DIR) and broadcasts G;
+ *   1. rank 0 locks DIR (flock on DIR/.ratiolab.lock until step 5 is done: a second save exits 3
+ *      at once), creates DIR/gen-G (G one above every generation in DIR) and broadcasts G;
  *   2. every rank writes DIR/gen-G/rank-K.rlck.tmp, fsyncs it, renames it to rank-K.rlck and
  *      fsyncs the folder;
  *   3. the ranks agree (a maximum over ranks of "failed"): when any failed, each removes its own
  *      file, rank 0 removes gen-G, and DIR keeps its previous checkpoint;
  *   4. rank 0 writes DIR/CHECKPOINT.tmp (the manifest: generation G, world, iterations), fsyncs
  *      it, renames it to DIR/CHECKPOINT (one rename: the switch) and fsyncs DIR;
- *   5. rank 0 removes every other generation (and a folder's flat files of the first format).
+ *   5. rank 0 removes every other generation but the one the manifest names, read again (and a
+ *      folder's flat files of the first format); a link is removed itself, never followed.
  * A process killed anywhere leaves DIR/CHECKPOINT naming a complete generation (the old one before
  * step 4, the new one after it); the debris of a killed save is removed by the next save.
  * A load reads DIR/CHECKPOINT and the generation it names (a folder without it: the first
@@ -57,182 +59,36 @@ static int fail_here(const struct ex_run *r, struct rl_err *e)
                    ex_fail_phase_name(r->o->fail_phase));
 }
 
-/* Exit 2 for a path the user got wrong (no such folder), 3 for the environment (permissions, a
- * full or read-only disk), as common/'s output files. */
-static int write_code(int err)
-{
-    return err == ENOENT || err == ENOTDIR || err == EISDIR || err == ENAMETOOLONG || err == ELOOP ? RL_EIO
-                                                                                                      : RL_EENV;
-}
-
-static int write_all(int fd, const void *p, size_t n)
-{
-    const char *b = p;
-    while (n > 0) {
-        ssize_t w = write(fd, b, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -1;
-        if (w == 0) {
-            errno = EIO;
-            return -1;
-        }
-        b += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-static void fsync_dir(const char *dir)
-{
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        (void)fsync(dfd);
-        close(dfd);
-    }
-}
-
-/* Writes n bytes to tmp (created, truncated), fsyncs and renames it to path. 0, or errno. With
- * half != 0 only the first half is written and nothing else happens (the injected failure). */
-static int write_file(const char *tmp, const char *path, const void *a, size_t na, const void *b, size_t nb,
-                      bool half)
-{
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0)
-        return errno;
-    if (half) {
-        (void)write_all(fd, a, na);
-        (void)write_all(fd, b, nb / 2);
-        close(fd);
-        return 0;
-    }
-    int err = 0;
-    if (write_all(fd, a, na) != 0 || write_all(fd, b, nb) != 0 || fsync(fd) != 0)
-        err = errno;
-    if (close(fd) != 0 && !err)
-        err = errno;
-    if (!err && rename(tmp, path) != 0)
-        err = errno;
-    if (err)
-        unlink(tmp);
-    return err;
-}
-
-/* The largest generation number in dir (0: none). */
-static int64_t max_generation(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return 0;
-    int64_t g = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        long long x;
-        int end = 0;
-        if (sscanf(de->d_name, "gen-%8lld%n", &x, &end) == 1 && de->d_name[end] == 0 && end == 12 && x > g)
-            g = x;
-    }
-    closedir(d);
-    return g;
-}
-
-/* Removes the rank files (and their temporary files) of one folder, then the folder itself when
- * it is a generation folder (keep_dir false). Anything else in it is left alone. */
-static void remove_rank_files(const char *dir, bool keep_dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *de;
-    char path[4200];
-    while ((de = readdir(d))) {
-        if (strncmp(de->d_name, "rank-", 5) != 0 || !strstr(de->d_name, ".rlck"))
-            continue;
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        unlink(path);
-    }
-    closedir(d);
-    if (!keep_dir)
-        rmdir(dir);
-}
-
-/* Step 5: every generation but `keep`, the first format's flat files, a stale manifest tmp. */
-static void prune(const char *dir, int64_t keep)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *de;
-    char path[4200];
-    while ((de = readdir(d))) {
-        long long x;
-        int end = 0;
-        if (sscanf(de->d_name, "gen-%8lld%n", &x, &end) == 1 && de->d_name[end] == 0 && end == 12 && x != keep) {
-            snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-            remove_rank_files(path, false);
-        }
-    }
-    closedir(d);
-    remove_rank_files(dir, true);
-    snprintf(path, sizeof path, "%s/" EX_CKPT_MANIFEST ".tmp", dir);
-    unlink(path);
-}
-
-/* Rank 0, step 1: the folder, the next generation number, its folder. */
-static int prepare(const char *dir, int64_t *gen, struct rl_err *e)
-{
-    if (!dir[0])
-        return rl_errf(e, RL_EINVAL, "save_dir: empty; allowed: a folder name");
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-        return rl_errf(e, write_code(errno), "save_dir: cannot create %s: %s", dir, strerror(errno));
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return rl_errf(e, RL_EINVAL, "save_dir: %s is not a folder; allowed: a folder (created when missing)", dir);
-    char path[4200];
-    snprintf(path, sizeof path, "%s/" EX_CKPT_MANIFEST, dir);
-    int64_t g = max_generation(dir);
-    char *text = NULL;
-    size_t len = 0;
-    struct rl_err e2 = {0};
-    if (access(path, F_OK) == 0) {
-        struct ex_ckpt_manifest m;
-        if (rl_read_file(path, &text, &len, &e2) || ex_ckpt_manifest_parse(text, len, path, &m, &e2)) {
-            free(text);
-            return rl_errf(e, RL_EINVAL, "save_dir: %s holds a manifest that is not a ratiolab checkpoint's (%s); "
-                           "nothing was written", dir, e2.msg);
-        }
-        free(text);
-        g = m.generation > g ? m.generation : g;
-    }
-    if (g >= EX_CKPT_MAX_GENERATION)
-        return rl_errf(e, RL_EINVAL, "save_dir: %s: generation %lld is the last one; allowed: a new folder", dir,
-                       (long long)g);
-    *gen = g + 1;
-    snprintf(path, sizeof path, "%s/" EX_CKPT_GEN_FMT, dir, (long long)*gen);
-    if (mkdir(path, 0755) != 0)
-        return rl_errf(e, write_code(errno), "save_dir: cannot create %s: %s", path, strerror(errno));
-    return 0;
-}
+static int save(struct ex_run *r, const char *dir, struct ex_ckpt_dir *s, struct rl_err *e);
 
 int ex__ckpt_save(struct ex_run *r, const char *dir, struct rl_err *e)
 {
-    /* 1. The generation, chosen and created by rank 0; [generation, error code] to every rank. */
+    struct ex_ckpt_dir s = {-1, -1, -1};
+    int rc = save(r, dir, &s, e);
+    ex_ckpt_dir_close(&s);   /* the lock goes last: after the prune */
+    return rc;
+}
+
+static int save(struct ex_run *r, const char *dir, struct ex_ckpt_dir *s, struct rl_err *e)
+{
+    /* 1. The generation, chosen and created by rank 0 (holding the folder's lock until the end);
+     * [generation, error code] to every rank. */
     int64_t msg[2] = {0, 0};
     if (r->k == 0)
-        msg[1] = prepare(dir, &msg[0], e);
+        msg[1] = ex_ckpt_dir_prepare(dir, s, &msg[0], e);
     RL_TRY(ex_comm_bcast(r->c, msg, sizeof msg, e));
     if (msg[1])
         return r->k == 0 ? (int)msg[1]
                          : rl_errf(e, (int)msg[1], "save_dir: rank 0 could not prepare %s; nothing was written", dir);
     if (fails_at(r, EX_FAIL_SAVE_PREPARE))
         return fail_here(r, e);
-    char gdir[4200], path[4300], tmp[4400];
+    char name[32], tname[40], gdir[4200], path[4300];
+    snprintf(name, sizeof name, "rank-%05d.rlck", r->k);
+    snprintf(tname, sizeof tname, "%s.tmp", name);
     snprintf(gdir, sizeof gdir, "%s/" EX_CKPT_GEN_FMT, dir, (long long)msg[0]);
-    snprintf(path, sizeof path, "%s/rank-%05d.rlck", gdir, r->k);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    snprintf(path, sizeof path, "%s/%s", gdir, name);
 
-    /* 2. This rank's file. */
+    /* 2. This rank's file, inside the generation rank 0 made (opened without following a link). */
     int n = 0;
     int64_t elems = 0;
     for (int t = 0; t < r->T; t++)
@@ -269,12 +125,14 @@ int ex__ckpt_save(struct ex_run *r, const char *dir, struct rl_err *e)
     };
     unsigned char hb[EX_CKPT_HEADER_BYTES];
     ex_ckpt_header_encode(&h, hb);
-    int err = write_file(tmp, path, hb, sizeof hb, buf, payload, fails_at(r, EX_FAIL_SAVE_WRITE));
+    int err = ex_ckpt_dir_open_gen(dir, s, msg[0]);
+    if (!err)
+        err = ex_ckpt_write_at(s->gfd, tname, name, hb, sizeof hb, buf, payload, fails_at(r, EX_FAIL_SAVE_WRITE));
     free(buf);
     if (fails_at(r, EX_FAIL_SAVE_WRITE))
         return fail_here(r, e);
     if (!err)
-        fsync_dir(gdir);
+        (void)fsync(s->gfd);
     if (fails_at(r, EX_FAIL_SAVE_WRITTEN))
         return fail_here(r, e);
 
@@ -283,12 +141,12 @@ int ex__ckpt_save(struct ex_run *r, const char *dir, struct rl_err *e)
     RL_TRY(ex_comm_max_i64(r->c, &failed, 1, e));
     if (failed) {
         if (!err)
-            unlink(path);
+            (void)unlinkat(s->gfd, name, 0);
         RL_TRY(ex_comm_barrier(r->c, e));
         if (r->k == 0)
-            remove_rank_files(gdir, false);
+            ex_ckpt_dir_remove_gen(s, msg[0]);
         if (err)
-            return rl_errf(e, write_code(err), "save_dir: writing %s failed: %s; %s keeps its previous checkpoint",
+            return rl_errf(e, ex_ckpt_write_code(err), "save_dir: writing %s failed: %s; %s keeps its previous checkpoint",
                            path, strerror(err), dir);
         return rl_errf(e, RL_EENV, "save_dir: rank %lld could not write its checkpoint file; %s keeps its previous "
                        "checkpoint", (long long)(failed - 1), dir);
@@ -300,29 +158,22 @@ int ex__ckpt_save(struct ex_run *r, const char *dir, struct rl_err *e)
     int64_t sw = 0;
     if (r->k == 0) {
         struct ex_ckpt_manifest m = {.generation = msg[0], .world = (uint32_t)r->W, .iterations = r->iterations};
-        char text[256];
-        int len = ex_ckpt_manifest_format(&m, text, sizeof text);
-        char mpath[4200], mtmp[4300];
-        snprintf(mpath, sizeof mpath, "%s/" EX_CKPT_MANIFEST, dir);
-        snprintf(mtmp, sizeof mtmp, "%s.tmp", mpath);
-        sw = write_file(mtmp, mpath, text, (size_t)len, "", 0, false);
-        if (!sw)
-            fsync_dir(dir);
-        else
-            remove_rank_files(gdir, false);
+        sw = ex_ckpt_dir_switch(s, &m);
+        if (sw)
+            ex_ckpt_dir_remove_gen(s, msg[0]);
     }
     RL_TRY(ex_comm_bcast(r->c, &sw, sizeof sw, e));
     if (sw)
-        return r->k == 0 ? rl_errf(e, write_code((int)sw), "save_dir: writing %s/" EX_CKPT_MANIFEST " failed: %s; %s "
+        return r->k == 0 ? rl_errf(e, ex_ckpt_write_code((int)sw), "save_dir: writing %s/" EX_CKPT_MANIFEST " failed: %s; %s "
                                    "keeps its previous checkpoint", dir, strerror((int)sw), dir)
                          : rl_errf(e, RL_EENV, "save_dir: rank 0 could not switch %s/" EX_CKPT_MANIFEST "; %s keeps "
                                    "its previous checkpoint", dir, dir);
     if (fails_at(r, EX_FAIL_SAVE_SWITCHED))
         return fail_here(r, e);
 
-    /* 5. The older generations. */
+    /* 5. The older generations, still under the lock. */
     if (r->k == 0)
-        prune(dir, msg[0]);
+        ex_ckpt_dir_prune(dir, s, msg[0]);
     return 0;
 }
 
@@ -335,97 +186,19 @@ static int64_t ckpt_max_bytes(const struct ex_run *r)
     return EX_CKPT_HEADER_BYTES + EX_CKPT_RECORD_BYTES * (int64_t)r->T + 12 * r->total_numel;
 }
 
-static const char *file_kind(mode_t m)
-{
-    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket"
-         : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device" : "not a regular file";
-}
-
-/* Reads a whole regular file of at most max_bytes into *out (malloc'd). Anything else (a FIFO,
- * a device, a directory) is refused at once without blocking (O_NONBLOCK, then fstat), and so
- * is a file above the cap, before anything is allocated. */
-static int read_whole(const char *path, int64_t max_bytes, char **out, size_t *len, struct rl_err *e)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0)
-        return rl_errf(e, RL_EIO, "%s", strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int err = errno;
-        close(fd);
-        return rl_errf(e, RL_EIO, "%s", strerror(err));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return rl_errf(e, RL_EINVAL, "%s; allowed: a regular file", file_kind(st.st_mode));
-    }
-    if ((int64_t)st.st_size > max_bytes) {
-        close(fd);
-        return rl_errf(e, RL_EINVAL, "%lld bytes; allowed: at most %lld for this model (header, a record per "
-                       "tensor, 12 bytes per element)", (long long)st.st_size, (long long)max_bytes);
-    }
-    size_t n = (size_t)st.st_size, got = 0;
-    char *buf = malloc(n + 1);
-    if (!buf) {
-        close(fd);
-        return rl_errf(e, RL_ENOMEM, "%zu bytes: out of memory", n);
-    }
-    while (got < n) {
-        ssize_t k = read(fd, buf + got, n - got);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0) {
-            int err = k < 0 ? errno : 0;
-            free(buf);
-            close(fd);
-            return rl_errf(e, RL_EIO, "read failed after %zu of %zu bytes%s%s", got, n, err ? ": " : "",
-                           err ? strerror(err) : "");
-        }
-        got += (size_t)k;
-    }
-    close(fd);
-    buf[n] = 0;
-    *out = buf;
-    *len = n;
-    return 0;
-}
-
-/* Where the save lives: the generation the manifest names (*m filled, *have_manifest true), or
- * the folder itself (the first format: no manifest). */
-static int locate(const char *dir, char *gdir, size_t n, struct ex_ckpt_manifest *m, bool *have_manifest,
-                  struct rl_err *e)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s/" EX_CKPT_MANIFEST, dir);
-    *have_manifest = false;
-    if (access(path, F_OK) != 0) {
-        snprintf(gdir, n, "%s", dir);
-        return 0;
-    }
-    char *text = NULL;
-    size_t len = 0;
-    struct rl_err e2 = {0};
-    if (rl_read_file(path, &text, &len, &e2) || ex_ckpt_manifest_parse(text, len, path, m, &e2)) {
-        free(text);
-        return rl_errf(e, RL_EINVAL, "load_dir: %s", e2.msg);
-    }
-    free(text);
-    *have_manifest = true;
-    snprintf(gdir, n, "%s/" EX_CKPT_GEN_FMT, dir, (long long)m->generation);
-    return 0;
-}
-
-/* Reads and checks rank file q of the save in gdir against the model; *out (malloc'd) holds it
- * whole, *f points into it. first: rank 0's file, whose save every other file must belong to. */
-static int read_checked(const struct ex_run *r, const struct ex_ckpt_model *model, const char *gdir, int q,
+/* Reads and checks rank file q of the save in gdir (the folder gfd) against the model; *out
+ * (malloc'd) holds it whole, *f points into it. first: rank 0's file, whose save every other file
+ * must belong to. */
+static int read_checked(const struct ex_run *r, const struct ex_ckpt_model *model, const char *gdir, int gfd, int q,
                         const struct ex_ckpt_file *first, struct ex_ckpt_file *f, char **out, struct rl_err *e)
 {
-    char path[4400];
-    snprintf(path, sizeof path, "%s/rank-%05d.rlck", gdir, q);
+    char name[32], path[4400];
+    snprintf(name, sizeof name, "rank-%05d.rlck", q);
+    snprintf(path, sizeof path, "%s/%s", gdir, name);
     char *buf = NULL;
     size_t len = 0;
     struct rl_err e2 = {0};
-    if (read_whole(path, ckpt_max_bytes(r), &buf, &len, &e2))
+    if (ex_ckpt_read_at(gfd, name, ckpt_max_bytes(r), &buf, &len, &e2))
         return rl_errf(e, RL_EINVAL, "load_dir: %s: cannot read it (%s)", path, e2.msg);
     int rc = 0;
     if (ex_ckpt_parse(buf, len, path, model, f, &e2))
@@ -444,14 +217,29 @@ static int read_checked(const struct ex_run *r, const struct ex_ckpt_model *mode
     return rc;
 }
 
+static int load(struct ex_run *r, const char *dir, const char *gdir, int gfd, const struct ex_ckpt_manifest *man,
+                struct rl_err *e);
+
 int ex__ckpt_load(struct ex_run *r, const char *dir, struct rl_err *e)
 {
     if (!dir[0])
         return rl_errf(e, RL_EINVAL, "load_dir: empty; allowed: a folder written by a save");
     char gdir[4200];
     struct ex_ckpt_manifest man;
-    bool have_manifest;
-    RL_TRY(locate(dir, gdir, sizeof gdir, &man, &have_manifest, e));
+    bool have_manifest = false;
+    int gfd = -1;
+    RL_TRY(ex_ckpt_locate(dir, gdir, sizeof gdir, &gfd, &man, &have_manifest, e));
+    int rc = load(r, dir, gdir, gfd, have_manifest ? &man : NULL, e);
+    close(gfd);
+    return rc;
+}
+
+/* ex__ckpt_load once the save is located: gdir its folder (the descriptor gfd), man its manifest
+ * (NULL: the first format). */
+static int load(struct ex_run *r, const char *dir, const char *gdir, int gfd, const struct ex_ckpt_manifest *man,
+                struct rl_err *e)
+{
+    const bool have_manifest = man != NULL;
     int64_t *starts = malloc(((size_t)r->T + 1) * sizeof *starts);
     if (!starts)
         return rl_errf(e, RL_ENOMEM, "load_dir: out of host memory");
@@ -462,16 +250,16 @@ int ex__ckpt_load(struct ex_run *r, const char *dir, struct rl_err *e)
 
     struct ex_ckpt_file f0, f;
     char *buf = NULL;
-    int rc = read_checked(r, &model, gdir, 0, NULL, &f0, &buf, e);
+    int rc = read_checked(r, &model, gdir, gfd, 0, NULL, &f0, &buf, e);
     free(buf);
     buf = NULL;
     if (!rc && f0.seed != r->o->seed)
         rc = rl_errf(e, RL_EINVAL, "seed: %llu; the checkpoint in %s was made with seed %llu",
                      (unsigned long long)r->o->seed, dir, (unsigned long long)f0.seed);
-    if (!rc && have_manifest && (f0.world != man.world || f0.iterations != man.iterations))
+    if (!rc && have_manifest && (f0.world != man->world || f0.iterations != man->iterations))
         rc = rl_errf(e, RL_EINVAL, "load_dir: %s/rank-00000.rlck: world %u, iteration %lld; the manifest %s/"
                      EX_CKPT_MANIFEST " says world %u, iteration %lld", gdir, f0.world, (long long)f0.iterations, dir,
-                     man.world, (long long)man.iterations);
+                     man->world, (long long)man->iterations);
     if (rc) {
         free(starts);
         return rc;
@@ -482,7 +270,7 @@ int ex__ckpt_load(struct ex_run *r, const char *dir, struct rl_err *e)
     if (!hm || !h1 || !h2)
         rc = rl_errf(e, RL_ENOMEM, "load_dir: out of host memory");
     for (uint32_t q = 0; q < f0.world && !rc; q++) {
-        if ((rc = read_checked(r, &model, gdir, (int)q, &f0, &f, &buf, e)))
+        if ((rc = read_checked(r, &model, gdir, gfd, (int)q, &f0, &f, &buf, e)))
             break;
         if (n_all + f.n_rec > cap_all) {
             int64_t nc = (n_all + f.n_rec) * 2 + 16;

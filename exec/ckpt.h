@@ -5,6 +5,7 @@
 #ifndef RL_EXEC_CKPT_H
 #define RL_EXEC_CKPT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -91,5 +92,53 @@ int ex_ckpt_manifest_format(const struct ex_ckpt_manifest *m, char *out, size_t 
 /* Parses a manifest's text (len bytes, NUL-terminated): exactly the lines the writer writes. */
 int ex_ckpt_manifest_parse(const char *text, size_t len, const char *path, struct ex_ckpt_manifest *m,
                            struct rl_err *e);
+
+/* ---- the checkpoint folder (exec/ckpt_dir.c) -----------------------------------------------------
+ * Every name inside DIR is resolved relative to a descriptor of it and never through a link; DIR
+ * itself may be one. A link named like a generation or a rank file is removed itself by the prune,
+ * never what it points to; a generation or rank file that is a link is refused (RL_EINVAL). */
+
+/* What a save holds while it runs. */
+struct ex_ckpt_dir {
+    int lock_fd;   /* rank 0: flock of DIR/.ratiolab.lock (rl_outdir_lock) for the whole save, or -1 */
+    int dfd;       /* DIR, or -1 */
+    int gfd;       /* the new generation's folder, or -1 */
+};
+
+/* RL_EIO (exit 2) for a path the user got wrong (no such folder), RL_EENV (exit 3) otherwise. */
+int ex_ckpt_write_code(int err);
+/* Rank 0, step 1 of a save (*d = {-1, -1, -1} before): creates DIR when missing, locks it (a held
+ * lock is RL_EENV at once naming the holder), opens it, refuses a manifest that is not ours or
+ * names a generation (or rank file in it) that is a link, and creates the next generation, *gen:
+ * one above every generation name in DIR and the manifest's. */
+int ex_ckpt_dir_prepare(const char *dir, struct ex_ckpt_dir *d, int64_t *gen, struct rl_err *e);
+/* Any rank: d->dfd (opened when -1) and d->gfd, generation gen's folder opened without following
+ * a link. 0 or errno. */
+int ex_ckpt_dir_open_gen(const char *dir, struct ex_ckpt_dir *d, int64_t gen);
+/* Writes a then b to tmp inside the folder dfd (created, never through a link), fsyncs it and
+ * renames it to name (a link of that name is replaced itself). 0 or errno; on failure tmp is
+ * removed. half: only half of b is written and nothing else (the injected failure). */
+int ex_ckpt_write_at(int dfd, const char *tmp, const char *name, const void *a, size_t na, const void *b,
+                     size_t nb, bool half);
+/* Step 4: DIR/CHECKPOINT.tmp, fsync, rename to DIR/CHECKPOINT, fsync DIR. 0 or errno. */
+int ex_ckpt_dir_switch(const struct ex_ckpt_dir *d, const struct ex_ckpt_manifest *m);
+/* Removes generation gen (its rank files and temporary files, then the folder unless it holds
+ * anything else; a link of that name is removed itself). */
+void ex_ckpt_dir_remove_gen(const struct ex_ckpt_dir *d, int64_t gen);
+/* Step 5, under the lock: reads the manifest again and removes every generation but keep and the
+ * one it names (an unreadable manifest removes nothing), DIR's flat rank files of the first
+ * format and a stale CHECKPOINT.tmp. */
+void ex_ckpt_dir_prune(const char *dir, const struct ex_ckpt_dir *d, int64_t keep);
+/* Closes the descriptors, the lock last. */
+void ex_ckpt_dir_close(struct ex_ckpt_dir *d);
+/* A load's save: the generation the manifest names (*m, *have_manifest true) or DIR itself (the
+ * first format); gdir its path (n bytes), *gfd its folder opened without following a link (the
+ * caller closes it). RL_EINVAL naming the path otherwise. */
+int ex_ckpt_locate(const char *dir, char *gdir, size_t n, int *gfd, struct ex_ckpt_manifest *m, bool *have_manifest,
+                   struct rl_err *e);
+/* The whole regular file name of the folder dfd, at most max_bytes, into *out (malloc'd, NUL
+ * after the *len bytes). A link, FIFO, device or directory is refused at once without blocking,
+ * and so is a larger file, before anything is allocated. The message does not name the file. */
+int ex_ckpt_read_at(int dfd, const char *name, int64_t max_bytes, char **out, size_t *len, struct rl_err *e);
 
 #endif

@@ -428,6 +428,38 @@ START_TEST(log_019_points_to_probe)
 }
 END_TEST
 
+/* A probe's file name is data, never a printf format (issue 35, item 1): a release that is not
+ * X.Y.Z reaches the message that names the file, and names made of conversions crashed validate
+ * (%s...), printed addresses (%p) or wrote memory (%n). Each must give the one-line exit-2 error
+ * with the name as it is. In-process too: the parser's message starts with the literal path. */
+START_TEST(probe_file_name_is_not_a_format)
+{
+    char *good = tu_read(example("probe.json"), NULL);
+    ck_assert_ptr_nonnull(good);
+    char *at = strstr(good, "\"0.19.8\"");
+    ck_assert_ptr_nonnull(at);
+    memcpy(at, "\"0.19.x\"", 8);   /* not X.Y.Z */
+    static const char *const names[] = {"%s%s%s%s%s%s%s%s%s%s%s%s.json", "%n%n.json", "%p.%p.%p.json"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *f = tu_write(names[i], good);
+        struct val_probe pr;
+        struct rl_err e = {0};
+        ck_assert_int_eq(val_probe_parse(good, strlen(good), f, &pr, &e), RL_EINVAL);
+        ck_assert_msg(strncmp(e.msg, f, strlen(f)) == 0 && strstr(e.msg, "deepspeed_version"), "%s: %s", names[i],
+                      e.msg);
+        struct tu_run r;
+        tu_ratiolab(&r, "validate --probe '%s' --model '%s'", names[i], gpt2_tiny());
+        ck_assert_msg(r.status == 2, "%s: exit %d: %s", names[i], r.status, r.err);
+        char want[512];
+        snprintf(want, sizeof want, "%s: deepspeed_version", names[i]);
+        ck_assert_msg(strstr(r.err, want) && strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "%s: %s", names[i],
+                      r.err);
+        tu_run_free(&r);
+    }
+    free(good);
+}
+END_TEST
+
 Suite *TU_SUITE(void)
 {
     Suite *s = suite_create("deepspeed");
@@ -441,6 +473,7 @@ Suite *TU_SUITE(void)
     tcase_add_test(t, gpu_probe_fixture);
     tcase_add_test(t, probe_timers_shown);
     tcase_add_test(t, probe_bad_input);
+    tcase_add_test(t, probe_file_name_is_not_a_format);
     suite_add_tcase(s, t);
     t = tcase_create("log_config");
     tcase_add_test(t, log_config_read);

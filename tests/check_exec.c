@@ -204,11 +204,12 @@ START_TEST(checkpoint_corrupt_or_truncated_is_refused)
     tu_sh(&r, "test $(stat -c %%s ck/gen-00000001/rank-00000.rlck) = 1000 && cmp saved ck/gen-00000001/rank-00001.rlck");
     ck_assert_msg(r.status == 0, "the checkpoint changed: %s", r.err);
     tu_run_free(&r);
-    /* Not a regular file (a FIFO nobody writes to must not block; a device), or larger than any
-     * checkpoint of this model can be (a sparse 64 GiB file: refused before it is read). */
+    /* Not a regular file (a FIFO nobody writes to must not block; a link, here to a device, is
+     * refused as a link before anything behind it is opened), or larger than any checkpoint of
+     * this model can be (a sparse 64 GiB file: refused before it is read). */
     static const char *const bad[][2] = {
         {"rm -f ck/gen-00000001/rank-00000.rlck && mkfifo ck/gen-00000001/rank-00000.rlck", "a FIFO"},
-        {"rm -f ck/gen-00000001/rank-00000.rlck && ln -s /dev/zero ck/gen-00000001/rank-00000.rlck", "a character device"},
+        {"rm -f ck/gen-00000001/rank-00000.rlck && ln -s /dev/zero ck/gen-00000001/rank-00000.rlck", "a symbolic link"},
         {"rm -f ck/gen-00000001/rank-00000.rlck && truncate -s 64G ck/gen-00000001/rank-00000.rlck", "allowed: at most"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

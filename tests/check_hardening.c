@@ -478,6 +478,140 @@ START_TEST(checkpoint_write_failure_is_exit_3_and_keeps_the_previous_one)
 }
 END_TEST
 
+/* ---- issue 35 items 2, 3: one save at a time, and never through a link ------------------------- */
+
+/* True when text is one line ending in a newline. */
+static bool one_line(const char *text)
+{
+    const char *nl = strchr(text, '\n');
+    return nl && !nl[1];
+}
+
+/* "ck" loads and holds a whole save: one more step from it gives the reference digest of the
+ * iterations its manifest names plus one (refs[k]: the reference after k steps, k = 2..5, each
+ * computed when first needed: "" until then). */
+static void assert_loads_whole(const char *ck, char refs[6][9], const char *what)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/CHECKPOINT", ck);
+    char *m = tu_slurp(path);
+    const char *it = strstr(m, "iterations ");
+    ck_assert_msg(it, "%s: %s", what, m);
+    int n = atoi(it + 11);
+    free(m);
+    ck_assert_msg(n >= 1 && n <= 4, "%s: iterations %d", what, n);
+    if (!refs[n + 1][0])
+        reference_digest(n + 1, refs[n + 1]);
+    struct tu_run r;
+    tu_ratiolab(&r, "run " TU_EXEC_SMALL " --steps 1 --load %s --hash", ck);
+    char d[9];
+    tu_digest_of(r.out, d);
+    ck_assert_msg(r.status == 0 && strcmp(d, refs[n + 1]) == 0, "%s: iteration %d, digest %s, expected %s: %s", what,
+                  n, d, refs[n + 1], r.err);
+    tu_run_free(&r);
+}
+
+/* Two saves into one folder at once (issue 35 item 2: without a lock each pruned the generation
+ * the other had just switched to, and both could exit 0 leaving a manifest of nothing). A save
+ * into a folder whose lock is held exits 3 at once naming the holder and writes nothing; two pairs
+ * of saves started together, the second killing the first (kill -9) as soon as it holds the lock,
+ * always leave a folder that loads with one whole save (the old one or either new one), and the
+ * file beside the folder stays. The loser of a race exits 3 saying so; nobody exits 0 falsely. */
+START_TEST(concurrent_saves_leave_one_whole_checkpoint)
+{
+    char refs[6][9] = {""};
+    struct tu_run r;
+    tu_ratiolab(&r, "run " TU_EXEC_SMALL " --steps 4 --save ck");   /* the old save: iteration 4 */
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    tu_run_free(&r);
+    tu_write("beside.txt", "kept\n");
+    /* The lock held by another process (flock(1) here): exit 3 at once, the folder untouched. */
+    tu_sh(&r, "flock ck/" RL_OUTDIR_LOCK " '%s' run " TU_EXEC_SMALL " --steps 1 --save ck", tu_bin());
+    ck_assert_msg(r.status == 3 && strstr(r.err, "another ratiolab is writing there") && strstr(r.err, "nothing was "
+                  "written, ck keeps its previous checkpoint") && one_line(r.err), "exit %d: %s", r.status,
+                  r.err);
+    tu_run_free(&r);
+    tu_sh(&r, "ls ck");
+    ck_assert_msg(strstr(r.out, "gen-00000001") && !strstr(r.out, "gen-00000002"), "%s", r.out);
+    tu_run_free(&r);
+    assert_loads_whole("ck", refs, "after the refused save");
+    for (int pair = 0; pair < 2; pair++) {
+        /* A saves iteration 1, B iteration 2 (3 in the kill pair, so the survivor is told apart). */
+        bool kill_a = pair == 1;
+        tu_sh(&r, "'%1$s' run " TU_EXEC_SMALL " --steps 1 --save ck > a.out 2> a.err & a=$!; "
+                  "'%1$s' run " TU_EXEC_SMALL " --steps %2$d --save ck > b.out 2> b.err & b=$!; "
+                  "if [ %3$d = 1 ]; then for i in $(seq 2000); do "
+                  "grep -q \"^pid $a \" ck/" RL_OUTDIR_LOCK " 2>/dev/null && { kill -9 $a; break; }; "
+                  "kill -0 $a 2>/dev/null || break; sleep 0.005; done; fi; "
+                  "wait $a; ra=$?; wait $b; rb=$?; echo $ra $rb; cat a.err b.err",
+              tu_bin(), kill_a ? 3 : 2, kill_a ? 1 : 0);
+        int ra = -1, rb = -1;
+        ck_assert_msg(sscanf(r.out, "%d %d", &ra, &rb) == 2, "%s", r.out);
+        ck_assert_msg((ra == 0 || ra == 3 || (kill_a && ra == 137)) && (rb == 0 || rb == 3),
+                      "pair %d: exits %d %d: %s", pair, ra, rb, r.out);
+        if (ra == 3 || rb == 3)
+            ck_assert_msg(strstr(r.out, "another ratiolab is writing there (pid "), "pair %d: %s", pair, r.out);
+        tu_run_free(&r);
+        char what[64];
+        snprintf(what, sizeof what, "pair %d (exits %d %d)", pair, ra, rb);
+        assert_loads_whole("ck", refs, what);
+        char *beside = tu_slurp("beside.txt");
+        ck_assert_str_eq(beside, "kept\n");
+        free(beside);
+    }
+}
+END_TEST
+
+/* Pruning never follows a link (issue 35 item 3: a link D/gen-00000000 -> /elsewhere made the
+ * next save delete /elsewhere/rank-00000.rlck, and a generation linked into another checkpoint E
+ * deleted E's rank file). A save removes stray links named like generations (the links, not what
+ * they point to); a checkpoint whose generation or rank file is a link is refused on load and on
+ * save (exit 2, one line naming it); E and the other folder are intact and E still loads. */
+START_TEST(checkpoint_links_are_never_followed)
+{
+    char refs[6][9] = {""};
+    struct tu_run r;
+    tu_ratiolab(&r, "run " TU_EXEC_SMALL " --steps 1 --save E");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    tu_run_free(&r);
+    /* D: a copy of E with two stray links: gen-00000000 to a folder elsewhere, gen-00000007 to E's. */
+    tu_sh(&r, "mkdir elsewhere && echo keep > elsewhere/rank-00000.rlck && cp -r E D && "
+              "ln -s \"$PWD/elsewhere\" D/gen-00000000 && ln -s \"$PWD/E/gen-00000001\" D/gen-00000007");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "run " TU_EXEC_SMALL " --steps 2 --save D");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    tu_run_free(&r);
+    tu_sh(&r, "test -d elsewhere && cat elsewhere/rank-00000.rlck && test -f E/gen-00000001/rank-00000.rlck && "
+              "test ! -L D/gen-00000000 && test ! -L D/gen-00000007 && ls D");
+    ck_assert_msg(r.status == 0 && strstr(r.out, "keep") && strstr(r.out, "gen-00000008"), "%s %s", r.out, r.err);
+    tu_run_free(&r);
+    assert_loads_whole("D", refs, "D after its save");
+    /* L: its manifest names a generation that is a link into E; M: a rank file that is a link. */
+    tu_sh(&r, "mkdir L M M/gen-00000001 && cp E/CHECKPOINT L/ && cp E/CHECKPOINT M/ && "
+              "ln -s \"$PWD/E/gen-00000001\" L/gen-00000001 && "
+              "ln -s \"$PWD/E/gen-00000001/rank-00000.rlck\" M/gen-00000001/rank-00000.rlck");
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    tu_run_free(&r);
+    static const struct { const char *args, *named; } refused[] = {
+        {"--load L", "L/gen-00000001 is a symbolic link"},
+        {"--save L", "L/gen-00000001 is a symbolic link"},
+        {"--load M", "M/gen-00000001/rank-00000.rlck: cannot read it (a symbolic link"},
+        {"--save M", "M/gen-00000001/rank-00000.rlck is a symbolic link"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        tu_ratiolab(&r, "run " TU_EXEC_SMALL " --steps 1 %s", refused[i].args);
+        ck_assert_msg(r.status == 2 && strstr(r.err, refused[i].named) && one_line(r.err), "%s: exit %d: %s",
+                      refused[i].args, r.status, r.err);
+        tu_run_free(&r);
+    }
+    tu_sh(&r, "test -L L/gen-00000001 && test -L M/gen-00000001/rank-00000.rlck && ls E E/gen-00000001");
+    ck_assert_msg(r.status == 0 && strstr(r.out, "rank-00000.rlck"), "%s %s", r.out, r.err);
+    tu_run_free(&r);
+    assert_loads_whole("E", refs, "E");
+}
+END_TEST
+
 /* ---- issue 24 item 7: validate's folder -------------------------------------------------------- */
 #define VAL_SMALL "validate --ratios 0.5 --ranks 1 --scale 10000 --steps 1 --sub-group-size 1e8"
 
@@ -557,6 +691,8 @@ Suite *hardening_suite(void)
     tcase_set_timeout(ck, 240);
     tcase_add_test(ck, checkpoint_save_killed_anywhere_keeps_a_whole_checkpoint);
     tcase_add_test(ck, checkpoint_write_failure_is_exit_3_and_keeps_the_previous_one);
+    tcase_add_test(ck, concurrent_saves_leave_one_whole_checkpoint);
+    tcase_add_test(ck, checkpoint_links_are_never_followed);
     suite_add_tcase(s, ck);
     TCase *vf = tcase_create("validate_folder");
     tcase_set_timeout(vf, 120);

@@ -692,23 +692,24 @@ START_TEST(errors_bad_configs)
     expect_error("[1, 2]", 1, 1, RL_EINVAL, "JSON object", NULL);
     expect_error("{\"hidden_size\": 5}", 1, 1, RL_EINVAL, "model_type", "megatron");
     /* Megatron presets. */
-    const char *meg = "{\"framework\": \"megatron\", \"num_layers\": 6, \"hidden_size\": 96, "
-                      "\"num_attention_heads\": 12, \"seq_length\": 64%s}";
+#define MEG "{\"framework\": \"megatron\", \"num_layers\": 6, \"hidden_size\": 96, " \
+            "\"num_attention_heads\": 12, \"seq_length\": 64%s}"
     char buf[512];
-    snprintf(buf, sizeof buf, meg, "");
+    snprintf(buf, sizeof buf, MEG, "");
     expect_error(buf, 5, 1, RL_EINVAL, "tp 5:", "num_attention_heads 12");   /* the field; cli/ names the flag */
     expect_error(buf, 1, 4, RL_EINVAL, "pp 4:", "num_layers 6");
-    snprintf(buf, sizeof buf, meg, ", \"hiden_size\": 3");
+    snprintf(buf, sizeof buf, MEG, ", \"hiden_size\": 3");
     expect_error(buf, 1, 1, RL_EINVAL, "hiden_size", "unknown key");
-    snprintf(buf, sizeof buf, meg, ", \"normalization\": \"batchnorm\"");
+    snprintf(buf, sizeof buf, MEG, ", \"normalization\": \"batchnorm\"");
     expect_error(buf, 1, 1, RL_EINVAL, "batchnorm", "rmsnorm");
-    snprintf(buf, sizeof buf, meg, ", \"max_position_embeddings\": 32");
+    snprintf(buf, sizeof buf, MEG, ", \"max_position_embeddings\": 32");
     expect_error(buf, 1, 1, RL_EINVAL, "--max-position-embeddings", "--seq-length 64");
-    snprintf(buf, sizeof buf, meg, ", \"ffn_hidden_size\": 100");
+    snprintf(buf, sizeof buf, MEG, ", \"ffn_hidden_size\": 100");
     expect_error(buf, 8, 1, RL_EINVAL, "tp 8:", NULL);   /* 12 % 8 first */
     expect_error(buf, 3, 1, RL_EINVAL, "tp 3:", "ffn_hidden_size 100");
 }
 END_TEST
+#undef MEG
 
 START_TEST(errors_seq_len_and_stage)
 {

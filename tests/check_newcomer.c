@@ -254,7 +254,10 @@ START_TEST(nothing_fits_names_what_binds_each_class)
     };
     for (size_t i = 0; i < sizeof again / sizeof again[0]; i++) {
         char args[128];
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"   /* again[]'s literals above, one %.2f each */
         snprintf(args, sizeof args, again[i].args, again[i].gib);
+#pragma GCC diagnostic pop
         o = tune_json_any(args);
         ck_assert_msg(jint(tune_class(o, again[i].cls), "fit") > 0, "%s: class %s does not fit", args, again[i].cls);
         json_decref(o);
@@ -282,7 +285,7 @@ static const char *baseline_csv(const char *name, int64_t base)
 {
     static char csv[8192];
     const int64_t g = INT64_C(1) << 30;
-    const char *row = "%lld,2026-12-01T15:00:00.000Z,%d,%d,%s,%d,%lld,1,1,1,%lld,0,0,0,,1.0,9,100,gpu_bytes: disabled by --no-gpu\n";
+#define ROW "%lld,2026-12-01T15:00:00.000Z,%d,%d,%s,%d,%lld,1,1,1,%lld,0,0,0,,1.0,9,100,gpu_bytes: disabled by --no-gpu\n"
     struct { long long t; int pid, ppid; const char *comm; int rank; int64_t rss, hwm; } r[] = {
         {0, 10, 1, "torchrun", -1, 50000000, 50000000},
         {0, 11, 10, "python", 0, base + g, base + g},
@@ -300,8 +303,9 @@ static const char *baseline_csv(const char *name, int64_t base)
                      "pinned_bytes,swap_bytes,gpu_bytes,cpu_percent,threads,system_used_bytes,status\n"
                      "# followed: pid 10 and its descendants\n");
     for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
-        w += snprintf(csv + w, sizeof csv - (size_t)w, row, r[i].t, r[i].pid, r[i].ppid, r[i].comm, r[i].rank,
+        w += snprintf(csv + w, sizeof csv - (size_t)w, ROW, r[i].t, r[i].pid, r[i].ppid, r[i].comm, r[i].rank,
                       (long long)r[i].rss, (long long)r[i].hwm);
+#undef ROW
     return tu_write(name, csv);
 }
 
@@ -660,12 +664,12 @@ END_TEST
  * and nvme is refused as not modelled. */
 START_TEST(offload_param_is_modelled)
 {
-    const char *base = "{\"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"device\": \"cpu\", \"ratio\": 0.5}%s}, "
-                       "\"fp16\": {\"enabled\": true}}";
+#define BASE "{\"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"device\": \"cpu\", \"ratio\": 0.5}%s}, " \
+             "\"fp16\": {\"enabled\": true}}"
     char cfg[512];
-    snprintf(cfg, sizeof cfg, base, "");
+    snprintf(cfg, sizeof cfg, BASE, "");
     tu_write("off.json", cfg);
-    snprintf(cfg, sizeof cfg, base, ", \"offload_param\": {\"device\": \"cpu\", \"pin_memory\": false}");
+    snprintf(cfg, sizeof cfg, BASE, ", \"offload_param\": {\"device\": \"cpu\", \"pin_memory\": false}");
     tu_write("param.json", cfg);
     const char *q = "--model gpt-350m --gpus 4 --hw dgx-a100-40g";
     json_t *a = tu_ratiolab_json("predict --ds-config off.json %s --json", q);
@@ -704,13 +708,14 @@ START_TEST(offload_param_is_modelled)
     tu_ratiolab(&r, "run --ds-config param.json --model gpt-350m --scale 100");
     ck_assert_msg(r.status == 2 && strstr(r.err, "offload_param") != NULL, "exit %d: %s", r.status, r.err);
     tu_run_free(&r);
-    snprintf(cfg, sizeof cfg, base, ", \"offload_param\": {\"device\": \"nvme\"}");
+    snprintf(cfg, sizeof cfg, BASE, ", \"offload_param\": {\"device\": \"nvme\"}");
     tu_write("nvme.json", cfg);
     tu_ratiolab(&r, "predict --ds-config nvme.json %s", q);
     ck_assert_msg(r.status == 2 && strstr(r.err, "offload_param.device") != NULL, "exit %d: %s", r.status, r.err);
     tu_run_free(&r);
 }
 END_TEST
+#undef BASE
 
 /* ---- every README example runs as written ---------------------------------------------------- */
 

@@ -238,7 +238,10 @@ START_TEST(every_figure_fits_its_page_and_its_keys_tell_series_apart)
         snprintf(stem, sizeof stem, "%s-%s", figs[_i].name, wdt ? "double" : "single");
         char golden[1024];
         snprintf(golden, sizeof golden, "%s/tests/golden/plots", tu_src());
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"   /* figs[]'s literals, at most one %s each */
         snprintf(args, sizeof args, figs[_i].args, golden);
+#pragma GCC diagnostic pop
         struct tu_run r;
         tu_ratiolab(&r, "plot %s --width %s --out %s.png", args, wdt ? "double" : "single", stem);
         ck_assert_msg(r.status == 0, "%s: exit %d: %s", stem, r.status, r.err);

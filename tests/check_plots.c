@@ -351,7 +351,10 @@ START_TEST(bad_input_exits_2_without_files)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         int before = tu_count_files();
         char args[512];
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"   /* bad[]'s literals above, at most one %s each */
         snprintf(args, sizeof args, bad[i].args, gold("sweep-ds012.json"));
+#pragma GCC diagnostic pop
         struct tu_run r;
         tu_ratiolab(&r, "plot %s", args);
         ck_assert_msg(r.status == 2, "plot %s: exit %d, expected 2 (stderr: %s)", args, r.status, r.err);

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -56,9 +57,13 @@ __attribute__((no_sanitize("address"))) static void touch(char *p, long bytes, i
     (void)sink;
 }
 
-static void say(const char *fmt, const char *name)
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
 {
-    printf(fmt, name);
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
     fputc('\n', stdout);
     fflush(stdout);
 }
