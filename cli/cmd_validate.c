@@ -144,20 +144,20 @@ static void print_ds(const struct validate_args *a, const struct plan_setup *c, 
                      const struct sim_hw *hw, const struct val_ds_result *r, const struct val_ds_timers *vt)
 {
     char head[512];
-    printf("model      %s\n", cli_model_head(c, head, sizeof head));
+    printf("model      %s\n", cli_data(cli_model_head(c, head, sizeof head)));
     printf("DeepSpeed  %d.%d.%d rules: ledger %s, policy %s, %d sub-groups, honored ratio %.4f\n",
            p->zero.ds_version.major, p->zero.ds_version.minor, p->zero.ds_version.patch,
            plan_ledger_name(p->ledger_kind), plan_policy_name(p->policy), p->n_subgroups, p->honored_ratio);
     printf("logs      ");
     for (int i = 0; i < a->n_logs; i++)
-        printf(" %s", a->logs[i]);
+        printf(" %s", cli_data(a->logs[i]));
     printf("\n\nGPU memory per stage (GiB = 1024^3; MA is logged to 2 decimals; tolerance %.2f GiB)\n",
            a->tol_gib);
     printf("  %-44s %8s %9s %8s %12s  %s\n", "stage (log:line)", "MA", "ledger", "diff", "sub-groups", "verdict");
     for (int i = 0; i < r->n_stages; i++) {
         const struct val_ds_stage *s = &r->stages[i];
         char name[45], ma[16] = "-", led[16] = "-", diff[16] = "", sg[24] = "";
-        snprintf(name, sizeof name, "%s", s->message);
+        snprintf(name, sizeof name, "%s", cli_data(s->message));
         if (s->logged_ma_bytes >= 0)
             snprintf(ma, sizeof ma, "%.2f", gib(s->logged_ma_bytes));
         if (s->predicted_gpu_bytes >= 0)
@@ -178,7 +178,7 @@ static void print_ds(const struct validate_args *a, const struct plan_setup *c, 
         const struct val_ds_stage *s = &r->stages[i];
         if (s->plan_stage < 0 || s->logged_cpu_used_bytes < 0)
             continue;
-        printf("  %-44.44s machine %8.2f  ledger %6.2f\n", s->message, gib(s->logged_cpu_used_bytes),
+        printf("  %-44.44s machine %8.2f  ledger %6.2f\n", cli_data(s->message), gib(s->logged_cpu_used_bytes),
                gib(s->predicted_host_bytes));
     }
     if (r->have_monitor)
@@ -188,7 +188,7 @@ static void print_ds(const struct validate_args *a, const struct plan_setup *c, 
                val_status_name(r->host_status));
     else
         printf("  (give --monitor FILE, a ratiolab monitor CSV of the run, to compare per process)\n");
-    printf("\nstep time on %s: ", hw->name);
+    printf("\nstep time on %s: ", cli_data(hw->name));
     if (r->n_iterations == 0)
         printf("no 'elapsed time per iteration (ms)' line in the logs\n");
     else

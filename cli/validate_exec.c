@@ -963,8 +963,8 @@ static void vx_print_report(const struct val_report *rep, const char *out, bool 
         }
         return;
     }
-    printf("model      %s\nhardware   %s (%s)\nbackend    %s, %d rank%s, %d timed steps, policy %s\n\n", rep->model,
-           rep->hardware, rep->hardware_path, rep->backend, rep->ranks, rep->ranks == 1 ? "" : "s", rep->steps,
+    printf("model      %s\nhardware   %s (%s)\nbackend    %s, %d rank%s, %d timed steps, policy %s\n\n",
+           cli_data(rep->model), cli_data(rep->hardware), cli_data(rep->hardware_path), rep->backend, rep->ranks, rep->ranks == 1 ? "" : "s", rep->steps,
            rep->policy);
     printf("  %-6s %-15s %-15s %8s %9s %12s %12s %8s %8s\n", "ratio", "schedule", "policy", "honored", "digest",
            "predicted ms", "measured ms", "error %", "others %");
@@ -981,8 +981,8 @@ static void vx_print_report(const struct val_report *rep, const char *out, bool 
     printf("\n");
     for (int i = 0; i < rep->n_checks; i++)
         printf("  %-15s %-4s%s  %s\n", rep->checks[i].name, val_status_name(rep->checks[i].status),
-               rep->checks[i].gated ? "" : " (not gated)", rep->checks[i].detail);
-    printf("\nreport     %s/report.md, %s/report.json\n", out, out);
+               rep->checks[i].gated ? "" : " (not gated)", cli_data(rep->checks[i].detail));
+    printf("\nreport     %s/report.md, %s/report.json\n", cli_data(out), cli_data(out));
 }
 
 /* The phases in order, then (rank 0) the report; exit 1 when a gated check failed. */

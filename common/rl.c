@@ -33,14 +33,14 @@ int rl_exit_code(int code)
     return 3;
 }
 
-/* Every message is one line: control characters from echoed input (a newline inside a quoted
- * launch-line argument, a tab) are written as \n, \r, \t or \xHH. */
-static void one_line(char *msg, size_t cap)
+/* Escapes as rl.h says; a C1 control is its two UTF-8 bytes, written as one \u escape. */
+const char *rl_text_data(char *out, size_t cap, const char *s)
 {
-    char out[RL_ERR_MSG_MAX];
     size_t o = 0;
-    for (const unsigned char *p = (const unsigned char *)msg; *p && o + 5 < sizeof out; p++) {
-        if (*p >= 0x20 && *p != 0x7f) {
+    if (!cap)
+        return out;
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && o + 7 < cap; p++) {
+        if (*p >= 0x20 && *p != 0x7f && !(p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)) {
             out[o++] = (char)*p;
             continue;
         }
@@ -51,10 +51,21 @@ static void one_line(char *msg, size_t cap)
             out[o++] = 'r';
         else if (*p == '\t')
             out[o++] = 't';
+        else if (*p == 0xc2)   /* a C1 control (U+0080..U+009F): 0x9b starts a terminal sequence too */
+            o += (size_t)snprintf(out + o, cap - o, "u%04x", *++p);
         else
-            o += (size_t)snprintf(out + o, sizeof out - o, "x%02x", *p);
+            o += (size_t)snprintf(out + o, cap - o, "x%02x", *p);
     }
     out[o] = 0;
+    return out;
+}
+
+/* Every message is one line: control characters from echoed input (a newline inside a quoted
+ * launch-line argument, a tab) are written as \n, \r, \t or \xHH. */
+static void one_line(char *msg, size_t cap)
+{
+    char out[RL_ERR_MSG_MAX];
+    rl_text_data(out, sizeof out, msg);
     snprintf(msg, cap, "%s", out);
 }
 

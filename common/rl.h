@@ -61,6 +61,13 @@ int rl_err_vfirst(int *first, struct rl_err *e, int code, const char *fmt, va_li
             return rl_try_rc_;                                                                     \
     } while (0)
 
+/* Text from an input (a file's field, a log line, a path) as data on one line of a report or a
+ * message: control characters (below 0x20, DEL, the C1 controls U+0080..U+009F) are written as
+ * escapes (\n, \r, \t, \xNN, \uNNNN), so no input can end a line, start another or send a
+ * terminal sequence. Writes at most cap bytes into out (cut short when longer) and returns out.
+ * rl_errf and rl_err_prefix pass every message through it. O(length). */
+const char *rl_text_data(char *out, size_t cap, const char *s);
+
 /* ---- checked parsing: each names `field` in its error ---------------------------------------- */
 int rl_parse_i64(const char *field, const char *s, int64_t min, int64_t max, int64_t *out,
                  struct rl_err *e);
