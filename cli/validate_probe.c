@@ -1,6 +1,6 @@
 /* cli/validate_probe.c — `ratiolab validate --probe FILE`: what ratiolab_probe read from a live
- * DeepSpeed engine against the plan and the prediction (validation/probe.h); and the check of
- * the configuration a DeepSpeed log printed against --ds-config / --ratio for --deepspeed-log. */
+ * DeepSpeed engine, on rank 0 and on every rank beside it, against the plan and the prediction
+ * (validation/probe.h). */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -286,25 +286,4 @@ out:
     plan_free(&p);
     plan_setup_free(&c);
     return rc;
-}
-
-int cli_validate_log_config(const char *const *logs, int n_logs, const struct plan_inputs *s, struct plan_setup *c,
-                            struct trace_ds_config *f, struct rl_err *e)
-{
-    memset(f, 0, sizeof *f);
-    for (int i = 0; i < n_logs; i++) {
-        struct trace_ds_config one;
-        int rc = trace_ds_config_read(logs[i], &one, e);
-        if (rc)
-            return rl_err_prefix(e, "--deepspeed-log");
-        if (!one.have_version && !one.have_zero)
-            continue;
-        char what[600];
-        snprintf(what, sizeof what, "--deepspeed-log %s", logs[i]);
-        if ((rc = val_facts_apply(&one, 0, what, s, c, e)))
-            return rc;
-        if (!f->have_version && !f->have_zero)
-            *f = one;
-    }
-    return 0;
 }

@@ -95,6 +95,8 @@ const char *rl_nearest(const char *word, const char *const *cands, int n);
 struct rl_version {
     int major, minor, patch;   /* "0.12.4" -> 0, 12, 4 */
 };
+/* "X.Y.Z" or "X.Y" (Z = 0), each part decimal digits up to RL_VERSION_PART_MAX. */
+#define RL_VERSION_PART_MAX 999999
 int rl_parse_version(const char *field, const char *s, struct rl_version *v, struct rl_err *e);
 int rl_version_cmp(struct rl_version a, struct rl_version b);   /* <0, 0, >0 */
 
@@ -161,6 +163,22 @@ int rl_check_text(const char *name, const char *text, size_t len, struct rl_err 
  * until it holds need, and the array is reallocated. On failure the array and *cap are unchanged.
  * Returns 0 or RL_ENOMEM (no message: the caller names what it was growing). */
 int rl_grow(void *array_ptr, int *cap, size_t elem_bytes, int need, int first);
+/* A map from an int64 key to an int (an index into the caller's array), for readers that meet
+ * keys such as pids in any order: open addressing with linear probing, the table doubled at half
+ * full, so each call is O(1) expected and n keys cost O(n) (a linear search per row made a monitor
+ * CSV of 200 k pids take minutes). Zero-initialise; rl_imap_free releases it. */
+struct rl_imap {
+    int64_t *keys;   /* the keys, cap entries */
+    int *vals;       /* their values + 1, 0 in an empty slot */
+    int cap;         /* slots (a power of two, or 0) */
+    int n;           /* keys held */
+};
+/* The value stored under key, or -1 when none. */
+int rl_imap_get(const struct rl_imap *m, int64_t key);
+/* Stores val (>= 0) under key (replacing one there). 0 or RL_ENOMEM (no message; the map is unchanged). */
+int rl_imap_put(struct rl_imap *m, int64_t key, int val);
+void rl_imap_free(struct rl_imap *m);
+
 /* Median of n values (the mean of the two middle ones when n is even); 0 when n == 0 or on
  * allocation failure. Does not modify v. O(n log n). */
 double rl_median(const double *v, int n);

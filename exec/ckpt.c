@@ -399,6 +399,14 @@ static int locate(const char *dir, char *gdir, size_t n, struct ex_ckpt_manifest
     snprintf(path, sizeof path, "%s/" EX_CKPT_MANIFEST, dir);
     *have_manifest = false;
     if (access(path, F_OK) != 0) {
+        /* The first format kept the rank files in the folder itself; without them either the
+         * folder is no checkpoint, which is what the message must say. */
+        char r0[4200];
+        snprintf(r0, sizeof r0, "%s/rank-00000.rlck", dir);
+        if (access(r0, F_OK) != 0)
+            return rl_errf(e, RL_EINVAL, "load_dir: %s has no " EX_CKPT_MANIFEST " file (nor a rank-00000.rlck of "
+                           "the first format): not a checkpoint folder; allowed: a folder written by run --save",
+                           dir);
         snprintf(gdir, n, "%s", dir);
         return 0;
     }
