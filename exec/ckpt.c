@@ -405,7 +405,7 @@ static int locate(const char *dir, char *gdir, size_t n, struct ex_ckpt_manifest
         snprintf(r0, sizeof r0, "%s/rank-00000.rlck", dir);
         if (access(r0, F_OK) != 0)
             return rl_errf(e, RL_EINVAL, "load_dir: %s has no " EX_CKPT_MANIFEST " file (nor a rank-00000.rlck of "
-                           "the first format): not a checkpoint folder; allowed: a folder written by run --save",
+                           "the first format): not a checkpoint folder; allowed: a folder a checkpoint save wrote",
                            dir);
         snprintf(gdir, n, "%s", dir);
         return 0;
