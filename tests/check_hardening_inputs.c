@@ -259,17 +259,18 @@ END_TEST
 
 START_TEST(monitor_many_pids_linear)
 {
-    /* 200 000 distinct pids, two samples each: each reader took minutes (a linear search per
-     * row). The time limit of this case (30 s) is what fails a quadratic reader; the counts are
-     * what the file holds. */
-    enum { PIDS = 200000 };
-    size_t cap = (size_t)PIDS * 2 * 64 + 512;
+    /* 200 000 distinct pids in one sample, then the first 100 again: each reader took minutes (a
+     * linear search per row, 2e10 comparisons here). The time limit of this case (30 s) is what
+     * fails a quadratic reader; the counts are what the file holds. */
+    enum { PIDS = 200000, AGAIN = 100 };
+    size_t cap = (size_t)(PIDS + AGAIN) * 64 + 512;
     char *csv = malloc(cap);
     size_t n = (size_t)snprintf(csv, cap, "%s", mon_header);
-    for (int s = 0; s < 2; s++)
-        for (int p = 0; p < PIDS; p++)
-            n += (size_t)snprintf(csv + n, cap - n, "%d,t,%d,1,w,%d,%d,0,0,0,0,0,0,0,,1,1,0,ok\n", s, 1000 + p, p % 7,
-                                  4096 * (1 + s));
+    for (int p = 0; p < PIDS + AGAIN; p++) {
+        int s = p >= PIDS, pid = 1000 + (s ? p - PIDS : p);
+        n += (size_t)snprintf(csv + n, cap - n, "%d,t,%d,1,w,%d,%d,0,0,0,0,0,0,0,,1,1,0,ok\n", s, pid, (pid - 1000) % 7,
+                              4096 * (1 + s));
+    }
     const char *f = tu_write("pids.csv", csv);
     free(csv);
     struct val_monitor m;
@@ -278,11 +279,13 @@ START_TEST(monitor_many_pids_linear)
     ck_assert_int_eq(m.n_procs, PIDS);
     ck_assert_int_eq(m.n_ranks, 7);
     ck_assert_int_eq(m.procs[PIDS - 1].pid, 1000 + PIDS - 1);
-    ck_assert_int_eq(m.procs[PIDS - 1].samples, 2);
+    ck_assert_int_eq(m.procs[PIDS - 1].samples, 1);
+    ck_assert_int_eq(m.procs[5].samples, 2);
     ck_assert_int_eq(m.procs[5].peak_rss_bytes, 8192);
-    /* rank 0 holds the pids p = 0 mod 7: ceil(200000 / 7) = 28572 of them, 8192 B each at sample 1. */
+    /* Rank 0 holds the pids 1000 + p with p = 0 mod 7: ceil(200000 / 7) = 28572 of them, 4096 B
+     * each at sample 0 (at sample 1 only the 15 of the first 100, 8192 B each). */
     ck_assert_int_eq(m.ranks[0].procs, 28572);
-    ck_assert_int_eq(val_monitor_rank_peak(&m.ranks[0]), 28572LL * 8192);
+    ck_assert_int_eq(val_monitor_rank_peak(&m.ranks[0]), 28572LL * 4096);
     val_monitor_free(&m);
     struct plot__monitor pm;
     ck_assert_msg(plot__monitor_read(f, &pm, &e) == 0, "%s", e.msg);
