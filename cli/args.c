@@ -145,6 +145,13 @@ int cli_err_flag(struct rl_err *e, const char *field, const char *flag)
     return e->code;
 }
 
+const char *cli_data(const char *s)
+{
+    static char slot[CLI_DATA_SLOTS][CLI_DATA_BYTES];
+    static unsigned next;
+    return rl_text_data(slot[next++ % CLI_DATA_SLOTS], CLI_DATA_BYTES, s);
+}
+
 const char *cli_gib(char *buf, size_t n, int64_t bytes)
 {
     snprintf(buf, n, "%.2f", (double)bytes / RL_GIB);

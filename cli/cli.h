@@ -99,5 +99,11 @@ const char *cli_model_head(const struct plan_setup *c, char *buf, size_t n);
 
 /* Human formatting helpers. */
 const char *cli_gib(char *buf, size_t n, int64_t bytes);   /* "12.34" (GiB, 2 decimals) */
+/* A string from an input, for a printf argument of a report line: rl_text_data into one of
+ * CLI_DATA_SLOTS buffers used in turn (so one printf may take that many), each CLI_DATA_BYTES long.
+ * Every string a report prints that a file, log or path supplied goes through it. */
+#define CLI_DATA_SLOTS 16
+#define CLI_DATA_BYTES 4096
+const char *cli_data(const char *s);
 
 #endif

@@ -15,6 +15,7 @@
 #include "cli/validate_probe.h"
 #include "plan/ds_rules.h"
 #include "traces/dslog.h"
+#include "validation/probe.h"
 #include "validation/val.h"
 
 enum { V_DSLOG = 1, V_MONITOR, V_TOL, V_JSON, V_PROBE };
@@ -141,23 +142,24 @@ static void print_timers(const struct val_ds_timers *vt)
 }
 
 static void print_ds(const struct validate_args *a, const struct plan_setup *c, const struct plan *p,
-                     const struct sim_hw *hw, const struct val_ds_result *r, const struct val_ds_timers *vt)
+                     const struct sim_hw *hw, const struct val_ds_result *r, const struct val_ds_timers *vt,
+                     const char *run)
 {
     char head[512];
-    printf("model      %s\n", cli_model_head(c, head, sizeof head));
+    printf("model      %s\n", cli_data(cli_model_head(c, head, sizeof head)));
     printf("DeepSpeed  %d.%d.%d rules: ledger %s, policy %s, %d sub-groups, honored ratio %.4f\n",
            p->zero.ds_version.major, p->zero.ds_version.minor, p->zero.ds_version.patch,
            plan_ledger_name(p->ledger_kind), plan_policy_name(p->policy), p->n_subgroups, p->honored_ratio);
     printf("logs      ");
     for (int i = 0; i < a->n_logs; i++)
-        printf(" %s", a->logs[i]);
+        printf(" %s", cli_data(a->logs[i]));
     printf("\n\nGPU memory per stage (GiB = 1024^3; MA is logged to 2 decimals; tolerance %.2f GiB)\n",
            a->tol_gib);
     printf("  %-44s %8s %9s %8s %12s  %s\n", "stage (log:line)", "MA", "ledger", "diff", "sub-groups", "verdict");
     for (int i = 0; i < r->n_stages; i++) {
         const struct val_ds_stage *s = &r->stages[i];
         char name[45], ma[16] = "-", led[16] = "-", diff[16] = "", sg[24] = "";
-        snprintf(name, sizeof name, "%s", s->message);
+        snprintf(name, sizeof name, "%s", cli_data(s->message));
         if (s->logged_ma_bytes >= 0)
             snprintf(ma, sizeof ma, "%.2f", gib(s->logged_ma_bytes));
         if (s->predicted_gpu_bytes >= 0)
@@ -178,7 +180,7 @@ static void print_ds(const struct validate_args *a, const struct plan_setup *c, 
         const struct val_ds_stage *s = &r->stages[i];
         if (s->plan_stage < 0 || s->logged_cpu_used_bytes < 0)
             continue;
-        printf("  %-44.44s machine %8.2f  ledger %6.2f\n", s->message, gib(s->logged_cpu_used_bytes),
+        printf("  %-44.44s machine %8.2f  ledger %6.2f\n", cli_data(s->message), gib(s->logged_cpu_used_bytes),
                gib(s->predicted_host_bytes));
     }
     if (r->have_monitor)
@@ -188,7 +190,7 @@ static void print_ds(const struct validate_args *a, const struct plan_setup *c, 
                val_status_name(r->host_status));
     else
         printf("  (give --monitor FILE, a ratiolab monitor CSV of the run, to compare per process)\n");
-    printf("\nstep time on %s: ", hw->name);
+    printf("\nstep time on %s: ", cli_data(hw->name));
     if (r->n_iterations == 0)
         printf("no 'elapsed time per iteration (ms)' line in the logs\n");
     else
@@ -198,7 +200,7 @@ static void print_ds(const struct validate_args *a, const struct plan_setup *c, 
                r->n_iterations >= 2 ? ", the first skipped" : "", (double)r->predicted_step_ns * 1e-6,
                r->step_error_pct, a->tol_pct, val_status_name(r->time_status));
     print_timers(vt);
-    printf("\nverdict    %s\n", r->overall == VAL_PASS ? "PASS" : "FAIL");
+    printf("\nverdict    %s (run %s)\n", r->overall == VAL_PASS ? "PASS" : "FAIL", run);
 }
 
 static json_t *ds_json(const struct validate_args *a, const struct plan_setup *c, const struct plan *p,
@@ -273,67 +275,136 @@ static json_t *ds_json(const struct validate_args *a, const struct plan_setup *c
     return o;
 }
 
-/* Reads every log: stages and iteration times. A log with iteration lines only (Megatron's stdout)
- * is fine; one with neither is an error. */
-/* Every log's timer lines, appended into *all (zeroed first). */
-static int read_timers(const struct validate_args *a, struct trace_ds_timers *all, struct rl_err *e)
+/* ---- --deepspeed-log: the logs split into runs ------------------------------------------------ */
+
+/* One run of one log (traces/dsconfig.h, trace_ds_split_runs), read whole: its configuration,
+ * stages, iteration times and timers. */
+struct ds_unit {
+    int file;                      /* index into the logs given */
+    int first_line;                /* the 1-based line of that log it starts at */
+    struct trace_ds_config cfg;    /* what it printed (have_version and have_zero false: nothing) */
+    struct trace_ds_log log;       /* its see_memory_usage stages, lines in the log's numbering */
+    double *ms;                    /* its iteration times (malloc'd) */
+    int n_ms;                      /* entries */
+    struct trace_ds_timers tm;     /* its timer lines */
+};
+
+static bool unit_has_config(const struct ds_unit *u) { return u->cfg.have_version || u->cfg.have_zero; }
+
+static void units_free(struct ds_unit *u, int n)
 {
-    memset(all, 0, sizeof *all);
-    for (int i = 0; i < a->n_logs; i++) {
-        struct trace_ds_timers t;
-        if (trace_ds_read_timers(a->logs[i], &t, e))
-            return rl_err_prefix(e, "--deepspeed-log");
-        for (int k = 0; k < TRACE_DST_COUNT; k++) {
-            double *v = t.n[k] ? realloc(all->ms[k], (size_t)(all->n[k] + t.n[k]) * sizeof *v) : all->ms[k];
-            if (t.n[k] && !v) {
-                trace_ds_timers_free(&t);
-                return rl_errf(e, RL_ENOMEM, "validate: out of memory");
-            }
-            all->ms[k] = v;
-            if (t.n[k])
-                memcpy(v + all->n[k], t.ms[k], (size_t)t.n[k] * sizeof *v);
-            all->n[k] += t.n[k];
-            all->cap[k] = all->n[k];
-        }
-        trace_ds_timers_free(&t);
+    for (int i = 0; u && i < n; i++) {
+        trace_ds_free(&u[i].log);
+        free(u[i].ms);
+        trace_ds_timers_free(&u[i].tm);
     }
+    free(u);
+}
+
+/* One run's text (len bytes at text) behind first_line - 1 newlines, so that every reader names
+ * the log's own line numbers. malloc'd, NUL-terminated; *n its length. */
+static char *unit_text(const char *text, size_t len, int first_line, size_t *n)
+{
+    size_t pad = (size_t)(first_line - 1);
+    char *b = malloc(pad + len + 1);
+    if (!b)
+        return NULL;
+    memset(b, '\n', pad);
+    memcpy(b + pad, text, len);
+    b[pad + len] = 0;
+    *n = pad + len;
+    return b;
+}
+
+/* Reads one run of log f: configuration, stages, iterations and timers. */
+static int read_unit(const char *path, const char *text, const struct trace_ds_run *run, struct ds_unit *u,
+                     struct rl_err *e)
+{
+    size_t n;
+    char *b = unit_text(text + run->offset, run->len, run->first_line, &n);
+    if (!b)
+        return rl_errf(e, RL_ENOMEM, "validate: out of memory");
+    u->first_line = run->first_line;
+    int64_t *it = NULL;
+    int rc = trace_ds_config_parse(b, n, path, &u->cfg, e);
+    if (!rc) {
+        struct rl_err se = {0};
+        int rs = trace_ds_parse(b, n, path, &u->log, &se);
+        /* No see_memory_usage line in this run is no error (Megatron's stdout, a run that only
+         * logged iterations); a malformed one is. */
+        if (rs && !(rs == RL_EINVAL && strstr(se.msg, "no DeepSpeed see_memory_usage lines"))) {
+            *e = se;
+            rc = rs;
+        }
+    }
+    if (!rc) {
+        char *c = unit_text(text + run->offset, run->len, run->first_line, &n);
+        rc = c ? trace_ds_parse_iterations(c, n, path, &u->ms, &it, &u->n_ms, e)
+               : rl_errf(e, RL_ENOMEM, "validate: out of memory");
+        free(c);
+    }
+    free(it);
+    if (!rc)
+        rc = trace_ds_parse_timers(b, n, path, &u->tm, e);
+    free(b);
+    return rc;
+}
+
+static void no_stages_in_log(const struct trace_ds_config *f, struct rl_err *e);
+
+/* Every log given, each split into its runs. A log with neither a stage nor an iteration line is an
+ * error, as before runs were told apart. */
+static int read_units(const struct validate_args *a, struct ds_unit **out, int *n_out, struct rl_err *e)
+{
+    struct ds_unit *u = NULL;
+    int n = 0, cap = 0;
+    *out = NULL;
+    *n_out = 0;
+    for (int f = 0; f < a->n_logs; f++) {
+        char *text = NULL;
+        size_t len = 0;
+        int rc = trace_read_file(a->logs[f], &text, &len, e);
+        struct trace_ds_run *runs = NULL;
+        int n_runs = 0;
+        if (!rc)
+            rc = trace_ds_split_runs(text, len, a->logs[f], &runs, &n_runs, e);
+        int stages = 0, iters = 0, first = n;
+        for (int k = 0; !rc && k < n_runs; k++) {
+            if (rl_grow(&u, &cap, sizeof *u, n + 1, 4)) {
+                rc = rl_errf(e, RL_ENOMEM, "validate: out of memory");
+                break;
+            }
+            memset(&u[n], 0, sizeof u[n]);
+            u[n].file = f;
+            rc = read_unit(a->logs[f], text, &runs[k], &u[n], e);
+            stages += u[n].log.n_stages;
+            iters += u[n].n_ms;
+            n++;
+        }
+        bool empty = !rc && !stages && !iters;
+        if (empty)
+            rc = rl_errf(e, RL_EINVAL, "%s: no DeepSpeed see_memory_usage lines (expected '... "
+                         "[utils.py:N:see_memory_usage] <stage>' as DeepSpeed logs them)", a->logs[f]);
+        free(runs);
+        free(text);
+        if (rc) {
+            rl_err_prefix(e, "--deepspeed-log");
+            if (empty)   /* a release that logs no stages says so (no_stages_in_log) */
+                no_stages_in_log(&u[first].cfg, e);
+            units_free(u, n);
+            return rc;
+        }
+    }
+    *out = u;
+    *n_out = n;
     return 0;
 }
 
-static int read_logs(const struct validate_args *a, struct trace_ds_log *logs, double **ms, int *n_ms,
-                     struct rl_err *e)
+/* "run.log:12": where a run starts, for its verdicts. */
+static const char *unit_name(const struct validate_args *a, const struct ds_unit *u, char *buf, size_t n)
 {
-    *ms = NULL;
-    *n_ms = 0;
-    for (int i = 0; i < a->n_logs; i++) {
-        double *v;
-        int64_t *it;
-        int n;
-        struct rl_err se = {0};
-        int rc = trace_ds_read_iterations(a->logs[i], &v, &it, &n, e);
-        if (rc)
-            return rl_err_prefix(e, "--deepspeed-log");
-        free(it);
-        int rs = trace_ds_read(a->logs[i], &logs[i], &se);
-        if (rs && (n == 0 || rs != RL_EINVAL)) {
-            free(v);
-            *e = se;
-            return rl_err_prefix(e, "--deepspeed-log");
-        }
-        if (rs)
-            memset(&logs[i], 0, sizeof logs[i]);
-        double *all = realloc(*ms, (size_t)(*n_ms + n + 1) * sizeof *all);
-        if (!all) {
-            free(v);
-            return rl_errf(e, RL_ENOMEM, "validate: out of memory");
-        }
-        *ms = all;
-        if (n)
-            memcpy(all + *n_ms, v, (size_t)n * sizeof *v);
-        *n_ms += n;
-        free(v);
-    }
-    return 0;
+    snprintf(buf, n, "%s:%d", cli_data(a->logs[u->file]), u->first_line);
+    return buf;
 }
 
 /* A release whose stage3.py calls see_memory_usage with force=False at every allocation stage
@@ -350,16 +421,27 @@ static void no_stages_in_log(const struct trace_ds_config *f, struct rl_err *e)
             f->version.major, f->version.minor, f->version.patch, f->version_line);
 }
 
-static int run_ds(struct validate_args *a, struct plan_inputs *s, struct cli_sim *sim)
+/* The runs judged together against one plan: every run when all print one configuration (or
+ * none does), else one run with its configuration (judge_runs). */
+struct ds_group {
+    int units[CLI_MAX_POS * 4];    /* indices into the units */
+    int n;                         /* entries */
+    char name[600];                /* "a.log:1" or "a.log:1, b.log:1": the runs, for the verdicts */
+};
+
+/* Judges one group: the setup from the user's flags and the runs' configuration, the plan, the
+ * prediction and the comparison; prints (or adds to *json_runs) and sets *verdict. A
+ * contradiction between a run and the user's settings is RL_EINVAL in *e (nothing printed). */
+static int judge_group(struct validate_args *a, struct plan_inputs *s, struct cli_sim *sim, const struct ds_unit *u,
+                       const struct ds_group *g, bool several, json_t *json_runs, enum val_status *verdict,
+                       struct rl_err *e)
 {
-    struct rl_err e = {0};
     struct plan_setup c;
     struct sim_hw hw;
     struct plan p;
     memset(&p, 0, sizeof p);
     memset(&c, 0, sizeof c);
-    struct trace_ds_log logs[CLI_MAX_POS + 1];
-    memset(logs, 0, sizeof logs);
+    struct trace_ds_log logs[CLI_MAX_POS * 4];
     double *ms = NULL;
     int n_ms = 0, rc;
     struct val_monitor mon = {0};
@@ -368,49 +450,213 @@ static int run_ds(struct validate_args *a, struct plan_inputs *s, struct cli_sim
     struct trace_ds_timers tm = {0};
     struct val_ds_timers vt;
     struct trace_ds_config logged;
-    if ((rc = cli_setup_resolve(s, &c, &e)) || (rc = cli_validate_log_config(a->logs, a->n_logs, s, &c, &logged, &e)) ||
-        (rc = cli_sim_load_hw(sim, &c, &hw, &e)) ||
-        (rc = plan_setup_plan(&c, -1, &p, &e)) || (rc = sim_step_run(&p, &hw, &sim->train, NULL, &sr, &e)) ||
-        (rc = read_logs(a, logs, &ms, &n_ms, &e)) || (rc = read_timers(a, &tm, &e)) ||
-        (a->monitor && (rc = val_monitor_read(a->monitor, &mon, &e)))) {
-        cli_sim_err(&e);
-        cli_err_flag(&e, "monitor_csv", "--monitor");
-        no_stages_in_log(&logged, &e);
-        rc = cli_fail("validate", &e);
+    memset(&logged, 0, sizeof logged);
+    if ((rc = cli_setup_resolve(s, &c, e)))
+        goto out;
+    for (int i = 0; i < g->n; i++) {
+        const struct ds_unit *x = &u[g->units[i]];
+        logs[i] = x->log;
+        if (!unit_has_config(x))
+            continue;
+        char what[700];
+        snprintf(what, sizeof what, "--deepspeed-log %s (the run from line %d)", cli_data(a->logs[x->file]),
+                 x->first_line);
+        if ((rc = val_facts_apply(&x->cfg, 0, what, s, &c, e)))
+            goto out;
+        if (!logged.have_version && !logged.have_zero)
+            logged = x->cfg;
+    }
+    for (int i = 0; i < g->n; i++) {
+        const struct ds_unit *x = &u[g->units[i]];
+        double *all = realloc(ms, (size_t)(n_ms + x->n_ms + 1) * sizeof *all);
+        if (!all) {
+            rc = rl_errf(e, RL_ENOMEM, "validate: out of memory");
+            goto out;
+        }
+        ms = all;
+        if (x->n_ms)
+            memcpy(ms + n_ms, x->ms, (size_t)x->n_ms * sizeof *ms);
+        n_ms += x->n_ms;
+        for (int k = 0; k < TRACE_DST_COUNT; k++) {
+            if (!x->tm.n[k])
+                continue;
+            double *v = realloc(tm.ms[k], (size_t)(tm.n[k] + x->tm.n[k]) * sizeof *v);
+            if (!v) {
+                rc = rl_errf(e, RL_ENOMEM, "validate: out of memory");
+                goto out;
+            }
+            tm.ms[k] = v;
+            memcpy(v + tm.n[k], x->tm.ms[k], (size_t)x->tm.n[k] * sizeof *v);
+            tm.n[k] += x->tm.n[k];
+            tm.cap[k] = tm.n[k];
+        }
+    }
+    if ((rc = cli_sim_load_hw(sim, &c, &hw, e)) || (rc = plan_setup_plan(&c, -1, &p, e)) ||
+        (rc = sim_step_run(&p, &hw, &sim->train, NULL, &sr, e)) ||
+        (a->monitor && (rc = val_monitor_read(a->monitor, &mon, e)))) {
+        cli_sim_err(e);
+        cli_err_flag(e, "monitor_csv", "--monitor");
+        no_stages_in_log(&logged, e);
+        rc = rc ? rc : RL_EINVAL;
         goto out;
     }
     struct val_ds_opts o = {.tol_bytes = (int64_t)llround(a->tol_gib * RL_GIB), .tol_time_pct = a->tol_pct,
                             .ma_is_rss = strcmp(logged.accelerator, "cpu") == 0};
-    if ((rc = val_ds_compare(&p, logs, a->n_logs, ms, n_ms, sr.step_ns, a->monitor ? &mon : NULL, &o, &r, &e))) {
-        cli_err_flag(&e, "deepspeed_log", "--deepspeed-log");
-        no_stages_in_log(&logged, &e);
-        rc = cli_fail("validate", &e);
+    if ((rc = val_ds_compare(&p, logs, g->n, ms, n_ms, sr.step_ns, a->monitor ? &mon : NULL, &o, &r, e))) {
+        cli_err_flag(e, "deepspeed_log", "--deepspeed-log");
+        no_stages_in_log(&logged, e);
         goto out;
     }
+    for (int i = 0; i < r.n_stages; i++)   /* the stage's log among those given, not among the group's */
+        r.stages[i].file = u[g->units[r.stages[i].file]].file;
     val_ds_timers_compare(&tm, &sr, r.n_iterations ? r.measured_step_ms : -1, &vt);
     if (a->json) {
         json_t *j = ds_json(a, &c, &p, &hw, &r, &vt);
-        char *text = cli_json_dumps(cli_json_versioned(j), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        printf("%s\n", text);
-        free(text);
-        json_decref(j);
+        json_t *runs = json_array();
+        for (int i = 0; i < g->n; i++) {
+            const struct ds_unit *x = &u[g->units[i]];
+            json_array_append_new(runs, json_pack("{s:s,s:i}", "log", a->logs[x->file], "line", x->first_line));
+        }
+        json_object_set_new(j, "runs", runs);
+        json_array_append_new(json_runs, j);
     } else {
-        print_ds(a, &c, &p, &hw, &r, &vt);
+        if (several)
+            printf("run        %s\n", g->name);
+        print_ds(a, &c, &p, &hw, &r, &vt, g->name);
         if (o.ma_is_rss)
             printf("\nCPU accelerator (the log says \"Setting ds_accelerator to cpu\"): its MA is the process RSS,\n"
                    "interpreter and torch included, so MA is shown against the GPU ledger but not gated; the\n"
                    "sub-group count N still is.\n");
+        if (several)
+            printf("\n");
     }
-    rc = r.overall == VAL_PASS ? 0 : 1;
+    *verdict = r.overall;
 out:
     val_ds_result_free(&r);
     trace_ds_timers_free(&tm);
     val_monitor_free(&mon);
-    for (int i = 0; i < a->n_logs; i++)
-        trace_ds_free(&logs[i]);
     free(ms);
     plan_free(&p);
     plan_setup_free(&c);
+    return rc;
+}
+
+/* --deepspeed-log: the logs split into runs (trace_ds_split_runs). When every run printed one
+ * configuration (or only one did), they are judged together as one run, stages from one log and
+ * iterations from another as before. When they differ (two logs of two ratios, a log with two runs
+ * appended), each run is judged against its own configuration, named by its log and first line;
+ * a run that contradicts a setting the user gave (--ratio, --ds-config) is not judged, and said
+ * so, unless every run does (then that is the error, exit 2). Logs with no configuration at all
+ * cannot be told which run they belong to: refused. */
+static int run_ds(struct validate_args *a, struct plan_inputs *s, struct cli_sim *sim)
+{
+    struct rl_err e = {0};
+    struct ds_unit *u = NULL;
+    int n = 0, rc;
+    static struct ds_group groups[CLI_MAX_POS * 4];
+    int n_groups = 0;
+    json_t *json_runs = json_array();
+    if ((rc = read_units(a, &u, &n, &e))) {
+        rc = cli_fail("validate", &e);
+        goto out;
+    }
+    int first_cfg = -1;
+    bool differ = false;
+    for (int i = 0; i < n; i++)
+        if (unit_has_config(&u[i])) {
+            if (first_cfg < 0)
+                first_cfg = i;
+            else if (!trace_ds_config_same(&u[first_cfg].cfg, &u[i].cfg))
+                differ = true;
+        }
+    if (n > (int)RL_COUNT(groups[0].units)) {
+        rl_errf(&e, RL_EINVAL, "--deepspeed-log: the logs hold %d runs; allowed: at most %d", n,
+                (int)RL_COUNT(groups[0].units));
+        rc = cli_fail("validate", &e);
+        goto out;
+    }
+    char nm[600];
+    if (!differ) {
+        struct ds_group *g = &groups[n_groups++];
+        for (int i = 0; i < n; i++) {
+            g->units[g->n++] = i;
+            size_t l = strlen(g->name);
+            snprintf(g->name + l, sizeof g->name - l, "%s%s", l ? ", " : "", unit_name(a, &u[i], nm, sizeof nm));
+        }
+    } else {
+        for (int i = 0; i < n; i++) {
+            if (unit_has_config(&u[i])) {
+                struct ds_group *g = &groups[n_groups++];
+                g->n = 0;
+                g->units[g->n++] = i;
+                snprintf(g->name, sizeof g->name, "%s", unit_name(a, &u[i], nm, sizeof nm));
+            } else if (u[i].log.n_stages || u[i].n_ms) {
+                rl_errf(&e, RL_EINVAL, "--deepspeed-log %s: holds %s but no DeepSpeed configuration, and the other "
+                        "logs hold runs of different configurations (%s and %s): which run it belongs to is not "
+                        "known; give each run's logs to a validate of its own", cli_data(a->logs[u[i].file]),
+                        u[i].log.n_stages ? "see_memory_usage stages" : "iteration times",
+                        unit_name(a, &u[first_cfg], nm, sizeof nm), "another");
+                rc = cli_fail("validate", &e);
+                goto out;
+            }
+        }
+        if (a->monitor) {
+            rl_errf(&e, RL_EINVAL, "--monitor: the logs hold %d runs of different configurations; a monitor CSV is "
+                    "of one run: validate that run's log with it alone", n_groups);
+            rc = cli_fail("validate", &e);
+            goto out;
+        }
+    }
+    enum val_status overall = VAL_PASS;
+    int judged = 0;
+    struct rl_err first_skip = {0};
+    for (int k = 0; k < n_groups; k++) {
+        enum val_status v = VAL_FAIL;
+        struct rl_err ge = {0};
+        int grc = judge_group(a, s, sim, u, &groups[k], n_groups > 1, json_runs, &v, &ge);
+        /* With several runs, one whose configuration contradicts the user's is left out (said
+         * below); any other error ends the command. */
+        if (grc && n_groups > 1 && grc == RL_EINVAL && strstr(ge.msg, ": the run used ")) {
+            if (!first_skip.code)
+                first_skip = ge;
+            if (!a->json)
+                printf("run        %s: not judged: %s\n\n", groups[k].name, ge.msg);
+            continue;
+        }
+        if (grc) {
+            rc = cli_fail("validate", &ge);
+            goto out;
+        }
+        judged++;
+        if (v != VAL_PASS)
+            overall = VAL_FAIL;
+    }
+    if (!judged) {
+        rc = cli_fail("validate", &first_skip);
+        goto out;
+    }
+    if (a->json) {
+        json_t *j;
+        if (n_groups == 1) {
+            j = json_incref(json_array_get(json_runs, 0));
+        } else {
+            j = json_object();
+            json_object_set_new(j, "kind", json_string("ratiolab-validate-deepspeed-log"));
+            json_object_set_new(j, "runs", json_incref(json_runs));
+            json_object_set_new(j, "verdict", json_string(val_status_name(overall)));
+        }
+        char *text = cli_json_dumps(cli_json_versioned(j), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        printf("%s\n", text);
+        free(text);
+        json_decref(j);
+    } else if (n_groups > 1) {
+        printf("verdict    %s (%d of %d runs judged, each against its own configuration)\n",
+               overall == VAL_PASS ? "PASS" : "FAIL", judged, n_groups);
+    }
+    rc = overall == VAL_PASS ? 0 : 1;
+out:
+    json_decref(json_runs);
+    units_free(u, n);
     return rc;
 }
 

@@ -384,6 +384,7 @@ static int vx_setup(struct vx *v, bool schedule_given, struct rl_err *e)
             if (unlink(path) != 0 && errno != ENOENT)
                 return rl_errf(e, RL_EENV, "--out %s: cannot remove the earlier %s (%s)", x->out, path, strerror(errno));
         }
+        RL_TRY(cli_validate_outputs_forget(x->out, e));   /* the earlier run's traces */
     }
     /* The executor's layout: --ranks data-parallel processes on one node, TP 1 unless given. */
     if (s->layout.tp <= 0)
@@ -914,6 +915,10 @@ static int vx_rows(struct vx *v, const double *ratios, size_t n_ratios, struct r
             snprintf(ptrace, sizeof ptrace, "%s/predicted-%g-%s-%s.json.gz", x->out, ratios[ri], w->schedule, w->policy);
             snprintf(mtrace, sizeof mtrace, "%s/measured-%g-%s-%s.json.gz", x->out, ratios[ri], w->schedule, w->policy);
         }
+        if (v->rank0) {   /* listed before they are written: an interrupted run's are removed next time too */
+            RL_TRY(cli_validate_outputs_note(x->out, ptrace, e));
+            RL_TRY(cli_validate_outputs_note(x->out, mtrace, e));
+        }
         RL_TRY(vx_predict(v, w, ptrace, e));
         RL_TRY(v->in_mpi ? vx_measure_inproc(v, w, mtrace, e) : vx_measure_launched(v, w, mtrace, e));
         rep->n_rows++;
@@ -926,6 +931,56 @@ static int vx_rows(struct vx *v, const double *ratios, size_t n_ratios, struct r
                     spent, left);
         }
     }
+    return 0;
+}
+
+/* A name validate writes into --out: predicted-*.json.gz or measured-*.json.gz, no folder part. */
+static bool vx_own_output(const char *name)
+{
+    size_t n = strlen(name);
+    return !strchr(name, '/') && n > 8 && strcmp(name + n - 8, ".json.gz") == 0 &&
+           (strncmp(name, "predicted-", 10) == 0 || strncmp(name, "measured-", 9) == 0);
+}
+
+int cli_validate_outputs_forget(const char *dir, struct rl_err *e)
+{
+    char list[4200];
+    snprintf(list, sizeof list, "%s/" CLI_VALIDATE_OUTPUTS, dir);
+    FILE *f = fopen(list, "r");
+    if (!f)
+        return errno == ENOENT ? 0 : rl_errf(e, RL_EENV, "--out %s: cannot read %s (%s)", dir, list, strerror(errno));
+    char line[1024];
+    int rc = 0;
+    while (!rc && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = 0;
+        if (!vx_own_output(line))
+            continue;
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s", dir, line);
+        struct stat st;
+        if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode))
+            continue;   /* gone already, or a link or folder validate did not make: left alone */
+        if (unlink(path) != 0 && errno != ENOENT)
+            rc = rl_errf(e, RL_EENV, "--out %s: cannot remove the earlier trace %s (%s)", dir, path, strerror(errno));
+    }
+    fclose(f);
+    if (!rc && unlink(list) != 0 && errno != ENOENT)
+        rc = rl_errf(e, RL_EENV, "--out %s: cannot remove %s (%s)", dir, list, strerror(errno));
+    return rc;
+}
+
+int cli_validate_outputs_note(const char *dir, const char *path, struct rl_err *e)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    char list[4200];
+    snprintf(list, sizeof list, "%s/" CLI_VALIDATE_OUTPUTS, dir);
+    FILE *f = fopen(list, "a");
+    if (!f)
+        return rl_errf(e, RL_EENV, "--out %s: cannot write %s (%s)", dir, list, strerror(errno));
+    bool ok = fprintf(f, "%s\n", base) > 0;
+    if (fclose(f) != 0 || !ok)
+        return rl_errf(e, RL_EENV, "--out %s: cannot write %s", dir, list);
     return 0;
 }
 
@@ -968,8 +1023,8 @@ static void vx_print_report(const struct val_report *rep, const char *out, bool 
         }
         return;
     }
-    printf("model      %s\nhardware   %s (%s)\nbackend    %s, %d rank%s, %d timed steps, policy %s\n\n", rep->model,
-           rep->hardware, rep->hardware_path, rep->backend, rep->ranks, rep->ranks == 1 ? "" : "s", rep->steps,
+    printf("model      %s\nhardware   %s (%s)\nbackend    %s, %d rank%s, %d timed steps, policy %s\n\n",
+           cli_data(rep->model), cli_data(rep->hardware), cli_data(rep->hardware_path), rep->backend, rep->ranks, rep->ranks == 1 ? "" : "s", rep->steps,
            rep->policy);
     printf("  %-6s %-15s %-15s %8s %9s %12s %12s %8s %8s\n", "ratio", "schedule", "policy", "honored", "digest",
            "predicted ms", "measured ms", "error %", "others %");
@@ -986,8 +1041,8 @@ static void vx_print_report(const struct val_report *rep, const char *out, bool 
     printf("\n");
     for (int i = 0; i < rep->n_checks; i++)
         printf("  %-15s %-4s%s  %s\n", rep->checks[i].name, val_status_name(rep->checks[i].status),
-               rep->checks[i].gated ? "" : " (not gated)", rep->checks[i].detail);
-    printf("\nreport     %s/report.md, %s/report.json\n", out, out);
+               rep->checks[i].gated ? "" : " (not gated)", cli_data(rep->checks[i].detail));
+    printf("\nreport     %s/report.md, %s/report.json\n", cli_data(out), cli_data(out));
 }
 
 /* The phases in order, then (rank 0) the report; exit 1 when a gated check failed. */

@@ -47,4 +47,14 @@ void cli_val_row_from_result(struct val_row *w, const struct ex_result *r, const
 int cli_validate_exec_run(struct cli_validate_exec *x, struct plan_inputs *s, struct cli_sim *sim,
                           const char *const *fwd, int n_fwd, bool schedule_given, bool json);
 
+/* The traces validate --ratios writes into --out DIR are listed, as they are started, in
+ * DIR/.ratiolab.outputs, one name a line; the next validate into DIR removes what an earlier one
+ * listed before it runs, so traces of ratios the new run does not have do not stay beside its
+ * report. Only names validate writes are removed (predicted-*.json.gz, measured-*.json.gz, no
+ * folder part), and only regular files (lstat: a link is left alone, as is a user's file that
+ * was never listed). Both return 0 or RL_EENV naming the file. */
+#define CLI_VALIDATE_OUTPUTS ".ratiolab.outputs"
+int cli_validate_outputs_forget(const char *dir, struct rl_err *e);
+int cli_validate_outputs_note(const char *dir, const char *path, struct rl_err *e);
+
 #endif

@@ -1,6 +1,6 @@
 /* cli/validate_probe.c — `ratiolab validate --probe FILE`: what ratiolab_probe read from a live
- * DeepSpeed engine against the plan and the prediction (validation/probe.h); and the check of
- * the configuration a DeepSpeed log printed against --ds-config / --ratio for --deepspeed-log. */
+ * DeepSpeed engine, on rank 0 and on every rank beside it, against the plan and the prediction
+ * (validation/probe.h). */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,12 +14,19 @@
 
 static double gib(int64_t b) { return (double)b / RL_GIB; }
 
+static void print_ranks(const char *const *paths, const struct val_probe *prs, const struct val_probe_result *rs,
+                        int n, enum val_status digest, const char *digest_detail);
+
+/* Rank 0's report in full, then the other ranks (print_ranks); r->overall is every rank's. */
 static void print_probe(const char *path, const struct plan_setup *c, const struct plan *p, const struct sim_hw *hw,
-                        const struct val_probe *pr, const struct val_probe_result *r)
+                        const struct val_probe *pr, const struct val_probe_result *r, const char *const *paths,
+                        const struct val_probe *prs, const struct val_probe_result *rs, int n, enum val_status digest,
+                        const char *digest_detail)
 {
-    printf("probe      %s (rank %d of %d, DeepSpeed %s, torch %s, accelerator \"%s\", %s)\n", path, pr->rank,
-           pr->world_size, pr->ds_version_text, pr->torch_version, pr->accelerator, pr->config.dtype);
-    printf("model      %s\n", c->model_desc);
+    printf("probe      %s (rank %d of %d, DeepSpeed %s, torch %s, accelerator \"%s\", %s)\n", cli_data(path), pr->rank,
+           pr->world_size, cli_data(pr->ds_version_text), cli_data(pr->torch_version), cli_data(pr->accelerator),
+           cli_data(pr->config.dtype));
+    printf("model      %s\n", cli_data(c->model_desc));
     printf("plan       DeepSpeed %d.%d.%d rules: policy %s, ledger %s, ratio %.4g, sub_group_size %lld, dp %d: "
            "%d sub-groups, %d on the CPU, honored ratio %.4f\n", p->zero.ds_version.major, p->zero.ds_version.minor,
            p->zero.ds_version.patch, plan_policy_name(p->policy), plan_ledger_name(p->ledger_kind), p->requested_ratio,
@@ -33,11 +40,13 @@ static void print_probe(const char *path, const struct plan_setup *c, const stru
             snprintf(pd, sizeof pd, "%s", p->subgroups[i].cpu_numel > 0 ? "cpu" : "device");
         }
         printf("  %-4d %-6d %12lld %12s  %-10s %-10s %s\n", i, g->param_group, (long long)g->numel, pn,
-               g->assigned_device[0] ? g->assigned_device : "-", pd, g->optimizer_class[0] ? g->optimizer_class : "-");
+               g->assigned_device[0] ? cli_data(g->assigned_device) : "-", pd,
+               g->optimizer_class[0] ? cli_data(g->optimizer_class) : "-");
     }
     printf("\n");
     for (int k = 0; k < VAL_PROBE_CHECKS; k++)
-        printf("  %-14s %-5s %s\n", r->checks[k].name, val_status_name(r->checks[k].status), r->checks[k].detail);
+        printf("  %-14s %-5s %s\n", r->checks[k].name, val_status_name(r->checks[k].status),
+               cli_data(r->checks[k].detail));
     if (val_probe_cpu_accelerator(pr))
         printf("\nCPU accelerator: device memory and step time cannot be held to a GPU's; sub-groups, placement,\n"
                "the honored ratio and the optimizer's tensors can%s.\n",
@@ -57,20 +66,23 @@ static void print_probe(const char *path, const struct plan_setup *c, const stru
         printf("timers     DeepSpeed's wall-clock breakdown, ms, median of the steps%s:",
                pr->n_steps > 1 ? " after the first" : "");
         for (int t = 0; t < pr->n_timers; t++)
-            printf("%s%s %.2f", t % 5 ? ", " : "\n             ", pr->timers[t].name, pr->timers[t].median_ms);
+            printf("%s%s %.2f", t % 5 ? ", " : "\n             ", cli_data(pr->timers[t].name), pr->timers[t].median_ms);
         printf("\n");
     }
     if (pr->digest_step >= 0)
-        printf("digest     DeepSpeed's fp32 master after step %d (this rank): %s\n", pr->digest_step, pr->digest);
+        printf("digest     DeepSpeed's fp32 master after step %d (this rank): %s\n", pr->digest_step, cli_data(pr->digest));
     else
         printf("digest     none (attach with digest_step=N)\n");
     if (pr->digest_full[0])
-        printf("           every parameter, gathered over the ranks: %s\n", pr->digest_full);
+        printf("           every parameter, gathered over the ranks: %s\n", cli_data(pr->digest_full));
     printf("           (DeepSpeed's result depends on the ratio: its CPU and device optimizers differ;\n"
            "            ratiolab's executor gives one digest for every ratio)\n");
-    printf("hardware   %s (step time predicted for it)\n", hw->name);
+    printf("hardware   %s (step time predicted for it)\n", cli_data(hw->name));
+    print_ranks(paths, prs, rs, n, digest, digest_detail);
     printf("\nverdict    %s\n", r->overall == VAL_PASS ? "PASS" : "FAIL");
 }
+
+static json_t *checks_json(const struct val_probe_result *r);
 
 static json_t *probe_json(const char *path, const struct plan_setup *c, const struct plan *p, const struct sim_hw *hw,
                           const struct val_probe *pr, const struct val_probe_result *r)
@@ -88,15 +100,7 @@ static json_t *probe_json(const char *path, const struct plan_setup *c, const st
     json_object_set_new(o, "plan_cpu_numel", json_integer(p->cpu_numel));
     json_object_set_new(o, "observed_cpu_numel", json_integer(r->observed_cpu_numel));
     json_object_set_new(o, "per_rank_numel", json_integer(p->per_rank_numel));
-    json_t *ch = json_array();
-    for (int k = 0; k < VAL_PROBE_CHECKS; k++) {
-        json_t *x = json_object();
-        json_object_set_new(x, "name", json_string(r->checks[k].name));
-        json_object_set_new(x, "status", json_string(val_status_name(r->checks[k].status)));
-        json_object_set_new(x, "detail", json_string(r->checks[k].detail));
-        json_array_append_new(ch, x);
-    }
-    json_object_set_new(o, "checks", ch);
+    json_object_set_new(o, "checks", checks_json(r));
     json_object_set_new(o, "digest_step", pr->digest_step >= 0 ? json_integer(pr->digest_step) : json_null());
     json_object_set_new(o, "digest", pr->digest_step >= 0 ? json_string(pr->digest) : json_null());
     json_object_set_new(o, "probe_overhead_ns", json_integer(pr->overhead_ns));
@@ -110,6 +114,88 @@ static json_t *probe_json(const char *path, const struct plan_setup *c, const st
     return o;
 }
 
+/* The ranks other than 0 after rank 0's report: each one's own checks, one line per check. */
+static void print_ranks(const char *const *paths, const struct val_probe *prs, const struct val_probe_result *rs,
+                        int n, enum val_status digest, const char *digest_detail)
+{
+    if (n < 2)
+        return;
+    printf("\nranks      %d files of one run (world %d); each judged against the plan:\n", n, prs[0].world_size);
+    for (int i = 0; i < n; i++) {
+        printf("  rank %-4d %s  %s\n", prs[i].rank, cli_data(paths[i]), val_status_name(rs[i].overall));
+        for (int k = 0; i > 0 && k < VAL_PROBE_CHECKS; k++)
+            if (rs[i].checks[k].status == VAL_FAIL)
+                printf("    %-14s %-5s %s\n", rs[i].checks[k].name, val_status_name(rs[i].checks[k].status),
+                       cli_data(rs[i].checks[k].detail));
+    }
+    printf("  %-14s %-5s %s\n", "gathered", val_status_name(digest), cli_data(digest_detail));
+}
+
+static json_t *checks_json(const struct val_probe_result *r)
+{
+    json_t *ch = json_array();
+    for (int k = 0; k < VAL_PROBE_CHECKS; k++) {
+        json_t *x = json_object();
+        json_object_set_new(x, "name", json_string(r->checks[k].name));
+        json_object_set_new(x, "status", json_string(val_status_name(r->checks[k].status)));
+        json_object_set_new(x, "detail", json_string(r->checks[k].detail));
+        json_array_append_new(ch, x);
+    }
+    return ch;
+}
+
+/* Rank 0's file and, for a run of several ranks, every rank's file beside it (val_probe_rank_path),
+ * each checked to belong to rank 0's run. prs and paths get world_size entries (owned by the caller:
+ * val_probe_free each, free the paths). */
+static int read_ranks(const char *path, struct val_probe **prs_out, char ***paths_out, int *n_out, struct rl_err *e)
+{
+    struct val_probe first;
+    int rc = val_probe_read(path, &first, e);
+    if (rc)
+        return rc;
+    int n = first.world_size;
+    if (first.rank != 0) {
+        char r0[4200];
+        snprintf(r0, sizeof r0, "%s", path);
+        val_probe_free(&first);
+        return rl_errf(e, RL_EINVAL, "%s: rank: %d; allowed: 0 (give rank 0's file: the files of ranks 1..%d are "
+                       "found beside it, named <stem>.rank<R>.json)", r0, first.rank, n - 1);
+    }
+    struct val_probe *prs = calloc((size_t)n, sizeof *prs);
+    char **paths = calloc((size_t)n, sizeof *paths);
+    if (!prs || !paths) {
+        free(prs);
+        free(paths);
+        val_probe_free(&first);
+        return rl_errf(e, RL_ENOMEM, "validate: out of memory");
+    }
+    prs[0] = first;
+    paths[0] = strdup(path);
+    *prs_out = prs;
+    *paths_out = paths;
+    *n_out = n;
+    if (!paths[0])
+        return rl_errf(e, RL_ENOMEM, "validate: out of memory");
+    for (int i = 1; i < n; i++) {
+        char rp[4200];
+        if ((rc = val_probe_rank_path(path, i, rp, sizeof rp, e)))
+            return rc;
+        if (!(paths[i] = strdup(rp)))
+            return rl_errf(e, RL_ENOMEM, "validate: out of memory");
+        struct rl_err re = {0};
+        if ((rc = val_probe_read(rp, &prs[i], &re))) {
+            if (rc == RL_ENOENT || strstr(re.msg, "No such file"))
+                return rl_errf(e, RL_EINVAL, "%s: rank %d of the run's %d: its file %s is missing (ratiolab_probe "
+                               "writes one per rank beside rank 0's; copy every rank's file together)", path, i, n, rp);
+            *e = re;
+            return rc;
+        }
+        if ((rc = val_probe_same_run(&prs[0], &prs[i], rp, i, e)))
+            return rc;
+    }
+    return 0;
+}
+
 int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli_sim *sim, double tol_gib,
                        double tol_pct, bool json)
 {
@@ -117,67 +203,87 @@ int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli
     struct plan_setup c;
     struct sim_hw hw;
     struct plan p;
-    struct val_probe pr;
+    struct val_probe *prs = NULL;
+    char **paths = NULL;
+    int n = 0;
+    struct val_probe_result *rs = NULL;
     struct sim_step_result sr;
     memset(&c, 0, sizeof c);
     memset(&p, 0, sizeof p);
-    memset(&pr, 0, sizeof pr);
     int rc;
     char what[600];
     snprintf(what, sizeof what, "--probe %s", path);
-    if ((rc = val_probe_read(path, &pr, &e))) {
+    if ((rc = read_ranks(path, &prs, &paths, &n, &e))) {
         cli_err_flag(&e, "probe", "--probe");
-        return cli_fail("validate", &e);
+        rc = cli_fail("validate", &e);
+        goto out;
     }
+    struct val_probe *pr = &prs[0];
     /* The run's data-parallel degree, unless the user gave a layout (then val_facts_apply compares). */
     struct plan_inputs in = *s;
     if (in.layout.dp <= 0 && in.layout.world <= 0 && in.layout.nodes <= 0)
-        in.layout.dp = pr.dp;
-    if ((rc = cli_setup_resolve(&in, &c, &e)) || (rc = val_facts_apply(&pr.config, pr.dp, what, s, &c, &e)) ||
+        in.layout.dp = pr->dp;
+    if ((rc = cli_setup_resolve(&in, &c, &e)) || (rc = val_facts_apply(&pr->config, pr->dp, what, s, &c, &e)) ||
         (rc = cli_sim_load_hw(sim, &c, &hw, &e)) || (rc = plan_setup_plan(&c, -1, &p, &e)) ||
         (rc = sim_step_run(&p, &hw, &sim->train, NULL, &sr, &e))) {
         cli_sim_err(&e);
         rc = cli_fail("validate", &e);
         goto out;
     }
+    if (!(rs = calloc((size_t)n, sizeof *rs))) {
+        rl_errf(&e, RL_ENOMEM, "validate: out of memory");
+        rc = cli_fail("validate", &e);
+        goto out;
+    }
+    /* Every rank against the same plan: ZeRO-3 pads each parameter's partition to one size, so
+     * every rank holds the same sub-groups; each rank's own placement, memory and steps. */
     struct val_probe_opts o = {.tol_bytes = (int64_t)llround(tol_gib * RL_GIB), .tol_time_pct = tol_pct,
                                .predicted_step_ns = sr.step_ns};
-    struct val_probe_result r;
-    val_probe_compare(&p, &pr, &o, &r);
+    enum val_status overall = VAL_PASS;
+    for (int i = 0; i < n; i++) {
+        val_probe_compare(&p, &prs[i], &o, &rs[i]);
+        if (rs[i].overall == VAL_FAIL)
+            overall = VAL_FAIL;
+    }
+    char digest_detail[200];
+    enum val_status digest = val_probe_ranks_digest(prs, n, digest_detail, sizeof digest_detail);
+    if (digest == VAL_FAIL)
+        overall = VAL_FAIL;
+    struct val_probe_result r0 = rs[0];
+    r0.overall = overall;
     if (json) {
-        json_t *j = probe_json(path, &c, &p, &hw, &pr, &r);
+        json_t *j = probe_json(path, &c, &p, &hw, pr, &r0);
+        json_t *ranks = json_array();
+        for (int i = 0; i < n; i++) {
+            json_t *x = json_object();
+            json_object_set_new(x, "rank", json_integer(prs[i].rank));
+            json_object_set_new(x, "probe", json_string(paths[i]));
+            json_object_set_new(x, "checks", checks_json(&rs[i]));
+            json_object_set_new(x, "verdict", json_string(val_status_name(rs[i].overall)));
+            json_array_append_new(ranks, x);
+        }
+        json_object_set_new(j, "ranks", ranks);
+        json_t *g = json_object();
+        json_object_set_new(g, "status", json_string(val_status_name(digest)));
+        json_object_set_new(g, "detail", json_string(digest_detail));
+        json_object_set_new(j, "gathered_digest", g);
         char *text = cli_json_dumps(cli_json_versioned(j), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         printf("%s\n", text);
         free(text);
         json_decref(j);
     } else {
-        print_probe(path, &c, &p, &hw, &pr, &r);
+        print_probe(path, &c, &p, &hw, pr, &r0, (const char *const *)paths, prs, rs, n, digest, digest_detail);
     }
-    rc = r.overall == VAL_PASS ? 0 : 1;
+    rc = overall == VAL_PASS ? 0 : 1;
 out:
-    val_probe_free(&pr);
+    for (int i = 0; prs && i < n; i++)
+        val_probe_free(&prs[i]);
+    for (int i = 0; paths && i < n; i++)
+        free(paths[i]);
+    free(prs);
+    free(paths);
+    free(rs);
     plan_free(&p);
     plan_setup_free(&c);
     return rc;
-}
-
-int cli_validate_log_config(const char *const *logs, int n_logs, const struct plan_inputs *s, struct plan_setup *c,
-                            struct trace_ds_config *f, struct rl_err *e)
-{
-    memset(f, 0, sizeof *f);
-    for (int i = 0; i < n_logs; i++) {
-        struct trace_ds_config one;
-        int rc = trace_ds_config_read(logs[i], &one, e);
-        if (rc)
-            return rl_err_prefix(e, "--deepspeed-log");
-        if (!one.have_version && !one.have_zero)
-            continue;
-        char what[600];
-        snprintf(what, sizeof what, "--deepspeed-log %s", logs[i]);
-        if ((rc = val_facts_apply(&one, 0, what, s, c, e)))
-            return rc;
-        if (!f->have_version && !f->have_zero)
-            *f = one;
-    }
-    return 0;
 }

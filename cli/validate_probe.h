@@ -1,5 +1,5 @@
-/* cli/validate_probe.h — `ratiolab validate --probe FILE`, and the configuration check of
- * `validate --deepspeed-log` (the config the run printed against --ds-config / --ratio). */
+/* cli/validate_probe.h — `ratiolab validate --probe FILE`: rank 0's probe and every rank's file
+ * beside it, against the plan and the prediction. */
 #ifndef RL_CLI_VALIDATE_PROBE_H
 #define RL_CLI_VALIDATE_PROBE_H
 
@@ -14,11 +14,4 @@
  * among which a probe whose configuration contradicts --ds-config or the flags). */
 int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli_sim *sim, double tol_gib,
                        double tol_pct, bool json);
-/* Reads the configuration each log printed (traces/dsconfig.h) and applies it to the resolved
- * setup c (val_facts_apply: RL_EINVAL on a contradiction with what the user set; values nobody set
- * are taken from the log). *f receives the first log's configuration (have_* false when no log
- * printed one). */
-int cli_validate_log_config(const char *const *logs, int n_logs, const struct plan_inputs *s, struct plan_setup *c,
-                            struct trace_ds_config *f, struct rl_err *e);
-
 #endif

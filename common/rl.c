@@ -35,14 +35,14 @@ int rl_exit_code(int code)
     return 3;
 }
 
-/* Every message is one line: control characters from echoed input (a newline inside a quoted
- * launch-line argument, a tab) are written as \n, \r, \t or \xHH. */
-static void one_line(char *msg, size_t cap)
+/* Escapes as rl.h says; a C1 control is its two UTF-8 bytes, written as one \u escape. */
+const char *rl_text_data(char *out, size_t cap, const char *s)
 {
-    char out[RL_ERR_MSG_MAX];
     size_t o = 0;
-    for (const unsigned char *p = (const unsigned char *)msg; *p && o + 5 < sizeof out; p++) {
-        if (*p >= 0x20 && *p != 0x7f) {
+    if (!cap)
+        return out;
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && o + 7 < cap; p++) {
+        if (*p >= 0x20 && *p != 0x7f && !(p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)) {
             out[o++] = (char)*p;
             continue;
         }
@@ -53,10 +53,21 @@ static void one_line(char *msg, size_t cap)
             out[o++] = 'r';
         else if (*p == '\t')
             out[o++] = 't';
+        else if (*p == 0xc2)   /* a C1 control (U+0080..U+009F): 0x9b starts a terminal sequence too */
+            o += (size_t)snprintf(out + o, cap - o, "u%04x", *++p);
         else
-            o += (size_t)snprintf(out + o, sizeof out - o, "x%02x", *p);
+            o += (size_t)snprintf(out + o, cap - o, "x%02x", *p);
     }
     out[o] = 0;
+    return out;
+}
+
+/* Every message is one line: control characters from echoed input (a newline inside a quoted
+ * launch-line argument, a tab) are written as \n, \r, \t or \xHH. */
+static void one_line(char *msg, size_t cap)
+{
+    char out[RL_ERR_MSG_MAX];
+    rl_text_data(out, sizeof out, msg);
     snprintf(msg, cap, "%s", out);
 }
 
@@ -343,17 +354,33 @@ int rl_parse_ratio_list(const char *field, const char *s, double min, double max
 
 int rl_parse_version(const char *field, const char *s, struct rl_version *v, struct rl_err *e)
 {
-    int a = 0, b = 0, c = 0, used = 0;
-    if (!s || sscanf(s, "%d.%d.%d%n", &a, &b, &c, &used) != 3 || s[used] != 0 || a < 0 || b < 0 || c < 0) {
-        used = 0;
-        c = 0;
-        if (!s || sscanf(s, "%d.%d%n", &a, &b, &used) != 2 || s[used] != 0 || a < 0 || b < 0)
-            return rl_errf(e, RL_EINVAL, "%s: '%s' is not a version; expected X.Y.Z such as 0.12.4",
-                           field, s ? s : "");
+    /* Two or three parts of decimal digits, each at most RL_VERSION_PART_MAX (sscanf's %d would
+     * overflow on "99999999999.1.1", undefined behaviour, and read it as 1215752191.1.1). */
+    long part[3] = {0, 0, 0};
+    int n = 0;
+    const char *p = s ? s : "";
+    bool ok = true;
+    while (ok && n < 3) {
+        if (!isdigit((unsigned char)*p)) {
+            ok = false;
+            break;
+        }
+        long x = 0;
+        while (isdigit((unsigned char)*p) && x <= RL_VERSION_PART_MAX)
+            x = x * 10 + (*p++ - '0');
+        if (x > RL_VERSION_PART_MAX)
+            return rl_errf(e, RL_EINVAL, "%s: '%s': a part above %d; expected X.Y.Z such as 0.12.4", field, s,
+                           RL_VERSION_PART_MAX);
+        part[n++] = x;
+        if (*p != '.' || n == 3)
+            break;
+        p++;
     }
-    v->major = a;
-    v->minor = b;
-    v->patch = c;
+    if (!ok || n < 2 || *p)
+        return rl_errf(e, RL_EINVAL, "%s: '%s' is not a version; expected X.Y.Z such as 0.12.4", field, s ? s : "");
+    v->major = (int)part[0];
+    v->minor = (int)part[1];
+    v->patch = (int)part[2];
     return 0;
 }
 
@@ -950,6 +977,68 @@ static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+static size_t rl__imap_slot(int64_t key, int cap)
+{
+    uint64_t h = (uint64_t)key * UINT64_C(0x9e3779b97f4a7c15);   /* Fibonacci hashing */
+    return (size_t)(h >> 32) & (size_t)(cap - 1);
+}
+
+int rl_imap_get(const struct rl_imap *m, int64_t key)
+{
+    if (!m->cap)
+        return -1;
+    for (size_t i = rl__imap_slot(key, m->cap);; i = (i + 1) & (size_t)(m->cap - 1)) {
+        if (!m->vals[i])
+            return -1;
+        if (m->keys[i] == key)
+            return m->vals[i] - 1;
+    }
+}
+
+int rl_imap_put(struct rl_imap *m, int64_t key, int val)
+{
+    if (2 * (m->n + 1) > m->cap) {
+        if (m->cap > INT32_MAX / 4)
+            return RL_ENOMEM;
+        int cap = m->cap ? 2 * m->cap : 64;
+        int64_t *keys = calloc((size_t)cap, sizeof *keys);
+        int *vals = calloc((size_t)cap, sizeof *vals);
+        if (!keys || !vals) {
+            free(keys);
+            free(vals);
+            return RL_ENOMEM;
+        }
+        for (int j = 0; j < m->cap; j++)
+            if (m->vals[j]) {
+                size_t i = rl__imap_slot(m->keys[j], cap);
+                while (vals[i])
+                    i = (i + 1) & (size_t)(cap - 1);
+                keys[i] = m->keys[j];
+                vals[i] = m->vals[j];
+            }
+        free(m->keys);
+        free(m->vals);
+        m->keys = keys;
+        m->vals = vals;
+        m->cap = cap;
+    }
+    size_t i = rl__imap_slot(key, m->cap);
+    while (m->vals[i] && m->keys[i] != key)
+        i = (i + 1) & (size_t)(m->cap - 1);
+    if (!m->vals[i])
+        m->n++;
+    m->keys[i] = key;
+    m->vals[i] = val + 1;
+    return 0;
+}
+
+void rl_imap_free(struct rl_imap *m)
+{
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
 }
 
 double rl_median(const double *v, int n)

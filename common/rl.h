@@ -61,6 +61,13 @@ int rl_err_vfirst(int *first, struct rl_err *e, int code, const char *fmt, va_li
             return rl_try_rc_;                                                                     \
     } while (0)
 
+/* Text from an input (a file's field, a log line, a path) as data on one line of a report or a
+ * message: control characters (below 0x20, DEL, the C1 controls U+0080..U+009F) are written as
+ * escapes (\n, \r, \t, \xNN, \uNNNN), so no input can end a line, start another or send a
+ * terminal sequence. Writes at most cap bytes into out (cut short when longer) and returns out.
+ * rl_errf and rl_err_prefix pass every message through it. O(length). */
+const char *rl_text_data(char *out, size_t cap, const char *s);
+
 /* ---- checked parsing: each names `field` in its error ---------------------------------------- */
 int rl_parse_i64(const char *field, const char *s, int64_t min, int64_t max, int64_t *out,
                  struct rl_err *e);
@@ -88,6 +95,8 @@ const char *rl_nearest(const char *word, const char *const *cands, int n);
 struct rl_version {
     int major, minor, patch;   /* "0.12.4" -> 0, 12, 4 */
 };
+/* "X.Y.Z" or "X.Y" (Z = 0), each part decimal digits up to RL_VERSION_PART_MAX. */
+#define RL_VERSION_PART_MAX 999999
 int rl_parse_version(const char *field, const char *s, struct rl_version *v, struct rl_err *e);
 int rl_version_cmp(struct rl_version a, struct rl_version b);   /* <0, 0, >0 */
 
@@ -155,6 +164,22 @@ int rl_check_text(const char *name, const char *text, size_t len, struct rl_err 
  * until it holds need, and the array is reallocated. On failure the array and *cap are unchanged.
  * Returns 0 or RL_ENOMEM (no message: the caller names what it was growing). */
 int rl_grow(void *array_ptr, int *cap, size_t elem_bytes, int need, int first);
+/* A map from an int64 key to an int (an index into the caller's array), for readers that meet
+ * keys such as pids in any order: open addressing with linear probing, the table doubled at half
+ * full, so each call is O(1) expected and n keys cost O(n) (a linear search per row made a monitor
+ * CSV of 200 k pids take minutes). Zero-initialise; rl_imap_free releases it. */
+struct rl_imap {
+    int64_t *keys;   /* the keys, cap entries */
+    int *vals;       /* their values + 1, 0 in an empty slot */
+    int cap;         /* slots (a power of two, or 0) */
+    int n;           /* keys held */
+};
+/* The value stored under key, or -1 when none. */
+int rl_imap_get(const struct rl_imap *m, int64_t key);
+/* Stores val (>= 0) under key (replacing one there). 0 or RL_ENOMEM (no message; the map is unchanged). */
+int rl_imap_put(struct rl_imap *m, int64_t key, int val);
+void rl_imap_free(struct rl_imap *m);
+
 /* Median of n values (the mean of the two middle ones when n is even); 0 when n == 0 or on
  * allocation failure. Does not modify v. O(n log n). */
 double rl_median(const double *v, int n);

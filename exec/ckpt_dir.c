@@ -361,6 +361,15 @@ int ex_ckpt_locate(const char *dir, char *gdir, size_t n, int *gfd, struct ex_ck
         snprintf(gdir, n, "%s", dir);
         if ((*gfd = open_dir(dir)) < 0)
             return rl_errf(e, RL_EINVAL, "load_dir: %s/rank-00000.rlck: cannot read it (%s)", dir, strerror(errno));
+        /* The first format kept the rank files in the folder itself; without them either the
+         * folder is no checkpoint, which is what the message must say. */
+        if (faccessat(*gfd, "rank-00000.rlck", F_OK, AT_SYMLINK_NOFOLLOW) != 0) {
+            close(*gfd);
+            *gfd = -1;
+            return rl_errf(e, RL_EINVAL, "load_dir: %s has no " EX_CKPT_MANIFEST " file (nor a rank-00000.rlck of "
+                           "the first format): not a checkpoint folder; allowed: a folder a checkpoint save wrote",
+                           dir);
+        }
         return 0;
     }
     char gname[32];

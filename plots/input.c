@@ -51,6 +51,15 @@ static int j_num(json_t *o, const char *key, const char *file, const char *where
     return 0;
 }
 
+/* A ratio: j_num, then in [0, 1] (a plot of a ratio of 1e308 is no plot of an offload ratio). */
+static int j_ratio(json_t *o, const char *key, const char *file, const char *where, double *out, struct rl_err *e)
+{
+    int rc = j_num(o, key, file, where, out, true, e);
+    if (!rc && !(*out >= 0 && *out <= 1))
+        rc = rl_errf(e, RL_EINVAL, "%s: %s: field '%s': %g; allowed: a ratio in [0, 1]", file, where, key, *out);
+    return rc;
+}
+
 static void j_str(json_t *o, const char *key, char *dst, size_t n, const char *fallback)
 {
     json_t *v = json_object_get(o, key);
@@ -121,8 +130,8 @@ static int sweep_json(const char *path, json_t *root, struct plot__sweep *s, str
         if (!json_is_object(gm) || !json_is_object(hm))
             return rl_errf(e, RL_EINVAL, "%s: %s.prediction: 'gpu_memory_per_rank' and 'host_memory' objects "
                            "expected", path, where);
-        if ((rc = j_num(r, "requested_ratio", path, where, &w->requested, true, e)) ||
-            (rc = j_num(r, "honored_ratio", path, where, &w->honored, true, e)) ||
+        if ((rc = j_ratio(r, "requested_ratio", path, where, &w->requested, e)) ||
+            (rc = j_ratio(r, "honored_ratio", path, where, &w->honored, e)) ||
             (rc = j_int(pr, "step_ns", path, where, &w->step_ns, true, e)) ||
             (rc = j_num(pr, "tokens_per_s_per_gpu", path, where, &w->tokens_per_s, false, e)) ||
             (rc = j_int(pr, "idle_ns", path, where, &w->idle_ns, false, e)) ||
@@ -215,6 +224,9 @@ static int sweep_csv(const char *path, char *text, struct plot__sweep *s, struct
                    &hg, &step_s, fits) != 8 || !isfinite(w->requested) || !isfinite(w->honored) || !isfinite(step_s))
             return rl_errf(e, RL_EINVAL, "%s: line %d: expected 8 comma-separated fields (%s)", path, ln,
                            sweep_csv_header);
+        if (!(w->requested >= 0 && w->requested <= 1) || !(w->honored >= 0 && w->honored <= 1))
+            return rl_errf(e, RL_EINVAL, "%s: line %d: requested_ratio %g, honored_ratio %g; allowed: ratios in [0, 1]",
+                           path, ln, w->requested, w->honored);
         w->gpu_bytes = gb;
         w->host_node_bytes = hb;
         w->host_rank_bytes = -1;
@@ -356,7 +368,7 @@ int plot__report_read(const char *path, struct plot__report *r, struct rl_err *e
         json_t *oc = json_object_get(o, "others_cpu_pct");   /* optional; null when not measured */
         if (oc && !json_is_null(oc) && (rc = j_num(o, "others_cpu_pct", path, where, &w->others_cpu_pct, false, e)))
             break;
-        if ((rc = j_num(o, "ratio", path, where, &w->ratio, true, e)) ||
+        if ((rc = j_ratio(o, "ratio", path, where, &w->ratio, e)) ||
             (rc = j_num(o, "step_error_pct", path, where, &w->step_error_pct, false, e)) ||
             (rc = report_side(path, wp, json_object_get(o, "predicted"), r, &w->pred, e)) ||
             (rc = report_side(path, wm, json_object_get(o, "measured"), r, &w->meas, e)))
@@ -433,6 +445,10 @@ static int parse_i64(const char *s, int64_t *out)
     return 0;
 }
 
+/* A byte figure of a monitor CSV above this (1 PiB) is refused: locked + pinned is then far
+ * inside int64. */
+#define PLOT_MON_MAX_BYTES (INT64_C(1) << 50)
+
 int plot__monitor_read(const char *path, struct plot__monitor *m, struct rl_err *e)
 {
     memset(m, 0, sizeof *m);
@@ -450,6 +466,7 @@ int plot__monitor_read(const char *path, struct plot__monitor *m, struct rl_err 
         rc = rl_errf(e, RL_EINVAL, "%s: not a monitor CSV (expected the header of `ratiolab monitor --csv`: %.40s...)",
                      path, mon_header);
     int cap = 0, pcap = 0;
+    struct rl_imap pids = {0};   /* pid -> procs[]: O(1) per row */
     for (int ln = 2; !rc && (line = strtok_r(NULL, "\n", &save)); ln++) {
         size_t l = strlen(line);
         if (l && line[l - 1] == '\r')
@@ -462,9 +479,11 @@ int plot__monitor_read(const char *path, struct plot__monitor *m, struct rl_err 
             parse_i64(f[MC_RANK], &rank) || parse_i64(f[MC_RSS], &rss) ||
             (f[MC_GPU][0] && parse_i64(f[MC_GPU], &gpu)) || (f[MC_LOCKED][0] && parse_i64(f[MC_LOCKED], &locked)) ||
             (f[MC_PINNED][0] && parse_i64(f[MC_PINNED], &pinned)) || locked < 0 || pinned < 0 || t < 0 || pid <= 0 ||
-            pid > INT32_MAX || rank < -1 || rank > INT32_MAX || rss < 0) {
+            pid > INT32_MAX || rank < -1 || rank > INT32_MAX || rss < 0 || rss > PLOT_MON_MAX_BYTES ||
+            gpu > PLOT_MON_MAX_BYTES || locked > PLOT_MON_MAX_BYTES || pinned > PLOT_MON_MAX_BYTES) {
             rc = rl_errf(e, RL_EINVAL, "%s: line %d: expected %d fields as in `ratiolab monitor --csv` (t_ns, "
-                         "pid and rss_bytes integers; locked_bytes, pinned_bytes, gpu_bytes integers or empty)", path, ln, MC_N);
+                         "pid and rss_bytes integers; locked_bytes, pinned_bytes, gpu_bytes integers or empty; bytes "
+                         "at most 2^50)", path, ln, MC_N);
             break;
         }
         if (rl_grow(&m->samples, &cap, sizeof *m->samples, m->n_samples + 1, 256)) {
@@ -472,11 +491,10 @@ int plot__monitor_read(const char *path, struct plot__monitor *m, struct rl_err 
             break;
         }
         m->samples[m->n_samples++] = (struct plot__mon_sample){t, (int)pid, rss, gpu, locked + pinned};
-        int k = 0;
-        while (k < m->n_procs && m->procs[k].pid != pid)
-            k++;
-        if (k == m->n_procs) {
-            if (rl_grow(&m->procs, &pcap, sizeof *m->procs, m->n_procs + 1, 16)) {
+        int k = rl_imap_get(&pids, pid);
+        if (k < 0) {
+            k = m->n_procs;
+            if (rl_grow(&m->procs, &pcap, sizeof *m->procs, m->n_procs + 1, 16) || rl_imap_put(&pids, pid, k)) {
                 rc = rl_errf(e, RL_ENOMEM, "%s: out of memory", path);
                 break;
             }
@@ -502,6 +520,7 @@ int plot__monitor_read(const char *path, struct plot__monitor *m, struct rl_err 
     }
     if (!rc && !m->n_samples)
         rc = rl_errf(e, RL_EINVAL, "%s: a monitor CSV without samples", path);
+    rl_imap_free(&pids);
     free(text);
     if (rc)
         plot__monitor_free(m);

@@ -233,6 +233,28 @@ static const char *gpu_probe(long long after_init, const char *dev1)
     return buf;
 }
 
+/* Writes a 2-rank fixture as validate --probe reads a run: rank 0's document under name
+ * ("gpu.json") and rank 1's beside it ("gpu.rank1.json", the same document with rank 1), as
+ * probe/ratiolab_probe.py names them. Returns rank 0's path. */
+static const char *write_ranks(const char *name, const char *text)
+{
+    const char *p = tu_write(name, text);
+    char r1name[256];
+    const char *dot = strrchr(name, '.');
+    snprintf(r1name, sizeof r1name, "%.*s.rank1%s", (int)(dot - name), name, dot);
+    json_t *j = json_loads(text, 0, NULL);
+    if (!j) {   /* not a document (a bad-input case): rank 1's file is the same bytes */
+        tu_write(r1name, text);
+        return p;
+    }
+    json_object_set_new(j, "rank", json_integer(1));
+    char *r1 = json_dumps(j, JSON_COMPACT);
+    tu_write(r1name, r1);
+    free(r1);
+    json_decref(j);
+    return p;
+}
+
 /* The ledger's GPU bytes after the ZeRO optimizer for the fixture's run, from the plan. */
 static long long fixture_ledger(void)
 {
@@ -253,7 +275,7 @@ static long long fixture_ledger(void)
 START_TEST(gpu_probe_fixture)
 {
     long long led = fixture_ledger();
-    const char *ok = tu_write("gpu.json", gpu_probe(led, "cuda"));
+    const char *ok = write_ranks("gpu.json", gpu_probe(led, "cuda"));
     struct tu_run r;
     tu_ratiolab(&r, "validate --probe '%s' --model '%s' --param-groups flat --hw hgx-h200", ok, gpt2_tiny());
     ck_assert_msg(strstr(r.out, "subgroups      PASS") && strstr(r.out, "placement      PASS") &&
@@ -263,13 +285,13 @@ START_TEST(gpu_probe_fixture)
     ck_assert_msg(strstr(r.out, "step_time      FAIL"), "%s", r.out);
     tu_run_free(&r);
     /* 1 GiB more on the device than the ledger: the device check fails. */
-    const char *big = tu_write("gpu-big.json", gpu_probe(led + (1LL << 30), "cuda"));
+    const char *big = write_ranks("gpu-big.json", gpu_probe(led + (1LL << 30), "cuda"));
     tu_ratiolab(&r, "validate --probe '%s' --model '%s' --param-groups flat --hw hgx-h200", big, gpt2_tiny());
     ck_assert_int_eq(r.status, 1);
     ck_assert_ptr_nonnull(strstr(r.out, "device_memory  FAIL"));
     tu_run_free(&r);
     /* Sub-group 1 offloaded by DeepSpeed while the 0.18 rule keeps it on the GPU: placement fails. */
-    const char *moved = tu_write("gpu-moved.json", gpu_probe(led, "cpu"));
+    const char *moved = write_ranks("gpu-moved.json", gpu_probe(led, "cpu"));
     tu_ratiolab(&r, "validate --probe '%s' --model '%s' --param-groups flat --hw hgx-h200", moved, gpt2_tiny());
     ck_assert_int_eq(r.status, 1);
     ck_assert_ptr_nonnull(strstr(r.out, "placement      FAIL"));
@@ -289,7 +311,7 @@ START_TEST(probe_timers_shown)
     json_object_set_new(json_array_get(steps, 0), "timers_ms", json_pack("{s:f,s:f}", "fwd", 50.0, "step", 9.0));
     json_object_set_new(json_array_get(steps, 1), "timers_ms", json_pack("{s:f,s:f}", "fwd", 10.5, "step", 3.25));
     char *text = json_dumps(doc, 0);
-    const char *f = tu_write("timers.json", text);
+    const char *f = write_ranks("timers.json", text);
     free(text);
     struct tu_run r;   /* exit 1: the fixture's step fails predict on a GPU (gpu_probe_fixture) */
     tu_ratiolab(&r, "validate --probe '%s' --model '%s' --param-groups flat --hw hgx-h200 --json", f, gpt2_tiny());
@@ -306,7 +328,7 @@ START_TEST(probe_timers_shown)
     tu_run_free(&r);
     json_object_set_new(json_array_get(steps, 1), "timers_ms", json_string("fast"));
     text = json_dumps(doc, 0);
-    f = tu_write("timers-bad.json", text);
+    f = write_ranks("timers-bad.json", text);
     free(text);
     tu_ratiolab(&r, "validate --probe '%s' --model '%s' --param-groups flat --hw hgx-h200", f, gpt2_tiny());
     ck_assert_int_eq(r.status, 2);

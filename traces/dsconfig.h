@@ -50,4 +50,21 @@ int trace_ds_config_read(const char *path, struct trace_ds_config *c, struct rl_
 int trace_ds_config_parse(const char *text, size_t len, const char *path, struct trace_ds_config *c,
                           struct rl_err *e);
 
+/* One run of a log: a log may hold several, appended one after the other (a script rerun with
+ * `>>`). A run starts at its engine's "DeepSpeed info: version=" line, or at a zero_config line
+ * when the run before already printed one (a log without version lines); the text before the
+ * first start belongs to the first run. A stretch holding neither line (a rank's late import
+ * printing the accelerator line again) stays in the run before it. */
+struct trace_ds_run {
+    size_t offset;                 /* its first byte in the log's text */
+    size_t len;                    /* its bytes */
+    int first_line;                /* the 1-based line it starts at */
+};
+/* Splits text (len bytes) into runs; *runs is malloc'd (at least one entry: the whole text). O(len). */
+int trace_ds_split_runs(const char *text, size_t len, const char *path, struct trace_ds_run **runs, int *n,
+                        struct rl_err *e);
+/* True when two runs' configurations are one: the same version, zero config, dtype, world size and
+ * accelerator (the lines they were read from aside). */
+bool trace_ds_config_same(const struct trace_ds_config *a, const struct trace_ds_config *b);
+
 #endif

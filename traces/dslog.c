@@ -81,12 +81,18 @@ static int parse_ma(const char *path, int line_no, const char *msg, struct trace
             if (wl == strlen(keys[k]) && strncmp(w, keys[k], wl) == 0) {
                 char *end;
                 double v = strtod(p, &end);
-                if (end != p && isfinite(v) && v >= 0) {
-                    int rc = gib_bytes(path, line_no, keys[k], v, dst[k], e);
-                    if (rc)
-                        return rc;
-                    p = end;
+                if (end == p || !isfinite(v) || v < 0) {   /* "MA nan GB": refused, not dropped */
+                    const char *w2 = p;
+                    while (*w2 == ' ' || *w2 == '\t')
+                        w2++;
+                    int l = (int)strcspn(w2, " \t");
+                    return rl_errf(e, RL_EINVAL, "%s: line %d: %s '%.*s' GB is not a figure; expected a number of GB "
+                                   "in [0, %g]", path, line_no, keys[k], l > 24 ? 24 : l, w2, DS_MAX_GIB);
                 }
+                int rc = gib_bytes(path, line_no, keys[k], v, dst[k], e);
+                if (rc)
+                    return rc;
+                p = end;
             }
         }
     }

@@ -55,6 +55,9 @@ int trace_ds_write(struct trace *t, const struct trace_ds_log *log, int pid, int
  * gzip. Lines without a finite, non-negative time are skipped. O(log size). Declared here, defined
  * in traces/dslog_iter.c. */
 int trace_ds_read_iterations(const char *path, double **ms, int64_t **iters, int *n, struct rl_err *e);
+/* The same on text in memory (modified: lines are cut at their newlines); path names it. */
+int trace_ds_parse_iterations(char *text, size_t len, const char *path, double **ms, int64_t **iters, int *n,
+                              struct rl_err *e);
 
 /* The per-iteration timers of a run with wall-clock breakdown (defined in traces/dslog_timers.c):
  *   DeepSpeed's engine, `wall_clock_breakdown: true`, at every accumulation boundary

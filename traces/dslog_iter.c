@@ -20,16 +20,12 @@ static int64_t iteration_number(const char *line, const char *end)
     return (int64_t)it;
 }
 
-int trace_ds_read_iterations(const char *path, double **ms, int64_t **iters, int *n, struct rl_err *e)
+int trace_ds_parse_iterations(char *text, size_t len, const char *path, double **ms, int64_t **iters, int *n,
+                              struct rl_err *e)
 {
     *ms = NULL;
     *iters = NULL;
     *n = 0;
-    char *text;
-    size_t len;
-    int rc = trace_read_file(path, &text, &len, e);
-    if (rc)
-        return rc;
     int cap = 0;
     for (char *line = text; line && line < text + len;) {
         char *nl = memchr(line, '\n', (size_t)(text + len - line));
@@ -43,7 +39,6 @@ int trace_ds_read_iterations(const char *path, double **ms, int64_t **iters, int
                 int cap_ms = cap;   /* two arrays of one capacity */
                 if (rl_grow(ms, &cap_ms, sizeof **ms, *n + 1, 64) ||
                     rl_grow(iters, &cap, sizeof **iters, *n + 1, 64)) {
-                    free(text);
                     free(*ms);
                     free(*iters);
                     *ms = NULL;
@@ -58,6 +53,20 @@ int trace_ds_read_iterations(const char *path, double **ms, int64_t **iters, int
         }
         line = nl ? nl + 1 : NULL;
     }
-    free(text);
     return 0;
+}
+
+int trace_ds_read_iterations(const char *path, double **ms, int64_t **iters, int *n, struct rl_err *e)
+{
+    *ms = NULL;
+    *iters = NULL;
+    *n = 0;
+    char *text;
+    size_t len;
+    int rc = trace_read_file(path, &text, &len, e);
+    if (rc)
+        return rc;
+    rc = trace_ds_parse_iterations(text, len, path, ms, iters, n, e);
+    free(text);
+    return rc;
 }

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include <jansson.h>   /* json_loadb, json_dumps: args validation and the reader */
-#include <zlib.h>      /* gzdopen, gzwrite, gzread, gzerror */
+#include <zlib.h>      /* gzdopen, gzwrite (the writer); inflate (the reader) */
 
 #define TRACE__FLUSH_BYTES (1 << 16)   /* the buffer is written out once it holds this many bytes */
 
@@ -379,6 +379,81 @@ void trace_abort(struct trace *t)
 
 /* ---- reader ------------------------------------------------------------------------------------ */
 
+/* The gzip members of in[0..len) one after the other (gzip -c a b > ab is one file), inflated
+ * with zlib into *out (NUL-terminated). Bytes after the last member that do not start another
+ * (gzip magic 1f 8b) are RL_EINVAL naming their offset: gzread skips them without a word, so a
+ * file with something appended read as if it were whole. The cap counts inflated bytes:
+ * inflating stops one byte past it, so a small gzip bomb costs at most the cap in memory and time. */
+static int inflate_members(const char *path, const unsigned char *in, size_t len, char **out, size_t *out_len,
+                           struct rl_err *e)
+{
+    const size_t limit = TRACE_MAX_INFLATED_BYTES;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (!buf || inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) {
+        free(buf);
+        return rl_errf(e, RL_ENOMEM, "%s: out of memory for the gzip stream", path);
+    }
+    size_t at = 0;   /* the first byte of in not yet given to zlib */
+    int rc = 0;
+    for (;;) {
+        if (cap - n - 1 == 0) {
+            size_t ncap = cap * 2 > limit + 2 ? limit + 2 : cap * 2;
+            char *nb = realloc(buf, ncap);
+            if (!nb) {
+                rc = rl_errf(e, RL_ENOMEM, "%s: out of memory", path);
+                break;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        size_t avail = len - at > (1u << 30) ? 1u << 30 : len - at;
+        z.next_in = (unsigned char *)(uintptr_t)(in + at);
+        z.avail_in = (uInt)avail;
+        size_t want = cap - n - 1 > (1u << 30) ? 1u << 30 : cap - n - 1;
+        z.next_out = (unsigned char *)buf + n;
+        z.avail_out = (uInt)want;
+        int zr = inflate(&z, Z_NO_FLUSH);
+        at += avail - z.avail_in;
+        n += want - z.avail_out;
+        if (n > limit) {
+            rc = rl_errf(e, RL_EINVAL, "%s: inflates to more than %zu MiB; allowed: at most %zu MiB inflated "
+                         "(the input limit)", path, limit >> 20, limit >> 20);
+            break;
+        }
+        if (zr == Z_STREAM_END) {
+            if (at == len)
+                break;
+            if (len - at < 2 || in[at] != 0x1f || in[at + 1] != 0x8b) {
+                rc = rl_errf(e, RL_EINVAL, "%s: %zu bytes after the gzip stream at byte %zu, not another gzip "
+                             "member; allowed: gzip data only (the file was appended to or damaged)", path, len - at, at);
+                break;
+            }
+            inflateReset(&z);
+            continue;
+        }
+        if (zr == Z_BUF_ERROR && at == len && z.avail_out != 0) {
+            rc = rl_errf(e, RL_EINVAL, "%s: truncated gzip stream (it ends before its end marker)", path);
+            break;
+        }
+        if (zr != Z_OK && zr != Z_BUF_ERROR) {
+            rc = rl_errf(e, RL_EINVAL, "%s: corrupt gzip stream (%s)", path, z.msg ? z.msg : "zlib error");
+            break;
+        }
+    }
+    inflateEnd(&z);
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    buf[n] = 0;
+    *out = buf;
+    *out_len = n;
+    return 0;
+}
+
 /* Reads the whole file through zlib (gzip or, for other names, plain). A gzip stream that ends
  * early or fails its checks is RL_EINVAL naming the file. */
 int trace_read_file(const char *path, char **out, size_t *out_len, struct rl_err *e)
@@ -400,74 +475,14 @@ int trace_read_file(const char *path, char **out, size_t *out_len, struct rl_err
         close(fd);
         return rl_read_file(path, out, out_len, e);
     }
-    if (lseek(fd, 0, SEEK_SET) != 0) {
-        int err = errno;
-        close(fd);
-        return rl_errf(e, RL_EIO, "%s: cannot rewind (%s)", path, strerror(err));
-    }
-    gzFile gz = gzdopen(fd, "rb");
-    if (!gz) {
-        close(fd);
-        return rl_errf(e, RL_ENOMEM, "%s: out of memory for the gzip stream", path);
-    }
-    /* The cap counts inflated bytes: inflating stops one byte past it, so a small gzip bomb costs
-     * at most the cap in memory and time. */
-    const size_t limit = TRACE_MAX_INFLATED_BYTES;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    if (!buf) {
-        gzclose(gz);
-        return rl_errf(e, RL_ENOMEM, "%s: out of memory", path);
-    }
-    for (;;) {
-        if (cap - n - 1 == 0) {
-            size_t ncap = cap * 2 > limit + 2 ? limit + 2 : cap * 2;
-            char *nb = realloc(buf, ncap);
-            if (!nb) {
-                free(buf);
-                gzclose(gz);
-                return rl_errf(e, RL_ENOMEM, "%s: out of memory", path);
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        size_t want = cap - n - 1;
-        if (want > (1u << 30))
-            want = 1u << 30;
-        int got = gzread(gz, buf + n, (unsigned)want);
-        if (got < 0) {
-            int zerr;
-            const char *m = gzerror(gz, &zerr);
-            rc = rl_errf(e, RL_EINVAL, "%s: %s gzip stream (%s)", path,
-                         zerr == Z_BUF_ERROR ? "truncated" : "corrupt", m ? m : "zlib error");
-            free(buf);
-            gzclose(gz);
-            return rc;
-        }
-        if (got == 0)
-            break;
-        n += (size_t)got;
-        if (n > limit) {
-            free(buf);
-            gzclose(gz);
-            return rl_errf(e, RL_EINVAL, "%s: inflates to more than %zu MiB; allowed: at most %zu MiB inflated "
-                           "(the input limit)", path, limit >> 20, limit >> 20);
-        }
-    }
-    int zerr = Z_OK;
-    const char *m = gzerror(gz, &zerr);
-    if (zerr != Z_OK) {
-        rc = rl_errf(e, RL_EINVAL, "%s: %s gzip stream (%s)", path,
-                     zerr == Z_BUF_ERROR ? "truncated" : "corrupt", m ? m : "zlib error");
-        free(buf);
-        gzclose(gz);
+    close(fd);
+    char *in;
+    size_t in_len;
+    if ((rc = rl_read_bytes(path, &in, &in_len, e)))
         return rc;
-    }
-    gzclose(gz);
-    buf[n] = 0;
-    *out = buf;
-    *out_len = n;
-    return 0;
+    rc = inflate_members(path, (const unsigned char *)in, in_len, out, out_len, e);
+    free(in);
+    return rc;
 }
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
@@ -538,6 +553,12 @@ static int parse_event(const char *path, size_t idx, json_t *o, struct trace_eve
         (rc = us_to_ns(path, idx, "ts", json_object_get(o, "ts"), &ev->ts_ns, e)) ||
         (rc = us_to_ns(path, idx, "dur", json_object_get(o, "dur"), &ev->dur_ns, e)))
         return rc;
+    if (ev->dur_ns < 0) {   /* a span that ends before it starts: refused here, not skipped later */
+        const char *nm = json_string_value(json_object_get(o, "name"));
+        char shown[80];
+        return rl_errf(e, RL_EINVAL, "%s: traceEvents[%zu] (\"%s\"): dur %g us; allowed: a duration >= 0", path, idx,
+                       rl_text_data(shown, sizeof shown, nm ? nm : ""), (double)ev->dur_ns / 1e3);
+    }
     ev->name = strdup(json_is_string(json_object_get(o, "name"))
                           ? json_string_value(json_object_get(o, "name")) : "");
     ev->cat = dup_or_null(json_string_value(json_object_get(o, "cat")));

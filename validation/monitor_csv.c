@@ -55,9 +55,15 @@ int64_t val_monitor_rank_peak(const struct val_mon_rank *r)
     return r->peak_sample_rss_bytes > r->peak_hwm_bytes ? r->peak_sample_rss_bytes : r->peak_hwm_bytes;
 }
 
+/* Bounds of a field, far above any machine's (1 PiB of memory, pids and ranks of an int): a
+ * rank's sum over its processes then overflows only over 8192 of them, and is checked too. */
+#define MON_MAX_BYTES (INT64_C(1) << 50)
+static const int64_t col_max[C_N] = {INT64_MAX, INT32_MAX, 0, INT32_MAX, MON_MAX_BYTES, MON_MAX_BYTES};
+
 int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e)
 {
     memset(m, 0, sizeof *m);
+    struct rl_imap pids = {0}, ranks = {0};   /* pid -> procs[], rank -> ranks[]: O(1) per row */
     char *text;
     size_t len;
     int rc = rl_read_file(path, &text, &len, e);
@@ -115,18 +121,23 @@ int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e)
                                  "integer", path, line_no, col_names[k], s);
                     goto out;
                 }
+                int64_t lo = k == C_RANK || k == C_RSS || k == C_HWM ? -1 : 0;   /* -1: unknown */
+                if (v[k] < lo || v[k] > col_max[k]) {
+                    rc = rl_errf(e, RL_EINVAL, "monitor_csv %s: line %d: column '%s': %lld; allowed: %lld..%lld",
+                                 path, line_no, col_names[k], (long long)v[k], (long long)lo, (long long)col_max[k]);
+                    goto out;
+                }
             }
             rows++;
             if (v[C_T] != sample_t) {
                 close_sample(m);
                 sample_t = v[C_T];
             }
-            struct val_mon_proc *pr = NULL;
-            for (int i = 0; i < m->n_procs; i++)
-                if (m->procs[i].pid == (int)v[C_PID])
-                    pr = &m->procs[i];
+            int at = rl_imap_get(&pids, v[C_PID]);
+            struct val_mon_proc *pr = at >= 0 ? &m->procs[at] : NULL;
             if (!pr) {
-                if (rl_grow(&m->procs, &cap, sizeof *m->procs, m->n_procs + 1, 16)) {
+                if (rl_grow(&m->procs, &cap, sizeof *m->procs, m->n_procs + 1, 16) ||
+                    rl_imap_put(&pids, v[C_PID], m->n_procs)) {
                     rc = rl_errf(e, RL_ENOMEM, "monitor_csv %s: out of memory", path);
                     goto out;
                 }
@@ -149,12 +160,11 @@ int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e)
             if (peak > pr->peak_rss_bytes)
                 pr->peak_rss_bytes = peak;
             if (v[C_RANK] >= 0) {   /* the rank's processes at this sample, summed */
-                struct val_mon_rank *rk = NULL;
-                for (int i = 0; i < m->n_ranks; i++)
-                    if (m->ranks[i].rank == (int)v[C_RANK])
-                        rk = &m->ranks[i];
+                int ra = rl_imap_get(&ranks, v[C_RANK]);
+                struct val_mon_rank *rk = ra >= 0 ? &m->ranks[ra] : NULL;
                 if (!rk) {
-                    if (rl_grow(&m->ranks, &rank_cap, sizeof *m->ranks, m->n_ranks + 1, 8)) {
+                    if (rl_grow(&m->ranks, &rank_cap, sizeof *m->ranks, m->n_ranks + 1, 8) ||
+                        rl_imap_put(&ranks, v[C_RANK], m->n_ranks)) {
                         rc = rl_errf(e, RL_ENOMEM, "monitor_csv %s: out of memory", path);
                         goto out;
                     }
@@ -163,8 +173,11 @@ int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e)
                     rk->rank = (int)v[C_RANK];
                 }
                 rk->procs += new_to_rank;
-                if (v[C_RSS] > 0)
-                    rk->cur_rss_bytes += v[C_RSS];
+                if (v[C_RSS] > 0 && __builtin_add_overflow(rk->cur_rss_bytes, v[C_RSS], &rk->cur_rss_bytes)) {
+                    rc = rl_errf(e, RL_EINVAL, "monitor_csv %s: line %d: rank %lld: the rss_bytes of its processes "
+                                 "at one sample sum past 2^63", path, line_no, (long long)v[C_RANK]);
+                    goto out;
+                }
                 if (v[C_HWM] > rk->peak_hwm_bytes)
                     rk->peak_hwm_bytes = v[C_HWM];
             }
@@ -177,6 +190,8 @@ int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e)
                      "monitor --csv)", path);
 out:
     free(text);
+    rl_imap_free(&pids);
+    rl_imap_free(&ranks);
     if (rc)
         val_monitor_free(m);
     return rc;

@@ -23,24 +23,46 @@ static json_t *at(json_t *o, const char *path)
     return o;
 }
 
-/* An integer at path into *v (-1 when absent or null); a present value that is not a
- * non-negative integer (a real with no fraction is accepted) is RL_EINVAL. */
-static int get_i64(json_t *root, const char *path, const char *file, int64_t *v, struct rl_err *e)
+/* An integer at path into *v (-1 when absent or null); a present value that is not an integer in
+ * 0..max (a real with no fraction is accepted) is RL_EINVAL naming the JSON path: `where` (the
+ * object's own path, "" at the root) joined with path, e.g. "steps[3].wall_ns". Every number of a
+ * probe is bounded here, where it is read, so the sums and differences the checks take of them
+ * stay far inside int64 (the sums are checked on top: see sum_i64). */
+static int get_i64(json_t *root, const char *where, const char *path, int64_t max, const char *file, int64_t *v,
+                   struct rl_err *e)
 {
     json_t *x = at(root, path);
     *v = -1;
     if (!x || json_is_null(x))
         return 0;
-    if (json_is_integer(x) && json_integer_value(x) >= 0) {
+    double d = json_is_integer(x) ? (double)json_integer_value(x) : json_is_real(x) ? json_real_value(x) : NAN;
+    if (json_is_integer(x) && json_integer_value(x) >= 0 && json_integer_value(x) <= max) {
         *v = (int64_t)json_integer_value(x);
         return 0;
     }
-    if (json_is_real(x) && json_real_value(x) >= 0 && json_real_value(x) < 9.2e18 &&
-        json_real_value(x) == floor(json_real_value(x))) {
-        *v = (int64_t)json_real_value(x);
+    if (json_is_real(x) && d >= 0 && d <= (double)max && d == floor(d)) {
+        *v = (int64_t)d;
         return 0;
     }
-    return rl_errf(e, RL_EINVAL, "%s: %s: not a non-negative integer; allowed: an integer >= 0 or null", file, path);
+    char shown[48];
+    if (json_is_integer(x))
+        snprintf(shown, sizeof shown, "%lld", (long long)json_integer_value(x));
+    else if (json_is_real(x))
+        snprintf(shown, sizeof shown, "%.17g", d);
+    else
+        snprintf(shown, sizeof shown, "%s", json_is_string(x) ? "a string" : json_is_boolean(x) ? "a boolean"
+                                            : json_is_array(x) ? "an array" : "an object");
+    return rl_errf(e, RL_EINVAL, "%s: %s%s%s: %s; allowed: an integer 0..%lld or null", file, where, where[0] ? "." : "",
+                   path, shown, (long long)max);
+}
+
+/* *acc += v, or RL_EINVAL naming what was summed when the sum leaves int64 (the bounds of get_i64
+ * keep one value small, not a sum over a million sub-groups or steps). */
+static int sum_i64(int64_t *acc, int64_t v, const char *file, const char *what, struct rl_err *e)
+{
+    if (__builtin_add_overflow(*acc, v, acc))
+        return rl_errf(e, RL_EINVAL, "%s: %s: the sum passes 2^63; allowed: totals below 2^63", file, what);
+    return 0;
 }
 
 /* A string at path copied into buf (size n; "" when absent or null); anything else is RL_EINVAL. */
@@ -71,16 +93,23 @@ static int read_zero(json_t *root, const char *file, struct trace_ds_config *c, 
     c->have_zero = true;
     int64_t v;
     int rc;
-    if ((rc = get_i64(z, "stage", file, &v, e)))
+    if ((rc = get_i64(z, "zero", "stage", VAL_PROBE_MAX_COUNT, file, &v, e)))
         return rc;
-    c->stage = v > 3 ? -1 : (int)v;
-    if (v > 3)
-        return rl_errf(e, RL_EINVAL, "%s: zero.stage: %lld; allowed: 0..3", file, (long long)v);
-    if ((rc = get_i64(z, "sub_group_size", file, &c->sub_group_size, e)) ||
-        (rc = get_i64(z, "reduce_bucket_size", file, &c->reduce_bucket_size, e)) ||
-        (rc = get_i64(z, "stage3_prefetch_bucket_size", file, &c->prefetch_bucket_size, e)))
+    /* Sub-groups, the CPU optimizer's split and the ledger are ZeRO-3's: a probe of another stage
+     * has nothing the checks could compare, and would otherwise pass them vacuously. */
+    if (v < 0)
+        return rl_errf(e, RL_EINVAL, "%s: zero.stage: missing; allowed: 3 (ratiolab plans ZeRO stage 3)", file);
+    if (v != 3)
+        return rl_errf(e, RL_EINVAL, "%s: zero.stage: %lld; allowed: 3 (ratiolab plans ZeRO stage 3)", file,
+                       (long long)v);
+    c->stage = 3;
+    if ((rc = get_i64(z, "zero", "sub_group_size", VAL_PROBE_MAX_NUMEL, file, &c->sub_group_size, e)) ||
+        (rc = get_i64(z, "zero", "reduce_bucket_size", VAL_PROBE_MAX_NUMEL, file, &c->reduce_bucket_size, e)) ||
+        (rc = get_i64(z, "zero", "stage3_prefetch_bucket_size", VAL_PROBE_MAX_NUMEL, file, &c->prefetch_bucket_size,
+                      e)))
         return rc;
-    if (c->prefetch_bucket_size < 0 && (rc = get_i64(z, "prefetch_bucket_size", file, &c->prefetch_bucket_size, e)))
+    if (c->prefetch_bucket_size < 0 &&
+        (rc = get_i64(z, "zero", "prefetch_bucket_size", VAL_PROBE_MAX_NUMEL, file, &c->prefetch_bucket_size, e)))
         return rc;
     json_t *off = json_object_get(z, "offload_optimizer");
     if (!off || json_is_null(off)) {
@@ -130,8 +159,10 @@ static int read_step_timers(json_t *step, size_t i, size_t n, const char *file, 
     const char *k;
     json_t *v;
     json_object_foreach(tm, k, v) {
-        if (!json_is_number(v) || !(json_number_value(v) >= 0) || !isfinite(json_number_value(v)))
-            return rl_errf(e, RL_EINVAL, "%s: steps[%zu].timers_ms.%.60s: not a number of milliseconds >= 0", file, i, k);
+        if (!json_is_number(v) || !(json_number_value(v) >= 0) ||
+            !(json_number_value(v) <= (double)VAL_PROBE_MAX_STEP_NS * 1e-6))
+            return rl_errf(e, RL_EINVAL, "%s: steps[%zu].timers_ms.%.60s: not a number of milliseconds in 0..%.0f (a "
+                           "day)", file, i, k, (double)VAL_PROBE_MAX_STEP_NS * 1e-6);
         int t = 0;
         while (t < p->n_timers && strncmp(p->timers[t].name, k, sizeof p->timers[t].name - 1) != 0)
             t++;
@@ -182,24 +213,24 @@ static int read_steps(json_t *root, const char *file, struct val_probe *p, struc
         return rl_errf(e, RL_ENOMEM, "%s: out of memory", file);
     }
     for (size_t i = 0; i < n; i++) {
-        char path[48];
-        snprintf(path, sizeof path, "wall_ns");
+        char where[48];
+        snprintf(where, sizeof where, "steps[%zu]", i);
         int64_t v, pk;
-        int rc = get_i64(json_array_get(steps, i), "wall_ns", file, &v, e);
+        int rc = get_i64(json_array_get(steps, i), where, "wall_ns", VAL_PROBE_MAX_STEP_NS, file, &v, e);
         if (!rc)
-            rc = get_i64(json_array_get(steps, i), "device_peak_bytes", file, &pk, e);
-        if (rc || v < 0) {
-            free(w);
-            free(tv);
-            return rc ? rl_err_prefix(e, "steps[]") : rl_errf(e, RL_EINVAL, "%s: steps[%zu].wall_ns: missing", file, i);
-        }
-        if ((rc = read_step_timers(json_array_get(steps, i), i, n, file, p, tv, e))) {
+            rc = get_i64(json_array_get(steps, i), where, "device_peak_bytes", VAL_PROBE_MAX_BYTES, file, &pk, e);
+        if (!rc && v < 0)
+            rc = rl_errf(e, RL_EINVAL, "%s: %s.wall_ns: missing", file, where);
+        if (!rc)
+            rc = read_step_timers(json_array_get(steps, i), i, n, file, p, tv, e);
+        if (!rc)
+            rc = sum_i64(&p->step_total_ns, v, file, "steps[].wall_ns", e);
+        if (rc) {
             free(w);
             free(tv);
             return rc;
         }
         w[i] = v;
-        p->step_total_ns += v;
         if (pk > p->device_peak_bytes)
             p->device_peak_bytes = pk;
     }
@@ -230,6 +261,9 @@ static int read_subgroups(json_t *root, const char *file, struct val_probe *p, s
     if (!p->sub)
         return rl_errf(e, RL_ENOMEM, "%s: out of memory", file);
     p->n_sub = (int)n;
+    /* The checks sum these over the sub-groups (and over each side's subset): the totals are
+     * taken here once, with overflow checks, so no sum there can overflow. */
+    int64_t total[4] = {0, 0, 0, 0};
     for (size_t i = 0; i < n; i++) {
         json_t *s = json_array_get(subs, i);
         struct val_probe_subgroup *g = &p->sub[i];
@@ -239,15 +273,25 @@ static int read_subgroups(json_t *root, const char *file, struct val_probe *p, s
             return rl_errf(e, RL_EINVAL, "%s: %s: not an object", file, where);
         int64_t idx, grp;
         int rc;
-        if ((rc = get_i64(s, "index", file, &idx, e)) || (rc = get_i64(s, "param_group", file, &grp, e)) ||
-            (rc = get_i64(s, "numel", file, &g->numel, e)) || (rc = get_i64(s, "fp32_bytes", file, &g->fp32_bytes, e)) ||
-            (rc = get_i64(s, "state_bytes", file, &g->state_bytes, e)) ||
-            (rc = get_i64(s, "model_partition_bytes", file, &g->model_partition_bytes, e)) ||
-            (rc = get_str(s, "assigned_device", file, g->assigned_device, sizeof g->assigned_device, e)) ||
+        if ((rc = get_i64(s, where, "index", VAL_PROBE_MAX_COUNT, file, &idx, e)) ||
+            (rc = get_i64(s, where, "param_group", VAL_PROBE_MAX_COUNT, file, &grp, e)) ||
+            (rc = get_i64(s, where, "numel", VAL_PROBE_MAX_NUMEL, file, &g->numel, e)) ||
+            (rc = get_i64(s, where, "fp32_bytes", VAL_PROBE_MAX_BYTES, file, &g->fp32_bytes, e)) ||
+            (rc = get_i64(s, where, "state_bytes", VAL_PROBE_MAX_BYTES, file, &g->state_bytes, e)) ||
+            (rc = get_i64(s, where, "model_partition_bytes", VAL_PROBE_MAX_BYTES, file, &g->model_partition_bytes, e)))
+            return rc;
+        if ((rc = get_str(s, "assigned_device", file, g->assigned_device, sizeof g->assigned_device, e)) ||
             (rc = get_str(s, "fp32_device", file, g->fp32_device, sizeof g->fp32_device, e)) ||
             (rc = get_str(s, "optimizer", file, g->optimizer, sizeof g->optimizer, e)) ||
             (rc = get_str(s, "optimizer_class", file, g->optimizer_class, sizeof g->optimizer_class, e)))
             return rl_err_prefix(e, "%s", where);
+        const int64_t add[4] = {g->numel, g->fp32_bytes, g->state_bytes, g->model_partition_bytes};
+        static const char *const names[4] = {"placement.subgroups[].numel", "placement.subgroups[].fp32_bytes",
+                                             "placement.subgroups[].state_bytes",
+                                             "placement.subgroups[].model_partition_bytes"};
+        for (int k = 0; k < 4; k++)
+            if (add[k] > 0 && (rc = sum_i64(&total[k], add[k], file, names[k], e)))
+                return rc;
         if (idx != (int64_t)i || g->numel < 0 || grp < 0 || grp >= PLAN_MAX_GROUPS)
             return rl_errf(e, RL_EINVAL, "%s: %s: index %lld, param_group %lld, numel %lld; allowed: index %zu, "
                            "param_group 0..%d, numel >= 0", file, where, (long long)idx, (long long)grp,
@@ -278,7 +322,7 @@ int val_probe_parse(const char *text, size_t len, const char *path, struct val_p
         rc = rl_errf(e, RL_EINVAL, "%s: not a JSON object (a ratiolab-probe document)", path);
         goto out;
     }
-    if ((rc = get_i64(root, "schema_version", path, &v, e)))
+    if ((rc = get_i64(root, "", "schema_version", VAL_PROBE_MAX_COUNT, path, &v, e)))
         goto out;
     if (v != 1) {
         rc = rl_errf(e, RL_EINVAL, "%s: schema_version: %lld; allowed: 1", path, (long long)v);
@@ -290,18 +334,24 @@ int val_probe_parse(const char *text, size_t len, const char *path, struct val_p
         rc = rl_errf(e, RL_EINVAL, "%s: kind: '%s'; allowed: 'ratiolab-probe'", path, kind);
         goto out;
     }
-    if ((rc = get_i64(root, "rank", path, &v, e)))
+    int64_t rank;
+    if ((rc = get_i64(root, "", "rank", VAL_PROBE_MAX_COUNT, path, &rank, e)))
         goto out;
-    p->rank = v < 0 ? 0 : (int)(v > 1 << 30 ? 1 << 30 : v);
-    if ((rc = get_i64(root, "world_size", path, &v, e)))
+    if ((rc = get_i64(root, "", "world_size", VAL_PROBE_MAX_COUNT, path, &v, e)))
         goto out;
     if (v < 1 || v > 1 << 20) {
         rc = rl_errf(e, RL_EINVAL, "%s: world_size: %lld; allowed: 1..%d", path, (long long)v, 1 << 20);
         goto out;
     }
+    if (rank >= v) {
+        rc = rl_errf(e, RL_EINVAL, "%s: rank: %lld; allowed: 0..world_size - 1 (0..%lld)", path, (long long)rank,
+                     (long long)v - 1);
+        goto out;
+    }
+    p->rank = rank < 0 ? 0 : (int)rank;
     p->world_size = (int)v;
     p->config.world_size = v;
-    if ((rc = get_i64(root, "dp_world_size", path, &v, e)))
+    if ((rc = get_i64(root, "", "dp_world_size", VAL_PROBE_MAX_COUNT, path, &v, e)))
         goto out;
     if (v > p->world_size || v == 0) {
         rc = rl_errf(e, RL_EINVAL, "%s: dp_world_size: %lld; allowed: 1..world_size (%d)", path, (long long)v,
@@ -340,20 +390,22 @@ int val_probe_parse(const char *text, size_t len, const char *path, struct val_p
         goto out;
     }
     if ((rc = read_zero(root, path, &p->config, e)) ||
-        (rc = get_i64(root, "memory.device_after_init_bytes", path, &p->device_after_init_bytes, e)) ||
-        (rc = get_i64(root, "memory.host_rss_bytes", path, &p->host_rss_bytes, e)) ||
-        (rc = get_i64(root, "memory.host_locked_bytes", path, &p->host_locked_bytes, e)) ||
-        (rc = get_i64(root, "memory.host_pinned_bytes", path, &p->host_pinned_bytes, e)) ||
-        (rc = get_i64(root, "probe_overhead_ns", path, &p->overhead_ns, e)) ||
-        (rc = get_i64(root, "probe_overhead_cpu_ns", path, &p->overhead_cpu_ns, e)) || (rc = read_steps(root, path, p, e)) ||
+        (rc = get_i64(root, "", "memory.device_after_init_bytes", VAL_PROBE_MAX_BYTES, path,
+                      &p->device_after_init_bytes, e)) ||
+        (rc = get_i64(root, "", "memory.host_rss_bytes", VAL_PROBE_MAX_BYTES, path, &p->host_rss_bytes, e)) ||
+        (rc = get_i64(root, "", "memory.host_locked_bytes", VAL_PROBE_MAX_BYTES, path, &p->host_locked_bytes, e)) ||
+        (rc = get_i64(root, "", "memory.host_pinned_bytes", VAL_PROBE_MAX_BYTES, path, &p->host_pinned_bytes, e)) ||
+        (rc = get_i64(root, "", "probe_overhead_ns", VAL_PROBE_MAX_TOTAL_NS, path, &p->overhead_ns, e)) ||
+        (rc = get_i64(root, "", "probe_overhead_cpu_ns", VAL_PROBE_MAX_TOTAL_NS, path, &p->overhead_cpu_ns, e)) ||
+        (rc = read_steps(root, path, p, e)) ||
         (rc = read_subgroups(root, path, p, e)) ||
         (rc = get_str(root, "placement.optimizer_class", path, p->optimizer_class, sizeof p->optimizer_class, e)) ||
         (rc = get_str(root, "placement.backup_optimizer_class", path, p->backup_class, sizeof p->backup_class, e)) ||
         (rc = get_str(root, "digest.sha256", path, p->digest, sizeof p->digest, e)) ||
-        (rc = get_i64(root, "digest.step", path, &v, e)) ||
+        (rc = get_i64(root, "", "digest.step", VAL_PROBE_MAX_COUNT, path, &v, e)) ||
         (rc = get_str(root, "oracle.fp32_full_sha256", path, p->digest_full, sizeof p->digest_full, e)))
         goto out;
-    p->digest_step = v > 1 << 30 ? 1 << 30 : (int)v;
+    p->digest_step = (int)v;
 out:
     json_decref(root);
     if (rc)
@@ -381,6 +433,91 @@ void val_probe_free(struct val_probe *p)
     free(p->sub);
     p->sub = NULL;
     p->n_sub = 0;
+}
+
+int val_probe_rank_path(const char *rank0_path, int rank, char *out, size_t n, struct rl_err *e)
+{
+    const char *slash = strrchr(rank0_path, '/');
+    const char *base = slash ? slash + 1 : rank0_path;
+    const char *dot = strrchr(base, '.');
+    if (!dot || dot == base)   /* "probe" and ".probe" have no extension, as Python's splitext says */
+        dot = base + strlen(base);
+    int k = snprintf(out, n, "%.*s.rank%d%s", (int)(dot - rank0_path), rank0_path, rank, *dot ? dot : ".json");
+    if (k < 0 || (size_t)k >= n)
+        return rl_errf(e, RL_EINVAL, "%s: the rank %d file's name is longer than %zu bytes", rank0_path, rank, n - 1);
+    return 0;
+}
+
+int val_probe_same_run(const struct val_probe *a, const struct val_probe *b, const char *b_path, int rank,
+                       struct rl_err *e)
+{
+    const char *more = "; a rank file of another run (or an older file) lies beside rank 0's: every rank's file "
+                       "comes from one launch";
+    if (b->rank != rank)
+        return rl_errf(e, RL_EINVAL, "%s: rank: %d; allowed: %d (the file ratiolab_probe names for rank %d)", b_path,
+                       b->rank, rank, rank);
+    const struct trace_ds_config *x = &a->config, *y = &b->config;
+    const struct {
+        const char *field;   /* the JSON path */
+        long long mine, r0;  /* this rank's value and rank 0's */
+    } ints[] = {
+        {"world_size", b->world_size, a->world_size},
+        {"dp_world_size", b->dp, a->dp},
+        {"zero.sub_group_size", (long long)y->sub_group_size, (long long)x->sub_group_size},
+        {"zero.reduce_bucket_size", (long long)y->reduce_bucket_size, (long long)x->reduce_bucket_size},
+        {"zero.stage3_prefetch_bucket_size", (long long)y->prefetch_bucket_size, (long long)x->prefetch_bucket_size},
+        {"zero.offload_optimizer.pin_memory", y->pin_memory, x->pin_memory},
+        {"steps (the number of step records)", b->n_steps, a->n_steps},
+        {"digest.step", b->digest_step, a->digest_step},
+    };
+    for (size_t i = 0; i < RL_COUNT(ints); i++)
+        if (ints[i].mine != ints[i].r0)
+            return rl_errf(e, RL_EINVAL, "%s: %s: %lld, rank 0's file says %lld%s", b_path, ints[i].field, ints[i].mine,
+                           ints[i].r0, more);
+    const struct {
+        const char *field;   /* the JSON path */
+        const char *mine, *r0; /* this rank's value and rank 0's */
+    } strs[] = {
+        {"deepspeed_version", b->ds_version_text, a->ds_version_text},
+        {"torch_version", b->torch_version, a->torch_version},
+        {"accelerator.name", b->accelerator, a->accelerator},
+        {"dtype", y->dtype, x->dtype},
+        {"zero.offload_optimizer.device", y->offload_device, x->offload_device},
+    };
+    char m[128], r0[128];
+    for (size_t i = 0; i < RL_COUNT(strs); i++)
+        if (strcmp(strs[i].mine, strs[i].r0) != 0)
+            return rl_errf(e, RL_EINVAL, "%s: %s: '%s', rank 0's file says '%s'%s", b_path, strs[i].field,
+                           rl_text_data(m, sizeof m, strs[i].mine), rl_text_data(r0, sizeof r0, strs[i].r0), more);
+    if (x->have_ratio != y->have_ratio || (x->have_ratio && x->ratio != y->ratio))
+        return rl_errf(e, RL_EINVAL, "%s: zero.offload_optimizer.ratio: %.6g, rank 0's file says %.6g%s", b_path,
+                       y->have_ratio ? y->ratio : -1.0, x->have_ratio ? x->ratio : -1.0, more);
+    return 0;
+}
+
+enum val_status val_probe_ranks_digest(const struct val_probe *pr, int n, char *detail, size_t n_detail)
+{
+    int first = -1;
+    for (int i = 0; i < n; i++) {
+        if (!pr[i].digest_full[0])
+            continue;
+        if (first < 0) {
+            first = i;
+        } else if (strcmp(pr[i].digest_full, pr[first].digest_full) != 0) {
+            snprintf(detail, n_detail, "the gathered fp32 digest of rank %d differs from rank %d's: the ranks did not "
+                     "hold one model", pr[i].rank, pr[first].rank);
+            return VAL_FAIL;
+        }
+    }
+    int with = 0;
+    for (int i = 0; i < n; i++)
+        with += pr[i].digest_full[0] != 0;
+    if (first < 0) {
+        snprintf(detail, n_detail, "no rank recorded a gathered digest (oracle.fp32_full_sha256)");
+        return VAL_INFO;
+    }
+    snprintf(detail, n_detail, "the gathered fp32 digest is the same on the %d of %d ranks that recorded it", with, n);
+    return VAL_PASS;
 }
 
 bool val_probe_stock_cpu(const struct val_probe *p) { return strcmp(p->accelerator, "cpu") == 0; }
@@ -566,9 +703,10 @@ static void check_device(const struct plan *p, const struct val_probe *pr, const
                  gib(led));
         return;
     }
-    if (pr->device_after_init_bytes < 0) {
-        c = check(r, VAL_PROBE_DEVICE_MEMORY, "device_memory", VAL_INFO);
-        snprintf(c->detail, sizeof c->detail, "the probe recorded no device memory");
+    if (pr->device_after_init_bytes < 0) {   /* a GPU run's probe always records it: a missing figure fails */
+        c = check(r, VAL_PROBE_DEVICE_MEMORY, "device_memory", VAL_FAIL);
+        snprintf(c->detail, sizeof c->detail, "the probe recorded no device memory (memory.device_after_init_bytes "
+                 "is null) on a GPU run: nothing to hold against the ledger's %.3f GiB", gib(led));
         return;
     }
     int64_t d = pr->device_after_init_bytes - led;
@@ -583,6 +721,12 @@ static void check_time(const struct val_probe *pr, const struct val_probe_opts *
 {
     struct val_probe_check *c;
     double meas = (double)pr->step_median_ns * 1e-6, pred = (double)o->predicted_step_ns * 1e-6;
+    if (pr->step_median_ns < 0 && !val_probe_cpu_accelerator(pr)) {   /* a GPU run's probe times every step */
+        c = check(r, VAL_PROBE_STEP_TIME, "step_time", VAL_FAIL);
+        snprintf(c->detail, sizeof c->detail, "no step recorded (steps is empty or null) on a GPU run: nothing to "
+                 "hold against the predicted %.1f ms", pred);
+        return;
+    }
     if (pr->step_median_ns < 0 || o->predicted_step_ns <= 0) {
         c = check(r, VAL_PROBE_STEP_TIME, "step_time", VAL_INFO);
         snprintf(c->detail, sizeof c->detail, "%s", pr->step_median_ns < 0 ? "no step recorded" : "no prediction");

@@ -16,6 +16,15 @@
 #include "traces/dsconfig.h"
 #include "validation/val.h"
 
+/* The bounds every number of a probe is read under (larger is RL_EINVAL naming its JSON path):
+ * far above any real run, and small enough that a difference of two never overflows and a sum
+ * overflows only over millions of entries (summed with overflow checks). */
+#define VAL_PROBE_MAX_BYTES (INT64_C(1) << 50)     /* 1 PiB: a memory figure or tensor's bytes */
+#define VAL_PROBE_MAX_NUMEL (INT64_C(1) << 50)     /* elements of a sub-group, a bucket size */
+#define VAL_PROBE_MAX_STEP_NS INT64_C(86400000000000) /* one day: a step's wall time */
+#define VAL_PROBE_MAX_TOTAL_NS INT64_C(100000000000000000) /* about 3 years: a total of nanoseconds */
+#define VAL_PROBE_MAX_COUNT (1 << 30)              /* a rank, world size, index, step number */
+
 struct val_probe_subgroup {
     int index;                     /* DeepSpeed's sub-group index */
     int param_group;               /* sub_group_to_group_id */
@@ -74,6 +83,22 @@ struct val_probe {
 int val_probe_parse(const char *text, size_t len, const char *path, struct val_probe *p, struct rl_err *e);
 int val_probe_read(const char *path, struct val_probe *p, struct rl_err *e);
 void val_probe_free(struct val_probe *p);
+
+/* The file ratiolab_probe writes for `rank` beside rank 0's `rank0_path`: "<stem>.rank<R><ext>"
+ * ("run/probe.json" -> "run/probe.rank1.json"; a name without an extension gets ".json"), rank 0
+ * itself being rank0_path. RL_EINVAL when it does not fit in n bytes. */
+int val_probe_rank_path(const char *rank0_path, int rank, char *out, size_t n, struct rl_err *e);
+/* Whether `b` (read from b_path as rank `rank`'s file) belongs to the run of rank 0's probe `a`:
+ * its rank, world and data-parallel size, DeepSpeed release, accelerator, dtype, zero config, the
+ * number of steps and the step of the digest must be a's. RL_EINVAL naming the file, the field and
+ * both values otherwise. The gathered digest (oracle.fp32_full_sha256) is judged, not refused:
+ * see val_probe_ranks_digest. */
+int val_probe_same_run(const struct val_probe *a, const struct val_probe *b, const char *b_path, int rank,
+                       struct rl_err *e);
+/* The gathered digest over the ranks' probes (every parameter whole, the same on every rank of
+ * one run): VAL_PASS when all n that carry one agree, VAL_FAIL naming the first rank that differs,
+ * VAL_INFO when none carries one; detail (n_detail bytes) says which. */
+enum val_status val_probe_ranks_digest(const struct val_probe *pr, int n, char *detail, size_t n_detail);
 
 /* True when DeepSpeed's accelerator is named "cpu": its "is this sub-group offloaded" test
  * (`subgroup_to_device[i] == 'cpu'`) is then true for every sub-group, so the ratio's split is not

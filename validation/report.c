@@ -374,13 +374,16 @@ int val_report_md(const struct val_report *r, char **out, struct rl_err *e)
 {
     struct sbuf b = {0};
     sb(&b, "# ratiolab validate: %s\n\n", val_report_failed(r) ? "FAIL" : "PASS");
+    /* The model, profile and path come from the user's files and flags: data, one line each. */
+    char model[512], hw[512], hw_path[1024], det[4096];
     sb(&b, "* model: %s\n* hardware profile: %s (%s)\n* backend: %s, %d rank%s, %d timed step%s, model scale %g\n"
-           "* policy: %s\n\n", r->model, r->hardware, r->hardware_path, r->backend, r->ranks, r->ranks == 1 ? "" : "s",
+           "* policy: %s\n\n", rl_text_data(model, sizeof model, r->model), rl_text_data(hw, sizeof hw, r->hardware),
+       rl_text_data(hw_path, sizeof hw_path, r->hardware_path), r->backend, r->ranks, r->ranks == 1 ? "" : "s",
        r->steps, r->steps == 1 ? "" : "s", r->scale, r->policy);
     sb(&b, "## Checks\n\n| check | status | gated | detail |\n|---|---|---|---|\n");
     for (int i = 0; i < r->n_checks; i++)
         sb(&b, "| %s | %s | %s | %s |\n", r->checks[i].name, val_status_name(r->checks[i].status),
-           r->checks[i].gated ? "yes" : "no", r->checks[i].detail);
+           r->checks[i].gated ? "yes" : "no", rl_text_data(det, sizeof det, r->checks[i].detail));
     sb(&b, "\n## Step time, predicted against measured\n\n| ratio | schedule | policy | honored | digest | predicted ms | "
            "measured ms | error %% | others' CPU %% |\n|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < r->n_rows; i++) {
