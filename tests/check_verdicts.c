@@ -8,7 +8,7 @@
  * MUTANTS=...`).
  *
  * In-process calls, except where the behaviour lives in cli/ (tune's flags, checkpoints through
- * `run`, standard input): 14 runs of the binary on tiny models. */
+ * `run`, standard input): 13 runs of the binary on tiny models. */
 #include <check.h>
 #include <dirent.h>
 #include <fcntl.h>
