@@ -515,6 +515,61 @@ double plot__key_strip(const struct plot__fig *f, struct plot__key *k)
     return k->top_in + 0.04;
 }
 
+/* The key as a strip under the panels, which grow by its height. */
+static void key_to_strip(const struct plot__fig *f, struct plot__grid *g, struct plot__key *k)
+{
+    double strip = plot__key_strip(f, k);
+    g->key_in += strip;
+    g->height_in += strip;
+}
+
+bool plot__key_settle(const struct plot__fig *f, struct plot__grid *g, struct plot__key *k, const struct plot__occ *o)
+{
+    if (!k->n)
+        return false;
+    if (plot__key_fit(f, o, k))
+        return true;
+    key_to_strip(f, g, k);
+    return false;
+}
+
+int plot__key_place(const struct plot__fig *f, struct plot__grid *g, struct plot__key *k, plot__occ_fill_fn *fill,
+                    void *ctx)
+{
+    for (int a = 0;; a++) {
+        struct plot__occ occ = {0};
+        if (!fill(f, ctx, a, &occ)) {
+            plot__occ_free(&occ);
+            break;
+        }
+        bool fits = k->n && plot__key_fit(f, &occ, k);
+        plot__occ_free(&occ);
+        if (fits)
+            return a;
+    }
+    if (k->n)
+        key_to_strip(f, g, k);
+    return 0;
+}
+
+int plot__label_spot(const struct plot__occ *o, const double pa[4], double px_in, double py_in, double w_in,
+                     double h_in, const struct plot__spot *spots, int n)
+{
+    int inside = -1;
+    for (int c = 0; c < n; c++) {
+        const struct plot__spot *ls = &spots[c];
+        double x0 = px_in + ls->dx - (ls->just == 0 ? w_in / 2 : ls->just > 0 ? w_in : 0);
+        double yc = py_in + ls->dy;
+        if (x0 < pa[0] || x0 + w_in > pa[2] || yc - h_in / 2 < pa[1] || yc + h_in / 2 > pa[3])
+            continue;
+        if (inside < 0)
+            inside = c;   /* when no spot is clear: the first inside the plot area */
+        if (plot__occ_clear(o, x0, yc - h_in / 2, x0 + w_in, yc + h_in / 2))
+            return c;
+    }
+    return inside >= 0 ? inside : 0;
+}
+
 void plot__ylabel(struct plot__fig *f, const struct plot__grid *g, int r, int c, const char *text)
 {
     double w = plot__width_in(f), h = g->height_in;
