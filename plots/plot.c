@@ -1,6 +1,6 @@
 /* plots/plot.c — options, file names, the shared .dat header and .gp preamble, keys and panels:
- * what every figure writer (kind_*.c) uses. The dispatch to them is write.c's, so no writer calls
- * back into the file that calls it. */
+ * what every figure writer (kind_*.c) uses. The kinds' table and the dispatch to them are
+ * write.c's, so no writer calls back into the file that calls it. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -12,9 +12,6 @@
 #include "plots/plot_impl.h"
 #include "traces/layout.h"   /* the phase table: groups, colours, patterns */
 
-static const char *const kind_names[] = {"memory", "time", "timeline", "parity", "scaling", "monitor"};
-_Static_assert(RL_COUNT(kind_names) == PLOT_KIND_COUNT, "a name per enum plot_kind");
-
 void plot_opts_init(struct plot_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -23,22 +20,6 @@ void plot_opts_init(struct plot_opts *o)
     o->band_pct = 10.0;
     o->phase_exposed = true;   /* busy time of an overlapped phase is not what the step pays */
     o->ratio = -1;
-}
-
-const char *plot_kind_name(enum plot_kind k)
-{
-    return k >= 0 && k < PLOT_KIND_COUNT ? kind_names[k] : "?";
-}
-
-int plot_kind_parse(const char *s, enum plot_kind *k, struct rl_err *e)
-{
-    for (int i = 0; i < PLOT_KIND_COUNT; i++)
-        if (s && strcmp(s, kind_names[i]) == 0) {
-            *k = (enum plot_kind)i;
-            return 0;
-        }
-    return rl_errf(e, RL_EINVAL, "KIND: '%s' is not a plot kind; allowed: memory, time, timeline, parity, "
-                   "scaling, monitor", s ? s : "");
 }
 
 static const char *ext_of(const char *path)
@@ -169,7 +150,7 @@ static void dat_value(FILE *f, const char *s)
 void plot__dat_header(struct plot__fig *f, const struct plot__meta *m)
 {
     FILE *d = f->dat;
-    fprintf(d, "# ratiolab plot %s: the data of %s, drawn by %.*s.gp\n", plot_kind_name(f->o->kind), f->out_name,
+    fprintf(d, "# ratiolab plot %s: the data of %s, drawn by %.*s.gp\n", f->kind_name, f->out_name,
             (int)(strlen(f->dat_name) - 4), f->dat_name);
     fprintf(d, "# ratiolab version: ");
     dat_value(d, f->o->version);
@@ -243,7 +224,7 @@ void plot__gp_preamble(struct plot__fig *f, double height_in)
     double w = plot__width_in(f);
     /* Names appear only as quoted strings below, never in a comment or a command. */
     fprintf(g, "# ratiolab plot %s (ratiolab %s): draws the figure named by outfile from the data in datafile (both set below).\n",
-            plot_kind_name(f->o->kind), f->o->version);
+            f->kind_name, f->o->version);
     fprintf(g, "# Run from this folder: gnuplot THIS.gp   (gnuplot -e \"outfile='other.%s'\" THIS.gp to rename)\n",
             f->fmt == PLOT_PDF ? "pdf" : f->fmt == PLOT_SVG ? "svg" : "png");
     fprintf(g, "# Paper size: %.1f in x %.2f in; font ',9', which pdfcairo draws as 6 pt text.\n", w, height_in);

@@ -10,6 +10,8 @@
 /* One figure being written: the two open files and what the script needs to know. */
 struct plot__fig {
     const struct plot_opts *o;   /* the request */
+    const char *kind_name;       /* its kind's name (write.c's table; the shared parts read it here,
+                                    so plot.c never calls back into the file that calls the writers) */
     enum plot_format fmt;        /* from the figure's extension */
     FILE *dat;                   /* FILE.dat */
     FILE *gp;                    /* FILE.gp */
@@ -206,7 +208,7 @@ int plot__best_fit(const struct plot__fig *f, const struct plot__sweep *s);
 /* "16 GiB" or "15.75 GiB". */
 void plot__gib_label(char *buf, size_t n, int64_t bytes);
 
-/* The kinds, one file each (kind_<name>.c). */
+/* The kinds, one file each (kind_<name>.c); write.c's table holds them. */
 int plot__memory(struct plot__fig *f, struct rl_err *e);
 int plot__time(struct plot__fig *f, struct rl_err *e);
 int plot__timeline(struct plot__fig *f, struct rl_err *e);
