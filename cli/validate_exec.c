@@ -19,15 +19,10 @@
 #include "calib/calib.h"
 #include "validation/val.h"
 
-#if defined(__has_include)
-#if __has_include("exec/exec.h")
 #include "exec/exec.h"
 #include "exec/result_json.h"
 #include "kernels/adam.h"   /* kern_cuda_device_count */
 #include "validation/exec_row.h"
-#define HAVE_EXEC 1
-#endif
-#endif
 
 enum { X_RATIOS = 100, X_RANKS, X_BACKEND, X_CALIBRATE, X_STEPS, X_OUT, X_GATE_TIME, X_MEM_TOL, X_SCALE };
 
@@ -258,7 +253,6 @@ static void launcher(struct argv_b *a, int ranks)
     argf(a, "%.0f", ranks);
 }
 
-#ifdef HAVE_EXEC
 /* --gemm (last false) or --gemm-last (true) MxNxK[xC],... for `ratiolab calibrate`. */
 static void gemm_arg(const struct calib_run *r, bool last, char *buf, size_t n)
 {
@@ -1029,7 +1023,6 @@ static int vx_main(struct vx *v, const double *ratios, size_t n_ratios, const ch
     vx_print_report(v->rep, v->x->out, json);
     return 0;
 }
-#endif
 
 int cli_validate_exec_run(struct cli_validate_exec *x, struct plan_inputs *s, struct cli_sim *sim,
                           const char *const *fwd, int n_fwd, bool schedule_given, bool json)
@@ -1050,19 +1043,6 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct plan_inputs *s, st
                 n_pol, n_sch, VAL_MAX_ROWS);
         return cli_fail("validate", &e);
     }
-#ifndef HAVE_EXEC
-    (void)sim;
-    (void)s;
-    (void)fwd;
-    (void)n_fwd;
-    (void)schedule_given;
-    (void)json;
-    (void)capture;
-    (void)argf;
-    free(ratios);
-    rl_errf(&e, RL_EENV, "validate --ratios: the executor (exec/, ratiolab run) is not part of this build");
-    return cli_fail("validate", &e);
-#else
     if (vx_check_backend(x, sim, &e)) {
         free(ratios);
         return cli_fail("validate", &e);
@@ -1094,5 +1074,4 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct plan_inputs *s, st
     plan_model_free(&v.scaled);
     plan_setup_free(&v.c);
     return code;
-#endif
 }

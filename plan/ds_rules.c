@@ -2,7 +2,8 @@
  *
  * Every row was read in DeepSpeed's git history (deepspeedai/DeepSpeed): the commit named in
  * `change` is the first one with the new behaviour, and `git tag --contains <commit>` gives the
- * row's `from` as its oldest release tag. DEEPSPEED-STEP.md section 7 describes each change. */
+ * row's `from` as its oldest release tag. docs/deepspeed-step.md section 4 says where each change is
+ * in DeepSpeed's source (file, line, release). */
 #include <stdio.h>
 #include <string.h>
 

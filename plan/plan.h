@@ -116,7 +116,7 @@ struct plan_arch {
 /* Why the model's attention is what it is (the framework's default and its source), for reports. */
 const char *plan_attention_origin(const struct plan_arch *a);
 
-/* Param-group rules (DESIGN.md section 1). */
+/* Param-group rules (plan/README.md, "Model tensor lists": param groups). */
 enum plan_group_rule {
     PLAN_GROUPS_AUTO,            /* choose from the front end and the DeepSpeed config */
     PLAN_GROUPS_MEGATRON,        /* since mid-2023: no-decay = ".bias" or 1-D */
