@@ -42,7 +42,7 @@ static json_t *predict_choice(const char *base, json_t *k)
 START_TEST(answer_is_what_predict_says)
 {
     /* 4 x A100-80GB, Llama-2-13B, ZeRO-3: what ratio, how much host RAM, how fast? */
-    json_t *t = tu_ratiolab_json("tune " QUESTION " --json");   /* the README's command, as JSON */
+    json_t *t = tu_ratiolab_json("tune " QUESTION " --json");   /* the planning guide's command, as JSON */
     json_t *ans = json_object_get(t, "answer");
     ck_assert(json_is_object(ans));
     double ratio = jreal(ans, "requested_ratio");
@@ -82,12 +82,13 @@ START_TEST(answer_is_what_predict_says)
 }
 END_TEST
 
-/* The README shows the real output of its `tune` and `sweep` commands: every "$ ratiolab tune ..."
+/* The planning guide (docs/plan-and-predict.md, where the front page sends a newcomer with the
+ * question) shows the real output of its `tune` and `sweep` commands: every "$ ratiolab tune ..."
  * and "$ ratiolab sweep ..." block in it is what the command prints now. */
 START_TEST(readme_tune_and_sweep_outputs_are_current)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/README.md", tu_src());
+    snprintf(path, sizeof path, "%s/docs/plan-and-predict.md", tu_src());
     FILE *f = fopen(path, "rb");
     ck_assert_msg(f != NULL, "cannot open %s", path);
     static char text[1 << 20];
@@ -101,7 +102,7 @@ START_TEST(readme_tune_and_sweep_outputs_are_current)
         for (char *at = strstr(text, cmds[c]); at; at = strstr(at + 1, cmds[c])) {
             char *cmd = at + strlen("\n$ ratiolab "), *nl = strchr(cmd, '\n');
             char *end = nl ? strstr(nl + 1, "```") : NULL;
-            ck_assert_msg(nl && end, "README: a %.5s block without its output", cmds[c] + 11);
+            ck_assert_msg(nl && end, "docs/plan-and-predict.md: a %.5s block without its output", cmds[c] + 11);
             char args[512];
             snprintf(args, sizeof args, "%.*s", (int)(nl - cmd), cmd);
             question |= strcmp(args, "tune " QUESTION) == 0;
@@ -110,13 +111,13 @@ START_TEST(readme_tune_and_sweep_outputs_are_current)
             ck_assert_msg(r.status == 0, "%s: exit %d: %s", args, r.status, r.err);
             size_t want = (size_t)(end - (nl + 1));
             ck_assert_msg(strlen(r.out) == want && memcmp(r.out, nl + 1, want) == 0,
-                          "README shows another output of `ratiolab %s` than it prints now:\n%s", args, r.out);
+                          "docs/plan-and-predict.md shows another output of `ratiolab %s` than it prints now:\n%s", args, r.out);
             tu_run_free(&r);
             blocks++;
         }
     }
     ck_assert_int_ge(blocks, 3);
-    ck_assert_msg(question, "README: no `ratiolab tune %s` (the question of the README)", QUESTION);
+    ck_assert_msg(question, "docs/plan-and-predict.md: no `ratiolab tune %s` (the question it answers)", QUESTION);
 }
 END_TEST
 
