@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/tune.h"
 #include "tests/util.h"
 
 static int64_t jint(json_t *o, const char *k) { return json_integer_value(json_object_get(o, k)); }
@@ -226,6 +227,25 @@ START_TEST(tokens_per_gpu_share_the_replica_over_tp)
 }
 END_TEST
 
+/* The fit analysis (sim/tune.c), in process: what binds a class from its counts, and the GPU
+ * memory that leaves the headroom free, by hand (a share of 1/4: 3 GiB needed is 4 GiB of GPU). */
+START_TEST(what_binds_and_the_gpu_that_fits)
+{
+    ck_assert_str_eq(sim_tune_binds(&(struct sim_tune_class_stats){.evaluated = 0}), "not_searched");
+    ck_assert_str_eq(sim_tune_binds(&(struct sim_tune_class_stats){.evaluated = 5, .fit = 1}), "none");
+    ck_assert_str_eq(sim_tune_binds(&(struct sim_tune_class_stats){.evaluated = 5, .host_fit = 2}), "gpu");
+    ck_assert_str_eq(sim_tune_binds(&(struct sim_tune_class_stats){.evaluated = 5, .gpu_fit = 2}), "host");
+    ck_assert_str_eq(sim_tune_binds(&(struct sim_tune_class_stats){.evaluated = 5, .gpu_fit = 2, .host_fit = 3}),
+                     "gpu_or_host");
+    ck_assert_str_eq(sim_tune_binds(&(struct sim_tune_class_stats){.evaluated = 5}), "gpu_and_host");
+    const int64_t G = INT64_C(1) << 30;
+    ck_assert_int_eq(sim_tune_gpu_mem_for(3 * G, G, false, 4 * G), 4 * G);   /* the same share of a larger GPU */
+    ck_assert_int_eq(sim_tune_gpu_mem_for(3 * G, G, true, 4 * G), 4 * G);    /* the same bytes */
+    ck_assert_int_eq(sim_tune_gpu_mem_for(7 * G, G, true, 4 * G), 8 * G);
+    ck_assert_int_eq(sim_tune_gpu_mem_for(6 * G, G, false, 4 * G), 8 * G);   /* 6 / (1 - 1/4) */
+}
+END_TEST
+
 Suite *tune_suite(void)
 {
     Suite *s = suite_create("tune");
@@ -238,6 +258,7 @@ Suite *tune_suite(void)
     tcase_add_test(t, profiles_side_by_side_and_headroom);
     tcase_add_test(t, sweep_csv_has_tokens_and_phases);
     tcase_add_test(t, tokens_per_gpu_share_the_replica_over_tp);
+    tcase_add_test(t, what_binds_and_the_gpu_that_fits);
     suite_add_tcase(s, t);
     return s;
 }
