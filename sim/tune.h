@@ -30,9 +30,9 @@
 #include "sim/hw.h"
 #include "sim/step.h"
 
-/* The default headroom as a fraction of GPU memory: HARDWARE.md "Memory outside the model
- * states" puts NVML "used" 7-11 GB above PyTorch's peak allocated on 80 GB GPUs; the profile's
- * reserve model lands in that range, and the headroom keeps the rest of its spread (4 GB of 80 GB)
+/* The default headroom as a fraction of GPU memory: NVML "used" lies 7-11 GB above PyTorch's peak
+ * allocated on 80 GB GPUs (context, NCCL buffers, the caching allocator: sim/README.md "Reserve");
+ * the profile's reserve model lands in that range, and the headroom keeps the rest of its spread (4 GB of 80 GB)
  * free, so a fit with 0.4 GiB to spare is not "the answer". */
 #define SIM_TUNE_HEADROOM_FRACTION 0.05
 
