@@ -69,13 +69,12 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     case C_DEVTHREADS: return rl_parse_int("--device-threads", v, 1, 4096, &a->o.device_threads, e);
     case C_MAXTHREADS: return rl_parse_int("--max-threads", v, 1, CALIB_MAX_THREADS, &a->o.max_threads, e);
     case C_BACKEND:
-        if (rl_streq(v, "cpu"))
-            a->cuda = false;
-        else if (rl_streq(v, "cuda"))
-            a->cuda = true;
-        else
-            return rl_errf(e, RL_EINVAL, "--backend: '%s' is not allowed; allowed: cpu, cuda", v);
-        return 0;
+    {
+        enum ex_backend_kind k = EX_BACKEND_CPU;
+        int rc = ex_backend_parse_named("--backend", v, &k, e);
+        a->cuda = k == EX_BACKEND_CUDA;
+        return rc;
+    }
     case C_JSON: a->json = true; return 0;
     case C_QUIET: a->quiet = true; return 0;
     case C_COLL: a->coll_only = true; return 0;
@@ -139,7 +138,7 @@ static int run_cuda(struct calib_args *a)
     static struct calib_gpu g;
     char *text = NULL;
     int rc = 0;
-    const struct ex_backend *gpu = ex_backend_named("cuda");   /* NULL: built without it */
+    const struct ex_backend *gpu = ex_backend_named(ex_backend_name(EX_BACKEND_CUDA));   /* NULL: built without it */
     if (comm.rank == 0 && !(rc = calib_measure_gpu(gpu, &a->o, &g, &e))) {
         if (!a->quiet)
             on_progress(NULL, "cuBLAS GEMMs", 0, 1);

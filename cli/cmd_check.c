@@ -143,10 +143,9 @@ static void report_text(const struct plan_setup *c, const struct check_args *a, 
     {
         printf("%s  %s, %s", ok ? "PASS" : "FAIL", c->model_desc, plan_policy_name(c->popt.policy));
         if (c->n_more > 0)
-            printf(" (%d.%d.%d)", c->zero.ds_version.major, c->zero.ds_version.minor, c->zero.ds_version.patch);
+            printf(" (%s)", RL_VERSION_S(c->zero.ds_version));
         for (int i = 0; i < c->n_more; i++)
-            printf(" and %s (%d.%d.%d)", plan_policy_name(c->more_policies[i]), c->more_versions[i].major,
-                   c->more_versions[i].minor, c->more_versions[i].patch);
+            printf(" and %s (%s)", plan_policy_name(c->more_policies[i]), RL_VERSION_S(c->more_versions[i]));
         printf("\n");
     }
     char seq[256];
@@ -163,9 +162,9 @@ static void report_text(const struct plan_setup *c, const struct check_args *a, 
                (long long)v->j.sub_group_size, a->tol);
     for (int i = 0; i < c->n_more && (!a->quiet || !v->j.ratio_ok); i++) {
         bool ok_i = plan_ratio_within(v->j.more_honored[i], v->j.requested, a->tol);
-        printf("  ratio   %s requested %.4f, honored %.4f under DeepSpeed %d.%d.%d (%s)\n", ok_i ? "ok  " : "FAIL",
-               v->j.requested, v->j.more_honored[i], c->more_versions[i].major, c->more_versions[i].minor,
-               c->more_versions[i].patch, plan_policy_name(c->more_policies[i]));
+        printf("  ratio   %s requested %.4f, honored %.4f under DeepSpeed %s (%s)\n", ok_i ? "ok  " : "FAIL",
+               v->j.requested, v->j.more_honored[i], RL_VERSION_S(c->more_versions[i]),
+               plan_policy_name(c->more_policies[i]));
     }
     if (a->gpu_mem && (!a->quiet || !v->j.memory_ok)) {
         if (a->states_only) {
@@ -234,9 +233,7 @@ static void report_json(const struct plan_setup *c, const struct check_args *a, 
         for (int i = -1; i < c->n_more; i++) {
             json_t *x = json_object();
             struct rl_version ver = i < 0 ? c->zero.ds_version : c->more_versions[i];
-            char vb[48];
-            snprintf(vb, sizeof vb, "%d.%d.%d", ver.major, ver.minor, ver.patch);
-            json_object_set_new(x, "deepspeed_version", json_string(vb));
+            json_object_set_new(x, "deepspeed_version", json_string(RL_VERSION_S(ver)));
             json_object_set_new(x, "policy", json_string(plan_policy_name(i < 0 ? c->popt.policy : c->more_policies[i])));
             json_object_set_new(x, "honored_ratio", json_real(i < 0 ? v->j.honored : v->j.more_honored[i]));
             if (v->j.fix_sgs > 0 && !v->j.ratio_ok)

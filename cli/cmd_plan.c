@@ -52,9 +52,9 @@ static void print_header(const struct plan_setup *c, const struct plan *p, bool 
     const struct plan_zero *z = &p->zero;
     char head[512];
     fprintf(out, "model      %s\n", cli_model_head(c, head, sizeof head));
-    fprintf(out, "DeepSpeed  %d.%d.%d rules: policy %s, ledger %s; stage %d, offload %s%s, dtype %s, "
+    fprintf(out, "DeepSpeed  %s rules: policy %s, ledger %s; stage %d, offload %s%s, dtype %s, "
            "sub_group_size %lld\n",
-           z->ds_version.major, z->ds_version.minor, z->ds_version.patch, plan_policy_name(p->policy),
+           RL_VERSION_S(z->ds_version), plan_policy_name(p->policy),
            plan_ledger_name(p->ledger_kind), z->stage,
            z->offload == PLAN_OFFLOAD_CPU ? "cpu" : z->offload == PLAN_OFFLOAD_NVME ? "nvme" : "none",
            z->offload == PLAN_OFFLOAD_CPU ? (z->pin_memory ? " (pinned)" : " (pageable)") : "",

@@ -236,6 +236,34 @@ static int run_gnuplot(const char *gnuplot, const char *gp_path, const char *tmp
     return 0;
 }
 
+/* The help's description: what plot does, then every kind from plots/' table (name, then its
+ * description's lines under one another). */
+static void help_text(char *buf, size_t n)
+{
+    FILE *m = fmemopen(buf, n, "w");
+    if (!m) {
+        snprintf(buf, n, "Draws a figure for a paper from what ratiolab wrote, with gnuplot.");
+        return;
+    }
+    fputs("Draws a figure for a paper from what ratiolab wrote (never re-runs a simulation), with gnuplot.\n"
+          "Beside FILE it writes FILE.dat (the numbers, with model, hardware, policy, schedule,\n"
+          "micro-batch and ratiolab version in its header) and FILE.gp (the gnuplot script that draws\n"
+          "it: restyle and rerun with `gnuplot FILE.gp` in that folder). Colours: Okabe-Ito, with\n"
+          "distinct dash and point types for grey print; a phase takes its group's colour.\n\n"
+          "kinds:\n", m);
+    for (int k = 0; k < PLOT_KIND_COUNT; k++) {
+        fprintf(m, "  %-9s ", plot_kind_name((enum plot_kind)k));
+        for (const char *d = plot_kind_description((enum plot_kind)k); *d; d++)
+            if (*d == '\n')
+                fputs("\n            ", m);   /* a later line, under the first */
+            else
+                fputc(*d, m);
+        fputc('\n', m);
+    }
+    fputs("\nWithout gnuplot the .dat and .gp are written and the command exits 3.", m);
+    fclose(m);
+}
+
 static int run(int argc, char **argv)
 {
     struct plot_opts o;
@@ -243,35 +271,17 @@ static int run(int argc, char **argv)
     o.version = RL_VERSION_STRING;
     struct cli_optset sets[] = {{"plot options", opts, on_opt, &o}};
     const char *usage = "ratiolab plot KIND --in DATA [--in DATA...] --out FILE.pdf|.svg|.png [--width single|double]";
-    const char *desc =
-        "Draws a figure for a paper from what ratiolab wrote (never re-runs a simulation), with gnuplot.\n"
-        "Beside FILE it writes FILE.dat (the numbers, with model, hardware, policy, schedule,\n"
-        "micro-batch and ratiolab version in its header) and FILE.gp (the gnuplot script that draws\n"
-        "it: restyle and rerun with `gnuplot FILE.gp` in that folder). Colours: Okabe-Ito, with\n"
-        "distinct dash and point types for grey print; a phase takes its group's colour.\n\n"
-        "kinds:\n"
-        "  memory    GPU and host memory per rank and the honored ratio against the requested\n"
-        "            ratio; one sweep --json per policy (e.g. --policy deepspeed-0.12 and exact)\n"
-        "  time      step time against ratio, stacked by phase group (exposed time; --phases all\n"
-        "            for every phase), the fastest ratio that fits marked, ratio 0 as a reference;\n"
-        "            one sweep --json per panel (1 to 4)\n"
-        "  timeline  Gantt chart of one step per track (rank, stream, thread) from a trace;\n"
-        "            two traces (predict --trace, then run --trace or validate's) are drawn one\n"
-        "            above the other, one step each (the first that is not a warm-up)\n"
-        "  parity    predicted against measured step and phase (exposed) times from a validate\n"
-        "            report.json, with the identity line and the error band\n"
-        "  scaling   step time or tokens/s against GPU count or model size, one sweep per point\n"
-        "  monitor   per-process memory over time from a `ratiolab monitor --csv` file; --marks\n"
-        "            takes the monitor's trace for its --mark lines\n\n"
-        "Without gnuplot the .dat and .gp are written and the command exits 3.";
+    char desc[4096];
+    help_text(desc, sizeof desc);
     struct cli_rest rest;
     struct rl_err e = {0};
     int rc = cli_command_parse_rest("plot", argc, argv, usage, desc, sets, 1, &rest);
     if (rc != CLI_GO_ON)
         return rc;
     if (rest.n_pos != 1 || rest.n_after) {
-        rl_errf(&e, RL_EINVAL, "KIND: %s; expected one of memory, time, timeline, parity, scaling, monitor",
-                rest.n_pos ? "more than one given" : "missing");
+        char list[128];
+        rl_errf(&e, RL_EINVAL, "KIND: %s; expected one of %s", rest.n_pos ? "more than one given" : "missing",
+                plot_kind_list(list, sizeof list));
         return cli_fail("plot", &e);
     }
     enum plot_format fmt;

@@ -110,8 +110,7 @@ static int run(int argc, char **argv)
             cli_sim_settings(&r, &sim.train, set, sizeof set);
             /* The DeepSpeed whose rules applied, and where offload_optimizer sends the states
              * (whether offload was configured at all, which ratio 0 alone does not say). */
-            snprintf(dsv, sizeof dsv, "%d.%d.%d", p.zero.ds_version.major, p.zero.ds_version.minor,
-                     p.zero.ds_version.patch);
+            rl_version_str(p.zero.ds_version, dsv, sizeof dsv);
             const char *offload = p.zero.offload == PLAN_OFFLOAD_CPU    ? "cpu"
                                   : p.zero.offload == PLAN_OFFLOAD_NVME ? "nvme"
                                                                         : "none";

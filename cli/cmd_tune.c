@@ -108,80 +108,20 @@ static json_t *choice_json(const struct sim_tune_choice *k)
     return o;
 }
 
-/* What would make a class of candidates (or, at index SIM_TUNE_N_CLASSES, any candidate) fit
- * when nothing does, each change alone with everything else as asked. */
-struct tune_fix {
-    int64_t gpu_mem_bytes;        /* GPUs with this much memory (0: more GPU memory alone does not) */
-    int64_t host_mem_bytes;       /* a node with this much host RAM (0: more host RAM alone does not) */
-    int64_t both_gpu_mem_bytes;   /* when neither alone does: this much GPU memory ... */
-    int64_t both_host_mem_bytes;  /* ... together with this much host RAM (0: not needed) */
-    int gpus, dp, nodes;          /* the fewest GPUs (the DP degree doubled) on which it fits (0: none) */
-    double gpus_tokens_per_s_gpu; /* the fastest fitting candidate's tokens/s per GPU there */
-};
-
 /* One profile's search: inputs and result. */
 struct tune_run {
     struct sim_hw hw;             /* the profile, with --gpu-mem applied */
     int64_t headroom;             /* bytes */
     bool headroom_given;          /* --headroom (bytes, kept on a larger GPU); else a share of GPU memory */
     struct sim_tune_result res;   /* what sim_tune found */
-    struct tune_fix fix[SIM_TUNE_N_CLASSES + 1]; /* when nothing fits: per class, then for any */
+    struct sim_tune_fix fix[SIM_TUNE_N_CLASSES + 1]; /* when nothing fits: per class, then for any */
 };
-
-/* What binds a class: "none" (some candidate fits), "gpu", "host", "gpu_or_host" (each candidate
- * is held by one of them, some by the GPU, some by the host), "gpu_and_host" (every candidate
- * by both), "not_searched" (no candidate of the class). */
-static const char *binds_key(const struct sim_tune_class_stats *k)
-{
-    if (k->evaluated == 0)
-        return "not_searched";
-    if (k->fit > 0)
-        return "none";
-    if (k->gpu_fit == 0)
-        return k->host_fit > 0 ? "gpu" : "gpu_and_host";
-    return k->host_fit > 0 ? "gpu_or_host" : "host";
-}
-
-/* The GPU memory on which a prediction of need bytes leaves the headroom free: the same bytes with
- * --headroom, else the same share of the larger GPU. */
-static int64_t gpu_mem_for(const struct tune_run *t, int64_t need)
-{
-    if (t->headroom_given)
-        return need + t->headroom;
-    double share = (double)t->headroom / (double)t->hw.gpu_mem_bytes;
-    return (int64_t)ceil((double)need / (1.0 - share));
-}
 
 /* bytes rounded up to the 0.01 GiB the text prints, so that the printed figure fits. */
 static int64_t gib_up(int64_t bytes)
 {
     const double step = (double)RL_GIB / 100.0;
     return (int64_t)ceil(ceil((double)bytes / step) * step);
-}
-
-/* The memory figures of t->fix from the search's class facts (the GPU counts come from
- * fewest_gpus). */
-static void memory_fixes(struct tune_run *t)
-{
-    for (int c = 0; c <= SIM_TUNE_N_CLASSES; c++) {
-        struct tune_fix *f = &t->fix[c];
-        memset(f, 0, sizeof *f);
-        struct sim_tune_class_stats all = {.min_gpu_bytes = t->res.ans.min_gpu_bytes,
-                                           .min_gpu_bytes_host_ok = t->res.ans.min_gpu_bytes_host_ok,
-                                           .min_host_node_bytes = t->res.ans.min_host_node_bytes,
-                                           .evaluated = t->res.ans.evaluated};
-        const struct sim_tune_class_stats *k = c < SIM_TUNE_N_CLASSES ? &t->res.ans.cls[c] : &all;
-        if (k->evaluated == 0)
-            continue;
-        if (k->min_gpu_bytes_host_ok != INT64_MAX)
-            f->gpu_mem_bytes = gpu_mem_for(t, k->min_gpu_bytes_host_ok);
-        if (k->min_host_node_bytes != INT64_MAX)
-            f->host_mem_bytes = k->min_host_node_bytes;
-        if (!f->gpu_mem_bytes && !f->host_mem_bytes && c < SIM_TUNE_N_CLASSES) {
-            f->both_gpu_mem_bytes = gpu_mem_for(t, k->min_gpu_bytes);
-            f->both_host_mem_bytes = k->host_at_min_gpu_bytes;
-        }
-    }
 }
 
 static json_t *bytes_or_null(int64_t v)
@@ -196,7 +136,7 @@ static json_t *classes_json(const struct tune_run *t)
     json_t *a = json_array();
     for (int c = 0; c < SIM_TUNE_N_CLASSES; c++) {
         const struct sim_tune_class_stats *k = &t->res.ans.cls[c];
-        const struct tune_fix *f = &t->fix[c];
+        const struct sim_tune_fix *f = &t->fix[c];
         json_t *o = json_object();
         json_object_set_new(o, "class", json_string(keys[c]));
         json_object_set_new(o, "candidates", json_integer(k->evaluated));
@@ -205,7 +145,7 @@ static json_t *classes_json(const struct tune_run *t)
         json_object_set_new(o, "gpu_fit", json_integer(k->gpu_fit));
         json_object_set_new(o, "host_fit", json_integer(k->host_fit));
         json_object_set_new(o, "fit", json_integer(k->fit));
-        json_object_set_new(o, "binds", json_string(binds_key(k)));
+        json_object_set_new(o, "binds", json_string(sim_tune_binds(k)));
         json_object_set_new(o, "min_gpu_bytes", bytes_or_null(k->min_gpu_bytes));
         json_object_set_new(o, "min_gpu_bytes_host_fits", bytes_or_null(k->min_gpu_bytes_host_ok));
         json_object_set_new(o, "min_host_total_node_bytes", bytes_or_null(k->min_host_any_bytes));
@@ -427,7 +367,8 @@ static const char *binding(const struct tune_run *t, char *buf, size_t n)
                          "%s GiB headroom", cli_gib(g[0], sizeof g[0], gib_up(b->min_gpu_bytes)),
                          cli_gib(g[1], sizeof g[1], t->hw.gpu_mem_bytes), cli_gib(g[2], sizeof g[2], t->headroom));
         if (b->min_gpu_bytes_host_ok != INT64_MAX && w > 0 && (size_t)w < n) {
-            int64_t need = gib_up(gpu_mem_for(t, b->min_gpu_bytes_host_ok));
+            int64_t need = gib_up(sim_tune_gpu_mem_for(b->min_gpu_bytes_host_ok, t->headroom, t->headroom_given,
+                                                        t->hw.gpu_mem_bytes));
             snprintf(buf + w, n - (size_t)w, "; GPUs with %s GiB each would fit%s", cli_gib(g[3], sizeof g[3], need),
                      b->host_fit < b->evaluated ? " (with the host RAM given)" : "");
         }
@@ -464,47 +405,8 @@ static void print_table(const struct plan_setup *c, const struct sim_train *trai
     }
 }
 
-/* When nothing fits on the layout asked for: the fewest GPUs (the data-parallel degree doubled, up
- * to 64 times, same GPUs per node up to the profile's) on which some candidate of each class, and
- * any candidate, fits, into t->fix[].gpus (0 where none does). One search per doubling, until
- * every class that had candidates has its count. */
-static void fewest_gpus(const struct sim_tune_request *q0, const struct plan_setup *c, struct tune_run *t)
-{
-    for (int m = 2; m <= 64; m *= 2) {
-        bool missing = t->fix[SIM_TUNE_N_CLASSES].gpus == 0;
-        for (int k = 0; k < SIM_TUNE_N_CLASSES; k++)
-            missing |= t->res.ans.cls[k].evaluated > 0 && t->fix[k].gpus == 0;
-        if (!missing)
-            return;
-        struct plan_layout l = {.tp = c->layout.tp, .pp = c->layout.pp, .dp = c->layout.dp * m};
-        l.world = l.tp * l.pp * l.dp;
-        l.gpus_per_node = l.world < t->hw.gpus ? l.world : t->hw.gpus;
-        struct rl_err e = {0};
-        if (plan_layout_resolve(&l, &e))
-            continue;
-        struct sim_tune_request q = *q0;
-        q.layout = &l;
-        q.hw = &t->hw;
-        q.headroom_bytes = t->headroom;
-        struct sim_tune_result r;
-        if (sim_tune(&q, &r, &e) || !r.found)
-            continue;
-        for (int k = 0; k <= SIM_TUNE_N_CLASSES; k++) {
-            struct tune_fix *f = &t->fix[k];
-            bool fit = k < SIM_TUNE_N_CLASSES ? r.ans.cls[k].fit > 0 : true;
-            if (f->gpus || !fit)
-                continue;
-            f->gpus = l.world;
-            f->dp = l.dp;
-            f->nodes = l.nodes;
-            f->gpus_tokens_per_s_gpu = k < SIM_TUNE_N_CLASSES ? r.ans.cls[k].best_tokens_per_s_gpu
-                                                             : r.ans.best.tokens_per_s_gpu;
-        }
-    }
-}
-
 /* "N GPUs (--gpus N: DP D on K nodes, T tokens/s per GPU)" for f into buf, or "" when none. */
-static const char *gpus_text(const struct tune_fix *f, char *buf, size_t n)
+static const char *gpus_text(const struct sim_tune_fix *f, char *buf, size_t n)
 {
     buf[0] = 0;
     if (f->gpus)
@@ -526,7 +428,7 @@ static void print_classes(const struct plan_setup *c, const struct tune_run *t)
            cli_gib(g[1], sizeof g[1], t->headroom), host);
     for (int cl = 0; cl < SIM_TUNE_N_CLASSES; cl++) {
         const struct sim_tune_class_stats *k = &t->res.ans.cls[cl];
-        const struct tune_fix *f = &t->fix[cl];
+        const struct sim_tune_fix *f = &t->fix[cl];
         char name[96];
         if (cl == SIM_TUNE_NO_OFFLOAD)
             snprintf(name, sizeof name, "no offload (offload_optimizer none%s)", k->ratio_hi > 0 || k->evaluated == 0 ? "" : " or ratio 0");
@@ -539,7 +441,7 @@ static void print_classes(const struct plan_setup *c, const struct tune_run *t)
                    "partial offload" : name);
             continue;
         }
-        const char *b = binds_key(k);
+        const char *b = sim_tune_binds(k);
         printf("           %s, %d candidates: ", name, k->evaluated);
         if (strcmp(b, "gpu") == 0) {
             printf("GPU memory binds: the lightest needs %s GiB per GPU, above the %s GiB usable",
@@ -668,9 +570,7 @@ static int run(int argc, char **argv)
             rl_err_prefix(&e, "--hw %s", names[i]);
             break;
         }
-        memory_fixes(t);
-        if (!t->res.found)
-            fewest_gpus(&q, &c, t);
+        sim_tune_fixes(&q, &t->res, t->headroom_given, t->fix);
     }
     int found = 0;
     if (!rc) {
@@ -700,7 +600,7 @@ static int run(int argc, char **argv)
         }
         if (!found) {
             char why[512], more[256] = "";
-            const struct tune_fix *f = &runs[0].fix[SIM_TUNE_N_CLASSES];
+            const struct sim_tune_fix *f = &runs[0].fix[SIM_TUNE_N_CLASSES];
             if (n_hw == 1 && f->gpus)
                 snprintf(more, sizeof more, "; %d GPUs would fit (--gpus %d: DP %d on %d node%s, %.0f tokens/s per GPU)",
                          f->gpus, f->gpus, f->dp, f->nodes, f->nodes == 1 ? "" : "s", f->gpus_tokens_per_s_gpu);

@@ -147,9 +147,8 @@ static void print_ds(const struct validate_args *a, const struct plan_setup *c, 
 {
     char head[512];
     printf("model      %s\n", cli_data(cli_model_head(c, head, sizeof head)));
-    printf("DeepSpeed  %d.%d.%d rules: ledger %s, policy %s, %d sub-groups, honored ratio %.4f\n",
-           p->zero.ds_version.major, p->zero.ds_version.minor, p->zero.ds_version.patch,
-           plan_ledger_name(p->ledger_kind), plan_policy_name(p->policy), p->n_subgroups, p->honored_ratio);
+    printf("DeepSpeed  %s rules: ledger %s, policy %s, %d sub-groups, honored ratio %.4f\n",
+           RL_VERSION_S(p->zero.ds_version), plan_ledger_name(p->ledger_kind), plan_policy_name(p->policy), p->n_subgroups, p->honored_ratio);
     printf("logs      ");
     for (int i = 0; i < a->n_logs; i++)
         printf(" %s", cli_data(a->logs[i]));
@@ -210,9 +209,7 @@ static json_t *ds_json(const struct validate_args *a, const struct plan_setup *c
     json_object_set_new(o, "kind", json_string("ratiolab-validate-deepspeed-log"));
     json_object_set_new(o, "model", json_string(c->model_desc));
     json_object_set_new(o, "hardware", json_string(hw->name));
-    char ver[32];
-    snprintf(ver, sizeof ver, "%d.%d.%d", p->zero.ds_version.major, p->zero.ds_version.minor, p->zero.ds_version.patch);
-    json_object_set_new(o, "deepspeed_version", json_string(ver));
+    json_object_set_new(o, "deepspeed_version", json_string(RL_VERSION_S(p->zero.ds_version)));
     json_object_set_new(o, "ledger", json_string(plan_ledger_name(p->ledger_kind)));
     json_object_set_new(o, "subgroups", json_integer(p->n_subgroups));
     json_object_set_new(o, "tolerance_bytes", json_integer((json_int_t)llround(a->tol_gib * RL_GIB)));
@@ -415,10 +412,10 @@ static void no_stages_in_log(const struct trace_ds_config *f, struct rl_err *e)
     if (e->code != RL_EINVAL || !f->have_version || plan_ds_rules_for(f->version)->logs_stages ||
         (!strstr(e->msg, "no DeepSpeed see_memory_usage lines") && !strstr(e->msg, "no allocation stage")))
         return;
-    rl_errf(e, RL_EINVAL, "--deepspeed-log: the log is of DeepSpeed %d.%d.%d (line %d), whose stage3.py calls "
+    rl_errf(e, RL_EINVAL, "--deepspeed-log: the log is of DeepSpeed %s (line %d), whose stage3.py calls "
             "see_memory_usage with force=False at every allocation stage: the stages are not in the log. Attach "
             "probe/ratiolab_probe.py to the run and use validate --probe (docs/json-probe.md)",
-            f->version.major, f->version.minor, f->version.patch, f->version_line);
+            RL_VERSION_S(f->version), f->version_line);
 }
 
 /* The runs judged together against one plan: every run when all print one configuration (or

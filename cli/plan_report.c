@@ -4,34 +4,6 @@
 
 #include "cli/cli.h"
 #include "cli/plan_report.h"
-#include "plan/ds_rules.h"
-
-static bool rule_ds012(const struct plan_ds_rules *r) { return r->policy == PLAN_POLICY_DS012; }
-static bool rule_ds018(const struct plan_ds_rules *r) { return r->policy == PLAN_POLICY_DS018; }
-
-/* The rule as a sentence, with the numbers of this plan and the releases that follow it
- * (plan/ds_rules.h). */
-void cli_rule_sentence(const struct plan *p, char *buf, size_t n)
-{
-    int N = p->n_subgroups;
-    double r = p->requested_ratio;
-    char lines[96];
-    switch (p->policy) {
-    case PLAN_POLICY_DS012:
-        plan_ds_rows_lines(rule_ds012, lines, sizeof lines);
-        snprintf(buf, n, "DeepSpeed %s puts sub-group i on the CPU iff i < floor(ratio x N) = floor(%g x %d) = %d",
-                 lines, r, N, (int)floor(r * N));
-        break;
-    case PLAN_POLICY_DS018:
-        plan_ds_rows_lines(rule_ds018, lines, sizeof lines);
-        snprintf(buf, n, "DeepSpeed %s puts sub-group i on the CPU iff i >= floor((1 - ratio) x N) = floor(%.17g x %d) = %d",
-                 lines, 1.0 - r, N, (int)floor((1.0 - r) * N));
-        break;
-    default:
-        snprintf(buf, n, "the exact policy splits at element granularity (granule %d elements)", PLAN_EXACT_GRANULE);
-        break;
-    }
-}
 
 int cli_honor_advice(const struct plan *p, double tol, char *buf, size_t n)
 {
@@ -40,7 +12,7 @@ int cli_honor_advice(const struct plan *p, double tol, char *buf, size_t n)
         return 0;
     }
     char rule[256];
-    cli_rule_sentence(p, rule, sizeof rule);
+    plan_rule_sentence(p, rule, sizeof rule);
     int64_t sgs = p->policy == PLAN_POLICY_EXACT ? 0 : plan_max_honoring_sub_group_size(p, tol);
     int used = snprintf(buf, n, "honored ratio %.4f differs from requested %.4f by %.1f points: %d sub-group%s "
                         "(sub_group_size %lld); %s.",

@@ -7,8 +7,6 @@
 #include "plan/plan.h"
 #include "plan/plan_json.h"
 
-/* The placement rule of the plan's policy with its numbers filled in. */
-void cli_rule_sentence(const struct plan *p, char *buf, size_t n);
 /* When |honored - requested| > tol: the reason and the largest sub_group_size that honors the
  * ratio within tol; returns 1. Returns 0 and an empty buf when the ratio is honored. */
 int cli_honor_advice(const struct plan *p, double tol, char *buf, size_t n);

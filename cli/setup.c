@@ -35,9 +35,9 @@ void cli_setup_help_init(void)
     struct rl_version f = plan_ds_first_version();
     plan_ds_changes_text(changes, sizeof changes);
     snprintf(version_help, sizeof version_help,
-             "DeepSpeed whose rules apply, %d.%d.%d or later (default " PLAN_DS_DEFAULT_VERSION_STR
+             "DeepSpeed whose rules apply, %s or later (default " PLAN_DS_DEFAULT_VERSION_STR
              "; the rules change at %s); several, comma-separated: check and tune find one sub_group_size "
-             "every one honors", f.major, f.minor, f.patch, changes);
+             "every one honors", RL_VERSION_S(f), changes);
 }
 
 const struct cli_opt cli_setup_opts[] = {

@@ -152,7 +152,7 @@ void cli_sim_settings(const struct sim_step_result *r, const struct sim_train *t
 {
     char ver[48] = "";
     if (t->schedule == STEP_SCHED_DS012)
-        snprintf(ver, sizeof ver, " %d.%d.%d", r->ds_version.major, r->ds_version.minor, r->ds_version.patch);
+        snprintf(ver, sizeof ver, " %s", RL_VERSION_S(r->ds_version));
     snprintf(buf, n, "%s%s, CPU optimizer %s; micro-batch %lld, seq %lld, grad accum %lld, activation checkpointing %s, "
              "attention %s, NUMA %s",
              sim_schedule_name(t->schedule), ver, sim_cpu_optimizer_name(t->cpu_optimizer), (long long)r->micro_batch,

@@ -20,15 +20,10 @@
 #include "calib/calib.h"
 #include "validation/val.h"
 
-#if defined(__has_include)
-#if __has_include("exec/exec.h")
 #include "exec/exec.h"
 #include "exec/result_json.h"
 #include "kernels/adam.h"   /* kern_cuda_device_count */
 #include "validation/exec_row.h"
-#define HAVE_EXEC 1
-#endif
-#endif
 
 enum { X_RATIOS = 100, X_RANKS, X_BACKEND, X_CALIBRATE, X_STEPS, X_OUT, X_GATE_TIME, X_MEM_TOL, X_SCALE };
 
@@ -48,7 +43,7 @@ const struct cli_opt cli_validate_exec_opts[] = {
 void cli_validate_exec_init(struct cli_validate_exec *x)
 {
     memset(x, 0, sizeof *x);
-    x->backend = "cpu";
+    x->backend = EX_BACKEND_CPU;
     x->steps = 3;
     x->gate_time_pct = -1;
     x->mem_tol_pct = 10;
@@ -63,10 +58,7 @@ int cli_validate_exec_opt(struct cli_validate_exec *x, int id, const char *v, st
     case X_RATIOS: x->ratios = v; return 0;
     case X_RANKS: return rl_parse_int("--ranks", v, 1, VAL_MAX_RANKS, &x->ranks, e);
     case X_BACKEND:
-        if (!rl_streq(v, "cpu") && !rl_streq(v, "cuda"))
-            return rl_errf(e, RL_EINVAL, "--backend: '%s' is not allowed; allowed: cpu, cuda", v);
-        x->backend = v;
-        return 0;
+        return ex_backend_parse_named("--backend", v, &x->backend, e);
     case X_CALIBRATE: x->calibrate = true; return 0;
     case X_STEPS: return rl_parse_int("--steps", v, 1, 100000, &x->steps, e);
     case X_OUT: x->out = v; return 0;
@@ -266,7 +258,6 @@ static void launcher(struct argv_b *a, int ranks)
     argf(a, "%d", ranks);
 }
 
-#ifdef HAVE_EXEC
 /* --gemm (last false) or --gemm-last (true) MxNxK[xC],... for `ratiolab calibrate`. */
 static void gemm_arg(const struct calib_run *r, bool last, char *buf, size_t n)
 {
@@ -471,7 +462,7 @@ static int vx_calibrate_gpu(struct vx *v, const struct calib_run *rs, struct rl_
     arg(&cv, v->exe);
     arg(&cv, "calibrate");
     arg(&cv, "--backend");
-    arg(&cv, "cuda");
+    arg(&cv, ex_backend_name(EX_BACKEND_CUDA));
     arg(&cv, "--base");
     arg(&cv, v->sim->hw);
     arg(&cv, "--quiet");
@@ -497,7 +488,7 @@ static int vx_calibrate(struct vx *v, struct rl_err *e)
     co.devices = x->ranks;
     co.device_threads = v->dev_threads;
     struct calib cal;
-    bool cuda = strcmp(x->backend, "cuda") == 0;
+    bool cuda = x->backend == EX_BACKEND_CUDA;
     snprintf(v->hw_path, sizeof v->hw_path, "%s/hw-calibrated.json", x->out);
     if (v->rank0)
         fprintf(stderr, "validate: calibrating this machine (%d %s%s) ...\n", x->ranks, cuda ? "GPU" : "device",
@@ -557,7 +548,7 @@ static int vx_hardware(struct vx *v, struct rl_err *e)
     else
         snprintf(v->hw_path, sizeof v->hw_path, "%s", v->sim->hw);
     RL_TRY(cli_sim_load_hw(v->sim, &v->c, &v->hw, e));
-    if (strcmp(v->x->backend, "cuda") == 0) {   /* the executor's GEMMs are fp32 (cublasSgemm) */
+    if (v->x->backend == EX_BACKEND_CUDA) {   /* the executor's GEMMs are fp32 (cublasSgemm) */
         v->hw.tensor_tflops = v->hw.fp32_tflops;
         v->hw.tensor_efficiency = v->hw.fp32_efficiency;
         /* and its host Adam runs on the runs' threads (ratiolab run's default), not every core */
@@ -577,9 +568,9 @@ static void vx_report_header(struct vx *v)
     struct val_report *rep = v->rep;
     snprintf(rep->model, sizeof rep->model, "%s, scaled 1/%g", v->c.model_desc, x->scale);
     snprintf(rep->hardware, sizeof rep->hardware, "%s%s", v->hw.name,
-             strcmp(x->backend, "cuda") == 0 ? " (GEMMs at its fp32 rate: the executor's are cublasSgemm)" : "");
+             x->backend == EX_BACKEND_CUDA ? " (GEMMs at its fp32 rate: the executor's are cublasSgemm)" : "");
     snprintf(rep->hardware_path, sizeof rep->hardware_path, "%s", v->hw_path);
-    snprintf(rep->backend, sizeof rep->backend, "%s", x->backend);
+    snprintf(rep->backend, sizeof rep->backend, "%s", ex_backend_name(x->backend));
     snprintf(rep->policy, sizeof rep->policy, "%s", plan_policy_name(v->c.popt.policy));
     for (int i = 1; i < x->n_policies; i++) {
         size_t l = strlen(rep->policy);
@@ -590,14 +581,14 @@ static void vx_report_header(struct vx *v)
     rep->scale = x->scale;
     rep->mem_tol_pct = x->mem_tol_pct;
     rep->gate_time_pct = x->gate_time_pct;
-    rep->device_in_rss = strcmp(x->backend, "cpu") == 0;
+    rep->device_in_rss = x->backend == EX_BACKEND_CPU;
     rep->baseline_before_run = v->in_mpi;
 }
 
 /* How the runs start: the common part of every launched `ratiolab run`, whether that executor
  * writes traces, and the options of the runs in this process (under mpirun) as `ratiolab run`
  * would set them. */
-static int vx_run_options(struct vx *v, const char *const *fwd, int n_fwd, struct rl_err *e)
+static void vx_run_options(struct vx *v, const char *const *fwd, int n_fwd)
 {
     struct cli_validate_exec *x = v->x;
     struct argv_b *base = &v->base;
@@ -612,7 +603,7 @@ static int vx_run_options(struct vx *v, const char *const *fwd, int n_fwd, struc
     arg(base, "--policy");
     arg(base, plan_policy_name(v->c.popt.policy));
     arg(base, "--backend");
-    arg(base, x->backend);
+    arg(base, ex_backend_name(x->backend));
     arg(base, "--scale");
     argf(base, "%.17g", x->scale);
     arg(base, "--steps");
@@ -632,12 +623,10 @@ static int vx_run_options(struct vx *v, const char *const *fwd, int n_fwd, struc
         v->xo.micro_batch = v->c.zero.micro_batch > 0 ? v->c.zero.micro_batch : 1;
         v->xo.seq_len = v->s->seq_len;
         v->xo.checkpoint_activations = v->c.checkpoint_activations;
-        if (ex_backend_parse(x->backend, &v->xo.backend, e))
-            return cli_err_flag(e, "backend", "--backend");
+        v->xo.backend = x->backend;
     }
     for (int k = 0; k < VAL_MAX_RANKS; k++)
         v->baseline[k] = -1;
-    return 0;
 }
 
 /* The scale that cuts every tensor to one row: the largest first dimension (smaller it cannot
@@ -693,7 +682,7 @@ static int vx_baseline_inproc(struct vx *v, struct rl_err *e)
         int64_t own = 0;
         for (int b = 0; b < r.self.n_bufs; b++)
             if (r.self.bufs[b].ledger_bytes >= 0 &&
-                (strcmp(v->x->backend, "cpu") == 0 || r.self.bufs[b].device != PLAN_DEV_GPU))
+                (v->x->backend == EX_BACKEND_CPU || r.self.bufs[b].device != PLAN_DEV_GPU))
                 own += r.self.bufs[b].bytes;
         v->extra_rss = r.self.mem.peak_rss_bytes >= 0 && before >= 0 ? r.self.mem.peak_rss_bytes - before - own : 0;
     }
@@ -783,7 +772,7 @@ static void vx_baseline_launched(struct vx *v)
         return;
     }
     free(out);
-    bool dev_host = strcmp(v->x->backend, "cpu") == 0;   /* the emulated device is host memory */
+    bool dev_host = v->x->backend == EX_BACKEND_CPU;   /* the emulated device is host memory */
     for (int k = 0; k < r.world && k < VAL_MAX_RANKS; k++) {
         const struct ex_rank_result *q = &r.ranks[k];
         if (q->mem.rss_bytes < 0)
@@ -1051,7 +1040,7 @@ static void vx_print_report(const struct val_report *rep, const char *out, bool 
  * GPU calibration does not measure), and whether a GPU is there for --backend cuda. */
 static int vx_check_backend(const struct cli_validate_exec *x, const struct cli_sim *sim, struct rl_err *e)
 {
-    bool cuda = strcmp(x->backend, "cuda") == 0;
+    bool cuda = x->backend == EX_BACKEND_CUDA;
     if (x->calibrate && !cuda && sim->hw_given)
         return rl_errf(e, RL_EINVAL, "--hw %s: not with --calibrate on the cpu backend, which measures the emulated "
                        "device whole; allowed: one of them", sim->hw);
@@ -1079,7 +1068,7 @@ static int vx_main(struct vx *v, const double *ratios, size_t n_ratios, const ch
     RL_TRY(vx_setup(v, schedule_given, e));
     RL_TRY(vx_hardware(v, e));
     vx_report_header(v);
-    RL_TRY(vx_run_options(v, fwd, n_fwd, e));
+    vx_run_options(v, fwd, n_fwd);
     if (v->in_mpi) {
         RL_TRY(vx_reference_inproc(v, e));
         RL_TRY(vx_baseline_inproc(v, e));
@@ -1094,7 +1083,6 @@ static int vx_main(struct vx *v, const double *ratios, size_t n_ratios, const ch
     vx_print_report(v->rep, v->x->out, json);
     return 0;
 }
-#endif
 
 int cli_validate_exec_run(struct cli_validate_exec *x, struct plan_inputs *s, struct cli_sim *sim,
                           const char *const *fwd, int n_fwd, bool schedule_given, bool json)
@@ -1115,19 +1103,6 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct plan_inputs *s, st
                 n_pol, n_sch, VAL_MAX_ROWS);
         return cli_fail("validate", &e);
     }
-#ifndef HAVE_EXEC
-    (void)sim;
-    (void)s;
-    (void)fwd;
-    (void)n_fwd;
-    (void)schedule_given;
-    (void)json;
-    (void)capture;
-    (void)argf;
-    free(ratios);
-    rl_errf(&e, RL_EENV, "validate --ratios: the executor (exec/, ratiolab run) is not part of this build");
-    return cli_fail("validate", &e);
-#else
     if (vx_check_backend(x, sim, &e)) {
         free(ratios);
         return cli_fail("validate", &e);
@@ -1159,5 +1134,4 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct plan_inputs *s, st
     plan_model_free(&v.scaled);
     plan_setup_free(&v.c);
     return code;
-#endif
 }

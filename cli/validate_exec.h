@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "cli/sim_opts.h"
+#include "exec/exec.h"   /* enum ex_backend_kind */
 #include "plan/plan.h"
 #include "sim/step.h"
 
@@ -12,7 +13,7 @@
 struct cli_validate_exec {
     const char *ratios;            /* --ratios LIST, NULL when absent */
     int ranks;                     /* --ranks N (0: not given) */
-    const char *backend;           /* --backend cpu|cuda */
+    enum ex_backend_kind backend;  /* --backend cpu|cuda (ex_backend_name names it) */
     bool calibrate;                /* --calibrate: measure this machine first */
     int steps;                     /* --steps K */
     const char *out;               /* --out DIR */

@@ -27,9 +27,9 @@ static void print_probe(const char *path, const struct plan_setup *c, const stru
            pr->world_size, cli_data(pr->ds_version_text), cli_data(pr->torch_version), cli_data(pr->accelerator),
            cli_data(pr->config.dtype));
     printf("model      %s\n", cli_data(c->model_desc));
-    printf("plan       DeepSpeed %d.%d.%d rules: policy %s, ledger %s, ratio %.4g, sub_group_size %lld, dp %d: "
-           "%d sub-groups, %d on the CPU, honored ratio %.4f\n", p->zero.ds_version.major, p->zero.ds_version.minor,
-           p->zero.ds_version.patch, plan_policy_name(p->policy), plan_ledger_name(p->ledger_kind), p->requested_ratio,
+    printf("plan       DeepSpeed %s rules: policy %s, ledger %s, ratio %.4g, sub_group_size %lld, dp %d: "
+           "%d sub-groups, %d on the CPU, honored ratio %.4f\n", RL_VERSION_S(p->zero.ds_version),
+           plan_policy_name(p->policy), plan_ledger_name(p->ledger_kind), p->requested_ratio,
            (long long)p->zero.sub_group_size, p->layout.dp, p->n_subgroups, p->cpu_subgroups, p->honored_ratio);
     printf("\n  %-4s %-6s %12s %12s  %-10s %-10s %s\n", "sub", "group", "DeepSpeed", "plan", "DS device", "plan", "state held by");
     for (int i = 0; i < pr->n_sub; i++) {

@@ -384,6 +384,12 @@ int rl_parse_version(const char *field, const char *s, struct rl_version *v, str
     return 0;
 }
 
+const char *rl_version_str(struct rl_version v, char *buf, size_t n)
+{
+    snprintf(buf, n, "%d.%d.%d", v.major, v.minor, v.patch);
+    return buf;
+}
+
 int rl_version_cmp(struct rl_version a, struct rl_version b)
 {
     if (a.major != b.major)

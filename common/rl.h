@@ -99,6 +99,13 @@ struct rl_version {
 #define RL_VERSION_PART_MAX 999999
 int rl_parse_version(const char *field, const char *s, struct rl_version *v, struct rl_err *e);
 int rl_version_cmp(struct rl_version a, struct rl_version b);   /* <0, 0, >0 */
+/* The one way a version is written, "0.12.4", into buf of n bytes (RL_VERSION_STR_MAX hold any);
+ * returns buf. */
+#define RL_VERSION_STR_MAX 40
+const char *rl_version_str(struct rl_version v, char *buf, size_t n);
+/* rl_version_str into a buffer of its own that lives to the end of the enclosing block (a
+ * compound literal): for an argument of printf and the like, RL_VERSION_S(v) with "%s". */
+#define RL_VERSION_S(v) rl_version_str((v), (char[RL_VERSION_STR_MAX]){0}, RL_VERSION_STR_MAX)
 
 /* ---- output files ----------------------------------------------------------------------------
  * Every command writes its files through these, so the rules hold everywhere:

@@ -82,6 +82,10 @@ int ex_scale_model(const struct plan_model *in, double F, struct plan_model *out
 enum ex_backend_kind { EX_BACKEND_AUTO, EX_BACKEND_CPU, EX_BACKEND_CUDA, EX_BACKEND_COUNT };
 const char *ex_backend_name(enum ex_backend_kind k);
 int ex_backend_parse(const char *s, enum ex_backend_kind *k, struct rl_err *e);
+/* A backend a flag must name itself (cpu or cuda; not auto), for commands that run on the one
+ * named: RL_EINVAL "FIELD: 'S' is not allowed; allowed: cpu, cuda" otherwise. The names are
+ * ex_backend_name's, the one table of them, so no caller retypes them. */
+int ex_backend_parse_named(const char *field, const char *s, enum ex_backend_kind *k, struct rl_err *e);
 
 enum ex_compute { EX_COMPUTE_NONE, EX_COMPUTE_GEMM };
 

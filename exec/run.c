@@ -37,6 +37,20 @@ int ex_backend_parse(const char *s, enum ex_backend_kind *k, struct rl_err *e)
     return rl_errf(e, RL_EINVAL, "backend: '%s' is not a backend; allowed: auto, cpu, cuda", s ? s : "");
 }
 
+int ex_backend_parse_named(const char *field, const char *s, enum ex_backend_kind *k, struct rl_err *e)
+{
+    for (int i = EX_BACKEND_AUTO + 1; i < EX_BACKEND_COUNT; i++)
+        if (rl_streq(s, backend_names[i])) {
+            *k = (enum ex_backend_kind)i;
+            return 0;
+        }
+    char allowed[64] = "";
+    for (int i = EX_BACKEND_AUTO + 1; i < EX_BACKEND_COUNT; i++)
+        snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed), "%s%s", i > 1 ? ", " : "",
+                 backend_names[i]);
+    return rl_errf(e, RL_EINVAL, "%s: '%s' is not allowed; allowed: %s", field, s ? s : "", allowed);
+}
+
 void ex_opts_default(struct ex_opts *o)
 {
     memset(o, 0, sizeof *o);

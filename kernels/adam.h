@@ -1,5 +1,5 @@
 /* kernels/adam.h — the Adam / AdamW step on fp32 master parameters, bitwise equal across the
- * scalar reference, the CPU SIMD kernel and the CUDA kernel (DESIGN.md section 3).
+ * scalar reference, the CPU SIMD kernel and the CUDA kernel (the contract: kernels/README.md).
  *
  * Use:
  *   struct kern_adam_hparams h = kern_adam_hparams_default();   then set lr, mode, ...

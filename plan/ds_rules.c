@@ -2,7 +2,8 @@
  *
  * Every row was read in DeepSpeed's git history (deepspeedai/DeepSpeed): the commit named in
  * `change` is the first one with the new behaviour, and `git tag --contains <commit>` gives the
- * row's `from` as its oldest release tag. DEEPSPEED-STEP.md section 7 describes each change. */
+ * row's `from` as its oldest release tag. docs/deepspeed-step.md section 4 says where each change is
+ * in DeepSpeed's source (file, line, release). */
 #include <stdio.h>
 #include <string.h>
 
@@ -75,9 +76,8 @@ int plan_ds_version_check(struct rl_version v, struct rl_err *e)
     if (rl_version_cmp(v, f) >= 0)
         return 0;
     return rl_errf(e, RL_EINVAL,
-                   "deepspeed_version: %d.%d.%d has no offload_optimizer.ratio (partial offload "
-                   "arrived in %d.%d.%d); allowed: %d.%d.%d or later", v.major, v.minor, v.patch, f.major,
-                   f.minor, f.patch, f.major, f.minor, f.patch);
+                   "deepspeed_version: %s has no offload_optimizer.ratio (partial offload "
+                   "arrived in %s); allowed: %s or later", RL_VERSION_S(v), RL_VERSION_S(f), RL_VERSION_S(f));
 }
 
 /* Appends to buf (capacity n, used *o) with snprintf's truncation. */
@@ -95,15 +95,15 @@ static void range_text(int i, int end, bool lines, char *t, size_t n)
     if (lines && end == plan_ds_rules_count) {
         snprintf(t, n, ">= %d.%d", a.major, a.minor);
     } else if (end == plan_ds_rules_count) {
-        snprintf(t, n, ">= %d.%d.%d", a.major, a.minor, a.patch);
+        snprintf(t, n, ">= %s", RL_VERSION_S(a));
     } else {
         const struct rl_version b = plan_ds_rules_table[end].from;
         if (!lines)
-            snprintf(t, n, ">= %d.%d.%d, < %d.%d.%d", a.major, a.minor, a.patch, b.major, b.minor, b.patch);
+            snprintf(t, n, ">= %s, < %s", RL_VERSION_S(a), RL_VERSION_S(b));
         else if (b.patch == 0 && b.minor > 0)
             snprintf(t, n, "%d.%d-%d.%d", a.major, a.minor, b.major, b.minor - 1);
         else
-            snprintf(t, n, "%d.%d-<%d.%d.%d", a.major, a.minor, b.major, b.minor, b.patch);
+            snprintf(t, n, "%d.%d-<%s", a.major, a.minor, RL_VERSION_S(b));
     }
 }
 
@@ -136,8 +136,8 @@ void plan_ds_changes_text(char *buf, size_t n)
     buf[0] = 0;
     for (int i = 1; i < plan_ds_rules_count; i++) {
         const struct rl_version v = plan_ds_rules_table[i].from;
-        char t[32];
-        snprintf(t, sizeof t, "%s%d.%d.%d", i > 1 ? ", " : "", v.major, v.minor, v.patch);
+        char t[RL_VERSION_STR_MAX + 2];
+        snprintf(t, sizeof t, "%s%s", i > 1 ? ", " : "", RL_VERSION_S(v));
         put(buf, n, &o, t);
     }
 }

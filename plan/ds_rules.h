@@ -29,7 +29,7 @@
 #define PLAN_DS_DEFAULT_VERSION                                                                   \
     ((struct rl_version){PLAN_DS_DEFAULT_MAJOR, PLAN_DS_DEFAULT_MINOR, PLAN_DS_DEFAULT_PATCH})
 
-/* How the fp32 gradients of the CPU sub-groups are formed (DEEPSPEED-STEP.md 2.4, 7), each kind a
+/* How the fp32 gradients of the CPU sub-groups are formed (docs/deepspeed-step.md 2.4, 4), each kind a
  * set of pieces of PyTorch's copy_ that the simulator models as their own tasks (sim/README.md
  * "What copy_ does"). */
 enum plan_ds_grad_copy {

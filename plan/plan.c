@@ -13,18 +13,65 @@
 
 /* ---- names ----------------------------------------------------------------------------------- */
 
-static const char *const policy_names[] = {"auto", "deepspeed-0.12", "deepspeed-0.18", "exact"};
+/* The sub-groups [*lo, *hi) of n that a DeepSpeed rule puts on the CPU, as its Python computes it
+ * in double. */
+typedef void ds_cpu_range_fn(double ratio, int n, int *lo, int *hi);
+static void cpu_range_ds012(double ratio, int n, int *lo, int *hi)
+{
+    *lo = 0;
+    *hi = (int)floor(ratio * (double)n);
+}
+static void cpu_range_ds018(double ratio, int n, int *lo, int *hi)
+{
+    *lo = (int)floor((1.0 - ratio) * (double)n);
+    *hi = n;
+}
+/* The worked numbers of a rule for ratio r over N sub-groups, after its sentence. */
+typedef void rule_worked_fn(double r, int N, char *buf, size_t n);
+static void worked_ds012(double r, int N, char *buf, size_t n)
+{
+    snprintf(buf, n, " = floor(%g x %d) = %d", r, N, (int)floor(r * N));
+}
+static void worked_ds018(double r, int N, char *buf, size_t n)
+{
+    snprintf(buf, n, " = floor(%.17g x %d) = %d", 1.0 - r, N, (int)floor((1.0 - r) * N));
+}
+static void worked_exact(double r, int N, char *buf, size_t n)
+{
+    (void)r, (void)N;
+    snprintf(buf, n, " (granule %d elements)", PLAN_EXACT_GRANULE);
+}
+static bool rows_ds012(const struct plan_ds_rules *r) { return r->policy == PLAN_POLICY_DS012; }
+static bool rows_ds018(const struct plan_ds_rules *r) { return r->policy == PLAN_POLICY_DS018; }
+
+/* The placement policies, a row each in enum plan_policy's order: the name, the rule as the plan
+ * states it, and what applies it. A DeepSpeed rule (cpu_range set) counts sub-groups and names
+ * the releases it holds for (their rows in ds_rules.c); the exact policy splits elements. */
+static const struct {
+    const char *name;              /* as --policy names it */
+    const char *rule;              /* the rule as a sentence's predicate (NULL: auto, resolved first) */
+    ds_cpu_range_fn *cpu_range;    /* the sub-groups on the CPU (NULL: element granularity) */
+    plan_ds_rows_fn *releases;     /* the ds_rules.c rows with this rule (NULL: none) */
+    rule_worked_fn *worked;        /* the rule's numbers for one plan */
+} policy_rows[] = {
+    {"auto", NULL, NULL, NULL, NULL},
+    {"deepspeed-0.12", "puts sub-group i on the CPU iff i < floor(ratio x N)", cpu_range_ds012, rows_ds012,
+     worked_ds012},
+    {"deepspeed-0.18", "puts sub-group i on the CPU iff i >= floor((1 - ratio) x N)", cpu_range_ds018, rows_ds018,
+     worked_ds018},
+    {"exact", "the exact policy splits at element granularity", NULL, NULL, worked_exact},
+};
 static const char *const device_names[] = {"gpu", "cpu-pinned", "cpu-pageable"};
 static const char *const ledger_names[] = {"auto", "deepspeed-0.12", "deepspeed-0.13", "exec"};
 static const char *const stage_names[] = {"after_fp16_partitions", "after_fp32_partitions",
                                           "after_optimizer_states", "after_zero_optimizer",
                                           "after_first_step"};
-_Static_assert(RL_COUNT(policy_names) == PLAN_POLICY_COUNT, "a name per enum plan_policy");
+_Static_assert(RL_COUNT(policy_rows) == PLAN_POLICY_COUNT, "a row per enum plan_policy");
 _Static_assert(RL_COUNT(device_names) == PLAN_DEVICE_COUNT, "a name per enum plan_device");
 _Static_assert(RL_COUNT(ledger_names) == PLAN_LEDGER_COUNT, "a name per enum plan_ledger_kind");
 _Static_assert(RL_COUNT(stage_names) == PLAN_STAGE_COUNT, "a name per enum plan_stage");
 
-const char *plan_policy_name(enum plan_policy p) { return policy_names[p]; }
+const char *plan_policy_name(enum plan_policy p) { return policy_rows[p].name; }
 const char *plan_device_name(enum plan_device d) { return device_names[d]; }
 const char *plan_ledger_name(enum plan_ledger_kind k) { return ledger_names[k]; }
 const char *plan_stage_name(enum plan_stage s) { return stage_names[s]; }
@@ -40,13 +87,19 @@ static void names_text(const char *const *names, int n_names, char *buf, size_t 
     }
 }
 
-void plan_policy_names(char *buf, size_t n) { names_text(policy_names, PLAN_POLICY_COUNT, buf, n); }
+void plan_policy_names(char *buf, size_t n)
+{
+    const char *names[PLAN_POLICY_COUNT];
+    for (int i = 0; i < PLAN_POLICY_COUNT; i++)
+        names[i] = policy_rows[i].name;
+    names_text(names, PLAN_POLICY_COUNT, buf, n);
+}
 void plan_ledger_names(char *buf, size_t n) { names_text(ledger_names, PLAN_LEDGER_COUNT, buf, n); }
 
 int plan_policy_parse(const char *s, enum plan_policy *p, struct rl_err *e)
 {
     for (int i = 0; i < PLAN_POLICY_COUNT; i++)
-        if (rl_streq(s, policy_names[i])) {
+        if (rl_streq(s, policy_rows[i].name)) {
             *p = (enum plan_policy)i;
             return 0;
         }
@@ -74,6 +127,23 @@ int plan_policy_for_version(struct rl_version v, enum plan_policy *p, struct rl_
         return rc;
     *p = plan_ds_rules_for(v)->policy;
     return 0;
+}
+
+void plan_rule_sentence(const struct plan *p, char *buf, size_t n)
+{
+    enum plan_policy pol = p->policy >= 0 && p->policy < PLAN_POLICY_COUNT ? p->policy : PLAN_POLICY_AUTO;
+    char worked[96] = "", lines[96] = "";
+    if (!policy_rows[pol].rule) {
+        snprintf(buf, n, "policy %s: no rule until it is resolved", policy_rows[pol].name);
+        return;
+    }
+    policy_rows[pol].worked(p->requested_ratio, p->n_subgroups, worked, sizeof worked);
+    if (!policy_rows[pol].releases) {
+        snprintf(buf, n, "%s%s", policy_rows[pol].rule, worked);
+        return;
+    }
+    plan_ds_rows_lines(policy_rows[pol].releases, lines, sizeof lines);
+    snprintf(buf, n, "DeepSpeed %s %s%s", lines, policy_rows[pol].rule, worked);
 }
 
 /* ---- sub-groups and placement ------------------------------------------------------------- */
@@ -126,18 +196,12 @@ static int pack_range(const struct plan *p, int64_t sgs, struct plan_subgroup *o
     return n;
 }
 
-/* The sub-groups [*lo, *hi) of n that DeepSpeed's rule puts on the CPU, as its Python computes it in
- * double: the first floor(ratio x n) under 0.12 (PLAN_POLICY_DS012), the last n - floor((1 - ratio)
- * x n) under 0.18. Returns their number. */
+/* The sub-groups [*lo, *hi) of n that DeepSpeed's rule puts on the CPU (the policy's row): the
+ * first floor(ratio x n) under 0.12 (PLAN_POLICY_DS012), the last n - floor((1 - ratio) x n) under
+ * 0.18. Returns their number. */
 static int ds_cpu_subgroups(enum plan_policy pol, double ratio, int n, int *lo, int *hi)
 {
-    if (pol == PLAN_POLICY_DS012) {
-        *lo = 0;
-        *hi = (int)floor(ratio * (double)n);
-    } else {
-        *lo = (int)floor((1.0 - ratio) * (double)n);
-        *hi = n;
-    }
+    policy_rows[pol].cpu_range(ratio, n, lo, hi);
     if (*hi > n)
         *hi = n;
     if (*lo < 0)

@@ -116,7 +116,7 @@ struct plan_arch {
 /* Why the model's attention is what it is (the framework's default and its source), for reports. */
 const char *plan_attention_origin(const struct plan_arch *a);
 
-/* Param-group rules (DESIGN.md section 1). */
+/* Param-group rules (plan/README.md, "Model tensor lists": param groups). */
 enum plan_group_rule {
     PLAN_GROUPS_AUTO,            /* choose from the front end and the DeepSpeed config */
     PLAN_GROUPS_MEGATRON,        /* since mid-2023: no-decay = ".bias" or 1-D */
@@ -273,6 +273,11 @@ const char *plan_policy_name(enum plan_policy p);
 int plan_policy_parse(const char *s, enum plan_policy *p, struct rl_err *e);
 /* "auto, deepspeed-0.12, ...": every policy name, for messages and help texts. */
 void plan_policy_names(char *buf, size_t n);
+struct plan;
+/* The plan's placement rule as a sentence, from the policy's row (plan.c) with this plan's numbers
+ * and, for a DeepSpeed rule, the releases it holds for (ds_rules.c): "DeepSpeed 0.12-0.17 puts
+ * sub-group i on the CPU iff i < floor(ratio x N) = floor(0.3 x 10) = 3". */
+void plan_rule_sentence(const struct plan *p, char *buf, size_t n);
 /* The DeepSpeed rule that applies to a version (plan_ds_rules_for); RL_EINVAL before the first
  * release with offload_optimizer.ratio (plan_ds_version_check). */
 int plan_policy_for_version(struct rl_version v, enum plan_policy *p, struct rl_err *e);

@@ -16,9 +16,7 @@ json_t *plan_json(const struct plan *p)
     plan_json_ratio(o, p);
     json_object_set_new(o, "policy", json_string(plan_policy_name(p->policy)));
     json_object_set_new(o, "ledger", json_string(plan_ledger_name(p->ledger_kind)));
-    char v[32];
-    snprintf(v, sizeof v, "%d.%d.%d", p->zero.ds_version.major, p->zero.ds_version.minor, p->zero.ds_version.patch);
-    json_object_set_new(o, "deepspeed_version", json_string(v));
+    json_object_set_new(o, "deepspeed_version", json_string(RL_VERSION_S(p->zero.ds_version)));
     json_object_set_new(o, "sub_group_size", json_integer(p->zero.sub_group_size));
     json_object_set_new(o, "num_subgroups", json_integer(p->n_subgroups));
     json_object_set_new(o, "cpu_subgroups", json_integer(p->cpu_subgroups));

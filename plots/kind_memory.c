@@ -90,10 +90,7 @@ int plot__memory(struct plot__fig *f, struct rl_err *e)
                     plot__occ_seg(&occ, w->requested, v, nx->requested, plot__is_staircase(s[i].policy) ? v : vn, 0.015);
                 }
     }
-    if (!plot__key_fit(f, &occ, &k)) {
-        g.key_in = plot__key_strip(f, &k);
-        g.height_in += g.key_in;
-    }
+    plot__key_settle(f, &g, &k, &occ);
     plot__occ_free(&occ);
     plot__gp_preamble(f, g.height_in);
     FILE *gp = f->gp;

@@ -1,5 +1,8 @@
 /* plots/kind_time.c — `ratiolab plot time`: step time against the requested ratio, stacked by
- * phase group (exposed time). */
+ * phase group (exposed time).
+ *
+ * Three steps, as for every kind: gather (the sweeps read, the bands found, the .dat written),
+ * place (panels, titles, the key through plot.c's placement) and emit (the gnuplot script). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>   /* qsort */
@@ -108,29 +111,32 @@ static int ref_row(const struct plot__sweep *s, double ratio)
     return -1;
 }
 
+/* The figure between its steps: what gather found, then what place decided. */
+struct tm_fig {
+    struct plot__sweep s[PLOT_MAX_IN];   /* the inputs, one panel each */
+    int ns;                              /* entries in s */
+    char names[PLOT__PH_MAX + 1][32];    /* the bands drawn, bottom to top; the last is idle */
+    int n_names;                         /* entries in names */
+    double ymax;                         /* the tallest bar, s */
+    int best[PLOT_MAX_IN];               /* per sweep the fastest row that fits, -1 none */
+    /* place */
+    bool dbl;                            /* a double column: panels side by side */
+    double panel_w;                      /* a panel's plot area, inches wide */
+    int t_lines;                         /* lines of each panel's title (1 to 3) */
+    double tick, top;                    /* y tick step and top of the y range */
+    double half;                         /* half a bar's width, ratio units */
+    char shade_title[96];                /* the key's entry for the shading */
+    struct plot__grid g;                 /* the panels */
+    struct plot__key key;                /* the key */
+};
 
-int plot__time(struct plot__fig *f, struct rl_err *e)
+/* The bands drawn: phase groups (traces/layout.h) by default, every phase with --phases all;
+ * those with exposed time somewhere, in the table's order, then idle on top. */
+static void gather_bands(const struct plot__fig *f, struct tm_fig *c)
 {
-    int ns = f->o->n_in;
-    if (ns > 4)
-        return rl_errf(e, RL_EINVAL, "in: %d sweeps; plot time draws 1 to 4 (one panel each)", ns);
-    struct plot__sweep s[PLOT_MAX_IN];
-    int rc = plot__read_sweeps(f, s, e);
-    if (rc)
-        return rc;
-    for (int i = 0; i < ns; i++)
-        if (!s[i].has_phases) {
-            rc = rl_errf(e, RL_EINVAL, "%s: a sweep CSV has no per-phase times; plot time needs `ratiolab sweep "
-                         "--json`", f->o->in[i]);
-            plot__free_sweeps(s, ns);
-            return rc;
-        }
-    /* The bands drawn: phase groups (traces/layout.h) by default, every phase with --phases all;
-     * those with exposed time somewhere, in the table's order, then idle on top. */
-    char names[PLOT__PH_MAX + 1][32];
-    int n_names = 0;
+    const struct plot__sweep *s = c->s;
     for (int q = -1; q < TRACE_N_PHASES - 1; q++) {   /* -1: names that are no phase, in input order */
-        for (int i = 0; i < ns; i++)
+        for (int i = 0; i < c->ns; i++)
             for (int p = 0; p < s[i].n_phases; p++) {
                 const struct trace_phase *ph = trace_phase_find(s[i].phase[p]);
                 if ((q < 0) != (ph == NULL) || (ph && ph != &trace_phases[q]))
@@ -139,74 +145,149 @@ int plot__time(struct plot__fig *f, struct rl_err *e)
                 for (int k = 0; k < s[i].n_rows; k++)
                     used |= s[i].rows[k].exposed_ns[p] > 0;
                 const char *band = band_of(f, s[i].phase[p]);
-                for (int b = 0; b < n_names; b++)
-                    have |= strcmp(names[b], band) == 0;
-                if (used && !have && n_names < PLOT__PH_MAX)
-                    snprintf(names[n_names++], sizeof names[0], "%s", band);
+                for (int b = 0; b < c->n_names; b++)
+                    have |= strcmp(c->names[b], band) == 0;
+                if (used && !have && c->n_names < PLOT__PH_MAX)
+                    snprintf(c->names[c->n_names++], sizeof c->names[0], "%s", band);
             }
     }
     if (!f->o->all_phases)   /* groups in the table's group order */
-        qsort(names, (size_t)n_names, sizeof names[0], cmp_band);
-    snprintf(names[n_names++], sizeof names[0], "idle");
-    plot__sweep_meta(f, s, ns);
-    double ymax = 0;
-    int best[PLOT_MAX_IN];
-    for (int i = 0; i < ns; i++) {
-        char what[512];
-        snprintf(what, sizeof what, "%s: schedule %s, policy %s; phase columns are cumulative (each the top of "
-                 "its band), the last equals the step time", s[i].name, s[i].schedule, s[i].policy);
-        plot__block(f, what);
-        fputs("# requested_ratio\thonored_ratio\tstep_s\tfits", f->dat);
-        for (int q = 0; q < n_names; q++)
-            fprintf(f->dat, "\ttop_%s_s", names[q]);
-        fputc('\n', f->dat);
-        for (int k = 0; k < s[i].n_rows; k++) {
-            const struct plot__sweep_row *w = &s[i].rows[k];
-            fprintf(f->dat, "%.4f\t%.6f\t%.6f\t%d", w->requested, w->honored, (double)w->step_ns * 1e-9,
-                    plot__row_fits(f, w));
-            int64_t cum = 0;
-            for (int q = 0; q < n_names; q++) {
-                if (q == n_names - 1) {
-                    cum += w->idle_ns;
-                } else {
-                    for (int p = 0; p < s[i].n_phases; p++)
-                        if (strcmp(band_of(f, s[i].phase[p]), names[q]) == 0)
-                            cum += w->exposed_ns[p];
-                }
-                fprintf(f->dat, "\t%.6f", (double)cum * 1e-9);
-            }
-            fputc('\n', f->dat);
-            ymax = fmax(ymax, (double)fmax((double)cum, (double)w->step_ns) * 1e-9);
-        }
-        best[i] = plot__best_fit(f, &s[i]);
-    }
-    fprintf(f->dat, "\n\n# [summary] fastest ratio that fits%s\n", f->o->gpu_mem_bytes > 0 ? " --gpu-mem" : "");
-    for (int i = 0; i < ns; i++) {
-        if (best[i] < 0)
-            fprintf(f->dat, "# %s: none fits\n", s[i].name);
-        else
-            fprintf(f->dat, "# %s: requested %.4f, step %.6f s\n", s[i].name, s[i].rows[best[i]].requested,
-                    (double)s[i].rows[best[i]].step_ns * 1e-9);
-    }
+        qsort(c->names, (size_t)c->n_names, sizeof c->names[0], cmp_band);
+    snprintf(c->names[c->n_names++], sizeof c->names[0], "idle");
+}
 
-    bool dbl = f->o->width == PLOT_DOUBLE;
-    int cols = dbl ? ns : 1, rows = dbl ? 1 : ns;
-    double panel_h = dbl ? 2.2 : 1.9;
+/* Sweep i's data block: per ratio the top of each band (cumulative), the step and whether it fits. */
+static void gather_sweep(struct plot__fig *f, struct tm_fig *c, int i)
+{
+    const struct plot__sweep *s = &c->s[i];
+    char what[512];
+    snprintf(what, sizeof what, "%s: schedule %s, policy %s; phase columns are cumulative (each the top of "
+             "its band), the last equals the step time", s->name, s->schedule, s->policy);
+    plot__block(f, what);
+    fputs("# requested_ratio\thonored_ratio\tstep_s\tfits", f->dat);
+    for (int q = 0; q < c->n_names; q++)
+        fprintf(f->dat, "\ttop_%s_s", c->names[q]);
+    fputc('\n', f->dat);
+    for (int k = 0; k < s->n_rows; k++) {
+        const struct plot__sweep_row *w = &s->rows[k];
+        fprintf(f->dat, "%.4f\t%.6f\t%.6f\t%d", w->requested, w->honored, (double)w->step_ns * 1e-9,
+                plot__row_fits(f, w));
+        int64_t cum = 0;
+        for (int q = 0; q < c->n_names; q++) {
+            if (q == c->n_names - 1) {
+                cum += w->idle_ns;
+            } else {
+                for (int p = 0; p < s->n_phases; p++)
+                    if (strcmp(band_of(f, s->phase[p]), c->names[q]) == 0)
+                        cum += w->exposed_ns[p];
+            }
+            fprintf(f->dat, "\t%.6f", (double)cum * 1e-9);
+        }
+        fputc('\n', f->dat);
+        c->ymax = fmax(c->ymax, (double)fmax((double)cum, (double)w->step_ns) * 1e-9);
+    }
+    c->best[i] = plot__best_fit(f, s);
+}
+
+/* Gather: the sweeps read, the bands found, the .dat written. On error nothing is held. */
+static int gather(struct plot__fig *f, struct tm_fig *c, struct rl_err *e)
+{
+    c->ns = f->o->n_in;
+    if (c->ns > 4)
+        return rl_errf(e, RL_EINVAL, "in: %d sweeps; plot time draws 1 to 4 (one panel each)", c->ns);
+    int rc = plot__read_sweeps(f, c->s, e);
+    if (rc)
+        return rc;
+    for (int i = 0; i < c->ns; i++)
+        if (!c->s[i].has_phases) {
+            rc = rl_errf(e, RL_EINVAL, "%s: a sweep CSV has no per-phase times; plot time needs `ratiolab sweep "
+                         "--json`", f->o->in[i]);
+            plot__free_sweeps(c->s, c->ns);
+            return rc;
+        }
+    gather_bands(f, c);
+    plot__sweep_meta(f, c->s, c->ns);
+    for (int i = 0; i < c->ns; i++)
+        gather_sweep(f, c, i);
+    fprintf(f->dat, "\n\n# [summary] fastest ratio that fits%s\n", f->o->gpu_mem_bytes > 0 ? " --gpu-mem" : "");
+    for (int i = 0; i < c->ns; i++) {
+        if (c->best[i] < 0)
+            fprintf(f->dat, "# %s: none fits\n", c->s[i].name);
+        else
+            fprintf(f->dat, "# %s: requested %.4f, step %.6f s\n", c->s[i].name, c->s[i].rows[c->best[i]].requested,
+                    (double)c->s[i].rows[c->best[i]].step_ns * 1e-9);
+    }
+    return 0;
+}
+
+/* The panels at one try of the layout: bars, the no-offload line, the "fastest that fits" label and
+ * its arrow. Try a gives room above the bars of 1.25 + a x 0.25 times the tallest, up to twice. */
+static bool fill_panels(const struct plot__fig *f, void *ctx, int attempt, struct plot__occ *occ)
+{
+    struct tm_fig *c = ctx;
+    double room = 1.25;
+    for (int a = 0; a < attempt; a++)
+        room += 0.25;
+    if (room >= 2.01)
+        return false;
+    double top = ceil(c->ymax * room / c->tick) * c->tick;
+    for (int i = c->ns - 1; i >= 0; i--) {
+        const struct plot__sweep *s = &c->s[i];
+        plot__occ_grid_panel(occ, f, &c->g, c->dbl ? 0 : i, c->dbl ? i : 0, -0.04, 1.04, 0, top, false, false);
+        for (int k = 0; k < s->n_rows; k++) {
+            const struct plot__sweep_row *w = &s->rows[k];
+            int64_t cum = w->idle_ns;
+            for (int p = 0; p < s->n_phases; p++)
+                cum += w->exposed_ns[p];
+            plot__occ_box(occ, w->requested - c->half, 0, w->requested + c->half,
+                          fmax((double)cum, (double)w->step_ns) * 1e-9);
+        }
+        int r0 = ref_row(s, 0);
+        if (r0 >= 0)
+            plot__occ_seg(occ, -0.04, (double)s->rows[r0].step_ns * 1e-9, 1.04, (double)s->rows[r0].step_ns * 1e-9,
+                          0.01);
+        if (c->best[i] >= 0) {   /* the "fastest that fits" label and its arrow, as emitted */
+            struct best_label bl;
+            best_label(s, c->best[i], top, c->half, c->panel_w, &bl);
+            double x = s->rows[c->best[i]].requested;
+            double ly = plot__occ_y(occ, bl.y);
+            for (int ln = 0; ln < (bl.two ? 2 : 1); ln++)
+                plot__occ_text(occ, plot__occ_gx(occ, bl.gx), bl.two ? ly + (ln ? -0.06 : 0.06) : ly, bl.chars, 9,
+                               bl.just);
+            plot__occ_seg(occ, x, bl.y - bl.below, x, (double)s->rows[c->best[i]].step_ns * 1e-9, 0.03);
+        } else {
+            plot__occ_text(occ, plot__occ_gx(occ, 0.5), plot__occ_gy(occ, 0.93), 13, 9, 0);
+        }
+    }
+    return true;
+}
+
+/* Place: the panels (one per sweep, side by side in a double column), their titles, bar widths,
+ * the key. The key has one entry per band, one for the shading, one for the no-offload line; it
+ * goes where no bar, line or label lies in a panel; when no panel has such a spot, the panels get
+ * more room above the bars (up to twice the tallest), and only then a strip under them. */
+static void place(const struct plot__fig *f, struct tm_fig *c)
+{
+    const struct plot__sweep *s = c->s;
+    int ns = c->ns;
+    c->dbl = f->o->width == PLOT_DOUBLE;
+    int cols = c->dbl ? ns : 1, rows = c->dbl ? 1 : ns;
+    double panel_h = c->dbl ? 2.2 : 1.9;
     /* Panel titles (policy, DeepSpeed version, schedule) on one line where every one fits across
      * its panel, else on two or three. */
-    double right_in = f->o->speedup ? 0.62 : 0.15, panel_w = plot__width_in(f) / cols - 0.5 - right_in;
-    int t_lines = title_lines(s, ns, panel_w + right_in);
-    struct plot__grid g = {rows, cols, 0, 0.5, right_in, 0.08 + 0.14 * t_lines, 0.36,
-                           f->o->title && *f->o->title ? 0.25 : 0, 0};
-    g.height_in = rows * (panel_h + g.top_in - 0.22) + g.title_in;
-    double tick = plot__tick(ymax, 5);
+    double right_in = f->o->speedup ? 0.62 : 0.15;
+    c->panel_w = plot__width_in(f) / cols - 0.5 - right_in;
+    c->t_lines = title_lines(s, ns, c->panel_w + right_in);
+    c->g = (struct plot__grid){rows, cols, 0, 0.5, right_in, 0.08 + 0.14 * c->t_lines, 0.36,
+                               f->o->title && *f->o->title ? 0.25 : 0, 0};
+    c->g.height_in = rows * (panel_h + c->g.top_in - 0.22) + c->g.title_in;
+    c->tick = plot__tick(c->ymax, 5);
     char gpu_mem[40] = "";
     if (f->o->gpu_mem_bytes > 0)
         plot__gib_label(gpu_mem, sizeof gpu_mem, f->o->gpu_mem_bytes);
     else if (s[0].gpu_capacity_bytes > 0)
         plot__gib_label(gpu_mem, sizeof gpu_mem, s[0].gpu_capacity_bytes);
-    char shade_title[96];
-    snprintf(shade_title, sizeof shade_title, "%s%s", gpu_mem[0] ? "over " : "does not fit", gpu_mem);
+    snprintf(c->shade_title, sizeof c->shade_title, "%s%s", gpu_mem[0] ? "over " : "does not fit", gpu_mem);
     /* Bars are 80 % of the closest spacing of ratios. */
     double min_step = 1;
     for (int i = 0; i < ns; i++)
@@ -215,177 +296,171 @@ int plot__time(struct plot__fig *f, struct rl_err *e)
             if (d > 1e-9 && d < min_step)
                 min_step = d;
         }
-    double half = 0.4 * min_step;
-    /* The key: one entry per band, one for the shading, one for the no-offload line. It goes where
-     * no bar, line or label lies in a panel; when no panel has such a spot, the panels get more room
-     * above the bars (up to twice the tallest), and only then a strip under them. */
-    struct plot__key key;
-    plot__key_init(&key, n_names + 2);
-    for (int q = 0; q < n_names; q++)
-        plot__key_title(&key, q, names[q]);
-    plot__key_title(&key, n_names, shade_title);
-    plot__key_title(&key, n_names + 1, "ratio 0 (no offload)");
-    double top = 0;
-    bool fits = false;
-    for (double room = 1.25; !fits && room < 2.01; room += 0.25) {
-        top = ceil(ymax * room / tick) * tick;
-        struct plot__occ occ = {0};
-        for (int i = ns - 1; i >= 0; i--) {
-            plot__occ_grid_panel(&occ, f, &g, dbl ? 0 : i, dbl ? i : 0, -0.04, 1.04, 0, top, false, false);
-            for (int k = 0; k < s[i].n_rows; k++) {
-                const struct plot__sweep_row *w = &s[i].rows[k];
-                int64_t cum = w->idle_ns;
-                for (int p = 0; p < s[i].n_phases; p++)
-                    cum += w->exposed_ns[p];
-                plot__occ_box(&occ, w->requested - half, 0, w->requested + half,
-                              fmax((double)cum, (double)w->step_ns) * 1e-9);
-            }
-            int r0 = ref_row(&s[i], 0);
-            if (r0 >= 0)
-                plot__occ_seg(&occ, -0.04, (double)s[i].rows[r0].step_ns * 1e-9, 1.04,
-                              (double)s[i].rows[r0].step_ns * 1e-9, 0.01);
-            if (best[i] >= 0) {   /* the "fastest that fits" label and its arrow, as drawn below */
-                struct best_label bl;
-                best_label(&s[i], best[i], top, half, panel_w, &bl);
-                double x = s[i].rows[best[i]].requested;
-                double ly = plot__occ_y(&occ, bl.y);
-                for (int ln = 0; ln < (bl.two ? 2 : 1); ln++)
-                    plot__occ_text(&occ, plot__occ_gx(&occ, bl.gx), bl.two ? ly + (ln ? -0.06 : 0.06) : ly, bl.chars, 9,
-                                   bl.just);
-                plot__occ_seg(&occ, x, bl.y - bl.below, x, (double)s[i].rows[best[i]].step_ns * 1e-9, 0.03);
-            } else {
-                plot__occ_text(&occ, plot__occ_gx(&occ, 0.5), plot__occ_gy(&occ, 0.93), 13, 9, 0);
-            }
+    c->half = 0.4 * min_step;
+    plot__key_init(&c->key, c->n_names + 2);
+    for (int q = 0; q < c->n_names; q++)
+        plot__key_title(&c->key, q, c->names[q]);
+    plot__key_title(&c->key, c->n_names, c->shade_title);
+    plot__key_title(&c->key, c->n_names + 1, "ratio 0 (no offload)");
+    int at = plot__key_place(f, &c->g, &c->key, fill_panels, c);
+    double room = 1.25;
+    for (int a = 0; a < at; a++)
+        room += 0.25;
+    c->top = ceil(c->ymax * room / c->tick) * c->tick;
+}
+
+/* Panel i's title, no-offload line and --speedup axis (a right axis of the reference's step time
+ * over each step time). */
+static void emit_panel_axes(struct plot__fig *f, const struct tm_fig *c, int i)
+{
+    FILE *gp = f->gp;
+    const struct plot__sweep *s = &c->s[i];
+    struct panel_title pt;
+    panel_title(s, &pt);
+    fputs("set title ", gp);
+    plot__gp_str(f, "policy", pt.part[0]);
+    fputs(c->t_lines == 3 ? " . \"\\n\" . " : " . \", \" . ", gp);
+    plot__gp_str(f, "deepspeed_version", pt.part[1]);
+    fputs(c->t_lines == 1 ? " . \", \" . " : " . \"\\n\" . ", gp);
+    plot__gp_str(f, "schedule", pt.part[2]);
+    fputs("\n", gp);
+    /* The no-offload step (ratio 0) as a dashed line across the panel, named inside it. */
+    int r0 = ref_row(s, 0);
+    if (r0 >= 0) {
+        double t0 = (double)s->rows[r0].step_ns * 1e-9;
+        fprintf(gp, "set arrow 3 from graph 0, first %.6f to graph 1, first %.6f nohead lc rgb '#000000' dt 2 "
+                    "lw 1 front\n", t0, t0);
+    }
+    int rs = f->o->speedup ? ref_row(s, f->o->speedup == PLOT_SPEEDUP_NO_OFFLOAD ? 0 : 1) : -1;
+    if (rs < 0) {
+        fputs("unset y2tics\nunset y2label\n", gp);
+        return;
+    }
+    double tr = (double)s->rows[rs].step_ns * 1e-9, top = c->top;
+    static const double sp[] = {0.1, 0.2, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 2, 3, 4, 5, 10};
+    fprintf(gp, "set y2range [0:%g]\nset y2tics out nomirror (", top);
+    bool first = true;
+    double last_at = INFINITY;
+    for (size_t k = 0; k < sizeof sp / sizeof sp[0]; k++) {
+        double at = tr / sp[k];   /* falls as the speedup grows; ticks keep 7 % of the axis apart */
+        if (at > top || at < top * 0.04 || last_at - at < top * 0.07)
+            continue;
+        last_at = at;
+        fprintf(gp, "%s\"%g\" %.6f", first ? "" : ", ", sp[k], at);
+        first = false;
+    }
+    fputs(")\n", gp);
+    fprintf(gp, "set y2label \"speedup over %s\" offset -1,0\n",
+            f->o->speedup == PLOT_SPEEDUP_NO_OFFLOAD ? "ratio 0 (no offload)" : "ratio 1 (full offload)");
+}
+
+/* Panel i's shading of ratios that do not fit, its "fastest that fits" mark, and its bars. */
+static void emit_panel_data(struct plot__fig *f, const struct tm_fig *c, int i)
+{
+    FILE *gp = f->gp;
+    const struct plot__sweep *sw = &c->s[i];
+    /* Shade runs of ratios that do not fit, half a sample beyond each end. */
+    int obj = 1;
+    for (int k = 0; k < sw->n_rows;) {
+        if (plot__row_fits(f, &sw->rows[k])) {
+            k++;
+            continue;
         }
-        fits = plot__key_fit(f, &occ, &key);
-        plot__occ_free(&occ);
+        int j = k;
+        while (j + 1 < sw->n_rows && !plot__row_fits(f, &sw->rows[j + 1]))
+            j++;
+        double lo = sw->rows[k].requested - (k > 0 ? (sw->rows[k].requested - sw->rows[k - 1].requested) / 2 : 0.04);
+        double hi = sw->rows[j].requested +
+                    (j + 1 < sw->n_rows ? (sw->rows[j + 1].requested - sw->rows[j].requested) / 2 : 0.04);
+        fprintf(gp, "set object %d rect from %.4f, graph 0 to %.4f, graph 1 fc rgb '#ececec' fs solid 1.0 "
+                    "noborder behind\n", obj++, lo, hi);
+        k = j + 1;
     }
-    if (!fits) {
-        top = ceil(ymax * 1.25 / tick) * tick;
-        g.key_in = plot__key_strip(f, &key);
-        g.height_in += g.key_in;
+    if (c->best[i] >= 0) {
+        const struct plot__sweep_row *w = &sw->rows[c->best[i]];
+        double x = w->requested, y = (double)w->step_ns * 1e-9;
+        struct best_label bl;
+        best_label(sw, c->best[i], c->top, c->half, c->panel_w, &bl);
+        fprintf(gp, "set arrow 1 from %.4f, first %.6f to %.4f, first %.6f head size screen 0.012,25 filled "
+                    "lw 1.2 lc rgb '#000000' front\n", x, bl.y - bl.below, x, y + c->top * 0.015);
+        fprintf(gp, "set label 2 \"%s%.2f (%.2f s)\" at graph %.4f, first %.6f %s front\n",
+                bl.two ? "fastest fit:\\n" : "fastest that fits: ", w->requested, y, bl.gx, bl.y,
+                bl.just > 0 ? "right" : bl.just < 0 ? "left" : "center");
+    } else {
+        fputs("set label 2 'no ratio fits' at graph 0.5, graph 0.93 center front\n", gp);
     }
-    plot__gp_preamble(f, g.height_in);
+    /* Each band is its own box from the top of the band below to its own top, so no band is drawn
+     * over another (overdrawn edges show through anti-aliasing). */
+    fputs("plot ", gp);
+    for (int q = 0; q < c->n_names; q++) {
+        int pat;
+        const char *col = plot__phase_color(c->names[q], q, &pat);
+        char lo[16];
+        if (q)
+            snprintf(lo, sizeof lo, "$%d", 4 + q);
+        else
+            snprintf(lo, sizeof lo, "0");
+        fprintf(gp, "%sdatafile index %d using 1:((%s+$%d)/2):($1-%.4f):($1+%.4f):(%s):%d with boxxyerror fc rgb '%s' ",
+                q ? ", \\\n     " : "", i, lo, 5 + q, c->half, c->half, lo, 5 + q, col);
+        if (pat)
+            fprintf(gp, "fs pattern %d noborder", pat);
+        else
+            fputs("fs solid 1.0 noborder", gp);
+    }
+    fputc('\n', gp);
+}
+
+/* Emit: the script, from what place decided. */
+static void emit(struct plot__fig *f, const struct tm_fig *c)
+{
+    plot__gp_preamble(f, c->g.height_in);
     FILE *gp = f->gp;
     plot__multiplot(f);
     fprintf(gp, "set style fill solid 1.0 noborder\n"
                 "set xlabel 'requested ratio' offset 0,0.9\nset xrange [-0.04:1.04]\nset xtics 0.2 format '%%.1f'\n"
                 "set yrange [0:%g]\nset ytics 0, %g, %g format '%s'\nunset key\n",
-            top, tick, ceil(ymax / tick) * tick, plot__tick_format(tick));
-    for (int i = 0; i < ns; i++) {
-        plot__panel(f, &g, dbl ? 0 : i, dbl ? i : 0);
+            c->top, c->tick, ceil(c->ymax / c->tick) * c->tick, plot__tick_format(c->tick));
+    for (int i = 0; i < c->ns; i++) {
+        plot__panel(f, &c->g, c->dbl ? 0 : i, c->dbl ? i : 0);
         fputs("unset object\nunset arrow\nunset label\n", gp);
-        plot__ylabel(f, &g, dbl ? 0 : i, dbl ? i : 0, "step time (s)");
-        struct panel_title pt;
-        panel_title(&s[i], &pt);
-        fputs("set title ", gp);
-        plot__gp_str(f, "policy", pt.part[0]);
-        fputs(t_lines == 3 ? " . \"\\n\" . " : " . \", \" . ", gp);
-        plot__gp_str(f, "deepspeed_version", pt.part[1]);
-        fputs(t_lines == 1 ? " . \", \" . " : " . \"\\n\" . ", gp);
-        plot__gp_str(f, "schedule", pt.part[2]);
-        fputs("\n", gp);
-        /* The no-offload step (ratio 0) as a dashed line across the panel, named inside it. */
-        int r0 = ref_row(&s[i], 0);
-        if (r0 >= 0) {
-            double t0 = (double)s[i].rows[r0].step_ns * 1e-9;
-            fprintf(gp, "set arrow 3 from graph 0, first %.6f to graph 1, first %.6f nohead lc rgb '#000000' dt 2 "
-                        "lw 1 front\n", t0, t0);
-        }
-        /* --speedup: a right axis of the reference's step time over each step time. */
-        int rs = f->o->speedup ? ref_row(&s[i], f->o->speedup == PLOT_SPEEDUP_NO_OFFLOAD ? 0 : 1) : -1;
-        if (rs >= 0) {
-            double tr = (double)s[i].rows[rs].step_ns * 1e-9;
-            static const double sp[] = {0.1, 0.2, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 2, 3, 4, 5, 10};
-            fprintf(gp, "set y2range [0:%g]\nset y2tics out nomirror (", top);
-            bool first = true;
-            double last_at = INFINITY;
-            for (size_t k = 0; k < sizeof sp / sizeof sp[0]; k++) {
-                double at = tr / sp[k];   /* falls as the speedup grows; ticks keep 7 % of the axis apart */
-                if (at > top || at < top * 0.04 || last_at - at < top * 0.07)
-                    continue;
-                last_at = at;
-                fprintf(gp, "%s\"%g\" %.6f", first ? "" : ", ", sp[k], at);
-                first = false;
-            }
-            fputs(")\n", gp);
-            fprintf(gp, "set y2label \"speedup over %s\" offset -1,0\n",
-                    f->o->speedup == PLOT_SPEEDUP_NO_OFFLOAD ? "ratio 0 (no offload)" : "ratio 1 (full offload)");
-        } else {
-            fputs("unset y2tics\nunset y2label\n", gp);
-        }
-        /* Shade runs of ratios that do not fit, half a sample beyond each end. */
-        const struct plot__sweep *sw = &s[i];
-        int obj = 1;
-        for (int k = 0; k < sw->n_rows;) {
-            if (plot__row_fits(f, &sw->rows[k])) {
-                k++;
-                continue;
-            }
-            int j = k;
-            while (j + 1 < sw->n_rows && !plot__row_fits(f, &sw->rows[j + 1]))
-                j++;
-            double lo = sw->rows[k].requested - (k > 0 ? (sw->rows[k].requested - sw->rows[k - 1].requested) / 2 : 0.04);
-            double hi = sw->rows[j].requested +
-                        (j + 1 < sw->n_rows ? (sw->rows[j + 1].requested - sw->rows[j].requested) / 2 : 0.04);
-            fprintf(gp, "set object %d rect from %.4f, graph 0 to %.4f, graph 1 fc rgb '#ececec' fs solid 1.0 "
-                        "noborder behind\n", obj++, lo, hi);
-            k = j + 1;
-        }
-        if (best[i] >= 0) {
-            const struct plot__sweep_row *w = &sw->rows[best[i]];
-            double x = w->requested, y = (double)w->step_ns * 1e-9;
-            struct best_label bl;
-            best_label(sw, best[i], top, half, panel_w, &bl);
-            fprintf(gp, "set arrow 1 from %.4f, first %.6f to %.4f, first %.6f head size screen 0.012,25 filled "
-                        "lw 1.2 lc rgb '#000000' front\n", x, bl.y - bl.below, x, y + top * 0.015);
-            fprintf(gp, "set label 2 \"%s%.2f (%.2f s)\" at graph %.4f, first %.6f %s front\n",
-                    bl.two ? "fastest fit:\\n" : "fastest that fits: ", w->requested, y, bl.gx, bl.y,
-                    bl.just > 0 ? "right" : bl.just < 0 ? "left" : "center");
-        } else {
-            fputs("set label 2 'no ratio fits' at graph 0.5, graph 0.93 center front\n", gp);
-        }
-        /* Each band is its own box from the top of the band below to its own top, so no band is
-         * drawn over another (overdrawn edges show through anti-aliasing). */
-        fputs("plot ", gp);
-        for (int q = 0; q < n_names; q++) {
-            int pat;
-            const char *c = plot__phase_color(names[q], q, &pat);
-            char lo[16];
-            if (q)
-                snprintf(lo, sizeof lo, "$%d", 4 + q);
-            else
-                snprintf(lo, sizeof lo, "0");
-            fprintf(gp, "%sdatafile index %d using 1:((%s+$%d)/2):($1-%.4f):($1+%.4f):(%s):%d with boxxyerror fc rgb '%s' ",
-                    q ? ", \\\n     " : "", i, lo, 5 + q, half, half, lo, 5 + q, c);
-            if (pat)
-                fprintf(gp, "fs pattern %d noborder", pat);
-            else
-                fputs("fs solid 1.0 noborder", gp);
-        }
-        fputc('\n', gp);
+        plot__ylabel(f, &c->g, c->dbl ? 0 : i, c->dbl ? i : 0, "step time (s)");
+        emit_panel_axes(f, c, i);
+        emit_panel_data(f, c, i);
     }
     /* The key: one entry per band, the shading, the no-offload line. */
-    plot__key_begin(f, &g, &key);
-    for (int q = 0; q < n_names; q++) {
+    plot__key_begin(f, &c->g, &c->key);
+    for (int q = 0; q < c->n_names; q++) {
         int pat;
-        const char *c = plot__phase_color(names[q], q, &pat);
-        plot__key_entry(f, &g, &key, q);
-        fprintf(gp, "NaN with boxes fc rgb '%s' ", c);
+        const char *col = plot__phase_color(c->names[q], q, &pat);
+        plot__key_entry(f, &c->g, &c->key, q);
+        fprintf(gp, "NaN with boxes fc rgb '%s' ", col);
         if (pat)
-            fprintf(gp, "fs pattern %d border lc rgb '%s'", pat, c);
+            fprintf(gp, "fs pattern %d border lc rgb '%s'", pat, col);
         else
             fputs("fs solid 1.0", gp);
         fputs(" title ", gp);
-        plot__gp_str(f, "phase", names[q]);
+        plot__gp_str(f, "phase", c->names[q]);
         fputc('\n', gp);
     }
-    plot__key_entry(f, &g, &key, n_names + 1);
+    plot__key_entry(f, &c->g, &c->key, c->n_names + 1);
     fputs("NaN with lines lc rgb '#000000' dt 2 lw 1 title 'ratio 0 (no offload)'\n", gp);
-    plot__key_entry(f, &g, &key, n_names);
+    plot__key_entry(f, &c->g, &c->key, c->n_names);
     fputs("NaN with boxes fc rgb '#ececec' fs solid 1.0 border lc rgb '#aaaaaa' title ", gp);
-    plot__gp_str(f, "label", shade_title);
+    plot__gp_str(f, "label", c->shade_title);
     fputs("\nunset multiplot\n", gp);
-    plot__free_sweeps(s, ns);
-    return 0;
+}
+
+int plot__time(struct plot__fig *f, struct rl_err *e)
+{
+    struct tm_fig *c = calloc(1, sizeof *c);
+    if (!c)
+        return rl_errf(e, RL_ENOMEM, "plot time: out of memory");
+    int rc = gather(f, c, e);
+    if (!rc) {
+        place(f, c);
+        emit(f, c);
+        plot__free_sweeps(c->s, c->ns);
+    }
+    free(c);
+    return rc;
 }

@@ -1,4 +1,8 @@
-/* plots/kind_timeline.c — `ratiolab plot timeline`: a Gantt chart of one step from one or two traces. */
+/* plots/kind_timeline.c — `ratiolab plot timeline`: a Gantt chart of one step from one or two traces.
+ *
+ * Three steps, as for every kind: gather (the traces read, the categories found, the .dat
+ * written), place (the panels, each category's name on its spans, the key through plot.c's
+ * placement) and emit (the gnuplot script). */
 #include <jansson.h>   /* a metadata event's and a step span's args */
 #include <math.h>
 #include <stdio.h>
@@ -259,284 +263,350 @@ static int tl_read(const struct plot__fig *f, const char *path, struct tl_trace 
     return 0;
 }
 
-int plot__timeline(struct plot__fig *f, struct rl_err *e)
+/* The figure between its steps: what gather found, then what place decided. */
+struct tl_fig {
+    struct tl_trace *t;                  /* the traces (two allocated) */
+    int nt;                              /* traces read */
+    char cats[TL_MAX_CATS][32];          /* the categories drawn: the phases in their order, then others */
+    int n_cats;                          /* entries in cats */
+    int n_spans[2][TL_MAX_CATS];         /* spans per trace and category (empty blocks are not plotted) */
+    double span_ms;                      /* the longer step, ms */
+    /* place */
+    double row_in;                       /* a track's height, inches */
+    bool shared_axis;                    /* the panels share one time axis */
+    struct plot__grid g;                 /* the panels' margins and the figure's height */
+    struct tl_name name[2][TL_MAX_CATS]; /* where each category is named in each panel */
+    int keyed[TL_MAX_CATS];              /* the categories the key lists (unnamed in some panel) */
+    int n_keyed;                         /* entries in keyed */
+    struct plot__key key;                /* the key */
+};
+
+/* Whether cats already holds name. */
+static bool have_cat(const struct tl_fig *c, const char *name)
 {
-    int nt = f->o->n_in;
-    if (nt > 2)
-        return rl_errf(e, RL_EINVAL, "in: %d traces; plot timeline draws one, or two (predicted, then measured)", nt);
+    bool have = false;
+    for (int k = 0; k < c->n_cats; k++)
+        have |= strcmp(c->cats[k], name) == 0;
+    return have;
+}
+
+/* Categories: the simulator's phases in their order, then others by first appearance. */
+static int gather_cats(const struct plot__fig *f, struct tl_fig *c, struct rl_err *e)
+{
+    for (int q = 0; q < TRACE_N_PHASES; q++)
+        for (int i = 0; i < c->nt && (size_t)c->n_cats < TL_MAX_CATS; i++) {
+            bool used = false;
+            for (int k = 0; k < c->t[i].doc.n_events && !used; k++) {
+                const struct trace_event *ev = &c->t[i].doc.events[k];
+                used = span_drawn(f, &c->t[i], ev) && strcmp(span_cat(ev), trace_phases[q].name) == 0;
+            }
+            if (used && !have_cat(c, trace_phases[q].name))
+                snprintf(c->cats[c->n_cats++], sizeof c->cats[0], "%s", trace_phases[q].name);
+        }
+    for (int i = 0; i < c->nt; i++)
+        for (int k = 0; k < c->t[i].doc.n_events; k++) {
+            const struct trace_event *ev = &c->t[i].doc.events[k];
+            if (!span_drawn(f, &c->t[i], ev) || have_cat(c, span_cat(ev)))
+                continue;
+            if (c->n_cats == TL_MAX_CATS)
+                return rl_errf(e, RL_EINVAL, "%s: more than %d span categories", f->o->in[i], TL_MAX_CATS);
+            snprintf(c->cats[c->n_cats++], sizeof c->cats[0], "%.31s", span_cat(ev));
+        }
+    return 0;
+}
+
+/* The row of the track an event is on. */
+static int track_row(const struct tl_trace *t, const struct trace_event *ev)
+{
+    int row = 0;
+    while (t->tracks[row].pid != ev->pid || t->tracks[row].tid != ev->tid)
+        row++;
+    return row;
+}
+
+/* Trace i's data blocks: its tracks, then its spans of each category. */
+static void gather_blocks(struct plot__fig *f, struct tl_fig *c, int i)
+{
+    const struct tl_trace *t = &c->t[i];
+    char what[512];
+    snprintf(what, sizeof what, "%s: tracks (row, process id, thread id, label); times below are ms from the "
+             "first span's start", plot__base(f->o->in[i]));
+    plot__block(f, what);
+    for (int k = 0; k < t->n_tracks; k++)
+        fprintf(f->dat, "%d\t%d\t%d\t%s\n", k, t->tracks[k].pid, t->tracks[k].tid, t->tracks[k].label);
+    c->span_ms = fmax(c->span_ms, (double)(t->t1_ns - t->t0_ns) * 1e-6);
+    for (int q = 0; q < c->n_cats; q++) {
+        snprintf(what, sizeof what, "%s: spans of %s (start_ms, end_ms, row)", plot__base(f->o->in[i]), c->cats[q]);
+        plot__block(f, what);
+        for (int k = 0; k < t->doc.n_events; k++) {
+            const struct trace_event *ev = &t->doc.events[k];
+            if (!span_drawn(f, t, ev) || strcmp(span_cat(ev), c->cats[q]) != 0)
+                continue;
+            fprintf(f->dat, "%.6f\t%.6f\t%d\n", (double)(ev->ts_ns - t->t0_ns) * 1e-6,
+                    (double)(ev->ts_ns + ev->dur_ns - t->t0_ns) * 1e-6, track_row(t, ev));
+            c->n_spans[i][q]++;
+        }
+        fputs("?\t?\t?\n", f->dat);   /* a block is never empty */
+    }
+}
+
+/* Gather: the traces read, the categories found, the .dat written. On error nothing is held. */
+static int gather(struct plot__fig *f, struct tl_fig *c, struct rl_err *e)
+{
+    c->nt = f->o->n_in;
+    if (c->nt > 2)
+        return rl_errf(e, RL_EINVAL, "in: %d traces; plot timeline draws one, or two (predicted, then measured)",
+                       c->nt);
     int rc = check_pids(f->o->pids, e);
     if (rc)
         return rc;
-    struct tl_trace *t = calloc(2, sizeof *t);
-    if (!t)
+    c->t = calloc(2, sizeof *c->t);
+    if (!c->t)
         return rl_errf(e, RL_ENOMEM, "plot timeline: out of memory");
-    for (int i = 0; i < nt; i++)
-        if ((rc = tl_read(f, f->o->in[i], &t[i], e))) {
-            if (i)
-                trace_doc_free(&t[0].doc);
-            free(t);
+    for (int i = 0; i < c->nt; i++)
+        if ((rc = tl_read(f, f->o->in[i], &c->t[i], e))) {
+            c->nt = i;   /* those read are freed */
             return rc;
         }
-    /* Categories: the simulator's phases in their order, then others by first appearance. */
-    char cats[TL_MAX_CATS][32];
-    int n_cats = 0;
-    for (int q = 0; q < TRACE_N_PHASES; q++)
-        for (int i = 0; i < nt && (size_t)n_cats < TL_MAX_CATS; i++) {
-            bool used = false;
-            for (int k = 0; k < t[i].doc.n_events && !used; k++) {
-                const struct trace_event *ev = &t[i].doc.events[k];
-                used = span_drawn(f, &t[i], ev) && strcmp(span_cat(ev), trace_phases[q].name) == 0;
-            }
-            bool have = false;
-            for (int c = 0; c < n_cats; c++)
-                have |= strcmp(cats[c], trace_phases[q].name) == 0;
-            if (used && !have)
-                snprintf(cats[n_cats++], sizeof cats[0], "%s", trace_phases[q].name);
-        }
-    for (int i = 0; i < nt; i++)
-        for (int k = 0; k < t[i].doc.n_events; k++) {
-            const struct trace_event *ev = &t[i].doc.events[k];
-            if (!span_drawn(f, &t[i], ev))
-                continue;
-            bool have = false;
-            for (int c = 0; c < n_cats; c++)
-                have |= strcmp(cats[c], span_cat(ev)) == 0;
-            if (!have) {
-                if (n_cats == TL_MAX_CATS) {
-                    rc = rl_errf(e, RL_EINVAL, "%s: more than %d span categories", f->o->in[i], TL_MAX_CATS);
-                    goto out;
-                }
-                snprintf(cats[n_cats++], sizeof cats[0], "%.31s", span_cat(ev));
-            }
-        }
+    if ((rc = gather_cats(f, c, e)))
+        return rc;
     /* The header names what each trace ran (a step span's args), so a figure without a title still
      * says its ratio and schedule. */
+    int nt = c->nt;
     char about[2][200];
     for (int i = 0; i < 2; i++)
-        snprintf(about[i], sizeof about[i], "%s%s", nt > 1 && i < nt && t[i].about[0] ? (i ? "measured: " : "predicted: ") : "",
-                 i < nt ? t[i].about : "");
+        snprintf(about[i], sizeof about[i], "%s%s",
+                 nt > 1 && i < nt && c->t[i].about[0] ? (i ? "measured: " : "predicted: ") : "",
+                 i < nt ? c->t[i].about : "");
     char run[420];
     snprintf(run, sizeof run, "%s%s%s", about[0], about[0][0] && about[1][0] ? "; " : "", about[1]);
     struct plot__meta m = {NULL, NULL, NULL, NULL, NULL, run[0] ? run : NULL};
     plot__dat_header(f, &m);
     for (int i = 0; i < nt; i++)
-        if (t[i].windowed)
+        if (c->t[i].windowed)
             fprintf(f->dat, "# %s: one step drawn, %.6f ms to %.6f ms of the trace (its first that is not a "
-                            "warm-up)\n", plot__base(f->o->in[i]), (double)t[i].w0_ns * 1e-6, (double)t[i].w1_ns * 1e-6);
-    double span_ms = 0;
-    int n_spans[2][TL_MAX_CATS] = {{0}};   /* spans per trace and category (empty blocks are not plotted) */
-    for (int i = 0; i < nt; i++) {
-        char what[512];
-        snprintf(what, sizeof what, "%s: tracks (row, process id, thread id, label); times below are ms from the "
-                 "first span's start", plot__base(f->o->in[i]));
-        plot__block(f, what);
-        for (int k = 0; k < t[i].n_tracks; k++)
-            fprintf(f->dat, "%d\t%d\t%d\t%s\n", k, t[i].tracks[k].pid, t[i].tracks[k].tid, t[i].tracks[k].label);
-        span_ms = fmax(span_ms, (double)(t[i].t1_ns - t[i].t0_ns) * 1e-6);
-        for (int c = 0; c < n_cats; c++) {
-            snprintf(what, sizeof what, "%s: spans of %s (start_ms, end_ms, row)", plot__base(f->o->in[i]), cats[c]);
-            plot__block(f, what);
-            for (int k = 0; k < t[i].doc.n_events; k++) {
-                const struct trace_event *ev = &t[i].doc.events[k];
-                if (!span_drawn(f, &t[i], ev) || strcmp(span_cat(ev), cats[c]) != 0)
-                    continue;
-                int row = 0;
-                while (t[i].tracks[row].pid != ev->pid || t[i].tracks[row].tid != ev->tid)
-                    row++;
-                fprintf(f->dat, "%.6f\t%.6f\t%d\n", (double)(ev->ts_ns - t[i].t0_ns) * 1e-6,
-                        (double)(ev->ts_ns + ev->dur_ns - t[i].t0_ns) * 1e-6, row);
-                n_spans[i][c]++;
-            }
-            fputs("?\t?\t?\n", f->dat);   /* a block is never empty */
-        }
-    }
+                            "warm-up)\n", plot__base(f->o->in[i]), (double)c->t[i].w0_ns * 1e-6,
+                    (double)c->t[i].w1_ns * 1e-6);
+    for (int i = 0; i < nt; i++)
+        gather_blocks(f, c, i);
+    return 0;
+}
 
+/* Names category q in panel i on run r (its widest): inside the run where the name fits, else just
+ * beside it where nothing is drawn (a direct label, which then occupies its place). */
+static void place_name(const struct tl_fig *c, struct plot__occ *occ, struct tl_name *nm, int q,
+                       const struct tl_span *r)
+{
+    double tw = plot__text_w((int)strlen(c->cats[q]), 7), x0 = plot__occ_x(occ, r->a), x1 = plot__occ_x(occ, r->b);
+    /* the text's height, about 0.3 of a track either side of its centre */
+    double y0 = plot__occ_y(occ, r->row + 0.3), y1 = plot__occ_y(occ, r->row - 0.3);
+    double *pa = occ->panel[occ->n_panels - 1];
+    if (x1 - x0 >= tw + 0.12) {
+        *nm = (struct tl_name){true, true, (r->a + r->b) / 2, r->row, 0};
+    } else if (x1 + 0.06 + tw <= pa[2] && plot__occ_clear(occ, x1 + 0.035, y0, x1 + 0.06 + tw, y1)) {
+        *nm = (struct tl_name){true, false, r->b, r->row, -1};   /* half a character after the run */
+        plot__occ_box_in(occ, x1 + 0.035, y0, x1 + 0.06 + tw, y1);
+    } else if (x0 - 0.06 - tw >= pa[0] && plot__occ_clear(occ, x0 - 0.06 - tw, y0, x0 - 0.035, y1)) {
+        *nm = (struct tl_name){true, false, r->a, r->row, 1};
+        plot__occ_box_in(occ, x0 - 0.06 - tw, y0, x0 - 0.035, y1);
+    }
+}
+
+/* Panel i in occ (its plot area below *oy_in, which moves down past it): its spans, then each
+ * category's name on its widest run of spans (spans of one track that touch). */
+static void place_panel(const struct plot__fig *f, struct tl_fig *c, int i, struct plot__occ *occ, double *oy_in)
+{
+    const struct tl_trace *t = &c->t[i];
+    const struct plot__grid *g = &c->g;
+    double h = t->n_tracks * c->row_in, own = (double)(t->t1_ns - t->t0_ns) * 1e-6;
+    double range = (c->shared_axis ? c->span_ms : own) * 1.01;
+    plot__occ_panel(occ, g->left_in, *oy_in - g->top_in - h, plot__width_in(f) - g->right_in, *oy_in - g->top_in, 0,
+                    range, t->n_tracks - 0.5, -0.5, false, false);
+    *oy_in -= g->top_in + h + (i == c->nt - 1 || !c->shared_axis ? g->bottom_in : 0.12);
+    int n_runs = 0;
+    struct tl_span *runs = t->doc.n_events ? malloc((size_t)t->doc.n_events * sizeof *runs) : NULL;
+    for (int k = 0; runs && k < t->doc.n_events; k++) {
+        const struct trace_event *ev = &t->doc.events[k];
+        if (!span_drawn(f, t, ev))
+            continue;
+        int row = track_row(t, ev), q = 0;
+        while (q < c->n_cats && strcmp(c->cats[q], span_cat(ev)) != 0)
+            q++;
+        double a = (double)(ev->ts_ns - t->t0_ns) * 1e-6, z = (double)(ev->ts_ns + ev->dur_ns - t->t0_ns) * 1e-6;
+        plot__occ_box(occ, a, row - 0.4, z, row + 0.4);
+        runs[n_runs++] = (struct tl_span){a, z, row, q};
+    }
+    qsort(runs, (size_t)n_runs, sizeof *runs, cmp_span);
+    struct tl_span widest[TL_MAX_CATS];
+    memset(widest, 0, sizeof widest);
+    for (int k = 0; k < n_runs;) {   /* merge the spans of a run, keep each category's widest */
+        struct tl_span r = runs[k++];
+        while (k < n_runs && runs[k].cat == r.cat && runs[k].row == r.row && runs[k].a <= r.b + range * 0.002)
+            r.b = fmax(r.b, runs[k++].b);
+        if (r.cat < c->n_cats && r.b - r.a > widest[r.cat].b - widest[r.cat].a)
+            widest[r.cat] = r;
+    }
+    free(runs);
+    for (int q = 0; q < c->n_cats; q++)
+        if (c->n_spans[i][q])
+            place_name(c, occ, &c->name[i][q], q, &widest[q]);
+}
+
+/* Place: the panels (rows of 0.13 in; panels share the time axis unless one step is more than twice
+ * the other), each category named in each panel on its widest run, inside it where the name fits,
+ * else beside it where nothing is drawn; the key lists the categories left unnamed in some panel.
+ * It goes where no span or name lies; else in a strip under the panels. */
+static void place(const struct plot__fig *f, struct tl_fig *c)
+{
+    const struct tl_trace *t = c->t;
+    int nt = c->nt;
     size_t longest = 0;
     for (int i = 0; i < nt; i++)
         for (int k = 0; k < t[i].n_tracks; k++)
             longest = strlen(t[i].tracks[k].label) > longest ? strlen(t[i].tracks[k].label) : longest;
-    /* Rows are 0.13 in; panels share the time axis, so only the lowest carries its label. */
-    double row_in = 0.13;
-    struct plot__grid g = {1, 1, 0, 0.2 + 0.052 * (double)longest, 0.15, nt > 1 ? 0.22 : 0.08, 0.36,
-                           f->o->title && *f->o->title ? 0.25 : 0, 0};
+    c->row_in = 0.13;
+    c->g = (struct plot__grid){1, 1, 0, 0.2 + 0.052 * (double)longest, 0.15, nt > 1 ? 0.22 : 0.08, 0.36,
+                               f->o->title && *f->o->title ? 0.25 : 0, 0};
     double d0 = (double)(t[0].t1_ns - t[0].t0_ns), d1 = nt > 1 ? (double)(t[1].t1_ns - t[1].t0_ns) : d0;
-    bool shared_axis = fmax(d0, d1) <= 2 * fmin(d0, d1);
+    c->shared_axis = fmax(d0, d1) <= 2 * fmin(d0, d1);
     double body = 0;
     for (int i = 0; i < nt; i++)
-        body += t[i].n_tracks * row_in + g.top_in + (i == nt - 1 || !shared_axis ? g.bottom_in : 0.12);
-    g.height_in = body + g.title_in;
-    /* Each category is named in each panel on its widest run of spans (spans of one track that
-     * touch), inside the run where the name fits, else just beside it where nothing is drawn (a
-     * direct label); the key lists the categories left unnamed in some panel. It goes where no span
-     * or name lies (the panels placed as below); else in a strip under them. */
-    struct tl_span *runs = NULL;
-    struct tl_name name[2][TL_MAX_CATS];
-    memset(name, 0, sizeof name);
-    int keyed[TL_MAX_CATS], n_keyed = 0;
+        body += t[i].n_tracks * c->row_in + c->g.top_in + (i == nt - 1 || !c->shared_axis ? c->g.bottom_in : 0.12);
+    c->g.height_in = body + c->g.title_in;
     struct plot__occ occ = {0};
-    double oy = g.height_in - g.title_in;
-    for (int i = 0; i < nt; i++) {
-        double h = t[i].n_tracks * row_in, own = (double)(t[i].t1_ns - t[i].t0_ns) * 1e-6;
-        double range = (shared_axis ? span_ms : own) * 1.01;
-        plot__occ_panel(&occ, g.left_in, oy - g.top_in - h, plot__width_in(f) - g.right_in, oy - g.top_in, 0, range,
-                        t[i].n_tracks - 0.5, -0.5, false, false);
-        oy -= g.top_in + h + (i == nt - 1 || !shared_axis ? g.bottom_in : 0.12);
-        int n_runs = 0;
-        free(runs);
-        runs = t[i].doc.n_events ? malloc((size_t)t[i].doc.n_events * sizeof *runs) : NULL;
-        for (int q = 0; runs && q < t[i].doc.n_events; q++) {
-            const struct trace_event *ev = &t[i].doc.events[q];
-            if (!span_drawn(f, &t[i], ev))
-                continue;
-            int row = 0, c = 0;
-            while (t[i].tracks[row].pid != ev->pid || t[i].tracks[row].tid != ev->tid)
-                row++;
-            while (c < n_cats && strcmp(cats[c], span_cat(ev)) != 0)
-                c++;
-            double a = (double)(ev->ts_ns - t[i].t0_ns) * 1e-6, z = (double)(ev->ts_ns + ev->dur_ns - t[i].t0_ns) * 1e-6;
-            plot__occ_box(&occ, a, row - 0.4, z, row + 0.4);
-            runs[n_runs++] = (struct tl_span){a, z, row, c};
-        }
-        qsort(runs, (size_t)n_runs, sizeof *runs, cmp_span);
-        struct tl_span widest[TL_MAX_CATS];
-        memset(widest, 0, sizeof widest);
-        for (int q = 0; q < n_runs;) {   /* merge the spans of a run, keep each category's widest */
-            struct tl_span r = runs[q++];
-            while (q < n_runs && runs[q].cat == r.cat && runs[q].row == r.row && runs[q].a <= r.b + range * 0.002)
-                r.b = fmax(r.b, runs[q++].b);
-            if (r.cat < n_cats && r.b - r.a > widest[r.cat].b - widest[r.cat].a)
-                widest[r.cat] = r;
-        }
-        for (int c = 0; c < n_cats; c++) {
-            struct tl_span *r = &widest[c];
-            if (!n_spans[i][c])
-                continue;
-            double tw = plot__text_w((int)strlen(cats[c]), 7), x0 = plot__occ_x(&occ, r->a), x1 = plot__occ_x(&occ, r->b);
-            /* the text's height, about 0.3 of a track either side of its centre */
-            double y0 = plot__occ_y(&occ, r->row + 0.3), y1 = plot__occ_y(&occ, r->row - 0.3);
-            double *pa = occ.panel[occ.n_panels - 1];
-            struct tl_name *nm = &name[i][c];
-            if (x1 - x0 >= tw + 0.12) {
-                *nm = (struct tl_name){true, true, (r->a + r->b) / 2, r->row, 0};
-            } else if (x1 + 0.06 + tw <= pa[2] && plot__occ_clear(&occ, x1 + 0.035, y0, x1 + 0.06 + tw, y1)) {
-                *nm = (struct tl_name){true, false, r->b, r->row, -1};   /* half a character after the run */
-                plot__occ_box_in(&occ, x1 + 0.035, y0, x1 + 0.06 + tw, y1);
-            } else if (x0 - 0.06 - tw >= pa[0] && plot__occ_clear(&occ, x0 - 0.06 - tw, y0, x0 - 0.035, y1)) {
-                *nm = (struct tl_name){true, false, r->a, r->row, 1};
-                plot__occ_box_in(&occ, x0 - 0.06 - tw, y0, x0 - 0.035, y1);
-            }
-        }
-    }
-    free(runs);
-    for (int c = 0; c < n_cats; c++) {
+    double oy = c->g.height_in - c->g.title_in;
+    for (int i = 0; i < nt; i++)
+        place_panel(f, c, i, &occ, &oy);
+    for (int q = 0; q < c->n_cats; q++) {
         bool unnamed = false;
         for (int i = 0; i < nt; i++)
-            unnamed |= n_spans[i][c] > 0 && !name[i][c].on;
+            unnamed |= c->n_spans[i][q] > 0 && !c->name[i][q].on;
         if (unnamed)
-            keyed[n_keyed++] = c;
+            c->keyed[c->n_keyed++] = q;
     }
-    struct plot__key key;
-    plot__key_init(&key, n_keyed);
-    for (int q = 0; q < n_keyed; q++)
-        plot__key_title(&key, q, cats[keyed[q]]);
-    if (n_keyed && !plot__key_fit(f, &occ, &key)) {
-        g.key_in = plot__key_strip(f, &key);
-        g.height_in += g.key_in;
-    }
+    plot__key_init(&c->key, c->n_keyed);
+    for (int k = 0; k < c->n_keyed; k++)
+        plot__key_title(&c->key, k, c->cats[c->keyed[k]]);
+    plot__key_settle(f, &c->g, &c->key, &occ);
     plot__occ_free(&occ);
-    plot__gp_preamble(f, g.height_in);
+}
 
+/* Panel i: its margins (from *y_top_in, which moves down past it), title, time axis, tracks, the
+ * categories' names and the spans. *b counts the data blocks. */
+static void emit_panel(struct plot__fig *f, const struct tl_fig *c, int i, double *y_top_in, int *b)
+{
     FILE *gp = f->gp;
-    double tick = plot__tick(span_ms, 6);
+    const struct tl_trace *t = &c->t[i];
+    const struct plot__grid *g = &c->g;
+    double h = t->n_tracks * c->row_in;
+    bool last = i == c->nt - 1;
+    fprintf(gp, "set lmargin at screen %.4f\nset rmargin at screen %.4f\n", g->left_in / plot__width_in(f),
+            1 - g->right_in / plot__width_in(f));
+    fprintf(gp, "set tmargin at screen %.4f\nset bmargin at screen %.4f\n", (*y_top_in - g->top_in) / g->height_in,
+            (*y_top_in - g->top_in - h) / g->height_in);
+    *y_top_in -= g->top_in + h + (last || !c->shared_axis ? g->bottom_in : 0.12);
+    if (c->nt > 1) {
+        fprintf(gp, "set title '%s: ' . ", i == 0 ? "predicted" : "measured");
+        plot__gp_str(f, "in", plot__base(f->o->in[i]));
+        fputs("\n", gp);
+    }
+    if (!c->shared_axis) {
+        double own = (double)(t->t1_ns - t->t0_ns) * 1e-6, tk = plot__tick(own, 6);
+        fprintf(gp, "set xrange [0:%g]\nset xtics %g\nset xlabel 'time (ms), own axis' offset 0,0.9\n"
+                    "set format x '%s'\n", own * 1.01, tk, plot__tick_format(tk));
+    } else if (last) {
+        fprintf(gp, "set xlabel 'time (ms)' offset 0,0.9\nset format x '%s'\n",
+                plot__tick_format(plot__tick(c->span_ms, 6)));
+    } else {
+        fputs("unset xlabel\nset format x ''\n", gp);
+    }
+    fprintf(gp, "set yrange [%d.5:-0.5]\nset ytics (", t->n_tracks - 1);
+    for (int k = 0; k < t->n_tracks; k++) {
+        plot__gp_tic(f, "track", t->tracks[k].label);
+        fprintf(gp, " %d%s", k, k + 1 < t->n_tracks ? ", " : ")\n");
+    }
+    (*b)++;   /* the track list block */
+    fputs("unset label\n", gp);
+    for (int q = 0; q < c->n_cats; q++) {
+        const struct tl_name *nm = &c->name[i][q];
+        if (!nm->on)
+            continue;
+        fprintf(gp, "set label %d ", 200 + q);
+        plot__gp_str(f, "category", c->cats[q]);
+        fprintf(gp, " at %.6f, %d %s %sfront font ',%.3g'%s\n", nm->x, nm->row,
+                nm->just < 0 ? "left" : nm->just > 0 ? "right" : "center",
+                nm->just < 0 ? "offset 0.5,0 " : nm->just > 0 ? "offset -0.5,0 " : "", plot__pt(f, 7),
+                nm->inside ? " boxed" : "");
+    }
+    fputs("plot ", gp);
+    bool first = true;
+    for (int q = 0; q < c->n_cats; q++, (*b)++) {
+        int pat;
+        const char *col = plot__phase_color(c->cats[q], q, &pat);
+        if (!c->n_spans[i][q])
+            continue;
+        fprintf(gp, "%sdatafile index %d using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '%s' ",
+                first ? "" : ", \\\n     ", *b, col);
+        if (pat)
+            fprintf(gp, "fs pattern %d border lc rgb '%s'", pat, col);   /* the outline keeps a narrow span visible */
+        else
+            fputs("fs solid 1.0", gp);
+        first = false;
+    }
+    fputc('\n', gp);
+}
+
+/* Emit: the script, from what place decided. */
+static void emit(struct plot__fig *f, const struct tl_fig *c)
+{
+    plot__gp_preamble(f, c->g.height_in);
+    FILE *gp = f->gp;
+    double tick = plot__tick(c->span_ms, 6);
     plot__multiplot(f);
     fputs("# direct labels: a category's name on its widest span of a panel where it fits\n"
           "set style textbox opaque fc rgb '#ffffff' noborder margins 0.5, 0.2\n", gp);
     fprintf(gp, "set style fill solid 1.0 noborder\nset xrange [0:%g]\nset xtics %g format '%s'\n"
                 "unset grid\nset grid xtics lc rgb '#e0e0e0' lw 0.6\nunset key\nset ytics scale 0\n",
-            span_ms * 1.01, tick, plot__tick_format(tick));
+            c->span_ms * 1.01, tick, plot__tick_format(tick));
     /* Two steps share the time axis unless one is more than twice the other (a prediction at another
      * scale): then each panel gets its own axis, and says so. */
-    double ms0 = (double)(t[0].t1_ns - t[0].t0_ns) * 1e-6, ms1 = nt > 1 ? (double)(t[1].t1_ns - t[1].t0_ns) * 1e-6 : ms0;
-    bool shared = shared_axis;
-    if (!shared)
+    if (!c->shared_axis)
         fputs("# the two steps differ by more than 2x: each panel has its own time axis\n", gp);
-    double y_top = g.height_in - g.title_in;
+    double y_top = c->g.height_in - c->g.title_in;
     int b = 0;
-    for (int i = 0; i < nt; i++) {
-        double h = t[i].n_tracks * row_in;
-        bool last = i == nt - 1;
-        fprintf(gp, "set lmargin at screen %.4f\nset rmargin at screen %.4f\n", g.left_in / plot__width_in(f),
-                1 - g.right_in / plot__width_in(f));
-        fprintf(gp, "set tmargin at screen %.4f\nset bmargin at screen %.4f\n", (y_top - g.top_in) / g.height_in,
-                (y_top - g.top_in - h) / g.height_in);
-        y_top -= g.top_in + h + (last || !shared ? g.bottom_in : 0.12);
-        if (nt > 1) {
-            fprintf(gp, "set title '%s: ' . ", i == 0 ? "predicted" : "measured");
-            plot__gp_str(f, "in", plot__base(f->o->in[i]));
-            fputs("\n", gp);
-        }
-        if (!shared) {
-            double own = i ? ms1 : ms0, tk = plot__tick(own, 6);
-            fprintf(gp, "set xrange [0:%g]\nset xtics %g\nset xlabel 'time (ms), own axis' offset 0,0.9\n"
-                        "set format x '%s'\n", own * 1.01, tk, plot__tick_format(tk));
-        } else if (last) {
-            fprintf(gp, "set xlabel 'time (ms)' offset 0,0.9\nset format x '%s'\n", plot__tick_format(tick));
-        } else {
-            fputs("unset xlabel\nset format x ''\n", gp);
-        }
-        fprintf(gp, "set yrange [%d.5:-0.5]\nset ytics (", t[i].n_tracks - 1);
-        for (int k = 0; k < t[i].n_tracks; k++) {
-            plot__gp_tic(f, "track", t[i].tracks[k].label);
-            fprintf(gp, " %d%s", k, k + 1 < t[i].n_tracks ? ", " : ")\n");
-        }
-        b++;   /* the track list block */
-        fputs("unset label\n", gp);
-        for (int c = 0; c < n_cats; c++) {
-            const struct tl_name *nm = &name[i][c];
-            if (!nm->on)
-                continue;
-            fprintf(gp, "set label %d ", 200 + c);
-            plot__gp_str(f, "category", cats[c]);
-            fprintf(gp, " at %.6f, %d %s %sfront font ',%.3g'%s\n", nm->x, nm->row,
-                    nm->just < 0 ? "left" : nm->just > 0 ? "right" : "center",
-                    nm->just < 0 ? "offset 0.5,0 " : nm->just > 0 ? "offset -0.5,0 " : "", plot__pt(f, 7),
-                    nm->inside ? " boxed" : "");
-        }
-        fputs("plot ", gp);
-        bool first = true;
-        for (int c = 0; c < n_cats; c++, b++) {
-            int pat;
-            const char *col = plot__phase_color(cats[c], c, &pat);
-            if (!n_spans[i][c])
-                continue;
-            fprintf(gp, "%sdatafile index %d using (($1+$2)/2):3:1:2:($3-0.4):($3+0.4) with boxxyerror fc rgb '%s' ", first ? "" : ", \\\n     ", b, col);
-            if (pat)
-                fprintf(gp, "fs pattern %d border lc rgb '%s'", pat, col);   /* the outline keeps a narrow span visible */
-            else
-                fputs("fs solid 1.0", gp);
-            first = false;
-        }
-        fputc('\n', gp);
-    }
-    if (!key.n)
+    for (int i = 0; i < c->nt; i++)
+        emit_panel(f, c, i, &y_top, &b);
+    if (!c->key.n)
         fputs("# the key: none, every category drawn is named on its spans\n", gp);
     else
-        plot__key_begin(f, &g, &key);
-    for (int q = 0; q < key.n; q++) {
-        int c = keyed[q], pat;
-        const char *col = plot__phase_color(cats[c], c, &pat);
-        plot__key_entry(f, &g, &key, q);
+        plot__key_begin(f, &c->g, &c->key);
+    for (int k = 0; k < c->key.n; k++) {
+        int q = c->keyed[k], pat;
+        const char *col = plot__phase_color(c->cats[q], q, &pat);
+        plot__key_entry(f, &c->g, &c->key, k);
         if (pat)
             fprintf(gp, "NaN with boxes fc rgb '%s' fs pattern %d border lc rgb '%s' title ", col, pat, col);
         else
             fprintf(gp, "NaN with boxes fc rgb '%s' fs solid 1.0 title ", col);
-        plot__gp_str(f, "category", cats[c]);
+        plot__gp_str(f, "category", c->cats[q]);
         fputc('\n', gp);
     }
     fputs("unset multiplot\n", gp);
-out:
-    for (int i = 0; i < nt; i++)
-        trace_doc_free(&t[i].doc);
-    free(t);
+}
+
+int plot__timeline(struct plot__fig *f, struct rl_err *e)
+{
+    struct tl_fig *c = calloc(1, sizeof *c);
+    if (!c)
+        return rl_errf(e, RL_ENOMEM, "plot timeline: out of memory");
+    int rc = gather(f, c, e);
+    if (!rc) {
+        place(f, c);
+        emit(f, c);
+    }
+    for (int i = 0; c->t && i < c->nt; i++)
+        trace_doc_free(&c->t[i].doc);
+    free(c->t);
+    free(c);
     return rc;
 }

@@ -1,6 +1,6 @@
 /* plots/plot.c — options, file names, the shared .dat header and .gp preamble, keys and panels:
- * what every figure writer (kind_*.c) uses. The dispatch to them is write.c's, so no writer calls
- * back into the file that calls it. */
+ * what every figure writer (kind_*.c) uses. The kinds' table and the dispatch to them are
+ * write.c's, so no writer calls back into the file that calls it. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -12,9 +12,6 @@
 #include "plots/plot_impl.h"
 #include "traces/layout.h"   /* the phase table: groups, colours, patterns */
 
-static const char *const kind_names[] = {"memory", "time", "timeline", "parity", "scaling", "monitor"};
-_Static_assert(RL_COUNT(kind_names) == PLOT_KIND_COUNT, "a name per enum plot_kind");
-
 void plot_opts_init(struct plot_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -23,22 +20,6 @@ void plot_opts_init(struct plot_opts *o)
     o->band_pct = 10.0;
     o->phase_exposed = true;   /* busy time of an overlapped phase is not what the step pays */
     o->ratio = -1;
-}
-
-const char *plot_kind_name(enum plot_kind k)
-{
-    return k >= 0 && k < PLOT_KIND_COUNT ? kind_names[k] : "?";
-}
-
-int plot_kind_parse(const char *s, enum plot_kind *k, struct rl_err *e)
-{
-    for (int i = 0; i < PLOT_KIND_COUNT; i++)
-        if (s && strcmp(s, kind_names[i]) == 0) {
-            *k = (enum plot_kind)i;
-            return 0;
-        }
-    return rl_errf(e, RL_EINVAL, "KIND: '%s' is not a plot kind; allowed: memory, time, timeline, parity, "
-                   "scaling, monitor", s ? s : "");
 }
 
 static const char *ext_of(const char *path)
@@ -169,7 +150,7 @@ static void dat_value(FILE *f, const char *s)
 void plot__dat_header(struct plot__fig *f, const struct plot__meta *m)
 {
     FILE *d = f->dat;
-    fprintf(d, "# ratiolab plot %s: the data of %s, drawn by %.*s.gp\n", plot_kind_name(f->o->kind), f->out_name,
+    fprintf(d, "# ratiolab plot %s: the data of %s, drawn by %.*s.gp\n", f->kind_name, f->out_name,
             (int)(strlen(f->dat_name) - 4), f->dat_name);
     fprintf(d, "# ratiolab version: ");
     dat_value(d, f->o->version);
@@ -243,7 +224,7 @@ void plot__gp_preamble(struct plot__fig *f, double height_in)
     double w = plot__width_in(f);
     /* Names appear only as quoted strings below, never in a comment or a command. */
     fprintf(g, "# ratiolab plot %s (ratiolab %s): draws the figure named by outfile from the data in datafile (both set below).\n",
-            plot_kind_name(f->o->kind), f->o->version);
+            f->kind_name, f->o->version);
     fprintf(g, "# Run from this folder: gnuplot THIS.gp   (gnuplot -e \"outfile='other.%s'\" THIS.gp to rename)\n",
             f->fmt == PLOT_PDF ? "pdf" : f->fmt == PLOT_SVG ? "svg" : "png");
     fprintf(g, "# Paper size: %.1f in x %.2f in; font ',9', which pdfcairo draws as 6 pt text.\n", w, height_in);
@@ -513,6 +494,61 @@ double plot__key_strip(const struct plot__fig *f, struct plot__key *k)
     k->x0_in = (plot__width_in(f) - k->w_in) / 2;
     k->top_in = 0.04 + k->h_in;
     return k->top_in + 0.04;
+}
+
+/* The key as a strip under the panels, which grow by its height. */
+static void key_to_strip(const struct plot__fig *f, struct plot__grid *g, struct plot__key *k)
+{
+    double strip = plot__key_strip(f, k);
+    g->key_in += strip;
+    g->height_in += strip;
+}
+
+bool plot__key_settle(const struct plot__fig *f, struct plot__grid *g, struct plot__key *k, const struct plot__occ *o)
+{
+    if (!k->n)
+        return false;
+    if (plot__key_fit(f, o, k))
+        return true;
+    key_to_strip(f, g, k);
+    return false;
+}
+
+int plot__key_place(const struct plot__fig *f, struct plot__grid *g, struct plot__key *k, plot__occ_fill_fn *fill,
+                    void *ctx)
+{
+    for (int a = 0;; a++) {
+        struct plot__occ occ = {0};
+        if (!fill(f, ctx, a, &occ)) {
+            plot__occ_free(&occ);
+            break;
+        }
+        bool fits = k->n && plot__key_fit(f, &occ, k);
+        plot__occ_free(&occ);
+        if (fits)
+            return a;
+    }
+    if (k->n)
+        key_to_strip(f, g, k);
+    return 0;
+}
+
+int plot__label_spot(const struct plot__occ *o, const double pa[4], double px_in, double py_in, double w_in,
+                     double h_in, const struct plot__spot *spots, int n)
+{
+    int inside = -1;
+    for (int c = 0; c < n; c++) {
+        const struct plot__spot *ls = &spots[c];
+        double x0 = px_in + ls->dx - (ls->just == 0 ? w_in / 2 : ls->just > 0 ? w_in : 0);
+        double yc = py_in + ls->dy;
+        if (x0 < pa[0] || x0 + w_in > pa[2] || yc - h_in / 2 < pa[1] || yc + h_in / 2 > pa[3])
+            continue;
+        if (inside < 0)
+            inside = c;   /* when no spot is clear: the first inside the plot area */
+        if (plot__occ_clear(o, x0, yc - h_in / 2, x0 + w_in, yc + h_in / 2))
+            return c;
+    }
+    return inside >= 0 ? inside : 0;
 }
 
 void plot__ylabel(struct plot__fig *f, const struct plot__grid *g, int r, int c, const char *text)

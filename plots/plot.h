@@ -57,7 +57,13 @@ struct plot_opts {
 };
 
 void plot_opts_init(struct plot_opts *o);
+/* The kinds are one table (plots/write.c), a row each: name, description, writer. */
 const char *plot_kind_name(enum plot_kind k);
+/* What the kind draws and from what, for a help text: lines of at most 80 characters separated
+ * by '\n' (none at the end), which `plot --help` indents under one another. */
+const char *plot_kind_description(enum plot_kind k);
+/* "memory, time, ..., monitor": every kind's name, in the table's order, into buf; returns buf. */
+const char *plot_kind_list(char *buf, size_t n);
 /* "memory" -> PLOT_MEMORY; anything else is RL_EINVAL naming the allowed kinds. */
 int plot_kind_parse(const char *s, enum plot_kind *k, struct rl_err *e);
 /* The format from the extension of path (.pdf, .svg, .png; case-insensitive). */

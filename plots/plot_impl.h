@@ -10,6 +10,8 @@
 /* One figure being written: the two open files and what the script needs to know. */
 struct plot__fig {
     const struct plot_opts *o;   /* the request */
+    const char *kind_name;       /* its kind's name (write.c's table; the shared parts read it here,
+                                    so plot.c never calls back into the file that calls the writers) */
     enum plot_format fmt;        /* from the figure's extension */
     FILE *dat;                   /* FILE.dat */
     FILE *gp;                    /* FILE.gp */
@@ -152,6 +154,31 @@ bool plot__key_fit(const struct plot__fig *f, const struct plot__occ *o, struct 
 /* Lays the key out as a strip under the panels and returns its height in inches (for
  * grid.key_in). */
 double plot__key_strip(const struct plot__fig *f, struct plot__key *k);
+/* Places the key once, for every figure: inside a panel's plot area where o leaves a spot
+ * (plot__key_fit), else as a strip under the panels whose height is added to g's key_in and
+ * height_in. An empty key takes no place. Returns whether the key is inside. */
+bool plot__key_settle(const struct plot__fig *f, struct plot__grid *g, struct plot__key *k, const struct plot__occ *o);
+/* What a figure's panels hold at one try of its layout (try 0 the tightest; later tries give the
+ * key more room: space above the data, wider axes): fills occ with the plot areas and what they
+ * draw and returns true, or returns false, leaving occ empty, when there is no such try. */
+typedef bool plot__occ_fill_fn(const struct plot__fig *f, void *ctx, int attempt, struct plot__occ *occ);
+/* Tries the layouts fill describes in order and keeps the first where the key fits inside; when
+ * none has room, the key becomes a strip (plot__key_settle) under the layout of try 0. Returns the
+ * try the figure is drawn with. fill is called once more after the last try it gives, so what it
+ * records per try (label spots) is that of the last try when the key is a strip. */
+int plot__key_place(const struct plot__fig *f, struct plot__grid *g, struct plot__key *k, plot__occ_fill_fn *fill,
+                    void *ctx);
+/* A place for a text label beside its anchor: offset (inches from the anchor to the text's anchor)
+ * and alignment (0 centred, > 0 right-aligned, < 0 left-aligned). */
+struct plot__spot {
+    double dx, dy;   /* offset, inches */
+    int just;        /* alignment */
+};
+/* The first of the n spots around the anchor (px_in, py_in) where a text w_in x h_in inches stays
+ * inside the plot area pa (x0, y0, x1, y1 in inches) and clear of everything o holds; when none is
+ * clear, the first inside the plot area; when none is inside, 0. */
+int plot__label_spot(const struct plot__occ *o, const double pa[4], double px_in, double py_in, double w_in,
+                     double h_in, const struct plot__spot *spots, int n);
 /* Emits the settings of the key's plots (after the panels): a comment naming where the key is and
  * its box (the figure tests read it), and a blank plot area. */
 void plot__key_begin(struct plot__fig *f, const struct plot__grid *g, const struct plot__key *k);
@@ -181,7 +208,7 @@ int plot__best_fit(const struct plot__fig *f, const struct plot__sweep *s);
 /* "16 GiB" or "15.75 GiB". */
 void plot__gib_label(char *buf, size_t n, int64_t bytes);
 
-/* The kinds, one file each (kind_<name>.c). */
+/* The kinds, one file each (kind_<name>.c); write.c's table holds them. */
 int plot__memory(struct plot__fig *f, struct rl_err *e);
 int plot__time(struct plot__fig *f, struct rl_err *e);
 int plot__timeline(struct plot__fig *f, struct rl_err *e);

@@ -821,7 +821,7 @@ struct flush {
     int64_t cpu_fresh;     /* CPU elements whose blocking copy's host temporary is fresh memory */
 };
 
-/* DeepSpeed's partition_grads for one flushed bucket on rank g (DEEPSPEED-STEP.md 2.3-2.4), after
+/* DeepSpeed's partition_grads for one flushed bucket on rank g (docs/deepspeed-step.md 2.2-2.4), after
  * the reduce-scatter `rs`: every partition goes D2H into the flat buffer and H2D back (one copy each
  * per parameter; asynchronous into a pinned buffer, holding the host thread into a pageable one);
  * at the boundary the per-parameter norm on the GPU, then the fp32
@@ -921,7 +921,7 @@ static void ds_partition_grads(struct builder *u, struct streams *st, const stru
     }
 }
 
-/* DeepSpeed's optimizer step on rank g after `ready` (DEEPSPEED-STEP.md 3): fp16's inf/nan scan
+/* DeepSpeed's optimizer step on rank g after `ready` (docs/deepspeed-step.md 3): fp16's inf/nan scan
  * of the flat buffer on the host, the norm's host syncs, then the strictly sequential sub-group
  * loop in index order (CPU sub-groups are the first ones before 0.18, the last ones from 0.18).
  * A CPU sub-group: unscale on the host, CPU Adam (before 0.14.3 followed by a stream

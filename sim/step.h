@@ -4,7 +4,7 @@
  *
  * Both schedules are task graphs on the engine (sim/sim.h), so one breakdown and one trace writer
  * serve both:
- *   deepspeed-0.12  the sequential loop of DESIGN.md section 1: gradient round trips during
+ *   deepspeed-0.12  the sequential loop of docs/deepspeed-step.md section 3: gradient round trips during
  *                   backward, then per sub-group (CPU ones first) CPU Adam followed by a blocking
  *                   pageable H2D of the fp32 master; GPU Adam only after all CPU sub-groups;
  *   overlap         ratiolab's executor schedule: GPU Adam on the GPU share while the CPU share

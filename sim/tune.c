@@ -254,3 +254,92 @@ int sim_tune(const struct sim_tune_request *q, struct sim_tune_result *out, stru
     out->has_exact = true;
     return search(q, PLAN_POLICY_EXACT, &out->exact, out, e);
 }
+
+const char *sim_tune_binds(const struct sim_tune_class_stats *k)
+{
+    if (k->evaluated == 0)
+        return "not_searched";
+    if (k->fit > 0)
+        return "none";
+    if (k->gpu_fit == 0)
+        return k->host_fit > 0 ? "gpu" : "gpu_and_host";
+    return k->host_fit > 0 ? "gpu_or_host" : "host";
+}
+
+int64_t sim_tune_gpu_mem_for(int64_t need, int64_t headroom_bytes, bool headroom_given, int64_t gpu_mem_bytes)
+{
+    if (headroom_given)
+        return need + headroom_bytes;
+    double share = (double)headroom_bytes / (double)gpu_mem_bytes;
+    return (int64_t)ceil((double)need / (1.0 - share));
+}
+
+/* The memory figures of fix[] from the search's class facts. */
+static void memory_fixes(const struct sim_tune_request *q, const struct sim_tune_result *r, bool headroom_given,
+                         struct sim_tune_fix *fix)
+{
+    for (int c = 0; c <= SIM_TUNE_N_CLASSES; c++) {
+        struct sim_tune_fix *f = &fix[c];
+        memset(f, 0, sizeof *f);
+        struct sim_tune_class_stats all = {.min_gpu_bytes = r->ans.min_gpu_bytes,
+                                           .min_gpu_bytes_host_ok = r->ans.min_gpu_bytes_host_ok,
+                                           .min_host_node_bytes = r->ans.min_host_node_bytes,
+                                           .evaluated = r->ans.evaluated};
+        const struct sim_tune_class_stats *k = c < SIM_TUNE_N_CLASSES ? &r->ans.cls[c] : &all;
+        if (k->evaluated == 0)
+            continue;
+        if (k->min_gpu_bytes_host_ok != INT64_MAX)
+            f->gpu_mem_bytes = sim_tune_gpu_mem_for(k->min_gpu_bytes_host_ok, q->headroom_bytes, headroom_given,
+                                                    q->hw->gpu_mem_bytes);
+        if (k->min_host_node_bytes != INT64_MAX)
+            f->host_mem_bytes = k->min_host_node_bytes;
+        if (!f->gpu_mem_bytes && !f->host_mem_bytes && c < SIM_TUNE_N_CLASSES) {
+            f->both_gpu_mem_bytes = sim_tune_gpu_mem_for(k->min_gpu_bytes, q->headroom_bytes, headroom_given,
+                                                         q->hw->gpu_mem_bytes);
+            f->both_host_mem_bytes = k->host_at_min_gpu_bytes;
+        }
+    }
+}
+
+/* The fewest GPUs of fix[].gpus: the data-parallel degree doubled until each class has its count. */
+static void fewest_gpus(const struct sim_tune_request *q0, const struct sim_tune_result *r0, struct sim_tune_fix *fix)
+{
+    for (int m = 2; m <= 64; m *= 2) {
+        bool missing = fix[SIM_TUNE_N_CLASSES].gpus == 0;
+        for (int k = 0; k < SIM_TUNE_N_CLASSES; k++)
+            missing |= r0->ans.cls[k].evaluated > 0 && fix[k].gpus == 0;
+        if (!missing)
+            return;
+        const struct plan_layout *b = q0->layout;
+        struct plan_layout l = {.tp = b->tp, .pp = b->pp, .dp = b->dp * m};
+        l.world = l.tp * l.pp * l.dp;
+        l.gpus_per_node = l.world < q0->hw->gpus ? l.world : q0->hw->gpus;
+        struct rl_err e = {0};
+        if (plan_layout_resolve(&l, &e))
+            continue;
+        struct sim_tune_request q = *q0;
+        q.layout = &l;
+        struct sim_tune_result r;
+        if (sim_tune(&q, &r, &e) || !r.found)
+            continue;
+        for (int k = 0; k <= SIM_TUNE_N_CLASSES; k++) {
+            struct sim_tune_fix *f = &fix[k];
+            bool fit = k < SIM_TUNE_N_CLASSES ? r.ans.cls[k].fit > 0 : true;
+            if (f->gpus || !fit)
+                continue;
+            f->gpus = l.world;
+            f->dp = l.dp;
+            f->nodes = l.nodes;
+            f->gpus_tokens_per_s_gpu = k < SIM_TUNE_N_CLASSES ? r.ans.cls[k].best_tokens_per_s_gpu
+                                                             : r.ans.best.tokens_per_s_gpu;
+        }
+    }
+}
+
+void sim_tune_fixes(const struct sim_tune_request *q, const struct sim_tune_result *r, bool headroom_given,
+                    struct sim_tune_fix fix[SIM_TUNE_N_CLASSES + 1])
+{
+    memory_fixes(q, r, headroom_given, fix);
+    if (!r->found)
+        fewest_gpus(q, r, fix);
+}

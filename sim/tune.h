@@ -30,9 +30,9 @@
 #include "sim/hw.h"
 #include "sim/step.h"
 
-/* The default headroom as a fraction of GPU memory: HARDWARE.md "Memory outside the model
- * states" puts NVML "used" 7-11 GB above PyTorch's peak allocated on 80 GB GPUs; the profile's
- * reserve model lands in that range, and the headroom keeps the rest of its spread (4 GB of 80 GB)
+/* The default headroom as a fraction of GPU memory: NVML "used" lies 7-11 GB above PyTorch's peak
+ * allocated on 80 GB GPUs (context, NCCL buffers, the caching allocator: sim/README.md "Reserve");
+ * the profile's reserve model lands in that range, and the headroom keeps the rest of its spread (4 GB of 80 GB)
  * free, so a fit with 0.4 GiB to spare is not "the answer". */
 #define SIM_TUNE_HEADROOM_FRACTION 0.05
 
@@ -129,5 +129,32 @@ struct sim_tune_result {
 };
 /* Runs the search. Errors (a plan or a simulation that fails) name the candidate. */
 int sim_tune(const struct sim_tune_request *q, struct sim_tune_result *out, struct rl_err *e);
+
+/* ---- when nothing fits: what binds, and what alone would make it fit ---------------------------- */
+/* What binds a class: "none" (some candidate fits), "gpu", "host", "gpu_or_host" (each candidate is
+ * held by one of them, some by the GPU, some by the host), "gpu_and_host" (every candidate by both),
+ * "not_searched" (no candidate of the class). */
+const char *sim_tune_binds(const struct sim_tune_class_stats *k);
+/* The GPU memory on which a prediction of need bytes leaves the headroom free: the same bytes when
+ * the headroom was given in bytes (headroom_given), else the same share (headroom_bytes of
+ * gpu_mem_bytes) of the larger GPU. */
+int64_t sim_tune_gpu_mem_for(int64_t need, int64_t headroom_bytes, bool headroom_given, int64_t gpu_mem_bytes);
+/* What would make a class of candidates (or, at index SIM_TUNE_N_CLASSES, any candidate) fit when
+ * nothing does, each change alone with everything else as asked. */
+struct sim_tune_fix {
+    int64_t gpu_mem_bytes;        /* GPUs with this much memory (0: more GPU memory alone does not) */
+    int64_t host_mem_bytes;       /* a node with this much host RAM (0: more host RAM alone does not) */
+    int64_t both_gpu_mem_bytes;   /* when neither alone does: this much GPU memory ... */
+    int64_t both_host_mem_bytes;  /* ... together with this much host RAM (0: not needed) */
+    int gpus, dp, nodes;          /* the fewest GPUs (the DP degree doubled) on which it fits (0: none) */
+    double gpus_tokens_per_s_gpu; /* the fastest fitting candidate's tokens/s per GPU there */
+};
+/* The analysis of r, the result of q: the memory figures of every fix[] from r's class facts and,
+ * when r found nothing, the fewest GPUs on which some candidate of each class, and any candidate,
+ * fits: q's layout with its data-parallel degree doubled (up to 64 times; the same GPUs per node, up
+ * to the profile's), one search per doubling until every class that had candidates has its count
+ * (a layout or search that fails leaves the counts 0). Cost: up to 6 searches (sim_tune). */
+void sim_tune_fixes(const struct sim_tune_request *q, const struct sim_tune_result *r, bool headroom_given,
+                    struct sim_tune_fix fix[SIM_TUNE_N_CLASSES + 1]);
 
 #endif

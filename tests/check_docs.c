@@ -57,7 +57,7 @@ START_TEST(completion_lists_every_command_and_known_options)
         ck_assert_msg(strstr(words, word), "command %s not in the first-word list '%s'", names[i], words);
         ck_assert_msg(strstr(r.out, label), "no option list for command %s", names[i]);
     }
-    /* Options each command is documented to take (README), in that command's list. */
+    /* Options each command is documented to take (docs/inputs.md), in that command's list. */
     static const struct {
         const char *cmd, *opt;
     } known[] = {{"plan", "--ratio"}, {"plan", "--ds-config"}, {"sweep", "--ratios"}, {"predict", "--hw"},

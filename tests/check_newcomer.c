@@ -790,15 +790,24 @@ static int split_lines(char *text, char **lines, int cap)
     return n;
 }
 
-/* Every "$ ratiolab ..." and "$ mpirun ... ratiolab ..." example in README.md runs as written and
- * prints what the README shows: exactly for the planning commands, with the numbers of a real run
- * (`run`: times, memory) free; "..." in the README stands for lines left out. The two validate
- * examples are left out: one needs the user's DeepSpeed log, the other runs for minutes (make
- * demo-validate runs it). Cost: about 20 s on a loaded 2-core machine (the mpirun examples). */
-START_TEST(readme_examples_run_as_written)
+/* The guides the front page sends a newcomer to, whose examples are held to what they print. */
+static const char *const guides[] = {"README.md", "docs/plan-and-predict.md", "docs/run.md", "docs/figures.md",
+                                     "docs/validation.md", "docs/deepspeed-oracle.md", "docs/ci.md",
+                                     "docs/inputs.md", "docs/development.md"};
+
+/* An example already run (the front page repeats a few of the guides'): its command and output. */
+struct ran {
+    char *cmd;   /* as written after "$ " */
+    char *out;   /* what it printed */
+};
+
+/* Runs every example of the file at rel (from the source root) and checks what it prints; an
+ * example run before (ran[0..*n_ran)) is checked against that run's output instead of run again.
+ * Returns the number of examples checked. */
+static int check_examples(const char *rel, struct ran *ran, int *n_ran, int cap)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/README.md", tu_src());
+    snprintf(path, sizeof path, "%s/%s", tu_src(), rel);
     char *text = tu_read(path, NULL);
     ck_assert_msg(text != NULL, "cannot read %s", path);
     static char *lines[20000];
@@ -819,31 +828,102 @@ START_TEST(readme_examples_run_as_written)
             while (k < end && strncmp(lines[k], "$ ", 2) != 0)
                 k++;
             const char *rl = strstr(cmd, "ratiolab ");
-            ck_assert_msg(rl != NULL, "README: an example that is not ratiolab: %s", cmd);
+            ck_assert_msg(rl != NULL, "%s: an example that is not ratiolab: %s", rel, cmd);
             if (strncmp(rl, "ratiolab validate ", 18) != 0) {
-                struct tu_run r;
-                /* Ranks started by mpirun run without LeakSanitizer, as in check_exec.c: Open MPI's
-                 * dlclose'd plugins leak where no suppression can name them. */
-                bool mpi = rl != cmd;
-                tu_sh(&r, "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 %s%.*s'%s' %s",
-                      mpi ? "ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 " : "", (int)(rl - cmd), cmd, tu_bin(),
-                      rl + strlen("ratiolab "));
-                ck_assert_msg(r.status == 0, "README example `%s`: exit %d: %.2000s", cmd, r.status, r.err);
+                int seen = 0;
+                while (seen < *n_ran && strcmp(ran[seen].cmd, cmd) != 0)
+                    seen++;
+                if (seen == *n_ran) {
+                    struct tu_run r;
+                    /* Ranks started by mpirun run without LeakSanitizer, as in check_exec.c: Open
+                     * MPI's dlclose'd plugins leak where no suppression can name them. */
+                    bool mpi = rl != cmd;
+                    tu_sh(&r, "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 %s%.*s'%s' %s",
+                          mpi ? "ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 " : "", (int)(rl - cmd), cmd, tu_bin(),
+                          rl + strlen("ratiolab "));
+                    ck_assert_msg(r.status == 0, "%s example `%s`: exit %d: %.2000s", rel, cmd, r.status, r.err);
+                    ck_assert_int_lt(*n_ran, cap);
+                    ran[*n_ran].cmd = strdup(cmd);
+                    ran[*n_ran].out = strdup(r.out);
+                    (*n_ran)++;
+                    tu_run_free(&r);
+                }
+                char *out = strdup(ran[seen].out);
                 static char *got[20000];
-                int ng = split_lines(r.out, got, 20000);
+                int ng = split_lines(out, got, 20000);
                 if (ng > 0 && got[ng - 1][0] == 0)
                     ng--;
                 bool masked = strstr(rl, "ratiolab run ") == rl;
                 ck_assert_msg(lines_match(lines + j + 1, k - j - 1, got, ng, masked),
-                              "README shows another output of `%s` than it prints now:\n%.3000s", cmd, r.out);
-                tu_run_free(&r);
+                              "%s shows another output of `%s` than it prints now:\n%.3000s", rel, cmd, ran[seen].out);
+                free(out);
                 examples++;
             }
             j = k;
         }
         i = end;
     }
-    ck_assert_int_ge(examples, 8);
+    free(text);
+    return examples;
+}
+
+/* Every "$ ratiolab ..." and "$ mpirun ... ratiolab ..." example of the front page and its guides
+ * runs as written and prints what the page shows: exactly for the planning commands, with the
+ * numbers of a real run (`run`: times, memory) free; "..." stands for lines left out. The validate
+ * examples are left out: one needs the user's DeepSpeed log, the other runs for minutes (make
+ * demo-validate runs it). An example on two pages runs once. Cost: about 20 s on a loaded 2-core
+ * machine (the mpirun examples). */
+START_TEST(readme_examples_run_as_written)
+{
+    static struct ran ran[64];
+    int n_ran = 0, examples = 0, front = 0;
+    for (size_t g = 0; g < sizeof guides / sizeof guides[0]; g++) {
+        int k = check_examples(guides[g], ran, &n_ran, (int)(sizeof ran / sizeof ran[0]));
+        front += g == 0 ? k : 0;
+        examples += k;
+    }
+    ck_assert_int_ge(front, 3);      /* one for each job on the front page */
+    ck_assert_int_ge(examples, 8);   /* 13 ran from the README when the guides were split from it */
+    for (int i = 0; i < n_ran; i++) {
+        free(ran[i].cmd);
+        free(ran[i].out);
+    }
+}
+END_TEST
+
+/* The front page: under 250 lines, `make demo` and `make test` its first two commands, and every
+ * docs/ page it names is there. */
+START_TEST(readme_is_a_front_page)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/README.md", tu_src());
+    char *text = tu_read(path, NULL);
+    ck_assert_msg(text != NULL, "cannot read %s", path);
+    int lines = 0;
+    for (const char *p = text; *p; p++)
+        lines += *p == '\n';
+    ck_assert_msg(lines < 250, "README.md has %d lines; a front page has under 250", lines);
+    const char *block = strstr(text, "```sh\n");
+    ck_assert_msg(block, "README.md: no ```sh block with the commands");
+    block += strlen("```sh\n");
+    ck_assert_msg(strncmp(block, "make demo ", 10) == 0, "README.md: the first command is not make demo: %.40s", block);
+    const char *second = strchr(block, '\n') + 1;
+    ck_assert_msg(strncmp(second, "make test ", 10) == 0, "README.md: the second command is not make test: %.40s", second);
+    int named = 0;
+    for (const char *p = strstr(text, "docs/"); p; p = strstr(p + 1, "docs/")) {
+        size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789-_./*");
+        while (n > 0 && p[n - 1] == '.')
+            n--;   /* the end of a sentence */
+        if (n < 8 || memchr(p, '*', n) || p[n - 1] == '/')
+            continue;   /* docs/json-*.md names a family, docs/figures/ a folder */
+        char f[4096];
+        snprintf(f, sizeof f, "%s/%.*s", tu_src(), (int)n, p);
+        ck_assert_msg(access(f, R_OK) == 0, "README.md names %.*s, which is not there", (int)n, p);
+        named++;
+    }
+    ck_assert_int_ge(named, 8);
+    for (size_t g = 1; g < sizeof guides / sizeof guides[0]; g++)
+        ck_assert_msg(strstr(text, guides[g]), "README.md does not send the reader to %s", guides[g]);
     free(text);
 }
 END_TEST
@@ -869,6 +949,7 @@ Suite *newcomer_suite(void)
     tcase_add_test(t, json_text_edits);
     tcase_add_test(t, host_memory_counts_processes_and_os);
     tcase_add_test(t, readme_examples_run_as_written);
+    tcase_add_test(t, readme_is_a_front_page);
     tcase_add_test(t, offload_param_is_modelled);
     suite_add_tcase(s, t);
     return s;

@@ -296,7 +296,7 @@ END_TEST
 /* Checks every host copy span (name with h2d or d2h) of a one-rank gpt-350m step, everything
  * offloaded, against its closed form: launch latency aside, bytes x weight / gbps, weight 2 for
  * spans named `twice` (0: none). Returns the number of copies seen. */
-/* The copies of the DeepSpeed 0.12 step that go through pageable memory (DEEPSPEED-STEP.md
+/* The copies of the DeepSpeed 0.12 step that go through pageable memory (docs/deepspeed-step.md
  * sections 2-3): the blocking D2H of a CPU sub-group's 16-bit gradient before the host cast, and
  * the blocking H2D of the host-cast parameters. The driver stages each through a pinned buffer, so
  * its bytes cross host memory (and, interleaved, the inter-socket link) twice. */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/tune.h"
 #include "tests/util.h"
 
 static int64_t jint(json_t *o, const char *k) { return json_integer_value(json_object_get(o, k)); }
@@ -42,7 +43,7 @@ static json_t *predict_choice(const char *base, json_t *k)
 START_TEST(answer_is_what_predict_says)
 {
     /* 4 x A100-80GB, Llama-2-13B, ZeRO-3: what ratio, how much host RAM, how fast? */
-    json_t *t = tu_ratiolab_json("tune " QUESTION " --json");   /* the README's command, as JSON */
+    json_t *t = tu_ratiolab_json("tune " QUESTION " --json");   /* the planning guide's command, as JSON */
     json_t *ans = json_object_get(t, "answer");
     ck_assert(json_is_object(ans));
     double ratio = jreal(ans, "requested_ratio");
@@ -82,12 +83,13 @@ START_TEST(answer_is_what_predict_says)
 }
 END_TEST
 
-/* The README shows the real output of its `tune` and `sweep` commands: every "$ ratiolab tune ..."
+/* The planning guide (docs/plan-and-predict.md, where the front page sends a newcomer with the
+ * question) shows the real output of its `tune` and `sweep` commands: every "$ ratiolab tune ..."
  * and "$ ratiolab sweep ..." block in it is what the command prints now. */
 START_TEST(readme_tune_and_sweep_outputs_are_current)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/README.md", tu_src());
+    snprintf(path, sizeof path, "%s/docs/plan-and-predict.md", tu_src());
     FILE *f = fopen(path, "rb");
     ck_assert_msg(f != NULL, "cannot open %s", path);
     static char text[1 << 20];
@@ -101,7 +103,7 @@ START_TEST(readme_tune_and_sweep_outputs_are_current)
         for (char *at = strstr(text, cmds[c]); at; at = strstr(at + 1, cmds[c])) {
             char *cmd = at + strlen("\n$ ratiolab "), *nl = strchr(cmd, '\n');
             char *end = nl ? strstr(nl + 1, "```") : NULL;
-            ck_assert_msg(nl && end, "README: a %.5s block without its output", cmds[c] + 11);
+            ck_assert_msg(nl && end, "docs/plan-and-predict.md: a %.5s block without its output", cmds[c] + 11);
             char args[512];
             snprintf(args, sizeof args, "%.*s", (int)(nl - cmd), cmd);
             question |= strcmp(args, "tune " QUESTION) == 0;
@@ -110,13 +112,13 @@ START_TEST(readme_tune_and_sweep_outputs_are_current)
             ck_assert_msg(r.status == 0, "%s: exit %d: %s", args, r.status, r.err);
             size_t want = (size_t)(end - (nl + 1));
             ck_assert_msg(strlen(r.out) == want && memcmp(r.out, nl + 1, want) == 0,
-                          "README shows another output of `ratiolab %s` than it prints now:\n%s", args, r.out);
+                          "docs/plan-and-predict.md shows another output of `ratiolab %s` than it prints now:\n%s", args, r.out);
             tu_run_free(&r);
             blocks++;
         }
     }
     ck_assert_int_ge(blocks, 3);
-    ck_assert_msg(question, "README: no `ratiolab tune %s` (the question of the README)", QUESTION);
+    ck_assert_msg(question, "docs/plan-and-predict.md: no `ratiolab tune %s` (the question it answers)", QUESTION);
 }
 END_TEST
 
@@ -225,6 +227,25 @@ START_TEST(tokens_per_gpu_share_the_replica_over_tp)
 }
 END_TEST
 
+/* The fit analysis (sim/tune.c), in process: what binds a class from its counts, and the GPU
+ * memory that leaves the headroom free, by hand (a share of 1/4: 3 GiB needed is 4 GiB of GPU). */
+START_TEST(what_binds_and_the_gpu_that_fits)
+{
+    ck_assert_str_eq(sim_tune_binds(&(struct sim_tune_class_stats){.evaluated = 0}), "not_searched");
+    ck_assert_str_eq(sim_tune_binds(&(struct sim_tune_class_stats){.evaluated = 5, .fit = 1}), "none");
+    ck_assert_str_eq(sim_tune_binds(&(struct sim_tune_class_stats){.evaluated = 5, .host_fit = 2}), "gpu");
+    ck_assert_str_eq(sim_tune_binds(&(struct sim_tune_class_stats){.evaluated = 5, .gpu_fit = 2}), "host");
+    ck_assert_str_eq(sim_tune_binds(&(struct sim_tune_class_stats){.evaluated = 5, .gpu_fit = 2, .host_fit = 3}),
+                     "gpu_or_host");
+    ck_assert_str_eq(sim_tune_binds(&(struct sim_tune_class_stats){.evaluated = 5}), "gpu_and_host");
+    const int64_t G = INT64_C(1) << 30;
+    ck_assert_int_eq(sim_tune_gpu_mem_for(3 * G, G, false, 4 * G), 4 * G);   /* the same share of a larger GPU */
+    ck_assert_int_eq(sim_tune_gpu_mem_for(3 * G, G, true, 4 * G), 4 * G);    /* the same bytes */
+    ck_assert_int_eq(sim_tune_gpu_mem_for(7 * G, G, true, 4 * G), 8 * G);
+    ck_assert_int_eq(sim_tune_gpu_mem_for(6 * G, G, false, 4 * G), 8 * G);   /* 6 / (1 - 1/4) */
+}
+END_TEST
+
 Suite *tune_suite(void)
 {
     Suite *s = suite_create("tune");
@@ -237,6 +258,7 @@ Suite *tune_suite(void)
     tcase_add_test(t, profiles_side_by_side_and_headroom);
     tcase_add_test(t, sweep_csv_has_tokens_and_phases);
     tcase_add_test(t, tokens_per_gpu_share_the_replica_over_tp);
+    tcase_add_test(t, what_binds_and_the_gpu_that_fits);
     suite_add_tcase(s, t);
     return s;
 }

@@ -34,8 +34,8 @@ static void block(char *buf, size_t n, int sec, const char *msg, const char *ma,
              sec, 1, 802, msg, sec, 2, 803, ma, ma, ma, (int)lround(atof(ma)), sec, 3, 810, cpu);
 }
 
-/* The DeepSpeed 0.12.4 log of Megatron GPT-2.7B, TP 8, ratio <= 0.4 (N = 2), as DESIGN.md and
- * DEEPSPEED-STEP.md quote it: 0.63 / 1.88 / 5.65 / 6.58 GiB. n_sub and the MA of the last stage
+/* The DeepSpeed 0.12.4 log of Megatron GPT-2.7B, TP 8, ratio <= 0.4 (N = 2), as docs/validation.md
+ * quotes it: 0.63 / 1.88 / 5.65 / 6.58 GiB. n_sub and the MA of the last stage
  * are parameters so tests can break them. */
 static const char *gpt27_log(const char *name, int n_sub, const char *last_ma, const char *iters)
 {

@@ -777,8 +777,8 @@ int val_facts_apply(const struct trace_ds_config *f, int dp, const char *what, c
     char a[48], b[48];
     if (f->have_version) {
         if (in->ds_version_set && rl_version_cmp(in->ds_version, f->version) != 0) {
-            snprintf(a, sizeof a, "%d.%d.%d", f->version.major, f->version.minor, f->version.patch);
-            snprintf(b, sizeof b, "%d.%d.%d", in->ds_version.major, in->ds_version.minor, in->ds_version.patch);
+            rl_version_str(f->version, a, sizeof a);
+            rl_version_str(in->ds_version, b, sizeof b);
             return contradicts(e, what, "deepspeed_version", a, b, "the deepspeed_version given");
         }
         z->ds_version = f->version;
