@@ -201,6 +201,8 @@ static int run(int argc, char **argv)
         rl_err_prefix(&e, "--out");
     free(ratios);
     plan_setup_free(&c);
+    if (!rc)
+        cli_sim_warn_defaults(&hw);   /* once the rows are written: a refused input stays one line */
     return rc ? cli_fail("sweep", &e) : 0;
 }
 

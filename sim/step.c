@@ -531,9 +531,7 @@ static int host_copy(struct builder *u, const char *name, int g, bool h2d, bool 
         n = emulated_share(b, g, 2.0, 1, (h2d ? hw->h2d_pinned_gbps : hw->d2h_pinned_gbps) * 1e9, res, w, n);
     else
         n = host_dram(b, g, pinned ? 1.0 : 2.0, res, w, n);
-    double cap = pinned ? 0 : (h2d ? hw->h2d_pageable_gbps : hw->d2h_pageable_gbps) * 1e9;
-    if (!pinned && hw->host_memcpy_gbps_per_thread > 0 && hw->host_memcpy_gbps_per_thread * 1e9 < cap)
-        cap = hw->host_memcpy_gbps_per_thread * 1e9;   /* the driver's staging copy on the calling thread */
+    double cap = pinned ? 0 : sim_hw_pageable_gbps(hw, h2d) * 1e9;   /* the driver's bounce buffer */
     int64_t lat = us_to_ns(hw->lat_copy_us) * (calls > 0 ? calls : 1);
     return add_task(u, name, g, h2d ? SIM_TR_H2D : SIM_TR_D2H, phase, bytes, lat, cap, n, res, w,
                     (union sim_task_size){.bytes = copied_bytes});
@@ -542,7 +540,7 @@ static int host_copy(struct builder *u, const char *name, int g, bool h2d, bool 
 /* The CPU optimizer over `elems` for rank g: the socket's cores (the rank's share of them as its
  * own cap, at the chosen optimizer's per-core rate) and DRAM at dram_bytes_per_element. The cores
  * resource counts DeepSpeed-Adam elements, so a slower optimizer weighs more per element. */
-static int cpu_adam(struct builder *u, const char *name, int g, double elems)
+static int cpu_adam(struct builder *u, const char *name, int g, double elems, int64_t oversub_ns)
 {
     struct sim__step *b = u->b;
     const struct sim_hw *hw = b->hw;
@@ -550,9 +548,12 @@ static int cpu_adam(struct builder *u, const char *name, int g, double elems)
     int ranks_here = 0;
     for (int i = 0; i < b->ranks; i++)
         ranks_here += socket_of(b, i) == k;
-    double cores = (double)hw->socket[k].cores / (ranks_here ? ranks_here : 1);
+    /* bound: the launcher's cores // ranks; unbound: the fair share of the time-sliced teams */
+    double cores = sim_cpu_rank_cores(hw, &b->t, b->ranks, hw->socket[k].cores, ranks_here);
     double rate = b->t.cpu_optimizer == SIM_CPU_OPT_TORCH ? hw->torch_adam_elems_per_core : hw->cpu_adam_elems_per_core;
     double cap = cores * rate;
+    if (oversub_ns > 0 && elems > 0)   /* the straggling regions stretch the call: its rate falls */
+        cap = elems / (elems / cap + (double)oversub_ns * 1e-9);
     int res[SIM_MAX_RES], n = 0;
     double w[SIM_MAX_RES];
     res[n] = b->r_cores[k], w[n++] = hw->cpu_adam_elems_per_core / rate;
@@ -583,10 +584,7 @@ static int intraop_threads(const struct sim__step *b)
 {
     if (b->t.intraop_threads > 0)
         return b->t.intraop_threads;
-    int cores = 0;
-    for (int k = 0; k < b->hw->n_sockets; k++)
-        cores += b->hw->socket[k].cores;
-    return cores > 0 ? cores : 1;
+    return sim_cpu_team_threads(b->hw, &b->t, b->ranks);   /* OMP_NUM_THREADS = cores // ranks when bound */
 }
 
 /* Fresh pageable memory first touched by `threads` threads of rank g: `bytes` of page faults and
@@ -997,7 +995,9 @@ static void ds_optimizer(struct builder *u, const struct plan_ds_rules *dr, int 
             double c = (double)sg->cpu_numel;
             int un = host_pass(u, "unscale_host", g, c, 8.0, STEP_PH_UNSCALE, 0);
             dep(u, host, un);
-            int ad = cpu_adam(u, "cpu_adam", g, c);
+            /* DeepSpeedCPUAdam's call over the sub-group: its tiles' fork-join regions wait for
+               their last thread when unbound teams oversubscribe the cores */
+            int ad = cpu_adam(u, "cpu_adam", g, c, sim_cpu_oversub_ns(b->hw, &b->t, b->ranks, sg->cpu_numel));
             dep(u, un, ad);
             if (param_host) {   /* copy_(fp32 host -> 16-bit pinned host): a host cast, nothing else */
                 int ca = host_cast(u, "param_writeback_cast", g, c, 4.0 + dtype, threads, STEP_PH_PARAM_CAST, 0);
@@ -1069,7 +1069,7 @@ static void overlap_optimizer(struct builder *u, int g, int ready)
         dep(u, ready, d);
         dep(u, pd, d);
         dep(u, ppa, d);   /* its buffer is free once CPU Adam of chunk c - 2 is done */
-        int ad = cpu_adam(u, "cpu_adam", g, (double)n);
+        int ad = cpu_adam(u, "cpu_adam", g, (double)n, 0);   /* ratiolab's executor: its own threads */
         dep(u, d, ad);
         dep(u, pa, ad);
         int h = host_copy(u, "param_h2d", g, true, true, (double)n * dtype, STEP_PH_PARAM_H2D, n * dtype, 1);

@@ -2,6 +2,7 @@
  * sourced, and bad profiles are refused with the JSON path, the value and what is allowed. */
 #include <check.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +178,100 @@ START_TEST(hw_bad_profiles_name_the_path)
 }
 END_TEST
 
+/* dgx1-v100 with the first-touch keys of a machine under THP `mode` (NULL: no mode key): 2 us per
+ * 4 KiB fault, 400 us per 2 MiB fault (round figures, not the defaults). */
+static int parse_thp(const char *mode, bool per_page, struct sim_hw *hw, struct rl_err *e)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/hardware/dgx1-v100.json", tu_catalog());
+    json_t *root = json_load_file(path, 0, NULL);
+    ck_assert_ptr_nonnull(root);
+    json_t *h = json_object_get(root, "host"), *src = json_object_get(root, "sources");
+    if (mode)
+        json_object_set_new(h, "thp_mode", json_string(mode));
+    if (per_page) {
+        json_object_set_new(h, "fault_us_per_4k_page", json_real(2));
+        json_object_set_new(h, "fault_us_per_2m_page", json_real(400));
+        json_object_set_new(src, "host.fault_us_per_4k_page", json_string("test figure"));
+        json_object_set_new(src, "host.fault_us_per_2m_page", json_string("test figure"));
+    }
+    char *text = json_dumps(root, 0);
+    int rc = sim_hw_parse(hw, text, "thp.json", e);
+    free(text);
+    json_decref(root);
+    return rc;
+}
+
+/* Is `path` one of hw->defaulted's comma-separated entries? */
+static bool defaulted(const struct sim_hw *hw, const char *path)
+{
+    char buf[sizeof hw->defaulted + 2];
+    snprintf(buf, sizeof buf, ",%s,", hw->defaulted);
+    char want[128];
+    snprintf(want, sizeof want, ",%s,", path);
+    return strstr(buf, want) != NULL;
+}
+
+/* A 32 MiB temporary (glibc's mmap threshold) takes 32 MiB / 2 MiB = 16 faults with THP always and
+ * 32 MiB / 4 KiB = 8192 with madvise or never: 16 x 400 us = 6.4 ms against 8192 x 2 us = 16.384 ms
+ * on one thread, and the flow model's per-thread rate is the page over its time. */
+START_TEST(hw_first_touch_faults_per_page)
+{
+    struct sim_hw hw;
+    struct rl_err e;
+    const int64_t t32 = INT64_C(32) << 20;
+    ck_assert_msg(parse_thp("always", true, &hw, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(hw.host_page_bytes, 2097152);
+    ck_assert_int_eq(sim_hw_faults(&hw, t32), 16);
+    ck_assert(fabs(sim_hw_fault_ns(&hw, t32) - 6.4e6) < 1e-3);
+    ck_assert(fabs(hw.host_fault_gbps_per_thread - 2097152.0 / 400e3) < 1e-12);
+    ck_assert(!defaulted(&hw, "host.thp_mode") && !defaulted(&hw, "host.fault_us_per_2m_page"));
+    ck_assert_msg(parse_thp("madvise", true, &hw, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(hw.host_page_bytes, 4096);
+    ck_assert_int_eq(sim_hw_faults(&hw, t32), 8192);
+    ck_assert(fabs(sim_hw_fault_ns(&hw, t32) - 16.384e6) < 1e-3);
+    ck_assert(fabs(hw.host_fault_gbps_per_thread - 4096.0 / 2e3) < 1e-12);
+    /* --thp always on that profile: its 2 MiB figure */
+    ck_assert_int_eq(sim_hw_set_thp(&hw, "always", &e), 0);
+    ck_assert_int_eq(sim_hw_faults(&hw, t32), 16);
+    ck_assert(fabs(sim_hw_fault_ns(&hw, t32) - 6.4e6) < 1e-3);
+    ck_assert_int_eq(sim_hw_set_thp(&hw, "never", &e), 0);
+    ck_assert_int_eq(sim_hw_faults(&hw, t32), 8192);
+    ck_assert_int_eq(sim_hw_set_thp(&hw, "sometimes", &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "thp_mode: 'sometimes' is not allowed; allowed: always, madvise, never"));
+    /* no per-page keys: the catalog's 4 KiB rate (a desktop page, unverified) stands for 4 KiB pages,
+       and the mode and the rate are named as defaults */
+    ck_assert_msg(parse_thp(NULL, false, &hw, &e) == 0, "%s", e.msg);
+    ck_assert_str_eq(hw.host_thp_mode, "madvise");
+    ck_assert(hw.host_fault_gbps_per_thread == 2.1);
+    ck_assert(fabs(sim_hw_fault_ns(&hw, t32) - 8192.0 * 4096.0 / 2.1) < 1e-3);
+    ck_assert(defaulted(&hw, "host.thp_mode") && defaulted(&hw, "host.fault_gbps_per_thread"));
+    /* THP always without a 2 MiB figure: the default one, named */
+    ck_assert_msg(parse_thp("always", false, &hw, &e) == 0, "%s", e.msg);
+    ck_assert(fabs(sim_hw_fault_ns(&hw, t32) - 16.0 * SIM_HW_DEFAULT_FAULT_US_PER_2M_PAGE * 1e3) < 1e-3);
+    ck_assert(defaulted(&hw, "host.fault_us_per_2m_page"));
+    ck_assert_int_eq(parse_thp("sometimes", false, &hw, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "thp.json: host.thp_mode: 'sometimes' is not allowed; allowed: always, madvise, never"));
+}
+END_TEST
+
+/* CUDA's staged pageable copy: the bounce buffer's DMA at the pinned rate and the calling thread's
+ * memcpy, pipelined: min(pinned, memcpy); without a memcpy figure the profile's pageable rate. */
+START_TEST(hw_pageable_copy_is_a_bounce_buffer)
+{
+    struct sim_hw hw;
+    struct rl_err e;
+    ck_assert_msg(sim_hw_load(&hw, tu_catalog(), "dgx1-v100", &e) == 0, "%s", e.msg);
+    hw.h2d_pinned_gbps = 12, hw.d2h_pinned_gbps = 13, hw.h2d_pageable_gbps = 2, hw.d2h_pageable_gbps = 3;
+    hw.host_memcpy_gbps_per_thread = 0;
+    ck_assert(sim_hw_pageable_gbps(&hw, true) == 2 && sim_hw_pageable_gbps(&hw, false) == 3);
+    hw.host_memcpy_gbps_per_thread = 10;
+    ck_assert(sim_hw_pageable_gbps(&hw, true) == 10 && sim_hw_pageable_gbps(&hw, false) == 10);
+    hw.host_memcpy_gbps_per_thread = 20;
+    ck_assert(sim_hw_pageable_gbps(&hw, true) == 12 && sim_hw_pageable_gbps(&hw, false) == 13);
+}
+END_TEST
+
 Suite *sim_hw_suite(void)
 {
     Suite *s = suite_create("sim_hw");
@@ -185,6 +280,8 @@ Suite *sim_hw_suite(void)
     tcase_add_test(c, hw_dgx1_v100_topology);
     tcase_add_test(c, hw_bad_profiles_name_the_path);
     tcase_add_test(c, hw_host_keys_are_optional);
+    tcase_add_test(c, hw_first_touch_faults_per_page);
+    tcase_add_test(c, hw_pageable_copy_is_a_bounce_buffer);
     suite_add_tcase(s, c);
     return s;
 }
