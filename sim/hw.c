@@ -42,6 +42,9 @@ static const struct hw_field fields[] = {
     F("gpu.tensor_tflops", 'd', tensor_tflops, 1e-3, 1e5),
     F("gpu.tensor_efficiency", 'd', tensor_efficiency, 0.01, 1),
     F("gpu.fp32_tflops", 'd', fp32_tflops, 1e-3, 1e5),
+    F("gpu.gemm_efficiency", 'd', gemm_efficiency, 0, 1),
+    F("gpu.sms", 'i', gpu_sms, 0, 1024),
+    F("gpu.gemm_fixed_us", 'd', gemm_fixed_us, 0, 1e4),
     F("gpu.fp32_efficiency", 'd', fp32_efficiency, 0.01, 1),
     F("gpu.h2d_pinned_gbps", 'd', h2d_pinned_gbps, 0.01, 1e4),
     F("gpu.d2h_pinned_gbps", 'd', d2h_pinned_gbps, 0.01, 1e4),
@@ -230,6 +233,9 @@ static bool optional_default_value(struct sim_hw *hw, const char *path)
         hw->torch_adam_elems_per_core = -1;   /* resolved after the fill */
         return true;
     }
+    if (strcmp(path, "gpu.gemm_efficiency") == 0 || strcmp(path, "gpu.sms") == 0 ||
+        strcmp(path, "gpu.gemm_fixed_us") == 0)
+        return true;   /* 0: the per-shape GEMM model is off (memset by sim_hw_parse) */
     if (strcmp(path, "host.thp_mode") == 0 || strcmp(path, "host.page_bytes") == 0 ||
         strcmp(path, "host.fault_us_per_4k_page") == 0 || strcmp(path, "host.fault_us_per_2m_page") == 0)
         return true;   /* ""/0: resolved by sim_hw_host_resolve, which notes what it defaults */
@@ -242,6 +248,7 @@ static bool optional_default(struct sim_hw *hw, const char *path)
 {
     bool ok = optional_default_value(hw, path);
     if (ok && strcmp(path, "node.cpu_model") != 0 && strncmp(path, "gpu.emulated", 12) != 0 &&
+        strncmp(path, "gpu.gemm_", 9) != 0 && strcmp(path, "gpu.sms") != 0 &&
         strncmp(path, "host.thp_mode", 13) != 0 && strcmp(path, "host.page_bytes") != 0 &&
         strncmp(path, "host.fault_us_per_", 18) != 0)
         sim_hw_note_default(hw, path);

@@ -61,6 +61,12 @@ struct sim_hw {
     double tensor_efficiency;      /* achieved fraction for transformer GEMMs */
     double fp32_tflops;            /* fp32 peak, TFLOP/s */
     double fp32_efficiency;        /* achieved fraction */
+    double gemm_efficiency;        /* large-GEMM fraction of tensor_tflops for the per-shape model
+                                      (sim/gemm.h; optional key gpu.gemm_efficiency, 0: off, every
+                                      GEMM at tensor_efficiency) */
+    int gpu_sms;                   /* streaming multiprocessors (optional key gpu.sms; 0: unknown) */
+    double gemm_fixed_us;          /* time per GEMM kernel beyond its tiles, us (optional key
+                                      gpu.gemm_fixed_us, default 0) */
     double h2d_pinned_gbps;        /* per GPU link, pinned host memory, GB/s */
     double d2h_pinned_gbps;
     double h2d_pageable_gbps;      /* same from pageable host memory */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "plan/ds_rules.h"
+#include "sim/gemm.h"
 #include "sim/step.h"
 #include "sim/step_impl.h"
 
@@ -193,6 +194,57 @@ static int blocks_build(struct blocks *k, const struct plan *p, int64_t b, int64
     if (a->pp_stage == a->pp - 1 || a->pp <= 1)   /* logits on the last stage */
         k->fwd_flops[L + 1] = 2.0 * tokens * (double)a->hidden * (double)vocab / tp;
     return 0;
+}
+
+/* ---- GEMM rate per shape (sim/gemm.h) ----------------------------------------------------------
+ * With the profile's per-shape model on, each block's forward is its kernels' seconds, given to the
+ * flow model as FLOPs at the SMs' resource rate (tensor_tflops x tensor_efficiency), so the block
+ * takes those seconds alone and shares the SMs as before:
+ * * every 2-D weight of a layer as the GEMM tokens x out x in (out, in: its shape on this TP rank),
+ *   the logits as tokens x vocab / tp x hidden;
+ * * attention per micro-batch and local head: Q K^T (s x s x d) and scores x V (s x d x s), their
+ *   outputs in HBM when materialized; FlashAttention keeps the s x s scores on chip;
+ * * the memory-bound kernels of a GPT layer over their HBM traffic (each reads its input and
+ *   writes its output, 16-bit): two LayerNorms 8 s b h, two dropout + residual adds 14 s b h, GeLU
+ *   16 s b h / t; materialized attention's softmax and dropout 9 a s^2 b / t (the tensors of
+ *   Korthikanti et al. 2022, section 4.1). */
+static void gemm_block_flops(struct blocks *k, const struct plan *p, const struct sim_hw *hw, const struct sim_train *t)
+{
+    if (!sim_gemm_model_on(hw) || p->zero.dtype == PLAN_FP32)
+        return;
+    const struct plan_model *m = p->model;
+    const struct plan_arch *a = &m->arch;
+    int lo = -1;
+    for (int i = 0; i < m->n_tensors; i++)
+        if (m->tensors[i].layer >= 0 && (lo < 0 || m->tensors[i].layer < lo))
+            lo = m->tensors[i].layer;
+    int L = k->n - 2;
+    double *sec = k->fwd_flops;   /* seconds first, FLOPs at the end */
+    bool logits = k->fwd_flops[L + 1] > 0;
+    for (int i = 0; i < k->n; i++)
+        sec[i] = 0;
+    double b = (double)t->micro_batch, s = (double)t->seq_len, tokens = b * s, h = (double)a->hidden;
+    double tp = a->tp > 0 ? a->tp : 1;
+    int64_t heads = a->heads > 0 ? a->heads : 1;
+    double lheads = heads / a->tp > 0 ? (double)(heads / (a->tp > 0 ? a->tp : 1)) : 1;
+    double d = (double)(a->head_dim > 0 ? a->head_dim : a->hidden / heads);
+    bool flash = t->attention == PLAN_ATTN_FLASH;
+    for (int i = 0; i < m->n_tensors; i++) {
+        const struct plan_tensor *x = &m->tensors[i];
+        if (x->layer >= 0 && x->ndim == 2)
+            sec[1 + (x->layer - lo)] += sim_gemm_time_s(hw, 1, tokens, (double)x->shape[0], (double)x->shape[1], true);
+    }
+    double attn = sim_gemm_time_s(hw, b * lheads, s, s, d, !flash) + sim_gemm_time_s(hw, b * lheads, s, d, s, true);
+    double elem = tokens * h * 2.0 * (8.0 + 14.0 + 16.0 / tp) + (flash ? 0.0 : 9.0 * lheads * s * s * b * 2.0);
+    for (int i = 1; i <= L; i++)
+        sec[i] += attn + sim_gemm_hbm_time_s(hw, elem);
+    if (logits) {
+        double vocab = (double)(a->vocab_padded > 0 ? a->vocab_padded : a->vocab);
+        sec[L + 1] = sim_gemm_time_s(hw, 1, tokens, vocab / tp, h, true);
+    }
+    double rate = hw->tensor_tflops * hw->tensor_efficiency * 1e12;   /* the SMs' resource */
+    for (int i = 1; i < k->n; i++)
+        sec[i] *= rate;
 }
 
 /* ---- memory ------------------------------------------------------------------------------------- */
@@ -1501,6 +1553,7 @@ static int simulate(const struct plan *p, const struct sim_hw *hw, const struct 
     int rc;
     if ((rc = blocks_build(&u.k, p, b.t.micro_batch, b.t.seq_len, e)))
         goto out_nok;
+    gemm_block_flops(&u.k, p, hw, &b.t);
     if ((rc = add_resources(&b, e)) < 0 || (rc = build(&u, nsim, e)))
         goto out;
     if (b.record_links) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/gemm.h"
 #include "sim/hw.h"
 #include "tests/util.h"
 
@@ -272,6 +273,40 @@ START_TEST(hw_pageable_copy_is_a_bounce_buffer)
 }
 END_TEST
 
+/* The per-shape GEMM model on a round GPU: 1000 TFLOP/s, large-GEMM efficiency 0.8, 100 SMs (8e12
+ * FLOP/s each), 5 us per kernel, HBM 1000 GB/s at efficiency 1. */
+START_TEST(hw_gemm_rate_depends_on_the_shape)
+{
+    struct sim_hw hw;
+    struct rl_err e;
+    ck_assert_msg(sim_hw_load(&hw, tu_catalog(), "dgx1-v100", &e) == 0, "%s", e.msg);
+    ck_assert(!sim_gemm_model_on(&hw));   /* a profile without gpu.gemm_efficiency keeps the constant */
+    hw.tensor_tflops = 1000, hw.gemm_efficiency = 0.8, hw.gpu_sms = 100, hw.gemm_fixed_us = 5;
+    hw.hbm_gbps = 1000, hw.hbm_efficiency = 1;
+    ck_assert(sim_gemm_model_on(&hw));
+    /* 4096^3: 32 x 32 = 1024 tiles in ceil(1024 / 100) = 11 waves of 2 x 128 x 128 x 4096 / 8e12 =
+       16.777216 us, the 32 MiB output at 1000 GB/s 33.554432 us, 5 us: 223.103808 us */
+    ck_assert(fabs(sim_gemm_time_s(&hw, 1, 4096, 4096, 4096, true) - 223.103808e-6) < 1e-12);
+    /* 256 x 2048 x 4096: 2 x 16 = 32 tiles, split-K min(floor(100 / 32), 4096 / 1024) = 3, one wave of
+       2 x 128 x 128 x 4096 / 3 / 8e12 = 5.592405 us, the output written 3 times and read twice
+       (256 x 2048 x 2 x 5 B, 5.24288 us), 5 us */
+    ck_assert(fabs(sim_gemm_time_s(&hw, 1, 256, 2048, 4096, true) - (2.0 * 128 * 128 * 4096 / 3 / 8e12 + 5.24288e-6 + 5e-6)) < 1e-12);
+    /* attention of 32 heads at seq 2048, materialized: Q K^T is 32 x 16 x 16 = 8192 tiles in 82 waves;
+       head dim 16: 82 x 0.065536 us + the 256 MiB of scores 268.435456 us + 5 us = 278.809408 us for
+       4.29e9 FLOPs (15.4 TFLOP/s); head dim 128: 82 x 0.524288 + 268.435456 + 5 = 316.427072 us for
+       8 times the FLOPs (108.6 TFLOP/s, 7.0 times the rate) */
+    double t16 = sim_gemm_time_s(&hw, 32, 2048, 2048, 16, true), t128 = sim_gemm_time_s(&hw, 32, 2048, 2048, 128, true);
+    ck_assert(fabs(t16 - 278.809408e-6) < 1e-12);
+    ck_assert(fabs(t128 - 316.427072e-6) < 1e-12);
+    double r16 = 2.0 * 32 * 2048 * 2048 * 16 / t16, r128 = 2.0 * 32 * 2048 * 2048 * 128 / t128;
+    ck_assert(fabs(r128 / r16 - 8.0 * 278.809408 / 316.427072) < 1e-9);
+    /* FlashAttention keeps the scores on chip: the tiles and the kernel's time only */
+    ck_assert(fabs(sim_gemm_time_s(&hw, 32, 2048, 2048, 16, false) - (82 * 0.065536e-6 + 5e-6)) < 1e-12);
+    hw.gpu_emulated = 1;   /* an emulated device's GEMM rate is measured on its own list */
+    ck_assert(!sim_gemm_model_on(&hw));
+}
+END_TEST
+
 Suite *sim_hw_suite(void)
 {
     Suite *s = suite_create("sim_hw");
@@ -282,6 +317,7 @@ Suite *sim_hw_suite(void)
     tcase_add_test(c, hw_host_keys_are_optional);
     tcase_add_test(c, hw_first_touch_faults_per_page);
     tcase_add_test(c, hw_pageable_copy_is_a_bounce_buffer);
+    tcase_add_test(c, hw_gemm_rate_depends_on_the_shape);
     suite_add_tcase(s, c);
     return s;
 }
