@@ -3,7 +3,7 @@
 
 #include "cli/sim_opts.h"
 
-enum { M_HW = 2000, M_SCHEDULE, M_CKPT, M_GA, M_NUMA, M_RESERVE, M_CPU_OPT, M_GPU_IDS, M_GPU_MEM, M_HOST_MEM, M_PCIE_GEN, M_ATTENTION, M_INTRAOP, M_HOST_BASELINE, M_CPU_BINDING, M_CPU_CORES, M_THP };
+enum { M_HW = 2000, M_SCHEDULE, M_CKPT, M_GA, M_NUMA, M_RESERVE, M_CPU_OPT, M_GPU_IDS, M_GPU_MEM, M_HOST_MEM, M_PCIE_GEN, M_ATTENTION, M_INTRAOP, M_HOST_BASELINE, M_CPU_BINDING, M_CPU_CORES, M_THP, M_PREFETCH };
 
 const struct cli_opt cli_sim_opts[] = {
     {"hw", "NAME|FILE", "hardware profile (ratiolab catalog) or a profile file (default dgx1-v100)", M_HW},
@@ -23,6 +23,7 @@ const struct cli_opt cli_sim_opts[] = {
     {"cpu-binding", "none|per-rank", "the ranks' host threads: none (every rank's OpenMP team is the node's cores, DeepSpeed's launcher's default) or per-rank (deepspeed --bind_cores_to_rank: cores // ranks each)", M_CPU_BINDING},
     {"cpu-cores", "N", "physical cores of a node the launcher divides among its ranks (--bind_core_list's count; default: the profile's cores)", M_CPU_CORES},
     {"thp", "always|madvise|never", "transparent huge pages mode of the nodes, overrides the profile's host.thp_mode: the page size of a fresh pageable temporary (2 MiB under always, 4 KiB otherwise)", M_THP},
+    {"zero3-prefetch", "on|off", "DeepSpeed's ZeRO-3 parameter prefetch: on (its trace complete, the steady state, default) or off (the trace recorded or invalidated: every gather waits for the previous block)", M_PREFETCH},
     {NULL, NULL, NULL, 0},
 };
 
@@ -108,6 +109,11 @@ int cli_sim_opt(void *ctx, int id, const char *v, struct rl_err *e)
             return rl_errf(e, RL_EINVAL, "--thp: '%s' is not allowed; allowed: always, madvise, never", v);
         s->thp = v;
         return 0;
+    case M_PREFETCH:
+        if (!rl_streq(v, "on") && !rl_streq(v, "off"))
+            return rl_errf(e, RL_EINVAL, "--zero3-prefetch: '%s' is not allowed; allowed: on, off", v);
+        s->train.zero3_prefetch_off = rl_streq(v, "off");
+        return 0;
     case M_PCIE_GEN: {
         int64_t g;
         if (rl_parse_i64("--pcie-gen", v, 3, 5, &g, e))
@@ -165,6 +171,14 @@ int cli_sim_load_hw(struct cli_sim *s, const struct plan_setup *c, struct sim_hw
     if (s->thp && (rc = sim_hw_set_thp(hw, s->thp, e)))
         return cli_err_flag(e, "thp_mode", "--thp");
     return 0;
+}
+
+void cli_sim_warn_layout(const struct plan_layout *l)
+{
+    if (l->tp > l->gpus_per_node && l->gpus_per_node > 0)
+        fprintf(stderr, "ratiolab: warning: TP %d spans nodes of %d GPUs: every tensor-parallel all-reduce crosses the "
+                "inter-node network (modelled at the profile's network.node_gbps), which is slower than TP within a "
+                "node; keep TP <= GPUs per node if you can\n", l->tp, l->gpus_per_node);
 }
 
 void cli_sim_warn_defaults(const struct sim_hw *hw)

@@ -96,6 +96,8 @@ struct blocks {
     int64_t *cpu_fresh_numel;  /* per block: CPU elements of tensors whose 16-bit temporary in a
                               blocking copy is at least SIM_FRESH_BYTES (a fresh mmap each call) */
     double *fwd_flops;     /* per block: forward FLOPs per micro-batch */
+    int64_t *ahead_numel;  /* per block: what DeepSpeed's prefetch gathers ahead, its first parameters
+                              until min(prefetch bucket, max live) elements (at least one whole) */
     int64_t max_layer_numel;   /* largest full_numel over blocks */
 };
 
@@ -108,6 +110,7 @@ static void blocks_free(struct blocks *k)
     free(k->cpu_tensors);
     free(k->cpu_fresh_numel);
     free(k->fwd_flops);
+    free(k->ahead_numel);
 }
 
 static int blocks_build(struct blocks *k, const struct plan *p, int64_t b, int64_t s, struct rl_err *e)
@@ -133,9 +136,10 @@ static int blocks_build(struct blocks *k, const struct plan *p, int64_t b, int64
     k->n_tensors = calloc((size_t)k->n, sizeof *k->n_tensors);
     k->cpu_tensors = calloc((size_t)k->n, sizeof *k->cpu_tensors);
     k->cpu_fresh_numel = calloc((size_t)k->n, sizeof *k->cpu_fresh_numel);
+    k->ahead_numel = calloc((size_t)k->n, sizeof *k->ahead_numel);
     int *blk = malloc(sizeof *blk * (size_t)(m->n_tensors > 0 ? (unsigned)m->n_tensors : 1u));
     if (!k->full_numel || !k->part_numel || !k->cpu_numel || !k->fwd_flops || !k->n_tensors || !k->cpu_tensors ||
-        !k->cpu_fresh_numel || !blk) {
+        !k->cpu_fresh_numel || !k->ahead_numel || !blk) {
         free(blk);
         blocks_free(k);
         return rl_errf(e, RL_ENOMEM, "step: out of memory for %d blocks", k->n);
@@ -149,6 +153,11 @@ static int blocks_build(struct blocks *k, const struct plan *p, int64_t b, int64
         } else {
             blk[i] = seen_layer ? L + 1 : 0;
         }
+        int64_t ahead = p->zero.prefetch_bucket_size;
+        if (p->zero.max_live_parameters > 0 && p->zero.max_live_parameters < ahead)
+            ahead = p->zero.max_live_parameters;
+        if (k->ahead_numel[blk[i]] < ahead || k->n_tensors[blk[i]] == 0)   /* whole parameters, at least one */
+            k->ahead_numel[blk[i]] += m->tensors[i].numel;
         k->full_numel[blk[i]] += m->tensors[i].numel;
         k->part_numel[blk[i]] += p->part_numel[i];
         k->n_tensors[blk[i]]++;
@@ -1224,6 +1233,44 @@ static int param_fetch(struct builder *u, struct graph_ctx *c, int g, int i, boo
     return t;
 }
 
+/* DeepSpeed's prefetch is per parameter, not per block (partitioned_param_coordinator.py
+ * fetch_sub_module, v0.12.4-v0.19.5): once the trace is complete, each submodule's fetch issues
+ * all-gathers for the next parameters of the trace until min(stage3_prefetch_bucket_size,
+ * stage3_max_live_parameters - available) elements are in flight (whole parameters, at least
+ * one: blocks.ahead_numel). So of a block larger than that only those first parameters can be
+ * gathered while the previous block computes; the rest is fetched in the block's own hooks, after the previous block's compute.
+ * Returns the fraction of block i's gather issued ahead (1: all of it, the block-level prefetch
+ * above; 0 with sim_train.zero3_prefetch_off, DeepSpeed recording or having invalidated its trace). */
+static double prefetch_ahead_fraction(const struct builder *u, const struct graph_ctx *c, int i)
+{
+    const struct sim__step *b = u->b;
+    if (!c->ds || emulated(b))
+        return 1.0;
+    if (b->t.zero3_prefetch_off)
+        return 0.0;
+    int64_t ahead = u->k.ahead_numel[i], n = u->k.full_numel[i];
+    return n <= 0 || ahead >= n ? 1.0 : (double)ahead / (double)n;
+}
+
+/* The part of block i's gather that waits for the previous block's compute (`prev`, -1: none):
+ * (1 - ahead fraction) of its bytes, after the prefetched part `ag`. Returns the task the block's
+ * compute waits for (ag itself when everything was prefetched). */
+static int gather_rest(struct builder *u, struct graph_ctx *c, int g, int i, int ag, int pf, int prev)
+{
+    double f = prefetch_ahead_fraction(u, c, i);
+    if (f >= 1.0)
+        return ag;
+    int rest = collective(u, "allgather_fetch", g, COLL_AG, (double)u->k.full_numel[i] * c->dtype * (1.0 - f), c->dp,
+                          c->dp_local, STEP_PH_ALLGATHER, SIM_TR_GATHER);
+    dep(u, ag >= 0 ? ag : c->st[g].gather, rest);   /* one all-gather stream */
+    dep(u, pf, rest);
+    dep(u, prev, rest);
+    if (ag < 0)
+        mem_event(u, rest, u->k.full_numel[i] * c->dtype);
+    c->st[g].gather = rest;
+    return rest;
+}
+
 /* Forward: gather block i (prefetched up to `depth` blocks ahead), compute, TP all-reduce. */
 static void build_forward(struct builder *u, struct graph_ctx *c)
 {
@@ -1239,16 +1286,20 @@ static void build_forward(struct builder *u, struct graph_ctx *c)
             if (issuer >= 0)   /* the host is blocked in the issuing block's hook until the copy returns */
                 dep(u, pf, c->first[issuer * G + g]);
             if (dp > 1 && k->full_numel[i] > 0) {
-                ag = collective(u, "allgather", g, COLL_AG, (double)k->full_numel[i] * dtype, dp, c->dp_local,
-                                STEP_PH_ALLGATHER, SIM_TR_GATHER);
-                dep(u, st[g].gather, ag);
-                dep(u, pf, ag);
-                if (i - 1 - c->depth >= 0)
-                    dep(u, fwd[(i - 1 - c->depth) * G + g], ag);
-                if (emulated(u->b))   /* gathered when the previous block is done */
-                    dep(u, st[g].compute, ag);
-                st[g].gather = ag;
-                mem_event(u, ag, k->full_numel[i] * dtype);
+                double ahead = prefetch_ahead_fraction(u, c, i);
+                if (ahead > 0) {
+                    ag = collective(u, "allgather", g, COLL_AG, (double)k->full_numel[i] * dtype * ahead, dp,
+                                    c->dp_local, STEP_PH_ALLGATHER, SIM_TR_GATHER);
+                    dep(u, st[g].gather, ag);
+                    dep(u, pf, ag);
+                    if (i - 1 - c->depth >= 0)
+                        dep(u, fwd[(i - 1 - c->depth) * G + g], ag);
+                    if (emulated(u->b))   /* gathered when the previous block is done */
+                        dep(u, st[g].compute, ag);
+                    st[g].gather = ag;
+                    mem_event(u, ag, k->full_numel[i] * dtype);
+                }
+                ag = gather_rest(u, c, g, i, ag, pf, i > 0 ? fwd[(i - 1) * G + g] : -1);
             }
             c->first[i * G + g] = block_compute(u, &st[g], &c->pc, g, i, ag, k->fwd_flops[i],
                                                 i == k->n - 1 ? "logits" : "forward", STEP_PH_FORWARD, c->act_per_block);
@@ -1334,16 +1385,20 @@ static void build_backward(struct builder *u, struct graph_ctx *c, bool boundary
             if (issuer >= 0)   /* blocked in the hook of a block whose backward is already built */
                 dep(u, pf, c->first[issuer * G + g]);
             if (dp > 1 && k->full_numel[i] > 0) {
-                ag = collective(u, "allgather", g, COLL_AG, (double)k->full_numel[i] * dtype, dp, c->dp_local,
-                                STEP_PH_ALLGATHER, SIM_TR_GATHER);
-                dep(u, st[g].gather, ag);
-                dep(u, pf, ag);
-                if (i + 1 + c->depth < k->n && !emulated(b))
-                    dep(u, bwd[(i + 1 + c->depth) * G + g], ag);
-                else   /* not before the forward is done; an emulated device gathers no block ahead */
-                    dep(u, st[g].compute, ag);
-                st[g].gather = ag;
-                mem_event(u, ag, k->full_numel[i] * dtype);
+                double ahead = prefetch_ahead_fraction(u, c, i);
+                if (ahead > 0) {
+                    ag = collective(u, "allgather", g, COLL_AG, (double)k->full_numel[i] * dtype * ahead, dp,
+                                    c->dp_local, STEP_PH_ALLGATHER, SIM_TR_GATHER);
+                    dep(u, st[g].gather, ag);
+                    dep(u, pf, ag);
+                    if (i + 1 + c->depth < k->n && !emulated(b))
+                        dep(u, bwd[(i + 1 + c->depth) * G + g], ag);
+                    else   /* not before the forward is done; an emulated device gathers no block ahead */
+                        dep(u, st[g].compute, ag);
+                    st[g].gather = ag;
+                    mem_event(u, ag, k->full_numel[i] * dtype);
+                }
+                ag = gather_rest(u, c, g, i, ag, pf, i + 1 < k->n ? bwd[(i + 1) * G + g] : st[g].compute);
             }
             /* backward is twice the forward, three times with recomputation of an inner block */
             double f = k->fwd_flops[i] * (b->t.checkpoint_activations && i >= 1 && i < k->n - 1 ? 3.0 : 2.0);

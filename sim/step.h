@@ -105,6 +105,9 @@ struct sim_train {
                                         default) or per-rank (with it) */
     int cpu_cores;                   /* physical cores the launcher divides among a node's ranks
                                         (--bind_core_list's count); 0: the node's physical cores */
+    bool zero3_prefetch_off;         /* DeepSpeed prefetches nothing: its trace is being recorded or was
+                                        invalidated ("Invalidate trace cache" in its log), so every
+                                        block's gather waits for the previous block's compute */
     int comm_dtype_bytes;            /* bytes per gradient element the reduce-scatter moves
                                         (DeepSpeed's communication_data_type; ratiolab's executor
                                         reduces fp32: 4); 0: the model dtype's */

@@ -1066,6 +1066,70 @@ START_TEST(step_ds_cpu_adam_bound_and_oversubscribed)
 }
 END_TEST
 
+/* ZeRO-3 gathers across nodes (gpt-350m, DP 4 over two nodes of the tiny node's 2 GPUs, a 1 GB/s
+ * network, ratio 0). Without prefetch (DeepSpeed's trace recorded or invalidated) every block's
+ * all-gather waits for the previous block's compute, so the forward is the compute plus every
+ * gather: bus bytes 2 B x numel x 3/4 per block at the network's 1 GB/s (each of the node's 2
+ * ranks carries half of its traffic there, so each runs at the full rate). With the default
+ * prefetch (5e7 elements, more than a block) the gathers hide behind the compute; with a bucket of
+ * half a block only half of each block's gather runs ahead. */
+START_TEST(step_ds_inter_node_gather_exposed_without_prefetch)
+{
+    struct sim_hw hw = tu_sim_tiny_hw();
+    hw.gpus = 2;
+    hw.sw[0] = (struct sim_hw_switch){.socket = 0, .uplink_gbps = 1000, .n_gpus = 2, .gpus = {0, 1}};
+    hw.gpu_switch[1] = 0;
+    hw.net_gbps = 1;
+    hw.allgather_busbw_gbps = hw.reduce_scatter_busbw_gbps = hw.allreduce_busbw_gbps = 1e5;
+    struct sim_hw fast = hw;
+    fast.net_gbps = 1e5;
+    struct fixture f;
+    fx_init(&f, "gpt-350m", 1, 4, 2, 0.0, PLAN_POLICY_DS012);
+    ck_assert_int_eq(f.p.layout.dp, 4);
+    struct sim_train t;
+    sim_train_defaults(&t);
+    struct rl_err e;
+    struct sim_step_result off, off_fast, on, half;
+    t.zero3_prefetch_off = true;
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &off, &e) == 0, "%s", e.msg);
+    ck_assert_msg(sim_step_run(&f.p, &fast, &t, NULL, &off_fast, &e) == 0, "%s", e.msg);
+    long double gathers = 0;
+    int blocks = 0;
+    int64_t max_block = 0, block[512] = {0};
+    for (int i = 0; i < f.m.n_tensors; i++) {
+        int l = f.m.tensors[i].layer;
+        block[l >= 0 ? 1 + l : (i == 0 || f.m.tensors[i - 1].layer < 0 ? 0 : 511)] += f.m.tensors[i].numel;
+    }
+    for (int i = 0; i < 512; i++)
+        if (block[i] > 0) {
+            gathers += (long double)block[i] * 2.0L * 3.0L / 4.0L / 1e9L;
+            blocks++;
+            if (block[i] > max_block)
+                max_block = block[i];
+        }
+    /* the fast network's run still gathers, at its GPUs' PCIe links (GPUDirect RDMA, each 20 GB/s
+       carrying half of the rank's traffic: 40 GB/s) */
+    int64_t want = tu_ceil_ns(gathers * 1e9L) - tu_ceil_ns(gathers / 40.0L * 1e9L);
+    int64_t got = off.window_forward_ns - off_fast.window_forward_ns;
+    ck_assert_msg(llabs(got - want) <= 2 * blocks + 2, "exposed gathers %lld ns, by hand %lld ns", (long long)got,
+                  (long long)want);
+    /* at 20 GB/s a layer's gather (12.6e6 x 1.5 B, 0.94 ms) is shorter than its compute (1.8 ms at
+       V100's 37.5 TFLOP/s): prefetched it hides, half prefetched the rest shows */
+    struct sim_hw mid = hw;
+    mid.net_gbps = 20;
+    ck_assert_msg(sim_step_run(&f.p, &mid, &t, NULL, &off, &e) == 0, "%s", e.msg);
+    t.zero3_prefetch_off = false;
+    ck_assert_msg(sim_step_run(&f.p, &mid, &t, NULL, &on, &e) == 0, "%s", e.msg);
+    ck_assert_int_lt(on.window_forward_ns, off.window_forward_ns);
+    ck_assert_int_lt(on.phase[STEP_PH_ALLGATHER].exposed_ns, off.phase[STEP_PH_ALLGATHER].exposed_ns);
+    f.p.zero.prefetch_bucket_size = block[1] / 2;   /* half a layer: whole parameters up to it */
+    ck_assert_msg(sim_step_run(&f.p, &mid, &t, NULL, &half, &e) == 0, "%s", e.msg);
+    ck_assert_int_lt(on.window_forward_ns, half.window_forward_ns);
+    ck_assert_int_lt(half.window_forward_ns, off.window_forward_ns);
+    fx_free(&f);
+}
+END_TEST
+
 /* 0.15.4 stages the fp32 gradient through pinned memory (upcast on the GPU, a blocking D2H of
  * 4 B, a host copy of 8 B per element); 0.16.3 copies the upcast straight into the pinned fp32
  * buffer. Neither allocates a host temporary in the backward: only the step's parameter copy and
@@ -1414,6 +1478,7 @@ Suite *sim_step_suite(void)
     tcase_add_test(c, step_ds_host_costs_of_copies_closed_forms);
     tcase_add_test(c, step_ds_thp_always_faults_in_huge_pages);
     tcase_add_test(c, step_ds_cpu_adam_bound_and_oversubscribed);
+    tcase_add_test(c, step_ds_inter_node_gather_exposed_without_prefetch);
     tcase_add_test(c, step_ds_pageable_flat_buffer_holds_the_host);
     tcase_add_test(c, step_ds_pinned_gradient_copies_closed_forms);
     tcase_add_test(c, step_ds_blocking_copy_stalls_backward);
