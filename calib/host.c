@@ -345,6 +345,16 @@ int calib_host_json(const struct calib_host *h, const char *host, const char *da
              (long long)(h->fault_bytes >> 20), h->huge ? "2 MiB" : "4 KiB", h->thp, h->thp_defrag,
              h->huge ? "2 MiB" : "4 KiB", (long long)h->faults_per_block, method, f1->best, curve);
     host_src(sources, "host.fault_gbps_per_thread", host, date, body);
+    /* The mode and the page the figure was measured with: the simulator charges faults per page of
+       that size (sim/hw_host.c), and "unknown" (no /sys) leaves the profile's default. */
+    if (strcmp(h->thp, "always") == 0 || strcmp(h->thp, "madvise") == 0 || strcmp(h->thp, "never") == 0)
+        json_object_set_new(o, "thp_mode", json_string(h->thp));
+    json_object_set_new(o, "page_bytes", json_integer(h->huge ? INT64_C(2) << 20 : 4096));
+    snprintf(body, sizeof body, "the page a plain mapping gets under transparent huge pages '%s' (2 MiB only under "
+             "always), read from /sys/kernel/mm/transparent_hugepage/enabled; the first-touch figure was measured "
+             "with it (%lld faults per %lld MiB block)", h->thp, (long long)h->faults_per_block,
+             (long long)(h->fault_bytes >> 20));
+    host_src(sources, "host.page_bytes", host, date, body);
     snprintf(body, sizeof body, "the best all-threads figure of the first-touch curve (%d thread%s: %.4g GB/s, "
              "median of the rounds %.4g, spread %.4g..%.4g); the machine's cores seen as one socket", at,
              at == 1 ? "" : "s", fb->best, fb->median, fb->min, fb->max);

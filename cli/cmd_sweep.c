@@ -198,6 +198,10 @@ static int run(int argc, char **argv)
         rl_outfile_abort(&of);
     else if ((rc = rl_outfile_commit(&of, &e)))
         rl_err_prefix(&e, "--out");
+    if (!rc) {   /* once the rows are written: a refused input stays one line */
+        cli_sim_warn_layout(&c.layout);
+        cli_sim_warn_defaults(&hw);
+    }
     free(ratios);
     plan_setup_free(&c);
     return rc ? cli_fail("sweep", &e) : 0;

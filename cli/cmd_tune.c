@@ -598,6 +598,10 @@ static int run(int argc, char **argv)
         } else {
             print_table(&c, &sim.train, runs, n_hw);
         }
+        if (found)
+            cli_sim_warn_layout(&c.layout);
+        for (int i = 0; found && i < n_hw; i++)   /* after the answer: a refusal stays one line */
+            cli_sim_warn_defaults(&runs[i].hw);
         if (!found) {
             char why[512], more[256] = "";
             const struct sim_tune_fix *f = &runs[0].fix[SIM_TUNE_N_CLASSES];

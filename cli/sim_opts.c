@@ -3,7 +3,7 @@
 
 #include "cli/sim_opts.h"
 
-enum { M_HW = 2000, M_SCHEDULE, M_CKPT, M_GA, M_NUMA, M_RESERVE, M_CPU_OPT, M_GPU_IDS, M_GPU_MEM, M_HOST_MEM, M_PCIE_GEN, M_ATTENTION, M_INTRAOP, M_HOST_BASELINE };
+enum { M_HW = 2000, M_SCHEDULE, M_CKPT, M_GA, M_NUMA, M_RESERVE, M_CPU_OPT, M_GPU_IDS, M_GPU_MEM, M_HOST_MEM, M_PCIE_GEN, M_ATTENTION, M_INTRAOP, M_HOST_BASELINE, M_CPU_BINDING, M_CPU_CORES, M_THP, M_PREFETCH };
 
 const struct cli_opt cli_sim_opts[] = {
     {"hw", "NAME|FILE", "hardware profile (ratiolab catalog) or a profile file (default dgx1-v100)", M_HW},
@@ -20,6 +20,10 @@ const struct cli_opt cli_sim_opts[] = {
     {"pcie-gen", "N", "PCIe generation 3, 4 or 5 of the host-GPU links and switch uplinks, overrides the profile's", M_PCIE_GEN},
     {"attention", "flash|materialized", "attention's activations: flash (fused kernels, no s x s matrix) or materialized (default: the framework's, printed)", M_ATTENTION},
     {"intraop-threads", "N", "PyTorch intra-op threads per rank (its CPU casts and copies; default: the node's physical cores, PyTorch's default when the launcher leaves OMP_NUM_THREADS unset)", M_INTRAOP},
+    {"cpu-binding", "none|per-rank", "the ranks' host threads: none (every rank's OpenMP team is the node's cores, DeepSpeed's launcher's default) or per-rank (deepspeed --bind_cores_to_rank: cores // ranks each)", M_CPU_BINDING},
+    {"cpu-cores", "N", "physical cores of a node the launcher divides among its ranks (--bind_core_list's count; default: the profile's cores)", M_CPU_CORES},
+    {"thp", "always|madvise|never", "transparent huge pages mode of the nodes, overrides the profile's host.thp_mode: the page size of a fresh pageable temporary (2 MiB under always, 4 KiB otherwise)", M_THP},
+    {"zero3-prefetch", "on|off", "DeepSpeed's ZeRO-3 parameter prefetch: on (its trace complete, the steady state, default) or off (the trace recorded or invalidated: every gather waits for the previous block)", M_PREFETCH},
     {NULL, NULL, NULL, 0},
 };
 
@@ -91,6 +95,25 @@ int cli_sim_opt(void *ctx, int id, const char *v, struct rl_err *e)
         s->train.intraop_threads = (int)n;
         return 0;
     }
+    case M_CPU_BINDING:
+        return sim_cpu_binding_parse(v, &s->train.cpu_binding, e) ? cli_err_flag(e, "cpu_binding", "--cpu-binding") : 0;
+    case M_CPU_CORES: {
+        int64_t n;
+        if (rl_parse_i64("--cpu-cores", v, 1, 4096, &n, e))
+            return RL_EINVAL;
+        s->train.cpu_cores = (int)n;
+        return 0;
+    }
+    case M_THP:
+        if (!rl_streq(v, "always") && !rl_streq(v, "madvise") && !rl_streq(v, "never"))
+            return rl_errf(e, RL_EINVAL, "--thp: '%s' is not allowed; allowed: always, madvise, never", v);
+        s->thp = v;
+        return 0;
+    case M_PREFETCH:
+        if (!rl_streq(v, "on") && !rl_streq(v, "off"))
+            return rl_errf(e, RL_EINVAL, "--zero3-prefetch: '%s' is not allowed; allowed: on, off", v);
+        s->train.zero3_prefetch_off = rl_streq(v, "off");
+        return 0;
     case M_PCIE_GEN: {
         int64_t g;
         if (rl_parse_i64("--pcie-gen", v, 3, 5, &g, e))
@@ -145,7 +168,28 @@ int cli_sim_load_hw(struct cli_sim *s, const struct plan_setup *c, struct sim_hw
         hw->host_baseline_bytes = s->host_baseline_bytes;
     if (s->pcie_gen)
         apply_pcie_gen(hw, s->pcie_gen);
+    if (s->thp && (rc = sim_hw_set_thp(hw, s->thp, e)))
+        return cli_err_flag(e, "thp_mode", "--thp");
     return 0;
+}
+
+void cli_sim_warn_layout(const struct plan_layout *l)
+{
+    if (l->tp > l->gpus_per_node && l->gpus_per_node > 0)
+        fprintf(stderr, "ratiolab: warning: TP %d spans nodes of %d GPUs: every tensor-parallel all-reduce crosses the "
+                "inter-node network (modelled at the profile's network.node_gbps), which is slower than TP within a "
+                "node; keep TP <= GPUs per node if you can\n", l->tp, l->gpus_per_node);
+}
+
+void cli_sim_warn_defaults(const struct sim_hw *hw)
+{
+    if (!hw->defaulted[0])
+        return;
+    fprintf(stderr, "ratiolab: warning: profile %s: the prediction uses figures that are defaults or unverified, not "
+            "sourced for this machine: ", hw->name);
+    for (const char *p = hw->defaulted; *p; p++)
+        fputs(*p == ',' ? ", " : (char[]){*p, 0}, stderr);
+    fprintf(stderr, " (measure them with ratiolab calibrate or source them in the profile)\n");
 }
 
 void cli_sim_settings(const struct sim_step_result *r, const struct sim_train *t, char *buf, size_t n)
@@ -154,10 +198,11 @@ void cli_sim_settings(const struct sim_step_result *r, const struct sim_train *t
     if (t->schedule == STEP_SCHED_DS012)
         snprintf(ver, sizeof ver, " %s", RL_VERSION_S(r->ds_version));
     snprintf(buf, n, "%s%s, CPU optimizer %s; micro-batch %lld, seq %lld, grad accum %lld, activation checkpointing %s, "
-             "attention %s, NUMA %s",
+             "attention %s, NUMA %s%s",
              sim_schedule_name(t->schedule), ver, sim_cpu_optimizer_name(t->cpu_optimizer), (long long)r->micro_batch,
              (long long)r->seq_len, (long long)r->grad_accum, t->checkpoint_activations ? "on" : "off",
-             plan_attention_name(r->attention), t->numa_interleave ? "interleave" : "local");
+             plan_attention_name(r->attention), t->numa_interleave ? "interleave" : "local",
+             t->cpu_binding == SIM_BIND_PER_RANK ? ", CPU binding per-rank" : "");
 }
 
 enum plan_attention cli_sim_attention(const struct sim_train *t, const struct plan_arch *a)

@@ -18,8 +18,15 @@ struct cli_sim {
     int64_t host_baseline_bytes; /* --host-baseline: one rank's process before its model states */
     bool host_baseline_set;      /* --host-baseline was given */
     int pcie_gen;                /* --pcie-gen 3|4|5: host<->GPU link and switch uplinks, 0: keep */
+    const char *thp;             /* --thp always|madvise|never: overrides the profile's host.thp_mode, NULL: keep */
 };
 void cli_sim_init(struct cli_sim *s);
+/* predict, sweep and tune: one warning on stderr naming every figure of the profile the
+ * prediction takes as a default or whose source says "unverified" (nothing when there is none). */
+void cli_sim_warn_defaults(const struct sim_hw *hw);
+/* The same commands: a warning when tensor parallelism spans nodes (tp > GPUs per node), whose
+ * all-reduces then cross the node network, modelled at network.node_gbps. */
+void cli_sim_warn_layout(const struct plan_layout *l);
 extern const struct cli_opt cli_sim_opts[];
 int cli_sim_opt(void *ctx, int id, const char *value, struct rl_err *e);
 /* Puts the flags of these options in place of the fields a simulator message names (gpu_ids,

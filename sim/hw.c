@@ -42,6 +42,9 @@ static const struct hw_field fields[] = {
     F("gpu.tensor_tflops", 'd', tensor_tflops, 1e-3, 1e5),
     F("gpu.tensor_efficiency", 'd', tensor_efficiency, 0.01, 1),
     F("gpu.fp32_tflops", 'd', fp32_tflops, 1e-3, 1e5),
+    F("gpu.gemm_efficiency", 'd', gemm_efficiency, 0, 1),
+    F("gpu.sms", 'i', gpu_sms, 0, 1024),
+    F("gpu.gemm_fixed_us", 'd', gemm_fixed_us, 0, 1e4),
     F("gpu.fp32_efficiency", 'd', fp32_efficiency, 0.01, 1),
     F("gpu.h2d_pinned_gbps", 'd', h2d_pinned_gbps, 0.01, 1e4),
     F("gpu.d2h_pinned_gbps", 'd', d2h_pinned_gbps, 0.01, 1e4),
@@ -68,6 +71,10 @@ static const struct hw_field fields[] = {
     F("host.fault_gbps_per_socket", 'd', host_fault_gbps_per_socket, 0, 1e5),
     F("host.memcpy_gbps_per_thread", 'd', host_memcpy_gbps_per_thread, 0, 1e4),
     F("host.cast_elements_per_s_per_thread", 'd', host_cast_elems_per_thread, 1e6, 1e12),
+    {"host.thp_mode", 's', offsetof(struct sim_hw, host_thp_mode), 0, 0, false},
+    F("host.page_bytes", 'b', host_page_bytes, 4096, 1 << 30),
+    F("host.fault_us_per_4k_page", 'd', host_fault_us_per_4k_page, 0.001, 1e4),
+    F("host.fault_us_per_2m_page", 'd', host_fault_us_per_2m_page, 0.1, 1e6),
 };
 #undef F
 #undef A
@@ -189,7 +196,7 @@ static int walk(struct walk *w, json_t *v, const char *exact, const char *norm)
 
 /* Keys a profile may leave out (profiles written before they existed): their default, set once
  * the required fields are in. Returns false for a required key. */
-static bool optional_default(struct sim_hw *hw, const char *path)
+static bool optional_default_value(struct sim_hw *hw, const char *path)
 {
     if (strcmp(path, "gpu.nccl_bytes_per_communicator") == 0) {
         hw->nccl_comm_bytes = INT64_C(2) * 16 * (INT64_C(4) << 20);
@@ -226,7 +233,28 @@ static bool optional_default(struct sim_hw *hw, const char *path)
         hw->torch_adam_elems_per_core = -1;   /* resolved after the fill */
         return true;
     }
+    if (strcmp(path, "gpu.gemm_efficiency") == 0 || strcmp(path, "gpu.sms") == 0 ||
+        strcmp(path, "gpu.gemm_fixed_us") == 0)
+        return true;   /* 0: the per-shape GEMM model is off (memset by sim_hw_parse) */
+    if (strcmp(path, "host.thp_mode") == 0 || strcmp(path, "host.page_bytes") == 0 ||
+        strcmp(path, "host.fault_us_per_4k_page") == 0 || strcmp(path, "host.fault_us_per_2m_page") == 0)
+        return true;   /* ""/0: resolved by sim_hw_host_resolve, which notes what it defaults */
     return false;
+}
+
+/* optional_default_value, noting a defaulted figure in hw->defaulted (the first-touch keys are
+ * noted by sim_hw_host_resolve, which knows which of them the prediction uses). */
+static bool optional_default(struct sim_hw *hw, const char *path)
+{
+    bool ok = optional_default_value(hw, path);
+    if (ok && strcmp(path, "node.cpu_model") != 0 && strncmp(path, "gpu.emulated", 12) != 0 &&
+        strncmp(path, "gpu.gemm_", 9) != 0 && strcmp(path, "gpu.sms") != 0 &&
+        strncmp(path, "host.thp_mode", 13) != 0 && strcmp(path, "host.page_bytes") != 0 &&
+        strncmp(path, "host.fault_us_per_", 18) != 0)
+        sim_hw_note_default(hw, path);
+    if (ok && strcmp(path, "host.fault_gbps_per_thread") == 0)
+        hw->host_fault_rate_given = false;
+    return ok;
 }
 
 /* Copies the scalar fields into *hw (values are validated by walk()). */
@@ -258,6 +286,19 @@ static int fill(struct sim_hw *hw, json_t *root, const char *what, struct rl_err
     return 0;
 }
 
+/* Notes every figure whose source calls it "unverified" (a secondary page or an assumption, not
+ * sourced for this machine) in hw->defaulted. */
+static void note_unverified(struct sim_hw *hw, json_t *sources)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(sources, k, v) {
+        const char *s = json_string_value(v);
+        if (s && strcasestr(s, "unverified"))
+            sim_hw_note_default(hw, k);
+    }
+}
+
 int sim_hw_parse(struct sim_hw *hw, const char *text, const char *what, struct rl_err *e)
 {
     memset(hw, 0, sizeof *hw);
@@ -277,8 +318,10 @@ int sim_hw_parse(struct sim_hw *hw, const char *text, const char *what, struct r
                      "number)", what);
         goto out;
     }
-    if ((rc = walk(&w, root, "", "")) || (rc = fill(hw, root, what, e)))
+    hw->host_fault_rate_given = true;   /* fill's optional_default clears it when absent */
+    if ((rc = walk(&w, root, "", "")) || (rc = fill(hw, root, what, e)) || (rc = sim_hw_host_resolve(hw, what, e)))
         goto out;
+    note_unverified(hw, w.sources);
     hw->n_sources = (int)json_object_size(w.sources);
     json_t *sockets = json_object_get(json_object_get(root, "node"), "sockets");
     json_t *sw = json_object_get(json_object_get(root, "node"), "pcie_switches");

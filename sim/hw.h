@@ -61,6 +61,12 @@ struct sim_hw {
     double tensor_efficiency;      /* achieved fraction for transformer GEMMs */
     double fp32_tflops;            /* fp32 peak, TFLOP/s */
     double fp32_efficiency;        /* achieved fraction */
+    double gemm_efficiency;        /* large-GEMM fraction of tensor_tflops for the per-shape model
+                                      (sim/gemm.h; optional key gpu.gemm_efficiency, 0: off, every
+                                      GEMM at tensor_efficiency) */
+    int gpu_sms;                   /* streaming multiprocessors (optional key gpu.sms; 0: unknown) */
+    double gemm_fixed_us;          /* time per GEMM kernel beyond its tiles, us (optional key
+                                      gpu.gemm_fixed_us, default 0) */
     double h2d_pinned_gbps;        /* per GPU link, pinned host memory, GB/s */
     double d2h_pinned_gbps;
     double h2d_pageable_gbps;      /* same from pageable host memory */
@@ -103,6 +109,19 @@ struct sim_hw {
                                             runs on the calling thread (0: no cap) */
     double host_cast_elems_per_thread;   /* PyTorch's CPU dtype cast (bf16/fp16 <-> fp32), elements
                                             per second per intra-op thread */
+    /* first touch per page (optional keys; sim/README.md "Host costs of PyTorch's copies"):
+       host_fault_gbps_per_thread is resolved from them at load, as page / time per page */
+    char host_thp_mode[64];        /* transparent huge pages mode: "always", "madvise" or "never"
+                                      (optional key host.thp_mode, default "madvise") */
+    int64_t host_page_bytes;       /* the page a fresh anonymous mapping gets: 2 MiB under "always",
+                                      4 KiB otherwise (optional key host.page_bytes, default from the mode) */
+    double host_fault_us_per_4k_page;   /* one first-touch fault of a 4 KiB page on one thread, the
+                                           kernel's zeroing included, us */
+    double host_fault_us_per_2m_page;   /* the same for a 2 MiB transparent huge page, us */
+    bool host_fault_rate_given;    /* the profile gave host.fault_gbps_per_thread (a figure measured
+                                      at host.page_bytes), not its default */
+    char defaulted[2048];          /* the profile's figures that are defaults or whose source says
+                                      "unverified", comma-separated JSON paths ("" none) */
     int n_sources;                 /* entries in "sources" */
 };
 
@@ -110,6 +129,13 @@ struct sim_hw {
  * copies"). */
 #define SIM_HW_DEFAULT_FAULT_GBPS_PER_THREAD 2.1
 #define SIM_HW_DEFAULT_CAST_ELEMS_PER_THREAD 1e9
+/* Defaults of the per-page first-touch figures (sim/README.md "Host costs of PyTorch's copies"):
+ * a 4 KiB page at the 2.1 GB/s above (4096 B / 2.1 GB/s), a 2 MiB page at the 5.5 GB/s one thread
+ * of the development VM first-touched 2 MiB pages at (calib/README.md, ratiolab calibrate). */
+#define SIM_HW_PAGE_4K INT64_C(4096)
+#define SIM_HW_PAGE_2M (INT64_C(2) << 20)
+#define SIM_HW_DEFAULT_FAULT_US_PER_4K_PAGE (4096.0 / 2.1e3)
+#define SIM_HW_DEFAULT_FAULT_US_PER_2M_PAGE (2097152.0 / 5.5e3)
 
 /* name_or_path: a profile name looked up as <catalog_dir>/hardware/<name>.json, or a path (it
  * contains '/' or ends in ".json"). */
@@ -121,6 +147,24 @@ int sim_hw_parse(struct sim_hw *hw, const char *text, const char *what, struct r
  * Adam threads each actually uses: each socket keeps threads x its ranks cores (at least 1), so
  * the prediction's CPU Adam runs on the cores the run gives it, not on the whole socket. */
 void sim_hw_use_rank_threads(struct sim_hw *hw, int ranks, int threads);
+/* sim/hw_host.c: the first-touch model. Resolves the THP mode, the page size and the per-page
+ * figures after parsing and sets host_fault_gbps_per_thread to page / time per page (unless the
+ * profile measured that rate at its own page size). Errors name the field and what is allowed. */
+int sim_hw_host_resolve(struct sim_hw *hw, const char *what, struct rl_err *e);
+/* Overrides the THP mode ("always", "madvise", "never"): the page size and the fault rate follow. */
+int sim_hw_set_thp(struct sim_hw *hw, const char *mode, struct rl_err *e);
+/* Faults of a fresh mapping of `bytes` (whole pages of host_page_bytes). */
+int64_t sim_hw_faults(const struct sim_hw *hw, int64_t bytes);
+/* Time one thread takes to first-touch a fresh mapping of `bytes`: faults x time per page, ns. */
+double sim_hw_fault_ns(const struct sim_hw *hw, int64_t bytes);
+/* A pageable copy's rate, GB/s: CUDA stages it through pinned bounce buffers, the DMA on the link
+ * and the calling thread's memcpy between the bounce buffer and the user's pages, pipelined, so the
+ * slower of the pinned link rate and one thread's memcpy bounds it. Without a memcpy figure
+ * (host.memcpy_gbps_per_thread 0) the profile's gpu.*_pageable_gbps. */
+double sim_hw_pageable_gbps(const struct sim_hw *hw, bool h2d);
+/* Appends `path` to hw->defaulted (once). */
+void sim_hw_note_default(struct sim_hw *hw, const char *path);
+
 /* Names of the profiles in <catalog_dir>/hardware, sorted; free each and the array. */
 int sim_hw_list(const char *catalog_dir, char ***names, int *n, struct rl_err *e);
 

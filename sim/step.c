@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "plan/ds_rules.h"
+#include "sim/gemm.h"
 #include "sim/step.h"
 #include "sim/step_impl.h"
 
@@ -95,6 +96,8 @@ struct blocks {
     int64_t *cpu_fresh_numel;  /* per block: CPU elements of tensors whose 16-bit temporary in a
                               blocking copy is at least SIM_FRESH_BYTES (a fresh mmap each call) */
     double *fwd_flops;     /* per block: forward FLOPs per micro-batch */
+    int64_t *ahead_numel;  /* per block: what DeepSpeed's prefetch gathers ahead, its first parameters
+                              until min(prefetch bucket, max live) elements (at least one whole) */
     int64_t max_layer_numel;   /* largest full_numel over blocks */
 };
 
@@ -107,6 +110,7 @@ static void blocks_free(struct blocks *k)
     free(k->cpu_tensors);
     free(k->cpu_fresh_numel);
     free(k->fwd_flops);
+    free(k->ahead_numel);
 }
 
 static int blocks_build(struct blocks *k, const struct plan *p, int64_t b, int64_t s, struct rl_err *e)
@@ -132,9 +136,10 @@ static int blocks_build(struct blocks *k, const struct plan *p, int64_t b, int64
     k->n_tensors = calloc((size_t)k->n, sizeof *k->n_tensors);
     k->cpu_tensors = calloc((size_t)k->n, sizeof *k->cpu_tensors);
     k->cpu_fresh_numel = calloc((size_t)k->n, sizeof *k->cpu_fresh_numel);
+    k->ahead_numel = calloc((size_t)k->n, sizeof *k->ahead_numel);
     int *blk = malloc(sizeof *blk * (size_t)(m->n_tensors > 0 ? (unsigned)m->n_tensors : 1u));
     if (!k->full_numel || !k->part_numel || !k->cpu_numel || !k->fwd_flops || !k->n_tensors || !k->cpu_tensors ||
-        !k->cpu_fresh_numel || !blk) {
+        !k->cpu_fresh_numel || !k->ahead_numel || !blk) {
         free(blk);
         blocks_free(k);
         return rl_errf(e, RL_ENOMEM, "step: out of memory for %d blocks", k->n);
@@ -148,6 +153,11 @@ static int blocks_build(struct blocks *k, const struct plan *p, int64_t b, int64
         } else {
             blk[i] = seen_layer ? L + 1 : 0;
         }
+        int64_t ahead = p->zero.prefetch_bucket_size;
+        if (p->zero.max_live_parameters > 0 && p->zero.max_live_parameters < ahead)
+            ahead = p->zero.max_live_parameters;
+        if (k->ahead_numel[blk[i]] < ahead || k->n_tensors[blk[i]] == 0)   /* whole parameters, at least one */
+            k->ahead_numel[blk[i]] += m->tensors[i].numel;
         k->full_numel[blk[i]] += m->tensors[i].numel;
         k->part_numel[blk[i]] += p->part_numel[i];
         k->n_tensors[blk[i]]++;
@@ -193,6 +203,57 @@ static int blocks_build(struct blocks *k, const struct plan *p, int64_t b, int64
     if (a->pp_stage == a->pp - 1 || a->pp <= 1)   /* logits on the last stage */
         k->fwd_flops[L + 1] = 2.0 * tokens * (double)a->hidden * (double)vocab / tp;
     return 0;
+}
+
+/* ---- GEMM rate per shape (sim/gemm.h) ----------------------------------------------------------
+ * With the profile's per-shape model on, each block's forward is its kernels' seconds, given to the
+ * flow model as FLOPs at the SMs' resource rate (tensor_tflops x tensor_efficiency), so the block
+ * takes those seconds alone and shares the SMs as before:
+ * * every 2-D weight of a layer as the GEMM tokens x out x in (out, in: its shape on this TP rank),
+ *   the logits as tokens x vocab / tp x hidden;
+ * * attention per micro-batch and local head: Q K^T (s x s x d) and scores x V (s x d x s), their
+ *   outputs in HBM when materialized; FlashAttention keeps the s x s scores on chip;
+ * * the memory-bound kernels of a GPT layer over their HBM traffic (each reads its input and
+ *   writes its output, 16-bit): two LayerNorms 8 s b h, two dropout + residual adds 14 s b h, GeLU
+ *   16 s b h / t; materialized attention's softmax and dropout 9 a s^2 b / t (the tensors of
+ *   Korthikanti et al. 2022, section 4.1). */
+static void gemm_block_flops(struct blocks *k, const struct plan *p, const struct sim_hw *hw, const struct sim_train *t)
+{
+    if (!sim_gemm_model_on(hw) || p->zero.dtype == PLAN_FP32)
+        return;
+    const struct plan_model *m = p->model;
+    const struct plan_arch *a = &m->arch;
+    int lo = -1;
+    for (int i = 0; i < m->n_tensors; i++)
+        if (m->tensors[i].layer >= 0 && (lo < 0 || m->tensors[i].layer < lo))
+            lo = m->tensors[i].layer;
+    int L = k->n - 2;
+    double *sec = k->fwd_flops;   /* seconds first, FLOPs at the end */
+    bool logits = k->fwd_flops[L + 1] > 0;
+    for (int i = 0; i < k->n; i++)
+        sec[i] = 0;
+    double b = (double)t->micro_batch, s = (double)t->seq_len, tokens = b * s, h = (double)a->hidden;
+    double tp = a->tp > 0 ? a->tp : 1;
+    int64_t heads = a->heads > 0 ? a->heads : 1;
+    double lheads = heads / a->tp > 0 ? (double)(heads / (a->tp > 0 ? a->tp : 1)) : 1;
+    double d = (double)(a->head_dim > 0 ? a->head_dim : a->hidden / heads);
+    bool flash = t->attention == PLAN_ATTN_FLASH;
+    for (int i = 0; i < m->n_tensors; i++) {
+        const struct plan_tensor *x = &m->tensors[i];
+        if (x->layer >= 0 && x->ndim == 2)
+            sec[1 + (x->layer - lo)] += sim_gemm_time_s(hw, 1, tokens, (double)x->shape[0], (double)x->shape[1], true);
+    }
+    double attn = sim_gemm_time_s(hw, b * lheads, s, s, d, !flash) + sim_gemm_time_s(hw, b * lheads, s, d, s, true);
+    double elem = tokens * h * 2.0 * (8.0 + 14.0 + 16.0 / tp) + (flash ? 0.0 : 9.0 * lheads * s * s * b * 2.0);
+    for (int i = 1; i <= L; i++)
+        sec[i] += attn + sim_gemm_hbm_time_s(hw, elem);
+    if (logits) {
+        double vocab = (double)(a->vocab_padded > 0 ? a->vocab_padded : a->vocab);
+        sec[L + 1] = sim_gemm_time_s(hw, 1, tokens, vocab / tp, h, true);
+    }
+    double rate = hw->tensor_tflops * hw->tensor_efficiency * 1e12;   /* the SMs' resource */
+    for (int i = 1; i < k->n; i++)
+        sec[i] *= rate;
 }
 
 /* ---- memory ------------------------------------------------------------------------------------- */
@@ -531,9 +592,7 @@ static int host_copy(struct builder *u, const char *name, int g, bool h2d, bool 
         n = emulated_share(b, g, 2.0, 1, (h2d ? hw->h2d_pinned_gbps : hw->d2h_pinned_gbps) * 1e9, res, w, n);
     else
         n = host_dram(b, g, pinned ? 1.0 : 2.0, res, w, n);
-    double cap = pinned ? 0 : (h2d ? hw->h2d_pageable_gbps : hw->d2h_pageable_gbps) * 1e9;
-    if (!pinned && hw->host_memcpy_gbps_per_thread > 0 && hw->host_memcpy_gbps_per_thread * 1e9 < cap)
-        cap = hw->host_memcpy_gbps_per_thread * 1e9;   /* the driver's staging copy on the calling thread */
+    double cap = pinned ? 0 : sim_hw_pageable_gbps(hw, h2d) * 1e9;   /* the driver's bounce buffer */
     int64_t lat = us_to_ns(hw->lat_copy_us) * (calls > 0 ? calls : 1);
     return add_task(u, name, g, h2d ? SIM_TR_H2D : SIM_TR_D2H, phase, bytes, lat, cap, n, res, w,
                     (union sim_task_size){.bytes = copied_bytes});
@@ -542,7 +601,7 @@ static int host_copy(struct builder *u, const char *name, int g, bool h2d, bool 
 /* The CPU optimizer over `elems` for rank g: the socket's cores (the rank's share of them as its
  * own cap, at the chosen optimizer's per-core rate) and DRAM at dram_bytes_per_element. The cores
  * resource counts DeepSpeed-Adam elements, so a slower optimizer weighs more per element. */
-static int cpu_adam(struct builder *u, const char *name, int g, double elems)
+static int cpu_adam(struct builder *u, const char *name, int g, double elems, int64_t oversub_ns)
 {
     struct sim__step *b = u->b;
     const struct sim_hw *hw = b->hw;
@@ -550,9 +609,12 @@ static int cpu_adam(struct builder *u, const char *name, int g, double elems)
     int ranks_here = 0;
     for (int i = 0; i < b->ranks; i++)
         ranks_here += socket_of(b, i) == k;
-    double cores = (double)hw->socket[k].cores / (ranks_here ? ranks_here : 1);
+    /* bound: the launcher's cores // ranks; unbound: the fair share of the time-sliced teams */
+    double cores = sim_cpu_rank_cores(hw, &b->t, b->ranks, hw->socket[k].cores, ranks_here);
     double rate = b->t.cpu_optimizer == SIM_CPU_OPT_TORCH ? hw->torch_adam_elems_per_core : hw->cpu_adam_elems_per_core;
     double cap = cores * rate;
+    if (oversub_ns > 0 && elems > 0)   /* the straggling regions stretch the call: its rate falls */
+        cap = elems / (elems / cap + (double)oversub_ns * 1e-9);
     int res[SIM_MAX_RES], n = 0;
     double w[SIM_MAX_RES];
     res[n] = b->r_cores[k], w[n++] = hw->cpu_adam_elems_per_core / rate;
@@ -583,10 +645,7 @@ static int intraop_threads(const struct sim__step *b)
 {
     if (b->t.intraop_threads > 0)
         return b->t.intraop_threads;
-    int cores = 0;
-    for (int k = 0; k < b->hw->n_sockets; k++)
-        cores += b->hw->socket[k].cores;
-    return cores > 0 ? cores : 1;
+    return sim_cpu_team_threads(b->hw, &b->t, b->ranks);   /* OMP_NUM_THREADS = cores // ranks when bound */
 }
 
 /* Fresh pageable memory first touched by `threads` threads of rank g: `bytes` of page faults and
@@ -997,7 +1056,9 @@ static void ds_optimizer(struct builder *u, const struct plan_ds_rules *dr, int 
             double c = (double)sg->cpu_numel;
             int un = host_pass(u, "unscale_host", g, c, 8.0, STEP_PH_UNSCALE, 0);
             dep(u, host, un);
-            int ad = cpu_adam(u, "cpu_adam", g, c);
+            /* DeepSpeedCPUAdam's call over the sub-group: its tiles' fork-join regions wait for
+               their last thread when unbound teams oversubscribe the cores */
+            int ad = cpu_adam(u, "cpu_adam", g, c, sim_cpu_oversub_ns(b->hw, &b->t, b->ranks, sg->cpu_numel));
             dep(u, un, ad);
             if (param_host) {   /* copy_(fp32 host -> 16-bit pinned host): a host cast, nothing else */
                 int ca = host_cast(u, "param_writeback_cast", g, c, 4.0 + dtype, threads, STEP_PH_PARAM_CAST, 0);
@@ -1069,7 +1130,7 @@ static void overlap_optimizer(struct builder *u, int g, int ready)
         dep(u, ready, d);
         dep(u, pd, d);
         dep(u, ppa, d);   /* its buffer is free once CPU Adam of chunk c - 2 is done */
-        int ad = cpu_adam(u, "cpu_adam", g, (double)n);
+        int ad = cpu_adam(u, "cpu_adam", g, (double)n, 0);   /* ratiolab's executor: its own threads */
         dep(u, d, ad);
         dep(u, pa, ad);
         int h = host_copy(u, "param_h2d", g, true, true, (double)n * dtype, STEP_PH_PARAM_H2D, n * dtype, 1);
@@ -1172,6 +1233,44 @@ static int param_fetch(struct builder *u, struct graph_ctx *c, int g, int i, boo
     return t;
 }
 
+/* DeepSpeed's prefetch is per parameter, not per block (partitioned_param_coordinator.py
+ * fetch_sub_module, v0.12.4-v0.19.5): once the trace is complete, each submodule's fetch issues
+ * all-gathers for the next parameters of the trace until min(stage3_prefetch_bucket_size,
+ * stage3_max_live_parameters - available) elements are in flight (whole parameters, at least
+ * one: blocks.ahead_numel). So of a block larger than that only those first parameters can be
+ * gathered while the previous block computes; the rest is fetched in the block's own hooks, after the previous block's compute.
+ * Returns the fraction of block i's gather issued ahead (1: all of it, the block-level prefetch
+ * above; 0 with sim_train.zero3_prefetch_off, DeepSpeed recording or having invalidated its trace). */
+static double prefetch_ahead_fraction(const struct builder *u, const struct graph_ctx *c, int i)
+{
+    const struct sim__step *b = u->b;
+    if (!c->ds || emulated(b))
+        return 1.0;
+    if (b->t.zero3_prefetch_off)
+        return 0.0;
+    int64_t ahead = u->k.ahead_numel[i], n = u->k.full_numel[i];
+    return n <= 0 || ahead >= n ? 1.0 : (double)ahead / (double)n;
+}
+
+/* The part of block i's gather that waits for the previous block's compute (`prev`, -1: none):
+ * (1 - ahead fraction) of its bytes, after the prefetched part `ag`. Returns the task the block's
+ * compute waits for (ag itself when everything was prefetched). */
+static int gather_rest(struct builder *u, struct graph_ctx *c, int g, int i, int ag, int pf, int prev)
+{
+    double f = prefetch_ahead_fraction(u, c, i);
+    if (f >= 1.0)
+        return ag;
+    int rest = collective(u, "allgather_fetch", g, COLL_AG, (double)u->k.full_numel[i] * c->dtype * (1.0 - f), c->dp,
+                          c->dp_local, STEP_PH_ALLGATHER, SIM_TR_GATHER);
+    dep(u, ag >= 0 ? ag : c->st[g].gather, rest);   /* one all-gather stream */
+    dep(u, pf, rest);
+    dep(u, prev, rest);
+    if (ag < 0)
+        mem_event(u, rest, u->k.full_numel[i] * c->dtype);
+    c->st[g].gather = rest;
+    return rest;
+}
+
 /* Forward: gather block i (prefetched up to `depth` blocks ahead), compute, TP all-reduce. */
 static void build_forward(struct builder *u, struct graph_ctx *c)
 {
@@ -1187,16 +1286,20 @@ static void build_forward(struct builder *u, struct graph_ctx *c)
             if (issuer >= 0)   /* the host is blocked in the issuing block's hook until the copy returns */
                 dep(u, pf, c->first[issuer * G + g]);
             if (dp > 1 && k->full_numel[i] > 0) {
-                ag = collective(u, "allgather", g, COLL_AG, (double)k->full_numel[i] * dtype, dp, c->dp_local,
-                                STEP_PH_ALLGATHER, SIM_TR_GATHER);
-                dep(u, st[g].gather, ag);
-                dep(u, pf, ag);
-                if (i - 1 - c->depth >= 0)
-                    dep(u, fwd[(i - 1 - c->depth) * G + g], ag);
-                if (emulated(u->b))   /* gathered when the previous block is done */
-                    dep(u, st[g].compute, ag);
-                st[g].gather = ag;
-                mem_event(u, ag, k->full_numel[i] * dtype);
+                double ahead = prefetch_ahead_fraction(u, c, i);
+                if (ahead > 0) {
+                    ag = collective(u, "allgather", g, COLL_AG, (double)k->full_numel[i] * dtype * ahead, dp,
+                                    c->dp_local, STEP_PH_ALLGATHER, SIM_TR_GATHER);
+                    dep(u, st[g].gather, ag);
+                    dep(u, pf, ag);
+                    if (i - 1 - c->depth >= 0)
+                        dep(u, fwd[(i - 1 - c->depth) * G + g], ag);
+                    if (emulated(u->b))   /* gathered when the previous block is done */
+                        dep(u, st[g].compute, ag);
+                    st[g].gather = ag;
+                    mem_event(u, ag, k->full_numel[i] * dtype);
+                }
+                ag = gather_rest(u, c, g, i, ag, pf, i > 0 ? fwd[(i - 1) * G + g] : -1);
             }
             c->first[i * G + g] = block_compute(u, &st[g], &c->pc, g, i, ag, k->fwd_flops[i],
                                                 i == k->n - 1 ? "logits" : "forward", STEP_PH_FORWARD, c->act_per_block);
@@ -1282,16 +1385,20 @@ static void build_backward(struct builder *u, struct graph_ctx *c, bool boundary
             if (issuer >= 0)   /* blocked in the hook of a block whose backward is already built */
                 dep(u, pf, c->first[issuer * G + g]);
             if (dp > 1 && k->full_numel[i] > 0) {
-                ag = collective(u, "allgather", g, COLL_AG, (double)k->full_numel[i] * dtype, dp, c->dp_local,
-                                STEP_PH_ALLGATHER, SIM_TR_GATHER);
-                dep(u, st[g].gather, ag);
-                dep(u, pf, ag);
-                if (i + 1 + c->depth < k->n && !emulated(b))
-                    dep(u, bwd[(i + 1 + c->depth) * G + g], ag);
-                else   /* not before the forward is done; an emulated device gathers no block ahead */
-                    dep(u, st[g].compute, ag);
-                st[g].gather = ag;
-                mem_event(u, ag, k->full_numel[i] * dtype);
+                double ahead = prefetch_ahead_fraction(u, c, i);
+                if (ahead > 0) {
+                    ag = collective(u, "allgather", g, COLL_AG, (double)k->full_numel[i] * dtype * ahead, dp,
+                                    c->dp_local, STEP_PH_ALLGATHER, SIM_TR_GATHER);
+                    dep(u, st[g].gather, ag);
+                    dep(u, pf, ag);
+                    if (i + 1 + c->depth < k->n && !emulated(b))
+                        dep(u, bwd[(i + 1 + c->depth) * G + g], ag);
+                    else   /* not before the forward is done; an emulated device gathers no block ahead */
+                        dep(u, st[g].compute, ag);
+                    st[g].gather = ag;
+                    mem_event(u, ag, k->full_numel[i] * dtype);
+                }
+                ag = gather_rest(u, c, g, i, ag, pf, i + 1 < k->n ? bwd[(i + 1) * G + g] : st[g].compute);
             }
             /* backward is twice the forward, three times with recomputation of an inner block */
             double f = k->fwd_flops[i] * (b->t.checkpoint_activations && i >= 1 && i < k->n - 1 ? 3.0 : 2.0);
@@ -1501,6 +1608,7 @@ static int simulate(const struct plan *p, const struct sim_hw *hw, const struct 
     int rc;
     if ((rc = blocks_build(&u.k, p, b.t.micro_batch, b.t.seq_len, e)))
         goto out_nok;
+    gemm_block_flops(&u.k, p, hw, &b.t);
     if ((rc = add_resources(&b, e)) < 0 || (rc = build(&u, nsim, e)))
         goto out;
     if (b.record_links) {

@@ -37,6 +37,40 @@ enum sim_cpu_optimizer {
                                 PyTorch): the profile's torch rate */
 };
 #define SIM_CPU_OPT_COUNT (SIM_CPU_OPT_TORCH + 1)
+
+/* How the launcher places a node's ranks on its host cores (sim/cpu_bind.c). */
+enum sim_cpu_binding {
+    SIM_BIND_NONE,       /* DeepSpeed's launcher's default: no numactl, OMP_NUM_THREADS unset, so every
+                            rank's OpenMP team is the node's physical cores and the teams time-share them */
+    SIM_BIND_PER_RANK,   /* --bind_cores_to_rank: rank i gets cores [i c, (i + 1) c), c = cores // ranks,
+                            and OMP_NUM_THREADS = c */
+};
+const char *sim_cpu_binding_name(enum sim_cpu_binding b);
+int sim_cpu_binding_parse(const char *s, enum sim_cpu_binding *out, struct rl_err *e);
+/* DeepSpeed's TILE: DeepSpeedCPUAdam runs one OpenMP parallel-for per tile of this many elements
+ * (csrc/includes/simd.h, v0.12.4-v0.19.5). */
+#define SIM_CPU_ADAM_TILE (INT64_C(128) * 1024 * 1024)
+/* Linux's scheduler slice on a machine of 8 or more CPUs: the 0.75 ms base slice scaled by
+ * 1 + ilog2(min(CPUs, 8)) = 4 (kernel/sched/fair.c, sysctl_sched_base_slice / min_granularity with
+ * the default logarithmic tunable scaling), 3 ms. */
+#define SIM_SCHED_SLICE_NS (INT64_C(3000000))
+struct sim_hw;
+struct sim_train;
+/* The node's physical cores the launcher divides: t->cpu_cores, or every socket's cores. */
+int sim_cpu_node_cores(const struct sim_hw *hw, const struct sim_train *t);
+/* Threads of one rank's OpenMP team (CPU Adam, PyTorch's intra-op pool): the node's cores
+ * unbound, cores // ranks bound (at least 1). */
+int sim_cpu_team_threads(const struct sim_hw *hw, const struct sim_train *t, int ranks);
+/* Cores one rank's CPU Adam may use: per-rank, cores // ranks; none, the fair share
+ * socket_cores / ranks_on_socket of time-sliced teams. */
+double sim_cpu_rank_cores(const struct sim_hw *hw, const struct sim_train *t, int ranks, int socket_cores,
+                          int ranks_on_socket);
+/* What oversubscription adds to one CPU Adam call of `elems` elements, ns: unbound, with o = ranks x
+ * team threads / node cores > 1 runnable threads per core, each of the call's ceil(elems / TILE)
+ * fork-join regions ends only when its last thread has had its share; that thread waits behind the
+ * o - 1 other threads of its core for a slice each while its team's finished threads spin at the
+ * barrier: (o - 1) x SIM_SCHED_SLICE_NS per region. 0 when bound or not oversubscribed. */
+int64_t sim_cpu_oversub_ns(const struct sim_hw *hw, const struct sim_train *t, int ranks, int64_t elems);
 const char *sim_cpu_optimizer_name(enum sim_cpu_optimizer o);
 int sim_cpu_optimizer_parse(const char *s, enum sim_cpu_optimizer *out, struct rl_err *e);
 
@@ -66,6 +100,14 @@ struct sim_train {
                                         0: PyTorch's default, the node's physical cores, as DeepSpeed's
                                         launcher leaves OMP_NUM_THREADS unset without
                                         --bind_cores_to_rank (sim/README.md) */
+    enum sim_cpu_binding cpu_binding;/* how the launcher places the ranks' threads on the host cores:
+                                        none (DeepSpeed's launcher without --bind_cores_to_rank, its
+                                        default) or per-rank (with it) */
+    int cpu_cores;                   /* physical cores the launcher divides among a node's ranks
+                                        (--bind_core_list's count); 0: the node's physical cores */
+    bool zero3_prefetch_off;         /* DeepSpeed prefetches nothing: its trace is being recorded or was
+                                        invalidated ("Invalidate trace cache" in its log), so every
+                                        block's gather waits for the previous block's compute */
     int comm_dtype_bytes;            /* bytes per gradient element the reduce-scatter moves
                                         (DeepSpeed's communication_data_type; ratiolab's executor
                                         reduces fp32: 4); 0: the model dtype's */

@@ -252,7 +252,10 @@ START_TEST(allgather_across_nodes_closed_form)
     for (int i = 0; i < f.m.n_tensors && f.m.tensors[i].layer < 0; i++)
         embed_numel += f.m.tensors[i].numel;
     ck_assert_int_eq(embed_numel, 50432 / 2 * 2560 + 2048 * 2560);   /* 50257 -> multiple of 256 */
-    want = lat + ceil_ns((long double)embed_numel * 2 * 15 / 16 / 4e9L * 1e9L);
+    /* 69.8e6 elements, more than the 5e7 prefetch bucket: DeepSpeed's prefetch takes whole
+       parameters until the bucket is reached, here the word embeddings alone (64.6e6); the
+       positions follow in a second all-gather */
+    want = lat + ceil_ns((long double)(50432 / 2 * 2560) * 2 * 15 / 16 / 4e9L * 1e9L);
     ck_assert_int_eq(first_allgather_end(&f.p, &hw, "ag2.json"), want);
     fx_free(&f);
 }

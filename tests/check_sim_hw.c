@@ -2,10 +2,12 @@
  * sourced, and bad profiles are refused with the JSON path, the value and what is allowed. */
 #include <check.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/gemm.h"
 #include "sim/hw.h"
 #include "tests/util.h"
 
@@ -177,6 +179,134 @@ START_TEST(hw_bad_profiles_name_the_path)
 }
 END_TEST
 
+/* dgx1-v100 with the first-touch keys of a machine under THP `mode` (NULL: no mode key): 2 us per
+ * 4 KiB fault, 400 us per 2 MiB fault (round figures, not the defaults). */
+static int parse_thp(const char *mode, bool per_page, struct sim_hw *hw, struct rl_err *e)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/hardware/dgx1-v100.json", tu_catalog());
+    json_t *root = json_load_file(path, 0, NULL);
+    ck_assert_ptr_nonnull(root);
+    json_t *h = json_object_get(root, "host"), *src = json_object_get(root, "sources");
+    if (mode)
+        json_object_set_new(h, "thp_mode", json_string(mode));
+    if (per_page) {
+        json_object_set_new(h, "fault_us_per_4k_page", json_real(2));
+        json_object_set_new(h, "fault_us_per_2m_page", json_real(400));
+        json_object_set_new(src, "host.fault_us_per_4k_page", json_string("test figure"));
+        json_object_set_new(src, "host.fault_us_per_2m_page", json_string("test figure"));
+    }
+    char *text = json_dumps(root, 0);
+    int rc = sim_hw_parse(hw, text, "thp.json", e);
+    free(text);
+    json_decref(root);
+    return rc;
+}
+
+/* Is `path` one of hw->defaulted's comma-separated entries? */
+static bool defaulted(const struct sim_hw *hw, const char *path)
+{
+    char buf[sizeof hw->defaulted + 2];
+    snprintf(buf, sizeof buf, ",%s,", hw->defaulted);
+    char want[128];
+    snprintf(want, sizeof want, ",%s,", path);
+    return strstr(buf, want) != NULL;
+}
+
+/* A 32 MiB temporary (glibc's mmap threshold) takes 32 MiB / 2 MiB = 16 faults with THP always and
+ * 32 MiB / 4 KiB = 8192 with madvise or never: 16 x 400 us = 6.4 ms against 8192 x 2 us = 16.384 ms
+ * on one thread, and the flow model's per-thread rate is the page over its time. */
+START_TEST(hw_first_touch_faults_per_page)
+{
+    struct sim_hw hw;
+    struct rl_err e;
+    const int64_t t32 = INT64_C(32) << 20;
+    ck_assert_msg(parse_thp("always", true, &hw, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(hw.host_page_bytes, 2097152);
+    ck_assert_int_eq(sim_hw_faults(&hw, t32), 16);
+    ck_assert(fabs(sim_hw_fault_ns(&hw, t32) - 6.4e6) < 1e-3);
+    ck_assert(fabs(hw.host_fault_gbps_per_thread - 2097152.0 / 400e3) < 1e-12);
+    ck_assert(!defaulted(&hw, "host.thp_mode") && !defaulted(&hw, "host.fault_us_per_2m_page"));
+    ck_assert_msg(parse_thp("madvise", true, &hw, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(hw.host_page_bytes, 4096);
+    ck_assert_int_eq(sim_hw_faults(&hw, t32), 8192);
+    ck_assert(fabs(sim_hw_fault_ns(&hw, t32) - 16.384e6) < 1e-3);
+    ck_assert(fabs(hw.host_fault_gbps_per_thread - 4096.0 / 2e3) < 1e-12);
+    /* --thp always on that profile: its 2 MiB figure */
+    ck_assert_int_eq(sim_hw_set_thp(&hw, "always", &e), 0);
+    ck_assert_int_eq(sim_hw_faults(&hw, t32), 16);
+    ck_assert(fabs(sim_hw_fault_ns(&hw, t32) - 6.4e6) < 1e-3);
+    ck_assert_int_eq(sim_hw_set_thp(&hw, "never", &e), 0);
+    ck_assert_int_eq(sim_hw_faults(&hw, t32), 8192);
+    ck_assert_int_eq(sim_hw_set_thp(&hw, "sometimes", &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "thp_mode: 'sometimes' is not allowed; allowed: always, madvise, never"));
+    /* no per-page keys: the catalog's 4 KiB rate (a desktop page, unverified) stands for 4 KiB pages,
+       and the mode and the rate are named as defaults */
+    ck_assert_msg(parse_thp(NULL, false, &hw, &e) == 0, "%s", e.msg);
+    ck_assert_str_eq(hw.host_thp_mode, "madvise");
+    ck_assert(hw.host_fault_gbps_per_thread == 2.1);
+    ck_assert(fabs(sim_hw_fault_ns(&hw, t32) - 8192.0 * 4096.0 / 2.1) < 1e-3);
+    ck_assert(defaulted(&hw, "host.thp_mode") && defaulted(&hw, "host.fault_gbps_per_thread"));
+    /* THP always without a 2 MiB figure: the default one, named */
+    ck_assert_msg(parse_thp("always", false, &hw, &e) == 0, "%s", e.msg);
+    ck_assert(fabs(sim_hw_fault_ns(&hw, t32) - 16.0 * SIM_HW_DEFAULT_FAULT_US_PER_2M_PAGE * 1e3) < 1e-3);
+    ck_assert(defaulted(&hw, "host.fault_us_per_2m_page"));
+    ck_assert_int_eq(parse_thp("sometimes", false, &hw, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "thp.json: host.thp_mode: 'sometimes' is not allowed; allowed: always, madvise, never"));
+}
+END_TEST
+
+/* CUDA's staged pageable copy: the bounce buffer's DMA at the pinned rate and the calling thread's
+ * memcpy, pipelined: min(pinned, memcpy); without a memcpy figure the profile's pageable rate. */
+START_TEST(hw_pageable_copy_is_a_bounce_buffer)
+{
+    struct sim_hw hw;
+    struct rl_err e;
+    ck_assert_msg(sim_hw_load(&hw, tu_catalog(), "dgx1-v100", &e) == 0, "%s", e.msg);
+    hw.h2d_pinned_gbps = 12, hw.d2h_pinned_gbps = 13, hw.h2d_pageable_gbps = 2, hw.d2h_pageable_gbps = 3;
+    hw.host_memcpy_gbps_per_thread = 0;
+    ck_assert(sim_hw_pageable_gbps(&hw, true) == 2 && sim_hw_pageable_gbps(&hw, false) == 3);
+    hw.host_memcpy_gbps_per_thread = 10;
+    ck_assert(sim_hw_pageable_gbps(&hw, true) == 10 && sim_hw_pageable_gbps(&hw, false) == 10);
+    hw.host_memcpy_gbps_per_thread = 20;
+    ck_assert(sim_hw_pageable_gbps(&hw, true) == 12 && sim_hw_pageable_gbps(&hw, false) == 13);
+}
+END_TEST
+
+/* The per-shape GEMM model on a round GPU: 1000 TFLOP/s, large-GEMM efficiency 0.8, 100 SMs (8e12
+ * FLOP/s each), 5 us per kernel, HBM 1000 GB/s at efficiency 1. */
+START_TEST(hw_gemm_rate_depends_on_the_shape)
+{
+    struct sim_hw hw;
+    struct rl_err e;
+    ck_assert_msg(sim_hw_load(&hw, tu_catalog(), "dgx1-v100", &e) == 0, "%s", e.msg);
+    ck_assert(!sim_gemm_model_on(&hw));   /* a profile without gpu.gemm_efficiency keeps the constant */
+    hw.tensor_tflops = 1000, hw.gemm_efficiency = 0.8, hw.gpu_sms = 100, hw.gemm_fixed_us = 5;
+    hw.hbm_gbps = 1000, hw.hbm_efficiency = 1;
+    ck_assert(sim_gemm_model_on(&hw));
+    /* 4096^3: 32 x 32 = 1024 tiles in ceil(1024 / 100) = 11 waves of 2 x 128 x 128 x 4096 / 8e12 =
+       16.777216 us, the 32 MiB output at 1000 GB/s 33.554432 us, 5 us: 223.103808 us */
+    ck_assert(fabs(sim_gemm_time_s(&hw, 1, 4096, 4096, 4096, true) - 223.103808e-6) < 1e-12);
+    /* 256 x 2048 x 4096: 2 x 16 = 32 tiles, split-K min(floor(100 / 32), 4096 / 1024) = 3, one wave of
+       2 x 128 x 128 x 4096 / 3 / 8e12 = 5.592405 us, the output written 3 times and read twice
+       (256 x 2048 x 2 x 5 B, 5.24288 us), 5 us */
+    ck_assert(fabs(sim_gemm_time_s(&hw, 1, 256, 2048, 4096, true) - (2.0 * 128 * 128 * 4096 / 3 / 8e12 + 5.24288e-6 + 5e-6)) < 1e-12);
+    /* attention of 32 heads at seq 2048, materialized: Q K^T is 32 x 16 x 16 = 8192 tiles in 82 waves;
+       head dim 16: 82 x 0.065536 us + the 256 MiB of scores 268.435456 us + 5 us = 278.809408 us for
+       4.29e9 FLOPs (15.4 TFLOP/s); head dim 128: 82 x 0.524288 + 268.435456 + 5 = 316.427072 us for
+       8 times the FLOPs (108.6 TFLOP/s, 7.0 times the rate) */
+    double t16 = sim_gemm_time_s(&hw, 32, 2048, 2048, 16, true), t128 = sim_gemm_time_s(&hw, 32, 2048, 2048, 128, true);
+    ck_assert(fabs(t16 - 278.809408e-6) < 1e-12);
+    ck_assert(fabs(t128 - 316.427072e-6) < 1e-12);
+    double r16 = 2.0 * 32 * 2048 * 2048 * 16 / t16, r128 = 2.0 * 32 * 2048 * 2048 * 128 / t128;
+    ck_assert(fabs(r128 / r16 - 8.0 * 278.809408 / 316.427072) < 1e-9);
+    /* FlashAttention keeps the scores on chip: the tiles and the kernel's time only */
+    ck_assert(fabs(sim_gemm_time_s(&hw, 32, 2048, 2048, 16, false) - (82 * 0.065536e-6 + 5e-6)) < 1e-12);
+    hw.gpu_emulated = 1;   /* an emulated device's GEMM rate is measured on its own list */
+    ck_assert(!sim_gemm_model_on(&hw));
+}
+END_TEST
+
 Suite *sim_hw_suite(void)
 {
     Suite *s = suite_create("sim_hw");
@@ -185,6 +315,9 @@ Suite *sim_hw_suite(void)
     tcase_add_test(c, hw_dgx1_v100_topology);
     tcase_add_test(c, hw_bad_profiles_name_the_path);
     tcase_add_test(c, hw_host_keys_are_optional);
+    tcase_add_test(c, hw_first_touch_faults_per_page);
+    tcase_add_test(c, hw_pageable_copy_is_a_bounce_buffer);
+    tcase_add_test(c, hw_gemm_rate_depends_on_the_shape);
     suite_add_tcase(s, c);
     return s;
 }

@@ -982,6 +982,154 @@ START_TEST(step_ds_host_costs_of_copies_closed_forms)
 }
 END_TEST
 
+/* The same 0.12.4 step on a node whose THP mode is "always": every fresh temporary is faulted in
+ * 2 MiB pages at the profile's time per 2 MiB page (2 ms here: 2 MiB / 2 ms = 1.048576 GB/s on one
+ * thread, below the socket's 2 GB/s), where madvise's 4 KiB pages took the 1 GB/s of the tiny node. */
+START_TEST(step_ds_thp_always_faults_in_huge_pages)
+{
+    struct sim_hw hw = tu_sim_tiny_hw();
+    hw.host_fault_us_per_2m_page = 2000;
+    struct rl_err e;
+    ck_assert_int_eq(sim_hw_set_thp(&hw, "always", &e), 0);
+    struct fixture f;
+    one_gpu(&f, 1.0, 12, 4);
+    long double P = (long double)f.p.cpu_numel, fresh = (long double)fresh_numel(&f.p);
+    long double R = 2097152.0L / 2e-3L;   /* bytes per second of one faulting thread */
+    struct sim_train t;
+    sim_train_defaults(&t);
+    t.intraop_threads = 1;
+    struct sim_step_result r;
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
+    int64_t want = tu_ceil_ns(fresh * 2.0L / R * 1e9L) + tu_ceil_ns(2.0L * P / R * 1e9L);
+    for (int s = 0; s < f.p.n_subgroups; s++) {
+        long double c = (long double)f.p.subgroups[s].cpu_numel;
+        if (c * 2.0L >= 32.0L * 1024 * 1024)
+            want += tu_ceil_ns(c * 2.0L / R * 1e9L);
+    }
+    ck_assert_int_eq(r.phase[STEP_PH_PAGE_FAULT].busy_ns, want);
+    /* "never": 4 KiB pages at 4.096 us each, 1 GB/s: 512 times the faults, each 1/488 of the time */
+    hw.host_fault_us_per_4k_page = 4.096;
+    ck_assert_int_eq(sim_hw_set_thp(&hw, "never", &e), 0);
+    struct sim_step_result q;
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &q, &e) == 0, "%s", e.msg);
+    int64_t want4 = tu_ceil_ns(fresh * 2.0L / 1e9L * 1e9L) + tu_ceil_ns(2.0L * P / 1e9L * 1e9L);
+    for (int s = 0; s < f.p.n_subgroups; s++) {
+        long double c = (long double)f.p.subgroups[s].cpu_numel;
+        if (c * 2.0L >= 32.0L * 1024 * 1024)
+            want4 += tu_ceil_ns(c * 2.0L / 1e9L * 1e9L);
+    }
+    ck_assert_int_eq(q.phase[STEP_PH_PAGE_FAULT].busy_ns, want4);
+    fx_free(&f);
+}
+END_TEST
+
+/* CPU Adam of DP 2 on a 4-core socket (two GPUs of the tiny node, gpt-350m, everything on the CPU,
+ * 0.12.4). Bound (--bind_cores_to_rank): each rank's team is 4 // 2 = 2 cores, 2e9 elements/s.
+ * Unbound (the launcher's default): each team is all 4 cores, 2 x 4 = 8 threads on 4 cores (o = 2);
+ * the fair share is the same 2 cores, and each of a call's ceil(n / 128 Mi) fork-join regions
+ * waits (o - 1) = 1 scheduler slice of 3 ms for its last thread. --cpu-cores 2 bound: 1 core each. */
+START_TEST(step_ds_cpu_adam_bound_and_oversubscribed)
+{
+    struct sim_hw hw = tu_sim_tiny_hw();
+    hw.gpus = 2;
+    hw.sw[0] = (struct sim_hw_switch){.socket = 0, .uplink_gbps = 1000, .n_gpus = 2, .gpus = {0, 1}};
+    hw.gpu_switch[1] = 0;
+    hw.cpu_adam_dram_bytes = 1;   /* the cores bound CPU Adam, not DRAM */
+    struct fixture f;
+    fx_init(&f, "gpt-350m", 1, 2, 2, 1.0, PLAN_POLICY_DS012);
+    f.p.zero.ds_version = (struct rl_version){0, 12, 4};
+    struct sim_train t;
+    sim_train_defaults(&t);
+    t.intraop_threads = 1;
+    struct rl_err e;
+    struct sim_step_result bound, unbound, few;
+    t.cpu_binding = SIM_BIND_PER_RANK;
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &bound, &e) == 0, "%s", e.msg);
+    t.cpu_cores = 2;
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &few, &e) == 0, "%s", e.msg);
+    t.cpu_cores = 0;
+    t.cpu_binding = SIM_BIND_NONE;
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &unbound, &e) == 0, "%s", e.msg);
+    int64_t want_b = 0, want_u = 0, want_f = 0;
+    for (int s = 0; s < f.p.n_subgroups; s++) {
+        long double c = (long double)f.p.subgroups[s].cpu_numel;
+        long double regions = ceill(c / (128.0L * 1024 * 1024));
+        want_b += tu_ceil_ns(c / 2e9L * 1e9L);
+        want_f += tu_ceil_ns(c / 1e9L * 1e9L);
+        want_u += tu_ceil_ns((c / 2e9L + regions * 1.0L * 3e-3L) * 1e9L);
+    }
+    ck_assert_int_eq(bound.phase[STEP_PH_CPU_ADAM].busy_ns, want_b);
+    ck_assert_int_eq(few.phase[STEP_PH_CPU_ADAM].busy_ns, want_f);
+    ck_assert_int_eq(unbound.phase[STEP_PH_CPU_ADAM].busy_ns, want_u);
+    ck_assert_int_gt(unbound.step_ns, bound.step_ns);
+    fx_free(&f);
+}
+END_TEST
+
+/* ZeRO-3 gathers across nodes (gpt-350m, DP 4 over two nodes of the tiny node's 2 GPUs, a 1 GB/s
+ * network, ratio 0). Without prefetch (DeepSpeed's trace recorded or invalidated) every block's
+ * all-gather waits for the previous block's compute, so the forward is the compute plus every
+ * gather: bus bytes 2 B x numel x 3/4 per block at the network's 1 GB/s (each of the node's 2
+ * ranks carries half of its traffic there, so each runs at the full rate). With the default
+ * prefetch (5e7 elements, more than a block) the gathers hide behind the compute; with a bucket of
+ * half a block only half of each block's gather runs ahead. */
+START_TEST(step_ds_inter_node_gather_exposed_without_prefetch)
+{
+    struct sim_hw hw = tu_sim_tiny_hw();
+    hw.gpus = 2;
+    hw.sw[0] = (struct sim_hw_switch){.socket = 0, .uplink_gbps = 1000, .n_gpus = 2, .gpus = {0, 1}};
+    hw.gpu_switch[1] = 0;
+    hw.net_gbps = 1;
+    hw.allgather_busbw_gbps = hw.reduce_scatter_busbw_gbps = hw.allreduce_busbw_gbps = 1e5;
+    struct sim_hw fast = hw;
+    fast.net_gbps = 1e5;
+    struct fixture f;
+    fx_init(&f, "gpt-350m", 1, 4, 2, 0.0, PLAN_POLICY_DS012);
+    ck_assert_int_eq(f.p.layout.dp, 4);
+    struct sim_train t;
+    sim_train_defaults(&t);
+    struct rl_err e;
+    struct sim_step_result off, off_fast, on, half;
+    t.zero3_prefetch_off = true;
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &off, &e) == 0, "%s", e.msg);
+    ck_assert_msg(sim_step_run(&f.p, &fast, &t, NULL, &off_fast, &e) == 0, "%s", e.msg);
+    long double gathers = 0;
+    int blocks = 0;
+    int64_t max_block = 0, block[512] = {0};
+    for (int i = 0; i < f.m.n_tensors; i++) {
+        int l = f.m.tensors[i].layer;
+        block[l >= 0 ? 1 + l : (i == 0 || f.m.tensors[i - 1].layer < 0 ? 0 : 511)] += f.m.tensors[i].numel;
+    }
+    for (int i = 0; i < 512; i++)
+        if (block[i] > 0) {
+            gathers += (long double)block[i] * 2.0L * 3.0L / 4.0L / 1e9L;
+            blocks++;
+            if (block[i] > max_block)
+                max_block = block[i];
+        }
+    /* the fast network's run still gathers, at its GPUs' PCIe links (GPUDirect RDMA, each 20 GB/s
+       carrying half of the rank's traffic: 40 GB/s) */
+    int64_t want = tu_ceil_ns(gathers * 1e9L) - tu_ceil_ns(gathers / 40.0L * 1e9L);
+    int64_t got = off.window_forward_ns - off_fast.window_forward_ns;
+    ck_assert_msg(llabs(got - want) <= 2 * blocks + 2, "exposed gathers %lld ns, by hand %lld ns", (long long)got,
+                  (long long)want);
+    /* at 20 GB/s a layer's gather (12.6e6 x 1.5 B, 0.94 ms) is shorter than its compute (1.8 ms at
+       V100's 37.5 TFLOP/s): prefetched it hides, half prefetched the rest shows */
+    struct sim_hw mid = hw;
+    mid.net_gbps = 20;
+    ck_assert_msg(sim_step_run(&f.p, &mid, &t, NULL, &off, &e) == 0, "%s", e.msg);
+    t.zero3_prefetch_off = false;
+    ck_assert_msg(sim_step_run(&f.p, &mid, &t, NULL, &on, &e) == 0, "%s", e.msg);
+    ck_assert_int_lt(on.window_forward_ns, off.window_forward_ns);
+    ck_assert_int_lt(on.phase[STEP_PH_ALLGATHER].exposed_ns, off.phase[STEP_PH_ALLGATHER].exposed_ns);
+    f.p.zero.prefetch_bucket_size = block[1] / 2;   /* half a layer: whole parameters up to it */
+    ck_assert_msg(sim_step_run(&f.p, &mid, &t, NULL, &half, &e) == 0, "%s", e.msg);
+    ck_assert_int_lt(on.window_forward_ns, half.window_forward_ns);
+    ck_assert_int_lt(half.window_forward_ns, off.window_forward_ns);
+    fx_free(&f);
+}
+END_TEST
+
 /* 0.15.4 stages the fp32 gradient through pinned memory (upcast on the GPU, a blocking D2H of
  * 4 B, a host copy of 8 B per element); 0.16.3 copies the upcast straight into the pinned fp32
  * buffer. Neither allocates a host temporary in the backward: only the step's parameter copy and
@@ -1328,6 +1476,9 @@ Suite *sim_step_suite(void)
     tcase_add_test(c, step_single_gpu_equals_closed_form);
     tcase_add_test(c, step_ds_host_cast_and_sequential_loop_closed_forms);
     tcase_add_test(c, step_ds_host_costs_of_copies_closed_forms);
+    tcase_add_test(c, step_ds_thp_always_faults_in_huge_pages);
+    tcase_add_test(c, step_ds_cpu_adam_bound_and_oversubscribed);
+    tcase_add_test(c, step_ds_inter_node_gather_exposed_without_prefetch);
     tcase_add_test(c, step_ds_pageable_flat_buffer_holds_the_host);
     tcase_add_test(c, step_ds_pinned_gradient_copies_closed_forms);
     tcase_add_test(c, step_ds_blocking_copy_stalls_backward);
