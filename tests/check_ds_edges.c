@@ -104,9 +104,12 @@ static void read_release(struct rl_version v, struct at_release *a)
     /* The placement held at deepspeed-0.18's, with a small CPU share (two sub-groups of 1e6 of 337,
      * after the GPU ones): the GPU's queued Adam kernels then outlast the CPU Adam, so that the
      * stream synchronize after it (adam_stream_sync) has something to wait for, and every step
-     * flag has something to change. */
+     * flag has something to change. The ranks are bound to their share of the cores
+     * (--cpu-binding per-rank): unbound, the oversubscribed OpenMP teams' scheduler slices make
+     * the CPU Adam outlast the GPU's kernels, and the synchronize waits for nothing. */
     json_t *q = tu_ratiolab_json("predict --json --schedule deepspeed --ratio 0.003 --sub-group-size 1e6 "
-                                 "--policy deepspeed-0.18 --deepspeed-version %d.%d.%d", v.major, v.minor, v.patch);
+                                 "--policy deepspeed-0.18 --cpu-binding per-rank --deepspeed-version %d.%d.%d",
+                                 v.major, v.minor, v.patch);
     a->step_ns = json_integer_value(json_object_get(json_object_get(q, "prediction"), "step_ns"));
     json_decref(q);
     ck_assert_int_gt(a->step_ns, 0);
