@@ -960,7 +960,7 @@ START_TEST(calibrate_measures_the_runs_sizes)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char cmd[200];
         snprintf(cmd, sizeof cmd, "calibrate --collectives-only --quiet %s", bad[i][0]);
-        tu_ratiolab(&r, cmd);
+        tu_ratiolab(&r, "%s", cmd);
         ck_assert_msg(r.status == 2, "%s: status %d", cmd, r.status);
         ck_assert_msg(strstr(r.err, bad[i][1]) && !strchr(strchr(r.err, '\n') + 1, '\n'), "%s: %s", cmd, r.err);
         tu_run_free(&r);

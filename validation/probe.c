@@ -247,7 +247,7 @@ static int read_subgroups(json_t *root, const char *file, struct val_probe *p, s
             (rc = get_str(s, "fp32_device", file, g->fp32_device, sizeof g->fp32_device, e)) ||
             (rc = get_str(s, "optimizer", file, g->optimizer, sizeof g->optimizer, e)) ||
             (rc = get_str(s, "optimizer_class", file, g->optimizer_class, sizeof g->optimizer_class, e)))
-            return rl_err_prefix(e, where);
+            return rl_err_prefix(e, "%s", where);
         if (idx != (int64_t)i || g->numel < 0 || grp < 0 || grp >= PLAN_MAX_GROUPS)
             return rl_errf(e, RL_EINVAL, "%s: %s: index %lld, param_group %lld, numel %lld; allowed: index %zu, "
                            "param_group 0..%d, numel >= 0", file, where, (long long)idx, (long long)grp,
@@ -329,7 +329,7 @@ int val_probe_parse(const char *text, size_t len, const char *path, struct val_p
             goto out;
         }
         if ((rc = rl_parse_version("deepspeed_version", ver, &p->config.version, e))) {
-            rl_err_prefix(e, path);
+            rl_err_prefix(e, "%s", path);
             goto out;
         }
         p->config.have_version = true;
