@@ -8,7 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>   /* access */
+#include <sys/stat.h>   /* chmod, mkdir */
+#include <unistd.h>     /* access */
 
 #ifdef RL_HAVE_CUDA
 #include <cublas_api.h>
@@ -30,8 +31,8 @@ START_TEST(dry_run_passes_and_lists_every_step)
     ck_assert_msg(r.status == 0, "gpu-check dry run (%d):\n%s\n%s", r.status, r.out, r.err);
     tu_run_free(&r);
     char *s = tu_slurp("gc/summary.txt");
-    static const char *const steps[] = {"preflight", "build",     "kernels",   "executor", "nccl1", "bench_adam",
-                                        "gpu_exec",  "calibrate", "monitor", "bench_exec", "validate"};
+    static const char *const steps[] = {"preflight", "build",    "kernels", "executor",   "nccl1",     "gpu_exec",
+                                        "validate",  "catalog",  "monitor", "bench_adam", "bench_exec"};
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
         char want[64];
         snprintf(want, sizeof want, "step %s: ", steps[i]);
@@ -40,6 +41,44 @@ START_TEST(dry_run_passes_and_lists_every_step)
     ck_assert_msg(strstr(s, "gpu-check: passed"), "%s", s);
     free(s);
     ck_assert_msg(access(tu_path("gc/gpu-check-logs.tar.gz"), R_OK) == 0, "no log tarball");
+}
+END_TEST
+
+/* scripts/gpu-check.sh's suite() (the script sourced: its functions only) on stub runner outputs:
+ * a pass; a fail; the one skip a one-GPU machine must have, accepted with 1 GPU and refused with
+ * 2; a skip no GPU machine may have (a GPU test left out); the accepted skip under a closing line
+ * that counts another one; the accepted skip beside an unexpected one. */
+START_TEST(suite_accepts_exactly_the_one_gpu_skips)
+{
+    ck_assert_int_eq(mkdir(tu_path("stub"), 0755) | mkdir(tu_path("stub/tests"), 0755), 0);
+    tu_write("stub/tests/run_tests",
+             "#!/bin/sh\n"
+             "two='skipped: gpu_exec: gpu_two_ranks_nccl: needs 2 GPUs (NCCL does not put two ranks on one GPU)'\n"
+             "case $CK_RUN_SUITE in\n"
+             "pass) echo '3 passed, 0 failed, 0 skipped' ;;\n"
+             "fail) echo 't.c:1:F:t:t:boom'; echo '2 passed, 1 failed, 0 skipped'; exit 1 ;;\n"
+             "onegpu) echo \"$two\"; echo '3 passed, 0 failed, 1 skipped' ;;\n"
+             "other) echo 'skipped: gpu_kernels: gpu_equals_reference_large: no GPU'; "
+             "echo '5 passed, 0 failed, 1 skipped' ;;\n"
+             "miscount) echo \"$two\"; echo '3 passed, 0 failed, 2 skipped' ;;\n"
+             "both) echo \"$two\"; echo 'skipped: gpu_exec: no GPU (cudaGetDeviceCount found none)'; "
+             "echo '3 passed, 0 failed, 2 skipped' ;;\n"
+             "esac\n");
+    ck_assert_int_eq(chmod(tu_path("stub/tests/run_tests"), 0755), 0);
+    char body[1024];
+    snprintf(body, sizeof body,
+             "source scripts/gpu-check.sh || exit 9\n"
+             "export BD='%s' LOGS='%s' DRY=0\n"
+             "mkdir -p \"$LOGS\"\n"
+             "for c in pass fail onegpu other miscount both; do NGPU=1 suite $c 10 > /dev/null; echo \"$c $?\"; done\n"
+             "NGPU=2 suite onegpu 10 > /dev/null; echo \"onegpu-on-2 $?\"\n",
+             tu_path("stub"), tu_path("slogs"));
+    const char *script = tu_write("suite_check.sh", body);
+    struct tu_run r;
+    tu_sh(&r, "cd '%s' && bash '%s'", tu_src(), script);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_str_eq(r.out, "pass 0\nfail 1\nonegpu 0\nother 1\nmiscount 1\nboth 1\nonegpu-on-2 1\n");
+    tu_run_free(&r);
 }
 END_TEST
 
@@ -276,6 +315,7 @@ Suite *gpucheck_suite(void)
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, dry_run_passes_and_lists_every_step);
     tcase_add_test(tc, dry_run_fails_when_a_step_fails);
+    tcase_add_test(tc, suite_accepts_exactly_the_one_gpu_skips);
     tcase_add_test(tc, dry_run_stops_at_its_deadline);
     tcase_add_test(tc, not_ready_query_clears_the_last_error);
     tcase_add_test(tc, api_check_names_call_code_and_place);
