@@ -204,10 +204,41 @@ START_TEST(one_gpu_calibration_is_one_switch_uplink)
     g.h2d_all_gbps = f;
     g.d2d_gbps = (struct calib_figure){.median = 4000, .min = 4000, .max = 4000, .repeats = 7};
     g.adam_elems_per_s = (struct calib_figure){.median = 1e11, .min = 1e11, .max = 1e11, .repeats = 7};
+    /* The host's first touch, memcpy and cast (2 thread counts), the copies by size, the latency. */
+    c.host_costs.measured = true;
+    c.host_costs.n_threads = 2;
+    c.host_costs.fault_gbps[0] = (struct calib_figure){.best = 3, .median = 3, .min = 3, .max = 3, .repeats = 15};
+    c.host_costs.fault_gbps[1] = (struct calib_figure){.best = 5, .median = 5, .min = 5, .max = 5, .repeats = 15};
+    c.host_costs.memcpy_gbps[0] = (struct calib_figure){.best = 7, .median = 7, .min = 7, .max = 7, .repeats = 15};
+    c.host_costs.cast_elems_per_s[0] = (struct calib_figure){.best = 2e9, .median = 2e9, .min = 2e9, .max = 2e9,
+                                                             .repeats = 15};
+    g.n_copy_sizes = 2;
+    g.copy_size_bytes[0] = 1 << 20;
+    g.copy_size_bytes[1] = 500000000;
+    for (int k = 0; k < CALIB_COPY_KINDS; k++) {
+        g.copy_size_gbps[k][0] = (struct calib_figure){.median = 12, .min = 11, .max = 13, .repeats = 7};
+        g.copy_size_gbps[k][1] = (struct calib_figure){.median = 20, .min = 19, .max = 21, .repeats = 7};
+    }
+    g.latency_bytes = 4096;
+    g.copy_latency_us[0] = (struct calib_figure){.median = 9, .min = 8, .max = 10, .repeats = 7};
+    g.copy_latency_us[1] = (struct calib_figure){.median = 11, .min = 10, .max = 12, .repeats = 7};
     char *out = NULL;
     struct rl_err e = {0};
     ck_assert_msg(calib_gpu_profile(&c, &g, base, "t", &out, &e) == 0, "%s", e.msg);
     json_t *j = json_loads(out, 0, NULL);
+    json_t *host = json_object_get(j, "host");
+    ck_assert_double_eq(json_number_value(json_object_get(host, "fault_gbps_per_thread")), 3);
+    ck_assert_double_eq(json_number_value(json_object_get(host, "fault_gbps_per_socket")), 5);   /* the best */
+    ck_assert_double_eq(json_number_value(json_object_get(host, "memcpy_gbps_per_thread")), 7);
+    ck_assert_double_eq(json_number_value(json_object_get(host, "cast_elements_per_s_per_thread")), 2e9);
+    /* the larger pinned latency, D2H's 11 us */
+    ck_assert_double_eq(json_number_value(json_object_get(json_object_get(j, "latency_us"), "pcie_copy")), 11);
+    json_t *src = json_object_get(j, "sources");
+    ck_assert_msg(strstr(json_string_value(json_object_get(src, "host.memcpy_gbps_per_thread")),
+                         "measured by ratiolab calibrate on h, d: memcpy"), "%s", out);
+    const char *h2d = json_string_value(json_object_get(src, "gpu.h2d_pinned_gbps"));
+    ck_assert_msg(h2d && strstr(h2d, "1048576 B 12.00 (11.00..13.00), 500000000 B 20.00 (19.00..21.00)") &&
+                  strstr(h2d, "a 4096 B copy 9.00 us (8.00..10.00)"), "%s", h2d);
     json_t *sws = json_object_get(json_object_get(j, "node"), "pcie_switches");
     ck_assert_int_eq((int)json_array_size(sws), 4);
     for (size_t i = 0; i < 4; i++)
@@ -265,8 +296,17 @@ START_TEST(calibration_runs_through_the_backend_table)
     memset(&run, 0, sizeof run);
     run.n_gemm = 1;
     run.gemm[0] = (struct calib_gemm_shape){64, 64, 64, 2, false};
+    /* the flush's sizes that fit the 1 MiB buffers (1 MiB), and the 4 KiB latency, every kind */
+    ck_assert_int_eq(g.n_copy_sizes, 1);
+    ck_assert_int_eq(g.copy_size_bytes[0], 1 << 20);
+    for (int k = 0; k < CALIB_COPY_KINDS; k++)
+        ck_assert_msg(g.copy_size_gbps[k][0].median > 0 && g.copy_size_gbps[k][0].repeats == 7 &&
+                      g.copy_latency_us[k].median > 0 && g.copy_latency_us[k].repeats == 7, "kind %d", k);
     ck_assert_msg(calib_measure_gpu_gemm(cpu, &run, false, &g, &e) == 0, "%s", e.msg);
     ck_assert(g.have_gemm);
+    ck_assert_int_eq(g.n_gemm_shapes, 1);
+    ck_assert_msg(g.gemm_shape_flops[0][0].median > 0 && g.gemm_shape_flops[0][0].repeats == 7, "%g",
+                  g.gemm_shape_flops[0][0].median);
     ck_assert_double_eq(g.gemm_flop, 2.0 * 64 * 64 * 64 * 2);
     ck_assert_msg(g.sgemm_flops.median > 0, "%g", g.sgemm_flops.median);
     ck_assert_double_eq(g.bf16_flops.median, 0);   /* the cpu backend has no 16-bit GEMM */
