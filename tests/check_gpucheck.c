@@ -32,7 +32,7 @@ START_TEST(dry_run_passes_and_lists_every_step)
     tu_run_free(&r);
     char *s = tu_slurp("gc/summary.txt");
     static const char *const steps[] = {"preflight", "build",    "kernels", "executor",   "nccl1",     "gpu_exec",
-                                        "validate",  "catalog",  "monitor", "bench_adam", "bench_exec"};
+                                        "validate",  "catalog",  "monitor", "bench_adam", "bench_exec", "bench_scan"};
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
         char want[64];
         snprintf(want, sizeof want, "step %s: ", steps[i]);
@@ -173,9 +173,36 @@ START_TEST(device_memory_is_the_process_since_open)
 {
     const int64_t MiB = 1 << 20, total = 143771 * MiB, ctx = 512 * MiB, other = 2048 * MiB, buffers = 300 * MiB;
     int64_t at_open = ctx + other;
-    ck_assert_int_eq(ex_device_used(total, total - at_open - buffers, at_open), buffers);
-    ck_assert_int_eq(ex_device_used(total, total - at_open, at_open), 0);
-    ck_assert_int_eq(ex_device_used(total, total - at_open + MiB, at_open), 0);   /* another process freed */
+    ck_assert_int_eq(ex_device_used(total, total - at_open - buffers, at_open, 0, 0), buffers);
+    ck_assert_int_eq(ex_device_used(total, total - at_open, at_open, 0, 0), 0);
+    ck_assert_int_eq(ex_device_used(total, total - at_open + MiB, at_open, 0, 0), 0);   /* another process freed */
+}
+END_TEST
+
+/* The device half of the memory check at ratio 1 (made-up readings, as an H200 would give them):
+ * the device share is small, so cuBLAS's own memory (a 32 MiB workspace and 9 MiB of modules
+ * loaded at the first calls, read around them) and the allocator's 2 MiB pages would dominate.
+ * Buffers of 1 B, 2 MiB, 3 MiB + 5 and 0 B take 2 + 2 + 4 + 2 MiB; what is left is the ledger's
+ * 5 MiB + 6 B exactly. */
+START_TEST(device_memory_leaves_out_cublas_and_the_rounding)
+{
+    const int64_t MiB = 1 << 20, total = 143771 * MiB, at_open = 530 * MiB, lib = 41 * MiB;
+    ck_assert_int_eq(EX_DEVICE_GRANULE, 2 * MiB);
+    const int64_t bufs[] = {1, 2 * MiB, 3 * MiB + 5, 0};
+    const int64_t granted[] = {2 * MiB, 2 * MiB, 4 * MiB, 2 * MiB};
+    int64_t ledger = 0, taken = 0, rounding = 0;
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(ex_device_granted(bufs[i]), granted[i]);
+        ledger += bufs[i];
+        taken += granted[i];
+        rounding += ex_device_granted(bufs[i]) - bufs[i];
+    }
+    ck_assert_int_eq(ledger, 5 * MiB + 6);
+    ck_assert_int_eq(taken, 10 * MiB);
+    int64_t free_now = total - at_open - lib - taken;
+    ck_assert_int_eq(ex_device_used(total, free_now, at_open, lib, rounding), ledger);
+    /* without the re-read and the rounding, the check at ratio 1 saw 51 MiB of 5 */
+    ck_assert_int_eq(ex_device_used(total, free_now, at_open, 0, 0), 51 * MiB);
 }
 END_TEST
 
@@ -362,6 +389,7 @@ Suite *gpucheck_suite(void)
     tcase_add_test(tc, one_gpu_per_rank);
     tcase_add_test(tc, reduce_scatter_receives_in_its_own_block);
     tcase_add_test(tc, device_memory_is_the_process_since_open);
+    tcase_add_test(tc, device_memory_leaves_out_cublas_and_the_rounding);
     tcase_add_test(tc, one_gpu_calibration_is_one_switch_uplink);
     tcase_add_test(tc, prediction_uses_the_runs_threads);
     tcase_add_test(tc, calibration_runs_through_the_backend_table);
