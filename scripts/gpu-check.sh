@@ -34,7 +34,9 @@
 #   catalog      ~50 s   the same runs predicted with the catalog's hgx-h200 (validate --hw hgx-h200);
 #   monitor      ~10 s   the monitor's NVML path (a "skipped: no GPU" fails);
 #   bench_adam   ~20 s   bench/adam --gpu (a bitwise mismatch fails);
-#   bench_exec   ~30 s   bench/exec --gpu.
+#   bench_exec   ~30 s   bench/exec --gpu;
+#   bench_scan    ~5 s   bench/scan: the host's overflow scan against its read bandwidth (9 s on the
+#                        loaded 2-core VM, for 64 Mi elements; 16 cores read faster).
 # Total ~360 s estimated at most, plus 1-2 minutes of machine start outside the script; the
 # budget (GPU_CHECK_BUDGET_S, default 360) is checked at the end and no step runs past
 # GPU_CHECK_DEADLINE_S (default 540) from the start, so the logs come back within the device's
@@ -354,11 +356,11 @@ export_env() {
     # validate's runs: gpt-2.7b shrunk 16 x (166 M host elements at ratio 1), one rank.
     export VAL="--scale 16 --seq-len 512 --ratios 0,0.5,1 --ranks 1"
     export B=$RATIOLAB_BIN BD=$RATIOLAB_BUILD NGPU=$ngpu
-    export -f s_build s_kernels s_executor s_nccl1 s_gpu_exec s_bench_adam s_bench_exec s_monitor s_validate s_catalog
+    export -f s_build s_kernels s_executor s_nccl1 s_gpu_exec s_bench_adam s_bench_exec s_bench_scan s_monitor s_validate s_catalog
     export -f digest_of suite skip_expected keep_report
 }
 
-gpu_only="s_build s_bench_adam s_bench_exec s_monitor s_validate s_catalog"
+gpu_only="s_build s_bench_adam s_bench_exec s_bench_scan s_monitor s_validate s_catalog"
 
 s_build() {
     set -e
@@ -369,7 +371,7 @@ s_build() {
     "$MAKE_" -j"$(nproc)" RL_INNER=1 BUILD=build-gpu WERROR= PKG_CONFIG="$PC_" NVCC="$NVCC_" NCCL_H="$INC_/nccl.h" \
         NCCL_LIBDIR="$LIB_" NVCC_ARCH="-gencode arch=compute_90,code=sm_90" \
         EXTRA_LDFLAGS="-Wl,--disable-new-dtags,-rpath,$RPATH_" "${mpi[@]}" \
-        build-gpu/ratiolab build-gpu/tests/run_tests build-gpu/bench/adam build-gpu/bench/exec \
+        build-gpu/ratiolab build-gpu/tests/run_tests build-gpu/bench/adam build-gpu/bench/exec build-gpu/bench/scan \
         build-gpu/tests/progs/gpuhog build-gpu/tests/progs/memhog
     # Every library of the binaries resolves through their rpath, with the steps' environment.
     local b
@@ -433,6 +435,9 @@ s_gpu_exec() { suite gpu_exec 170; }
 s_bench_adam() { "$BD/bench/adam" --gpu; }
 
 s_bench_exec() { "$BD/bench/exec" --gpu; }
+
+# The overflow scan of the host share against the host's read bandwidth (no GPU used).
+s_bench_scan() { "$BD/bench/scan"; }
 
 # keep_report DIR NAME: DIR's report.md and report.json into $OUTDIR as report-NAME.*, and the
 # rows of its run table (ratio, schedule, policy, ..., step error) on stdout.
@@ -500,6 +505,7 @@ step catalog 150 s_catalog
 step monitor 40 s_monitor
 step bench_adam 60 s_bench_adam
 step bench_exec 90 s_bench_exec
+step bench_scan 30 s_bench_scan
 for f in "$logs"/validate.log "$logs"/catalog.log; do
     [ -f "$f" ] && grep -E '^(measured|catalog): \| ' "$f" | sed 's/^/  /' | tee -a "$summary"
 done
