@@ -230,6 +230,11 @@ struct calib_gpu {
     char gemm_shapes[160];                               /* the list, as --gemm takes it (truncated) */
     struct calib_figure sgemm_flops;                       /* cublasSgemm (fp32, the executor's), FLOP/s */
     struct calib_figure bf16_flops;                        /* cublasGemmEx bf16 in, fp32 accumulate, FLOP/s */
+    int64_t context_bytes;                               /* GPU 0 opened alone: its use when open finished
+                                                            (the CUDA context; other processes' memory too),
+                                                            -1 unknown */
+    int64_t cublas_bytes;                                /* what cuBLAS took for itself over these GEMMs
+                                                            (workspace, modules), -1 unknown */
     int n_gemm_shapes;                                   /* shapes timed one by one below */
     struct calib_gemm_shape gemm_shape[16];              /* the first 16 of the list */
     struct calib_figure gemm_shape_flops[2][16];         /* per shape (its calls of one pass), fp32 and

@@ -405,6 +405,9 @@ int calib_measure_gpu_gemm(const struct ex_backend *be, const struct calib_run *
         g->gemm_flop = flop;
         g->have_gemm = true;
     }
+    g->context_bytes = g->cublas_bytes = -1;
+    if (!rc && be->mem_overheads)
+        be->mem_overheads(d, &g->context_bytes, &g->cublas_bytes);
     if (d) {
         if (a)
             be->dev_free(d, a, ma * 4);
@@ -646,6 +649,17 @@ int calib_gpu_profile(const struct calib *c, const struct calib_gpu *g, const ch
                    k[q].what, g->gemm_shapes, g->gemm_flop * 1e-9, k[q].f->median * 1e-12, k[q].f->min * 1e-12,
                    k[q].f->max * 1e-12, k[q].f->repeats, peak, g->n_gemm_shapes ? shapes : "not measured");
         }
+    }
+    /* The CUDA context with cuBLAS loaded: ratiolab's own process, so a lower bound for a PyTorch
+     * rank, which loads more kernels. */
+    if (g->have_gemm && g->context_bytes > 0 && g->cublas_bytes >= 0) {
+        json_object_set_new(gpu, "context_bytes", json_integer(g->context_bytes + g->cublas_bytes));
+        setsrc(src, "gpu.context_bytes", c->host, c->date, "GPU 0 opened alone by ratiolab's cuda backend: "
+               "cudaMemGetInfo's used bytes when open finished, %lld (the CUDA context; other processes' memory "
+               "too, none on a lent machine), plus %lld that cuBLAS took for itself over the GEMMs above (its "
+               "workspace and lazily loaded modules, read around its load and each shape's first call); one "
+               "reading, no spread; a PyTorch rank loads more kernels, so this is a lower bound for one",
+               (long long)g->context_bytes, (long long)g->cublas_bytes);
     }
     /* NCCL bus bandwidth at the largest size, latency at the smallest. */
     if (g->have_nccl && g->n_nccl_sizes > 0) {

@@ -44,6 +44,10 @@ struct ex_backend {
     void (*close)(struct ex_dev *d);
     /* Device memory in use by this process and the capacity (-1: unknown). */
     void (*mem)(struct ex_dev *d, int64_t *used_bytes, int64_t *capacity_bytes);
+    /* What the device holds beside this process's buffers (NULL: nothing, the cpu backend): its use
+     * when open finished (the CUDA context, NCCL's buffers, other processes) and what cuBLAS took
+     * for itself since (see ex_device_used). */
+    void (*mem_overheads)(struct ex_dev *d, int64_t *at_open_bytes, int64_t *lib_bytes);
     int (*dev_alloc)(struct ex_dev *d, int64_t bytes, void **p, struct rl_err *e);
     void (*dev_free)(struct ex_dev *d, void *p, int64_t bytes);
     /* Host memory; pinned: page-locked (cudaMallocHost on cuda, mlock'ed where allowed on cpu). */

@@ -356,6 +356,12 @@ static void cu_mem(struct ex_dev *d, int64_t *used, int64_t *cap)
     *cap = d->capacity_bytes > 0 ? d->capacity_bytes : (int64_t)total;
 }
 
+static void cu_mem_overheads(struct ex_dev *d, int64_t *at_open, int64_t *lib)
+{
+    *at_open = d->used_at_open;
+    *lib = d->lib_bytes;
+}
+
 static int cu_dev_alloc(struct ex_dev *d, int64_t bytes, void **p, struct rl_err *e)
 {
     CU_ON(d);
@@ -773,6 +779,7 @@ extern "C" const struct ex_backend ex_backend_cuda = {
     .open = cu_open,
     .close = cu_close,
     .mem = cu_mem,
+    .mem_overheads = cu_mem_overheads,
     .dev_alloc = cu_dev_alloc,
     .dev_free = cu_dev_free,
     .host_alloc = cu_host_alloc,

@@ -246,6 +246,9 @@ START_TEST(one_gpu_calibration_is_one_switch_uplink)
         g.copy_size_gbps[k][0] = (struct calib_figure){.median = 12, .min = 11, .max = 13, .repeats = 7};
         g.copy_size_gbps[k][1] = (struct calib_figure){.median = 20, .min = 19, .max = 21, .repeats = 7};
     }
+    g.have_gemm = true;   /* no GEMM rate (medians 0): only the context with cuBLAS loaded */
+    g.context_bytes = 500 << 20;
+    g.cublas_bytes = 40 << 20;
     g.latency_bytes = 4096;
     g.copy_latency_us[0] = (struct calib_figure){.median = 9, .min = 8, .max = 10, .repeats = 7};
     g.copy_latency_us[1] = (struct calib_figure){.median = 11, .min = 10, .max = 12, .repeats = 7};
@@ -258,6 +261,7 @@ START_TEST(one_gpu_calibration_is_one_switch_uplink)
     ck_assert_double_eq(json_number_value(json_object_get(host, "fault_gbps_per_socket")), 5);   /* the best */
     ck_assert_double_eq(json_number_value(json_object_get(host, "memcpy_gbps_per_thread")), 7);
     ck_assert_double_eq(json_number_value(json_object_get(host, "cast_elements_per_s_per_thread")), 2e9);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "gpu"), "context_bytes")), 540 << 20);
     /* the larger pinned latency, D2H's 11 us */
     ck_assert_double_eq(json_number_value(json_object_get(json_object_get(j, "latency_us"), "pcie_copy")), 11);
     json_t *src = json_object_get(j, "sources");
@@ -337,6 +341,7 @@ START_TEST(calibration_runs_through_the_backend_table)
     ck_assert_double_eq(g.gemm_flop, 2.0 * 64 * 64 * 64 * 2);
     ck_assert_msg(g.sgemm_flops.median > 0, "%g", g.sgemm_flops.median);
     ck_assert_double_eq(g.bf16_flops.median, 0);   /* the cpu backend has no 16-bit GEMM */
+    ck_assert_int_eq(g.context_bytes, -1);          /* nor a CUDA context */
     ck_assert_int_eq(calib_measure_gpu(NULL, &o, &g, &e), RL_EENV);
 }
 END_TEST
