@@ -21,31 +21,43 @@ typedef uint16_t __attribute__((may_alias)) scan_u16;
 /* Below this many elements one thread scans (a parallel region costs more than the scan). */
 #define SCAN_THREADED_MIN (INT64_C(1) << 20)
 
-#define SCAN_F32_BODY                                                                              \
-    {                                                                                              \
-        const scan_u32 *p = (const scan_u32 *)x;                                                   \
-        uint32_t k = 0;                                                                            \
-        _Pragma("omp simd reduction(+ : k)") for (int64_t i = 0; i < n; i++) k +=                  \
-            (p[i] & 0x7f800000u) == 0x7f800000u;                                                   \
-        return k;                                                                                  \
-    }
-#define SCAN_U16_BODY                                                                              \
-    {                                                                                              \
-        const scan_u16 *p = (const scan_u16 *)x;                                                   \
-        uint16_t k = 0;                                                                            \
-        _Pragma("omp simd reduction(+ : k)") for (int64_t i = 0; i < n; i++) k +=                  \
-            (uint16_t)((p[i] & mask) == mask);                                                     \
-        return k;                                                                                  \
-    }
+/* One block (n <= SCAN_BLOCK): how many words have every exponent bit set. Inlined into each
+ * path's function below, so that the loop is vectorized for that function's target. */
+static inline __attribute__((always_inline)) uint32_t count32(const scan_u32 *p, int64_t n)
+{
+    uint32_t k = 0;
+#pragma omp simd reduction(+ : k)
+    for (int64_t i = 0; i < n; i++)
+        k += (p[i] & 0x7f800000u) == 0x7f800000u;
+    return k;
+}
 
-/* One block (n <= SCAN_BLOCK) per path. */
-static uint32_t f32_base(const float *x, int64_t n) SCAN_F32_BODY
-__attribute__((target("avx2"))) static uint32_t f32_avx2(const float *x, int64_t n) SCAN_F32_BODY
-__attribute__((target("avx512f,avx512bw"))) static uint32_t f32_avx512(const float *x, int64_t n) SCAN_F32_BODY
-static uint16_t u16_base(const uint16_t *x, int64_t n, uint16_t mask) SCAN_U16_BODY
-__attribute__((target("avx2"))) static uint16_t u16_avx2(const uint16_t *x, int64_t n, uint16_t mask) SCAN_U16_BODY
-__attribute__((target("avx512f,avx512bw"))) static uint16_t u16_avx512(const uint16_t *x, int64_t n,
-                                                                        uint16_t mask) SCAN_U16_BODY
+/* The same for 16-bit values whose exponent bits are `mask`. */
+static inline __attribute__((always_inline)) uint16_t count16(const scan_u16 *p, int64_t n, uint16_t mask)
+{
+    uint16_t k = 0;
+#pragma omp simd reduction(+ : k)
+    for (int64_t i = 0; i < n; i++)
+        k += (uint16_t)((p[i] & mask) == mask);
+    return k;
+}
+
+/* The paths: the x86-64 baseline (SSE2), AVX2, AVX-512 (F and BW: the 16-bit lanes need BW). */
+static uint32_t f32_base(const scan_u32 *p, int64_t n) { return count32(p, n); }
+__attribute__((target("avx2"))) static uint32_t f32_avx2(const scan_u32 *p, int64_t n) { return count32(p, n); }
+__attribute__((target("avx512f,avx512bw"))) static uint32_t f32_avx512(const scan_u32 *p, int64_t n)
+{
+    return count32(p, n);
+}
+static uint16_t u16_base(const scan_u16 *p, int64_t n, uint16_t mask) { return count16(p, n, mask); }
+__attribute__((target("avx2"))) static uint16_t u16_avx2(const scan_u16 *p, int64_t n, uint16_t mask)
+{
+    return count16(p, n, mask);
+}
+__attribute__((target("avx512f,avx512bw"))) static uint16_t u16_avx512(const scan_u16 *p, int64_t n, uint16_t mask)
+{
+    return count16(p, n, mask);
+}
 
 /* The resolved path: 0 base, 1 AVX2, 2 AVX-512 (F and BW: the 16-bit lanes need BW). */
 static int scan_path(struct rl_err *e, int *out)
@@ -59,9 +71,12 @@ static int scan_path(struct rl_err *e, int *out)
 /* One block of either kind on path `path`. */
 static int64_t scan_block(int path, const void *x, int64_t n, bool lowp, uint16_t mask)
 {
-    if (!lowp)
-        return path == 2 ? f32_avx512(x, n) : path == 1 ? f32_avx2(x, n) : f32_base(x, n);
-    return path == 2 ? u16_avx512(x, n, mask) : path == 1 ? u16_avx2(x, n, mask) : u16_base(x, n, mask);
+    if (!lowp) {
+        const scan_u32 *p = x;
+        return path == 2 ? f32_avx512(p, n) : path == 1 ? f32_avx2(p, n) : f32_base(p, n);
+    }
+    const scan_u16 *p = x;
+    return path == 2 ? u16_avx512(p, n, mask) : path == 1 ? u16_avx2(p, n, mask) : u16_base(p, n, mask);
 }
 
 static int scan(const void *x, int64_t n, size_t elem, bool lowp, uint16_t mask, int threads, int64_t *count,
