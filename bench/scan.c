@@ -4,11 +4,12 @@
  *   old    the executor's former loop (one thread only: it had no threads): `!(g - g == 0)` per
  *          element with an exit at the first hit (none here: every value finite, as in a normal step);
  *   scan   kern_nonfinite_f32 on the path kern_nonfinite_path() names;
- *   read   the limit: the same 32-bit words folded by xor (omp simd, the same threads, static chunks),
- *          nothing else done per element.
+ *   read   the limit: the same 32-bit words folded by xor (omp simd, the same threads and blocks,
+ *          the scan's instruction set up to AVX2), nothing else done per element.
  * Each cell: the median of 7 rounds after one warm-up, min..max; the rows of a round run back to
  * back. Usage: build/bench/scan [NUMEL]  (default 64 Mi elements, 256 MiB: beyond the caches). */
 #include <omp.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,21 +32,31 @@ __attribute__((noinline)) static int64_t old_scan(const float *g, int64_t n)
 typedef uint32_t __attribute__((may_alias)) word;
 
 /* The read limit: every word folded in by xor (nothing to widen: both compilers vectorize it), t
- * threads. */
-__attribute__((noinline)) static uint32_t read_sum(const float *g, int64_t n, int t)
+ * threads in blocks as kernels/scan.c splits them; built for the scan's own path (AVX2 where the
+ * scan runs AVX2 or AVX-512), so the two differ only in the compare. */
+static inline __attribute__((always_inline)) uint32_t read_block(const word *p, int64_t m)
+{
+    uint32_t x = 0;
+#pragma omp simd reduction(^ : x)
+    for (int64_t i = 0; i < m; i++)
+        x ^= p[i];
+    return x;
+}
+__attribute__((noinline)) static uint32_t read_base(const word *p, int64_t m) { return read_block(p, m); }
+__attribute__((noinline, target("avx2"))) static uint32_t read_avx2(const word *p, int64_t m)
+{
+    return read_block(p, m);
+}
+
+__attribute__((noinline)) static uint32_t read_sum(const float *g, int64_t n, int t, bool avx2)
 {
     const word *w = (const word *)g;
-    const int64_t blk = 32768, nb = (n + blk - 1) / blk;   /* as kernels/scan.c splits it */
+    const int64_t blk = 32768, nb = (n + blk - 1) / blk;
     uint32_t s = 0;
-#pragma omp parallel for num_threads(t) schedule(static) reduction(^ : s)
+#pragma omp parallel for num_threads(t) schedule(static) reduction(^ : s) if (t > 1)
     for (int64_t b = 0; b < nb; b++) {
-        const word *p = w + b * blk;
         int64_t m = n - b * blk < blk ? n - b * blk : blk;
-        uint32_t x = 0;
-#pragma omp simd reduction(^ : x)
-        for (int64_t i = 0; i < m; i++)
-            x ^= p[i];
-        s ^= x;
+        s ^= avx2 ? read_avx2(w + b * blk, m) : read_base(w + b * blk, m);
     }
     return s;
 }
@@ -72,6 +83,7 @@ int main(int argc, char **argv)
     for (int64_t i = 0; i < n; i++)
         g[i] = (float)(i % 1000) * 0.001f - 0.5f;
     int cores = omp_get_num_procs();
+    const bool avx2 = strcmp(kern_nonfinite_path(), "sse2") != 0;
     printf("overflow scan over %lld fp32 gradients (%.0f MiB), path %s, %d cores; GB/s of gradient read, "
            "median of %d rounds (min..max)\n\n", (long long)n, (double)n * 4 / (1 << 20), kern_nonfinite_path(),
            cores, ROUNDS);
@@ -95,7 +107,7 @@ int main(int argc, char **argv)
                     fprintf(stderr, "bench/scan: %s\n", e.msg);
                     return 2;
                 } else if (k == 2)
-                    sink += read_sum(g, n, t);
+                    sink += read_sum(g, n, t, avx2);
                 int64_t dt = ex__now_ns() - t0;
                 if (cnt != 0) {
                     fprintf(stderr, "bench/scan: %lld non-finite values counted in a finite array\n", (long long)cnt);
