@@ -31,8 +31,8 @@ START_TEST(dry_run_passes_and_lists_every_step)
     ck_assert_msg(r.status == 0, "gpu-check dry run (%d):\n%s\n%s", r.status, r.out, r.err);
     tu_run_free(&r);
     char *s = tu_slurp("gc/summary.txt");
-    static const char *const steps[] = {"preflight", "build",    "kernels", "executor",   "nccl1",     "gpu_exec",
-                                        "validate",  "catalog",  "monitor", "bench_adam", "bench_exec", "bench_scan"};
+    static const char *const steps[] = {"preflight", "build",   "kernels",    "executor",   "nccl1",     "gpu_exec",
+                                        "validate",  "monitor", "bench_adam", "bench_exec", "bench_scan"};
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
         char want[64];
         snprintf(want, sizeof want, "step %s: ", steps[i]);
