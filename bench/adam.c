@@ -633,17 +633,30 @@ peer_avx2_block(const struct arrays *a, const struct peer_consts *c, int64_t i, 
  * over blocks. Span and dtypes are literals inside the loop (the outlined OpenMP body would
  * otherwise see them as variables, as a template argument never is). Returns `rounded`, where
  * the next, narrower step starts. */
+/* Each thread's share of a tile is a call of name##_range (its own target function: clang does not
+ * give an OpenMP region's outlined body the target of the function around it, and inlining the
+ * block's intrinsics into it crashed clang 14's instruction selection), split as schedule(static)
+ * splits the blocks: contiguous, the first (nblk % threads) threads one block more. */
 #define PEER_STEP(name, block, target_, width, span, gt, lt)                                    \
-    __attribute__((target(target_))) static int64_t                                             \
-    name(const struct arrays *a, const struct peer_consts *c, int threads, int64_t lo)          \
+    __attribute__((target(target_), noinline)) static void                                      \
+    name##_range(const struct arrays *a, const struct peer_consts *c, int64_t i0, int64_t i1)   \
+    {                                                                                           \
+        for (int64_t i = i0; i < i1; i += (int64_t)(width) * (span))                            \
+            block(a, c, i, span, gt, lt);                                                       \
+    }                                                                                           \
+    static int64_t name(const struct arrays *a, const struct peer_consts *c, int threads, int64_t lo) \
     {                                                                                           \
         const int64_t blk = (int64_t)(width) * (span);                                          \
         const int64_t rounded = lo + (a->n - lo) / blk * blk;                                   \
         for (int64_t t = lo; t < rounded; t += PEER_TILE) {                                     \
             const int64_t end = t + PEER_TILE < rounded ? t + PEER_TILE : rounded;              \
-            _Pragma("omp parallel for schedule(static) num_threads(threads)")                   \
-            for (int64_t i = t; i < end; i += blk)                                              \
-                block(a, c, i, span, gt, lt);                                                   \
+            _Pragma("omp parallel num_threads(threads)")                                        \
+            {                                                                                   \
+                const int64_t nb = (end - t + blk - 1) / blk, nt = omp_get_num_threads(), me = omp_get_thread_num(); \
+                const int64_t q = nb / nt, r = nb % nt;                                         \
+                const int64_t b0 = me * q + (me < r ? me : r), b1 = b0 + q + (me < r);          \
+                name##_range(a, c, t + b0 * blk, t + b1 * blk);                                 \
+            }                                                                                   \
         }                                                                                       \
         return rounded;                                                                         \
     }

@@ -237,6 +237,8 @@ int calib_measure(const struct calib_opts *o, struct calib *c, struct rl_err *e)
         cc[i] = 1;
     }
     for (int t = 1; t <= c->n_threads; t++) {
+        if (o->gpu_host && t != 1 && t != c->n_threads)
+            continue;   /* a GPU profile takes the best triad; one thread and all of them bound it */
         char what[64];
         snprintf(what, sizeof what, "DRAM triad, %d thread%s", t, t == 1 ? "" : "s");
         progress(o, what, done++, total);
@@ -253,12 +255,17 @@ int calib_measure(const struct calib_opts *o, struct calib *c, struct rl_err *e)
     /* CPU Adam (kernels/, the executor's host kernel) against threads. */
     c->adam_numel = (int64_t)(o->thorough ? 16 : 4) << 20;
     int rc;
-    for (int t = 1; t <= c->n_threads; t++) {
+    for (int t = 1; t <= (o->gpu_host ? 1 : c->n_threads); t++) {   /* a GPU profile: per core */
         char what[64];
         snprintf(what, sizeof what, "CPU Adam, %d thread%s", t, t == 1 ? "" : "s");
         progress(o, what, done++, total);
         if ((rc = adam_run(c->adam_numel, t, reps, &c->adam_elems_per_s[t - 1], e)))
             return rc;
+    }
+    if (o->gpu_host) {   /* no emulated device on a GPU machine: its copies, Adam, GEMM, launch */
+        rc = calib_measure_host(o, c->n_threads, &c->host_costs, e);
+        progress(o, "done", total, total);
+        return rc;
     }
     /* Copy threads: one alone, then one per device at once. */
     c->copy_bytes = (int64_t)(o->thorough ? 256 : 64) << 20;

@@ -47,6 +47,9 @@ struct calib_opts {
     int devices;                   /* emulated devices (= ranks per node) the profile describes */
     int device_threads;            /* threads of one emulated device's kernels (0: cores / devices, >= 1) */
     int64_t gpu_bytes;             /* --backend cuda: bytes per copy and Adam elements (0: 256 Mi, 1 Gi thorough) */
+    bool gpu_host;                 /* --backend cuda: the host side of a GPU profile only (DRAM triad on
+                                      1 and all threads, CPU Adam on one, the host costs on 1, 2, 4, ...
+                                      and all threads); none of the emulated device's figures */
     calib_progress_fn *progress;   /* NULL: none */
     void *progress_ctx;            /* passed to progress */
 };
@@ -207,6 +210,17 @@ struct calib_gpu {
     struct calib_figure h2d_pageable_gbps[CALIB_MAX_GPUS];
     struct calib_figure d2h_pageable_gbps[CALIB_MAX_GPUS];
     struct calib_figure h2d_all_gbps;                      /* every GPU at once, pinned, the sum */
+    /* GPU 0's copies at the sizes the executor's flush moves (one parameter's gradient, 1-64 MiB;
+       a 500 MB bucket) and a 4 KiB copy's time, per kind: h2d pinned, d2h pinned, h2d pageable,
+       d2h pageable (the order of CALIB_COPY_KINDS) */
+#define CALIB_COPY_KINDS 4
+#define CALIB_MAX_COPY_SIZES 8
+    int n_copy_sizes;                                    /* entries of copy_size_bytes */
+    int64_t copy_size_bytes[CALIB_MAX_COPY_SIZES];       /* the sizes, ascending */
+    struct calib_figure copy_size_gbps[CALIB_COPY_KINDS][CALIB_MAX_COPY_SIZES];   /* GB/s by kind and size */
+    int64_t latency_bytes;                               /* the small copy's size (4 KiB) */
+    struct calib_figure copy_latency_us[CALIB_COPY_KINDS]; /* its time by kind, microseconds (CUDA
+                                                            events around it: the device side only) */
     struct calib_figure d2d_gbps;                          /* GPU 0 device-to-device copy, read + write bytes */
     int64_t adam_numel;                                  /* elements per GPU Adam run */
     struct calib_figure adam_elems_per_s;                  /* kern_adam_cuda on GPU 0 */
@@ -216,6 +230,15 @@ struct calib_gpu {
     char gemm_shapes[160];                               /* the list, as --gemm takes it (truncated) */
     struct calib_figure sgemm_flops;                       /* cublasSgemm (fp32, the executor's), FLOP/s */
     struct calib_figure bf16_flops;                        /* cublasGemmEx bf16 in, fp32 accumulate, FLOP/s */
+    int64_t context_bytes;                               /* GPU 0 opened alone: its use when open finished
+                                                            (the CUDA context; other processes' memory too),
+                                                            -1 unknown */
+    int64_t cublas_bytes;                                /* what cuBLAS took for itself over these GEMMs
+                                                            (workspace, modules), -1 unknown */
+    int n_gemm_shapes;                                   /* shapes timed one by one below */
+    struct calib_gemm_shape gemm_shape[16];              /* the first 16 of the list */
+    struct calib_figure gemm_shape_flops[2][16];         /* per shape (its calls of one pass), fp32 and
+                                                            bf16, FLOP/s; inputs random, not zero */
     /* NCCL under mpirun (calib_measure_nccl) */
     bool have_nccl;                                      /* measured */
     int nccl_ranks;                                      /* ranks (one GPU each) */

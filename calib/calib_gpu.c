@@ -129,8 +129,8 @@ static int measure_copies(const struct ex_backend *be, const struct calib_opts *
             void *host = kinds[k].pin ? s->pinned[d] : s->pageable;
             for (int r = 0; r <= reps; r++) {   /* [0] is the warm-up */
                 double gb = 0;
-                RL_TRY(kinds[k].h2d ? calib_copy_gbps(be, s->dev[d], s->dbuf[d], host, s->bytes, EX_H2D, &gb, e)
-                                    : calib_copy_gbps(be, s->dev[d], host, s->dbuf[d], s->bytes, EX_D2H, &gb, e));
+                RL_TRY(kinds[k].h2d ? calib_copy_gbps(be, s->dev[d], s->dbuf[d], host, g->copy_bytes, EX_H2D, &gb, e)
+                                    : calib_copy_gbps(be, s->dev[d], host, s->dbuf[d], g->copy_bytes, EX_D2H, &gb, e));
                 if (r > 0)
                     x[r - 1] = gb;
             }
@@ -143,18 +143,51 @@ static int measure_copies(const struct ex_backend *be, const struct calib_opts *
     for (int r = 0; r <= reps; r++) {
         for (int d = 0; d < s->n; d++) {
             be->tag(s->dev[d], EX_STREAM_COPY, STEP_PH_PARAM_H2D);
-            RL_TRY(be->copy(s->dev[d], s->dbuf[d], s->pinned[d], s->bytes, EX_H2D, EX_STREAM_COPY, e));
+            RL_TRY(be->copy(s->dev[d], s->dbuf[d], s->pinned[d], g->copy_bytes, EX_H2D, EX_STREAM_COPY, e));
         }
         double sum = 0;
         for (int d = 0; d < s->n; d++) {
             double sec = 0;
             RL_TRY(timed_seconds(be, s->dev[d], EX_STREAM_COPY, &sec, e));
-            sum += sec > 0 ? (double)s->bytes / sec * 1e-9 : 0;
+            sum += sec > 0 ? (double)g->copy_bytes / sec * 1e-9 : 0;
         }
         if (r > 0)
             x[r - 1] = sum;
     }
     calib_figure_of(&g->h2d_all_gbps, x, reps);
+    return 0;
+}
+
+/* GPU 0's copies at the sizes the executor's flush moves (one parameter's gradient, 1-64 MiB; a
+ * 500 MB bucket, DeepSpeed's default reduce_bucket_size), those that fit the set's buffers, and
+ * the time of a 4 KiB copy (the latency), pinned and pageable, both directions. */
+static int measure_copy_sizes(const struct ex_backend *be, const struct calib_opts *o, struct gpu_set *s, int reps,
+                              struct calib_gpu *g, struct rl_err *e)
+{
+    static const int64_t sizes[] = {INT64_C(1) << 20, INT64_C(4) << 20, INT64_C(16) << 20, INT64_C(64) << 20,
+                                    INT64_C(500000000)};
+    double x[64];
+    if (o->progress)
+        o->progress(o->progress_ctx, "GPU 0 copies by size", s->n, s->n + 3);
+    g->n_copy_sizes = 0;
+    for (size_t i = 0; i < RL_COUNT(sizes) && sizes[i] <= s->bytes; i++)
+        g->copy_size_bytes[g->n_copy_sizes++] = sizes[i];
+    g->latency_bytes = 4096;
+    for (int k = 0; k < CALIB_COPY_KINDS; k++) {   /* h2d pinned, d2h pinned, h2d pageable, d2h pageable */
+        bool pin = k < 2, h2d = k % 2 == 0;
+        void *host = pin ? s->pinned[0] : s->pageable;
+        for (int z = -1; z < g->n_copy_sizes; z++) {   /* -1: the latency */
+            int64_t bytes = z < 0 ? g->latency_bytes : g->copy_size_bytes[z];
+            for (int r = 0; r <= reps; r++) {   /* [0] is the warm-up */
+                double gb = 0;
+                RL_TRY(h2d ? calib_copy_gbps(be, s->dev[0], s->dbuf[0], host, bytes, EX_H2D, &gb, e)
+                           : calib_copy_gbps(be, s->dev[0], host, s->dbuf[0], bytes, EX_D2H, &gb, e));
+                if (r > 0)
+                    x[r - 1] = z >= 0 ? gb : gb > 0 ? (double)bytes / (gb * 1e9) * 1e6 : 0;
+            }
+            calib_figure_of(z < 0 ? &g->copy_latency_us[k] : &g->copy_size_gbps[k][z], x, reps);
+        }
+    }
     return 0;
 }
 
@@ -167,17 +200,17 @@ static int measure_d2d_adam(const struct ex_backend *be, const struct calib_opts
     if (o->progress)
         o->progress(o->progress_ctx, "GPU 0 device-to-device copy", s->n + 1, s->n + 3);
     void *dev2 = NULL, *buf[4] = {0};
-    int rc = be->dev_alloc(d, s->bytes, &dev2, e);
+    int rc = be->dev_alloc(d, g->copy_bytes, &dev2, e);
     for (int r = 0; r <= reps && !rc; r++) {
         double gb = 0;
-        rc = calib_copy_gbps(be, d, dev2, s->dbuf[0], s->bytes, EX_D2D, &gb, e);
+        rc = calib_copy_gbps(be, d, dev2, s->dbuf[0], g->copy_bytes, EX_D2D, &gb, e);
         if (r > 0)
             x[r - 1] = 2 * gb;
     }
     if (!rc)
         calib_figure_of(&g->d2d_gbps, x, reps);
     if (dev2)
-        be->dev_free(d, dev2, s->bytes);
+        be->dev_free(d, dev2, g->copy_bytes);
     RL_TRY(rc);
     if (o->progress)
         o->progress(o->progress_ctx, "GPU 0 Adam", s->n + 2, s->n + 3);
@@ -224,10 +257,14 @@ int calib_measure_gpu(const struct ex_backend *be, const struct calib_opts *o, s
     int reps = o->thorough ? 15 : 7;
     g->copy_bytes = o->gpu_bytes > 0 ? o->gpu_bytes : (int64_t)(o->thorough ? 1024 : 256) << 20;
     g->adam_numel = o->gpu_bytes > 0 ? o->gpu_bytes : (int64_t)(o->thorough ? 256 : 64) << 20;
+    /* The buffers hold the largest copy by size too (500 MB) unless the size is given (tests). */
+    int64_t set_bytes = o->gpu_bytes > 0 || g->copy_bytes >= 500000000 ? g->copy_bytes : 500000000;
     struct gpu_set s;
-    int rc = gpu_set_open(be, g->n_gpus, g->copy_bytes, &s, e);
+    int rc = gpu_set_open(be, g->n_gpus, set_bytes, &s, e);
     if (!rc)
         rc = measure_copies(be, o, &s, reps, g, e);
+    if (!rc)
+        rc = measure_copy_sizes(be, o, &s, reps, g, e);
     if (!rc)
         rc = measure_d2d_adam(be, o, &s, reps, g, e);
     if (!rc && o->progress)
@@ -257,6 +294,36 @@ static int gemm_pass(const struct ex_backend *be, struct ex_dev *d, const struct
         return rc;
     }
     return timed_seconds(be, d, EX_STREAM_COMPUTE, sec, e);
+}
+
+/* Fills `bytes` of device memory at dst with random words that are valid numbers read either way:
+ * each 32-bit word is two bf16 values in [-1, 1) (so as fp32 it is one in [-1, 1) too), from a
+ * fixed-seed xorshift (the same bytes every run), through a 16 MiB pinned pattern copied H2D. */
+static int fill_random(const struct ex_backend *be, struct ex_dev *d, void *dst, int64_t bytes, struct rl_err *e)
+{
+    const int64_t pat = INT64_C(16) << 20;
+    void *h = NULL;
+    RL_TRY(be->host_alloc(d, pat, true, &h, e));
+    uint32_t *w = h;
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    for (int64_t i = 0; i < pat / 4; i++) {
+        uint16_t half[2];
+        for (int j = 0; j < 2; j++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            float f = (float)((double)(x >> 11) * 0x1p-52 - 1.0);   /* [-1, 1) */
+            uint32_t u;
+            memcpy(&u, &f, 4);
+            half[j] = (uint16_t)(u >> 16);   /* truncated to bf16: data, not arithmetic */
+        }
+        w[i] = (uint32_t)half[0] << 16 | half[1];
+    }
+    int rc = 0;
+    for (int64_t at = 0; at < bytes && !rc; at += pat)
+        rc = be->copy(d, (char *)dst + at, h, bytes - at < pat ? bytes - at : pat, EX_H2D, EX_STREAM_COPY, e);
+    if (!rc)
+        rc = be->sync(d, EX_STREAM_COPY, e);
+    be->host_free(d, h, pat, true);
+    return rc;
 }
 
 int calib_measure_gpu_gemm(const struct ex_backend *be, const struct calib_run *run, bool thorough,
@@ -297,7 +364,13 @@ int calib_measure_gpu_gemm(const struct ex_backend *be, const struct calib_run *
         rc = be->dev_alloc(d, mb * 4, &b, e);
     if (!rc)
         rc = be->dev_alloc(d, mc * 4, &c, e);
+    /* Random inputs: zero-filled ones overstate the tensor cores' rate (less power, higher clocks). */
+    if (!rc)
+        rc = fill_random(be, d, a, ma * 4, e);
+    if (!rc)
+        rc = fill_random(be, d, b, mb * 4, e);
     /* 0: fp32 (the executor's), 1: bf16 in, fp32 accumulate (the buffers reread as bf16) */
+    g->n_gemm_shapes = run->n_gemm < 16 ? run->n_gemm : 16;
     for (int kind = 0; kind < 2 && !rc; kind++) {
         if (kind == 1 && !be->gemm_lowp)
             break;
@@ -309,11 +382,32 @@ int calib_measure_gpu_gemm(const struct ex_backend *be, const struct calib_run *
         }
         if (!rc)
             calib_figure_of(kind ? &g->bf16_flops : &g->sgemm_flops, v[kind], reps);
+        /* Then each shape alone: its calls of one pass. */
+        for (int i = 0; i < g->n_gemm_shapes && !rc; i++) {
+            struct calib_run one = {.n_gemm = 1, .layers = run->layers};
+            one.gemm[0] = run->gemm[i];
+            g->gemm_shape[i] = run->gemm[i];
+            const struct calib_gemm_shape *q = &run->gemm[i];
+            double f1 = 2.0 * (double)q->m * (double)q->n * (double)q->k * (double)q->count *
+                        (double)(run->layers > 0 && !q->last ? run->layers : 1);
+            double w[64];
+            for (int r = 0; r <= reps && !rc; r++) {
+                double sec = 0;
+                rc = gemm_pass(be, d, &one, kind == 1, a, b, c, &sec, e);
+                if (!rc && r > 0)
+                    w[r - 1] = sec > 0 ? f1 / sec : 0;
+            }
+            if (!rc)
+                calib_figure_of(&g->gemm_shape_flops[kind][i], w, reps);
+        }
     }
     if (!rc) {
         g->gemm_flop = flop;
         g->have_gemm = true;
     }
+    g->context_bytes = g->cublas_bytes = -1;
+    if (!rc && be->mem_overheads)
+        be->mem_overheads(d, &g->context_bytes, &g->cublas_bytes);
     if (d) {
         if (a)
             be->dev_free(d, a, ma * 4);
@@ -405,7 +499,7 @@ static void setsrc(json_t *sources, const char *key, const char *host, const cha
     __attribute__((format(printf, 5, 6)));
 static void setsrc(json_t *sources, const char *key, const char *host, const char *date, const char *fmt, ...)
 {
-    char body[800], all[1000];
+    char body[2400], all[2600];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(body, sizeof body, fmt, ap);
@@ -444,8 +538,29 @@ int calib_gpu_profile(const struct calib *c, const struct calib_gpu *g, const ch
         json_object_set_new(gpu, keys[k], json_real(lo));
         char key[64];
         snprintf(key, sizeof key, "gpu.%s", keys[k]);
+        char bysize[900] = "";
+        for (int z = 0; z < g->n_copy_sizes; z++) {
+            size_t l = strlen(bysize);
+            const struct calib_figure *f = &g->copy_size_gbps[k][z];
+            snprintf(bysize + l, sizeof bysize - l, "%s%lld B %.2f (%.2f..%.2f)", z ? ", " : "",
+                     (long long)g->copy_size_bytes[z], f->median, f->min, f->max);
+        }
+        const struct calib_figure *lt = &g->copy_latency_us[k];
         setsrc(src, key, c->host, c->date, "cudaMemcpyAsync of %lld MiB, one GPU at a time, %d repeats, slowest GPU's "
-               "median; GB/s per GPU: %s", (long long)(g->copy_bytes >> 20), arr[k][0].repeats, per);
+               "median; GB/s per GPU: %s; GPU 0 at the flush's sizes (median of %d, min..max): %s; a %lld B copy "
+               "%.2f us (%.2f..%.2f); each timed by CUDA events around the copy", (long long)(g->copy_bytes >> 20),
+               arr[k][0].repeats, per, g->copy_size_gbps[k][0].repeats, g->n_copy_sizes ? bysize : "not measured",
+               (long long)g->latency_bytes, lt->median, lt->min, lt->max);
+    }
+    /* A copy's latency: the larger of the pinned small copies' times (device side, CUDA events). */
+    if (g->copy_latency_us[0].repeats > 0) {
+        const struct calib_figure *lh = &g->copy_latency_us[0], *ld = &g->copy_latency_us[1];
+        const struct calib_figure *lm = ld->median > lh->median ? ld : lh;
+        json_object_set_new(json_object_get(root, "latency_us"), "pcie_copy", json_real(lm->median));
+        setsrc(src, "latency_us.pcie_copy", c->host, c->date, "GPU 0, a %lld B pinned cudaMemcpyAsync timed by CUDA "
+               "events (the device side; the host's call adds its own microseconds): H2D %.2f us (%.2f..%.2f), "
+               "D2H %.2f us (%.2f..%.2f), median of %d; the larger taken", (long long)g->latency_bytes, lh->median,
+               lh->min, lh->max, ld->median, ld->min, ld->max, lh->repeats);
     }
     /* The all-at-once figure went through the switches of the GPUs measured (0 .. n - 1), not
      * through every switch of the profile: one GPU's measurement is one switch's uplink. */
@@ -481,16 +596,27 @@ int calib_gpu_profile(const struct calib *c, const struct calib_gpu *g, const ch
     /* Host side from the CPU measurements. */
     json_t *sockets = json_object_get(node, "sockets");
     double best = 0;
+    int bt = 0;
     for (int t = 0; t < c->n_threads; t++)
-        best = c->dram_gbps[t].median > best ? c->dram_gbps[t].median : best;
+        if (c->dram_gbps[t].median > best)
+            best = c->dram_gbps[t].median, bt = t;
     json_array_foreach(sockets, i, sw)
         json_object_set_new(sw, "dram_gbps", json_real(best / (double)json_array_size(sockets)));
-    setsrc(src, "node.sockets[].dram_gbps", c->host, c->date, "triad over all %d online cores: %.1f GB/s, divided over "
-           "the profile's %zu sockets", c->cores, best, json_array_size(sockets));
+    setsrc(src, "node.sockets[].dram_gbps", c->host, c->date, "triad (24 bytes per element over 3 x %lld MiB) on %d of "
+           "the %d online cores, the best thread count: %.1f GB/s (median of %d, %.1f..%.1f), divided over the "
+           "profile's %zu sockets", (long long)(c->dram_array_bytes >> 20), bt + 1, c->cores, best,
+           c->dram_gbps[bt].repeats, c->dram_gbps[bt].min, c->dram_gbps[bt].max, json_array_size(sockets));
     json_object_set_new(json_object_get(root, "cpu_adam"), "elements_per_s_per_core", json_real(c->adam_elems_per_s[0].median));
-    setsrc(src, "cpu_adam.elements_per_s_per_core", c->host, c->date, "kernels/ CPU Adam (%s) on one thread: %.3g "
-           "elements/s (%.3g..%.3g)", c->isa, c->adam_elems_per_s[0].median, c->adam_elems_per_s[0].min,
+    setsrc(src, "cpu_adam.elements_per_s_per_core", c->host, c->date, "kernels/ CPU Adam (%s) on one thread, %lld "
+           "elements: %.3g elements/s (median of %d, %.3g..%.3g)", c->isa, (long long)c->adam_numel,
+           c->adam_elems_per_s[0].median, c->adam_elems_per_s[0].repeats, c->adam_elems_per_s[0].min,
            c->adam_elems_per_s[0].max);
+    /* The host's first touch, memcpy and cast rates (calib_measure with gpu_host). */
+    int hrc = calib_host_json(&c->host_costs, c->host, c->date, root, src, e);
+    if (hrc) {
+        json_decref(root);
+        return hrc;
+    }
     /* GEMMs at the model's shapes: the achieved rate over the base profile's peak. */
     if (g->have_gemm) {
         const struct {
@@ -506,13 +632,34 @@ int calib_gpu_profile(const struct calib *c, const struct calib_gpu *g, const ch
             double ge = k[q].f->median * 1e-12 / peak;
             ge = ge < 0.01 ? 0.01 : ge > 1 ? 1 : ge;
             json_object_set_new(gpu, k[q].eff, json_real(ge));
-            char key[64];
+            char key[64], shapes[1200] = "";
+            const int kind = q == 0 ? 1 : 0;   /* gemm_shape_flops: 0 fp32, 1 bf16 */
+            for (int si = 0; si < g->n_gemm_shapes; si++) {
+                size_t l = strlen(shapes);
+                const struct calib_gemm_shape *sh = &g->gemm_shape[si];
+                const struct calib_figure *f = &g->gemm_shape_flops[kind][si];
+                snprintf(shapes + l, sizeof shapes - l, "%s%lldx%lldx%lld %.4g (%.4g..%.4g)", si ? ", " : "",
+                         (long long)sh->m, (long long)sh->n, (long long)sh->k, f->median * 1e-12, f->min * 1e-12,
+                         f->max * 1e-12);
+            }
             snprintf(key, sizeof key, "gpu.%s", k[q].eff);
-            setsrc(src, key, c->host, c->date, "%s on GPU 0 over the GEMMs %s (%.4g GFLOP per pass): %.4g TFLOP/s "
-                   "(%.4g..%.4g, %d repeats) over the profile's %.4g TFLOP/s peak", k[q].what, g->gemm_shapes,
-                   g->gemm_flop * 1e-9, k[q].f->median * 1e-12, k[q].f->min * 1e-12, k[q].f->max * 1e-12,
-                   k[q].f->repeats, peak);
+            setsrc(src, key, c->host, c->date, "%s on GPU 0, inputs random (two bf16 in [-1, 1) per 32-bit word, "
+                   "not zeros), over the GEMMs %s (%.4g GFLOP per pass): %.4g TFLOP/s (%.4g..%.4g, %d repeats) over "
+                   "the profile's %.4g TFLOP/s peak; TFLOP/s by shape MxNxK alone (median, min..max): %s",
+                   k[q].what, g->gemm_shapes, g->gemm_flop * 1e-9, k[q].f->median * 1e-12, k[q].f->min * 1e-12,
+                   k[q].f->max * 1e-12, k[q].f->repeats, peak, g->n_gemm_shapes ? shapes : "not measured");
         }
+    }
+    /* The CUDA context with cuBLAS loaded: ratiolab's own process, so a lower bound for a PyTorch
+     * rank, which loads more kernels. */
+    if (g->have_gemm && g->context_bytes > 0 && g->cublas_bytes >= 0) {
+        json_object_set_new(gpu, "context_bytes", json_integer(g->context_bytes + g->cublas_bytes));
+        setsrc(src, "gpu.context_bytes", c->host, c->date, "GPU 0 opened alone by ratiolab's cuda backend: "
+               "cudaMemGetInfo's used bytes when open finished, %lld (the CUDA context; other processes' memory "
+               "too, none on a lent machine), plus %lld that cuBLAS took for itself over the GEMMs above (its "
+               "workspace and lazily loaded modules, read around its load and each shape's first call); one "
+               "reading, no spread; a PyTorch rank loads more kernels, so this is a lower bound for one",
+               (long long)g->context_bytes, (long long)g->cublas_bytes);
     }
     /* NCCL bus bandwidth at the largest size, latency at the smallest. */
     if (g->have_nccl && g->n_nccl_sizes > 0) {

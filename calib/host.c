@@ -271,6 +271,8 @@ int calib_measure_host(const struct calib_opts *o, int n_threads, struct calib_h
     h->cast_numel = (int64_t)16 << 20;
     int rc;
     for (int t = 1; t <= h->n_threads; t++) {
+        if (o->gpu_host && (t & (t - 1)) != 0 && t != h->n_threads)
+            continue;   /* --backend cuda: 1, 2, 4, ... and all threads (the curve's shape, in less time) */
         if (o->progress)
             o->progress(o->progress_ctx, "host: first touch, memcpy, bf16 cast", t - 1, h->n_threads);
         if ((rc = host_run(h, t, rounds, e)))
@@ -298,8 +300,10 @@ static void host_curve(const struct calib_figure *f, int n, double scale, char *
 {
     buf[0] = 0;
     for (int i = 0; i < n; i++) {
+        if (f[i].repeats == 0)   /* a thread count not measured */
+            continue;
         size_t l = strlen(buf);
-        snprintf(buf + l, len - l, "%s%d: %.4g (median %.4g, %.4g..%.4g)", i ? ", " : "", i + 1, f[i].best * scale,
+        snprintf(buf + l, len - l, "%s%d: %.4g (median %.4g, %.4g..%.4g)", l ? ", " : "", i + 1, f[i].best * scale,
                  f[i].median * scale, f[i].min * scale, f[i].max * scale);
     }
 }

@@ -134,6 +134,7 @@ static int run_cuda(struct calib_args *a)
     if (!a->quiet && comm.rank == 0)
         a->o.progress = on_progress;
     a->o.devices = hw.gpus;
+    a->o.gpu_host = true;   /* the host side only: no emulated-device sweeps on a GPU machine */
     static struct calib c;
     static struct calib_gpu g;
     char *text = NULL;

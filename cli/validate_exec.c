@@ -25,7 +25,7 @@
 #include "kernels/adam.h"   /* kern_cuda_device_count */
 #include "validation/exec_row.h"
 
-enum { X_RATIOS = 100, X_RANKS, X_BACKEND, X_CALIBRATE, X_STEPS, X_OUT, X_GATE_TIME, X_MEM_TOL, X_SCALE };
+enum { X_RATIOS = 100, X_RANKS, X_BACKEND, X_CALIBRATE, X_STEPS, X_OUT, X_GATE_TIME, X_MEM_TOL, X_SCALE, X_ALSO_HW };
 
 const struct cli_opt cli_validate_exec_opts[] = {
     {"ratios", "LIST", "ratios to run, e.g. 0,0.3,0.5,1 or 0:1:0.25", X_RATIOS},
@@ -37,6 +37,7 @@ const struct cli_opt cli_validate_exec_opts[] = {
     {"gate-time", "PCT", "fail when the step MAPE over the runs exceeds PCT (default: reported only)", X_GATE_TIME},
     {"mem-tolerance", "PCT", "allowed peak RSS / device use difference from ledger + baseline (default 10)", X_MEM_TOL},
     {"scale", "F", "shrink the model by F for the executor and the prediction (>= 1, default 1)", X_SCALE},
+    {"also-hw", "NAME|FILE", "predict every run with this profile too: DIR/also/report.md and report.json hold the same measurements against it (e.g. the catalog's profile beside --calibrate's)", X_ALSO_HW},
     {NULL, NULL, NULL, 0},
 };
 
@@ -65,6 +66,7 @@ int cli_validate_exec_opt(struct cli_validate_exec *x, int id, const char *v, st
     case X_GATE_TIME: return rl_parse_double("--gate-time", v, 0, 1e6, &x->gate_time_pct, e);
     case X_MEM_TOL: return rl_parse_double("--mem-tolerance", v, 0, 1e6, &x->mem_tol_pct, e);
     case X_SCALE: return rl_parse_double("--scale", v, 1, 1e12, &x->scale, e);
+    case X_ALSO_HW: x->also_hw = v; return 0;
     }
     return rl_errf(e, RL_EINTERNAL, "option id %d not handled", id);
 }
@@ -332,6 +334,8 @@ struct vx {
     struct sim_hw hw;                /* the hardware the predictions use */
     char hw_path[600];               /* where it came from (DIR/hw-calibrated.json with --calibrate) */
     struct val_report *rep;          /* what rank 0 reports */
+    struct sim_hw hw_also;           /* --also-hw's profile, adjusted as hw is (when given) */
+    struct val_report *rep_also;     /* rank 0: rep's runs predicted with hw_also; NULL without --also-hw */
     struct ex_comm comm;             /* the world under an existing mpirun; size 1 otherwise */
     bool in_mpi;                     /* started under mpirun: the executor runs in this process */
     bool rank0;                      /* this process predicts, reports and writes */
@@ -540,6 +544,19 @@ static int vx_calibrate(struct vx *v, struct rl_err *e)
     return 0;
 }
 
+/* What the executor runs, in a profile the predictions use: on cuda its GEMMs are fp32
+ * (cublasSgemm) and its host Adam runs on the runs' threads (ratiolab run's default), not every core. */
+static void vx_adjust_hw(const struct vx *v, struct sim_hw *hw)
+{
+    if (v->x->backend != EX_BACKEND_CUDA)   /* the executor's GEMMs are fp32 (cublasSgemm), its host Adam on the runs' threads */
+        return;
+    hw->tensor_tflops = hw->fp32_tflops;
+    hw->tensor_efficiency = hw->fp32_efficiency;
+    struct ex_opts ro;
+    ex_opts_default(&ro);
+    sim_hw_use_rank_threads(hw, v->x->ranks, ro.threads);
+}
+
 /* Hardware: the calibrated profile (--calibrate) or --hw, and the simulator set up as the runs go. */
 static int vx_hardware(struct vx *v, struct rl_err *e)
 {
@@ -548,13 +565,13 @@ static int vx_hardware(struct vx *v, struct rl_err *e)
     else
         snprintf(v->hw_path, sizeof v->hw_path, "%s", v->sim->hw);
     RL_TRY(cli_sim_load_hw(v->sim, &v->c, &v->hw, e));
-    if (v->x->backend == EX_BACKEND_CUDA) {   /* the executor's GEMMs are fp32 (cublasSgemm) */
-        v->hw.tensor_tflops = v->hw.fp32_tflops;
-        v->hw.tensor_efficiency = v->hw.fp32_efficiency;
-        /* and its host Adam runs on the runs' threads (ratiolab run's default), not every core */
-        struct ex_opts ro;
-        ex_opts_default(&ro);
-        sim_hw_use_rank_threads(&v->hw, v->x->ranks, ro.threads);
+    vx_adjust_hw(v, &v->hw);
+    if (v->x->also_hw) {   /* the same options over another profile */
+        struct cli_sim also = *v->sim;
+        also.hw = v->x->also_hw;
+        if (cli_sim_load_hw(&also, &v->c, &v->hw_also, e))
+            return rl_err_prefix(e, "--also-hw");
+        vx_adjust_hw(v, &v->hw_also);
     }
     v->sim->train.micro_batch = v->c.zero.micro_batch > 0 ? v->c.zero.micro_batch : 1;
     v->sim->train.comm_dtype_bytes = 4;   /* the executor reduce-scatters fp32 (exact sums) */
@@ -583,6 +600,12 @@ static void vx_report_header(struct vx *v)
     rep->gate_time_pct = x->gate_time_pct;
     rep->device_in_rss = x->backend == EX_BACKEND_CPU;
     rep->baseline_before_run = v->in_mpi;
+    if (v->rep_also) {   /* the same header (no rows yet) over the other profile */
+        *v->rep_also = *rep;
+        snprintf(v->rep_also->hardware, sizeof v->rep_also->hardware, "%s%s", v->hw_also.name,
+                 x->backend == EX_BACKEND_CUDA ? " (GEMMs at its fp32 rate: the executor's are cublasSgemm)" : "");
+        snprintf(v->rep_also->hardware_path, sizeof v->rep_also->hardware_path, "%s", x->also_hw);
+    }
 }
 
 /* How the runs start: the common part of every launched `ratiolab run`, whether that executor
@@ -788,12 +811,12 @@ static void vx_baseline_launched(struct vx *v)
 
 /* Prediction: the plan the executor builds for the row (cli/cmd_run.c), simulated; rank 0 writes
  * its trace to ptrace. */
-static int vx_predict(struct vx *v, struct val_row *w, const char *ptrace, struct rl_err *e)
+static int vx_predict(struct vx *v, struct val_row *w, const struct sim_hw *hw, const char *ptrace, struct rl_err *e)
 {
     struct plan p;
     int rc = plan_exec_plan(&v->c, &v->scaled, v->x->scale, w->ratio, PLAN_POLICY_AUTO, &p, e);
     if (!rc)
-        rc = val_row_predict(&p, &v->hw, &v->sim->train, v->rank0 ? ptrace : NULL, w, e);
+        rc = val_row_predict(&p, hw, &v->sim->train, v->rank0 ? ptrace : NULL, w, e);
     plan_free(&p);
     return rc;
 }
@@ -908,9 +931,15 @@ static int vx_rows(struct vx *v, const double *ratios, size_t n_ratios, struct r
             RL_TRY(cli_validate_outputs_note(x->out, ptrace, e));
             RL_TRY(cli_validate_outputs_note(x->out, mtrace, e));
         }
-        RL_TRY(vx_predict(v, w, ptrace, e));
+        RL_TRY(vx_predict(v, w, &v->hw, ptrace, e));
         RL_TRY(v->in_mpi ? vx_measure_inproc(v, w, mtrace, e) : vx_measure_launched(v, w, mtrace, e));
         rep->n_rows++;
+        if (v->rep_also && v->rank0) {   /* the same row, predicted with --also-hw (no trace) */
+            struct val_row *w2 = &v->rep_also->rows[v->rep_also->n_rows];
+            *w2 = *w;
+            RL_TRY(vx_predict(v, w2, &v->hw_also, NULL, e));
+            v->rep_also->n_rows++;
+        }
         if (v->rank0) {   /* progress: runs take about equally long, so the mean so far predicts the rest */
             struct timespec t1;
             clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -974,14 +1003,29 @@ int cli_validate_outputs_note(const char *dir, const char *path, struct rl_err *
 }
 
 /* The checks, then DIR/report.json and DIR/report.md. */
+/* The checks, then DIR/report.json and DIR/report.md; with --also-hw the same into DIR/also/. */
+static int vx_write_one(struct val_report *rep, const char *dir, struct rl_err *e);
 static int vx_write_report(struct vx *v, struct rl_err *e)
 {
-    struct val_report *rep = v->rep;
+    RL_TRY(vx_write_one(v->rep, v->x->out, e));
+    if (!v->rep_also)
+        return 0;
+    char dir[700];
+    snprintf(dir, sizeof dir, "%s/also", v->x->out);
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        return rl_errf(e, RL_EENV, "--out %s: cannot make %s (%s)", v->x->out, dir, strerror(errno));
+    RL_TRY(vx_write_one(v->rep_also, dir, e));
+    fprintf(stderr, "validate: the same runs predicted with %s: %s/report.md\n", v->x->also_hw, dir);
+    return 0;
+}
+
+static int vx_write_one(struct val_report *rep, const char *dir, struct rl_err *e)
+{
     val_report_check(rep);
     char path[700];
     char *text = NULL;
     struct rl_outfile of;
-    snprintf(path, sizeof path, "%s/report.json", v->x->out);
+    snprintf(path, sizeof path, "%s/report.json", dir);
     int rc = val_report_json(rep, &text, e);
     if (!rc && !(rc = rl_outfile_open(&of, path, e))) {
         fprintf(of.fp, "%s\n", text);
@@ -990,7 +1034,7 @@ static int vx_write_report(struct vx *v, struct rl_err *e)
     free(text);
     text = NULL;
     RL_TRY(rc);
-    snprintf(path, sizeof path, "%s/report.md", v->x->out);
+    snprintf(path, sizeof path, "%s/report.md", dir);
     rc = val_report_md(rep, &text, e);
     if (!rc && !(rc = rl_outfile_open(&of, path, e))) {
         fputs(text, of.fp);
@@ -1115,8 +1159,12 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct plan_inputs *s, st
     v.comm.size = 1;
     v.lock_fd = -1;
     v.rep = calloc(1, sizeof *v.rep);
+    if (x->also_hw)
+        v.rep_also = calloc(1, sizeof *v.rep_also);
     int code = 0;
-    if (!v.rep) {
+    if (!v.rep || (x->also_hw && !v.rep_also)) {
+        free(v.rep);
+        free(v.rep_also);
         free(ratios);
         rl_errf(&e, RL_ENOMEM, "validate: out of memory");
         return cli_fail("validate", &e);
@@ -1130,6 +1178,7 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct plan_inputs *s, st
     if (v.lock_fd >= 0)
         close(v.lock_fd);
     free(v.rep);
+    free(v.rep_also);
     free(ratios);
     plan_model_free(&v.scaled);
     plan_setup_free(&v.c);

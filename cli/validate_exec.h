@@ -20,6 +20,7 @@ struct cli_validate_exec {
     double gate_time_pct;          /* --gate-time PCT, < 0: time not gated */
     double mem_tol_pct;            /* --mem-tolerance PCT of RSS/pinned/device against prediction + baseline */
     double scale;                  /* --scale F: the executor's and the prediction's model is 1/F */
+    const char *also_hw;           /* --also-hw NAME|FILE: every run predicted with it too (DIR/also/), NULL none */
     bool given;                    /* any of the above was given */
     int n_policies;                /* --policy A,B,...: entries (0: the one policy of the setup) */
     enum plan_policy policies[VAL_EXEC_MAX_LIST];   /* each run's placement policy */

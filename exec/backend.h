@@ -44,6 +44,10 @@ struct ex_backend {
     void (*close)(struct ex_dev *d);
     /* Device memory in use by this process and the capacity (-1: unknown). */
     void (*mem)(struct ex_dev *d, int64_t *used_bytes, int64_t *capacity_bytes);
+    /* What the device holds beside this process's buffers (NULL: nothing, the cpu backend): its use
+     * when open finished (the CUDA context, NCCL's buffers, other processes) and what cuBLAS took
+     * for itself since (see ex_device_used). */
+    void (*mem_overheads)(struct ex_dev *d, int64_t *at_open_bytes, int64_t *lib_bytes);
     int (*dev_alloc)(struct ex_dev *d, int64_t bytes, void **p, struct rl_err *e);
     void (*dev_free)(struct ex_dev *d, void *p, int64_t bytes);
     /* Host memory; pinned: page-locked (cudaMallocHost on cuda, mlock'ed where allowed on cpu). */
@@ -129,10 +133,18 @@ const struct ex_backend *ex_backend_named(const char *name);
  * naming both counts and the largest rank count per node that works. */
 int ex_gpu_for_rank(int local_rank, int local_size, int n_gpus, int *device, struct rl_err *e);
 
-/* A GPU's memory used by this process since it opened the device: total - free now, less
- * used_at_open (total - free when open finished: its CUDA context, NCCL, other processes);
+/* A GPU's memory this process's buffers take, as the ledger counts them: total - free now, less
+ * used_at_open (total - free when open finished: its CUDA context, NCCL, other processes), less
+ * lib_bytes (what cuBLAS took for itself once loaded: its handle's workspace and the modules the
+ * driver loads lazily at each GEMM shape's first call, read before and after each), less
+ * rounding_bytes (the allocator's rounding of the live buffers, ex_device_granted - bytes each);
  * never below 0. */
-int64_t ex_device_used(int64_t total, int64_t free_now, int64_t used_at_open);
+int64_t ex_device_used(int64_t total, int64_t free_now, int64_t used_at_open, int64_t lib_bytes,
+                       int64_t rounding_bytes);
+/* The device allocator's granule: cudaMalloc takes large buffers in 2 MiB pages. */
+#define EX_DEVICE_GRANULE (INT64_C(2) << 20)
+/* What cudaMalloc takes for a buffer of `bytes` (0 counts as 1): a whole number of granules. */
+int64_t ex_device_granted(int64_t bytes);
 
 /* Host-side helpers shared by the backends and the pipeline. */
 void ex__narrow_host(void *dst, enum kern_dtype t, const float *src, int64_t n);

@@ -56,6 +56,12 @@ struct ex_dev {
     uint64_t n_ev;                  /* events recorded since open */
     int64_t capacity_bytes;         /* 0: the GPU's */
     int64_t used_at_open;           /* the GPU's used bytes when open finished (contexts, NCCL) */
+    int64_t lib_bytes;              /* cuBLAS's own: the GPU's used bytes gained across its load and
+                                       across each GEMM shape's first call (workspace, lazily loaded
+                                       modules); ex_device_used leaves them out */
+    int64_t rounding_bytes;         /* live buffers' ex_device_granted - bytes, summed */
+    struct { int64_t m, n, k; int lowp; } shape_seen[64];   /* GEMM shapes called so far */
+    int n_shape_seen;               /* entries (past 64 a shape is no longer re-read) */
     /* CUDA-event timing of tagged operations (tag, take_spans) */
     int tag[EX_STREAM_COUNT];       /* phase of the next operations per stream, -1: untimed */
     cudaEvent_t t_base;             /* recorded at open: time zero of the device's clock */
@@ -346,8 +352,14 @@ static void cu_mem(struct ex_dev *d, int64_t *used, int64_t *cap)
         *used = *cap = -1;
         return;
     }
-    *used = ex_device_used((int64_t)total, (int64_t)fr, d->used_at_open);
+    *used = ex_device_used((int64_t)total, (int64_t)fr, d->used_at_open, d->lib_bytes, d->rounding_bytes);
     *cap = d->capacity_bytes > 0 ? d->capacity_bytes : (int64_t)total;
+}
+
+static void cu_mem_overheads(struct ex_dev *d, int64_t *at_open, int64_t *lib)
+{
+    *at_open = d->used_at_open;
+    *lib = d->lib_bytes;
 }
 
 static int cu_dev_alloc(struct ex_dev *d, int64_t bytes, void **p, struct rl_err *e)
@@ -362,6 +374,7 @@ static int cu_dev_alloc(struct ex_dev *d, int64_t bytes, void **p, struct rl_err
     }
     /* Zeroed on the compute stream and waited for: the non-blocking streams do not wait for the
      * legacy default stream a plain cudaMemset would use. */
+    d->rounding_bytes += ex_device_granted(bytes) - bytes;
     CU_TRY(cudaMemsetAsync(*p, 0, bytes ? (size_t)bytes : 1, d->stream[EX_STREAM_COMPUTE]));
     CU_TRY(cudaStreamSynchronize(d->stream[EX_STREAM_COMPUTE]));
     return 0;
@@ -370,8 +383,8 @@ static int cu_dev_alloc(struct ex_dev *d, int64_t bytes, void **p, struct rl_err
 static void cu_dev_free(struct ex_dev *d, void *p, int64_t bytes)
 {
     (void)cudaSetDevice(d->device);
-    (void)d;
-    (void)bytes;
+    if (p)
+        d->rounding_bytes -= ex_device_granted(bytes) - bytes;
     cudaFree(p);
 }
 
@@ -481,8 +494,49 @@ static int cu_nonfinite(struct ex_dev *d, const float *x, int64_t n, int64_t *co
     return 0;
 }
 
+/* The GPU's used bytes now (total - free), or -1 when cudaMemGetInfo fails. */
+static int64_t used_now(void)
+{
+    size_t fr = 0, total = 0;
+    return cudaMemGetInfo(&fr, &total) == cudaSuccess ? (int64_t)(total - fr) : -1;
+}
+
+/* Whether this GEMM shape is called for the first time (then recorded): its first call may load
+ * a module and grow cuBLAS's workspace, which the caller reads around it. */
+static bool shape_first(struct ex_dev *d, int64_t m, int64_t n, int64_t k, int lowp)
+{
+    for (int i = 0; i < d->n_shape_seen; i++)
+        if (d->shape_seen[i].m == m && d->shape_seen[i].n == n && d->shape_seen[i].k == k &&
+            d->shape_seen[i].lowp == lowp)
+            return false;
+    if (d->n_shape_seen == 64)
+        return false;
+    d->shape_seen[d->n_shape_seen].m = m;
+    d->shape_seen[d->n_shape_seen].n = n;
+    d->shape_seen[d->n_shape_seen].k = k;
+    d->shape_seen[d->n_shape_seen++].lowp = lowp;
+    return true;
+}
+
+/* Around a shape's first GEMM: the compute stream drained, the GPU's use read (u0 >= 0), then
+ * after the call drained again, the gain added to lib_bytes. Only first calls pay the two waits. */
+static int lib_read_begin(struct ex_dev *d, int64_t *u0, struct rl_err *e)
+{
+    CU_TRY(cudaStreamSynchronize(d->stream[EX_STREAM_COMPUTE]));
+    *u0 = used_now();
+    return 0;
+}
+static int lib_read_end(struct ex_dev *d, int64_t u0, struct rl_err *e)
+{
+    CU_TRY(cudaStreamSynchronize(d->stream[EX_STREAM_COMPUTE]));
+    int64_t u1 = used_now();
+    if (u0 >= 0 && u1 > u0)
+        d->lib_bytes += u1 - u0;
+    return 0;
+}
+
 /* Loads libcublas and creates the handle on the compute stream. */
-static int load_cublas(struct ex_dev *d, struct rl_err *e)
+static int load_cublas_(struct ex_dev *d, struct rl_err *e)
 {
     struct cublas_fns *f = &d->blas_fns;
     static const char *const names[] = {"libcublas.so", "libcublas.so.13", "libcublas.so.12"};
@@ -507,6 +561,16 @@ static int load_cublas(struct ex_dev *d, struct rl_err *e)
     return 0;
 }
 
+/* load_cublas_, and what the GPU's use gained meanwhile
+ * is cuBLAS's own (lib_bytes). */
+static int load_cublas(struct ex_dev *d, struct rl_err *e)
+{
+    int64_t u0 = 0;
+    RL_TRY(lib_read_begin(d, &u0, e));
+    RL_TRY(load_cublas_(d, e));
+    return lib_read_end(d, u0, e);
+}
+
 /* GEMMs run on the compute stream (the handle's); a tagged compute stream times each with events. */
 static int cu_gemm(struct ex_dev *d, int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c,
                    enum ex_stream s, struct rl_err *e)
@@ -515,6 +579,10 @@ static int cu_gemm(struct ex_dev *d, int64_t m, int64_t n, int64_t k, const floa
     (void)s;
     if (!d->blas)
         RL_TRY(load_cublas(d, e));
+    int64_t u0 = -1;
+    bool first = shape_first(d, m, n, k, 0);
+    if (first)
+        RL_TRY(lib_read_begin(d, &u0, e));
     const float one = 1.0f, zero = 0.0f;
     cudaEvent_t t = NULL;
     RL_TRY(timed_begin(d, EX_STREAM_COMPUTE, &t, e));
@@ -523,7 +591,8 @@ static int cu_gemm(struct ex_dev *d, int64_t m, int64_t n, int64_t k, const floa
                                                     (int)n, a, (int)k, &zero, c, (int)n), e);
     if (rc)
         return rl_err_prefix(e, "GEMM %lld x %lld x %lld", (long long)m, (long long)n, (long long)k);
-    return timed_end(d, EX_STREAM_COMPUTE, t, e);
+    RL_TRY(timed_end(d, EX_STREAM_COMPUTE, t, e));
+    return first ? lib_read_end(d, u0, e) : 0;
 }
 
 static int cu_gemm_lowp(struct ex_dev *d, int64_t m, int64_t n, int64_t k, const void *a, const void *b, void *c,
@@ -533,6 +602,10 @@ static int cu_gemm_lowp(struct ex_dev *d, int64_t m, int64_t n, int64_t k, const
     (void)s;
     if (!d->blas)
         RL_TRY(load_cublas(d, e));
+    int64_t u0 = -1;
+    bool first = shape_first(d, m, n, k, 1);
+    if (first)
+        RL_TRY(lib_read_begin(d, &u0, e));
     const float one = 1.0f, zero = 0.0f;
     cudaDataType dt = t == KERN_BF16 ? CUDA_R_16BF : CUDA_R_16F;
     cudaEvent_t ev = NULL;
@@ -542,7 +615,8 @@ static int cu_gemm_lowp(struct ex_dev *d, int64_t m, int64_t n, int64_t k, const
                                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT), e);
     if (rc)
         return rl_err_prefix(e, "16-bit GEMM %lld x %lld x %lld", (long long)m, (long long)n, (long long)k);
-    return timed_end(d, EX_STREAM_COMPUTE, ev, e);
+    RL_TRY(timed_end(d, EX_STREAM_COMPUTE, ev, e));
+    return first ? lib_read_end(d, u0, e) : 0;
 }
 
 static int cu_sync(struct ex_dev *d, enum ex_stream s, struct rl_err *e)
@@ -705,6 +779,7 @@ extern "C" const struct ex_backend ex_backend_cuda = {
     .open = cu_open,
     .close = cu_close,
     .mem = cu_mem,
+    .mem_overheads = cu_mem_overheads,
     .dev_alloc = cu_dev_alloc,
     .dev_free = cu_dev_free,
     .host_alloc = cu_host_alloc,

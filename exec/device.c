@@ -18,8 +18,14 @@ int ex_gpu_for_rank(int local_rank, int local_size, int n_gpus, int *device, str
     return 0;
 }
 
-int64_t ex_device_used(int64_t total, int64_t free_now, int64_t used_at_open)
+int64_t ex_device_used(int64_t total, int64_t free_now, int64_t used_at_open, int64_t lib_bytes, int64_t rounding_bytes)
 {
-    int64_t u = total - free_now - used_at_open;
+    int64_t u = total - free_now - used_at_open - lib_bytes - rounding_bytes;
     return u > 0 ? u : 0;
+}
+
+int64_t ex_device_granted(int64_t bytes)
+{
+    int64_t b = bytes > 0 ? bytes : 1;   /* a 0-byte buffer is a 1-byte cudaMalloc */
+    return (b + EX_DEVICE_GRANULE - 1) / EX_DEVICE_GRANULE * EX_DEVICE_GRANULE;
 }

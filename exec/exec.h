@@ -145,7 +145,8 @@ struct ex_mem {
     int64_t peak_rss_bytes;         /* VmHWM */
     int64_t locked_bytes;           /* VmLck */
     int64_t pinned_bytes;           /* VmPin */
-    int64_t device_used_bytes;      /* device pool in use (cpu backend) or cudaMemGetInfo */
+    int64_t device_used_bytes;      /* device pool in use (cpu backend) or cudaMemGetInfo's use since
+                                       open less cuBLAS's own and the allocator's rounding (cuda) */
     int64_t device_capacity_bytes;  /* --device-mem or the GPU's; -1 unlimited/unknown */
     int64_t gpu_process_bytes;      /* cuda: this process's GPU memory as NVML reports it; -1
                                        unavailable (cpu backend, no NVML, or NVML cannot tell) */

@@ -21,6 +21,7 @@
 #include "exec/exec.h"
 #include "exec/dtype.h"
 #include "exec/exec_impl.h"
+#include "kernels/scan.h"    /* kern_nonfinite_f32, kern_nonfinite_lowp: the overflow scan */
 #include "monitor/monitor.h"
 
 static const char *const backend_names[] = {"auto", "cpu", "cuda"};
@@ -696,15 +697,6 @@ static int forward_backward(struct ex_run *r, int64_t it, struct rl_err *e)
     return flush(r, it, e);
 }
 
-static bool lowp_nonfinite(const uint16_t *x, int64_t n, enum kern_dtype t)
-{
-    const uint16_t mask = t == KERN_BF16 ? 0x7f80 : 0x7c00;
-    for (int64_t i = 0; i < n; i++)
-        if ((x[i] & mask) == mask)
-            return true;
-    return false;
-}
-
 /* Any non-finite gradient on any rank (then the step is skipped). */
 static int overflow(struct ex_run *r, bool *skip, struct rl_err *e)
 {
@@ -713,16 +705,18 @@ static int overflow(struct ex_run *r, bool *skip, struct rl_err *e)
     phase_add(r, STEP_PH_GRAD_D2H, t0, 0);
     t0 = ex__now_ns();
     int64_t bad = 0;
+    /* The host scans count on the run's Adam threads, vectorized (kernels/scan.h). */
     if (r->o->schedule == STEP_SCHED_DS012) {
-        bad = lowp_nonfinite(r->flat_grad, r->P, r->md);
+        RL_TRY(kern_nonfinite_lowp(r->flat_grad, r->P, r->md, r->o->threads, &bad, e));
         phase_add(r, STEP_PH_OVERFLOW_CHECK, t0, r->P * r->mdb);
     } else {
         RL_TRY(r->be->nonfinite(r->dev, r->grad_gpu, r->Pg, &bad, EX_STREAM_COMPUTE, e));
         RL_TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
         phase_add(r, STEP_PH_OVERFLOW_CHECK, t0, r->Pg * 4);
         t0 = ex__now_ns();
-        for (int64_t i = 0; i < r->Pc && !bad; i++)
-            bad += !(r->grad_cpu[i] - r->grad_cpu[i] == 0.0f);
+        int64_t host_bad = 0;
+        RL_TRY(kern_nonfinite_f32(r->grad_cpu, r->Pc, r->o->threads, &host_bad, e));
+        bad += host_bad;
         phase_add(r, STEP_PH_OVERFLOW_CHECK, t0, r->Pc * 4);
     }
     RL_TRY(ex_comm_max_i64(r->c, &bad, 1, e));

@@ -22,6 +22,7 @@
  *
  * The functions use __attribute__((target(...))), so the file needs no special flags and the
  * library still runs on CPUs without AVX2. */
+#include <cpuid.h>       /* __get_cpuid, bit_F16C: clang 14 has no "f16c" for __builtin_cpu_supports */
 #include <immintrin.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -416,7 +417,10 @@ bool kern_isa_supported(enum kern_isa isa)
     switch (isa) {
     case KERN_ISA_AUTO:
     case KERN_ISA_SCALAR: return true;
-    case KERN_ISA_AVX2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    case KERN_ISA_AVX2: {
+        unsigned a, b, c, d;
+        return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+    }
     case KERN_ISA_AVX512: return __builtin_cpu_supports("avx512f");
     }
     return false;

@@ -17,14 +17,26 @@ fi
 hide_pkgs="libjansson4 libjansson-dev check libsubunit0 libsubunit-dev libopenblas0 libopenblas0-pthread
            libopenblas-dev libopenblas-pthread-dev libopenmpi3 libopenmpi-dev openmpi-bin openmpi-common
            libpmix2 pkgconf pkgconf-bin libpkgconf3 pkg-config make"
+# What this machine's own toolchain loads stays visible (binutils 2.40's ld loads libjansson.so.4):
+# the image's toolchain brings its own copy, and gpu-check.sh keeps the bundle off the build's
+# library path, so hiding it would break this machine's ld, not test the image's.
+keep=$(for t in "$(command -v ld)" "$(command -v as)" "$(gcc -print-prog-name=cc1)" "$(gcc -print-prog-name=collect2)"; do
+           [ -x "$t" ] && ldd "$t" 2>/dev/null | awk '/=>/ {print $3}'
+       done | xargs -r readlink -f | sort -u)
 n=0
+kept=""
 for p in $hide_pkgs; do
     dpkg -s "$p" >/dev/null 2>&1 || continue
     while IFS= read -r f; do
         [ -f "$f" ] && [ ! -L "$f" ] || continue
+        if grep -qxF "$(readlink -f "$f")" <<< "$keep"; then
+            kept="$kept $f"
+            continue
+        fi
         mount --bind /dev/null "$f" && n=$((n + 1))
     done < <(dpkg -L "$p")
 done
+[ -z "$kept" ] || echo "gpu-image-sim: left visible for this machine's own toolchain:$kept"
 cuda=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")
 site=$(mktemp -d /tmp/rl-sim-site.XXXXXX)
 mkdir -p "$site/nvidia/nccl/lib" "$site/nvidia/nccl/include" "$site/nvidia/cu13/lib" "$site/nvidia/cu13/include"

@@ -1143,6 +1143,51 @@ static void overlap_optimizer(struct builder *u, int g, int ready)
     }
 }
 
+/* The executor's overflow check in the overlap schedule (exec/run.c overflow(), every dtype) on
+ * rank g after `ready`: the device share's fp32 gradients scanned on the GPU (4 bytes of HBM per
+ * element; a launch, then the count's copy back and a synchronize), then the host share's on the
+ * run's host threads, vectorized (4 bytes of DRAM per element, and with a profile that has a
+ * one-thread memcpy rate, each thread at most that many bytes per second: a thread reads at least
+ * as fast as it copies), then with more than one rank the count's maximum over the world (one
+ * small collective). Returns the task the optimizer starts after. Its own function, so that
+ * overlap_optimizer stays the pipeline it was. */
+static int overlap_overflow_check(struct builder *u, int g, int ready)
+{
+    struct sim__step *b = u->b;
+    const struct plan *p = b->p;
+    const struct sim_hw *hw = b->hw;
+    int last = ready;
+    if (p->gpu_numel > 0) {
+        int d = gpu_pass(u, "overflow_scan_device", g, (double)p->gpu_numel, 4.0, STEP_PH_OVERFLOW_CHECK,
+                         SIM_TR_COMPUTE);
+        set_latency(u, d, us_to_ns(hw->lat_launch_us + hw->lat_copy_us));
+        dep(u, last, d);
+        last = d;
+    }
+    if (p->cpu_numel > 0) {
+        int k = socket_of(b, g), ranks_here = 0;
+        for (int i = 0; i < b->ranks; i++)
+            ranks_here += socket_of(b, i) == k;
+        double threads = (double)hw->socket[k].cores / (ranks_here ? ranks_here : 1);
+        double cap = hw->host_memcpy_gbps_per_thread > 0 ? threads * hw->host_memcpy_gbps_per_thread * 1e9 / 4.0 : 0;
+        int res[SIM_MAX_RES], n = 0;
+        double w[SIM_MAX_RES];
+        n = host_dram(b, g, 4.0, res, w, n);
+        int h = add_task(u, "overflow_scan_host", g, SIM_TR_HOST, STEP_PH_OVERFLOW_CHECK, (double)p->cpu_numel, 0,
+                         cap, n, res, w, (union sim_task_size){.elements = p->cpu_numel});
+        dep(u, last, h);
+        last = h;
+    }
+    if (p->layout.world > 1) {
+        int m = host_delay(u, "overflow_max", g,
+                           us_to_ns(p->layout.nodes > 1 ? hw->lat_coll_inter_us : hw->lat_coll_intra_us),
+                           STEP_PH_OVERFLOW_CHECK);
+        dep(u, last, m);
+        last = m;
+    }
+    return last;
+}
+
 /* A zero-work task after every stream of rank g: the end of the backward. */
 static int rank_marker(struct builder *u, const char *name, int g, const struct streams *st)
 {
@@ -1442,7 +1487,7 @@ static void build_optimizer(struct builder *u, struct graph_ctx *c)
         if (c->ds)
             ds_optimizer(u, c->dr, g, ready);
         else
-            overlap_optimizer(u, g, ready);
+            overlap_optimizer(u, g, overlap_overflow_check(u, g, ready));
     }
 }
 

@@ -8,7 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>   /* access */
+#include <sys/stat.h>   /* chmod, mkdir */
+#include <unistd.h>     /* access */
 
 #ifdef RL_HAVE_CUDA
 #include <cublas_api.h>
@@ -30,8 +31,8 @@ START_TEST(dry_run_passes_and_lists_every_step)
     ck_assert_msg(r.status == 0, "gpu-check dry run (%d):\n%s\n%s", r.status, r.out, r.err);
     tu_run_free(&r);
     char *s = tu_slurp("gc/summary.txt");
-    static const char *const steps[] = {"preflight", "build",     "kernels",   "executor", "nccl1", "bench_adam",
-                                        "gpu_exec",  "calibrate", "monitor", "bench_exec", "validate"};
+    static const char *const steps[] = {"preflight", "build",   "kernels",    "executor",   "nccl1",     "gpu_exec",
+                                        "validate",  "monitor", "bench_adam", "bench_exec", "bench_scan"};
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
         char want[64];
         snprintf(want, sizeof want, "step %s: ", steps[i]);
@@ -40,6 +41,44 @@ START_TEST(dry_run_passes_and_lists_every_step)
     ck_assert_msg(strstr(s, "gpu-check: passed"), "%s", s);
     free(s);
     ck_assert_msg(access(tu_path("gc/gpu-check-logs.tar.gz"), R_OK) == 0, "no log tarball");
+}
+END_TEST
+
+/* scripts/gpu-check.sh's suite() (the script sourced: its functions only) on stub runner outputs:
+ * a pass; a fail; the one skip a one-GPU machine must have, accepted with 1 GPU and refused with
+ * 2; a skip no GPU machine may have (a GPU test left out); the accepted skip under a closing line
+ * that counts another one; the accepted skip beside an unexpected one. */
+START_TEST(suite_accepts_exactly_the_one_gpu_skips)
+{
+    ck_assert_int_eq(mkdir(tu_path("stub"), 0755) | mkdir(tu_path("stub/tests"), 0755), 0);
+    tu_write("stub/tests/run_tests",
+             "#!/bin/sh\n"
+             "two='skipped: gpu_exec: gpu_two_ranks_nccl: needs 2 GPUs (NCCL does not put two ranks on one GPU)'\n"
+             "case $CK_RUN_SUITE in\n"
+             "pass) echo '3 passed, 0 failed, 0 skipped' ;;\n"
+             "fail) echo 't.c:1:F:t:t:boom'; echo '2 passed, 1 failed, 0 skipped'; exit 1 ;;\n"
+             "onegpu) echo \"$two\"; echo '3 passed, 0 failed, 1 skipped' ;;\n"
+             "other) echo 'skipped: gpu_kernels: gpu_equals_reference_large: no GPU'; "
+             "echo '5 passed, 0 failed, 1 skipped' ;;\n"
+             "miscount) echo \"$two\"; echo '3 passed, 0 failed, 2 skipped' ;;\n"
+             "both) echo \"$two\"; echo 'skipped: gpu_exec: no GPU (cudaGetDeviceCount found none)'; "
+             "echo '3 passed, 0 failed, 2 skipped' ;;\n"
+             "esac\n");
+    ck_assert_int_eq(chmod(tu_path("stub/tests/run_tests"), 0755), 0);
+    char body[1024];
+    snprintf(body, sizeof body,
+             "source scripts/gpu-check.sh || exit 9\n"
+             "export BD='%s' LOGS='%s' DRY=0\n"
+             "mkdir -p \"$LOGS\"\n"
+             "for c in pass fail onegpu other miscount both; do NGPU=1 suite $c 10 > /dev/null; echo \"$c $?\"; done\n"
+             "NGPU=2 suite onegpu 10 > /dev/null; echo \"onegpu-on-2 $?\"\n",
+             tu_path("stub"), tu_path("slogs"));
+    const char *script = tu_write("suite_check.sh", body);
+    struct tu_run r;
+    tu_sh(&r, "cd '%s' && bash '%s'", tu_src(), script);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_str_eq(r.out, "pass 0\nfail 1\nonegpu 0\nother 1\nmiscount 1\nboth 1\nonegpu-on-2 1\n");
+    tu_run_free(&r);
 }
 END_TEST
 
@@ -134,9 +173,36 @@ START_TEST(device_memory_is_the_process_since_open)
 {
     const int64_t MiB = 1 << 20, total = 143771 * MiB, ctx = 512 * MiB, other = 2048 * MiB, buffers = 300 * MiB;
     int64_t at_open = ctx + other;
-    ck_assert_int_eq(ex_device_used(total, total - at_open - buffers, at_open), buffers);
-    ck_assert_int_eq(ex_device_used(total, total - at_open, at_open), 0);
-    ck_assert_int_eq(ex_device_used(total, total - at_open + MiB, at_open), 0);   /* another process freed */
+    ck_assert_int_eq(ex_device_used(total, total - at_open - buffers, at_open, 0, 0), buffers);
+    ck_assert_int_eq(ex_device_used(total, total - at_open, at_open, 0, 0), 0);
+    ck_assert_int_eq(ex_device_used(total, total - at_open + MiB, at_open, 0, 0), 0);   /* another process freed */
+}
+END_TEST
+
+/* The device half of the memory check at ratio 1 (made-up readings, as an H200 would give them):
+ * the device share is small, so cuBLAS's own memory (a 32 MiB workspace and 9 MiB of modules
+ * loaded at the first calls, read around them) and the allocator's 2 MiB pages would dominate.
+ * Buffers of 1 B, 2 MiB, 3 MiB + 5 and 0 B take 2 + 2 + 4 + 2 MiB; what is left is the ledger's
+ * 5 MiB + 6 B exactly. */
+START_TEST(device_memory_leaves_out_cublas_and_the_rounding)
+{
+    const int64_t MiB = 1 << 20, total = 143771 * MiB, at_open = 530 * MiB, lib = 41 * MiB;
+    ck_assert_int_eq(EX_DEVICE_GRANULE, 2 * MiB);
+    const int64_t bufs[] = {1, 2 * MiB, 3 * MiB + 5, 0};
+    const int64_t granted[] = {2 * MiB, 2 * MiB, 4 * MiB, 2 * MiB};
+    int64_t ledger = 0, taken = 0, rounding = 0;
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(ex_device_granted(bufs[i]), granted[i]);
+        ledger += bufs[i];
+        taken += granted[i];
+        rounding += ex_device_granted(bufs[i]) - bufs[i];
+    }
+    ck_assert_int_eq(ledger, 5 * MiB + 6);
+    ck_assert_int_eq(taken, 10 * MiB);
+    int64_t free_now = total - at_open - lib - taken;
+    ck_assert_int_eq(ex_device_used(total, free_now, at_open, lib, rounding), ledger);
+    /* without the re-read and the rounding, the check at ratio 1 saw 51 MiB of 5 */
+    ck_assert_int_eq(ex_device_used(total, free_now, at_open, 0, 0), 51 * MiB);
 }
 END_TEST
 
@@ -165,10 +231,45 @@ START_TEST(one_gpu_calibration_is_one_switch_uplink)
     g.h2d_all_gbps = f;
     g.d2d_gbps = (struct calib_figure){.median = 4000, .min = 4000, .max = 4000, .repeats = 7};
     g.adam_elems_per_s = (struct calib_figure){.median = 1e11, .min = 1e11, .max = 1e11, .repeats = 7};
+    /* The host's first touch, memcpy and cast (2 thread counts), the copies by size, the latency. */
+    c.host_costs.measured = true;
+    c.host_costs.n_threads = 2;
+    c.host_costs.fault_gbps[0] = (struct calib_figure){.best = 3, .median = 3, .min = 3, .max = 3, .repeats = 15};
+    c.host_costs.fault_gbps[1] = (struct calib_figure){.best = 5, .median = 5, .min = 5, .max = 5, .repeats = 15};
+    c.host_costs.memcpy_gbps[0] = (struct calib_figure){.best = 7, .median = 7, .min = 7, .max = 7, .repeats = 15};
+    c.host_costs.cast_elems_per_s[0] = (struct calib_figure){.best = 2e9, .median = 2e9, .min = 2e9, .max = 2e9,
+                                                             .repeats = 15};
+    g.n_copy_sizes = 2;
+    g.copy_size_bytes[0] = 1 << 20;
+    g.copy_size_bytes[1] = 500000000;
+    for (int k = 0; k < CALIB_COPY_KINDS; k++) {
+        g.copy_size_gbps[k][0] = (struct calib_figure){.median = 12, .min = 11, .max = 13, .repeats = 7};
+        g.copy_size_gbps[k][1] = (struct calib_figure){.median = 20, .min = 19, .max = 21, .repeats = 7};
+    }
+    g.have_gemm = true;   /* no GEMM rate (medians 0): only the context with cuBLAS loaded */
+    g.context_bytes = 500 << 20;
+    g.cublas_bytes = 40 << 20;
+    g.latency_bytes = 4096;
+    g.copy_latency_us[0] = (struct calib_figure){.median = 9, .min = 8, .max = 10, .repeats = 7};
+    g.copy_latency_us[1] = (struct calib_figure){.median = 11, .min = 10, .max = 12, .repeats = 7};
     char *out = NULL;
     struct rl_err e = {0};
     ck_assert_msg(calib_gpu_profile(&c, &g, base, "t", &out, &e) == 0, "%s", e.msg);
     json_t *j = json_loads(out, 0, NULL);
+    json_t *host = json_object_get(j, "host");
+    ck_assert_double_eq(json_number_value(json_object_get(host, "fault_gbps_per_thread")), 3);
+    ck_assert_double_eq(json_number_value(json_object_get(host, "fault_gbps_per_socket")), 5);   /* the best */
+    ck_assert_double_eq(json_number_value(json_object_get(host, "memcpy_gbps_per_thread")), 7);
+    ck_assert_double_eq(json_number_value(json_object_get(host, "cast_elements_per_s_per_thread")), 2e9);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "gpu"), "context_bytes")), 540 << 20);
+    /* the larger pinned latency, D2H's 11 us */
+    ck_assert_double_eq(json_number_value(json_object_get(json_object_get(j, "latency_us"), "pcie_copy")), 11);
+    json_t *src = json_object_get(j, "sources");
+    ck_assert_msg(strstr(json_string_value(json_object_get(src, "host.memcpy_gbps_per_thread")),
+                         "measured by ratiolab calibrate on h, d: memcpy"), "%s", out);
+    const char *h2d = json_string_value(json_object_get(src, "gpu.h2d_pinned_gbps"));
+    ck_assert_msg(h2d && strstr(h2d, "1048576 B 12.00 (11.00..13.00), 500000000 B 20.00 (19.00..21.00)") &&
+                  strstr(h2d, "a 4096 B copy 9.00 us (8.00..10.00)"), "%s", h2d);
     json_t *sws = json_object_get(json_object_get(j, "node"), "pcie_switches");
     ck_assert_int_eq((int)json_array_size(sws), 4);
     for (size_t i = 0; i < 4; i++)
@@ -226,11 +327,21 @@ START_TEST(calibration_runs_through_the_backend_table)
     memset(&run, 0, sizeof run);
     run.n_gemm = 1;
     run.gemm[0] = (struct calib_gemm_shape){64, 64, 64, 2, false};
+    /* the flush's sizes that fit the 1 MiB buffers (1 MiB), and the 4 KiB latency, every kind */
+    ck_assert_int_eq(g.n_copy_sizes, 1);
+    ck_assert_int_eq(g.copy_size_bytes[0], 1 << 20);
+    for (int k = 0; k < CALIB_COPY_KINDS; k++)
+        ck_assert_msg(g.copy_size_gbps[k][0].median > 0 && g.copy_size_gbps[k][0].repeats == 7 &&
+                      g.copy_latency_us[k].median > 0 && g.copy_latency_us[k].repeats == 7, "kind %d", k);
     ck_assert_msg(calib_measure_gpu_gemm(cpu, &run, false, &g, &e) == 0, "%s", e.msg);
     ck_assert(g.have_gemm);
+    ck_assert_int_eq(g.n_gemm_shapes, 1);
+    ck_assert_msg(g.gemm_shape_flops[0][0].median > 0 && g.gemm_shape_flops[0][0].repeats == 7, "%g",
+                  g.gemm_shape_flops[0][0].median);
     ck_assert_double_eq(g.gemm_flop, 2.0 * 64 * 64 * 64 * 2);
     ck_assert_msg(g.sgemm_flops.median > 0, "%g", g.sgemm_flops.median);
     ck_assert_double_eq(g.bf16_flops.median, 0);   /* the cpu backend has no 16-bit GEMM */
+    ck_assert_int_eq(g.context_bytes, -1);          /* nor a CUDA context */
     ck_assert_int_eq(calib_measure_gpu(NULL, &o, &g, &e), RL_EENV);
 }
 END_TEST
@@ -276,12 +387,14 @@ Suite *gpucheck_suite(void)
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, dry_run_passes_and_lists_every_step);
     tcase_add_test(tc, dry_run_fails_when_a_step_fails);
+    tcase_add_test(tc, suite_accepts_exactly_the_one_gpu_skips);
     tcase_add_test(tc, dry_run_stops_at_its_deadline);
     tcase_add_test(tc, not_ready_query_clears_the_last_error);
     tcase_add_test(tc, api_check_names_call_code_and_place);
     tcase_add_test(tc, one_gpu_per_rank);
     tcase_add_test(tc, reduce_scatter_receives_in_its_own_block);
     tcase_add_test(tc, device_memory_is_the_process_since_open);
+    tcase_add_test(tc, device_memory_leaves_out_cublas_and_the_rounding);
     tcase_add_test(tc, one_gpu_calibration_is_one_switch_uplink);
     tcase_add_test(tc, prediction_uses_the_runs_threads);
     tcase_add_test(tc, calibration_runs_through_the_backend_table);

@@ -19,6 +19,7 @@
 #include "exec/dtype.h"
 #include "kernels/adam.h"
 #include "kernels/lowp.h"
+#include "kernels/scan.h"
 #include "tests/kern_case.h"
 #include "tests/util.h"
 
@@ -294,13 +295,37 @@ static void bitwise_case_run(const struct bitwise_case *c, uint64_t *rng, const 
 
 /* ---- lowp conversions ------------------------------------------------------------------ */
 
+/* The independent fp16 oracle: the compiler's _Float16 (gcc: libgcc soft-fp or F16C), or, where
+ * the compiler has none (clang before 15 on x86), the CPU's F16C conversion instructions
+ * (round to nearest even, subnormals kept: MXCSR is never touched here). */
+#ifdef __FLT16_MAX__
+static float oracle_f16_to_f32(uint16_t h)
+{
+    _Float16 x;
+    memcpy(&x, &h, 2);
+    return (float)x;
+}
+static uint16_t oracle_f32_to_f16(float f)
+{
+    _Float16 x = (_Float16)f;
+    uint16_t h;
+    memcpy(&h, &x, 2);
+    return h;
+}
+#else
+#include <immintrin.h>   /* _cvtsh_ss, _cvtss_sh */
+__attribute__((target("f16c"))) static float oracle_f16_to_f32(uint16_t h) { return _cvtsh_ss(h); }
+__attribute__((target("f16c"))) static uint16_t oracle_f32_to_f16(float f)
+{
+    return (uint16_t)_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+}
+#endif
+
 START_TEST(f16_to_f32_exact_for_all_halves)
 {
     for (uint32_t h = 0; h < 65536; h++) {
-        _Float16 hf;
         uint16_t hb = (uint16_t)h;
-        memcpy(&hf, &hb, 2);
-        float want = (float)hf;   /* gcc's independent conversion (libgcc soft-fp or F16C) */
+        float want = oracle_f16_to_f32(hb);
         float got = kern_f16_to_f32(hb);
         if (isnan(want)) {
             REQUIRE(isnan(got), "0x%04x: got 0x%08x, want NaN", h, kern_f32_bits(got));
@@ -317,9 +342,7 @@ END_TEST
 static void check_f16(uint32_t x)
 {
     float f = kern_f32_from_bits(x);
-    _Float16 hf = (_Float16)f;
-    uint16_t want;
-    memcpy(&want, &hf, 2);
+    uint16_t want = oracle_f32_to_f16(f);
     uint16_t got = kern_f32_to_f16(f);
     if (isnan(f)) {
         REQUIRE((got & 0x7c00u) == 0x7c00u && (got & 0x0200u), "0x%08x: 0x%04x is no quiet NaN", x, got);
@@ -771,6 +794,76 @@ START_TEST(plan_dtypes_map_to_the_same_kernel_types)
 }
 END_TEST
 
+/* ---- the overflow scan (kernels/scan.h) ------------------------------------------------- */
+
+/* The count against isfinite() one element at a time (and the 16-bit exponent rule written out),
+ * on every path this CPU has (RL_KERN_ISA), 1 and 3 threads, sizes around the vector widths, the
+ * 32768-element blocks and the threaded size, with Inf and NaN at block edges and at random places
+ * (seed printed), finite extremes (FLT_MAX, subnormals, -0, bf16/fp16 max) never counted, and a
+ * 16-bit array of NaN only (no lane counter may wrap). */
+START_TEST(nonfinite_scan_counts_every_inf_and_nan)
+{
+    uint64_t r = tu_seed("nonfinite_scan_counts_every_inf_and_nan");
+    const int64_t N = (INT64_C(1) << 20) + 37;
+    float *x = malloc((size_t)N * sizeof *x);
+    uint16_t *h = malloc((size_t)N * sizeof *h);
+    ck_assert(x && h);
+    static const float finite[] = {0.0f, -0.0f, 1.0f, -3.5f, FLT_MAX, -FLT_MAX, FLT_MIN, 1e-45f};
+    for (int64_t i = 0; i < N; i++) {
+        r = r * 6364136223846793005u + 1442695040888963407u;
+        x[i] = finite[(r >> 33) % 8];
+        h[i] = (uint16_t)((r >> 40) & 0x7f7f);   /* below every exponent-all-ones pattern */
+    }
+    const int64_t at[] = {0, 1, 15, 16, 32767, 32768, 32769, 65535, N - 1};
+    for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+        x[at[i]] = i % 2 ? INFINITY : NAN;
+        h[at[i]] = i % 2 ? 0x7f80 : 0xffc1;   /* bf16 +Inf, a negative NaN */
+    }
+    for (int k = 0; k < 40; k++) {
+        r = r * 6364136223846793005u + 1442695040888963407u;
+        int64_t j = (int64_t)((r >> 20) % (uint64_t)N);
+        x[j] = k % 3 ? -INFINITY : kern_f32_from_bits(0x7f800001u + (uint32_t)k);
+    }
+    static const char *const isas[] = {"scalar", "avx2", "avx512"};
+    static const enum kern_isa isa_of[] = {KERN_ISA_SCALAR, KERN_ISA_AVX2, KERN_ISA_AVX512};
+    static const int64_t sizes[] = {0, 1, 15, 16, 17, 64, 32768, 32769, 65537, (INT64_C(1) << 20) + 37};
+    struct rl_err e;
+    for (int p = 0; p < 3; p++) {
+        if (!kern_isa_supported(isa_of[p]))
+            continue;
+        setenv("RL_KERN_ISA", isas[p], 1);
+        for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
+            for (int t = 1; t <= 3; t += 2) {
+                int64_t n = sizes[z], want = 0, want16 = 0, got = -1, got16 = -1;
+                for (int64_t i = 0; i < n; i++) {
+                    want += !isfinite(x[i]);
+                    want16 += (h[i] & 0x7f80) == 0x7f80;
+                }
+                ck_assert_int_eq(kern_nonfinite_f32(x, n, t, &got, &e), 0);
+                ck_assert_msg(got == want, "%s, n %lld, %d threads: %lld, want %lld", isas[p], (long long)n, t,
+                              (long long)got, (long long)want);
+                ck_assert_int_eq(kern_nonfinite_lowp(h, n, KERN_BF16, t, &got16, &e), 0);
+                ck_assert_msg(got16 == want16, "bf16 %s, n %lld: %lld, want %lld", isas[p], (long long)n,
+                              (long long)got16, (long long)want16);
+            }
+        for (int64_t i = 0; i < 65539; i++)
+            h[i] = 0x7e00;   /* fp16 quiet NaN */
+        int64_t all = 0;
+        ck_assert_int_eq(kern_nonfinite_lowp(h, 65539, KERN_F16, 1, &all, &e), 0);
+        ck_assert_int_eq(all, 65539);
+        h[7] = 0x7bff;   /* fp16's largest finite */
+        ck_assert_int_eq(kern_nonfinite_lowp(h, 65539, KERN_F16, 1, &all, &e), 0);
+        ck_assert_int_eq(all, 65538);
+    }
+    unsetenv("RL_KERN_ISA");
+    int64_t c;
+    ck_assert_int_eq(kern_nonfinite_lowp(h, 4, KERN_F32, 1, &c, &e), RL_EINVAL);
+    ck_assert_str_eq(e.msg, "dtype: fp32 is not allowed for a 16-bit scan; allowed: bf16, fp16");
+    free(x);
+    free(h);
+}
+END_TEST
+
 Suite *kernels_suite(void)
 {
     Suite *s = suite_create("kernels");
@@ -789,6 +882,7 @@ Suite *kernels_suite(void)
     tcase_add_test(ref, isa_can_be_forced);
     tcase_add_test(ref, prefetch_distance_overrides_and_refuses);
     tcase_add_test(ref, plan_dtypes_map_to_the_same_kernel_types);
+    tcase_add_test(ref, nonfinite_scan_counts_every_inf_and_nan);
     suite_add_tcase(s, ref);
     TCase *bw = tcase_create("bitwise");
     tcase_set_tags(bw, "long");

@@ -370,8 +370,8 @@ START_TEST(checkpointed_step_on_one_gpu_closed_form)
     /* gpt-350m on one GH200, ratio 0, overlap schedule, activation checkpointing: no
      * collectives, no copies; per layer a forward, then a backward of 3 forwards (the recomputed
      * forward and the backward's 2), each after one launch latency; the logits' backward is 2
-     * forwards (not recomputed); then GPU Adam at 30 bytes per element from HBM. Per layer the
-     * forward is 2 x tokens x weights + 4 b s^2 x heads x head_dim FLOPs. */
+     * forwards (not recomputed); then the overflow scan and GPU Adam at 30 bytes per element
+     * from HBM. Per layer the forward is 2 x tokens x weights + 4 b s^2 x heads x head_dim FLOPs. */
     struct sim_hw hw = load_hw("gh200");
     struct fixture f;
     fx_init(&f, "gpt-350m", 1, 1, 1, 1, 0.0);
@@ -397,7 +397,12 @@ START_TEST(checkpointed_step_on_one_gpu_closed_form)
     }
     long double logits = 2.0L * s * (long double)a->hidden * (long double)a->vocab_padded;
     want += 2 * launch + ceil_ns(logits / rate * 1e9L) + ceil_ns(2.0L * logits / rate * 1e9L);
-    want += launch + ceil_ns((long double)f.p.gpu_numel * 30.0L / ((long double)hw.hbm_gbps * hw.hbm_efficiency * 1e9L) * 1e9L);
+    long double hbm = (long double)hw.hbm_gbps * hw.hbm_efficiency * 1e9L;
+    /* the executor's overflow check first: the device share scanned at 4 bytes per element, after
+     * a launch and the count's copy back (no host share, one rank) */
+    want += (int64_t)llround((hw.lat_launch_us + hw.lat_copy_us) * 1000) +
+            ceil_ns((long double)f.p.gpu_numel * 4.0L / hbm * 1e9L);
+    want += launch + ceil_ns((long double)f.p.gpu_numel * 30.0L / hbm * 1e9L);
     ck_assert_msg(r.step_ns == want, "step %lld ns, closed form %lld", (long long)r.step_ns, (long long)want);
     fx_free(&f);
 }

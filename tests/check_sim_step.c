@@ -108,9 +108,42 @@ START_TEST(step_single_gpu_equals_closed_form)
     long double logits = 2.0L * tokens * (long double)a->hidden * (long double)a->vocab_padded;
     want += 2 * launch + tu_ceil_ns(logits / rate * 1e9L) + tu_ceil_ns(2.0L * logits / rate * 1e9L);
     long double hbm = (long double)hw.hbm_gbps * hw.hbm_efficiency * 1e9L;
+    /* The executor's overflow check: the device share scanned on the GPU (4 B per element), its
+     * launch and the count's copy back first; no host share, one rank: nothing else. */
+    want += (int64_t)llround((hw.lat_launch_us + hw.lat_copy_us) * 1000) +
+            tu_ceil_ns((long double)f.p.gpu_numel * 4.0L / hbm * 1e9L);
     want += launch + tu_ceil_ns((long double)f.p.gpu_numel * 30.0L / hbm * 1e9L);
     ck_assert_int_eq(r.step_ns, want);
     ck_assert_int_eq(r.phase[STEP_PH_CPU_ADAM].busy_ns, 0);
+    fx_free(&f);
+}
+END_TEST
+
+/* The overlap schedule's host overflow scan (the executor's, before the optimizer): gpt-350m on one
+ * GH200 at ratio 1, so the whole partition is the host share and nothing else runs meanwhile. With
+ * the catalog's profile (no one-thread memcpy rate) it is DRAM-bound, 4 bytes per element at the
+ * socket's 450 GB/s; with 2 cores of 0.5 GB/s each it is capped at 2 x 0.5e9 / 4 elements/s. */
+START_TEST(step_overlap_host_overflow_scan_by_hand)
+{
+    struct fixture f;
+    fx_init(&f, "gpt-350m", 1, 1, 1, 1.0, PLAN_POLICY_EXACT);
+    ck_assert_int_eq(f.p.gpu_numel, 0);
+    long double P = (long double)f.p.cpu_numel;
+    ck_assert(P > 3e8L);
+    struct sim_train t;
+    sim_train_defaults(&t);
+    t.schedule = STEP_SCHED_OVERLAP;
+    struct sim_step_result r;
+    struct rl_err e;
+    struct sim_hw hw = load_hw("gh200");
+    ck_assert(hw.host_memcpy_gbps_per_thread == 0 && hw.socket[0].dram_gbps == 450);
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(r.phase[STEP_PH_OVERFLOW_CHECK].busy_ns, tu_ceil_ns(P * 4.0L / 450e9L * 1e9L));
+    ck_assert_int_eq(r.phase[STEP_PH_OVERFLOW_CHECK].exposed_ns, r.phase[STEP_PH_OVERFLOW_CHECK].busy_ns);
+    hw.socket[0].cores = 2;
+    hw.host_memcpy_gbps_per_thread = 0.5;
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(r.phase[STEP_PH_OVERFLOW_CHECK].busy_ns, tu_ceil_ns(P / (2 * 0.5e9L / 4) * 1e9L));
     fx_free(&f);
 }
 END_TEST
@@ -1488,6 +1521,7 @@ Suite *sim_step_suite(void)
     tcase_add_test(c, step_gpu_ids_choose_switches_and_sockets);
     tcase_add_test(c, megatron_gqa_split_query_key_value);
     tcase_add_test(c, step_breakdown_adds_up);
+    tcase_add_test(c, step_overlap_host_overflow_scan_by_hand);
     tcase_add_test(c, step_schedules_and_ratio_order);
     tcase_add_test(c, step_shared_switches_slow_the_copies);
     tcase_add_test(c, step_memory_prediction);

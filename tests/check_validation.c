@@ -815,7 +815,7 @@ START_TEST(validate_cpu_backend_two_ranks)
      * unknown modules; tests/check_exec.c does the same); validate's own code is leak-checked by
      * the --deepspeed-log tests. */
     tu_sh(&r, "ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 '%s' validate --model gpt-350m --scale 300 --seq-len 16 "
-              "--ranks 2 --ratios 0,0.5,1 --steps 1 --out vout", tu_bin());
+              "--ranks 2 --ratios 0,0.5,1 --steps 1 --also-hw dgx-a100-40g --out vout", tu_bin());
     char path[512];
     snprintf(path, sizeof path, "%s/vout/report.json", tu_tmpdir());
     json_t *j = json_load_file(path, 0, NULL);
@@ -849,8 +849,28 @@ START_TEST(validate_cpu_backend_two_ranks)
         ck_assert_msg(json_is_number(oc) && json_number_value(oc) >= 0 && json_number_value(oc) <= 100,
                       "others_cpu_pct %s", json_is_number(oc) ? "out of range" : "missing");
     }
+    /* --also-hw: the same rows (digest, measurement) predicted with another profile. */
+    snprintf(path, sizeof path, "%s/vout/also/report.json", tu_tmpdir());
+    json_t *ja = json_load_file(path, 0, NULL);
+    ck_assert_msg(ja != NULL, "no also/report.json: %s", r.err);
+    ck_assert_msg(strstr(json_string_value(json_object_get(ja, "hardware")), "dgx-a100-40g"), "%s",
+                  json_string_value(json_object_get(ja, "hardware")));
+    json_t *ra = json_object_get(ja, "rows");
+    ck_assert_int_eq(json_array_size(ra), 3);
+    for (size_t i = 0; i < 3; i++) {
+        json_t *w = json_array_get(rows, i), *wa = json_array_get(ra, i);
+        ck_assert_str_eq(json_string_value(json_object_get(wa, "digest")), d0);
+        ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(wa, "measured"), "step_ns")),
+                         json_integer_value(json_object_get(json_object_get(w, "measured"), "step_ns")));
+        int64_t pa = json_integer_value(json_object_get(json_object_get(wa, "predicted"), "step_ns"));
+        int64_t pm = json_integer_value(json_object_get(json_object_get(w, "predicted"), "step_ns"));
+        ck_assert_msg(pa > 0 && pa != pm, "row %zu: predicted %lld with both profiles", i, (long long)pa);
+    }
+    json_decref(ja);
     json_decref(j);
     snprintf(path, sizeof path, "%s/vout/report.md", tu_tmpdir());
+    ck_assert(tu_exists(path));
+    snprintf(path, sizeof path, "%s/vout/also/report.md", tu_tmpdir());
     ck_assert(tu_exists(path));
     tu_run_free(&r);
     /* Bad input: no file, exit 2. */
