@@ -8,6 +8,7 @@
 #include "cli/json_out.h"
 #include "cli/hazard_report.h"
 #include "cli/plan_report.h"
+#include "plan/json_text.h"   /* plan_json_relax: the config as DeepSpeed reads it */
 #include "cli/sim_opts.h"   /* --hw, --checkpoint-activations, --reserve: the memory the simulator predicts */
 #include "sim/check.h"
 
@@ -98,7 +99,10 @@ static int write_fix(const char *src, const char *text, const char *dst, const s
     }
     /* Else (a text the edits cannot place) the parsed config, fixed and written out whole. */
     json_error_t je;
-    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
+    char *relaxed;
+    RL_TRY(plan_json_relax(text, &relaxed, NULL, e));
+    json_t *root = json_loads(relaxed, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
+    free(relaxed);
     if (!root)
         return rl_errf(e, RL_EINVAL, "--fix-to: %s cannot be rewritten: line %d: %s", src, je.line, je.text);
     plan_hazards_fix_json(root, &v->hz);

@@ -75,7 +75,7 @@ struct plan_setup {
     char model_desc[160];          /* for headings, e.g. "gpt-2.7b (Megatron GPT), TP 8, ..." */
     char *ds_text;                 /* the DeepSpeed config as read (judged and fixed from this
                                       text; malloc'd, NULL without a config) */
-    char notes[8][200];            /* things the user should know (ignored settings, defaults) */
+    char notes[16][200];           /* things the user should know (ignored settings, defaults) */
     int n_notes;                   /* notes used */
 };
 /* Applies the precedence rules. RL_EINVAL (or the reader's code) naming the field on bad or
