@@ -125,18 +125,6 @@ static int write_fix(const char *src, const char *text, const char *dst, const s
     return rc;
 }
 
-/* Which dtype the judgement used and where it came from (an "auto" in an HF-style config is
- * otherwise invisible). */
-static const char *dtype_source(const struct plan_setup *c)
-{
-    switch (c->zero.src_dtype) {
-    case PLAN_SRC_CLI: return "--dtype or the Megatron arguments";
-    case PLAN_SRC_CONFIG: return "the DeepSpeed config";
-    case PLAN_SRC_AUTO: return "fp16/bf16.enabled \"auto\", resolved to false as DeepSpeed does; the HF Trainer's --fp16/--bf16 correspond to --dtype fp16/bf16";
-    case PLAN_SRC_DEFAULT: break;
-    }
-    return "DeepSpeed's default (no fp16 or bf16 block enabled)";
-}
 
 static void report_text(const struct plan_setup *c, const struct check_args *a, const struct verdict *v,
                         bool checkpointing, bool verbose)
@@ -155,7 +143,7 @@ static void report_text(const struct plan_setup *c, const struct check_args *a, 
     }
     char seq[256];
     if (!a->quiet)
-        printf("  dtype   %s (%s)\n  seq     %s\n", plan_dtype_name(c->zero.dtype), dtype_source(c), cli_seq_text(c, seq, sizeof seq) + 4);
+        printf("  dtype   %s (%s)\n  seq     %s\n", plan_dtype_name(c->zero.dtype), cli_dtype_source(c), cli_seq_text(c, seq, sizeof seq) + 4);
     for (int i = 0; verbose && i < c->n_notes; i++)
         printf("  note    %s\n", c->notes[i]);
     cli_hazards_print(stdout, &v->hz, &v->written, a->strict, "  hazard  ", a->quiet ? NULL : "  warning ");
@@ -255,7 +243,7 @@ static void report_json(const struct plan_setup *c, const struct check_args *a, 
     json_object_set_new(o, "memory_checked", json_boolean(a->gpu_mem > 0));
     json_object_set_new(o, "memory_ok", json_boolean(v->j.memory_ok));
     json_object_set_new(o, "dtype", json_string(plan_dtype_name(c->zero.dtype)));
-    json_object_set_new(o, "dtype_source", json_string(dtype_source(c)));
+    json_object_set_new(o, "dtype_source", json_string(cli_dtype_source(c)));
     json_object_set_new(o, "gpu_bytes", json_integer(v->j.gpu_bytes));
     json_object_set_new(o, "gpu_bytes_counts", json_string(a->states_only || !a->gpu_mem ? "model states" : "model states, activations, gathered parameters, context/NCCL/allocator"));
     if (a->gpu_mem && !a->states_only) {

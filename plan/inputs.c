@@ -321,6 +321,23 @@ int plan_inputs_resolve(const struct plan_inputs *in, struct plan_setup *c, stru
      * Megatron launch line DeepSpeed drops "auto" to its defaults. */
     if (!launch && c->model.arch.kind != PLAN_ARCH_MEGATRON_GPT)
         plan_zero_resolve_hf_auto(&c->zero, c->model.arch.hidden);
+    if (in->dtype_from_model && !in->dtype_set && c->model.arch.has_torch_dtype &&
+        (c->zero.src_dtype == PLAN_SRC_AUTO || !c->ds_text)) {
+        /* The Trainer runs a bf16 checkpoint with --bf16 (an fp16 one with --fp16): "auto"
+         * blocks as that flag fills them, or, without a config, the precision itself. */
+        enum plan_dtype t = c->model.arch.torch_dtype;
+        if (c->ds_text)
+            plan_zero_resolve_hf_dtype(&c->zero, t);
+        else
+            c->zero.dtype = t;
+        c->zero.src_dtype = PLAN_SRC_MODEL;
+        char msg[200];
+        snprintf(msg, sizeof msg, "dtype %s: from the model's torch_dtype %s%s", plan_dtype_name(c->zero.dtype),
+                 t == PLAN_BF16 ? "bfloat16" : t == PLAN_FP16 ? "float16" : "float32",
+                 c->ds_text && c->zero.dtype != t ? " (the config has no \"auto\" block of that precision: the "
+                 "Trainer's flag leaves DeepSpeed in fp32)" : "");
+        setup_note(c, msg);
+    }
     for (int i = 0; i < c->zero.n_notes; i++)
         setup_note(c, c->zero.notes[i]);
     snprintf(c->model_desc, sizeof c->model_desc, "%s (%s), TP %d, PP %d, DP %d, %d GPUs on %d node%s",

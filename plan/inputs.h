@@ -53,6 +53,9 @@ struct plan_inputs {
     int64_t micro_batch;           /* micro_batch per GPU (0: the config's) */
     enum plan_dtype dtype;         /* dtype */
     bool dtype_set;                /* dtype was given */
+    bool dtype_from_model;         /* where neither dtype nor the config sets the precision (no
+                                      config, or fp16/bf16 "auto"), take the HF model's torch_dtype:
+                                      the precision the Trainer is run with (tune) */
     bool verbose;                  /* note the ignored launch-line arguments too */
     bool report_hazards;           /* accept a config with DeepSpeed hazards (the caller reports
                                       them); otherwise the first hazard with a fix is refused */

@@ -112,6 +112,8 @@ struct plan_arch {
     enum plan_seq_origin seq_origin; /* where seq_len comes from (PLAN_SEQ_UNKNOWN in a hand-built arch) */
     const char *seq_key;             /* the config key it was read from (a string literal), or NULL */
     int64_t seq_config;              /* that key's value when PLAN_SEQ_CAPPED lowered it, else 0 */
+    bool has_torch_dtype;            /* an HF config.json states the checkpoint's precision */
+    enum plan_dtype torch_dtype;     /* its torch_dtype (bfloat16, float16, float32) when it does */
 };
 /* Why the model's attention is what it is (the framework's default and its source), for reports. */
 const char *plan_attention_origin(const struct plan_arch *a);
@@ -189,7 +191,7 @@ void plan_model_free(struct plan_model *m);
 enum plan_offload { PLAN_OFFLOAD_NONE, PLAN_OFFLOAD_CPU, PLAN_OFFLOAD_NVME };
 
 /* Where a value came from, for reporting ("auto" resolved to a default is said so). */
-enum plan_src { PLAN_SRC_DEFAULT, PLAN_SRC_CONFIG, PLAN_SRC_AUTO, PLAN_SRC_CLI };
+enum plan_src { PLAN_SRC_DEFAULT, PLAN_SRC_CONFIG, PLAN_SRC_AUTO, PLAN_SRC_CLI, PLAN_SRC_MODEL };
 
 /* DeepSpeed's defaults (deepspeed/runtime/zero/config.py, offload_config.py): plan_zero_defaults
  * sets them, and a model that meets an unset value (0) falls back to them. */
