@@ -14,7 +14,7 @@
 
 enum { O_TOL = 1, O_GPU_MEM, O_FIX_TO, O_JSON, O_QUIET, O_STATES_ONLY, O_STRICT };
 static const struct cli_opt opts[] = {
-    {"tolerance", "T", "allowed |honored - requested| (default 0.02)", O_TOL},
+    {"tolerance", "T", "allowed |honored - requested| (default 0.01, as plan and tune)", O_TOL},
     {"gpu-mem", "SIZE", "also check that one rank's GPU memory (as ratiolab predict counts it) fits, e.g. 80GiB", O_GPU_MEM},
     {"model-states-only", NULL, "with --gpu-mem: count only the model states (no activations, buffers, context)", O_STATES_ONLY},
     {"fix-to", "FILE", "on failure, write a copy of the config with the fix applied (atomically)", O_FIX_TO},
@@ -39,7 +39,9 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     switch (id) {
     case O_TOL: return rl_parse_double("--tolerance", v, 0, 1, &a->tol, e);
     case O_GPU_MEM:
-        return rl_parse_bytes_min("--gpu-mem", v, 1, &a->gpu_mem, e);
+        RL_TRY(rl_parse_bytes_min("--gpu-mem", v, 1, &a->gpu_mem, e));
+        cli_warn_decimal_gpu_mem("--gpu-mem", v, a->gpu_mem);
+        return 0;
     case O_FIX_TO: a->fix_to = v; return 0;
     case O_JSON: a->json = true; return 0;
     case O_QUIET: a->quiet = true; return 0;
@@ -149,10 +151,16 @@ static void report_text(const struct plan_setup *c, const struct check_args *a, 
     cli_hazards_print(stdout, &v->hz, &v->written, a->strict, "  hazard  ", a->quiet ? NULL : "  warning ");
     if (v->hz.n_repaired)
         printf("  note    the lines below describe the config with the hazard fixes above applied\n");
+    /* Each version's line carries its own verdict; the overall one is the first line's. */
+    const bool ok_0 = plan_ratio_within(v->j.honored, v->j.requested, a->tol);
+    char under[96] = "";
+    if (c->n_more)
+        snprintf(under, sizeof under, " under DeepSpeed %d.%d.%d (%s)", c->zero.ds_version.major, c->zero.ds_version.minor,
+                 c->zero.ds_version.patch, plan_policy_name(c->popt.policy));
     if (!a->quiet || !v->j.ratio_ok)
-        printf("  ratio   %s requested %.4f, honored %.4f (%d sub-group%s of sub_group_size %lld, tolerance %.4f)\n",
-               v->j.ratio_ok ? "ok  " : "FAIL", v->j.requested, v->j.honored, v->j.n_subgroups, v->j.n_subgroups == 1 ? "" : "s",
-               (long long)v->j.sub_group_size, a->tol);
+        printf("  ratio   %s requested %.4f, honored %.4f (%d sub-group%s of sub_group_size %lld, tolerance %.4f)%s\n",
+               ok_0 ? "ok  " : "FAIL", v->j.requested, v->j.honored, v->j.n_subgroups, v->j.n_subgroups == 1 ? "" : "s",
+               (long long)v->j.sub_group_size, a->tol, under);
     for (int i = 0; i < c->n_more && (!a->quiet || !v->j.ratio_ok); i++) {
         bool ok_i = plan_ratio_within(v->j.more_honored[i], v->j.requested, a->tol);
         printf("  ratio   %s requested %.4f, honored %.4f under DeepSpeed %d.%d.%d (%s)\n", ok_i ? "ok  " : "FAIL",
@@ -231,6 +239,8 @@ static void report_json(const struct plan_setup *c, const struct check_args *a, 
             json_object_set_new(x, "deepspeed_version", json_string(vb));
             json_object_set_new(x, "policy", json_string(plan_policy_name(i < 0 ? c->popt.policy : c->more_policies[i])));
             json_object_set_new(x, "honored_ratio", json_real(i < 0 ? v->j.honored : v->j.more_honored[i]));
+            json_object_set_new(x, "ratio_ok", json_boolean(plan_ratio_within(i < 0 ? v->j.honored : v->j.more_honored[i],
+                                                                              v->j.requested, a->tol)));
             if (v->j.fix_sgs > 0 && !v->j.ratio_ok)
                 json_object_set_new(x, "fix_honored_ratio", json_real(v->j.fix_honored[1 + i]));
             json_array_append_new(vs, x);
@@ -274,9 +284,10 @@ static int run(int argc, char **argv)
 {
     struct plan_inputs s;
     plan_inputs_init(&s);
-    struct check_args a = {.tol = 0.02};
+    struct check_args a = {.tol = PLAN_RATIO_TOLERANCE};
     struct cli_sim sim;
     cli_sim_init(&sim);
+    sim.memory_only = true;   /* check judges memory; it prints no step time */
     struct cli_optset sets[] = {
         {"check options", opts, on_opt, &a},
         {"model, layout and DeepSpeed config", cli_setup_opts, cli_setup_opt, &s},
@@ -285,7 +296,7 @@ static int run(int argc, char **argv)
     struct rl_err e = {0};
     int rc = cli_command_parse("check", argc, argv,
                                "ratiolab check --ds-config FILE (--model NAME | --megatron-args \"...\") [--tp N --dp N ...]\n"
-                               "                      [--deepspeed-version X.Y.Z] [--tolerance 0.02] [--gpu-mem 80GiB] [--fix-to FILE]",
+                               "                      [--deepspeed-version X.Y.Z] [--tolerance 0.01] [--gpu-mem 80GiB] [--fix-to FILE]",
                                "Exits 0 when the config honors its offload ratio within the tolerance under the DeepSpeed\n"
                                "version's rule (and, with --gpu-mem, the model states of one rank fit); exits 1 otherwise and\n"
                                "prints the fix: the largest sub_group_size that honors the ratio, and the ratio that fits.\n"

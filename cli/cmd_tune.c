@@ -391,9 +391,15 @@ static void print_one(const struct plan_setup *c, const struct tune_run *t, cons
     const struct sim_tune_best *b = &t->res.ans;
     if (!k->offload && b->offload_found) {
         const struct sim_tune_choice *o = &b->best_offload;
-        printf("offload    not needed: the best with offload (ratio %.2f, micro-batch %lld, checkpointing %s) gives "
-               "%.0f tokens/s per GPU and needs %s GiB of host RAM per node\n", o->ratio, (long long)o->micro_batch,
-               o->ckpt ? "on" : "off", o->tokens_per_s_gpu, cli_gib(g[5], sizeof g[5], o->r.host_node_bytes));
+        char what[160];
+        if (o->ratio == 0)   /* an offload_optimizer block that keeps every sub-group on the GPU */
+            snprintf(what, sizeof what, "with an offload_optimizer block (ratio 0.00: no sub-group on the CPU, yet its "
+                     "host buffers are allocated)");
+        else
+            snprintf(what, sizeof what, "with offload (ratio %.2f)", o->ratio);
+        printf("offload    not needed: the best %s, micro-batch %lld, checkpointing %s, gives %.0f tokens/s per GPU "
+               "and needs %s GiB of host RAM per node\n", what, (long long)o->micro_batch, o->ckpt ? "on" : "off",
+               o->tokens_per_s_gpu, cli_gib(g[5], sizeof g[5], o->r.host_node_bytes));
     }
     if (!ds && k->offload)
         printf("policy     exact: the ratio honored at element granularity, which DeepSpeed does not implement "
@@ -607,7 +613,7 @@ static int run(int argc, char **argv)
     s.dtype_from_model = true;   /* the Trainer runs the checkpoint's precision */
     struct cli_sim sim;
     cli_sim_init(&sim);
-    struct tune_args a = {.ratios = "0:1:0.05", .tol = 0.01, .headroom = -1};
+    struct tune_args a = {.ratios = "0:1:0.05", .tol = PLAN_RATIO_TOLERANCE, .headroom = -1};
     struct cli_optset sets[] = {
         {"tune options", opts, on_opt, &a},
         {"hardware and training", cli_sim_opts, cli_sim_opt, &sim},

@@ -408,6 +408,9 @@ void plan_free(struct plan *p);
 int64_t plan_peak_gpu_bytes(const struct plan *p);
 int64_t plan_peak_cpu_bytes(const struct plan *p);
 
+/* The one default tolerance of an honored ratio (plan's warning, check's verdict and fix, tune's
+ * search): one default, so the fix check advises is one plan does not warn about. */
+#define PLAN_RATIO_TOLERANCE 0.01
 /* The one "honored within tolerance" test, |honored - requested| <= tol, that every judgement of
  * an honored ratio uses (check, plan's warning, tune, validate, the sub_group_size search). */
 bool plan_ratio_within(double honored, double requested, double tol);

@@ -21,6 +21,9 @@ struct bad_case {
 
 #define Z3 "\"zero_optimization\":{\"stage\":3,\"offload_optimizer\":{\"device\":\"cpu\",\"ratio\":0.3}}"
 #define GOOD "{" Z3 ",\"fp16\":{\"enabled\":true}}"
+/* A ratio check fails with a fix to write: for gpt2 the largest honoring sub_group_size gives 0.3102
+ * for 0.31 (within the tolerance 0.01). */
+#define FIXABLE "{\"zero_optimization\":{\"stage\":3,\"offload_optimizer\":{\"device\":\"cpu\",\"ratio\":0.31}},\"fp16\":{\"enabled\":true}}"
 #define W(file, text) "printf '%s' '" text "' > " file
 
 static const struct bad_case cases[] = {
@@ -76,7 +79,7 @@ static const struct bad_case cases[] = {
      "optimizer.type", NULL},
     {"nvme offload with a ratio", W("c.json", "{\"zero_optimization\":{\"stage\":3,\"offload_optimizer\":{\"device\":\"nvme\",\"ratio\":0.3}}}"),
      "predict --ds-config c.json --trace o.json", 2, "offload_optimizer.device", "nvme"},
-    {"check's fix target for a config on standard input is a directory", W("c.json", GOOD) "; mkdir fx",
+    {"check's fix target for a config on standard input is a directory", W("c.json", FIXABLE) "; mkdir fx",
      "check --ds-config - --model gpt2 --fix-to fx < c.json", 2, "--fix-to", "is a directory"},
     /* ---- model configs ---- */
     {"HF vocab x hidden overflows the byte counts",
@@ -143,7 +146,7 @@ static const struct bad_case cases[] = {
     {"--out on a full disk", NULL, "plan --out /dev/full", 3, "--out", "No space left on device"},
     {"sweep --out on a full disk", NULL, "sweep --ratios 0,1 --out /dev/full", 3, "/dev/full", "No space left on device"},
     {"predict --trace on a full disk", NULL, "predict --trace /dev/full", 3, "--trace", "No space left on device"},
-    {"check --fix-to on a full disk", W("c.json", GOOD), "check --ds-config c.json --model gpt2 --fix-to /dev/full",
+    {"check --fix-to on a full disk", W("c.json", FIXABLE), "check --ds-config c.json --model gpt2 --fix-to /dev/full",
      3, "--fix-to", "No space left on device"},
     /* ---- outputs checked before measuring; calibrate's flags (issue 24) ---- */
     {"calibrate --out ''", NULL, "calibrate --quiet --out ''", 2, "--out", "empty"},

@@ -142,6 +142,8 @@ START_TEST(readme_tune_and_sweep_outputs_are_current)
             struct tu_run r;
             tu_ratiolab(&r, "%s", args);
             ck_assert_msg(r.status == 0, "%s: exit %d: %s", args, r.status, r.err);
+            /* issue 38: ratio 0 keeps every sub-group on the GPU; it is no "offload" of a ratio */
+            ck_assert_msg(!strstr(r.out, "best with offload (ratio 0.00"), "%s", r.out);
             size_t want = (size_t)(end - (nl + 1));
             ck_assert_msg(strlen(r.out) == want && memcmp(r.out, nl + 1, want) == 0,
                           "README shows another output of `ratiolab %s` than it prints now:\n%s", args, r.out);
