@@ -158,6 +158,11 @@ static const struct bad_case cases[] = {
     {"calibrate --name with a newline", NULL, "calibrate --quiet --name 'a\nb' --out p.json", 2, "--name",
      "control character"},
     {"validate --out is a file", "touch o.txt", "validate --ratios 0.5 --out o.txt", 2, "--out", "not a folder"},
+    /* issue 38: no profile of this machine, no time error to gate; a log without stages or version */
+    {"validate --gate-time on the cpu backend without --calibrate", NULL, "validate --ratios 0.5 --gate-time 10 --out v",
+     2, "--gate-time", "--calibrate"},
+    {"a DeepSpeed log without stages or version", W("n.log", "hello"), "validate --deepspeed-log n.log --ratio 0.3", 2,
+     "no DeepSpeed version", "validate --probe"},
     {"validate --out in a folder that does not exist", NULL, "validate --ratios 0.5 --out nodir/v", 2, "--out",
      "No such file"},
     /* ---- messages that name the key or the file (issue 24) ---- */
