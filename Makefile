@@ -152,6 +152,7 @@ help:
 	@echo "make fuzz       libFuzzer on every parser, FUZZ_SECONDS per target (default 60)"
 	@echo "make install PREFIX=/usr/local   binary, catalog, man page, bash completion, probe/ratiolab_probe.py"
 	@echo "make ds-oracle  real DeepSpeed on the CPU (pinned venvs in build-ds/) against the plan; re-records tests/deepspeed/"
+	@echo "make ds-parity  only the config-parity corpus through each release's config classes (tests/deepspeed/parity/)"
 	@echo "make uninstall PREFIX=/usr/local removes what install put there"
 	@echo "make docs       build/ratiolab.1 and build/ratiolab.bash-completion from the --help texts"
 	@echo "make deps       install missing Debian packages (as root) or print the command"
@@ -322,7 +323,14 @@ mutate: deps-quiet
 ds-oracle: deps-quiet
 	@scripts/deps.sh --quiet numactl
 	@DS_ORACLE_BUILD="$(INNER) -j$(JOBS) $(BIN)" scripts/ds-oracle.sh
+	@scripts/ds-parity.sh
 .PHONY: ds-oracle
+
+# `make ds-parity`: only the config-parity stage: the corpus given to each recorded release's config
+# classes (no GPU, no JIT), re-recording tests/deepspeed/parity/observed-*.tsv.
+ds-parity:
+	@scripts/ds-parity.sh
+.PHONY: ds-parity
 
 # ---- demo, bench, install -----------------------------------------------------------------------
 demo: deps-quiet

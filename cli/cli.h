@@ -93,6 +93,9 @@ int cli_setup_resolve(const struct plan_inputs *s, struct plan_setup *c, struct 
 /* "seq 8192 (from ...)": the training sequence length and where it comes from, for every
  * command's header. Returns buf. */
 const char *cli_seq_text(const struct plan_setup *c, char *buf, size_t n);
+/* Where the planned dtype came from, for reports: "the DeepSpeed config", "the model's
+ * torch_dtype", "--dtype or the Megatron arguments", ... */
+const char *cli_dtype_source(const struct plan_setup *c);
 /* The header's model line: the model description and cli_seq_text, e.g.
  * "llama3.1-8b (hf-llama), TP 1, ...; seq 8192 (from the preset's seq_len_default)". Returns buf. */
 const char *cli_model_head(const struct plan_setup *c, char *buf, size_t n);

@@ -8,12 +8,13 @@
 #include "cli/json_out.h"
 #include "cli/hazard_report.h"
 #include "cli/plan_report.h"
+#include "plan/json_text.h"   /* plan_json_relax: the config as DeepSpeed reads it */
 #include "cli/sim_opts.h"   /* --hw, --checkpoint-activations, --reserve: the memory the simulator predicts */
 #include "sim/check.h"
 
 enum { O_TOL = 1, O_GPU_MEM, O_FIX_TO, O_JSON, O_QUIET, O_STATES_ONLY, O_STRICT };
 static const struct cli_opt opts[] = {
-    {"tolerance", "T", "allowed |honored - requested| (default 0.02)", O_TOL},
+    {"tolerance", "T", "allowed |honored - requested| (default 0.01, as plan and tune)", O_TOL},
     {"gpu-mem", "SIZE", "also check that one rank's GPU memory (as ratiolab predict counts it) fits, e.g. 80GiB", O_GPU_MEM},
     {"model-states-only", NULL, "with --gpu-mem: count only the model states (no activations, buffers, context)", O_STATES_ONLY},
     {"fix-to", "FILE", "on failure, write a copy of the config with the fix applied (atomically)", O_FIX_TO},
@@ -38,7 +39,9 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     switch (id) {
     case O_TOL: return rl_parse_double("--tolerance", v, 0, 1, &a->tol, e);
     case O_GPU_MEM:
-        return rl_parse_bytes_min("--gpu-mem", v, 1, &a->gpu_mem, e);
+        RL_TRY(rl_parse_bytes_min("--gpu-mem", v, 1, &a->gpu_mem, e));
+        cli_warn_decimal_gpu_mem("--gpu-mem", v, a->gpu_mem);
+        return 0;
     case O_FIX_TO: a->fix_to = v; return 0;
     case O_JSON: a->json = true; return 0;
     case O_QUIET: a->quiet = true; return 0;
@@ -98,7 +101,10 @@ static int write_fix(const char *src, const char *text, const char *dst, const s
     }
     /* Else (a text the edits cannot place) the parsed config, fixed and written out whole. */
     json_error_t je;
-    json_t *root = json_loads(text, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
+    char *relaxed;
+    RL_TRY(plan_json_relax(text, &relaxed, NULL, e));
+    json_t *root = json_loads(relaxed, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
+    free(relaxed);
     if (!root)
         return rl_errf(e, RL_EINVAL, "--fix-to: %s cannot be rewritten: line %d: %s", src, je.line, je.text);
     plan_hazards_fix_json(root, &v->hz);
@@ -121,18 +127,6 @@ static int write_fix(const char *src, const char *text, const char *dst, const s
     return rc;
 }
 
-/* Which dtype the judgement used and where it came from (an "auto" in an HF-style config is
- * otherwise invisible). */
-static const char *dtype_source(const struct plan_setup *c)
-{
-    switch (c->zero.src_dtype) {
-    case PLAN_SRC_CLI: return "--dtype or the Megatron arguments";
-    case PLAN_SRC_CONFIG: return "the DeepSpeed config";
-    case PLAN_SRC_AUTO: return "fp16/bf16.enabled \"auto\", resolved to false as DeepSpeed does; the HF Trainer's --fp16/--bf16 correspond to --dtype fp16/bf16";
-    case PLAN_SRC_DEFAULT: break;
-    }
-    return "DeepSpeed's default (no fp16 or bf16 block enabled)";
-}
 
 static void report_text(const struct plan_setup *c, const struct check_args *a, const struct verdict *v,
                         bool checkpointing, bool verbose)
@@ -150,16 +144,22 @@ static void report_text(const struct plan_setup *c, const struct check_args *a, 
     }
     char seq[256];
     if (!a->quiet)
-        printf("  dtype   %s (%s)\n  seq     %s\n", plan_dtype_name(c->zero.dtype), dtype_source(c), cli_seq_text(c, seq, sizeof seq) + 4);
+        printf("  dtype   %s (%s)\n  seq     %s\n", plan_dtype_name(c->zero.dtype), cli_dtype_source(c), cli_seq_text(c, seq, sizeof seq) + 4);
     for (int i = 0; verbose && i < c->n_notes; i++)
         printf("  note    %s\n", c->notes[i]);
     cli_hazards_print(stdout, &v->hz, &v->written, a->strict, "  hazard  ", a->quiet ? NULL : "  warning ");
     if (v->hz.n_repaired)
         printf("  note    the lines below describe the config with the hazard fixes above applied\n");
+    /* Each version's line carries its own verdict; the overall one is the first line's. */
+    const bool ok_0 = plan_ratio_within(v->j.honored, v->j.requested, a->tol);
+    char under[96] = "";
+    if (c->n_more)
+        snprintf(under, sizeof under, " under DeepSpeed %d.%d.%d (%s)", c->zero.ds_version.major, c->zero.ds_version.minor,
+                 c->zero.ds_version.patch, plan_policy_name(c->popt.policy));
     if (!a->quiet || !v->j.ratio_ok)
-        printf("  ratio   %s requested %.4f, honored %.4f (%d sub-group%s of sub_group_size %lld, tolerance %.4f)\n",
-               v->j.ratio_ok ? "ok  " : "FAIL", v->j.requested, v->j.honored, v->j.n_subgroups, v->j.n_subgroups == 1 ? "" : "s",
-               (long long)v->j.sub_group_size, a->tol);
+        printf("  ratio   %s requested %.4f, honored %.4f (%d sub-group%s of sub_group_size %lld, tolerance %.4f)%s\n",
+               ok_0 ? "ok  " : "FAIL", v->j.requested, v->j.honored, v->j.n_subgroups, v->j.n_subgroups == 1 ? "" : "s",
+               (long long)v->j.sub_group_size, a->tol, under);
     for (int i = 0; i < c->n_more && (!a->quiet || !v->j.ratio_ok); i++) {
         bool ok_i = plan_ratio_within(v->j.more_honored[i], v->j.requested, a->tol);
         printf("  ratio   %s requested %.4f, honored %.4f under DeepSpeed %s (%s)\n", ok_i ? "ok  " : "FAIL",
@@ -236,6 +236,8 @@ static void report_json(const struct plan_setup *c, const struct check_args *a, 
             json_object_set_new(x, "deepspeed_version", json_string(RL_VERSION_S(ver)));
             json_object_set_new(x, "policy", json_string(plan_policy_name(i < 0 ? c->popt.policy : c->more_policies[i])));
             json_object_set_new(x, "honored_ratio", json_real(i < 0 ? v->j.honored : v->j.more_honored[i]));
+            json_object_set_new(x, "ratio_ok", json_boolean(plan_ratio_within(i < 0 ? v->j.honored : v->j.more_honored[i],
+                                                                              v->j.requested, a->tol)));
             if (v->j.fix_sgs > 0 && !v->j.ratio_ok)
                 json_object_set_new(x, "fix_honored_ratio", json_real(v->j.fix_honored[1 + i]));
             json_array_append_new(vs, x);
@@ -248,7 +250,7 @@ static void report_json(const struct plan_setup *c, const struct check_args *a, 
     json_object_set_new(o, "memory_checked", json_boolean(a->gpu_mem > 0));
     json_object_set_new(o, "memory_ok", json_boolean(v->j.memory_ok));
     json_object_set_new(o, "dtype", json_string(plan_dtype_name(c->zero.dtype)));
-    json_object_set_new(o, "dtype_source", json_string(dtype_source(c)));
+    json_object_set_new(o, "dtype_source", json_string(cli_dtype_source(c)));
     json_object_set_new(o, "gpu_bytes", json_integer(v->j.gpu_bytes));
     json_object_set_new(o, "gpu_bytes_counts", json_string(a->states_only || !a->gpu_mem ? "model states" : "model states, activations, gathered parameters, context/NCCL/allocator"));
     if (a->gpu_mem && !a->states_only) {
@@ -279,9 +281,10 @@ static int run(int argc, char **argv)
 {
     struct plan_inputs s;
     plan_inputs_init(&s);
-    struct check_args a = {.tol = 0.02};
+    struct check_args a = {.tol = PLAN_RATIO_TOLERANCE};
     struct cli_sim sim;
     cli_sim_init(&sim);
+    sim.memory_only = true;   /* check judges memory; it prints no step time */
     struct cli_optset sets[] = {
         {"check options", opts, on_opt, &a},
         {"model, layout and DeepSpeed config", cli_setup_opts, cli_setup_opt, &s},
@@ -290,7 +293,7 @@ static int run(int argc, char **argv)
     struct rl_err e = {0};
     int rc = cli_command_parse("check", argc, argv,
                                "ratiolab check --ds-config FILE (--model NAME | --megatron-args \"...\") [--tp N --dp N ...]\n"
-                               "                      [--deepspeed-version X.Y.Z] [--tolerance 0.02] [--gpu-mem 80GiB] [--fix-to FILE]",
+                               "                      [--deepspeed-version X.Y.Z] [--tolerance 0.01] [--gpu-mem 80GiB] [--fix-to FILE]",
                                "Exits 0 when the config honors its offload ratio within the tolerance under the DeepSpeed\n"
                                "version's rule (and, with --gpu-mem, the model states of one rank fit); exits 1 otherwise and\n"
                                "prints the fix: the largest sub_group_size that honors the ratio, and the ratio that fits.\n"

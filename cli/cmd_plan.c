@@ -218,7 +218,7 @@ static int run(int argc, char **argv)
 {
     struct plan_inputs s;
     plan_inputs_init(&s);
-    struct plan_args a = {.tol = 0.01};
+    struct plan_args a = {.tol = PLAN_RATIO_TOLERANCE};
     struct cli_optset sets[] = {
         {"plan options", opts, on_opt, &a},
         {"model, layout and DeepSpeed config", cli_setup_opts, cli_setup_opt, &s},

@@ -183,9 +183,14 @@ static const struct sim_tune_choice *answer(const struct tune_run *t)
 }
 
 /* The DeepSpeed config block that runs choice k: what to paste into the user's config. */
-static json_t *ds_block(const struct sim_tune_choice *k, bool with_sgs)
+static json_t *ds_block(const struct sim_tune_choice *k, bool with_sgs, enum plan_dtype dtype)
 {
     json_t *o = json_object(), *z = json_object();
+    if (dtype != PLAN_FP32) {   /* the precision planned: DeepSpeed runs fp32 without its block */
+        json_t *d = json_object();
+        json_object_set_new(d, "enabled", json_true());
+        json_object_set_new(o, dtype == PLAN_BF16 ? "bf16" : "fp16", d);
+    }
     json_object_set_new(o, "train_micro_batch_size_per_gpu", json_integer(k->micro_batch));
     json_object_set_new(o, "gradient_accumulation_steps", json_integer(k->grad_accum));
     json_object_set_new(z, "stage", json_integer(3));
@@ -208,6 +213,8 @@ static json_t *run_json(const struct plan_setup *c, const struct tune_run *t, co
     json_t *o = json_object();
     json_object_set_new(o, "model", json_string(c->model_desc));
     json_object_set_new(o, "seq_len", json_integer(c->model.arch.seq_len));
+    json_object_set_new(o, "dtype", json_string(plan_dtype_name(c->zero.dtype)));
+    json_object_set_new(o, "dtype_origin", json_string(cli_dtype_source(c)));
     json_object_set_new(o, "hardware", json_string(t->hw.name));
     json_object_set_new(o, "gpus_per_node", json_integer(c->layout.gpus_per_node));
     json_object_set_new(o, "gpu_mem_bytes", json_integer(t->hw.gpu_mem_bytes));
@@ -221,7 +228,7 @@ static json_t *run_json(const struct plan_setup *c, const struct tune_run *t, co
     json_object_set_new(o, "simulated", json_integer(t->res.ans.simulated));
     const struct sim_tune_best *a = &t->res.ans;
     json_object_set_new(o, "answer", a->found ? choice_json(&a->best) : json_null());
-    json_object_set_new(o, "deepspeed_config", a->found ? ds_block(&a->best, ds) : json_null());
+    json_object_set_new(o, "deepspeed_config", a->found ? ds_block(&a->best, ds, c->zero.dtype) : json_null());
     json_object_set_new(o, "best_with_offload", a->offload_found ? choice_json(&a->best_offload) : json_null());
     json_object_set_new(o, "best_exact", t->res.exact.found ? choice_json(&t->res.exact.best) : json_null());
     if (ds) {
@@ -283,6 +290,7 @@ static void print_one(const struct plan_setup *c, const struct tune_run *t, cons
     printf("\n");
     printf("attention  %s (%s)\n", plan_attention_name(cli_sim_attention(&q->train, &c->model.arch)),
            cli_sim_attention_origin(&q->train, &c->model.arch));
+    printf("dtype      %s (%s)\n", plan_dtype_name(c->zero.dtype), cli_dtype_source(c));
     const bool ds = c->popt.policy != PLAN_POLICY_EXACT;
     if (ds && t->res.n_unhonored > 0) {
         printf("skipped    %d ratio%s no sub_group_size makes %s%s honor within %g (", t->res.n_unhonored,
@@ -323,14 +331,20 @@ static void print_one(const struct plan_setup *c, const struct tune_run *t, cons
     const struct sim_tune_best *b = &t->res.ans;
     if (!k->offload && b->offload_found) {
         const struct sim_tune_choice *o = &b->best_offload;
-        printf("offload    not needed: the best with offload (ratio %.2f, micro-batch %lld, checkpointing %s) gives "
-               "%.0f tokens/s per GPU and needs %s GiB of host RAM per node\n", o->ratio, (long long)o->micro_batch,
-               o->ckpt ? "on" : "off", o->tokens_per_s_gpu, cli_gib(g[5], sizeof g[5], o->r.host_node_bytes));
+        char what[160];
+        if (o->ratio == 0)   /* an offload_optimizer block that keeps every sub-group on the GPU */
+            snprintf(what, sizeof what, "with an offload_optimizer block (ratio 0.00: no sub-group on the CPU, yet its "
+                     "host buffers are allocated)");
+        else
+            snprintf(what, sizeof what, "with offload (ratio %.2f)", o->ratio);
+        printf("offload    not needed: the best %s, micro-batch %lld, checkpointing %s, gives %.0f tokens/s per GPU "
+               "and needs %s GiB of host RAM per node\n", what, (long long)o->micro_batch, o->ckpt ? "on" : "off",
+               o->tokens_per_s_gpu, cli_gib(g[5], sizeof g[5], o->r.host_node_bytes));
     }
     if (!ds && k->offload)
         printf("policy     exact: the ratio honored at element granularity, which DeepSpeed does not implement "
                "(--policy auto for an answer DeepSpeed runs)\n");
-    json_t *blk = ds_block(k, ds);
+    json_t *blk = ds_block(k, ds, c->zero.dtype);
     char *text = json_dumps(blk, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
     json_decref(blk);
     printf("%s %s:\n", ds ? "DeepSpeed " : "config    ", ds ? "the config block that runs it (these keys into your DeepSpeed config)"
@@ -498,9 +512,10 @@ static int run(int argc, char **argv)
 {
     struct plan_inputs s;
     plan_inputs_init(&s);
+    s.dtype_from_model = true;   /* the Trainer runs the checkpoint's precision */
     struct cli_sim sim;
     cli_sim_init(&sim);
-    struct tune_args a = {.ratios = "0:1:0.05", .tol = 0.01, .headroom = -1};
+    struct tune_args a = {.ratios = "0:1:0.05", .tol = PLAN_RATIO_TOLERANCE, .headroom = -1};
     struct cli_optset sets[] = {
         {"tune options", opts, on_opt, &a},
         {"hardware and training", cli_sim_opts, cli_sim_opt, &sim},

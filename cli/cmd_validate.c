@@ -404,13 +404,29 @@ static const char *unit_name(const struct validate_args *a, const struct ds_unit
     return buf;
 }
 
+static bool rows_log_stages(const struct plan_ds_rules *r) { return r->logs_stages; }
+static bool rows_no_stages(const struct plan_ds_rules *r) { return !r->logs_stages; }
+
 /* A release whose stage3.py calls see_memory_usage with force=False at every allocation stage
  * (plan_ds_rules.logs_stages false: 0.18.8 on) logs none: a log that printed such a version and gave
  * nothing to compare says so and points to the probe. */
 static void no_stages_in_log(const struct trace_ds_config *f, struct rl_err *e)
 {
-    if (e->code != RL_EINVAL || !f->have_version || plan_ds_rules_for(f->version)->logs_stages ||
+    if (e->code != RL_EINVAL ||
         (!strstr(e->msg, "no DeepSpeed see_memory_usage lines") && !strstr(e->msg, "no allocation stage")))
+        return;
+    if (!f->have_version) {   /* which release wrote it is unknown: say which ones log the stages */
+        char logs[128], silent[128];
+        plan_ds_rows_versions(rows_log_stages, logs, sizeof logs);
+        plan_ds_rows_versions(rows_no_stages, silent, sizeof silent);
+        size_t used = strlen(e->msg);
+        snprintf(e->msg + used, sizeof e->msg - used, "; the log names no DeepSpeed version (no \"DeepSpeed info: "
+                 "version=\" line): DeepSpeed %s logs the allocation stages, %s does not (stage3.py calls "
+                 "see_memory_usage with force=False): for such a run attach probe/ratiolab_probe.py and use validate "
+                 "--probe (docs/json-probe.md)", logs, silent);
+        return;
+    }
+    if (plan_ds_rules_for(f->version)->logs_stages)
         return;
     rl_errf(e, RL_EINVAL, "--deepspeed-log: the log is of DeepSpeed %s (line %d), whose stage3.py calls "
             "see_memory_usage with force=False at every allocation stage: the stages are not in the log. Attach "

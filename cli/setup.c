@@ -233,6 +233,27 @@ int cli_setup_resolve(const struct plan_inputs *s, struct plan_setup *c, struct 
     return 0;
 }
 
+/* Which dtype the judgement used and where it came from (an "auto" in an HF-style config is
+ * otherwise invisible). */
+const char *cli_dtype_source(const struct plan_setup *c)
+{
+    switch (c->zero.src_dtype) {
+    case PLAN_SRC_CLI: return "--dtype or the Megatron arguments";
+    case PLAN_SRC_CONFIG: return "the DeepSpeed config";
+    case PLAN_SRC_AUTO: return "fp16/bf16.enabled \"auto\", resolved to false as DeepSpeed does; the HF Trainer's --fp16/--bf16 correspond to --dtype fp16/bf16";
+    case PLAN_SRC_MODEL:
+        if (c->zero.dtype != c->model.arch.torch_dtype)   /* run with --bf16 (--fp16) that no "auto" block takes */
+            return c->model.arch.torch_dtype == PLAN_BF16
+                       ? "the model's torch_dtype bfloat16 means the Trainer's --bf16, which the config's "
+                         "fp16-only \"auto\" leaves at DeepSpeed's fp32: add \"bf16\": {\"enabled\": \"auto\"}"
+                       : "the model's torch_dtype float16 means the Trainer's --fp16, which the config's bf16-only "
+                         "\"auto\" leaves at DeepSpeed's fp32: add \"fp16\": {\"enabled\": \"auto\"}";
+        return "the model's torch_dtype";
+    case PLAN_SRC_DEFAULT: break;
+    }
+    return "DeepSpeed's default (no fp16 or bf16 block enabled)";
+}
+
 const char *cli_seq_text(const struct plan_setup *c, char *buf, size_t n)
 {
     const struct plan_arch *a = &c->model.arch;

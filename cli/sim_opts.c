@@ -48,6 +48,16 @@ int cli_sim_err(struct rl_err *e)
     return e->code;
 }
 
+void cli_warn_decimal_gpu_mem(const char *flag, const char *v, int64_t bytes)
+{
+    size_t l = strlen(v);
+    if (l >= 2 && (v[l - 1] == 'B' || v[l - 1] == 'b') && strchr("kKmMgGtT", v[l - 2]))
+        fprintf(stderr, "ratiolab: warning: %s %s is %.2f GiB (decimal units, 10^%d B), and that is what is used; a GPU "
+                "sold as \"%.*s\" has that many GiB: write %.*siB if you mean the card\n", flag, v, (double)bytes / RL_GIB,
+                strchr("kK", v[l - 2]) ? 3 : strchr("mM", v[l - 2]) ? 6 : strchr("gG", v[l - 2]) ? 9 : 12,
+                (int)l, v, (int)(l - 1), v);
+}
+
 int cli_sim_opt(void *ctx, int id, const char *v, struct rl_err *e)
 {
     struct cli_sim *s = ctx;
@@ -76,12 +86,8 @@ int cli_sim_opt(void *ctx, int id, const char *v, struct rl_err *e)
             return RL_EINVAL;
         if (*out <= 0)
             return rl_errf(e, RL_EINVAL, "%s: '%s' must be larger than 0", flag, v);
-        size_t l = strlen(v);
-        if (id == M_GPU_MEM && l >= 2 && (v[l - 1] == 'B' || v[l - 1] == 'b') && strchr("kKmMgGtT", v[l - 2]))
-            fprintf(stderr, "ratiolab: warning: --gpu-mem %s is %.2f GiB (decimal units, 10^%d B); a GPU sold as "
-                    "\"%.*s\" has that many GiB: write %.*siB if you mean the card\n", v, (double)*out / RL_GIB,
-                    strchr("kK", v[l - 2]) ? 3 : strchr("mM", v[l - 2]) ? 6 : strchr("gG", v[l - 2]) ? 9 : 12,
-                    (int)l, v, (int)(l - 1), v);
+        if (id == M_GPU_MEM)
+            cli_warn_decimal_gpu_mem(flag, v, *out);
         return 0;
     }
     case M_HOST_BASELINE:
@@ -153,15 +159,16 @@ int cli_sim_load_hw(struct cli_sim *s, const struct plan_setup *c, struct sim_hw
     if (s->gpu_mem_bytes > 0 && s->gpu_mem_bytes != hw->gpu_mem_bytes) {
         /* Say what is modelled: the profile's GPU with another memory size. */
         char model[sizeof hw->gpu_model];
-        snprintf(model, sizeof model, "%.60s with %.2f GiB", hw->gpu_model, (double)s->gpu_mem_bytes / RL_GIB);
+        snprintf(model, sizeof model, "%.60s (memory set to %.2f GiB)", hw->gpu_model, (double)s->gpu_mem_bytes / RL_GIB);
         snprintf(hw->gpu_model, sizeof hw->gpu_model, "%s", model);
     }
     if (s->gpu_mem_bytes > 0)
         hw->gpu_mem_bytes = s->gpu_mem_bytes;
     if (c->zero.dtype == PLAN_BF16 && !hw->bf16_tensor_cores)
         fprintf(stderr, "ratiolab: warning: dtype bf16 on %s, which has no bf16 tensor cores (profile %s: "
-                "gpu.bf16_tensor_cores 0): PyTorch runs bf16 GEMMs there far below the profile's tensor_tflops, so "
-                "the step time is optimistic; fp16 (--dtype fp16) is what this GPU runs fast\n", hw->gpu_model, hw->name);
+                "gpu.bf16_tensor_cores 0): PyTorch runs bf16 GEMMs there far below the profile's tensor_tflops, %s; "
+                "fp16 (--dtype fp16) is what this GPU runs fast\n", hw->gpu_model, hw->name,
+                s->memory_only ? "which slows the step (the memory judged here is the same)" : "so the step time is optimistic");
     if (s->host_mem_bytes > 0)
         hw->host_mem_bytes = s->host_mem_bytes;
     if (s->host_baseline_set)

@@ -19,6 +19,7 @@ struct cli_sim {
     bool host_baseline_set;      /* --host-baseline was given */
     int pcie_gen;                /* --pcie-gen 3|4|5: host<->GPU link and switch uplinks, 0: keep */
     const char *thp;             /* --thp always|madvise|never: overrides the profile's host.thp_mode, NULL: keep */
+    bool memory_only;            /* the command reports memory, no step time (check): its warnings say so */
 };
 void cli_sim_init(struct cli_sim *s);
 /* predict, sweep and tune: one warning on stderr naming every figure of the profile the
@@ -29,6 +30,9 @@ void cli_sim_warn_defaults(const struct sim_hw *hw);
 void cli_sim_warn_layout(const struct plan_layout *l);
 extern const struct cli_opt cli_sim_opts[];
 int cli_sim_opt(void *ctx, int id, const char *value, struct rl_err *e);
+/* Warns on stderr when a GPU capacity was written in decimal units ("80GB" is 74.51 GiB, and that
+ * is what is used; an "80 GB" card has 80 GiB). */
+void cli_warn_decimal_gpu_mem(const char *flag, const char *value, int64_t bytes);
 /* Puts the flags of these options in place of the fields a simulator message names (gpu_ids,
  * cpu_optimizer at its start; seq_len, micro_batch, gpus_per_node, grad_accum and hw anywhere).
  * Returns e->code. */

@@ -599,6 +599,10 @@ static void vx_report_header(struct vx *v)
     rep->mem_tol_pct = x->mem_tol_pct;
     rep->gate_time_pct = x->gate_time_pct;
     rep->device_in_rss = x->backend == EX_BACKEND_CPU;
+    if (x->backend == EX_BACKEND_CPU && !x->calibrate && !v->sim->hw_given)
+        snprintf(rep->time_skipped, sizeof rep->time_skipped, "the cpu backend ran on this machine, the prediction "
+                 "is of the %s profile (the default), not of this machine; --calibrate measures this machine first, "
+                 "--hw FILE names its profile", v->sim->hw);
     rep->baseline_before_run = v->in_mpi;
     if (v->rep_also) {   /* the same header (no rows yet) over the other profile */
         *v->rep_also = *rep;
@@ -1066,10 +1070,15 @@ static void vx_print_report(const struct val_report *rep, const char *out, bool 
         char oc[16] = "-";
         if (w->others_cpu_pct >= 0)
             snprintf(oc, sizeof oc, "%.0f", w->others_cpu_pct);
-        printf("  %-6g %-15s %-15s %8.4f %9.8x %12.3f %12.3f %+8.1f %8s\n", w->ratio, w->schedule, w->policy,
+        char err[16] = "-";   /* no error against another machine's profile */
+        if (!rep->time_skipped[0])
+            snprintf(err, sizeof err, "%+.1f", w->step_error_pct);
+        printf("  %-6g %-15s %-15s %8.4f %9.8x %12.3f %12.3f %8s %8s\n", w->ratio, w->schedule, w->policy,
                w->plan_honored_ratio, w->digest, (double)w->predicted.step_ns * 1e-6,
-               (double)w->measured.step_ns * 1e-6, w->step_error_pct, oc);
+               (double)w->measured.step_ns * 1e-6, err, oc);
     }
+    if (rep->time_skipped[0])
+        printf("  (error %%: not compared: %s)\n", rep->time_skipped);
     printf("  (others %%: the share of the machine's cores other processes used while the run ran)\n");
     printf("\n");
     for (int i = 0; i < rep->n_checks; i++)
@@ -1085,6 +1094,10 @@ static void vx_print_report(const struct val_report *rep, const char *out, bool 
 static int vx_check_backend(const struct cli_validate_exec *x, const struct cli_sim *sim, struct rl_err *e)
 {
     bool cuda = x->backend == EX_BACKEND_CUDA;
+    if (!cuda && !x->calibrate && !sim->hw_given && x->gate_time_pct >= 0)
+        return rl_errf(e, RL_EINVAL, "--gate-time: with the cpu backend needs --calibrate (or --hw FILE, this "
+                       "machine's profile): the default profile %s is not this machine, so there is no time error to "
+                       "gate", sim->hw);
     if (x->calibrate && !cuda && sim->hw_given)
         return rl_errf(e, RL_EINVAL, "--hw %s: not with --calibrate on the cpu backend, which measures the emulated "
                        "device whole; allowed: one of them", sim->hw);

@@ -5,6 +5,7 @@
 
 #include "plan/ds_fix.h"
 #include "plan/json_edit.h"
+#include "plan/json_text.h"   /* plan_json_relax */
 
 bool plan_hazard_fails(const struct plan_hazard *h, bool strict) { return strict || h->kind != PLAN_HAZARD_SUSPECT; }
 
@@ -105,7 +106,10 @@ int plan_fix_text(const char *text, const struct plan_hazard_set *hz, int64_t su
 {
     *out = NULL;
     json_error_t je;
-    json_t *want = json_loads(text, JSON_REJECT_DUPLICATES, &je);
+    char *relaxed;
+    RL_TRY(plan_json_relax(text, &relaxed, NULL, e));
+    json_t *want = json_loads(relaxed, JSON_REJECT_DUPLICATES, &je);
+    free(relaxed);
     if (!json_is_object(want)) {
         json_decref(want);
         return rl_errf(e, RL_EINVAL, "ds_config: cannot be rewritten: line %d: %s", je.line, je.text);
@@ -146,7 +150,11 @@ int plan_fix_text(const char *text, const struct plan_hazard_set *hz, int64_t su
         }
     }
     /* The edits must give exactly the document the parsed fix gives. */
-    json_t *got = rc ? NULL : json_loads(t, JSON_REJECT_DUPLICATES, &je);
+    json_t *got = NULL;
+    if (!rc && !(rc = plan_json_relax(t, &relaxed, NULL, e))) {
+        got = json_loads(relaxed, JSON_REJECT_DUPLICATES, &je);
+        free(relaxed);
+    }
     if (!rc && !json_equal(got, want))
         rc = rl_errf(e, RL_EINTERNAL, "ds_config: the text edits do not give the fixed config");
     json_decref(got);

@@ -458,6 +458,19 @@ int plan__hf_from_json(struct plan_model *m, const json_t *root, const char *wha
         return rc;
     m->arch.tp = m->arch.pp = 1;
     m->arch.pp_stage = 0;
+    /* The checkpoint's precision: "torch_dtype" (transformers < 4.56 writes it; "dtype" after). */
+    const char *dt = NULL;
+    RL_TRY(plan__json_str(root, what, "torch_dtype", NULL, &dt, e));
+    if (!dt)
+        RL_TRY(plan__json_str(root, what, "dtype", NULL, &dt, e));
+    static const struct { const char *name; enum plan_dtype t; } dtypes[] = {
+        {"bfloat16", PLAN_BF16}, {"float16", PLAN_FP16}, {"float32", PLAN_FP32},
+    };
+    for (size_t i = 0; dt && i < RL_COUNT(dtypes); i++)
+        if (!strcmp(dt, dtypes[i].name)) {
+            m->arch.torch_dtype = dtypes[i].t;
+            m->arch.has_torch_dtype = true;
+        }
     /* transformers' default attention: sdpa where the model class has it, T5 eager (plan_attention_origin) */
     m->arch.attention = m->arch.kind == PLAN_ARCH_HF_T5 ? PLAN_ATTN_MATERIALIZED : PLAN_ATTN_FLASH;
     return 0;

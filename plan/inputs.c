@@ -7,6 +7,7 @@
 #include <unistd.h>   /* access */
 
 #include "plan/ds_hazards.h"
+#include "plan/ds_rules.h"   /* PLAN_DS_DEFAULT_VERSION */
 #include "plan/inputs.h"
 #include "plan/megatron_args.h"
 #include "plan/step.h"   /* STEP_CHUNK_DEFAULT_NUMEL */
@@ -112,8 +113,17 @@ static int read_zero(const struct plan_inputs *in, const struct plan_megatron_la
             return rl_err_prefix(e, "%s", field);
         }
         const char *base = strrchr(ds_path, '/');
-        if (plan_zero_parse(&c->zero, c->ds_text, strcmp(ds_path, "-") == 0 ? "standard input" : base ? base + 1 : ds_path, e))
+        const char *name = strcmp(ds_path, "-") == 0 ? "standard input" : base ? base + 1 : ds_path;
+        /* Read as the release reads it (its coercions and strict blocks), and as each further
+         * release does: a key one of them refuses fails the config. */
+        struct rl_version v = in->ds_version_set ? in->ds_version : PLAN_DS_DEFAULT_VERSION;
+        if (plan_zero_parse_release(&c->zero, c->ds_text, name, v, e))
             return rl_err_prefix(e, "%s", field);
+        for (int i = 0; i < in->n_more_versions && i < PLAN_MAX_MORE_VERSIONS; i++) {
+            struct plan_zero other;
+            if (plan_zero_parse_release(&other, c->ds_text, name, in->more_versions[i], e))
+                return rl_err_prefix(e, "%s", field);
+        }
         if (ds_path == launch_ds) {
             char msg[200];
             snprintf(msg, sizeof msg, "DeepSpeed config %s (--deepspeed_config of the Megatron arguments)", ds_path);
@@ -123,8 +133,6 @@ static int read_zero(const struct plan_inputs *in, const struct plan_megatron_la
         builtin_zero(&c->zero);
         setup_note(c, "no ds_config: built-in ZeRO-3 config, optimizer offload to pinned CPU memory, ratio 0.3 and fp16 unless set otherwise");
     }
-    for (int i = 0; i < c->zero.n_notes; i++)
-        setup_note(c, c->zero.notes[i]);
     return 0;
 }
 
@@ -309,6 +317,29 @@ int plan_inputs_resolve(const struct plan_inputs *in, struct plan_setup *c, stru
     RL_TRY(apply_settings(in, c, e));
     RL_TRY(resolve_layout(in, launch, n_model_sources == 0, c, e));
     RL_TRY(resolve_model(in, launch, c, e));
+    /* An HF model's "auto" buckets are the HF Trainer's to fill, from its hidden size; under a
+     * Megatron launch line DeepSpeed drops "auto" to its defaults. */
+    if (!launch && c->model.arch.kind != PLAN_ARCH_MEGATRON_GPT)
+        plan_zero_resolve_hf_auto(&c->zero, c->model.arch.hidden);
+    if (in->dtype_from_model && !in->dtype_set && c->model.arch.has_torch_dtype &&
+        (c->zero.src_dtype == PLAN_SRC_AUTO || !c->ds_text)) {
+        /* The Trainer runs a bf16 checkpoint with --bf16 (an fp16 one with --fp16): "auto"
+         * blocks as that flag fills them, or, without a config, the precision itself. */
+        enum plan_dtype t = c->model.arch.torch_dtype;
+        if (c->ds_text)
+            plan_zero_resolve_hf_dtype(&c->zero, t);
+        else
+            c->zero.dtype = t;
+        c->zero.src_dtype = PLAN_SRC_MODEL;
+        char msg[200];
+        snprintf(msg, sizeof msg, "dtype %s: from the model's torch_dtype %s%s", plan_dtype_name(c->zero.dtype),
+                 t == PLAN_BF16 ? "bfloat16" : t == PLAN_FP16 ? "float16" : "float32",
+                 c->ds_text && c->zero.dtype != t ? " (the config has no \"auto\" block of that precision: the "
+                 "Trainer's flag leaves DeepSpeed in fp32)" : "");
+        setup_note(c, msg);
+    }
+    for (int i = 0; i < c->zero.n_notes; i++)
+        setup_note(c, c->zero.notes[i]);
     snprintf(c->model_desc, sizeof c->model_desc, "%s (%s), TP %d, PP %d, DP %d, %d GPUs on %d node%s",
              c->model.name, plan_arch_name(c->model.arch.kind), c->layout.tp, c->layout.pp, c->layout.dp,
              c->layout.world, c->layout.nodes, c->layout.nodes == 1 ? "" : "s");

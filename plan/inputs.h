@@ -53,6 +53,9 @@ struct plan_inputs {
     int64_t micro_batch;           /* micro_batch per GPU (0: the config's) */
     enum plan_dtype dtype;         /* dtype */
     bool dtype_set;                /* dtype was given */
+    bool dtype_from_model;         /* where neither dtype nor the config sets the precision (no
+                                      config, or fp16/bf16 "auto"), take the HF model's torch_dtype:
+                                      the precision the Trainer is run with (tune) */
     bool verbose;                  /* note the ignored launch-line arguments too */
     bool report_hazards;           /* accept a config with DeepSpeed hazards (the caller reports
                                       them); otherwise the first hazard with a fix is refused */
@@ -75,7 +78,7 @@ struct plan_setup {
     char model_desc[160];          /* for headings, e.g. "gpt-2.7b (Megatron GPT), TP 8, ..." */
     char *ds_text;                 /* the DeepSpeed config as read (judged and fixed from this
                                       text; malloc'd, NULL without a config) */
-    char notes[8][200];            /* things the user should know (ignored settings, defaults) */
+    char notes[16][200];           /* things the user should know (ignored settings, defaults) */
     int n_notes;                   /* notes used */
 };
 /* Applies the precedence rules. RL_EINVAL (or the reader's code) naming the field on bad or

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "plan/json_edit.h"
+#include "plan/json_text.h"   /* plan_json_relax */
 
 #define MAX_DEPTH 16
 
@@ -209,32 +210,61 @@ static int splice(char **text, size_t from, size_t to, const char *ins, struct r
     return 0;
 }
 
+/* The separator before a member appended after the last one: the text between the member before
+ * the last and the last, as written when it holds no comment, else a newline and the last line's
+ * indentation (relaxed: the text with its comments blanked). */
+static size_t separator(const char *text, const char *relaxed, size_t from, size_t to, char *out, size_t n)
+{
+    if (memcmp(text + from, relaxed + from, to - from) == 0)
+        return (size_t)snprintf(out, n, ",%.*s", (int)(to - from), text + from);
+    const char *nl = NULL;
+    for (size_t k = from; k < to; k++)
+        if (relaxed[k] == '\n')
+            nl = relaxed + k;
+    if (!nl)
+        return (size_t)snprintf(out, n, ", ");
+    size_t ind = (size_t)(relaxed + to - nl - 1);
+    size_t w = (size_t)snprintf(out, n, ",\n");
+    for (size_t k = 0; k < ind && w + 1 < n; k++)
+        out[w++] = nl[1 + k] == '\t' ? '\t' : ' ';
+    out[w] = 0;
+    return w;
+}
+
 int plan_json_text_set(char **text, const char *const *path, int n, const char *value_text, struct rl_err *e)
 {
     struct scan c;
-    RL_TRY(run_scan(&c, *text, path, n, e));
-    if (c.found)
-        return splice(text, c.val, c.end, value_text, e);
+    char *r;
+    RL_TRY(plan_json_relax(*text, &r, NULL, e));
+    int rc = run_scan(&c, r, path, n, e);
+    if (rc || c.found) {
+        rc = rc ? rc : splice(text, c.val, c.end, value_text, e);
+        free(r);
+        return rc;
+    }
     /* Missing: the member path[d] of the deepest object d, wrapping the keys after it. */
     const int d = c.deepest;
     const struct obj_info *o = &c.obj[d];
     size_t cap = strlen(value_text) + 64;
     for (int k = d; k < n; k++)
         cap += strlen(path[k]) + 8;
-    cap += o->members ? o->last_key - o->last_ws : 0;
+    cap += o->members ? o->last_key - o->last_ws + 2 : 0;
     char *ins = malloc(cap);
-    if (!ins)
+    if (!ins) {
+        free(r);
         return rl_errf(e, RL_ENOMEM, "json edit: out of memory");
+    }
     size_t w = 0;
     if (o->members)
-        w += (size_t)snprintf(ins + w, cap - w, ",%.*s", (int)(o->last_key - o->last_ws), *text + o->last_ws);
+        w += separator(*text, r, o->last_ws, o->last_key, ins, cap);
     for (int k = d; k < n; k++)
         w += (size_t)snprintf(ins + w, cap - w, "%s\"%s\": ", k > d ? "{" : "", path[k]);
     w += (size_t)snprintf(ins + w, cap - w, "%s", value_text);
     for (int k = d + 1; k < n; k++)
         w += (size_t)snprintf(ins + w, cap - w, "}");
     size_t at = o->members ? o->last_end : o->open + 1;
-    int rc = splice(text, at, at, ins, e);
+    free(r);
+    rc = splice(text, at, at, ins, e);
     free(ins);
     return rc;
 }
@@ -242,9 +272,12 @@ int plan_json_text_set(char **text, const char *const *path, int n, const char *
 int plan_json_text_del(char **text, const char *const *path, int n, struct rl_err *e)
 {
     struct scan c;
-    RL_TRY(run_scan(&c, *text, path, n, e));
-    if (!c.found)
-        return 0;
+    char *r;
+    RL_TRY(plan_json_relax(*text, &r, NULL, e));
+    int rc = run_scan(&c, r, path, n, e);
+    free(r);
+    if (rc || !c.found)
+        return rc;
     if (c.prev_end)   /* ",<space>"key": value" after the member before it */
         return splice(text, c.prev_end, c.end, "", e);
     if (c.next_key)   /* the first of several: up to the next key */

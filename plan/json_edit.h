@@ -3,7 +3,9 @@
  * whole documents (its output is reformatted); these functions find a member by its key path in
  * the text itself and splice.
  *
- * The scanner follows RFC 8259 (strings with escapes, numbers, literals, nesting); a key on the
+ * The scanner follows RFC 8259 (strings with escapes, numbers, literals, nesting) on the text with
+ * its comments and trailing commas blanked (plan/json_text.h: the same offsets), and splices the
+ * text as written, so a commented config keeps its comments; a key on the
  * path is compared with the member's key as written between its quotes (the keys DeepSpeed uses
  * need no escapes). Cost: O(length of the text) per edit. */
 #ifndef RL_PLAN_JSON_EDIT_H

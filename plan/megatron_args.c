@@ -255,6 +255,51 @@ static bool flag_eq(const char *s, size_t n, const char *name)
     return true;
 }
 
+/* A flag Megatron-DeepSpeed's parser declares (megatron_flags_table.h, generated from
+ * megatron/arguments.py and DeepSpeed's add_config_arguments). */
+struct known_flag {
+    const char *name;   /* without the leading "--" */
+    bool value;         /* takes a value (not a store_true / store_false action) */
+};
+
+#include "plan/megatron_flags_table.h"
+#define X(n, v) {n, v},
+static const struct known_flag known_flags[] = {PLAN_MEGATRON_FLAGS};
+#undef X
+
+/* The known flag `s` (n characters, '_' and '-' alike), or NULL. O(flags). */
+static const struct known_flag *known_flag(const char *s, size_t n)
+{
+    for (size_t k = 0; k < RL_COUNT(known_flags); k++) {
+        char norm[96];
+        snprintf(norm, sizeof norm, "%s", known_flags[k].name);
+        for (char *c = norm; *c; c++)
+            *c = *c == '_' ? '-' : *c;
+        if (flag_eq(s, n, norm))
+            return &known_flags[k];
+    }
+    return NULL;
+}
+
+/* RL_EINVAL for a flag no Megatron-DeepSpeed parser knows, with the nearest flag read or known. */
+static int unknown_flag(const char *s, size_t n, struct rl_err *e)
+{
+    static const char *cands[RL_COUNT(flags) + RL_COUNT(known_flags)];
+    size_t k = 0;
+    for (size_t i = 0; i < RL_COUNT(flags); i++)
+        cands[k++] = flags[i].name;
+    for (size_t i = 0; i < RL_COUNT(known_flags); i++)
+        cands[k++] = known_flags[i].name;
+    char word[128];
+    snprintf(word, sizeof word, "%.*s", (int)(n < 120 ? n : 120), s);
+    const char *near = rl_nearest(word, cands, (int)k);
+    char hint[160] = "";
+    if (near)
+        snprintf(hint, sizeof hint, "; did you mean --%s?", near);
+    return rl_errf(e, RL_EINVAL, "--%s: not a Megatron-DeepSpeed flag (its parser stops on it: unrecognized "
+                   "arguments)%s", word, hint);
+}
+
 static void note_ignored(struct plan_megatron_launch *o, const char *s)
 {
     size_t used = strlen(o->ignored);
@@ -476,9 +521,21 @@ int plan_megatron_args_parse(const char *line, struct plan_megatron_launch *out,
     struct words w = {0};
     int rc = split(line, &w, e);
     struct seen s = {0};
+    /* Flags before the training script (the first word ending in ".py") are the launcher's
+     * (deepspeed --num_gpus, torchrun --nproc_per_node): ignored, not Megatron's to refuse. */
+    int script = -1;
+    for (int i = 0; i < w.n && script < 0; i++) {
+        size_t l = strlen(w.v[i].s);
+        if (l > 3 && !strcmp(w.v[i].s + l - 3, ".py") && strncmp(w.v[i].s, "--", 2) != 0)
+            script = i;
+    }
     for (int i = 0; rc == 0 && i < w.n; i++) {
         const struct word *wd = &w.v[i];
         const char *t = wd->s;
+        if (i < script) {
+            note_ignored(out, t);
+            continue;
+        }
         if (strncmp(t, "--", 2) != 0 || t[2] == 0) {
             if (wd->expands && whole_var(t))
                 rc = rl_errf(e, RL_EINVAL, "'%s' is an unexpanded shell variable "
@@ -501,11 +558,16 @@ int plan_megatron_args_parse(const char *line, struct plan_megatron_launch *out,
             if (flag_eq(name, n, flags[k].name))
                 f = &flags[k];
         if (!f) {
-            /* Ignored; an unknown flag takes the next word as its value unless it is a flag. */
+            const struct known_flag *kf = known_flag(name, n);
+            if (!kf) {   /* Megatron's argparse stops on it: "unrecognized arguments" */
+                rc = unknown_flag(name, n, e);
+                break;
+            }
+            /* Known to Megatron, not read here: ignored, with its value when it takes one. */
             char fl[128];
             snprintf(fl, sizeof fl, "--%.*s", (int)(n < 120 ? n : 120), name);
             note_ignored(out, fl);
-            if (!eq && i + 1 < w.n && strncmp(w.v[i + 1].s, "--", 2) != 0)
+            if (kf->value && !eq && i + 1 < w.n && strncmp(w.v[i + 1].s, "--", 2) != 0)
                 i++;
             continue;
         }

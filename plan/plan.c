@@ -296,8 +296,16 @@ static int build_ledger(struct plan *p)
                        md, P, PLAN_STAGE_FP16_PARTITIONS);
         bad |= add_buf(p, "fp32_partitions_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, PLAN_STAGE_FP32_PARTITIONS);
         bad |= add_buf(p, "fp32_partitions_cpu", PLAN_DEV_CPU_PAGEABLE, PLAN_FP32, Pc, PLAN_STAGE_FP32_PARTITIONS);
-        bad |= add_buf(p, "fp32_grads_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, PLAN_STAGE_OPTIMIZER_STATES);
-        bad |= add_buf(p, "fp32_grads_cpu", PLAN_DEV_CPU_PINNED, PLAN_FP32, Pc, PLAN_STAGE_OPTIMIZER_STATES);
+        /* The fp32 gradients of the sub-groups: with optimizer offload each sub-group's own buffer,
+         * kept (stage3.py initialize_optimizer_states: pinned on the host, `.to()` the GPU for the
+         * sub-groups it keeps; v0.12.4:998-1002). Without offload they share one buffer of the largest
+         * sub-group while the states are initialized, set to None after it (v0.12.4:1030-1032,
+         * v0.19.8:1366-1368): nothing stays; each step forms one sub-group's fp32 gradient at a time
+         * (_prepare_fp32_grad_for_sub_group) and frees it. */
+        if (off) {
+            bad |= add_buf(p, "fp32_grads_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, PLAN_STAGE_OPTIMIZER_STATES);
+            bad |= add_buf(p, "fp32_grads_cpu", PLAN_DEV_CPU_PINNED, PLAN_FP32, Pc, PLAN_STAGE_OPTIMIZER_STATES);
+        }
         enum plan_stage adam_at = ds012 ? PLAN_STAGE_OPTIMIZER_STATES : PLAN_STAGE_FIRST_STEP;
         bad |= add_buf(p, "adam_m_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, adam_at);
         bad |= add_buf(p, "adam_v_gpu", PLAN_DEV_GPU, PLAN_FP32, Pg, adam_at);
@@ -305,8 +313,10 @@ static int build_ledger(struct plan *p)
         bad |= add_buf(p, "adam_v_cpu", PLAN_DEV_CPU_PAGEABLE, PLAN_FP32, Pc, adam_at);
         /* stage3 IPG bucket: reduce_bucket_size elements of the model dtype */
         bad |= add_buf(p, "reduce_bucket", PLAN_DEV_GPU, md, z->reduce_bucket_size, PLAN_STAGE_ZERO_OPTIMIZER);
-        if (off)
-            bad |= add_buf(p, "flat_grad_buffer", pinned_or_not, md, P, PLAN_STAGE_ZERO_OPTIMIZER);
+        /* grad_partitions_flat_buffer: every partition's gradient in the gradient accumulation dtype
+         * (the model's under ZeRO, engine.py get_data_types) on self.device: the host with optimizer
+         * offload (pinned with pin_memory), the GPU without (v0.12.4:492-494, v0.19.8:791-795). */
+        bad |= add_buf(p, "flat_grad_buffer", off ? pinned_or_not : PLAN_DEV_GPU, md, P, PLAN_STAGE_ZERO_OPTIMIZER);
     }
     for (int s = 0; s < PLAN_STAGE_COUNT; s++) {
         struct plan_stage_total t = s ? p->stages[s - 1] : (struct plan_stage_total){0, 0, 0};

@@ -112,6 +112,8 @@ struct plan_arch {
     enum plan_seq_origin seq_origin; /* where seq_len comes from (PLAN_SEQ_UNKNOWN in a hand-built arch) */
     const char *seq_key;             /* the config key it was read from (a string literal), or NULL */
     int64_t seq_config;              /* that key's value when PLAN_SEQ_CAPPED lowered it, else 0 */
+    bool has_torch_dtype;            /* an HF config.json states the checkpoint's precision */
+    enum plan_dtype torch_dtype;     /* its torch_dtype (bfloat16, float16, float32) when it does */
 };
 /* Why the model's attention is what it is (the framework's default and its source), for reports. */
 const char *plan_attention_origin(const struct plan_arch *a);
@@ -189,7 +191,7 @@ void plan_model_free(struct plan_model *m);
 enum plan_offload { PLAN_OFFLOAD_NONE, PLAN_OFFLOAD_CPU, PLAN_OFFLOAD_NVME };
 
 /* Where a value came from, for reporting ("auto" resolved to a default is said so). */
-enum plan_src { PLAN_SRC_DEFAULT, PLAN_SRC_CONFIG, PLAN_SRC_AUTO, PLAN_SRC_CLI };
+enum plan_src { PLAN_SRC_DEFAULT, PLAN_SRC_CONFIG, PLAN_SRC_AUTO, PLAN_SRC_CLI, PLAN_SRC_MODEL };
 
 /* DeepSpeed's defaults (deepspeed/runtime/zero/config.py, offload_config.py): plan_zero_defaults
  * sets them, and a model that meets an unset value (0) falls back to them. */
@@ -197,6 +199,7 @@ enum plan_src { PLAN_SRC_DEFAULT, PLAN_SRC_CONFIG, PLAN_SRC_AUTO, PLAN_SRC_CLI }
 #define PLAN_DS_REDUCE_BUCKET_SIZE INT64_C(500000000)   /* reduce_bucket_size, elements */
 #define PLAN_DS_PREFETCH_BUCKET_SIZE INT64_C(50000000)  /* stage3_prefetch_bucket_size, elements */
 #define PLAN_DS_MAX_LIVE_PARAMETERS INT64_C(1000000000) /* stage3_max_live_parameters, elements */
+#define PLAN_DS_PARAM_PERSISTENCE_THRESHOLD INT64_C(100000) /* stage3_param_persistence_threshold, elements */
 #define PLAN_DS_OFFLOAD_RATIO 1.0                       /* offload_optimizer.ratio */
 
 struct plan_zero {
@@ -215,7 +218,11 @@ struct plan_zero {
     int64_t reduce_bucket_size;      /* elements, default 5e8 */
     int64_t prefetch_bucket_size;    /* stage3_prefetch_bucket_size, elements, default 5e7 */
     int64_t max_live_parameters;     /* stage3_max_live_parameters, default 1e9 */
+    int64_t param_persistence_threshold; /* stage3_param_persistence_threshold, elements, default 1e5
+                                        (read and reported; the ledger does not model persistence) */
     enum plan_dtype dtype;           /* model dtype: bf16 / fp16 when enabled, else fp32 */
+    bool fp16_auto, bf16_auto;       /* fp16.enabled / bf16.enabled is "auto" (the HF Trainer fills it
+                                        from its --fp16 / --bf16: plan_zero_resolve_hf_dtype) */
     bool has_optimizer_block;        /* an "optimizer" block is present (HF: one flat group) */
     char optimizer_type[32];         /* its "type", "" when absent */
     bool torch_adam;                 /* optimizer.params.torch_adam (torch Adam instead of DeepSpeed's) */
@@ -228,8 +235,8 @@ struct plan_zero {
     /* provenance of the fields above, for the report */
     enum plan_src src_ratio, src_sub_group_size, src_reduce_bucket_size, src_prefetch_bucket_size,
         src_max_live_parameters, src_dtype, src_micro_batch, src_grad_accum, src_train_batch,
-        src_offload_param_pin, src_pin_memory;
-    char notes[8][160];              /* "auto" resolutions and ignored settings, for the report */
+        src_offload_param_pin, src_pin_memory, src_param_persistence_threshold;
+    char notes[12][200];             /* "auto" resolutions and ignored settings, for the report */
     int n_notes;
 };
 void plan_zero_defaults(struct plan_zero *z);
@@ -243,8 +250,27 @@ void plan_zero_resolve_pin(struct plan_zero *z);
 /* Reads a DeepSpeed JSON file. Errors name the JSON path, the value and what is allowed; an
  * unreplaced template placeholder (CONFIG_BATCH_SIZE, LOG_INTERVAL) is named as such. */
 int plan_zero_load(struct plan_zero *z, const char *path, struct rl_err *e);
-/* Same, from text already in memory (`what` names it in errors). */
+/* Same, from text already in memory (`what` names it in errors), as the default release reads it. */
 int plan_zero_parse(struct plan_zero *z, const char *text, const char *what, struct rl_err *e);
+/* Same, as release v reads it (z->ds_version = v): the text as hjson takes it (comments and
+ * trailing commas, plan/json_text.h); values coerced as the release's pydantic models coerce them
+ * ("0.3" for a ratio, "1000" for a size, "true" for a flag: pydantic 1 before 0.15.0, 2 from it);
+ * "auto" in zero_optimization dropped to the default (noted); an unknown key in a block the
+ * release validates strictly refused with the nearest known key (plan/ds_keys.h), one DeepSpeed
+ * ignores noted when it is close to a known one. */
+int plan_zero_parse_release(struct plan_zero *z, const char *text, const char *what, struct rl_version v,
+                            struct rl_err *e);
+/* The HF Trainer's integration fills three "auto" keys from the model's hidden size before
+ * DeepSpeed reads the config (transformers integrations/deepspeed.py trainer_config_finalize):
+ * reduce_bucket_size = hidden^2 and, at stage 3, stage3_prefetch_bucket_size = int(0.9 hidden^2)
+ * and stage3_param_persistence_threshold = 10 hidden. Each of them the config set to "auto"
+ * takes that value, and its note says so and from what; DeepSpeed's own default otherwise. */
+void plan_zero_resolve_hf_auto(struct plan_zero *z, int64_t hidden);
+/* The precision the HF Trainer gives DeepSpeed when it runs with `trainer` (its --bf16 / --fp16,
+ * or PLAN_FP32 for neither): a block whose "enabled" is "auto" is enabled when it is the
+ * Trainer's, disabled otherwise (trainer_config_process fill_match), so a config with only an
+ * "auto" fp16 block trains in fp32 under --bf16. A precision the config set stays. */
+void plan_zero_resolve_hf_dtype(struct plan_zero *z, enum plan_dtype trainer);
 /* Cross-field checks (offload device none with a ratio, batch sizes, ...). A ratio with stage < 3
  * or device "nvme" parses: plan/ds_hazards.h names what DeepSpeed does with it. */
 int plan_zero_validate(const struct plan_zero *z, struct rl_err *e);
@@ -387,6 +413,9 @@ void plan_free(struct plan *p);
 int64_t plan_peak_gpu_bytes(const struct plan *p);
 int64_t plan_peak_cpu_bytes(const struct plan *p);
 
+/* The one default tolerance of an honored ratio (plan's warning, check's verdict and fix, tune's
+ * search): one default, so the fix check advises is one plan does not warn about. */
+#define PLAN_RATIO_TOLERANCE 0.01
 /* The one "honored within tolerance" test, |honored - requested| <= tol, that every judgement of
  * an honored ratio uses (check, plan's warning, tune, validate, the sub_group_size search). */
 bool plan_ratio_within(double honored, double requested, double tol);

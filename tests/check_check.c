@@ -184,6 +184,81 @@ START_TEST(newer_rule_gives_the_hand_counted_ratio)
 }
 END_TEST
 
+
+/* Qwen2.5-14B's config.json (hidden 5120, 48 layers, GQA 40/8, bf16), the issue's first job. */
+static const char *qwen14b(void)
+{
+    return tu_write("qwen14b.json",
+                    "{\"_name_or_path\": \"Qwen/Qwen2.5-14B\", \"model_type\": \"qwen2\", \"hidden_size\": 5120, "
+                    "\"intermediate_size\": 13824, \"num_hidden_layers\": 48, \"num_attention_heads\": 40, "
+                    "\"num_key_value_heads\": 8, \"vocab_size\": 152064, \"max_position_embeddings\": 131072, "
+                    "\"rms_norm_eps\": 1e-05, \"tie_word_embeddings\": false, \"torch_dtype\": \"bfloat16\"}");
+}
+
+/* Issue 38 item 7: with --deepspeed-version A,B each version's line and JSON entry carry their
+ * own verdict: 0.12.4 honors 0.1597 for 0.15 (within 0.01) while 0.19.8 gives 0.2066. */
+START_TEST(each_version_has_its_own_verdict)
+{
+    const char *m = qwen14b();
+    tu_write("v.json", "{\"zero_optimization\": {\"stage\": 3, \"sub_group_size\": 580000000, \"offload_optimizer\": "
+                       "{\"device\": \"cpu\", \"ratio\": 0.15}}, \"bf16\": {\"enabled\": true}}");
+    struct tu_run r;
+    tu_ratiolab(&r, "check --model %s --gpus 4 --ds-config v.json --deepspeed-version 0.12.4,0.19.8", m);
+    ck_assert_int_eq(r.status, 1);
+    ck_assert_msg(strstr(r.out, "  ratio   ok   requested 0.1500, honored 0.1597") &&
+                  strstr(r.out, "under DeepSpeed 0.12.4 (deepspeed-0.12)\n") &&
+                  strstr(r.out, "  ratio   FAIL requested 0.1500, honored 0.2066 under DeepSpeed 0.19.8"), "%s", r.out);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "check --model %s --gpus 4 --ds-config v.json --deepspeed-version 0.12.4,0.19.8 --json", m);
+    ck_assert_int_eq(r.status, 1);
+    json_t *j = json_loads(r.out, 0, NULL);
+    tu_run_free(&r);
+    ck_assert_ptr_nonnull(j);
+    json_t *vs = json_object_get(j, "versions");
+    ck_assert_int_eq(json_array_size(vs), 2);
+    ck_assert(json_is_true(json_object_get(json_array_get(vs, 0), "ratio_ok")));
+    ck_assert(json_is_false(json_object_get(json_array_get(vs, 1), "ratio_ok")));
+    ck_assert(json_is_false(json_object_get(j, "ratio_ok")));   /* overall: every version must honor */
+    json_decref(j);
+}
+END_TEST
+
+/* Issue 38 item 8: plan and check share one default tolerance, so check's fix does not make plan
+ * warn (with 0.02, check chose sub_group_size 600000000, honored 0.1645, which plan warned about). */
+START_TEST(check_fix_does_not_make_plan_warn)
+{
+    const char *m = qwen14b();
+    tu_write("f.json", "{\"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"device\": \"cpu\", \"ratio\": "
+                       "0.15}}, \"bf16\": {\"enabled\": true}}");
+    struct tu_run r;
+    tu_ratiolab(&r, "check --model %s --gpus 4 --ds-config f.json --fix-to fixed.json", m);
+    ck_assert_msg(r.status == 1 && strstr(r.out, "tolerance 0.0100"), "%s", r.out);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "plan --model %s --gpus 4 --ds-config fixed.json", m);
+    ck_assert_msg(r.status == 0 && !strstr(r.out, "\nwarning    honored ratio"), "%s", r.out);
+    tu_run_free(&r);
+    tu_ratiolab(&r, "check --model %s --gpus 4 --ds-config fixed.json", m);
+    ck_assert_msg(r.status == 0, "%s", r.out);
+    tu_run_free(&r);
+}
+END_TEST
+
+/* Issue 38 items 9 and 14: a decimal GPU size warns and says what is used; a warning about the
+ * step time is not printed by check, which prints none. */
+START_TEST(check_warnings_say_what_check_does)
+{
+    tu_write("b.json", "{\"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"device\": \"cpu\", \"ratio\": "
+                       "0.31}}, \"bf16\": {\"enabled\": true}}");
+    struct tu_run r;
+    tu_ratiolab(&r, "check --model gpt2 --ds-config b.json --gpu-mem 80GB --hw dgx1-v100");
+    ck_assert_msg(strstr(r.err, "--gpu-mem 80GB is 74.51 GiB") && strstr(r.err, "that is what is used") &&
+                  strstr(r.err, "80GiB"), "%s", r.err);
+    ck_assert_msg(strstr(r.out, "of 74.51 GiB"), "%s", r.out);
+    ck_assert_msg(strstr(r.err, "no bf16 tensor cores") && !strstr(r.err, "step time"), "%s", r.err);
+    tu_run_free(&r);
+}
+END_TEST
+
 Suite *check_suite(void)
 {
     Suite *s = suite_create("check");
@@ -196,6 +271,9 @@ Suite *check_suite(void)
     tcase_add_test(tc, newer_deepspeed_rule_is_applied);
     tcase_add_test(tc, newer_rule_gives_the_hand_counted_ratio);
     tcase_add_test(tc, check_requires_config_and_model);
+    tcase_add_test(tc, each_version_has_its_own_verdict);
+    tcase_add_test(tc, check_fix_does_not_make_plan_warn);
+    tcase_add_test(tc, check_warnings_say_what_check_does);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -15,7 +15,7 @@
 /* A sub_group_size that honors ratio 0.5 for gpt2 (so the ratio line passes and only hazards
  * decide), bf16, and a slot for the part under test. */
 #define CFG(zero_extra, device, stage, rest)                                                       \
-    "{\"zero_optimization\":{\"stage\":" stage ",\"sub_group_size\":60000000" zero_extra           \
+    "{\"zero_optimization\":{\"stage\":" stage ",\"sub_group_size\":62000000" zero_extra           \
     ",\"offload_optimizer\":{\"device\":\"" device "\",\"ratio\":0.5}},\"bf16\":{\"enabled\":true}" rest "}"
 
 static int count_lines_with(const char *text, const char *needle)

@@ -461,6 +461,37 @@ START_TEST(cli_megatron_args)
 }
 END_TEST
 
+
+/* Issue 38 item 12: Megatron's parser (argparse, allow_abbrev=False) stops on a flag it does not
+ * declare; so does the reader, with the nearest flag. A flag it declares and ratiolab does not
+ * read is ignored with its value (megatron_flags_table.h); a launcher's flags before the script
+ * are the launcher's. */
+START_TEST(unknown_flags_refused_known_ones_ignored)
+{
+    struct plan_megatron_launch l;
+    struct rl_err e = {0};
+    const char *base = "--num-layers 30 --hidden-size 2560 --num-attention-heads 32 --seq-length 2048 --vocab-size 50257";
+    char line[512];
+    snprintf(line, sizeof line, "%s --num-layerz 30", base);
+    ck_assert_int_eq(plan_megatron_args_parse(line, &l, &e), RL_EINVAL);
+    ck_assert_msg(strstr(e.msg, "--num-layerz: not a Megatron-DeepSpeed flag") && strstr(e.msg, "did you mean --num-layers?"),
+                  "%s", e.msg);
+    snprintf(line, sizeof line, "%s --hiden-size 2560", base);
+    ck_assert_int_eq(plan_megatron_args_parse(line, &l, &e), RL_EINVAL);
+    ck_assert_msg(strstr(e.msg, "did you mean --hidden-size?"), "%s", e.msg);
+    /* --lr takes a value (skipped with it), --no-masked-softmax-fusion takes none: the next flag
+     * is read. */
+    snprintf(line, sizeof line, "%s --lr 1e-4 --no-masked-softmax-fusion --micro-batch-size 4", base);
+    ck_assert_msg(plan_megatron_args_parse(line, &l, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(l.micro_batch, 4);
+    ck_assert_msg(strstr(l.ignored, "--lr") && strstr(l.ignored, "--no-masked-softmax-fusion"), "%s", l.ignored);
+    /* The launcher's flags before the script. */
+    snprintf(line, sizeof line, "torchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py %s", base);
+    ck_assert_msg(plan_megatron_args_parse(line, &l, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(l.model.num_layers, 30);
+}
+END_TEST
+
 Suite *megatron_args_suite(void)
 {
     Suite *s = suite_create("megatron_args");
@@ -475,6 +506,7 @@ Suite *megatron_args_suite(void)
     tcase_add_test(t, subgroup_count_by_hand);
     tcase_add_test(t, random_lines_never_crash);
     tcase_add_test(t, cli_megatron_args);
+    tcase_add_test(t, unknown_flags_refused_known_ones_ignored);
     suite_add_tcase(s, t);
     return s;
 }

@@ -290,6 +290,38 @@ START_TEST(pin_memory_false_keeps_the_flat_buffer_pageable)
 }
 END_TEST
 
+
+START_TEST(no_offload_keeps_a_16bit_flat_gradient_buffer_and_no_fp32_grads)
+{
+    /* Issue 38 item 6, stage3.py without offload_optimizer: grad_partitions_flat_buffer holds every
+     * partition's gradient in the model dtype on the GPU (v0.12.4:492-494), and the fp32 gradients
+     * set up for the states' initialization are set to None after it (v0.12.4:1030-1032): per
+     * element 2 (fp16 partition) + 4 (fp32 master) + 8 (Adam m, v) + 2 (flat gradients) bytes, and
+     * the reduce bucket (5e8 fp16 elements). P = 1000 elements on one rank. */
+    struct ten h;
+    ten_init(&h);
+    const int64_t P = 1000;
+    const struct rl_version vs[] = {V(0, 12, 4), V(0, 19, 8)};
+    for (size_t i = 0; i < RL_COUNT(vs); i++) {
+        struct plan_zero z;
+        plan_zero_defaults(&z);
+        z.stage = 3;
+        z.dtype = PLAN_FP16;
+        z.sub_group_size = 100;
+        z.ds_version = vs[i];
+        struct plan p;
+        build(&p, &h, 1, &z, PLAN_LEDGER_AUTO);
+        const int64_t want = 2 * P + 4 * P + 8 * P + 2 * P + 2 * PLAN_DS_REDUCE_BUCKET_SIZE;
+        ck_assert_int_eq(p.stages[PLAN_STAGE_FIRST_STEP].gpu_bytes, want);
+        ck_assert_int_eq(p.stages[PLAN_STAGE_FIRST_STEP].cpu_bytes, 0);
+        for (int b = 0; b < p.n_buffers; b++)
+            ck_assert_msg(strncmp(p.buffers[b].name, "fp32_grads", 10) != 0 || p.buffers[b].numel == 0, "%s",
+                          p.buffers[b].name);
+        plan_free(&p);
+    }
+}
+END_TEST
+
 START_TEST(offload_devices_and_pin_memory_values)
 {
     struct plan_zero z;
@@ -306,10 +338,14 @@ START_TEST(offload_devices_and_pin_memory_values)
     ck_assert_msg(plan_zero_parse(&z, "{\"zero_optimization\":{\"stage\":3,\"offload_optimizer\":{\"device\":\"none\"}}}",
                                   "cfg.json", &e) == 0, "%s", e.msg);
     ck_assert_int_eq(z.offload, PLAN_OFFLOAD_NONE);
-    /* pin_memory takes true or false; "auto" is not a DeepSpeed value for it. */
+    /* pin_memory "auto": DeepSpeedConfigModel drops "auto" before validating, so the release's
+     * default holds (tests/deepspeed/parity: both recorded releases accept it). */
+    ck_assert_msg(plan_zero_parse(&z, "{\"zero_optimization\":{\"stage\":3,\"offload_optimizer\":{\"device\":\"cpu\","
+                                      "\"pin_memory\":\"auto\"}}}", "cfg.json", &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(z.src_pin_memory, PLAN_SRC_DEFAULT);
     ck_assert_int_eq(plan_zero_parse(&z, "{\"zero_optimization\":{\"stage\":3,\"offload_optimizer\":{\"device\":\"cpu\","
-                                         "\"pin_memory\":\"auto\"}}}", "cfg.json", &e), RL_EINVAL);
-    ck_assert_ptr_nonnull(strstr(e.msg, "offload_optimizer.pin_memory: \"auto\" is not allowed; expected true or false"));
+                                         "\"pin_memory\":\"maybe\"}}}", "cfg.json", &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "offload_optimizer.pin_memory: \"maybe\" is not allowed; expected true or false"));
     ck_assert_msg(plan_zero_parse(&z, "{\"zero_optimization\":{\"stage\":3,\"offload_optimizer\":{\"device\":\"cpu\","
                                       "\"pin_memory\":true}}}", "cfg.json", &e) == 0, "%s", e.msg);
     ck_assert(z.pin_memory);
@@ -350,6 +386,7 @@ Suite *plan_ledger_suite(void)
     tcase_add_test(tc, newer_rule_honors_the_hand_counted_ratio);
     tcase_add_test(tc, layout_dp_counts_pipeline_stages);
     tcase_add_test(tc, pin_memory_false_keeps_the_flat_buffer_pageable);
+    tcase_add_test(tc, no_offload_keeps_a_16bit_flat_gradient_buffer_and_no_fp32_grads);
     tcase_add_test(tc, offload_devices_and_pin_memory_values);
     tcase_add_test(tc, suggested_sub_group_size_rounds_within_ten_percent);
     suite_add_tcase(s, tc);

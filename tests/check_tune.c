@@ -83,6 +83,40 @@ START_TEST(answer_is_what_predict_says)
 }
 END_TEST
 
+
+/* Issue 38 item 5: a bf16 checkpoint (the HF config's torch_dtype) is planned in bf16, says so in
+ * the JSON and in the human output, and the block carries the key; its step is what predict
+ * says with --dtype bf16. */
+START_TEST(dtype_taken_from_the_model_and_put_into_the_block)
+{
+    json_t *t = tu_ratiolab_json("tune --model qwen2.5-7b --hw dgx-a100-80g --gpus 4 --micro-batches 1 --ratios 0:1:0.25 --json");
+    ck_assert_str_eq(json_string_value(json_object_get(t, "dtype")), "bf16");
+    ck_assert_str_eq(json_string_value(json_object_get(t, "dtype_origin")), "the model's torch_dtype");
+    json_t *blk = json_object_get(t, "deepspeed_config");
+    ck_assert(json_is_true(json_object_get(json_object_get(blk, "bf16"), "enabled")));
+    ck_assert_ptr_null(json_object_get(blk, "fp16"));
+    json_t *ans = json_object_get(t, "answer");
+    bool off = !strcmp(json_string_value(json_object_get(ans, "offload")), "cpu");
+    char how[160];
+    if (off)
+        snprintf(how, sizeof how, "--ratio %.17g --sub-group-size %lld", jreal(ans, "requested_ratio"),
+                 (long long)jint(ans, "sub_group_size"));
+    else
+        snprintf(how, sizeof how, "--ds-config %s", tu_write("bf16.json", "{\"zero_optimization\": {\"stage\": 3}}"));
+    json_t *p = tu_ratiolab_json("predict --model qwen2.5-7b --hw dgx-a100-80g --gpus 4 --dtype bf16 %s --micro-batch %lld "
+                                 "--grad-accum %lld%s --json", how, (long long)jint(ans, "micro_batch"),
+                                 (long long)jint(ans, "grad_accum"),
+                                 json_is_true(json_object_get(ans, "checkpoint_activations")) ? " --checkpoint-activations" : "");
+    ck_assert_int_eq(jint(json_object_get(p, "prediction"), "step_ns"), jint(json_object_get(ans, "prediction"), "step_ns"));
+    json_decref(p);
+    json_decref(t);
+    struct tu_run r;
+    tu_ratiolab(&r, "tune --model qwen2.5-7b --hw dgx-a100-80g --gpus 4 --micro-batches 1 --ratios 0:1:0.25");
+    ck_assert_msg(r.status == 0 && strstr(r.out, "\ndtype      bf16 (the model's torch_dtype)\n"), "%s", r.out);
+    tu_run_free(&r);
+}
+END_TEST
+
 /* The planning guide (docs/plan-and-predict.md, where the front page sends a newcomer with the
  * question) shows the real output of its `tune` and `sweep` commands: every "$ ratiolab tune ..."
  * and "$ ratiolab sweep ..." block in it is what the command prints now. */
@@ -110,6 +144,8 @@ START_TEST(readme_tune_and_sweep_outputs_are_current)
             struct tu_run r;
             tu_ratiolab(&r, "%s", args);
             ck_assert_msg(r.status == 0, "%s: exit %d: %s", args, r.status, r.err);
+            /* issue 38: ratio 0 keeps every sub-group on the GPU; it is no "offload" of a ratio */
+            ck_assert_msg(!strstr(r.out, "best with offload (ratio 0.00"), "%s", r.out);
             size_t want = (size_t)(end - (nl + 1));
             ck_assert_msg(strlen(r.out) == want && memcmp(r.out, nl + 1, want) == 0,
                           "docs/plan-and-predict.md shows another output of `ratiolab %s` than it prints now:\n%s", args, r.out);
@@ -254,6 +290,7 @@ Suite *tune_suite(void)
     tcase_add_test(t, answer_is_what_predict_says);
     tcase_add_test(t, offloading_answer_is_what_predict_says);
     tcase_add_test(t, readme_tune_and_sweep_outputs_are_current);
+    tcase_add_test(t, dtype_taken_from_the_model_and_put_into_the_block);
     tcase_add_test(t, global_batch_sets_accumulation);
     tcase_add_test(t, profiles_side_by_side_and_headroom);
     tcase_add_test(t, sweep_csv_has_tokens_and_phases);

@@ -793,6 +793,19 @@ START_TEST(report_checks_fail_when_broken)
     json_decref(j);
     ck_assert_int_eq(val_report_md(r, &text, &e), 0);
     ck_assert_ptr_nonnull(strstr(text, "| bitwise | PASS |"));
+    ck_assert_ptr_nonnull(strstr(text, "| +10.00 |"));
+    free(text);
+    /* Issue 38 item 11: a prediction of another machine (the cpu backend without --calibrate) has
+     * no time error: the time check is information, not gated, and report.md prints none. */
+    two_rows(r);
+    r->gate_time_pct = 5;
+    snprintf(r->time_skipped, sizeof r->time_skipped, "the prediction is of the dgx1-v100 profile");
+    val_report_check(r);
+    ck_assert_int_eq(find_check(r, "time")->status, VAL_INFO);
+    ck_assert(!find_check(r, "time")->gated && !val_report_failed(r));
+    ck_assert_ptr_nonnull(strstr(find_check(r, "time")->detail, "not compared: the prediction is of the dgx1-v100"));
+    ck_assert_int_eq(val_report_md(r, &text, &e), 0);
+    ck_assert_msg(!strstr(text, "+10.00") && !strstr(text, "Step MAPE") && strstr(text, "Step times not compared"), "%s", text);
     free(text);
     free(r);
 }

@@ -182,7 +182,11 @@ static void check_process(struct val_report *r)
 
 static void check_time(struct val_report *r)
 {
-    struct val_check *c = add_check(r, "time", r->gate_time_pct >= 0);
+    struct val_check *c = add_check(r, "time", r->gate_time_pct >= 0 && !r->time_skipped[0]);
+    if (r->time_skipped[0]) {   /* a prediction of another machine: no time error to report */
+        detail(c, "not compared: %s", r->time_skipped);
+        c->status = VAL_INFO;
+    }
     double sum = 0;
     for (int i = 0; i < r->n_rows; i++) {
         struct val_row *w = &r->rows[i];
@@ -207,6 +211,8 @@ static void check_time(struct val_report *r)
             }
         r->phase_mape_pct[p] = n ? s / n : -1;
     }
+    if (r->time_skipped[0])
+        return;   /* the rows keep the arithmetic for report.json, beside time_skipped */
     detail(c, "step MAPE over %d run%s %.2f %%", r->n_rows, r->n_rows == 1 ? "" : "s", r->step_mape_pct);
     if (most_ph >= 0 && r->phase_exposed_error_ms[most_ph] != 0)
         detail(c, "; largest share of the step error: %s, exposed %+.3f ms (mean over the runs)", sim_phase_name(most_ph),
@@ -316,6 +322,7 @@ int val_report_json(const struct val_report *r, char **out, struct rl_err *e)
     snprintf(d, sizeof d, "%08x", r->reference_digest);
     json_object_set_new(o, "reference_digest", r->have_reference ? json_string(d) : json_null());
     json_object_set_new(o, "step_mape_pct", json_real(r->step_mape_pct));
+    json_object_set_new(o, "time_skipped", r->time_skipped[0] ? json_string(r->time_skipped) : json_null());
     json_t *pm = json_object();
     for (int p = 0; p < VAL_PHASES; p++)
         if (r->phase_mape_pct[p] >= 0)
@@ -391,11 +398,16 @@ int val_report_md(const struct val_report *r, char **out, struct rl_err *e)
         char oc[16] = "-";
         if (w->others_cpu_pct >= 0)
             snprintf(oc, sizeof oc, "%.0f", w->others_cpu_pct);
-        sb(&b, "| %g | %s | %s | %.4f | %08x | %.3f | %.3f | %+.2f | %s |\n", w->ratio, w->schedule, w->policy,
-           w->plan_honored_ratio, w->digest, msf(w->predicted.step_ns), msf(w->measured.step_ns), w->step_error_pct,
-           oc);
+        char err[32] = "-";   /* no error against another machine's profile */
+        if (!r->time_skipped[0])
+            snprintf(err, sizeof err, "%+.2f", w->step_error_pct);
+        sb(&b, "| %g | %s | %s | %.4f | %08x | %.3f | %.3f | %s | %s |\n", w->ratio, w->schedule, w->policy,
+           w->plan_honored_ratio, w->digest, msf(w->predicted.step_ns), msf(w->measured.step_ns), err, oc);
     }
-    sb(&b, "\nStep MAPE: %.2f %%. Others' CPU: the share of the machine's cores that other processes used while "
+    if (r->time_skipped[0])
+        sb(&b, "\nStep times not compared: %s.\n", r->time_skipped);
+    else
+        sb(&b, "\nStep MAPE: %.2f %%. Others' CPU: the share of the machine's cores that other processes used while "
            "the run ran (from /proc/stat, the run's own CPU time taken out); the simulator cannot know it, and on a "
            "shared machine it is where much of the time error comes from.\n", r->step_mape_pct);
     sb(&b, "\n## Per phase (ms; busy = any of it running, exposed = it was the highest-priority phase)\n");

@@ -243,6 +243,10 @@ struct val_report {
     bool have_reference;             /* reference_digest is set */
     double mem_tol_pct;              /* process memory tolerance, percent of prediction + baseline */
     double gate_time_pct;            /* < 0: time reported, not gated */
+    char time_skipped[256];          /* non-empty: step times are not compared, and why (the prediction
+                                        is of another machine than the one measured): the time check is
+                                        information, the text and report.md print no error (report.json
+                                        keeps the arithmetic beside this reason) */
     bool device_in_rss;              /* the emulated device's memory is host memory (cpu backend) */
     bool baseline_before_run;        /* the baseline is each rank's RSS right before its run (validate
                                         ran under mpirun, the executor in its processes), not a
