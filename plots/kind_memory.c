@@ -21,6 +21,33 @@ static void series(struct plot__fig *f, int i, int col, int dash, bool staircase
     fprintf(f->gp, ", \\\n     datafile index %d using 1:%d with points lt %d", i, col, i + 1);
 }
 
+/* Sweep i's key entry: what tells it apart from the other sweeps (plot__sweep_parts, joined by
+ * ", "), a single sweep's policy. Written as one gnuplot string per part, joined in gnuplot, so
+ * every part goes through plot__gp_str; title_out gets the text for the key's layout. */
+static void key_name(struct plot__fig *f, const struct plot__sweep *s, int ns, int i, char *title_out, size_t n)
+{
+    char part[PLOT__ATTR_COUNT][PLOT__PART_MAX];
+    const char *field[PLOT__ATTR_COUNT];
+    int np = 1;
+    if (ns == 1) {
+        snprintf(part[0], sizeof part[0], "%s", s[i].policy);
+        field[0] = "policy";
+    } else {
+        np = plot__sweep_parts(&s[i], plot__sweep_differ(s, ns), part, field);
+    }
+    if (title_out) {
+        title_out[0] = 0;
+        for (int k = 0; k < np; k++)
+            snprintf(title_out + strlen(title_out), n - strlen(title_out), "%s%s", k ? ", " : "", part[k]);
+        return;
+    }
+    for (int k = 0; k < np; k++) {
+        if (k)
+            fputs(" . \", \" . ", f->gp);
+        plot__gp_str(f, field[k], part[k]);
+    }
+}
+
 int plot__memory(struct plot__fig *f, struct rl_err *e)
 {
     int ns = f->o->n_in;
@@ -61,8 +88,11 @@ int plot__memory(struct plot__fig *f, struct rl_err *e)
     bool dbl = f->o->width == PLOT_DOUBLE;
     struct plot__key k;
     plot__key_init(&k, ns + 1);
-    for (int i = 0; i < ns; i++)
-        plot__key_title(&k, i, s[i].policy);
+    for (int i = 0; i < ns; i++) {
+        char name[PLOT__ATTR_COUNT * (PLOT__PART_MAX + 2)];
+        key_name(f, s, ns, i, name, sizeof name);
+        plot__key_title(&k, i, name);
+    }
     plot__key_title(&k, ns, "honored = requested");
     struct plot__grid g = {dbl ? 1 : 2, dbl ? 2 : 1, 0, 0.5, 0.15, 0.08, 0.36, f->o->title && *f->o->title ? 0.25 : 0, 0};
     g.height_in = g.rows * (dbl ? 2.2 : 1.8) + g.title_in;
@@ -132,7 +162,7 @@ int plot__memory(struct plot__fig *f, struct rl_err *e)
     for (int i = 0; i < ns; i++) {
         plot__key_entry(f, &g, &k, ke++);
         fprintf(gp, "NaN with linespoints lt %d dt 1 title ", i + 1);
-        plot__gp_str(f, "policy", s[i].policy);
+        key_name(f, s, ns, i, NULL, 0);
         fputc('\n', gp);
     }
     plot__key_entry(f, &g, &k, ke++);

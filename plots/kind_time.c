@@ -37,36 +37,65 @@ static int cmp_band(const void *x, const void *y)
     return group_rank(x) - group_rank(y);
 }
 
-/* A panel's title from a sweep's policy, DeepSpeed version and schedule: "policy exact",
- * "DeepSpeed 0.12.4", "overlapped step (ratiolab)". */
+/* A panel's title: what tells its sweep apart from the other panels' (plot__sweep_parts: hardware,
+ * model, policy, DeepSpeed version, schedule, only those that differ between the inputs); a
+ * single sweep's names its policy, DeepSpeed version and schedule ("policy exact",
+ * "DeepSpeed 0.12.4", "overlapped step (ratiolab)"). */
 struct panel_title {
-    char part[3][96];
+    char part[PLOT__ATTR_COUNT][PLOT__PART_MAX];   /* the parts, in plot__attr order */
+    const char *field[PLOT__ATTR_COUNT];           /* where each came from, for plot__gp_str */
+    int n;                                         /* entries in part (1 to PLOT__ATTR_COUNT) */
 };
 
-static void panel_title(const struct plot__sweep *s, struct panel_title *t)
+static void panel_title(const struct plot__sweep *s, unsigned mask, struct panel_title *t)
 {
-    const char *sch = strncmp(s->schedule, "deepspeed", 9) == 0 ? "DeepSpeed's sequential step"
-                      : strcmp(s->schedule, "overlap") == 0   ? "overlapped step (ratiolab)"
-                                                              : s->schedule;
-    snprintf(t->part[0], sizeof t->part[0], "policy %s", s->policy);
-    snprintf(t->part[1], sizeof t->part[1], "DeepSpeed %s", s->ds_version[0] ? s->ds_version : "version not recorded");
-    snprintf(t->part[2], sizeof t->part[2], "%s", sch);
+    t->n = plot__sweep_parts(s, mask, t->part, t->field);
 }
 
-/* Lines the titles need so that each fits in w inches: 1 (all three parts), 2 (policy and
- * version, then the schedule) or 3 (one part a line). */
-static int title_lines(const struct plot__sweep *s, int ns, double w)
+/* The attributes the panels' titles name: those that differ between the sweeps, or for a single
+ * sweep its policy, DeepSpeed version and schedule. */
+static unsigned title_mask(const struct plot__sweep *s, int ns)
 {
-    int lines = 1;
-    for (int i = 0; i < ns; i++) {
-        struct panel_title t;
-        panel_title(&s[i], &t);
-        size_t a = strlen(t.part[0]), b = strlen(t.part[1]), c = strlen(t.part[2]);
-        int need = plot__text_w((int)(a + b + c + 4), 9) <= w ? 1
-                   : plot__text_w((int)(a + b + 2), 9) <= w && plot__text_w((int)c, 9) <= w ? 2 : 3;
-        lines = need > lines ? need : lines;
+    if (ns == 1)
+        return PLOT__ATTR_BIT(PLOT__ATTR_POLICY) | PLOT__ATTR_BIT(PLOT__ATTR_VERSION) |
+               PLOT__ATTR_BIT(PLOT__ATTR_SCHEDULE);
+    return plot__sweep_differ(s, ns);
+}
+
+/* Whether part k of a title of n parts laid on lines lines ends its line: the first line holds
+ * parts 0 to n - lines (joined by ", "), every later line one part. */
+static bool title_breaks_after(int k, int n, int lines)
+{
+    return k >= n - lines;
+}
+
+/* Lines the titles need so that each line fits in w inches: the fewest from 1 (every part on one
+ * line) to n (one part a line) where every panel's lines fit; n when none does. For three parts:
+ * 1, 2 (the first two, then the third) or 3. */
+static int title_lines(const struct plot__sweep *s, int ns, unsigned mask, double w)
+{
+    struct panel_title t;
+    panel_title(&s[0], mask, &t);
+    int n = t.n;
+    for (int lines = 1; lines < n; lines++) {
+        bool fits = true;
+        for (int i = 0; i < ns && fits; i++) {
+            panel_title(&s[i], mask, &t);
+            size_t len = 0;
+            for (int k = 0; k < n && fits; k++) {
+                len += strlen(t.part[k]);
+                if (title_breaks_after(k, n, lines) || k == n - 1) {
+                    fits = plot__text_w((int)len, 9) <= w;
+                    len = 0;
+                } else {
+                    len += 2;   /* ", " */
+                }
+            }
+        }
+        if (fits)
+            return lines;
     }
-    return lines;
+    return n;
 }
 
 /* Where the "fastest that fits" label goes: just above the bars it spans (so the top of the panel
@@ -122,7 +151,8 @@ struct tm_fig {
     /* place */
     bool dbl;                            /* a double column: panels side by side */
     double panel_w;                      /* a panel's plot area, inches wide */
-    int t_lines;                         /* lines of each panel's title (1 to 3) */
+    unsigned t_mask;                     /* what the panels' titles name (plot__attr bits) */
+    int t_lines;                         /* lines of each panel's title (1 to PLOT__ATTR_COUNT) */
     double tick, top;                    /* y tick step and top of the y range */
     double half;                         /* half a bar's width, ratio units */
     char shade_title[96];                /* the key's entry for the shading */
@@ -262,6 +292,16 @@ static bool fill_panels(const struct plot__fig *f, void *ctx, int attempt, struc
     return true;
 }
 
+/* Whether every sweep's profile has the same GPU memory (one "over N GiB" names every panel's
+ * shading). */
+static bool same_capacity(const struct plot__sweep *s, int ns)
+{
+    for (int i = 1; i < ns; i++)
+        if (s[i].gpu_capacity_bytes != s[0].gpu_capacity_bytes)
+            return false;
+    return true;
+}
+
 /* Place: the panels (one per sweep, side by side in a double column), their titles, bar widths,
  * the key. The key has one entry per band, one for the shading, one for the no-offload line; it
  * goes where no bar, line or label lies in a panel; when no panel has such a spot, the panels get
@@ -273,11 +313,12 @@ static void place(const struct plot__fig *f, struct tm_fig *c)
     c->dbl = f->o->width == PLOT_DOUBLE;
     int cols = c->dbl ? ns : 1, rows = c->dbl ? 1 : ns;
     double panel_h = c->dbl ? 2.2 : 1.9;
-    /* Panel titles (policy, DeepSpeed version, schedule) on one line where every one fits across
-     * its panel, else on two or three. */
+    /* Panel titles (what differs between the sweeps) on one line where every one fits across its
+     * panel, else on more. */
     double right_in = f->o->speedup ? 0.62 : 0.15;
     c->panel_w = plot__width_in(f) / cols - 0.5 - right_in;
-    c->t_lines = title_lines(s, ns, c->panel_w + right_in);
+    c->t_mask = title_mask(s, ns);
+    c->t_lines = title_lines(s, ns, c->t_mask, c->panel_w + right_in);
     c->g = (struct plot__grid){rows, cols, 0, 0.5, right_in, 0.08 + 0.14 * c->t_lines, 0.36,
                                f->o->title && *f->o->title ? 0.25 : 0, 0};
     c->g.height_in = rows * (panel_h + c->g.top_in - 0.22) + c->g.title_in;
@@ -285,7 +326,7 @@ static void place(const struct plot__fig *f, struct tm_fig *c)
     char gpu_mem[40] = "";
     if (f->o->gpu_mem_bytes > 0)
         plot__gib_label(gpu_mem, sizeof gpu_mem, f->o->gpu_mem_bytes);
-    else if (s[0].gpu_capacity_bytes > 0)
+    else if (s[0].gpu_capacity_bytes > 0 && same_capacity(s, ns))   /* else each panel has its own */
         plot__gib_label(gpu_mem, sizeof gpu_mem, s[0].gpu_capacity_bytes);
     snprintf(c->shade_title, sizeof c->shade_title, "%s%s", gpu_mem[0] ? "over " : "does not fit", gpu_mem);
     /* Bars are 80 % of the closest spacing of ratios. */
@@ -316,13 +357,13 @@ static void emit_panel_axes(struct plot__fig *f, const struct tm_fig *c, int i)
     FILE *gp = f->gp;
     const struct plot__sweep *s = &c->s[i];
     struct panel_title pt;
-    panel_title(s, &pt);
+    panel_title(s, c->t_mask, &pt);
     fputs("set title ", gp);
-    plot__gp_str(f, "policy", pt.part[0]);
-    fputs(c->t_lines == 3 ? " . \"\\n\" . " : " . \", \" . ", gp);
-    plot__gp_str(f, "deepspeed_version", pt.part[1]);
-    fputs(c->t_lines == 1 ? " . \", \" . " : " . \"\\n\" . ", gp);
-    plot__gp_str(f, "schedule", pt.part[2]);
+    for (int k = 0; k < pt.n; k++) {   /* the parts as gnuplot strings, joined in gnuplot */
+        if (k)
+            fputs(title_breaks_after(k - 1, pt.n, c->t_lines) ? " . \"\\n\" . " : " . \", \" . ", gp);
+        plot__gp_str(f, pt.field[k], pt.part[k]);
+    }
     fputs("\n", gp);
     /* The no-offload step (ratio 0) as a dashed line across the panel, named inside it. */
     int r0 = ref_row(s, 0);

@@ -201,6 +201,28 @@ int plot__read_sweeps(struct plot__fig *f, struct plot__sweep *s, struct rl_err 
 void plot__free_sweeps(struct plot__sweep *s, int n);
 /* The .dat header from the sweeps' metadata (distinct values joined). */
 void plot__sweep_meta(struct plot__fig *f, const struct plot__sweep *s, int ns);
+/* What tells sweeps apart, in the order a figure names them (a panel title's parts, a key entry):
+ * hardware profile, model, placement policy, DeepSpeed version, optimizer-step schedule. Policy
+ * comes before version as in a single sweep's time panel ("policy exact, DeepSpeed 0.12.4"), so
+ * one order holds for one input and for several. */
+enum plot__attr {
+    PLOT__ATTR_HARDWARE,
+    PLOT__ATTR_MODEL,
+    PLOT__ATTR_POLICY,
+    PLOT__ATTR_VERSION,
+    PLOT__ATTR_SCHEDULE,
+    PLOT__ATTR_COUNT
+};
+#define PLOT__ATTR_BIT(a) (1u << (a))
+#define PLOT__PART_MAX 288   /* one part's text: the longest is a model (255 bytes) */
+/* The attributes whose value is not the same in all ns sweeps (bits PLOT__ATTR_BIT). */
+unsigned plot__sweep_differ(const struct plot__sweep *s, int ns);
+/* The parts that name sweep s among others: the text of each attribute in mask, in enum order
+ * ("dgx-a100-80g", the model, "policy exact", "DeepSpeed 0.12.4", "overlapped step (ratiolab)"),
+ * with field[k] the name plot__gp_str reports for part k. An empty mask (several sweeps alike in
+ * all five) gives the input's base name, so panels and key entries still differ. Returns the
+ * parts written (1 to PLOT__ATTR_COUNT). */
+int plot__sweep_parts(const struct plot__sweep *s, unsigned mask, char part[][PLOT__PART_MAX], const char *field[]);
 /* Does row w fit: the sweep's own verdict, or GPU memory within --gpu-mem. */
 bool plot__row_fits(const struct plot__fig *f, const struct plot__sweep_row *w);
 /* The fastest row that fits (ties: the smaller ratio); -1 when none fits. */

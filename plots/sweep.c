@@ -78,6 +78,56 @@ void plot__sweep_meta(struct plot__fig *f, const struct plot__sweep *s, int ns)
     plot__dat_header(f, &m);
 }
 
+/* Sweep s's value of attribute a, as compared between sweeps (the raw field). */
+static const char *attr_value(const struct plot__sweep *s, enum plot__attr a)
+{
+    switch (a) {
+    case PLOT__ATTR_HARDWARE: return s->hardware;
+    case PLOT__ATTR_MODEL: return s->model;
+    case PLOT__ATTR_POLICY: return s->policy;
+    case PLOT__ATTR_VERSION: return s->ds_version;
+    default: return s->schedule;
+    }
+}
+
+unsigned plot__sweep_differ(const struct plot__sweep *s, int ns)
+{
+    unsigned mask = 0;
+    for (int a = 0; a < PLOT__ATTR_COUNT; a++)
+        for (int i = 1; i < ns; i++)
+            if (strcmp(attr_value(&s[i], (enum plot__attr)a), attr_value(&s[0], (enum plot__attr)a)) != 0)
+                mask |= PLOT__ATTR_BIT(a);
+    return mask;
+}
+
+int plot__sweep_parts(const struct plot__sweep *s, unsigned mask, char part[][PLOT__PART_MAX], const char *field[])
+{
+    static const char *const fields[PLOT__ATTR_COUNT] = {"hardware", "model", "policy", "deepspeed_version",
+                                                         "schedule"};
+    int n = 0;
+    for (int a = 0; a < PLOT__ATTR_COUNT; a++) {
+        if (!(mask & PLOT__ATTR_BIT(a)))
+            continue;
+        char *p = part[n];
+        field[n++] = fields[a];
+        if (a == PLOT__ATTR_POLICY)
+            snprintf(p, PLOT__PART_MAX, "policy %s", s->policy);
+        else if (a == PLOT__ATTR_VERSION)
+            snprintf(p, PLOT__PART_MAX, "DeepSpeed %s", s->ds_version[0] ? s->ds_version : "version not recorded");
+        else if (a == PLOT__ATTR_SCHEDULE)
+            snprintf(p, PLOT__PART_MAX, "%s", strncmp(s->schedule, "deepspeed", 9) == 0 ? "DeepSpeed's sequential step"
+                                              : strcmp(s->schedule, "overlap") == 0 ? "overlapped step (ratiolab)"
+                                                                                     : s->schedule);
+        else
+            snprintf(p, PLOT__PART_MAX, "%s", attr_value(s, (enum plot__attr)a));
+    }
+    if (n == 0) {
+        field[n] = "in";
+        snprintf(part[n++], PLOT__PART_MAX, "%s", s->name);
+    }
+    return n;
+}
+
 /* Does row w fit: the sweep's own verdict, or GPU memory within --gpu-mem (host as the sweep says). */
 bool plot__row_fits(const struct plot__fig *f, const struct plot__sweep_row *w)
 {

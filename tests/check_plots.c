@@ -543,6 +543,79 @@ START_TEST(sweep_version_and_offload_reach_the_figures)
 }
 END_TEST
 
+/* The text of every line of gp that starts with prefix, after the prefix (up to n lines). */
+static int lines_after(const char *gp, const char *prefix, char out[][512], int n)
+{
+    int k = 0;
+    size_t pl = strlen(prefix);
+    for (const char *p = gp; *p && k < n;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (len >= pl && strncmp(p, prefix, pl) == 0)
+            snprintf(out[k++], 512, "%.*s", (int)(len - pl), p + pl);
+        p += len + (nl != NULL);
+    }
+    return k;
+}
+
+/* Two sweeps alike but for the hardware profile: the time panels' titles and the memory key's
+ * entries name the profile (what each sweep's JSON says it ran on) and nothing the two share
+ * (policy, DeepSpeed version, schedule); the time figure's shading names no one profile's GPU
+ * memory. */
+START_TEST(two_hardware_profiles_are_told_apart)
+{
+    static const char *const hw[2] = {"dgx-a100-80g", "dgx-a100-40g"};
+    struct tu_run r;
+    tu_ratiolab(&r, "sweep --hw %s --ratios 0,0.5,1 --json --out h0.json && %s sweep --hw %s --ratios 0,0.5,1 "
+                "--json --out h1.json", hw[0], tu_bin(), hw[1]);
+    ck_assert_msg(r.status == 0, "sweep: %s", r.err);
+    tu_run_free(&r);
+    char quoted[2][96];
+    json_int_t cap[2];
+    for (int i = 0; i < 2; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "h%d.json", i);
+        json_t *o = json_load_file(tu_path(name), 0, NULL);
+        ck_assert_ptr_nonnull(o);
+        ck_assert_str_eq(json_string_value(json_object_get(o, "hardware")), hw[i]);
+        snprintf(quoted[i], sizeof quoted[i], "\"%s\"", hw[i]);
+        json_t *g = json_object_get(json_object_get(json_array_get(json_object_get(o, "rows"), 0), "prediction"),
+                                    "gpu_memory_per_rank");
+        cap[i] = json_integer_value(json_object_get(g, "capacity_bytes"));
+        json_decref(o);
+    }
+    ck_assert_msg(cap[0] > 0 && cap[1] > 0 && cap[0] != cap[1], "GPU capacities %lld and %lld", (long long)cap[0],
+                  (long long)cap[1]);
+    for (int kind = 0; kind < 2; kind++) {
+        struct plot_opts o;
+        plot_opts_init(&o);
+        o.kind = kind ? PLOT_MEMORY : PLOT_TIME;
+        o.version = "0.1.0";
+        o.in[o.n_in++] = tu_path("h0.json");
+        o.in[o.n_in++] = tu_path("h1.json");
+        o.out = tu_path(kind ? "hw-memory.png" : "hw-time.png");
+        struct plot_files files;
+        struct rl_err e = {0};
+        ck_assert_msg(plot_write(&o, &files, &e) == 0, "%s", e.msg);
+        size_t n = 0;
+        char *gp = tu_read(files.gp, &n), got[4][512];
+        ck_assert_ptr_nonnull(gp);
+        int m = kind ? lines_after(gp, "plot NaN with linespoints lt ", got, 4) : lines_after(gp, "set title ", got, 4);
+        ck_assert_msg(m == 2, "%s: %d panel titles or key entries, want 2", files.gp, m);
+        ck_assert_msg(strcmp(got[0], got[1]) != 0, "%s: both name '%s'", files.gp, got[0]);
+        for (int i = 0; i < 2; i++) {
+            ck_assert_msg(strstr(got[i], quoted[i]), "%s: '%s' does not name %s", files.gp, got[i], hw[i]);
+            ck_assert_msg(!strstr(got[i], quoted[1 - i]), "%s: '%s' names %s", files.gp, got[i], hw[1 - i]);
+            ck_assert_msg(!strstr(got[i], "policy") && !strstr(got[i], "DeepSpeed"),
+                          "%s: '%s' names what the sweeps share", files.gp, got[i]);
+        }
+        /* The profiles' GPU memories differ: the time figure's shading names neither. */
+        ck_assert_msg(kind || !strstr(gp, "title \"over "), "%s: the shading names one GPU memory", files.gp);
+        free(gp);
+    }
+}
+END_TEST
+
 Suite *plots_suite(void)
 {
     Suite *s = suite_create("plots");
@@ -561,6 +634,7 @@ Suite *plots_suite(void)
     tcase_add_test(tc, help_lists_every_kind);
     tcase_add_test(tc, pdf_date_is_stable);
     tcase_add_test(tc, sweep_version_and_offload_reach_the_figures);
+    tcase_add_test(tc, two_hardware_profiles_are_told_apart);
     if (have_gnuplot())
         tcase_add_loop_test(tc, every_kind_renders, 0, N_CASES);
     else

@@ -62,7 +62,7 @@ plot NaN notitle, \
      datafile index 1 using 1:4 with lines lt 2 dt 2, \
      datafile index 1 using 1:4 with points lt 2, \
      16.0000 with lines lc rgb '#000000' dt 3 lw 1
-# the key, inside the plot area where no data lie; box (screen) 0.6166 0.6111 0.9457 0.7333
+# the key, inside the plot area where no data lie; box (screen) 0.5891 0.6111 0.9457 0.7333
 set lmargin at screen 0.01
 set rmargin at screen 0.99
 set tmargin at screen 0.99
@@ -81,10 +81,10 @@ unset y2tics
 unset y2label
 set xrange [0:1]
 set yrange [0:1]
-set key at screen 0.6166, screen 0.7333 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with linespoints lt 1 dt 1 title "deepspeed-0.12"
-set key at screen 0.6166, screen 0.6944 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with linespoints lt 2 dt 1 title "exact"
-set key at screen 0.6166, screen 0.6556 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.5891, screen 0.7333 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with linespoints lt 1 dt 1 title "policy deepspeed-0.12"
+set key at screen 0.5891, screen 0.6944 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with linespoints lt 2 dt 1 title "policy exact"
+set key at screen 0.5891, screen 0.6556 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with lines lc rgb '#c8c8c8' dt 1 lw 5 title 'honored = requested'
 unset multiplot

@@ -1,9 +1,9 @@
 # ratiolab plot time (ratiolab 0.1.0): draws the figure named by outfile from the data in datafile (both set below).
 # Run from this folder: gnuplot THIS.gp   (gnuplot -e "outfile='other.png'" THIS.gp to rename)
-# Paper size: 7.0 in x 2.59 in; font ',9', which pdfcairo draws as 6 pt text.
+# Paper size: 7.0 in x 2.45 in; font ',9', which pdfcairo draws as 6 pt text.
 if (!exists("outfile")) outfile = "time.png"
 datafile = "time.dat"
-set terminal pngcairo size 1400,518 font ',9' fontscale 1.39 linewidth 1.39 pointscale 1.8 background '#ffffff'
+set terminal pngcairo size 1400,490 font ',9' fontscale 1.39 linewidth 1.39 pointscale 1.8 background '#ffffff'
 set output outfile
 set termoption noenhanced
 set datafile separator '\t'
@@ -33,14 +33,14 @@ set ytics 0, 0.5, 2 format '%.1f'
 unset key
 set lmargin at screen 0.0714
 set rmargin at screen 0.4786
-set tmargin at screen 0.7645
-set bmargin at screen 0.1390
+set tmargin at screen 0.8082
+set bmargin at screen 0.1469
 unset object
 unset arrow
 unset label
 unset ylabel
-set label 90 "step time (s)" at screen 0.0114, screen 0.4517 center rotate by 90
-set title "policy deepspeed-0.12" . ", " . "DeepSpeed 0.12.4" . "\n" . "DeepSpeed\047s sequential step"
+set label 90 "step time (s)" at screen 0.0114, screen 0.4776 center rotate by 90
+set title "policy deepspeed-0.12" . ", " . "DeepSpeed\047s sequential step"
 set arrow 3 from graph 0, first 0.313582 to graph 1, first 0.313582 nohead lc rgb '#000000' dt 2 lw 1 front
 unset y2tics
 unset y2label
@@ -55,14 +55,14 @@ plot datafile index 0 using 1:((0+$5)/2):($1-0.1000):($1+0.1000):(0):5 with boxx
      datafile index 0 using 1:(($9+$10)/2):($1-0.1000):($1+0.1000):($9):10 with boxxyerror fc rgb '#777777' fs pattern 5 noborder
 set lmargin at screen 0.5714
 set rmargin at screen 0.9786
-set tmargin at screen 0.7645
-set bmargin at screen 0.1390
+set tmargin at screen 0.8082
+set bmargin at screen 0.1469
 unset object
 unset arrow
 unset label
 unset ylabel
-set label 90 "step time (s)" at screen 0.5114, screen 0.4517 center rotate by 90
-set title "policy exact" . ", " . "DeepSpeed 0.12.4" . "\n" . "overlapped step (ratiolab)"
+set label 90 "step time (s)" at screen 0.5114, screen 0.4776 center rotate by 90
+set title "policy exact" . ", " . "overlapped step (ratiolab)"
 set arrow 3 from graph 0, first 0.106315 to graph 1, first 0.106315 nohead lc rgb '#000000' dt 2 lw 1 front
 unset y2tics
 unset y2label
@@ -75,7 +75,7 @@ plot datafile index 1 using 1:((0+$5)/2):($1-0.1000):($1+0.1000):(0):5 with boxx
      datafile index 1 using 1:(($7+$8)/2):($1-0.1000):($1+0.1000):($7):8 with boxxyerror fc rgb '#009E73' fs solid 1.0 noborder, \
      datafile index 1 using 1:(($8+$9)/2):($1-0.1000):($1+0.1000):($8):9 with boxxyerror fc rgb '#E69F00' fs solid 1.0 noborder, \
      datafile index 1 using 1:(($9+$10)/2):($1-0.1000):($1+0.1000):($9):10 with boxxyerror fc rgb '#777777' fs pattern 5 noborder
-# the key, inside the plot area where no data lie; box (screen) 0.6694 0.5251 0.9729 0.7490
+# the key, inside the plot area where no data lie; box (screen) 0.6694 0.5551 0.9729 0.7918
 set lmargin at screen 0.01
 set rmargin at screen 0.99
 set tmargin at screen 0.99
@@ -94,20 +94,20 @@ unset y2tics
 unset y2label
 set xrange [0:1]
 set yrange [0:1]
-set key at screen 0.6694, screen 0.7490 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.6694, screen 0.7918 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#0072B2' fs solid 1.0 title "compute"
-set key at screen 0.8014, screen 0.7490 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.8014, screen 0.7918 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#CC79A7' fs solid 1.0 title "collectives"
-set key at screen 0.6694, screen 0.6950 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.6694, screen 0.7347 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#D55E00' fs solid 1.0 title "PCIe copies"
-set key at screen 0.8014, screen 0.6950 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.8014, screen 0.7347 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#009E73' fs solid 1.0 title "GPU optimizer"
-set key at screen 0.6694, screen 0.6409 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.6694, screen 0.6776 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#E69F00' fs solid 1.0 title "CPU optimizer"
-set key at screen 0.8014, screen 0.6409 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.8014, screen 0.6776 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#777777' fs pattern 5 border lc rgb '#777777' title "idle"
-set key at screen 0.8014, screen 0.5869 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.8014, screen 0.6204 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with lines lc rgb '#000000' dt 2 lw 1 title 'ratio 0 (no offload)'
-set key at screen 0.6694, screen 0.5869 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.6694, screen 0.6204 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with boxes fc rgb '#ececec' fs solid 1.0 border lc rgb '#aaaaaa' title "over 12 GiB"
 unset multiplot
