@@ -62,7 +62,7 @@ plot NaN notitle, \
      datafile index 1 using 1:4 with lines lt 2 dt 2, \
      datafile index 1 using 1:4 with points lt 2, \
      16.0000 with lines lc rgb '#000000' dt 3 lw 1
-# the key, inside the plot area where no data lie; box (screen) 0.3083 0.1818 0.4729 0.3818
+# the key, inside the plot area where no data lie; box (screen) 0.2946 0.1818 0.4729 0.3818
 set lmargin at screen 0.01
 set rmargin at screen 0.99
 set tmargin at screen 0.99
@@ -81,10 +81,10 @@ unset y2tics
 unset y2label
 set xrange [0:1]
 set yrange [0:1]
-set key at screen 0.3083, screen 0.3818 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with linespoints lt 1 dt 1 title "deepspeed-0.12"
-set key at screen 0.3083, screen 0.3182 left top Left reverse samplen 2 spacing 1 noautotitle
-plot NaN with linespoints lt 2 dt 1 title "exact"
-set key at screen 0.3083, screen 0.2545 left top Left reverse samplen 2 spacing 1 noautotitle
+set key at screen 0.2946, screen 0.3818 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with linespoints lt 1 dt 1 title "policy deepspeed-0.12"
+set key at screen 0.2946, screen 0.3182 left top Left reverse samplen 2 spacing 1 noautotitle
+plot NaN with linespoints lt 2 dt 1 title "policy exact"
+set key at screen 0.2946, screen 0.2545 left top Left reverse samplen 2 spacing 1 noautotitle
 plot NaN with lines lc rgb '#c8c8c8' dt 1 lw 5 title 'honored = requested'
 unset multiplot
