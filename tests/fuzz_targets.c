@@ -17,6 +17,7 @@
 #include "traces/trace.h"
 #include "plots/input.h"
 #include "traces/dsconfig.h"
+#include "validation/audit.h"
 #include "validation/probe.h"
 #include "validation/val.h"
 
@@ -122,6 +123,21 @@ static void dslog(const uint8_t *data, size_t size)
 }
 
 /* A ratiolab-probe document, then judged against a plan of the small model with its settings. */
+/* An audit file (validation/audit.h): parsed, then every record replayed (bounded: the fuzzer's
+ * inputs are small, so are their records). */
+static void audit(const uint8_t *data, size_t size)
+{
+    struct val_audit a;
+    struct rl_err e = {0};
+    if (val_audit_parse(data, size, &a, &e) != 0)
+        return;
+    struct val_audit_finding *f = calloc(a.n ? (size_t)a.n : 1, sizeof *f);
+    if (f)
+        val_audit_replay(&a, f, &e);
+    free(f);
+    val_audit_free(&a);
+}
+
 static void probe(const uint8_t *data, size_t size)
 {
     struct val_probe pr;
@@ -307,6 +323,7 @@ const struct rl_fuzz_target rl_fuzz_targets[] = {
     {"trace", "Chrome trace reader (trace_parse)", trace},
     {"dslog", "DeepSpeed see_memory_usage log (trace_ds_parse)", dslog},
     {"probe", "ratiolab-probe JSON (val_probe_parse, then val_probe_compare)", probe},
+    {"audit", "ratiolab-probe audit file (val_audit_parse, then val_audit_replay)", audit},
     {"dsconfig", "DeepSpeed log configuration lines (trace_ds_config_parse)", dsconfig},
     {"ckpt", "checkpoint rank file and manifest (ex_ckpt_parse, ex_ckpt_check_cover, ex_ckpt_manifest_parse)", ckpt},
     {"monitor_csv", "monitor CSV (val_monitor_read for validate --monitor, plot__monitor_read)", monitor_csv},
