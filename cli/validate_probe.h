@@ -13,7 +13,7 @@
 /* The whole --probe mode; returns the exit code (0 pass, 1 a gated check failed, 2 bad input,
  * among which a probe whose configuration contradicts --ds-config or the flags). */
 int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli_sim *sim, double tol_gib,
-                       double tol_pct, bool json);
+                       double tol_pct, bool json, const char *audit_path);
 /* Reads the configuration each log printed (traces/dsconfig.h) and applies it to the resolved
  * setup c (val_facts_apply: RL_EINVAL on a contradiction with what the user set; values nobody set
  * are taken from the log). *f receives the first log's configuration (have_* false when no log

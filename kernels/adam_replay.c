@@ -33,6 +33,9 @@ int kern_replay_hparams_check(const struct kern_replay_hparams *h, struct rl_err
         return rl_errf(e, RL_EINVAL, "step: %lld is not allowed (1 .. 2^40)", (long long)h->step);
     if (h->sqrt_ulps < -1 || h->sqrt_ulps > 1)
         return rl_errf(e, RL_EINVAL, "sqrt_ulps: %d is not allowed (-1, 0, 1)", (int)h->sqrt_ulps);
+    if (h->first_element < 0 || h->subgroup_numel < 0)
+        return rl_errf(e, RL_EINVAL, "first_element: %lld / subgroup_numel %lld is not allowed (>= 0)",
+                       (long long)h->first_element, (long long)h->subgroup_numel);
     if (h->simd_width != 0 && h->simd_width != 4 && h->simd_width != 8 && h->simd_width != 16)
         return rl_errf(e, RL_EINVAL, "simd_width: %d is not allowed (0, 4, 8, 16)",
                        (int)h->simd_width);
@@ -141,7 +144,9 @@ static void ds_step(const struct kern_replay_hparams *h, float *p, float *m, flo
     /* Step_8 -> Step_4 -> Step_1: each runs Step_AVX<span> over ROUND_DOWN(n, width * span)
      * and hands the rest on, so every whole vector takes the body and the last n % width
      * elements the scalar loop. */
-    int64_t body = h->simd_width > 0 ? n / h->simd_width * h->simd_width : 0;
+    int64_t total = h->subgroup_numel > 0 ? h->subgroup_numel : n;
+    int64_t body = h->simd_width > 0 ? total / h->simd_width * h->simd_width - h->first_element : 0;
+    body = body < 0 ? 0 : body > n ? n : body;
     for (int64_t i = 0; i < body; i++)
         ds_body(&s, h->adamw_mode, g[i], &p[i], &m[i], &v[i]);
     for (int64_t i = body; i < n; i++)
@@ -196,6 +201,9 @@ int kern_replay_step(int opt, const struct kern_replay_hparams *h, float *p, flo
         return rc;
     if (n < 0)
         return rl_errf(e, RL_EINVAL, "numel: %lld is negative (allowed: >= 0)", (long long)n);
+    if (h->subgroup_numel > 0 && h->first_element + n > h->subgroup_numel)
+        return rl_errf(e, RL_EINVAL, "numel: %lld elements from %lld exceed subgroup_numel %lld",
+                       (long long)n, (long long)h->first_element, (long long)h->subgroup_numel);
     if (opt == KERN_REPLAY_DS_CPU_ADAM && h->sqrt_ulps != 0)
         return rl_errf(e, RL_EINVAL, "sqrt_ulps: %d is not allowed for ds_cpu_adam (0: its sqrt "
                        "is the correctly rounded vsqrtps / sqrtss)", (int)h->sqrt_ulps);

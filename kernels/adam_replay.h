@@ -54,6 +54,10 @@ struct kern_replay_hparams {
     bool tail_fma;          /* DeepSpeed: the build's scalar loop has fused multiply-adds (g++
                                -O3 -march=native contracts them on an FMA CPU, GNU C++'s default
                                -ffp-contract=fast); false for a build without -march */
+    int64_t first_element;  /* DeepSpeed: index of the first element stepped here within the
+                               sub-group the op stepped as one call (0 for a whole sub-group) */
+    int64_t subgroup_numel; /* DeepSpeed: that call's element count (0: the n passed here); the
+                               last subgroup_numel % simd_width elements take the scalar tail */
     int32_t sqrt_ulps;      /* torch: the square root taken this many ulps from the correctly
                                rounded one (-1, 0, +1; see below); DeepSpeed: must be 0 */
 };

@@ -45,7 +45,7 @@ AUDIT_MAGIC = b"RLAUDIT\0"
 AUDIT_MAX_NUMEL = 1 << 22           # default bound on a rank's fp32 elements (112 MiB of audit)
 AUDIT_VERSION = 1
 AUDIT_HEADER = "<8sIIIIQ"          # magic, version, header bytes, records, crc32, body bytes
-AUDIT_RECORD = "<IIIIIIiIqQddddddddddQ"  # see audit_record
+AUDIT_RECORD = "<IIIIIIiIqQddddddddddII"  # see audit_record
 AUDIT_OPTIMIZERS = {"ds_cpu_adam": 1, "torch_adamw": 2, "torch_adamw_foreach": 3}
 AUDIT_ARRAYS = ("param_before", "grad", "exp_avg_before", "exp_avg_sq_before",
                 "param_after", "exp_avg_after", "exp_avg_sq_after")
@@ -572,7 +572,8 @@ def audit_record(r):
                        r["param_group"], r["optimizer_object"], r["simd_width"], flags,
                        int(r["step"]), n, float(r["lr"]), float(r["beta1"]), float(r["beta2"]),
                        float(r["eps"]), float(r["weight_decay"]),
-                       *[float(r["group"][k]) for k in ("lr", "beta1", "beta2", "eps", "weight_decay")], 0)
+                       *[float(r["group"][k]) for k in ("lr", "beta1", "beta2", "eps", "weight_decay")],
+                       int(r.get("first_element", 0)), int(r.get("subgroup_numel", n)))
     parts = [head]
     for name in AUDIT_ARRAYS:
         t = r[name].detach().reshape(-1).to(torch.float32).contiguous()

@@ -7,6 +7,7 @@
  * DeepSpeedCPUAdam op and torch.optim.AdamW produced on fixed data (scripts/replay_record.py,
  * run in the DeepSpeed 0.14.1 and 0.19.8 venvs). Reordering, fusing or splitting any operation of
  * a replay kernel changes some of those bits (tests/mutants/replay-*.mut). */
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -320,6 +321,98 @@ START_TEST(reader_refuses_bad_files)
 }
 END_TEST
 
+/* The recorded cells (tests/deepspeed/audit/, README there): real DeepSpeed ZeRO-3 runs in split
+ * mode, audited at step 3 by the probe and trimmed by scripts/audit_trim.py. Every sub-group of
+ * every cell replays bit for bit, except in the cells whose name says "wronglr": there the
+ * backup optimizer (torch AdamW) stepped param group 0 with twice its lr inside its step
+ * (scripts/ds_oracle.py wrong_lr_hook), and exactly those records must be named with that lr. */
+START_TEST(recorded_cells)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/tests/deepspeed/audit", tu_src());
+    DIR *d = opendir(dir);
+    ck_assert_msg(d, "%s: cannot open", dir);
+    int files = 0, ds = 0, torch = 0, wrong = 0, ranks1 = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (l < 5 || strcmp(de->d_name + l - 4, ".rla") != 0)
+            continue;
+        files++;
+        struct val_audit a;
+        char name[1100];
+        snprintf(name, sizeof name, "../audit/%s", de->d_name);
+        read_fixture(name, &a);
+        bool wronglr = strstr(de->d_name, "wronglr") != NULL;
+        struct val_audit_finding *f = calloc((size_t)a.n, sizeof *f);
+        struct rl_err e = {0};
+        ck_assert_int_eq(val_audit_replay(&a, f, &e), 0);
+        for (int i = 0; i < a.n; i++) {
+            const struct val_audit_rec *r = &a.rec[i];
+            bool hooked = wronglr && r->optimizer_object == 1 && r->param_group == 0;
+            ranks1 += r->rank == 1;
+            if (hooked) {
+                wrong++;
+                ck_assert_msg(f[i].status == VAL_AUDIT_DIFFERS && !f[i].formula_ok, "%s record %d",
+                              de->d_name, i);
+                ck_assert_msg(strstr(f[i].cause, "lr = 0.002's bit for bit"), "%s record %d: %s",
+                              de->d_name, i, f[i].cause);
+                continue;
+            }
+            ck_assert_msg(f[i].status == VAL_AUDIT_IDENTICAL && f[i].formula_ok && !f[i].hp_mismatch,
+                          "%s record %d (rank %u sub-group %u, %s): %s, %lld differ, max %lld ulps, "
+                          "formula %g: %s", de->d_name, i, r->rank, r->sub_group,
+                          kern_replay_opt_name(r->optimizer), val_audit_status_name(f[i].status),
+                          (long long)f[i].n_diff, (long long)f[i].max_ulps, f[i].formula_max,
+                          f[i].cause);
+            if (r->optimizer == KERN_REPLAY_DS_CPU_ADAM)
+                ds++;
+            else
+                torch++;
+        }
+        free(f);
+        val_audit_free(&a);
+    }
+    closedir(d);
+    /* not vacuous: both optimizers, both ranks of a 2-rank cell, the wrong cell's records */
+    ck_assert_int_ge(files, 3);
+    ck_assert_int_gt(ds, 0);
+    ck_assert_int_gt(torch, 0);
+    ck_assert_int_gt(wrong, 0);
+    ck_assert_int_gt(ranks1, 0);
+}
+END_TEST
+
+START_TEST(slice_keeps_the_tail_boundary)
+{
+    /* The hand case of ds_tail_fuses_the_other_product, as one element of a 9-element call on
+     * an 8-wide build: element 0 takes the body, element 8 the tail. */
+    struct kern_replay_hparams h = hand_hp();
+    h.beta1 = 0.75;
+    h.subgroup_numel = 9;
+    float p = 1, m = 1.0f + 0x1p-23f, v = 0, g = -1.5f;
+    struct rl_err e = {0};
+    ck_assert_int_eq(kern_replay_step(KERN_REPLAY_DS_CPU_ADAM, &h, &p, &m, &v, &g, 1, &e), 0);
+    ck_assert_float_eq(m, 0.375f + 0x1p-23f);
+    h.first_element = 8;
+    p = 1, m = 1.0f + 0x1p-23f, v = 0;
+    ck_assert_int_eq(kern_replay_step(KERN_REPLAY_DS_CPU_ADAM, &h, &p, &m, &v, &g, 1, &e), 0);
+    ck_assert_float_eq(m, 0.375f + 3 * 0x1p-25f);
+    h.first_element = 9;   /* past the end */
+    ck_assert_int_eq(kern_replay_step(KERN_REPLAY_DS_CPU_ADAM, &h, &p, &m, &v, &g, 1, &e), RL_EINVAL);
+}
+END_TEST
+
+START_TEST(validate_audit_needs_probe)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "validate --audit x.rla");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--audit: x.rla needs --probe"));
+    tu_run_free(&r);
+}
+END_TEST
+
 Suite *replay_suite(void)
 {
     Suite *s = suite_create("replay");
@@ -332,6 +425,9 @@ Suite *replay_suite(void)
     tcase_add_test(tc, recorded_0_14_1_bit_identical);
     tcase_add_test(tc, wrong_updates_are_named);
     tcase_add_test(tc, reader_refuses_bad_files);
+    tcase_add_test(tc, recorded_cells);
+    tcase_add_test(tc, slice_keeps_the_tail_boundary);
+    tcase_add_test(tc, validate_audit_needs_probe);
     suite_add_tcase(s, tc);
     return s;
 }

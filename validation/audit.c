@@ -90,6 +90,12 @@ int val_audit_parse(const uint8_t *buf, size_t len, struct val_audit *a, struct 
             return rl_errf(e, RL_EINVAL, "audit: record %u: record_bytes %u is not allowed (%d + "
                            "28 * numel %llu)", i, rbytes, VAL_AUDIT_RECORD_HEAD_BYTES,
                            (unsigned long long)numel);
+        uint64_t first = rd32(buf + off + 128), sgn = rd32(buf + off + 132);
+        if (sgn == 0 || first + numel > sgn)
+            return rl_errf(e, RL_EINVAL, "audit: record %u: elements [%llu, %llu) of a sub-group of "
+                           "subgroup_numel %llu are not allowed (within it, subgroup_numel >= 1)", i,
+                           (unsigned long long)first, (unsigned long long)(first + numel),
+                           (unsigned long long)sgn);
         if (rbytes > len - off)
             return rl_errf(e, RL_EINVAL, "audit: record %u: record_bytes %u, only %zu bytes left",
                            i, rbytes, len - off);
@@ -122,6 +128,8 @@ int val_audit_parse(const uint8_t *buf, size_t len, struct val_audit *a, struct 
         r->tail_fma = flags & 4;
         r->step = (int64_t)rd64(h + 32);
         r->numel = (int64_t)rd64(h + 40);
+        r->first_element = rd32(h + 128);
+        r->subgroup_numel = rd32(h + 132);
         struct val_audit_hp *hp[2] = {&r->held, &r->group};
         for (int k = 0; k < 2; k++) {
             const uint8_t *q = h + 48 + 40 * k;
@@ -218,7 +226,8 @@ static struct kern_replay_hparams hp_of(const struct val_audit_rec *r, const str
         .lr = h->lr, .beta1 = h->beta1, .beta2 = h->beta2, .eps = h->eps,
         .weight_decay = h->weight_decay, .adamw_mode = r->adamw_mode,
         .bias_correction = r->bias_correction, .step = step, .simd_width = r->simd_width,
-        .tail_fma = r->tail_fma,
+        .tail_fma = r->tail_fma, .first_element = r->first_element,
+        .subgroup_numel = r->subgroup_numel,
     };
     return k;
 }
@@ -423,6 +432,12 @@ static void name_cause(const struct val_audit_rec *r, struct scratch *s, double 
                      kern_replay_opt_name(r->optimizer));
             return;
         }
+    }
+    if (formula_ratio(r, &r->held, r->step, NULL, NULL) <= 1.0) {
+        snprintf(f->cause, sizeof f->cause, "arithmetic: the bits are not %s's, but the update is "
+                 "Adam's with the held hyperparameters within the formula's bound (a build or "
+                 "release whose arithmetic is not emulated?)", kern_replay_opt_name(r->optimizer));
+        return;
     }
     double lr_fit = NAN;
     formula_ratio(r, &r->held, r->step, &lr_fit, work);

@@ -48,6 +48,8 @@ struct val_audit_rec {
     bool tail_fma;            /* DeepSpeed: the build's scalar loop fuses (adam_replay.h) */
     int64_t step;             /* the optimizer's step count after the step */
     int64_t numel;            /* elements of every array */
+    int64_t first_element;    /* the arrays are elements [first_element, +numel) of the sub-group */
+    int64_t subgroup_numel;   /* the sub-group's elements (numel unless the file was trimmed) */
     struct val_audit_hp held;   /* what the stepping optimizer's param group held */
     struct val_audit_hp group;  /* the engine's param group (what the schedule asks for) */
     const float *param_before;  /* fp32 master before the step */
