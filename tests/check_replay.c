@@ -325,7 +325,8 @@ END_TEST
  * mode, audited at step 3 by the probe and trimmed by scripts/audit_trim.py. Every sub-group of
  * every cell replays bit for bit, except in the cells whose name says "wronglr": there the
  * backup optimizer (torch AdamW) stepped param group 0 with twice its lr inside its step
- * (scripts/ds_oracle.py wrong_lr_hook), and exactly those records must be named with that lr. */
+ * (scripts/ds_oracle.py wrong_lr_hook), and in "wronglrcpu" DeepSpeedCPUAdam did so for group 1:
+ * exactly those records must be named with that lr. */
 START_TEST(recorded_cells)
 {
     char dir[1024];
@@ -343,13 +344,17 @@ START_TEST(recorded_cells)
         char name[1100];
         snprintf(name, sizeof name, "../audit/%s", de->d_name);
         read_fixture(name, &a);
-        bool wronglr = strstr(de->d_name, "wronglr") != NULL;
+        /* "wronglrcpu": DeepSpeedCPUAdam (own optimizer) stepped group 1 with twice its lr;
+         * "wronglr": the backup torch AdamW stepped group 0 so. */
+        bool wrongcpu = strstr(de->d_name, "wronglrcpu") != NULL;
+        bool wronglr = !wrongcpu && strstr(de->d_name, "wronglr") != NULL;
         struct val_audit_finding *f = calloc((size_t)a.n, sizeof *f);
         struct rl_err e = {0};
         ck_assert_int_eq(val_audit_replay(&a, f, &e), 0);
         for (int i = 0; i < a.n; i++) {
             const struct val_audit_rec *r = &a.rec[i];
-            bool hooked = wronglr && r->optimizer_object == 1 && r->param_group == 0;
+            bool hooked = (wronglr && r->optimizer_object == 1 && r->param_group == 0) ||
+                          (wrongcpu && r->optimizer_object == 0 && r->param_group == 1);
             ranks1 += r->rank == 1;
             if (hooked) {
                 wrong++;
@@ -413,6 +418,47 @@ START_TEST(validate_audit_needs_probe)
 }
 END_TEST
 
+START_TEST(validate_probe_with_audit)
+{
+    /* The 1-rank 0.19.8 cells' probe documents and their trimmed audit files: the text report
+     * has one line per record, the wrong cell's verdict is FAIL (exit 1) with its cause. */
+    const char *src = tu_src();
+    struct tu_run r;
+    tu_ratiolab(&r, "validate --probe %s/tests/deepspeed/audit/0.19.8-np1-audit.probe.json --model "
+                "%s/tests/deepspeed/models/gpt2-tiny.json --param-groups hf --audit "
+                "%s/tests/deepspeed/audit/0.19.8-np1-audit.rla", src, src, src);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "6 sub-groups, each replayed"));
+    ck_assert_ptr_nonnull(strstr(r.out, "ds_cpu_adam, own optimizer, 96 elements, step 3): bit-identical"));
+    ck_assert_ptr_nonnull(strstr(r.out, "verdict    PASS (the audit: 0 of 6"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "validate --probe %s/tests/deepspeed/audit/0.19.8-np1-wronglr.probe.json --model "
+                "%s/tests/deepspeed/models/gpt2-tiny.json --param-groups hf --audit "
+                "%s/tests/deepspeed/audit/0.19.8-np1-wronglr.rla --json", src, src, src);
+    ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+    json_error_t je;
+    json_t *j = json_loads(r.out, 0, &je);
+    ck_assert_msg(j, "%s", je.text);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")), "FAIL");
+    json_t *sg = json_object_get(json_object_get(j, "audit"), "sub_groups");
+    ck_assert_int_eq(json_array_size(sg), 6);
+    int differs = 0;
+    for (size_t i = 0; i < json_array_size(sg); i++) {
+        json_t *x = json_array_get(sg, i);
+        const char *st = json_string_value(json_object_get(x, "status"));
+        if (strcmp(st, "differs") == 0) {
+            differs++;
+            ck_assert_str_eq(json_string_value(json_object_get(x, "optimizer_object")), "backup");
+            ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(x, "cause")),
+                                         "lr = 0.002's bit for bit"));
+        }
+    }
+    ck_assert_int_eq(differs, 2);   /* the backup sub-group's two trimmed records */
+    json_decref(j);
+    tu_run_free(&r);
+}
+END_TEST
+
 Suite *replay_suite(void)
 {
     Suite *s = suite_create("replay");
@@ -428,6 +474,7 @@ Suite *replay_suite(void)
     tcase_add_test(tc, recorded_cells);
     tcase_add_test(tc, slice_keeps_the_tail_boundary);
     tcase_add_test(tc, validate_audit_needs_probe);
+    tcase_add_test(tc, validate_probe_with_audit);
     suite_add_tcase(s, tc);
     return s;
 }
