@@ -133,6 +133,10 @@ static void print_audit(const char *path, const struct val_audit *a, const struc
         printf("; formula %s (%.3g of its bound)", f[i].formula_ok ? "ok" : "FAIL", f[i].formula_max);
         if (f[i].cause[0])
             printf("; %s", f[i].cause);
+        if (f[i].other_n_diff >= 0)
+            printf("; %s from the same state: %lld element%s differ, at most %lld ulps",
+                   kern_replay_opt_name(f[i].other_optimizer), (long long)f[i].other_n_diff,
+                   f[i].other_n_diff == 1 ? "" : "s", (long long)f[i].other_max_ulps);
         printf("\n");
     }
 }
@@ -159,6 +163,9 @@ static json_t *audit_json(const char *path, const struct val_audit *a, const str
         json_object_set_new(x, "formula_ok", json_boolean(f[i].formula_ok));
         json_object_set_new(x, "formula_max", json_real(isfinite(f[i].formula_max) ? f[i].formula_max : -1));
         json_object_set_new(x, "cause", f[i].cause[0] ? json_string(f[i].cause) : json_null());
+        json_object_set_new(x, "other_optimizer", json_string(kern_replay_opt_name(f[i].other_optimizer)));
+        json_object_set_new(x, "other_n_diff", json_integer(f[i].other_n_diff));
+        json_object_set_new(x, "other_max_ulps", json_integer(f[i].other_max_ulps));
         json_array_append_new(arr, x);
     }
     json_object_set_new(o, "sub_groups", arr);

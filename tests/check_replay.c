@@ -370,6 +370,10 @@ START_TEST(recorded_cells)
                           kern_replay_opt_name(r->optimizer), val_audit_status_name(f[i].status),
                           (long long)f[i].n_diff, (long long)f[i].max_ulps, f[i].formula_max,
                           f[i].cause);
+            /* the other placement's optimizer leaves other bits from the same state (the
+             * ratio's digest changes): somewhere, never beyond the record */
+            ck_assert_int_gt(f[i].other_n_diff, 0);
+            ck_assert_int_le(f[i].other_n_diff, r->numel);
             if (r->optimizer == KERN_REPLAY_DS_CPU_ADAM)
                 ds++;
             else

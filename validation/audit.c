@@ -496,6 +496,15 @@ int val_audit_replay(const struct val_audit *a, struct val_audit_finding *f, str
         fi->n_diff = nd;
         fi->max_ulps = mu;
         fi->status = nd == 0 ? VAL_AUDIT_IDENTICAL : VAL_AUDIT_DIFFERS;
+        /* What the other optimizer would have left from the same state: the per-step rounding
+         * difference that moving this sub-group across the ratio's boundary makes. */
+        fi->other_optimizer = r->optimizer == KERN_REPLAY_DS_CPU_ADAM ? KERN_REPLAY_TORCH_ADAMW
+                                                                      : KERN_REPLAY_DS_CPU_ADAM;
+        struct kern_replay_hparams ko = hp_of(r, &r->held, r->step);
+        if (fi->other_optimizer == KERN_REPLAY_DS_CPU_ADAM && ko.simd_width == 0)
+            ko.simd_width = 8, ko.tail_fma = true;   /* a torch-only file: AVX2, as 0.19.8 builds */
+        fi->other_n_diff = replay_diff(r, fi->other_optimizer, ko, false, &s, &fi->other_max_ulps,
+                                       NULL);
         if (nd > 0)
             name_cause(r, &s, work, fi);
         else if (fi->hp_mismatch)

@@ -88,6 +88,9 @@ struct val_audit_finding {
     double formula_max;            /* largest |p_after - p_formula| / bound over elements */
     bool formula_ok;               /* formula_max <= 1: within the proven bound */
     bool hp_mismatch;              /* held != group (lr, betas, eps or weight decay) */
+    int other_optimizer;           /* the other placement's optimizer (ds_cpu_adam <-> torch_adamw) */
+    int64_t other_n_diff;          /* elements where its step from the same state differs (p, m, v) */
+    int64_t other_max_ulps;        /* and the largest distance: the rounding gap a ratio change makes */
     char cause[200];               /* the cause when one is named, else "" */
 };
 
