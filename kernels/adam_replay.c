@@ -29,8 +29,9 @@ int kern_replay_hparams_check(const struct kern_replay_hparams *h, struct rl_err
         return rl_errf(e, RL_EINVAL, "eps: %g is not allowed (finite)", h->eps);
     if (!isfinite(h->weight_decay))
         return rl_errf(e, RL_EINVAL, "weight_decay: %g is not allowed (finite)", h->weight_decay);
-    if (h->step < 1 || h->step > (int64_t)1 << 40)
-        return rl_errf(e, RL_EINVAL, "step: %lld is not allowed (1 .. 2^40)", (long long)h->step);
+    if (h->step < 1 || h->step > KERN_REPLAY_MAX_STEP)
+        return rl_errf(e, RL_EINVAL, "step: %lld is not allowed (1 .. %lld)", (long long)h->step,
+                       (long long)KERN_REPLAY_MAX_STEP);
     if (h->sqrt_ulps < -1 || h->sqrt_ulps > 1)
         return rl_errf(e, RL_EINVAL, "sqrt_ulps: %d is not allowed (-1, 0, 1)", (int)h->sqrt_ulps);
     if (h->first_element < 0 || h->subgroup_numel < 0)
@@ -61,8 +62,11 @@ void kern_replay_ds_scalars(const struct kern_replay_hparams *h, struct kern_rep
     /* IncrementStep: step == _step + 1 each call, so _betta*_t *= _betta*, in float, per step. */
     float b1t = 1.0f, b2t = 1.0f;
     for (int64_t k = 0; k < h->step; k++) {
-        b1t *= b1;
-        b2t *= b2;
+        float n1 = b1t * b1, n2 = b2t * b2;
+        if (n1 == b1t && n2 == b2t)
+            break;   /* both stationary (0, or a subnormal that rounds to itself): no change */
+        b1t = n1;
+        b2t = n2;
     }
     s->beta1 = b1;
     s->beta2 = b2;

@@ -30,6 +30,10 @@
 
 #include "common/rl.h"
 
+/* The largest step count replayed: DeepSpeed's bias corrections are step float products, so a
+ * replay costs O(step) before its O(n) (16.7 M steps: about 20 ms). */
+#define KERN_REPLAY_MAX_STEP ((int64_t)1 << 24)
+
 /* The optimizers whose arithmetic can be replayed (numbers are the audit file's, stable). */
 enum kern_replay_opt {
     KERN_REPLAY_DS_CPU_ADAM = 1,         /* DeepSpeedCPUAdam (the C++ op ds_adam_step) */
@@ -86,7 +90,8 @@ struct kern_replay_ds_scalars {
 };
 void kern_replay_ds_scalars(const struct kern_replay_hparams *h, struct kern_replay_ds_scalars *s);
 
-/* Checks h (finite values, step >= 1, a known simd width); RL_EINVAL naming the field. */
+/* Checks h (finite values, 1 <= step <= KERN_REPLAY_MAX_STEP, a known simd width); RL_EINVAL
+ * naming the field. */
 int kern_replay_hparams_check(const struct kern_replay_hparams *h, struct rl_err *e);
 
 /* Runs optimizer `opt`'s step over n elements in place: p (fp32 master), m, v updated from g

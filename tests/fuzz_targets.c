@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "common/rl.h"
 #include "exec/ckpt.h"
 #include "plan/megatron_args.h"
@@ -125,7 +127,7 @@ static void dslog(const uint8_t *data, size_t size)
 /* A ratiolab-probe document, then judged against a plan of the small model with its settings. */
 /* An audit file (validation/audit.h): parsed, then every record replayed (bounded: the fuzzer's
  * inputs are small, so are their records). */
-static void audit(const uint8_t *data, size_t size)
+static void audit_one(const uint8_t *data, size_t size)
 {
     struct val_audit a;
     struct rl_err e = {0};
@@ -136,6 +138,27 @@ static void audit(const uint8_t *data, size_t size)
         val_audit_replay(&a, f, &e);
     free(f);
     val_audit_free(&a);
+}
+
+/* The input as it is, then with its body_bytes and crc32 made right, so that mutations reach the
+ * records' checks and the replay instead of stopping at the checksum. */
+static void audit(const uint8_t *data, size_t size)
+{
+    audit_one(data, size);
+    if (size < 32)
+        return;
+    uint8_t *c = malloc(size);
+    if (!c)
+        return;
+    memcpy(c, data, size);
+    uint64_t body = size - 32;
+    uint32_t crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), c + 32, (uInt)body);
+    for (int i = 0; i < 4; i++)
+        c[20 + i] = (uint8_t)(crc >> (8 * i));
+    for (int i = 0; i < 8; i++)
+        c[24 + i] = (uint8_t)(body >> (8 * i));
+    audit_one(c, size);
+    free(c);
 }
 
 static void probe(const uint8_t *data, size_t size)

@@ -86,6 +86,10 @@ int val_audit_parse(const uint8_t *buf, size_t len, struct val_audit *a, struct 
         if (numel > (uint64_t)VAL_AUDIT_MAX_NUMEL)
             return rl_errf(e, RL_EINVAL, "audit: record %u: numel %llu is not allowed (at most "
                            "%lld)", i, (unsigned long long)numel, (long long)VAL_AUDIT_MAX_NUMEL);
+        uint64_t step = rd64(buf + off + 32);
+        if (step < 1 || step > (uint64_t)KERN_REPLAY_MAX_STEP)
+            return rl_errf(e, RL_EINVAL, "audit: record %u: step %llu is not allowed (1 .. %lld)",
+                           i, (unsigned long long)step, (long long)KERN_REPLAY_MAX_STEP);
         if ((uint64_t)rbytes != VAL_AUDIT_RECORD_HEAD_BYTES + 4 * N_ARRAYS * numel)
             return rl_errf(e, RL_EINVAL, "audit: record %u: record_bytes %u is not allowed (%d + "
                            "28 * numel %llu)", i, rbytes, VAL_AUDIT_RECORD_HEAD_BYTES,
@@ -304,7 +308,8 @@ static double formula_ratio(const struct val_audit_rec *r, const struct val_audi
     /* DeepSpeed forms beta^t by t float products of float(beta) and 1 - beta^t in float:
      * beta^t is then off by about 2 t u relative, so 1 - beta^t by 2 t u beta^t / (1 - beta^t).
      * (torch forms them in double: well inside the same bound.) */
-    double rel_bc = r->bias_correction ? (2 * t + 2) * u / bc1 + 0.5 * (2 * t + 2) * u / bc2 : 0.0;
+    double td = (double)t;
+    double rel_bc = r->bias_correction ? (2 * td + 2) * u / bc1 + 0.5 * (2 * td + 2) * u / bc2 : 0.0;
     /* float(beta) is off by u beta at most, so 1 - float(beta) by u beta / (1 - beta) relative. */
     double e1 = 4 * u + u * b1 / (1 - b1), e2 = 4 * u + u * b2 / (1 - b2);
     double worst = 0.0;
