@@ -281,15 +281,15 @@ endif
 # run one after the other for FUZZ_SECONDS each by scripts/fuzz.sh; findings are copied to
 # tests/fuzz/regressions/<target>/, which `make test` replays (no fuzzing inside make test).
 FUZZ_TARGETS := ds_config hf_config hw_profile megatron_args trace dslog ckpt monitor_csv plot_inputs trace_diff \
-                probe dsconfig flags ckpt_dir paths
+                probe dsconfig flags ckpt_dir paths audit
 FUZZ_SECONDS ?= 60
 FUZZ_CC := $(shell command -v clang 2>/dev/null || command -v clang-14 2>/dev/null)
 FUZZ_DIR := build-fuzz
 FUZZ_FLAGS := -std=c11 -O1 -g -D_GNU_SOURCE -I. -ffp-contract=off -fno-omit-frame-pointer $(FORMAT_FLAGS) \
               -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_LIB_SRC := $(foreach d,common plan sim traces,$(wildcard $(d)/*.c)) exec/ckpt_file.c exec/ckpt_dir.c \
-                validation/monitor_csv.c validation/tdiff.c validation/probe.c plots/input.c cli/args.c \
-                cli/flag_values.c tests/fuzz_targets.c
+                validation/monitor_csv.c validation/tdiff.c validation/probe.c validation/audit.c \
+                kernels/adam_replay.c plots/input.c cli/args.c cli/flag_values.c tests/fuzz_targets.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 

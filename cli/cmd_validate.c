@@ -18,9 +18,10 @@
 #include "validation/probe.h"
 #include "validation/val.h"
 
-enum { V_DSLOG = 1, V_MONITOR, V_TOL, V_JSON, V_PROBE };
+enum { V_DSLOG = 1, V_MONITOR, V_TOL, V_JSON, V_PROBE, V_AUDIT };
 static const struct cli_opt opts[] = {
     {"probe", "FILE", "a ratiolab_probe JSON of a real DeepSpeed run (one rank): sub-groups, placement, memory, time", V_PROBE},
+    {"audit", "FILE", "with --probe: the probe's audit file (audit_step=K): every sub-group's update replayed bit for bit", V_AUDIT},
     {"deepspeed-log", "FILE...", "DeepSpeed/Megatron log(s) of a real run (plain or .gz); more files may follow", V_DSLOG},
     {"monitor", "FILE", "a ratiolab monitor --csv of the same run: per-process host memory", V_MONITOR},
     {"tolerance", "GIB[,PCT]", "allowed difference: memory in GiB (default 0.1), step time in percent (default 10)", V_TOL},
@@ -33,6 +34,7 @@ struct validate_args {
     int n_logs;                          /* entries */
     const char *monitor;                 /* --monitor FILE, NULL when absent */
     const char *probe;                   /* --probe FILE, NULL when absent */
+    const char *audit;                   /* --audit FILE (with --probe), NULL when absent */
     double tol_gib;                      /* memory tolerance, GiB */
     double tol_pct;                      /* step-time tolerance, percent */
     bool json;                           /* --json */
@@ -46,6 +48,7 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     case V_DSLOG: a->logs[a->n_logs++] = v; return 0;
     case V_MONITOR: a->monitor = v; return 0;
     case V_PROBE: a->probe = v; return 0;
+    case V_AUDIT: a->audit = v; return 0;
     case V_JSON: a->json = true; return 0;
     case V_TOL: {
         char buf[128];
@@ -694,7 +697,7 @@ static int run(int argc, char **argv)
         {"model, layout and DeepSpeed config", cli_setup_opts, on_setup, fw},
     };
     static const char usage[] =
-        "ratiolab validate --probe FILE --model M [--param-groups G] [--ds-config F] [--hw P] [--json]\n"
+        "ratiolab validate --probe FILE --model M [--param-groups G] [--ds-config F] [--hw P] [--audit FILE] [--json]\n"
         "       ratiolab validate --deepspeed-log FILE [FILE...] [--ds-config F] [--model M] [--monitor CSV] [--json]\n"
         "       ratiolab validate --ratios 0,0.3,0.5,1 --ranks N [--backend cpu|cuda] [--hw P | --calibrate] --out DIR";
     static const char desc[] =
@@ -736,7 +739,11 @@ static int run(int argc, char **argv)
                     "options (--ratios, --ranks, --out, ...); run them separately");
             return cli_fail("validate", &e);
         }
-        return cli_validate_probe(a.probe, &s, &sim, a.tol_gib, a.tol_pct, a.json);
+        return cli_validate_probe(a.probe, &s, &sim, a.tol_gib, a.tol_pct, a.json, a.audit);
+    }
+    if (a.audit) {
+        rl_errf(&e, RL_EINVAL, "--audit: %s needs --probe (the audit file belongs to a probe's run)", a.audit);
+        return cli_fail("validate", &e);
     }
     if (a.n_logs) {
         if (cli_validate_exec_given(&a.ex)) {

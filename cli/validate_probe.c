@@ -1,6 +1,7 @@
 /* cli/validate_probe.c — `ratiolab validate --probe FILE`: what ratiolab_probe read from a live
  * DeepSpeed engine, on rank 0 and on every rank beside it, against the plan and the prediction
- * (validation/probe.h). */
+ * (validation/probe.h); with --audit, every sub-group's optimizer update replayed bit for bit
+ * (validation/audit.h). */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -10,6 +11,8 @@
 #include "cli/cli.h"
 #include "cli/json_out.h"
 #include "cli/validate_probe.h"
+#include "kernels/adam_replay.h"
+#include "validation/audit.h"
 #include "validation/probe.h"
 
 static double gib(int64_t b) { return (double)b / RL_GIB; }
@@ -196,8 +199,67 @@ static int read_ranks(const char *path, struct val_probe **prs_out, char ***path
     return 0;
 }
 
+/* One text line per audited sub-group (docs/audit-format.md). */
+static void print_audit(const char *path, const struct val_audit *a, const struct val_audit_finding *f)
+{
+    printf("\naudit      %s: %d sub-group%s, each replayed with its optimizer's arithmetic\n", cli_data(path), a->n,
+           a->n == 1 ? "" : "s");
+    for (int i = 0; i < a->n; i++) {
+        const struct val_audit_rec *r = &a->rec[i];
+        printf("  rank %u sub-group %u (group %u, %s, %s, %lld elements, step %lld): ", r->rank, r->sub_group,
+               r->param_group, kern_replay_opt_name(r->optimizer), r->optimizer_object ? "backup optimizer" : "own optimizer",
+               (long long)r->numel, (long long)r->step);
+        if (f[i].status == VAL_AUDIT_IDENTICAL)
+            printf("bit-identical");
+        else
+            printf("DIFFERS in %lld element%s, at most %lld ulps", (long long)f[i].n_diff, f[i].n_diff == 1 ? "" : "s",
+                   (long long)f[i].max_ulps);
+        if (f[i].n_sqrt_faithful > 0)
+            printf(" (%lld with torch's faithful sqrt)", (long long)f[i].n_sqrt_faithful);
+        printf("; formula %s (%.3g of its bound)", f[i].formula_ok ? "ok" : "FAIL", f[i].formula_max);
+        if (f[i].cause[0])
+            printf("; %s", f[i].cause);
+        if (f[i].other_n_diff >= 0)
+            printf("; %s from the same state: %lld element%s differ, at most %lld ulps",
+                   kern_replay_opt_name(f[i].other_optimizer), (long long)f[i].other_n_diff,
+                   f[i].other_n_diff == 1 ? "" : "s", (long long)f[i].other_max_ulps);
+        printf("\n");
+    }
+}
+
+static json_t *audit_json(const char *path, const struct val_audit *a, const struct val_audit_finding *f)
+{
+    json_t *o = json_object(), *arr = json_array();
+    json_object_set_new(o, "file", json_string(path));
+    for (int i = 0; i < a->n; i++) {
+        const struct val_audit_rec *r = &a->rec[i];
+        json_t *x = json_object();
+        json_object_set_new(x, "rank", json_integer(r->rank));
+        json_object_set_new(x, "sub_group", json_integer(r->sub_group));
+        json_object_set_new(x, "param_group", json_integer(r->param_group));
+        json_object_set_new(x, "optimizer", json_string(kern_replay_opt_name(r->optimizer)));
+        json_object_set_new(x, "optimizer_object", json_string(r->optimizer_object ? "backup" : "own"));
+        json_object_set_new(x, "numel", json_integer(r->numel));
+        json_object_set_new(x, "step", json_integer(r->step));
+        json_object_set_new(x, "simd_width", json_integer(r->simd_width));
+        json_object_set_new(x, "status", json_string(val_audit_status_name(f[i].status)));
+        json_object_set_new(x, "n_diff", json_integer(f[i].n_diff));
+        json_object_set_new(x, "max_ulps", json_integer(f[i].max_ulps));
+        json_object_set_new(x, "n_sqrt_faithful", json_integer(f[i].n_sqrt_faithful));
+        json_object_set_new(x, "formula_ok", json_boolean(f[i].formula_ok));
+        json_object_set_new(x, "formula_max", json_real(isfinite(f[i].formula_max) ? f[i].formula_max : -1));
+        json_object_set_new(x, "cause", f[i].cause[0] ? json_string(f[i].cause) : json_null());
+        json_object_set_new(x, "other_optimizer", json_string(kern_replay_opt_name(f[i].other_optimizer)));
+        json_object_set_new(x, "other_n_diff", json_integer(f[i].other_n_diff));
+        json_object_set_new(x, "other_max_ulps", json_integer(f[i].other_max_ulps));
+        json_array_append_new(arr, x);
+    }
+    json_object_set_new(o, "sub_groups", arr);
+    return o;
+}
+
 int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli_sim *sim, double tol_gib,
-                       double tol_pct, bool json)
+                       double tol_pct, bool json, const char *audit_path)
 {
     struct rl_err e = {0};
     struct plan_setup c;
@@ -208,6 +270,9 @@ int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli
     int n = 0;
     struct val_probe_result *rs = NULL;
     struct sim_step_result sr;
+    struct val_audit au;
+    struct val_audit_finding *af = NULL;
+    memset(&au, 0, sizeof au);
     memset(&c, 0, sizeof c);
     memset(&p, 0, sizeof p);
     int rc;
@@ -251,6 +316,26 @@ int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli
         overall = VAL_FAIL;
     struct val_probe_result r0 = rs[0];
     r0.overall = overall;
+    int audit_bad = 0;
+    if (audit_path) {
+        if ((rc = val_audit_read(audit_path, &au, &e))) {
+            cli_err_flag(&e, "audit", "--audit");
+            rc = cli_fail("validate", &e);
+            goto out;
+        }
+        af = calloc(au.n ? (size_t)au.n : 1, sizeof *af);
+        if (!af) {
+            rl_errf(&e, RL_ENOMEM, "--audit: out of memory");
+            rc = cli_fail("validate", &e);
+            goto out;
+        }
+        if ((rc = val_audit_replay(&au, af, &e))) {
+            rc = cli_fail("validate", &e);
+            goto out;
+        }
+        for (int i = 0; i < au.n; i++)
+            audit_bad += af[i].status != VAL_AUDIT_IDENTICAL || !af[i].formula_ok || af[i].hp_mismatch;
+    }
     if (json) {
         json_t *j = probe_json(path, &c, &p, &hw, pr, &r0);
         json_t *ranks = json_array();
@@ -267,15 +352,26 @@ int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli
         json_object_set_new(g, "status", json_string(val_status_name(digest)));
         json_object_set_new(g, "detail", json_string(digest_detail));
         json_object_set_new(j, "gathered_digest", g);
+        if (audit_path) {
+            json_object_set_new(j, "audit", audit_json(audit_path, &au, af));
+            json_object_set_new(j, "verdict", json_string(overall == VAL_PASS && !audit_bad ? "PASS" : "FAIL"));
+        }
         char *text = cli_json_dumps(cli_json_versioned(j), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         printf("%s\n", text);
         free(text);
         json_decref(j);
     } else {
         print_probe(path, &c, &p, &hw, pr, &r0, (const char *const *)paths, prs, rs, n, digest, digest_detail);
+        if (audit_path) {
+            print_audit(audit_path, &au, af);
+            printf("verdict    %s (the audit: %d of %d sub-groups with a finding)\n",
+                   overall == VAL_PASS && !audit_bad ? "PASS" : "FAIL", audit_bad, au.n);
+        }
     }
-    rc = overall == VAL_PASS ? 0 : 1;
+    rc = overall == VAL_PASS && !audit_bad ? 0 : 1;
 out:
+    free(af);
+    val_audit_free(&au);
     for (int i = 0; prs && i < n; i++)
         val_probe_free(&prs[i]);
     for (int i = 0; paths && i < n; i++)

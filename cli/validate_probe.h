@@ -13,5 +13,5 @@
 /* The whole --probe mode; returns the exit code (0 pass, 1 a gated check failed, 2 bad input,
  * among which a probe whose configuration contradicts --ds-config or the flags). */
 int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli_sim *sim, double tol_gib,
-                       double tol_pct, bool json);
+                       double tol_pct, bool json, const char *audit_path);
 #endif

@@ -32,11 +32,23 @@ import hashlib
 import json
 import os
 import platform
+import struct
 import sys
 import time
+import zlib
 
 SCHEMA_VERSION = 1
 KIND = "ratiolab-probe"
+
+# The audit file (docs/audit-format.md).
+AUDIT_MAGIC = b"RLAUDIT\0"
+AUDIT_MAX_NUMEL = 1 << 22           # default bound on a rank's fp32 elements (112 MiB of audit)
+AUDIT_VERSION = 1
+AUDIT_HEADER = "<8sIIIIQ"          # magic, version, header bytes, records, crc32, body bytes
+AUDIT_RECORD = "<IIIIIIiIqQddddddddddII"  # see audit_record
+AUDIT_OPTIMIZERS = {"ds_cpu_adam": 1, "torch_adamw": 2, "torch_adamw_foreach": 3}
+AUDIT_ARRAYS = ("param_before", "grad", "exp_avg_before", "exp_avg_sq_before",
+                "param_after", "exp_avg_after", "exp_avg_sq_after")
 
 
 def _proc_status():
@@ -96,7 +108,8 @@ def _tensor_bytes(t):
 class Probe:
     """One rank's observations; `attach` makes it, `write` (also at exit) saves it."""
 
-    def __init__(self, engine, out, digest_step, steps_kept):
+    def __init__(self, engine, out, digest_step, steps_kept, audit_step=None, audit_out=None,
+                 audit_max_numel=AUDIT_MAX_NUMEL):
         import torch
         self._torch = torch
         self.engine = engine
@@ -116,10 +129,17 @@ class Probe:
         self._timer_seen = {}
         self._timer_logged = {}
         self._timer_pending = []
+        self.audit_step = audit_step
+        self.audit_out = audit_out
+        self.audit = None
+        self._audit_records = []
+        self._steps_done = 0
         self.after_init = self._memory()
         self.host_after_init = _proc_status()
         self.static = self._static()
         self._wrap()
+        if audit_step is not None:
+            self._wrap_audit(audit_max_numel)
         atexit.register(self.write)
 
     # ---- what does not change ------------------------------------------------------------------
@@ -188,13 +208,131 @@ class Probe:
 
         def step_(*a, **k):
             r = step(*a, **k)
+            probe._steps_done += 1
             probe._after_step()
+            if probe.audit_step is not None and probe._steps_done == probe.audit_step:
+                probe._audit_finish()
             return r
 
         eng.forward = forward
         eng.step = step_
         if self.static["wall_clock_breakdown"]:
             self._wrap_timers_log()
+
+    # ---- the audit (docs/audit-format.md) ------------------------------------------------------
+    def _wrap_audit(self, max_numel):
+        """Wraps the ZeRO-3 optimizer's per-sub-group step: around engine step audit_step, each
+        sub-group's state is copied before and after (copies only: the run's tensors are read,
+        never written). Refuses a model whose fp32 partitions exceed max_numel elements."""
+        zo = self.engine.optimizer
+        if not hasattr(zo, "_optimizer_step") or not hasattr(zo, "fp32_partitioned_groups_flat"):
+            raise TypeError("ratiolab_probe: audit_step needs a ZeRO-3 optimizer (%s has no "
+                            "_optimizer_step)" % type(zo).__name__)
+        if not (isinstance(self.audit_step, int) and self.audit_step >= 1):
+            raise ValueError("ratiolab_probe: audit_step %r is not allowed (an int >= 1)" % (self.audit_step,))
+        total = sum(int(t.numel()) for t in zo.fp32_partitioned_groups_flat if t is not None)
+        if total > max_numel:
+            raise ValueError("ratiolab_probe: audit_step: this rank's fp32 partitions hold %d elements, "
+                             "more than audit_max_numel %d (28 bytes each in the audit file)" % (total, max_numel))
+        self._ds_build = None
+        orig = zo._optimizer_step
+        probe = self
+
+        def optimizer_step(sub_group_id):
+            if probe._steps_done + 1 != probe.audit_step:
+                return orig(sub_group_id)
+            c0 = time.thread_time_ns()
+            t0 = time.perf_counter_ns()
+            rec = probe._audit_before(zo, sub_group_id)
+            t1 = time.perf_counter_ns()
+            r = orig(sub_group_id)
+            t2 = time.perf_counter_ns()
+            probe._audit_after(zo, sub_group_id, rec)
+            probe._audit_ns += (t1 - t0) + (time.perf_counter_ns() - t2)
+            probe._audit_cpu_ns += time.thread_time_ns() - c0
+            return r
+
+        self._audit_ns = 0
+        self._audit_cpu_ns = 0
+        zo._optimizer_step = optimizer_step
+
+    def _audit_stepping(self, zo, sg):
+        """(optimizer object, its index: 0 own, 1 backup) that DeepSpeed's _optimizer_step
+        (0.14.1 and 0.19.8) uses for sub-group sg."""
+        if getattr(zo, "offload_optimizer", False) and getattr(zo, "subgroup_to_device", None):
+            if zo.subgroup_to_device[sg] != "cpu" and getattr(zo, "backup_optimizer", None) is not None:
+                return zo.backup_optimizer, 1
+        return zo.optimizer, 0
+
+    def _audit_before(self, zo, sg):
+        torch = self._torch
+        pgid = zo.sub_group_to_group_id[sg]
+        fp32 = zo.fp32_partitioned_groups_flat[sg]
+        opt, which = self._audit_stepping(zo, sg)
+        grp = opt.param_groups[pgid]
+        eng = zo.optimizer.param_groups[pgid]
+        st = opt.state.get(fp32, {})
+        n = int(fp32.numel())
+
+        def cp(t):
+            return t.detach().reshape(-1).to("cpu", torch.float32, copy=True)
+
+        zeros = torch.zeros(n, dtype=torch.float32)
+        name, simd, fma = self._audit_kind(opt, fp32)
+        return {
+            "optimizer": name, "rank": self.rank, "sub_group": int(sg), "param_group": int(pgid),
+            "optimizer_object": which, "simd_width": simd, "tail_fma": fma, "numel": n,
+            "lr": grp["lr"], "beta1": grp["betas"][0], "beta2": grp["betas"][1], "eps": grp["eps"],
+            "weight_decay": grp["weight_decay"],
+            "group": {"lr": eng["lr"], "beta1": eng["betas"][0], "beta2": eng["betas"][1],
+                      "eps": eng["eps"], "weight_decay": eng["weight_decay"]},
+            "adamw_mode": bool(getattr(opt, "adam_w_mode", True)),
+            "bias_correction": bool(grp.get("bias_correction", True)),
+            "param_before": cp(fp32), "grad": cp(fp32.grad) if fp32.grad is not None else zeros,
+            "exp_avg_before": cp(st["exp_avg"]) if "exp_avg" in st else zeros,
+            "exp_avg_sq_before": cp(st["exp_avg_sq"]) if "exp_avg_sq" in st else zeros,
+            "_opt": opt, "_fp32": fp32,
+        }
+
+    def _audit_kind(self, opt, fp32):
+        """The optimizer's name in the audit file, and for DeepSpeedCPUAdam its build's SIMD
+        width and FMA use (audit_ds_build); torch AdamW's foreach choice as torch makes it."""
+        kind = type(opt).__name__
+        if kind == "DeepSpeedCPUAdam":
+            if self._ds_build is None:
+                self._ds_build = audit_ds_build()
+            return "ds_cpu_adam", self._ds_build[0], self._ds_build[1]
+        if kind == "AdamW":
+            foreach = opt.defaults.get("foreach")
+            if foreach is None:
+                from torch.optim.optimizer import _default_to_fused_or_foreach
+                foreach = _default_to_fused_or_foreach([fp32], False, use_fused=False)[1]
+            return ("torch_adamw_foreach" if foreach else "torch_adamw"), 0, False
+        raise TypeError("ratiolab_probe: audit: no replay for optimizer %s" % kind)
+
+    def _audit_after(self, zo, sg, rec):
+        opt, fp32 = rec.pop("_opt"), rec.pop("_fp32")
+        st = opt.state[fp32]
+        step = st["step"]
+        rec["step"] = int(step.item()) if self._torch.is_tensor(step) else int(step)
+        for k, name in (("param_after", None), ("exp_avg_after", "exp_avg"), ("exp_avg_sq_after", "exp_avg_sq")):
+            t = fp32 if name is None else st[name]
+            rec[k] = t.detach().reshape(-1).to("cpu", self._torch.float32, copy=True)
+        self._audit_records.append(rec)
+
+    def _audit_finish(self):
+        """Writes this rank's audit file once step audit_step is over (outside the step's clock)."""
+        path = _rank_path(self.audit_out or os.path.splitext(self.out)[0] + ".audit.rla", self.rank)
+        t0 = time.perf_counter_ns()
+        recs = sorted(self._audit_records, key=lambda r: r["sub_group"])
+        audit_write(path, recs)
+        self.audit = {"step": self.audit_step, "file": os.path.basename(path), "records": len(recs),
+                      "bytes": os.path.getsize(path), "capture_ns": self._audit_ns,
+                      "capture_cpu_ns": self._audit_cpu_ns, "write_ns": time.perf_counter_ns() - t0,
+                      "ds_build": None if self._ds_build is None else
+                      {"simd_width": self._ds_build[0], "tail_fma": self._ds_build[1],
+                       "cxx_args": self._ds_build[2]}}
+        self._audit_records = []
 
     def _wrap_timers_log(self):
         """DeepSpeed's engine.step() logs its micro timers at the end of every step when the
@@ -375,6 +513,8 @@ class Probe:
         d["step_wall_ns_total"] = sum(wall)
         d["placement"] = self.placement
         d["digest"] = self.digest
+        if self.audit is not None:
+            d["audit"] = self.audit
         return d
 
     def write(self):
@@ -391,6 +531,70 @@ class Probe:
         return path
 
 
+# ---- the audit file (docs/audit-format.md) --------------------------------------------------
+
+
+def audit_ds_build():
+    """How this process's DeepSpeedCPUAdam op was compiled, from its op builder's own compiler
+    arguments (the ones torch's JIT hashed into the build it loaded): (simd_width, tail_fma,
+    args). simd_width is 16 / 8 with -D__AVX512__ / -D__AVX256__ (the vector body of Step_AVX),
+    else 0; tail_fma is whether the scalar loop has fused multiply-adds (-march= on a CPU with
+    FMA: g++'s default -ffp-contract=fast fuses them; DeepSpeed 0.14.1's CPU builder passes no
+    -march, 0.19.8's passes -march=native)."""
+    from deepspeed.ops.op_builder import CPUAdamBuilder
+    b = CPUAdamBuilder()
+    args = [a for a in b.strip_empty_entries(b.cxx_args())]
+    simd = 16 if "-D__AVX512__" in args else 8 if "-D__AVX256__" in args else 0
+    fma_cpu = False
+    try:
+        with open("/proc/cpuinfo") as f:
+            fma_cpu = any(line.startswith("flags") and " fma" in line for line in f)
+    except OSError:
+        pass
+    tail_fma = fma_cpu and any(a.startswith("-march=") for a in args)
+    return simd, tail_fma, args
+
+
+def audit_ds_tail_fma():
+    return audit_ds_build()[1]
+
+
+def audit_record(r):
+    """One sub-group's record as bytes: the fixed 136-byte head, then the seven float32 arrays of
+    AUDIT_ARRAYS (each r[name] a flat CPU float32 tensor of r["numel"] elements). r["group"]
+    holds the param group's own lr, beta1, beta2, eps and weight_decay (the engine's, which the
+    scheduler sets); r["lr"] ... are what the stepping optimizer held."""
+    import torch
+    n = int(r["numel"])
+    flags = (1 if r["adamw_mode"] else 0) | (2 if r["bias_correction"] else 0) | (4 if r.get("tail_fma") else 0)
+    head = struct.pack(AUDIT_RECORD, struct.calcsize(AUDIT_RECORD) + 28 * n,
+                       AUDIT_OPTIMIZERS[r["optimizer"]], r["rank"], r["sub_group"],
+                       r["param_group"], r["optimizer_object"], r["simd_width"], flags,
+                       int(r["step"]), n, float(r["lr"]), float(r["beta1"]), float(r["beta2"]),
+                       float(r["eps"]), float(r["weight_decay"]),
+                       *[float(r["group"][k]) for k in ("lr", "beta1", "beta2", "eps", "weight_decay")],
+                       int(r.get("first_element", 0)), int(r.get("subgroup_numel", n)))
+    parts = [head]
+    for name in AUDIT_ARRAYS:
+        t = r[name].detach().reshape(-1).to(torch.float32).contiguous()
+        if t.numel() != n:
+            raise ValueError("audit: %s has %d elements, numel is %d" % (name, t.numel(), n))
+        parts.append(t.numpy().astype("<f4", copy=False).tobytes())
+    return b"".join(parts)
+
+
+def audit_write(path, records):
+    """Writes records (dicts for audit_record) to path: header, records, zlib crc32 of the body."""
+    body = b"".join(audit_record(r) for r in records)
+    head = struct.pack(AUDIT_HEADER, AUDIT_MAGIC, AUDIT_VERSION, struct.calcsize(AUDIT_HEADER),
+                       len(records), zlib.crc32(body) & 0xffffffff, len(body))
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(head)
+        f.write(body)
+    os.replace(tmp, path)
+
+
 def _rank_path(out, rank):
     if "{rank}" in out:
         return out.replace("{rank}", str(rank))
@@ -400,14 +604,18 @@ def _rank_path(out, rank):
     return "%s.rank%d%s" % (stem, rank, ext or ".json")
 
 
-def attach(engine, out="probe.json", digest_step=None, steps_kept=1000):
+def attach(engine, out="probe.json", digest_step=None, steps_kept=1000, audit_step=None, audit_out=None,
+           audit_max_numel=AUDIT_MAX_NUMEL):
     """Attaches a probe to a DeepSpeed engine (after deepspeed.initialize, before the first
     step). digest_step: the step after which the fp32 master weights are digested and the file
     written (None: no digest); steps_kept: per-step records kept (later steps are counted only).
+    audit_step: the engine step (1-based) around which every sub-group's optimizer update is
+    recorded into an audit file (docs/audit-format.md; audit_out, default <out stem>.audit.rla
+    with the rank rule of `out`), refused when the rank's fp32 partitions exceed audit_max_numel.
     Returns the Probe; the file is (re)written at exit and by probe.write()."""
     if not hasattr(engine, "step") or not hasattr(engine, "optimizer"):
         raise TypeError("ratiolab_probe.attach: %r is not a DeepSpeed engine" % type(engine).__name__)
-    return Probe(engine, out, digest_step, steps_kept)
+    return Probe(engine, out, digest_step, steps_kept, audit_step, audit_out, audit_max_numel)
 
 
 if __name__ == "__main__":

@@ -116,6 +116,29 @@ def resolve_sgs(cell, model, groups, world):
     return -(-max(per_group) // k)
 
 
+def wrong_lr_hook(engine, group, which):
+    """A deliberately wrong update, for the audit to find: the chosen optimizer ("backup": the
+    torch AdamW of the sub-groups kept on the device; "cpu": DeepSpeedCPUAdam) steps param group
+    `group` with twice its lr, inside its step only (the group's lr is restored before anyone
+    reads it again)."""
+    zo = engine.optimizer
+    opt = zo.backup_optimizer if which == "backup" else zo.optimizer
+    orig = opt.step
+
+    def step(*a, **k):
+        g = opt.param_groups[group]
+        if not g["params"]:
+            return orig(*a, **k)
+        old = g["lr"]
+        g["lr"] = old * 2
+        try:
+            return orig(*a, **k)
+        finally:
+            g["lr"] = old
+
+    opt.step = step
+
+
 def run_cell(cell, out, ds_ver):
     import deepspeed
     from deepspeed.accelerator import get_accelerator
@@ -151,7 +174,10 @@ def run_cell(cell, out, ds_ver):
         engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=groups, config=config)
         ph.mark("initialize")
         use_probe = cell.get("probe", True)
-        probe = ratiolab_probe.attach(engine, out=os.path.join(cdir, "probe.json"), digest_step=STEPS) if use_probe else None
+        probe = ratiolab_probe.attach(engine, out=os.path.join(cdir, "probe.json"), digest_step=STEPS,
+                                      audit_step=cell.get("audit_step")) if use_probe else None
+        if cell.get("wrong_lr_group") is not None:
+            wrong_lr_hook(engine, cell["wrong_lr_group"], cell.get("wrong_lr_optimizer", "backup"))
         ph.mark("probe_attach")
         gen = torch.Generator().manual_seed(1000 + rank)
         vocab = model.config.vocab_size

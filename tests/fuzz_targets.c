@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "cli/flag_values.h"
 #include "common/rl.h"
 #include "exec/ckpt.h"
@@ -22,6 +24,7 @@
 #include "traces/trace.h"
 #include "plots/input.h"
 #include "traces/dsconfig.h"
+#include "validation/audit.h"
 #include "validation/probe.h"
 #include "validation/val.h"
 
@@ -127,6 +130,42 @@ static void dslog(const uint8_t *data, size_t size)
 }
 
 /* A ratiolab-probe document, then judged against a plan of the small model with its settings. */
+/* An audit file (validation/audit.h): parsed, then every record replayed (bounded: the fuzzer's
+ * inputs are small, so are their records). */
+static void audit_one(const uint8_t *data, size_t size)
+{
+    struct val_audit a;
+    struct rl_err e = {0};
+    if (val_audit_parse(data, size, &a, &e) != 0)
+        return;
+    struct val_audit_finding *f = calloc(a.n ? (size_t)a.n : 1, sizeof *f);
+    if (f)
+        val_audit_replay(&a, f, &e);
+    free(f);
+    val_audit_free(&a);
+}
+
+/* The input as it is, then with its body_bytes and crc32 made right, so that mutations reach the
+ * records' checks and the replay instead of stopping at the checksum. */
+static void audit(const uint8_t *data, size_t size)
+{
+    audit_one(data, size);
+    if (size < 32)
+        return;
+    uint8_t *c = malloc(size);
+    if (!c)
+        return;
+    memcpy(c, data, size);
+    uint64_t body = size - 32;
+    uint32_t crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), c + 32, (uInt)body);
+    for (int i = 0; i < 4; i++)
+        c[20 + i] = (uint8_t)(crc >> (8 * i));
+    for (int i = 0; i < 8; i++)
+        c[24 + i] = (uint8_t)(body >> (8 * i));
+    audit_one(c, size);
+    free(c);
+}
+
 static void probe(const uint8_t *data, size_t size)
 {
     struct val_probe pr;
@@ -642,6 +681,7 @@ const struct rl_fuzz_target rl_fuzz_targets[] = {
     {"trace", "Chrome trace reader (trace_parse)", trace},
     {"dslog", "DeepSpeed see_memory_usage log (trace_ds_parse)", dslog},
     {"probe", "ratiolab-probe JSON (val_probe_parse, then val_probe_compare)", probe},
+    {"audit", "ratiolab-probe audit file (val_audit_parse, then val_audit_replay)", audit},
     {"dsconfig", "DeepSpeed log configuration lines (trace_ds_config_parse)", dsconfig},
     {"ckpt", "checkpoint rank file and manifest (ex_ckpt_parse, ex_ckpt_check_cover, ex_ckpt_manifest_parse)", ckpt},
     {"monitor_csv", "monitor CSV (val_monitor_read for validate --monitor, plot__monitor_read)", monitor_csv},

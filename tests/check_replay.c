@@ -1,0 +1,484 @@
+/* tests/check_replay.c — the replay kernels (kernels/adam_replay.h) and the audit file's reader
+ * and verdict (validation/audit.h).
+ *
+ * Expected values come from two places ratiolab did not compute: single elements worked by hand
+ * (dyadic values, every operation exact, or one rounding worked out bit by bit), and
+ * tests/deepspeed/replay/ops-<release>.rla, the state around step 3 that the real
+ * DeepSpeedCPUAdam op and torch.optim.AdamW produced on fixed data (scripts/replay_record.py,
+ * run in the DeepSpeed 0.14.1 and 0.19.8 venvs). Reordering, fusing or splitting any operation of
+ * a replay kernel changes some of those bits (tests/mutants/replay-*.mut). */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+#include <zlib.h>
+
+#include "kernels/adam_replay.h"
+#include "tests/util.h"
+#include "validation/audit.h"
+
+static struct kern_replay_hparams hand_hp(void)
+{
+    /* Dyadic hyperparameters: 1 - beta, beta^1, 1 / sqrt(1 - beta2) are all exact. */
+    struct kern_replay_hparams h = {.lr = 0.5, .beta1 = 0.5, .beta2 = 0.75, .eps = 1.0,
+                                    .weight_decay = 0.0, .adamw_mode = true,
+                                    .bias_correction = true, .step = 1, .simd_width = 8,
+                                    .tail_fma = true};
+    return h;
+}
+
+/* One element at index `at` of an n-element step (n 1: the scalar tail; n 8: the vector body). */
+static void ds_one(const struct kern_replay_hparams *h, int n, float p0, float m0, float v0,
+                   float g0, float *p, float *m, float *v)
+{
+    float pa[8], ma[8], va[8], ga[8];
+    for (int i = 0; i < 8; i++)
+        pa[i] = p0, ma[i] = m0, va[i] = v0, ga[i] = g0;
+    struct rl_err e = {0};
+    ck_assert_int_eq(kern_replay_step(KERN_REPLAY_DS_CPU_ADAM, h, pa, ma, va, ga, n, &e), 0);
+    *p = pa[0], *m = ma[0], *v = va[0];
+}
+
+START_TEST(ds_hand_exact)
+{
+    /* p 1, m 0, v 0, g 1, step 1: bc1 = 1 - 0.5 = 0.5, bc2 = 1 / sqrt(1 - 0.75) = 2, step_size
+     * = -0.5 / 0.5 = -1. m = 0.5 * 1 = 0.5, v = 0.25 * 1 = 0.25, denom = sqrt(0.25) * 2 + 1 = 2,
+     * update 0.25. AdamW wd 0.5: p = 1 + (-0.5 * 0.5) * 1 = 0.75, then 0.75 - 0.25 = 0.5. */
+    for (int n = 1; n <= 8; n += 7) {
+        struct kern_replay_hparams h = hand_hp();
+        float p, m, v;
+        ds_one(&h, n, 1, 0, 0, 1, &p, &m, &v);
+        ck_assert_float_eq(m, 0.5f);
+        ck_assert_float_eq(v, 0.25f);
+        ck_assert_float_eq(p, 0.75f);   /* no decay: 1 - 0.25 */
+        h.weight_decay = 0.5;
+        ds_one(&h, n, 1, 0, 0, 1, &p, &m, &v);
+        ck_assert_float_eq(p, 0.5f);
+        /* Adam (L2) wd 0.5, eps 0.5: g = 1 * 0.5 + 1 = 1.5, m = 0.75, v = 0.25 * 2.25 = 0.5625,
+         * denom = 0.75 * 2 + 0.5 = 2, update 0.375, p = 1 - 0.375 = 0.625. */
+        h.adamw_mode = false;
+        h.eps = 0.5;
+        ds_one(&h, n, 1, 0, 0, 1, &p, &m, &v);
+        ck_assert_float_eq(m, 0.75f);
+        ck_assert_float_eq(v, 0.5625f);
+        ck_assert_float_eq(p, 0.625f);
+    }
+}
+END_TEST
+
+START_TEST(ds_tail_fuses_the_other_product)
+{
+    /* beta1 0.75 (1 - beta1 = 0.25), m0 = 1 + 2^-23, g = -1.5.
+     * Body: m0 * 0.75 = 0.75 + 1.5 * 2^-24 exactly, a tie between 0.75 + 2^-24 (odd) and
+     * 0.75 + 2^-23 (even): 0.75 + 2^-23. fma(g, 0.25, that) = -0.375 + 0.75 + 2^-23 = 0.375 +
+     * 2^-23, exact.
+     * Tail with FMA: fma(m0, 0.75, g * 0.25 = -0.375) = 0.375 + 3 * 2^-25 exactly (ulp 2^-25 in
+     * [0.25, 0.5)): one quarter of an ulp at 2^-23 apart from the body's.
+     * Tail without FMA: the body's roundings, 0.375 + 2^-23. */
+    struct kern_replay_hparams h = hand_hp();
+    h.beta1 = 0.75;
+    float m0 = 1.0f + 0x1p-23f, p, m, v;
+    ds_one(&h, 8, 1, m0, 0, -1.5f, &p, &m, &v);
+    ck_assert_float_eq(m, 0.375f + 0x1p-23f);
+    ds_one(&h, 1, 1, m0, 0, -1.5f, &p, &m, &v);
+    ck_assert_float_eq(m, 0.375f + 3 * 0x1p-25f);
+    h.tail_fma = false;
+    ds_one(&h, 1, 1, m0, 0, -1.5f, &p, &m, &v);
+    ck_assert_float_eq(m, 0.375f + 0x1p-23f);
+}
+END_TEST
+
+START_TEST(torch_hand_exact)
+{
+    /* beta1 = beta2 = 0.75, lr 0.5, wd 0.5, eps 1, step 1, p 1, m 0, v 0, g 1:
+     * p *= 1 - 0.25 -> 0.75; m = lerp(0, 1, 0.25) = 0.25; v = 0 + 0.25 * 1 * 1 = 0.25;
+     * bc1 = bc2 = 0.25, sqrt(bc2) = 0.5, step size 0.5 / 0.25 = 2; denom = 0.5 / 0.5 + 1 = 2;
+     * p = 0.75 + (-2 * 0.25) / 2 = 0.5. Both paths; foreach with wd 0 skips the decay. */
+    for (int opt = KERN_REPLAY_TORCH_ADAMW; opt <= KERN_REPLAY_TORCH_ADAMW_FOREACH; opt++) {
+        struct kern_replay_hparams h = {.lr = 0.5, .beta1 = 0.75, .beta2 = 0.75, .eps = 1.0,
+                                        .weight_decay = 0.5, .adamw_mode = true,
+                                        .bias_correction = true, .step = 1};
+        float p = 1, m = 0, v = 0, g = 1;
+        struct rl_err e = {0};
+        ck_assert_int_eq(kern_replay_step(opt, &h, &p, &m, &v, &g, 1, &e), 0);
+        ck_assert_float_eq(m, 0.25f);
+        ck_assert_float_eq(v, 0.25f);
+        ck_assert_float_eq(p, 0.5f);
+        h.weight_decay = 0;   /* p = 1 - 0.25 = 0.75 */
+        p = 1, m = 0, v = 0;
+        ck_assert_int_eq(kern_replay_step(opt, &h, &p, &m, &v, &g, 1, &e), 0);
+        ck_assert_float_eq(p, 0.75f);
+    }
+}
+END_TEST
+
+START_TEST(replay_refuses_bad_hparams)
+{
+    struct kern_replay_hparams h = hand_hp();
+    float x = 0;
+    struct rl_err e = {0};
+    h.step = 0;
+    ck_assert_int_eq(kern_replay_step(1, &h, &x, &x, &x, &x, 1, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "step: 0"));
+    h = hand_hp();
+    h.simd_width = 5;
+    ck_assert_int_eq(kern_replay_step(1, &h, &x, &x, &x, &x, 1, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "simd_width: 5"));
+    h = hand_hp();
+    ck_assert_int_eq(kern_replay_step(9, &h, &x, &x, &x, &x, 1, &e), RL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(e.msg, "optimizer: 9"));
+}
+END_TEST
+
+static void read_fixture(const char *name, struct val_audit *a)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/deepspeed/replay/%s", tu_src(), name);
+    struct rl_err e = {0};
+    ck_assert_msg(val_audit_read(path, a, &e) == 0, "%s", e.msg);
+}
+
+/* Every record of a recorded file replays bit for bit and passes the formula check. */
+static void all_identical(const char *name, int want_records, int want_simd, bool want_fma)
+{
+    struct val_audit a;
+    read_fixture(name, &a);
+    ck_assert_int_eq(a.n, want_records);
+    struct val_audit_finding *f = calloc((size_t)a.n, sizeof *f);
+    struct rl_err e = {0};
+    ck_assert_int_eq(val_audit_replay(&a, f, &e), 0);
+    int ds = 0, torch = 0;
+    for (int i = 0; i < a.n; i++) {
+        const struct val_audit_rec *r = &a.rec[i];
+        ck_assert_msg(f[i].status == VAL_AUDIT_IDENTICAL, "%s record %d (%s, %lld elements): %s, "
+                      "%lld differ, max %lld ulps: %s", name, i,
+                      kern_replay_opt_name(r->optimizer), (long long)r->numel,
+                      val_audit_status_name(f[i].status), (long long)f[i].n_diff,
+                      (long long)f[i].max_ulps, f[i].cause);
+        ck_assert_msg(f[i].formula_ok, "%s record %d: formula ratio %g", name, i, f[i].formula_max);
+        if (r->optimizer == KERN_REPLAY_DS_CPU_ADAM) {
+            ds++;
+            ck_assert_int_eq(r->simd_width, want_simd);
+            ck_assert_int_eq(r->tail_fma, want_fma);
+            ck_assert_int_eq(f[i].n_sqrt_faithful, 0);
+        } else {
+            torch++;
+            /* torch's sqrt is faithful: a handful of elements, never most of them */
+            ck_assert_int_le(f[i].n_sqrt_faithful, r->numel / 16);
+        }
+    }
+    ck_assert_int_eq(ds, 8);
+    ck_assert_int_eq(torch, 4);
+    free(f);
+    val_audit_free(&a);
+}
+
+START_TEST(recorded_0_19_8_bit_identical)
+{
+    all_identical("ops-0.19.8.rla", 12, 8, true);   /* AVX2 body, FMA tail (-march=native) */
+}
+END_TEST
+
+START_TEST(recorded_0_14_1_bit_identical)
+{
+    all_identical("ops-0.14.1.rla", 12, 0, false);  /* scalar build, no -march: no FMA */
+}
+END_TEST
+
+/* Rewrites record i's "after" arrays with a replay of `opt` under hyperparameters *k (twice:
+ * two updates), as a wrong optimizer step would have left them. */
+static void make_wrong(struct val_audit *a, int i, int opt, struct kern_replay_hparams k, bool twice)
+{
+    struct val_audit_rec *r = &a->rec[i];
+    float *p = (float *)r->param_after, *m = (float *)r->exp_avg_after;
+    float *v = (float *)r->exp_avg_sq_after;
+    memcpy(p, r->param_before, (size_t)r->numel * 4);
+    memcpy(m, r->exp_avg_before, (size_t)r->numel * 4);
+    memcpy(v, r->exp_avg_sq_before, (size_t)r->numel * 4);
+    struct rl_err e = {0};
+    ck_assert_int_eq(kern_replay_step(opt, &k, p, m, v, r->grad, r->numel, &e), 0);
+    if (twice) {
+        k.step++;
+        ck_assert_int_eq(kern_replay_step(opt, &k, p, m, v, r->grad, r->numel, &e), 0);
+    }
+}
+
+static struct kern_replay_hparams held_of(const struct val_audit_rec *r)
+{
+    struct kern_replay_hparams k = {.lr = r->held.lr, .beta1 = r->held.beta1,
+                                    .beta2 = r->held.beta2, .eps = r->held.eps,
+                                    .weight_decay = r->held.weight_decay,
+                                    .adamw_mode = r->adamw_mode,
+                                    .bias_correction = r->bias_correction, .step = r->step,
+                                    .simd_width = r->simd_width, .tail_fma = r->tail_fma};
+    return k;
+}
+
+START_TEST(wrong_updates_are_named)
+{
+    struct val_audit a;
+    read_fixture("ops-0.19.8.rla", &a);
+    ck_assert_int_ge(a.n, 6);
+    /* record 4: DeepSpeedCPUAdam, 261 elements; record 0: torch AdamW */
+    struct kern_replay_hparams k = held_of(&a.rec[4]);
+    k.lr = 2e-3;                                   /* lr doubled inside the step */
+    make_wrong(&a, 4, KERN_REPLAY_DS_CPU_ADAM, k, false);
+    k = held_of(&a.rec[5]);
+    k.step = 4;                                    /* a step count one ahead */
+    make_wrong(&a, 5, KERN_REPLAY_DS_CPU_ADAM, k, false);
+    k = held_of(&a.rec[6]);
+    k.step = 2;                                    /* two updates: steps 2 and 3 */
+    make_wrong(&a, 6, KERN_REPLAY_DS_CPU_ADAM, k, true);
+    struct val_audit_rec *r7 = &a.rec[7];          /* skipped: after = before */
+    memcpy((float *)r7->param_after, r7->param_before, (size_t)r7->numel * 4);
+    memcpy((float *)r7->exp_avg_after, r7->exp_avg_before, (size_t)r7->numel * 4);
+    memcpy((float *)r7->exp_avg_sq_after, r7->exp_avg_sq_before, (size_t)r7->numel * 4);
+    make_wrong(&a, 0, KERN_REPLAY_DS_CPU_ADAM, held_of(&a.rec[0]), false);   /* other optimizer */
+    a.rec[1].held.lr = 5e-4;                       /* held differs from the group's, bits are the group's */
+    struct val_audit_finding *f = calloc((size_t)a.n, sizeof *f);
+    struct rl_err e = {0};
+    ck_assert_int_eq(val_audit_replay(&a, f, &e), 0);
+    ck_assert_int_eq(f[4].status, VAL_AUDIT_DIFFERS);
+    ck_assert_int_gt(f[4].n_diff, 200);
+    ck_assert_msg(strstr(f[4].cause, "lr = 0.002's bit for bit"), "%s", f[4].cause);
+    ck_assert(!f[4].formula_ok);
+    ck_assert_msg(strstr(f[5].cause, "step count: the bits are step 4's"), "%s", f[5].cause);
+    ck_assert_msg(strstr(f[6].cause, "doubled update"), "%s", f[6].cause);
+    ck_assert_msg(strstr(f[7].cause, "skipped update"), "%s", f[7].cause);
+    ck_assert_msg(strstr(f[0].cause, "optimizer: the bits are ds_cpu_adam's"), "%s", f[0].cause);
+    ck_assert_int_eq(f[1].status, VAL_AUDIT_DIFFERS);
+    ck_assert_msg(strstr(f[1].cause, "held lr = 0.0005"), "%s", f[1].cause);
+    ck_assert_int_eq(f[2].status, VAL_AUDIT_IDENTICAL);   /* untouched */
+    ck_assert_str_eq(f[2].cause, "");
+    free(f);
+    val_audit_free(&a);
+}
+END_TEST
+
+/* ---- the reader ------------------------------------------------------------------------- */
+
+static uint8_t *fixture_bytes(size_t *len)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/deepspeed/replay/ops-0.19.8.rla", tu_src());
+    return (uint8_t *)tu_read(path, len);
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void recrc(uint8_t *b, size_t len)
+{
+    put32(b + 20, (uint32_t)crc32(crc32(0L, Z_NULL, 0), b + 32, (uInt)(len - 32)));
+}
+
+static void expect_refused(const uint8_t *b, size_t len, const char *needle)
+{
+    struct val_audit a;
+    struct rl_err e = {0};
+    ck_assert_int_eq(val_audit_parse(b, len, &a, &e), RL_EINVAL);
+    ck_assert_msg(strstr(e.msg, needle), "want \"%s\" in \"%s\"", needle, e.msg);
+    ck_assert_ptr_null(a.rec);
+    ck_assert_ptr_null(a.data);
+}
+
+START_TEST(reader_refuses_bad_files)
+{
+    size_t len;
+    uint8_t *b = fixture_bytes(&len);
+    uint8_t *c = malloc(len);
+    expect_refused(b, 10, "shorter than the 32-byte header");
+    memcpy(c, b, len), c[0] = 'X';
+    expect_refused(c, len, "magic");
+    memcpy(c, b, len), put32(c + 8, 2);
+    expect_refused(c, len, "version 2");
+    memcpy(c, b, len), c[len - 1] ^= 1;
+    expect_refused(c, len, "crc32");
+    expect_refused(b, len - 4, "body_bytes");
+    memcpy(c, b, len), put32(c + 16, 13), recrc(c, len);     /* one record more than there are */
+    expect_refused(c, len, "record 12");
+    memcpy(c, b, len), put32(c + 16, 11), recrc(c, len);     /* one fewer: bytes left over */
+    expect_refused(c, len, "after the last of 11 records");
+    memcpy(c, b, len), put32(c + 32 + 40, 0), put32(c + 32 + 44, 1), recrc(c, len);   /* numel 2^32 */
+    expect_refused(c, len, "numel 4294967296");
+    memcpy(c, b, len), put32(c + 32 + 4, 7), recrc(c, len);
+    expect_refused(c, len, "optimizer 7");
+    memcpy(c, b, len), put32(c + 32 + 28, 8), recrc(c, len);
+    expect_refused(c, len, "flags 0x8");
+    struct val_audit a;
+    struct rl_err e = {0};
+    ck_assert_int_eq(val_audit_parse(b, len, &a, &e), 0);   /* the untouched file parses */
+    ck_assert_int_eq(a.n, 12);
+    val_audit_free(&a);
+    free(c);
+    free(b);
+}
+END_TEST
+
+/* The recorded cells (tests/deepspeed/audit/, README there): real DeepSpeed ZeRO-3 runs in split
+ * mode, audited at step 3 by the probe and trimmed by scripts/audit_trim.py. Every sub-group of
+ * every cell replays bit for bit, except in the cells whose name says "wronglr": there the
+ * backup optimizer (torch AdamW) stepped param group 0 with twice its lr inside its step
+ * (scripts/ds_oracle.py wrong_lr_hook), and in "wronglrcpu" DeepSpeedCPUAdam did so for group 1:
+ * exactly those records must be named with that lr. */
+START_TEST(recorded_cells)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/tests/deepspeed/audit", tu_src());
+    DIR *d = opendir(dir);
+    ck_assert_msg(d, "%s: cannot open", dir);
+    int files = 0, ds = 0, torch = 0, wrong = 0, ranks1 = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        if (l < 5 || strcmp(de->d_name + l - 4, ".rla") != 0)
+            continue;
+        files++;
+        struct val_audit a;
+        char name[1100];
+        snprintf(name, sizeof name, "../audit/%s", de->d_name);
+        read_fixture(name, &a);
+        /* "wronglrcpu": DeepSpeedCPUAdam (own optimizer) stepped group 1 with twice its lr;
+         * "wronglr": the backup torch AdamW stepped group 0 so. */
+        bool wrongcpu = strstr(de->d_name, "wronglrcpu") != NULL;
+        bool wronglr = !wrongcpu && strstr(de->d_name, "wronglr") != NULL;
+        struct val_audit_finding *f = calloc((size_t)a.n, sizeof *f);
+        struct rl_err e = {0};
+        ck_assert_int_eq(val_audit_replay(&a, f, &e), 0);
+        for (int i = 0; i < a.n; i++) {
+            const struct val_audit_rec *r = &a.rec[i];
+            bool hooked = (wronglr && r->optimizer_object == 1 && r->param_group == 0) ||
+                          (wrongcpu && r->optimizer_object == 0 && r->param_group == 1);
+            ranks1 += r->rank == 1;
+            if (hooked) {
+                wrong++;
+                ck_assert_msg(f[i].status == VAL_AUDIT_DIFFERS && !f[i].formula_ok, "%s record %d",
+                              de->d_name, i);
+                ck_assert_msg(strstr(f[i].cause, "lr = 0.002's bit for bit"), "%s record %d: %s",
+                              de->d_name, i, f[i].cause);
+                continue;
+            }
+            ck_assert_msg(f[i].status == VAL_AUDIT_IDENTICAL && f[i].formula_ok && !f[i].hp_mismatch,
+                          "%s record %d (rank %u sub-group %u, %s): %s, %lld differ, max %lld ulps, "
+                          "formula %g: %s", de->d_name, i, r->rank, r->sub_group,
+                          kern_replay_opt_name(r->optimizer), val_audit_status_name(f[i].status),
+                          (long long)f[i].n_diff, (long long)f[i].max_ulps, f[i].formula_max,
+                          f[i].cause);
+            /* the other placement's optimizer leaves other bits from the same state (the
+             * ratio's digest changes): somewhere, never beyond the record */
+            ck_assert_int_gt(f[i].other_n_diff, 0);
+            ck_assert_int_le(f[i].other_n_diff, r->numel);
+            if (r->optimizer == KERN_REPLAY_DS_CPU_ADAM)
+                ds++;
+            else
+                torch++;
+        }
+        free(f);
+        val_audit_free(&a);
+    }
+    closedir(d);
+    /* not vacuous: both optimizers, both ranks of a 2-rank cell, the wrong cell's records */
+    ck_assert_int_ge(files, 3);
+    ck_assert_int_gt(ds, 0);
+    ck_assert_int_gt(torch, 0);
+    ck_assert_int_gt(wrong, 0);
+    ck_assert_int_gt(ranks1, 0);
+}
+END_TEST
+
+START_TEST(slice_keeps_the_tail_boundary)
+{
+    /* The hand case of ds_tail_fuses_the_other_product, as one element of a 9-element call on
+     * an 8-wide build: element 0 takes the body, element 8 the tail. */
+    struct kern_replay_hparams h = hand_hp();
+    h.beta1 = 0.75;
+    h.subgroup_numel = 9;
+    float p = 1, m = 1.0f + 0x1p-23f, v = 0, g = -1.5f;
+    struct rl_err e = {0};
+    ck_assert_int_eq(kern_replay_step(KERN_REPLAY_DS_CPU_ADAM, &h, &p, &m, &v, &g, 1, &e), 0);
+    ck_assert_float_eq(m, 0.375f + 0x1p-23f);
+    h.first_element = 8;
+    p = 1, m = 1.0f + 0x1p-23f, v = 0;
+    ck_assert_int_eq(kern_replay_step(KERN_REPLAY_DS_CPU_ADAM, &h, &p, &m, &v, &g, 1, &e), 0);
+    ck_assert_float_eq(m, 0.375f + 3 * 0x1p-25f);
+    h.first_element = 9;   /* past the end */
+    ck_assert_int_eq(kern_replay_step(KERN_REPLAY_DS_CPU_ADAM, &h, &p, &m, &v, &g, 1, &e), RL_EINVAL);
+}
+END_TEST
+
+START_TEST(validate_audit_needs_probe)
+{
+    struct tu_run r;
+    tu_ratiolab(&r, "validate --audit x.rla");
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--audit: x.rla needs --probe"));
+    tu_run_free(&r);
+}
+END_TEST
+
+START_TEST(validate_probe_with_audit)
+{
+    /* The 1-rank 0.19.8 cells' probe documents and their trimmed audit files: the text report
+     * has one line per record, the wrong cell's verdict is FAIL (exit 1) with its cause. */
+    const char *src = tu_src();
+    struct tu_run r;
+    tu_ratiolab(&r, "validate --probe %s/tests/deepspeed/audit/0.19.8-np1-audit.probe.json --model "
+                "%s/tests/deepspeed/models/gpt2-tiny.json --param-groups hf --audit "
+                "%s/tests/deepspeed/audit/0.19.8-np1-audit.rla", src, src, src);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "6 sub-groups, each replayed"));
+    ck_assert_ptr_nonnull(strstr(r.out, "ds_cpu_adam, own optimizer, 96 elements, step 3): bit-identical"));
+    ck_assert_ptr_nonnull(strstr(r.out, "verdict    PASS (the audit: 0 of 6"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "validate --probe %s/tests/deepspeed/audit/0.19.8-np1-wronglr.probe.json --model "
+                "%s/tests/deepspeed/models/gpt2-tiny.json --param-groups hf --audit "
+                "%s/tests/deepspeed/audit/0.19.8-np1-wronglr.rla --json", src, src, src);
+    ck_assert_msg(r.status == 1, "exit %d: %s", r.status, r.err);
+    json_error_t je;
+    json_t *j = json_loads(r.out, 0, &je);
+    ck_assert_msg(j, "%s", je.text);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")), "FAIL");
+    json_t *sg = json_object_get(json_object_get(j, "audit"), "sub_groups");
+    ck_assert_int_eq(json_array_size(sg), 6);
+    int differs = 0;
+    for (size_t i = 0; i < json_array_size(sg); i++) {
+        json_t *x = json_array_get(sg, i);
+        const char *st = json_string_value(json_object_get(x, "status"));
+        if (strcmp(st, "differs") == 0) {
+            differs++;
+            ck_assert_str_eq(json_string_value(json_object_get(x, "optimizer_object")), "backup");
+            ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(x, "cause")),
+                                         "lr = 0.002's bit for bit"));
+        }
+    }
+    ck_assert_int_eq(differs, 2);   /* the backup sub-group's two trimmed records */
+    json_decref(j);
+    tu_run_free(&r);
+}
+END_TEST
+
+Suite *replay_suite(void)
+{
+    Suite *s = suite_create("replay");
+    TCase *tc = tcase_create("replay");
+    tcase_add_test(tc, ds_hand_exact);
+    tcase_add_test(tc, ds_tail_fuses_the_other_product);
+    tcase_add_test(tc, torch_hand_exact);
+    tcase_add_test(tc, replay_refuses_bad_hparams);
+    tcase_add_test(tc, recorded_0_19_8_bit_identical);
+    tcase_add_test(tc, recorded_0_14_1_bit_identical);
+    tcase_add_test(tc, wrong_updates_are_named);
+    tcase_add_test(tc, reader_refuses_bad_files);
+    tcase_add_test(tc, recorded_cells);
+    tcase_add_test(tc, slice_keeps_the_tail_boundary);
+    tcase_add_test(tc, validate_audit_needs_probe);
+    tcase_add_test(tc, validate_probe_with_audit);
+    suite_add_tcase(s, tc);
+    return s;
+}

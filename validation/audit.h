@@ -1,0 +1,105 @@
+/* validation/audit.h — the probe's audit file (docs/audit-format.md): one optimizer step of a
+ * real run, per sub-group, and its replay with the arithmetic of the optimizer that ran it.
+ *
+ *   struct val_audit a;
+ *   val_audit_read(path, &a, &e);             or val_audit_parse(bytes, len, &a, &e)
+ *   struct val_audit_finding *f = calloc(a.n, sizeof *f);
+ *   val_audit_replay(&a, f, &e);              one finding per record
+ *   val_audit_free(&a);
+ *
+ * The reader checks everything before it trusts it: the magic, the version, the header size,
+ * the crc32 of the body (zlib), every record's size against its element count and against what is
+ * left, the bounds below. A bad file is RL_EINVAL naming the field, its value and what is allowed;
+ * nothing is left allocated. */
+#ifndef RL_VALIDATION_AUDIT_H
+#define RL_VALIDATION_AUDIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/rl.h"
+
+#define VAL_AUDIT_VERSION 1
+#define VAL_AUDIT_HEADER_BYTES 32
+#define VAL_AUDIT_RECORD_HEAD_BYTES 136
+#define VAL_AUDIT_MAX_RECORDS 65536              /* sub-groups per file */
+#define VAL_AUDIT_MAX_NUMEL ((int64_t)1 << 26)   /* elements per record (1.75 GiB of arrays) */
+
+/* Hyperparameters of one sub-group's step. */
+struct val_audit_hp {
+    double lr;              /* learning rate */
+    double beta1;           /* betas[0] */
+    double beta2;           /* betas[1] */
+    double eps;             /* eps */
+    double weight_decay;    /* weight_decay */
+};
+
+/* One sub-group around the audited step. The seven arrays point into val_audit.data. */
+struct val_audit_rec {
+    int optimizer;            /* enum kern_replay_opt: 1 ds_cpu_adam, 2 torch_adamw, 3 foreach */
+    uint32_t rank;            /* the rank that stepped it */
+    uint32_t sub_group;       /* DeepSpeed's sub-group index on that rank */
+    uint32_t param_group;     /* the param group it belongs to */
+    uint32_t optimizer_object;   /* 0: the ZeRO optimizer's own (DeepSpeedCPUAdam), 1: backup */
+    int32_t simd_width;       /* floats per vector of the DeepSpeed build (0, 4, 8, 16) */
+    bool adamw_mode;          /* decoupled weight decay */
+    bool bias_correction;     /* bias correction on */
+    bool tail_fma;            /* DeepSpeed: the build's scalar loop fuses (adam_replay.h) */
+    int64_t step;             /* the optimizer's step count after the step */
+    int64_t numel;            /* elements of every array */
+    int64_t first_element;    /* the arrays are elements [first_element, +numel) of the sub-group */
+    int64_t subgroup_numel;   /* the sub-group's elements (numel unless the file was trimmed) */
+    struct val_audit_hp held;   /* what the stepping optimizer's param group held */
+    struct val_audit_hp group;  /* the engine's param group (what the schedule asks for) */
+    const float *param_before;  /* fp32 master before the step */
+    const float *grad;          /* the gradient the optimizer saw (unscaled, clipped) */
+    const float *exp_avg_before;     /* m before */
+    const float *exp_avg_sq_before;  /* v before */
+    const float *param_after;        /* fp32 master after */
+    const float *exp_avg_after;      /* m after */
+    const float *exp_avg_sq_after;   /* v after */
+};
+
+/* A parsed audit file; owns rec and data. */
+struct val_audit {
+    int n;                     /* records */
+    struct val_audit_rec *rec; /* n records, file order */
+    float *data;               /* every record's arrays, one allocation */
+};
+
+/* Parses len bytes. 0, or RL_EINVAL / RL_ENOMEM with *a zeroed. */
+int val_audit_parse(const uint8_t *buf, size_t len, struct val_audit *a, struct rl_err *e);
+/* Reads (rl_read_bytes: a regular file, at most RL_INPUT_MAX_BYTES) and parses a file. */
+int val_audit_read(const char *path, struct val_audit *a, struct rl_err *e);
+void val_audit_free(struct val_audit *a);
+
+/* The verdict on one record. */
+enum val_audit_status {
+    VAL_AUDIT_IDENTICAL = 0,   /* the replay gives the recorded p, m, v bit for bit */
+    VAL_AUDIT_DIFFERS = 1,     /* some element differs from the replay */
+    VAL_AUDIT_NO_KERNEL = 2,   /* no replay for this optimizer: formula check only */
+};
+struct val_audit_finding {
+    enum val_audit_status status;  /* the bitwise level */
+    int64_t n_diff;                /* elements whose p, m or v differs from the replay */
+    int64_t max_ulps;              /* largest distance in ulps over p, m, v (INT64_MAX: NaN) */
+    int64_t n_sqrt_faithful;       /* torch: elements identical only with its faithful sqrt */
+    double formula_max;            /* largest |p_after - p_formula| / bound over elements */
+    bool formula_ok;               /* formula_max <= 1: within the proven bound */
+    bool hp_mismatch;              /* held != group (lr, betas, eps or weight decay) */
+    int other_optimizer;           /* the other placement's optimizer (ds_cpu_adam <-> torch_adamw) */
+    int64_t other_n_diff;          /* elements where its step from the same state differs (p, m, v) */
+    int64_t other_max_ulps;        /* and the largest distance: the rounding gap a ratio change makes */
+    char cause[200];               /* the cause when one is named, else "" */
+};
+
+/* Replays every record (kernels/adam_replay.h) and checks it against Adam's formula in double
+ * (docs/audit-format.md "The verdict"); f has a.n entries. Names a cause where one replay
+ * with one thing changed reproduces the bits: another step count, a skipped or doubled update,
+ * another optimizer's arithmetic, another lr. 0 or RL_ENOMEM / RL_EINVAL. */
+int val_audit_replay(const struct val_audit *a, struct val_audit_finding *f, struct rl_err *e);
+
+const char *val_audit_status_name(enum val_audit_status s);   /* "bit-identical", ... */
+
+#endif
