@@ -25,19 +25,11 @@
 #include "traces/trace.h"
 #include "validation/val.h"
 
-static const char *src_path(const char *rel)
-{
-    static char buf[4][1024];
-    static int k;
-    char *b = buf[k++ % 4];
-    snprintf(b, 1024, "%s/%s", tu_src(), rel);
-    return b;
-}
 
 /* The example log, whole (malloc'd). */
 static char *example_log(size_t *len)
 {
-    char *t = tu_read(src_path("tests/deepspeed/example/deepspeed-0.14.1.log"), len);
+    char *t = tu_read(tu_src_path("tests/deepspeed/example/deepspeed-0.14.1.log"), len);
     ck_assert_ptr_nonnull(t);
     return t;
 }
@@ -64,7 +56,7 @@ static int count_lines(const char *t)
 static void validate_logs(struct tu_run *r, const char *logs, const char *more)
 {
     tu_ratiolab(r, "validate --deepspeed-log %s --model '%s' --param-groups hf %s", logs,
-                src_path("tests/deepspeed/models/gpt2-tiny.json"), more);
+                tu_src_path("tests/deepspeed/models/gpt2-tiny.json"), more);
 }
 
 /* ---- item 6: each run against its own configuration ------------------------------------------- */
@@ -431,7 +423,7 @@ END_TEST
 START_TEST(plot_ratio_outside_unit_refused)
 {
     size_t len;
-    char *t = tu_read(src_path("tests/fuzz/seeds/plot_inputs/sweep.json"), &len);
+    char *t = tu_read(tu_src_path("tests/fuzz/seeds/plot_inputs/sweep.json"), &len);
     ck_assert_ptr_nonnull(t);
     static const char *const bad[] = {"1e308", "-1e308", "1.5"};
     for (size_t i = 0; i < RL_COUNT(bad); i++) {

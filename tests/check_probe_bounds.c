@@ -18,20 +18,12 @@
 #include "validation/probe.h"
 #include "validation/val.h"
 
-static const char *src_path(const char *rel)
-{
-    static char buf[4][1024];
-    static int k;
-    char *b = buf[k++ % 4];
-    snprintf(b, 1024, "%s/%s", tu_src(), rel);
-    return b;
-}
 
 /* The shipped example probe, parsed for editing. */
 static json_t *example_probe(void)
 {
     json_error_t je;
-    json_t *j = json_load_file(src_path("tests/deepspeed/example/probe.json"), 0, &je);
+    json_t *j = json_load_file(tu_src_path("tests/deepspeed/example/probe.json"), 0, &je);
     ck_assert_msg(j, "%s", je.text);
     return j;
 }
@@ -50,7 +42,7 @@ static const char *write_json(const char *name, json_t *j)
 static void validate_probe(struct tu_run *r, const char *f, const char *groups, const char *more)
 {
     tu_ratiolab(r, "validate --probe '%s' --model '%s' --param-groups %s %s", f,
-                src_path("tests/deepspeed/models/gpt2-tiny.json"), groups, more);
+                tu_src_path("tests/deepspeed/models/gpt2-tiny.json"), groups, more);
 }
 
 /* ---- item 4: bounds where each number is read, sums checked ------------------------------------ */
@@ -293,7 +285,7 @@ END_TEST
 static json_t *two_rank_cell(json_t **r0, const char **groups)
 {
     size_t len;
-    char *all = tu_read(src_path("tests/deepspeed/observed/0.19.8-np2.jsonl"), &len);
+    char *all = tu_read(tu_src_path("tests/deepspeed/observed/0.19.8-np2.jsonl"), &len);
     ck_assert_ptr_nonnull(all);
     json_t *found = NULL;
     for (char *line = all, *nl; line && *line && !found; line = nl ? nl + 1 : NULL) {

@@ -36,6 +36,15 @@ static void cleanup(void)
     }
 }
 
+const char *tu_src_path(const char *rel)
+{
+    static char buf[4][1024];
+    static int k;
+    char *b = buf[k++ % 4];
+    snprintf(b, sizeof buf[0], "%s/%s", tu_src(), rel);
+    return b;
+}
+
 const char *tu_tmpdir(void)
 {
     if (!tmpdir[0] || tmp_owner != getpid()) {

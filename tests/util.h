@@ -22,6 +22,8 @@ struct tu_run {
 
 const char *tu_bin(void);      /* $RATIOLAB_BIN (build/ratiolab) */
 const char *tu_src(void);      /* $RATIOLAB_SRC (the source tree) */
+/* tu_src()/rel, in one of four rotating static buffers (so up to four may be used at once). */
+const char *tu_src_path(const char *rel);
 const char *tu_build(void);    /* $RATIOLAB_BUILD (build/ or build-san/) */
 /* A fresh empty directory for this test process (removed at exit). */
 const char *tu_tmpdir(void);
