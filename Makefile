@@ -308,11 +308,12 @@ fuzz: deps-quiet
 fuzz-run: $(FUZZ_BINS)
 	@test -n "$(FUZZ_CC)" || { echo "make fuzz needs clang (make deps)"; exit 3; }
 	@scripts/fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
-# `make mutate`: each tests/mutants/*.mut applied alone to a scratch copy, its suites run, the
+# `make mutate`: each tests/mutants/*.mut applied alone to a scratch copy, its suites run (with
+# RATIOLAB_CFLAGS, as make test-run gives it), the
 # score printed with and without the golden table (scripts/mutate.sh; MUTANTS=name... for some).
 mutate: deps-quiet
 	@$(INNER) $(BIN) $(TEST_BIN) $(PROGS)
-	@MUTATE_JOBS=2 MUTATE_LONG=$(or $(MUTATE_LONG),1) scripts/mutate.sh $(MUTANTS)
+	@RATIOLAB_CFLAGS='$(CFLAGS)' MUTATE_JOBS=2 MUTATE_LONG=$(or $(MUTATE_LONG),1) scripts/mutate.sh $(MUTANTS)
 .PHONY: mutate
 
 # `make ds-oracle`: real DeepSpeed (pinned venvs under build-ds/, reused) on the CPU accelerator,
