@@ -23,6 +23,7 @@
 #include <string.h>
 #include <signal.h>   /* signal, SIGALRM: the no-fork runner's limit */
 #include <unistd.h>
+#include <ftw.h>       /* nftw: a worker's Open MPI session folder removed */
 #include <sys/wait.h>  /* wait, WIFSIGNALED: the workers of RL_TEST_JOBS */
 
 #include "tests/util.h"
@@ -185,6 +186,7 @@ struct worker {
     pid_t pid;             /* 0: not started or reaped */
     char out[64];          /* the worker's stdout and stderr */
     char xml[64];          /* its Check XML log */
+    char mpi_tmp[64];      /* its Open MPI session folder base (OMPI_MCA_orte_tmpdir_base), "" if none */
     int passed, failed;    /* from its summary line */
     int skipped;
     char *skip_lines;      /* its "skipped: ..." lines, kept for the end (malloc'd) */
@@ -221,6 +223,15 @@ static pid_t worker_start(const char *self, const char *suite, struct worker *w)
         exit(EXIT_FAILURE);
     }
     close(fx);
+    /* Two workers' mpiruns starting at once race to create the one session folder Open MPI 4
+     * keeps per host and user (/tmp/ompi.HOST.UID: "mkdir ... File exists", the launch fails):
+     * each worker gets a base folder of its own, unless the caller chose one. */
+    w->mpi_tmp[0] = 0;
+    if (!getenv("OMPI_MCA_orte_tmpdir_base")) {
+        snprintf(w->mpi_tmp, sizeof w->mpi_tmp, "/tmp/ratiolab-worker-mpi-XXXXXX");
+        if (!mkdtemp(w->mpi_tmp))
+            w->mpi_tmp[0] = 0;
+    }
     fflush(stdout);
     pid_t pid = fork();
     if (pid < 0) {
@@ -234,12 +245,25 @@ static pid_t worker_start(const char *self, const char *suite, struct worker *w)
         setenv("CK_RUN_SUITE", suite, 1);
         setenv("RL_TEST_WORKER", "1", 1);
         setenv("CK_XML_LOG_FILE_NAME", w->xml, 1);
+        if (w->mpi_tmp[0])
+            setenv("OMPI_MCA_orte_tmpdir_base", w->mpi_tmp, 1);
         execl(self, self, (char *)NULL);
         perror("run_tests: exec");
         _exit(127);
     }
     close(fd);
     return pid;
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    if (flag == FTW_DP)
+        rmdir(path);
+    else
+        unlink(path);
+    return 0;   /* best effort: go on with the rest */
 }
 
 /* Prints worker w's output but its closing lines, which it parses into w (and keeps the skips). */
@@ -259,6 +283,8 @@ static void worker_finish(struct worker *w, const char *suite, int status)
         fclose(f);
     }
     unlink(w->out);
+    if (w->mpi_tmp[0])   /* what the worker's mpiruns left (a killed launch leaves its folder) */
+        nftw(w->mpi_tmp, remove_one, 16, FTW_DEPTH | FTW_PHYS);
     /* The summary is the last line; the skip lines are the run of "skipped: " lines before it. */
     char *end = buf ? buf + len : NULL;
     while (end && end > buf && end[-1] == '\n')
