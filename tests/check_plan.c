@@ -31,25 +31,12 @@ static void mk(struct handmodel *h, int n, const int64_t *numel, const int *grou
     }
 }
 
-static struct plan_zero zero(double ratio, int64_t sgs)
-{
-    struct plan_zero z;
-    plan_zero_defaults(&z);
-    z.stage = 3;
-    z.offload = PLAN_OFFLOAD_CPU;
-    z.pin_memory = true;
-    z.ratio = ratio;
-    z.src_ratio = PLAN_SRC_CLI;
-    z.sub_group_size = sgs;
-    z.dtype = PLAN_FP16;
-    return z;
-}
 
 static void build(struct plan *p, const struct handmodel *h, int dp, double ratio, int64_t sgs,
                   enum plan_policy pol)
 {
     struct plan_layout l = {.dp = dp, .tp = 1, .pp = 1};
-    struct plan_zero z = zero(ratio, sgs);
+    struct plan_zero z = tu_zero_cpu_offload(ratio, sgs);
     struct plan_options o = {.policy = pol};
     struct rl_err e = {0};
     int rc = plan_build(p, &h->m, &l, &z, &o, &e);
@@ -296,7 +283,7 @@ START_TEST(ledger_ds013_adam_at_first_step_and_exec)
     struct handmodel h;
     ten_subgroups(&h);
     struct plan_layout l = {.dp = 1};
-    struct plan_zero z = zero(0.3, 100);
+    struct plan_zero z = tu_zero_cpu_offload(0.3, 100);
     z.ds_version = (struct rl_version){0, 16, 0};
     struct plan_options o = {.policy = PLAN_POLICY_DS012};
     struct plan p;

@@ -36,15 +36,7 @@ static void ten_init(struct ten *h)
 /* fp16, pinned CPU offload at `ratio`, sub_group_size 100, DeepSpeed `ver`. */
 static struct plan_zero offload(double ratio, struct rl_version ver)
 {
-    struct plan_zero z;
-    plan_zero_defaults(&z);
-    z.stage = 3;
-    z.offload = PLAN_OFFLOAD_CPU;
-    z.pin_memory = true;
-    z.ratio = ratio;
-    z.src_ratio = PLAN_SRC_CLI;
-    z.sub_group_size = 100;
-    z.dtype = PLAN_FP16;
+    struct plan_zero z = tu_zero_cpu_offload(ratio, 100);
     z.ds_version = ver;
     return z;
 }

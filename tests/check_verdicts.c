@@ -89,16 +89,8 @@ static void hand_model(struct hand *h, const int64_t *numel, int n)
  * DeepSpeed version (a, b, c); dp 1; placement and ledger from the version. */
 static void hand_plan(struct plan *p, const struct hand *h, double ratio, int64_t sgs, int64_t rbs, int a, int b, int c)
 {
-    struct plan_zero z;
-    plan_zero_defaults(&z);
-    z.stage = 3;
-    z.offload = PLAN_OFFLOAD_CPU;
-    z.pin_memory = true;
-    z.ratio = ratio;
-    z.src_ratio = PLAN_SRC_CLI;
-    z.sub_group_size = sgs;
+    struct plan_zero z = tu_zero_cpu_offload(ratio, sgs);
     z.reduce_bucket_size = rbs;
-    z.dtype = PLAN_FP16;
     z.ds_version = (struct rl_version){a, b, c};
     struct plan_layout l = {.dp = 1, .tp = 1, .pp = 1};
     struct plan_options o = {.policy = PLAN_POLICY_AUTO, .ledger = PLAN_LEDGER_AUTO};

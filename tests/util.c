@@ -45,6 +45,20 @@ const char *tu_src_path(const char *rel)
     return b;
 }
 
+struct plan_zero tu_zero_cpu_offload(double ratio, int64_t sub_group_size)
+{
+    struct plan_zero z;
+    plan_zero_defaults(&z);
+    z.stage = 3;
+    z.offload = PLAN_OFFLOAD_CPU;
+    z.pin_memory = true;
+    z.ratio = ratio;
+    z.src_ratio = PLAN_SRC_CLI;
+    z.sub_group_size = sub_group_size;
+    z.dtype = PLAN_FP16;
+    return z;
+}
+
 const char *tu_tmpdir(void)
 {
     if (!tmpdir[0] || tmp_owner != getpid()) {

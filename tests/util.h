@@ -8,6 +8,8 @@
 #include <check.h>   /* Suite */
 #include <jansson.h>
 
+#include "plan/plan.h"   /* struct plan_zero */
+
 /* The suite function of the file being compiled: the Makefile passes -DTU_SUITE=<module>_suite
  * to tests/check_<module>.c (tests/runner.c declares them all from build/gen/suites.h). */
 #ifdef TU_SUITE
@@ -24,6 +26,9 @@ const char *tu_bin(void);      /* $RATIOLAB_BIN (build/ratiolab) */
 const char *tu_src(void);      /* $RATIOLAB_SRC (the source tree) */
 /* tu_src()/rel, in one of four rotating static buffers (so up to four may be used at once). */
 const char *tu_src_path(const char *rel);
+/* fp16 ZeRO-3 with optimizer offload to pinned CPU memory at ratio (given on the command line) and
+ * sub_group_size, DeepSpeed's defaults otherwise: the configuration the plan suites start from. */
+struct plan_zero tu_zero_cpu_offload(double ratio, int64_t sub_group_size);
 const char *tu_build(void);    /* $RATIOLAB_BUILD (build/ or build-san/) */
 /* A fresh empty directory for this test process (removed at exit). */
 const char *tu_tmpdir(void);
