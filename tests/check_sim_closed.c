@@ -268,6 +268,26 @@ START_TEST(allgather_across_nodes_closed_form)
 }
 END_TEST
 
+/* Inside one node a collective is one latency_us.collective_intra plus its bus bytes, bytes x
+ * (n-1)/n for an all-gather, at the GPU's NVLink share of the profile's all-gather bus bandwidth
+ * (nccl-tests convention). gpt-350m, TP 1, DP 8 on one DGX-A100: the first gather at t = 0 is the
+ * word embeddings alone (50257 padded to a multiple of 128: 50304 x 1024 = 51.5e6 elements, more
+ * than the 5e7 prefetch bucket), 2 bytes each, at 200 GB/s. */
+START_TEST(allgather_inside_a_node_closed_form)
+{
+    struct sim_hw hw = load_hw("dgx-a100-80g");
+    ck_assert(hw.allgather_busbw_gbps == 200 && hw.lat_coll_intra_us == 20);
+    struct fixture f;
+    fx_init(&f, "gpt-350m", 1, 1, 8, 8, 0.3);
+    ck_assert_int_eq(f.p.layout.dp, 8);
+    ck_assert_int_eq(f.p.layout.nodes, 1);
+    ck_assert_int_eq(f.m.tensors[0].numel, 50304 * 1024);
+    int64_t want = 20000 + ceil_ns((long double)(50304 * 1024) * 2 * 7 / 8 / 200e9L * 1e9L);
+    ck_assert_int_eq(first_allgather_end(&f.p, &hw, "ag1.json"), want);
+    fx_free(&f);
+}
+END_TEST
+
 START_TEST(memory_pipeline_stages_and_gathered_parameters)
 {
     /* Activations (Korthikanti et al. 2022, eq. 2): s b h (10 + 24/t + 5 a s / (h t)) bytes per
@@ -424,6 +444,7 @@ Suite *sim_closed_suite(void)
     tcase_add_test(tc, pipeline_bubble_is_pp_minus_one_micro_batches);
     tcase_add_test(tc, cpu_adam_numa_closed_form);
     tcase_add_test(tc, allgather_across_nodes_closed_form);
+    tcase_add_test(tc, allgather_inside_a_node_closed_form);
     tcase_add_test(tc, memory_pipeline_stages_and_gathered_parameters);
     tcase_add_test(tc, interleaved_host_copies_load_the_inter_socket_link_by_half);
     tcase_add_test(tc, pageable_copies_cross_dram_twice);
