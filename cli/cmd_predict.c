@@ -173,7 +173,7 @@ static int run(int argc, char **argv)
             fprintf(rep, "trace: %s\n", a.trace);
     }
     cli_sim_warn_layout(&c.layout);
-    cli_sim_warn_defaults(&hw);   /* after the report: a refused input stays a one-line error */
+    cli_sim_warn_defaults(&hw, &c.layout);   /* after the report: a refused input stays a one-line error */
     plan_free(&p);
     plan_setup_free(&c);
     return 0;

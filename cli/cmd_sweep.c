@@ -200,7 +200,7 @@ static int run(int argc, char **argv)
         rl_err_prefix(&e, "--out");
     if (!rc) {   /* once the rows are written: a refused input stays one line */
         cli_sim_warn_layout(&c.layout);
-        cli_sim_warn_defaults(&hw);
+        cli_sim_warn_defaults(&hw, &c.layout);
     }
     free(ratios);
     plan_setup_free(&c);

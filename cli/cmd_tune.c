@@ -616,7 +616,7 @@ static int run(int argc, char **argv)
         if (found)
             cli_sim_warn_layout(&c.layout);
         for (int i = 0; found && i < n_hw; i++)   /* after the answer: a refusal stays one line */
-            cli_sim_warn_defaults(&runs[i].hw);
+            cli_sim_warn_defaults(&runs[i].hw, &c.layout);
         if (!found) {
             char why[512], more[256] = "";
             const struct sim_tune_fix *f = &runs[0].fix[SIM_TUNE_N_CLASSES];

@@ -184,17 +184,23 @@ void cli_sim_warn_layout(const struct plan_layout *l)
 {
     if (l->tp > l->gpus_per_node && l->gpus_per_node > 0)
         fprintf(stderr, "ratiolab: warning: TP %d spans nodes of %d GPUs: every tensor-parallel all-reduce crosses the "
-                "inter-node network (modelled at the profile's network.node_gbps), which is slower than TP within a "
+                "inter-node network (modelled as NCCL's ring or tree at the profile's network.inter_busbw_gbps), which is slower than TP within a "
                 "node; keep TP <= GPUs per node if you can\n", l->tp, l->gpus_per_node);
 }
 
-void cli_sim_warn_defaults(const struct sim_hw *hw)
+void cli_sim_warn_defaults(const struct sim_hw *hw, const struct plan_layout *l)
 {
-    if (!hw->defaulted[0])
+    /* The inter-node collective figures are used only when the layout spans nodes. */
+    const char *coll = l->nodes > 1 ? hw->coll_defaulted : "";
+    if (!hw->defaulted[0] && !coll[0])
         return;
     fprintf(stderr, "ratiolab: warning: profile %s: the prediction uses figures that are defaults or unverified, not "
             "sourced for this machine: ", hw->name);
     for (const char *p = hw->defaulted; *p; p++)
+        fputs(*p == ',' ? ", " : (char[]){*p, 0}, stderr);
+    if (coll[0] && hw->defaulted[0])
+        fputs(", ", stderr);
+    for (const char *p = coll; *p; p++)
         fputs(*p == ',' ? ", " : (char[]){*p, 0}, stderr);
     fprintf(stderr, " (measure them with ratiolab calibrate or source them in the profile)\n");
 }

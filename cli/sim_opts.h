@@ -23,10 +23,11 @@ struct cli_sim {
 };
 void cli_sim_init(struct cli_sim *s);
 /* predict, sweep and tune: one warning on stderr naming every figure of the profile the
- * prediction takes as a default or whose source says "unverified" (nothing when there is none). */
-void cli_sim_warn_defaults(const struct sim_hw *hw);
+ * prediction takes as a default or whose source says "unverified" (nothing when there is none);
+ * the inter-node collective figures (hw->coll_defaulted) only when layout l spans nodes. */
+void cli_sim_warn_defaults(const struct sim_hw *hw, const struct plan_layout *l);
 /* The same commands: a warning when tensor parallelism spans nodes (tp > GPUs per node), whose
- * all-reduces then cross the node network, modelled at network.node_gbps. */
+ * all-reduces then cross the node network, modelled as NCCL's ring or tree (sim/collective.h). */
 void cli_sim_warn_layout(const struct plan_layout *l);
 extern const struct cli_opt cli_sim_opts[];
 int cli_sim_opt(void *ctx, int id, const char *value, struct rl_err *e);

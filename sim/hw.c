@@ -61,6 +61,11 @@ static const struct hw_field fields[] = {
     F("latency_us.pcie_copy", 'd', lat_copy_us, 0, 1e5),
     F("latency_us.collective_intra", 'd', lat_coll_intra_us, 0, 1e5),
     F("latency_us.collective_inter", 'd', lat_coll_inter_us, 0, 1e5),
+    F("network.inter_busbw_gbps", 'd', net_inter_busbw_gbps, 0.01, 1e5),
+    F("latency_us.nccl_ring_step_intra", 'd', lat_ring_step_intra_us, 0, 1e5),
+    F("latency_us.nccl_ring_step_inter", 'd', lat_ring_step_inter_us, 0, 1e5),
+    F("latency_us.nccl_tree_step_intra", 'd', lat_tree_step_intra_us, 0, 1e5),
+    F("latency_us.nccl_tree_step_inter", 'd', lat_tree_step_inter_us, 0, 1e5),
     F("cpu_adam.elements_per_s_per_core", 'd', cpu_adam_elems_per_core, 1e6, 1e12),
     F("cpu_adam.dram_bytes_per_element", 'd', cpu_adam_dram_bytes, 1, 1000),
     F("cpu_adam.torch_elements_per_s_per_core", 'd', torch_adam_elems_per_core, 1e5, 1e12),
@@ -194,6 +199,33 @@ static int walk(struct walk *w, json_t *v, const char *exact, const char *norm)
     return check_leaf(w, v, exact, norm);
 }
 
+/* The inter-node collective keys (sim/collective.h): a default, noted in hw->coll_defaulted, which
+ * the warning names only for a layout that spans nodes. The bus bandwidth's default is 0: the line
+ * rate network.node_gbps (sim_coll_busbw_gbps). */
+static bool coll_default(struct sim_hw *hw, const char *path)
+{
+    static const struct {
+        const char *path;
+        size_t off;
+        double def;
+    } keys[] = {
+        {"network.inter_busbw_gbps", offsetof(struct sim_hw, net_inter_busbw_gbps), 0},
+        {"latency_us.nccl_ring_step_intra", offsetof(struct sim_hw, lat_ring_step_intra_us), SIM_HW_DEFAULT_RING_STEP_INTRA_US},
+        {"latency_us.nccl_ring_step_inter", offsetof(struct sim_hw, lat_ring_step_inter_us), SIM_HW_DEFAULT_RING_STEP_INTER_US},
+        {"latency_us.nccl_tree_step_intra", offsetof(struct sim_hw, lat_tree_step_intra_us), SIM_HW_DEFAULT_TREE_STEP_INTRA_US},
+        {"latency_us.nccl_tree_step_inter", offsetof(struct sim_hw, lat_tree_step_inter_us), SIM_HW_DEFAULT_TREE_STEP_INTER_US},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        if (strcmp(path, keys[i].path) != 0)
+            continue;
+        *(double *)((char *)hw + keys[i].off) = keys[i].def;
+        size_t l = strlen(hw->coll_defaulted);
+        snprintf(hw->coll_defaulted + l, sizeof hw->coll_defaulted - l, "%s%s", l ? "," : "", path);
+        return true;
+    }
+    return false;
+}
+
 /* Keys a profile may leave out (profiles written before they existed): their default, set once
  * the required fields are in. Returns false for a required key. */
 static bool optional_default_value(struct sim_hw *hw, const char *path)
@@ -239,6 +271,8 @@ static bool optional_default_value(struct sim_hw *hw, const char *path)
     if (strcmp(path, "host.thp_mode") == 0 || strcmp(path, "host.page_bytes") == 0 ||
         strcmp(path, "host.fault_us_per_4k_page") == 0 || strcmp(path, "host.fault_us_per_2m_page") == 0)
         return true;   /* ""/0: resolved by sim_hw_host_resolve, which notes what it defaults */
+    if (coll_default(hw, path))
+        return true;
     return false;
 }
 
@@ -250,7 +284,8 @@ static bool optional_default(struct sim_hw *hw, const char *path)
     if (ok && strcmp(path, "node.cpu_model") != 0 && strncmp(path, "gpu.emulated", 12) != 0 &&
         strncmp(path, "gpu.gemm_", 9) != 0 && strcmp(path, "gpu.sms") != 0 &&
         strncmp(path, "host.thp_mode", 13) != 0 && strcmp(path, "host.page_bytes") != 0 &&
-        strncmp(path, "host.fault_us_per_", 18) != 0)
+        strncmp(path, "host.fault_us_per_", 18) != 0 && strcmp(path, "network.inter_busbw_gbps") != 0 &&
+        strncmp(path, "latency_us.nccl_", 16) != 0)
         sim_hw_note_default(hw, path);
     if (ok && strcmp(path, "host.fault_gbps_per_thread") == 0)
         hw->host_fault_rate_given = false;

@@ -86,7 +86,20 @@ struct sim_hw {
     double lat_launch_us;          /* GPU kernel launch */
     double lat_copy_us;            /* one cudaMemcpyAsync over PCIe */
     double lat_coll_intra_us;      /* one NCCL collective inside a node */
-    double lat_coll_inter_us;      /* one NCCL collective across nodes */
+    double lat_coll_inter_us;      /* one NCCL collective across nodes: its launch and base
+                                      latency; the algorithm's steps add theirs (sim/collective.h) */
+    /* NCCL's collectives across nodes as algorithms (sim/collective.h; optional keys, defaults
+       below; a default is named in the warning only when the layout spans nodes) */
+    double net_inter_busbw_gbps;   /* NCCL bus bandwidth of a collective spanning nodes, per node
+                                      (nccl-tests busbw), GB/s: the "network" resource's capacity
+                                      (optional key network.inter_busbw_gbps; 0, its default: the
+                                      line rate net_gbps; read it with sim_coll_busbw_gbps) */
+    double lat_ring_step_intra_us; /* one ring step inside a node, us (latency_us.nccl_ring_step_intra) */
+    double lat_ring_step_inter_us; /* one ring step across nodes, us (latency_us.nccl_ring_step_inter) */
+    double lat_tree_step_intra_us; /* one tree step inside a node, us (latency_us.nccl_tree_step_intra) */
+    double lat_tree_step_inter_us; /* one tree level across nodes, us (latency_us.nccl_tree_step_inter) */
+    char coll_defaulted[256];      /* those five keys left at their defaults, comma-separated JSON
+                                      paths ("" none) */
     /* CPU Adam */
     double cpu_adam_elems_per_core;/* elements per second per core when not DRAM-bound */
     double cpu_adam_dram_bytes;    /* DRAM bytes moved per element updated */
@@ -124,6 +137,14 @@ struct sim_hw {
                                       "unverified", comma-separated JSON paths ("" none) */
     int n_sources;                 /* entries in "sources" */
 };
+
+/* Defaults of the NCCL per-step latencies: NCCL's src/graph/tuning.cc (commit 01afd20a) hwLat,
+ * Simple protocol (the one NCCL takes for the megabyte collectives of ZeRO-3): ring 3.4 us per
+ * NVLink step and 9.6 us per network step, tree 28 and 50 us. */
+#define SIM_HW_DEFAULT_RING_STEP_INTRA_US 3.4
+#define SIM_HW_DEFAULT_RING_STEP_INTER_US 9.6
+#define SIM_HW_DEFAULT_TREE_STEP_INTRA_US 28.0
+#define SIM_HW_DEFAULT_TREE_STEP_INTER_US 50.0
 
 /* Defaults of the optional host.* keys (their origin: sim/README.md "Host costs of PyTorch's
  * copies"). */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "plan/ds_rules.h"
+#include "sim/collective.h"
 #include "sim/gemm.h"
 #include "sim/step.h"
 #include "sim/step_impl.h"
@@ -712,12 +713,15 @@ static int gpu_adam(struct builder *u, const char *name, int g, double elems)
 }
 
 enum coll_kind { COLL_AG, COLL_RS, COLL_AR };
+_Static_assert((int)COLL_AG == (int)SIM_COLL_AG && (int)COLL_RS == (int)SIM_COLL_RS && (int)COLL_AR == (int)SIM_COLL_AR,
+               "collective() passes its kind to sim_coll_cost");
 
 /* A collective of `bytes` (the full array, nccl-tests convention) among n ranks of which `local`
  * are in this node, seen from rank g: bus bytes = bytes x (n-1)/n (AG, RS) or 2 (n-1)/n (AR);
  * inside the node on the GPU's NVLink share at the profile's bus bandwidth, across nodes also on
  * the node network (this rank's 1/local part of the group's traffic) and the GPU's PCIe link
- * (GPUDirect RDMA). */
+ * (GPUDirect RDMA). Across nodes the algorithm (sim/collective.h) sets the bus bytes and the
+ * latency: its steps' latencies, and for a tree all-reduce its bus bytes. */
 static int collective(struct builder *u, const char *name, int g, enum coll_kind kind, double bytes, int n,
                       int local, int phase, int track)
 {
@@ -743,6 +747,11 @@ static int collective(struct builder *u, const char *name, int g, enum coll_kind
     if (emulated(b))   /* MPI's shared-memory copies run on the rank's thread */
         m = emulated_share(b, g, 0, 1, busbw * 1e9, res, w, m);
     double lat = inter ? hw->lat_coll_inter_us : hw->lat_coll_intra_us;
+    if (inter && local > 0 && n % local == 0) {
+        struct sim_coll_cost cc;
+        if (sim_coll_cost(hw, (enum sim_coll_kind)kind, bytes, n, n / local, &cc) == 0)
+            bus = cc.bus_bytes, lat = cc.latency_us;
+    }
     return add_task(u, name, g, track, phase, bus, us_to_ns(lat), cap, m, res, w,
                     (union sim_task_size){.bytes = (int64_t)bytes});
 }
@@ -796,7 +805,7 @@ static int add_resources(struct sim__step *b, struct rl_err *e)
     b->r_net = -1;
     if (p->layout.nodes > 1) {
         snprintf(nm, sizeof nm, "network");
-        RES(b->r_net, hw->net_gbps * 1e9);
+        RES(b->r_net, sim_coll_busbw_gbps(hw) * 1e9);   /* NCCL's bus bandwidth across nodes */
     }
 #undef RES
     return 0;

@@ -183,6 +183,27 @@ START_TEST(launch_line_checkpointing_reaches_the_simulator)
 }
 END_TEST
 
+/* The inter-node collective figures (sim/collective.h) are named in the defaults warning only when
+ * the layout spans nodes: polaris-a100-40g gives none of them. */
+START_TEST(nccl_defaults_are_named_only_across_nodes)
+{
+    struct tu_run r;
+    const char *line = "--num-layers 4 --hidden-size 512 --num-attention-heads 8 --seq-length 1024 "
+                       "--max-position-embeddings 1024 --vocab-size 32000 --bf16 --micro-batch-size 1";
+    tu_ratiolab(&r, "predict --hw polaris-a100-40g --gpus 4 --megatron-args \"%s\"", line);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_ptr_nonnull(strstr(r.err, "defaults or unverified"));
+    ck_assert_ptr_null(strstr(r.err, "latency_us.nccl_ring_step_inter"));
+    tu_run_free(&r);
+    tu_ratiolab(&r, "predict --hw polaris-a100-40g --gpus 8 --gpus-per-node 4 --megatron-args \"%s\"", line);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    ck_assert_ptr_nonnull(strstr(r.err, ", network.inter_busbw_gbps, latency_us.nccl_ring_step_intra, "
+                                        "latency_us.nccl_ring_step_inter, latency_us.nccl_tree_step_intra, "
+                                        "latency_us.nccl_tree_step_inter (measure them"));
+    tu_run_free(&r);
+}
+END_TEST
+
 Suite *cli_suite(void)
 {
     Suite *s = suite_create("cli");
@@ -199,6 +220,7 @@ Suite *cli_suite(void)
     tcase_add_test(tc, json_is_deterministic_and_exact);
     tcase_add_test(tc, out_file_is_written_whole);
     tcase_add_test(tc, launch_line_checkpointing_reaches_the_simulator);
+    tcase_add_test(tc, nccl_defaults_are_named_only_across_nodes);
     suite_add_tcase(s, tc);
     return s;
 }

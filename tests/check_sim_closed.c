@@ -226,10 +226,15 @@ START_TEST(allgather_across_nodes_closed_form)
     /* gpt-2.7b on 4 DGX-A100 nodes. nccl-tests convention: bus bytes = bytes x (n-1)/n. The node
      * network (net_gbps, set to 8 GB/s here so that it binds) carries, for each rank, its
      * 1/local share of its DP group's traffic, local being the group's members in this node; all
-     * 8 ranks gather the embedding block first, at t = 0. */
+     * 8 ranks gather the embedding block first, at t = 0. Its latency is NCCL's ring's
+     * (src/graph/tuning.cc): the collective's base latency_us.collective_inter, then n - 1 steps,
+     * nodes - 1 of them across nodes (latency_us.nccl_ring_step_inter, default 9.6 us) and the rest
+     * inside a node (latency_us.nccl_ring_step_intra, default 3.4 us). */
     struct sim_hw hw = load_hw("dgx-a100-80g");
     hw.net_gbps = 8.0;
-    int64_t lat = (int64_t)llroundl((long double)hw.lat_coll_inter_us * 1000);
+    ck_assert(hw.lat_coll_inter_us == 40 && hw.lat_ring_step_inter_us == 9.6 && hw.lat_ring_step_intra_us == 3.4);
+    /* DP 4 over 4 nodes: 3 steps, all across nodes: 40 + 3 x 9.6 = 68.8 us */
+    int64_t lat = 68800;
     /* TP 8 inside each node, DP 4 across them (local 1): each rank's gather runs at 8/8 GB/s. */
     struct fixture f;
     fx_init(&f, "gpt-2.7b", 8, 1, 32, 8, 0.3);
@@ -255,8 +260,30 @@ START_TEST(allgather_across_nodes_closed_form)
     /* 69.8e6 elements, more than the 5e7 prefetch bucket: DeepSpeed's prefetch takes whole
        parameters until the bucket is reached, here the word embeddings alone (64.6e6); the
        positions follow in a second all-gather */
+    /* DP 16 over 4 nodes: 15 steps, 3 across nodes: 40 + 12 x 3.4 + 3 x 9.6 = 109.6 us */
+    lat = 109600;
     want = lat + ceil_ns((long double)(50432 / 2 * 2560) * 2 * 15 / 16 / 4e9L * 1e9L);
     ck_assert_int_eq(first_allgather_end(&f.p, &hw, "ag2.json"), want);
+    fx_free(&f);
+}
+END_TEST
+
+/* Inside one node a collective is one latency_us.collective_intra plus its bus bytes, bytes x
+ * (n-1)/n for an all-gather, at the GPU's NVLink share of the profile's all-gather bus bandwidth
+ * (nccl-tests convention). gpt-350m, TP 1, DP 8 on one DGX-A100: the first gather at t = 0 is the
+ * word embeddings alone (50257 padded to a multiple of 128: 50304 x 1024 = 51.5e6 elements, more
+ * than the 5e7 prefetch bucket), 2 bytes each, at 200 GB/s. */
+START_TEST(allgather_inside_a_node_closed_form)
+{
+    struct sim_hw hw = load_hw("dgx-a100-80g");
+    ck_assert(hw.allgather_busbw_gbps == 200 && hw.lat_coll_intra_us == 20);
+    struct fixture f;
+    fx_init(&f, "gpt-350m", 1, 1, 8, 8, 0.3);
+    ck_assert_int_eq(f.p.layout.dp, 8);
+    ck_assert_int_eq(f.p.layout.nodes, 1);
+    ck_assert_int_eq(f.m.tensors[0].numel, 50304 * 1024);
+    int64_t want = 20000 + ceil_ns((long double)(50304 * 1024) * 2 * 7 / 8 / 200e9L * 1e9L);
+    ck_assert_int_eq(first_allgather_end(&f.p, &hw, "ag1.json"), want);
     fx_free(&f);
 }
 END_TEST
@@ -417,6 +444,7 @@ Suite *sim_closed_suite(void)
     tcase_add_test(tc, pipeline_bubble_is_pp_minus_one_micro_batches);
     tcase_add_test(tc, cpu_adam_numa_closed_form);
     tcase_add_test(tc, allgather_across_nodes_closed_form);
+    tcase_add_test(tc, allgather_inside_a_node_closed_form);
     tcase_add_test(tc, memory_pipeline_stages_and_gathered_parameters);
     tcase_add_test(tc, interleaved_host_copies_load_the_inter_socket_link_by_half);
     tcase_add_test(tc, pageable_copies_cross_dram_twice);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/collective.h"
 #include "sim/gemm.h"
 #include "sim/hw.h"
 #include "tests/util.h"
@@ -17,9 +18,9 @@ START_TEST(hw_every_catalog_profile_loads)
     int n;
     struct rl_err e;
     ck_assert_int_eq(sim_hw_list(tu_catalog(), &names, &n, &e), 0);
-    const char *want[] = {"dgx-a100-40g", "dgx-a100-80g", "dgx-h100", "dgx1-v100", "gh200", "hgx-h200"};
-    ck_assert_int_ge(n, 6);
-    for (int i = 0; i < 6; i++) {
+    const char *want[] = {"dgx-a100-40g", "dgx-a100-80g", "dgx-h100", "dgx1-v100", "gh200", "hgx-h200", "polaris-a100-40g"};
+    ck_assert_int_ge(n, 7);
+    for (int i = 0; i < 7; i++) {
         bool found = false;
         for (int k = 0; k < n; k++)
             found |= strcmp(names[k], want[i]) == 0;
@@ -275,6 +276,74 @@ END_TEST
 
 /* The per-shape GEMM model on a round GPU: 1000 TFLOP/s, large-GEMM efficiency 0.8, 100 SMs (8e12
  * FLOP/s each), 5 us per kernel, HBM 1000 GB/s at efficiency 1. */
+/* An inter-node bus bandwidth given in the profile, with its source. */
+static void inter_busbw_15(json_t *r)
+{
+    json_object_set_new(json_object_get(r, "network"), "inter_busbw_gbps", json_real(15));
+    json_object_set_new(json_object_get(r, "sources"), "network.inter_busbw_gbps", json_string("test figure"));
+}
+
+/* NCCL's collectives across nodes (sim/collective.h), worked out by hand from NCCL's
+ * src/graph/tuning.cc with the profile's base latency (latency_us.collective_inter, 40 us on
+ * dgx-a100-40g) and the default per-step latencies (ring 3.4 us inside a node, 9.6 us across;
+ * tree 28 and 50 us), at the line rate 200 GB/s when network.inter_busbw_gbps is absent. */
+START_TEST(hw_nccl_ring_and_tree_across_nodes)
+{
+    struct sim_hw hw;
+    struct rl_err e;
+    ck_assert_msg(sim_hw_load(&hw, tu_catalog(), "dgx-a100-40g", &e) == 0, "%s", e.msg);
+    ck_assert(hw.lat_coll_inter_us == 40 && hw.net_gbps == 200 && hw.net_inter_busbw_gbps == 0);
+    ck_assert_str_eq(hw.coll_defaulted, "network.inter_busbw_gbps,latency_us.nccl_ring_step_intra,"
+                     "latency_us.nccl_ring_step_inter,latency_us.nccl_tree_step_intra,latency_us.nccl_tree_step_inter");
+    /* named only for a layout across nodes */
+    ck_assert(!strstr(hw.defaulted, "latency_us.nccl_") && !strstr(hw.defaulted, "inter_busbw"));
+    struct sim_coll_cost c;
+    /* all-gather of 100 MB, 16 ranks on 2 nodes: a ring of 15 steps, 1 across nodes:
+       40 + 14 x 3.4 + 9.6 = 97.2 us; bus 1e8 x 15/16 = 93.75e6 B at 200 GB/s = 468.75 us */
+    ck_assert_int_eq(sim_coll_cost(&hw, SIM_COLL_AG, 1e8, 16, 2, &c), 0);
+    ck_assert(c.algo == SIM_COLL_RING && c.steps == 15 && c.inter_steps == 1);
+    ck_assert_double_eq_tol(c.latency_us, 97.2, 1e-9);
+    ck_assert_double_eq_tol(c.bus_bytes, 93.75e6, 1e-6);
+    ck_assert_double_eq_tol(c.time_us, 565.95, 1e-9);
+    /* all-reduce of 1 MB, 64 ranks on 8 nodes: ring 126 steps, 14 across: 40 + 112 x 3.4 + 14 x
+       9.6 = 555.2 us + 1.96875e6 B / 200 GB/s = 565.04375 us; tree 2 (7 + 3) = 20 steps, 6
+       across: 40 + 14 x 28 + 6 x 50 = 732 us + 2e6 B / 200 GB/s = 742 us: the ring */
+    ck_assert_int_eq(sim_coll_cost(&hw, SIM_COLL_AR, 1e6, 64, 8, &c), 0);
+    ck_assert(c.algo == SIM_COLL_RING && c.steps == 126 && c.inter_steps == 14);
+    ck_assert_double_eq_tol(c.time_us, 565.04375, 1e-9);
+    /* the same on 32 nodes (256 ranks): ring 510 steps, 62 across: 40 + 448 x 3.4 + 62 x 9.6 =
+       2158.4 us (+ 9.9609375); tree 2 (7 + 5) = 24 steps, 10 across: 40 + 14 x 28 + 10 x 50 =
+       932 us + 10 us = 942 us: the tree */
+    ck_assert_int_eq(sim_coll_cost(&hw, SIM_COLL_AR, 1e6, 256, 32, &c), 0);
+    ck_assert(c.algo == SIM_COLL_TREE && c.steps == 24 && c.inter_steps == 10);
+    ck_assert_double_eq_tol(c.latency_us, 932, 1e-9);
+    ck_assert_double_eq_tol(c.time_us, 942, 1e-9);
+    ck_assert_str_eq(sim_coll_algo_name(c.algo), "tree");
+    /* all-gather and reduce-scatter have no tree */
+    ck_assert_int_eq(sim_coll_cost(&hw, SIM_COLL_RS, 1e6, 256, 32, &c), 0);
+    ck_assert(c.algo == SIM_COLL_RING && c.steps == 255 && c.inter_steps == 31);
+    /* an effective bus bandwidth of 15 GB/s (far below the 200 GB/s line rate): the 100 MB
+       all-gather's bus bytes take 93.75e6 / 15e3 = 6250 us, 6347.2 us with its latency */
+    char path[4200];
+    snprintf(path, sizeof path, "%s/hardware/dgx1-v100.json", tu_catalog());
+    json_t *root = json_load_file(path, 0, NULL);
+    ck_assert_ptr_nonnull(root);
+    inter_busbw_15(root);
+    char *text = json_dumps(root, 0);
+    ck_assert_msg(sim_hw_parse(&hw, text, "busbw.json", &e) == 0, "%s", e.msg);
+    free(text);
+    json_decref(root);
+    ck_assert(hw.net_inter_busbw_gbps == 15 && sim_coll_busbw_gbps(&hw) == 15);
+    ck_assert_ptr_null(strstr(hw.coll_defaulted, "inter_busbw"));
+    hw.lat_coll_inter_us = 40;
+    ck_assert_int_eq(sim_coll_cost(&hw, SIM_COLL_AG, 1e8, 16, 2, &c), 0);
+    ck_assert_double_eq_tol(c.time_us, 6347.2, 1e-9);
+    /* not a group */
+    ck_assert_int_eq(sim_coll_cost(&hw, SIM_COLL_AG, 1e6, 1, 1, &c), RL_EINVAL);
+    ck_assert_int_eq(sim_coll_cost(&hw, SIM_COLL_AG, 1e6, 6, 4, &c), RL_EINVAL);
+}
+END_TEST
+
 START_TEST(hw_gemm_rate_depends_on_the_shape)
 {
     struct sim_hw hw;
@@ -318,6 +387,7 @@ Suite *sim_hw_suite(void)
     tcase_add_test(c, hw_first_touch_faults_per_page);
     tcase_add_test(c, hw_pageable_copy_is_a_bounce_buffer);
     tcase_add_test(c, hw_gemm_rate_depends_on_the_shape);
+    tcase_add_test(c, hw_nccl_ring_and_tree_across_nodes);
     suite_add_tcase(s, c);
     return s;
 }
