@@ -321,7 +321,7 @@ static int run(int argc, char **argv)
         plan_setup_free(&c);
         return cli_fail("check", &e);
     }
-    struct sim_hw hw;
+    struct hw_profile hw;
     if (a.gpu_mem && !a.states_only && (rc = cli_sim_load_hw(&sim, &c, &hw, &e))) {
         plan_setup_free(&c);
         return cli_fail("check", &e);

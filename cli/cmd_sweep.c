@@ -80,7 +80,7 @@ static int run(int argc, char **argv)
     if ((rc = rl_parse_ratio_list("--ratios", a.ratios, 0, 1, &ratios, &n, &e)))
         return cli_fail("sweep", &e);
     struct plan_setup c;
-    struct sim_hw hw;
+    struct hw_profile hw;
     if ((rc = cli_setup_resolve(&s, &c, &e)) || (rc = cli_sim_load_hw(&sim, &c, &hw, &e))) {
         free(ratios);
         plan_setup_free(&c);

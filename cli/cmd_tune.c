@@ -110,7 +110,7 @@ static json_t *choice_json(const struct sim_tune_choice *k)
 
 /* One profile's search: inputs and result. */
 struct tune_run {
-    struct sim_hw hw;             /* the profile, with --gpu-mem applied */
+    struct hw_profile hw;             /* the profile, with --gpu-mem applied */
     int64_t headroom;             /* bytes */
     bool headroom_given;          /* --headroom (bytes, kept on a larger GPU); else a share of GPU memory */
     struct sim_tune_result res;   /* what sim_tune found */
@@ -245,11 +245,11 @@ static json_t *run_json(const struct plan_setup *c, const struct tune_run *t, co
 
 /* With fewer GPUs than the profile has, the simulator models GPUs 0..n-1: say which, and on
  * which sockets they sit. */
-static void print_modelled(const struct sim_hw *hw, int gpn)
+static void print_modelled(const struct hw_profile *hw, int gpn)
 {
     if (gpn >= hw->gpus)
         return;
-    bool on[SIM_HW_MAX_SOCKETS] = {false};
+    bool on[HW_MAX_SOCKETS] = {false};
     for (int g = 0; g < gpn; g++)
         on[hw->sw[hw->gpu_switch[g]].socket] = true;
     printf("modelled   GPUs 0-%d of the profile's %d, on socket%s", gpn - 1, hw->gpus,
