@@ -513,6 +513,14 @@ static const struct hw_key *w_key(struct hw_writer *w, const char *path, bool me
     return k;
 }
 
+double hw_clamp(const char *path, double v)
+{
+    const struct hw_key *k = hw_key_find(path);
+    if (!k)
+        return v;
+    return v < k->lo ? k->lo : v > k->hi ? k->hi : v;
+}
+
 /* The JSON value of v as key k writes it: clamped to the range, an integer for 'i' and 'b'. */
 static json_t *w_number(struct hw_writer *w, const struct hw_key *k, double v)
 {
@@ -577,6 +585,13 @@ void hw_put_list(struct hw_writer *w, const char *path, size_t index, const int 
     if (k && !a)
         w_fail(w, RL_ENOMEM, "hw: out of memory");
     w_set(w, path, index, a);
+}
+
+void hw_clear(struct hw_writer *w, const char *path)
+{
+    json_t *o = json_object_get(w->root, path);
+    if (json_is_object(o))
+        json_object_clear(o);
 }
 
 void hw_source(struct hw_writer *w, const char *path, const char *text)

@@ -183,6 +183,8 @@ struct hw_writer {
 /* Starts from base_text (a profile to amend; its key order is kept), or from an empty profile
  * when base_text is NULL. */
 int hw_writer_open(struct hw_writer *w, const char *base_text, struct rl_err *e);
+/* v clamped to the range of the key `path`, as the writer writes it (v itself for no such key). */
+double hw_clamp(const char *path, double v);
 /* Sets the number at `path` ("gpu.hbm_gbps"). */
 void hw_put(struct hw_writer *w, const char *path, double v);
 /* Sets the number at `path` of array member `index` ("node.sockets[].cores", 0); the member is
@@ -192,6 +194,9 @@ void hw_put_at(struct hw_writer *w, const char *path, size_t index, double v);
 void hw_put_str(struct hw_writer *w, const char *path, const char *s);
 /* Sets the number list at `path` of member `index` ("node.pcie_switches[].gpus"). */
 void hw_put_list(struct hw_writer *w, const char *path, size_t index, const int *v, int n);
+/* Empties the object at `path` ("host"), keeping its place; nothing when absent. A writer that
+ * measures a whole object anew starts from it, so none of the base's figures stay beside its own. */
+void hw_clear(struct hw_writer *w, const char *path);
 /* Sets the source of the key `path` (a table key; "[]" or an index for array members). */
 void hw_source(struct hw_writer *w, const char *path, const char *text);
 /* The profile as text (JSON, 2-space indent, reals with `precision` significant digits) in *out
