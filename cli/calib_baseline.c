@@ -164,7 +164,7 @@ int cli_calib_baseline(int argc, char **argv)
         rl_err_prefix(&e, "--hw %s", path);
         goto fail;
     }
-    struct hw_profile check;   /* the profile must load as --hw FILE will load it */
+    struct hw_profile check; /* the profile must load as --hw FILE will load it */
     if ((rc = sim_hw_parse(&check, text, out, &e))) {
         rl_err_prefix(&e, "calibrate: the written profile does not load");
         goto fail;

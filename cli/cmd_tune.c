@@ -114,7 +114,7 @@ static json_t *choice_json(const struct sim_tune_choice *k)
 
 /* One profile's search: inputs and result. */
 struct tune_run {
-    struct hw_profile hw;             /* the profile, with --gpu-mem applied */
+    struct hw_profile hw;         /* the profile, with --gpu-mem applied */
     int64_t headroom;             /* bytes */
     bool headroom_given;          /* --headroom (bytes, kept on a larger GPU); else a share of GPU memory */
     struct sim_tune_result res;   /* what sim_tune found */

@@ -331,10 +331,10 @@ struct vx {
     struct cli_sim *sim;             /* the simulator's options (hardware, schedule of the row) */
     struct plan_setup c;             /* the resolved model, layout and ZeRO config */
     struct plan_model scaled;        /* c's model shrunk by --scale */
-    struct hw_profile hw;                /* the hardware the predictions use */
+    struct hw_profile hw;            /* the hardware the predictions use */
     char hw_path[600];               /* where it came from (DIR/hw-calibrated.json with --calibrate) */
     struct val_report *rep;          /* what rank 0 reports */
-    struct hw_profile hw_also;           /* --also-hw's profile, adjusted as hw is (when given) */
+    struct hw_profile hw_also;       /* --also-hw's profile, adjusted as hw is (when given) */
     struct val_report *rep_also;     /* rank 0: rep's runs predicted with hw_also; NULL without --also-hw */
     struct ex_comm comm;             /* the world under an existing mpirun; size 1 otherwise */
     bool in_mpi;                     /* started under mpirun: the executor runs in this process */

@@ -27,7 +27,7 @@ struct hw_switch {
     int socket;                    /* the socket its uplink attaches to */
     double uplink_gbps;            /* uplink bandwidth per direction, GB/s */
     int n_gpus;                    /* GPUs behind it */
-    int gpus[HW_MAX_GPUS];     /* their indices in the node */
+    int gpus[HW_MAX_GPUS];         /* their indices in the node */
 };
 
 /* Defaults of the host-memory terms a profile may leave out, estimates whose origin sim/README.md
@@ -52,11 +52,11 @@ struct hw_profile {
                                       key node.host_baseline_bytes_per_rank, default HW_HOST_BASELINE */
     int64_t os_reserve_bytes;      /* host memory the OS and the node's services keep; optional key
                                       node.os_reserve_bytes, default HW_OS_RESERVE */
-    int n_sockets;
-    struct hw_socket socket[HW_MAX_SOCKETS];
+    int n_sockets;                 /* entries of socket[] (node.sockets) */
+    struct hw_socket socket[HW_MAX_SOCKETS];   /* node.sockets, in file order */
     double inter_socket_gbps;      /* socket-to-socket link per direction, GB/s */
-    int n_switches;
-    struct hw_switch sw[HW_MAX_SWITCHES];
+    int n_switches;                /* entries of sw[] (node.pcie_switches) */
+    struct hw_switch sw[HW_MAX_SWITCHES];      /* node.pcie_switches, in file order */
     int gpu_switch[HW_MAX_GPUS];   /* derived: the switch of each GPU */
     /* GPU */
     int64_t gpu_mem_bytes;         /* device memory */
