@@ -13,33 +13,35 @@
 
 /* Every key a profile may hold (hw/hw.h says what a row is). Array members carry no offset: their
  * values go into hw_profile.socket[] and .sw[], which hw_parse fills by hand. */
-#define F(p, k, m, lo, hi) {p, k, offsetof(struct hw_profile, m), lo, hi, false}
-#define A(p, k, lo, hi) {p, k, HW_NO_FIELD, lo, hi, false}
+#define F(p, k, m, lo, hi) {p, k, offsetof(struct hw_profile, m), lo, hi, false, 'r', 0}
+#define O(p, k, m, lo, hi, def) {p, k, offsetof(struct hw_profile, m), lo, hi, false, 'o', def}
+#define Q(p, k, m, lo, hi, def) {p, k, offsetof(struct hw_profile, m), lo, hi, false, 's', def}
+#define A(p, k, lo, hi) {p, k, HW_NO_FIELD, lo, hi, false, 'r', 0}
 const struct hw_key hw_keys[] = {
-    {"name", 's', offsetof(struct hw_profile, name), 0, 0, false},
-    {"description", 's', HW_NO_FIELD, 0, 0, false},
+    F("name", 's', name, 0, 0),
+    {"description", 's', HW_NO_FIELD, 0, 0, false, 's', 0},
     F("node.gpus", 'i', gpus, 1, HW_MAX_GPUS),
     F("node.host_memory_bytes", 'b', host_mem_bytes, 1e9, 1e15),
     F("node.inter_socket_gbps", 'd', inter_socket_gbps, 0.1, 1e5),
-    F("node.host_baseline_bytes_per_rank", 'b', host_baseline_bytes, 0, 1e13),
-    F("node.os_reserve_bytes", 'b', os_reserve_bytes, 0, 1e14),
+    O("node.host_baseline_bytes_per_rank", 'b', host_baseline_bytes, 0, 1e13, HW_HOST_BASELINE),
+    O("node.os_reserve_bytes", 'b', os_reserve_bytes, 0, 1e14, HW_OS_RESERVE),
     A("node.sockets[].cores", 'i', 1, 1024),
     A("node.sockets[].dram_gbps", 'd', 1, 1e5),
     A("node.pcie_switches[].socket", 'i', 0, HW_MAX_SOCKETS - 1),
     A("node.pcie_switches[].uplink_gbps", 'd', 0.1, 1e5),
-    {"node.pcie_switches[].gpus", 'i', HW_NO_FIELD, 0, HW_MAX_GPUS - 1, true},
-    {"gpu.model", 's', offsetof(struct hw_profile, gpu_model), 0, 0, false},
-    {"node.cpu_model", 's', offsetof(struct hw_profile, cpu_model), 0, 0, false},
-    F("gpu.bf16_tensor_cores", 'i', bf16_tensor_cores, 0, 1),
+    {"node.pcie_switches[].gpus", 'i', HW_NO_FIELD, 0, HW_MAX_GPUS - 1, true, 'r', 0},
+    F("gpu.model", 's', gpu_model, 0, 0),
+    Q("node.cpu_model", 's', cpu_model, 0, 0, 0),   /* "": unknown */
+    O("gpu.bf16_tensor_cores", 'i', bf16_tensor_cores, 0, 1, 1),
     F("gpu.memory_bytes", 'b', gpu_mem_bytes, 1e9, 1e13),
     F("gpu.hbm_gbps", 'd', hbm_gbps, 1, 1e5),
     F("gpu.hbm_efficiency", 'd', hbm_efficiency, 0.01, 1),
     F("gpu.tensor_tflops", 'd', tensor_tflops, 1e-3, 1e5),
     F("gpu.tensor_efficiency", 'd', tensor_efficiency, 0.01, 1),
     F("gpu.fp32_tflops", 'd', fp32_tflops, 1e-3, 1e5),
-    F("gpu.gemm_efficiency", 'd', gemm_efficiency, 0, 1),
-    F("gpu.sms", 'i', gpu_sms, 0, 1024),
-    F("gpu.gemm_fixed_us", 'd', gemm_fixed_us, 0, 1e4),
+    Q("gpu.gemm_efficiency", 'd', gemm_efficiency, 0, 1, 0),
+    Q("gpu.sms", 'i', gpu_sms, 0, 1024, 0),
+    Q("gpu.gemm_fixed_us", 'd', gemm_fixed_us, 0, 1e4, 0),
     F("gpu.fp32_efficiency", 'd', fp32_efficiency, 0.01, 1),
     F("gpu.h2d_pinned_gbps", 'd', h2d_pinned_gbps, 0.01, 1e4),
     F("gpu.d2h_pinned_gbps", 'd', d2h_pinned_gbps, 0.01, 1e4),
@@ -47,7 +49,7 @@ const struct hw_key hw_keys[] = {
     F("gpu.d2h_pageable_gbps", 'd', d2h_pageable_gbps, 0.01, 1e4),
     F("gpu.context_bytes", 'b', context_bytes, 0, 1e11),
     F("gpu.allocator_overhead", 'd', allocator_overhead, 0, 1),
-    F("gpu.nccl_bytes_per_communicator", 'b', nccl_comm_bytes, 0, 1e11),
+    O("gpu.nccl_bytes_per_communicator", 'b', nccl_comm_bytes, 0, 1e11, HW_DEFAULT_NCCL_COMM_BYTES),
     F("collectives.allgather_busbw_gbps", 'd', allgather_busbw_gbps, 0.1, 1e5),
     F("collectives.reduce_scatter_busbw_gbps", 'd', reduce_scatter_busbw_gbps, 0.1, 1e5),
     F("collectives.allreduce_busbw_gbps", 'd', allreduce_busbw_gbps, 0.1, 1e5),
@@ -58,20 +60,22 @@ const struct hw_key hw_keys[] = {
     F("latency_us.collective_inter", 'd', lat_coll_inter_us, 0, 1e5),
     F("cpu_adam.elements_per_s_per_core", 'd', cpu_adam_elems_per_core, 1e6, 1e12),
     F("cpu_adam.dram_bytes_per_element", 'd', cpu_adam_dram_bytes, 1, 1000),
-    F("cpu_adam.torch_elements_per_s_per_core", 'd', torch_adam_elems_per_core, 1e5, 1e12),
-    F("gpu.emulated", 'i', gpu_emulated, 0, 1),
-    F("gpu.emulated_cores", 'i', gpu_emulated_cores, 0, 4096),
-    F("gpu.emulated_grad_elements_per_s", 'd', gpu_emulated_grad_per_s, 0, 1e13),
-    F("host.fault_gbps_per_thread", 'd', host_fault_gbps_per_thread, 0.01, 1e4),
-    F("host.fault_gbps_per_socket", 'd', host_fault_gbps_per_socket, 0, 1e5),
-    F("host.memcpy_gbps_per_thread", 'd', host_memcpy_gbps_per_thread, 0, 1e4),
-    F("host.cast_elements_per_s_per_thread", 'd', host_cast_elems_per_thread, 1e6, 1e12),
-    {"host.thp_mode", 's', offsetof(struct hw_profile, host_thp_mode), 0, 0, false},
-    F("host.page_bytes", 'b', host_page_bytes, 4096, 1 << 30),
-    F("host.fault_us_per_4k_page", 'd', host_fault_us_per_4k_page, 0.001, 1e4),
-    F("host.fault_us_per_2m_page", 'd', host_fault_us_per_2m_page, 0.1, 1e6),
+    O("cpu_adam.torch_elements_per_s_per_core", 'd', torch_adam_elems_per_core, 1e5, 1e12, HW_DEFAULT_LATER),
+    Q("gpu.emulated", 'i', gpu_emulated, 0, 1, 0),
+    Q("gpu.emulated_cores", 'i', gpu_emulated_cores, 0, 4096, 0),
+    Q("gpu.emulated_grad_elements_per_s", 'd', gpu_emulated_grad_per_s, 0, 1e13, 0),
+    O("host.fault_gbps_per_thread", 'd', host_fault_gbps_per_thread, 0.01, 1e4, HW_DEFAULT_FAULT_GBPS_PER_THREAD),
+    O("host.fault_gbps_per_socket", 'd', host_fault_gbps_per_socket, 0, 1e5, 0),
+    O("host.memcpy_gbps_per_thread", 'd', host_memcpy_gbps_per_thread, 0, 1e4, 0),
+    O("host.cast_elements_per_s_per_thread", 'd', host_cast_elems_per_thread, 1e6, 1e12, HW_DEFAULT_CAST_ELEMS_PER_THREAD),
+    Q("host.thp_mode", 's', host_thp_mode, 0, 0, 0),
+    Q("host.page_bytes", 'b', host_page_bytes, 4096, 1 << 30, 0),
+    Q("host.fault_us_per_4k_page", 'd', host_fault_us_per_4k_page, 0.001, 1e4, 0),
+    Q("host.fault_us_per_2m_page", 'd', host_fault_us_per_2m_page, 0.1, 1e6, 0),
 };
 #undef F
+#undef O
+#undef Q
 #undef A
 static const char *containers[] = {"node", "node.sockets", "node.sockets[]", "node.pcie_switches",
                                    "node.pcie_switches[]", "gpu", "collectives", "network",
@@ -189,67 +193,22 @@ static int walk(struct walk *w, json_t *v, const char *exact, const char *norm)
     return check_leaf(w, v, exact, norm);
 }
 
-/* Keys a profile may leave out (profiles written before they existed): their default, set once
- * the required fields are in. Returns false for a required key. */
-static bool optional_default_value(struct hw_profile *hw, const char *path)
+/* The default of an absent optional key k (profiles written before it existed), noted in
+ * hw->defaulted when the row says so ('o'); the first-touch keys ('s') are noted by the resolve
+ * step, sim_hw_host_resolve, which knows which of them the prediction uses. */
+static void set_default(struct hw_profile *hw, const struct hw_key *k)
 {
-    if (strcmp(path, "gpu.nccl_bytes_per_communicator") == 0) {
-        hw->nccl_comm_bytes = INT64_C(2) * 16 * (INT64_C(4) << 20);
-        return true;
+    char *p = (char *)hw + k->off;
+    switch (k->kind) {
+    case 's': break;   /* "": unknown or resolved later (memset by hw_parse) */
+    case 'i': *(int *)p = (int)k->def; break;
+    case 'b': *(int64_t *)p = (int64_t)k->def; break;
+    default: *(double *)p = k->def; break;
     }
-    if (strcmp(path, "node.host_baseline_bytes_per_rank") == 0) {
-        hw->host_baseline_bytes = HW_HOST_BASELINE;
-        return true;
-    }
-    if (strcmp(path, "node.os_reserve_bytes") == 0) {
-        hw->os_reserve_bytes = HW_OS_RESERVE;
-        return true;
-    }
-    if (strcmp(path, "node.cpu_model") == 0)
-        return true;   /* "": unknown (memset by hw_parse) */
-    if (strcmp(path, "gpu.bf16_tensor_cores") == 0) {
-        hw->bf16_tensor_cores = 1;
-        return true;
-    }
-    if (strcmp(path, "gpu.emulated") == 0 || strcmp(path, "gpu.emulated_cores") == 0 ||
-        strcmp(path, "gpu.emulated_grad_elements_per_s") == 0)
-        return true;   /* 0: a real GPU (memset by hw_parse) */
-    if (strcmp(path, "host.fault_gbps_per_thread") == 0) {
-        hw->host_fault_gbps_per_thread = HW_DEFAULT_FAULT_GBPS_PER_THREAD;
-        return true;
-    }
-    if (strcmp(path, "host.cast_elements_per_s_per_thread") == 0) {
-        hw->host_cast_elems_per_thread = HW_DEFAULT_CAST_ELEMS_PER_THREAD;
-        return true;
-    }
-    if (strcmp(path, "host.fault_gbps_per_socket") == 0 || strcmp(path, "host.memcpy_gbps_per_thread") == 0)
-        return true;   /* 0: cores x the per-thread rate; no cap */
-    if (strcmp(path, "cpu_adam.torch_elements_per_s_per_core") == 0) {
-        hw->torch_adam_elems_per_core = -1;   /* resolved after the fill */
-        return true;
-    }
-    if (strcmp(path, "gpu.gemm_efficiency") == 0 || strcmp(path, "gpu.sms") == 0 ||
-        strcmp(path, "gpu.gemm_fixed_us") == 0)
-        return true;   /* 0: the per-shape GEMM model is off (memset by hw_parse) */
-    if (strcmp(path, "host.thp_mode") == 0 || strcmp(path, "host.page_bytes") == 0 ||
-        strcmp(path, "host.fault_us_per_4k_page") == 0 || strcmp(path, "host.fault_us_per_2m_page") == 0)
-        return true;   /* ""/0: resolved by the resolve step (sim_hw_host_resolve), which notes what it defaults */
-    return false;
-}
-
-/* optional_default_value, noting a defaulted figure in hw->defaulted (the first-touch keys are
- * noted by the resolve step, sim_hw_host_resolve, which knows which of them the prediction uses). */
-static bool optional_default(struct hw_profile *hw, const char *path)
-{
-    bool ok = optional_default_value(hw, path);
-    if (ok && strcmp(path, "node.cpu_model") != 0 && strncmp(path, "gpu.emulated", 12) != 0 &&
-        strncmp(path, "gpu.gemm_", 9) != 0 && strcmp(path, "gpu.sms") != 0 &&
-        strncmp(path, "host.thp_mode", 13) != 0 && strcmp(path, "host.page_bytes") != 0 &&
-        strncmp(path, "host.fault_us_per_", 18) != 0)
-        hw_note_default(hw, path);
-    if (ok && strcmp(path, "host.fault_gbps_per_thread") == 0)
+    if (k->need == 'o')
+        hw_note_default(hw, k->path);
+    if (strcmp(k->path, "host.fault_gbps_per_thread") == 0)
         hw->host_fault_rate_given = false;
-    return ok;
 }
 
 /* Copies the scalar fields into *hw (values are validated by walk()). */
@@ -264,8 +223,10 @@ static int fill(struct hw_profile *hw, json_t *root, const char *what, struct rl
         json_t *v = root;
         for (char *tok = strtok(buf, "."); tok && v; tok = strtok(NULL, "."))
             v = json_object_get(v, tok);
-        if (!v && optional_default(hw, f->path))
+        if (!v && f->need != 'r') {
+            set_default(hw, f);
             continue;
+        }
         if (!v)
             return rl_errf(e, RL_EINVAL, "%s: %s: missing (required)", what, f->path);
         char *p = (char *)hw + f->off;
@@ -276,7 +237,7 @@ static int fill(struct hw_profile *hw, json_t *root, const char *what, struct rl
         default: *(double *)p = json_number_value(v); break;
         }
     }
-    if (hw->torch_adam_elems_per_core < 0)
+    if (hw->torch_adam_elems_per_core == HW_DEFAULT_LATER)   /* a sixth of DeepSpeed's CPU Adam */
         hw->torch_adam_elems_per_core = hw->cpu_adam_elems_per_core / 6.0;
     return 0;
 }
@@ -313,7 +274,7 @@ int hw_parse(struct hw_profile *hw, const char *text, const char *what, hw_resol
                      "number)", what);
         goto out;
     }
-    hw->host_fault_rate_given = true;   /* fill's optional_default clears it when absent */
+    hw->host_fault_rate_given = true;   /* set_default clears it when absent */
     if ((rc = walk(&w, root, "", "")) || (rc = fill(hw, root, what, e)) ||
         (resolve && (rc = resolve(hw, what, e))))
         goto out;

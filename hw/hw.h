@@ -150,8 +150,17 @@ struct hw_key {
                            and "description" (kept in no field) */
     double lo, hi;      /* allowed range, inclusive (numbers only) */
     bool array;         /* the value is an array of numbers (pcie_switches[].gpus) */
+    char need;          /* 'r' required; 'o' optional (a key added after profiles were first
+                           written): absent, it takes def and is noted in hw_profile.defaulted;
+                           's' optional and silent: a model that is off at def (0), or a figure
+                           the resolve step fills and notes */
+    double def;         /* an optional number's default (HW_DEFAULT_LATER: worked out after the
+                           fill from other keys) */
 };
 #define HW_NO_FIELD ((size_t)-1)
+#define HW_DEFAULT_LATER (-1.0)
+/* The NCCL buffers of one communicator a profile leaves out: 2 x 16 channels x 4 MiB NCCL_BUFFSIZE. */
+#define HW_DEFAULT_NCCL_COMM_BYTES (2.0 * 16 * (4 << 20))
 
 /* The table: every key a profile may hold, hw_n_keys rows. */
 extern const struct hw_key hw_keys[];
