@@ -111,7 +111,7 @@ extern const char *const trace_sweep_keys[TRACE_SWEEP_K_N];
     X(TRACE_TUNE_DS_CONFIG, "deepspeed_config")                                                      \
     X(TRACE_TUNE_BEST_WITH_OFFLOAD, "best_with_offload")                                             \
     X(TRACE_TUNE_BEST_EXACT, "best_exact")                                                           \
-    X(TRACE_TUNE_UNHONORED, "unhonored_ratios")   /* only with --ds-config */                        \
+    X(TRACE_TUNE_UNHONORED, "unhonored_ratios")   /* not under the exact policy */                   \
     X(TRACE_TUNE_MIN_GPU_BYTES, "min_gpu_bytes")                                                     \
     X(TRACE_TUNE_HOST_MEM_BYTES, "host_mem_bytes")                                                   \
     X(TRACE_TUNE_CLASSES, "classes")                                                                 \
