@@ -68,7 +68,7 @@ static void check_bitwise(struct val_report *r)
 
 static void check_honored(struct val_report *r)
 {
-    struct val_check *c = add_check(r, "honored_ratio", true);
+    struct val_check *c = add_check(r, RL_KEY_HONORED_RATIO, true);
     int bad = 0;
     for (int i = 0; i < r->n_rows; i++) {
         const struct val_row *w = &r->rows[i];
