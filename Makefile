@@ -22,7 +22,7 @@ PREFIX ?= /usr/local
 ifeq ($(origin CC),default)
 CC := gcc
 endif
-LIBDIRS := common plan sim exec kernels traces calib validation plots monitor
+LIBDIRS := common hw plan sim exec kernels traces calib validation plots monitor
 
 # ---- feature detection (one line each) -----------------------------------------------------
 # Each may be given on the command line instead (scripts/gpu-check.sh does, on a machine whose
@@ -287,7 +287,7 @@ FUZZ_CC := $(shell command -v clang 2>/dev/null || command -v clang-14 2>/dev/nu
 FUZZ_DIR := build-fuzz
 FUZZ_FLAGS := -std=c11 -O1 -g -D_GNU_SOURCE -I. -ffp-contract=off -fno-omit-frame-pointer $(FORMAT_FLAGS) \
               -fsanitize=address,undefined -fno-sanitize-recover=undefined
-FUZZ_LIB_SRC := $(foreach d,common plan sim traces,$(wildcard $(d)/*.c)) exec/ckpt_file.c exec/ckpt_dir.c \
+FUZZ_LIB_SRC := $(foreach d,common hw plan sim traces,$(wildcard $(d)/*.c)) exec/ckpt_file.c exec/ckpt_dir.c \
                 validation/monitor_csv.c validation/tdiff.c validation/probe.c validation/audit.c \
                 kernels/adam_replay.c plots/input.c cli/args.c cli/flag_values.c tests/fuzz_targets.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_DIR)/obj/%.o)

@@ -78,7 +78,7 @@ int main(void)
     char catalog[4096];
     snprintf(catalog, sizeof catalog, "%s/catalog", src ? src : ".");
     struct rl_err e = {0};
-    struct sim_hw hw;
+    struct hw_profile hw;
     if (sim_hw_load(&hw, catalog, "dgx1-v100", &e)) {
         fprintf(stderr, "bench/sim: %s\n", e.msg);
         return 1;

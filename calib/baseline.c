@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "calib/baseline.h"
+#include "hw/hw.h"   /* hw_writer: the profile is written through its key table */
 
 #define GIB(b) ((double)(b) / (double)RL_GIB)
 
@@ -60,26 +61,17 @@ int calib_baseline_profile(const char *base_text, const char *name, const struct
                            const char *source, char **out, struct rl_err *e)
 {
     *out = NULL;
-    json_error_t je;
-    json_t *root = json_loads(base_text, 0, &je);
-    json_t *node = root ? json_object_get(root, "node") : NULL;
-    if (!root || !json_is_object(root) || !json_is_object(node)) {
-        json_decref(root);
-        return rl_errf(e, RL_EINVAL, "hw: not a profile (expected a JSON object with a \"node\" object%s%s)",
-                       root ? "" : ": ", root ? "" : je.text);
+    struct hw_writer w;
+    int rc = hw_writer_open(&w, base_text, e);
+    if (rc)
+        return rc;
+    if (!json_is_object(json_object_get(w.root, "node"))) {
+        hw_writer_abort(&w);
+        return rl_errf(e, RL_EINVAL, "hw: not a profile (expected a JSON object with a \"node\" object)");
     }
-    json_t *src = json_object_get(root, "sources");
-    if (!json_is_object(src)) {
-        src = json_object();
-        json_object_set_new(root, "sources", src);
-    }
-    json_object_set_new(root, "name", json_string(name));
-    json_object_set_new(node, "host_baseline_bytes_per_rank", json_integer(b->bytes_per_rank));
-    json_object_set_new(src, "node.host_baseline_bytes_per_rank", json_string(source));
+    hw_put_str(&w, "name", name);
+    hw_put(&w, "node.host_baseline_bytes_per_rank", (double)b->bytes_per_rank);
+    hw_source(&w, "node.host_baseline_bytes_per_rank", source);
     /* 15 significant digits: the base's decimal figures (0.62, 25.0) are written as they were. */
-    *out = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
-    json_decref(root);
-    if (!*out)
-        return rl_errf(e, RL_ENOMEM, "hw: out of memory writing the profile");
-    return 0;
+    return hw_writer_close(&w, 15, out, e);
 }

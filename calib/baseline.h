@@ -1,4 +1,4 @@
-/* calib/baseline.h — a rank's host baseline (sim/hw.h `node.host_baseline_bytes_per_rank`: the
+/* calib/baseline.h — a rank's host baseline (hw/hw.h `node.host_baseline_bytes_per_rank`: the
  * host memory of one training process beyond its model states) taken from the processes of a real
  * run that `ratiolab monitor --csv` followed, and the profile that carries it.
  *

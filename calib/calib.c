@@ -818,9 +818,9 @@ static double best_dram(const struct calib *c, int *at)
     return best;
 }
 
-static void src(json_t *s, const char *key, const struct calib *c, const char *fmt, ...)
+static void src(struct hw_writer *w, const char *key, const struct calib *c, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static void src(json_t *s, const char *key, const struct calib *c, const char *fmt, ...)
+static void src(struct hw_writer *w, const char *key, const struct calib *c, const char *fmt, ...)
 {
     char body[1024], all[1400];
     va_list ap;
@@ -828,10 +828,8 @@ static void src(json_t *s, const char *key, const struct calib *c, const char *f
     vsnprintf(body, sizeof body, fmt, ap);
     va_end(ap);
     snprintf(all, sizeof all, "measured by ratiolab calibrate on %s, %s: %s", c->host, c->date, body);
-    json_object_set_new(s, key, json_string(all));
+    hw_source(w, key, all);
 }
-
-static double clamp(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
 
 static void fig_span(const struct calib_figure *f, double scale, char *buf, size_t n)
 {
@@ -843,16 +841,14 @@ static void fig_span(const struct calib_figure *f, double scale, char *buf, size
  * replace the node-wide ones they correspond to: the device's GEMM rate at the model's shapes,
  * its memory rate as its Adam at the rank's size achieves it, host Adam and copies at the chunk
  * size, the memory all ranks share at their working sets, the collectives at the run's sizes. */
-static void run_figures(const struct calib *c, json_t *node, json_t *gpu, json_t *co, json_t *lat, json_t *ca,
-                        json_t *s)
+static void run_figures(const struct calib *c, struct hw_writer *w)
 {
     char sp[160];
     int W = c->run_ranks > 0 ? c->run_ranks : 1;
     const char *all = "every rank at once under the validated run's mpirun, the slowest rank's time per repeat";
     if (c->run_gemm_flop > 0 && c->run_gemm_flops.median > 0) {
-        double tf = clamp(c->run_gemm_flops.median * 1e-12, 1e-3, 1e5);
-        json_object_set_new(gpu, "tensor_tflops", json_real(tf));
-        json_object_set_new(gpu, "fp32_tflops", json_real(tf));
+        hw_put(w, "gpu.tensor_tflops", c->run_gemm_flops.median * 1e-12);
+        hw_put(w, "gpu.fp32_tflops", c->run_gemm_flops.median * 1e-12);
         fig_span(&c->run_gemm_flops, 1e-9, sp, sizeof sp);
         char how[320] = "";
         if (c->run_gemm_syncs > 0)
@@ -861,56 +857,52 @@ static void run_figures(const struct calib *c, json_t *node, json_t *gpu, json_t
                      "all-gathers' own time, measured alone, taken out)", (long long)c->run_gemm_blocks);
         else if (c->run_gemm_blocks > 0)
             snprintf(how, sizeof how, ", in %lld blocks as the run's forward", (long long)c->run_gemm_blocks);
-        src(s, "gpu.tensor_tflops", c, "OpenBLAS cblas_sgemm over the GEMMs of one forward pass at the model's shapes "
+        src(w, "gpu.tensor_tflops", c, "OpenBLAS cblas_sgemm over the GEMMs of one forward pass at the model's shapes "
             "(%.4g GFLOP), queued one by one on the cpu backend's compute stream as the executor queues them%s, operands zeroed and only read as the executor's, %s: GFLOP/s %s; fp32 whatever the "
             "model dtype", c->run_gemm_flop * 1e-9, how, all, sp);
-        src(s, "gpu.fp32_tflops", c, "as gpu.tensor_tflops (the emulated device computes in fp32)");
+        src(w, "gpu.fp32_tflops", c, "as gpu.tensor_tflops (the emulated device computes in fp32)");
     }
     if (c->run_grad_elements > 0 && c->run_grad_elems_per_s.median > 0) {
-        json_object_set_new(gpu, "emulated_grad_elements_per_s", json_real(clamp(c->run_grad_elems_per_s.median, 1, 1e13)));
+        hw_put(w, "gpu.emulated_grad_elements_per_s", c->run_grad_elems_per_s.median);
         fig_span(&c->run_grad_elems_per_s, 1, sp, sizeof sp);
-        src(s, "gpu.emulated_grad_elements_per_s", c, "the executor's synthetic gradient shares (exec/synth.c) of a "
+        src(w, "gpu.emulated_grad_elements_per_s", c, "the executor's synthetic gradient shares (exec/synth.c) of a "
             "bucket of %lld fp32 elements written on the cpu backend's compute stream, as its backward does before "
             "each reduce-scatter, %s: elements/s %s", (long long)c->run_grad_elements, all, sp);
     }
     if (c->run_device_adam_numel > 0 && c->run_device_adam_elems_per_s.median > 0) {
-        double gbps = clamp(c->run_device_adam_elems_per_s.median * 30 * 1e-9, 0.01, 1e5);
-        json_object_set_new(gpu, "hbm_gbps", json_real(gbps));
-        json_object_set_new(gpu, "hbm_efficiency", json_real(1.0));
+        hw_put(w, "gpu.hbm_gbps", c->run_device_adam_elems_per_s.median * 30 * 1e-9);
+        hw_put(w, "gpu.hbm_efficiency", 1.0);
         fig_span(&c->run_device_adam_elems_per_s, 1, sp, sizeof sp);
-        src(s, "gpu.hbm_gbps", c, "the device's memory rate as its Adam uses it: kernels/ CPU Adam (%s, 1 thread, as "
+        src(w, "gpu.hbm_gbps", c, "the device's memory rate as its Adam uses it: kernels/ CPU Adam (%s, 1 thread, as "
             "the cpu backend) over the rank's %lld elements in one call, %s: elements/s %s, x 30 B per element",
             c->isa, (long long)c->run_device_adam_numel, all, sp);
-        src(s, "gpu.hbm_efficiency", c, "the memory rate above is already the achieved one");
+        src(w, "gpu.hbm_efficiency", c, "the memory rate above is already the achieved one");
     }
     if (c->run_host_adam_numel > 0 && c->run_host_adam_elems_per_s.median > 0) {
-        json_object_set_new(ca, "elements_per_s_per_core", json_real(clamp(c->run_host_adam_elems_per_s.median, 1e6, 1e12)));
+        hw_put(w, "cpu_adam.elements_per_s_per_core", c->run_host_adam_elems_per_s.median);
         fig_span(&c->run_host_adam_elems_per_s, 1, sp, sizeof sp);
-        src(s, "cpu_adam.elements_per_s_per_core", c, "kernels/ CPU Adam (%s, 1 thread, as the run's --threads) over "
+        src(w, "cpu_adam.elements_per_s_per_core", c, "kernels/ CPU Adam (%s, 1 thread, as the run's --threads) over "
             "the rank's %lld elements in calls of %lld (the run's chunk), %s: elements/s %s", c->isa,
             (long long)c->run_device_adam_numel, (long long)c->run_host_adam_numel, all, sp);
     }
     if (c->run_copy_bytes > 0 && c->run_copy_gbps.median > 0) {
-        double g = clamp(c->run_copy_gbps.median, 0.01, 1e4);
+        double g = c->run_copy_gbps.median;
         fig_span(&c->run_copy_gbps, 1, sp, sizeof sp);
         const char *copies[4] = {"gpu.h2d_pinned_gbps", "gpu.d2h_pinned_gbps", "gpu.h2d_pageable_gbps",
                                  "gpu.d2h_pageable_gbps"};
         for (int i = 0; i < 4; i++) {
-            json_object_set_new(gpu, copies[i] + 4, json_real(g));
-            src(s, copies[i], c, "memcpy of the rank's %lld fp32 gradients in copies of %lld bytes (the run's chunk), "
+            hw_put(w, copies[i], g);
+            src(w, copies[i], c, "memcpy of the rank's %lld fp32 gradients in copies of %lld bytes (the run's chunk), "
                 "%s: GB/s %s", (long long)c->run_device_adam_numel, (long long)c->run_copy_bytes, all, sp);
         }
-        json_t *sw = json_array_get(json_object_get(node, "pcie_switches"), 0);
-        json_object_set_new(sw, "uplink_gbps", json_real(clamp(g * W, 0.1, 1e5)));
-        src(s, "node.pcie_switches[].uplink_gbps", c, "%d ranks' copies at once: %d x the copy rate above (measured "
+        hw_put_at(w, "node.pcie_switches[].uplink_gbps", 0, hw_clamp("gpu.h2d_pinned_gbps", g) * W);
+        src(w, "node.pcie_switches[].uplink_gbps", c, "%d ranks' copies at once: %d x the copy rate above (measured "
             "with all of them copying)", W, W);
     }
     if (c->run_triad_bytes > 0 && c->run_mem_gbps.median > 0) {
-        double g = clamp(c->run_mem_gbps.median, 1, 1e5);
-        json_t *sock = json_array_get(json_object_get(node, "sockets"), 0);
-        json_object_set_new(sock, "dram_gbps", json_real(g));
+        hw_put_at(w, "node.sockets[].dram_gbps", 0, c->run_mem_gbps.median);
         fig_span(&c->run_mem_gbps, 1, sp, sizeof sp);
-        src(s, "node.sockets[].dram_gbps", c, "the memory the ranks share: an in-place triad a = a + 3b + c (16 B per element moved, no write-allocate) over "
+        src(w, "node.sockets[].dram_gbps", c, "the memory the ranks share: an in-place triad a = a + 3b + c (16 B per element moved, no write-allocate) over "
             "%lld bytes per rank (the rank's model states), on all %d ranks at once, the sum of their rates: GB/s %s",
             (long long)c->run_triad_bytes, W, sp);
     }
@@ -930,17 +922,16 @@ static void run_figures(const struct calib *c, json_t *node, json_t *gpu, json_t
         double t = k[i].us->median - alpha;
         t = t > 0.1 * k[i].us->median ? t : 0.1 * k[i].us->median;
         double bus = (double)k[i].bytes * (W - 1);
-        double g = clamp(bus / (t * 1e-6) * 1e-9, 0.1, 1e5);
-        json_object_set_new(co, k[i].key + 12, json_real(g));
+        double g = bus / (t * 1e-6) * 1e-9;
+        hw_put(w, k[i].key, g);
         if (i == 1)
-            json_object_set_new(co, "allreduce_busbw_gbps", json_real(g));
+            hw_put(w, "collectives.allreduce_busbw_gbps", g);
         fig_span(k[i].us, 1, sp, sizeof sp);
-        src(s, k[i].key, c, "%s of %lld bytes per rank on %d ranks, %s: us %s; bus bytes %.0f over the time beyond "
+        src(w, k[i].key, c, "%s of %lld bytes per rank on %d ranks, %s: us %s; bus bytes %.0f over the time beyond "
             "the %.2f us latency", k[i].what, (long long)k[i].bytes, W, all, sp, bus, alpha);
         if (i == 1)
-            src(s, "collectives.allreduce_busbw_gbps", c, "taken as the reduce-scatter's (unverified)");
+            src(w, "collectives.allreduce_busbw_gbps", c, "taken as the reduce-scatter's (unverified)");
     }
-    (void)lat;
 }
 
 int calib_profile(const struct calib *c, const char *name, char **out, struct rl_err *e)
@@ -951,108 +942,88 @@ int calib_profile(const struct calib *c, const char *name, char **out, struct rl
     const struct calib_figure *a1 = &c->adam_elems_per_s[0];
     double adam_bytes = 30;   /* fp32 p, m, v, grad read (16), p, m, v written (12), bf16 copy written (2) */
     double dev_adam = c->device_adam_elems_per_s.median;
-    double hbm_eff = clamp(dev_adam * adam_bytes / (dram * 1e9), 0.01, 1);
     double gemm_tflops = c->gemm_flops.median * 1e-12;
     bool have_gemm = gemm_tflops > 0;
     if (!have_gemm)   /* without OpenBLAS: a nominal figure, said so in the source */
         gemm_tflops = 0.01;
-    gemm_tflops = clamp(gemm_tflops, 1e-3, 1e5);
-    double copy1 = clamp(c->copy_gbps.median, 0.01, 1e4);
-    double copy_all = clamp(c->copy_all_gbps.median, 0.1, 1e5);
+    /* The estimates below start from figures as the profile holds them (within their keys' ranges). */
+    double copy1 = hw_clamp("gpu.h2d_pinned_gbps", c->copy_gbps.median);
     double coll = c->have_mpi ? c->allgather_busbw_gbps.median : copy1 / 2;
     double coll_rs = c->have_mpi ? c->reduce_scatter_busbw_gbps.median : copy1 / 2;
-    coll = clamp(coll, 0.1, 1e5);
-    coll_rs = clamp(coll_rs, 0.1, 1e5);
 
-    json_t *root = json_object();
-    json_object_set_new(root, "name", json_string(name));
+    struct hw_writer wr, *w = &wr;
+    int rc = hw_writer_open(w, NULL, e);
+    if (rc)
+        return rc;
+    hw_put_str(w, "name", name);
     char desc[512];
     snprintf(desc, sizeof desc, "emulated devices (ratiolab cpu backend) on %s: %s, %d cores, %d devices of %d "
              "thread%s; measured by ratiolab calibrate on %s", c->host, c->cpu_model, c->cores, c->devices,
              c->device_threads, c->device_threads == 1 ? "" : "s", c->date);
-    json_object_set_new(root, "description", json_string(desc));
-    json_t *node = json_object();
-    json_object_set_new(node, "gpus", json_integer(c->devices));
-    json_object_set_new(node, "host_memory_bytes", json_integer(c->host_mem_bytes));
-    json_t *sockets = json_array(), *sock = json_object();
-    json_object_set_new(sock, "cores", json_integer(c->cores));
-    json_object_set_new(sock, "dram_gbps", json_real(clamp(dram, 1, 1e5)));
-    json_array_append_new(sockets, sock);
-    json_object_set_new(node, "sockets", sockets);
-    json_object_set_new(node, "inter_socket_gbps", json_real(clamp(dram, 0.1, 1e5)));
-    json_t *sws = json_array(), *sw = json_object(), *gl = json_array();
-    json_object_set_new(sw, "socket", json_integer(0));
-    json_object_set_new(sw, "uplink_gbps", json_real(copy_all));
-    for (int g = 0; g < c->devices; g++)
-        json_array_append_new(gl, json_integer(g));
-    json_object_set_new(sw, "gpus", gl);
-    json_array_append_new(sws, sw);
-    json_object_set_new(node, "pcie_switches", sws);
-    json_object_set_new(root, "node", node);
+    hw_put_str(w, "description", desc);
+    hw_put(w, "node.gpus", c->devices);
+    hw_put(w, "node.host_memory_bytes", (double)c->host_mem_bytes);
+    hw_put_at(w, "node.sockets[].cores", 0, c->cores);
+    hw_put_at(w, "node.sockets[].dram_gbps", 0, dram);
+    hw_put(w, "node.inter_socket_gbps", dram);
+    int gl[HW_MAX_GPUS];
+    for (int g = 0; g < c->devices && g < HW_MAX_GPUS; g++)
+        gl[g] = g;
+    hw_put_at(w, "node.pcie_switches[].socket", 0, 0);
+    hw_put_at(w, "node.pcie_switches[].uplink_gbps", 0, c->copy_all_gbps.median);
+    hw_put_list(w, "node.pcie_switches[].gpus", 0, gl, c->devices < HW_MAX_GPUS ? c->devices : HW_MAX_GPUS);
 
-    json_t *gpu = json_object();
-    json_object_set_new(gpu, "model", json_string("emulated (host DRAM and cores)"));
-    int64_t dev_mem = c->host_mem_bytes / c->devices;
-    json_object_set_new(gpu, "memory_bytes", json_integer(dev_mem < 1000000000 ? 1000000000 : dev_mem));
-    json_object_set_new(gpu, "hbm_gbps", json_real(clamp(dram, 1, 1e5)));
-    json_object_set_new(gpu, "hbm_efficiency", json_real(hbm_eff));
-    json_object_set_new(gpu, "tensor_tflops", json_real(gemm_tflops));
-    json_object_set_new(gpu, "tensor_efficiency", json_real(1.0));
-    json_object_set_new(gpu, "fp32_tflops", json_real(gemm_tflops));
-    json_object_set_new(gpu, "fp32_efficiency", json_real(1.0));
-    json_object_set_new(gpu, "h2d_pinned_gbps", json_real(copy1));
-    json_object_set_new(gpu, "d2h_pinned_gbps", json_real(copy1));
-    json_object_set_new(gpu, "h2d_pageable_gbps", json_real(copy1));
-    json_object_set_new(gpu, "d2h_pageable_gbps", json_real(copy1));
-    json_object_set_new(gpu, "context_bytes", json_integer(0));
-    json_object_set_new(gpu, "allocator_overhead", json_real(0));
-    json_object_set_new(gpu, "emulated", json_integer(1));
-    json_object_set_new(gpu, "emulated_cores", json_integer(c->device_threads));
-    json_object_set_new(root, "gpu", gpu);
-    json_t *co = json_object();
-    json_object_set_new(co, "allgather_busbw_gbps", json_real(coll));
-    json_object_set_new(co, "reduce_scatter_busbw_gbps", json_real(coll_rs));
-    json_object_set_new(co, "allreduce_busbw_gbps", json_real(coll_rs));
-    json_object_set_new(root, "collectives", co);
-    json_t *net = json_object();
-    json_object_set_new(net, "node_gbps", json_real(copy1));
-    json_object_set_new(root, "network", net);
-    json_t *lat = json_object();
-    json_object_set_new(lat, "kernel_launch", json_real(clamp(c->launch_us.median, 0, 1e5)));
-    json_object_set_new(lat, "pcie_copy", json_real(0));
-    json_object_set_new(lat, "collective_intra", json_real(c->have_mpi ? clamp(c->collective_latency_us.median, 0, 1e5) : 0));
-    json_object_set_new(lat, "collective_inter", json_real(0));
-    json_object_set_new(root, "latency_us", lat);
-    json_t *ca = json_object();
-    json_object_set_new(ca, "elements_per_s_per_core", json_real(clamp(a1->median, 1e6, 1e12)));
-    json_object_set_new(ca, "dram_bytes_per_element", json_real(adam_bytes));
-    json_object_set_new(root, "cpu_adam", ca);
+    hw_put_str(w, "gpu.model", "emulated (host DRAM and cores)");
+    hw_put(w, "gpu.memory_bytes", (double)(c->host_mem_bytes / c->devices));
+    hw_put(w, "gpu.hbm_gbps", dram);
+    hw_put(w, "gpu.hbm_efficiency", dev_adam * adam_bytes / (dram * 1e9));
+    hw_put(w, "gpu.tensor_tflops", gemm_tflops);
+    hw_put(w, "gpu.tensor_efficiency", 1.0);
+    hw_put(w, "gpu.fp32_tflops", gemm_tflops);
+    hw_put(w, "gpu.fp32_efficiency", 1.0);
+    hw_put(w, "gpu.h2d_pinned_gbps", copy1);
+    hw_put(w, "gpu.d2h_pinned_gbps", copy1);
+    hw_put(w, "gpu.h2d_pageable_gbps", copy1);
+    hw_put(w, "gpu.d2h_pageable_gbps", copy1);
+    hw_put(w, "gpu.context_bytes", 0);
+    hw_put(w, "gpu.allocator_overhead", 0);
+    hw_put(w, "gpu.emulated", 1);
+    hw_put(w, "gpu.emulated_cores", c->device_threads);
+    hw_put(w, "collectives.allgather_busbw_gbps", coll);
+    hw_put(w, "collectives.reduce_scatter_busbw_gbps", coll_rs);
+    hw_put(w, "collectives.allreduce_busbw_gbps", coll_rs);
+    hw_put(w, "network.node_gbps", copy1);
+    hw_put(w, "latency_us.kernel_launch", c->launch_us.median);
+    hw_put(w, "latency_us.pcie_copy", 0);
+    hw_put(w, "latency_us.collective_intra", c->have_mpi ? c->collective_latency_us.median : 0);
+    hw_put(w, "latency_us.collective_inter", 0);
+    hw_put(w, "cpu_adam.elements_per_s_per_core", a1->median);
+    hw_put(w, "cpu_adam.dram_bytes_per_element", adam_bytes);
 
     /* Sources: method, host, date and spread for every number. */
-    json_t *s = json_object();
     char curve[600] = "", acurve[600] = "";
     for (int t = 0; t < c->n_threads; t++) {
         size_t l = strlen(curve), l2 = strlen(acurve);
         snprintf(curve + l, sizeof curve - l, "%s%d: %.1f", t ? ", " : "", t + 1, c->dram_gbps[t].median);
         snprintf(acurve + l2, sizeof acurve - l2, "%s%d: %.3g", t ? ", " : "", t + 1, c->adam_elems_per_s[t].median);
     }
-    src(s, "node.gpus", c, "the emulated devices (ranks) the profile is for (--devices)");
-    src(s, "node.host_memory_bytes", c, "MemTotal (sysconf)");
-    src(s, "node.sockets[].cores", c, "online cores (sysconf), %s, seen as one socket", c->cpu_model);
-    src(s, "node.sockets[].dram_gbps", c, "STREAM-style triad a = b + 3c over 3 x %lld MiB float arrays, 12 B per "
+    src(w, "node.gpus", c, "the emulated devices (ranks) the profile is for (--devices)");
+    src(w, "node.host_memory_bytes", c, "MemTotal (sysconf)");
+    src(w, "node.sockets[].cores", c, "online cores (sysconf), %s, seen as one socket", c->cpu_model);
+    src(w, "node.sockets[].dram_gbps", c, "STREAM-style triad a = b + 3c over 3 x %lld MiB float arrays, 12 B per "
         "element, OpenMP static chunks; best over thread counts (%d thread%s: median %.2f GB/s, spread %.2f..%.2f, "
         "%d repeats); GB/s by threads: %s", (long long)(c->dram_array_bytes >> 20), at, at == 1 ? "" : "s",
         dr->median, dr->min, dr->max, dr->repeats, curve);
-    src(s, "node.inter_socket_gbps", c, "one socket: no inter-socket link (set to the DRAM bandwidth, unused)");
-    src(s, "node.pcie_switches[].socket", c, "the emulated devices live in the one socket's DRAM");
-    src(s, "node.pcie_switches[].gpus", c, "every emulated device shares the host's DRAM");
-    src(s, "node.pcie_switches[].uplink_gbps", c, "%d copy threads at once, memcpy of %lld MiB each, sum of their "
+    src(w, "node.inter_socket_gbps", c, "one socket: no inter-socket link (set to the DRAM bandwidth, unused)");
+    src(w, "node.pcie_switches[].socket", c, "the emulated devices live in the one socket's DRAM");
+    src(w, "node.pcie_switches[].gpus", c, "every emulated device shares the host's DRAM");
+    src(w, "node.pcie_switches[].uplink_gbps", c, "%d copy threads at once, memcpy of %lld MiB each, sum of their "
         "rates: median %.2f GB/s, spread %.2f..%.2f, %d repeats (the copies of all devices share DRAM)", c->devices,
         (long long)(c->copy_bytes >> 20), c->copy_all_gbps.median, c->copy_all_gbps.min, c->copy_all_gbps.max,
         c->copy_all_gbps.repeats);
-    src(s, "gpu.memory_bytes", c, "host memory divided among the emulated devices");
-    src(s, "gpu.hbm_gbps", c, "device memory is host DRAM: the triad bandwidth above");
-    src(s, "gpu.hbm_efficiency", c, "device Adam (%d thread%s, %lld elements, kernels/ CPU Adam, %s): median %.3g "
+    src(w, "gpu.memory_bytes", c, "host memory divided among the emulated devices");
+    src(w, "gpu.hbm_gbps", c, "device memory is host DRAM: the triad bandwidth above");
+    src(w, "gpu.hbm_efficiency", c, "device Adam (%d thread%s, %lld elements, kernels/ CPU Adam, %s): median %.3g "
         "elements/s (spread %.3g..%.3g, %d repeats) x %.0f B per element over the DRAM bandwidth",
         c->device_threads, c->device_threads == 1 ? "" : "s", (long long)c->adam_numel, c->isa,
         c->device_adam_elems_per_s.median, c->device_adam_elems_per_s.min, c->device_adam_elems_per_s.max,
@@ -1063,28 +1034,28 @@ int calib_profile(const struct calib *c, const char *name, char **out, struct rl
                  "spread %.3g..%.3g, %d repeats; the emulated device computes in fp32 whatever the model dtype",
                  c->gemm_n, c->gemm_n, c->gemm_n, c->device_threads, c->device_threads == 1 ? "" : "s",
                  c->gemm_flops.median * 1e-12, c->gemm_flops.min * 1e-12, c->gemm_flops.max * 1e-12, c->gemm_flops.repeats);
-        src(s, "gpu.tensor_tflops", c, "%s", g);
-        src(s, "gpu.fp32_tflops", c, "%s", g);
+        src(w, "gpu.tensor_tflops", c, "%s", g);
+        src(w, "gpu.fp32_tflops", c, "%s", g);
     } else {
-        src(s, "gpu.tensor_tflops", c, "not measured: built without OpenBLAS (nominal 0.01 TFLOP/s; unverified)");
-        src(s, "gpu.fp32_tflops", c, "not measured: built without OpenBLAS (nominal 0.01 TFLOP/s; unverified)");
+        src(w, "gpu.tensor_tflops", c, "not measured: built without OpenBLAS (nominal 0.01 TFLOP/s; unverified)");
+        src(w, "gpu.fp32_tflops", c, "not measured: built without OpenBLAS (nominal 0.01 TFLOP/s; unverified)");
     }
-    src(s, "gpu.tensor_efficiency", c, "the GEMM rate is already the achieved one");
-    src(s, "gpu.fp32_efficiency", c, "the GEMM rate is already the achieved one");
+    src(w, "gpu.tensor_efficiency", c, "the GEMM rate is already the achieved one");
+    src(w, "gpu.fp32_efficiency", c, "the GEMM rate is already the achieved one");
     const char *copies[4] = {"gpu.h2d_pinned_gbps", "gpu.d2h_pinned_gbps", "gpu.h2d_pageable_gbps", "gpu.d2h_pageable_gbps"};
     for (int i = 0; i < 4; i++)
-        src(s, copies[i], c, "one copy thread, memcpy of %lld MiB between host buffers: median %.2f GB/s, spread "
+        src(w, copies[i], c, "one copy thread, memcpy of %lld MiB between host buffers: median %.2f GB/s, spread "
             "%.2f..%.2f, %d repeats (pinned and pageable are the same memory here)", (long long)(c->copy_bytes >> 20),
             c->copy_gbps.median, c->copy_gbps.min, c->copy_gbps.max, c->copy_gbps.repeats);
-    src(s, "gpu.context_bytes", c, "no CUDA context on the emulated device");
-    src(s, "gpu.allocator_overhead", c, "the emulated device pool allocates exactly");
-    src(s, "gpu.emulated", c, "ratiolab cpu backend: device memory and kernels are host DRAM and cores");
-    src(s, "gpu.emulated_cores", c, "threads of one emulated device's kernels (--device-threads)");
+    src(w, "gpu.context_bytes", c, "no CUDA context on the emulated device");
+    src(w, "gpu.allocator_overhead", c, "the emulated device pool allocates exactly");
+    src(w, "gpu.emulated", c, "ratiolab cpu backend: device memory and kernels are host DRAM and cores");
+    src(w, "gpu.emulated_cores", c, "threads of one emulated device's kernels (--device-threads)");
     const char *cn[3] = {"collectives.allgather_busbw_gbps", "collectives.reduce_scatter_busbw_gbps",
                          "collectives.allreduce_busbw_gbps"};
     for (int i = 0; i < 3; i++) {
         if (c->have_mpi)
-            src(s, cn[i], c, "MPI %s under mpirun, %d ranks, %lld MiB per rank, bus bandwidth (nccl-tests convention): "
+            src(w, cn[i], c, "MPI %s under mpirun, %d ranks, %lld MiB per rank, bus bandwidth (nccl-tests convention): "
                 "median %.2f GB/s, spread %.2f..%.2f%s", i == 0 ? "all-gather" : "reduce-scatter", c->coll_ranks,
                 (long long)(c->coll_max_bytes >> 20),
                 (i == 0 ? &c->allgather_busbw_gbps : &c->reduce_scatter_busbw_gbps)->median,
@@ -1092,38 +1063,28 @@ int calib_profile(const struct calib *c, const char *name, char **out, struct rl
                 (i == 0 ? &c->allgather_busbw_gbps : &c->reduce_scatter_busbw_gbps)->max,
                 i == 2 ? " (all-reduce taken as reduce-scatter; unverified)" : "");
         else
-            src(s, cn[i], c, "not measured (not run under mpirun): estimated as half the one-thread copy bandwidth "
+            src(w, cn[i], c, "not measured (not run under mpirun): estimated as half the one-thread copy bandwidth "
                 "(%.2f GB/s; shared-memory MPI copies through a buffer; unverified)", c->copy_gbps.median);
     }
-    src(s, "network.node_gbps", c, "one node: unused (set to the copy bandwidth)");
-    src(s, "latency_us.kernel_launch", c, "an empty OpenMP parallel region of %d thread%s: median %.2f us, spread "
+    src(w, "network.node_gbps", c, "one node: unused (set to the copy bandwidth)");
+    src(w, "latency_us.kernel_launch", c, "an empty OpenMP parallel region of %d thread%s: median %.2f us, spread "
         "%.2f..%.2f, %d x 1000 regions", c->device_threads, c->device_threads == 1 ? "" : "s", c->launch_us.median,
         c->launch_us.min, c->launch_us.max, c->launch_us.repeats);
-    src(s, "latency_us.pcie_copy", c, "a copy is a memcpy: no fixed cost beyond the bandwidth");
+    src(w, "latency_us.pcie_copy", c, "a copy is a memcpy: no fixed cost beyond the bandwidth");
     if (c->have_mpi)
-        src(s, "latency_us.collective_intra", c, "MPI all-gather of 4 KiB per rank over %d ranks: median %.1f us, "
+        src(w, "latency_us.collective_intra", c, "MPI all-gather of 4 KiB per rank over %d ranks: median %.1f us, "
             "spread %.1f..%.1f, %d repeats", c->coll_ranks, c->collective_latency_us.median,
             c->collective_latency_us.min, c->collective_latency_us.max, c->collective_latency_us.repeats);
     else
-        src(s, "latency_us.collective_intra", c, "not measured (not run under mpirun): 0; unverified");
-    src(s, "latency_us.collective_inter", c, "one node: unused");
-    src(s, "cpu_adam.elements_per_s_per_core", c, "kernels/ CPU Adam (%s, AdamW, fp32 grad, bf16 copy) on one "
+        src(w, "latency_us.collective_intra", c, "not measured (not run under mpirun): 0; unverified");
+    src(w, "latency_us.collective_inter", c, "one node: unused");
+    src(w, "cpu_adam.elements_per_s_per_core", c, "kernels/ CPU Adam (%s, AdamW, fp32 grad, bf16 copy) on one "
         "thread, %lld elements: median %.3g elements/s, spread %.3g..%.3g, %d repeats; elements/s by threads: %s",
         c->isa, (long long)c->adam_numel, a1->median, a1->min, a1->max, a1->repeats, acurve);
-    src(s, "cpu_adam.dram_bytes_per_element", c, "what the measured kernel moves: fp32 param, m, v, grad read, "
+    src(w, "cpu_adam.dram_bytes_per_element", c, "what the measured kernel moves: fp32 param, m, v, grad read, "
         "param, m, v written, bf16 copy written = 30 B");
     if (c->have_run)
-        run_figures(c, node, gpu, co, lat, ca, s);
-    int rc = calib_host_json(&c->host_costs, c->host, c->date, root, s, e);
-    if (rc) {
-        json_decref(s);
-        json_decref(root);
-        return rc;
-    }
-    json_object_set_new(root, "sources", s);
-    *out = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
-    json_decref(root);
-    if (!*out)
-        return rl_errf(e, RL_ENOMEM, "calibrate: out of memory");
-    return 0;
+        run_figures(c, w);
+    calib_host_json(&c->host_costs, c->host, c->date, w);
+    return hw_writer_close(w, 6, out, e);
 }

@@ -1,5 +1,5 @@
 /* calib/calib.h — measures this machine for `ratiolab calibrate` and turns the figures into
- * a hardware profile (sim/README.md format) whose every number is sourced "measured by ratiolab
+ * a hardware profile (sim/README.md format, written through hw/hw.h) whose every number is sourced "measured by ratiolab
  * calibrate" with the method, host, date and spread. Never prints: progress goes through a
  * callback. Wall-clock timing (CLOCK_MONOTONIC) is the point here, so results vary run to run;
  * each figure is the median of its repeats and the spread (min..max) is kept. */
@@ -11,6 +11,7 @@
 
 #include "common/rl.h"
 #include "exec/backend.h"   /* struct ex_backend, ex_dev, ex_copy_dir: calibrate measures through the table */
+#include "hw/hw.h"         /* struct hw_writer: every profile is written through the profile's key table */
 
 #define CALIB_MAX_THREADS 64
 
@@ -176,13 +177,12 @@ int calib_measure_run(struct ex_comm *comm, const struct calib_run *run, bool th
 /* The host costs of calib_host against threads 1..n_threads (quick: a few seconds on 2 cores). */
 int calib_measure_host(const struct calib_opts *o, int n_threads, struct calib_host *h, struct rl_err *e);
 
+/* Writes the profile's "host" object (hw/hw.h keys host.fault_gbps_per_thread, fault_gbps_per_socket,
+ * thp_mode, page_bytes, memcpy_gbps_per_thread, cast_elements_per_s_per_thread) and their sources,
+ * measured on `host` at `date`, in place of what w's base had there; nothing when h was not
+ * measured. Errors stay in w (hw_writer_close reports them). */
+void calib_host_json(const struct calib_host *h, const char *host, const char *date, struct hw_writer *w);
 /* A figure as JSON: {"median", "min", "max", "repeats"}. */
-typedef struct json_t json_t;
-/* Adds the profile's "host" object (sim/hw.h: host.fault_gbps_per_thread, fault_gbps_per_socket,
- * memcpy_gbps_per_thread, cast_elements_per_s_per_thread) to root and their sources, measured on
- * `host` at `date`; nothing when h was not measured. */
-int calib_host_json(const struct calib_host *h, const char *host, const char *date, json_t *root, json_t *sources,
-                    struct rl_err *e);
 json_t *calib_figure_json(const struct calib_figure *f);
 
 /* What `ratiolab calibrate --collectives-only` prints (without the schema version): the
@@ -191,7 +191,7 @@ json_t *calib_figure_json(const struct calib_figure *f);
 json_t *calib_collectives_json(const struct calib *c);
 int calib_read_collectives(const char *json_text, struct calib *c, struct rl_err *e);
 
-/* The profile text (JSON, the format sim_hw_parse reads) for the emulated device: one socket of
+/* The profile text (JSON, the format sim_hw_parse reads, written through hw/hw.h's writer) for the emulated device: one socket of
  * `cores` cores at the best triad bandwidth, one "switch" whose uplink is all copy threads at
  * once, devices whose memory is host DRAM (gpu.emulated = 1), GEMM rate as tensor and fp32 rate,
  * Adam rates, and collectives from MPI or, without it, estimated from the copy bandwidth (said so

@@ -495,9 +495,9 @@ int calib_measure_nccl(const struct ex_backend *be, struct ex_comm *comm, bool t
     return rc;
 }
 
-static void setsrc(json_t *sources, const char *key, const char *host, const char *date, const char *fmt, ...)
+static void setsrc(struct hw_writer *w, const char *key, const char *host, const char *date, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
-static void setsrc(json_t *sources, const char *key, const char *host, const char *date, const char *fmt, ...)
+static void setsrc(struct hw_writer *w, const char *key, const char *host, const char *date, const char *fmt, ...)
 {
     char body[2400], all[2600];
     va_list ap;
@@ -505,23 +505,30 @@ static void setsrc(json_t *sources, const char *key, const char *host, const cha
     vsnprintf(body, sizeof body, fmt, ap);
     va_end(ap);
     snprintf(all, sizeof all, "measured by ratiolab calibrate on %s, %s: %s", host, date, body);
-    json_object_set_new(sources, key, json_string(all));
+    hw_source(w, key, all);
 }
 
 int calib_gpu_profile(const struct calib *c, const struct calib_gpu *g, const char *base_text,
                           const char *name, char **out, struct rl_err *e)
 {
-    json_error_t je;
-    json_t *root = json_loads(base_text, 0, &je);
-    if (!root || !json_is_object(json_object_get(root, "gpu")) || !json_is_object(json_object_get(root, "sources"))) {
-        json_decref(root);
-        return rl_errf(e, RL_EINVAL, "base_profile: not a hardware profile (line %d: %s)", je.line, je.text);
+    /* The base is read through the profile's table (what is kept of it: the topology, the peaks),
+       and the measured figures are written over it through the same table. */
+    struct hw_profile *base = malloc(sizeof *base);
+    struct rl_err be;
+    int rc = base ? hw_parse(base, base_text, "base_profile", NULL, &be) : RL_ENOMEM;
+    if (rc) {
+        free(base);
+        return rc == RL_ENOMEM ? rl_errf(e, RL_ENOMEM, "calibrate: out of memory")
+                               : rl_errf(e, RL_EINVAL, "base_profile: not a hardware profile (%s)", be.msg);
     }
-    json_t *gpu = json_object_get(root, "gpu"), *node = json_object_get(root, "node"),
-           *src = json_object_get(root, "sources");
-    json_object_set_new(root, "name", json_string(name));
-    json_object_set_new(gpu, "model", json_string(g->model));
-    json_object_set_new(gpu, "memory_bytes", json_integer(g->memory_bytes));
+    struct hw_writer wr, *src = &wr;
+    if ((rc = hw_writer_open(src, base_text, e))) {
+        free(base);
+        return rc;
+    }
+    hw_put_str(src, "name", name);
+    hw_put_str(src, "gpu.model", g->model);
+    hw_put(src, "gpu.memory_bytes", (double)g->memory_bytes);
     setsrc(src, "gpu.memory_bytes", c->host, c->date, "cudaDeviceProp.totalGlobalMem of GPU 0");
     /* Copies: the slowest GPU's median (the step waits for the slowest). */
     const char *keys[4] = {"h2d_pinned_gbps", "d2h_pinned_gbps", "h2d_pageable_gbps", "d2h_pageable_gbps"};
@@ -535,9 +542,9 @@ int calib_gpu_profile(const struct calib *c, const struct calib_gpu *g, const ch
             snprintf(per + l, sizeof per - l, "%sGPU %d %.2f (%.2f..%.2f)", d ? ", " : "", d, arr[k][d].median,
                      arr[k][d].min, arr[k][d].max);
         }
-        json_object_set_new(gpu, keys[k], json_real(lo));
         char key[64];
         snprintf(key, sizeof key, "gpu.%s", keys[k]);
+        hw_put(src, key, lo);
         char bysize[900] = "";
         for (int z = 0; z < g->n_copy_sizes; z++) {
             size_t l = strlen(bysize);
@@ -556,7 +563,7 @@ int calib_gpu_profile(const struct calib *c, const struct calib_gpu *g, const ch
     if (g->copy_latency_us[0].repeats > 0) {
         const struct calib_figure *lh = &g->copy_latency_us[0], *ld = &g->copy_latency_us[1];
         const struct calib_figure *lm = ld->median > lh->median ? ld : lh;
-        json_object_set_new(json_object_get(root, "latency_us"), "pcie_copy", json_real(lm->median));
+        hw_put(src, "latency_us.pcie_copy", lm->median);
         setsrc(src, "latency_us.pcie_copy", c->host, c->date, "GPU 0, a %lld B pinned cudaMemcpyAsync timed by CUDA "
                "events (the device side; the host's call adds its own microseconds): H2D %.2f us (%.2f..%.2f), "
                "D2H %.2f us (%.2f..%.2f), median of %d; the larger taken", (long long)g->latency_bytes, lh->median,
@@ -564,75 +571,65 @@ int calib_gpu_profile(const struct calib *c, const struct calib_gpu *g, const ch
     }
     /* The all-at-once figure went through the switches of the GPUs measured (0 .. n - 1), not
      * through every switch of the profile: one GPU's measurement is one switch's uplink. */
-    json_t *sws = json_object_get(node, "pcie_switches");
-    size_t i;
-    json_t *sw;
     int used = 0;
-    json_array_foreach(sws, i, sw) {
-        size_t j;
-        json_t *gi;
+    for (int i = 0; i < base->n_switches; i++) {
         bool mine = false;
-        json_array_foreach(json_object_get(sw, "gpus"), j, gi)
-            mine |= json_is_integer(gi) && json_integer_value(gi) < g->n_gpus;
+        for (int j = 0; j < base->sw[i].n_gpus; j++)
+            mine |= base->sw[i].gpus[j] < g->n_gpus;
         used += mine;
     }
     used = used > 0 ? used : 1;
     double per_switch = g->h2d_all_gbps.median / used;
-    json_array_foreach(sws, i, sw)
-        json_object_set_new(sw, "uplink_gbps", json_real(per_switch));
+    for (int i = 0; i < base->n_switches; i++)
+        hw_put_at(src, "node.pcie_switches[].uplink_gbps", (size_t)i, per_switch);
     setsrc(src, "node.pcie_switches[].uplink_gbps", c->host, c->date, "all %d GPUs at once, pinned H2D of %lld MiB "
            "each: sum %.2f GB/s (%.2f..%.2f), divided over the %d switch%s of the profile's %zu those GPUs sit "
            "behind", g->n_gpus, (long long)(g->copy_bytes >> 20), g->h2d_all_gbps.median, g->h2d_all_gbps.min,
-           g->h2d_all_gbps.max, used, used == 1 ? "" : "es", json_array_size(sws));
-    json_object_set_new(gpu, "hbm_gbps", json_real(g->d2d_gbps.median));
+           g->h2d_all_gbps.max, used, used == 1 ? "" : "es", (size_t)base->n_switches);
+    hw_put(src, "gpu.hbm_gbps", g->d2d_gbps.median);
     setsrc(src, "gpu.hbm_gbps", c->host, c->date, "GPU 0 device-to-device cudaMemcpyAsync, read + write bytes: %.1f "
            "GB/s (%.1f..%.1f)", g->d2d_gbps.median, g->d2d_gbps.min, g->d2d_gbps.max);
     double eff = g->adam_elems_per_s.median * 28 / (g->d2d_gbps.median * 1e9);
-    eff = eff < 0.01 ? 0.01 : eff > 1 ? 1 : eff;
-    json_object_set_new(gpu, "hbm_efficiency", json_real(eff));
+    hw_put(src, "gpu.hbm_efficiency", eff);
     setsrc(src, "gpu.hbm_efficiency", c->host, c->date, "kernels/ CUDA Adam on GPU 0, %lld elements, fp32 gradient: "
            "%.3g elements/s (%.3g..%.3g) x 28 B over the D2D bandwidth", (long long)g->adam_numel,
            g->adam_elems_per_s.median, g->adam_elems_per_s.min, g->adam_elems_per_s.max);
     /* Host side from the CPU measurements. */
-    json_t *sockets = json_object_get(node, "sockets");
     double best = 0;
     int bt = 0;
     for (int t = 0; t < c->n_threads; t++)
         if (c->dram_gbps[t].median > best)
             best = c->dram_gbps[t].median, bt = t;
-    json_array_foreach(sockets, i, sw)
-        json_object_set_new(sw, "dram_gbps", json_real(best / (double)json_array_size(sockets)));
+    for (int i = 0; i < base->n_sockets; i++)
+        hw_put_at(src, "node.sockets[].dram_gbps", (size_t)i, best / base->n_sockets);
     setsrc(src, "node.sockets[].dram_gbps", c->host, c->date, "triad (24 bytes per element over 3 x %lld MiB) on %d of "
            "the %d online cores, the best thread count: %.1f GB/s (median of %d, %.1f..%.1f), divided over the "
            "profile's %zu sockets", (long long)(c->dram_array_bytes >> 20), bt + 1, c->cores, best,
-           c->dram_gbps[bt].repeats, c->dram_gbps[bt].min, c->dram_gbps[bt].max, json_array_size(sockets));
-    json_object_set_new(json_object_get(root, "cpu_adam"), "elements_per_s_per_core", json_real(c->adam_elems_per_s[0].median));
+           c->dram_gbps[bt].repeats, c->dram_gbps[bt].min, c->dram_gbps[bt].max, (size_t)base->n_sockets);
+    hw_put(src, "cpu_adam.elements_per_s_per_core", c->adam_elems_per_s[0].median);
     setsrc(src, "cpu_adam.elements_per_s_per_core", c->host, c->date, "kernels/ CPU Adam (%s) on one thread, %lld "
            "elements: %.3g elements/s (median of %d, %.3g..%.3g)", c->isa, (long long)c->adam_numel,
            c->adam_elems_per_s[0].median, c->adam_elems_per_s[0].repeats, c->adam_elems_per_s[0].min,
            c->adam_elems_per_s[0].max);
     /* The host's first touch, memcpy and cast rates (calib_measure with gpu_host). */
-    int hrc = calib_host_json(&c->host_costs, c->host, c->date, root, src, e);
-    if (hrc) {
-        json_decref(root);
-        return hrc;
-    }
+    calib_host_json(&c->host_costs, c->host, c->date, src);
     /* GEMMs at the model's shapes: the achieved rate over the base profile's peak. */
     if (g->have_gemm) {
         const struct {
-            const char *peak, *eff;        /* gpu.* keys */
+            double peak;                   /* the base's peak, TFLOP/s */
+            const char *eff;               /* its gpu.* efficiency key */
             const struct calib_figure *f;    /* measured FLOP/s */
             const char *what;              /* the call */
-        } k[2] = {{"tensor_tflops", "tensor_efficiency", &g->bf16_flops, "cublasGemmEx bf16 in, fp32 accumulate"},
-                  {"fp32_tflops", "fp32_efficiency", &g->sgemm_flops, "cublasSgemm (fp32, as the executor)"}};
+        } k[2] = {{base->tensor_tflops, "tensor_efficiency", &g->bf16_flops, "cublasGemmEx bf16 in, fp32 accumulate"},
+                  {base->fp32_tflops, "fp32_efficiency", &g->sgemm_flops, "cublasSgemm (fp32, as the executor)"}};
         for (int q = 0; q < 2; q++) {
-            double peak = json_number_value(json_object_get(gpu, k[q].peak));
+            double peak = k[q].peak;
             if (!(peak > 0) || !(k[q].f->median > 0))
                 continue;
             double ge = k[q].f->median * 1e-12 / peak;
-            ge = ge < 0.01 ? 0.01 : ge > 1 ? 1 : ge;
-            json_object_set_new(gpu, k[q].eff, json_real(ge));
             char key[64], shapes[1200] = "";
+            snprintf(key, sizeof key, "gpu.%s", k[q].eff);
+            hw_put(src, key, ge);
             const int kind = q == 0 ? 1 : 0;   /* gemm_shape_flops: 0 fp32, 1 bf16 */
             for (int si = 0; si < g->n_gemm_shapes; si++) {
                 size_t l = strlen(shapes);
@@ -642,7 +639,6 @@ int calib_gpu_profile(const struct calib *c, const struct calib_gpu *g, const ch
                          (long long)sh->m, (long long)sh->n, (long long)sh->k, f->median * 1e-12, f->min * 1e-12,
                          f->max * 1e-12);
             }
-            snprintf(key, sizeof key, "gpu.%s", k[q].eff);
             setsrc(src, key, c->host, c->date, "%s on GPU 0, inputs random (two bf16 in [-1, 1) per 32-bit word, "
                    "not zeros), over the GEMMs %s (%.4g GFLOP per pass): %.4g TFLOP/s (%.4g..%.4g, %d repeats) over "
                    "the profile's %.4g TFLOP/s peak; TFLOP/s by shape MxNxK alone (median, min..max): %s",
@@ -653,7 +649,7 @@ int calib_gpu_profile(const struct calib *c, const struct calib_gpu *g, const ch
     /* The CUDA context with cuBLAS loaded: ratiolab's own process, so a lower bound for a PyTorch
      * rank, which loads more kernels. */
     if (g->have_gemm && g->context_bytes > 0 && g->cublas_bytes >= 0) {
-        json_object_set_new(gpu, "context_bytes", json_integer(g->context_bytes + g->cublas_bytes));
+        hw_put(src, "gpu.context_bytes", (double)(g->context_bytes + g->cublas_bytes));
         setsrc(src, "gpu.context_bytes", c->host, c->date, "GPU 0 opened alone by ratiolab's cuda backend: "
                "cudaMemGetInfo's used bytes when open finished, %lld (the CUDA context; other processes' memory "
                "too, none on a lent machine), plus %lld that cuBLAS took for itself over the GEMMs above (its "
@@ -663,7 +659,6 @@ int calib_gpu_profile(const struct calib *c, const struct calib_gpu *g, const ch
     }
     /* NCCL bus bandwidth at the largest size, latency at the smallest. */
     if (g->have_nccl && g->n_nccl_sizes > 0) {
-        json_t *co = json_object_get(root, "collectives"), *lat = json_object_get(root, "latency_us");
         int last = g->n_nccl_sizes - 1;
         char ag[600] = "", rs[600] = "";
         for (int k = 0; k < g->n_nccl_sizes; k++) {
@@ -673,10 +668,9 @@ int calib_gpu_profile(const struct calib *c, const struct calib_gpu *g, const ch
             snprintf(rs + lr, sizeof rs - lr, "%s%lld B: %.3g", k ? ", " : "", (long long)g->nccl_bytes[k],
                      g->nccl_reduce_scatter_busbw_gbps[k].median);
         }
-        if (json_is_object(co)) {
-            json_object_set_new(co, "allgather_busbw_gbps", json_real(g->nccl_allgather_busbw_gbps[last].median));
-            json_object_set_new(co, "reduce_scatter_busbw_gbps",
-                                json_real(g->nccl_reduce_scatter_busbw_gbps[last].median));
+        {
+            hw_put(src, "collectives.allgather_busbw_gbps", g->nccl_allgather_busbw_gbps[last].median);
+            hw_put(src, "collectives.reduce_scatter_busbw_gbps", g->nccl_reduce_scatter_busbw_gbps[last].median);
             setsrc(src, "collectives.allgather_busbw_gbps", c->host, c->date, "ncclAllGather under mpirun, %d ranks "
                    "(one GPU each), bus bandwidth (nccl-tests convention) of the slowest rank at %lld B per rank; "
                    "GB/s by size: %s", g->nccl_ranks, (long long)g->nccl_bytes[last], ag);
@@ -684,14 +678,13 @@ int calib_gpu_profile(const struct calib *c, const struct calib_gpu *g, const ch
                    "mpirun, %d ranks, bus bandwidth of the slowest rank at %lld B per rank; GB/s by size: %s",
                    g->nccl_ranks, (long long)g->nccl_bytes[last], rs);
         }
-        if (json_is_object(lat)) {
-            json_object_set_new(lat, "collective_intra", json_real(g->nccl_latency_us.median));
+        {
+            hw_put(src, "latency_us.collective_intra", g->nccl_latency_us.median);
             setsrc(src, "latency_us.collective_intra", c->host, c->date, "ncclAllGather of %lld B per rank, %d "
                    "ranks: %.1f us (%.1f..%.1f)", (long long)g->nccl_bytes[0], g->nccl_ranks,
                    g->nccl_latency_us.median, g->nccl_latency_us.min, g->nccl_latency_us.max);
         }
     }
-    *out = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
-    json_decref(root);
-    return *out ? 0 : rl_errf(e, RL_ENOMEM, "calibrate: out of memory");
+    free(base);
+    return hw_writer_close(src, 6, out, e);
 }

@@ -308,11 +308,11 @@ static void host_curve(const struct calib_figure *f, int n, double scale, char *
     }
 }
 
-static void host_src(json_t *s, const char *key, const char *host, const char *date, const char *body)
+static void host_src(struct hw_writer *w, const char *key, const char *host, const char *date, const char *body)
 {
     char all[2400];
     snprintf(all, sizeof all, "measured by ratiolab calibrate on %s, %s: %s", host, date, body);
-    json_object_set_new(s, key, json_string(all));
+    hw_source(w, key, all);
 }
 
 /* What every host figure's source says of the method: how each thread ran and what was counted. */
@@ -326,20 +326,17 @@ static void host_method(const struct calib_host *h, char *buf, size_t len)
              h->load_before[0], h->load_after[0]);
 }
 
-int calib_host_json(const struct calib_host *h, const char *host, const char *date, json_t *root, json_t *sources,
-                    struct rl_err *e)
+void calib_host_json(const struct calib_host *h, const char *host, const char *date, struct hw_writer *w)
 {
     if (!h->measured)
-        return 0;
-    json_t *o = json_object();
-    if (!o)
-        return rl_errf(e, RL_ENOMEM, "calibrate: out of memory");
+        return;
+    hw_clear(w, "host");   /* what the base measured otherwise (per-page figures) is not this host's */
     int n = h->n_threads, at;
     char curve[1024], method[512], body[2000];
     host_method(h, method, sizeof method);
     const struct calib_figure *f1 = &h->fault_gbps[0], *fb = host_best(h->fault_gbps, n, &at);
-    json_object_set_new(o, "fault_gbps_per_thread", json_real(f1->best));
-    json_object_set_new(o, "fault_gbps_per_socket", json_real(fb->best));
+    hw_put(w, "host.fault_gbps_per_thread", f1->best);
+    hw_put(w, "host.fault_gbps_per_socket", fb->best);
     host_curve(h->fault_gbps, n, 1, curve, sizeof curve);
     snprintf(body, sizeof body, "first touch of fresh allocations: per thread an mmap of %lld MiB (what glibc's "
              "malloc, so c10's CPU allocator, makes of a block above its mmap threshold) with %s pages (transparent "
@@ -348,36 +345,34 @@ int calib_host_json(const struct calib_host *h, const char *host, const char *da
              "thread's rate, summed): %s",
              (long long)(h->fault_bytes >> 20), h->huge ? "2 MiB" : "4 KiB", h->thp, h->thp_defrag,
              h->huge ? "2 MiB" : "4 KiB", (long long)h->faults_per_block, method, f1->best, curve);
-    host_src(sources, "host.fault_gbps_per_thread", host, date, body);
+    host_src(w, "host.fault_gbps_per_thread", host, date, body);
     /* The mode and the page the figure was measured with: the simulator charges faults per page of
        that size (sim/hw_host.c), and "unknown" (no /sys) leaves the profile's default. */
     if (strcmp(h->thp, "always") == 0 || strcmp(h->thp, "madvise") == 0 || strcmp(h->thp, "never") == 0)
-        json_object_set_new(o, "thp_mode", json_string(h->thp));
-    json_object_set_new(o, "page_bytes", json_integer(h->huge ? INT64_C(2) << 20 : 4096));
+        hw_put_str(w, "host.thp_mode", h->thp);
+    hw_put(w, "host.page_bytes", h->huge ? HW_PAGE_2M : HW_PAGE_4K);
     snprintf(body, sizeof body, "the page a plain mapping gets under transparent huge pages '%s' (2 MiB only under "
              "always), read from /sys/kernel/mm/transparent_hugepage/enabled; the first-touch figure was measured "
              "with it (%lld faults per %lld MiB block)", h->thp, (long long)h->faults_per_block,
              (long long)(h->fault_bytes >> 20));
-    host_src(sources, "host.page_bytes", host, date, body);
+    host_src(w, "host.page_bytes", host, date, body);
     snprintf(body, sizeof body, "the best all-threads figure of the first-touch curve (%d thread%s: %.4g GB/s, "
              "median of the rounds %.4g, spread %.4g..%.4g); the machine's cores seen as one socket", at,
              at == 1 ? "" : "s", fb->best, fb->median, fb->min, fb->max);
-    host_src(sources, "host.fault_gbps_per_socket", host, date, body);
+    host_src(w, "host.fault_gbps_per_socket", host, date, body);
     const struct calib_figure *m1 = &h->memcpy_gbps[0];
-    json_object_set_new(o, "memcpy_gbps_per_thread", json_real(m1->best));
+    hw_put(w, "host.memcpy_gbps_per_thread", m1->best);
     host_curve(h->memcpy_gbps, n, 1, curve, sizeof curve);
     snprintf(body, sizeof body, "memcpy between two warm pageable buffers of %lld MiB per thread, bytes over the "
              "thread's CPU time; %s; one thread: %.4g GB/s; GB/s by threads (each thread's rate, summed): %s",
              (long long)(h->memcpy_bytes >> 20), method, m1->best, curve);
-    host_src(sources, "host.memcpy_gbps_per_thread", host, date, body);
+    host_src(w, "host.memcpy_gbps_per_thread", host, date, body);
     const struct calib_figure *c1 = &h->cast_elems_per_s[0];
-    json_object_set_new(o, "cast_elements_per_s_per_thread", json_real(c1->best));
+    hw_put(w, "host.cast_elements_per_s_per_thread", c1->best);
     host_curve(h->cast_elems_per_s, n, 1e-9, curve, sizeof curve);
     snprintf(body, sizeof body, "bf16 -> fp32 (the 16 bits shifted into the float's upper half, as PyTorch's CPU "
              "copy kernel converts) over %lld Mi warm elements per thread, elements over the thread's CPU time; "
              "%s; one thread: %.4g elements/s; G elements/s by threads (each thread's rate, summed): %s",
              (long long)(h->cast_numel >> 20), method, c1->best, curve);
-    host_src(sources, "host.cast_elements_per_s_per_thread", host, date, body);
-    json_object_set_new(root, "host", o);
-    return 0;
+    host_src(w, "host.cast_elements_per_s_per_thread", host, date, body);
 }

@@ -49,7 +49,7 @@ bool cli_calib_baseline_asked(int argc, char **argv)
 
 /* The profile file named by --hw (a catalog name resolves to catalog/hardware/<name>.json, with the
  * name as the loaded profile spells it). */
-static void profile_path(const struct baseline_args *a, const struct plan_setup *c, const struct sim_hw *hw,
+static void profile_path(const struct baseline_args *a, const struct plan_setup *c, const struct hw_profile *hw,
                          char *path, size_t n)
 {
     size_t l = strlen(a->hw);
@@ -100,7 +100,7 @@ int cli_calib_baseline(int argc, char **argv)
     memset(&c, 0, sizeof c);
     struct plan p;
     memset(&p, 0, sizeof p);
-    struct sim_hw hw;
+    struct hw_profile hw;
     struct calib_mon_rank *ranks = NULL;
     char *base = NULL, *text = NULL;
     size_t len;
@@ -164,7 +164,7 @@ int cli_calib_baseline(int argc, char **argv)
         rl_err_prefix(&e, "--hw %s", path);
         goto fail;
     }
-    struct sim_hw check;   /* the profile must load as --hw FILE will load it */
+    struct hw_profile check; /* the profile must load as --hw FILE will load it */
     if ((rc = sim_hw_parse(&check, text, out, &e))) {
         rl_err_prefix(&e, "calibrate: the written profile does not load");
         goto fail;

@@ -65,7 +65,7 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     case C_OUT: a->out = v; return 0;
     case C_NAME: a->name = v; return 0;
     case C_THOROUGH: a->o.thorough = true; return 0;
-    case C_DEVICES: return rl_parse_int("--devices", v, 1, SIM_HW_MAX_GPUS, &a->o.devices, e);
+    case C_DEVICES: return rl_parse_int("--devices", v, 1, HW_MAX_GPUS, &a->o.devices, e);
     case C_DEVTHREADS: return rl_parse_int("--device-threads", v, 1, 4096, &a->o.device_threads, e);
     case C_MAXTHREADS: return rl_parse_int("--max-threads", v, 1, CALIB_MAX_THREADS, &a->o.max_threads, e);
     case C_BACKEND:
@@ -121,7 +121,7 @@ static int run_cuda(struct calib_args *a)
         snprintf(path, sizeof path, "%s/hardware/%s.json", rl_catalog_dir(), a->base);
     char *base = NULL;
     size_t len;
-    struct sim_hw hw;
+    struct hw_profile hw;
     if (sim_hw_load(&hw, rl_catalog_dir(), a->base, &e) || rl_read_file(path, &base, &len, &e)) {
         rl_err_prefix(&e, "--base");
         return calib_fail(&e);
@@ -225,7 +225,7 @@ static bool measure(struct calib_args *a, struct calib *c, int *code)
     if (!a->quiet && comm.rank == 0)
         a->o.progress = on_progress;
     if (comm.size > 1 && a->o.devices == 2)
-        a->o.devices = comm.size > SIM_HW_MAX_GPUS ? SIM_HW_MAX_GPUS : comm.size;
+        a->o.devices = comm.size > HW_MAX_GPUS ? HW_MAX_GPUS : comm.size;
     memset(c, 0, sizeof *c);
     if (comm.rank == 0 && !a->coll_only)
         rc = calib_measure(&a->o, c, &e);
@@ -289,7 +289,7 @@ static int write_profile(const struct calib_args *a, const struct calib *c, char
     if (calib_profile(c, name, &text, &e))
         return calib_fail(&e);
     /* The profile must load as it will be used (--hw FILE). */
-    struct sim_hw hw;
+    struct hw_profile hw;
     if (sim_hw_parse(&hw, text, out, &e)) {
         free(text);
         rl_err_prefix(&e, "calibrate: the written profile does not load");

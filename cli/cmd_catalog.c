@@ -92,7 +92,7 @@ static int hardware(const char *dir, json_t *arr, struct rl_err *e)
         printf("\nhardware (%s/hardware; GiB = 1024^3 B)\n  %-14s %5s %-20s %12s %14s  %s\n", dir, "name", "GPUs",
                "GPU", "GPU mem GiB", "host mem GiB", "CPU");
     for (int i = 0; i < n && !rc; i++) {
-        struct sim_hw hw;
+        struct hw_profile hw;
         if ((rc = sim_hw_load(&hw, dir, names[i], e)))
             break;
         if (arr) {
@@ -125,7 +125,7 @@ static int hardware(const char *dir, json_t *arr, struct rl_err *e)
 /* The profile file itself, after checking that it loads: the start of a custom profile. */
 static int print_profile(const char *dir, const char *name, struct rl_err *e)
 {
-    struct sim_hw hw;
+    struct hw_profile hw;
     int rc = sim_hw_load(&hw, dir, name, e);
     if (rc)
         return rc;

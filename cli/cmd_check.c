@@ -226,8 +226,8 @@ static void report_json(const struct plan_setup *c, const struct check_args *a, 
     json_object_set_new(o, "model", json_string(c->model.name));
     json_object_set_new(o, "policy", json_string(plan_policy_name(c->popt.policy)));
     json_object_set_new(o, "ratio_ok", json_boolean(v->j.ratio_ok));
-    json_object_set_new(o, "requested_ratio", json_real(v->j.requested));
-    json_object_set_new(o, "honored_ratio", json_real(v->j.honored));
+    json_object_set_new(o, RL_KEY_REQUESTED_RATIO, json_real(v->j.requested));
+    json_object_set_new(o, RL_KEY_HONORED_RATIO, json_real(v->j.honored));
     if (c->n_more > 0) {
         json_t *vs = json_array();
         for (int i = -1; i < c->n_more; i++) {
@@ -235,11 +235,11 @@ static void report_json(const struct plan_setup *c, const struct check_args *a, 
             struct rl_version ver = i < 0 ? c->zero.ds_version : c->more_versions[i];
             json_object_set_new(x, "deepspeed_version", json_string(RL_VERSION_S(ver)));
             json_object_set_new(x, "policy", json_string(plan_policy_name(i < 0 ? c->popt.policy : c->more_policies[i])));
-            json_object_set_new(x, "honored_ratio", json_real(i < 0 ? v->j.honored : v->j.more_honored[i]));
+            json_object_set_new(x, RL_KEY_HONORED_RATIO, json_real(i < 0 ? v->j.honored : v->j.more_honored[i]));
             json_object_set_new(x, "ratio_ok", json_boolean(plan_ratio_within(i < 0 ? v->j.honored : v->j.more_honored[i],
                                                                               v->j.requested, a->tol)));
             if (v->j.fix_sgs > 0 && !v->j.ratio_ok)
-                json_object_set_new(x, "fix_honored_ratio", json_real(v->j.fix_honored[1 + i]));
+                json_object_set_new(x, "fix_" RL_KEY_HONORED_RATIO, json_real(v->j.fix_honored[1 + i]));
             json_array_append_new(vs, x);
         }
         json_object_set_new(o, "versions", vs);
@@ -321,7 +321,7 @@ static int run(int argc, char **argv)
         plan_setup_free(&c);
         return cli_fail("check", &e);
     }
-    struct sim_hw hw;
+    struct hw_profile hw;
     if (a.gpu_mem && !a.states_only && (rc = cli_sim_load_hw(&sim, &c, &hw, &e))) {
         plan_setup_free(&c);
         return cli_fail("check", &e);

@@ -35,7 +35,7 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 
 static double sec(int64_t ns) { return (double)ns * 1e-9; }
 
-static void print_human(FILE *f, const struct plan_setup *c, const struct plan *p, const struct sim_hw *hw,
+static void print_human(FILE *f, const struct plan_setup *c, const struct plan *p, const struct hw_profile *hw,
                         const struct sim_train *t, const struct sim_step_result *r, bool verbose)
 {
     char set[256], g[8][32];
@@ -125,7 +125,7 @@ static int run(int argc, char **argv)
     if (rc != CLI_GO_ON)
         return rc;
     struct plan_setup c;
-    struct sim_hw hw;
+    struct hw_profile hw;
     struct plan p;
     memset(&p, 0, sizeof p);
     if ((rc = cli_setup_resolve(&s, &c, &e)) || (rc = cli_sim_load_hw(&sim, &c, &hw, &e)) ||

@@ -10,6 +10,10 @@
 #include "cli/json_out.h"
 #include "cli/sim_opts.h"
 #include "plan/ds_rules.h"   /* PLAN_DS_DEFAULT_VERSION_STR */
+#include "traces/schema.h"   /* the sweep's columns and keys: one table for this writer and plots/' reader */
+
+/* A key of the sweep's table (traces/schema.h). */
+#define K(x) trace_sweep_keys[TRACE_SWEEP_K_##x]
 
 enum { W_RATIOS = 1, W_CSV, W_JSON, W_OUT };
 static const struct cli_opt opts[] = {
@@ -80,7 +84,7 @@ static int run(int argc, char **argv)
     if ((rc = rl_parse_ratio_list("--ratios", a.ratios, 0, 1, &ratios, &n, &e)))
         return cli_fail("sweep", &e);
     struct plan_setup c;
-    struct sim_hw hw;
+    struct hw_profile hw;
     if ((rc = cli_setup_resolve(&s, &c, &e)) || (rc = cli_sim_load_hw(&sim, &c, &hw, &e))) {
         free(ratios);
         plan_setup_free(&c);
@@ -116,41 +120,51 @@ static int run(int argc, char **argv)
                                                                         : "none";
             if (a.json) {
                 json_t *o = json_object();
-                json_object_set_new(o, "model", json_string(c.model_desc));
-                json_object_set_new(o, "hardware", json_string(hw.name));
-                json_object_set_new(o, "schedule", json_string(sim_schedule_name(sim.train.schedule)));
-                json_object_set_new(o, "policy", json_string(plan_policy_name(p.policy)));
-                json_object_set_new(o, "deepspeed_version", json_string(dsv));
-                json_object_set_new(o, "offload_optimizer", json_string(offload));
-                json_object_set_new(o, "attention", json_string(plan_attention_name(r.attention)));
-                json_object_set_new(o, "attention_origin", json_string(cli_sim_attention_origin(&sim.train, &c.model.arch)));
+                json_object_set_new(o, K(MODEL), json_string(c.model_desc));
+                json_object_set_new(o, K(HARDWARE), json_string(hw.name));
+                json_object_set_new(o, K(SCHEDULE), json_string(sim_schedule_name(sim.train.schedule)));
+                json_object_set_new(o, K(POLICY), json_string(plan_policy_name(p.policy)));
+                json_object_set_new(o, K(DS_VERSION), json_string(dsv));
+                json_object_set_new(o, K(OFFLOAD), json_string(offload));
+                json_object_set_new(o, K(ATTENTION), json_string(plan_attention_name(r.attention)));
+                json_object_set_new(o, K(ATTENTION_ORIGIN), json_string(cli_sim_attention_origin(&sim.train, &c.model.arch)));
                 /* Layout and size, for plots across sweeps (ratiolab plot scaling). */
-                json_object_set_new(o, "gpus", json_integer(c.layout.world));
-                json_object_set_new(o, "tp", json_integer(c.layout.tp));
-                json_object_set_new(o, "pp", json_integer(c.layout.pp));
-                json_object_set_new(o, "rank_numel", json_integer(c.model.total_numel));
+                json_object_set_new(o, K(GPUS), json_integer(c.layout.world));
+                json_object_set_new(o, K(TP), json_integer(c.layout.tp));
+                json_object_set_new(o, K(PP), json_integer(c.layout.pp));
+                json_object_set_new(o, K(RANK_NUMEL), json_integer(c.model.total_numel));
                 char *text = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
                 /* the object without its closing brace, then "rows" streamed */
                 size_t tl = text ? strlen(text) : 0;
                 while (tl > 0 && text[tl - 1] != '}')
                     tl--;
-                fprintf(out, "%.*s,\n  \"rows\": [", (int)(tl > 0 ? tl - 2 : 0), text ? text : "");
+                fprintf(out, "%.*s,\n  \"%s\": [", (int)(tl > 0 ? tl - 2 : 0), text ? text : "", K(ROWS));
                 free(text);
                 json_decref(o);
             } else if (a.csv) {
                 /* A comment header (readers skip lines starting with '#'): what the rows are of.
                  * No time stamp: the same inputs give the same bytes. */
-                fprintf(out, "# ratiolab %s sweep\n# model: %s\n# seq_len: %s\n# hardware: %s: %d x %s per node, %s GiB each\n"
-                        "# policy: %s\n# deepspeed_version: %s\n# offload_optimizer: %s\n# schedule: %s\n# micro_batch: %lld\n"
-                        "# attention: %s (%s)\n# settings: %s\n",
-                        RL_VERSION_STRING, c.model_desc, cli_seq_text(&c, head, sizeof head) + 4, hw.name, hw.gpus, hw.gpu_model,
-                        cli_gib(g1, sizeof g1, hw.gpu_mem_bytes), plan_policy_name(p.policy), dsv, offload,
-                        sim_schedule_name(sim.train.schedule), (long long)r.micro_batch,
-                        plan_attention_name(r.attention), cli_sim_attention_origin(&sim.train, &c.model.arch), set);
-                fprintf(out, "requested_ratio,honored_ratio,gpu_bytes,gpu_gib,host_node_bytes,host_node_gib,step_s,fits,tokens_per_s_per_gpu");
-                for (int ph = 0; ph < STEP_PH_COUNT; ph++)
-                    fprintf(out, ",%s_busy_s,%s_exposed_s", sim_phase_name(ph), sim_phase_name(ph));
-                fprintf(out, ",idle_s\n");
+                fprintf(out, "# ratiolab %s sweep\n", RL_VERSION_STRING);
+                fprintf(out, TRACE_SWEEP_COMMENT "%s\n", K(MODEL), c.model_desc);
+                fprintf(out, TRACE_SWEEP_COMMENT "%s\n", K(SEQ_LEN), cli_seq_text(&c, head, sizeof head) + 4);
+                fprintf(out, TRACE_SWEEP_COMMENT "%s: %d x %s per node, %s GiB each\n", K(HARDWARE), hw.name, hw.gpus,
+                        hw.gpu_model, cli_gib(g1, sizeof g1, hw.gpu_mem_bytes));
+                fprintf(out, TRACE_SWEEP_COMMENT "%s\n", K(POLICY), plan_policy_name(p.policy));
+                fprintf(out, TRACE_SWEEP_COMMENT "%s\n", K(DS_VERSION), dsv);
+                fprintf(out, TRACE_SWEEP_COMMENT "%s\n", K(OFFLOAD), offload);
+                fprintf(out, TRACE_SWEEP_COMMENT "%s\n", K(SCHEDULE), sim_schedule_name(sim.train.schedule));
+                fprintf(out, TRACE_SWEEP_COMMENT "%lld\n", K(MICRO_BATCH), (long long)r.micro_batch);
+                fprintf(out, TRACE_SWEEP_COMMENT "%s (%s)\n", K(ATTENTION), plan_attention_name(r.attention),
+                        cli_sim_attention_origin(&sim.train, &c.model.arch));
+                fprintf(out, TRACE_SWEEP_COMMENT "%s\n", K(SETTINGS), set);
+                /* The columns of traces/schema.h, then two per phase, then idle. */
+                for (int k = 0; k < TRACE_SWEEP_N; k++)
+                    fprintf(out, "%s%s", k ? "," : "", trace_sweep_cols[k]);
+                for (int ph = 0; ph < STEP_PH_COUNT; ph++) {
+                    fprintf(out, "," TRACE_SWEEP_PHASE_BUSY, sim_phase_name(ph));
+                    fprintf(out, "," TRACE_SWEEP_PHASE_EXPOSED, sim_phase_name(ph));
+                }
+                fprintf(out, ",%s\n", TRACE_SWEEP_IDLE);
             } else {
                 fprintf(out, "model      %s\nhardware   %s: %d x %s per node, %s GiB each\nschedule   %s\npolicy     %s\n"
                         "attention  %s (%s)\n\n",
@@ -163,10 +177,10 @@ static int run(int argc, char **argv)
         }
         if (a.json) {
             json_t *row = json_object();
-            json_object_set_new(row, "requested_ratio", json_real(ratios[i]));
-            json_object_set_new(row, "honored_ratio", json_real(p.honored_ratio));
-            json_object_set_new(row, "cpu_numel", json_integer(p.cpu_numel));
-            json_object_set_new(row, "prediction", sim_step_result_json(&r));
+            json_object_set_new(row, K(REQUESTED), json_real(ratios[i]));
+            json_object_set_new(row, K(HONORED), json_real(p.honored_ratio));
+            json_object_set_new(row, K(CPU_NUMEL), json_integer(p.cpu_numel));
+            json_object_set_new(row, K(PREDICTION), sim_step_result_json(&r));
             char *text = cli_json_dumps(row, JSON_COMPACT | JSON_PRESERVE_ORDER);
             fprintf(out, "%s\n    %s", i ? "," : "", text ? text : "{}");
             free(text);

@@ -10,6 +10,10 @@
 #include "cli/json_out.h"
 #include "cli/sim_opts.h"
 #include "sim/tune.h"
+#include "traces/schema.h"   /* tune --json's keys: one table for this writer and its readers */
+
+/* A key of tune --json's table (traces/schema.h). */
+#define K(x) trace_tune_keys[TRACE_TUNE_##x]
 
 enum { T_RATIOS = 1, T_TOL, T_JSON, T_HEADROOM, T_GLOBAL, T_MBS };
 static const struct cli_opt opts[] = {
@@ -91,26 +95,26 @@ static int micro_batches(const struct tune_args *a, const struct plan_zero *z, i
 static json_t *choice_json(const struct sim_tune_choice *k)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "offload", json_string(k->offload ? "cpu" : "none"));
-    json_object_set_new(o, "requested_ratio", json_real(k->ratio));
-    json_object_set_new(o, "honored_ratio", json_real(k->honored));
-    json_object_set_new(o, "micro_batch", json_integer(k->micro_batch));
-    json_object_set_new(o, "grad_accum", json_integer(k->grad_accum));
-    json_object_set_new(o, "checkpoint_activations", json_boolean(k->ckpt));
-    json_object_set_new(o, "sub_group_size", json_integer(k->sub_group_size));
-    json_object_set_new(o, "sub_groups", json_integer(k->n_subgroups));
-    json_object_set_new(o, "tokens_per_s_per_gpu", json_real(k->tokens_per_s_gpu));
-    json_object_set_new(o, "tokens_per_s_per_node", json_real(k->tokens_per_s_node));
-    json_object_set_new(o, "free_gpu_bytes", json_integer(k->free_gpu_bytes));
-    json_object_set_new(o, "host_node_bytes", json_integer(k->r.host_node_bytes));
-    json_object_set_new(o, "host_total_node_bytes", json_integer(k->r.host_total_node_bytes));
-    json_object_set_new(o, "prediction", sim_step_result_json(&k->r));
+    json_object_set_new(o, K(C_OFFLOAD), json_string(k->offload ? "cpu" : "none"));
+    json_object_set_new(o, K(C_REQUESTED), json_real(k->ratio));
+    json_object_set_new(o, K(C_HONORED), json_real(k->honored));
+    json_object_set_new(o, K(C_MICRO_BATCH), json_integer(k->micro_batch));
+    json_object_set_new(o, K(C_GRAD_ACCUM), json_integer(k->grad_accum));
+    json_object_set_new(o, K(C_CKPT), json_boolean(k->ckpt));
+    json_object_set_new(o, K(C_SUB_GROUP_SIZE), json_integer(k->sub_group_size));
+    json_object_set_new(o, K(C_SUB_GROUPS), json_integer(k->n_subgroups));
+    json_object_set_new(o, K(C_TOKENS_GPU), json_real(k->tokens_per_s_gpu));
+    json_object_set_new(o, K(C_TOKENS_NODE), json_real(k->tokens_per_s_node));
+    json_object_set_new(o, K(C_FREE_GPU_BYTES), json_integer(k->free_gpu_bytes));
+    json_object_set_new(o, K(C_HOST_NODE_BYTES), json_integer(k->r.host_node_bytes));
+    json_object_set_new(o, K(C_HOST_TOTAL_NODE_BYTES), json_integer(k->r.host_total_node_bytes));
+    json_object_set_new(o, K(C_PREDICTION), sim_step_result_json(&k->r));
     return o;
 }
 
 /* One profile's search: inputs and result. */
 struct tune_run {
-    struct sim_hw hw;             /* the profile, with --gpu-mem applied */
+    struct hw_profile hw;         /* the profile, with --gpu-mem applied */
     int64_t headroom;             /* bytes */
     bool headroom_given;          /* --headroom (bytes, kept on a larger GPU); else a share of GPU memory */
     struct sim_tune_result res;   /* what sim_tune found */
@@ -138,37 +142,37 @@ static json_t *classes_json(const struct tune_run *t)
         const struct sim_tune_class_stats *k = &t->res.ans.cls[c];
         const struct sim_tune_fix *f = &t->fix[c];
         json_t *o = json_object();
-        json_object_set_new(o, "class", json_string(keys[c]));
-        json_object_set_new(o, "candidates", json_integer(k->evaluated));
-        json_object_set_new(o, "ratio_min", k->evaluated ? json_real(k->ratio_lo) : json_null());
-        json_object_set_new(o, "ratio_max", k->evaluated ? json_real(k->ratio_hi) : json_null());
-        json_object_set_new(o, "gpu_fit", json_integer(k->gpu_fit));
-        json_object_set_new(o, "host_fit", json_integer(k->host_fit));
-        json_object_set_new(o, "fit", json_integer(k->fit));
-        json_object_set_new(o, "binds", json_string(sim_tune_binds(k)));
-        json_object_set_new(o, "min_gpu_bytes", bytes_or_null(k->min_gpu_bytes));
-        json_object_set_new(o, "min_gpu_bytes_host_fits", bytes_or_null(k->min_gpu_bytes_host_ok));
-        json_object_set_new(o, "min_host_total_node_bytes", bytes_or_null(k->min_host_any_bytes));
-        json_object_set_new(o, "min_host_total_node_bytes_gpu_fits", bytes_or_null(k->min_host_node_bytes));
-        json_object_set_new(o, "best_tokens_per_s_per_gpu", k->fit ? json_real(k->best_tokens_per_s_gpu) : json_null());
+        json_object_set_new(o, K(K_CLASS), json_string(keys[c]));
+        json_object_set_new(o, K(K_CANDIDATES), json_integer(k->evaluated));
+        json_object_set_new(o, K(K_RATIO_MIN), k->evaluated ? json_real(k->ratio_lo) : json_null());
+        json_object_set_new(o, K(K_RATIO_MAX), k->evaluated ? json_real(k->ratio_hi) : json_null());
+        json_object_set_new(o, K(K_GPU_FIT), json_integer(k->gpu_fit));
+        json_object_set_new(o, K(K_HOST_FIT), json_integer(k->host_fit));
+        json_object_set_new(o, K(K_FIT), json_integer(k->fit));
+        json_object_set_new(o, K(K_BINDS), json_string(sim_tune_binds(k)));
+        json_object_set_new(o, K(K_MIN_GPU_BYTES), bytes_or_null(k->min_gpu_bytes));
+        json_object_set_new(o, K(K_MIN_GPU_BYTES_HOST_FITS), bytes_or_null(k->min_gpu_bytes_host_ok));
+        json_object_set_new(o, K(K_MIN_HOST_TOTAL), bytes_or_null(k->min_host_any_bytes));
+        json_object_set_new(o, K(K_MIN_HOST_TOTAL_GPU_FITS), bytes_or_null(k->min_host_node_bytes));
+        json_object_set_new(o, K(K_BEST_TOKENS), k->fit ? json_real(k->best_tokens_per_s_gpu) : json_null());
         if (t->res.found || k->evaluated == 0) {
-            json_object_set_new(o, "fits_with", json_null());
+            json_object_set_new(o, K(K_FITS_WITH), json_null());
         } else {
             json_t *w = json_object();
-            json_object_set_new(w, "gpu_mem_bytes", bytes_or_null(f->gpu_mem_bytes));
-            json_object_set_new(w, "host_mem_bytes", bytes_or_null(f->host_mem_bytes));
+            json_object_set_new(w, K(F_GPU_MEM_BYTES), bytes_or_null(f->gpu_mem_bytes));
+            json_object_set_new(w, K(F_HOST_MEM_BYTES), bytes_or_null(f->host_mem_bytes));
             if (f->both_gpu_mem_bytes) {
                 json_t *b = json_object();
-                json_object_set_new(b, "gpu_mem_bytes", json_integer(f->both_gpu_mem_bytes));
-                json_object_set_new(b, "host_mem_bytes", json_integer(f->both_host_mem_bytes));
-                json_object_set_new(w, "gpu_and_host_mem", b);
+                json_object_set_new(b, K(F_GPU_MEM_BYTES), json_integer(f->both_gpu_mem_bytes));
+                json_object_set_new(b, K(F_HOST_MEM_BYTES), json_integer(f->both_host_mem_bytes));
+                json_object_set_new(w, K(F_BOTH), b);
             } else {
-                json_object_set_new(w, "gpu_and_host_mem", json_null());
+                json_object_set_new(w, K(F_BOTH), json_null());
             }
-            json_object_set_new(w, "gpus", f->gpus ? json_integer(f->gpus) : json_null());
-            json_object_set_new(w, "dp", f->gpus ? json_integer(f->dp) : json_null());
-            json_object_set_new(w, "nodes", f->gpus ? json_integer(f->nodes) : json_null());
-            json_object_set_new(o, "fits_with", w);
+            json_object_set_new(w, K(F_GPUS), f->gpus ? json_integer(f->gpus) : json_null());
+            json_object_set_new(w, K(F_DP), f->gpus ? json_integer(f->dp) : json_null());
+            json_object_set_new(w, K(F_NODES), f->gpus ? json_integer(f->nodes) : json_null());
+            json_object_set_new(o, K(K_FITS_WITH), w);
         }
         json_array_append_new(a, o);
     }
@@ -211,45 +215,45 @@ static json_t *run_json(const struct plan_setup *c, const struct tune_run *t, co
 {
     const bool ds = c->popt.policy != PLAN_POLICY_EXACT;
     json_t *o = json_object();
-    json_object_set_new(o, "model", json_string(c->model_desc));
-    json_object_set_new(o, "seq_len", json_integer(c->model.arch.seq_len));
-    json_object_set_new(o, "dtype", json_string(plan_dtype_name(c->zero.dtype)));
-    json_object_set_new(o, "dtype_origin", json_string(cli_dtype_source(c)));
-    json_object_set_new(o, "hardware", json_string(t->hw.name));
-    json_object_set_new(o, "gpus_per_node", json_integer(c->layout.gpus_per_node));
-    json_object_set_new(o, "gpu_mem_bytes", json_integer(t->hw.gpu_mem_bytes));
-    json_object_set_new(o, "headroom_bytes", json_integer(t->headroom));
-    json_object_set_new(o, "reserve", json_string(train->gpu_reserve_bytes >= 0 ? "--reserve" : "profile"));
-    json_object_set_new(o, "schedule", json_string(sim_schedule_name(train->schedule)));
-    json_object_set_new(o, "policy", json_string(plan_policy_name(c->popt.policy)));
-    json_object_set_new(o, "attention", json_string(plan_attention_name(cli_sim_attention(train, &c->model.arch))));
-    json_object_set_new(o, "attention_origin", json_string(cli_sim_attention_origin(train, &c->model.arch)));
-    json_object_set_new(o, "candidates", json_integer(t->res.ans.evaluated));
-    json_object_set_new(o, "simulated", json_integer(t->res.ans.simulated));
+    json_object_set_new(o, K(MODEL), json_string(c->model_desc));
+    json_object_set_new(o, K(SEQ_LEN), json_integer(c->model.arch.seq_len));
+    json_object_set_new(o, K(DTYPE), json_string(plan_dtype_name(c->zero.dtype)));
+    json_object_set_new(o, K(DTYPE_ORIGIN), json_string(cli_dtype_source(c)));
+    json_object_set_new(o, K(HARDWARE), json_string(t->hw.name));
+    json_object_set_new(o, K(GPUS_PER_NODE), json_integer(c->layout.gpus_per_node));
+    json_object_set_new(o, K(GPU_MEM_BYTES), json_integer(t->hw.gpu_mem_bytes));
+    json_object_set_new(o, K(HEADROOM_BYTES), json_integer(t->headroom));
+    json_object_set_new(o, K(RESERVE), json_string(train->gpu_reserve_bytes >= 0 ? "--reserve" : "profile"));
+    json_object_set_new(o, K(SCHEDULE), json_string(sim_schedule_name(train->schedule)));
+    json_object_set_new(o, K(POLICY), json_string(plan_policy_name(c->popt.policy)));
+    json_object_set_new(o, K(ATTENTION), json_string(plan_attention_name(cli_sim_attention(train, &c->model.arch))));
+    json_object_set_new(o, K(ATTENTION_ORIGIN), json_string(cli_sim_attention_origin(train, &c->model.arch)));
+    json_object_set_new(o, K(CANDIDATES), json_integer(t->res.ans.evaluated));
+    json_object_set_new(o, K(SIMULATED), json_integer(t->res.ans.simulated));
     const struct sim_tune_best *a = &t->res.ans;
-    json_object_set_new(o, "answer", a->found ? choice_json(&a->best) : json_null());
-    json_object_set_new(o, "deepspeed_config", a->found ? ds_block(&a->best, ds, c->zero.dtype) : json_null());
-    json_object_set_new(o, "best_with_offload", a->offload_found ? choice_json(&a->best_offload) : json_null());
-    json_object_set_new(o, "best_exact", t->res.exact.found ? choice_json(&t->res.exact.best) : json_null());
+    json_object_set_new(o, K(ANSWER), a->found ? choice_json(&a->best) : json_null());
+    json_object_set_new(o, K(DS_CONFIG), a->found ? ds_block(&a->best, ds, c->zero.dtype) : json_null());
+    json_object_set_new(o, K(BEST_WITH_OFFLOAD), a->offload_found ? choice_json(&a->best_offload) : json_null());
+    json_object_set_new(o, K(BEST_EXACT), t->res.exact.found ? choice_json(&t->res.exact.best) : json_null());
     if (ds) {
         json_t *u = json_array();
         for (int i = 0; i < t->res.n_unhonored && i < (int)(sizeof t->res.unhonored / sizeof t->res.unhonored[0]); i++)
             json_array_append_new(u, json_real(t->res.unhonored[i]));
-        json_object_set_new(o, "unhonored_ratios", u);
+        json_object_set_new(o, K(UNHONORED), u);
     }
-    json_object_set_new(o, "min_gpu_bytes", json_integer(a->min_gpu_bytes == INT64_MAX ? 0 : a->min_gpu_bytes));
-    json_object_set_new(o, "host_mem_bytes", json_integer(t->hw.host_mem_bytes));
-    json_object_set_new(o, "classes", classes_json(t));
+    json_object_set_new(o, K(MIN_GPU_BYTES), json_integer(a->min_gpu_bytes == INT64_MAX ? 0 : a->min_gpu_bytes));
+    json_object_set_new(o, K(HOST_MEM_BYTES), json_integer(t->hw.host_mem_bytes));
+    json_object_set_new(o, K(CLASSES), classes_json(t));
     return o;
 }
 
 /* With fewer GPUs than the profile has, the simulator models GPUs 0..n-1: say which, and on
  * which sockets they sit. */
-static void print_modelled(const struct sim_hw *hw, int gpn)
+static void print_modelled(const struct hw_profile *hw, int gpn)
 {
     if (gpn >= hw->gpus)
         return;
-    bool on[SIM_HW_MAX_SOCKETS] = {false};
+    bool on[HW_MAX_SOCKETS] = {false};
     for (int g = 0; g < gpn; g++)
         on[hw->sw[hw->gpu_switch[g]].socket] = true;
     printf("modelled   GPUs 0-%d of the profile's %d, on socket%s", gpn - 1, hw->gpus,
@@ -600,7 +604,7 @@ static int run(int argc, char **argv)
                 json_t *arr = json_array();
                 for (int i = 0; i < n_hw; i++)
                     json_array_append_new(arr, run_json(&c, &runs[i], &sim.train));
-                json_object_set_new(o, "profiles", arr);
+                json_object_set_new(o, K(PROFILES), arr);
             }
             char *text = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
             printf("%s\n", text);

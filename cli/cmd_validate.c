@@ -145,7 +145,7 @@ static void print_timers(const struct val_ds_timers *vt)
 }
 
 static void print_ds(const struct validate_args *a, const struct plan_setup *c, const struct plan *p,
-                     const struct sim_hw *hw, const struct val_ds_result *r, const struct val_ds_timers *vt,
+                     const struct hw_profile *hw, const struct val_ds_result *r, const struct val_ds_timers *vt,
                      const char *run)
 {
     char head[512];
@@ -206,7 +206,7 @@ static void print_ds(const struct validate_args *a, const struct plan_setup *c, 
 }
 
 static json_t *ds_json(const struct validate_args *a, const struct plan_setup *c, const struct plan *p,
-                       const struct sim_hw *hw, const struct val_ds_result *r, const struct val_ds_timers *vt)
+                       const struct hw_profile *hw, const struct val_ds_result *r, const struct val_ds_timers *vt)
 {
     json_t *o = json_object();
     json_object_set_new(o, "kind", json_string("ratiolab-validate-deepspeed-log"));
@@ -453,7 +453,7 @@ static int judge_group(struct validate_args *a, struct plan_inputs *s, struct cl
                        struct rl_err *e)
 {
     struct plan_setup c;
-    struct sim_hw hw;
+    struct hw_profile hw;
     struct plan p;
     memset(&p, 0, sizeof p);
     memset(&c, 0, sizeof c);

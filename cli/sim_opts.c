@@ -139,7 +139,7 @@ static const struct {
     double h2d, d2h, uplink;
 } pcie_gen[] = {[3] = {12.2, 12.9, 13.0}, [4] = {25.0, 25.0, 25.0}, [5] = {55.0, 55.0, 55.0}};
 
-static void apply_pcie_gen(struct sim_hw *hw, int gen)
+static void apply_pcie_gen(struct hw_profile *hw, int gen)
 {
     hw->h2d_pageable_gbps *= pcie_gen[gen].h2d / hw->h2d_pinned_gbps;
     hw->d2h_pageable_gbps *= pcie_gen[gen].d2h / hw->d2h_pinned_gbps;
@@ -149,7 +149,7 @@ static void apply_pcie_gen(struct sim_hw *hw, int gen)
         hw->sw[i].uplink_gbps = pcie_gen[gen].uplink;   /* an x16 uplink of that generation */
 }
 
-int cli_sim_load_hw(struct cli_sim *s, const struct plan_setup *c, struct sim_hw *hw, struct rl_err *e)
+int cli_sim_load_hw(struct cli_sim *s, const struct plan_setup *c, struct hw_profile *hw, struct rl_err *e)
 {
     if (c->checkpoint_activations)   /* a Megatron launch line with --checkpoint-activations */
         s->train.checkpoint_activations = true;
@@ -188,7 +188,7 @@ void cli_sim_warn_layout(const struct plan_layout *l)
                 "node; keep TP <= GPUs per node if you can\n", l->tp, l->gpus_per_node);
 }
 
-void cli_sim_warn_defaults(const struct sim_hw *hw, const struct plan_layout *l)
+void cli_sim_warn_defaults(const struct hw_profile *hw, const struct plan_layout *l)
 {
     /* The inter-node collective figures are used only when the layout spans nodes. */
     const char *coll = l->nodes > 1 ? hw->coll_defaulted : "";

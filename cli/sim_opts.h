@@ -25,7 +25,7 @@ void cli_sim_init(struct cli_sim *s);
 /* predict, sweep and tune: one warning on stderr naming every figure of the profile the
  * prediction takes as a default or whose source says "unverified" (nothing when there is none);
  * the inter-node collective figures (hw->coll_defaulted) only when layout l spans nodes. */
-void cli_sim_warn_defaults(const struct sim_hw *hw, const struct plan_layout *l);
+void cli_sim_warn_defaults(const struct hw_profile *hw, const struct plan_layout *l);
 /* The same commands: a warning when tensor parallelism spans nodes (tp > GPUs per node), whose
  * all-reduces then cross the node network, modelled as NCCL's ring or tree (sim/collective.h). */
 void cli_sim_warn_layout(const struct plan_layout *l);
@@ -41,7 +41,7 @@ int cli_sim_err(struct rl_err *e);
 /* Loads the profile from --hw (a name in the context's catalog, or a path), applies the
  * --gpu-mem, --host-mem and --pcie-gen overrides, and takes over what the setup learned for the
  * simulator (a launch line's --checkpoint-activations). */
-int cli_sim_load_hw(struct cli_sim *s, const struct plan_setup *c, struct sim_hw *hw, struct rl_err *e);
+int cli_sim_load_hw(struct cli_sim *s, const struct plan_setup *c, struct hw_profile *hw, struct rl_err *e);
 /* A one-line description of the training settings, e.g. "deepspeed 0.12.4, CPU optimizer deepspeed; micro-batch 1, ...". */
 void cli_sim_settings(const struct sim_step_result *r, const struct sim_train *t, char *buf, size_t n);
 /* The attention the simulator uses: --attention, else the model's framework default. */

@@ -331,10 +331,10 @@ struct vx {
     struct cli_sim *sim;             /* the simulator's options (hardware, schedule of the row) */
     struct plan_setup c;             /* the resolved model, layout and ZeRO config */
     struct plan_model scaled;        /* c's model shrunk by --scale */
-    struct sim_hw hw;                /* the hardware the predictions use */
+    struct hw_profile hw;            /* the hardware the predictions use */
     char hw_path[600];               /* where it came from (DIR/hw-calibrated.json with --calibrate) */
     struct val_report *rep;          /* what rank 0 reports */
-    struct sim_hw hw_also;           /* --also-hw's profile, adjusted as hw is (when given) */
+    struct hw_profile hw_also;       /* --also-hw's profile, adjusted as hw is (when given) */
     struct val_report *rep_also;     /* rank 0: rep's runs predicted with hw_also; NULL without --also-hw */
     struct ex_comm comm;             /* the world under an existing mpirun; size 1 otherwise */
     bool in_mpi;                     /* started under mpirun: the executor runs in this process */
@@ -546,7 +546,7 @@ static int vx_calibrate(struct vx *v, struct rl_err *e)
 
 /* What the executor runs, in a profile the predictions use: on cuda its GEMMs are fp32
  * (cublasSgemm) and its host Adam runs on the runs' threads (ratiolab run's default), not every core. */
-static void vx_adjust_hw(const struct vx *v, struct sim_hw *hw)
+static void vx_adjust_hw(const struct vx *v, struct hw_profile *hw)
 {
     if (v->x->backend != EX_BACKEND_CUDA)   /* the executor's GEMMs are fp32 (cublasSgemm), its host Adam on the runs' threads */
         return;
@@ -815,7 +815,7 @@ static void vx_baseline_launched(struct vx *v)
 
 /* Prediction: the plan the executor builds for the row (cli/cmd_run.c), simulated; rank 0 writes
  * its trace to ptrace. */
-static int vx_predict(struct vx *v, struct val_row *w, const struct sim_hw *hw, const char *ptrace, struct rl_err *e)
+static int vx_predict(struct vx *v, struct val_row *w, const struct hw_profile *hw, const char *ptrace, struct rl_err *e)
 {
     struct plan p;
     int rc = plan_exec_plan(&v->c, &v->scaled, v->x->scale, w->ratio, PLAN_POLICY_AUTO, &p, e);

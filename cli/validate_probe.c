@@ -21,7 +21,7 @@ static void print_ranks(const char *const *paths, const struct val_probe *prs, c
                         int n, enum val_status digest, const char *digest_detail);
 
 /* Rank 0's report in full, then the other ranks (print_ranks); r->overall is every rank's. */
-static void print_probe(const char *path, const struct plan_setup *c, const struct plan *p, const struct sim_hw *hw,
+static void print_probe(const char *path, const struct plan_setup *c, const struct plan *p, const struct hw_profile *hw,
                         const struct val_probe *pr, const struct val_probe_result *r, const char *const *paths,
                         const struct val_probe *prs, const struct val_probe_result *rs, int n, enum val_status digest,
                         const char *digest_detail)
@@ -87,7 +87,7 @@ static void print_probe(const char *path, const struct plan_setup *c, const stru
 
 static json_t *checks_json(const struct val_probe_result *r);
 
-static json_t *probe_json(const char *path, const struct plan_setup *c, const struct plan *p, const struct sim_hw *hw,
+static json_t *probe_json(const char *path, const struct plan_setup *c, const struct plan *p, const struct hw_profile *hw,
                           const struct val_probe *pr, const struct val_probe_result *r)
 {
     json_t *o = json_object();
@@ -263,7 +263,7 @@ int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli
 {
     struct rl_err e = {0};
     struct plan_setup c;
-    struct sim_hw hw;
+    struct hw_profile hw;
     struct plan p;
     struct val_probe *prs = NULL;
     char **paths = NULL;

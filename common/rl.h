@@ -198,4 +198,10 @@ double rl_median(const double *v, int n);
  * (<exe>/../catalog, <exe>/../share/ratiolab/catalog), else RL_CATALOG_FALLBACK. */
 const char *rl_catalog_dir(void);
 
+/* The two offload ratios as every output names them (JSON keys, CSV columns, trace metadata): the
+ * ratio asked for (DeepSpeed's offload_optimizer.ratio) and the share of a rank's elements the
+ * placement puts on the host. Defined once; writers and readers use these. */
+#define RL_KEY_REQUESTED_RATIO "requested_ratio"
+#define RL_KEY_HONORED_RATIO "honored_ratio"
+
 #endif

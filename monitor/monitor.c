@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "traces/schema.h"         /* trace_mon_cols, trace_csv_header, trace_csv_row: the CSV's one table */
 #include "traces/trace.h"
 
 #define MON__MAX_GPU_PIDS 1024   /* GPU processes read per sample, all devices together */
@@ -265,48 +266,27 @@ static void counter(struct mon *m, int pid, const char *name, int64_t t_ns, cons
         trace_failed(m);
 }
 
-/* CSV field quoting: only comm can hold commas or quotes. */
-static void csv_str(FILE *f, const char *s)
-{
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 /* A numeric column stays numeric: empty when the figure is unknown (the status column says why). */
-static void csv_i64(FILE *f, int64_t v)
+static const char *csv_i64(char *buf, size_t n, int64_t v)
 {
     if (v == MON_UNAVAILABLE)
-        fputc(',', f);
-    else
-        fprintf(f, ",%" PRId64, v);
+        return "";
+    snprintf(buf, n, "%" PRId64, v);
+    return buf;
 }
 
 /* Wall-clock time as ISO 8601 UTC with milliseconds ("2026-11-30T15:38:12.345Z"), the resolution
- * of DeepSpeed's log time stamps, so rows line up with its lines. */
-static void csv_utc(FILE *f, int64_t real_ns)
+ * of DeepSpeed's log time stamps, so rows line up with its lines; "" when unknown. */
+static const char *csv_utc(char *out, size_t n, int64_t real_ns)
 {
     time_t sec = (time_t)(real_ns / 1000000000);
     struct tm tm;
     char buf[32];
-    if (real_ns < 0 || !gmtime_r(&sec, &tm) || !strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm)) {
-        fputc(',', f);
-        return;
-    }
-    fprintf(f, ",%s.%03dZ", buf, (int)(real_ns / 1000000 % 1000));
+    if (real_ns < 0 || !gmtime_r(&sec, &tm) || !strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm))
+        return "";
+    snprintf(out, n, "%s.%03dZ", buf, (int)(real_ns / 1000000 % 1000));
+    return out;
 }
-
-static const char csv_header[] =
-    "t_ns,time_utc,pid,ppid,comm,rank,rss_bytes,anon_bytes,file_bytes,shmem_bytes,hwm_bytes,locked_bytes,"
-    "pinned_bytes,swap_bytes,gpu_bytes,cpu_percent,threads,system_used_bytes,status\n";
 
 int mon_open(struct mon **mp, const struct mon_config *c, struct rl_err *e)
 {
@@ -404,7 +384,7 @@ int mon_open(struct mon **mp, const struct mon_config *c, struct rl_err *e)
             fputs(c->csv_comment, m->csv.fp);
         for (int i = 0; i < c->n_pids; i++)
             fprintf(m->csv.fp, "# followed: pid %d and its descendants\n", c->pids[i]);
-        fputs(csv_header, m->csv.fp);
+        trace_csv_header(m->csv.fp, trace_mon_cols, TRACE_MON_N);   /* the columns of traces/schema.h */
     }
     *mp = m;
     return 0;
@@ -564,32 +544,43 @@ static void proc_peaks(struct mon_peak *pk, const struct mon_proc_stat *s, int64
     pk->alive = true;
 }
 
-/* One CSV row: the process's reading, the system's used memory, and "ok" or why a column is empty. */
+/* One CSV row: the process's reading, the system's used memory, and "ok" or why a column is empty;
+ * each cell at its column of traces/schema.h. */
 static void proc_csv_row(struct mon *m, const struct mon__proc *p, const struct mon_proc_stat *s,
                          const struct sample *sm, int64_t gpu, double cpu)
 {
-    FILE *f = m->csv.fp;
-    fprintf(f, "%" PRId64, sm->t_ns);
-    csv_utc(f, m->real_at_open_ns + sm->t_ns);
-    fprintf(f, ",%d,%d,", s->pid, s->ppid);
-    csv_str(f, s->comm);
-    fprintf(f, ",%d", p->peak.rank);
-    fprintf(f, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
-               ",%" PRId64 ",%" PRId64,
-            s->rss_bytes, s->anon_bytes, s->file_bytes, s->shmem_bytes, s->hwm_bytes,
-            s->locked_bytes, s->pinned_bytes, s->swap_bytes);
-    csv_i64(f, gpu);
-    fprintf(f, ",%.1f,%d", cpu, s->threads);
-    csv_i64(f, sm->have_sys ? sm->sys.used_bytes : MON_UNAVAILABLE);
+    char num[TRACE_MON_N][40];
+    const char *cell[TRACE_MON_N];
+    for (int k = 0; k < TRACE_MON_N; k++)
+        cell[k] = num[k];
+    snprintf(num[TRACE_MON_T_NS], sizeof num[0], "%" PRId64, sm->t_ns);
+    cell[TRACE_MON_TIME_UTC] = csv_utc(num[TRACE_MON_TIME_UTC], sizeof num[0], m->real_at_open_ns + sm->t_ns);
+    snprintf(num[TRACE_MON_PID], sizeof num[0], "%d", s->pid);
+    snprintf(num[TRACE_MON_PPID], sizeof num[0], "%d", s->ppid);
+    cell[TRACE_MON_COMM] = s->comm;
+    snprintf(num[TRACE_MON_RANK], sizeof num[0], "%d", p->peak.rank);
+    const struct {
+        enum trace_mon_col col;   /* the column */
+        int64_t v;                /* its figure */
+    } bytes[] = {{TRACE_MON_RSS, s->rss_bytes},       {TRACE_MON_ANON, s->anon_bytes},
+                 {TRACE_MON_FILE, s->file_bytes},     {TRACE_MON_SHMEM, s->shmem_bytes},
+                 {TRACE_MON_HWM, s->hwm_bytes},       {TRACE_MON_LOCKED, s->locked_bytes},
+                 {TRACE_MON_PINNED, s->pinned_bytes}, {TRACE_MON_SWAP, s->swap_bytes}};
+    for (size_t i = 0; i < RL_COUNT(bytes); i++)
+        snprintf(num[bytes[i].col], sizeof num[0], "%" PRId64, bytes[i].v);
+    cell[TRACE_MON_GPU] = csv_i64(num[TRACE_MON_GPU], sizeof num[0], gpu);
+    snprintf(num[TRACE_MON_CPU], sizeof num[0], "%.1f", cpu);
+    snprintf(num[TRACE_MON_THREADS], sizeof num[0], "%d", s->threads);
+    cell[TRACE_MON_SYSTEM_USED] = csv_i64(num[TRACE_MON_SYSTEM_USED], sizeof num[0],
+                                          sm->have_sys ? sm->sys.used_bytes : MON_UNAVAILABLE);
     /* status: "ok", or why a column is empty */
     char status[sizeof m->sum.gpu_note + 96];
     snprintf(status, sizeof status, "%s%s%s%s", gpu == MON_UNAVAILABLE ? "gpu_bytes: " : "",
              gpu == MON_UNAVAILABLE ? (m->sum.gpu_note[0] ? m->sum.gpu_note : "no per-process GPU memory") : "",
              gpu == MON_UNAVAILABLE && !sm->have_sys ? "; " : "",
              sm->have_sys ? "" : "system_used_bytes: /proc/meminfo unreadable");
-    fputc(',', f);
-    csv_str(f, status[0] ? status : "ok");
-    fputc('\n', f);
+    cell[TRACE_MON_STATUS] = status[0] ? status : "ok";
+    trace_csv_row(m->csv.fp, cell, TRACE_MON_N);
 }
 
 /* One followed process from the listing: its status read, its peaks updated, its counters and CSV

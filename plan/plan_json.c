@@ -5,8 +5,8 @@
 
 void plan_json_ratio(json_t *o, const struct plan *p)
 {
-    json_object_set_new(o, "requested_ratio", json_real(p->requested_ratio));
-    json_object_set_new(o, "honored_ratio", json_real(p->honored_ratio));
+    json_object_set_new(o, RL_KEY_REQUESTED_RATIO, json_real(p->requested_ratio));
+    json_object_set_new(o, RL_KEY_HONORED_RATIO, json_real(p->honored_ratio));
 }
 
 json_t *plan_json(const struct plan *p)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "plots/input.h"
+#include "traces/schema.h"  /* the monitor CSV's and the sweep's tables, the CSV splitter */
 #include "traces/trace.h"   /* trace_read_file: plain or gzip */
 
 const char *plot__base(const char *path)
@@ -84,24 +85,24 @@ static int load_json(const char *path, json_t **root, struct rl_err *e)
 /* ---- sweep --json --------------------------------------------------------------------------------- */
 static int sweep_json(const char *path, json_t *root, struct plot__sweep *s, struct rl_err *e)
 {
-    json_t *rows = json_object_get(root, "rows");
+    json_t *rows = json_object_get(root, trace_sweep_keys[TRACE_SWEEP_K_ROWS]);
     if (!json_is_object(root) || !json_is_array(rows) || json_array_size(rows) == 0)
         return rl_errf(e, RL_EINVAL, "%s: not a sweep (expected the output of `ratiolab sweep --json`: an "
                        "object with a non-empty 'rows' array)", path);
-    j_str(root, "model", s->model, sizeof s->model, "unknown");
-    j_str(root, "hardware", s->hardware, sizeof s->hardware, "unknown");
-    j_str(root, "schedule", s->schedule, sizeof s->schedule, "unknown");
-    j_str(root, "policy", s->policy, sizeof s->policy, "unknown");
-    j_str(root, "deepspeed_version", s->ds_version, sizeof s->ds_version, "");
-    j_str(root, "offload_optimizer", s->offload, sizeof s->offload, "");
+    j_str(root, trace_sweep_keys[TRACE_SWEEP_K_MODEL], s->model, sizeof s->model, "unknown");
+    j_str(root, trace_sweep_keys[TRACE_SWEEP_K_HARDWARE], s->hardware, sizeof s->hardware, "unknown");
+    j_str(root, trace_sweep_keys[TRACE_SWEEP_K_SCHEDULE], s->schedule, sizeof s->schedule, "unknown");
+    j_str(root, trace_sweep_keys[TRACE_SWEEP_K_POLICY], s->policy, sizeof s->policy, "unknown");
+    j_str(root, trace_sweep_keys[TRACE_SWEEP_K_DS_VERSION], s->ds_version, sizeof s->ds_version, "");
+    j_str(root, trace_sweep_keys[TRACE_SWEEP_K_OFFLOAD], s->offload, sizeof s->offload, "");
     int64_t gpus = 0;
-    int rc = j_int(root, "gpus", path, "top level", &gpus, false, e);
+    int rc = j_int(root, trace_sweep_keys[TRACE_SWEEP_K_GPUS], path, "top level", &gpus, false, e);
     if (rc)
         return rc;
     int64_t tp = 1, pp = 1, rank_numel = 0;
-    if ((rc = j_int(root, "rank_numel", path, "top level", &rank_numel, false, e)) ||
-        (rc = j_int(root, "tp", path, "top level", &tp, false, e)) ||
-        (rc = j_int(root, "pp", path, "top level", &pp, false, e)))
+    if ((rc = j_int(root, trace_sweep_keys[TRACE_SWEEP_K_RANK_NUMEL], path, "top level", &rank_numel, false, e)) ||
+        (rc = j_int(root, trace_sweep_keys[TRACE_SWEEP_K_TP], path, "top level", &tp, false, e)) ||
+        (rc = j_int(root, trace_sweep_keys[TRACE_SWEEP_K_PP], path, "top level", &pp, false, e)))
         return rc;
     s->params = rank_numel * tp * pp;
     /* Older sweeps name the GPU count only in the model description ("..., 8 GPUs on 1 node"). */
@@ -123,15 +124,15 @@ static int sweep_json(const char *path, json_t *root, struct plot__sweep *s, str
         struct plot__sweep_row *w = &s->rows[i];
         char where[32];
         snprintf(where, sizeof where, "rows[%d]", i);
-        json_t *pr = json_object_get(r, "prediction");
+        json_t *pr = json_object_get(r, trace_sweep_keys[TRACE_SWEEP_K_PREDICTION]);
         if (!json_is_object(r) || !json_is_object(pr))
             return rl_errf(e, RL_EINVAL, "%s: %s: expected an object with a 'prediction' object", path, where);
         json_t *gm = json_object_get(pr, "gpu_memory_per_rank"), *hm = json_object_get(pr, "host_memory");
         if (!json_is_object(gm) || !json_is_object(hm))
             return rl_errf(e, RL_EINVAL, "%s: %s.prediction: 'gpu_memory_per_rank' and 'host_memory' objects "
                            "expected", path, where);
-        if ((rc = j_ratio(r, "requested_ratio", path, where, &w->requested, e)) ||
-            (rc = j_ratio(r, "honored_ratio", path, where, &w->honored, e)) ||
+        if ((rc = j_ratio(r, trace_sweep_keys[TRACE_SWEEP_K_REQUESTED], path, where, &w->requested, e)) ||
+            (rc = j_ratio(r, trace_sweep_keys[TRACE_SWEEP_K_HONORED], path, where, &w->honored, e)) ||
             (rc = j_int(pr, "step_ns", path, where, &w->step_ns, true, e)) ||
             (rc = j_num(pr, "tokens_per_s_per_gpu", path, where, &w->tokens_per_s, false, e)) ||
             (rc = j_int(pr, "idle_ns", path, where, &w->idle_ns, false, e)) ||
@@ -170,21 +171,49 @@ static int sweep_json(const char *path, json_t *root, struct plot__sweep *s, str
     return 0;
 }
 
-/* ---- sweep --csv ----------------------------------------------------------------------------------- */
-static const char sweep_csv_header[] =
-    "requested_ratio,honored_ratio,gpu_bytes,gpu_gib,host_node_bytes,host_node_gib,step_s,fits";
-
-/* A comment line of the sweep CSV's header, "# key: value": copies value into out (size n) when
- * the key matches. */
-static void csv_comment(const char *line, const char *key, char *out, size_t n)
+static int parse_i64(const char *s, int64_t *out)
 {
-    size_t k = strlen(key);
-    if (strncmp(line, "# ", 2) == 0 && strncmp(line + 2, key, k) == 0 && strncmp(line + 2 + k, ": ", 2) == 0) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end || errno)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* ---- sweep --csv ----------------------------------------------------------------------------------- */
+/* Columns used, found by header name through the sweep's table (traces/schema.h). */
+enum { SC_REQ, SC_HON, SC_GPU, SC_HOST, SC_STEP, SC_FITS, SC_N };
+static const enum trace_sweep_col sweep_used[SC_N] = {TRACE_SWEEP_REQUESTED, TRACE_SWEEP_HONORED, TRACE_SWEEP_GPU_BYTES,
+                                                      TRACE_SWEEP_HOST_NODE_BYTES, TRACE_SWEEP_STEP_S, TRACE_SWEEP_FITS};
+/* Fields a sweep CSV line may have: the fixed columns, two per phase, idle, and room. */
+#define SWEEP_MAX_FIELDS 96
+
+/* A comment line of the sweep CSV's header, "# key: value" (TRACE_SWEEP_COMMENT): copies value
+ * into out (size n) when the key matches. */
+static void csv_comment(const char *line, enum trace_sweep_key key, char *out, size_t n)
+{
+    char head[64];
+    snprintf(head, sizeof head, TRACE_SWEEP_COMMENT, trace_sweep_keys[key]);
+    size_t k = strlen(head);
+    if (strncmp(line, head, k) == 0) {
         char v[512];
-        copy_str(v, sizeof v, line + 4 + k);
+        copy_str(v, sizeof v, line + k);
         v[strcspn(v, "\r")] = 0;
         copy_str(out, n, v);
     }
+}
+
+static int parse_f64(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
 }
 
 static int sweep_csv(const char *path, char *text, struct plot__sweep *s, struct rl_err *e)
@@ -198,35 +227,53 @@ static int sweep_csv(const char *path, char *text, struct plot__sweep *s, struct
     char *line = strtok_r(text, "\n", &save);
     int ln = 1;
     for (; line && *line == '#'; line = strtok_r(NULL, "\n", &save), ln++) {
-        csv_comment(line, "model", s->model, sizeof s->model);
-        csv_comment(line, "hardware", s->hardware, sizeof s->hardware);
+        csv_comment(line, TRACE_SWEEP_K_MODEL, s->model, sizeof s->model);
+        csv_comment(line, TRACE_SWEEP_K_HARDWARE, s->hardware, sizeof s->hardware);
         s->hardware[strcspn(s->hardware, ":")] = 0;   /* the profile name, before its description */
-        csv_comment(line, "schedule", s->schedule, sizeof s->schedule);
-        csv_comment(line, "policy", s->policy, sizeof s->policy);
-        csv_comment(line, "deepspeed_version", s->ds_version, sizeof s->ds_version);
-        csv_comment(line, "offload_optimizer", s->offload, sizeof s->offload);
+        csv_comment(line, TRACE_SWEEP_K_SCHEDULE, s->schedule, sizeof s->schedule);
+        csv_comment(line, TRACE_SWEEP_K_POLICY, s->policy, sizeof s->policy);
+        csv_comment(line, TRACE_SWEEP_K_DS_VERSION, s->ds_version, sizeof s->ds_version);
+        csv_comment(line, TRACE_SWEEP_K_OFFLOAD, s->offload, sizeof s->offload);
     }
-    if (!line || strncmp(line, sweep_csv_header, sizeof sweep_csv_header - 1) != 0)
-        return rl_errf(e, RL_EINVAL, "%s: not a sweep (expected JSON or CSV from `ratiolab sweep`, whose "
-                       "CSV header is %s)", path, sweep_csv_header);
+    char *hdr[SWEEP_MAX_FIELDS];
+    int col[SC_N], n_cols = -1;
+    const char *missing = trace_sweep_cols[sweep_used[0]];
+    if (line) {
+        line[strcspn(line, "\r")] = 0;
+        const char *names[SC_N];
+        for (int k = 0; k < SC_N; k++)
+            names[k] = trace_sweep_cols[sweep_used[k]];
+        if ((n_cols = trace_csv_split(line, hdr, SWEEP_MAX_FIELDS)) > 0)
+            missing = trace_csv_columns(hdr, n_cols, names, SC_N, col);
+    }
+    if (missing)
+        return rl_errf(e, RL_EINVAL, "%s: not a sweep (expected JSON or CSV from `ratiolab sweep`, whose CSV header "
+                       "names the column '%s')", path, missing);
     int cap = 0;
     for (ln++; (line = strtok_r(NULL, "\n", &save)); ln++) {
-        if (!*line || *line == '\r' || *line == '#')
+        line[strcspn(line, "\r")] = 0;
+        if (!*line || *line == '#')
             continue;
         if (rl_grow(&s->rows, &cap, sizeof *s->rows, s->n_rows + 1, 32))
             return rl_errf(e, RL_ENOMEM, "%s: out of memory", path);
         struct plot__sweep_row *w = &s->rows[s->n_rows];
         memset(w, 0, sizeof *w);
-        long long gb, hb;
-        double gg, hg, step_s;
-        char fits[8];
-        if (sscanf(line, "%lf,%lf,%lld,%lf,%lld,%lf,%lf,%7[a-z]", &w->requested, &w->honored, &gb, &gg, &hb,
-                   &hg, &step_s, fits) != 8 || !isfinite(w->requested) || !isfinite(w->honored) || !isfinite(step_s))
-            return rl_errf(e, RL_EINVAL, "%s: line %d: expected 8 comma-separated fields (%s)", path, ln,
-                           sweep_csv_header);
+        char *f[SWEEP_MAX_FIELDS];
+        int64_t gb, hb;
+        double step_s;
+        const char *fits;
+        if (trace_csv_split(line, f, SWEEP_MAX_FIELDS) != n_cols || parse_f64(f[col[SC_REQ]], &w->requested) ||
+            parse_f64(f[col[SC_HON]], &w->honored) || parse_i64(f[col[SC_GPU]], &gb) ||
+            parse_i64(f[col[SC_HOST]], &hb) || parse_f64(f[col[SC_STEP]], &step_s) ||
+            (strcmp(fits = f[col[SC_FITS]], "yes") != 0 && strcmp(fits, "no") != 0))
+            return rl_errf(e, RL_EINVAL, "%s: line %d: expected %d comma-separated fields as its header names them "
+                           "(%s, %s, %s, %s and %s numbers, %s yes or no)", path, ln, n_cols,
+                           trace_sweep_cols[TRACE_SWEEP_REQUESTED], trace_sweep_cols[TRACE_SWEEP_HONORED],
+                           trace_sweep_cols[TRACE_SWEEP_GPU_BYTES], trace_sweep_cols[TRACE_SWEEP_HOST_NODE_BYTES],
+                           trace_sweep_cols[TRACE_SWEEP_STEP_S], trace_sweep_cols[TRACE_SWEEP_FITS]);
         if (!(w->requested >= 0 && w->requested <= 1) || !(w->honored >= 0 && w->honored <= 1))
-            return rl_errf(e, RL_EINVAL, "%s: line %d: requested_ratio %g, honored_ratio %g; allowed: ratios in [0, 1]",
-                           path, ln, w->requested, w->honored);
+            return rl_errf(e, RL_EINVAL, "%s: line %d: %s %g, %s %g; allowed: ratios in [0, 1]", path, ln,
+                           RL_KEY_REQUESTED_RATIO, w->requested, RL_KEY_HONORED_RATIO, w->honored);
         w->gpu_bytes = gb;
         w->host_node_bytes = hb;
         w->host_rank_bytes = -1;
@@ -388,62 +435,13 @@ void plot__report_free(struct plot__report *r)
 }
 
 /* ---- monitor --csv ---------------------------------------------------------------------------------- */
-static const char mon_header[] =
-    "t_ns,time_utc,pid,ppid,comm,rank,rss_bytes,anon_bytes,file_bytes,shmem_bytes,hwm_bytes,locked_bytes,"
-    "pinned_bytes,swap_bytes,gpu_bytes,cpu_percent,threads,system_used_bytes,status";
-enum { MC_T, MC_UTC, MC_PID, MC_PPID, MC_COMM, MC_RANK, MC_RSS, MC_LOCKED = 11, MC_PINNED, MC_GPU = 14, MC_N = 19 };
+/* Columns used, found by header name through the monitor CSV's table (traces/schema.h). */
+enum { MC_T, MC_PID, MC_COMM, MC_RANK, MC_RSS, MC_LOCKED, MC_PINNED, MC_GPU, MC_N };
+static const enum trace_mon_col mon_used[MC_N] = {TRACE_MON_T_NS, TRACE_MON_PID, TRACE_MON_COMM, TRACE_MON_RANK,
+                                                  TRACE_MON_RSS, TRACE_MON_LOCKED, TRACE_MON_PINNED, TRACE_MON_GPU};
+/* Fields a line may have: the monitor's, and room for columns a later monitor adds. */
+#define MON_MAX_FIELDS 64
 
-/* Splits one CSV line into fields in place (RFC 4180 quoting: only comm is ever quoted). */
-static int csv_split(char *line, char **f, int max)
-{
-    int n = 0;
-    char *p = line;
-    while (n < max) {
-        if (*p == '"') {
-            char *w = ++p;
-            f[n++] = w;
-            for (;;) {
-                if (!*p)
-                    return -1;
-                if (*p == '"' && p[1] == '"') {
-                    *w++ = '"';
-                    p += 2;
-                } else if (*p == '"') {
-                    p++;
-                    break;
-                } else {
-                    *w++ = *p++;
-                }
-            }
-            *w = 0;
-            if (*p == ',')
-                p++;
-            else if (*p)
-                return -1;
-            else
-                return n;
-        } else {
-            f[n++] = p;
-            char *c = strchr(p, ',');
-            if (!c)
-                return n;
-            *c = 0;
-            p = c + 1;
-        }
-    }
-    return *p ? -1 : n;
-}
-
-static int parse_i64(const char *s, int64_t *out)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (end == s || *end || errno)
-        return -1;
-    *out = v;
-    return 0;
-}
 
 /* A byte figure of a monitor CSV above this (1 PiB) is refused: locked + pinned is then far
  * inside int64. */
@@ -462,9 +460,20 @@ int plot__monitor_read(const char *path, struct plot__monitor *m, struct rl_err 
     char *line = strtok_r(text, "\n", &save);
     while (line && *line == '#')   /* comment lines (version, followed pids) */
         line = strtok_r(NULL, "\n", &save);
-    if (!line || strncmp(line, mon_header, sizeof mon_header - 1) != 0)
-        rc = rl_errf(e, RL_EINVAL, "%s: not a monitor CSV (expected the header of `ratiolab monitor --csv`: %.40s...)",
-                     path, mon_header);
+    char *hdr[MON_MAX_FIELDS];
+    int col[MC_N], n_cols = -1;
+    const char *missing = "t_ns";
+    if (line) {
+        line[strcspn(line, "\r")] = 0;
+        const char *names[MC_N];
+        for (int k = 0; k < MC_N; k++)
+            names[k] = trace_mon_cols[mon_used[k]];
+        if ((n_cols = trace_csv_split(line, hdr, MON_MAX_FIELDS)) > 0)
+            missing = trace_csv_columns(hdr, n_cols, names, MC_N, col);
+    }
+    if (missing)
+        rc = rl_errf(e, RL_EINVAL, "%s: not a monitor CSV (expected the header of `ratiolab monitor --csv`, with a "
+                     "column '%s')", path, missing);
     int cap = 0, pcap = 0;
     struct rl_imap pids = {0};   /* pid -> procs[]: O(1) per row */
     for (int ln = 2; !rc && (line = strtok_r(NULL, "\n", &save)); ln++) {
@@ -473,17 +482,18 @@ int plot__monitor_read(const char *path, struct plot__monitor *m, struct rl_err 
             line[--l] = 0;
         if (!l || *line == '#')
             continue;
-        char *f[MC_N + 1];
+        char *f[MON_MAX_FIELDS];
         int64_t t, pid, rank, rss, gpu = -1, locked = 0, pinned = 0;
-        if (csv_split(line, f, MC_N + 1) != MC_N || parse_i64(f[MC_T], &t) || parse_i64(f[MC_PID], &pid) ||
-            parse_i64(f[MC_RANK], &rank) || parse_i64(f[MC_RSS], &rss) ||
-            (f[MC_GPU][0] && parse_i64(f[MC_GPU], &gpu)) || (f[MC_LOCKED][0] && parse_i64(f[MC_LOCKED], &locked)) ||
-            (f[MC_PINNED][0] && parse_i64(f[MC_PINNED], &pinned)) || locked < 0 || pinned < 0 || t < 0 || pid <= 0 ||
-            pid > INT32_MAX || rank < -1 || rank > INT32_MAX || rss < 0 || rss > PLOT_MON_MAX_BYTES ||
+        if (trace_csv_split(line, f, MON_MAX_FIELDS) != n_cols || parse_i64(f[col[MC_T]], &t) ||
+            parse_i64(f[col[MC_PID]], &pid) || parse_i64(f[col[MC_RANK]], &rank) || parse_i64(f[col[MC_RSS]], &rss) ||
+            (f[col[MC_GPU]][0] && parse_i64(f[col[MC_GPU]], &gpu)) ||
+            (f[col[MC_LOCKED]][0] && parse_i64(f[col[MC_LOCKED]], &locked)) ||
+            (f[col[MC_PINNED]][0] && parse_i64(f[col[MC_PINNED]], &pinned)) || locked < 0 || pinned < 0 || t < 0 ||
+            pid <= 0 || pid > INT32_MAX || rank < -1 || rank > INT32_MAX || rss < 0 || rss > PLOT_MON_MAX_BYTES ||
             gpu > PLOT_MON_MAX_BYTES || locked > PLOT_MON_MAX_BYTES || pinned > PLOT_MON_MAX_BYTES) {
-            rc = rl_errf(e, RL_EINVAL, "%s: line %d: expected %d fields as in `ratiolab monitor --csv` (t_ns, "
-                         "pid and rss_bytes integers; locked_bytes, pinned_bytes, gpu_bytes integers or empty; bytes "
-                         "at most 2^50)", path, ln, MC_N);
+            rc = rl_errf(e, RL_EINVAL, "%s: line %d: expected %d fields as in its header, as `ratiolab monitor --csv` "
+                         "writes them (t_ns, pid and rss_bytes integers; locked_bytes, pinned_bytes, gpu_bytes "
+                         "integers or empty; bytes at most 2^50)", path, ln, n_cols);
             break;
         }
         if (rl_grow(&m->samples, &cap, sizeof *m->samples, m->n_samples + 1, 256)) {
@@ -501,7 +511,7 @@ int plot__monitor_read(const char *path, struct plot__monitor *m, struct rl_err 
             struct plot__mon_proc *q = &m->procs[m->n_procs++];
             q->pid = (int)pid;
             q->rank = (int)rank;
-            copy_str(q->comm, sizeof q->comm, f[MC_COMM]);
+            copy_str(q->comm, sizeof q->comm, f[col[MC_COMM]]);
             q->peak_rss_bytes = 0;
             q->peak_gpu_bytes = -1;
             q->peak_locked_pinned_bytes = 0;
@@ -511,7 +521,7 @@ int plot__monitor_read(const char *path, struct plot__monitor *m, struct rl_err 
             q->rank = (int)rank;
         if (rss > q->peak_rss_bytes) {   /* named as it was at its peak (an exec changes comm) */
             q->peak_rss_bytes = rss;
-            copy_str(q->comm, sizeof q->comm, f[MC_COMM]);
+            copy_str(q->comm, sizeof q->comm, f[col[MC_COMM]]);
         }
         if (gpu > q->peak_gpu_bytes)
             q->peak_gpu_bytes = gpu;

@@ -68,7 +68,7 @@ int plot__memory(struct plot__fig *f, struct rl_err *e)
         char what[512];
         snprintf(what, sizeof what, "%s: policy %s, schedule %s", s[i].name, s[i].policy, s[i].schedule);
         plot__block(f, what);
-        fprintf(f->dat, "# requested_ratio\thonored_ratio\tgpu_gib_per_rank\t%s\tfits\tnext_requested_ratio\n",
+        fprintf(f->dat, "# " RL_KEY_REQUESTED_RATIO "\t" RL_KEY_HONORED_RATIO "\tgpu_gib_per_rank\t%s\tfits\tnext_" RL_KEY_REQUESTED_RATIO "\n",
                 host_rank ? "host_gib_per_rank" : "host_gib_per_node");
         for (int k = 0; k < s[i].n_rows; k++) {
             const struct plot__sweep_row *w = &s[i].rows[k];

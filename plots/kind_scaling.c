@@ -129,7 +129,7 @@ static void gather_series(struct plot__fig *f, struct sc_fig *c, int k)
              c->per_gpu ? "tokens_per_s_per_gpu" : c->tokens ? "tokens_per_s_all_gpus" : "step_s",
              f->o->ratio >= 0 ? "" : " (ratio: the fastest that fits; ? when none fits)");
     plot__block(f, what);
-    fputs("# x\ty\trequested_ratio\tinput\tideal_y\tlabel\n", f->dat);
+    fputs("# x\ty\t" RL_KEY_REQUESTED_RATIO "\tinput\tideal_y\tlabel\n", f->dat);
     struct sc_point sp[PLOT_MAX_IN];
     int n = 0;
     for (int i = 0; i < c->ns; i++)

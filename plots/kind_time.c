@@ -194,7 +194,7 @@ static void gather_sweep(struct plot__fig *f, struct tm_fig *c, int i)
     snprintf(what, sizeof what, "%s: schedule %s, policy %s; phase columns are cumulative (each the top of "
              "its band), the last equals the step time", s->name, s->schedule, s->policy);
     plot__block(f, what);
-    fputs("# requested_ratio\thonored_ratio\tstep_s\tfits", f->dat);
+    fputs("# " RL_KEY_REQUESTED_RATIO "\t" RL_KEY_HONORED_RATIO "\tstep_s\tfits", f->dat);
     for (int q = 0; q < c->n_names; q++)
         fprintf(f->dat, "\ttop_%s_s", c->names[q]);
     fputc('\n', f->dat);

@@ -202,7 +202,7 @@ static void step_about(const struct tl_trace *t, char *buf, size_t n)
         if (ev->ph != 'X' || !ev->cat || strcmp(ev->cat, TRACE_CAT_STEP) != 0 || ev->ts_ns != t->w0_ns)
             continue;
         json_t *a = ev->args_json ? json_loads(ev->args_json, 0, NULL) : NULL;
-        json_t *rq = json_object_get(a, "requested_ratio"), *hn = json_object_get(a, "honored_ratio");
+        json_t *rq = json_object_get(a, RL_KEY_REQUESTED_RATIO), *hn = json_object_get(a, RL_KEY_HONORED_RATIO);
         json_t *sc = json_object_get(a, "schedule"), *po = json_object_get(a, "policy");
         if (json_is_number(rq))
             snprintf(buf + strlen(buf), n - strlen(buf), "ratio %.2f", json_number_value(rq));

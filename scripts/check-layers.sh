@@ -14,7 +14,7 @@
 # 2 when a module's README has no such sentence.
 set -u
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
-LIBS="common plan sim exec kernels traces calib validation plots monitor"
+LIBS="common hw plan sim exec kernels traces calib validation plots monitor"
 MODULES="$LIBS cli"
 cd "$root" || { echo "check-layers: cannot enter $root" >&2; exit 2; }
 

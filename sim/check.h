@@ -18,7 +18,7 @@ struct sim_check_request {
     double tol;                      /* allowed |honored - requested| (plan_ratio_within) */
     int64_t gpu_mem_bytes;           /* one rank's GPU memory to fit; 0: no memory judgement */
     bool states_only;                /* judge the ledger's model states alone, not the prediction */
-    const struct sim_hw *hw;         /* context and allocator model (unused with states_only) */
+    const struct hw_profile *hw;     /* context and allocator model (unused with states_only) */
     const struct sim_train *train;   /* micro-batch, sequence, checkpointing, reserve */
 };
 

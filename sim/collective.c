@@ -10,7 +10,7 @@ static int log2_floor(int n)
     return l;
 }
 
-double sim_coll_busbw_gbps(const struct sim_hw *hw)
+double sim_coll_busbw_gbps(const struct hw_profile *hw)
 {
     return hw->net_inter_busbw_gbps > 0 ? hw->net_inter_busbw_gbps : hw->net_gbps;
 }
@@ -20,7 +20,7 @@ const char *sim_coll_algo_name(enum sim_coll_algo a)
     return a == SIM_COLL_TREE ? "tree" : "ring";
 }
 
-int sim_coll_cost(const struct sim_hw *hw, enum sim_coll_kind kind, double bytes, int n, int nodes,
+int sim_coll_cost(const struct hw_profile *hw, enum sim_coll_kind kind, double bytes, int n, int nodes,
                   struct sim_coll_cost *out)
 {
     if (n < 2 || nodes < 1 || nodes > n || n % nodes != 0 || bytes < 0)

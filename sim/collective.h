@@ -36,11 +36,11 @@ struct sim_coll_cost {
  * on `nodes` nodes, n / nodes on each (n > 1, 1 <= nodes <= n; n a multiple of nodes). A ring's
  * steps each take the latency of the slowest link they cross; the tree is considered for an
  * all-reduce across nodes only. Returns 0, or RL_EINVAL on a group that is not one. */
-int sim_coll_cost(const struct sim_hw *hw, enum sim_coll_kind kind, double bytes, int n, int nodes,
+int sim_coll_cost(const struct hw_profile *hw, enum sim_coll_kind kind, double bytes, int n, int nodes,
                   struct sim_coll_cost *out);
 /* The bus bandwidth of a collective spanning nodes, per node, GB/s: network.inter_busbw_gbps, or
  * the line rate network.node_gbps when the profile leaves it out. */
-double sim_coll_busbw_gbps(const struct sim_hw *hw);
+double sim_coll_busbw_gbps(const struct hw_profile *hw);
 /* The name of an algorithm ("ring", "tree"). */
 const char *sim_coll_algo_name(enum sim_coll_algo a);
 

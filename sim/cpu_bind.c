@@ -24,7 +24,7 @@ int sim_cpu_binding_parse(const char *s, enum sim_cpu_binding *out, struct rl_er
     return rl_errf(e, RL_EINVAL, "cpu_binding: '%s' is not allowed; allowed: none, per-rank", s ? s : "");
 }
 
-int sim_cpu_node_cores(const struct sim_hw *hw, const struct sim_train *t)
+int sim_cpu_node_cores(const struct hw_profile *hw, const struct sim_train *t)
 {
     if (t->cpu_cores > 0)
         return t->cpu_cores;
@@ -34,7 +34,7 @@ int sim_cpu_node_cores(const struct sim_hw *hw, const struct sim_train *t)
     return c > 0 ? c : 1;
 }
 
-int sim_cpu_team_threads(const struct sim_hw *hw, const struct sim_train *t, int ranks)
+int sim_cpu_team_threads(const struct hw_profile *hw, const struct sim_train *t, int ranks)
 {
     int cores = sim_cpu_node_cores(hw, t);
     if (t->cpu_binding != SIM_BIND_PER_RANK)
@@ -43,7 +43,7 @@ int sim_cpu_team_threads(const struct sim_hw *hw, const struct sim_train *t, int
     return c > 0 ? c : 1;
 }
 
-double sim_cpu_rank_cores(const struct sim_hw *hw, const struct sim_train *t, int ranks, int socket_cores,
+double sim_cpu_rank_cores(const struct hw_profile *hw, const struct sim_train *t, int ranks, int socket_cores,
                           int ranks_on_socket)
 {
     if (t->cpu_binding == SIM_BIND_PER_RANK) {
@@ -53,7 +53,7 @@ double sim_cpu_rank_cores(const struct sim_hw *hw, const struct sim_train *t, in
     return (double)socket_cores / (ranks_on_socket > 0 ? ranks_on_socket : 1);
 }
 
-int64_t sim_cpu_oversub_ns(const struct sim_hw *hw, const struct sim_train *t, int ranks, int64_t elems)
+int64_t sim_cpu_oversub_ns(const struct hw_profile *hw, const struct sim_train *t, int ranks, int64_t elems)
 {
     if (t->cpu_binding == SIM_BIND_PER_RANK || elems <= 0)
         return 0;

@@ -3,17 +3,17 @@
 
 #include "sim/gemm.h"
 
-bool sim_gemm_model_on(const struct sim_hw *hw)
+bool sim_gemm_model_on(const struct hw_profile *hw)
 {
     return hw->gemm_efficiency > 0 && hw->gpu_sms > 0 && !hw->gpu_emulated;
 }
 
-double sim_gemm_hbm_time_s(const struct sim_hw *hw, double bytes)
+double sim_gemm_hbm_time_s(const struct hw_profile *hw, double bytes)
 {
     return bytes / (hw->hbm_gbps * hw->hbm_efficiency * 1e9);
 }
 
-double sim_gemm_time_s(const struct sim_hw *hw, double batch, double m, double n, double k, bool c_to_hbm)
+double sim_gemm_time_s(const struct hw_profile *hw, double batch, double m, double n, double k, bool c_to_hbm)
 {
     if (batch <= 0 || m <= 0 || n <= 0 || k <= 0)
         return 0;

@@ -16,14 +16,14 @@
 #define SIM_GEMM_SPLIT_K_MIN 1024
 
 /* True when the profile asks for the per-shape model (gpu.gemm_efficiency > 0, a real GPU). */
-bool sim_gemm_model_on(const struct sim_hw *hw);
+bool sim_gemm_model_on(const struct hw_profile *hw);
 /* Seconds of `batch` independent m x n x k GEMMs (16-bit operands, one kernel): waves of 128 x 128
  * tiles over gpu.sms SMs (each tile 2 x 128 x 128 x k / s FLOPs at tensor_tflops x gemm_efficiency
  * / sms, s the split-K factor min(sms / tiles, k / 1024), at least 1), plus the output's (2 s - 1)
  * x 2 bytes per element at HBM when c_to_hbm (split-K partials written and read back), plus
  * gpu.gemm_fixed_us. */
-double sim_gemm_time_s(const struct sim_hw *hw, double batch, double m, double n, double k, bool c_to_hbm);
+double sim_gemm_time_s(const struct hw_profile *hw, double batch, double m, double n, double k, bool c_to_hbm);
 /* Seconds of a memory-bound kernel pass over `bytes` of HBM traffic (hbm_gbps x hbm_efficiency). */
-double sim_gemm_hbm_time_s(const struct sim_hw *hw, double bytes);
+double sim_gemm_hbm_time_s(const struct hw_profile *hw, double bytes);
 
 #endif

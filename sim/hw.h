@@ -1,190 +1,41 @@
-/* sim/hw.h — hardware profiles: one node's sockets, PCIe switches, GPUs, links and the costs the
- * step models need, loaded from catalog/hardware/<name>.json (format: sim/README.md). Every
- * number in a profile carries its source in the file's "sources" object; the loader refuses a
- * profile with an unsourced number, an unknown key or a value out of range, naming the JSON path. */
+/* sim/hw.h — hardware profiles as the simulator uses them. The profile itself (struct
+ * hw_profile, its keys, bounds, reader and writer) is hw/hw.h's; here a profile is loaded by name
+ * or path, its first-touch model resolved, and a run's share of the host's cores taken. */
 #ifndef RL_SIM_HW_H
 #define RL_SIM_HW_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/rl.h"
-
-#define SIM_HW_MAX_SOCKETS 8
-#define SIM_HW_MAX_SWITCHES 16
-#define SIM_HW_MAX_GPUS 16
-
-struct sim_hw_socket {
-    int cores;                     /* physical cores */
-    double dram_gbps;              /* sustained DRAM bandwidth, GB/s (1e9 B/s), both directions */
-};
-
-struct sim_hw_switch {
-    int socket;                    /* the socket its uplink attaches to */
-    double uplink_gbps;            /* uplink bandwidth per direction, GB/s */
-    int n_gpus;                    /* GPUs behind it */
-    int gpus[SIM_HW_MAX_GPUS];     /* their indices in the node */
-};
-
-/* Defaults of the host-memory terms a profile may leave out, estimates whose origin sim/README.md
- * "Host memory" gives: 4 GiB per rank for a training process beyond its model states (a CUDA
- * PyTorch process peaks near 2 GiB by PyTorch issue #113326; NCCL, DeepSpeed and data-loader
- * workers on top; 0.52 GiB measured without CUDA as a lower bound), 8 GiB for a bare-metal OS
- * (Kubernetes reserves more on large nodes). */
-#define SIM_HW_HOST_BASELINE (INT64_C(4) << 30)
-#define SIM_HW_OS_RESERVE (INT64_C(8) << 30)
-
-struct sim_hw {
-    char name[64];                 /* profile name ("dgx1-v100") */
-    char gpu_model[96];            /* "V100-SXM2-16GB" (with --gpu-mem: what is modelled, e.g.
-                                      "V100-SXM2-16GB with 32.00 GiB") */
-    char cpu_model[96];            /* host CPUs, e.g. "2 x Xeon Gold 6126" (optional key; "" unknown) */
-    int bf16_tensor_cores;         /* 1: the GPU has bf16 tensor cores (optional key, default 1) */
-    /* node */
-    int gpus;                      /* GPUs per node */
-    int64_t host_mem_bytes;        /* host DRAM per node */
-    int64_t host_baseline_bytes;   /* host memory of one rank's process before its model states
-                                      (PyTorch, CUDA runtime, NCCL, DeepSpeed, data loader); optional
-                                      key node.host_baseline_bytes_per_rank, default SIM_HW_HOST_BASELINE */
-    int64_t os_reserve_bytes;      /* host memory the OS and the node's services keep; optional key
-                                      node.os_reserve_bytes, default SIM_HW_OS_RESERVE */
-    int n_sockets;
-    struct sim_hw_socket socket[SIM_HW_MAX_SOCKETS];
-    double inter_socket_gbps;      /* socket-to-socket link per direction, GB/s */
-    int n_switches;
-    struct sim_hw_switch sw[SIM_HW_MAX_SWITCHES];
-    int gpu_switch[SIM_HW_MAX_GPUS];   /* derived: the switch of each GPU */
-    /* GPU */
-    int64_t gpu_mem_bytes;         /* device memory */
-    double hbm_gbps;               /* peak HBM bandwidth, GB/s */
-    double hbm_efficiency;         /* achieved fraction for streaming kernels (GPU Adam) */
-    double tensor_tflops;          /* dense bf16/fp16 tensor-core peak, TFLOP/s */
-    double tensor_efficiency;      /* achieved fraction for transformer GEMMs */
-    double fp32_tflops;            /* fp32 peak, TFLOP/s */
-    double fp32_efficiency;        /* achieved fraction */
-    double gemm_efficiency;        /* large-GEMM fraction of tensor_tflops for the per-shape model
-                                      (sim/gemm.h; optional key gpu.gemm_efficiency, 0: off, every
-                                      GEMM at tensor_efficiency) */
-    int gpu_sms;                   /* streaming multiprocessors (optional key gpu.sms; 0: unknown) */
-    double gemm_fixed_us;          /* time per GEMM kernel beyond its tiles, us (optional key
-                                      gpu.gemm_fixed_us, default 0) */
-    double h2d_pinned_gbps;        /* per GPU link, pinned host memory, GB/s */
-    double d2h_pinned_gbps;
-    double h2d_pageable_gbps;      /* same from pageable host memory */
-    double d2h_pageable_gbps;
-    int64_t context_bytes;         /* CUDA context (driver, kernels, cuBLAS workspace) per GPU */
-    double allocator_overhead;     /* caching-allocator fragmentation: reserve above the transient
-                                      allocations (activations, gathered parameters), a fraction */
-    int64_t nccl_comm_bytes;       /* NCCL buffers of one communicator on one GPU (optional key;
-                                      default 2 x 16 channels x 4 MiB NCCL_BUFFSIZE) */
-    /* collectives (nccl-tests bus bandwidth inside a node) */
-    double allgather_busbw_gbps;   /* all-gather */
-    double reduce_scatter_busbw_gbps; /* reduce-scatter */
-    double allreduce_busbw_gbps;   /* all-reduce */
-    /* network between nodes */
-    double net_gbps;               /* per node, all NICs together, per direction, GB/s */
-    /* latencies, microseconds */
-    double lat_launch_us;          /* GPU kernel launch */
-    double lat_copy_us;            /* one cudaMemcpyAsync over PCIe */
-    double lat_coll_intra_us;      /* one NCCL collective inside a node */
-    double lat_coll_inter_us;      /* one NCCL collective across nodes: its launch and base
-                                      latency; the algorithm's steps add theirs (sim/collective.h) */
-    /* NCCL's collectives across nodes as algorithms (sim/collective.h; optional keys, defaults
-       below; a default is named in the warning only when the layout spans nodes) */
-    double net_inter_busbw_gbps;   /* NCCL bus bandwidth of a collective spanning nodes, per node
-                                      (nccl-tests busbw), GB/s: the "network" resource's capacity
-                                      (optional key network.inter_busbw_gbps; 0, its default: the
-                                      line rate net_gbps; read it with sim_coll_busbw_gbps) */
-    double lat_ring_step_intra_us; /* one ring step inside a node, us (latency_us.nccl_ring_step_intra) */
-    double lat_ring_step_inter_us; /* one ring step across nodes, us (latency_us.nccl_ring_step_inter) */
-    double lat_tree_step_intra_us; /* one tree step inside a node, us (latency_us.nccl_tree_step_intra) */
-    double lat_tree_step_inter_us; /* one tree level across nodes, us (latency_us.nccl_tree_step_inter) */
-    char coll_defaulted[256];      /* those five keys left at their defaults, comma-separated JSON
-                                      paths ("" none) */
-    /* CPU Adam */
-    double cpu_adam_elems_per_core;/* elements per second per core when not DRAM-bound */
-    double cpu_adam_dram_bytes;    /* DRAM bytes moved per element updated */
-    double torch_adam_elems_per_core;  /* torch.optim.AdamW on the CPU, elements per second per
-                                      core (optional key; default a sixth of DeepSpeed's) */
-    /* emulated device (ratiolab's cpu backend; optional keys, default 0 = a real GPU) */
-    int gpu_emulated;              /* 1: device memory is the host's DRAM and device kernels run
-                                      on host cores, so they contend with the host share */
-    int gpu_emulated_cores;        /* host cores each emulated device's kernels use */
-    double gpu_emulated_grad_per_s;/* the executor's synthetic gradient shares on one emulated
-                                      device's compute thread, elements/s (0: not charged) */
-    /* the host's costs of PyTorch's copies (optional keys "host.*"; absent: the defaults below,
-       sim/README.md "Host costs of PyTorch's copies") */
-    double host_fault_gbps_per_thread;   /* first touch of fresh pageable memory (page faults and
-                                            zeroing beyond the write itself), one thread, GB/s */
-    double host_fault_gbps_per_socket;   /* the same, all threads of one socket together, GB/s
-                                            (0: cores x the per-thread rate) */
-    double host_memcpy_gbps_per_thread;  /* memcpy between warm pageable buffers on one thread,
-                                            GB/s: caps a pageable transfer, whose staging copy
-                                            runs on the calling thread (0: no cap) */
-    double host_cast_elems_per_thread;   /* PyTorch's CPU dtype cast (bf16/fp16 <-> fp32), elements
-                                            per second per intra-op thread */
-    /* first touch per page (optional keys; sim/README.md "Host costs of PyTorch's copies"):
-       host_fault_gbps_per_thread is resolved from them at load, as page / time per page */
-    char host_thp_mode[64];        /* transparent huge pages mode: "always", "madvise" or "never"
-                                      (optional key host.thp_mode, default "madvise") */
-    int64_t host_page_bytes;       /* the page a fresh anonymous mapping gets: 2 MiB under "always",
-                                      4 KiB otherwise (optional key host.page_bytes, default from the mode) */
-    double host_fault_us_per_4k_page;   /* one first-touch fault of a 4 KiB page on one thread, the
-                                           kernel's zeroing included, us */
-    double host_fault_us_per_2m_page;   /* the same for a 2 MiB transparent huge page, us */
-    bool host_fault_rate_given;    /* the profile gave host.fault_gbps_per_thread (a figure measured
-                                      at host.page_bytes), not its default */
-    char defaulted[2048];          /* the profile's figures that are defaults or whose source says
-                                      "unverified", comma-separated JSON paths ("" none) */
-    int n_sources;                 /* entries in "sources" */
-};
-
-/* Defaults of the NCCL per-step latencies: NCCL's src/graph/tuning.cc (commit 01afd20a) hwLat,
- * Simple protocol (the one NCCL takes for the megabyte collectives of ZeRO-3): ring 3.4 us per
- * NVLink step and 9.6 us per network step, tree 28 and 50 us. */
-#define SIM_HW_DEFAULT_RING_STEP_INTRA_US 3.4
-#define SIM_HW_DEFAULT_RING_STEP_INTER_US 9.6
-#define SIM_HW_DEFAULT_TREE_STEP_INTRA_US 28.0
-#define SIM_HW_DEFAULT_TREE_STEP_INTER_US 50.0
-
-/* Defaults of the optional host.* keys (their origin: sim/README.md "Host costs of PyTorch's
- * copies"). */
-#define SIM_HW_DEFAULT_FAULT_GBPS_PER_THREAD 2.1
-#define SIM_HW_DEFAULT_CAST_ELEMS_PER_THREAD 1e9
-/* Defaults of the per-page first-touch figures (sim/README.md "Host costs of PyTorch's copies"):
- * a 4 KiB page at the 2.1 GB/s above (4096 B / 2.1 GB/s), a 2 MiB page at the 5.5 GB/s one thread
- * of the development VM first-touched 2 MiB pages at (calib/README.md, ratiolab calibrate). */
-#define SIM_HW_PAGE_4K INT64_C(4096)
-#define SIM_HW_PAGE_2M (INT64_C(2) << 20)
-#define SIM_HW_DEFAULT_FAULT_US_PER_4K_PAGE (4096.0 / 2.1e3)
-#define SIM_HW_DEFAULT_FAULT_US_PER_2M_PAGE (2097152.0 / 5.5e3)
+#include "hw/hw.h"
 
 /* name_or_path: a profile name looked up as <catalog_dir>/hardware/<name>.json, or a path (it
  * contains '/' or ends in ".json"). */
-int sim_hw_load(struct sim_hw *hw, const char *catalog_dir, const char *name_or_path,
+int sim_hw_load(struct hw_profile *hw, const char *catalog_dir, const char *name_or_path,
                 struct rl_err *e);
-/* Parses profile text; `what` names it in errors. */
-int sim_hw_parse(struct sim_hw *hw, const char *text, const char *what, struct rl_err *e);
+/* Parses profile text (hw_parse) and resolves its first-touch model (sim_hw_host_resolve);
+ * `what` names it in errors. */
+int sim_hw_parse(struct hw_profile *hw, const char *text, const char *what, struct rl_err *e);
 /* The host cores a run of `ranks` ranks (one per GPU, GPUs 0 .. ranks - 1) with `threads` host
  * Adam threads each actually uses: each socket keeps threads x its ranks cores (at least 1), so
  * the prediction's CPU Adam runs on the cores the run gives it, not on the whole socket. */
-void sim_hw_use_rank_threads(struct sim_hw *hw, int ranks, int threads);
+void sim_hw_use_rank_threads(struct hw_profile *hw, int ranks, int threads);
 /* sim/hw_host.c: the first-touch model. Resolves the THP mode, the page size and the per-page
  * figures after parsing and sets host_fault_gbps_per_thread to page / time per page (unless the
  * profile measured that rate at its own page size). Errors name the field and what is allowed. */
-int sim_hw_host_resolve(struct sim_hw *hw, const char *what, struct rl_err *e);
+int sim_hw_host_resolve(struct hw_profile *hw, const char *what, struct rl_err *e);
 /* Overrides the THP mode ("always", "madvise", "never"): the page size and the fault rate follow. */
-int sim_hw_set_thp(struct sim_hw *hw, const char *mode, struct rl_err *e);
+int sim_hw_set_thp(struct hw_profile *hw, const char *mode, struct rl_err *e);
 /* Faults of a fresh mapping of `bytes` (whole pages of host_page_bytes). */
-int64_t sim_hw_faults(const struct sim_hw *hw, int64_t bytes);
+int64_t sim_hw_faults(const struct hw_profile *hw, int64_t bytes);
 /* Time one thread takes to first-touch a fresh mapping of `bytes`: faults x time per page, ns. */
-double sim_hw_fault_ns(const struct sim_hw *hw, int64_t bytes);
+double sim_hw_fault_ns(const struct hw_profile *hw, int64_t bytes);
 /* A pageable copy's rate, GB/s: CUDA stages it through pinned bounce buffers, the DMA on the link
  * and the calling thread's memcpy between the bounce buffer and the user's pages, pipelined, so the
  * slower of the pinned link rate and one thread's memcpy bounds it. Without a memcpy figure
  * (host.memcpy_gbps_per_thread 0) the profile's gpu.*_pageable_gbps. */
-double sim_hw_pageable_gbps(const struct sim_hw *hw, bool h2d);
-/* Appends `path` to hw->defaulted (once). */
-void sim_hw_note_default(struct sim_hw *hw, const char *path);
+double sim_hw_pageable_gbps(const struct hw_profile *hw, bool h2d);
 
 /* Names of the profiles in <catalog_dir>/hardware, sorted; free each and the array. */
 int sim_hw_list(const char *catalog_dir, char ***names, int *n, struct rl_err *e);

@@ -33,17 +33,17 @@ int sim_cpu_optimizer_parse(const char *s, enum sim_cpu_optimizer *out, struct r
 int sim_gpu_ids_parse(const char *s, int *ids, int *n, struct rl_err *e)
 {
     *n = 0;
-    bool seen[SIM_HW_MAX_GPUS] = {false};
+    bool seen[HW_MAX_GPUS] = {false};
     const char *q = s ? s : "";
     while (*q) {
         char *end;
         long lo = strtol(q, &end, 10), hi = lo;
-        if (end == q || lo < 0 || lo >= SIM_HW_MAX_GPUS)
+        if (end == q || lo < 0 || lo >= HW_MAX_GPUS)
             goto bad;
         q = end;
         if (*q == '-') {
             hi = strtol(q + 1, &end, 10);
-            if (end == q + 1 || hi < lo || hi >= SIM_HW_MAX_GPUS)
+            if (end == q + 1 || hi < lo || hi >= HW_MAX_GPUS)
                 goto bad;
             q = end;
         }
@@ -64,7 +64,7 @@ int sim_gpu_ids_parse(const char *s, int *ids, int *n, struct rl_err *e)
     return 0;
 bad:
     return rl_errf(e, RL_EINVAL, "gpu_ids: '%s' is not a GPU list; allowed: indices 0..%d as '0,1,2' or "
-                   "'0-3'", s ? s : "", SIM_HW_MAX_GPUS - 1);
+                   "'0-3'", s ? s : "", HW_MAX_GPUS - 1);
 }
 
 void sim_train_defaults(struct sim_train *t)
@@ -218,7 +218,7 @@ static int blocks_build(struct blocks *k, const struct plan *p, int64_t b, int64
  *   writes its output, 16-bit): two LayerNorms 8 s b h, two dropout + residual adds 14 s b h, GeLU
  *   16 s b h / t; materialized attention's softmax and dropout 9 a s^2 b / t (the tensors of
  *   Korthikanti et al. 2022, section 4.1). */
-static void gemm_block_flops(struct blocks *k, const struct plan *p, const struct sim_hw *hw, const struct sim_train *t)
+static void gemm_block_flops(struct blocks *k, const struct plan *p, const struct hw_profile *hw, const struct sim_train *t)
 {
     if (!sim_gemm_model_on(hw) || p->zero.dtype == PLAN_FP32)
         return;
@@ -352,7 +352,7 @@ static int64_t ledger_rounding_bytes(const struct plan *p)
     return sum;
 }
 
-static int memory(const struct plan *p, const struct sim_hw *hw, const struct sim_train *t,
+static int memory(const struct plan *p, const struct hw_profile *hw, const struct sim_train *t,
                   const struct blocks *k, struct sim_step_result *r, struct rl_err *e)
 {
     int dp = p->layout.dp > 0 ? p->layout.dp : 1;
@@ -424,7 +424,7 @@ static int memory(const struct plan *p, const struct sim_hw *hw, const struct si
 
 /* The ranks of this node and their GPUs: the first ranks of the node (what a launcher does) or
  * --gpu-ids; fills b->gpu and the result's record of which GPUs and sockets are modelled. */
-static int place_ranks(const struct plan *p, const struct sim_hw *hw, const struct sim_train *t, int *gpu,
+static int place_ranks(const struct plan *p, const struct hw_profile *hw, const struct sim_train *t, int *gpu,
                        int *ranks_out, struct sim_step_result *r, struct rl_err *e)
 {
     int gpn = p->layout.gpus_per_node > 0 ? p->layout.gpus_per_node : 1;
@@ -456,8 +456,8 @@ static int place_ranks(const struct plan *p, const struct sim_hw *hw, const stru
 
 /* What predicting memory and simulating a step share: the GPUs the ranks sit on, the resolved
  * training settings, and the memory prediction filled into r (cleared first). */
-static int step_setup(const struct plan *p, const struct sim_hw *hw, const struct sim_train *in,
-                      int gpu[SIM_HW_MAX_GPUS], int *ranks, struct sim_train *t, struct sim_step_result *r,
+static int step_setup(const struct plan *p, const struct hw_profile *hw, const struct sim_train *in,
+                      int gpu[HW_MAX_GPUS], int *ranks, struct sim_train *t, struct sim_step_result *r,
                       struct rl_err *e)
 {
     memset(r, 0, sizeof *r);
@@ -473,10 +473,10 @@ static int step_setup(const struct plan *p, const struct sim_hw *hw, const struc
     return rc;
 }
 
-int sim_step_memory(const struct plan *p, const struct sim_hw *hw, const struct sim_train *in,
+int sim_step_memory(const struct plan *p, const struct hw_profile *hw, const struct sim_train *in,
                     struct sim_step_result *r, struct rl_err *e)
 {
-    int gpu[SIM_HW_MAX_GPUS] = {0}, ranks;
+    int gpu[HW_MAX_GPUS] = {0}, ranks;
     struct sim_train t;
     return step_setup(p, hw, in, gpu, &ranks, &t, r, e);
 }
@@ -582,7 +582,7 @@ static int host_copy(struct builder *u, const char *name, int g, bool h2d, bool 
                      int64_t copied_bytes, int64_t calls)
 {
     struct sim__step *b = u->b;
-    const struct sim_hw *hw = b->hw;
+    const struct hw_profile *hw = b->hw;
     int res[SIM_MAX_RES], n = 0;
     double w[SIM_MAX_RES];
     int sw = hw->gpu_switch[b->gpu[g]];
@@ -605,7 +605,7 @@ static int host_copy(struct builder *u, const char *name, int g, bool h2d, bool 
 static int cpu_adam(struct builder *u, const char *name, int g, double elems, int64_t oversub_ns)
 {
     struct sim__step *b = u->b;
-    const struct sim_hw *hw = b->hw;
+    const struct hw_profile *hw = b->hw;
     int k = socket_of(b, g);
     int ranks_here = 0;
     for (int i = 0; i < b->ranks; i++)
@@ -674,7 +674,7 @@ static int host_cast(struct builder *u, const char *name, int g, double elems, d
                      int phase, int64_t calls)
 {
     struct sim__step *b = u->b;
-    const struct sim_hw *hw = b->hw;
+    const struct hw_profile *hw = b->hw;
     int res[SIM_MAX_RES], n = 0;
     double w[SIM_MAX_RES];
     res[n] = b->r_cores[socket_of(b, g)], w[n++] = hw->cpu_adam_elems_per_core / hw->host_cast_elems_per_thread;
@@ -726,7 +726,7 @@ static int collective(struct builder *u, const char *name, int g, enum coll_kind
                       int local, int phase, int track)
 {
     struct sim__step *b = u->b;
-    const struct sim_hw *hw = b->hw;
+    const struct hw_profile *hw = b->hw;
     if (n <= 1)
         return -1;
     double bus = bytes * (kind == COLL_AR ? 2.0 : 1.0) * (n - 1) / n;
@@ -758,7 +758,7 @@ static int collective(struct builder *u, const char *name, int g, enum coll_kind
 
 static int add_resources(struct sim__step *b, struct rl_err *e)
 {
-    const struct sim_hw *hw = b->hw;
+    const struct hw_profile *hw = b->hw;
     const struct plan *p = b->p;
     char nm[SIM_NAME_MAX];
     int rc;
@@ -1029,7 +1029,7 @@ static void ds_optimizer(struct builder *u, const struct plan_ds_rules *dr, int 
 {
     struct sim__step *b = u->b;
     const struct plan *p = b->p;
-    const struct sim_hw *hw = b->hw;
+    const struct hw_profile *hw = b->hw;
     int dtype = plan_dtype_bytes(p->zero.dtype);
     int host = ready, stream = ready;
     int threads = intraop_threads(b);
@@ -1164,7 +1164,7 @@ static int overlap_overflow_check(struct builder *u, int g, int ready)
 {
     struct sim__step *b = u->b;
     const struct plan *p = b->p;
-    const struct sim_hw *hw = b->hw;
+    const struct hw_profile *hw = b->hw;
     int last = ready;
     if (p->gpu_numel > 0) {
         int d = gpu_pass(u, "overflow_scan_device", g, (double)p->gpu_numel, 4.0, STEP_PH_OVERFLOW_CHECK,
@@ -1504,7 +1504,7 @@ static int build(struct builder *u, int nsim, struct rl_err *e)
 {
     struct sim__step *b = u->b;
     const struct plan *p = b->p;
-    const struct sim_hw *hw = b->hw;
+    const struct hw_profile *hw = b->hw;
     const struct blocks *k = &u->k;
     const struct plan_arch *a = &p->model->arch;
     int tp = p->layout.tp > 0 ? p->layout.tp : 1, dp = p->layout.dp > 0 ? p->layout.dp : 1;
@@ -1643,7 +1643,7 @@ static int rank_breakdown(const struct sim_graph *gr, int rank, int64_t t1, stru
 
 /* Simulates `nsim` micro-steps (the last one the accumulation boundary) and fills the time part of
  * r: the step end, the critical rank (force_rank >= 0: that one) and its breakdown. */
-static int simulate(const struct plan *p, const struct sim_hw *hw, const struct sim_train *t, const int *gpu,
+static int simulate(const struct plan *p, const struct hw_profile *hw, const struct sim_train *t, const int *gpu,
                     int ranks, int nsim, int force_rank, const char *trace_path, struct sim_step_result *r,
                     struct rl_err *e)
 {
@@ -1672,7 +1672,7 @@ static int simulate(const struct plan *p, const struct sim_hw *hw, const struct 
     if ((rc = sim_graph_run(&b.g, &b.f, e)))
         goto out;
     /* The step ends when every rank is done; the breakdown is the last rank's. */
-    int64_t end[SIM_HW_MAX_GPUS] = {0};
+    int64_t end[HW_MAX_GPUS] = {0};
     for (int i = 0; i < b.g.n_task; i++) {
         const struct sim_task *k = &b.g.task[i];
         if (k->rank >= 0 && k->rank < b.ranks && k->t_end_ns > end[k->rank])
@@ -1716,10 +1716,10 @@ out_nok:
     return rc < 0 ? rc : 0;
 }
 
-int sim_step_run(const struct plan *p, const struct sim_hw *hw, const struct sim_train *in,
+int sim_step_run(const struct plan *p, const struct hw_profile *hw, const struct sim_train *in,
                  const char *trace_path, struct sim_step_result *r, struct rl_err *e)
 {
-    int gpu[SIM_HW_MAX_GPUS] = {0}, ranks;
+    int gpu[HW_MAX_GPUS] = {0}, ranks;
     struct sim_train t;
     int rc = step_setup(p, hw, in, gpu, &ranks, &t, r, e);
     if (rc)

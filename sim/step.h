@@ -54,23 +54,23 @@ int sim_cpu_binding_parse(const char *s, enum sim_cpu_binding *out, struct rl_er
  * 1 + ilog2(min(CPUs, 8)) = 4 (kernel/sched/fair.c, sysctl_sched_base_slice / min_granularity with
  * the default logarithmic tunable scaling), 3 ms. */
 #define SIM_SCHED_SLICE_NS (INT64_C(3000000))
-struct sim_hw;
+struct hw_profile;
 struct sim_train;
 /* The node's physical cores the launcher divides: t->cpu_cores, or every socket's cores. */
-int sim_cpu_node_cores(const struct sim_hw *hw, const struct sim_train *t);
+int sim_cpu_node_cores(const struct hw_profile *hw, const struct sim_train *t);
 /* Threads of one rank's OpenMP team (CPU Adam, PyTorch's intra-op pool): the node's cores
  * unbound, cores // ranks bound (at least 1). */
-int sim_cpu_team_threads(const struct sim_hw *hw, const struct sim_train *t, int ranks);
+int sim_cpu_team_threads(const struct hw_profile *hw, const struct sim_train *t, int ranks);
 /* Cores one rank's CPU Adam may use: per-rank, cores // ranks; none, the fair share
  * socket_cores / ranks_on_socket of time-sliced teams. */
-double sim_cpu_rank_cores(const struct sim_hw *hw, const struct sim_train *t, int ranks, int socket_cores,
+double sim_cpu_rank_cores(const struct hw_profile *hw, const struct sim_train *t, int ranks, int socket_cores,
                           int ranks_on_socket);
 /* What oversubscription adds to one CPU Adam call of `elems` elements, ns: unbound, with o = ranks x
  * team threads / node cores > 1 runnable threads per core, each of the call's ceil(elems / TILE)
  * fork-join regions ends only when its last thread has had its share; that thread waits behind the
  * o - 1 other threads of its core for a slice each while its team's finished threads spin at the
  * barrier: (o - 1) x SIM_SCHED_SLICE_NS per region. 0 when bound or not oversubscribed. */
-int64_t sim_cpu_oversub_ns(const struct sim_hw *hw, const struct sim_train *t, int ranks, int64_t elems);
+int64_t sim_cpu_oversub_ns(const struct hw_profile *hw, const struct sim_train *t, int ranks, int64_t elems);
 const char *sim_cpu_optimizer_name(enum sim_cpu_optimizer o);
 int sim_cpu_optimizer_parse(const char *s, enum sim_cpu_optimizer *out, struct rl_err *e);
 
@@ -93,7 +93,7 @@ struct sim_train {
     int64_t gpu_reserve_bytes;       /* < 0: the profile's context + NCCL + allocator model */
     enum sim_cpu_optimizer cpu_optimizer;   /* what updates the CPU share */
     int n_gpu_ids;                   /* GPUs of the node given (0: the first ranks, as a launcher) */
-    int gpu_ids[SIM_HW_MAX_GPUS];    /* the node's GPU index of each rank */
+    int gpu_ids[HW_MAX_GPUS];    /* the node's GPU index of each rank */
     int max_simulated_micro_steps;   /* 0: SIM_MAX_SIMULATED_MICRO_STEPS (larger: tests compare the
                                         repetition with a full simulation) */
     int intraop_threads;             /* PyTorch intra-op threads of one rank (its CPU casts and copies);
@@ -161,17 +161,17 @@ struct sim_step_result {
     struct rl_version ds_version;    /* DeepSpeed whose step the deepspeed schedule follows */
     /* which part of the node is modelled */
     int ranks;                       /* GPUs simulated (one node's ranks) */
-    int gpu_ids[SIM_HW_MAX_GPUS];    /* the node's GPU index of each rank */
+    int gpu_ids[HW_MAX_GPUS];    /* the node's GPU index of each rank */
     int sockets_used;                /* distinct host sockets of those GPUs */
     unsigned socket_mask;            /* bit k: socket k holds a simulated GPU */
 };
 
 /* Simulates one step. trace_path (NULL: none) writes a Chrome trace (.gz: gzip). */
-int sim_step_run(const struct plan *p, const struct sim_hw *hw, const struct sim_train *t,
+int sim_step_run(const struct plan *p, const struct hw_profile *hw, const struct sim_train *t,
                  const char *trace_path, struct sim_step_result *r, struct rl_err *e);
 
 /* Memory prediction alone (no simulation), as filled into r by sim_step_run. */
-int sim_step_memory(const struct plan *p, const struct sim_hw *hw, const struct sim_train *t,
+int sim_step_memory(const struct plan *p, const struct hw_profile *hw, const struct sim_train *t,
                     struct sim_step_result *r, struct rl_err *e);
 
 #endif

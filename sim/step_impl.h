@@ -26,19 +26,19 @@ struct sim__mem_ev {
 
 struct sim__step {
     const struct plan *p;          /* not owned */
-    const struct sim_hw *hw;       /* not owned */
+    const struct hw_profile *hw;   /* not owned */
     struct sim_train t;            /* resolved settings */
     struct sim s;                  /* engine */
     struct sim_flow f;             /* flow model */
     struct sim_graph g;            /* task graph */
     int ranks;                     /* GPUs simulated (one node) */
-    int gpu[SIM_HW_MAX_GPUS];      /* the node's GPU index of each rank */
+    int gpu[HW_MAX_GPUS];          /* the node's GPU index of each rank */
     /* resource indices */
-    int r_sm[SIM_HW_MAX_GPUS], r_hbm[SIM_HW_MAX_GPUS], r_h2d[SIM_HW_MAX_GPUS],
-        r_d2h[SIM_HW_MAX_GPUS], r_nvl[SIM_HW_MAX_GPUS];
-    int r_up_h2d[SIM_HW_MAX_SWITCHES], r_up_d2h[SIM_HW_MAX_SWITCHES];
-    int r_dram[SIM_HW_MAX_SOCKETS], r_cores[SIM_HW_MAX_SOCKETS];
-    int r_fault[SIM_HW_MAX_SOCKETS];   /* first touch of fresh pageable memory, bytes/s per socket */
+    int r_sm[HW_MAX_GPUS], r_hbm[HW_MAX_GPUS], r_h2d[HW_MAX_GPUS],
+        r_d2h[HW_MAX_GPUS], r_nvl[HW_MAX_GPUS];
+    int r_up_h2d[HW_MAX_SWITCHES], r_up_d2h[HW_MAX_SWITCHES];
+    int r_dram[HW_MAX_SOCKETS], r_cores[HW_MAX_SOCKETS];
+    int r_fault[HW_MAX_SOCKETS];       /* first touch of fresh pageable memory, bytes/s per socket */
     int r_isl;                     /* inter-socket link, -1 with one socket */
     int r_net;                     /* node network, -1 on one node */
     /* per micro-step and rank, the tasks that end its forward and its backward (the windows) */
@@ -67,7 +67,7 @@ static inline int64_t sim__task_span_start(const struct sim_task *t)
 /* A finished run, as the trace writer sees it: nothing here is modified by the writer and it
  * never sees the builder. */
 struct sim__run_record {
-    const struct sim_hw *hw;                /* the profile */
+    const struct hw_profile *hw;            /* the profile */
     int ranks;                              /* GPUs simulated */
     const int *gpu;                         /* the node's GPU index of each rank */
     bool numa_interleave;                   /* CPU Adam pools on every socket */

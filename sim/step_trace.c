@@ -49,7 +49,7 @@ int sim__step_trace(const struct sim__run_record *rec, const struct sim_step_res
     if (rc)
         return rc;
     char buf[256];
-    const struct sim_hw *hw = rec->hw;
+    const struct hw_profile *hw = rec->hw;
     for (int g = 0; g < rec->ranks; g++) {
         int phys = rec->gpu[g];
         snprintf(buf, sizeof buf, "rank %d: GPU %d (%s, switch %d, socket %d)", g, phys, hw->gpu_model,
@@ -103,7 +103,7 @@ int sim__step_trace(const struct sim__run_record *rec, const struct sim_step_res
     }
     qsort(ms, (size_t)rec->n_mem, sizeof *ms, cmp_mem);
     int64_t base = r->gpu_ledger_bytes + r->gpu_reserve_bytes;
-    int64_t cur[SIM_HW_MAX_GPUS];
+    int64_t cur[HW_MAX_GPUS];
     for (int g = 0; g < rec->ranks; g++) {
         cur[g] = base;
         trace_counter(t, TRACE_PID_RANK(g), TRACE_COUNTER_GPU_MEMORY, 0, TRACE_SERIES_PREDICTED, (double)base);

@@ -41,7 +41,7 @@ struct sim_tune_request {
     const struct plan_layout *layout;/* ranks, DP degree, GPUs per node */
     const struct plan_zero *zero;    /* the DeepSpeed config (its ratio is replaced) */
     struct plan_options popt;        /* the policy of the answer (EXACT: no sub_group_size step) */
-    const struct sim_hw *hw;         /* the node */
+    const struct hw_profile *hw;     /* the node */
     struct sim_train train;          /* base settings; micro-batch, accumulation, checkpointing vary */
     const double *ratios;            /* candidate ratios, ascending */
     size_t n_ratios;

@@ -104,9 +104,12 @@ START_TEST(profile_takes_the_best_figure)
     h.fault_gbps[1].best = 4.5;
     h.memcpy_gbps[0].best = 9.5;
     h.cast_elems_per_s[0].best = 1.5e9;
-    json_t *root = json_object(), *src = json_object();
+    struct hw_writer w;
     struct rl_err e;
-    ck_assert_int_eq(calib_host_json(&h, "h", "d", root, src, &e), 0);
+    ck_assert_int_eq(hw_writer_open(&w, NULL, &e), 0);
+    calib_host_json(&h, "h", "d", &w);
+    ck_assert_msg(w.rc == 0, "%s", w.err.msg);
+    json_t *root = w.root, *src = w.sources;
     json_t *o = json_object_get(root, "host");
     NEAR(json_real_value(json_object_get(o, "fault_gbps_per_thread")), 2.5);
     NEAR(json_real_value(json_object_get(o, "fault_gbps_per_socket")), 4.5);
@@ -117,8 +120,7 @@ START_TEST(profile_takes_the_best_figure)
     ck_assert_ptr_nonnull(strstr(s, "4 KiB pages"));
     ck_assert_ptr_nonnull(strstr(s, "load average 0.25 before, 0.50 after"));
     ck_assert_ptr_nonnull(strstr(s, "fastest round"));
-    json_decref(root);
-    json_decref(src);
+    hw_writer_abort(&w);
 }
 END_TEST
 

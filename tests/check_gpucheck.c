@@ -284,7 +284,7 @@ END_TEST
  * uses one core of socket 0 (hgx-h200: 56 per socket), and socket 1 none (kept at 1). */
 START_TEST(prediction_uses_the_runs_threads)
 {
-    struct sim_hw hw;
+    struct hw_profile hw;
     struct rl_err e = {0};
     ck_assert_msg(sim_hw_load(&hw, tu_catalog(), "hgx-h200", &e) == 0, "%s", e.msg);
     ck_assert_int_eq(hw.socket[0].cores, 56);

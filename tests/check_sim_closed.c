@@ -65,9 +65,9 @@ static const char *cat(void)
     return buf;
 }
 
-static struct sim_hw load_hw(const char *name)
+static struct hw_profile load_hw(const char *name)
 {
-    struct sim_hw hw;
+    struct hw_profile hw;
     struct rl_err e;
     ck_assert_msg(sim_hw_load(&hw, cat(), name, &e) == 0, "%s", e.msg);
     return hw;
@@ -124,7 +124,7 @@ START_TEST(pipeline_bubble_is_pp_minus_one_micro_batches)
     /* gpt-2.7b, TP 4, PP 2 and 4, stage 0 (no logits) on DGX-1s: the 1F1B fill and drain idle a
      * stage for (pp - 1) micro-batches of forward (1x) and backward (2x) compute. Per
      * layer: 2 x tokens x weights + 4 b s^2 x (heads / tp) x head_dim FLOPs forward. */
-    struct sim_hw hw = load_hw("dgx1-v100");
+    struct hw_profile hw = load_hw("dgx1-v100");
     for (int pp = 2; pp <= 4; pp += 2) {
         struct fixture f;
         fx_init(&f, "gpt-2.7b", 4, pp, 4 * pp, 8, 0.5);
@@ -165,7 +165,7 @@ START_TEST(cpu_adam_numa_closed_form)
      * runs at the smallest of: the socket's cores x elements per core, its DRAM / bytes per
      * element; interleaved over both sockets, each DRAM and the inter-socket link carry half of
      * the bytes. With the link at 1 GB/s it binds: n x bytes / 2 / 1e9 seconds. */
-    struct sim_hw hw = load_hw("dgx1-v100");
+    struct hw_profile hw = load_hw("dgx1-v100");
     ck_assert_int_eq(hw.n_sockets, 2);
     struct fixture f;
     fx_init(&f, "gpt-350m", 1, 1, 1, 1, 1.0);
@@ -198,7 +198,7 @@ START_TEST(cpu_adam_numa_closed_form)
 END_TEST
 
 /* The first all-gather of the step (the embedding block, ready at t = 0) in a trace: its end. */
-static int64_t first_allgather_end(const struct plan *p, const struct sim_hw *hw, const char *name)
+static int64_t first_allgather_end(const struct plan *p, const struct hw_profile *hw, const char *name)
 {
     char path[600];
     snprintf(path, sizeof path, "%s/%s", tu_tmpdir(), name);
@@ -230,7 +230,7 @@ START_TEST(allgather_across_nodes_closed_form)
      * (src/graph/tuning.cc): the collective's base latency_us.collective_inter, then n - 1 steps,
      * nodes - 1 of them across nodes (latency_us.nccl_ring_step_inter, default 9.6 us) and the rest
      * inside a node (latency_us.nccl_ring_step_intra, default 3.4 us). */
-    struct sim_hw hw = load_hw("dgx-a100-80g");
+    struct hw_profile hw = load_hw("dgx-a100-80g");
     hw.net_gbps = 8.0;
     ck_assert(hw.lat_coll_inter_us == 40 && hw.lat_ring_step_inter_us == 9.6 && hw.lat_ring_step_intra_us == 3.4);
     /* DP 4 over 4 nodes: 3 steps, all across nodes: 40 + 3 x 9.6 = 68.8 us */
@@ -275,7 +275,7 @@ END_TEST
  * than the 5e7 prefetch bucket), 2 bytes each, at 200 GB/s. */
 START_TEST(allgather_inside_a_node_closed_form)
 {
-    struct sim_hw hw = load_hw("dgx-a100-80g");
+    struct hw_profile hw = load_hw("dgx-a100-80g");
     ck_assert(hw.allgather_busbw_gbps == 200 && hw.lat_coll_intra_us == 20);
     struct fixture f;
     fx_init(&f, "gpt-350m", 1, 1, 8, 8, 0.3);
@@ -294,7 +294,7 @@ START_TEST(memory_pipeline_stages_and_gathered_parameters)
      * layer at 16-bit. gpt-2.7b, TP 4, PP 2: each stage holds 16 layers; in 1F1B stage k keeps
      * pp - k micro-batches in flight; the last stage adds fp32 logits and their gradient,
      * 2 x 4 s b vocab / t (vocab 50257 padded to a multiple of 128 x 4: 50688). */
-    struct sim_hw hw = load_hw("dgx1-v100");
+    struct hw_profile hw = load_hw("dgx1-v100");
     const double s = 2048, h = 2560, heads = 32, t = 4;
     const double layer = s * h * (10 + 24 / t + 5 * heads * s / (h * t));
     struct sim_train tr;
@@ -332,7 +332,7 @@ END_TEST
  * its bytes cross host memory (and, interleaved, the inter-socket link) twice. */
 static const char *const pageable_copies[] = {"grad_d2h_pageable", "param_h2d", NULL};
 
-static int copies_match(const struct sim_hw *hw, bool interleave, double gbps, const char *const *twice, const char *file)
+static int copies_match(const struct hw_profile *hw, bool interleave, double gbps, const char *const *twice, const char *file)
 {
     struct fixture f;
     fx_init(&f, "gpt-350m", 1, 1, 1, 1, 1.0);
@@ -371,7 +371,7 @@ START_TEST(interleaved_host_copies_load_the_inter_socket_link_by_half)
     /* One rank of a DGX-1, buffers interleaved over both sockets: half of every host copy's bytes
      * crosses the inter-socket link. With the link at 0.5 GB/s it binds (below the GPU link, the
      * switch uplink and the pageable caps): B bytes take B x 0.5 / 0.5 GB/s. */
-    struct sim_hw hw = load_hw("dgx1-v100");
+    struct hw_profile hw = load_hw("dgx1-v100");
     hw.inter_socket_gbps = 0.5;
     ck_assert(hw.h2d_pageable_gbps > 1 && hw.d2h_pageable_gbps > 1);
     ck_assert_int_ge(copies_match(&hw, true, 1.0, pageable_copies, "numa.json"), 3);
@@ -384,7 +384,7 @@ START_TEST(pageable_copies_cross_dram_twice)
      * DRAM once, a pageable one twice (the driver's staging copy). The DeepSpeed 0.12 step
      * copies the cast parameters back (param_h2d) and a CPU sub-group's 16-bit gradient out
      * (grad_d2h_pageable) through pageable memory; the flat gradient buffer is pinned. */
-    struct sim_hw hw = load_hw("dgx1-v100");
+    struct hw_profile hw = load_hw("dgx1-v100");
     for (int k = 0; k < hw.n_sockets; k++)
         hw.socket[k].dram_gbps = 1.0;
     ck_assert(hw.h2d_pageable_gbps > 0.5 && hw.h2d_pinned_gbps > 1);
@@ -399,7 +399,7 @@ START_TEST(checkpointed_step_on_one_gpu_closed_form)
      * forward and the backward's 2), each after one launch latency; the logits' backward is 2
      * forwards (not recomputed); then the overflow scan and GPU Adam at 30 bytes per element
      * from HBM. Per layer the forward is 2 x tokens x weights + 4 b s^2 x heads x head_dim FLOPs. */
-    struct sim_hw hw = load_hw("gh200");
+    struct hw_profile hw = load_hw("gh200");
     struct fixture f;
     fx_init(&f, "gpt-350m", 1, 1, 1, 1, 0.0);
     struct sim_train t;

@@ -27,7 +27,7 @@ START_TEST(hw_every_catalog_profile_loads)
         ck_assert_msg(found, "profile %s missing", want[i]);
     }
     for (int k = 0; k < n; k++) {
-        struct sim_hw hw;
+        struct hw_profile hw;
         ck_assert_msg(sim_hw_load(&hw, tu_catalog(), names[k], &e) == 0, "%s: %s", names[k], e.msg);
         ck_assert_str_eq(hw.name, names[k]);
         ck_assert_int_gt(hw.n_sources, 20);
@@ -39,7 +39,7 @@ END_TEST
 
 START_TEST(hw_dgx1_v100_topology)
 {
-    struct sim_hw hw;
+    struct hw_profile hw;
     struct rl_err e;
     ck_assert_int_eq(sim_hw_load(&hw, tu_catalog(), "dgx1-v100", &e), 0);
     ck_assert_int_eq(hw.gpus, 8);
@@ -72,7 +72,7 @@ static int parse_edited(void (*edit)(json_t *), struct rl_err *e)
     ck_assert_ptr_nonnull(root);
     edit(root);
     char *text = json_dumps(root, 0);
-    struct sim_hw hw;
+    struct hw_profile hw;
     int rc = sim_hw_parse(&hw, text, "edited.json", e);
     free(text);
     json_decref(root);
@@ -133,11 +133,11 @@ START_TEST(hw_host_keys_are_optional)
     ck_assert_ptr_nonnull(root);
     no_host(root);
     char *text = json_dumps(root, 0);
-    struct sim_hw hw;
+    struct hw_profile hw;
     struct rl_err e;
     ck_assert_msg(sim_hw_parse(&hw, text, "nohost.json", &e) == 0, "%s", e.msg);
-    ck_assert(hw.host_fault_gbps_per_thread == SIM_HW_DEFAULT_FAULT_GBPS_PER_THREAD);
-    ck_assert(hw.host_cast_elems_per_thread == SIM_HW_DEFAULT_CAST_ELEMS_PER_THREAD);
+    ck_assert(hw.host_fault_gbps_per_thread == HW_DEFAULT_FAULT_GBPS_PER_THREAD);
+    ck_assert(hw.host_cast_elems_per_thread == HW_DEFAULT_CAST_ELEMS_PER_THREAD);
     ck_assert(hw.host_fault_gbps_per_socket == 0 && hw.host_memcpy_gbps_per_thread == 0);
     free(text);
     json_decref(root);
@@ -174,7 +174,7 @@ START_TEST(hw_bad_profiles_name_the_path)
     ck_assert_ptr_nonnull(strstr(e.msg, "edited.json: name: a control character (0x0a)"));
     ck_assert_int_eq(parse_edited(model_with_tab, &e), RL_EINVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "gpu.model: a control character (0x09)"));
-    struct sim_hw hw;
+    struct hw_profile hw;
     ck_assert_int_eq(sim_hw_parse(&hw, "{\"name\": ", "trunc.json", &e), RL_EINVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "trunc.json"));
 }
@@ -182,7 +182,7 @@ END_TEST
 
 /* dgx1-v100 with the first-touch keys of a machine under THP `mode` (NULL: no mode key): 2 us per
  * 4 KiB fault, 400 us per 2 MiB fault (round figures, not the defaults). */
-static int parse_thp(const char *mode, bool per_page, struct sim_hw *hw, struct rl_err *e)
+static int parse_thp(const char *mode, bool per_page, struct hw_profile *hw, struct rl_err *e)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/hardware/dgx1-v100.json", tu_catalog());
@@ -205,7 +205,7 @@ static int parse_thp(const char *mode, bool per_page, struct sim_hw *hw, struct 
 }
 
 /* Is `path` one of hw->defaulted's comma-separated entries? */
-static bool defaulted(const struct sim_hw *hw, const char *path)
+static bool defaulted(const struct hw_profile *hw, const char *path)
 {
     char buf[sizeof hw->defaulted + 2];
     snprintf(buf, sizeof buf, ",%s,", hw->defaulted);
@@ -219,7 +219,7 @@ static bool defaulted(const struct sim_hw *hw, const char *path)
  * on one thread, and the flow model's per-thread rate is the page over its time. */
 START_TEST(hw_first_touch_faults_per_page)
 {
-    struct sim_hw hw;
+    struct hw_profile hw;
     struct rl_err e;
     const int64_t t32 = INT64_C(32) << 20;
     ck_assert_msg(parse_thp("always", true, &hw, &e) == 0, "%s", e.msg);
@@ -250,7 +250,7 @@ START_TEST(hw_first_touch_faults_per_page)
     ck_assert(defaulted(&hw, "host.thp_mode") && defaulted(&hw, "host.fault_gbps_per_thread"));
     /* THP always without a 2 MiB figure: the default one, named */
     ck_assert_msg(parse_thp("always", false, &hw, &e) == 0, "%s", e.msg);
-    ck_assert(fabs(sim_hw_fault_ns(&hw, t32) - 16.0 * SIM_HW_DEFAULT_FAULT_US_PER_2M_PAGE * 1e3) < 1e-3);
+    ck_assert(fabs(sim_hw_fault_ns(&hw, t32) - 16.0 * HW_DEFAULT_FAULT_US_PER_2M_PAGE * 1e3) < 1e-3);
     ck_assert(defaulted(&hw, "host.fault_us_per_2m_page"));
     ck_assert_int_eq(parse_thp("sometimes", false, &hw, &e), RL_EINVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "thp.json: host.thp_mode: 'sometimes' is not allowed; allowed: always, madvise, never"));
@@ -261,7 +261,7 @@ END_TEST
  * memcpy, pipelined: min(pinned, memcpy); without a memcpy figure the profile's pageable rate. */
 START_TEST(hw_pageable_copy_is_a_bounce_buffer)
 {
-    struct sim_hw hw;
+    struct hw_profile hw;
     struct rl_err e;
     ck_assert_msg(sim_hw_load(&hw, tu_catalog(), "dgx1-v100", &e) == 0, "%s", e.msg);
     hw.h2d_pinned_gbps = 12, hw.d2h_pinned_gbps = 13, hw.h2d_pageable_gbps = 2, hw.d2h_pageable_gbps = 3;
@@ -289,7 +289,7 @@ static void inter_busbw_15(json_t *r)
  * tree 28 and 50 us), at the line rate 200 GB/s when network.inter_busbw_gbps is absent. */
 START_TEST(hw_nccl_ring_and_tree_across_nodes)
 {
-    struct sim_hw hw;
+    struct hw_profile hw;
     struct rl_err e;
     ck_assert_msg(sim_hw_load(&hw, tu_catalog(), "dgx-a100-40g", &e) == 0, "%s", e.msg);
     ck_assert(hw.lat_coll_inter_us == 40 && hw.net_gbps == 200 && hw.net_inter_busbw_gbps == 0);
@@ -346,7 +346,7 @@ END_TEST
 
 START_TEST(hw_gemm_rate_depends_on_the_shape)
 {
-    struct sim_hw hw;
+    struct hw_profile hw;
     struct rl_err e;
     ck_assert_msg(sim_hw_load(&hw, tu_catalog(), "dgx1-v100", &e) == 0, "%s", e.msg);
     ck_assert(!sim_gemm_model_on(&hw));   /* a profile without gpu.gemm_efficiency keeps the constant */

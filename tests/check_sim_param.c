@@ -92,7 +92,7 @@ static void hand_blocks(const struct plan *p, struct hand_blocks *b)
  * DP 1. Without offload_param the same step casts into a temporary and copies it H2D. */
 START_TEST(cpu_subgroups_cast_into_the_host_partitions)
 {
-    struct sim_hw hw = tu_sim_tiny_hw();
+    struct hw_profile hw = tu_sim_tiny_hw();
     struct sim_train t;
     sim_train_defaults(&t);
     t.intraop_threads = 2;
@@ -136,7 +136,7 @@ END_TEST
  * same without offload_param is a GPU cast kernel (4 + 2 B of HBM per element at 1000 GB/s). */
 START_TEST(gpu_subgroups_copy_back_to_the_host)
 {
-    struct sim_hw hw = tu_sim_tiny_hw();
+    struct hw_profile hw = tu_sim_tiny_hw();
     struct sim_train t;
     sim_train_defaults(&t);
     t.intraop_threads = 2;
@@ -179,7 +179,7 @@ END_TEST
  * Without the host block they ran under the first blocks' compute. */
 START_TEST(blocking_fetch_holds_the_issuing_hook)
 {
-    struct sim_hw hw;
+    struct hw_profile hw;
     struct rl_err e;
     ck_assert_msg(sim_hw_load(&hw, tu_catalog(), "dgx-a100-40g", &e) == 0, "%s", e.msg);
     hw.tensor_tflops = 1;
@@ -208,7 +208,7 @@ END_TEST
  * blocks are the gathered ones (without offload_param nothing is gathered there). */
 START_TEST(gpu_holds_gathered_blocks_and_fetched_partitions)
 {
-    struct sim_hw hw;
+    struct hw_profile hw;
     struct rl_err e;
     ck_assert_msg(sim_hw_load(&hw, tu_catalog(), "dgx-a100-40g", &e) == 0, "%s", e.msg);
     struct sim_train t;

@@ -62,9 +62,9 @@ static void fx_free(struct fixture *f)
     plan_model_free(&f->m);
 }
 
-static struct sim_hw load_hw(const char *name)
+static struct hw_profile load_hw(const char *name)
 {
-    struct sim_hw hw;
+    struct hw_profile hw;
     struct rl_err e;
     ck_assert_msg(sim_hw_load(&hw, cat(), name, &e) == 0, "%s", e.msg);
     return hw;
@@ -77,7 +77,7 @@ START_TEST(step_single_gpu_equals_closed_form)
      * launch latency, then GPU Adam over the partition at 30 bytes per element from HBM. */
     struct fixture f;
     fx_init(&f, "gpt-350m", 1, 1, 1, 0.0, PLAN_POLICY_DS012);
-    struct sim_hw hw = load_hw("gh200");
+    struct hw_profile hw = load_hw("gh200");
     struct sim_train t;
     sim_train_defaults(&t);
     t.schedule = STEP_SCHED_OVERLAP;
@@ -135,7 +135,7 @@ START_TEST(step_overlap_host_overflow_scan_by_hand)
     t.schedule = STEP_SCHED_OVERLAP;
     struct sim_step_result r;
     struct rl_err e;
-    struct sim_hw hw = load_hw("gh200");
+    struct hw_profile hw = load_hw("gh200");
     ck_assert(hw.host_memcpy_gbps_per_thread == 0 && hw.socket[0].dram_gbps == 450);
     ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
     ck_assert_int_eq(r.phase[STEP_PH_OVERFLOW_CHECK].busy_ns, tu_ceil_ns(P * 4.0L / 450e9L * 1e9L));
@@ -150,7 +150,7 @@ END_TEST
 
 START_TEST(step_breakdown_adds_up)
 {
-    struct sim_hw hw = load_hw("dgx1-v100");
+    struct hw_profile hw = load_hw("dgx1-v100");
     const double ratios[] = {0, 0.5, 1};
     for (int sch = 0; sch < 2; sch++)
         for (int i = 0; i < 3; i++) {
@@ -186,7 +186,7 @@ START_TEST(step_schedules_and_ratio_order)
 {
     /* The sequential 0.12 loop leaves the GPU idle during CPU Adam: never faster than the
      * overlapped pipeline, and slower with every extra element on the CPU. */
-    struct sim_hw hw = load_hw("dgx1-v100");
+    struct hw_profile hw = load_hw("dgx1-v100");
     int64_t prev_ds = -1;
     for (int i = 0; i <= 4; i++) {
         double ratio = i / 4.0;
@@ -219,7 +219,7 @@ START_TEST(step_shared_switches_slow_the_copies)
 {
     /* Two GPUs per PCIe switch (dgx1-v100) against the same node with one switch per GPU: the
      * offload traffic contends on the uplinks, so the step is slower and copies take longer. */
-    struct sim_hw shared = load_hw("dgx1-v100"), own = shared;
+    struct hw_profile shared = load_hw("dgx1-v100"), own = shared;
     own.n_switches = 8;
     for (int g = 0; g < 8; g++) {
         own.sw[g].socket = g / 4;
@@ -248,7 +248,7 @@ END_TEST
 
 START_TEST(step_memory_prediction)
 {
-    struct sim_hw hw = load_hw("dgx1-v100");
+    struct hw_profile hw = load_hw("dgx1-v100");
     struct fixture f;
     fx_init(&f, "gpt-2.7b", 8, 8, 8, 0.3, PLAN_POLICY_EXACT);
     struct sim_train t;
@@ -304,7 +304,7 @@ START_TEST(step_memory_prediction)
     ck_assert_int_eq(sim_step_memory(&d.p, &hw, &t, &r9, &e), 0);
     ck_assert_int_gt(r9.gpu_live_param_bytes, 0);
     /* A layout the profile cannot hold. */
-    struct sim_hw one = load_hw("gh200");
+    struct hw_profile one = load_hw("gh200");
     ck_assert_int_eq(sim_step_memory(&f.p, &one, &t, &r9, &e), RL_EINVAL);
     ck_assert_ptr_nonnull(strstr(e.msg, "gh200"));
     ck_assert_ptr_nonnull(strstr(e.msg, "gpus_per_node"));   /* the field; cli/ puts back the flag */
@@ -324,7 +324,7 @@ START_TEST(step_multi_node_uses_the_network)
 {
     /* gpt-2.7b, TP 8 within each node, DP across nodes: parameters are gathered over the network;
      * more nodes (same per-node work per rank halves, more traffic per element) change the time. */
-    struct sim_hw hw = load_hw("dgx-a100-80g");
+    struct hw_profile hw = load_hw("dgx-a100-80g");
     struct fixture f;
     fx_init(&f, "gpt-2.7b", 8, 32, 8, 0.3, PLAN_POLICY_EXACT);
     struct sim_train t;
@@ -336,7 +336,7 @@ START_TEST(step_multi_node_uses_the_network)
     ck_assert_int_gt(r.phase[STEP_PH_REDUCE_SCATTER].busy_ns, 0);
     ck_assert_int_gt(r.gpu_live_param_bytes, 0);
     /* A slower network makes the gathers slower. */
-    struct sim_hw slow = hw;
+    struct hw_profile slow = hw;
     slow.net_gbps = hw.net_gbps / 10;
     struct sim_step_result q;
     ck_assert_int_eq(sim_step_run(&f.p, &slow, &t, NULL, &q, &e), 0);
@@ -348,7 +348,7 @@ END_TEST
 
 START_TEST(step_accumulation_pipeline_and_numa)
 {
-    struct sim_hw hw = load_hw("dgx1-v100");
+    struct hw_profile hw = load_hw("dgx1-v100");
     struct fixture f;
     fx_init(&f, "gpt-2.7b", 8, 8, 8, 0.5, PLAN_POLICY_EXACT);
     struct sim_train t;
@@ -625,7 +625,7 @@ START_TEST(trace_streams_are_serial_and_memory_returns)
      * spans that never overlap (one stream), every span inside the step, and a memory counter
      * that starts and ends at the model states + reserve (activations and gathered parameters
      * are all released). */
-    struct sim_hw hw = load_hw("dgx1-v100");
+    struct hw_profile hw = load_hw("dgx1-v100");
     struct fixture f;
     fx_init(&f, "gpt-350m", 1, 8, 8, 0.4, PLAN_POLICY_EXACT);
     struct sim_train t;
@@ -695,7 +695,7 @@ static void golden_rows(FILE *out)
         double ratio;
     } const cases[] = {{PLAN_POLICY_DS012, 0}, {PLAN_POLICY_DS012, 0.3}, {PLAN_POLICY_DS012, 1}, {PLAN_POLICY_EXACT, 0.3}};
     for (int h = 0; h < n; h++) {
-        struct sim_hw hw = load_hw(names[h]);
+        struct hw_profile hw = load_hw(names[h]);
         for (int mi = 0; mi < 3; mi++) {
             int gpn = hw.gpus;
             int tp = mi == 1 ? 1 : (gpn < 8 ? gpn : 8);
@@ -891,7 +891,7 @@ static void one_gpu(struct fixture *f, double ratio, int v_minor, int v_patch)
 
 START_TEST(step_ds_host_cast_and_sequential_loop_closed_forms)
 {
-    struct sim_hw hw = load_hw("dgx1-v100");
+    struct hw_profile hw = load_hw("dgx1-v100");
     struct fixture f;
     one_gpu(&f, 1.0, 12, 4);
     ck_assert_int_eq(f.p.cpu_numel, f.p.per_rank_numel);
@@ -957,7 +957,7 @@ static int64_t fresh_numel(const struct plan *p)
  * blocking copy_ of the fp32 gradient and of the parameter copy-back, by hand. */
 START_TEST(step_ds_host_costs_of_copies_closed_forms)
 {
-    struct sim_hw hw = tu_sim_tiny_hw();
+    struct hw_profile hw = tu_sim_tiny_hw();
     struct fixture f;
     one_gpu(&f, 1.0, 12, 4);
     long double P = (long double)f.p.cpu_numel, fresh = (long double)fresh_numel(&f.p);
@@ -1020,7 +1020,7 @@ END_TEST
  * thread, below the socket's 2 GB/s), where madvise's 4 KiB pages took the 1 GB/s of the tiny node. */
 START_TEST(step_ds_thp_always_faults_in_huge_pages)
 {
-    struct sim_hw hw = tu_sim_tiny_hw();
+    struct hw_profile hw = tu_sim_tiny_hw();
     hw.host_fault_us_per_2m_page = 2000;
     struct rl_err e;
     ck_assert_int_eq(sim_hw_set_thp(&hw, "always", &e), 0);
@@ -1063,9 +1063,9 @@ END_TEST
  * waits (o - 1) = 1 scheduler slice of 3 ms for its last thread. --cpu-cores 2 bound: 1 core each. */
 START_TEST(step_ds_cpu_adam_bound_and_oversubscribed)
 {
-    struct sim_hw hw = tu_sim_tiny_hw();
+    struct hw_profile hw = tu_sim_tiny_hw();
     hw.gpus = 2;
-    hw.sw[0] = (struct sim_hw_switch){.socket = 0, .uplink_gbps = 1000, .n_gpus = 2, .gpus = {0, 1}};
+    hw.sw[0] = (struct hw_switch){.socket = 0, .uplink_gbps = 1000, .n_gpus = 2, .gpus = {0, 1}};
     hw.gpu_switch[1] = 0;
     hw.cpu_adam_dram_bytes = 1;   /* the cores bound CPU Adam, not DRAM */
     struct fixture f;
@@ -1108,13 +1108,13 @@ END_TEST
  * half a block only half of each block's gather runs ahead. */
 START_TEST(step_ds_inter_node_gather_exposed_without_prefetch)
 {
-    struct sim_hw hw = tu_sim_tiny_hw();
+    struct hw_profile hw = tu_sim_tiny_hw();
     hw.gpus = 2;
-    hw.sw[0] = (struct sim_hw_switch){.socket = 0, .uplink_gbps = 1000, .n_gpus = 2, .gpus = {0, 1}};
+    hw.sw[0] = (struct hw_switch){.socket = 0, .uplink_gbps = 1000, .n_gpus = 2, .gpus = {0, 1}};
     hw.gpu_switch[1] = 0;
     hw.net_gbps = 1;
     hw.allgather_busbw_gbps = hw.reduce_scatter_busbw_gbps = hw.allreduce_busbw_gbps = 1e5;
-    struct sim_hw fast = hw;
+    struct hw_profile fast = hw;
     fast.net_gbps = 1e5;
     struct fixture f;
     fx_init(&f, "gpt-350m", 1, 4, 2, 0.0, PLAN_POLICY_DS012);
@@ -1148,7 +1148,7 @@ START_TEST(step_ds_inter_node_gather_exposed_without_prefetch)
                   (long long)want);
     /* at 20 GB/s a layer's gather (12.6e6 x 1.5 B, 0.94 ms) is shorter than its compute (1.8 ms at
        V100's 37.5 TFLOP/s): prefetched it hides, half prefetched the rest shows */
-    struct sim_hw mid = hw;
+    struct hw_profile mid = hw;
     mid.net_gbps = 20;
     ck_assert_msg(sim_step_run(&f.p, &mid, &t, NULL, &off, &e) == 0, "%s", e.msg);
     t.zero3_prefetch_off = false;
@@ -1169,7 +1169,7 @@ END_TEST
  * fp16's scan fault. */
 START_TEST(step_ds_pinned_gradient_copies_closed_forms)
 {
-    struct sim_hw hw = tu_sim_tiny_hw();
+    struct hw_profile hw = tu_sim_tiny_hw();
     struct sim_train t;
     sim_train_defaults(&t);
     t.intraop_threads = 2;
@@ -1207,7 +1207,7 @@ END_TEST
  * a backward kernel (the next block is issued after it); pinned, part of it is. */
 START_TEST(step_ds_pageable_flat_buffer_holds_the_host)
 {
-    struct sim_hw hw = tu_sim_tiny_hw();
+    struct hw_profile hw = tu_sim_tiny_hw();
     struct sim_train t;
     sim_train_defaults(&t);
     t.intraop_threads = 2;
@@ -1248,7 +1248,7 @@ END_TEST
  * what 0.19.5's asynchronous copy overlaps. 0.12's pageable host-cast path is slower still. */
 START_TEST(step_ds_blocking_copy_stalls_backward)
 {
-    struct sim_hw hw = load_hw("dgx1-v100");
+    struct hw_profile hw = load_hw("dgx1-v100");
     struct sim_train t;
     sim_train_defaults(&t);
     struct rl_err e;
@@ -1276,7 +1276,7 @@ END_TEST
  * nothing overlaps. */
 START_TEST(step_ds_018_overlaps_gpu_and_cpu_subgroups)
 {
-    struct sim_hw hw = load_hw("dgx1-v100");
+    struct hw_profile hw = load_hw("dgx1-v100");
     struct sim_train t;
     sim_train_defaults(&t);
     struct rl_err e;
@@ -1310,7 +1310,7 @@ END_TEST
  * the result equals a full simulation, and the graph does not grow. */
 START_TEST(step_grad_accum_repeats_the_steady_state)
 {
-    struct sim_hw hw = load_hw("dgx1-v100");
+    struct hw_profile hw = load_hw("dgx1-v100");
     struct rl_err e;
     for (int sch = 0; sch < 2; sch++) {
         struct fixture f;
@@ -1349,7 +1349,7 @@ END_TEST
 /* --gpu-ids: which GPUs (and so which switches and sockets) the ranks use. */
 START_TEST(step_gpu_ids_choose_switches_and_sockets)
 {
-    int ids[SIM_HW_MAX_GPUS], n;
+    int ids[HW_MAX_GPUS], n;
     struct rl_err e;
     ck_assert_int_eq(sim_gpu_ids_parse("0-3", ids, &n, &e), 0);
     ck_assert_int_eq(n, 4);
@@ -1361,7 +1361,7 @@ START_TEST(step_gpu_ids_choose_switches_and_sockets)
     ck_assert_int_eq(sim_gpu_ids_parse("x", ids, &n, &e), RL_EINVAL);
     ck_assert_int_eq(sim_gpu_ids_parse("3-1", ids, &n, &e), RL_EINVAL);
     ck_assert_int_eq(sim_gpu_ids_parse("0,", ids, &n, &e), RL_EINVAL);
-    struct sim_hw hw = load_hw("dgx1-v100");
+    struct hw_profile hw = load_hw("dgx1-v100");
     struct fixture f;
     fx_init(&f, "gpt-2.7b", 4, 4, 4, 0.5, PLAN_POLICY_EXACT);
     struct sim_train t;
@@ -1473,7 +1473,7 @@ static int count_stalls(const char *path, int64_t launch_ns, int *started_before
 
 START_TEST(step_ds_blocking_copy_stall_in_the_trace)
 {
-    struct sim_hw hw = load_hw("dgx1-v100");
+    struct hw_profile hw = load_hw("dgx1-v100");
     struct sim_train t;
     sim_train_defaults(&t);
     struct rl_err e;

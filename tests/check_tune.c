@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "sim/tune.h"
+#include "traces/schema.h"
 #include "tests/util.h"
 
 static int64_t jint(json_t *o, const char *k) { return json_integer_value(json_object_get(o, k)); }
@@ -238,9 +239,20 @@ START_TEST(sweep_csv_has_tokens_and_phases)
         cols += *p == ',';
     ck_assert_int_eq(n, cols);
     ck_assert_ptr_nonnull(strstr(r.out, "step_s,fits,tokens_per_s_per_gpu,forward_busy_s,forward_exposed_s"));
-    double step = v[6], tps = v[8], sum = v[n - 1];
-    for (int k = 10; k < n - 1; k += 2)
-        sum += v[k];
+    /* The columns by name, through the sweep's table (traces/schema.h), as plots/ finds them. */
+    char *hf[64];
+    int nh = trace_csv_split(head, hf, 64), col[3];
+    const char *names[3] = {trace_sweep_cols[TRACE_SWEEP_STEP_S], trace_sweep_cols[TRACE_SWEEP_TOKENS], TRACE_SWEEP_IDLE};
+    ck_assert_int_eq(nh, n);
+    ck_assert_ptr_null(trace_csv_columns(hf, nh, names, 3, col));
+    double step = v[col[0]], tps = v[col[1]], sum = v[col[2]];
+    int exposed = 0;
+    for (int k = 0; k < nh; k++)
+        if (strlen(hf[k]) > 10 && strcmp(hf[k] + strlen(hf[k]) - 10, "_exposed_s") == 0) {
+            sum += v[k];
+            exposed++;
+        }
+    ck_assert_int_eq(exposed, (nh - TRACE_SWEEP_N - 1) / 2);   /* one per phase */
     ck_assert_msg(fabs(sum - step) < 2e-5, "exposed + idle %.6f vs step %.6f", sum, step);
     ck_assert_msg(fabs(tps - 2048.0 / step / 8) < 0.1, "%g", tps);
     tu_run_free(&r);

@@ -511,7 +511,7 @@ START_TEST(calibrate_writes_a_loadable_sourced_profile)
     tu_run_free(&r);
     char path[512];
     snprintf(path, sizeof path, "%s/cal.json", tu_tmpdir());
-    struct sim_hw hw;
+    struct hw_profile hw;
     struct rl_err e = {0};
     ck_assert_msg(sim_hw_load(&hw, NULL, path, &e) == 0, "%s", e.msg);
     ck_assert_str_eq(hw.name, "test-cal");
@@ -547,7 +547,7 @@ END_TEST
 /* The emulated-device keys are optional (catalog profiles leave them out) and range-checked. */
 START_TEST(hw_emulated_keys_are_optional)
 {
-    struct sim_hw hw;
+    struct hw_profile hw;
     struct rl_err e = {0};
     char cat[512];
     snprintf(cat, sizeof cat, "%s/catalog", tu_src());
@@ -1160,7 +1160,7 @@ START_TEST(calibrate_cuda_needs_a_gpu_and_a_base)
     if (r.status == 0) {   /* a GPU machine: the profile must load */
         char path[512];
         snprintf(path, sizeof path, "%s/g.json", tu_tmpdir());
-        struct sim_hw hw;
+        struct hw_profile hw;
         struct rl_err e = {0};
         ck_assert_msg(sim_hw_load(&hw, NULL, path, &e) == 0, "%s", e.msg);
         ck_assert(hw.h2d_pinned_gbps > 0.01);

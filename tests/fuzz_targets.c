@@ -96,7 +96,7 @@ static void hw_profile(const uint8_t *data, size_t size)
     char *text = as_text(data, size);
     if (!text)
         return;
-    struct sim_hw hw;
+    struct hw_profile hw;
     struct rl_err e = {0};
     (void)sim_hw_parse(&hw, text, "profile.json", &e);
     free(text);

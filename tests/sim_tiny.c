@@ -4,16 +4,16 @@
 #include "tests/sim_tiny.h"
 #include "tests/util.h"
 
-struct sim_hw tu_sim_tiny_hw(void)
+struct hw_profile tu_sim_tiny_hw(void)
 {
-    struct sim_hw hw;
+    struct hw_profile hw;
     struct rl_err e;
     ck_assert_msg(sim_hw_load(&hw, tu_catalog(), "dgx1-v100", &e) == 0, "%s", e.msg);
     hw.gpus = 1;
     hw.n_sockets = 1;
-    hw.socket[0] = (struct sim_hw_socket){.cores = 4, .dram_gbps = 100};
+    hw.socket[0] = (struct hw_socket){.cores = 4, .dram_gbps = 100};
     hw.n_switches = 1;
-    hw.sw[0] = (struct sim_hw_switch){.socket = 0, .uplink_gbps = 1000, .n_gpus = 1, .gpus = {0}};
+    hw.sw[0] = (struct hw_switch){.socket = 0, .uplink_gbps = 1000, .n_gpus = 1, .gpus = {0}};
     hw.gpu_switch[0] = 0;
     hw.h2d_pinned_gbps = hw.d2h_pinned_gbps = 20;
     hw.h2d_pageable_gbps = hw.d2h_pageable_gbps = 10;

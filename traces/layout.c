@@ -98,9 +98,9 @@ int trace_layout_step(struct trace *t, int rank, int step, bool warmup, int64_t 
     json_object_set_new(a, "step", json_integer(step));
     json_object_set_new(a, "warmup", json_boolean(warmup));
     if (about && about->requested_ratio >= 0)
-        json_object_set_new(a, "requested_ratio", json_real(about->requested_ratio));
+        json_object_set_new(a, RL_KEY_REQUESTED_RATIO, json_real(about->requested_ratio));
     if (about && about->honored_ratio >= 0)
-        json_object_set_new(a, "honored_ratio", json_real(about->honored_ratio));
+        json_object_set_new(a, RL_KEY_HONORED_RATIO, json_real(about->honored_ratio));
     if (about && about->schedule && *about->schedule)
         json_object_set_new(a, "schedule", json_string(about->schedule));
     if (about && about->policy && *about->policy)

@@ -1,7 +1,7 @@
 /* validation/exec_row.c — one row of `ratiolab validate --ratios`, computed (see exec_row.h). */
 #include "validation/exec_row.h"
 
-int val_row_predict(const struct plan *p, const struct sim_hw *hw, const struct sim_train *t,
+int val_row_predict(const struct plan *p, const struct hw_profile *hw, const struct sim_train *t,
                     const char *trace_path, struct val_row *w, struct rl_err *e)
 {
     struct sim_step_result sr;

@@ -17,7 +17,7 @@
  * schedule is the row's); the trace goes to trace_path (NULL: none). The plan's host figures
  * include DeepSpeed's pinned flat gradient buffer under the deepspeed-0.12 schedule, which the
  * exec ledger leaves to the schedule. */
-int val_row_predict(const struct plan *p, const struct sim_hw *hw, const struct sim_train *t,
+int val_row_predict(const struct plan *p, const struct hw_profile *hw, const struct sim_train *t,
                     const char *trace_path, struct val_row *w, struct rl_err *e);
 
 #endif

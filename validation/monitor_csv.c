@@ -4,27 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "traces/schema.h"   /* the monitor CSV's columns and the CSV splitter */
 #include "validation/val.h"
 
-/* Columns used, by header name. */
+/* Columns used, found by header name through the monitor CSV's table (traces/schema.h). */
 enum { C_T, C_PID, C_COMM, C_RANK, C_RSS, C_HWM, C_N };
-static const char *const col_names[] = {"t_ns", "pid", "comm", "rank", "rss_bytes", "hwm_bytes"};
-_Static_assert(RL_COUNT(col_names) == C_N, "a column without a name");
-
-/* Splits a CSV line at commas in place (the monitor writes no quoted fields). */
-static int split(char *line, char **f, int max)
-{
-    int n = 0;
-    for (char *p = line; n < max;) {
-        f[n++] = p;
-        char *c = strchr(p, ',');
-        if (!c)
-            break;
-        *c = 0;
-        p = c + 1;
-    }
-    return n;
-}
+static const enum trace_mon_col used[C_N] = {TRACE_MON_T_NS, TRACE_MON_PID, TRACE_MON_COMM, TRACE_MON_RANK,
+                                             TRACE_MON_RSS, TRACE_MON_HWM};
 
 static int field_i64(const char *s, int64_t *out)
 {
@@ -69,9 +55,7 @@ int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e)
     int rc = rl_read_file(path, &text, &len, e);
     if (rc)
         return rl_err_prefix(e, "monitor_csv");
-    int col[C_N];
-    for (int k = 0; k < C_N; k++)
-        col[k] = -1;
+    int col[C_N] = {-1, -1, -1, -1, -1, -1};
     int line_no = 0, cap = 0, rank_cap = 0, rows = 0;
     int64_t sample_t = -1;   /* t_ns of the sample being read: rows of one sample share it */
     bool header_seen = false;
@@ -88,19 +72,23 @@ int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e)
             line = nl ? nl + 1 : NULL;
             continue;
         }
-        int nf = split(line, f, 64);
+        int nf = trace_csv_split(line, f, 64);
+        if (nf < 0) {
+            rc = rl_errf(e, RL_EINVAL, "monitor_csv %s: line %d: more than 64 fields or a quoted field not "
+                         "closed (expected the CSV of ratiolab monitor --csv)", path, line_no);
+            goto out;
+        }
         if (!header_seen) {   /* the first line that is not a comment: the header */
             header_seen = true;
-            for (int i = 0; i < nf; i++)
-                for (int k = 0; k < C_N; k++)
-                    if (strcmp(f[i], col_names[k]) == 0)
-                        col[k] = i;
+            const char *names[C_N];
             for (int k = 0; k < C_N; k++)
-                if (col[k] < 0) {
-                    rc = rl_errf(e, RL_EINVAL, "monitor_csv %s: line %d: no column '%s' (expected the "
-                                 "header of ratiolab monitor --csv)", path, line_no, col_names[k]);
-                    goto out;
-                }
+                names[k] = trace_mon_cols[used[k]];
+            const char *missing = trace_csv_columns(f, nf, names, C_N, col);
+            if (missing) {
+                rc = rl_errf(e, RL_EINVAL, "monitor_csv %s: line %d: no column '%s' (expected the "
+                             "header of ratiolab monitor --csv)", path, line_no, missing);
+                goto out;
+            }
         } else if (nf > 1 || *f[0]) {
             int64_t v[C_N] = {0};
             for (int k = 0; k < C_N; k++) {
@@ -108,7 +96,7 @@ int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e)
                     continue;
                 if (col[k] >= nf) {
                     rc = rl_errf(e, RL_EINVAL, "monitor_csv %s: line %d: %d fields, column '%s' is "
-                                 "missing", path, line_no, nf, col_names[k]);
+                                 "missing", path, line_no, nf, trace_mon_cols[used[k]]);
                     goto out;
                 }
                 const char *s = f[col[k]];
@@ -118,13 +106,13 @@ int val_monitor_read(const char *path, struct val_monitor *m, struct rl_err *e)
                 }
                 if (field_i64(s, &v[k])) {
                     rc = rl_errf(e, RL_EINVAL, "monitor_csv %s: line %d: column '%s': '%s' is not an "
-                                 "integer", path, line_no, col_names[k], s);
+                                 "integer", path, line_no, trace_mon_cols[used[k]], s);
                     goto out;
                 }
                 int64_t lo = k == C_RANK || k == C_RSS || k == C_HWM ? -1 : 0;   /* -1: unknown */
                 if (v[k] < lo || v[k] > col_max[k]) {
                     rc = rl_errf(e, RL_EINVAL, "monitor_csv %s: line %d: column '%s': %lld; allowed: %lld..%lld",
-                                 path, line_no, col_names[k], (long long)v[k], (long long)lo, (long long)col_max[k]);
+                                 path, line_no, trace_mon_cols[used[k]], (long long)v[k], (long long)lo, (long long)col_max[k]);
                     goto out;
                 }
             }

@@ -635,14 +635,14 @@ static void check_ratio(const struct plan *p, const struct val_probe *pr, struct
     double obs = r->observed_numel ? (double)r->observed_cpu_numel / (double)r->observed_numel : 0;
     struct val_probe_check *c;
     if (val_probe_stock_cpu(pr)) {
-        c = check(r, VAL_PROBE_RATIO, "honored_ratio", VAL_INFO);
+        c = check(r, VAL_PROBE_RATIO, RL_KEY_HONORED_RATIO, VAL_INFO);
         snprintf(c->detail, sizeof c->detail, "requested %.4g; on a GPU the plan honors %.4f (%lld of %lld elements); "
                  "this run updated every element on the CPU (CPU accelerator named \"cpu\")", p->requested_ratio,
                  p->honored_ratio, (long long)p->cpu_numel, (long long)p->per_rank_numel);
         return;
     }
     bool ok = r->observed_cpu_numel == p->cpu_numel && r->observed_numel == p->per_rank_numel;
-    c = check(r, VAL_PROBE_RATIO, "honored_ratio", ok ? VAL_PASS : VAL_FAIL);
+    c = check(r, VAL_PROBE_RATIO, RL_KEY_HONORED_RATIO, ok ? VAL_PASS : VAL_FAIL);
     snprintf(c->detail, sizeof c->detail, "requested %.4g, DeepSpeed honored %.4f (%lld of %lld elements), the plan "
              "%.4f (%lld of %lld)", p->requested_ratio, obs, (long long)r->observed_cpu_numel,
              (long long)r->observed_numel, p->honored_ratio, (long long)p->cpu_numel, (long long)p->per_rank_numel);

@@ -68,7 +68,7 @@ static void check_bitwise(struct val_report *r)
 
 static void check_honored(struct val_report *r)
 {
-    struct val_check *c = add_check(r, "honored_ratio", true);
+    struct val_check *c = add_check(r, RL_KEY_HONORED_RATIO, true);
     int bad = 0;
     for (int i = 0; i < r->n_rows; i++) {
         const struct val_row *w = &r->rows[i];
@@ -283,7 +283,7 @@ int val_report_json(const struct val_report *r, char **out, struct rl_err *e)
         char d[16];
         snprintf(d, sizeof d, "%08x", w->digest);
         json_object_set_new(x, "digest", json_string(d));
-        json_object_set_new(x, "honored_ratio", json_real(w->plan_honored_ratio));
+        json_object_set_new(x, RL_KEY_HONORED_RATIO, json_real(w->plan_honored_ratio));
         json_object_set_new(x, "host_numel", json_integer(w->plan_cpu_numel));
         json_object_set_new(x, "per_rank_numel", json_integer(w->plan_per_rank_numel));
         json_object_set_new(x, "ledger_device_bytes", json_integer(w->plan_device_bytes));
