@@ -51,7 +51,7 @@ const struct cli_opt cli_setup_opts[] = {
     {"deepspeed-version", "X.Y.Z[,..]", version_help, S_DS_VERSION},
     {"sub-group-size", "N", "elements per sub-group, overrides the config (DeepSpeed default 1e9)", S_SGS},
     {"ledger", "L", ledger_help, S_LEDGER},
-    {"param-groups", "RULE|FILE", "auto, megatron, megatron-old, hf (hf-two), flat, or a group file (docs/inputs.md)", S_GROUPS},
+    {"param-groups", "RULE", "auto, megatron, megatron-old, hf (hf-two), flat (or a group file: docs/inputs.md)", S_GROUPS},
     {"tp", "N", "tensor-parallel degree (default 1; 8 for the built-in default model)", S_TP},
     {"pp", "N", "pipeline-parallel degree (default 1)", S_PP},
     {"dp", "N", "data-parallel degree (default: gpus / (tp x pp))", S_DP},

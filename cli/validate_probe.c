@@ -637,6 +637,10 @@ int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli
     bool pass = overall == VAL_PASS && !audit_bad;
     if (json || po->report) {
         json_t *j = probe_json(path, &c, &p, &hw, pr, &r0);
+        json_object_set_new(j, "predicted_step_ns", json_integer(sr.step_ns));
+        json_object_set_new(j, "gradient_accumulation_steps", json_integer(train.grad_accum));
+        json_object_set_new(j, "param_groups", json_integer(p.n_groups));
+        json_object_set_new(j, "param_groups_from", json_string(pr->groups.n_groups > 0 ? "probe" : "command line"));
         json_t *ranks = json_array();
         for (int i = 0; i < n; i++) {
             json_t *x = json_object();
