@@ -340,6 +340,9 @@ static void print_why(const struct cli_probe_opts *po, const struct val_probe *p
     printf("\ndigests    why this run's fp32 master and --against-probe %s's differ (their audits at optimizer step "
            "%lld): ratio %.4g here, %.4g there\n", cli_data(po->against_probe), (long long)step, ratio_of(pa),
            ratio_of(pb));
+    if (pa->digest_full[0] && pb->digest_full[0])
+        printf("           every parameter gathered: %.16s... here, %.16s... there%s\n", cli_data(pa->digest_full),
+               cli_data(pb->digest_full), strcmp(pa->digest_full, pb->digest_full) ? "" : " (the same)");
     (void)fb;
     for (int i = 0; i < a->n; i++) {
         const struct val_audit_pair *q = &pairs[i];
