@@ -104,6 +104,31 @@ START_TEST(group_file_is_the_runs_grouping)
 }
 END_TEST
 
+START_TEST(hf_rule_is_deepspeeds_grouping)
+{
+    /* The accumulation cell ran HF Trainer's two groups: the plan's hf-two rule puts every tensor in
+     * the group DeepSpeed held it in (the probe's names, DeepSpeed's packing order). */
+    struct plan_model m;
+    load_tiny(&m);
+    plan_model_group(&m, PLAN_GROUPS_HF_TWO, false);
+    int rule[64];
+    for (int t = 0; t < m.n_tensors; t++)
+        rule[t] = m.tensors[t].group;
+    struct val_probe pr;
+    struct rl_err e = {0};
+    ck_assert_msg(val_probe_read(tu_src_path("tests/deepspeed/cells/0.19.8-np1-gas2.probe.json"), &pr, &e) == 0, "%s",
+                  e.msg);
+    ck_assert_int_eq(pr.groups.n_groups, 2);
+    ck_assert_int_eq(pr.groups.n_pat, m.n_tensors);
+    ck_assert_msg(plan_model_group_spec(&m, &pr.groups, &e) == 0, "%s", e.msg);
+    for (int t = 0; t < m.n_tensors; t++)
+        ck_assert_msg(m.tensors[t].group == rule[t], "%s: DeepSpeed's group %d, hf-two's %d", m.tensors[t].name,
+                      m.tensors[t].group, rule[t]);
+    val_probe_free(&pr);
+    plan_model_free(&m);
+}
+END_TEST
+
 START_TEST(group_file_rules)
 {
     struct plan_model m;
@@ -401,6 +426,7 @@ Suite *groups_suite(void)
     Suite *s = suite_create("groups");
     TCase *tc = tcase_create("groups");
     tcase_add_test(tc, group_file_is_the_runs_grouping);
+    tcase_add_test(tc, hf_rule_is_deepspeeds_grouping);
     tcase_add_test(tc, group_file_rules);
     tcase_add_test(tc, group_file_on_the_command_line);
     tcase_add_test(tc, validate_three_groups);
