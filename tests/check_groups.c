@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <check.h>
@@ -374,6 +375,18 @@ START_TEST(digests_explained)
     ck_assert_int_eq(r.status, 2);
     ck_assert_ptr_nonnull(strstr(r.err, "not the same cell at another ratio"));
     tu_run_free(&r);
+    /* A report through a symbolic link: the link stays, its target is replaced whole. */
+    tu_write("target.json", "kept until replaced\n");
+    ck_assert_int_eq(symlink("target.json", tu_path("link.json")), 0);
+    against(&r, "split-r0.8", "stock-r0.5", "--report link.json");
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    tu_run_free(&r);
+    struct stat st;
+    ck_assert_int_eq(lstat(tu_path("link.json"), &st), 0);
+    ck_assert(S_ISLNK(st.st_mode));
+    rep = tu_slurp("target.json");
+    ck_assert_ptr_nonnull(strstr(rep, "\"verdict\": \"identical\""));
+    free(rep);
     /* A report into a folder that does not exist: exit 2 before any output. */
     against(&r, "split-r0.5", "split-r0.8", "--report nodir/rep.json");
     ck_assert_int_eq(r.status, 2);
