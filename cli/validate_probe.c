@@ -43,7 +43,8 @@ static void print_groups_steps(const struct val_probe *pr)
                pr->grad_accum, pr->grad_accum == 1 ? "" : "s", pr->grad_accum, (long long)pr->micro_steps);
         if (pr->micro_batch > 0)
             printf(", micro-batch %lld", (long long)pr->micro_batch);
-        printf("); the step predicted is one optimizer step of as many\n");
+        printf("); step_time predicts one optimizer step of %d micro-batch%s\n", pr->grad_accum,
+               pr->grad_accum == 1 ? "" : "es");
     }
 }
 
@@ -627,10 +628,8 @@ int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli
         if (rc || (rc = read_replay(po->against_audit, "audit", "--against-audit", &bu, &bf, &re)) ||
             (rc = val_audit_compare(&au, af, &bu, bf, &pairs, &why, &re))) {
             e = re;
-            if (rc == RL_EINVAL && !strstr(e.msg, "--against"))
+            if (!strstr(e.msg, "--against"))
                 rl_err_prefix(&e, "--against-probe %s / --against-audit %s", po->against_probe, po->against_audit);
-            else
-                cli_err_flag(&e, "probe", "--against-probe");
             rc = cli_fail("validate", &e);
             goto out;
         }
@@ -642,7 +641,7 @@ int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli
         json_t *j = probe_json(path, &c, &p, &hw, pr, &r0);
         json_object_set_new(j, "predicted_step_ns", json_integer(sr.step_ns));
         json_object_set_new(j, "gradient_accumulation_steps", json_integer(train.grad_accum));
-        json_object_set_new(j, "param_groups", json_integer(p.n_groups));
+        json_object_set_new(j, "num_param_groups", json_integer(p.n_groups));
         json_object_set_new(j, "param_groups_from", json_string(pr->groups.n_groups > 0 ? "probe" : "command line"));
         json_t *ranks = json_array();
         for (int i = 0; i < n; i++) {
