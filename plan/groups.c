@@ -26,11 +26,13 @@ void plan_group_spec_free(struct plan_group_spec *s)
 
 static int add_pattern(struct plan_group_spec *s, int g, const char *text, size_t n, int line, struct rl_err *e)
 {
+    char at[24] = "";   /* ": line N" for a file; a probe's names have no line */
+    if (line > 0)
+        snprintf(at, sizeof at, ": line %d", line);
     if (s->n_pat >= PLAN_GROUP_MAX_PATTERNS)
-        return rl_errf(e, RL_EINVAL, "%s: line %d: more than %d names and patterns", s->source, line,
-                       PLAN_GROUP_MAX_PATTERNS);
+        return rl_errf(e, RL_EINVAL, "%s%s: more than %d names and patterns", s->source, at, PLAN_GROUP_MAX_PATTERNS);
     if (n == 0 || n >= PLAN_NAME_MAX)
-        return rl_errf(e, RL_EINVAL, "%s: line %d: a name or pattern of %zu bytes; allowed 1..%d", s->source, line, n,
+        return rl_errf(e, RL_EINVAL, "%s%s: a name or pattern of %zu bytes; allowed 1..%d", s->source, at, n,
                        PLAN_NAME_MAX - 1);
     if (rl_grow(&s->pat, &s->cap_pat, sizeof *s->pat, s->n_pat + 1, 16))
         return rl_errf(e, RL_ENOMEM, "%s: out of memory for %d patterns", s->source, s->n_pat + 1);
