@@ -259,8 +259,20 @@ int plan_model_group_spec(struct plan_model *m, const struct plan_group_spec *s,
             rc = rl_errf(e, RL_EINVAL, "%s: %s takes no parameter of model %s (an empty param group has no "
                          "sub-group)", s->source, group_desc(s, g, a, sizeof a), m->name);
     if (!rc) {
-        for (int t = 0; t < m->n_tensors; t++)
+        int seen[PLAN_MAX_GROUPS] = {0};
+        for (int t = 0; t < m->n_tensors; t++) {
             m->tensors[t].group = grp[t];
+            m->tensors[t].pack_key = 0;
+        }
+        /* The recorded order: the k-th name of a group is packed k-th. */
+        for (int k = 0; s->ordered && k < s->n_pat; k++) {
+            const struct plan_group_pattern *q = &s->pat[k];
+            for (int t = 0; !q->glob && t < m->n_tensors; t++)
+                if (grp[t] == q->group && strcmp(m->tensors[t].name, q->text) == 0) {
+                    m->tensors[t].pack_key = ++seen[q->group];
+                    break;
+                }
+        }
         m->n_groups = s->n_groups;
         m->group_rule = PLAN_GROUPS_LIST;
         snprintf(m->group_source, sizeof m->group_source, "%s", s->source);

@@ -33,6 +33,8 @@ struct plan_group_spec {
     char label[PLAN_MAX_GROUPS][PLAN_GROUP_LABEL_MAX]; /* "label:" of each group, "" when none */
     int line[PLAN_MAX_GROUPS];     /* the line each group is on (0 from a probe) */
     int rest_group;                /* the group that is "*", -1 when none */
+    bool ordered;                  /* the names are in the order DeepSpeed packed each group (a
+                                      probe's): the plan packs them so (plan_tensor.pack_key) */
     struct plan_group_pattern *pat;/* every name and pattern, in file order (owned) */
     int n_pat;                     /* entries */
     int cap_pat;                   /* allocated entries */

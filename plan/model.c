@@ -240,6 +240,7 @@ void plan_model_group(struct plan_model *m, enum plan_group_rule rule, bool has_
     for (int i = 0; i < m->n_tensors; i++) {
         int g = no_decay(rule, &m->tensors[i]) ? 1 : 0;
         m->tensors[i].group = g;
+        m->tensors[i].pack_key = 0;   /* a rule packs in module order */
         count[g]++;
     }
     if (count[0] == 0)

@@ -52,6 +52,8 @@ struct plan_tensor {
     unsigned flags;              /* PLAN_TF_* */
     int layer;                   /* transformer block index, -1 outside the blocks */
     int group;                   /* param group index, set by plan_model_group() */
+    int pack_key;                /* 0: packed in module order within its group; k > 0: packed k-th
+                                    (a probe's names, in the order DeepSpeed packed them) */
 };
 
 enum plan_arch_kind {

@@ -130,6 +130,48 @@ START_TEST(hf_rule_is_deepspeeds_grouping)
 }
 END_TEST
 
+START_TEST(recorded_order_is_packed)
+{
+    /* A probe lists each group's names in the order DeepSpeed packed them; a group built out of
+     * module order (here group 0 of gpt2-tiny's hf-two grouping reversed, worked by hand) is
+     * packed in that order, and a group file (unordered) keeps module order. */
+    struct plan_model m;
+    load_tiny(&m);
+    plan_model_group(&m, PLAN_GROUPS_HF_TWO, false);
+    struct plan_group_spec gs;
+    plan_group_spec_init(&gs, "--probe p.json");
+    gs.ordered = true;
+    struct rl_err e = {0};
+    int n0 = 0;
+    for (int t = m.n_tensors - 1; t >= 0; t--)
+        if (m.tensors[t].group == 0) {
+            ck_assert_int_eq(plan_group_spec_add_name(&gs, 0, m.tensors[t].name, &e), 0);
+            n0++;
+        }
+    for (int t = 0; t < m.n_tensors; t++)
+        if (m.tensors[t].group == 1)
+            ck_assert_int_eq(plan_group_spec_add_name(&gs, 1, m.tensors[t].name, &e), 0);
+    ck_assert_msg(plan_model_group_spec(&m, &gs, &e) == 0, "%s", e.msg);
+    struct plan_zero z = tu_zero_cpu_offload(0.5, 1000000000);
+    struct plan_layout l = {.tp = 1, .pp = 1, .dp = 1};
+    struct plan p;
+    ck_assert_msg(plan_build(&p, &m, &l, &z, NULL, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(n0, 10);   /* wte, wpe, and per block c_attn, attn c_proj, c_fc, mlp c_proj weights */
+    for (int i = 0; i < n0; i++)
+        ck_assert_str_eq(m.tensors[p.order[i]].name, gs.pat[i].text);
+    ck_assert_str_eq(m.tensors[p.order[0]].name, "transformer.h.1.mlp.c_proj.weight");
+    ck_assert_str_eq(m.tensors[p.order[n0]].name, "transformer.h.0.ln_1.weight");   /* group 1: module order */
+    plan_free(&p);
+    gs.ordered = false;
+    ck_assert_int_eq(plan_model_group_spec(&m, &gs, &e), 0);
+    ck_assert_int_eq(plan_build(&p, &m, &l, &z, NULL, &e), 0);
+    ck_assert_str_eq(m.tensors[p.order[0]].name, "transformer.wte.weight");
+    plan_free(&p);
+    plan_group_spec_free(&gs);
+    plan_model_free(&m);
+}
+END_TEST
+
 START_TEST(group_file_rules)
 {
     struct plan_model m;
@@ -438,6 +480,7 @@ Suite *groups_suite(void)
     TCase *tc = tcase_create("groups");
     tcase_add_test(tc, group_file_is_the_runs_grouping);
     tcase_add_test(tc, hf_rule_is_deepspeeds_grouping);
+    tcase_add_test(tc, recorded_order_is_packed);
     tcase_add_test(tc, group_file_rules);
     tcase_add_test(tc, group_file_on_the_command_line);
     tcase_add_test(tc, validate_three_groups);

@@ -310,6 +310,7 @@ static int read_param_groups(json_t *root, const char *file, struct val_probe *p
     char src[160];
     snprintf(src, sizeof src, "--probe %s", file);
     plan_group_spec_init(&p->groups, src);
+    p->groups.ordered = true;   /* the probe lists each group's names in DeepSpeed's packing order */
     if (!arr || json_is_null(arr))
         return 0;
     if (!json_is_array(arr) || json_array_size(arr) > PLAN_MAX_GROUPS)
