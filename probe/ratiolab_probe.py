@@ -263,7 +263,11 @@ class Probe:
             return fwd(*a, **k)
 
         def step_(*a, **k):
+            c0 = time.thread_time_ns()
+            t0 = time.perf_counter_ns()
             boundary = probe._accumulation_boundary()
+            probe.overhead_ns += time.perf_counter_ns() - t0
+            probe.overhead_cpu_ns += time.thread_time_ns() - c0
             r = step(*a, **k)
             probe._micro_steps += 1
             probe._window_micro_steps += 1
