@@ -61,6 +61,8 @@ def param_groups(model, layout, weight_decay):
         return [{"params": [p for _, p in params]}]
     if layout == "three":
         return param_groups_three(params, weight_decay)
+    if layout == "reordered":
+        return param_groups_reordered(params, weight_decay)
     from transformers.pytorch_utils import ALL_LAYERNORM_LAYERS
     from transformers.trainer_pt_utils import get_parameter_names
     decay = set(n for n in get_parameter_names(model, ALL_LAYERNORM_LAYERS) if "bias" not in n)
@@ -86,6 +88,18 @@ def param_groups_three(params, weight_decay):
     return [{"params": g[0], "weight_decay": 0.0},
             {"params": g[1], "weight_decay": weight_decay},
             {"params": g[2], "weight_decay": weight_decay, "lr": THREE_MLP_LR}]
+
+
+def param_groups_reordered(params, weight_decay):
+    """Two groups, the first built out of module order as two lists concatenated: the 1-D
+    parameters (norms and biases), then the embeddings (wpe, then wte); the second the other
+    weights, decayed. DeepSpeed packs a group in its list's order, so the first group's sub-groups
+    are not what module order would give."""
+    emb = [p for n, p in params if "wpe" in n] + [p for n, p in params if "wte" in n]
+    one_d = [p for n, p in params if p.dim() == 1]
+    taken = set(id(p) for p in emb + one_d)
+    return [{"params": one_d + emb, "weight_decay": 0.0},
+            {"params": [p for n, p in params if id(p) not in taken], "weight_decay": weight_decay}]
 
 
 def cell_accumulation(cell):

@@ -172,6 +172,40 @@ START_TEST(recorded_order_is_packed)
 }
 END_TEST
 
+START_TEST(recorded_order_on_a_real_run)
+{
+    /* DeepSpeed 0.19.8 packed a group built out of module order (the 1-D parameters, then wpe,
+     * then wte; sub_group_size 4096) as 5888 + 32768 elements: the plan from the probe's ordered
+     * names gives DeepSpeed's ten sub-groups, module order (the same groups unordered) does not. */
+    struct val_probe pr;
+    struct rl_err e = {0};
+    ck_assert_msg(val_probe_read(tu_src_path("tests/deepspeed/cells/0.19.8-np1-reordered.probe.json"), &pr, &e) == 0,
+                  "%s", e.msg);
+    ck_assert_int_eq(pr.n_sub, 10);
+    ck_assert_int_eq(pr.sub[0].numel, 5888);
+    ck_assert_int_eq(pr.sub[1].numel, 32768);
+    for (int ordered = 1; ordered >= 0; ordered--) {
+        struct plan_model m;
+        load_tiny(&m);
+        pr.groups.ordered = ordered;
+        ck_assert_msg(plan_model_group_spec(&m, &pr.groups, &e) == 0, "%s", e.msg);
+        struct plan_zero z = tu_zero_cpu_offload(0.5, pr.config.sub_group_size);
+        z.ds_version = pr.config.version;
+        struct plan_layout l = {.tp = 1, .pp = 1, .dp = 1};
+        struct plan p;
+        ck_assert_msg(plan_build(&p, &m, &l, &z, NULL, &e) == 0, "%s", e.msg);
+        bool same = p.n_subgroups == pr.n_sub;
+        for (int i = 0; same && i < pr.n_sub; i++)
+            same = p.subgroups[i].numel == pr.sub[i].numel && p.subgroups[i].group == pr.sub[i].param_group;
+        ck_assert_msg(same == (ordered == 1), "ordered %d: the plan's sub-groups %s DeepSpeed's (first %lld)", ordered,
+                      same ? "equal" : "differ from", (long long)p.subgroups[0].numel);
+        plan_free(&p);
+        plan_model_free(&m);
+    }
+    val_probe_free(&pr);
+}
+END_TEST
+
 START_TEST(group_file_rules)
 {
     struct plan_model m;
@@ -481,6 +515,7 @@ Suite *groups_suite(void)
     tcase_add_test(tc, group_file_is_the_runs_grouping);
     tcase_add_test(tc, hf_rule_is_deepspeeds_grouping);
     tcase_add_test(tc, recorded_order_is_packed);
+    tcase_add_test(tc, recorded_order_on_a_real_run);
     tcase_add_test(tc, group_file_rules);
     tcase_add_test(tc, group_file_on_the_command_line);
     tcase_add_test(tc, validate_three_groups);
