@@ -281,7 +281,7 @@ endif
 # run one after the other for FUZZ_SECONDS each by scripts/fuzz.sh; findings are copied to
 # tests/fuzz/regressions/<target>/, which `make test` replays (no fuzzing inside make test).
 FUZZ_TARGETS := ds_config hf_config hw_profile megatron_args trace dslog ckpt monitor_csv plot_inputs trace_diff \
-                probe dsconfig flags ckpt_dir paths audit
+                probe dsconfig flags ckpt_dir paths audit groups
 FUZZ_SECONDS ?= 60
 FUZZ_CC := $(shell command -v clang 2>/dev/null || command -v clang-14 2>/dev/null)
 FUZZ_DIR := build-fuzz

@@ -59,9 +59,12 @@ static void print_header(const struct plan_setup *c, const struct plan *p, bool 
            z->offload == PLAN_OFFLOAD_CPU ? "cpu" : z->offload == PLAN_OFFLOAD_NVME ? "nvme" : "none",
            z->offload == PLAN_OFFLOAD_CPU ? (z->pin_memory ? " (pinned)" : " (pageable)") : "",
            plan_dtype_name(z->dtype), (long long)z->sub_group_size);
-    fprintf(out, "partition  %lld optimizer elements per rank in %d param group%s (rule %s), %d sub-group%s\n",
+    fprintf(out, "partition  %lld optimizer elements per rank in %d param group%s (%s %s), %d sub-group%s\n",
            (long long)p->per_rank_numel, p->n_groups, p->n_groups == 1 ? "" : "s",
-           plan_group_rule_name(p->model->group_rule), p->n_subgroups, p->n_subgroups == 1 ? "" : "s");
+           p->model->group_rule == PLAN_GROUPS_LIST ? "listed in" : "rule",
+           p->model->group_rule == PLAN_GROUPS_LIST ? cli_data(p->model->group_source)
+                                                    : plan_group_rule_name(p->model->group_rule),
+           p->n_subgroups, p->n_subgroups == 1 ? "" : "s");
     (void)verbose;
     for (int i = 0; i < c->n_notes; i++)
         fprintf(out, "note       %s\n", c->notes[i]);

@@ -18,10 +18,13 @@
 #include "validation/probe.h"
 #include "validation/val.h"
 
-enum { V_DSLOG = 1, V_MONITOR, V_TOL, V_JSON, V_PROBE, V_AUDIT };
+enum { V_DSLOG = 1, V_MONITOR, V_TOL, V_JSON, V_PROBE, V_AUDIT, V_AGAINST_PROBE, V_AGAINST_AUDIT, V_REPORT };
 static const struct cli_opt opts[] = {
     {"probe", "FILE", "a ratiolab_probe JSON of a real DeepSpeed run (one rank): sub-groups, placement, memory, time", V_PROBE},
     {"audit", "FILE", "with --probe: the probe's audit file (audit_step=K): every sub-group's update replayed bit for bit", V_AUDIT},
+    {"against-probe", "FILE", "with --audit: rank 0's probe of the same cell at another ratio, to explain the two digests", V_AGAINST_PROBE},
+    {"against-audit", "FILE", "with --against-probe: that run's audit file (the same rank as --audit)", V_AGAINST_AUDIT},
+    {"report", "FILE", "with --probe: the verdicts as JSON in FILE too (what --json prints; the file replaced whole)", V_REPORT},
     {"deepspeed-log", "FILE...", "DeepSpeed/Megatron log(s) of a real run (plain or .gz); more files may follow", V_DSLOG},
     {"monitor", "FILE", "a ratiolab monitor --csv of the same run: per-process host memory", V_MONITOR},
     {"tolerance", "GIB[,PCT]", "allowed difference: memory in GiB (default 0.1), step time in percent (default 10)", V_TOL},
@@ -34,7 +37,7 @@ struct validate_args {
     int n_logs;                          /* entries */
     const char *monitor;                 /* --monitor FILE, NULL when absent */
     const char *probe;                   /* --probe FILE, NULL when absent */
-    const char *audit;                   /* --audit FILE (with --probe), NULL when absent */
+    struct cli_probe_opts po;            /* --audit, --against-probe, --against-audit, --report (with --probe) */
     double tol_gib;                      /* memory tolerance, GiB */
     double tol_pct;                      /* step-time tolerance, percent */
     bool json;                           /* --json */
@@ -48,7 +51,10 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     case V_DSLOG: a->logs[a->n_logs++] = v; return 0;
     case V_MONITOR: a->monitor = v; return 0;
     case V_PROBE: a->probe = v; return 0;
-    case V_AUDIT: a->audit = v; return 0;
+    case V_AUDIT: a->po.audit = v; return 0;
+    case V_AGAINST_PROBE: a->po.against_probe = v; return 0;
+    case V_AGAINST_AUDIT: a->po.against_audit = v; return 0;
+    case V_REPORT: a->po.report = v; return 0;
     case V_JSON: a->json = true; return 0;
     case V_TOL: {
         char buf[128];
@@ -697,7 +703,8 @@ static int run(int argc, char **argv)
         {"model, layout and DeepSpeed config", cli_setup_opts, on_setup, fw},
     };
     static const char usage[] =
-        "ratiolab validate --probe FILE --model M [--param-groups G] [--ds-config F] [--hw P] [--audit FILE] [--json]\n"
+        "ratiolab validate --probe FILE --model M [--param-groups G|FILE] [--ds-config F] [--hw P] [--audit FILE\n"
+        "         [--against-probe FILE --against-audit FILE]] [--report FILE] [--json]\n"
         "       ratiolab validate --deepspeed-log FILE [FILE...] [--ds-config F] [--model M] [--monitor CSV] [--json]\n"
         "       ratiolab validate --ratios 0,0.3,0.5,1 --ranks N [--backend cpu|cuda] [--hw P | --calibrate] --out DIR";
     static const char desc[] =
@@ -739,10 +746,19 @@ static int run(int argc, char **argv)
                     "options (--ratios, --ranks, --out, ...); run them separately");
             return cli_fail("validate", &e);
         }
-        return cli_validate_probe(a.probe, &s, &sim, a.tol_gib, a.tol_pct, a.json, a.audit);
+        if ((a.po.against_probe || a.po.against_audit) && !(a.po.audit && a.po.against_probe && a.po.against_audit)) {
+            rl_errf(&e, RL_EINVAL, "--against-probe and --against-audit: give both, with --audit (two runs' audits "
+                    "explain their digests)");
+            return cli_fail("validate", &e);
+        }
+        return cli_validate_probe(a.probe, &s, &sim, a.tol_gib, a.tol_pct, a.json, &a.po);
     }
-    if (a.audit) {
-        rl_errf(&e, RL_EINVAL, "--audit: %s needs --probe (the audit file belongs to a probe's run)", a.audit);
+    const char *needs_probe = a.po.audit ? "--audit" : a.po.against_probe ? "--against-probe"
+                              : a.po.against_audit ? "--against-audit" : a.po.report ? "--report" : NULL;
+    if (needs_probe) {
+        const char *v = a.po.audit ? a.po.audit : a.po.against_probe ? a.po.against_probe
+                        : a.po.against_audit ? a.po.against_audit : a.po.report;
+        rl_errf(&e, RL_EINVAL, "%s: %s needs --probe (the file belongs to a probe's run)", needs_probe, v);
         return cli_fail("validate", &e);
     }
     if (a.n_logs) {

@@ -51,7 +51,7 @@ const struct cli_opt cli_setup_opts[] = {
     {"deepspeed-version", "X.Y.Z[,..]", version_help, S_DS_VERSION},
     {"sub-group-size", "N", "elements per sub-group, overrides the config (DeepSpeed default 1e9)", S_SGS},
     {"ledger", "L", ledger_help, S_LEDGER},
-    {"param-groups", "RULE", "auto, megatron, megatron-old, hf (hf-two), flat", S_GROUPS},
+    {"param-groups", "RULE", "auto, megatron, megatron-old, hf (hf-two), flat (or a group file: docs/inputs.md)", S_GROUPS},
     {"tp", "N", "tensor-parallel degree (default 1; 8 for the built-in default model)", S_TP},
     {"pp", "N", "pipeline-parallel degree (default 1)", S_PP},
     {"dp", "N", "data-parallel degree (default: gpus / (tp x pp))", S_DP},
@@ -121,7 +121,13 @@ int cli_setup_opt(void *ctx, int id, const char *v, struct rl_err *e)
     case S_SGS:
         s->sub_group_size_set = true;
         return rl_parse_i64("--sub-group-size", v, 1, INT64_C(1) << 50, &s->sub_group_size, e);
-    case S_GROUPS: return plan_group_rule_parse(v, &s->groups, e);
+    case S_GROUPS:   /* a rule's name, else a group file's path (read when the model is resolved) */
+        s->groups_file = NULL;
+        if (plan_group_rule_parse(v, &s->groups, NULL) == 0)
+            return 0;
+        s->groups = PLAN_GROUPS_AUTO;
+        s->groups_file = v;
+        return 0;
     case S_MEGATRON_VERSION:
         s->megatron_rule_set = true;
         s->megatron_split_qkv = plan_megatron_version_splits_qkv(v);

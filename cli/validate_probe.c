@@ -20,6 +20,34 @@ static double gib(int64_t b) { return (double)b / RL_GIB; }
 static void print_ranks(const char *const *paths, const struct val_probe *prs, const struct val_probe_result *rs,
                         int n, enum val_status digest, const char *digest_detail);
 
+/* The run's param groups (when the probe names them) and its steps' micro-steps. */
+static void print_groups_steps(const struct val_probe *pr)
+{
+    if (pr->groups.n_groups > 0) {
+        printf("groups     %d param group%s, as the probe recorded them (the plan's):", pr->groups.n_groups,
+               pr->groups.n_groups == 1 ? "" : "s");
+        for (int g = 0; g < pr->groups.n_groups; g++) {
+            const struct val_probe_group *x = &pr->group[g];
+            printf("\n             %d: %d parameter%s, %lld elements", g, x->n_params, x->n_params == 1 ? "" : "s",
+                   (long long)x->numel);
+            if (!isnan(x->lr))
+                printf(", lr %.6g", x->lr);
+            if (!isnan(x->weight_decay))
+                printf(", weight decay %.6g", x->weight_decay);
+        }
+        printf("\n");
+    }
+    if (pr->micro_steps >= 0 && pr->optimizer_steps >= 0) {
+        printf("steps      %lld optimizer step%s of %d micro-step%s each (gradient_accumulation_steps %d: %lld "
+               "engine.step() calls", (long long)pr->optimizer_steps, pr->optimizer_steps == 1 ? "" : "s",
+               pr->grad_accum, pr->grad_accum == 1 ? "" : "s", pr->grad_accum, (long long)pr->micro_steps);
+        if (pr->micro_batch > 0)
+            printf(", micro-batch %lld", (long long)pr->micro_batch);
+        printf("); step_time predicts one optimizer step of %d micro-batch%s\n", pr->grad_accum,
+               pr->grad_accum == 1 ? "" : "es");
+    }
+}
+
 /* Rank 0's report in full, then the other ranks (print_ranks); r->overall is every rank's. */
 static void print_probe(const char *path, const struct plan_setup *c, const struct plan *p, const struct hw_profile *hw,
                         const struct val_probe *pr, const struct val_probe_result *r, const char *const *paths,
@@ -34,6 +62,7 @@ static void print_probe(const char *path, const struct plan_setup *c, const stru
            "%d sub-groups, %d on the CPU, honored ratio %.4f\n", RL_VERSION_S(p->zero.ds_version),
            plan_policy_name(p->policy), plan_ledger_name(p->ledger_kind), p->requested_ratio,
            (long long)p->zero.sub_group_size, p->layout.dp, p->n_subgroups, p->cpu_subgroups, p->honored_ratio);
+    print_groups_steps(pr);
     printf("\n  %-4s %-6s %12s %12s  %-10s %-10s %s\n", "sub", "group", "DeepSpeed", "plan", "DS device", "plan", "state held by");
     for (int i = 0; i < pr->n_sub; i++) {
         const struct val_probe_subgroup *g = &pr->sub[i];
@@ -258,8 +287,253 @@ static json_t *audit_json(const char *path, const struct val_audit *a, const str
     return o;
 }
 
+/* Reads and replays one audit file; flag names it in messages. */
+static int read_replay(const char *path, const char *field, const char *flag, struct val_audit *a,
+                       struct val_audit_finding **f, struct rl_err *e)
+{
+    int rc = val_audit_read(path, a, e);
+    if (rc)
+        return cli_err_flag(e, field, flag);
+    if (!(*f = calloc(a->n ? (size_t)a->n : 1, sizeof **f)))
+        return rl_errf(e, RL_ENOMEM, "%s: out of memory", flag);
+    return val_audit_replay(a, *f, e);
+}
+
+/* Whether b (read from b_path) is the same cell as a at another ratio: the same DeepSpeed, ranks,
+ * sub_group_size and sub-groups (sizes and param groups). RL_EINVAL naming what differs. */
+static int same_cell(const struct val_probe *a, const struct val_probe *b, const char *b_path, struct rl_err *e)
+{
+    const char *pre = "--against-probe";
+    if (b->rank != 0)
+        return rl_errf(e, RL_EINVAL, "%s %s: rank %d; allowed: 0 (rank 0's file, as --probe)", pre, b_path, b->rank);
+    if (strcmp(a->ds_version_text, b->ds_version_text) != 0 || a->world_size != b->world_size || a->dp != b->dp ||
+        a->config.sub_group_size != b->config.sub_group_size || a->n_sub != b->n_sub)
+        return rl_errf(e, RL_EINVAL, "%s %s: DeepSpeed %s, world %d, sub_group_size %lld, %d sub-groups; --probe: %s, "
+                       "%d, %lld, %d: not the same cell at another ratio", pre, b_path, b->ds_version_text,
+                       b->world_size, (long long)b->config.sub_group_size, b->n_sub, a->ds_version_text, a->world_size,
+                       (long long)a->config.sub_group_size, a->n_sub);
+    for (int i = 0; i < a->n_sub; i++)
+        if (a->sub[i].numel != b->sub[i].numel || a->sub[i].param_group != b->sub[i].param_group)
+            return rl_errf(e, RL_EINVAL, "%s %s: sub-group %d holds %lld elements of param group %d, --probe's %lld of "
+                           "group %d: not the same cell", pre, b_path, i, (long long)b->sub[i].numel,
+                           b->sub[i].param_group, (long long)a->sub[i].numel, a->sub[i].param_group);
+    return 0;
+}
+
+static double ratio_of(const struct val_probe *p) { return p->config.have_ratio ? p->config.ratio : -1; }
+
+/* DeepSpeed draws one random number (torch.randn(1), stage3.py's backup parameter) when the ratio
+ * is below 1: a run at 1 and a run below it see other random numbers from the first forward on. */
+static bool rng_shift(const struct val_probe *a, const struct val_probe *b)
+{
+    double ra = ratio_of(a), rb = ratio_of(b);
+    return ra >= 0 && rb >= 0 && ((ra >= 1.0) != (rb >= 1.0));
+}
+
+/* The text of the two runs' comparison: a line per record, then the verdict. */
+static void print_why(const struct cli_probe_opts *po, const struct val_probe *pa, const struct val_probe *pb,
+                      const struct val_audit *a, const struct val_audit_finding *fa, const struct val_audit *b,
+                      const struct val_audit_finding *fb, const struct val_audit_pair *pairs, enum val_audit_why why)
+{
+    int64_t step = a->n ? a->rec[0].step : 0, n_el = 0, n_after = 0, mu = 0, n_moved_el = 0, n_moved_after = 0;
+    int64_t mu_moved = 0, other_n = 0, other_mu = 0, n_grad = 0;
+    double abs_moved = 0, abs_all = 0;
+    printf("\ndigests    why this run's fp32 master and --against-probe %s's differ (their audits at optimizer step "
+           "%lld): ratio %.4g here, %.4g there\n", cli_data(po->against_probe), (long long)step, ratio_of(pa),
+           ratio_of(pb));
+    if (pa->digest_full[0] && pb->digest_full[0])
+        printf("           every parameter gathered: %.16s... here, %.16s... there%s\n", cli_data(pa->digest_full),
+               cli_data(pb->digest_full), strcmp(pa->digest_full, pb->digest_full) ? "" : " (the same)");
+    (void)fb;
+    for (int i = 0; i < a->n; i++) {
+        const struct val_audit_pair *q = &pairs[i];
+        const struct val_audit_rec *x = &a->rec[q->a], *y = &b->rec[q->b];
+        printf("  rank %u sub-group %u (group %u, elements %lld..%lld of %lld): %s", x->rank, x->sub_group,
+               x->param_group, (long long)x->first_element, (long long)(x->first_element + x->numel - 1),
+               (long long)x->subgroup_numel, kern_replay_opt_name(x->optimizer));
+        if (q->same_optimizer)
+            printf(" in both");
+        else
+            printf(" here, %s there", kern_replay_opt_name(y->optimizer));
+        printf(", %s; after step %lld %lld of %lld elements differ", q->exact_a && q->exact_b ? "exact in both"
+               : q->exact_a ? "NOT exact there" : q->exact_b ? "NOT exact here" : "NOT exact in either",
+               (long long)step, (long long)q->n_diff_after, (long long)q->numel);
+        if (q->n_diff_after)
+            printf(", at most %lld ulps (%.3g)", (long long)q->max_ulps_after, q->max_abs_after);
+        if (!q->same_optimizer && fa[q->a].other_n_diff >= 0)
+            printf(" (one step of %s from this run's state: %lld differ, at most %lld ulps)",
+                   kern_replay_opt_name(fa[q->a].other_optimizer), (long long)fa[q->a].other_n_diff,
+                   (long long)fa[q->a].other_max_ulps);
+        else if (q->same_optimizer)
+            printf(" (the gradient step %lld saw differs in %lld)", (long long)step, (long long)q->n_diff_grad);
+        printf("\n");
+        n_el += q->numel;
+        n_after += q->n_diff_after;
+        n_grad += q->n_diff_grad;
+        if (q->max_ulps_after > mu)
+            mu = q->max_ulps_after;
+        if (q->max_abs_after > abs_all)
+            abs_all = q->max_abs_after;
+        if (!q->same_optimizer) {
+            if (q->max_abs_after > abs_moved)
+                abs_moved = q->max_abs_after;
+            n_moved_el += q->numel;
+            n_moved_after += q->n_diff_after;
+            if (q->max_ulps_after > mu_moved)
+                mu_moved = q->max_ulps_after;
+            if (fa[q->a].other_n_diff > 0)
+                other_n += fa[q->a].other_n_diff;
+            if (fa[q->a].other_max_ulps > other_mu)
+                other_mu = fa[q->a].other_max_ulps;
+        }
+    }
+    switch (why) {
+    case VAL_WHY_IDENTICAL:
+        printf("  identical  the two runs' fp32 masters after step %lld are the same bits in all %lld elements\n",
+               (long long)step, (long long)n_el);
+        break;
+    case VAL_WHY_OPTIMIZERS:
+        printf("  explained  the ratio moved sub-groups between the optimizers (%lld of %lld elements audited); each "
+               "sub-group is bit-exact to the optimizer that stepped it in each run, so the digests differ by the "
+               "two optimizers' rounding: after %lld steps the moved sub-groups differ in %lld elements (at most "
+               "%lld ulps, %.3g; one step of the other optimizer from the same state: %lld, at most %lld ulps), and "
+               "through the forward pass every sub-group in %lld of %lld (at most %.3g)\n",
+               (long long)n_moved_el, (long long)n_el, (long long)step, (long long)n_moved_after, (long long)mu_moved,
+               abs_moved, (long long)other_n, (long long)other_mu, (long long)n_after, (long long)n_el, abs_all);
+        break;
+    case VAL_WHY_INPUTS:
+        printf("  inputs     every sub-group was stepped by the same optimizer in both runs and is bit-exact to it, "
+               "yet the gradients of step %lld differ in %lld of %lld elements: not the optimizers' arithmetic, "
+               "the forward and backward saw other inputs or other random numbers\n", (long long)step,
+               (long long)n_grad, (long long)n_el);
+        break;
+    case VAL_WHY_NOT_EXACT:
+        printf("  NOT explained  a sub-group above was not exact to its optimizer's arithmetic (see the audit): "
+               "the digests' difference is not only the optimizers' rounding\n");
+        break;
+    }
+    if (rng_shift(pa, pb) && why != VAL_WHY_IDENTICAL)
+        printf("  note       one run has ratio 1, the other below 1: DeepSpeed then draws torch.randn(1) for its "
+               "backup parameter (stage3.py), which shifts the global RNG, so with dropout the two runs see other "
+               "masks from the first forward on\n");
+}
+
+static json_t *why_json(const struct cli_probe_opts *po, const struct val_probe *pa, const struct val_probe *pb,
+                        const struct val_audit *a, const struct val_audit_finding *fa, const struct val_audit *b,
+                        const struct val_audit_finding *fb, const struct val_audit_pair *pairs, enum val_audit_why why)
+{
+    json_t *o = json_object(), *arr = json_array();
+    (void)fb;
+    json_object_set_new(o, "against_probe", json_string(po->against_probe));
+    json_object_set_new(o, "against_audit", json_string(po->against_audit));
+    json_object_set_new(o, "ratio", ratio_of(pa) >= 0 ? json_real(ratio_of(pa)) : json_null());
+    json_object_set_new(o, "against_ratio", ratio_of(pb) >= 0 ? json_real(ratio_of(pb)) : json_null());
+    json_object_set_new(o, "step", json_integer(a->n ? a->rec[0].step : 0));
+    json_object_set_new(o, "verdict", json_string(val_audit_why_name(why)));
+    json_object_set_new(o, "rng_shift", json_boolean(rng_shift(pa, pb)));
+    for (int i = 0; i < a->n; i++) {
+        const struct val_audit_pair *q = &pairs[i];
+        const struct val_audit_rec *x = &a->rec[q->a], *y = &b->rec[q->b];
+        json_t *r = json_object();
+        json_object_set_new(r, "rank", json_integer(x->rank));
+        json_object_set_new(r, "sub_group", json_integer(x->sub_group));
+        json_object_set_new(r, "param_group", json_integer(x->param_group));
+        json_object_set_new(r, "first_element", json_integer(x->first_element));
+        json_object_set_new(r, "numel", json_integer(x->numel));
+        json_object_set_new(r, "optimizer", json_string(kern_replay_opt_name(x->optimizer)));
+        json_object_set_new(r, "against_optimizer", json_string(kern_replay_opt_name(y->optimizer)));
+        json_object_set_new(r, "exact", json_boolean(q->exact_a));
+        json_object_set_new(r, "against_exact", json_boolean(q->exact_b));
+        json_object_set_new(r, "n_diff_before", json_integer(q->n_diff_before));
+        json_object_set_new(r, "n_diff_grad", json_integer(q->n_diff_grad));
+        json_object_set_new(r, "n_diff_after", json_integer(q->n_diff_after));
+        json_object_set_new(r, "max_ulps_after", json_integer(q->max_ulps_after));
+        json_object_set_new(r, "max_abs_after", json_real(isfinite(q->max_abs_after) ? q->max_abs_after : -1));
+        json_object_set_new(r, "other_step_n_diff", json_integer(fa[q->a].other_n_diff));
+        json_object_set_new(r, "other_step_max_ulps", json_integer(fa[q->a].other_max_ulps));
+        json_array_append_new(arr, r);
+    }
+    json_object_set_new(o, "records", arr);
+    return o;
+}
+
+/* The JSON document written whole to path through rl_outfile (a temporary file renamed over a
+ * regular file; a link's target replaced; a device or FIFO written in place). */
+static int write_report(const char *path, const json_t *j, struct rl_err *e)
+{
+    struct rl_outfile o;
+    int rc = rl_outfile_open(&o, path, e);
+    if (rc)
+        return cli_err_flag(e, "report", "--report");
+    if (cli_json_dumpf(j, o.fp, JSON_INDENT(2) | JSON_PRESERVE_ORDER) || fputc('\n', o.fp) == EOF) {
+        rl_outfile_abort(&o);
+        return rl_errf(e, RL_EENV, "--report %s: cannot write the JSON", path);
+    }
+    return rl_outfile_commit(&o, e);
+}
+
+/* The grouping the user gave (--param-groups RULE or FILE) against the probe's recorded one:
+ * RL_EINVAL saying both group counts and the first parameter they place apart. Nothing given:
+ * 0 (the probe's is taken). */
+static int check_groups(const struct plan_inputs *in, const struct val_probe *pr, struct rl_err *e)
+{
+    if (in->groups == PLAN_GROUPS_AUTO && !in->groups_file)
+        return 0;
+    struct plan_setup mine, run;
+    memset(&mine, 0, sizeof mine);
+    memset(&run, 0, sizeof run);
+    struct plan_inputs rin = *in;
+    rin.group_spec = &pr->groups;
+    int rc = cli_setup_resolve(in, &mine, e);
+    if (!rc && (rc = cli_setup_resolve(&rin, &run, e)) == 0) {
+        const struct plan_model *a = &mine.model, *b = &run.model;
+        int t = 0;
+        while (t < a->n_tensors && t < b->n_tensors && a->tensors[t].group == b->tensors[t].group)
+            t++;
+        char given[200];
+        snprintf(given, sizeof given, "%s", in->groups_file ? in->groups_file : plan_group_rule_name(in->groups));
+        if (a->n_groups != b->n_groups || t < a->n_tensors)
+            rc = rl_errf(e, RL_EINVAL, "--param-groups %s: %d param group%s, the run's probe records %d (%s: "
+                         "group %d there, group %d in the run); leave --param-groups out to take the probe's",
+                         given, a->n_groups, a->n_groups == 1 ? "" : "s", b->n_groups,
+                         t < a->n_tensors ? a->tensors[t].name : "every parameter",
+                         t < a->n_tensors ? a->tensors[t].group : 0, t < b->n_tensors ? b->tensors[t].group : 0);
+    }
+    plan_setup_free(&mine);
+    plan_setup_free(&run);
+    return rc;
+}
+
+/* The run's gradient accumulation and micro-batch from the probe: the step predict models is the
+ * step the run made (an optimizer step of grad_accum micro-steps). A --grad-accum, --micro-batch
+ * or DeepSpeed config that says otherwise is RL_EINVAL. */
+static int probe_accumulation(const struct val_probe *pr, const struct plan_setup *c, struct sim_train *t,
+                              struct rl_err *e)
+{
+    if (t->grad_accum > 0 && t->grad_accum != pr->grad_accum)
+        return rl_errf(e, RL_EINVAL, "--grad-accum: %lld; the run (--probe) took %d micro-step%s per optimizer step "
+                       "(gradient_accumulation_steps); give the run's or none", (long long)t->grad_accum,
+                       pr->grad_accum, pr->grad_accum == 1 ? "" : "s");
+    if (t->grad_accum <= 0 && c->zero.src_grad_accum == PLAN_SRC_CONFIG && c->zero.grad_accum != pr->grad_accum)
+        return rl_errf(e, RL_EINVAL, "--ds-config: gradient_accumulation_steps: %lld; the run (--probe) used %d; give "
+                       "the run's own config", (long long)c->zero.grad_accum, pr->grad_accum);
+    t->grad_accum = pr->grad_accum;
+    if (pr->micro_batch > 0) {
+        if (t->micro_batch > 0 && t->micro_batch != pr->micro_batch)
+            return rl_errf(e, RL_EINVAL, "--micro-batch: %lld; the run (--probe) used %lld; give the run's or none",
+                           (long long)t->micro_batch, (long long)pr->micro_batch);
+        if (t->micro_batch <= 0 && (c->zero.src_micro_batch == PLAN_SRC_CONFIG || c->zero.src_micro_batch == PLAN_SRC_CLI) &&
+            c->zero.micro_batch != pr->micro_batch)
+            return rl_errf(e, RL_EINVAL, "micro_batch: %lld (%s); the run (--probe) used %lld; give the run's or none",
+                           (long long)c->zero.micro_batch, c->zero.src_micro_batch == PLAN_SRC_CONFIG ? "--ds-config"
+                           : "--micro-batch", (long long)pr->micro_batch);
+        t->micro_batch = pr->micro_batch;
+    }
+    return 0;
+}
+
 int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli_sim *sim, double tol_gib,
-                       double tol_pct, bool json, const char *audit_path)
+                       double tol_pct, bool json, const struct cli_probe_opts *po)
 {
     struct rl_err e = {0};
     struct plan_setup c;
@@ -270,14 +544,25 @@ int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli
     int n = 0;
     struct val_probe_result *rs = NULL;
     struct sim_step_result sr;
-    struct val_audit au;
-    struct val_audit_finding *af = NULL;
+    struct val_audit au, bu;
+    struct val_audit_finding *af = NULL, *bf = NULL;
+    struct val_probe pb;
+    struct val_audit_pair *pairs = NULL;
+    enum val_audit_why why = VAL_WHY_IDENTICAL;
+    const char *audit_path = po->audit;
     memset(&au, 0, sizeof au);
+    memset(&bu, 0, sizeof bu);
+    memset(&pb, 0, sizeof pb);
     memset(&c, 0, sizeof c);
     memset(&p, 0, sizeof p);
     int rc;
     char what[600];
     snprintf(what, sizeof what, "--probe %s", path);
+    if (po->report && (rc = rl_outfile_check(po->report, &e))) {   /* before any work */
+        cli_err_flag(&e, "report", "--report");
+        rc = cli_fail("validate", &e);
+        goto out;
+    }
     if ((rc = read_ranks(path, &prs, &paths, &n, &e))) {
         cli_err_flag(&e, "probe", "--probe");
         rc = cli_fail("validate", &e);
@@ -288,9 +573,20 @@ int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli
     struct plan_inputs in = *s;
     if (in.layout.dp <= 0 && in.layout.world <= 0 && in.layout.nodes <= 0)
         in.layout.dp = pr->dp;
+    /* The run's param groups, when the probe names them: a grouping the user gave must be the
+     * same (check_groups), and the plan takes the probe's. */
+    if (pr->groups.n_groups > 0) {
+        if ((rc = check_groups(&in, pr, &e))) {
+            rc = cli_fail("validate", &e);
+            goto out;
+        }
+        in.group_spec = &pr->groups;
+    }
+    struct sim_train train = sim->train;
     if ((rc = cli_setup_resolve(&in, &c, &e)) || (rc = val_facts_apply(&pr->config, pr->dp, what, s, &c, &e)) ||
+        (rc = probe_accumulation(pr, &c, &train, &e)) ||
         (rc = cli_sim_load_hw(sim, &c, &hw, &e)) || (rc = plan_setup_plan(&c, -1, &p, &e)) ||
-        (rc = sim_step_run(&p, &hw, &sim->train, NULL, &sr, &e))) {
+        (rc = sim_step_run(&p, &hw, &train, NULL, &sr, &e))) {
         cli_sim_err(&e);
         rc = cli_fail("validate", &e);
         goto out;
@@ -318,26 +614,35 @@ int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli
     r0.overall = overall;
     int audit_bad = 0;
     if (audit_path) {
-        if ((rc = val_audit_read(audit_path, &au, &e))) {
-            cli_err_flag(&e, "audit", "--audit");
-            rc = cli_fail("validate", &e);
-            goto out;
-        }
-        af = calloc(au.n ? (size_t)au.n : 1, sizeof *af);
-        if (!af) {
-            rl_errf(&e, RL_ENOMEM, "--audit: out of memory");
-            rc = cli_fail("validate", &e);
-            goto out;
-        }
-        if ((rc = val_audit_replay(&au, af, &e))) {
+        if ((rc = read_replay(audit_path, "audit", "--audit", &au, &af, &e))) {
             rc = cli_fail("validate", &e);
             goto out;
         }
         for (int i = 0; i < au.n; i++)
             audit_bad += af[i].status != VAL_AUDIT_IDENTICAL || !af[i].formula_ok || af[i].hp_mismatch;
     }
-    if (json) {
+    if (po->against_probe) {
+        struct rl_err re = {0};
+        if ((rc = val_probe_read(po->against_probe, &pb, &re)) == 0)
+            rc = same_cell(pr, &pb, po->against_probe, &re);
+        if (rc || (rc = read_replay(po->against_audit, "audit", "--against-audit", &bu, &bf, &re)) ||
+            (rc = val_audit_compare(&au, af, &bu, bf, &pairs, &why, &re))) {
+            e = re;
+            if (!strstr(e.msg, "--against"))
+                rl_err_prefix(&e, "--against-probe %s / --against-audit %s", po->against_probe, po->against_audit);
+            rc = cli_fail("validate", &e);
+            goto out;
+        }
+        if (why == VAL_WHY_NOT_EXACT)
+            audit_bad++;
+    }
+    bool pass = overall == VAL_PASS && !audit_bad;
+    if (json || po->report) {
         json_t *j = probe_json(path, &c, &p, &hw, pr, &r0);
+        json_object_set_new(j, "predicted_step_ns", json_integer(sr.step_ns));
+        json_object_set_new(j, "gradient_accumulation_steps", json_integer(train.grad_accum));
+        json_object_set_new(j, "num_param_groups", json_integer(p.n_groups));
+        json_object_set_new(j, "param_groups_from", json_string(pr->groups.n_groups > 0 ? "probe" : "command line"));
         json_t *ranks = json_array();
         for (int i = 0; i < n; i++) {
             json_t *x = json_object();
@@ -354,24 +659,44 @@ int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli
         json_object_set_new(j, "gathered_digest", g);
         if (audit_path) {
             json_object_set_new(j, "audit", audit_json(audit_path, &au, af));
-            json_object_set_new(j, "verdict", json_string(overall == VAL_PASS && !audit_bad ? "PASS" : "FAIL"));
+            json_object_set_new(j, "verdict", json_string(pass ? "PASS" : "FAIL"));
         }
-        char *text = cli_json_dumps(cli_json_versioned(j), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        printf("%s\n", text);
-        free(text);
+        if (pairs)
+            json_object_set_new(j, "digest_explanation", why_json(po, pr, &pb, &au, af, &bu, bf, pairs, why));
+        cli_json_versioned(j);
+        if (po->report && (rc = write_report(po->report, j, &e))) {
+            json_decref(j);
+            rc = cli_fail("validate", &e);
+            goto out;
+        }
+        if (json) {
+            char *text = cli_json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+            printf("%s\n", text);
+            free(text);
+        }
         json_decref(j);
-    } else {
+    }
+    if (!json) {
         print_probe(path, &c, &p, &hw, pr, &r0, (const char *const *)paths, prs, rs, n, digest, digest_detail);
         if (audit_path) {
             print_audit(audit_path, &au, af);
-            printf("verdict    %s (the audit: %d of %d sub-groups with a finding)\n",
-                   overall == VAL_PASS && !audit_bad ? "PASS" : "FAIL", audit_bad, au.n);
+            if (pairs)
+                print_why(po, pr, &pb, &au, af, &bu, bf, pairs, why);
+            printf("verdict    %s (the audit: %d of %d sub-groups with a finding%s)\n", pass ? "PASS" : "FAIL",
+                   audit_bad - (why == VAL_WHY_NOT_EXACT), au.n,
+                   why == VAL_WHY_NOT_EXACT ? "; the digests' difference not explained" : "");
         }
+        if (po->report)
+            printf("report     %s\n", cli_data(po->report));
     }
-    rc = overall == VAL_PASS && !audit_bad ? 0 : 1;
+    rc = pass ? 0 : 1;
 out:
     free(af);
+    free(bf);
+    free(pairs);
     val_audit_free(&au);
+    val_audit_free(&bu);
+    val_probe_free(&pb);
     for (int i = 0; prs && i < n; i++)
         val_probe_free(&prs[i]);
     for (int i = 0; paths && i < n; i++)

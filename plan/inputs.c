@@ -251,6 +251,27 @@ static int resolve_layout(const struct plan_inputs *in, const struct plan_megatr
     return 0;
 }
 
+/* Groups m by a list: the spec a caller gives (a probe's names), else the group file. A path
+ * that cannot be read is reported as what it also is not: a rule name. */
+static int group_list(const struct plan_inputs *in, struct plan_model *m, struct rl_err *e)
+{
+    if (in->group_spec)
+        return plan_model_group_spec(m, in->group_spec, e);
+    struct plan_group_spec gs;
+    struct rl_err re = {0};
+    int rc = plan_group_spec_read(in->groups_file, &gs, &re);
+    if (rc == RL_ENOENT || (rc && strstr(re.msg, "No such file")))
+        return rl_errf(e, RL_EINVAL, "param_groups: '%s' is neither a rule (auto, megatron, megatron-old, hf, "
+                       "hf-two, flat) nor a group file (%s)", in->groups_file, re.msg);
+    if (rc) {
+        *e = re;
+        return rl_err_prefix(e, "param_groups");
+    }
+    rc = plan_model_group_spec(m, &gs, e);
+    plan_group_spec_free(&gs);
+    return rc ? rl_err_prefix(e, "param_groups") : 0;
+}
+
 /* The model for the resolved layout, grouped by its param-group rule. */
 static int resolve_model(const struct plan_inputs *in, const struct plan_megatron_launch *launch,
                          struct plan_setup *c, struct rl_err *e)
@@ -279,7 +300,7 @@ static int resolve_model(const struct plan_inputs *in, const struct plan_megatro
     enum plan_group_rule rule = in->groups;
     if (in->megatron_rule_set) {
         int rc = 0;
-        if (in->groups != PLAN_GROUPS_AUTO)
+        if (in->groups != PLAN_GROUPS_AUTO || in->groups_file)
             rc = rl_errf(e, RL_EINVAL, "megatron_version and param_groups: give one (both pick "
                          "the param-group rule)");
         else if (c->model.arch.kind != PLAN_ARCH_MEGATRON_GPT)
@@ -291,6 +312,12 @@ static int resolve_model(const struct plan_inputs *in, const struct plan_megatro
             return rc;
         }
         rule = in->megatron_rule;
+    }
+    if (in->group_spec || in->groups_file) {
+        int rc = group_list(in, &c->model, e);
+        if (rc)
+            plan_model_free(&c->model);
+        return rc;
     }
     plan_model_group(&c->model, rule, c->zero.has_optimizer_block);
     return 0;

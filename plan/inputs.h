@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "common/rl.h"
+#include "plan/groups.h"
 #include "plan/plan.h"
 
 /* What was given; a NULL, 0 or false field was not given. The names are the fields messages
@@ -46,6 +47,10 @@ struct plan_inputs {
     int64_t sub_group_size;        /* sub_group_size, elements */
     bool sub_group_size_set;       /* sub_group_size was given */
     enum plan_group_rule groups;   /* param_groups */
+    const char *groups_file;       /* param_groups given as a group file's path (plan/groups.h);
+                                      wins over groups */
+    const struct plan_group_spec *group_spec; /* param groups listed by name (a probe's record);
+                                      wins over groups and groups_file (the caller compares them) */
     enum plan_group_rule megatron_rule; /* megatron_version, as a param-group rule */
     bool megatron_rule_set;        /* megatron_version was given */
     bool megatron_split_qkv;       /* megatron_version is dated in the GQA query/key_value split */

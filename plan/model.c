@@ -102,7 +102,7 @@ const char *plan_attention_origin(const struct plan_arch *a)
 }
 
 /* Names in enum order; the parser accepts exactly these. */
-static const char *const group_rule_names[] = {"auto", "megatron", "megatron-old", "hf-two", "flat"};
+static const char *const group_rule_names[] = {"auto", "megatron", "megatron-old", "hf-two", "flat", "listed"};
 _Static_assert(RL_COUNT(group_rule_names) == PLAN_GROUP_RULE_COUNT, "a name per enum plan_group_rule");
 
 const char *plan_group_rule_name(enum plan_group_rule r)
@@ -118,7 +118,7 @@ int plan_group_rule_parse(const char *s, enum plan_group_rule *r, struct rl_err 
         *r = PLAN_GROUPS_HF_TWO;
         return 0;
     }
-    for (size_t i = 0; i < sizeof group_rule_names / sizeof group_rule_names[0]; i++) {
+    for (size_t i = 0; i <= PLAN_GROUPS_FLAT; i++) {   /* a list is a file, not a rule name */
         if (rl_streq(s, group_rule_names[i])) {
             *r = (enum plan_group_rule)i;
             return 0;
@@ -221,6 +221,7 @@ static bool no_decay(enum plan_group_rule rule, const struct plan_tensor *t)
                strstr(t->name, "bias") != NULL;
     case PLAN_GROUPS_AUTO:
     case PLAN_GROUPS_FLAT:
+    case PLAN_GROUPS_LIST:
         break;
     }
     return false;
@@ -239,6 +240,7 @@ void plan_model_group(struct plan_model *m, enum plan_group_rule rule, bool has_
     for (int i = 0; i < m->n_tensors; i++) {
         int g = no_decay(rule, &m->tensors[i]) ? 1 : 0;
         m->tensors[i].group = g;
+        m->tensors[i].pack_key = 0;   /* a rule packs in module order */
         count[g]++;
     }
     if (count[0] == 0)

@@ -3,6 +3,7 @@
  * Complexity: plan_build is O(T) in the number of tensors T (plus the ledger, O(1) buffers);
  * plan_max_honoring_sub_group_size evaluates O(log(max group) x 256) candidate sizes at O(T)
  * each. */
+#include <limits.h>   /* INT_MAX */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -411,10 +412,27 @@ int plan_build(struct plan *p, const struct plan_model *m, const struct plan_lay
     }
     p->n_groups = m->n_groups;
     int pos = 0;
-    for (int g = 0; g < m->n_groups; g++)
+    for (int g = 0; g < m->n_groups; g++) {
+        int first = pos;
+        bool keyed = false;
         for (int t = 0; t < T; t++)
-            if (m->tensors[t].group == g)
+            if (m->tensors[t].group == g) {
                 p->order[pos++] = t;
+                keyed |= m->tensors[t].pack_key > 0;
+            }
+        /* A group whose packing order was recorded (pack_key > 0) is packed in that order, the
+         * unkeyed tensors after it in module order: a stable insertion sort of the group's
+         * segment, O(n^2) in its tensors and only for such a group. */
+        for (int i = first + 1; keyed && i < pos; i++) {
+            int t = p->order[i], k = m->tensors[t].pack_key > 0 ? m->tensors[t].pack_key : INT_MAX, j = i;
+            while (j > first && (m->tensors[p->order[j - 1]].pack_key > 0 ? m->tensors[p->order[j - 1]].pack_key
+                                                                          : INT_MAX) > k) {
+                p->order[j] = p->order[j - 1];
+                j--;
+            }
+            p->order[j] = t;
+        }
+    }
     if (pos != T) {
         plan_free(p);
         return rl_errf(e, RL_EINVAL, "model %s: a tensor has a param group outside 0..%d", m->name, m->n_groups - 1);

@@ -26,7 +26,7 @@ const char *plan_dtype_name(enum plan_dtype t);
 /* ---- model -------------------------------------------------------------------------------------- */
 #define PLAN_NAME_MAX 128
 #define PLAN_MAX_RANK_NUMEL (INT64_C(1) << 56)   /* elements per rank whose byte counts cannot overflow */
-#define PLAN_MAX_GROUPS 8
+#define PLAN_MAX_GROUPS 64
 
 /* How tensor parallelism splits a tensor (Megatron); HF models are never split (tp = 1). */
 enum plan_tp_split {
@@ -52,6 +52,8 @@ struct plan_tensor {
     unsigned flags;              /* PLAN_TF_* */
     int layer;                   /* transformer block index, -1 outside the blocks */
     int group;                   /* param group index, set by plan_model_group() */
+    int pack_key;                /* 0: packed in module order within its group; k > 0: packed k-th
+                                    (a probe's names, in the order DeepSpeed packed them) */
 };
 
 enum plan_arch_kind {
@@ -125,8 +127,10 @@ enum plan_group_rule {
     PLAN_GROUPS_MEGATRON_OLD,    /* before: no-decay = LayerNorm params and biases */
     PLAN_GROUPS_HF_TWO,          /* HF Trainer's own optimizer: decay, then bias + norm weights */
     PLAN_GROUPS_FLAT,            /* one group in module order (HF with an "optimizer" block) */
+    PLAN_GROUPS_LIST,            /* listed by name: a group file or a probe's names (plan/groups.h);
+                                    not a rule plan_group_rule_parse accepts */
 };
-#define PLAN_GROUP_RULE_COUNT (PLAN_GROUPS_FLAT + 1)
+#define PLAN_GROUP_RULE_COUNT (PLAN_GROUPS_LIST + 1)
 const char *plan_group_rule_name(enum plan_group_rule r);
 int plan_group_rule_parse(const char *s, enum plan_group_rule *r, struct rl_err *e);
 
@@ -136,8 +140,9 @@ struct plan_model {
     struct plan_tensor *tensors; /* module order: ZeRO-3 packs sub-groups in this order */
     int n_tensors;
     int cap_tensors;             /* allocated entries */
-    int n_groups;                /* after plan_model_group(): 1 or 2 */
+    int n_groups;                /* after plan_model_group(): 1 or 2; a group list: 1..PLAN_MAX_GROUPS */
     enum plan_group_rule group_rule;   /* the rule applied */
+    char group_source[96];       /* with PLAN_GROUPS_LIST: the group file or probe listing them */
     int64_t total_numel;         /* sum of numel over tensors (this stage, this TP rank) */
 };
 

@@ -133,10 +133,14 @@ class Probe:
         self.audit_out = audit_out
         self.audit = None
         self._audit_records = []
-        self._steps_done = 0
+        self._steps_done = 0           # optimizer steps (gradient-accumulation boundaries)
+        self._micro_steps = 0          # engine.step() calls, one per micro-batch
+        self._window_micro_steps = 0   # those since the last optimizer step
         self.after_init = self._memory()
         self.host_after_init = _proc_status()
         self.static = self._static()
+        self.static.update(self._static_accumulation())
+        self.param_groups = self._param_groups()
         self._wrap()
         if audit_step is not None:
             self._wrap_audit(audit_max_numel)
@@ -170,6 +174,58 @@ class Probe:
             "dtype": dtype or "fp32",
             "wall_clock_breakdown": bool(getattr(cfg, "wall_clock_breakdown", False)),
         }
+
+    def _static_accumulation(self):
+        """The run's gradient accumulation and micro-batch: a step in the file is an optimizer
+        step, made of gradient_accumulation_steps micro-steps (engine.step() calls)."""
+        eng = self.engine
+        out = {}
+        for key, attr in (("gradient_accumulation_steps", "gradient_accumulation_steps"),
+                          ("micro_batch_size", "train_micro_batch_size_per_gpu")):
+            f = getattr(eng, attr, None)
+            try:
+                out[key] = int(f()) if callable(f) else None
+            except Exception:  # noqa: BLE001 -- an engine without the accessor: unknown
+                out[key] = None
+        return out
+
+    def _accumulation_boundary(self):
+        """Whether the engine.step() about to run is an optimizer step: the engine's own test
+        (micro_steps + 1 a multiple of gradient_accumulation_steps, before step() counts it);
+        True for an engine without it."""
+        f = getattr(self.engine, "is_gradient_accumulation_boundary", None)
+        return bool(f()) if callable(f) else True
+
+    def _param_groups(self):
+        """Each param group of the ZeRO-3 optimizer in order: its parameters' names (the model's
+        named_parameters names, in the order DeepSpeed packs them into sub-groups), their
+        elements, and the group's lr and weight decay at attach. None when the optimizer has no
+        ZeRO-3 sub-groups."""
+        zo = self.engine.optimizer
+        subs = getattr(zo, "fp16_groups", None)
+        to_group = getattr(zo, "sub_group_to_group_id", None)
+        if subs is None or to_group is None:
+            return None
+        module = getattr(self.engine, "module", None)
+        names = {id(p): n for n, p in module.named_parameters()} if module is not None else {}
+        inner = getattr(zo, "optimizer", None)
+        hp = getattr(inner, "param_groups", None) or []
+        groups = {}
+        for i, sub in enumerate(subs):
+            g = groups.setdefault(int(to_group.get(i, -1) if isinstance(to_group, dict) else to_group[i]),
+                                  {"parameters": [], "numel": 0})
+            for p in sub:
+                g["parameters"].append(names.get(id(p), "?"))
+                g["numel"] += int(getattr(p, "ds_numel", p.numel()))
+        out = []
+        for k in sorted(groups):
+            g = {"index": k}
+            g.update(groups[k])
+            if 0 <= k < len(hp):
+                g["lr"] = _jsonable(hp[k].get("lr"))
+                g["weight_decay"] = _jsonable(hp[k].get("weight_decay"))
+            out.append(g)
+        return out
 
     # ---- memory --------------------------------------------------------------------------------
     def _memory(self):
@@ -207,7 +263,16 @@ class Probe:
             return fwd(*a, **k)
 
         def step_(*a, **k):
+            c0 = time.thread_time_ns()
+            t0 = time.perf_counter_ns()
+            boundary = probe._accumulation_boundary()
+            probe.overhead_ns += time.perf_counter_ns() - t0
+            probe.overhead_cpu_ns += time.thread_time_ns() - c0
             r = step(*a, **k)
+            probe._micro_steps += 1
+            probe._window_micro_steps += 1
+            if not boundary:   # a micro-step inside gradient accumulation: no optimizer step
+                return r
             probe._steps_done += 1
             probe._after_step()
             if probe.audit_step is not None and probe._steps_done == probe.audit_step:
@@ -221,7 +286,7 @@ class Probe:
 
     # ---- the audit (docs/audit-format.md) ------------------------------------------------------
     def _wrap_audit(self, max_numel):
-        """Wraps the ZeRO-3 optimizer's per-sub-group step: around engine step audit_step, each
+        """Wraps the ZeRO-3 optimizer's per-sub-group step: around optimizer step audit_step, each
         sub-group's state is copied before and after (copies only: the run's tensors are read,
         never written). Refuses a model whose fp32 partitions exceed max_numel elements."""
         zo = self.engine.optimizer
@@ -393,7 +458,9 @@ class Probe:
         start = self._t_start if self._t_start is not None else t_end
         peak = self._step_peak()
         k = len(self.steps) + 1
-        rec = {"step": k, "wall_ns": t_end - start, "device_peak_bytes": peak}
+        rec = {"step": k, "micro_steps": self._window_micro_steps, "wall_ns": t_end - start,
+               "device_peak_bytes": peak}
+        self._window_micro_steps = 0
         if self.static["wall_clock_breakdown"]:
             self._timer_pending.append((rec, self._timers_snapshot()))
         if k <= self.steps_kept:
@@ -506,6 +573,9 @@ class Probe:
             "host_locked_bytes": host.get("VmLck"),
             "host_pinned_bytes": host.get("VmPin"),
         }
+        d["param_groups"] = self.param_groups
+        d["micro_steps"] = self._micro_steps
+        d["optimizer_steps"] = self._steps_done
         d["steps"] = self.steps
         d["steps_dropped"] = getattr(self, "steps_dropped", 0)
         d["probe_overhead_ns"] = self.overhead_ns
@@ -607,9 +677,12 @@ def _rank_path(out, rank):
 def attach(engine, out="probe.json", digest_step=None, steps_kept=1000, audit_step=None, audit_out=None,
            audit_max_numel=AUDIT_MAX_NUMEL):
     """Attaches a probe to a DeepSpeed engine (after deepspeed.initialize, before the first
-    step). digest_step: the step after which the fp32 master weights are digested and the file
-    written (None: no digest); steps_kept: per-step records kept (later steps are counted only).
-    audit_step: the engine step (1-based) around which every sub-group's optimizer update is
+    step). A step is an optimizer step: with gradient accumulation, gradient_accumulation_steps
+    engine.step() calls (micro-steps), the last at the engine's accumulation boundary; the file
+    counts both. digest_step: the optimizer step after which the fp32 master weights are digested
+    and the file written (None: no digest); steps_kept: per-step records kept (later steps are
+    counted only).
+    audit_step: the optimizer step (1-based) around which every sub-group's optimizer update is
     recorded into an audit file (docs/audit-format.md; audit_out, default <out stem>.audit.rla
     with the rank rule of `out`), refused when the rank's fp32 partitions exceed audit_max_numel.
     Returns the Probe; the file is (re)written at exit and by probe.write()."""

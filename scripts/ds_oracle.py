@@ -12,7 +12,8 @@ cells into one launch pays the interpreter, torch, DeepSpeed and the CPU Adam bu
 Models are built from their config.json with random initialisation (seed 1234): nothing is read
 from a hub. Param groups are either one flat group (HF Trainer with an "optimizer" block in the
 DeepSpeed config) or HF Trainer's two groups (decay: every parameter outside the norm layers whose
-name does not contain "bias"; no-decay: the rest), each in named_parameters order.
+name does not contain "bias"; no-decay: the rest), each in named_parameters order, or three groups
+a user builds ("three": param_groups_three).
 
 Split mode gives the CPU accelerator the device name "cpu:0" while the engine lives: stock
 DeepSpeed compares a sub-group's device with "cpu", which on the CPU accelerator is true for every
@@ -58,11 +59,53 @@ def param_groups(model, layout, weight_decay):
     params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     if layout == "flat":
         return [{"params": [p for _, p in params]}]
+    if layout == "three":
+        return param_groups_three(params, weight_decay)
+    if layout == "reordered":
+        return param_groups_reordered(params, weight_decay)
     from transformers.pytorch_utils import ALL_LAYERNORM_LAYERS
     from transformers.trainer_pt_utils import get_parameter_names
     decay = set(n for n in get_parameter_names(model, ALL_LAYERNORM_LAYERS) if "bias" not in n)
     return [{"params": [p for n, p in params if n in decay], "weight_decay": weight_decay},
             {"params": [p for n, p in params if n not in decay], "weight_decay": 0.0}]
+
+
+THREE_MLP_LR = 5e-4   # the third group's own lr (the optimizer block's is 1e-3)
+
+
+def param_groups_three(params, weight_decay):
+    """Three groups a user builds by hand, in named_parameters order within each: 0 the
+    no-decay parameters (1-D ones: biases and norm weights, and the embeddings), 1 the decayed
+    weights outside the MLP, 2 the MLP's weights, decayed, with another lr (THREE_MLP_LR). The
+    same three groups as the group file tests/deepspeed/groups/three.groups."""
+    def kind(n, p):
+        if p.dim() == 1 or "emb" in n or "wte" in n or "wpe" in n:
+            return 0
+        return 2 if "mlp" in n else 1
+    g = [[], [], []]
+    for n, p in params:
+        g[kind(n, p)].append(p)
+    return [{"params": g[0], "weight_decay": 0.0},
+            {"params": g[1], "weight_decay": weight_decay},
+            {"params": g[2], "weight_decay": weight_decay, "lr": THREE_MLP_LR}]
+
+
+def param_groups_reordered(params, weight_decay):
+    """Two groups, the first built out of module order as two lists concatenated: the 1-D
+    parameters (norms and biases), then the embeddings (wpe, then wte); the second the other
+    weights, decayed. DeepSpeed packs a group in its list's order, so the first group's sub-groups
+    are not what module order would give."""
+    emb = [p for n, p in params if "wpe" in n] + [p for n, p in params if "wte" in n]
+    one_d = [p for n, p in params if p.dim() == 1]
+    taken = set(id(p) for p in emb + one_d)
+    return [{"params": one_d + emb, "weight_decay": 0.0},
+            {"params": [p for n, p in params if id(p) not in taken], "weight_decay": weight_decay}]
+
+
+def cell_accumulation(cell):
+    """The cell's gradient_accumulation_steps (default 1): each of the STEPS optimizer steps
+    takes that many micro-steps (engine.step() calls), each on its own micro-batch."""
+    return int(cell.get("gradient_accumulation_steps", 1))
 
 
 def full_fp32_digest(engine, model):
@@ -160,7 +203,7 @@ def run_cell(cell, out, ds_ver):
         offload = {"device": "cpu", "pin_memory": True, "ratio": cell["ratio"]}
         config = {
             "train_micro_batch_size_per_gpu": 1,
-            "gradient_accumulation_steps": 1,
+            "gradient_accumulation_steps": cell_accumulation(cell),
             "optimizer": {"type": "AdamW", "params": {"lr": 1e-3, "betas": [0.9, 0.999], "eps": 1e-8,
                                                         "weight_decay": 0.01}},
             "bf16": {"enabled": cell.get("dtype", "bf16") == "bf16"},
@@ -182,7 +225,7 @@ def run_cell(cell, out, ds_ver):
         gen = torch.Generator().manual_seed(1000 + rank)
         vocab = model.config.vocab_size
         losses = []
-        for _ in range(STEPS):
+        for _ in range(STEPS * cell_accumulation(cell)):
             ids = torch.randint(0, vocab, (1, SEQ), generator=gen)
             loss = engine(input_ids=ids, labels=ids).loss
             engine.backward(loss)

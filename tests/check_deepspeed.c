@@ -28,6 +28,7 @@ struct seen {
     int split_new;      /* the same under the 0.18 rule */
     int stock;          /* stock-mode cells */
     int rule_differs;   /* split cells where the other rule would have placed differently */
+    int named;          /* cells whose probe named each group's parameters, held to the rule's grouping */
 };
 
 static void judge(const char *file, int line_no, const char *line, struct seen *seen)
@@ -57,9 +58,30 @@ static void judge(const char *file, int line_no, const char *line, struct seen *
     plan_inputs_init(&in);
     in.model = mpath;
     in.catalog = tu_catalog();
-    ck_assert_int_eq(plan_group_rule_parse(groups, &in.groups, &e), 0);
+    /* A layout the plan has a rule for is planned by the rule; a grouping of the user's own
+     * ("three") by the names the probe recorded, as validate --probe does. */
+    if (plan_group_rule_parse(groups, &in.groups, NULL) != 0) {
+        ck_assert_msg(pr.groups.n_groups > 0, "%s: layout '%s' is not a rule and the probe names no groups", cell, groups);
+        in.group_spec = &pr.groups;
+    }
     struct plan_setup c;
     ck_assert_msg(plan_inputs_resolve(&in, &c, &e) == 0, "%s: %s", cell, e.msg);
+    if (!in.group_spec && pr.groups.n_groups > 0) {
+        /* The rule's grouping, tensor by tensor, is the one DeepSpeed held (the probe's names). */
+        int *rule = malloc((size_t)c.model.n_tensors * sizeof *rule);
+        ck_assert_ptr_nonnull(rule);
+        for (int t = 0; t < c.model.n_tensors; t++)
+            rule[t] = c.model.tensors[t].group;
+        int n_rule = c.model.n_groups;
+        ck_assert_msg(plan_model_group_spec(&c.model, &pr.groups, &e) == 0, "%s: %s", cell, e.msg);
+        ck_assert_msg(c.model.n_groups == n_rule, "%s: rule %s gives %d groups, DeepSpeed held %d", cell, groups, n_rule,
+                      c.model.n_groups);
+        for (int t = 0; t < c.model.n_tensors; t++)
+            ck_assert_msg(rule[t] == c.model.tensors[t].group, "%s: %s: rule %s puts it in group %d, DeepSpeed held it in %d",
+                          cell, c.model.tensors[t].name, groups, rule[t], c.model.tensors[t].group);
+        free(rule);
+        seen->named++;
+    }
     ck_assert_msg(val_facts_apply(&pr.config, pr.dp, cell, &in, &c, &e) == 0, "%s: %s", cell, e.msg);
     struct plan p;
     ck_assert_msg(plan_setup_plan(&c, -1, &p, &e) == 0, "%s: %s", cell, e.msg);

@@ -16,6 +16,7 @@
 #include "cli/flag_values.h"
 #include "common/rl.h"
 #include "exec/ckpt.h"
+#include "plan/groups.h"
 #include "plan/megatron_args.h"
 #include "plan/plan.h"
 #include "plan/step.h"
@@ -195,6 +196,36 @@ static void probe(const uint8_t *data, size_t size)
         plan_model_free(&m);
     }
     val_probe_free(&pr);
+}
+
+/* A param-group file (plan/groups.h), then applied to the small model and planned, as plan
+ * --param-groups FILE does. */
+static void groups(const uint8_t *data, size_t size)
+{
+    char *t = as_text(data, size);
+    if (!t)
+        return;
+    struct plan_group_spec gs;
+    struct rl_err e = {0};
+    if (plan_group_spec_parse(t, size, "groups.txt", &gs, &e) == 0) {
+        struct plan_model m;
+        struct plan_model_opts mo = {1, 1, 0, 0};
+        if (plan_model_parse(&m, small_model, "gpt2.json", &mo, &e) == 0) {
+            if (plan_model_group_spec(&m, &gs, &e) == 0) {
+                struct plan_zero z;
+                plan_zero_defaults(&z);
+                z.offload = PLAN_OFFLOAD_CPU;
+                z.sub_group_size = 4096;
+                struct plan_layout l = {.tp = 1, .pp = 1, .dp = 1};
+                struct plan p;
+                if (plan_build(&p, &m, &l, &z, NULL, &e) == 0)
+                    plan_free(&p);
+            }
+            plan_model_free(&m);
+        }
+        plan_group_spec_free(&gs);
+    }
+    free(t);
 }
 
 /* The configuration lines of a DeepSpeed log. */
@@ -682,6 +713,7 @@ const struct rl_fuzz_target rl_fuzz_targets[] = {
     {"dslog", "DeepSpeed see_memory_usage log (trace_ds_parse)", dslog},
     {"probe", "ratiolab-probe JSON (val_probe_parse, then val_probe_compare)", probe},
     {"audit", "ratiolab-probe audit file (val_audit_parse, then val_audit_replay)", audit},
+    {"groups", "param-group file (plan_group_spec_parse, then plan_model_group_spec and plan_build)", groups},
     {"dsconfig", "DeepSpeed log configuration lines (trace_ds_config_parse)", dsconfig},
     {"ckpt", "checkpoint rank file and manifest (ex_ckpt_parse, ex_ckpt_check_cover, ex_ckpt_manifest_parse)", ckpt},
     {"monitor_csv", "monitor CSV (val_monitor_read for validate --monitor, plot__monitor_read)", monitor_csv},

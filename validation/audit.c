@@ -518,3 +518,85 @@ int val_audit_replay(const struct val_audit *a, struct val_audit_finding *f, str
     free(s.p), free(s.m), free(s.v), free(work);
     return 0;
 }
+
+/* ---- two runs' audits ------------------------------------------------------------------------ */
+
+const char *val_audit_why_name(enum val_audit_why w)
+{
+    switch (w) {
+    case VAL_WHY_IDENTICAL: return "identical";
+    case VAL_WHY_OPTIMIZERS: return "optimizers";
+    case VAL_WHY_INPUTS: return "inputs";
+    case VAL_WHY_NOT_EXACT: return "not-exact";
+    }
+    return "?";
+}
+
+static bool exact(const struct val_audit_finding *f)
+{
+    return f->status == VAL_AUDIT_IDENTICAL && f->formula_ok && !f->hp_mismatch;
+}
+
+int val_audit_compare(const struct val_audit *a, const struct val_audit_finding *fa, const struct val_audit *b,
+                      const struct val_audit_finding *fb, struct val_audit_pair **pairs, enum val_audit_why *why,
+                      struct rl_err *e)
+{
+    *pairs = NULL;
+    if (a->n != b->n)
+        return rl_errf(e, RL_EINVAL, "the two audits hold %d and %d records: not two runs of one cell (the same "
+                       "model, sub_group_size and ranks at another ratio)", a->n, b->n);
+    struct val_audit_pair *pr = calloc(a->n ? (size_t)a->n : 1, sizeof *pr);
+    if (!pr)
+        return rl_errf(e, RL_ENOMEM, "audit: out of memory for %d pairs", a->n);
+    bool moved = false, any_not_exact = false, after_differs = false, grad_differs = false;
+    for (int i = 0; i < a->n; i++) {
+        const struct val_audit_rec *x = &a->rec[i];
+        int j = 0;
+        while (j < b->n && !(b->rec[j].rank == x->rank && b->rec[j].sub_group == x->sub_group &&
+                             b->rec[j].first_element == x->first_element))
+            j++;
+        const struct val_audit_rec *y = j < b->n ? &b->rec[j] : NULL;
+        const char *bad = !y ? "has no record in the other audit"
+                          : y->numel != x->numel || y->subgroup_numel != x->subgroup_numel ? "holds another size there"
+                          : y->param_group != x->param_group ? "is in another param group there"
+                          : y->step != x->step ? "was audited at another step there" : NULL;
+        if (bad) {
+            free(pr);
+            return rl_errf(e, RL_EINVAL, "rank %u sub-group %u (elements from %lld, %lld of %lld, step %lld) %s: not "
+                           "two runs of one cell", x->rank, x->sub_group, (long long)x->first_element,
+                           (long long)x->numel, (long long)x->subgroup_numel, (long long)x->step, bad);
+        }
+        struct val_audit_pair *p = &pr[i];
+        p->a = i;
+        p->b = j;
+        p->exact_a = exact(&fa[i]);
+        p->exact_b = exact(&fb[j]);
+        p->same_optimizer = x->optimizer == y->optimizer;
+        p->numel = x->numel;
+        for (int64_t k = 0; k < x->numel; k++) {
+            p->n_diff_before += !same_bits(x->param_before[k], y->param_before[k]);
+            p->n_diff_grad += !same_bits(x->grad[k], y->grad[k]);
+            if (!same_bits(x->param_after[k], y->param_after[k])) {
+                p->n_diff_after++;
+                int64_t u = ulps(x->param_after[k], y->param_after[k]);
+                if (u > p->max_ulps_after)
+                    p->max_ulps_after = u;
+                double d = fabs((double)x->param_after[k] - (double)y->param_after[k]);
+                if (d > p->max_abs_after || d != d)
+                    p->max_abs_after = d;
+            }
+        }
+        moved |= !p->same_optimizer;
+        any_not_exact |= !p->exact_a || !p->exact_b;
+        after_differs |= p->n_diff_after > 0;
+        grad_differs |= p->n_diff_grad > 0 || p->n_diff_before > 0;
+    }
+    /* Exactness first: an update that is not its optimizer's explains nothing. Then the
+     * optimizers: a sub-group stepped by two optimizers rounds differently, and from the next
+     * step every gradient differs with it. Only when every sub-group kept its optimizer do
+     * differing gradients point at the inputs. */
+    *why = any_not_exact ? VAL_WHY_NOT_EXACT : moved && after_differs ? VAL_WHY_OPTIMIZERS
+           : after_differs || grad_differs ? VAL_WHY_INPUTS : VAL_WHY_IDENTICAL;
+    *pairs = pr;
+    return 0;
+}

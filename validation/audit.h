@@ -102,4 +102,40 @@ int val_audit_replay(const struct val_audit *a, struct val_audit_finding *f, str
 
 const char *val_audit_status_name(enum val_audit_status s);   /* "bit-identical", ... */
 
+/* ---- two runs' audits, side by side: why their digests differ ----------------------------
+ * Two runs of one cell at different ratios (the same model, data, sub-groups and step K), each
+ * audited: per record (matched by rank, sub-group and first element) which optimizer stepped it
+ * in each run, whether each was exact to that optimizer (bit-identical, formula ok, the group's
+ * hyperparameters), and how far the two runs' fp32 masters, and the gradients step K saw, are
+ * apart. */
+struct val_audit_pair {
+    int a, b;                      /* the record's index in each audit */
+    bool exact_a, exact_b;         /* bit-identical to its optimizer, formula ok, no hp mismatch */
+    bool same_optimizer;           /* both runs stepped it with the same optimizer */
+    int64_t numel;                 /* elements compared (the record's) */
+    int64_t n_diff_before;         /* elements whose fp32 master before step K differs */
+    int64_t n_diff_grad;           /* elements whose gradient at step K differs */
+    int64_t n_diff_after;          /* elements whose fp32 master after step K differs */
+    int64_t max_ulps_after;        /* the largest of those differences in ulps (INT64_MAX: NaN; values
+                                      of opposite signs near 0 are ~2^31 ulps apart) */
+    double max_abs_after;          /* the largest absolute difference of those */
+};
+
+/* The verdict over every pair. */
+enum val_audit_why {
+    VAL_WHY_IDENTICAL = 0,         /* the fp32 masters after step K are the same bits */
+    VAL_WHY_OPTIMIZERS = 1,        /* explained: sub-groups moved between optimizers, each exact */
+    VAL_WHY_INPUTS = 2,            /* each exact, the same optimizer everywhere, yet the gradients
+                                      differ: the difference is in the forward/backward's inputs */
+    VAL_WHY_NOT_EXACT = 3,         /* some sub-group was not exact to its optimizer: not explained */
+};
+
+/* Matches b's records to a's; pairs gets a->n entries (caller frees). RL_EINVAL naming the
+ * record when the two files are not two runs of one cell: another step, another record set, or a
+ * record of other size. *why gets the verdict. O(total elements + records^2). */
+int val_audit_compare(const struct val_audit *a, const struct val_audit_finding *fa, const struct val_audit *b,
+                      const struct val_audit_finding *fb, struct val_audit_pair **pairs, enum val_audit_why *why,
+                      struct rl_err *e);
+const char *val_audit_why_name(enum val_audit_why w);   /* "identical", "optimizers", ... */
+
 #endif

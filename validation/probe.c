@@ -302,6 +302,76 @@ static int read_subgroups(json_t *root, const char *file, struct val_probe *p, s
     return 0;
 }
 
+/* param_groups[] (each `index`, `parameters`, `numel`, `lr`, `weight_decay`) into p->groups and
+ * p->group; absent or null leaves n_groups 0. Groups must come in index order 0, 1, ... */
+static int read_param_groups(json_t *root, const char *file, struct val_probe *p, struct rl_err *e)
+{
+    json_t *arr = at(root, "param_groups");
+    char src[160];
+    snprintf(src, sizeof src, "--probe %s", file);
+    plan_group_spec_init(&p->groups, src);
+    p->groups.ordered = true;   /* the probe lists each group's names in DeepSpeed's packing order */
+    if (!arr || json_is_null(arr))
+        return 0;
+    if (!json_is_array(arr) || json_array_size(arr) > PLAN_MAX_GROUPS)
+        return rl_errf(e, RL_EINVAL, "%s: param_groups: not an array of at most %d groups", file, PLAN_MAX_GROUPS);
+    for (size_t g = 0; g < json_array_size(arr); g++) {
+        json_t *o = json_array_get(arr, g);
+        char where[40];
+        snprintf(where, sizeof where, "param_groups[%zu]", g);
+        int64_t idx, numel;
+        int rc;
+        if (!json_is_object(o))
+            return rl_errf(e, RL_EINVAL, "%s: %s: not an object", file, where);
+        if ((rc = get_i64(o, where, "index", VAL_PROBE_MAX_COUNT, file, &idx, e)) ||
+            (rc = get_i64(o, where, "numel", VAL_PROBE_MAX_NUMEL, file, &numel, e)))
+            return rc;
+        if (idx != (int64_t)g)
+            return rl_errf(e, RL_EINVAL, "%s: %s.index: %lld; allowed: %zu (the groups in order)", file, where,
+                           (long long)idx, g);
+        json_t *names = json_object_get(o, "parameters");
+        if (!json_is_array(names) || json_array_size(names) == 0)
+            return rl_errf(e, RL_EINVAL, "%s: %s.parameters: not a non-empty array of names", file, where);
+        for (size_t k = 0; k < json_array_size(names); k++) {
+            json_t *n = json_array_get(names, k);
+            if (!json_is_string(n))
+                return rl_errf(e, RL_EINVAL, "%s: %s.parameters[%zu]: not a string", file, where, k);
+            if ((rc = plan_group_spec_add_name(&p->groups, (int)g, json_string_value(n), e)))
+                return rl_err_prefix(e, "%s: %s.parameters[%zu]", file, where, k);
+        }
+        json_t *lr = json_object_get(o, "lr"), *wd = json_object_get(o, "weight_decay");
+        p->group[g] = (struct val_probe_group){
+            .numel = numel, .n_params = (int)json_array_size(names),
+            .lr = json_is_number(lr) ? json_number_value(lr) : NAN,
+            .weight_decay = json_is_number(wd) ? json_number_value(wd) : NAN};
+    }
+    return 0;
+}
+
+/* gradient_accumulation_steps, micro_batch_size, micro_steps and optimizer_steps (absent in older
+ * files: accumulation 1, the rest unknown). */
+static int read_accumulation(json_t *root, const char *file, struct val_probe *p, struct rl_err *e)
+{
+    int64_t v;
+    int rc;
+    if ((rc = get_i64(root, "", "gradient_accumulation_steps", VAL_PROBE_MAX_COUNT, file, &v, e)))
+        return rc;
+    if (v == 0)
+        return rl_errf(e, RL_EINVAL, "%s: gradient_accumulation_steps: 0; allowed: 1..%d or null", file,
+                       VAL_PROBE_MAX_COUNT);
+    p->grad_accum = v > 0 ? (int)v : 1;
+    if ((rc = get_i64(root, "", "micro_batch_size", VAL_PROBE_MAX_COUNT, file, &p->micro_batch, e)) ||
+        (rc = get_i64(root, "", "micro_steps", VAL_PROBE_MAX_TOTAL_NS, file, &p->micro_steps, e)) ||
+        (rc = get_i64(root, "", "optimizer_steps", VAL_PROBE_MAX_TOTAL_NS, file, &p->optimizer_steps, e)))
+        return rc;
+    if (p->micro_steps >= 0 && p->optimizer_steps >= 0 &&
+        (p->optimizer_steps > p->micro_steps || p->micro_steps / p->grad_accum < p->optimizer_steps))
+        return rl_errf(e, RL_EINVAL, "%s: micro_steps %lld, optimizer_steps %lld: a run with gradient_accumulation_steps "
+                       "%d takes %d micro-steps per optimizer step", file, (long long)p->micro_steps,
+                       (long long)p->optimizer_steps, p->grad_accum, p->grad_accum);
+    return 0;
+}
+
 int val_probe_parse(const char *text, size_t len, const char *path, struct val_probe *p, struct rl_err *e)
 {
     memset(p, 0, sizeof *p);
@@ -403,7 +473,8 @@ int val_probe_parse(const char *text, size_t len, const char *path, struct val_p
         (rc = get_str(root, "placement.backup_optimizer_class", path, p->backup_class, sizeof p->backup_class, e)) ||
         (rc = get_str(root, "digest.sha256", path, p->digest, sizeof p->digest, e)) ||
         (rc = get_i64(root, "", "digest.step", VAL_PROBE_MAX_COUNT, path, &v, e)) ||
-        (rc = get_str(root, "oracle.fp32_full_sha256", path, p->digest_full, sizeof p->digest_full, e)))
+        (rc = get_str(root, "oracle.fp32_full_sha256", path, p->digest_full, sizeof p->digest_full, e)) ||
+        (rc = read_accumulation(root, path, p, e)) || (rc = read_param_groups(root, path, p, e)))
         goto out;
     p->digest_step = (int)v;
 out:
@@ -433,6 +504,7 @@ void val_probe_free(struct val_probe *p)
     free(p->sub);
     p->sub = NULL;
     p->n_sub = 0;
+    plan_group_spec_free(&p->groups);
 }
 
 int val_probe_rank_path(const char *rank0_path, int rank, char *out, size_t n, struct rl_err *e)
@@ -559,14 +631,24 @@ static void check_subgroups(const struct plan *p, const struct val_probe *pr, st
         if (pr->sub[i].numel != p->subgroups[i].numel || pr->sub[i].param_group != p->subgroups[i].group)
             bad = i;
     struct val_probe_check *c;
+    /* The run's param groups: the largest sub-group's group + 1 (an empty group has no sub-group). */
+    int run_groups = 0;
+    for (int i = 0; i < pr->n_sub; i++)
+        if (pr->sub[i].param_group + 1 > run_groups)
+            run_groups = pr->sub[i].param_group + 1;
+    char groups[160] = "";
+    if (run_groups != p->n_groups)
+        snprintf(groups, sizeof groups, " (the run has %d param groups, the plan %d: give the run's grouping with "
+                 "--param-groups FILE, or a probe that records the groups' names)", run_groups, p->n_groups);
     if (pr->n_sub != p->n_subgroups) {
         c = check(r, VAL_PROBE_SUBGROUPS, "subgroups", VAL_FAIL);
-        snprintf(c->detail, sizeof c->detail, "DeepSpeed made %d sub-groups, the plan %d", pr->n_sub, p->n_subgroups);
+        snprintf(c->detail, sizeof c->detail, "DeepSpeed made %d sub-groups, the plan %d%s", pr->n_sub, p->n_subgroups,
+                 groups);
     } else if (bad >= 0) {
         c = check(r, VAL_PROBE_SUBGROUPS, "subgroups", VAL_FAIL);
         snprintf(c->detail, sizeof c->detail, "sub-group %d: DeepSpeed %lld elements in param group %d, the plan %lld "
-                 "in group %d", bad, (long long)pr->sub[bad].numel, pr->sub[bad].param_group,
-                 (long long)p->subgroups[bad].numel, p->subgroups[bad].group);
+                 "in group %d%s", bad, (long long)pr->sub[bad].numel, pr->sub[bad].param_group,
+                 (long long)p->subgroups[bad].numel, p->subgroups[bad].group, groups);
     } else {
         c = check(r, VAL_PROBE_SUBGROUPS, "subgroups", VAL_PASS);
         snprintf(c->detail, sizeof c->detail, "%d sub-groups, every size and param group equal to the plan's",

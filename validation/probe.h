@@ -76,6 +76,19 @@ struct val_probe {
     int digest_step;               /* digest.step, -1 without a digest */
     char digest[72];               /* digest.sha256 (hex) */
     char digest_full[72];          /* oracle.fp32_full_sha256, "" when absent */
+    int grad_accum;                /* gradient_accumulation_steps: micro-steps per optimizer step
+                                      (1 when absent, as in files from before it was recorded) */
+    int64_t micro_batch;           /* micro_batch_size, -1 when null or absent */
+    int64_t micro_steps;           /* engine.step() calls, -1 when absent */
+    int64_t optimizer_steps;       /* optimizer steps, -1 when absent */
+    struct plan_group_spec groups; /* param_groups[].parameters, every name exact, in group order;
+                                      n_groups 0 when the file records none (owned) */
+    struct val_probe_group {
+        int64_t numel;             /* the group's elements, whole (every rank's) */
+        double lr;                 /* its lr at attach (NaN when not recorded) */
+        double weight_decay;       /* its weight decay at attach (NaN when not recorded) */
+        int n_params;              /* parameters named */
+    } group[PLAN_MAX_GROUPS];      /* per param group, [0, groups.n_groups) */
 };
 
 /* Parses a probe document; what is missing or malformed is RL_EINVAL naming the file and the JSON
