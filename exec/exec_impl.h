@@ -173,6 +173,25 @@ int ex__trace_write(struct ex_run *r, const char *path, struct rl_err *e);
  * the default) it asserts that a gather is never started into a buffer that another started and
  * not yet waited gather still fills (gather_buffers must exceed prefetch_depth). */
 int ex__gather_for(struct ex_run *r, bool forward, int i, int *next, struct rl_err *e);
+/* ---- the step's record (run.c) ---- */
+/* Records the span [t0, now) of phase ph and the bytes it moved. */
+void ex__phase_add(struct ex_run *r, int ph, int64_t t0, int64_t bytes);
+/* An asynchronous copy's bytes; its time comes from the backend (take_spans) when it has one,
+ * else from the span [t0, now) the pipeline measured around it. */
+void ex__copy_done(struct ex_run *r, int ph, int64_t t0, int64_t bytes);
+/* The Adam scalars of param group `group` at the run's current Adam step. */
+int ex__scalars(struct ex_run *r, int group, struct kern_adam_scalars *s, struct rl_err *e);
+/* ---- the schedules: exec/step_ds.c (deepspeed) and exec/step_overlap.c (overlap) ---- */
+/* A flush's reduced range (flat [f, f + len); src the fp32 sums on the device, src16 the model-
+ * dtype sums of a 16-bit reduce-scatter (deepspeed only; else NULL)) into the fp32 gradients. */
+int ex__ds_deliver(struct ex_run *r, const float *src, const void *src16, int64_t f, int64_t len, struct rl_err *e);
+int ex__overlap_deliver(struct ex_run *r, const float *src, int64_t f, int64_t len, struct rl_err *e);
+/* Adds to *bad this rank's non-finite gradients, scanned where the schedule scans them. */
+int ex__ds_scan(struct ex_run *r, int64_t *bad, struct rl_err *e);
+int ex__overlap_scan(struct ex_run *r, int64_t *bad, struct rl_err *e);
+/* The optimizer step of the schedule over every segment (the step counter already advanced). */
+int ex__ds_optimizer(struct ex_run *r, struct rl_err *e);
+int ex__overlap_optimizer(struct ex_run *r, struct rl_err *e);
 int ex__ckpt_save(struct ex_run *r, const char *dir, struct rl_err *e);
 int ex__ckpt_load(struct ex_run *r, const char *dir, struct rl_err *e);
 
