@@ -209,13 +209,14 @@ static int64_t gather_bytes(const struct ex_run *r)
 }
 
 /* Device bytes the run needs besides the ledger: the gather buffers (prefetch depth + 1), for
- * deepspeed-0.12 the copy of a bucket's gradients brought back from the host, for overlap with a
+ * deepspeed the copy of a bucket's gradients brought back from the host (and from 0.15.4 their
+ * fp32 upcast for the host share), for overlap with a
  * 16-bit reduce-scatter the widened sums of one flush. */
 static int64_t transient_device_bytes(const struct ex_run *r, int64_t bucket_rank_numel)
 {
     int64_t bytes = r->gather_buffers * gather_bytes(r);
     if (r->o->schedule == STEP_SCHED_DS012)
-        bytes += bucket_rank_numel * r->mdb;
+        bytes += bucket_rank_numel * r->mdb + (ex__ds_upcasts(r) ? bucket_rank_numel * 4 : 0);
     else if (r->cdb == 2)
         bytes += bucket_rank_numel * 4;
     return bytes;
@@ -287,16 +288,25 @@ static int allocate(struct ex_run *r, struct rl_err *e)
         return rc;
     r->n_ledger_bufs = r->nbufs;
     if (r->o->schedule == STEP_SCHED_DS012) {
-        /* DeepSpeed's pinned flat gradient buffer (all P elements, model dtype), its GPU copy of
-         * one bucket brought back, the pageable staging of a CPU sub-group's parameter copy. */
+        /* DeepSpeed's flat gradient buffer (all P elements, model dtype; pinned only with
+         * offload_optimizer.pin_memory, whose default is the release's), its GPU copy of one bucket
+         * brought back, the pageable staging of a CPU sub-group's parameter copy; from 0.15.4 the
+         * host share's fp32 upcast on the device (0.15.4-0.16.2: and its pinned staging). */
         int64_t sg_max = 0;
         for (int i = 0; i < r->nseg; i++)
             if (r->seg[i].cpu && r->seg[i].numel > sg_max)
                 sg_max = r->seg[i].numel;
         int64_t pg = sg_max > r->bucket_rank_numel ? sg_max : r->bucket_rank_numel;
-        if ((rc = alloc_buf(r, "flat_grad_buffer", H, r->P * mdb, &r->flat_grad, false, e)) ||
+        const enum plan_device flat = p->zero.pin_memory ? H : PLAN_DEV_CPU_PAGEABLE;
+        if ((rc = alloc_buf(r, "flat_grad_buffer", flat, r->P * mdb, &r->flat_grad, false, e)) ||
             (rc = alloc_buf(r, "grad_partition_gpu_copy", D, r->bucket_rank_numel * mdb, &r->dev16, true, e)) ||
             (rc = alloc_buf(r, "pageable_staging", PLAN_DEV_CPU_PAGEABLE, pg * mdb, &r->pageable16, true, e)))
+            return rc;
+        if (ex__ds_upcasts(r) &&
+            (rc = alloc_buf(r, "grad_upcast_gpu", D, r->bucket_rank_numel * 4, (void **)&r->up32, true, e)))
+            return rc;
+        if (r->Pc > 0 && r->ds->grad_copy == PLAN_DS_GRAD_HOST_CAST_SYNCED &&
+            (rc = alloc_buf(r, "pinned_grad_staging", H, r->bucket_rank_numel * 4, (void **)&r->pinned32, true, e)))
             return rc;
     }
     if (r->o->schedule != STEP_SCHED_DS012 && r->cdb == 2 &&
@@ -898,6 +908,11 @@ int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, str
     r.mdb = 2;
     r.cd = o->comm_dtype == KERN_BF16 || o->comm_dtype == KERN_F16 ? o->comm_dtype : KERN_F32;
     r.cdb = kern_dtype_bytes(r.cd);
+    if (o->schedule == STEP_SCHED_DS012) {   /* the release whose step runs (plan/ds_rules.c) */
+        r.ds = plan_ds_rules_for(p->zero.ds_version);
+        res->ds_step = true;
+        res->ds_version = p->zero.ds_version;
+    }
     if (r.cd != KERN_F32 && r.cd != r.md)
         return rl_errf(e, RL_EINVAL, "comm_dtype: %s, but the model dtype is %s; allowed: fp32 or %s",
                        kern_dtype_name(r.cd), kern_dtype_name(r.md), kern_dtype_name(r.md));
