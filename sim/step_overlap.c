@@ -40,8 +40,8 @@ void sim__overlap_optimizer(struct builder *u, int g, int ready)
     }
 }
 
-/* The executor's overflow check in the overlap schedule (exec/run.c overflow(), every dtype) on
- * rank g after `ready`: the device share's fp32 gradients scanned on the GPU (4 bytes of HBM per
+/* The executor's overflow check in the overlap schedule (exec/step_overlap.c ex__overlap_scan,
+ * every dtype) on rank g after `ready`: the device share's fp32 gradients scanned on the GPU (4 bytes of HBM per
  * element; a launch, then the count's copy back and a synchronize), then the host share's on the
  * run's host threads, vectorized (4 bytes of DRAM per element, and with a profile that has a
  * one-thread memcpy rate, each thread at most that many bytes per second: a thread reads at least
