@@ -943,11 +943,17 @@ static int vx_rows(struct vx *v, const double *ratios, size_t n_ratios, struct r
         }
         RL_TRY(vx_predict(v, w, &v->hw, ptrace, e));
         RL_TRY(v->in_mpi ? vx_measure_inproc(v, w, mtrace, e) : vx_measure_launched(v, w, mtrace, e));
-        if (v->rank0 && strcmp(w->predicted.deepspeed_version, w->measured.deepspeed_version) != 0)
-            return rl_errf(e, RL_EINTERNAL, "validate: ratio %g, %s: the simulator predicted DeepSpeed %s's step, the "
-                           "executor ran %s's", w->ratio, w->schedule, w->predicted.deepspeed_version[0] ?
-                           w->predicted.deepspeed_version : "no", w->measured.deepspeed_version[0] ?
-                           w->measured.deepspeed_version : "no");
+        if (v->rank0 && strcmp(w->predicted.deepspeed_version, w->measured.deepspeed_version) != 0) {
+            int rc = rl_errf(e, RL_EINTERNAL, "validate: ratio %g, %s: the simulator predicted DeepSpeed %s's step, "
+                             "the executor ran %s's", w->ratio, w->schedule, w->predicted.deepspeed_version[0] ?
+                             w->predicted.deepspeed_version : "no", w->measured.deepspeed_version[0] ?
+                             w->measured.deepspeed_version : "no");
+            if (v->in_mpi) {   /* the other ranks would wait in the next run's collectives */
+                fprintf(stderr, "ratiolab validate: %s\n", e->msg);
+                ex_comm_abort(&v->comm, 3);
+            }
+            return rc;
+        }
         rep->n_rows++;
         if (v->rep_also && v->rank0) {   /* the same row, predicted with --also-hw (no trace) */
             struct val_row *w2 = &v->rep_also->rows[v->rep_also->n_rows];
