@@ -185,8 +185,11 @@ static void print_human(const struct plan_setup *c, const struct plan *p, const 
     char seq[256];
     printf("model      %s, --scale %g: %lld elements, %lld per rank; %s\n", c->model_desc, a->scale,
            (long long)r->total_numel, (long long)p->per_rank_numel, cli_seq_text(c, seq, sizeof seq));
-    printf("run        backend %s, %d rank%s, schedule %s, compute %s, %lld iterations (%d timed), %lld Adam steps\n",
-           ex_backend_name(r->backend), r->world, r->world == 1 ? "" : "s", step_schedule_name(a->o.schedule),
+    char ran[64] = "";   /* the release whose step the deepspeed schedule ran */
+    if (r->ds_step)
+        snprintf(ran, sizeof ran, " (DeepSpeed %s's step)", RL_VERSION_S(r->ds_version));
+    printf("run        backend %s, %d rank%s, schedule %s%s, compute %s, %lld iterations (%d timed), %lld Adam steps\n",
+           ex_backend_name(r->backend), r->world, r->world == 1 ? "" : "s", step_schedule_name(a->o.schedule), ran,
            a->o.compute == EX_COMPUTE_GEMM ? "gemm" : "none", (long long)r->iterations, a->o.steps,
            (long long)r->adam_step);
     if (a->o.comm_dtype != KERN_F32)

@@ -357,6 +357,9 @@ static int vx_setup(struct vx *v, bool schedule_given, struct rl_err *e)
 {
     struct cli_validate_exec *x = v->x;
     struct plan_inputs *s = v->s;
+    if (s->n_more_versions > 0)   /* one executor run per row: one release's step */
+        return rl_errf(e, RL_EINVAL, "--deepspeed-version: validate --ratios runs one DeepSpeed release's step, the "
+                       "list names %d; allowed: one X.Y.Z", s->n_more_versions + 1);
     v->in_mpi = under_mpirun();
     if (v->in_mpi) {
         RL_TRY(ex_comm_init(&v->comm, e));
@@ -746,6 +749,9 @@ static int vx_reference_launched(struct vx *v, struct rl_err *e)
 void cli_val_row_from_result(struct val_row *w, const struct ex_result *r, const int64_t *baseline)
 {
     w->digest = r->digest;
+    w->measured.deepspeed_version[0] = 0;
+    if (r->ds_step)   /* the release whose step the executor ran (its run record) */
+        rl_version_str(r->ds_version, w->measured.deepspeed_version, sizeof w->measured.deepspeed_version);
     const struct ex_rank_result *cr = &r->ranks[r->critical_rank];
     w->measured.step_ns = cr->step_ns;
     for (int k = 0; k < VAL_PHASES && k < STEP_PH_COUNT; k++) {
@@ -937,6 +943,17 @@ static int vx_rows(struct vx *v, const double *ratios, size_t n_ratios, struct r
         }
         RL_TRY(vx_predict(v, w, &v->hw, ptrace, e));
         RL_TRY(v->in_mpi ? vx_measure_inproc(v, w, mtrace, e) : vx_measure_launched(v, w, mtrace, e));
+        if (v->rank0 && strcmp(w->predicted.deepspeed_version, w->measured.deepspeed_version) != 0) {
+            int rc = rl_errf(e, RL_EINTERNAL, "validate: ratio %g, %s: the simulator predicted DeepSpeed %s's step, "
+                             "the executor ran %s's", w->ratio, w->schedule, w->predicted.deepspeed_version[0] ?
+                             w->predicted.deepspeed_version : "no", w->measured.deepspeed_version[0] ?
+                             w->measured.deepspeed_version : "no");
+            if (v->in_mpi) {   /* the other ranks would wait in the next run's collectives */
+                fprintf(stderr, "ratiolab validate: %s\n", e->msg);
+                ex_comm_abort(&v->comm, 3);
+            }
+            return rc;
+        }
         rep->n_rows++;
         if (v->rep_also && v->rank0) {   /* the same row, predicted with --also-hw (no trace) */
             struct val_row *w2 = &v->rep_also->rows[v->rep_also->n_rows];
@@ -1060,9 +1077,14 @@ static void vx_print_report(const struct val_report *rep, const char *out, bool 
         }
         return;
     }
-    printf("model      %s\nhardware   %s (%s)\nbackend    %s, %d rank%s, %d timed steps, policy %s\n\n",
+    printf("model      %s\nhardware   %s (%s)\nbackend    %s, %d rank%s, %d timed steps, policy %s\n",
            cli_data(rep->model), cli_data(rep->hardware), cli_data(rep->hardware_path), rep->backend, rep->ranks, rep->ranks == 1 ? "" : "s", rep->steps,
            rep->policy);
+    char ds[256];
+    val_report_deepspeed_text(rep, ds, sizeof ds);
+    if (ds[0])   /* the DeepSpeed release whose step each side ran */
+        printf("deepspeed  %s\n", ds);
+    printf("\n");
     printf("  %-6s %-15s %-15s %8s %9s %12s %12s %8s %8s\n", "ratio", "schedule", "policy", "honored", "digest",
            "predicted ms", "measured ms", "error %", "others %");
     for (int i = 0; i < rep->n_rows; i++) {

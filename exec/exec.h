@@ -184,6 +184,10 @@ struct ex_result {
     int64_t prefetch_depth;         /* ZeRO-3 prefetch: blocks gathered ahead of the compute */
     int gather_buffers;             /* gather buffers of the largest block allocated: depth + 1 */
     int critical_rank;              /* the rank with the longest step */
+    bool ds_step;                   /* the deepspeed schedule ran: DeepSpeed's step of ds_version */
+    struct rl_version ds_version;   /* that release (the plan's zero.ds_version), whose row of
+                                       plan/ds_rules.c chose the step's gradient copy, its stream
+                                       syncs and the flat buffer's pinning; unset under overlap */
     struct ex_rank_result *ranks;   /* world entries, filled on rank 0 only (NULL elsewhere) */
     struct ex_rank_result self;     /* this rank */
 };

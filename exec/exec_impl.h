@@ -5,6 +5,7 @@
 
 #include "exec/backend.h"
 #include "exec/exec.h"
+#include "plan/ds_rules.h"   /* struct plan_ds_rules: the release whose step the deepspeed schedule runs */
 
 /* Elements a rank's host scratch holds at a time when it writes the initial state or reads the
  * final one (init_state, ex__digest): 1 MiB per fp32 array, the same at every scale. */
@@ -105,6 +106,12 @@ struct ex_run {
     void *flat_grad;                 /* deepspeed-0.12: P x 16-bit pinned flat gradient buffer */
     void *dev16;                     /* deepspeed-0.12: one bucket's 16-bit gradients, device */
     void *pageable16;                /* deepspeed-0.12: pageable staging, host */
+    const struct plan_ds_rules *ds;  /* deepspeed: the row of plan/ds_rules.c for the plan's
+                                        zero.ds_version, whose step runs; NULL under overlap */
+    float *up32;                     /* deepspeed from 0.15.4: one bucket's host-share gradients upcast
+                                        to fp32 on the device (DeepSpeed's .float()), device */
+    float *pinned32;                 /* deepspeed 0.15.4-0.16.2: the pinned staging they are copied
+                                        through (DeepSpeed's pinned_grad_buffer), host */
     void *gathered;                  /* gather_buffers gathered blocks, device, one after the other */
     int64_t gathered_bytes;          /* one gather buffer: the largest block's partitions x W */
     int64_t prefetch_depth;          /* blocks gathered ahead of the compute (plan/step.h, capped at
@@ -173,6 +180,28 @@ int ex__trace_write(struct ex_run *r, const char *path, struct rl_err *e);
  * the default) it asserts that a gather is never started into a buffer that another started and
  * not yet waited gather still fills (gather_buffers must exceed prefetch_depth). */
 int ex__gather_for(struct ex_run *r, bool forward, int i, int *next, struct rl_err *e);
+/* ---- the step's record (run.c) ---- */
+/* Records the span [t0, now) of phase ph and the bytes it moved. */
+void ex__phase_add(struct ex_run *r, int ph, int64_t t0, int64_t bytes);
+/* An asynchronous copy's bytes; its time comes from the backend (take_spans) when it has one,
+ * else from the span [t0, now) the pipeline measured around it. */
+void ex__copy_done(struct ex_run *r, int ph, int64_t t0, int64_t bytes);
+/* The Adam scalars of param group `group` at the run's current Adam step. */
+int ex__scalars(struct ex_run *r, int group, struct kern_adam_scalars *s, struct rl_err *e);
+/* ---- the schedules: exec/step_ds.c (deepspeed) and exec/step_overlap.c (overlap) ---- */
+/* A flush's reduced range (flat [f, f + len); src the fp32 sums on the device, src16 the model-
+ * dtype sums of a 16-bit reduce-scatter (deepspeed only; else NULL)) into the fp32 gradients. */
+int ex__ds_deliver(struct ex_run *r, const float *src, const void *src16, int64_t f, int64_t len, struct rl_err *e);
+int ex__overlap_deliver(struct ex_run *r, const float *src, int64_t f, int64_t len, struct rl_err *e);
+/* The deepspeed schedule's release upcasts the host share's gradients on the device (0.15.4 and
+ * later) and this rank has a host share: the run needs grad_upcast_gpu. */
+bool ex__ds_upcasts(const struct ex_run *r);
+/* Adds to *bad this rank's non-finite gradients, scanned where the schedule scans them. */
+int ex__ds_scan(struct ex_run *r, int64_t *bad, struct rl_err *e);
+int ex__overlap_scan(struct ex_run *r, int64_t *bad, struct rl_err *e);
+/* The optimizer step of the schedule over every segment (the step counter already advanced). */
+int ex__ds_optimizer(struct ex_run *r, struct rl_err *e);
+int ex__overlap_optimizer(struct ex_run *r, struct rl_err *e);
 int ex__ckpt_save(struct ex_run *r, const char *dir, struct rl_err *e);
 int ex__ckpt_load(struct ex_run *r, const char *dir, struct rl_err *e);
 

@@ -159,6 +159,7 @@ void ex_result_json_put(json_t *o, const struct ex_result *r)
     json_object_set_new(o, "backend", json_string(ex_backend_name(r->backend)));
     put_keys(o, r, result_keys, RL_COUNT(result_keys));
     json_object_set_new(o, "digest", json_string(hex));
+    json_object_set_new(o, "deepspeed_version", r->ds_step ? json_string(RL_VERSION_S(r->ds_version)) : json_null());
     /* The critical rank's figures, the ones a reader of one run looks at first. */
     const struct ex_rank_result *cr = &r->ranks[r->critical_rank];
     json_t *m = json_object();
@@ -238,6 +239,15 @@ int ex_result_from_json(const char *text, struct ex_result *r, struct rl_err *e)
     const char *dg = json_string_value(json_object_get(j, "digest"));
     if (!rc && dg)
         r->digest = (uint32_t)strtoul(dg, NULL, 16);
+    const json_t *dv = json_object_get(j, "deepspeed_version");   /* absent or null: no DeepSpeed step */
+    if (!rc && dv && !json_is_null(dv)) {
+        if (!json_is_string(dv))
+            rc = rl_errf(e, RL_EINVAL, "run record: deepspeed_version: not a version text or null");
+        else if (rl_parse_version("run record: deepspeed_version", json_string_value(dv), &r->ds_version, e))
+            rc = RL_EINVAL;
+        else
+            r->ds_step = true;
+    }
     const json_t *m = json_object_get(j, "measurement");
     r->critical_rank = (int)json_integer_value(json_object_get(m, "critical_rank"));
     const json_t *rk = json_object_get(j, "ranks");

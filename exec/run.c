@@ -1,5 +1,8 @@
 /* exec/run.c — the pipeline: one ZeRO-3 step with a ratio-split optimizer, on a backend table
- * (exec/backend.h), for the schedules deepspeed-0.12 and overlap (exec/README.md draws both).
+ * (exec/backend.h): setup, buffers, forward, backward and the bucket flushes shared by both
+ * schedules; each schedule's gradient delivery, overflow scan and optimizer step are in its own
+ * file, exec/step_ds.c (deepspeed) and exec/step_overlap.c (overlap), beside the simulator's
+ * sim/step_ds.c and sim/step_overlap.c (exec/README.md draws both).
  *
  * Layout of a rank's state. Tensor t (model order, n_t elements, global offset goff_t) has a
  * per-rank partition of s_t = ceil(n_t / W) elements; rank k holds its elements
@@ -21,7 +24,6 @@
 #include "exec/exec.h"
 #include "exec/dtype.h"
 #include "exec/exec_impl.h"
-#include "kernels/scan.h"    /* kern_nonfinite_f32, kern_nonfinite_lowp: the overflow scan */
 #include "monitor/monitor.h"
 
 static const char *const backend_names[] = {"auto", "cpu", "cuda"};
@@ -207,13 +209,14 @@ static int64_t gather_bytes(const struct ex_run *r)
 }
 
 /* Device bytes the run needs besides the ledger: the gather buffers (prefetch depth + 1), for
- * deepspeed-0.12 the copy of a bucket's gradients brought back from the host, for overlap with a
+ * deepspeed the copy of a bucket's gradients brought back from the host (and from 0.15.4 their
+ * fp32 upcast for the host share), for overlap with a
  * 16-bit reduce-scatter the widened sums of one flush. */
 static int64_t transient_device_bytes(const struct ex_run *r, int64_t bucket_rank_numel)
 {
     int64_t bytes = r->gather_buffers * gather_bytes(r);
     if (r->o->schedule == STEP_SCHED_DS012)
-        bytes += bucket_rank_numel * r->mdb;
+        bytes += bucket_rank_numel * r->mdb + (ex__ds_upcasts(r) ? bucket_rank_numel * 4 : 0);
     else if (r->cdb == 2)
         bytes += bucket_rank_numel * 4;
     return bytes;
@@ -285,16 +288,25 @@ static int allocate(struct ex_run *r, struct rl_err *e)
         return rc;
     r->n_ledger_bufs = r->nbufs;
     if (r->o->schedule == STEP_SCHED_DS012) {
-        /* DeepSpeed's pinned flat gradient buffer (all P elements, model dtype), its GPU copy of
-         * one bucket brought back, the pageable staging of a CPU sub-group's parameter copy. */
+        /* DeepSpeed's flat gradient buffer (all P elements, model dtype; pinned only with
+         * offload_optimizer.pin_memory, whose default is the release's), its GPU copy of one bucket
+         * brought back, the pageable staging of a CPU sub-group's parameter copy; from 0.15.4 the
+         * host share's fp32 upcast on the device (0.15.4-0.16.2: and its pinned staging). */
         int64_t sg_max = 0;
         for (int i = 0; i < r->nseg; i++)
             if (r->seg[i].cpu && r->seg[i].numel > sg_max)
                 sg_max = r->seg[i].numel;
         int64_t pg = sg_max > r->bucket_rank_numel ? sg_max : r->bucket_rank_numel;
-        if ((rc = alloc_buf(r, "flat_grad_buffer", H, r->P * mdb, &r->flat_grad, false, e)) ||
+        const enum plan_device flat = p->zero.pin_memory ? H : PLAN_DEV_CPU_PAGEABLE;
+        if ((rc = alloc_buf(r, "flat_grad_buffer", flat, r->P * mdb, &r->flat_grad, false, e)) ||
             (rc = alloc_buf(r, "grad_partition_gpu_copy", D, r->bucket_rank_numel * mdb, &r->dev16, true, e)) ||
             (rc = alloc_buf(r, "pageable_staging", PLAN_DEV_CPU_PAGEABLE, pg * mdb, &r->pageable16, true, e)))
+            return rc;
+        if (ex__ds_upcasts(r) &&
+            (rc = alloc_buf(r, "grad_upcast_gpu", D, r->bucket_rank_numel * 4, (void **)&r->up32, true, e)))
+            return rc;
+        if (r->Pc > 0 && r->ds->grad_copy == PLAN_DS_GRAD_HOST_CAST_SYNCED &&
+            (rc = alloc_buf(r, "pinned_grad_staging", H, r->bucket_rank_numel * 4, (void **)&r->pinned32, true, e)))
             return rc;
     }
     if (r->o->schedule != STEP_SCHED_DS012 && r->cdb == 2 &&
@@ -401,19 +413,19 @@ static void span_add(struct ex_run *r, int ph, int64_t t0, int64_t t1, int64_t b
 }
 
 /* Records the span [t0, now) of phase ph and the bytes it moved. */
-static void phase_add(struct ex_run *r, int ph, int64_t t0, int64_t bytes)
+void ex__phase_add(struct ex_run *r, int ph, int64_t t0, int64_t bytes)
 {
     span_add(r, ph, t0, ex__now_ns(), bytes);
 }
 
 /* An asynchronous copy's bytes; its time comes from the backend (take_spans) when it has one,
  * else from the span [t0, now) the pipeline measured around it. */
-static void copy_done(struct ex_run *r, int ph, int64_t t0, int64_t bytes)
+void ex__copy_done(struct ex_run *r, int ph, int64_t t0, int64_t bytes)
 {
     if (r->be->take_spans)
         r->ph_bytes[ph] += bytes;
     else
-        phase_add(r, ph, t0, bytes);
+        ex__phase_add(r, ph, t0, bytes);
 }
 
 /* Moves the backend's finished copy spans into the step's spans (and the trace). */
@@ -532,68 +544,15 @@ int ex__gather_for(struct ex_run *r, bool forward, int i, int *next, struct rl_e
     return gather_wait(r, forward ? i : r->nblocks - 1 - i, e);
 }
 
-/* Delivers a reduced range (device pointer src: fp32; src16: the model dtype, deepspeed-0.12 with a
- * 16-bit comm type only, else NULL; flat [f, f + len)) to the fp32 gradients.
- * overlap: device share D2D, host share D2H straight into the pinned fp32 gradient.
- * deepspeed-0.12: cast to the model dtype, D2H of everything into the pinned flat buffer, H2D
- * back, then device share widened on the device, host share D2H again into pageable memory and
- * widened on the host. */
+
+/* Delivers a reduced range (device pointer src: fp32; src16: the model dtype, deepspeed with a
+ * 16-bit comm type only, else NULL; flat [f, f + len)) to the fp32 gradients, as the run's
+ * schedule does it (exec/step_ds.c, exec/step_overlap.c). */
 static int deliver(struct ex_run *r, const float *src, const void *src16, int64_t f, int64_t len, struct rl_err *e)
 {
-    const bool ds = r->o->schedule == STEP_SCHED_DS012;
-    const int mdb = r->mdb;
-    int64_t t0;
-    if (ds) {
-        /* The sums in the model dtype: cast from fp32, or as reduced with a 16-bit comm type. */
-        if (!src16) {
-            t0 = ex__now_ns();
-            RL_TRY(r->be->narrow(r->dev, r->dev16, r->md, src, len, EX_STREAM_COMM, e));
-            RL_TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
-            phase_add(r, STEP_PH_REDUCE_SCATTER, t0, len * (4 + mdb));
-            src16 = r->dev16;
-        }
-        t0 = ex__now_ns();
-        RL_TRY(r->be->copy(r->dev, (char *)r->flat_grad + f * mdb, src16, len * mdb, EX_D2H, EX_STREAM_COMM, e));
-        RL_TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
-        phase_add(r, STEP_PH_GRAD_D2H, t0, len * mdb);
-        t0 = ex__now_ns();
-        RL_TRY(r->be->copy(r->dev, r->dev16, (char *)r->flat_grad + f * mdb, len * mdb, EX_H2D, EX_STREAM_COMM, e));
-        RL_TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
-        phase_add(r, STEP_PH_GRAD_H2D, t0, len * mdb);
-    }
-    int64_t x = f;
-    while (x < f + len) {
-        const struct ex_seg *s = &r->seg[ex__seg_find(r, x)];
-        int64_t end = s->flat + s->numel < f + len ? s->flat + s->numel : f + len;
-        int64_t o = s->off + (x - s->flat), n = end - x, h = x - f;
-        t0 = ex__now_ns();
-        if (!ds && !s->cpu) {
-            RL_TRY(r->be->copy(r->dev, r->grad_gpu + o, src + h, n * 4, EX_D2D, EX_STREAM_COMM, e));
-            RL_TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
-            phase_add(r, STEP_PH_REDUCE_SCATTER, t0, n * 8);
-        } else if (!ds) {
-            /* Asynchronous: the next flush waits for it before reusing the bucket. */
-            r->be->tag(r->dev, EX_STREAM_COPY, STEP_PH_GRAD_D2H);
-            int rc = r->be->copy(r->dev, r->grad_cpu + o, src + h, n * 4, EX_D2H, EX_STREAM_COPY, e);
-            r->be->tag(r->dev, EX_STREAM_COPY, -1);
-            RL_TRY(rc);
-            copy_done(r, STEP_PH_GRAD_D2H, t0, n * 4);
-        } else if (!s->cpu) {
-            RL_TRY(r->be->widen(r->dev, r->grad_gpu + o, (char *)r->dev16 + h * mdb, r->md, n, EX_STREAM_COMM, e));
-            RL_TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
-            phase_add(r, STEP_PH_GRAD_CAST, t0, n * (mdb + 4));
-        } else {
-            /* A blocking copy to pageable memory, then the cast on the host (inside backward). */
-            RL_TRY(r->be->copy(r->dev, r->pageable16, (char *)r->dev16 + h * mdb, n * mdb, EX_D2H, EX_STREAM_COMPUTE, e));
-            RL_TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
-            phase_add(r, STEP_PH_GRAD_D2H, t0, n * mdb);
-            t0 = ex__now_ns();
-            ex__widen_host(r->grad_cpu + o, r->pageable16, r->md, n);
-            phase_add(r, STEP_PH_GRAD_CAST, t0, n * (mdb + 4));
-        }
-        x = end;
-    }
-    return 0;
+    if (r->o->schedule == STEP_SCHED_DS012)
+        return ex__ds_deliver(r, src, src16, f, len, e);
+    return ex__overlap_deliver(r, src, f, len, e);
 }
 
 /* Flushes the bucket: every rank's shares of the items in rank-major order, reduce-scatter in
@@ -623,12 +582,12 @@ static int flush(struct ex_run *r, int64_t it, struct rl_err *e)
         }
     }
     RL_TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
-    phase_add(r, STEP_PH_BACKWARD, t0, 0);
+    ex__phase_add(r, STEP_PH_BACKWARD, t0, 0);
     RL_TRY(gathers_poll(r, e));   /* the prefetched gathers' spans end before the reduce-scatter */
     t0 = ex__now_ns();
     void *sums = NULL;
     RL_TRY(r->be->reduce_scatter(r->dev, r->bucket, cnt, r->cd, &sums, e));
-    phase_add(r, STEP_PH_REDUCE_SCATTER, t0, cnt * r->cdb * r->W);
+    ex__phase_add(r, STEP_PH_REDUCE_SCATTER, t0, cnt * r->cdb * r->W);
     const float *sums32 = sums;
     const char *sums16 = NULL;
     if (r->cdb == 2) {
@@ -639,7 +598,7 @@ static int flush(struct ex_run *r, int64_t it, struct rl_err *e)
             t0 = ex__now_ns();
             RL_TRY(r->be->widen(r->dev, r->comm32, sums, r->cd, cnt, EX_STREAM_COMM, e));
             RL_TRY(r->be->sync(r->dev, EX_STREAM_COMM, e));
-            phase_add(r, STEP_PH_REDUCE_SCATTER, t0, cnt * 6);
+            ex__phase_add(r, STEP_PH_REDUCE_SCATTER, t0, cnt * 6);
             sums32 = r->comm32;
             sums16 = NULL;
         }
@@ -681,7 +640,7 @@ static int forward_backward(struct ex_run *r, int64_t it, struct rl_err *e)
         RL_TRY(ex__gather_for(r, true, b, &next, e));
         int64_t t0 = ex__now_ns();
         RL_TRY(block_compute(r, b, 1, e));
-        phase_add(r, STEP_PH_FORWARD, t0, 0);
+        ex__phase_add(r, STEP_PH_FORWARD, t0, 0);
         RL_TRY(gathers_poll(r, e));
     }
     next = 0;
@@ -689,7 +648,7 @@ static int forward_backward(struct ex_run *r, int64_t it, struct rl_err *e)
         RL_TRY(ex__gather_for(r, false, r->nblocks - 1 - b, &next, e));
         int64_t t0 = ex__now_ns();
         RL_TRY(block_compute(r, b, ex_block_backward_passes(r->p->model, r->blocks, b, r->o->checkpoint_activations), e));
-        phase_add(r, STEP_PH_BACKWARD, t0, 0);
+        ex__phase_add(r, STEP_PH_BACKWARD, t0, 0);
         RL_TRY(gathers_poll(r, e));
         for (int t = r->blocks[b + 1] - 1; t >= r->blocks[b]; t--)
             RL_TRY(bucket_add(r, t, it, e));
@@ -697,159 +656,26 @@ static int forward_backward(struct ex_run *r, int64_t it, struct rl_err *e)
     return flush(r, it, e);
 }
 
-/* Any non-finite gradient on any rank (then the step is skipped). */
-static int overflow(struct ex_run *r, bool *skip, struct rl_err *e)
-{
-    int64_t t0 = ex__now_ns();
-    RL_TRY(r->be->sync(r->dev, EX_STREAM_COPY, e));   /* the host share's gradients have arrived */
-    phase_add(r, STEP_PH_GRAD_D2H, t0, 0);
-    t0 = ex__now_ns();
-    int64_t bad = 0;
-    /* The host scans count on the run's Adam threads, vectorized (kernels/scan.h). */
-    if (r->o->schedule == STEP_SCHED_DS012) {
-        RL_TRY(kern_nonfinite_lowp(r->flat_grad, r->P, r->md, r->o->threads, &bad, e));
-        phase_add(r, STEP_PH_OVERFLOW_CHECK, t0, r->P * r->mdb);
-    } else {
-        RL_TRY(r->be->nonfinite(r->dev, r->grad_gpu, r->Pg, &bad, EX_STREAM_COMPUTE, e));
-        RL_TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
-        phase_add(r, STEP_PH_OVERFLOW_CHECK, t0, r->Pg * 4);
-        t0 = ex__now_ns();
-        int64_t host_bad = 0;
-        RL_TRY(kern_nonfinite_f32(r->grad_cpu, r->Pc, r->o->threads, &host_bad, e));
-        bad += host_bad;
-        phase_add(r, STEP_PH_OVERFLOW_CHECK, t0, r->Pc * 4);
-    }
-    RL_TRY(ex_comm_max_i64(r->c, &bad, 1, e));
-    *skip = bad > 0;
-    return 0;
-}
 
-static int scalars(struct ex_run *r, int group, struct kern_adam_scalars *s, struct rl_err *e)
+int ex__scalars(struct ex_run *r, int group, struct kern_adam_scalars *s, struct rl_err *e)
 {
     struct kern_adam_hparams h = ex_hparams(r->o, group);
     return kern_adam_scalars_make(&h, r->adam_step, s, e);
 }
 
-static int optimizer_overlap(struct ex_run *r, struct rl_err *e)
-{
-    /* Device share first, asynchronous (a GPU; the cpu backend's compute thread), writing the
-     * 16-bit copy in place, timed by the backend while the host share runs. */
-    int64_t t0 = ex__now_ns();
-    r->be->tag(r->dev, EX_STREAM_COMPUTE, r->be->take_spans ? STEP_PH_GPU_ADAM : -1);
-    for (int i = 0; i < r->nseg; i++) {
-        const struct ex_seg *s = &r->seg[i];
-        if (s->cpu)
-            continue;
-        struct kern_adam_scalars sc;
-        RL_TRY(scalars(r, s->group, &sc, e));
-        struct kern_adam_bufs b = {.param = r->master_gpu + s->off, .exp_avg = r->m_gpu + s->off,
-                                   .exp_avg_sq = r->v_gpu + s->off, .grad = r->grad_gpu + s->off,
-                                   .grad_dtype = KERN_F32, .param_lowp = (char *)r->param16 + s->flat * r->mdb,
-                                   .param_lowp_dtype = r->md, .numel = s->numel};
-        int rc = r->be->adam(r->dev, &sc, &b, EX_STREAM_COMPUTE, e);
-        if (rc) {
-            r->be->tag(r->dev, EX_STREAM_COMPUTE, -1);
-            return rc;
-        }
-    }
-    r->be->tag(r->dev, EX_STREAM_COMPUTE, -1);
-    if (r->be->take_spans) {
-        r->ph_bytes[STEP_PH_GPU_ADAM] += r->Pg * (28 + r->mdb);
-    } else {
-        RL_TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
-        phase_add(r, STEP_PH_GPU_ADAM, t0, r->Pg * (28 + r->mdb));
-    }
-    /* Host share in the chunks of plan/step.h (the simulator's): CPU Adam writes the 16-bit copy
-     * into a pinned staging half, which goes H2D while the next chunk is updated (double buffer).
-     * A chunk spanning host segments is updated piece by piece (each segment's group has its own
-     * Adam scalars) into one staging half. */
-    int half = 0;
-    uint64_t used[2] = {0, 0};   /* the copy event that last read each half */
-    r->be->tag(r->dev, EX_STREAM_COPY, STEP_PH_PARAM_H2D);
-    const int64_t chunk = step_chunk_numel(r->Pc, r->p->exec_chunk_numel);
-    struct ex_piece pc = {.seg = -1};
-    while (ex__next_piece(r->seg, r->nseg, r->Pc, chunk, &pc)) {
-        const struct ex_seg *s = &r->seg[pc.seg];
-        const int64_t a = pc.at - s->off;   /* first element of the piece in its segment */
-        char *st = (char *)r->staging + ((int64_t)half * r->chunk + (pc.at - pc.chunk * chunk)) * r->mdb;
-        struct kern_adam_scalars sc;
-        RL_TRY(scalars(r, s->group, &sc, e));
-        t0 = ex__now_ns();
-        if (pc.at == pc.chunk * chunk)
-            RL_TRY(r->be->event_wait(r->dev, used[half], e));   /* the copy that last used this half */
-        struct kern_adam_bufs b = {.param = r->master_cpu + pc.at, .exp_avg = r->m_cpu + pc.at,
-                                   .exp_avg_sq = r->v_cpu + pc.at, .grad = r->grad_cpu + pc.at,
-                                   .grad_dtype = KERN_F32, .param_lowp = st, .param_lowp_dtype = r->md,
-                                   .numel = pc.n};
-        RL_TRY(kern_adam_cpu(&sc, &b, r->o->threads, e));
-        phase_add(r, STEP_PH_CPU_ADAM, t0, pc.n * (28 + r->mdb));
-        t0 = ex__now_ns();
-        RL_TRY(r->be->copy(r->dev, (char *)r->param16 + (s->flat + a) * r->mdb, st, pc.n * r->mdb, EX_H2D,
-                           EX_STREAM_COPY, e));
-        copy_done(r, STEP_PH_PARAM_H2D, t0, pc.n * r->mdb);
-        if (pc.last) {
-            RL_TRY(r->be->event_record(r->dev, EX_STREAM_COPY, &used[half], e));
-            half ^= 1;
-        }
-    }
-    r->be->tag(r->dev, EX_STREAM_COPY, -1);
-    t0 = ex__now_ns();
-    RL_TRY(r->be->sync(r->dev, EX_STREAM_COPY, e));
-    if (!r->be->take_spans)
-        phase_add(r, STEP_PH_PARAM_H2D, t0, 0);
-    RL_TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));   /* the device share's Adam */
-    return 0;
-}
 
-/* DeepSpeed 0.12.4's loop: host sub-groups first, each unscaled, updated, then cast on the host
- * into pageable memory and copied H2D blocking; then the device sub-groups: unscale, Adam, cast. */
-static int optimizer_ds012(struct ex_run *r, struct rl_err *e)
+
+/* Any non-finite gradient on any rank (then the step is skipped): the schedule's scan of this
+ * rank's gradients, then the count's maximum over the world. */
+static int overflow(struct ex_run *r, bool *skip, struct rl_err *e)
 {
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < r->nseg; i++) {
-            const struct ex_seg *s = &r->seg[i];
-            if (s->cpu != (pass == 0))
-                continue;
-            struct kern_adam_scalars sc;
-            RL_TRY(scalars(r, s->group, &sc, e));
-            int64_t t0 = ex__now_ns();
-            if (s->cpu) {
-                float *g = r->grad_cpu + s->off;
-                for (int64_t j = 0; j < s->numel; j++)
-                    g[j] = g[j] * 1.0f;   /* unscale by the static loss scale 1 */
-                phase_add(r, STEP_PH_UNSCALE, t0, s->numel * 8);
-                t0 = ex__now_ns();
-                struct kern_adam_bufs b = {.param = r->master_cpu + s->off, .exp_avg = r->m_cpu + s->off,
-                                           .exp_avg_sq = r->v_cpu + s->off, .grad = g, .grad_dtype = KERN_F32,
-                                           .numel = s->numel};
-                RL_TRY(kern_adam_cpu(&sc, &b, r->o->threads, e));
-                phase_add(r, STEP_PH_CPU_ADAM, t0, s->numel * 28);
-                t0 = ex__now_ns();
-                ex__narrow_host(r->pageable16, r->md, r->master_cpu + s->off, s->numel);
-                phase_add(r, STEP_PH_PARAM_CAST, t0, s->numel * (4 + r->mdb));
-                t0 = ex__now_ns();
-                RL_TRY(r->be->copy(r->dev, (char *)r->param16 + s->flat * r->mdb, r->pageable16, s->numel * r->mdb,
-                                EX_H2D, EX_STREAM_COMPUTE, e));
-                RL_TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
-                phase_add(r, STEP_PH_PARAM_H2D, t0, s->numel * r->mdb);
-            } else {
-                RL_TRY(r->be->scale(r->dev, r->grad_gpu + s->off, s->numel, 1.0f, EX_STREAM_COMPUTE, e));
-                RL_TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
-                phase_add(r, STEP_PH_UNSCALE, t0, s->numel * 8);
-                t0 = ex__now_ns();
-                struct kern_adam_bufs b = {.param = r->master_gpu + s->off, .exp_avg = r->m_gpu + s->off,
-                                           .exp_avg_sq = r->v_gpu + s->off, .grad = r->grad_gpu + s->off,
-                                           .grad_dtype = KERN_F32, .numel = s->numel};
-                RL_TRY(r->be->adam(r->dev, &sc, &b, EX_STREAM_COMPUTE, e));
-                RL_TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
-                phase_add(r, STEP_PH_GPU_ADAM, t0, s->numel * 28);
-                t0 = ex__now_ns();
-                RL_TRY(r->be->narrow(r->dev, (char *)r->param16 + s->flat * r->mdb, r->md, r->master_gpu + s->off,
-                                  s->numel, EX_STREAM_COMPUTE, e));
-                RL_TRY(r->be->sync(r->dev, EX_STREAM_COMPUTE, e));
-                phase_add(r, STEP_PH_PARAM_CAST, t0, s->numel * (4 + r->mdb));
-            }
-        }
+    int64_t t0 = ex__now_ns();
+    RL_TRY(r->be->sync(r->dev, EX_STREAM_COPY, e));   /* the host share's gradients have arrived */
+    ex__phase_add(r, STEP_PH_GRAD_D2H, t0, 0);
+    int64_t bad = 0;
+    RL_TRY(r->o->schedule == STEP_SCHED_DS012 ? ex__ds_scan(r, &bad, e) : ex__overlap_scan(r, &bad, e));
+    RL_TRY(ex_comm_max_i64(r->c, &bad, 1, e));
+    *skip = bad > 0;
     return 0;
 }
 
@@ -862,7 +688,7 @@ static int one_step(struct ex_run *r, int64_t it, bool *skipped, struct rl_err *
     RL_TRY(overflow(r, skipped, e));
     if (!*skipped) {
         r->adam_step++;
-        RL_TRY(r->o->schedule == STEP_SCHED_DS012 ? optimizer_ds012(r, e) : optimizer_overlap(r, e));
+        RL_TRY(r->o->schedule == STEP_SCHED_DS012 ? ex__ds_optimizer(r, e) : ex__overlap_optimizer(r, e));
     }
     RL_TRY(r->be->sync(r->dev, EX_STREAM_COPY, e));
     collect_copy_spans(r, true);
@@ -1082,6 +908,11 @@ int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, str
     r.mdb = 2;
     r.cd = o->comm_dtype == KERN_BF16 || o->comm_dtype == KERN_F16 ? o->comm_dtype : KERN_F32;
     r.cdb = kern_dtype_bytes(r.cd);
+    if (o->schedule == STEP_SCHED_DS012) {   /* the release whose step runs (plan/ds_rules.c) */
+        r.ds = plan_ds_rules_for(p->zero.ds_version);
+        res->ds_step = true;
+        res->ds_version = p->zero.ds_version;
+    }
     if (r.cd != KERN_F32 && r.cd != r.md)
         return rl_errf(e, RL_EINVAL, "comm_dtype: %s, but the model dtype is %s; allowed: fp32 or %s",
                        kern_dtype_name(r.cd), kern_dtype_name(r.md), kern_dtype_name(r.md));

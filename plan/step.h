@@ -77,7 +77,7 @@ int step_breakdown(const struct step_span *s, int n, int64_t t0_ns, int64_t t1_n
  * STEP_CHUNK_DEFAULT_NUMEL elements (a plan's exec_chunk_numel overrides it), at most
  * STEP_MAX_CHUNKS chunks per rank (larger shares get larger chunks). These functions are the one
  * definition of that chunk list: the ledger sizes the staging buffers with it (plan.c), the
- * simulator streams its chunks (sim/step.c) and the executor runs them (exec/run.c). The CPU
+ * simulator streams its chunks (sim/step_overlap.c) and the executor runs them (exec/step_overlap.c). The CPU
  * share is one run of cpu_numel elements (the host arrays hold the CPU sub-groups back to back);
  * chunk k covers [k x step_chunk_numel, min((k + 1) x step_chunk_numel, cpu_numel)), whatever
  * sub-groups it spans. */

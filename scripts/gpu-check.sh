@@ -393,7 +393,8 @@ digest_of() { awk '/^digest /{print $2}' "$1"; }
 
 s_kernels() { suite gpu_kernels 100; }
 
-# The executor: ratios x schedules, deep prefetch, fp16 reduction; every digest the reference's.
+# The executor: ratios x schedules, two later releases' deepspeed step, deep prefetch, fp16
+# reduction; every digest the reference's.
 s_executor() {
     set -e
     "$B" run $EX --reference --hash > "$LOGS/ref.txt"
@@ -404,6 +405,14 @@ s_executor() {
     "$B" run $EX --backend $BE --ratios 0,0.5,1 --policies exact --schedules overlap,deepspeed-0.12 | tee "$LOGS/matrix.txt"
     n=$(grep -c " digest $ref\$" "$LOGS/matrix.txt" || true)
     [ "$n" = 6 ] || { echo "executor: $n of 6 runs give the reference digest $ref"; exit 1; }
+    # The deepspeed schedule of the releases whose gradient copy differs (exec/step_ds.c): the fp32
+    # upcast through pinned staging (0.15.4) and its non-blocking D2H (0.19.5).
+    local v
+    for v in 0.15.4 0.19.5; do
+        "$B" run $EX --ratio 0.5 --backend $BE --policy exact --schedule deepspeed --deepspeed-version $v --hash \
+            | tee "$LOGS/ds-$v.txt"
+        [ "$(digest_of "$LOGS/ds-$v.txt")" = "$ref" ] || { echo "executor: deepspeed $v's step differs"; exit 1; }
+    done
     "$B" run $EX --ratio 0.5 --backend $BE --comm-dtype fp16 --hash | tee "$LOGS/fp16.txt"
     [ "$(digest_of "$LOGS/fp16.txt")" = "$ref" ] || { echo "executor: --comm-dtype fp16 differs"; exit 1; }
     printf '{"zero_optimization": {"stage": 3, "stage3_prefetch_bucket_size": 1e9, "offload_optimizer": {"device": "cpu", "ratio": 0.5}}, "fp16": {"enabled": true}}\n' \
@@ -417,7 +426,7 @@ s_executor() {
         grep -A1 "\"$ph\": {" "$LOGS/run.json" | grep -Eq '"busy_ns": [1-9]' \
             || { echo "executor: phase $ph has no busy time"; exit 1; }
     done
-    echo "executor: 6 + 2 runs give the reference digest $ref; busy times present"
+    echo "executor: 6 + 2 + 2 runs give the reference digest $ref; busy times present"
 }
 
 # One run through a 1-rank NCCL communicator: its reduce-scatters and all-gathers go through

@@ -1,6 +1,8 @@
 /* sim/step.c — builds the task graph of one ZeRO-3 step for every GPU of a node, runs it on the
  * flow model and reduces the result to a step time, a per-phase breakdown and a memory
- * prediction. Cost: O(ranks x (blocks x min(grad_accum, 4) + buckets + sub-groups + chunks))
+ * prediction. The machinery shared by both schedules lives here (blocks, resources, the task
+ * constructors of sim/step_build.h, forward, backward, bucket flushes); each schedule's own tasks
+ * are in its file: sim/step_ds.c (DeepSpeed's, per release) and sim/step_overlap.c. Cost: O(ranks x (blocks x min(grad_accum, 4) + buckets + sub-groups + chunks))
  * tasks: a longer accumulation repeats the steady-state micro-step (sim/README.md). */
 #include <math.h>
 #include <stdlib.h>
@@ -10,7 +12,7 @@
 #include "sim/collective.h"
 #include "sim/gemm.h"
 #include "sim/step.h"
-#include "sim/step_impl.h"
+#include "sim/step_build.h"
 
 static const char *const cpu_opt_names[] = {"deepspeed", "torch"};
 _Static_assert(RL_COUNT(cpu_opt_names) == SIM_CPU_OPT_COUNT, "a name per enum sim_cpu_optimizer");
@@ -74,33 +76,6 @@ void sim_train_defaults(struct sim_train *t)
     t->gpu_reserve_bytes = -1;
     t->cpu_optimizer = SIM_CPU_OPT_DEEPSPEED;
 }
-
-/* A host temporary of at least this many bytes is fresh memory on every allocation: PyTorch's CPU
- * allocator takes it with posix_memalign (c10/core/impl/alloc_cpu.cpp), and glibc serves any block
- * above its largest mmap threshold, DEFAULT_MMAP_THRESHOLD_MAX = 4 x 1024 x 1024 x sizeof(long) =
- * 32 MiB on 64-bit (malloc/malloc.c), with its own mmap and returns it with munmap on free, so
- * its pages are faulted in and zeroed again at first touch. Smaller temporaries are taken as
- * reused from the heap (no first-touch cost): glibc's dynamic threshold rises to the size of a
- * freed mmapped block, so repeated same-size blocks below 32 MiB stay in the heap. */
-#define SIM_FRESH_BYTES (INT64_C(32) << 20)
-
-/* ---- the model, reduced to blocks --------------------------------------------------------------
- * Block 0 holds the parameters before the first transformer layer (embeddings), blocks 1..L the
- * layers of this stage, block L+1 what follows (final norm, untied output layer). */
-struct blocks {
-    int n;                 /* L + 2 */
-    int64_t *full_numel;   /* per block: elements on this TP rank before ZeRO partitioning */
-    int64_t *part_numel;   /* per block: this rank's ZeRO-3 partition */
-    int64_t *cpu_numel;    /* per block: of which updated on the CPU */
-    int *n_tensors;        /* per block: parameter tensors */
-    int *cpu_tensors;      /* per block: of which with elements updated on the CPU */
-    int64_t *cpu_fresh_numel;  /* per block: CPU elements of tensors whose 16-bit temporary in a
-                              blocking copy is at least SIM_FRESH_BYTES (a fresh mmap each call) */
-    double *fwd_flops;     /* per block: forward FLOPs per micro-batch */
-    int64_t *ahead_numel;  /* per block: what DeepSpeed's prefetch gathers ahead, its first parameters
-                              until min(prefetch bucket, max live) elements (at least one whole) */
-    int64_t max_layer_numel;   /* largest full_numel over blocks */
-};
 
 static void blocks_free(struct blocks *k)
 {
@@ -481,16 +456,8 @@ int sim_step_memory(const struct plan *p, const struct hw_profile *hw, const str
     return step_setup(p, hw, in, gpu, &ranks, &t, r, e);
 }
 
-/* ---- graph construction -------------------------------------------------------------------------- */
-struct builder {
-    struct sim__step *b;   /* the run being built */
-    struct blocks k;       /* the model cut into blocks */
-    int err;               /* first error while adding tasks (sticky) */
-};
-
-#define NO_SIZE ((union sim_task_size){0})   /* a task that moves and computes nothing */
-
-static int add_task(struct builder *u, const char *name, int rank, int track, int phase, double work,
+/* ---- graph construction: the task constructors (sim/step_build.h) -------------------------------- */
+int sim__add_task(struct builder *u, const char *name, int rank, int track, int phase, double work,
                     int64_t lat_ns, double cap, int n, const int *res, const double *w, union sim_task_size size)
 {
     struct sim_task t = {.name = name, .track = track, .phase = phase, .rank = rank, .latency_ns = lat_ns,
@@ -508,7 +475,7 @@ static int add_task(struct builder *u, const char *name, int rank, int track, in
     return id;
 }
 
-static void dep(struct builder *u, int from, int to)
+void sim__dep(struct builder *u, int from, int to)
 {
     if (to < 0 || from < 0)
         return;
@@ -529,20 +496,16 @@ static void mem_event(struct builder *u, int task, int64_t delta)
     b->mem[b->n_mem++] = (struct sim__mem_ev){task, delta};
 }
 
-static int64_t us_to_ns(double us) { return (int64_t)llround(us * 1000.0); }
-
-static int socket_of(const struct sim__step *b, int g) { return b->hw->sw[b->hw->gpu_switch[b->gpu[g]]].socket; }
-
 /* The DRAM a rank's host buffers live on: its socket's, or both halves with numa_interleave (the
  * inter-socket link then carries half the traffic). Appends to res/w; returns the count. */
-static int host_dram(const struct sim__step *b, int g, double bytes_per_unit, int *res, double *w, int n)
+int sim__host_dram(const struct sim__step *b, int g, double bytes_per_unit, int *res, double *w, int n)
 {
     if (b->t.numa_interleave && b->hw->n_sockets == 2 && b->r_isl >= 0) {
         res[n] = b->r_dram[0], w[n++] = bytes_per_unit / 2;
         res[n] = b->r_dram[1], w[n++] = bytes_per_unit / 2;
         res[n] = b->r_isl, w[n++] = bytes_per_unit / 2;
     } else {
-        res[n] = b->r_dram[socket_of(b, g)], w[n++] = bytes_per_unit;
+        res[n] = b->r_dram[sim__socket_of(b, g)], w[n++] = bytes_per_unit;
     }
     return n;
 }
@@ -560,7 +523,7 @@ static bool emulated(const struct sim__step *b) { return b->hw->gpu_emulated != 
 static int emulated_share(const struct sim__step *b, int g, double bytes_per_unit, int threads, double rate, int *res,
                           double *w, int n)
 {
-    int k = socket_of(b, g);
+    int k = sim__socket_of(b, g);
     if (bytes_per_unit > 0)
         res[n] = b->r_dram[k], w[n++] = bytes_per_unit;
     if (rate > 0 && threads > 0)
@@ -578,7 +541,7 @@ static int emulated_threads(const struct sim__step *b)
  * (pageable: twice, the driver's staging copy, and capped at the profile's pageable rate), spread
  * over all sockets with numa_interleave. `calls` copies issued one after another (per parameter)
  * add their latencies. */
-static int host_copy(struct builder *u, const char *name, int g, bool h2d, bool pinned, double bytes, int phase,
+int sim__host_copy(struct builder *u, const char *name, int g, bool h2d, bool pinned, double bytes, int phase,
                      int64_t copied_bytes, int64_t calls)
 {
     struct sim__step *b = u->b;
@@ -592,24 +555,24 @@ static int host_copy(struct builder *u, const char *name, int g, bool h2d, bool 
     if (emulated(b))   /* a memcpy on the copy thread: reads and writes the socket's DRAM, one core */
         n = emulated_share(b, g, 2.0, 1, (h2d ? hw->h2d_pinned_gbps : hw->d2h_pinned_gbps) * 1e9, res, w, n);
     else
-        n = host_dram(b, g, pinned ? 1.0 : 2.0, res, w, n);
+        n = sim__host_dram(b, g, pinned ? 1.0 : 2.0, res, w, n);
     double cap = pinned ? 0 : sim_hw_pageable_gbps(hw, h2d) * 1e9;   /* the driver's bounce buffer */
-    int64_t lat = us_to_ns(hw->lat_copy_us) * (calls > 0 ? calls : 1);
-    return add_task(u, name, g, h2d ? SIM_TR_H2D : SIM_TR_D2H, phase, bytes, lat, cap, n, res, w,
+    int64_t lat = sim__us_to_ns(hw->lat_copy_us) * (calls > 0 ? calls : 1);
+    return sim__add_task(u, name, g, h2d ? SIM_TR_H2D : SIM_TR_D2H, phase, bytes, lat, cap, n, res, w,
                     (union sim_task_size){.bytes = copied_bytes});
 }
 
 /* The CPU optimizer over `elems` for rank g: the socket's cores (the rank's share of them as its
  * own cap, at the chosen optimizer's per-core rate) and DRAM at dram_bytes_per_element. The cores
  * resource counts DeepSpeed-Adam elements, so a slower optimizer weighs more per element. */
-static int cpu_adam(struct builder *u, const char *name, int g, double elems, int64_t oversub_ns)
+int sim__cpu_adam(struct builder *u, const char *name, int g, double elems, int64_t oversub_ns)
 {
     struct sim__step *b = u->b;
     const struct hw_profile *hw = b->hw;
-    int k = socket_of(b, g);
+    int k = sim__socket_of(b, g);
     int ranks_here = 0;
     for (int i = 0; i < b->ranks; i++)
-        ranks_here += socket_of(b, i) == k;
+        ranks_here += sim__socket_of(b, i) == k;
     /* bound: the launcher's cores // ranks; unbound: the fair share of the time-sliced teams */
     double cores = sim_cpu_rank_cores(hw, &b->t, b->ranks, hw->socket[k].cores, ranks_here);
     double rate = b->t.cpu_optimizer == SIM_CPU_OPT_TORCH ? hw->torch_adam_elems_per_core : hw->cpu_adam_elems_per_core;
@@ -619,30 +582,30 @@ static int cpu_adam(struct builder *u, const char *name, int g, double elems, in
     int res[SIM_MAX_RES], n = 0;
     double w[SIM_MAX_RES];
     res[n] = b->r_cores[k], w[n++] = hw->cpu_adam_elems_per_core / rate;
-    n = host_dram(b, g, hw->cpu_adam_dram_bytes, res, w, n);
-    return add_task(u, name, g, SIM_TR_CPU_ADAM, STEP_PH_CPU_ADAM, elems, 0, cap, n, res, w,
+    n = sim__host_dram(b, g, hw->cpu_adam_dram_bytes, res, w, n);
+    return sim__add_task(u, name, g, SIM_TR_CPU_ADAM, STEP_PH_CPU_ADAM, elems, 0, cap, n, res, w,
                     (union sim_task_size){.elements = (int64_t)elems});
 }
 
 /* A pass of the rank's host thread over `elems` elements moving `bytes_per_elem` bytes of DRAM
  * each (a cast, the unscale multiply, the inf/nan scan): DRAM-bound, on the host thread's track.
  * `calls` per-parameter operations add a kernel-launch-sized host overhead each. */
-static int host_pass(struct builder *u, const char *name, int g, double elems, double bytes_per_elem, int phase,
+int sim__host_pass(struct builder *u, const char *name, int g, double elems, double bytes_per_elem, int phase,
                      int64_t calls)
 {
     struct sim__step *b = u->b;
     int res[SIM_MAX_RES], n = 0;
     double w[SIM_MAX_RES];
-    n = host_dram(b, g, bytes_per_elem, res, w, n);
-    int64_t lat = us_to_ns(b->hw->lat_launch_us) * (calls > 0 ? calls : 0);
-    return add_task(u, name, g, SIM_TR_HOST, phase, elems, lat, 0, n, res, w,
+    n = sim__host_dram(b, g, bytes_per_elem, res, w, n);
+    int64_t lat = sim__us_to_ns(b->hw->lat_launch_us) * (calls > 0 ? calls : 0);
+    return sim__add_task(u, name, g, SIM_TR_HOST, phase, elems, lat, 0, n, res, w,
                     (union sim_task_size){.elements = (int64_t)elems});
 }
 
 /* PyTorch's intra-op threads of one rank: sim_train.intraop_threads, or PyTorch's default, the
  * node's physical cores (at::get_num_threads() without OMP_NUM_THREADS; DeepSpeed's launcher sets
  * it only with --bind_cores_to_rank). */
-static int intraop_threads(const struct sim__step *b)
+int sim__intraop_threads(const struct sim__step *b)
 {
     if (b->t.intraop_threads > 0)
         return b->t.intraop_threads;
@@ -653,15 +616,15 @@ static int intraop_threads(const struct sim__step *b)
  * zeroing beyond the write itself, at the profile's per-thread rate times the threads (their own
  * cap), on the socket's fault resource (its all-threads rate, shared by the ranks there) and its
  * DRAM (the kernel zeroes every page once). On the host thread's track, in `phase`. */
-static int host_fault(struct builder *u, const char *name, int g, double bytes, int threads, int phase)
+int sim__host_fault(struct builder *u, const char *name, int g, double bytes, int threads, int phase)
 {
     struct sim__step *b = u->b;
     int res[SIM_MAX_RES], n = 0;
     double w[SIM_MAX_RES];
-    res[n] = b->r_fault[socket_of(b, g)], w[n++] = 1;
-    n = host_dram(b, g, 1.0, res, w, n);
+    res[n] = b->r_fault[sim__socket_of(b, g)], w[n++] = 1;
+    n = sim__host_dram(b, g, 1.0, res, w, n);
     double cap = (threads > 0 ? threads : 1) * b->hw->host_fault_gbps_per_thread * 1e9;
-    return add_task(u, name, g, SIM_TR_HOST, phase, bytes, 0, cap, n, res, w,
+    return sim__add_task(u, name, g, SIM_TR_HOST, phase, bytes, 0, cap, n, res, w,
                     (union sim_task_size){.bytes = (int64_t)bytes});
 }
 
@@ -670,23 +633,23 @@ static int host_fault(struct builder *u, const char *name, int g, double bytes, 
  * socket's cores (the cores resource counts CPU-Adam elements, so a cast element weighs
  * adam rate / cast rate: the ranks' casts and CPU Adams share the cores) and DRAM at
  * `bytes_per_elem`. `calls` per-parameter calls add a launch-sized host overhead each. */
-static int host_cast(struct builder *u, const char *name, int g, double elems, double bytes_per_elem, int threads,
+int sim__host_cast(struct builder *u, const char *name, int g, double elems, double bytes_per_elem, int threads,
                      int phase, int64_t calls)
 {
     struct sim__step *b = u->b;
     const struct hw_profile *hw = b->hw;
     int res[SIM_MAX_RES], n = 0;
     double w[SIM_MAX_RES];
-    res[n] = b->r_cores[socket_of(b, g)], w[n++] = hw->cpu_adam_elems_per_core / hw->host_cast_elems_per_thread;
-    n = host_dram(b, g, bytes_per_elem, res, w, n);
+    res[n] = b->r_cores[sim__socket_of(b, g)], w[n++] = hw->cpu_adam_elems_per_core / hw->host_cast_elems_per_thread;
+    n = sim__host_dram(b, g, bytes_per_elem, res, w, n);
     double cap = (threads > 0 ? threads : 1) * hw->host_cast_elems_per_thread;
-    int64_t lat = us_to_ns(hw->lat_launch_us) * (calls > 0 ? calls : 0);
-    return add_task(u, name, g, SIM_TR_HOST, phase, elems, lat, cap, n, res, w,
+    int64_t lat = sim__us_to_ns(hw->lat_launch_us) * (calls > 0 ? calls : 0);
+    return sim__add_task(u, name, g, SIM_TR_HOST, phase, elems, lat, cap, n, res, w,
                     (union sim_task_size){.elements = (int64_t)elems});
 }
 
 /* A streaming GPU kernel over `elems` elements moving `bytes_per_elem` bytes of HBM each. */
-static int gpu_pass(struct builder *u, const char *name, int g, double elems, double bytes_per_elem, int phase,
+int sim__gpu_pass(struct builder *u, const char *name, int g, double elems, double bytes_per_elem, int phase,
                     int track)
 {
     struct sim__step *b = u->b;
@@ -695,21 +658,21 @@ static int gpu_pass(struct builder *u, const char *name, int g, double elems, do
     if (emulated(b))   /* the device's own rate (hbm) on the socket's DRAM and cores */
         n = emulated_share(b, g, bytes_per_elem, emulated_threads(b),
                            b->f.res[b->r_hbm[g]].capacity / bytes_per_elem, res, w, n);
-    return add_task(u, name, g, track, phase, elems, us_to_ns(b->hw->lat_launch_us), 0, n, res, w,
+    return sim__add_task(u, name, g, track, phase, elems, sim__us_to_ns(b->hw->lat_launch_us), 0, n, res, w,
                     (union sim_task_size){.elements = (int64_t)elems});
 }
 
 /* A pure host delay (syncs, tiny collectives waited on): no resources, spans its latency. */
-static int host_delay(struct builder *u, const char *name, int g, int64_t ns, int phase)
+int sim__host_delay(struct builder *u, const char *name, int g, int64_t ns, int phase)
 {
-    return add_task(u, name, g, SIM_TR_HOST, phase, 0, ns, 0, 0, NULL, NULL, NO_SIZE);
+    return sim__add_task(u, name, g, SIM_TR_HOST, phase, 0, ns, 0, 0, NULL, NULL, SIM__NO_SIZE);
 }
 
 /* GPU Adam over `elems`: HBM-bound, 30 bytes per element (read fp32 p, g, m, v; write p, m, v and
  * the 16-bit parameter). */
-static int gpu_adam(struct builder *u, const char *name, int g, double elems)
+int sim__gpu_adam(struct builder *u, const char *name, int g, double elems)
 {
-    return gpu_pass(u, name, g, elems, 30.0, STEP_PH_GPU_ADAM, SIM_TR_COMPUTE);
+    return sim__gpu_pass(u, name, g, elems, 30.0, STEP_PH_GPU_ADAM, SIM_TR_COMPUTE);
 }
 
 enum coll_kind { COLL_AG, COLL_RS, COLL_AR };
@@ -752,7 +715,7 @@ static int collective(struct builder *u, const char *name, int g, enum coll_kind
         if (sim_coll_cost(hw, (enum sim_coll_kind)kind, bytes, n, n / local, &cc) == 0)
             bus = cc.bus_bytes, lat = cc.latency_us;
     }
-    return add_task(u, name, g, track, phase, bus, us_to_ns(lat), cap, m, res, w,
+    return sim__add_task(u, name, g, track, phase, bus, sim__us_to_ns(lat), cap, m, res, w,
                     (union sim_task_size){.bytes = (int64_t)bytes});
 }
 
@@ -811,16 +774,6 @@ static int add_resources(struct sim__step *b, struct rl_err *e)
     return 0;
 }
 
-
-/* The last task of each stream of a rank, so the next task on that stream follows it. */
-struct streams {
-    int compute;   /* compute stream: forward, backward, TP all-reduce */
-    int gather;    /* NCCL all-gather stream */
-    int reduce;    /* NCCL reduce-scatter stream (DeepSpeed: also the gradient partitioning) */
-    int copy;      /* gradient copies during backward */
-    int host;      /* the host thread's last blocking operation: nothing is issued before it ends */
-};
-
 /* What every block's compute on a rank needs to know. */
 struct pass_ctx {
     int64_t launch_ns;   /* kernel launch latency */
@@ -846,24 +799,24 @@ static int block_compute(struct builder *u, struct streams *st, const struct pas
         double w[SIM_MAX_RES] = {1};
         if (emulated(u->b))   /* the device's GEMMs on the socket's cores */
             n = emulated_share(u->b, g, 0, emulated_threads(u->b), u->b->f.res[u->b->r_sm[g]].capacity, res, w, n);
-        int c = add_task(u, name, g, SIM_TR_COMPUTE, phase, flops, pc->launch_ns, 0, n, res, w,
+        int c = sim__add_task(u, name, g, SIM_TR_COMPUTE, phase, flops, pc->launch_ns, 0, n, res, w,
                          (union sim_task_size){.flops = (int64_t)flops});
-        dep(u, st->compute, c);
-        dep(u, st->host, c);
-        dep(u, ag, c);
+        sim__dep(u, st->compute, c);
+        sim__dep(u, st->host, c);
+        sim__dep(u, ag, c);
         st->compute = first = c;
         if (inner)
             mem_event(u, c, act_delta);
         if (pc->tp > 1 && inner) {
             int ar = collective(u, "tp_allreduce", g, COLL_AR, pc->ar_bytes, pc->tp, pc->tp_local,
                                 STEP_PH_TP_ALLREDUCE, SIM_TR_COMPUTE);
-            dep(u, c, ar);
+            sim__dep(u, c, ar);
             st->compute = ar;
         }
     } else if (ag >= 0) {
-        int z = add_task(u, "gathered", g, SIM_TR_COMPUTE, STEP_PH_ALLGATHER, 0, 0, 0, 0, NULL, NULL, NO_SIZE);
-        dep(u, st->compute, z);
-        dep(u, ag, z);
+        int z = sim__add_task(u, "gathered", g, SIM_TR_COMPUTE, STEP_PH_ALLGATHER, 0, 0, 0, 0, NULL, NULL, SIM__NO_SIZE);
+        sim__dep(u, st->compute, z);
+        sim__dep(u, ag, z);
         st->compute = first = z;
     }
     if (ag >= 0) /* released after use */
@@ -871,341 +824,15 @@ static int block_compute(struct builder *u, struct streams *st, const struct pas
     return first;
 }
 
-/* ---- DeepSpeed's step, per version (the flags of each release: plan/ds_rules.c) ---------------- */
-/* A blocking copy per parameter: each waits for its stream and returns to the host. */
-static void set_latency(struct builder *u, int task, int64_t ns)
-{
-    if (task >= 0)
-        u->b->g.task[task].latency_ns = ns;
-}
-
-/* What one bucket flush partitions: the blocks' elements since the last flush. */
-struct flush {
-    int64_t full;          /* elements of the bucket (full gradients) */
-    int64_t part;          /* this rank's partition of them */
-    int64_t cpu;           /* of which in CPU sub-groups */
-    int64_t tensors;       /* parameters in the bucket */
-    int64_t cpu_tensors;   /* of which with CPU elements */
-    int64_t cpu_fresh;     /* CPU elements whose blocking copy's host temporary is fresh memory */
-};
-
-/* DeepSpeed's partition_grads for one flushed bucket on rank g (docs/deepspeed-step.md 2.2-2.4), after
- * the reduce-scatter `rs`: every partition goes D2H into the flat buffer and H2D back (one copy each
- * per parameter; asynchronous into a pinned buffer, holding the host thread into a pageable one);
- * at the boundary the per-parameter norm on the GPU, then the fp32
- * gradient: a D2D cast for GPU sub-groups, and for CPU sub-groups the version's copy, which
- * blocks the host thread (st->host) unless it is asynchronous. The pieces of PyTorch's copy_
- * (sim/README.md "What copy_ does"), each its own task:
- *   < 0.15.4   copy_(16-bit GPU -> fp32 pinned host), blocking: a pageable 16-bit host temporary,
- *              first touched by the driver's staging copy on the calling thread (page_fault, one
- *              thread, when fresh), a synchronous pageable D2H of 16 bits into it, then the cast
- *              into the pinned fp32 buffer on the intra-op threads (grad_cast);
- *   0.15.4     .to(fp32) on the GPU (grad_cast), a synchronous D2H of fp32 into the pinned staging
- *              buffer, a full device synchronize, then a host copy staging -> fp32 buffer;
- *   0.16.3     .float() on the GPU, a synchronous D2H of fp32 into the pinned buffer;
- *   0.19.5     the same with non_blocking: nothing waits. */
-static void ds_partition_grads(struct builder *u, struct streams *st, const struct plan_ds_rules *dr, int g,
-                               const struct flush *fl, int rs, bool boundary)
-{
-    struct sim__step *b = u->b;
-    const struct plan *p = b->p;
-    int dtype = plan_dtype_bytes(p->zero.dtype);
-    int threads = intraop_threads(b);
-    int64_t sync_ns = us_to_ns(b->hw->lat_copy_us + b->hw->lat_launch_us);   /* a blocking copy's wait */
-    bool pinned = p->zero.pin_memory;
-    int d1 = host_copy(u, "grad_d2h", g, false, pinned, (double)fl->part * dtype, STEP_PH_GRAD_D2H,
-                       fl->part * dtype, fl->tensors);
-    dep(u, rs, d1);
-    dep(u, st->reduce, d1);
-    dep(u, st->copy, d1);
-    int h1 = host_copy(u, "grad_h2d", g, true, pinned, (double)fl->part * dtype, STEP_PH_GRAD_H2D,
-                       fl->part * dtype, fl->tensors);
-    dep(u, d1, h1);
-    if (!pinned) {
-        /* A pageable flat buffer (offload_optimizer.pin_memory false, DeepSpeed's default before 0.19.5):
-         * cudaMemcpyAsync into pageable memory returns only when the copy is done, and out of it
-         * only when the last piece is staged, after a stream sync (CUDA runtime API, "API
-         * synchronization behavior"), whatever non_blocking says. Both wait for the reduce stream
-         * and hold the host thread, per parameter. */
-        set_latency(u, d1, sync_ns * fl->tensors);
-        set_latency(u, h1, sync_ns * fl->tensors);
-        dep(u, st->host, d1);
-        st->host = h1;
-    }
-    st->copy = h1;
-    st->reduce = h1;   /* the partitioning runs on the reduce stream, in order */
-    if (!boundary)
-        return;
-    int nm = gpu_pass(u, "grad_norm", g, (double)fl->part, dtype + 16.0, STEP_PH_GRAD_NORM, SIM_TR_REDUCE);
-    dep(u, st->reduce, nm);
-    st->reduce = nm;
-    int64_t gpu_part = fl->part - fl->cpu;
-    if (gpu_part > 0) {
-        int c = gpu_pass(u, "grad_cast", g, (double)gpu_part, dtype + 4.0, STEP_PH_GRAD_CAST, SIM_TR_REDUCE);
-        dep(u, st->reduce, c);
-        st->reduce = c;
-    }
-    if (fl->cpu <= 0)
-        return;
-    if (dr->grad_copy == PLAN_DS_GRAD_HOST_CAST) {
-        int first = -1, d2;
-        if (fl->cpu_fresh > 0) {
-            first = host_fault(u, "grad_temp_fault", g, (double)fl->cpu_fresh * dtype, 1, STEP_PH_PAGE_FAULT);
-            dep(u, st->reduce, first);
-            dep(u, st->host, first);
-        }
-        d2 = host_copy(u, "grad_d2h_pageable", g, false, false, (double)fl->cpu * dtype, STEP_PH_GRAD_D2H,
-                       fl->cpu * dtype, 0);
-        set_latency(u, d2, sync_ns * fl->cpu_tensors);
-        dep(u, st->reduce, d2);
-        dep(u, st->host, d2);
-        dep(u, first, d2);
-        int c = host_cast(u, "grad_cast_host", g, (double)fl->cpu, dtype + 4.0, threads, STEP_PH_GRAD_CAST,
-                          fl->cpu_tensors);
-        dep(u, d2, c);
-        st->host = c;
-        st->copy = d2;
-        st->reduce = d2;
-        return;
-    }
-    int up = gpu_pass(u, "grad_upcast", g, (double)fl->cpu, dtype + 4.0, STEP_PH_GRAD_CAST, SIM_TR_REDUCE);
-    dep(u, st->reduce, up);
-    int d2 = host_copy(u, "grad_d2h_fp32", g, false, true, (double)fl->cpu * 4.0, STEP_PH_GRAD_D2H, fl->cpu * 4,
-                       fl->cpu_tensors);
-    dep(u, up, d2);
-    st->reduce = d2;
-    st->copy = d2;
-    if (dr->grad_copy == PLAN_DS_GRAD_GPU_UPCAST_ASYNC)
-        return;
-    set_latency(u, d2, sync_ns * fl->cpu_tensors);
-    dep(u, st->host, d2);
-    st->host = d2;
-    if (dr->grad_copy == PLAN_DS_GRAD_HOST_CAST_SYNCED) {
-        dep(u, st->compute, d2);   /* a full device synchronize waits for the compute stream too */
-        /* staging -> the fp32 buffer: a same-dtype host copy (read and write 4 bytes) */
-        int c = host_pass(u, "grad_copy_host", g, (double)fl->cpu, 8.0, STEP_PH_GRAD_CAST, fl->cpu_tensors);
-        dep(u, d2, c);
-        st->host = c;
-    }
-}
-
-/* DeepSpeed's optimizer step on rank g after `ready` (docs/deepspeed-step.md 3): fp16's inf/nan scan
- * of the flat buffer on the host, the norm's host syncs, then the strictly sequential sub-group
- * loop in index order (CPU sub-groups are the first ones before 0.18, the last ones from 0.18).
- * A CPU sub-group: unscale on the host, CPU Adam (before 0.14.3 followed by a stream
- * synchronize), the fp32 -> 16-bit cast on the host and a blocking H2D from pageable memory,
- * queued behind the GPU work already launched. A GPU sub-group: unscale, Adam and the cast as
- * kernels, launched without waiting, so they run while the host goes on.
- * With offload_param "cpu" the 16-bit partitions are the pinned host buffer, so the write-back
- * (_reassign_or_swap_out_partitioned_parameters: fp16_flat[i].copy_(fp32_flat[i]), the same code
- * in 0.12.3-0.19.5) changes (param_writeback): a CPU sub-group casts on the host straight into the
- * pinned buffer (no temporary, no H2D); a GPU sub-group's copy_ is blocking, and PyTorch converts
- * on the CPU (Copy.cu copy_kernel_cuda): a fresh pageable fp32 temporary, a synchronous D2H of
- * 4 bytes per element into it behind the sub-group's Adam, then the cast on the host. */
-/* The write-back of a GPU sub-group of n elements into the host partitions under offload_param
- * (ds_optimizer): after `stream` (its Adam) and `*host`; leaves the host and the stream at its end. */
-static void param_writeback_gpu(struct builder *u, int g, int64_t n, int *host, int *stream)
-{
-    struct sim__step *b = u->b;
-    int dtype = plan_dtype_bytes(b->p->zero.dtype);
-    double bytes = (double)n * 4.0;
-    int fa = -1;
-    if (n * 4 >= SIM_FRESH_BYTES) {   /* first touched by the driver's staging copy on the calling thread */
-        fa = host_fault(u, "param_writeback_fault", g, bytes, 1, STEP_PH_PAGE_FAULT);
-        dep(u, *host, fa);
-    }
-    int d = host_copy(u, "param_writeback_d2h", g, false, false, bytes, STEP_PH_PARAM_CAST, n * 4, 0);
-    set_latency(u, d, us_to_ns(b->hw->lat_copy_us + b->hw->lat_launch_us));
-    dep(u, *stream, d);
-    dep(u, *host, d);
-    dep(u, fa, d);
-    int ca = host_cast(u, "param_writeback_cast", g, (double)n, 4.0 + dtype, intraop_threads(b), STEP_PH_PARAM_CAST, 0);
-    dep(u, d, ca);
-    *host = ca;
-    *stream = d;
-}
-
-static void ds_optimizer(struct builder *u, const struct plan_ds_rules *dr, int g, int ready)
-{
-    struct sim__step *b = u->b;
-    const struct plan *p = b->p;
-    const struct hw_profile *hw = b->hw;
-    int dtype = plan_dtype_bytes(p->zero.dtype);
-    int host = ready, stream = ready;
-    int threads = intraop_threads(b);
-    bool param_host = p->zero.offload_param == PLAN_OFFLOAD_CPU;   /* the 16-bit partitions are on the host */
-    if (p->zero.dtype == PLAN_FP16 && p->zero.offload == PLAN_OFFLOAD_CPU) {
-        /* isinf and isnan over the dt flat buffer (two reads, two bool writes, .any() reads) and the
-         * overflow flag's all-reduces and .item(); their two bool results are fresh host
-         * temporaries of one byte per element, first touched by the intra-op threads */
-        if (p->per_rank_numel >= SIM_FRESH_BYTES) {
-            int fa = host_fault(u, "overflow_temp_fault", g, 2.0 * (double)p->per_rank_numel, threads,
-                                STEP_PH_PAGE_FAULT);
-            dep(u, host, fa);
-            host = fa;
-        }
-        int ov = host_pass(u, "overflow_check", g, (double)p->per_rank_numel, 2.0 * dtype + 4.0,
-                           STEP_PH_OVERFLOW_CHECK, 0);
-        set_latency(u, ov, us_to_ns(2 * hw->lat_coll_intra_us + hw->lat_copy_us));
-        dep(u, host, ov);
-        host = ov;
-    }
-    int64_t n_params = p->model->n_tensors;
-    int64_t sync_ns = us_to_ns(hw->lat_copy_us + hw->lat_launch_us);
-    int64_t norm_ns = (int64_t)p->n_subgroups * (us_to_ns(hw->lat_coll_intra_us) + sync_ns);
-    if (dr->norm_sync_per_param)
-        norm_ns += n_params * sync_ns;
-    int nm = host_delay(u, "grad_norm_sync", g, norm_ns, STEP_PH_GRAD_NORM);
-    dep(u, host, nm);
-    dep(u, stream, nm);   /* .item() waits for the norms queued on the GPU */
-    host = nm;
-    for (int s = 0; s < p->n_subgroups; s++) {
-        const struct plan_subgroup *sg = &p->subgroups[s];
-        if (sg->cpu_numel > 0) {
-            double c = (double)sg->cpu_numel;
-            int un = host_pass(u, "unscale_host", g, c, 8.0, STEP_PH_UNSCALE, 0);
-            dep(u, host, un);
-            /* DeepSpeedCPUAdam's call over the sub-group: its tiles' fork-join regions wait for
-               their last thread when unbound teams oversubscribe the cores */
-            int ad = cpu_adam(u, "cpu_adam", g, c, sim_cpu_oversub_ns(b->hw, &b->t, b->ranks, sg->cpu_numel));
-            dep(u, un, ad);
-            if (param_host) {   /* copy_(fp32 host -> 16-bit pinned host): a host cast, nothing else */
-                int ca = host_cast(u, "param_writeback_cast", g, c, 4.0 + dtype, threads, STEP_PH_PARAM_CAST, 0);
-                dep(u, ad, ca);
-                if (dr->adam_stream_sync)
-                    dep(u, stream, ca);   /* SynchronizeStreams after the sub-group's Adam */
-                host = ca;
-            } else {
-                /* copy_(fp32 host -> 16-bit GPU), blocking: src.to(16-bit) on the host into a fresh
-                 * pageable temporary (first touched by the intra-op threads that cast into it),
-                 * then a synchronous pageable H2D from it */
-                int fa = -1;
-                if (sg->cpu_numel * dtype >= SIM_FRESH_BYTES) {
-                    fa = host_fault(u, "param_temp_fault", g, c * dtype, threads, STEP_PH_PAGE_FAULT);
-                    dep(u, ad, fa);
-                }
-                int ca = host_cast(u, "param_cast_host", g, c, 4.0 + dtype, threads, STEP_PH_PARAM_CAST, 0);
-                dep(u, ad, ca);
-                dep(u, fa, ca);
-                if (dr->adam_stream_sync)
-                    dep(u, stream, ca);   /* SynchronizeStreams after the sub-group's Adam */
-                int h = host_copy(u, "param_h2d", g, true, false, c * dtype, STEP_PH_PARAM_H2D,
-                                  sg->cpu_numel * dtype, 0);
-                set_latency(u, h, sync_ns);
-                dep(u, ca, h);
-                dep(u, stream, h);   /* queued on the current stream behind the launched kernels */
-                host = stream = h;
-            }
-        }
-        int64_t n = sg->numel - sg->cpu_numel;
-        if (n > 0) {
-            int un = gpu_pass(u, "unscale", g, (double)n, 8.0, STEP_PH_UNSCALE, SIM_TR_COMPUTE);
-            dep(u, host, un);
-            dep(u, stream, un);
-            int ad = gpu_adam(u, "gpu_adam", g, (double)n);
-            dep(u, un, ad);
-            stream = ad;
-            if (param_host) {
-                param_writeback_gpu(u, g, n, &host, &stream);
-            } else {
-                int ca = gpu_pass(u, "param_cast", g, (double)n, 4.0 + dtype, STEP_PH_PARAM_CAST, SIM_TR_COMPUTE);
-                dep(u, ad, ca);
-                stream = ca;
-            }
-        }
-    }
-}
-
-/* ratiolab's overlap schedule on rank g after `ready`: GPU Adam on the GPU share at once; the CPU
- * share in chunks through two pinned buffers: D2H (fp32 gradient), CPU Adam, H2D (16-bit
- * parameter). */
-static void overlap_optimizer(struct builder *u, int g, int ready)
-{
-    const struct plan *p = u->b->p;
-    int dtype = plan_dtype_bytes(p->zero.dtype);
-    if (p->gpu_numel > 0) {
-        int c = gpu_adam(u, "gpu_adam", g, (double)p->gpu_numel);
-        dep(u, ready, c);
-    }
-    int64_t cpu = p->cpu_numel;
-    if (cpu <= 0)
-        return;
-    int64_t nc = step_chunk_count(cpu, p->exec_chunk_numel);
-    int pd = -1, pa = -1, ppa = -1, ph = -1;
-    for (int64_t c = 0; c < nc; c++) {
-        int64_t first, n;
-        step_chunk_range(cpu, p->exec_chunk_numel, c, &first, &n);
-        int d = host_copy(u, "grad_d2h", g, false, true, (double)n * 4.0, STEP_PH_GRAD_D2H, n * 4, 1);
-        dep(u, ready, d);
-        dep(u, pd, d);
-        dep(u, ppa, d);   /* its buffer is free once CPU Adam of chunk c - 2 is done */
-        int ad = cpu_adam(u, "cpu_adam", g, (double)n, 0);   /* ratiolab's executor: its own threads */
-        dep(u, d, ad);
-        dep(u, pa, ad);
-        int h = host_copy(u, "param_h2d", g, true, true, (double)n * dtype, STEP_PH_PARAM_H2D, n * dtype, 1);
-        dep(u, ad, h);
-        dep(u, ph, h);
-        pd = d;
-        ppa = pa;
-        pa = ad;
-        ph = h;
-    }
-}
-
-/* The executor's overflow check in the overlap schedule (exec/run.c overflow(), every dtype) on
- * rank g after `ready`: the device share's fp32 gradients scanned on the GPU (4 bytes of HBM per
- * element; a launch, then the count's copy back and a synchronize), then the host share's on the
- * run's host threads, vectorized (4 bytes of DRAM per element, and with a profile that has a
- * one-thread memcpy rate, each thread at most that many bytes per second: a thread reads at least
- * as fast as it copies), then with more than one rank the count's maximum over the world (one
- * small collective). Returns the task the optimizer starts after. Its own function, so that
- * overlap_optimizer stays the pipeline it was. */
-static int overlap_overflow_check(struct builder *u, int g, int ready)
-{
-    struct sim__step *b = u->b;
-    const struct plan *p = b->p;
-    const struct hw_profile *hw = b->hw;
-    int last = ready;
-    if (p->gpu_numel > 0) {
-        int d = gpu_pass(u, "overflow_scan_device", g, (double)p->gpu_numel, 4.0, STEP_PH_OVERFLOW_CHECK,
-                         SIM_TR_COMPUTE);
-        set_latency(u, d, us_to_ns(hw->lat_launch_us + hw->lat_copy_us));
-        dep(u, last, d);
-        last = d;
-    }
-    if (p->cpu_numel > 0) {
-        int k = socket_of(b, g), ranks_here = 0;
-        for (int i = 0; i < b->ranks; i++)
-            ranks_here += socket_of(b, i) == k;
-        double threads = (double)hw->socket[k].cores / (ranks_here ? ranks_here : 1);
-        double cap = hw->host_memcpy_gbps_per_thread > 0 ? threads * hw->host_memcpy_gbps_per_thread * 1e9 / 4.0 : 0;
-        int res[SIM_MAX_RES], n = 0;
-        double w[SIM_MAX_RES];
-        n = host_dram(b, g, 4.0, res, w, n);
-        int h = add_task(u, "overflow_scan_host", g, SIM_TR_HOST, STEP_PH_OVERFLOW_CHECK, (double)p->cpu_numel, 0,
-                         cap, n, res, w, (union sim_task_size){.elements = p->cpu_numel});
-        dep(u, last, h);
-        last = h;
-    }
-    if (p->layout.world > 1) {
-        int m = host_delay(u, "overflow_max", g,
-                           us_to_ns(p->layout.nodes > 1 ? hw->lat_coll_inter_us : hw->lat_coll_intra_us),
-                           STEP_PH_OVERFLOW_CHECK);
-        dep(u, last, m);
-        last = m;
-    }
-    return last;
-}
-
 /* A zero-work task after every stream of rank g: the end of the backward. */
 static int rank_marker(struct builder *u, const char *name, int g, const struct streams *st)
 {
-    int z = add_task(u, name, g, SIM_TR_COMPUTE, -1, 0, 0, 0, 0, NULL, NULL, NO_SIZE);
-    dep(u, st->compute, z);
-    dep(u, st->gather, z);
-    dep(u, st->reduce, z);
-    dep(u, st->copy, z);
-    dep(u, st->host, z);
+    int z = sim__add_task(u, name, g, SIM_TR_COMPUTE, -1, 0, 0, 0, 0, NULL, NULL, SIM__NO_SIZE);
+    sim__dep(u, st->compute, z);
+    sim__dep(u, st->gather, z);
+    sim__dep(u, st->reduce, z);
+    sim__dep(u, st->copy, z);
+    sim__dep(u, st->host, z);
     return z;
 }
 
@@ -1266,8 +893,8 @@ static int param_fetch(struct builder *u, struct graph_ctx *c, int g, int i, boo
     if (u->b->p->zero.offload_param != PLAN_OFFLOAD_CPU || k->part_numel[i] <= 0)
         return -1;
     double bytes = (double)k->part_numel[i] * c->dtype;
-    int t = host_copy(u, "param_fetch", g, true, true, bytes, STEP_PH_PARAM_H2D, (int64_t)bytes, k->n_tensors[i]);
-    dep(u, c->st[g].gather, t);
+    int t = sim__host_copy(u, "param_fetch", g, true, true, bytes, STEP_PH_PARAM_H2D, (int64_t)bytes, k->n_tensors[i]);
+    sim__dep(u, c->st[g].gather, t);
     if (!(c->dp > 1 && k->full_numel[i] > 0)) {
         c->st[g].gather = t;
         mem_event(u, t, k->full_numel[i] * c->dtype);
@@ -1316,9 +943,9 @@ static int gather_rest(struct builder *u, struct graph_ctx *c, int g, int i, int
         return ag;
     int rest = collective(u, "allgather_fetch", g, COLL_AG, (double)u->k.full_numel[i] * c->dtype * (1.0 - f), c->dp,
                           c->dp_local, STEP_PH_ALLGATHER, SIM_TR_GATHER);
-    dep(u, ag >= 0 ? ag : c->st[g].gather, rest);   /* one all-gather stream */
-    dep(u, pf, rest);
-    dep(u, prev, rest);
+    sim__dep(u, ag >= 0 ? ag : c->st[g].gather, rest);   /* one all-gather stream */
+    sim__dep(u, pf, rest);
+    sim__dep(u, prev, rest);
     if (ag < 0)
         mem_event(u, rest, u->k.full_numel[i] * c->dtype);
     c->st[g].gather = rest;
@@ -1338,18 +965,18 @@ static void build_forward(struct builder *u, struct graph_ctx *c)
             int issuer;
             int pf = param_fetch(u, c, g, i, false, &held, &issuer), ag = held ? pf : -1;
             if (issuer >= 0)   /* the host is blocked in the issuing block's hook until the copy returns */
-                dep(u, pf, c->first[issuer * G + g]);
+                sim__dep(u, pf, c->first[issuer * G + g]);
             if (dp > 1 && k->full_numel[i] > 0) {
                 double ahead = prefetch_ahead_fraction(u, c, i);
                 if (ahead > 0) {
                     ag = collective(u, "allgather", g, COLL_AG, (double)k->full_numel[i] * dtype * ahead, dp,
                                     c->dp_local, STEP_PH_ALLGATHER, SIM_TR_GATHER);
-                    dep(u, st[g].gather, ag);
-                    dep(u, pf, ag);
+                    sim__dep(u, st[g].gather, ag);
+                    sim__dep(u, pf, ag);
                     if (i - 1 - c->depth >= 0)
-                        dep(u, fwd[(i - 1 - c->depth) * G + g], ag);
+                        sim__dep(u, fwd[(i - 1 - c->depth) * G + g], ag);
                     if (emulated(u->b))   /* gathered when the previous block is done */
-                        dep(u, st[g].compute, ag);
+                        sim__dep(u, st[g].compute, ag);
                     st[g].gather = ag;
                     mem_event(u, ag, k->full_numel[i] * dtype);
                 }
@@ -1378,44 +1005,44 @@ static void build_flush(struct builder *u, struct graph_ctx *c, const struct flu
             int res[SIM_MAX_RES], n;
             double w[SIM_MAX_RES];
             n = emulated_share(u->b, g, 4.0, 1, u->b->hw->gpu_emulated_grad_per_s, res, w, 0);
-            int sy = add_task(u, "grad_shares", g, SIM_TR_COMPUTE, STEP_PH_BACKWARD, (double)fl->full, 0,
+            int sy = sim__add_task(u, "grad_shares", g, SIM_TR_COMPUTE, STEP_PH_BACKWARD, (double)fl->full, 0,
                               u->b->hw->gpu_emulated_grad_per_s, n, res, w, (union sim_task_size){.elements = fl->full});
-            dep(u, st[g].compute, sy);
+            sim__dep(u, st[g].compute, sy);
             st[g].compute = sy;
         }
         int last = st[g].compute;
         if (ds && offload && n_flush >= 3) {
             /* at most 2 flushes outstanding: the host waits for the one 3 back */
-            int w = add_task(u, "reduce_throttle", g, SIM_TR_HOST, -1, 0, 0, 0, 0, NULL, NULL, NO_SIZE);
-            dep(u, st[g].host, w);
-            dep(u, flush_end[(n_flush % 3) * G + g], w);
-            dep(u, last, w);
+            int w = sim__add_task(u, "reduce_throttle", g, SIM_TR_HOST, -1, 0, 0, 0, 0, NULL, NULL, SIM__NO_SIZE);
+            sim__dep(u, st[g].host, w);
+            sim__dep(u, flush_end[(n_flush % 3) * G + g], w);
+            sim__dep(u, last, w);
             st[g].host = last = w;
         }
         if (ds && offload) {
             /* the gradients copied into the bucket, then interleaved by torch.cat */
-            int cp = gpu_pass(u, "bucket_copy", g, (double)fl->full, 4.0 * dtype, STEP_PH_REDUCE_SCATTER,
+            int cp = sim__gpu_pass(u, "bucket_copy", g, (double)fl->full, 4.0 * dtype, STEP_PH_REDUCE_SCATTER,
                               SIM_TR_REDUCE);
-            dep(u, last, cp);
-            dep(u, st[g].reduce, cp);
+            sim__dep(u, last, cp);
+            sim__dep(u, st[g].reduce, cp);
             st[g].reduce = last = cp;
         }
         int rs = collective(u, "reduce_scatter", g, COLL_RS, (double)fl->full * c->comm_dtype, c->dp, c->dp_local,
                             STEP_PH_REDUCE_SCATTER, SIM_TR_REDUCE);
         if (rs >= 0) {
-            dep(u, last, rs);
-            dep(u, st[g].reduce, rs);
+            sim__dep(u, last, rs);
+            sim__dep(u, st[g].reduce, rs);
             st[g].reduce = rs;
             last = rs;
         }
         if (ds && offload && fl->part > 0) {
-            ds_partition_grads(u, &st[g], c->dr, g, fl, last, boundary);
+            sim__ds_partition_grads(u, &st[g], c->dr, g, fl, last, boundary);
             flush_end[(n_flush % 3) * G + g] = st[g].reduce;
         }
         if (emulated(u->b) && st[g].reduce >= 0) {   /* the flush is done before the next block's gather */
-            int z = add_task(u, "flushed", g, SIM_TR_COMPUTE, -1, 0, 0, 0, 0, NULL, NULL, NO_SIZE);
-            dep(u, st[g].compute, z);
-            dep(u, st[g].reduce, z);
+            int z = sim__add_task(u, "flushed", g, SIM_TR_COMPUTE, -1, 0, 0, 0, 0, NULL, NULL, SIM__NO_SIZE);
+            sim__dep(u, st[g].compute, z);
+            sim__dep(u, st[g].reduce, z);
             st[g].compute = z;
         }
     }
@@ -1437,18 +1064,18 @@ static void build_backward(struct builder *u, struct graph_ctx *c, bool boundary
             int issuer;
             int pf = param_fetch(u, c, g, i, true, &held, &issuer), ag = held ? pf : -1;
             if (issuer >= 0)   /* blocked in the hook of a block whose backward is already built */
-                dep(u, pf, c->first[issuer * G + g]);
+                sim__dep(u, pf, c->first[issuer * G + g]);
             if (dp > 1 && k->full_numel[i] > 0) {
                 double ahead = prefetch_ahead_fraction(u, c, i);
                 if (ahead > 0) {
                     ag = collective(u, "allgather", g, COLL_AG, (double)k->full_numel[i] * dtype * ahead, dp,
                                     c->dp_local, STEP_PH_ALLGATHER, SIM_TR_GATHER);
-                    dep(u, st[g].gather, ag);
-                    dep(u, pf, ag);
+                    sim__dep(u, st[g].gather, ag);
+                    sim__dep(u, pf, ag);
                     if (i + 1 + c->depth < k->n && !emulated(b))
-                        dep(u, bwd[(i + 1 + c->depth) * G + g], ag);
+                        sim__dep(u, bwd[(i + 1 + c->depth) * G + g], ag);
                     else   /* not before the forward is done; an emulated device gathers no block ahead */
-                        dep(u, st[g].compute, ag);
+                        sim__dep(u, st[g].compute, ag);
                     st[g].gather = ag;
                     mem_event(u, ag, k->full_numel[i] * dtype);
                 }
@@ -1488,15 +1115,15 @@ static void build_optimizer(struct builder *u, struct graph_ctx *c)
             for (int i = 0; i < k->n; i++)
                 f += k->fwd_flops[i] * (b->t.checkpoint_activations ? 4.0 : 3.0);
             int64_t bubble_ns = (int64_t)ceil((double)(pp - 1) * f / c->flop_rate * 1e9);
-            int z2 = add_task(u, "pipeline_bubble", g, SIM_TR_BUBBLE, STEP_PH_PIPELINE_BUBBLE, 0, bubble_ns, 0, 0,
-                              NULL, NULL, NO_SIZE);
-            dep(u, ready, z2);
+            int z2 = sim__add_task(u, "pipeline_bubble", g, SIM_TR_BUBBLE, STEP_PH_PIPELINE_BUBBLE, 0, bubble_ns, 0, 0,
+                              NULL, NULL, SIM__NO_SIZE);
+            sim__dep(u, ready, z2);
             ready = z2;
         }
         if (c->ds)
-            ds_optimizer(u, c->dr, g, ready);
+            sim__ds_optimizer(u, c->dr, g, ready);
         else
-            overlap_optimizer(u, g, overlap_overflow_check(u, g, ready));
+            sim__overlap_optimizer(u, g, sim__overlap_overflow_check(u, g, ready));
     }
 }
 
@@ -1524,7 +1151,7 @@ static int build(struct builder *u, int nsim, struct rl_err *e)
     int64_t bucket = p->zero.reduce_bucket_size > 0 ? p->zero.reduce_bucket_size : PLAN_DS_REDUCE_BUCKET_SIZE;
     double tokens = (double)b->t.micro_batch * (double)b->t.seq_len;
     double ar_bytes = 2.0 * tokens * (double)a->hidden * dtype;   /* two all-reduces per pass */
-    int64_t launch = us_to_ns(hw->lat_launch_us);
+    int64_t launch = sim__us_to_ns(hw->lat_launch_us);
     double flop_rate = b->f.res[b->r_sm[0]].capacity;
 
     struct streams *st = calloc((size_t)G, sizeof *st);

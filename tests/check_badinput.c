@@ -165,6 +165,9 @@ static const struct bad_case cases[] = {
      "no DeepSpeed version", "validate --probe"},
     {"validate --out in a folder that does not exist", NULL, "validate --ratios 0.5 --out nodir/v", 2, "--out",
      "No such file"},
+    /* issue 36: one executor run per row runs one DeepSpeed release's step */
+    {"validate --ratios with two DeepSpeed releases", NULL,
+     "validate --ratios 0.5 --deepspeed-version 0.12.4,0.19.5 --out v", 2, "--deepspeed-version", "one X.Y.Z"},
     /* ---- messages that name the key or the file (issue 24) ---- */
     {"HF config head_dim x num_attention_heads overflowing",
      W("h.json", "{\"model_type\":\"llama\",\"hidden_size\":64,\"num_attention_heads\":2000000000,"

@@ -16,6 +16,7 @@
 
 #include "exec/exec.h"
 #include "exec/exec_impl.h"   /* struct ex_seg, ex__next_piece */
+#include "exec/result_json.h"
 #include "tests/util.h"
 #include "traces/layout.h"
 #include "traces/trace.h"
@@ -485,6 +486,118 @@ START_TEST(host_chunks_equal_the_simulators_above_the_cap)
 }
 END_TEST
 
+/* ---- the deepspeed schedule follows the release (plan/ds_rules.c) ------------------------------ */
+
+/* One in-process run (one rank, cpu backend) of the deepspeed schedule for DeepSpeed `v`: gpt2 cut
+ * by 1000, fp16, exact ratio 0.5, offload_optimizer.pin_memory left to the release's default. */
+static void ds_run(struct rl_version v, const struct plan_model *m, struct plan *p, struct ex_result *res)
+{
+    struct rl_err e = {0};
+    struct plan_zero z = tu_zero_cpu_offload(0.5, 20000);
+    z.pin_memory = false;
+    z.src_pin_memory = PLAN_SRC_DEFAULT;
+    z.ds_version = v;
+    plan_zero_resolve_pin(&z);
+    int64_t chunk = STEP_CHUNK_DEFAULT_NUMEL;
+    plan_scale_zero(&z, &chunk, 1000);
+    struct plan_layout l = {.tp = 1, .pp = 1, .dp = 1};
+    struct plan_options po = {.policy = PLAN_POLICY_EXACT, .ledger = PLAN_LEDGER_EXEC, .exec_chunk_numel = chunk};
+    ck_assert_msg(plan_build(p, m, &l, &z, &po, &e) == 0, "%s", e.msg);
+    struct ex_opts o;
+    ex_opts_default(&o);
+    o.schedule = STEP_SCHED_DS012;
+    o.backend = EX_BACKEND_CPU;
+    o.steps = 1;
+    o.warmup = 0;
+    struct ex_comm c;
+    ck_assert_msg(ex_comm_init(&c, &e) == 0 && c.size == 1, "%s", e.msg);
+    ck_assert_msg(ex_run(p, &o, &c, res, &e) == 0, "%s", e.msg);
+}
+
+/* Where a buffer of the run lives; -1 when the run has no such buffer. */
+static int ds_buffer(const struct ex_result *res, const char *name)
+{
+    for (int i = 0; i < res->ranks[0].n_bufs; i++)
+        if (!strcmp(res->ranks[0].bufs[i].name, name))
+            return (int)res->ranks[0].bufs[i].device;
+    return -1;
+}
+
+/* The executor runs the step of the plan's DeepSpeed release where the releases differ in what
+ * they execute (docs/deepspeed-step.md section 4, plan/ds_rules.c's grad_copy and
+ * offload_pin_default): the host share's gradient crosses as 16 bits and is cast on the host up
+ * to 0.15.3, as fp32 upcast on the device from 0.15.4 (through a pinned staging buffer and a host
+ * copy of 8 bytes per element in 0.15.4-0.16.2), and the flat buffer is pinned by default only from
+ * 0.19.5. The bytes per phase are written out from the plan's element counts (P, host share Pc,
+ * device share Pg, 2-byte fp16): the round trip through the flat buffer is P x 2 each way, the
+ * device share's cast Pg x (2 + 4). The digest is one for all three, the scalar reference's, and the
+ * result (and its JSON) names the release that ran. */
+START_TEST(ds_step_follows_the_release)
+{
+    struct plan_model full, m;
+    struct plan_model_opts mo = {.tp = 1, .pp = 1, .pp_stage = 0, .seq_len = 0};
+    struct rl_err e = {0};
+    ck_assert_msg(plan_model_load(&full, tu_catalog(), "gpt2", &mo, &e) == 0, "%s", e.msg);
+    ck_assert_msg(ex_scale_model(&full, 1000, &m, &e) == 0, "%s", e.msg);
+    plan_model_group(&m, PLAN_GROUPS_HF_TWO, false);
+    static const struct {
+        struct rl_version v;
+        int d2h_host_bytes;       /* per host-share element, D2H */
+        int cast_host_bytes;      /* per host-share element, the casts and the host copy */
+        bool upcast, staging;     /* grad_upcast_gpu, pinned_grad_staging allocated */
+        enum plan_device flat;    /* the flat buffer (pin_memory unset: the release's default) */
+    } rel[] = {
+        {{0, 12, 4}, 2, 6, false, false, PLAN_DEV_CPU_PAGEABLE},
+        {{0, 15, 4}, 4, 6 + 8, true, true, PLAN_DEV_CPU_PAGEABLE},
+        {{0, 19, 5}, 4, 6, true, false, PLAN_DEV_CPU_PINNED},
+    };
+    uint32_t digest[3];
+    for (int i = 0; i < 3; i++) {
+        struct plan p;
+        struct ex_result res;
+        ds_run(rel[i].v, &m, &p, &res);
+        const int64_t P = p.per_rank_numel, Pc = p.cpu_numel, Pg = P - Pc;
+        ck_assert_int_gt(Pc, 0);
+        ck_assert_int_gt(Pg, 0);
+        ck_assert(res.ds_step);
+        ck_assert_int_eq(rl_version_cmp(res.ds_version, rel[i].v), 0);
+        const struct ex_phase_stat *ph = res.ranks[0].phase;
+        ck_assert_int_eq(ph[STEP_PH_GRAD_D2H].bytes, P * 2 + Pc * rel[i].d2h_host_bytes);
+        ck_assert_int_eq(ph[STEP_PH_GRAD_H2D].bytes, P * 2);
+        ck_assert_int_eq(ph[STEP_PH_GRAD_CAST].bytes, Pg * 6 + Pc * rel[i].cast_host_bytes);
+        ck_assert_int_eq(ds_buffer(&res, "grad_upcast_gpu") >= 0, rel[i].upcast);
+        ck_assert_int_eq(ds_buffer(&res, "pinned_grad_staging") >= 0, rel[i].staging);
+        ck_assert_int_eq(ds_buffer(&res, "flat_grad_buffer"), rel[i].flat);
+        digest[i] = res.digest;
+        /* the run record names the release (and reads it back) */
+        json_t *o = json_object();
+        ex_result_json_put(o, &res);
+        ck_assert_str_eq(json_string_value(json_object_get(o, "deepspeed_version")), RL_VERSION_S(rel[i].v));
+        char *text = json_dumps(o, 0);
+        struct ex_result back;
+        ck_assert_msg(ex_result_from_json(text, &back, &e) == 0, "%s", e.msg);
+        ck_assert(back.ds_step);
+        ck_assert_int_eq(rl_version_cmp(back.ds_version, rel[i].v), 0);
+        ex_result_free(&back);
+        free(text);
+        json_decref(o);
+        ex_result_free(&res);
+        plan_free(&p);
+    }
+    struct ex_opts o;
+    ex_opts_default(&o);
+    o.ref_dtype = PLAN_FP16;
+    uint32_t ref;
+    int64_t adam;
+    ck_assert_msg(ex_reference(&m, &o, 1, &ref, &adam, &e) == 0, "%s", e.msg);
+    for (int i = 0; i < 3; i++)
+        ck_assert_msg(digest[i] == ref, "DeepSpeed %s: digest %08x, reference %08x", RL_VERSION_S(rel[i].v), digest[i],
+                      ref);
+    plan_model_free(&m);
+    plan_model_free(&full);
+}
+END_TEST
+
 START_TEST(gemm_flops_equal_the_simulator)
 {
     static const struct { int64_t b, s; bool ckpt; } cases[] = {{2, 64, false}, {1, 256, true}};
@@ -725,6 +838,7 @@ Suite *exec_suite(void)
     tcase_add_test(t, gemm_compute_changes_no_bit);
     tcase_add_test(t, gemm_flops_equal_the_simulator);
     tcase_add_test(t, host_chunks_equal_the_simulators_above_the_cap);
+    tcase_add_test(t, ds_step_follows_the_release);
     tcase_add_test(t, trace_has_a_process_per_rank);
     tcase_add_test(t, nan_step_is_skipped_without_state_change);
     tcase_add_test(t, device_memory_too_small);

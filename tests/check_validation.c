@@ -1264,6 +1264,86 @@ START_TEST(run_record_round_trips_into_the_measured_side)
 }
 END_TEST
 
+/* validate --ratios names the DeepSpeed release whose step each side ran: the simulator's from the
+ * row's plan (val_row_predict, schedule deepspeed: the plan's zero.ds_version; none under
+ * overlap), the executor's from its run record (deepspeed_version, through ex_result_json_put and
+ * back); report.json carries both per row (null under overlap), report.md and the text say them in
+ * one line, and two sides that differ are both named. */
+START_TEST(report_names_the_deepspeed_release_each_side_ran)
+{
+    struct rl_err e = {0};
+    struct plan_model m;
+    struct plan_model_opts mo = {.tp = 1, .pp = 1, .pp_stage = 0, .seq_len = 128};
+    ck_assert_msg(plan_model_load(&m, tu_catalog(), "gpt2", &mo, &e) == 0, "%s", e.msg);
+    plan_model_group(&m, PLAN_GROUPS_HF_TWO, false);
+    struct plan_zero z = tu_zero_cpu_offload(0.5, 100000000);
+    z.ds_version = (struct rl_version){0, 19, 5};
+    struct plan_layout l = {.tp = 1, .pp = 1, .dp = 1};
+    struct plan_options po = {.policy = PLAN_POLICY_EXACT, .ledger = PLAN_LEDGER_EXEC};
+    struct plan p;
+    ck_assert_msg(plan_build(&p, &m, &l, &z, &po, &e) == 0, "%s", e.msg);
+    struct hw_profile hw;
+    ck_assert_msg(sim_hw_load(&hw, tu_catalog(), "dgx1-v100", &e) == 0, "%s", e.msg);
+    static struct val_report rep;
+    memset(&rep, 0, sizeof rep);
+    snprintf(rep.policy, sizeof rep.policy, "exact");
+    rep.n_rows = 2;
+    struct sim_train t;
+    sim_train_defaults(&t);
+    for (int i = 0; i < 2; i++) {
+        struct val_row *w = &rep.rows[i];
+        t.schedule = i == 0 ? STEP_SCHED_DS012 : STEP_SCHED_OVERLAP;
+        snprintf(w->schedule, sizeof w->schedule, "%s", step_schedule_name(t.schedule));
+        ck_assert_msg(val_row_predict(&p, &hw, &t, NULL, w, &e) == 0, "%s", e.msg);
+        /* the executor's record: a deepspeed step of 0.19.5 on the first row, none on the second */
+        struct ex_rank_result rk;
+        memset(&rk, 0, sizeof rk);
+        struct ex_result r = {.backend = EX_BACKEND_CPU, .world = 1, .ranks = &rk, .ds_step = i == 0,
+                              .ds_version = z.ds_version};
+        json_t *o = json_object();
+        ex_result_json_put(o, &r);
+        char *text = json_dumps(o, 0);
+        json_decref(o);
+        struct ex_result b;
+        ck_assert_msg(ex_result_from_json(text, &b, &e) == 0, "%s", e.msg);
+        free(text);
+        const int64_t baseline[1] = {-1};
+        cli_val_row_from_result(w, &b, baseline);
+        ex_result_free(&b);
+    }
+    ck_assert_str_eq(rep.rows[0].predicted.deepspeed_version, "0.19.5");
+    ck_assert_str_eq(rep.rows[0].measured.deepspeed_version, "0.19.5");
+    ck_assert_str_eq(rep.rows[1].predicted.deepspeed_version, "");
+    ck_assert_str_eq(rep.rows[1].measured.deepspeed_version, "");
+    val_report_check(&rep);
+    char *text = NULL;
+    ck_assert_int_eq(val_report_json(&rep, &text, &e), 0);
+    json_t *j = json_loads(text, 0, NULL);
+    free(text);
+    json_t *rows = json_object_get(j, "rows");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(json_array_get(rows, 0), "predicted"),
+                                                       "deepspeed_version")), "0.19.5");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(json_array_get(rows, 0), "measured"),
+                                                       "deepspeed_version")), "0.19.5");
+    ck_assert(json_is_null(json_object_get(json_object_get(json_array_get(rows, 1), "measured"), "deepspeed_version")));
+    json_decref(j);
+    ck_assert_int_eq(val_report_md(&rep, &text, &e), 0);
+    ck_assert_msg(strstr(text, "\n* DeepSpeed step: simulator 0.19.5, executor 0.19.5\n"), "%s", text);
+    free(text);
+    char line[256];
+    snprintf(rep.rows[0].measured.deepspeed_version, sizeof rep.rows[0].measured.deepspeed_version, "0.12.4");
+    rep.rows[1] = rep.rows[0];
+    snprintf(rep.rows[1].measured.deepspeed_version, sizeof rep.rows[1].measured.deepspeed_version, "0.19.5");
+    val_report_deepspeed_text(&rep, line, sizeof line);
+    ck_assert_str_eq(line, "simulator 0.19.5, executor 0.12.4; simulator 0.19.5, executor 0.19.5");
+    rep.n_rows = 0;
+    val_report_deepspeed_text(&rep, line, sizeof line);
+    ck_assert_str_eq(line, "");
+    plan_free(&p);
+    plan_model_free(&m);
+}
+END_TEST
+
 Suite *validation_suite(void)
 {
     Suite *s = suite_create("validation");
@@ -1300,6 +1380,7 @@ Suite *validation_suite(void)
     tcase_add_test(tc, emulated_device_shares_dram_and_runs_in_order);
     tcase_add_test(tc, calibrate_measures_the_runs_sizes);
     tcase_add_test(tc, run_record_round_trips_into_the_measured_side);
+    tcase_add_test(tc, report_names_the_deepspeed_release_each_side_ran);
     if (have_mpirun()) {
         tcase_add_test(tc, validate_cpu_backend_two_ranks);
         tcase_add_test(tc, validate_under_mpirun_schedules_and_policies);

@@ -15,8 +15,9 @@
 
 /* The row's predicted side: the executor's plan for w->ratio simulated on hw with t (its
  * schedule is the row's); the trace goes to trace_path (NULL: none). The plan's host figures
- * include DeepSpeed's pinned flat gradient buffer under the deepspeed-0.12 schedule, which the
- * exec ledger leaves to the schedule. */
+ * include DeepSpeed's flat gradient buffer under the deepspeed schedule (pinned with pin_memory),
+ * which the exec ledger leaves to the schedule; under that schedule the side names the DeepSpeed
+ * release whose step it predicts (the plan's zero.ds_version). */
 int val_row_predict(const struct plan *p, const struct hw_profile *hw, const struct sim_train *t,
                     const char *trace_path, struct val_row *w, struct rl_err *e);
 

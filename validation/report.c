@@ -244,9 +244,32 @@ bool val_report_failed(const struct val_report *r)
     return false;
 }
 
+void val_report_deepspeed_text(const struct val_report *r, char *buf, size_t n)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; i < r->n_rows; i++) {
+        const struct val_row *w = &r->rows[i];
+        if (!w->predicted.deepspeed_version[0] && !w->measured.deepspeed_version[0])
+            continue;
+        bool seen = false;
+        for (int j = 0; j < i && !seen; j++)
+            seen = !strcmp(r->rows[j].predicted.deepspeed_version, w->predicted.deepspeed_version) &&
+                   !strcmp(r->rows[j].measured.deepspeed_version, w->measured.deepspeed_version);
+        if (seen || o + 1 >= n)
+            continue;
+        int k = snprintf(buf + o, n - o, "%ssimulator %s, executor %s", o ? "; " : "",
+                         w->predicted.deepspeed_version[0] ? w->predicted.deepspeed_version : "none",
+                         w->measured.deepspeed_version[0] ? w->measured.deepspeed_version : "none");
+        if (k > 0)
+            o = o + (size_t)k < n ? o + (size_t)k : n - 1;
+    }
+}
+
 static json_t *side_json(const struct val_side *s)
 {
     json_t *o = json_object();
+    json_object_set_new(o, "deepspeed_version", s->deepspeed_version[0] ? json_string(s->deepspeed_version) : json_null());
     json_object_set_new(o, "step_ns", json_integer(s->step_ns));
     json_t *ph = json_object();
     for (int p = 0; p < VAL_PHASES; p++) {
@@ -382,11 +405,15 @@ int val_report_md(const struct val_report *r, char **out, struct rl_err *e)
     struct sbuf b = {0};
     sb(&b, "# ratiolab validate: %s\n\n", val_report_failed(r) ? "FAIL" : "PASS");
     /* The model, profile and path come from the user's files and flags: data, one line each. */
-    char model[512], hw[512], hw_path[1024], det[4096];
+    char model[512], hw[512], hw_path[1024], det[4096], ds[256];
     sb(&b, "* model: %s\n* hardware profile: %s (%s)\n* backend: %s, %d rank%s, %d timed step%s, model scale %g\n"
-           "* policy: %s\n\n", rl_text_data(model, sizeof model, r->model), rl_text_data(hw, sizeof hw, r->hardware),
+           "* policy: %s\n", rl_text_data(model, sizeof model, r->model), rl_text_data(hw, sizeof hw, r->hardware),
        rl_text_data(hw_path, sizeof hw_path, r->hardware_path), r->backend, r->ranks, r->ranks == 1 ? "" : "s",
        r->steps, r->steps == 1 ? "" : "s", r->scale, r->policy);
+    val_report_deepspeed_text(r, ds, sizeof ds);
+    if (ds[0])   /* the DeepSpeed release whose step each side ran (schedule deepspeed) */
+        sb(&b, "* DeepSpeed step: %s\n", ds);
+    sb(&b, "\n");
     sb(&b, "## Checks\n\n| check | status | gated | detail |\n|---|---|---|---|\n");
     for (int i = 0; i < r->n_checks; i++)
         sb(&b, "| %s | %s | %s | %s |\n", r->checks[i].name, val_status_name(r->checks[i].status),

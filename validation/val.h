@@ -176,6 +176,9 @@ const struct val_rank_times *val_trace_rank(const struct val_trace_times *t, int
  * and the figures the checks need. The checks are computed from the rows (val_report_check) and
  * written as DIR/report.json (schema below, read by plots/) and DIR/report.md. */
 struct val_side {
+    char deepspeed_version[RL_VERSION_STR_MAX];   /* the DeepSpeed release whose step this side ran
+                                        (schedule deepspeed: the simulator's prediction, the executor's
+                                        run record); "" under overlap */
     int64_t step_ns;                 /* step time (measured: median over the timed steps, slowest rank) */
     int64_t busy_ns[VAL_PHASES];     /* per phase (sim_phase_name order) */
     int64_t exposed_ns[VAL_PHASES];  /* per phase */
@@ -269,6 +272,10 @@ struct val_report {
  * VAL_MEM_FLOOR_BYTES; device use within it of the device bytes plus compute scratch), time (step MAPE,
  * gated when gate_time_pct >= 0). */
 void val_report_check(struct val_report *r);
+/* Which DeepSpeed release's step each side ran, as one line for the reports: "simulator 0.19.5,
+ * executor 0.19.5" from the rows of schedule deepspeed (each distinct pair once, in row order,
+ * joined by "; "; a side without a release reads "none"); "" when no row has one. */
+void val_report_deepspeed_text(const struct val_report *r, char *buf, size_t n);
 /* true when a gated check failed. */
 bool val_report_failed(const struct val_report *r);
 /* report.json, schema_version 1: {"schema_version":1,"kind":"ratiolab-validate-report","model",
