@@ -2,7 +2,8 @@
  *   --deepspeed-log FILE...  a real DeepSpeed run: its see_memory_usage stages against the plan's
  *                            ledger, Megatron's iteration time against predict's step;
  *   --ratios ... --out DIR   the executor (`ratiolab run`) per ratio against the simulator:
- *                            bitwise, honored ratio, memory, time (cli/validate_exec.c). */
+ *                            bitwise, honored ratio, memory, time (cli/validate_exec.c,
+ *                            campaign/). */
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -103,7 +104,7 @@ static int on_setup(void *ctx, int id, const char *v, struct rl_err *e)
     if (opt_is(cli_setup_opts, id, "policy") && strchr(v, ','))   /* several: one run per policy */
         return cli_validate_exec_policies(f->ex, v, &f->s->policy, e);
     if (opt_is(cli_setup_opts, id, "policy"))
-        f->ex->n_policies = 0;
+        f->ex->o.n_policies = 0;
     fwd_push(f, cli_setup_opts, id, v);
     return cli_setup_opt(f->s, id, v, e);
 }
@@ -115,7 +116,7 @@ static int on_sim(void *ctx, int id, const char *v, struct rl_err *e)
         f->schedule_given = true;
         if (strchr(v, ','))   /* several: one run per schedule */
             return cli_validate_exec_schedules(f->ex, v, &f->sim->train.schedule, e);
-        f->ex->n_schedules = 0;
+        f->ex->o.n_schedules = 0;
     } else if (opt_is(cli_sim_opts, id, "checkpoint-activations")) {
         fwd_push(f, cli_sim_opts, id, v);
     }

@@ -36,6 +36,9 @@ struct ex_backend {
     /* The devices this process sees: their count (0: none, which is no error), the first one's
      * name and memory (-1: unknown). */
     int (*probe)(int *n_devices, char *model, size_t model_len, int64_t *memory_bytes, struct rl_err *e);
+    /* How many devices this process sees (0: none, no driver), without touching any: the discovery
+     * `run --backend auto` and validate's --backend cuda check ask before anything opens. */
+    int (*device_count)(void);
     /* Opens the device for this rank (local rank picks the GPU: the rank's index among this
      * node's ranks, or, for a process that opens several devices itself, as calibrate does, the
      * device's index; c bootstraps the collectives, a 1-rank c has none); capacity_bytes 0:

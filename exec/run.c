@@ -1085,18 +1085,15 @@ int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, str
     if (r.cd != KERN_F32 && r.cd != r.md)
         return rl_errf(e, RL_EINVAL, "comm_dtype: %s, but the model dtype is %s; allowed: fp32 or %s",
                        kern_dtype_name(r.cd), kern_dtype_name(r.md), kern_dtype_name(r.md));
+    /* The backend: the one asked for, or with auto the GPUs when the cuda backend sees one. */
     enum ex_backend_kind bk = o->backend;
-#ifdef RL_EX_CUDA
+    const struct ex_backend *gpu = ex_backend_named(backend_names[EX_BACKEND_CUDA]);   /* NULL: not built */
     if (bk == EX_BACKEND_AUTO)
-        bk = kern_cuda_device_count() > 0 ? EX_BACKEND_CUDA : EX_BACKEND_CPU;
-    r.be = ex_backend_named(backend_names[bk]);
-#else
-    if (bk == EX_BACKEND_CUDA)
+        bk = gpu && gpu->device_count() > 0 ? EX_BACKEND_CUDA : EX_BACKEND_CPU;
+    if (bk == EX_BACKEND_CUDA && !gpu)
         return rl_errf(e, RL_EENV, "backend cuda: this ratiolab was built without the CUDA backend "
                        "(nvcc, cuBLAS and NCCL are needed)");
-    bk = EX_BACKEND_CPU;
-    r.be = ex_backend_named("cpu");
-#endif
+    r.be = ex_backend_named(backend_names[bk]);
     res->backend = bk;
     res->world = c->size;
     const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
