@@ -780,6 +780,7 @@ extern "C" const struct ex_backend ex_backend_cuda = {
     .open = cu_open,
     .close = cu_close,
     .mem = cu_mem,
+    .process_bytes = ex__nvml_process_bytes,
     .mem_overheads = cu_mem_overheads,
     .dev_alloc = cu_dev_alloc,
     .dev_free = cu_dev_free,

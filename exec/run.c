@@ -895,22 +895,7 @@ static void read_memory(struct ex_run *r, struct ex_mem *m)
         m->pinned_bytes = ps.pinned_bytes;
     }
     r->be->mem(r->dev, &m->device_used_bytes, &m->device_capacity_bytes);
-    m->gpu_process_bytes = -1;
-    if (strcmp(r->be->name, "cuda") == 0) {
-        /* NVML per process (the monitor's reader, dlopen'ed; absent: unavailable). */
-        struct mon_gpu *g = NULL;
-        struct rl_err ge = {0};   /* NVML missing: the figure stays unavailable */
-        enum { MAXP = 256 };
-        int pids[MAXP], n = 0;
-        int64_t bytes[MAXP], used[MON_MAX_GPUS], total[MON_MAX_GPUS];
-        if (mon_gpu_open(&g, &ge) == 0) {
-            if (mon_gpu_sample(g, used, total, pids, bytes, MAXP, &n) == 0)
-                for (int i = 0; i < n; i++)
-                    if (pids[i] == (int)getpid())
-                        m->gpu_process_bytes = bytes[i];
-            mon_gpu_close(g);
-        }
-    }
+    m->gpu_process_bytes = r->be->process_bytes ? r->be->process_bytes(r->dev) : -1;
 }
 
 /* ---- the whole run --------------------------------------------------------------------------- */
