@@ -19,6 +19,7 @@
 #include "plan/inputs.h"
 #include "traces/dsconfig.h"
 #include "tests/util.h"
+#include "validation/ds_runs.h"
 #include "validation/probe.h"
 
 /* What the oracle checks saw, to show they were not vacuous. */
@@ -482,6 +483,57 @@ START_TEST(probe_file_name_is_not_a_format)
 }
 END_TEST
 
+/* The logs' runs grouped (validation/ds_runs.c, in process): one log given twice is one
+ * configuration, so one group of both runs named by path and first line; beside the same run at
+ * another ratio each is its own group; a log of iteration times only cannot be placed among
+ * differing runs, and the message names its field, not the flag. */
+START_TEST(log_runs_are_grouped_by_configuration)
+{
+    const char *a = example("deepspeed-0.14.1.log");
+    char *text = NULL;
+    size_t len = 0;
+    struct rl_err e = {0};
+    ck_assert_int_eq(rl_read_file(a, &text, &len, &e), 0);
+    char *q;
+    if ((q = strstr(text, "ratio=0.5")))   /* the same run at ratio 0.3 */
+        q[8] = '3';
+    if ((q = strstr(text, "\"ratio\": 0.5")))
+        q[11] = '3';
+    char r3[1024], iters[1024];
+    snprintf(r3, sizeof r3, "%s", tu_write("r3.log", text));
+    snprintf(iters, sizeof iters, "%s", tu_write("iters.log", "elapsed time per iteration (ms): 12.5\n"));
+    static struct val_ds_group g[4];
+    int n = 0;
+    bool differ = true;
+    struct val_ds_runs runs;
+    const char *same[] = {a, a};
+    ck_assert_msg(val_ds_runs_read(&runs, same, 2, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(runs.n, 2);
+    ck_assert_int_eq(val_ds_runs_group(&runs, g, 4, &n, &differ, &e), 0);
+    ck_assert(!differ);
+    ck_assert_int_eq(n, 1);
+    ck_assert_int_eq(g[0].n, 2);
+    char want[2200];
+    snprintf(want, sizeof want, "%s:1, %s:1", a, a);
+    ck_assert_str_eq(g[0].name, want);
+    val_ds_runs_free(&runs);
+    const char *two[] = {a, r3};
+    ck_assert_msg(val_ds_runs_read(&runs, two, 2, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(val_ds_runs_group(&runs, g, 4, &n, &differ, &e), 0);
+    ck_assert(differ);
+    ck_assert_int_eq(n, 2);
+    ck_assert_int_eq(val_ds_group_file(&runs, &g[1], 0), 1);
+    val_ds_runs_free(&runs);
+    const char *three[] = {a, r3, iters};
+    ck_assert_msg(val_ds_runs_read(&runs, three, 3, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(val_ds_runs_group(&runs, g, 4, &n, &differ, &e), RL_EINVAL);
+    ck_assert_msg(strncmp(e.msg, "deepspeed_log ", 14) == 0 && strstr(e.msg, "holds iteration times but no DeepSpeed "
+                  "configuration") && !strstr(e.msg, "--"), "%s", e.msg);
+    val_ds_runs_free(&runs);
+    free(text);
+}
+END_TEST
+
 Suite *TU_SUITE(void)
 {
     Suite *s = suite_create("deepspeed");
@@ -502,6 +554,7 @@ Suite *TU_SUITE(void)
     tcase_add_test(t, log_contradicting_config_refused);
     tcase_add_test(t, log_cpu_accelerator_not_gated);
     tcase_add_test(t, log_019_points_to_probe);
+    tcase_add_test(t, log_runs_are_grouped_by_configuration);
     suite_add_tcase(s, t);
     return s;
 }
