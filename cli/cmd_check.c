@@ -7,7 +7,6 @@
 #include "cli/cli.h"
 #include "cli/json_out.h"
 #include "cli/hazard_report.h"
-#include "cli/plan_report.h"
 #include "plan/ds_fix.h"   /* plan_fix_config */
 #include "cli/sim_opts.h"   /* --hw, --checkpoint-activations, --reserve: the memory the simulator predicts */
 #include "sim/check.h"
