@@ -48,23 +48,22 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 #define MAX_MBS SIM_TUNE_MAX_MICRO_BATCHES
 #define MAX_HW 8
 
-/* --micro-batches into listed (at most MAX_MBS - 1 values), when the search reads it: not when
- * --micro-batch fixes one (sim_tune_micro_batches). */
-static int listed_micro_batches(const struct tune_args *a, const struct plan_zero *z, int64_t *listed, int *n,
-                                struct rl_err *e)
+/* The micro-batch candidates (sim_tune_micro_batches) with --micro-batches read into the list
+ * they start from (at most MAX_MBS - 1 values); not read when --micro-batch fixes one. */
+static int micro_batches(const struct tune_args *a, const struct plan_zero *z, int64_t *mb, int *n, struct rl_err *e)
 {
-    *n = 0;
-    if (!a->mbs || z->src_micro_batch == PLAN_SRC_CLI)
-        return 0;
-    for (const char *p = a->mbs; *p;) {
+    int64_t listed[MAX_MBS];
+    int n_listed = 0;
+    for (const char *p = a->mbs; p && *p && z->src_micro_batch != PLAN_SRC_CLI;) {
         char *end;
         long long v = strtoll(p, &end, 10);
-        if (end == p || v < 1 || v > 1 << 20 || (*end && *end != ',') || *n >= MAX_MBS - 1)
+        if (end == p || v < 1 || v > 1 << 20 || (*end && *end != ',') || n_listed >= MAX_MBS - 1)
             return rl_errf(e, RL_EINVAL, "--micro-batches: '%s' is not allowed; expected up to %d integers "
                            ">= 1 separated by commas, e.g. 1,2,4", a->mbs, MAX_MBS - 1);
-        listed[(*n)++] = v;
+        listed[n_listed++] = v;
         p = *end ? end + 1 : end;
     }
+    sim_tune_micro_batches(z, a->mbs ? listed : NULL, n_listed, mb, n);
     return 0;
 }
 
@@ -541,10 +540,8 @@ static int run(int argc, char **argv)
     }
     if (!rc && n_hw == 0)
         rc = rl_errf(&e, RL_EINVAL, "--hw: '%s' names no profile", sim.hw);
-    int64_t listed[MAX_MBS];
-    int n_listed = 0;
-    if (!rc && !(rc = listed_micro_batches(&a, &c.zero, listed, &n_listed, &e)))
-        sim_tune_micro_batches(&c.zero, a.mbs ? listed : NULL, n_listed, mbs, &n_mbs);
+    if (!rc)
+        rc = micro_batches(&a, &c.zero, mbs, &n_mbs, &e);
     struct tune_run *runs = calloc((size_t)(n_hw > 0 ? n_hw : 1), sizeof *runs);
     if (!rc && !runs)
         rc = rl_errf(&e, RL_ENOMEM, "tune: out of memory");
