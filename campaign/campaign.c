@@ -414,7 +414,6 @@ static int write_one(struct val_report *rep, const char *dir, struct rl_err *e)
     return rc;
 }
 
-
 int camp_run(struct camp *k, const struct plan_setup *c, struct sim_train *t, const char *const *fwd, int n_fwd,
              struct rl_err *e)
 {
