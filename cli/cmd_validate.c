@@ -333,17 +333,9 @@ static int judge_group(struct validate_args *a, struct plan_inputs *s, struct cl
     memset(&logged, 0, sizeof logged);
     if ((rc = cli_setup_resolve(s, &c, e)))
         goto out;
-    for (int i = 0; i < g->n; i++) {
-        const struct val_ds_unit *x = &runs->u[g->units[i]];
-        if (!val_ds_unit_has_config(x))
-            continue;
-        char what[700];
-        snprintf(what, sizeof what, "--deepspeed-log %s (the run from line %d)", cli_data(a->logs[x->file]),
-                 x->first_line);
-        if ((rc = val_facts_apply(&x->cfg, 0, what, s, &c, e)))
-            goto out;
-        if (!logged.have_version && !logged.have_zero)
-            logged = x->cfg;
+    if ((rc = val_ds_group_facts(runs, g, s, &c, &logged, e))) {
+        cli_err_flag(e, "deepspeed_log", "--deepspeed-log");
+        goto out;
     }
     if ((rc = val_ds_group_join(runs, g, logs, &ms, &n_ms, &tm, e)))
         goto out;

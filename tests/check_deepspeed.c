@@ -485,8 +485,9 @@ END_TEST
 
 /* The logs' runs grouped (validation/ds_runs.c, in process): one log given twice is one
  * configuration, so one group of both runs named by path and first line; beside the same run at
- * another ratio each is its own group; a log of iteration times only cannot be placed among
- * differing runs, and the message names its field, not the flag. */
+ * another ratio each is its own group, whose facts contradict a ratio the user gave (named by its
+ * log and line) or agree; a log of iteration times only cannot be placed among differing runs,
+ * and the messages name the field, not the flag. */
 START_TEST(log_runs_are_grouped_by_configuration)
 {
     const char *a = example("deepspeed-0.14.1.log");
@@ -523,6 +524,26 @@ START_TEST(log_runs_are_grouped_by_configuration)
     ck_assert(differ);
     ck_assert_int_eq(n, 2);
     ck_assert_int_eq(val_ds_group_file(&runs, &g[1], 0), 1);
+    /* The second run's facts against a ratio the user gave: named by its log and line, as data. */
+    struct plan_inputs in;
+    plan_inputs_init(&in);
+    in.model = gpt2_tiny();
+    in.catalog = tu_catalog();
+    in.ratio = 0.5;
+    in.ratio_set = true;
+    struct plan_setup c;
+    struct trace_ds_config logged;
+    ck_assert_msg(plan_inputs_resolve(&in, &c, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(val_ds_group_facts(&runs, &g[1], &in, &c, &logged, &e), RL_EINVAL);
+    snprintf(want, sizeof want, "deepspeed_log %s (the run from line 1): zero_optimization.offload_optimizer.ratio: "
+             "the run used 0.3, the command line says 0.5; give the run's own config (or none: the run's values are "
+             "taken)", r3);
+    ck_assert_str_eq(e.msg, want);
+    plan_setup_free(&c);
+    ck_assert_msg(plan_inputs_resolve(&in, &c, &e) == 0, "%s", e.msg);
+    ck_assert_msg(val_ds_group_facts(&runs, &g[0], &in, &c, &logged, &e) == 0, "%s", e.msg);   /* 0.5: agrees */
+    ck_assert(logged.have_version && logged.have_ratio && logged.ratio == 0.5);
+    plan_setup_free(&c);
     val_ds_runs_free(&runs);
     const char *three[] = {a, r3, iters};
     ck_assert_msg(val_ds_runs_read(&runs, three, 3, &e) == 0, "%s", e.msg);

@@ -4,6 +4,7 @@
 
 #include "traces/trace.h"   /* trace_read_file */
 #include "validation/ds_runs.h"
+#include "validation/probe.h"   /* val_facts_apply */
 
 bool val_ds_unit_has_config(const struct val_ds_unit *u) { return u->cfg.have_version || u->cfg.have_zero; }
 
@@ -202,4 +203,22 @@ int val_ds_group_join(const struct val_ds_runs *r, const struct val_ds_group *g,
 int val_ds_group_file(const struct val_ds_runs *r, const struct val_ds_group *g, int i)
 {
     return r->u[g->units[i]].file;
+}
+
+int val_ds_group_facts(const struct val_ds_runs *r, const struct val_ds_group *g, const struct plan_inputs *in,
+                       struct plan_setup *c, struct trace_ds_config *logged, struct rl_err *e)
+{
+    memset(logged, 0, sizeof *logged);
+    for (int i = 0; i < g->n; i++) {
+        const struct val_ds_unit *x = &r->u[g->units[i]];
+        if (!val_ds_unit_has_config(x))
+            continue;
+        char path[4096], what[700];
+        snprintf(what, sizeof what, "deepspeed_log %s (the run from line %d)",
+                 rl_text_data(path, sizeof path, r->paths[x->file]), x->first_line);
+        RL_TRY(val_facts_apply(&x->cfg, 0, what, in, c, e));
+        if (!logged->have_version && !logged->have_zero)
+            *logged = x->cfg;
+    }
+    return 0;
 }

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "common/rl.h"
+#include "plan/inputs.h"
 #include "traces/dsconfig.h"
 #include "traces/dslog.h"
 
@@ -57,5 +58,11 @@ int val_ds_runs_group(const struct val_ds_runs *r, struct val_ds_group *g, int m
 int val_ds_group_join(const struct val_ds_runs *r, const struct val_ds_group *g, struct trace_ds_log *logs,
                       double **ms, int *n_ms, struct trace_ds_timers *tm, struct rl_err *e);
 int val_ds_group_file(const struct val_ds_runs *r, const struct val_ds_group *g, int i);
+/* What the group's runs printed of their configuration over the setup c resolved from in
+ * (val_facts_apply: plan/inputs.c's precedence), each run named "deepspeed_log PATH (the run from
+ * line N)" in a contradiction (RL_EINVAL); *logged: the first printed configuration (zeroed when
+ * no run printed one). */
+int val_ds_group_facts(const struct val_ds_runs *r, const struct val_ds_group *g, const struct plan_inputs *in,
+                       struct plan_setup *c, struct trace_ds_config *logged, struct rl_err *e);
 
 #endif
