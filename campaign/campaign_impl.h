@@ -1,5 +1,5 @@
 /* campaign/campaign_impl.h — one campaign's state and the two ways its runs start, shared by
- * campaign.c (the phases), launched.c and inproc.c (the two entries of camp__modes). */
+ * campaign.c (the phases), launched.c and inproc.c (the two entries of camp_modes). */
 #ifndef RL_CAMPAIGN_CAMPAIGN_IMPL_H
 #define RL_CAMPAIGN_CAMPAIGN_IMPL_H
 

@@ -1,4 +1,4 @@
-/* campaign/inproc.c — the in-process entry of the campaign's two (camp__modes): validate was
+/* campaign/inproc.c — the in-process entry of the campaign's two (camp_modes): validate was
  * started by mpirun, so every rank is a validate process and runs the executor itself (ex_run),
  * rank 0 predicts and reports; the calibration of one rank's work runs on every rank at once. */
 #include <malloc.h>   /* malloc_trim */

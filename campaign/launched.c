@@ -1,4 +1,4 @@
-/* campaign/launched.c — the launched entry of the campaign's two (camp__modes): every run is a
+/* campaign/launched.c — the launched entry of the campaign's two (camp_modes): every run is a
  * child `ratiolab run --json` (under mpirun for ranks > 1) whose stdout is read back, and the
  * calibration of one rank's work a child `ratiolab calibrate --collectives-only`. Also the argv
  * and capture helpers the cuda calibration (campaign.c) launches with. */
