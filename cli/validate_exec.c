@@ -170,7 +170,6 @@ static int check_backend(const struct camp_opts *x, const struct cli_sim *sim, s
     return 0;
 }
 
-
 /* ---- the campaign's hooks: what it has to say, printed here ------------------------------------- */
 static void on_say(void *ctx, const char *line)
 {
