@@ -22,7 +22,7 @@ PREFIX ?= /usr/local
 ifeq ($(origin CC),default)
 CC := gcc
 endif
-LIBDIRS := common hw plan sim exec kernels traces calib validation plots monitor
+LIBDIRS := common hw plan sim exec kernels traces calib validation plots monitor campaign
 
 # ---- feature detection (one line each) -----------------------------------------------------
 # Each may be given on the command line instead (scripts/gpu-check.sh does, on a machine whose

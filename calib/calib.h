@@ -173,6 +173,12 @@ int calib_measure_collectives(struct ex_comm *comm, bool thorough, struct calib 
  * repeat (the step waits for it), the triad the sum over ranks. Sizes of 0 are skipped. */
 int calib_measure_run(struct ex_comm *comm, const struct calib_run *run, bool thorough, struct calib *c,
                       struct rl_err *e);
+/* `ratiolab calibrate` across the ranks of comm (every rank calls it; calib/world.c): rank 0
+ * measures the node (calib_measure; not with collectives_only) while the others wait, then every
+ * rank the collectives (a failure on rank 0 is agreed on first and ends all of them), then, with
+ * run, what one rank of it does. Progress (o->progress) on rank 0 only. *c is zeroed first. */
+int calib_measure_world(struct ex_comm *comm, const struct calib_opts *o, const struct calib_run *run,
+                        bool collectives_only, struct calib *c, struct rl_err *e);
 
 /* The host costs of calib_host against threads 1..n_threads (quick: a few seconds on 2 cores). */
 int calib_measure_host(const struct calib_opts *o, int n_threads, struct calib_host *h, struct rl_err *e);
@@ -262,6 +268,12 @@ int calib_measure_gpu_gemm(const struct ex_backend *be, const struct calib_run *
  * of the slowest rank per repeat, median; every rank must call it. */
 int calib_measure_nccl(const struct ex_backend *be, struct ex_comm *comm, bool thorough, struct calib_gpu *g,
                        struct rl_err *e);
+/* `ratiolab calibrate --backend cuda` across the ranks of comm (calib/world.c): rank 0 measures the
+ * devices (calib_measure_gpu), be's GEMMs over run's list (calib_measure_gpu_gemm) and the host
+ * (calib_measure, into *c), then under mpirun every rank NCCL (calib_measure_nccl), unless rank 0
+ * failed (agreed on first). */
+int calib_measure_gpu_world(const struct ex_backend *be, struct ex_comm *comm, const struct calib_opts *o,
+                            const struct calib_run *run, struct calib *c, struct calib_gpu *g, struct rl_err *e);
 /* One copy of `bytes` on device d's copy stream, timed by the backend (CUDA events on cuda, the
  * copy thread's clock on cpu), as GB/s; for anyone measuring copies at other sizes. */
 int calib_copy_gbps(const struct ex_backend *be, struct ex_dev *d, void *dst, const void *src, int64_t bytes,

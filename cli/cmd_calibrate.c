@@ -140,21 +140,7 @@ static int run_cuda(struct calib_args *a)
     char *text = NULL;
     int rc = 0;
     const struct ex_backend *gpu = ex_backend_named(ex_backend_name(EX_BACKEND_CUDA));   /* NULL: built without it */
-    if (comm.rank == 0 && !(rc = calib_measure_gpu(gpu, &a->o, &g, &e))) {
-        if (!a->quiet)
-            on_progress(NULL, "cuBLAS GEMMs", 0, 1);
-        if (!(rc = calib_measure_gpu_gemm(gpu, a->have_run ? &a->run : NULL, a->o.thorough, &g, &e)))
-            rc = calib_measure(&a->o, &c, &e);
-    }
-    if (comm.size > 1) {   /* every rank joins, so a failure on rank 0 ends all of them */
-        struct rl_err be;
-        int64_t bad = rc != 0;
-        if (ex_comm_max_i64(&comm, &bad, 1, &be) == 0 && !bad) {
-            if (!a->quiet && comm.rank == 0)
-                on_progress(NULL, "NCCL all-gather / reduce-scatter", 0, 1);
-            rc = calib_measure_nccl(gpu, &comm, a->o.thorough, &g, &e);
-        }
-    }
+    rc = calib_measure_gpu_world(gpu, &comm, &a->o, a->have_run ? &a->run : NULL, &c, &g, &e);
     if (rc || comm.rank != 0) {
         free(base);
         int code = rc ? calib_fail(&e) : 0;
@@ -210,9 +196,9 @@ static int run_cuda(struct calib_args *a)
     return 0;
 }
 
-/* The measurements: under mpirun rank 0 measures the node while the others wait, then all ranks
- * measure the collectives and (--gemm, --adam-numel, ...) what one rank of the run does. Returns
- * false with *code the exit status when this process ends here (an error, or a rank other than 0). */
+/* The measurements across the ranks (calib_measure_world: rank 0 the node, then all ranks the
+ * collectives and, with --gemm, --adam-numel, ..., what one rank of the run does). Returns false
+ * with *code the exit status when this process ends here (an error, or a rank other than 0). */
 static bool measure(struct calib_args *a, struct calib *c, int *code)
 {
     struct rl_err e = {0};
@@ -226,27 +212,7 @@ static bool measure(struct calib_args *a, struct calib *c, int *code)
         a->o.progress = on_progress;
     if (comm.size > 1 && a->o.devices == 2)
         a->o.devices = comm.size > HW_MAX_GPUS ? HW_MAX_GPUS : comm.size;
-    memset(c, 0, sizeof *c);
-    if (comm.rank == 0 && !a->coll_only)
-        rc = calib_measure(&a->o, c, &e);
-    if (comm.size > 1) {   /* every rank joins, so a failure on rank 0 ends all of them */
-        struct rl_err be;
-        int64_t bad = rc != 0;
-        if (ex_comm_max_i64(&comm, &bad, 1, &be) == 0 && !bad) {
-            if (!a->quiet && comm.rank == 0)
-                on_progress(NULL, "MPI all-gather / reduce-scatter", 0, 1);
-            rc = calib_measure_collectives(&comm, a->o.thorough, c, &e);
-            if (!a->quiet && comm.rank == 0)
-                on_progress(NULL, "done", 1, 1);
-        }
-    }
-    if (!rc && a->have_run) {   /* what one rank of the run does, every rank at once */
-        if (!a->quiet && comm.rank == 0)
-            on_progress(NULL, "the run's GEMMs, Adam, copies, memory", 0, 1);
-        rc = calib_measure_run(&comm, &a->run, a->o.thorough, c, &e);
-        if (!a->quiet && comm.rank == 0)
-            on_progress(NULL, "done", 1, 1);
-    }
+    rc = calib_measure_world(&comm, &a->o, a->have_run ? &a->run : NULL, a->coll_only, c, &e);
     if (rc || comm.rank != 0) {
         *code = rc ? calib_fail(&e) : 0;
         ex_comm_finalize(&comm);

@@ -7,8 +7,7 @@
 #include "cli/cli.h"
 #include "cli/json_out.h"
 #include "cli/hazard_report.h"
-#include "cli/plan_report.h"
-#include "plan/json_text.h"   /* plan_json_relax: the config as DeepSpeed reads it */
+#include "plan/ds_fix.h"   /* plan_fix_config */
 #include "cli/sim_opts.h"   /* --hw, --checkpoint-activations, --reserve: the memory the simulator predicts */
 #include "sim/check.h"
 
@@ -58,73 +57,21 @@ struct verdict {
     struct plan_zero written;   /* the config as written, before the hazards' repairs */
 };
 
-/* Is every real in the document reproduced by %.15g? Then dump with 15 digits, so values users
- * typed (0.1, 5e-7) stay as typed; else 17, which always round-trips. */
-static bool reals_short(const json_t *j)
-{
-    if (json_is_real(j)) {
-        char buf[40];
-        snprintf(buf, sizeof buf, "%.15g", json_real_value(j));
-        return strtod(buf, NULL) == json_real_value(j);
-    }
-    if (json_is_object(j)) {
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)j, k, v) if (!reals_short(v)) return false;
-    } else if (json_is_array(j)) {
-        size_t i;
-        json_t *v;
-        json_array_foreach(j, i, v) if (!reals_short(v)) return false;
-    }
-    return true;
-}
-
 /* Applies the fix to the text that was judged (not the file as it may read now). */
 static int write_fix(const char *src, const char *text, const char *dst, const struct verdict *v,
                      struct rl_err *e)
 {
-    /* The fix as edits of the text: the rest of the file byte for byte, so its diff is the fix. */
     char *fixed = NULL;
-    struct rl_err fe = {0};
-    if (plan_fix_text(text, &v->hz, v->j.fix_sgs, v->j.fix_ratio, &fixed, &fe) == 0) {
-        struct rl_outfile o;
-        int rc = rl_outfile_open(&o, dst, e);
-        if (rc) {
-            free(fixed);
-            return rl_err_prefix(e, "--fix-to");
-        }
-        fputs(fixed, o.fp);
-        free(fixed);
-        if ((rc = rl_outfile_commit(&o, e)))
-            rl_err_prefix(e, "--fix-to");
-        return rc;
-    }
-    /* Else (a text the edits cannot place) the parsed config, fixed and written out whole. */
-    json_error_t je;
-    char *relaxed;
-    RL_TRY(plan_json_relax(text, &relaxed, NULL, e));
-    json_t *root = json_loads(relaxed, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
-    free(relaxed);
-    if (!root)
-        return rl_errf(e, RL_EINVAL, "--fix-to: %s cannot be rewritten: line %d: %s", src, je.line, je.text);
-    plan_hazards_fix_json(root, &v->hz);
-    plan_zero_fix_json(root, v->j.fix_sgs, v->j.fix_ratio);
+    if (plan_fix_config(text, src, &v->hz, v->j.fix_sgs, v->j.fix_ratio, &fixed, e))
+        return cli_err_flag(e, "fix", "--fix-to");
     struct rl_outfile o;
     int rc = rl_outfile_open(&o, dst, e);
-    if (rc) {
-        json_decref(root);
-        return rl_err_prefix(e, "--fix-to");
+    if (!rc) {
+        fputs(fixed, o.fp);
+        rc = rl_outfile_commit(&o, e);
     }
-    size_t flags = JSON_INDENT(4) | JSON_REAL_PRECISION(reals_short(root) ? 15 : 17);
-    bool bad = json_dumpf(root, o.fp, flags) != 0 || fputc('\n', o.fp) == EOF;
-    json_decref(root);
-    if (bad && !ferror(o.fp)) {
-        rl_outfile_abort(&o);
-        return rl_errf(e, RL_EINTERNAL, "--fix-to %s: the JSON could not be encoded", dst);
-    }
-    if ((rc = rl_outfile_commit(&o, e)))   /* a write error, with its cause */
-        rl_err_prefix(e, "--fix-to");
-    return rc;
+    free(fixed);
+    return rc ? rl_err_prefix(e, "--fix-to") : 0;
 }
 
 

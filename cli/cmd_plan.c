@@ -8,7 +8,7 @@
 #include "cli/cli.h"
 #include "cli/json_out.h"
 #include "cli/hazard_report.h"
-#include "cli/plan_report.h"
+#include "plan/plan_json.h"
 #include "plan/ds_rules.h"   /* PLAN_DS_DEFAULT_VERSION_STR */
 
 /* Where the report goes: stdout, or the temporary file of --out (renamed into place at the end). */
@@ -126,7 +126,7 @@ static int one(const struct plan_setup *c, const struct plan_args *a, bool verbo
            p.requested_ratio, p.honored_ratio, (long long)p.cpu_numel, (long long)p.per_rank_numel,
            p.cpu_subgroups, p.n_subgroups);
     char advice[1024];
-    if (cli_honor_advice(&p, a->tol, advice, sizeof advice))
+    if (plan_honor_advice(&p, a->tol, advice, sizeof advice))
         fprintf(out, "warning    %s\n", advice);
     print_memory(&p);
     plan_free(&p);

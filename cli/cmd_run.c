@@ -269,6 +269,31 @@ static int fail_rank(struct ex_comm *comm, struct rl_err *e)
     return code;
 }
 
+/* What each run of the matrix prints, on rank 0 only. */
+struct shown_run {
+    const struct plan_setup *c;    /* the setup */
+    const struct run_args *a;      /* the options */
+    int rank;                      /* this process's rank */
+    bool matrix;                   /* --ratios, --policies or --schedules: one line per run */
+};
+static void print_run(void *ctx, const struct plan *p, const struct ex_opts *o, const struct ex_result *r)
+{
+    const struct shown_run *s = ctx;
+    if (s->rank != 0)
+        return;
+    struct run_args shown = *s->a;
+    shown.o = *o;
+    char hex[9];
+    if (s->matrix)
+        printf("ratio %.4f policy %s schedule %s honored %.4f world %d digest %s\n", p->requested_ratio,
+               plan_policy_name(p->policy), step_schedule_name(o->schedule), p->honored_ratio, r->world,
+               digest_hex(r->digest, hex));
+    else if (s->a->json)
+        print_json(s->c, p, &shown, r);
+    else
+        print_human(s->c, p, &shown, r);
+}
+
 static int run(int argc, char **argv)
 {
     struct plan_inputs s;
@@ -352,47 +377,17 @@ static int run(int argc, char **argv)
     }
     /* One combination, or the matrix of --ratios x --policies x --schedules. */
     double one_ratio = -1;
-    const double *ratios = a.ratios ? a.ratios : &one_ratio;
-    size_t n_r = a.ratios ? a.n_ratios : 1;
     enum plan_policy pol1 = c.popt.policy;
-    const enum plan_policy *pols = a.n_policies ? a.policies : &pol1;
-    int n_p = a.n_policies ? a.n_policies : 1;
     enum step_schedule sch1 = a.o.schedule;
-    const enum step_schedule *schs = a.n_schedules ? a.schedules : &sch1;
-    int n_s = a.n_schedules ? a.n_schedules : 1;
-    const bool matrix = a.ratios || a.n_policies || a.n_schedules;
-    for (size_t ri = 0; ri < n_r && !code; ri++)
-        for (int pi = 0; pi < n_p && !code; pi++)
-            for (int si = 0; si < n_s && !code; si++) {
-                struct plan p;
-                memset(&p, 0, sizeof p);
-                struct ex_opts o = a.o;
-                o.schedule = schs[si];
-                struct ex_result r;
-                memset(&r, 0, sizeof r);
-                if ((rc = plan_exec_plan(&c, &scaled, a.scale, ratios[ri], pols[pi], &p, &e)) ||
-                    (rc = ex_run(&p, &o, &comm, &r, &e))) {
-                    plan_free(&p);
-                    ex_result_free(&r);
-                    code = fail_rank(&comm, &e);
-                    break;
-                }
-                if (comm.rank == 0) {
-                    struct run_args shown = a;
-                    shown.o = o;
-                    char hex[9];
-                    if (matrix)
-                        printf("ratio %.4f policy %s schedule %s honored %.4f world %d digest %s\n",
-                               p.requested_ratio, plan_policy_name(p.policy), step_schedule_name(o.schedule),
-                               p.honored_ratio, r.world, digest_hex(r.digest, hex));
-                    else if (a.json)
-                        print_json(&c, &p, &shown, &r);
-                    else
-                        print_human(&c, &p, &shown, &r);
-                }
-                plan_free(&p);
-                ex_result_free(&r);
-            }
+    const struct ex_matrix m = {
+        .setup = &c, .scaled = &scaled, .scale = a.scale,
+        .ratios = a.ratios ? a.ratios : &one_ratio, .n_ratios = a.ratios ? a.n_ratios : 1,
+        .policies = a.n_policies ? a.policies : &pol1, .n_policies = a.n_policies ? a.n_policies : 1,
+        .schedules = a.n_schedules ? a.schedules : &sch1, .n_schedules = a.n_schedules ? a.n_schedules : 1,
+    };
+    struct shown_run sr = {.c = &c, .a = &a, .rank = comm.rank, .matrix = a.ratios || a.n_policies || a.n_schedules};
+    if (ex_run_matrix(&m, &a.o, &comm, print_run, &sr, &e))
+        code = fail_rank(&comm, &e);
 out:
     plan_model_free(&scaled);
     plan_setup_free(&c);

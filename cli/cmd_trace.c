@@ -91,16 +91,8 @@ static int run(int argc, char **argv)
         val_trace_times_free(&a);
         return cli_fail("trace", &e);
     }
-    /* Ranks of either side, in order (both are sorted). */
-    int *ranks = malloc(sizeof *ranks * (size_t)(a.n_ranks + b.n_ranks));
-    int nr = 0;
-    for (int i = 0, j = 0; ranks && (i < a.n_ranks || j < b.n_ranks);) {
-        int ra = i < a.n_ranks ? a.ranks[i].rank : 1 << 30, rb = j < b.n_ranks ? b.ranks[j].rank : 1 << 30;
-        int r = ra < rb ? ra : rb;
-        ranks[nr++] = r;
-        i += ra == r;
-        j += rb == r;
-    }
+    int *ranks, nr;
+    val_trace_ranks_union(&a, &b, &ranks, &nr);   /* ranks of either side, in order */
     if (json) {
         json_t *o = json_object();
         json_object_set_new(o, "a", json_string(pa));

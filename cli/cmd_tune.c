@@ -49,46 +49,25 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     return RL_EINTERNAL;
 }
 
-#define MAX_MBS 16
+#define MAX_MBS SIM_TUNE_MAX_MICRO_BATCHES
 #define MAX_HW 8
 
-/* The micro-batch candidates: --micro-batch fixes one; else --micro-batches or powers of two up
- * to 64, plus the config's value; sorted, without repeats. */
+/* The micro-batch candidates (sim_tune_micro_batches) with --micro-batches read into the list
+ * they start from (at most MAX_MBS - 1 values); not read when --micro-batch fixes one. */
 static int micro_batches(const struct tune_args *a, const struct plan_zero *z, int64_t *mb, int *n, struct rl_err *e)
 {
-    *n = 0;
-    if (z->src_micro_batch == PLAN_SRC_CLI) {
-        mb[(*n)++] = z->micro_batch;
-        return 0;
+    int64_t listed[MAX_MBS];
+    int n_listed = 0;
+    for (const char *p = a->mbs; p && *p && z->src_micro_batch != PLAN_SRC_CLI;) {
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || v < 1 || v > 1 << 20 || (*end && *end != ',') || n_listed >= MAX_MBS - 1)
+            return rl_errf(e, RL_EINVAL, "--micro-batches: '%s' is not allowed; expected up to %d integers "
+                           ">= 1 separated by commas, e.g. 1,2,4", a->mbs, MAX_MBS - 1);
+        listed[n_listed++] = v;
+        p = *end ? end + 1 : end;
     }
-    if (a->mbs) {
-        const char *p = a->mbs;
-        while (*p) {
-            char *end;
-            long long v = strtoll(p, &end, 10);
-            if (end == p || v < 1 || v > 1 << 20 || (*end && *end != ',') || *n >= MAX_MBS - 1)
-                return rl_errf(e, RL_EINVAL, "--micro-batches: '%s' is not allowed; expected up to %d integers "
-                               ">= 1 separated by commas, e.g. 1,2,4", a->mbs, MAX_MBS - 1);
-            mb[(*n)++] = v;
-            p = *end ? end + 1 : end;
-        }
-    } else {
-        for (int64_t v = 1; v <= 64; v *= 2)
-            mb[(*n)++] = v;
-    }
-    if (z->src_micro_batch == PLAN_SRC_CONFIG)
-        mb[(*n)++] = z->micro_batch;
-    for (int i = 1; i < *n; i++)   /* insertion sort: a handful of values */
-        for (int j = i; j > 0 && mb[j] < mb[j - 1]; j--) {
-            int64_t t = mb[j];
-            mb[j] = mb[j - 1];
-            mb[j - 1] = t;
-        }
-    int k = 0;
-    for (int i = 0; i < *n; i++)
-        if (k == 0 || mb[i] != mb[k - 1])
-            mb[k++] = mb[i];
-    *n = k;
+    sim_tune_micro_batches(z, a->mbs ? listed : NULL, n_listed, mb, n);
     return 0;
 }
 

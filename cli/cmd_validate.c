@@ -2,7 +2,8 @@
  *   --deepspeed-log FILE...  a real DeepSpeed run: its see_memory_usage stages against the plan's
  *                            ledger, Megatron's iteration time against predict's step;
  *   --ratios ... --out DIR   the executor (`ratiolab run`) per ratio against the simulator:
- *                            bitwise, honored ratio, memory, time (cli/validate_exec.c). */
+ *                            bitwise, honored ratio, memory, time (cli/validate_exec.c,
+ *                            campaign/). */
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "cli/validate_probe.h"
 #include "plan/ds_rules.h"
 #include "traces/dslog.h"
+#include "validation/ds_runs.h"
 #include "validation/probe.h"
 #include "validation/val.h"
 
@@ -109,7 +111,7 @@ static int on_setup(void *ctx, int id, const char *v, struct rl_err *e)
     if (opt_is(cli_setup_opts, id, "policy") && strchr(v, ','))   /* several: one run per policy */
         return cli_validate_exec_policies(f->ex, v, &f->s->policy, e);
     if (opt_is(cli_setup_opts, id, "policy"))
-        f->ex->n_policies = 0;
+        f->ex->o.n_policies = 0;
     fwd_push(f, cli_setup_opts, id, v);
     return cli_setup_opt(f->s, id, v, e);
 }
@@ -121,7 +123,7 @@ static int on_sim(void *ctx, int id, const char *v, struct rl_err *e)
         f->schedule_given = true;
         if (strchr(v, ','))   /* several: one run per schedule */
             return cli_validate_exec_schedules(f->ex, v, &f->sim->train.schedule, e);
-        f->ex->n_schedules = 0;
+        f->ex->o.n_schedules = 0;
     } else if (opt_is(cli_sim_opts, id, "checkpoint-activations")) {
         fwd_push(f, cli_sim_opts, id, v);
     }
@@ -281,137 +283,7 @@ static json_t *ds_json(const struct validate_args *a, const struct plan_setup *c
     return o;
 }
 
-/* ---- --deepspeed-log: the logs split into runs ------------------------------------------------ */
-
-/* One run of one log (traces/dsconfig.h, trace_ds_split_runs), read whole: its configuration,
- * stages, iteration times and timers. */
-struct ds_unit {
-    int file;                      /* index into the logs given */
-    int first_line;                /* the 1-based line of that log it starts at */
-    struct trace_ds_config cfg;    /* what it printed (have_version and have_zero false: nothing) */
-    struct trace_ds_log log;       /* its see_memory_usage stages, lines in the log's numbering */
-    double *ms;                    /* its iteration times (malloc'd) */
-    int n_ms;                      /* entries */
-    struct trace_ds_timers tm;     /* its timer lines */
-};
-
-static bool unit_has_config(const struct ds_unit *u) { return u->cfg.have_version || u->cfg.have_zero; }
-
-static void units_free(struct ds_unit *u, int n)
-{
-    for (int i = 0; u && i < n; i++) {
-        trace_ds_free(&u[i].log);
-        free(u[i].ms);
-        trace_ds_timers_free(&u[i].tm);
-    }
-    free(u);
-}
-
-/* One run's text (len bytes at text) behind first_line - 1 newlines, so that every reader names
- * the log's own line numbers. malloc'd, NUL-terminated; *n its length. */
-static char *unit_text(const char *text, size_t len, int first_line, size_t *n)
-{
-    size_t pad = (size_t)(first_line - 1);
-    char *b = malloc(pad + len + 1);
-    if (!b)
-        return NULL;
-    memset(b, '\n', pad);
-    memcpy(b + pad, text, len);
-    b[pad + len] = 0;
-    *n = pad + len;
-    return b;
-}
-
-/* Reads one run of log f: configuration, stages, iterations and timers. */
-static int read_unit(const char *path, const char *text, const struct trace_ds_run *run, struct ds_unit *u,
-                     struct rl_err *e)
-{
-    size_t n;
-    char *b = unit_text(text + run->offset, run->len, run->first_line, &n);
-    if (!b)
-        return rl_errf(e, RL_ENOMEM, "validate: out of memory");
-    u->first_line = run->first_line;
-    int64_t *it = NULL;
-    int rc = trace_ds_config_parse(b, n, path, &u->cfg, e);
-    if (!rc) {
-        struct rl_err se = {0};
-        int rs = trace_ds_parse(b, n, path, &u->log, &se);
-        /* No see_memory_usage line in this run is no error (Megatron's stdout, a run that only
-         * logged iterations); a malformed one is. */
-        if (rs && !(rs == RL_EINVAL && strstr(se.msg, "no DeepSpeed see_memory_usage lines"))) {
-            *e = se;
-            rc = rs;
-        }
-    }
-    if (!rc) {
-        char *c = unit_text(text + run->offset, run->len, run->first_line, &n);
-        rc = c ? trace_ds_parse_iterations(c, n, path, &u->ms, &it, &u->n_ms, e)
-               : rl_errf(e, RL_ENOMEM, "validate: out of memory");
-        free(c);
-    }
-    free(it);
-    if (!rc)
-        rc = trace_ds_parse_timers(b, n, path, &u->tm, e);
-    free(b);
-    return rc;
-}
-
-static void no_stages_in_log(const struct trace_ds_config *f, struct rl_err *e);
-
-/* Every log given, each split into its runs. A log with neither a stage nor an iteration line is an
- * error, as before runs were told apart. */
-static int read_units(const struct validate_args *a, struct ds_unit **out, int *n_out, struct rl_err *e)
-{
-    struct ds_unit *u = NULL;
-    int n = 0, cap = 0;
-    *out = NULL;
-    *n_out = 0;
-    for (int f = 0; f < a->n_logs; f++) {
-        char *text = NULL;
-        size_t len = 0;
-        int rc = trace_read_file(a->logs[f], &text, &len, e);
-        struct trace_ds_run *runs = NULL;
-        int n_runs = 0;
-        if (!rc)
-            rc = trace_ds_split_runs(text, len, a->logs[f], &runs, &n_runs, e);
-        int stages = 0, iters = 0, first = n;
-        for (int k = 0; !rc && k < n_runs; k++) {
-            if (rl_grow(&u, &cap, sizeof *u, n + 1, 4)) {
-                rc = rl_errf(e, RL_ENOMEM, "validate: out of memory");
-                break;
-            }
-            memset(&u[n], 0, sizeof u[n]);
-            u[n].file = f;
-            rc = read_unit(a->logs[f], text, &runs[k], &u[n], e);
-            stages += u[n].log.n_stages;
-            iters += u[n].n_ms;
-            n++;
-        }
-        bool empty = !rc && !stages && !iters;
-        if (empty)
-            rc = rl_errf(e, RL_EINVAL, "%s: no DeepSpeed see_memory_usage lines (expected '... "
-                         "[utils.py:N:see_memory_usage] <stage>' as DeepSpeed logs them)", a->logs[f]);
-        free(runs);
-        free(text);
-        if (rc) {
-            rl_err_prefix(e, "--deepspeed-log");
-            if (empty)   /* a release that logs no stages says so (no_stages_in_log) */
-                no_stages_in_log(&u[first].cfg, e);
-            units_free(u, n);
-            return rc;
-        }
-    }
-    *out = u;
-    *n_out = n;
-    return 0;
-}
-
-/* "run.log:12": where a run starts, for its verdicts. */
-static const char *unit_name(const struct validate_args *a, const struct ds_unit *u, char *buf, size_t n)
-{
-    snprintf(buf, n, "%s:%d", cli_data(a->logs[u->file]), u->first_line);
-    return buf;
-}
+/* ---- --deepspeed-log: the logs split into runs (validation/ds_runs.h), each group judged ---------- */
 
 static bool rows_log_stages(const struct plan_ds_rules *r) { return r->logs_stages; }
 static bool rows_no_stages(const struct plan_ds_rules *r) { return !r->logs_stages; }
@@ -443,27 +315,19 @@ static void no_stages_in_log(const struct trace_ds_config *f, struct rl_err *e)
             RL_VERSION_S(f->version), f->version_line);
 }
 
-/* The runs judged together against one plan: every run when all print one configuration (or
- * none does), else one run with its configuration (judge_runs). */
-struct ds_group {
-    int units[CLI_MAX_POS * 4];    /* indices into the units */
-    int n;                         /* entries */
-    char name[600];                /* "a.log:1" or "a.log:1, b.log:1": the runs, for the verdicts */
-};
-
 /* Judges one group: the setup from the user's flags and the runs' configuration, the plan, the
  * prediction and the comparison; prints (or adds to *json_runs) and sets *verdict. A
  * contradiction between a run and the user's settings is RL_EINVAL in *e (nothing printed). */
-static int judge_group(struct validate_args *a, struct plan_inputs *s, struct cli_sim *sim, const struct ds_unit *u,
-                       const struct ds_group *g, bool several, json_t *json_runs, enum val_status *verdict,
-                       struct rl_err *e)
+static int judge_group(struct validate_args *a, struct plan_inputs *s, struct cli_sim *sim,
+                       const struct val_ds_runs *runs, const struct val_ds_group *g, bool several, json_t *json_runs,
+                       enum val_status *verdict, struct rl_err *e)
 {
     struct plan_setup c;
     struct hw_profile hw;
     struct plan p;
     memset(&p, 0, sizeof p);
     memset(&c, 0, sizeof c);
-    struct trace_ds_log logs[CLI_MAX_POS * 4];
+    struct trace_ds_log logs[VAL_DS_GROUP_MAX];
     double *ms = NULL;
     int n_ms = 0, rc;
     struct val_monitor mon = {0};
@@ -475,44 +339,12 @@ static int judge_group(struct validate_args *a, struct plan_inputs *s, struct cl
     memset(&logged, 0, sizeof logged);
     if ((rc = cli_setup_resolve(s, &c, e)))
         goto out;
-    for (int i = 0; i < g->n; i++) {
-        const struct ds_unit *x = &u[g->units[i]];
-        logs[i] = x->log;
-        if (!unit_has_config(x))
-            continue;
-        char what[700];
-        snprintf(what, sizeof what, "--deepspeed-log %s (the run from line %d)", cli_data(a->logs[x->file]),
-                 x->first_line);
-        if ((rc = val_facts_apply(&x->cfg, 0, what, s, &c, e)))
-            goto out;
-        if (!logged.have_version && !logged.have_zero)
-            logged = x->cfg;
+    if ((rc = val_ds_group_facts(runs, g, s, &c, &logged, e))) {
+        cli_err_flag(e, "deepspeed_log", "--deepspeed-log");
+        goto out;
     }
-    for (int i = 0; i < g->n; i++) {
-        const struct ds_unit *x = &u[g->units[i]];
-        double *all = realloc(ms, (size_t)(n_ms + x->n_ms + 1) * sizeof *all);
-        if (!all) {
-            rc = rl_errf(e, RL_ENOMEM, "validate: out of memory");
-            goto out;
-        }
-        ms = all;
-        if (x->n_ms)
-            memcpy(ms + n_ms, x->ms, (size_t)x->n_ms * sizeof *ms);
-        n_ms += x->n_ms;
-        for (int k = 0; k < TRACE_DST_COUNT; k++) {
-            if (!x->tm.n[k])
-                continue;
-            double *v = realloc(tm.ms[k], (size_t)(tm.n[k] + x->tm.n[k]) * sizeof *v);
-            if (!v) {
-                rc = rl_errf(e, RL_ENOMEM, "validate: out of memory");
-                goto out;
-            }
-            tm.ms[k] = v;
-            memcpy(v + tm.n[k], x->tm.ms[k], (size_t)x->tm.n[k] * sizeof *v);
-            tm.n[k] += x->tm.n[k];
-            tm.cap[k] = tm.n[k];
-        }
-    }
+    if ((rc = val_ds_group_join(runs, g, logs, &ms, &n_ms, &tm, e)))
+        goto out;
     if ((rc = cli_sim_load_hw(sim, &c, &hw, e)) || (rc = plan_setup_plan(&c, -1, &p, e)) ||
         (rc = sim_step_run(&p, &hw, &sim->train, NULL, &sr, e)) ||
         (a->monitor && (rc = val_monitor_read(a->monitor, &mon, e)))) {
@@ -530,16 +362,16 @@ static int judge_group(struct validate_args *a, struct plan_inputs *s, struct cl
         goto out;
     }
     for (int i = 0; i < r.n_stages; i++)   /* the stage's log among those given, not among the group's */
-        r.stages[i].file = u[g->units[r.stages[i].file]].file;
+        r.stages[i].file = val_ds_group_file(runs, g, r.stages[i].file);
     val_ds_timers_compare(&tm, &sr, r.n_iterations ? r.measured_step_ms : -1, &vt);
     if (a->json) {
         json_t *j = ds_json(a, &c, &p, &hw, &r, &vt);
-        json_t *runs = json_array();
+        json_t *jr = json_array();
         for (int i = 0; i < g->n; i++) {
-            const struct ds_unit *x = &u[g->units[i]];
-            json_array_append_new(runs, json_pack("{s:s,s:i}", "log", a->logs[x->file], "line", x->first_line));
+            const struct val_ds_unit *x = &runs->u[g->units[i]];
+            json_array_append_new(jr, json_pack("{s:s,s:i}", "log", a->logs[x->file], "line", x->first_line));
         }
-        json_object_set_new(j, "runs", runs);
+        json_object_set_new(j, "runs", jr);
         json_array_append_new(json_runs, j);
     } else {
         if (several)
@@ -573,61 +405,25 @@ out:
 static int run_ds(struct validate_args *a, struct plan_inputs *s, struct cli_sim *sim)
 {
     struct rl_err e = {0};
-    struct ds_unit *u = NULL;
-    int n = 0, rc;
-    static struct ds_group groups[CLI_MAX_POS * 4];
+    struct val_ds_runs runs = {0};
+    int rc;
+    static struct val_ds_group groups[VAL_DS_GROUP_MAX];
     int n_groups = 0;
-    json_t *json_runs = json_array();
-    if ((rc = read_units(a, &u, &n, &e))) {
-        rc = cli_fail("validate", &e);
-        goto out;
-    }
-    int first_cfg = -1;
     bool differ = false;
-    for (int i = 0; i < n; i++)
-        if (unit_has_config(&u[i])) {
-            if (first_cfg < 0)
-                first_cfg = i;
-            else if (!trace_ds_config_same(&u[first_cfg].cfg, &u[i].cfg))
-                differ = true;
-        }
-    if (n > (int)RL_COUNT(groups[0].units)) {
-        rl_errf(&e, RL_EINVAL, "--deepspeed-log: the logs hold %d runs; allowed: at most %d", n,
-                (int)RL_COUNT(groups[0].units));
+    json_t *json_runs = json_array();
+    if ((rc = val_ds_runs_read(&runs, a->logs, a->n_logs, &e)) ||
+        (rc = val_ds_runs_group(&runs, groups, VAL_DS_GROUP_MAX, &n_groups, &differ, &e))) {
+        cli_err_flag(&e, "deepspeed_log", "--deepspeed-log");
+        if (runs.empty)   /* a release that logs no stages says so (no_stages_in_log) */
+            no_stages_in_log(&runs.empty_cfg, &e);
         rc = cli_fail("validate", &e);
         goto out;
     }
-    char nm[600];
-    if (!differ) {
-        struct ds_group *g = &groups[n_groups++];
-        for (int i = 0; i < n; i++) {
-            g->units[g->n++] = i;
-            size_t l = strlen(g->name);
-            snprintf(g->name + l, sizeof g->name - l, "%s%s", l ? ", " : "", unit_name(a, &u[i], nm, sizeof nm));
-        }
-    } else {
-        for (int i = 0; i < n; i++) {
-            if (unit_has_config(&u[i])) {
-                struct ds_group *g = &groups[n_groups++];
-                g->n = 0;
-                g->units[g->n++] = i;
-                snprintf(g->name, sizeof g->name, "%s", unit_name(a, &u[i], nm, sizeof nm));
-            } else if (u[i].log.n_stages || u[i].n_ms) {
-                rl_errf(&e, RL_EINVAL, "--deepspeed-log %s: holds %s but no DeepSpeed configuration, and the other "
-                        "logs hold runs of different configurations (%s and %s): which run it belongs to is not "
-                        "known; give each run's logs to a validate of its own", cli_data(a->logs[u[i].file]),
-                        u[i].log.n_stages ? "see_memory_usage stages" : "iteration times",
-                        unit_name(a, &u[first_cfg], nm, sizeof nm), "another");
-                rc = cli_fail("validate", &e);
-                goto out;
-            }
-        }
-        if (a->monitor) {
-            rl_errf(&e, RL_EINVAL, "--monitor: the logs hold %d runs of different configurations; a monitor CSV is "
-                    "of one run: validate that run's log with it alone", n_groups);
-            rc = cli_fail("validate", &e);
-            goto out;
-        }
+    if (differ && a->monitor) {
+        rl_errf(&e, RL_EINVAL, "--monitor: the logs hold %d runs of different configurations; a monitor CSV is "
+                "of one run: validate that run's log with it alone", n_groups);
+        rc = cli_fail("validate", &e);
+        goto out;
     }
     enum val_status overall = VAL_PASS;
     int judged = 0;
@@ -635,7 +431,7 @@ static int run_ds(struct validate_args *a, struct plan_inputs *s, struct cli_sim
     for (int k = 0; k < n_groups; k++) {
         enum val_status v = VAL_FAIL;
         struct rl_err ge = {0};
-        int grc = judge_group(a, s, sim, u, &groups[k], n_groups > 1, json_runs, &v, &ge);
+        int grc = judge_group(a, s, sim, &runs, &groups[k], n_groups > 1, json_runs, &v, &ge);
         /* With several runs, one whose configuration contradicts the user's is left out (said
          * below); any other error ends the command. */
         if (grc && n_groups > 1 && grc == RL_EINVAL && strstr(ge.msg, ": the run used ")) {
@@ -678,7 +474,7 @@ static int run_ds(struct validate_args *a, struct plan_inputs *s, struct cli_sim
     rc = overall == VAL_PASS ? 0 : 1;
 out:
     json_decref(json_runs);
-    units_free(u, n);
+    val_ds_runs_free(&runs);
     return rc;
 }
 

@@ -36,6 +36,9 @@ struct ex_backend {
     /* The devices this process sees: their count (0: none, which is no error), the first one's
      * name and memory (-1: unknown). */
     int (*probe)(int *n_devices, char *model, size_t model_len, int64_t *memory_bytes, struct rl_err *e);
+    /* How many devices this process sees (0: none, no driver), without touching any: the discovery
+     * `run --backend auto` and validate's --backend cuda check ask before anything opens. */
+    int (*device_count)(void);
     /* Opens the device for this rank (local rank picks the GPU: the rank's index among this
      * node's ranks, or, for a process that opens several devices itself, as calibrate does, the
      * device's index; c bootstraps the collectives, a 1-rank c has none); capacity_bytes 0:
@@ -44,6 +47,10 @@ struct ex_backend {
     void (*close)(struct ex_dev *d);
     /* Device memory in use by this process and the capacity (-1: unknown). */
     void (*mem)(struct ex_dev *d, int64_t *used_bytes, int64_t *capacity_bytes);
+    /* This process's device memory as the driver's management library reports it (cuda: NVML's
+     * per-process figure, ex__nvml_process_bytes), -1 unavailable; NULL: the device has no such
+     * reading (cpu: the emulated device is this process's heap). */
+    int64_t (*process_bytes)(struct ex_dev *d);
     /* What the device holds beside this process's buffers (NULL: nothing, the cpu backend): its use
      * when open finished (the CUDA context, NCCL's buffers, other processes) and what cuBLAS took
      * for itself since (see ex_device_used). */
@@ -145,6 +152,10 @@ int64_t ex_device_used(int64_t total, int64_t free_now, int64_t used_at_open, in
 #define EX_DEVICE_GRANULE (INT64_C(2) << 20)
 /* What cudaMalloc takes for a buffer of `bytes` (0 counts as 1): a whole number of granules. */
 int64_t ex_device_granted(int64_t bytes);
+
+/* This process's GPU memory per NVML (monitor/'s reader, dlopen'ed), bytes; -1 when NVML is
+ * missing or lists no memory of this process. */
+int64_t ex__nvml_process_bytes(struct ex_dev *d);
 
 /* Host-side helpers shared by the backends and the pipeline. */
 void ex__narrow_host(void *dst, enum kern_dtype t, const float *src, int64_t n);

@@ -258,6 +258,9 @@ static void cpu_close(struct ex_dev *d)
     free(d);
 }
 
+/* The one emulated device is always there. */
+static int cpu_device_count(void) { return 1; }
+
 /* One emulated device: a pool of host memory (its size is what open is given). */
 static int cpu_probe(int *n, char *model, size_t model_len, int64_t *memory_bytes, struct rl_err *e)
 {
@@ -543,6 +546,7 @@ static int cpu_allgather_wait(struct ex_dev *d, uint64_t req, struct rl_err *e)
 const struct ex_backend ex_backend_cpu = {
     .name = "cpu",
     .probe = cpu_probe,
+    .device_count = cpu_device_count,
     .open = cpu_open,
     .close = cpu_close,
     .mem = cpu_mem,

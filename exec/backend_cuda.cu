@@ -776,9 +776,11 @@ static int cu_take_spans(struct ex_dev *d, struct step_span *out, int max)
 extern "C" const struct ex_backend ex_backend_cuda = {
     .name = "cuda",
     .probe = cu_probe,
+    .device_count = kern_cuda_device_count,
     .open = cu_open,
     .close = cu_close,
     .mem = cu_mem,
+    .process_bytes = ex__nvml_process_bytes,
     .mem_overheads = cu_mem_overheads,
     .dev_alloc = cu_dev_alloc,
     .dev_free = cu_dev_free,

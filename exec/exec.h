@@ -200,6 +200,28 @@ void ex_result_free(struct ex_result *r);
 int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, struct ex_result *r,
            struct rl_err *e);
 
+/* The runs of one launch (exec/matrix.c): every ratio x policy x schedule of a setup, in that
+ * order, each the executor's plan (plan_exec_plan: the setup's element counts divided by scale,
+ * the model already scaled) run with the options o on every rank. */
+struct plan_setup;
+struct ex_matrix {
+    const struct plan_setup *setup;      /* the resolved setup */
+    const struct plan_model *scaled;     /* its model shrunk by scale */
+    double scale;                        /* >= 1 */
+    const double *ratios;                /* each run's ratio (< 0: the setup's own) */
+    size_t n_ratios;                     /* entries */
+    const enum plan_policy *policies;    /* each run's policy (PLAN_POLICY_AUTO: the setup's) */
+    int n_policies;                      /* entries */
+    const enum step_schedule *schedules; /* each run's schedule (o->schedule is replaced) */
+    int n_schedules;                     /* entries */
+};
+/* One run's plan, options and result (rank 0's figures of every rank), before the next starts. */
+typedef void ex_matrix_fn(void *ctx, const struct plan *p, const struct ex_opts *o, const struct ex_result *r);
+/* Runs the matrix; stops at the first run that fails (its error in *e: the caller ends the world,
+ * as a failed ex_run leaves the other ranks waiting). */
+int ex_run_matrix(const struct ex_matrix *m, const struct ex_opts *o, struct ex_comm *comm, ex_matrix_fn *each,
+                  void *ctx, struct rl_err *e);
+
 /* The expected digest of a run: one process, the scalar reference Adam over the whole model in
  * global element order, `iterations` steps (minus the NaN step). Memory: 14 bytes per element. */
 int ex_reference(const struct plan_model *m, const struct ex_opts *o, int64_t iterations,

@@ -721,22 +721,7 @@ static void read_memory(struct ex_run *r, struct ex_mem *m)
         m->pinned_bytes = ps.pinned_bytes;
     }
     r->be->mem(r->dev, &m->device_used_bytes, &m->device_capacity_bytes);
-    m->gpu_process_bytes = -1;
-    if (strcmp(r->be->name, "cuda") == 0) {
-        /* NVML per process (the monitor's reader, dlopen'ed; absent: unavailable). */
-        struct mon_gpu *g = NULL;
-        struct rl_err ge = {0};   /* NVML missing: the figure stays unavailable */
-        enum { MAXP = 256 };
-        int pids[MAXP], n = 0;
-        int64_t bytes[MAXP], used[MON_MAX_GPUS], total[MON_MAX_GPUS];
-        if (mon_gpu_open(&g, &ge) == 0) {
-            if (mon_gpu_sample(g, used, total, pids, bytes, MAXP, &n) == 0)
-                for (int i = 0; i < n; i++)
-                    if (pids[i] == (int)getpid())
-                        m->gpu_process_bytes = bytes[i];
-            mon_gpu_close(g);
-        }
-    }
+    m->gpu_process_bytes = r->be->process_bytes ? r->be->process_bytes(r->dev) : -1;
 }
 
 /* ---- the whole run --------------------------------------------------------------------------- */
@@ -916,18 +901,15 @@ int ex_run(const struct plan *p, const struct ex_opts *o, struct ex_comm *c, str
     if (r.cd != KERN_F32 && r.cd != r.md)
         return rl_errf(e, RL_EINVAL, "comm_dtype: %s, but the model dtype is %s; allowed: fp32 or %s",
                        kern_dtype_name(r.cd), kern_dtype_name(r.md), kern_dtype_name(r.md));
+    /* The backend: the one asked for, or with auto the GPUs when the cuda backend sees one. */
     enum ex_backend_kind bk = o->backend;
-#ifdef RL_EX_CUDA
+    const struct ex_backend *gpu = ex_backend_named(backend_names[EX_BACKEND_CUDA]);   /* NULL: not built */
     if (bk == EX_BACKEND_AUTO)
-        bk = kern_cuda_device_count() > 0 ? EX_BACKEND_CUDA : EX_BACKEND_CPU;
-    r.be = ex_backend_named(backend_names[bk]);
-#else
-    if (bk == EX_BACKEND_CUDA)
+        bk = gpu && gpu->device_count() > 0 ? EX_BACKEND_CUDA : EX_BACKEND_CPU;
+    if (bk == EX_BACKEND_CUDA && !gpu)
         return rl_errf(e, RL_EENV, "backend cuda: this ratiolab was built without the CUDA backend "
                        "(nvcc, cuBLAS and NCCL are needed)");
-    bk = EX_BACKEND_CPU;
-    r.be = ex_backend_named("cpu");
-#endif
+    r.be = ex_backend_named(backend_names[bk]);
     res->backend = bk;
     res->world = c->size;
     const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");

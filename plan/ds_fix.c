@@ -1,5 +1,6 @@
 /* plan/ds_fix.c — a DeepSpeed config's hazards judged, and the fixes written into its JSON
  * (ds_fix.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -164,5 +165,59 @@ int plan_fix_text(const char *text, const struct plan_hazard_set *hz, int64_t su
         return rc;
     }
     *out = t;
+    return 0;
+}
+
+/* Is every real in the document reproduced by %.15g? Then dump with 15 digits, so values users
+ * typed (0.1, 5e-7) stay as typed; else 17, which always round-trips. */
+static bool reals_short(const json_t *j)
+{
+    if (json_is_real(j)) {
+        char buf[40];
+        snprintf(buf, sizeof buf, "%.15g", json_real_value(j));
+        return strtod(buf, NULL) == json_real_value(j);
+    }
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)j, k, v) if (!reals_short(v)) return false;
+    } else if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v) if (!reals_short(v)) return false;
+    }
+    return true;
+}
+
+int plan_fix_config(const char *text, const char *what, const struct plan_hazard_set *hz, int64_t sub_group_size,
+                    double ratio, char **out, struct rl_err *e)
+{
+    *out = NULL;
+    /* The fix as edits of the text: the rest of the file byte for byte, so its diff is the fix. */
+    struct rl_err fe = {0};
+    if (plan_fix_text(text, hz, sub_group_size, ratio, out, &fe) == 0)
+        return 0;
+    /* Else (a text the edits cannot place) the parsed config, fixed and written out whole. */
+    json_error_t je;
+    char *relaxed;
+    RL_TRY(plan_json_relax(text, &relaxed, NULL, e));
+    json_t *root = json_loads(relaxed, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
+    free(relaxed);
+    if (!root)
+        return rl_errf(e, RL_EINVAL, "fix: %s cannot be rewritten: line %d: %s", what, je.line, je.text);
+    plan_hazards_fix_json(root, hz);
+    plan_zero_fix_json(root, sub_group_size, ratio);
+    size_t flags = JSON_INDENT(4) | JSON_REAL_PRECISION(reals_short(root) ? 15 : 17);
+    char *dumped = json_dumps(root, flags);
+    json_decref(root);
+    size_t n = dumped ? strlen(dumped) : 0;
+    *out = dumped ? malloc(n + 2) : NULL;
+    if (*out) {
+        memcpy(*out, dumped, n);
+        memcpy(*out + n, "\n", 2);
+    }
+    free(dumped);
+    if (!*out)
+        return rl_errf(e, RL_EINTERNAL, "fix: %s: the fixed JSON could not be encoded", what);
     return 0;
 }

@@ -40,5 +40,11 @@ void plan_zero_fix_json(json_t *root, int64_t sub_group_size, double ratio);
  * the text is not a JSON object. */
 int plan_fix_text(const char *text, const struct plan_hazard_set *hz, int64_t sub_group_size, double ratio,
                   char **out, struct rl_err *e);
+/* The fixed config `check --fix-to` writes, into *out (malloc'd): plan_fix_text's edits when they
+ * place, else the parsed config with the same repairs, dumped whole (4-space indent, reals in 15
+ * digits when every real reads back from them, else 17) with a final newline. A text that does not
+ * parse is RL_EINVAL ("fix: WHAT cannot be rewritten: line N: ..."; what names the config). */
+int plan_fix_config(const char *text, const char *what, const struct plan_hazard_set *hz, int64_t sub_group_size,
+                    double ratio, char **out, struct rl_err *e);
 
 #endif

@@ -6,7 +6,9 @@
  *
  * Precedence, lowest first: the built-in default case (gpt-2.7b, TP 8, ZeRO-3 with pinned CPU
  * offload, ratio 0.3, fp16) < the DeepSpeed config < the launch line (micro-batch and precision
- * where the config leaves them, TP, PP, the config's path) < the explicit settings below.
+ * where the config leaves them, TP, PP, the config's path) < the explicit settings below. A real
+ * run's facts (its log, its probe: plan_inputs_apply_facts) fill what neither the config nor a
+ * setting gave, and contradict what they did.
  *
  * Messages name the field of struct plan_inputs (`tp`, `gpus`, `ds_config`, `pp_stage`), never a
  * command-line flag: a front end that took the field from a flag renames it (cli/setup.c). */
@@ -99,5 +101,32 @@ int plan_setup_plan(const struct plan_setup *s, double ratio, struct plan *p, st
 int plan_exec_plan(const struct plan_setup *s, const struct plan_model *scaled, double scale, double ratio,
                    enum plan_policy policy, struct plan *p, struct rl_err *e);
 void plan_setup_free(struct plan_setup *s);
+
+/* What a real run printed (a DeepSpeed log) or recorded (a probe) of its configuration; a field
+ * the run did not give is unknown. */
+struct plan_run_facts {
+    bool have_version;             /* the run's DeepSpeed version is known */
+    struct rl_version version;     /* that version */
+    int stage;                     /* zero_optimization.stage, -1 unknown */
+    char offload_device[16];       /* offload_optimizer.device ("cpu", "nvme", "none"), "" unknown */
+    bool have_ratio;               /* offload_optimizer.ratio is known */
+    double ratio;                  /* that ratio */
+    int64_t sub_group_size;        /* elements, -1 unknown */
+    int64_t reduce_bucket_size;    /* elements, -1 unknown */
+    int64_t prefetch_bucket_size;  /* stage3_prefetch_bucket_size, elements, -1 unknown */
+    int pin_memory;                /* offload_optimizer.pin_memory: 1, 0, -1 unknown */
+    char dtype[8];                 /* "bf16", "fp16", "fp32", "" unknown */
+    int dp;                        /* data-parallel ranks of the run, 0 unknown */
+};
+/* The run's facts over the setup c resolved from in, by the same precedence one step further:
+ * the default < the run's facts < what the user set (the DeepSpeed config or an explicit setting).
+ * A value the user set that differs from the run's is RL_EINVAL ("WHAT: zero_optimization.
+ * offload_optimizer.ratio: the run used 0.8, the DeepSpeed config says 0.5; ..."; `what` names the
+ * log or probe, as data); a value nobody set is taken from the run. Fields: DeepSpeed version (and
+ * with it the policy and ledger left to auto), stage, offload device, ratio, sub_group_size,
+ * reduce_bucket_size, stage3_prefetch_bucket_size, pin_memory, dtype; dp > 0 also sets the
+ * data-parallel degree unless a layout was given. */
+int plan_inputs_apply_facts(const struct plan_inputs *in, const struct plan_run_facts *f, const char *what,
+                            struct plan_setup *c, struct rl_err *e);
 
 #endif

@@ -451,4 +451,10 @@ int64_t plan_closest_sub_group_size(const struct plan *p, double *honored);
 int plan_honored_for(const struct plan *p, int64_t sub_group_size, double ratio, double *honored,
                      int *n_subgroups);
 
+/* When |honored - requested| > tol: why (the sub-group count, its sub_group_size, the placement
+ * rule's sentence) and the fix (the largest sub_group_size that honors the ratio within tol, or the
+ * closest one when none does) as sentences into buf; returns 1. Returns 0 and an empty buf when the
+ * ratio is honored. */
+int plan_honor_advice(const struct plan *p, double tol, char *buf, size_t n);
+
 #endif

@@ -100,4 +100,15 @@ int plot_pdf_stable_date(const char *path, struct rl_err *e);
  * without them is left as it is. */
 int plot_svg_physical_size(const char *path, struct rl_err *e);
 
+/* The gnuplot executable on PATH into buf, or NULL when there is none. */
+const char *plot_find_gnuplot(char *buf, size_t n);
+/* path's folder into dir ("." when it has none) and its last part into *base (inside path). */
+void plot_split_dir(const char *path, char *dir, size_t n, const char **base);
+/* Draws the figure out (format fmt) from files->gp with the gnuplot at `gnuplot` (plots/render.c):
+ * run in the script's folder onto a temporary name, the PDF's date and SVG's size made stable
+ * (above), renamed into place (written in place for a device, FIFO or standard output). A failed
+ * run leaves no figure: RL_EENV with gnuplot's own message, or the field out named. */
+int plot_render(const char *gnuplot, const char *out, enum plot_format fmt, const struct plot_files *files,
+                struct rl_err *e);
+
 #endif

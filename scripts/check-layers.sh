@@ -14,7 +14,7 @@
 # 2 when a module's README has no such sentence.
 set -u
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
-LIBS="common hw plan sim exec kernels traces calib validation plots monitor"
+LIBS="common hw plan sim exec kernels traces calib validation plots monitor campaign"
 MODULES="$LIBS cli"
 cd "$root" || { echo "check-layers: cannot enter $root" >&2; exit 2; }
 
@@ -64,7 +64,8 @@ done
 # continuation lines included) that names a command-line flag anywhere is refused, except a
 # Megatron launch line's own argument names (they are the fields of that format: the message says
 # "Megatron") and a reference to what another ratiolab command writes, quoted as its command line
-# (`ratiolab sweep --json`: the name of a format, not a flag of the command that failed).
+# (`ratiolab sweep --json`: the name of a format, not a flag of the command that failed), or a
+# command line a library launches, quoted with its values (`ratiolab calibrate --base %s failed`).
 while IFS= read -r hit; do
     [ -n "$hit" ] || continue
     echo "$hit: a library message names a flag; name the field and let cli/ put back the flag"
@@ -84,7 +85,7 @@ done < <(for l in $LIBS; do [ -d "$l" ] && find "$l" -maxdepth 2 -type f \( -nam
             }
             my $text = join("", substr($t, $start, $i - $start) =~ /"((?:[^"\\]|\\.)*)"/g);
             next if $text =~ /Megatron/;
-            $text =~ s/ratiolab [a-z]+(?: --[a-z][a-z-]*)+//g;   # another command, quoted
+            $text =~ s/ratiolab [a-z]+(?: --[a-z][a-z-]*(?: [^\s-]\S*)?)+//g;   # another command, quoted (values too)
             next unless $text =~ /(?:^|[^-\w])--[a-z]/;
             printf "%s:%d\n", $f, 1 + (substr($t, 0, $start) =~ tr/\n//);
         }

@@ -343,3 +343,32 @@ void sim_tune_fixes(const struct sim_tune_request *q, const struct sim_tune_resu
     if (!r->found)
         fewest_gpus(q, r, fix);
 }
+
+void sim_tune_micro_batches(const struct plan_zero *z, const int64_t *listed, int n_listed, int64_t *mb, int *n)
+{
+    *n = 0;
+    if (z->src_micro_batch == PLAN_SRC_CLI) {
+        mb[(*n)++] = z->micro_batch;
+        return;
+    }
+    if (listed) {
+        for (int i = 0; i < n_listed && *n < SIM_TUNE_MAX_MICRO_BATCHES - 1; i++)
+            mb[(*n)++] = listed[i];
+    } else {
+        for (int64_t v = 1; v <= 64; v *= 2)
+            mb[(*n)++] = v;
+    }
+    if (z->src_micro_batch == PLAN_SRC_CONFIG)
+        mb[(*n)++] = z->micro_batch;
+    for (int i = 1; i < *n; i++)   /* insertion sort: a handful of values */
+        for (int j = i; j > 0 && mb[j] < mb[j - 1]; j--) {
+            int64_t t = mb[j];
+            mb[j] = mb[j - 1];
+            mb[j - 1] = t;
+        }
+    int k = 0;
+    for (int i = 0; i < *n; i++)
+        if (k == 0 || mb[i] != mb[k - 1])
+            mb[k++] = mb[i];
+    *n = k;
+}

@@ -57,6 +57,13 @@ struct sim_tune_request {
     int n_more;                      /* of more_policies */
 };
 
+/* The micro-batch candidates of a search, at most SIM_TUNE_MAX_MICRO_BATCHES into mb: the one the
+ * user fixed (z->src_micro_batch PLAN_SRC_CLI) alone; else listed[0..n_listed) (at most
+ * SIM_TUNE_MAX_MICRO_BATCHES - 1; NULL: the powers of two 1..64) and the DeepSpeed config's own
+ * (PLAN_SRC_CONFIG), ascending, each once. */
+#define SIM_TUNE_MAX_MICRO_BATCHES 16
+void sim_tune_micro_batches(const struct plan_zero *z, const int64_t *listed, int n_listed, int64_t *mb, int *n);
+
 struct sim_tune_choice {
     bool offload;                    /* optimizer offload on; false: device "none", ratio meaningless */
     double ratio;                    /* requested offload ratio */

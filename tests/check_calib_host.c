@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "calib/calib.h"
+#include "exec/exec.h"   /* ex_comm_init: one rank without mpirun */
 #include "tests/util.h"
 
 #define NEAR(a, b) ck_assert_msg(fabs((a) - (b)) <= 1e-12 * fabs(b), "%.17g != %.17g", (double)(a), (double)(b))
@@ -124,6 +125,55 @@ START_TEST(profile_takes_the_best_figure)
 }
 END_TEST
 
+/* The progress lines calib_measure_world reports, in order. */
+struct progress_log {
+    char what[8][64];              /* each line's text */
+    int done[8];                   /* its done count (of 1) */
+    int n;                         /* lines */
+};
+static void log_progress(void *ctx, const char *what, int done, int total)
+{
+    struct progress_log *l = ctx;
+    ck_assert_int_eq(total, 1);
+    if (l->n < 8) {
+        snprintf(l->what[l->n], sizeof l->what[0], "%s", what);
+        l->done[l->n++] = done;
+    }
+}
+
+/* calibrate across the ranks on one rank (no mpirun): no collectives (one rank measures none),
+ * then, given a run, what one rank of it does at its sizes, announced and closed; without one,
+ * nothing at all with --collectives-only. Expected from calib.h's description. */
+START_TEST(measure_world_on_one_rank)
+{
+    struct ex_comm comm;
+    struct rl_err e = {0};
+    ck_assert_msg(ex_comm_init(&comm, &e) == 0 && comm.size == 1, "%s", e.msg);
+    struct calib_opts o;
+    calib_opts_default(&o);
+    struct progress_log log = {0};
+    o.progress = log_progress;
+    o.progress_ctx = &log;
+    static struct calib c;
+    struct calib_run run = {.device_adam_numel = 8192, .host_adam_numel = 1000, .working_set_bytes = 120000};
+    ck_assert_msg(calib_measure_world(&comm, &o, &run, true, &c, &e) == 0, "%s", e.msg);
+    ck_assert(!c.have_mpi);
+    ck_assert(c.have_run);
+    ck_assert_int_eq(c.run_ranks, 1);
+    ck_assert_int_eq(c.run_device_adam_numel, 8192);
+    ck_assert_int_eq(log.n, 2);
+    ck_assert_str_eq(log.what[0], "the run's GEMMs, Adam, copies, memory");
+    ck_assert_int_eq(log.done[0], 0);
+    ck_assert_str_eq(log.what[1], "done");
+    ck_assert_int_eq(log.done[1], 1);
+    log.n = 0;
+    ck_assert_int_eq(calib_measure_world(&comm, &o, NULL, true, &c, &e), 0);
+    ck_assert(!c.have_run && !c.have_mpi);
+    ck_assert_int_eq(log.n, 0);
+    ex_comm_finalize(&comm);
+}
+END_TEST
+
 Suite *calib_host_suite(void)
 {
     Suite *s = suite_create("calib_host");
@@ -133,6 +183,7 @@ Suite *calib_host_suite(void)
     tcase_add_test(c, best_of_takes_off_each_threads_fastest_base);
     tcase_add_test(c, best_of_refuses_what_it_cannot_count);
     tcase_add_test(c, profile_takes_the_best_figure);
+    tcase_add_test(c, measure_world_on_one_rank);
     suite_add_tcase(s, c);
     return s;
 }

@@ -19,6 +19,7 @@
 #include "plan/inputs.h"
 #include "traces/dsconfig.h"
 #include "tests/util.h"
+#include "validation/ds_runs.h"
 #include "validation/probe.h"
 
 /* What the oracle checks saw, to show they were not vacuous. */
@@ -504,6 +505,78 @@ START_TEST(probe_file_name_is_not_a_format)
 }
 END_TEST
 
+/* The logs' runs grouped (validation/ds_runs.c, in process): one log given twice is one
+ * configuration, so one group of both runs named by path and first line; beside the same run at
+ * another ratio each is its own group, whose facts contradict a ratio the user gave (named by its
+ * log and line) or agree; a log of iteration times only cannot be placed among differing runs,
+ * and the messages name the field, not the flag. */
+START_TEST(log_runs_are_grouped_by_configuration)
+{
+    const char *a = example("deepspeed-0.14.1.log");
+    char *text = NULL;
+    size_t len = 0;
+    struct rl_err e = {0};
+    ck_assert_int_eq(rl_read_file(a, &text, &len, &e), 0);
+    char *q;
+    if ((q = strstr(text, "ratio=0.5")))   /* the same run at ratio 0.3 */
+        q[8] = '3';
+    if ((q = strstr(text, "\"ratio\": 0.5")))
+        q[11] = '3';
+    char r3[1024], iters[1024];
+    snprintf(r3, sizeof r3, "%s", tu_write("r3.log", text));
+    snprintf(iters, sizeof iters, "%s", tu_write("iters.log", "elapsed time per iteration (ms): 12.5\n"));
+    static struct val_ds_group g[4];
+    int n = 0;
+    bool differ = true;
+    struct val_ds_runs runs;
+    const char *same[] = {a, a};
+    ck_assert_msg(val_ds_runs_read(&runs, same, 2, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(runs.n, 2);
+    ck_assert_int_eq(val_ds_runs_group(&runs, g, 4, &n, &differ, &e), 0);
+    ck_assert(!differ);
+    ck_assert_int_eq(n, 1);
+    ck_assert_int_eq(g[0].n, 2);
+    char want[2200];
+    snprintf(want, sizeof want, "%s:1, %s:1", a, a);
+    ck_assert_str_eq(g[0].name, want);
+    val_ds_runs_free(&runs);
+    const char *two[] = {a, r3};
+    ck_assert_msg(val_ds_runs_read(&runs, two, 2, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(val_ds_runs_group(&runs, g, 4, &n, &differ, &e), 0);
+    ck_assert(differ);
+    ck_assert_int_eq(n, 2);
+    ck_assert_int_eq(val_ds_group_file(&runs, &g[1], 0), 1);
+    /* The second run's facts against a ratio the user gave: named by its log and line, as data. */
+    struct plan_inputs in;
+    plan_inputs_init(&in);
+    in.model = gpt2_tiny();
+    in.catalog = tu_catalog();
+    in.ratio = 0.5;
+    in.ratio_set = true;
+    struct plan_setup c;
+    struct trace_ds_config logged;
+    ck_assert_msg(plan_inputs_resolve(&in, &c, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(val_ds_group_facts(&runs, &g[1], &in, &c, &logged, &e), RL_EINVAL);
+    snprintf(want, sizeof want, "deepspeed_log %s (the run from line 1): zero_optimization.offload_optimizer.ratio: "
+             "the run used 0.3, the command line says 0.5; give the run's own config (or none: the run's values are "
+             "taken)", r3);
+    ck_assert_str_eq(e.msg, want);
+    plan_setup_free(&c);
+    ck_assert_msg(plan_inputs_resolve(&in, &c, &e) == 0, "%s", e.msg);
+    ck_assert_msg(val_ds_group_facts(&runs, &g[0], &in, &c, &logged, &e) == 0, "%s", e.msg);   /* 0.5: agrees */
+    ck_assert(logged.have_version && logged.have_ratio && logged.ratio == 0.5);
+    plan_setup_free(&c);
+    val_ds_runs_free(&runs);
+    const char *three[] = {a, r3, iters};
+    ck_assert_msg(val_ds_runs_read(&runs, three, 3, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(val_ds_runs_group(&runs, g, 4, &n, &differ, &e), RL_EINVAL);
+    ck_assert_msg(strncmp(e.msg, "deepspeed_log ", 14) == 0 && strstr(e.msg, "holds iteration times but no DeepSpeed "
+                  "configuration") && !strstr(e.msg, "--"), "%s", e.msg);
+    val_ds_runs_free(&runs);
+    free(text);
+}
+END_TEST
+
 Suite *TU_SUITE(void)
 {
     Suite *s = suite_create("deepspeed");
@@ -524,6 +597,7 @@ Suite *TU_SUITE(void)
     tcase_add_test(t, log_contradicting_config_refused);
     tcase_add_test(t, log_cpu_accelerator_not_gated);
     tcase_add_test(t, log_019_points_to_probe);
+    tcase_add_test(t, log_runs_are_grouped_by_configuration);
     suite_add_tcase(s, t);
     return s;
 }

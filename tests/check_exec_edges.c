@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "exec/exec_impl.h"
+#include "plan/inputs.h"   /* the matrix's setup */
 #include "tests/util.h"
 
 /* gpt-2.7b (TP 8 shard) shrunk 10000 x, as tests/check_exec.c runs it. */
@@ -242,6 +243,72 @@ START_TEST(gather_slot_modulo_depth_fires_the_assertion)
 }
 END_TEST
 
+/* ---- the runs of one launch ---------------------------------------------------------------------- */
+
+struct matrix_seen {
+    double ratio[8];               /* each run's requested ratio, in order */
+    enum step_schedule schedule[8];/* its schedule */
+    uint32_t digest[8];            /* its digest */
+    int n;                         /* runs seen */
+};
+static void note_run(void *ctx, const struct plan *p, const struct ex_opts *o, const struct ex_result *r)
+{
+    struct matrix_seen *m = ctx;
+    if (m->n < 8) {
+        m->ratio[m->n] = p->requested_ratio;
+        m->schedule[m->n] = o->schedule;
+        m->digest[m->n++] = r->digest;
+    }
+}
+
+/* ex_run_matrix on one rank, in process: ratio, then policy, then schedule, each run handed over
+ * in that order, and every digest the scalar reference's (the digest depends on no ratio,
+ * policy or schedule: exec/README.md). */
+START_TEST(matrix_runs_in_order_and_every_digest_is_the_reference)
+{
+    struct rl_err e = {0};
+    struct ex_comm comm;
+    ck_assert_msg(ex_comm_init(&comm, &e) == 0 && comm.size == 1, "%s", e.msg);
+    char model[1024];
+    snprintf(model, sizeof model, "%s/tests/deepspeed/models/gpt2-tiny.json", tu_src());
+    struct plan_inputs in;
+    plan_inputs_init(&in);
+    in.model = model;
+    in.catalog = tu_catalog();
+    in.layout.tp = 1;
+    in.layout.dp = 1;
+    struct plan_setup c;
+    ck_assert_msg(plan_inputs_resolve(&in, &c, &e) == 0, "%s", e.msg);
+    struct plan_model scaled;
+    memset(&scaled, 0, sizeof scaled);
+    ck_assert_msg(ex_scale_model(&c.model, 10, &scaled, &e) == 0, "%s", e.msg);
+    struct ex_opts o;
+    ex_opts_default(&o);
+    o.steps = 1;
+    const double ratios[] = {0, 0.5};
+    const enum plan_policy pols[] = {PLAN_POLICY_EXACT};
+    const enum step_schedule schs[] = {STEP_SCHED_OVERLAP, STEP_SCHED_DS012};
+    const struct ex_matrix m = {.setup = &c, .scaled = &scaled, .scale = 10, .ratios = ratios, .n_ratios = 2,
+                                .policies = pols, .n_policies = 1, .schedules = schs, .n_schedules = 2};
+    struct matrix_seen seen = {0};
+    ck_assert_msg(ex_run_matrix(&m, &o, &comm, note_run, &seen, &e) == 0, "%s", e.msg);
+    struct ex_opts ro = o;
+    ro.ref_dtype = c.zero.dtype;
+    uint32_t ref = 0;
+    int64_t steps = 0;
+    ck_assert_msg(ex_reference(&scaled, &ro, ro.warmup + ro.steps, &ref, &steps, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(seen.n, 4);
+    for (int i = 0; i < 4; i++) {
+        ck_assert(seen.ratio[i] == ratios[i / 2]);
+        ck_assert_int_eq(seen.schedule[i], schs[i % 2]);
+        ck_assert_msg(seen.digest[i] == ref, "run %d: digest %08x, reference %08x", i, seen.digest[i], ref);
+    }
+    plan_model_free(&scaled);
+    plan_setup_free(&c);
+    ex_comm_finalize(&comm);
+}
+END_TEST
+
 Suite *exec_edges_suite(void)
 {
     Suite *s = suite_create("exec_edges");
@@ -251,6 +318,7 @@ Suite *exec_edges_suite(void)
     tcase_add_test(t, checkpoint_from_two_saves_is_refused);
     tcase_add_test(t, reported_bytes_equal_the_schedule_over_the_plan);
     tcase_add_test(t, gather_slots_depth_plus_one_hold);
+    tcase_add_test(t, matrix_runs_in_order_and_every_digest_is_the_reference);
 #ifdef NDEBUG
     tu_skip("exec_edges: gather_slot_modulo_depth_fires_the_assertion", "built with NDEBUG (no assertions)");
 #else

@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "cli/validate_exec.h"
+#include "campaign/campaign.h"
 #include "common/rl.h"
 #include "plots/input.h"
 #include "tests/util.h"
@@ -493,11 +493,11 @@ START_TEST(stale_traces_removed_only_validates_own)
     ck_assert_int_eq(symlink(outside, p[3]), 0);
     struct rl_err e = {0};
     /* An earlier validate listed its two traces, the link and a name it never writes. */
-    ck_assert_int_eq(cli_validate_outputs_note(d, p[0], &e), 0);
-    ck_assert_int_eq(cli_validate_outputs_note(d, p[1], &e), 0);
-    ck_assert_int_eq(cli_validate_outputs_note(d, p[3], &e), 0);
-    ck_assert_int_eq(cli_validate_outputs_note(d, "notes.txt", &e), 0);
-    ck_assert_int_eq(cli_validate_outputs_forget(d, &e), 0);
+    ck_assert_int_eq(camp_outputs_note(d, p[0], &e), 0);
+    ck_assert_int_eq(camp_outputs_note(d, p[1], &e), 0);
+    ck_assert_int_eq(camp_outputs_note(d, p[3], &e), 0);
+    ck_assert_int_eq(camp_outputs_note(d, "notes.txt", &e), 0);
+    ck_assert_int_eq(camp_outputs_forget(d, &e), 0);
     ck_assert(!tu_exists(p[0]) && !tu_exists(p[1]));
     ck_assert(tu_exists(p[2]));   /* never listed */
     struct stat st;
@@ -505,9 +505,9 @@ START_TEST(stale_traces_removed_only_validates_own)
     ck_assert(tu_exists(outside));
     ck_assert(tu_exists(p[4]));   /* not a name validate writes */
     char list[1300];
-    snprintf(list, sizeof list, "%s/" CLI_VALIDATE_OUTPUTS, d);
+    snprintf(list, sizeof list, "%s/" CAMP_OUTPUTS, d);
     ck_assert(!tu_exists(list));
-    ck_assert_int_eq(cli_validate_outputs_forget(d, &e), 0);   /* nothing listed: nothing done */
+    ck_assert_int_eq(camp_outputs_forget(d, &e), 0);   /* nothing listed: nothing done */
 }
 END_TEST
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan/ds_fix.h"   /* plan_fix_config */
 #include "plan/ds_hazards.h"
 #include "tests/util.h"
 
@@ -241,6 +242,36 @@ START_TEST(version_ranges_at_their_edges)
 }
 END_TEST
 
+/* The fixed config check --fix-to writes when the text edits cannot be placed: a string with a NUL
+ * escape (which the edits' parse refuses and the whole-document path reads) gives the parsed
+ * config with the fix, dumped with 4-space indent and a final newline (written out by hand); a
+ * text that is not JSON names the config under the field "fix". */
+START_TEST(fix_config_falls_back_to_the_whole_document)
+{
+    static struct plan_hazard_set none;   /* no hazard to repair */
+    struct rl_err e = {0};
+    char *out = NULL;
+    const char *text = "{\"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"device\": \"cpu\", "
+                       "\"ratio\": 0.3}}, \"s\": \"a\\u0000b\"}";
+    ck_assert_msg(plan_fix_config(text, "c.json", &none, 1000, 0.5, &out, &e) == 0, "%s", e.msg);
+    ck_assert_str_eq(out, "{\n"
+                          "    \"zero_optimization\": {\n"
+                          "        \"stage\": 3,\n"
+                          "        \"offload_optimizer\": {\n"
+                          "            \"device\": \"cpu\",\n"
+                          "            \"ratio\": 0.5\n"
+                          "        },\n"
+                          "        \"sub_group_size\": 1000\n"
+                          "    },\n"
+                          "    \"s\": \"a\\u0000b\"\n"
+                          "}\n");
+    free(out);
+    ck_assert_int_eq(plan_fix_config("{\"a\": ", "c.json", &none, 1000, 0.5, &out, &e), RL_EINVAL);
+    ck_assert_msg(strncmp(e.msg, "fix: c.json cannot be rewritten: line ", 38) == 0, "%s", e.msg);
+    ck_assert_ptr_null(out);
+}
+END_TEST
+
 Suite *hazards_suite(void)
 {
     Suite *s = suite_create("hazards");
@@ -253,6 +284,7 @@ Suite *hazards_suite(void)
     tcase_add_test(t, full_offload_has_no_hazards);
     tcase_add_test(t, predict_refuses_a_ratio_deepspeed_ignores);
     tcase_add_test(t, version_ranges_at_their_edges);
+    tcase_add_test(t, fix_config_falls_back_to_the_whole_document);
     suite_add_tcase(s, t);
     return s;
 }

@@ -277,6 +277,47 @@ START_TEST(forwarding_and_first_error)
 }
 END_TEST
 
+/* A real run's facts (a log, a probe) one step up the precedence: over the defaults, under what
+ * the user set. Expected values from the rule (inputs.h): nobody set the ratio, sub_group_size and
+ * layout of the built-in case, so the run's are taken (dp 2 with TP 8: 16 GPUs); a ratio or a dp
+ * the user gave that differs is refused, naming the run, the field and both values. */
+START_TEST(run_facts_fill_defaults_and_contradict_settings)
+{
+    struct plan_inputs in;
+    init(&in);
+    struct plan_setup s;
+    struct rl_err e = {0};
+    struct plan_run_facts f = {.stage = -1, .have_ratio = true, .ratio = 0.8, .sub_group_size = 1000,
+                               .reduce_bucket_size = -1, .prefetch_bucket_size = -1, .pin_memory = -1, .dp = 2};
+    ck_assert_msg(plan_inputs_resolve(&in, &s, &e) == 0, "%s", e.msg);
+    ck_assert_msg(plan_inputs_apply_facts(&in, &f, "run.log", &s, &e) == 0, "%s", e.msg);
+    ck_assert(s.zero.ratio == 0.8);
+    ck_assert_int_eq(s.zero.sub_group_size, 1000);
+    ck_assert_int_eq(s.layout.dp, 2);
+    ck_assert_int_eq(s.layout.world, 16);
+    plan_setup_free(&s);
+
+    init(&in);
+    in.ratio = 0.3;
+    in.ratio_set = true;
+    ck_assert_msg(plan_inputs_resolve(&in, &s, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(plan_inputs_apply_facts(&in, &f, "run.log", &s, &e), RL_EINVAL);
+    ck_assert_str_eq(e.msg, "run.log: zero_optimization.offload_optimizer.ratio: the run used 0.8, the command line "
+                            "says 0.3; give the run's own config (or none: the run's values are taken)");
+    plan_setup_free(&s);
+
+    init(&in);
+    in.layout.dp = 4;
+    f.have_ratio = false;
+    f.sub_group_size = -1;
+    ck_assert_msg(plan_inputs_resolve(&in, &s, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(plan_inputs_apply_facts(&in, &f, "probe.json", &s, &e), RL_EINVAL);
+    ck_assert_msg(strstr(e.msg, "probe.json: dp (data-parallel ranks): the run used 2, the command line says 4"), "%s",
+                  e.msg);
+    plan_setup_free(&s);
+}
+END_TEST
+
 Suite *inputs_suite(void)
 {
     Suite *s = suite_create("inputs");
@@ -291,6 +332,7 @@ Suite *inputs_suite(void)
     tcase_add_test(tc, check_verdict_and_fix);
     tcase_add_test(tc, plan_and_prediction_json);
     tcase_add_test(tc, forwarding_and_first_error);
+    tcase_add_test(tc, run_facts_fill_defaults_and_contradict_settings);
     suite_add_tcase(s, tc);
     return s;
 }

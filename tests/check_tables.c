@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/rl.h"
+#include "exec/backend.h"
 #include "exec/exec.h"
 #include "plan/plan.h"
 #include "plots/plot.h"
@@ -74,6 +75,23 @@ START_TEST(backend_names_come_from_one_table)
 }
 END_TEST
 
+/* Device discovery and the per-process memory reading are members of every backend's row: the
+ * cpu backend's one emulated device and no driver reading (the device is this process's heap);
+ * the cuda backend's, when built, both. */
+START_TEST(discovery_and_process_memory_are_backend_members)
+{
+    const struct ex_backend *cpu = ex_backend_named(ex_backend_name(EX_BACKEND_CPU));
+    ck_assert_ptr_nonnull(cpu);
+    ck_assert_int_eq(cpu->device_count(), 1);
+    ck_assert_ptr_null(cpu->process_bytes);
+    for (int i = 0; i < ex_n_backends; i++)
+        ck_assert_msg(ex_backends[i]->device_count && ex_backends[i]->probe, "%s", ex_backends[i]->name);
+    const struct ex_backend *gpu = ex_backend_named(ex_backend_name(EX_BACKEND_CUDA));
+    if (gpu)   /* not called here: a forked test must not start CUDA */
+        ck_assert_ptr_nonnull(gpu->process_bytes);
+}
+END_TEST
+
 START_TEST(each_policy_states_its_rule)
 {
     static struct plan p;   /* only policy, requested_ratio and n_subgroups are read */
@@ -111,6 +129,7 @@ Suite *tables_suite(void)
     tcase_add_test(tc, a_version_is_written_one_way);
     tcase_add_test(tc, plot_kinds_are_rows);
     tcase_add_test(tc, backend_names_come_from_one_table);
+    tcase_add_test(tc, discovery_and_process_memory_are_backend_members);
     tcase_add_test(tc, each_policy_states_its_rule);
     suite_add_tcase(s, tc);
     return s;

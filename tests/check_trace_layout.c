@@ -13,6 +13,7 @@
 #include "traces/layout.h"
 #include "traces/trace.h"
 #include "tests/util.h"
+#include "validation/val.h"   /* val_trace_ranks_union */
 
 #define RUN_CASE "--ratio 0.5 --policy exact"
 #define RUN_SMALL "--scale 10000 --sub-group-size 1e8 --warmup 1 --steps 2"
@@ -184,6 +185,24 @@ START_TEST(pids_select_the_same_ranks)
 }
 END_TEST
 
+/* trace diff lines the two traces up by rank: every rank of either, ascending, once (ranks 0, 2
+ * and 1, 2, 5 give 0, 1, 2, 5; an empty side gives the other's). */
+START_TEST(diff_lines_up_the_ranks_of_either_trace)
+{
+    struct val_rank_times ra[2] = {{.rank = 0}, {.rank = 2}}, rb[3] = {{.rank = 1}, {.rank = 2}, {.rank = 5}};
+    struct val_trace_times a = {.ranks = ra, .n_ranks = 2}, b = {.ranks = rb, .n_ranks = 3}, none = {0};
+    int *r, n;
+    val_trace_ranks_union(&a, &b, &r, &n);
+    ck_assert_int_eq(n, 4);
+    ck_assert(r[0] == 0 && r[1] == 1 && r[2] == 2 && r[3] == 5);
+    free(r);
+    val_trace_ranks_union(&none, &b, &r, &n);
+    ck_assert_int_eq(n, 3);
+    ck_assert(r[0] == 1 && r[1] == 2 && r[2] == 5);
+    free(r);
+}
+END_TEST
+
 Suite *trace_layout_suite(void)
 {
     Suite *s = suite_create("trace_layout");
@@ -191,6 +210,7 @@ Suite *trace_layout_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, phase_table_matches_the_step_phases);
     tcase_add_test(tc, run_and_predict_write_the_same_categories);
+    tcase_add_test(tc, diff_lines_up_the_ranks_of_either_trace);
     if (tu_have_program("gnuplot")) {
         tcase_add_test(tc, timeline_draws_one_step_of_each);
         tcase_add_test(tc, pids_select_the_same_ranks);

@@ -294,6 +294,33 @@ START_TEST(what_binds_and_the_gpu_that_fits)
 }
 END_TEST
 
+/* The micro-batch candidates (sim_tune_micro_batches), written out by hand: the powers of two 1..64
+ * by default; a list with the config's own value merged in, sorted, each once; the one the user
+ * fixed alone. */
+START_TEST(micro_batch_candidates)
+{
+    struct plan_zero z;
+    plan_zero_defaults(&z);
+    int64_t mb[SIM_TUNE_MAX_MICRO_BATCHES];
+    int n;
+    sim_tune_micro_batches(&z, NULL, 0, mb, &n);
+    ck_assert_int_eq(n, 7);
+    for (int i = 0; i < 7; i++)
+        ck_assert_int_eq(mb[i], INT64_C(1) << i);
+    z.src_micro_batch = PLAN_SRC_CONFIG;
+    z.micro_batch = 3;
+    const int64_t listed[] = {8, 1, 8};
+    sim_tune_micro_batches(&z, listed, 3, mb, &n);
+    ck_assert_int_eq(n, 3);
+    ck_assert(mb[0] == 1 && mb[1] == 3 && mb[2] == 8);
+    z.src_micro_batch = PLAN_SRC_CLI;
+    z.micro_batch = 5;
+    sim_tune_micro_batches(&z, listed, 3, mb, &n);
+    ck_assert_int_eq(n, 1);
+    ck_assert_int_eq(mb[0], 5);
+}
+END_TEST
+
 Suite *tune_suite(void)
 {
     Suite *s = suite_create("tune");
@@ -308,6 +335,7 @@ Suite *tune_suite(void)
     tcase_add_test(t, sweep_csv_has_tokens_and_phases);
     tcase_add_test(t, tokens_per_gpu_share_the_replica_over_tp);
     tcase_add_test(t, what_binds_and_the_gpu_that_fits);
+    tcase_add_test(t, micro_batch_candidates);
     suite_add_tcase(s, t);
     return s;
 }

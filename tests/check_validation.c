@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "calib/calib.h"
-#include "cli/validate_exec.h"
+#include "campaign/campaign.h"
 #include "common/rl.h"
 #include "exec/exec.h"
 #include "exec/result_json.h"
@@ -1235,7 +1235,7 @@ START_TEST(run_record_round_trips_into_the_measured_side)
     const int64_t baseline[2] = {500, -1};
     struct val_row w;
     memset(&w, 0, sizeof w);
-    cli_val_row_from_result(&w, &b, baseline);
+    camp_row_from_result(&w, &b, baseline);
     ex_result_free(&b);
     ck_assert_uint_eq(w.digest, 0xc107c17eu);
     ck_assert_int_eq(w.measured.step_ns, 1234);
@@ -1308,7 +1308,7 @@ START_TEST(report_names_the_deepspeed_release_each_side_ran)
         ck_assert_msg(ex_result_from_json(text, &b, &e) == 0, "%s", e.msg);
         free(text);
         const int64_t baseline[1] = {-1};
-        cli_val_row_from_result(w, &b, baseline);
+        camp_row_from_result(w, &b, baseline);
         ex_result_free(&b);
     }
     ck_assert_str_eq(rep.rows[0].predicted.deepspeed_version, "0.19.5");

@@ -21,7 +21,7 @@
 
 #include <jansson.h>
 
-#include "cli/plan_report.h"
+#include "plan/plan.h"   /* plan_honor_advice */
 #include "common/rl.h"
 #include "plan/plan.h"
 #include "plots/plot_impl.h"
@@ -121,7 +121,7 @@ START_TEST(fix_advice_honors_the_ratio_under_the_versions_rule)
         ck_assert_int_eq(p.n_subgroups, 1);
         ck_assert(p.honored_ratio == (vers[v].new_rule ? 1.0 : 0.0));
         char buf[2048];
-        ck_assert_int_eq(cli_honor_advice(&p, 0.01, buf, sizeof buf), 1);
+        ck_assert_int_eq(plan_honor_advice(&p, 0.01, buf, sizeof buf), 1);
         const char *fix = strstr(buf, "Fix: sub_group_size ");
         ck_assert_msg(fix, "0.%d: no fix in: %s", vers[v].b, buf);
         long long sgs = strtoll(fix + strlen("Fix: sub_group_size "), NULL, 10);

@@ -1,7 +1,7 @@
 /* validation/exec_row.h — one row of `ratiolab validate --ratios`: its predicted side, from the
  * plan the executor builds for the row's ratio. Never prints and never launches:
- * cli/validate_exec.c builds the plan, runs the executor, fills the measured side from its result
- * (exec/result_json.h reads `ratiolab run --json`) and reports. */
+ * campaign/ builds the plan, runs the executor, fills the measured side from its result
+ * (exec/result_json.h reads `ratiolab run --json`); cli/validate_exec.c reports. */
 #ifndef RL_VALIDATION_EXEC_ROW_H
 #define RL_VALIDATION_EXEC_ROW_H
 

@@ -843,107 +843,16 @@ void val_probe_compare(const struct plan *p, const struct val_probe *pr, const s
 
 /* ---- the run's configuration against the one validated with ------------------------------------ */
 
-static int contradicts(struct rl_err *e, const char *what, const char *field, const char *run, const char *given,
-                       const char *source)
-{
-    return rl_errf(e, RL_EINVAL, "%s: %s: the run used %s, %s says %s; give the run's own config (or none: "
-                   "the run's values are taken)", what, field, run, source, given);
-}
-
-static const char *src_name(enum plan_src s) { return s == PLAN_SRC_CLI ? "the command line" : "the DeepSpeed config"; }
-
+/* The precedence is plan/inputs.c's (plan_inputs_apply_facts); this hands it the run's facts. */
 int val_facts_apply(const struct trace_ds_config *f, int dp, const char *what, const struct plan_inputs *in,
                     struct plan_setup *c, struct rl_err *e)
 {
-    struct plan_zero *z = &c->zero;
-    char a[48], b[48];
-    if (f->have_version) {
-        if (in->ds_version_set && rl_version_cmp(in->ds_version, f->version) != 0) {
-            rl_version_str(f->version, a, sizeof a);
-            rl_version_str(in->ds_version, b, sizeof b);
-            return contradicts(e, what, "deepspeed_version", a, b, "the deepspeed_version given");
-        }
-        z->ds_version = f->version;
-        plan_zero_resolve_pin(z);
-        /* The placement rule and the ledger follow the run's version unless the user chose them. */
-        if (in->policy == PLAN_POLICY_AUTO)
-            c->popt.policy = PLAN_POLICY_AUTO;
-        if (in->ledger == PLAN_LEDGER_AUTO)
-            c->popt.ledger = PLAN_LEDGER_AUTO;
-    }
-    if (f->stage >= 0) {
-        if (in->ds_config && z->stage != f->stage) {
-            snprintf(a, sizeof a, "%d", f->stage);
-            snprintf(b, sizeof b, "%d", z->stage);
-            return contradicts(e, what, "zero_optimization.stage", a, b, "the DeepSpeed config");
-        }
-        z->stage = f->stage;
-    }
-    if (f->offload_device[0]) {
-        enum plan_offload dev = strcmp(f->offload_device, "cpu") == 0    ? PLAN_OFFLOAD_CPU
-                                : strcmp(f->offload_device, "nvme") == 0 ? PLAN_OFFLOAD_NVME
-                                                                         : PLAN_OFFLOAD_NONE;
-        static const char *const names[] = {"none", "cpu", "nvme"};
-        if (in->ds_config && z->offload != dev)
-            return contradicts(e, what, "zero_optimization.offload_optimizer.device", f->offload_device,
-                               names[z->offload], "the DeepSpeed config");
-        z->offload = dev;
-    }
-    if (f->have_ratio) {
-        if (z->src_ratio != PLAN_SRC_DEFAULT && fabs(z->ratio - f->ratio) > 1e-12) {
-            snprintf(a, sizeof a, "%.6g", f->ratio);
-            snprintf(b, sizeof b, "%.6g", z->ratio);
-            return contradicts(e, what, "zero_optimization.offload_optimizer.ratio", a, b, src_name(z->src_ratio));
-        }
-        z->ratio = f->ratio;
-    }
-    const struct {
-        const char *field;        /* JSON path in the DeepSpeed config */
-        int64_t run;              /* the run's value, -1 when unknown */
-        int64_t *mine;            /* the setup's */
-        enum plan_src src;        /* where the setup's came from */
-    } ints[] = {
-        {"zero_optimization.sub_group_size", f->sub_group_size, &z->sub_group_size, z->src_sub_group_size},
-        {"zero_optimization.reduce_bucket_size", f->reduce_bucket_size, &z->reduce_bucket_size, z->src_reduce_bucket_size},
-        {"zero_optimization.stage3_prefetch_bucket_size", f->prefetch_bucket_size, &z->prefetch_bucket_size,
-         z->src_prefetch_bucket_size},
-    };
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
-        if (ints[i].run < 0)
-            continue;
-        if (ints[i].src != PLAN_SRC_DEFAULT && *ints[i].mine != ints[i].run) {
-            snprintf(a, sizeof a, "%lld", (long long)ints[i].run);
-            snprintf(b, sizeof b, "%lld", (long long)*ints[i].mine);
-            return contradicts(e, what, ints[i].field, a, b, src_name(ints[i].src));
-        }
-        *ints[i].mine = ints[i].run;
-    }
-    if (f->pin_memory >= 0) {
-        if (in->ds_config && z->src_pin_memory != PLAN_SRC_DEFAULT && z->offload == PLAN_OFFLOAD_CPU &&
-            z->pin_memory != (f->pin_memory == 1))
-            return contradicts(e, what, "zero_optimization.offload_optimizer.pin_memory",
-                               f->pin_memory ? "true" : "false", z->pin_memory ? "true" : "false", "the DeepSpeed config");
-        z->pin_memory = f->pin_memory == 1;
-        z->src_pin_memory = PLAN_SRC_CONFIG;
-    }
-    if (f->dtype[0]) {
-        enum plan_dtype d = strcmp(f->dtype, "bf16") == 0 ? PLAN_BF16 : strcmp(f->dtype, "fp16") == 0 ? PLAN_FP16 : PLAN_FP32;
-        if (z->src_dtype != PLAN_SRC_DEFAULT && z->dtype != d)
-            return contradicts(e, what, "dtype (bf16/fp16 enabled)", f->dtype, plan_dtype_name(z->dtype),
-                               src_name(z->src_dtype));
-        z->dtype = d;
-    }
-    if (dp > 0) {
-        bool given = in->layout.dp > 0 || in->layout.world > 0 || in->layout.nodes > 0;
-        if (given && c->layout.dp != dp) {
-            snprintf(a, sizeof a, "%d", dp);
-            snprintf(b, sizeof b, "%d", c->layout.dp);
-            return contradicts(e, what, "dp (data-parallel ranks)", a, b, "the command line");
-        }
-        c->layout.dp = dp;
-        c->layout.world = dp * c->layout.tp * c->layout.pp;
-        c->layout.nodes = 0;
-        c->layout.gpus_per_node = 0;
-    }
-    return 0;
+    struct plan_run_facts r = {.have_version = f->have_version, .version = f->version, .stage = f->stage,
+                               .have_ratio = f->have_ratio, .ratio = f->ratio, .sub_group_size = f->sub_group_size,
+                               .reduce_bucket_size = f->reduce_bucket_size,
+                               .prefetch_bucket_size = f->prefetch_bucket_size, .pin_memory = f->pin_memory,
+                               .dp = dp};
+    snprintf(r.offload_device, sizeof r.offload_device, "%s", f->offload_device);
+    snprintf(r.dtype, sizeof r.dtype, "%s", f->dtype);
+    return plan_inputs_apply_facts(in, &r, what, c, e);
 }

@@ -148,12 +148,10 @@ void val_probe_compare(const struct plan *p, const struct val_probe *pr, const s
                        struct val_probe_result *r);
 
 /* The configuration a run printed (a log) or recorded (a probe), `what` naming it in messages,
- * against the setup resolved from the user's config and flags: a value the user set (in the
- * DeepSpeed config or by a flag) that differs from the run's is RL_EINVAL ("--deepspeed-log
- * run.log: zero_optimization.offload_optimizer.ratio: the run used 0.8 (line 42), the config
- * says 0.5"); a value nobody set is taken from the run. Fields: DeepSpeed version, stage, offload
- * device, ratio, sub_group_size, reduce_bucket_size, stage3_prefetch_bucket_size, pin_memory, dtype.
- * dp > 0 also sets the data-parallel degree unless the user gave one. */
+ * against the setup resolved from the user's config and flags, by plan/inputs.c's precedence
+ * (plan_inputs_apply_facts: a value the user set that differs from the run's is RL_EINVAL, a value
+ * nobody set is taken from the run). dp > 0 also sets the data-parallel degree unless the user
+ * gave one. */
 int val_facts_apply(const struct trace_ds_config *f, int dp, const char *what, const struct plan_inputs *in,
                     struct plan_setup *c, struct rl_err *e);
 

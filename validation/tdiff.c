@@ -125,3 +125,16 @@ const struct val_rank_times *val_trace_rank(const struct val_trace_times *t, int
             return &t->ranks[i];
     return NULL;
 }
+
+void val_trace_ranks_union(const struct val_trace_times *a, const struct val_trace_times *b, int **ranks, int *n)
+{
+    *n = 0;
+    *ranks = malloc(sizeof **ranks * (size_t)(a->n_ranks + b->n_ranks + 1));
+    for (int i = 0, j = 0; *ranks && (i < a->n_ranks || j < b->n_ranks);) {   /* both are sorted */
+        int ra = i < a->n_ranks ? a->ranks[i].rank : 1 << 30, rb = j < b->n_ranks ? b->ranks[j].rank : 1 << 30;
+        int r = ra < rb ? ra : rb;
+        (*ranks)[(*n)++] = r;
+        i += ra == r;
+        j += rb == r;
+    }
+}

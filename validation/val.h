@@ -170,6 +170,9 @@ int val_trace_times(const struct trace_doc *d, struct val_trace_times *t, struct
 void val_trace_times_free(struct val_trace_times *t);
 /* The entry of one rank, NULL when the trace has none. */
 const struct val_rank_times *val_trace_rank(const struct val_trace_times *t, int rank);
+/* The ranks of either trace, ascending, each once (`trace diff` lines them up): *ranks malloc'd
+ * (NULL and *n 0 when out of memory or both are empty). O(ranks of a + ranks of b). */
+void val_trace_ranks_union(const struct val_trace_times *a, const struct val_trace_times *b, int **ranks, int *n);
 
 /* ---- the executor against the simulator (ratiolab validate --ratios) ---------------------------
  * One row per (ratio, schedule, policy): what the simulator predicted and the executor measured,
