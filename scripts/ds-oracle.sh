@@ -141,22 +141,25 @@ else:
 
 # The releases' chains, DS_ORACLE_JOBS at a time (each chain's launches run side by side: about
 # 0.6 GB per rank, 6 ranks a release at 1-3 ranks).
+# (wait -n on the chains' own pids: the build of ratiolab is a job of this shell too; bash >= 5.1)
 k=0
-running=0
 launch_rc=0
+cpids=()
+reap() {   # waits for one chain to end and drops it from cpids
+    local done_pid="" p rest=()
+    wait -n -p done_pid "${cpids[@]}" || launch_rc=1
+    for p in "${cpids[@]}"; do [ "$p" = "$done_pid" ] || rest+=("$p"); done
+    cpids=("${rest[@]}")
+}
 [ -z "$record_only" ] || versions_run=""
 for v in ${versions_run-$versions}; do
-    if [ "$running" -ge "$jobs" ]; then
-        wait -n || launch_rc=1
-        running=$((running - 1))
-    fi
+    [ "${#cpids[@]}" -lt "$jobs" ] || reap
     chain "$v" "$k" &
-    running=$((running + 1))
+    cpids+=("$!")
     k=$((k + 1))
 done
-while [ "$running" -gt 0 ]; do
-    wait -n || launch_rc=1
-    running=$((running - 1))
+while [ "${#cpids[@]}" -gt 0 ]; do
+    reap
 done
 stamp all "venvs and launches" "$(( $(date +%s) - t0 ))"
 if [ -n "$build_pid" ]; then
