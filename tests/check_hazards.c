@@ -64,7 +64,7 @@ static const struct {
     {"stage 1 on 0.12.3", CFG("", "cpu", "1", ""), "0.12.3", 1, {"hazard  zero_optimization.stage 1", NULL, NULL, NULL}, NULL},
     /* The scheduler case is a warning: exit 0 without --strict. */
     {"scheduler", CFG("", "cpu", "3", ",\"optimizer\":{\"type\":\"AdamW\"},\"scheduler\":{\"type\":\"WarmupLR\"}"),
-     "0.12.4", 0, {"PASS", "warning scheduler type \"WarmupLR\"", "a reading of the code", "_optimizer_step"}, "hazard"},
+     "0.12.4", 0, {"PASS", "warning scheduler type \"WarmupLR\"", "observed with WarmupLR", "_optimizer_step"}, "hazard"},
 };
 
 START_TEST(one_config_per_hazard)
