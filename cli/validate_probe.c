@@ -356,6 +356,11 @@ int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli
             rc = cli_fail("validate", &e);
             goto out;
         }
+        /* DeepSpeed's release, for its IncrementStep (validation/audit.h val_audit_set_release). */
+        if ((rc = val_audit_set_release(&au, pr->config.version, &e))) {
+            rc = cli_fail("validate", &e);
+            goto out;
+        }
         af = calloc(au.n ? (size_t)au.n : 1, sizeof *af);
         if (!af) {
             rl_errf(&e, RL_ENOMEM, "--audit: out of memory");

@@ -399,6 +399,8 @@ END_TEST
  * - "-wronglr": the backup optimizer stepped group 0 with twice its lr; "-wronglrcpu":
  *   DeepSpeedCPUAdam stepped group 1 so: those records differ, with the lr named as the cause;
  * - "-skip2": sub-group 2 was not stepped at step 3: its record is a skipped update;
+ * DeepSpeedCPUAdam's bias corrections as the release's IncrementStep makes them (0.14-0.18 recompute
+ * std::pow for every CPU sub-group of a step after the first: val_audit_set_release).
  * - a split-mode schedule cell ("-split-...-sched-") and the Trainer cell: the backup optimizer's
  *   group-0 sub-groups are bit-identical to the lr it held, which is not its param group's (the
  *   scheduler-lr hazard); every other record matches its group. */
@@ -430,6 +432,15 @@ START_TEST(recorded_oracle_cells)
             struct val_audit a;
             struct rl_err e = {0};
             ck_assert_msg(val_audit_read(path, &a, &e) == 0, "%s", e.msg);
+            /* The release, from the launch's folder ("0.17.6-np2"): its IncrementStep. */
+            char ver[64];
+            snprintf(ver, sizeof ver, "%s", ld->d_name);
+            char *dash = strchr(ver, '-');
+            if (dash)
+                *dash = 0;
+            struct rl_version v;
+            ck_assert_msg(rl_parse_version("launch", ver, &v, &e) == 0, "%s", e.msg);
+            ck_assert_int_eq(val_audit_set_release(&a, v, &e), 0);
             const char *n = de->d_name;
             bool wrongcpu = strstr(n, "-wronglrcpu") != NULL;
             bool wronglr = !wrongcpu && strstr(n, "-wronglr") != NULL;

@@ -59,6 +59,8 @@ struct val_audit_rec {
     const float *param_after;        /* fp32 master after */
     const float *exp_avg_after;      /* m after */
     const float *exp_avg_sq_after;   /* v after */
+    int32_t ds_step_call;            /* not in the file: KERN_REPLAY_DS_STEP_* as the release's
+                                        IncrementStep reached it (val_audit_set_release; 0 until) */
 };
 
 /* A parsed audit file; owns rec and data. */
@@ -73,6 +75,12 @@ int val_audit_parse(const uint8_t *buf, size_t len, struct val_audit *a, struct 
 /* Reads (rl_read_bytes: a regular file, at most RL_INPUT_MAX_BYTES) and parses a file. */
 int val_audit_read(const char *path, struct val_audit *a, struct rl_err *e);
 void val_audit_free(struct val_audit *a);
+/* Tells the replay which DeepSpeed ran: for 0.14-0.18 (before 0.19.0; read in 0.14.1, 0.15.4,
+ * 0.16.9, 0.17.6, 0.18.9, and 0.19.8 for the new code) each DeepSpeedCPUAdam record gets its
+ * place among its rank's CPU sub-groups of the step (kernels/adam_replay.h
+ * KERN_REPLAY_DS_STEP_*): the lowest sub-group index is the first call (DeepSpeed steps them in
+ * index order), the rest later ones, a rank with one CPU sub-group the product chain. */
+int val_audit_set_release(struct val_audit *a, struct rl_version v, struct rl_err *e);
 
 /* The verdict on one record. */
 enum val_audit_status {
