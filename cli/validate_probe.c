@@ -222,7 +222,10 @@ static void print_audit(const char *path, const struct val_audit *a, const struc
                    (long long)f[i].max_ulps);
         if (f[i].n_sqrt_faithful > 0)
             printf(" (%lld with torch's faithful sqrt)", (long long)f[i].n_sqrt_faithful);
-        printf("; formula %s (%.3g of its bound)", f[i].formula_ok ? "ok" : "FAIL", f[i].formula_max);
+        if (f[i].formula_na)
+            printf("; formula not applicable (the run's state overflows: no finite bound)");
+        else
+            printf("; formula %s (%.3g of its bound)", f[i].formula_ok ? "ok" : "FAIL", f[i].formula_max);
         if (f[i].cause[0])
             printf("; %s", f[i].cause);
         if (f[i].other_n_diff >= 0)
@@ -253,6 +256,7 @@ static json_t *audit_json(const char *path, const struct val_audit *a, const str
         json_object_set_new(x, "max_ulps", json_integer(f[i].max_ulps));
         json_object_set_new(x, "n_sqrt_faithful", json_integer(f[i].n_sqrt_faithful));
         json_object_set_new(x, "formula_ok", json_boolean(f[i].formula_ok));
+        json_object_set_new(x, "formula_not_applicable", json_boolean(f[i].formula_na));
         json_object_set_new(x, "formula_max", json_real(isfinite(f[i].formula_max) ? f[i].formula_max : -1));
         json_object_set_new(x, "cause", f[i].cause[0] ? json_string(f[i].cause) : json_null());
         json_object_set_new(x, "other_optimizer", json_string(kern_replay_opt_name(f[i].other_optimizer)));

@@ -205,6 +205,11 @@ def main():
         verdict = {0: "PASS", 1: "FAIL", 2: "refused"}.get(v, "not run")
         o = doc.get("oracle") or {}
         expect = o.get("expect") or "PASS"
+        # lr x2 inside DeepSpeedCPUAdam's step for group 1 changes nothing where no sub-group of
+        # group 1 is on it (the 0.12 rule at ratio 0.5 keeps the last sub-groups on the device).
+        if (o.get("wrong") or "").startswith("lr x2 on the cpu optimizer, group 1") and not any(
+                x.get("param_group") == 1 and x.get("optimizer") == "optimizer" for x in subs):
+            expect = "PASS"
         av = audit_v.get(os.path.join(a.runs, launch, cell), [])
         averdict = " ".join({0: "PASS", 1: "FAIL", 2: "refused"}.get(x, "?") for x in av) or "-"
         # The expected verdict, for validate --probe and for every rank's audit that has a finding

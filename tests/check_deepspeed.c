@@ -32,7 +32,7 @@ struct seen {
     int hp_cells;       /* cells whose hyperparameter record was judged */
     int hp_stale;       /* sub-groups found stepped with a stale lr (the scheduler-lr hazard) */
     int hp_wrong;       /* sub-groups of the deliberately wrong cells found */
-    int edge_018;       /* 0.18-rule cells of 20 sub-groups at ratio 0.8 (int((1 - 0.8) x 20) = 3) */
+    int edge_018;       /* 0.18-rule split cells at ratio 0.8 with N a multiple of 5 sub-groups */
     char releases[8][16]; /* the DeepSpeed releases seen */
     int n_releases;
     int worlds;         /* bit w: a cell of world size w seen */
@@ -44,8 +44,13 @@ struct seen {
  * DeepSpeedCPUAdam's, while the backup optimizer's group 0 is a dict copied at initialisation
  * (stage3.py: `torch.optim.AdamW([backup_gpu_param], lr=self.optimizer.param_groups[0]["lr"],
  * ...)`; groups 1+ are added as the CPU optimizer's own dicts): so exactly the backup-optimizer
- * sub-groups of group 0 are stepped with the initial lr. Every schedule of the oracle starts
- * away from the optimizer's lr 1e-3 (at 0), so the difference shows from step 1. */
+ * sub-groups of group 0 are stepped with the initial lr, 1e-3 (the cells' optimizer block and the
+ * Trainer's learning_rate): the finding shows from the first step at which DeepSpeed's group 0
+ * held another lr (`first_moved`, read from the record's engine side: step 1 where the schedule
+ * sets its start at construction, step 2 for DeepSpeed 0.14.1's WarmupLR, which sets it at its
+ * first step). */
+static int first_moved;
+
 static enum val_hp_kind hp_expected(json_t *o, const struct val_probe_subgroup *g, int *step)
 {
     const char *sched = json_string_value(json_object_get(o, "scheduler"));
@@ -61,8 +66,10 @@ static enum val_hp_kind hp_expected(json_t *o, const struct val_probe_subgroup *
         return g->index == 2 ? VAL_HP_NOT_STEPPED : VAL_HP_OK;
     }
     ck_assert_msg(!wrong, "unknown wrong cell: %s", wrong);
-    if (sched && backup && g->param_group == 0)
+    if (sched && backup && g->param_group == 0 && first_moved > 0) {
+        *step = first_moved;
         return VAL_HP_HELD_OTHER;
+    }
     return VAL_HP_OK;
 }
 
@@ -79,6 +86,10 @@ static void judge_hparams(const char *file, int line_no, const char *line, json_
     struct val_hparams_result r;
     ck_assert_int_eq(val_hparams_check(pr, &h, &r, &e), 0);
     const char *cell = json_string_value(json_object_get(o, "cell"));
+    first_moved = 0;
+    for (int k = 0; k < h.n_steps && !first_moved && h.n_groups > 0; k++)
+        if (h.engine[(size_t)k * (size_t)h.n_groups].lr != 1e-3)
+            first_moved = k + 1;
     int bad = 0;
     for (int i = 0; i < pr->n_sub; i++) {
         int step;
@@ -151,8 +162,11 @@ static void judge(const char *file, int line_no, const char *line, struct seen *
         snprintf(seen->releases[seen->n_releases++], sizeof seen->releases[0], "%s", pr.ds_version_text);
     if (pr.world_size < 31)
         seen->worlds |= 1 << pr.world_size;
-    if (p.policy == PLAN_POLICY_DS018 && p.n_subgroups == 20 && pr.config.ratio == 0.8 && strcmp(mode, "split") == 0) {
-        ck_assert_int_eq(p.cpu_subgroups, 17);   /* int((1 - 0.8) x 20) = int(3.9999999999999996) = 3 */
+    /* The 0.18 rule's floating-point edge: 1 - 0.8 is 0.19999999999999996 in double, so for N a
+     * multiple of 5, int((1 - 0.8) x N) is N/5 - 1, not N/5 (N = 5: 0, every sub-group on the CPU;
+     * N = 20: 3, 17 of 20). */
+    if (p.policy == PLAN_POLICY_DS018 && p.n_subgroups % 5 == 0 && pr.config.ratio == 0.8 && strcmp(mode, "split") == 0) {
+        ck_assert_int_eq(p.cpu_subgroups, p.n_subgroups - (p.n_subgroups / 5 - 1));
         seen->edge_018++;
     }
     if (strcmp(mode, "stock") == 0) {

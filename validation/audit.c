@@ -551,6 +551,12 @@ int val_audit_replay(const struct val_audit *a, struct val_audit_finding *f, str
         fi->n_diff = nd;
         fi->max_ulps = mu;
         fi->status = nd == 0 ? VAL_AUDIT_IDENTICAL : VAL_AUDIT_DIFFERS;
+        /* A run whose state already overflowed (a gradient of 1e21 gives v = inf) has no finite
+         * bound: the formula level cannot judge it, the bitwise one still does. */
+        if (nd == 0 && !isfinite(fi->formula_max)) {
+            fi->formula_ok = true;
+            fi->formula_na = true;
+        }
         /* What the other optimizer would have left from the same state: the per-step rounding
          * difference that moving this sub-group across the ratio's boundary makes. */
         fi->other_optimizer = r->optimizer == KERN_REPLAY_DS_CPU_ADAM ? KERN_REPLAY_TORCH_ADAMW

@@ -94,7 +94,9 @@ struct val_audit_finding {
     int64_t max_ulps;              /* largest distance in ulps over p, m, v (INT64_MAX: NaN) */
     int64_t n_sqrt_faithful;       /* torch: elements identical only with its faithful sqrt */
     double formula_max;            /* largest |p_after - p_formula| / bound over elements */
-    bool formula_ok;               /* formula_max <= 1: within the proven bound */
+    bool formula_ok;               /* formula_max <= 1: within the proven bound (or formula_na) */
+    bool formula_na;               /* bit-identical, but no finite bound: the state holds values that
+                                      overflow (inf or NaN in v after, from a gradient near 1e20) */
     bool hp_mismatch;              /* held != group (lr, betas, eps or weight decay) */
     int other_optimizer;           /* the other placement's optimizer (ds_cpu_adam <-> torch_adamw) */
     int64_t other_n_diff;          /* elements where its step from the same state differs (p, m, v) */
