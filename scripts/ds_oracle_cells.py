@@ -11,7 +11,9 @@ Plain Python 3. Every cell is audited at optimizer step 3 (`audit_step`, docs/au
 * `short` (every other launch): the short set only, the cold run's trim (about 1.5 s a cell):
   - the core: gpt2-tiny and llama-tiny, HF Trainer's two groups, about 8 sub-groups, split mode at
     ratios 0, 0.5, 0.8, 1 and stock mode at 0.5; gpt2-tiny flat at n1 (split 0.5) and n2 (split 0.3);
-    gpt2-tiny flat at 20 sub-groups, split 0.8 (the 0.18 rule's edge: int((1 - 0.8) x 20) = 3);
+    gpt2-tiny flat asked for 20 sub-groups at split 0.8 (8 come out: a sub-group never splits a
+    parameter; the 0.18 rule's edge, int((1 - 0.8) x N) = N/5 - 1 for N a multiple of 5, is held by
+    the full matrix's gpt2-tiny flat n8 split 0.8 cell, 5 sub-groups, all on the CPU);
     gpt2-tiny HF n8 split 0.5 in fp32;
   - the schedules: DeepSpeed's WarmupLR and WarmupDecayLR, and a client LambdaLR (as the HF
     Trainer builds it), each on gpt2-tiny HF n8 split 0.5; the LambdaLR also in stock mode;
