@@ -13,6 +13,7 @@
 #include "cli/validate_probe.h"
 #include "kernels/adam_replay.h"
 #include "validation/audit.h"
+#include "validation/hparams.h"
 #include "validation/probe.h"
 
 static double gib(int64_t b) { return (double)b / RL_GIB; }
@@ -52,7 +53,7 @@ static void print_groups_steps(const struct val_probe *pr)
 static void print_probe(const char *path, const struct plan_setup *c, const struct plan *p, const struct hw_profile *hw,
                         const struct val_probe *pr, const struct val_probe_result *r, const char *const *paths,
                         const struct val_probe *prs, const struct val_probe_result *rs, int n, enum val_status digest,
-                        const char *digest_detail)
+                        const char *digest_detail, const struct val_hparams_result *hp)
 {
     printf("probe      %s (rank %d of %d, DeepSpeed %s, torch %s, accelerator \"%s\", %s)\n", cli_data(path), pr->rank,
            pr->world_size, cli_data(pr->ds_version_text), cli_data(pr->torch_version), cli_data(pr->accelerator),
@@ -79,6 +80,7 @@ static void print_probe(const char *path, const struct plan_setup *c, const stru
     for (int k = 0; k < VAL_PROBE_CHECKS; k++)
         printf("  %-14s %-5s %s\n", r->checks[k].name, val_status_name(r->checks[k].status),
                cli_data(r->checks[k].detail));
+    printf("  %-14s %-5s %s\n", "hparams", val_status_name(hp->status), cli_data(hp->detail));
     if (val_probe_cpu_accelerator(pr))
         printf("\nCPU accelerator: device memory and step time cannot be held to a GPU's; sub-groups, placement,\n"
                "the honored ratio and the optimizer's tensors can%s.\n",
@@ -107,8 +109,12 @@ static void print_probe(const char *path, const struct plan_setup *c, const stru
         printf("digest     none (attach with digest_step=N)\n");
     if (pr->digest_full[0])
         printf("           every parameter, gathered over the ranks: %s\n", cli_data(pr->digest_full));
-    printf("           (DeepSpeed's result depends on the ratio: its CPU and device optimizers differ;\n"
-           "            ratiolab's executor gives one digest for every ratio)\n");
+    printf("           (DeepSpeed's result depends on the ratio, for two reasons: the ratio decides which\n"
+           "            sub-groups its CPU optimizer and which its device optimizer steps, and they round\n"
+           "            differently; and below ratio 1 it draws one random number (torch.randn(1), the\n"
+           "            backup optimizer's placeholder), which shifts the RNG and so the dropout masks\n"
+           "            unless the run re-seeds after initialize. ratiolab's executor gives one digest\n"
+           "            for every ratio)\n");
     printf("hardware   %s (step time predicted for it)\n", cli_data(hw->name));
     print_ranks(paths, prs, rs, n, digest, digest_detail);
     printf("\nverdict    %s\n", r->overall == VAL_PASS ? "PASS" : "FAIL");
@@ -245,7 +251,10 @@ static void print_audit(const char *path, const struct val_audit *a, const struc
                    (long long)f[i].max_ulps);
         if (f[i].n_sqrt_faithful > 0)
             printf(" (%lld with torch's faithful sqrt)", (long long)f[i].n_sqrt_faithful);
-        printf("; formula %s (%.3g of its bound)", f[i].formula_ok ? "ok" : "FAIL", f[i].formula_max);
+        if (f[i].formula_na)
+            printf("; formula not applicable (the run's state overflows: no finite bound)");
+        else
+            printf("; formula %s (%.3g of its bound)", f[i].formula_ok ? "ok" : "FAIL", f[i].formula_max);
         if (f[i].cause[0])
             printf("; %s", f[i].cause);
         if (f[i].other_n_diff >= 0)
@@ -276,6 +285,7 @@ static json_t *audit_json(const char *path, const struct val_audit *a, const str
         json_object_set_new(x, "max_ulps", json_integer(f[i].max_ulps));
         json_object_set_new(x, "n_sqrt_faithful", json_integer(f[i].n_sqrt_faithful));
         json_object_set_new(x, "formula_ok", json_boolean(f[i].formula_ok));
+        json_object_set_new(x, "formula_not_applicable", json_boolean(f[i].formula_na));
         json_object_set_new(x, "formula_max", json_real(isfinite(f[i].formula_max) ? f[i].formula_max : -1));
         json_object_set_new(x, "cause", f[i].cause[0] ? json_string(f[i].cause) : json_null());
         json_object_set_new(x, "other_optimizer", json_string(kern_replay_opt_name(f[i].other_optimizer)));
@@ -288,12 +298,14 @@ static json_t *audit_json(const char *path, const struct val_audit *a, const str
 }
 
 /* Reads and replays one audit file; flag names it in messages. */
-static int read_replay(const char *path, const char *field, const char *flag, struct val_audit *a,
-                       struct val_audit_finding **f, struct rl_err *e)
+static int read_replay(const char *path, const char *field, const char *flag, struct rl_version release,
+                       struct val_audit *a, struct val_audit_finding **f, struct rl_err *e)
 {
     int rc = val_audit_read(path, a, e);
     if (rc)
         return cli_err_flag(e, field, flag);
+    /* DeepSpeed's release, for its IncrementStep (validation/audit.h val_audit_set_release). */
+    RL_TRY(val_audit_set_release(a, release, e));
     if (!(*f = calloc(a->n ? (size_t)a->n : 1, sizeof **f)))
         return rl_errf(e, RL_ENOMEM, "%s: out of memory", flag);
     return val_audit_replay(a, *f, e);
@@ -610,11 +622,38 @@ int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli
     enum val_status digest = val_probe_ranks_digest(prs, n, digest_detail, sizeof digest_detail);
     if (digest == VAL_FAIL)
         overall = VAL_FAIL;
+    /* Every rank's hyperparameter record (validation/hparams.h): rank 0's line, or the first rank
+     * that fails. */
+    struct val_hparams_result hp;
+    memset(&hp, 0, sizeof hp);
+    for (int i = 0; i < n; i++) {
+        struct val_hparams h;
+        struct val_hparams_result hr;
+        if ((rc = val_hparams_read(paths[i], &h, &e)) || (rc = val_hparams_check(&prs[i], &h, &hr, &e))) {
+            val_hparams_free(&h);
+            cli_err_flag(&e, "probe", "--probe");
+            rc = cli_fail("validate", &e);
+            val_hparams_result_free(&hp);
+            goto out;
+        }
+        val_hparams_free(&h);
+        if (i == 0 || (hr.status == VAL_FAIL && hp.status != VAL_FAIL)) {
+            if (i > 0)
+                snprintf(hr.detail + strlen(hr.detail), sizeof hr.detail - strlen(hr.detail), " (rank %d)",
+                         prs[i].rank);
+            val_hparams_result_free(&hp);
+            hp = hr;
+        } else {
+            val_hparams_result_free(&hr);
+        }
+    }
+    if (hp.status == VAL_FAIL)
+        overall = VAL_FAIL;
     struct val_probe_result r0 = rs[0];
     r0.overall = overall;
     int audit_bad = 0;
     if (audit_path) {
-        if ((rc = read_replay(audit_path, "audit", "--audit", &au, &af, &e))) {
+        if ((rc = read_replay(audit_path, "audit", "--audit", pr->config.version, &au, &af, &e))) {
             rc = cli_fail("validate", &e);
             goto out;
         }
@@ -625,7 +664,7 @@ int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli
         struct rl_err re = {0};
         if ((rc = val_probe_read(po->against_probe, &pb, &re)) == 0)
             rc = same_cell(pr, &pb, po->against_probe, &re);
-        if (rc || (rc = read_replay(po->against_audit, "audit", "--against-audit", &bu, &bf, &re)) ||
+        if (rc || (rc = read_replay(po->against_audit, "audit", "--against-audit", pb.config.version, &bu, &bf, &re)) ||
             (rc = val_audit_compare(&au, af, &bu, bf, &pairs, &why, &re))) {
             e = re;
             if (!strstr(e.msg, "--against"))
@@ -657,6 +696,26 @@ int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli
         json_object_set_new(g, "status", json_string(val_status_name(digest)));
         json_object_set_new(g, "detail", json_string(digest_detail));
         json_object_set_new(j, "gathered_digest", g);
+        json_t *hj = json_object();
+        json_object_set_new(hj, "status", json_string(val_status_name(hp.status)));
+        json_object_set_new(hj, "detail", json_string(hp.detail));
+        json_object_set_new(hj, "sub_groups_with_a_finding", json_integer(hp.n_bad));
+        json_object_set_new(hj, "lr_changed", json_boolean(hp.lr_changed));
+        json_t *ha = json_array();
+        for (int i = 0; i < hp.n_sub; i++) {
+            json_t *x = json_object();
+            json_object_set_new(x, "sub_group", json_integer(prs[0].sub[i].index));
+            json_object_set_new(x, "finding", json_string(val_hp_kind_name(hp.sub[i].kind)));
+            json_object_set_new(x, "step", json_integer(hp.sub[i].step));
+            if (hp.sub[i].field) {
+                json_object_set_new(x, "field", json_string(hp.sub[i].field));
+                json_object_set_new(x, "held", json_real(hp.sub[i].held));
+                json_object_set_new(x, "current", json_real(hp.sub[i].current));
+            }
+            json_array_append_new(ha, x);
+        }
+        json_object_set_new(hj, "sub_groups", ha);
+        json_object_set_new(j, "hparams", hj);
         if (audit_path) {
             json_object_set_new(j, "audit", audit_json(audit_path, &au, af));
             json_object_set_new(j, "verdict", json_string(pass ? "PASS" : "FAIL"));
@@ -677,7 +736,7 @@ int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli
         json_decref(j);
     }
     if (!json) {
-        print_probe(path, &c, &p, &hw, pr, &r0, (const char *const *)paths, prs, rs, n, digest, digest_detail);
+        print_probe(path, &c, &p, &hw, pr, &r0, (const char *const *)paths, prs, rs, n, digest, digest_detail, &hp);
         if (audit_path) {
             print_audit(audit_path, &au, af);
             if (pairs)
@@ -690,6 +749,7 @@ int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli
             printf("report     %s\n", cli_data(po->report));
     }
     rc = pass ? 0 : 1;
+    val_hparams_result_free(&hp);
 out:
     free(af);
     free(bf);

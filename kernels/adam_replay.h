@@ -64,6 +64,21 @@ struct kern_replay_hparams {
                                last subgroup_numel % simd_width elements take the scalar tail */
     int32_t sqrt_ulps;      /* torch: the square root taken this many ulps from the correctly
                                rounded one (-1, 0, +1; see below); DeepSpeed: must be 0 */
+    int32_t ds_step_call;   /* DeepSpeed: how IncrementStep reached beta^step (KERN_REPLAY_DS_STEP_*) */
+};
+
+/* DeepSpeedCPUAdam keeps one (_step, _betta1_t, _betta2_t) per optimizer object, shared by every
+ * sub-group it steps. IncrementStep(step) in 0.14.1-0.18.9 (csrc/includes/cpu_adam.h: `_step++;
+ * if (_step != step) { _betta1_t = std::pow(_betta1, step); _step = step; } else _betta1_t *=
+ * _betta1;`) takes the float product only for the first call of a step, and only when the
+ * previous step ended on it; with several CPU sub-groups a step, every later call recomputes
+ * std::pow in double (rounded to float), and the first call of the next step multiplies that
+ * by beta. 0.19.8's (`if (step == _step + 1) ... *=; else if (step == _step) return;`) keeps the
+ * product chain for every call. */
+enum {
+    KERN_REPLAY_DS_STEP_CHAIN = 0, /* the float product chain: 0.19.8, or the only CPU sub-group of a step */
+    KERN_REPLAY_DS_STEP_FIRST = 1, /* 0.14-0.18, the first of several: float(pow(beta, step - 1)) * beta */
+    KERN_REPLAY_DS_STEP_LATER = 2, /* 0.14-0.18, a later one: float(pow(beta, step)) */
 };
 
 /* torch's float32 CPU sqrt (torch 2.5.1 with MKL: ATen's vml vsqrt is MKL's vsSqrt, in its

@@ -38,7 +38,9 @@ static bool pred_opt_type(const struct plan_zero *z)
 {
     return z->has_optimizer_block && !cpu_adam_type(z->optimizer_type);
 }
-static bool pred_scheduler(const struct plan_zero *z) { return z->has_scheduler_block; }
+/* A schedule moves the lr: DeepSpeed's own (a "scheduler" block) or the client's, the norm for an HF
+ * Trainer config and a Megatron-DeepSpeed launch (plan_zero.client_scheduler). */
+static bool pred_scheduler(const struct plan_zero *z) { return z->has_scheduler_block || z->client_scheduler; }
 /* offload_param "cpu" with pin_memory false as DeepSpeed reads it (the config's, else the
  * release's default). */
 static bool pred_param_pin(const struct plan_zero *z) { return !plan_zero_param_pin(z); }
@@ -100,11 +102,14 @@ static const struct {
       "use \"Adam\" or \"AdamW\", or ratio 1.0", PLAN_REPAIR_NONE},
      partial_offload, pred_opt_type},
     {{"scheduler-lr", PLAN_HAZARD_SUSPECT, "scheduler", every_release,
-      "a reading of the code, not yet observed in a run: the GPU-side optimizer copies param group 0's "
-      "lr once at construction while the scheduler updates only the CPU optimizer's groups, so "
-      "GPU-resident sub-groups of group 0 (usually the weight-decay group) keep the initial lr",
-      "runtime/zero/stage3.py DeepSpeedZeroOptimizer_Stage3.__init__ (backup_optimizer) and _optimizer_step",
-      "use ratio 1.0 or a constant lr, or check the lr of a GPU-resident sub-group in a short run",
+      "the schedule is ignored by the GPU-side sub-groups of param group 0: the backup optimizer's group 0 is "
+      "a copy made at initialisation (groups 1+ are the CPU optimizer's own), so they are stepped with the lr "
+      "of that moment while the schedule moves the group's; observed with WarmupLR, WarmupDecayLR, a client "
+      "LambdaLR and the HF Trainer's linear warmup on DeepSpeed 0.14.1, 0.15.4, 0.16.9, 0.17.6, 0.18.9 and "
+      "0.19.8 (make ds-oracle; the probe's hparams record)",
+      "runtime/zero/stage3.py DeepSpeedZeroOptimizer_Stage3.__init__ (backup_optimizer: "
+      "torch.optim.AdamW([backup_gpu_param], lr=self.optimizer.param_groups[0][\"lr\"], ...)) and _optimizer_step",
+      "use ratio 1.0 or a constant lr; validate --probe on a short run shows every sub-group's lr per step",
       PLAN_REPAIR_NONE},
      partial_offload, pred_scheduler},
     {{"param-pin-ignored", PLAN_HAZARD_IGNORED, "zero_optimization.offload_param.pin_memory", every_release,
@@ -165,6 +170,8 @@ static void value_text(const struct plan_hazard *h, const struct plan_zero *z, c
         snprintf(buf, n, "ratio %g", z->ratio);
     else if (z->scheduler_type[0])
         snprintf(buf, n, "type \"%s\"", z->scheduler_type);
+    else if (!z->has_scheduler_block && !strcmp(h->id, "scheduler-lr"))
+        snprintf(buf, n, "absent (the client's: an HF Trainer or Megatron run)");
     else
         snprintf(buf, n, "present");
 }

@@ -21,7 +21,8 @@ enum plan_hazard_kind {
     PLAN_HAZARD_CRASH,     /* an exception at initialisation */
     PLAN_HAZARD_ASSERT,    /* an assert at initialisation */
     PLAN_HAZARD_IGNORED,   /* the ratio is silently ignored */
-    PLAN_HAZARD_SUSPECT,   /* a reading of the code, not yet observed in a run: a warning */
+    PLAN_HAZARD_SUSPECT,   /* a warning: a reading of the code not yet observed, or an observed effect on the
+                              numerics that does not stop the run (scheduler-lr) */
 };
 const char *plan_hazard_kind_name(enum plan_hazard_kind k);   /* "crash", "assert", ... */
 

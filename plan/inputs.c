@@ -143,6 +143,7 @@ static int apply_launch(const struct plan_inputs *in, const struct plan_megatron
                         struct plan_setup *c, struct rl_err *e)
 {
     char msg[200];
+    c->zero.client_scheduler = true;   /* Megatron's OptimizerParamScheduler sets every group's lr */
     if (launch->micro_batch > 0 && c->zero.src_micro_batch != PLAN_SRC_CONFIG) {
         c->zero.micro_batch = launch->micro_batch;
         c->zero.src_micro_batch = PLAN_SRC_CLI;

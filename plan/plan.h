@@ -232,6 +232,10 @@ struct plan_zero {
     char optimizer_type[32];         /* its "type", "" when absent */
     bool torch_adam;                 /* optimizer.params.torch_adam (torch Adam instead of DeepSpeed's) */
     bool has_scheduler_block;        /* a "scheduler" block is present (DeepSpeed's lr scheduler) */
+    bool client_scheduler;           /* the run's lr schedule is the client's: a config with "auto"
+                                        values (the HF Trainer's template: the Trainer passes its own
+                                        scheduler when there is no block) or a Megatron-DeepSpeed
+                                        launch (Megatron steps its own OptimizerParamScheduler) */
     char scheduler_type[32];         /* its "type", "" when absent */
     int64_t micro_batch;             /* train_micro_batch_size_per_gpu, default 1 */
     int64_t grad_accum;              /* gradient_accumulation_steps, default 1 */

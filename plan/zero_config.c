@@ -86,6 +86,26 @@ static void show(const json_t *v, char *buf, size_t n)
 
 static bool is_auto(const json_t *v) { return json_is_string(v) && strcmp(json_string_value(v), "auto") == 0; }
 
+/* Whether any value in v (at any depth) is "auto": an HF Trainer config. */
+static bool any_auto(const json_t *v)
+{
+    if (is_auto(v))
+        return true;
+    const char *k;
+    json_t *x;
+    size_t i;
+    if (json_is_object(v)) {
+        json_object_foreach((json_t *)v, k, x)
+            if (any_auto(x))
+                return true;
+    } else if (json_is_array(v)) {
+        json_array_foreach(v, i, x)
+            if (any_auto(x))
+                return true;
+    }
+    return false;
+}
+
 /* How a release's config reader takes a value: DeepSpeed's pydantic models (runtime/
  * config_utils.py DeepSpeedConfigModel, lax mode) coerce what Python's constructors or pydantic
  * 2's parsers take; the keys read with dict.get keep the value as written. */
@@ -993,6 +1013,7 @@ int plan_zero_parse_release(struct plan_zero *z, const char *text, const char *w
         rc = check_keys(root, &rd, e);
     if (!rc)
         rc = plan_zero_validate(&rd.z, e);
+    rd.z.client_scheduler = rd.z.client_scheduler || any_auto(root);
     *z = rd.z;
     if (rc)
         rl_err_prefix(e, "%s", what);

@@ -144,6 +144,8 @@ class Probe:
         self._wrap()
         if audit_step is not None:
             self._wrap_audit(audit_max_numel)
+        self.hparams = None
+        self._wrap_hparams()
         atexit.register(self.write)
 
     # ---- what does not change ------------------------------------------------------------------
@@ -399,6 +401,79 @@ class Probe:
                        "cxx_args": self._ds_build[2]}}
         self._audit_records = []
 
+    # ---- the hyperparameters of every update (docs/json-probe.md "hparams") ---------------------
+    def _wrap_hparams(self):
+        """Records, at every optimizer step, the engine's param groups' hyperparameters as the
+        scheduler left them (read before the step's first sub-group: `engine`), and for every
+        sub-group's update the optimizer object that stepped it and the hyperparameters of the
+        param group it held then (read inside that optimizer's step: `updates`), with the
+        parameter's step count after it. Reads dicts and ints only; nothing synchronises."""
+        zo = self.engine.optimizer
+        if not hasattr(zo, "_optimizer_step") or getattr(zo, "optimizer", None) is None:
+            return
+        probe = self
+        hp = {"engine": [], "updates": [], "dropped": 0}
+        self.hparams = hp
+        cur = {"sub_group": None, "round": 0, "engine_step": None}
+        orig_sg = zo._optimizer_step
+
+        def optimizer_step(sub_group_id):
+            c0 = time.thread_time_ns()
+            t0 = time.perf_counter_ns()
+            if cur["engine_step"] != probe._steps_done:   # the first sub-group of an optimizer step
+                cur["engine_step"] = probe._steps_done
+                cur["round"] += 1
+                if cur["round"] <= probe.steps_kept:
+                    hp["engine"].append([_hparams_of(g) for g in zo.optimizer.param_groups])
+            cur["sub_group"] = int(sub_group_id)
+            probe.overhead_ns += time.perf_counter_ns() - t0
+            probe.overhead_cpu_ns += time.thread_time_ns() - c0
+            try:
+                return orig_sg(sub_group_id)
+            finally:
+                cur["sub_group"] = None
+
+        zo._optimizer_step = optimizer_step
+        for label in ("optimizer", "backup_optimizer"):
+            opt = getattr(zo, label, None)
+            if opt is not None and callable(getattr(opt, "step", None)):
+                self._wrap_hparams_step(opt, label, hp, cur)
+
+    def _wrap_hparams_step(self, opt, label, hp, cur):
+        """One optimizer's step, wrapped for _wrap_hparams: DeepSpeed gives the param group of the
+        sub-group it steps that one flat tensor and empties it afterwards (_optimizer_step)."""
+        orig = opt.step
+        probe = self
+        torch = self._torch
+
+        def step(*a, **k):
+            c0 = time.thread_time_ns()
+            t0 = time.perf_counter_ns()
+            live = [(i, g) for i, g in enumerate(opt.param_groups) if g.get("params")]
+            rec = {"step": cur["round"], "sub_group": cur["sub_group"], "optimizer": label,
+                   "optimizer_class": type(opt).__name__}
+            param = None
+            if len(live) == 1:
+                rec["param_group"] = live[0][0]
+                rec.update(_hparams_of(live[0][1]))
+                param = live[0][1]["params"][0]
+            probe.overhead_ns += time.perf_counter_ns() - t0
+            probe.overhead_cpu_ns += time.thread_time_ns() - c0
+            r = orig(*a, **k)
+            c0 = time.thread_time_ns()
+            t0 = time.perf_counter_ns()
+            st = opt.state.get(param, {}).get("step") if param is not None else None
+            rec["opt_step"] = None if st is None else int(st.item()) if torch.is_tensor(st) else int(st)
+            if cur["round"] <= probe.steps_kept:
+                hp["updates"].append(rec)
+            else:
+                hp["dropped"] += 1
+            probe.overhead_ns += time.perf_counter_ns() - t0
+            probe.overhead_cpu_ns += time.thread_time_ns() - c0
+            return r
+
+        opt.step = step
+
     def _wrap_timers_log(self):
         """DeepSpeed's engine.step() logs its micro timers at the end of every step when the
         wall-clock breakdown is on (timers.log(..., reset=True) clears their records) and the
@@ -585,6 +660,8 @@ class Probe:
         d["digest"] = self.digest
         if self.audit is not None:
             d["audit"] = self.audit
+        if self.hparams is not None:
+            d["hparams"] = self.hparams
         return d
 
     def write(self):
@@ -665,6 +742,15 @@ def audit_write(path, records):
     os.replace(tmp, path)
 
 
+def _hparams_of(group):
+    """A param group's Adam hyperparameters as plain numbers (an lr may be a tensor)."""
+    def num(x):
+        return float(x.item()) if hasattr(x, "item") else float(x)
+    b = group.get("betas", (None, None))
+    return {"lr": num(group["lr"]), "beta1": num(b[0]), "beta2": num(b[1]), "eps": num(group.get("eps", 0.0)),
+            "weight_decay": num(group.get("weight_decay", 0.0))}
+
+
 def _rank_path(out, rank):
     if "{rank}" in out:
         return out.replace("{rank}", str(rank))
@@ -689,6 +775,61 @@ def attach(engine, out="probe.json", digest_step=None, steps_kept=1000, audit_st
     if not hasattr(engine, "step") or not hasattr(engine, "optimizer"):
         raise TypeError("ratiolab_probe.attach: %r is not a DeepSpeed engine" % type(engine).__name__)
     return Probe(engine, out, digest_step, steps_kept, audit_step, audit_out, audit_max_numel)
+
+
+def _engine_of(model):
+    """The DeepSpeed engine that wraps `model` (engine.module is model), found through the
+    objects that refer to the model (the engine's module table); None when there is none."""
+    import gc
+    from deepspeed.runtime.engine import DeepSpeedEngine
+    if isinstance(model, DeepSpeedEngine):
+        return model
+    for r in gc.get_referrers(model):
+        if isinstance(r, DeepSpeedEngine) and getattr(r, "module", None) is model:
+            return r
+        if isinstance(r, dict):
+            for r2 in gc.get_referrers(r):
+                if isinstance(r2, DeepSpeedEngine) and getattr(r2, "module", None) is model:
+                    return r2
+    return None
+
+
+class TrainerCallback:
+    """The probe for a `transformers.Trainer` run with a DeepSpeed config, in one line:
+
+        trainer = Trainer(..., callbacks=[ratiolab_probe.TrainerCallback(out="probe.json", digest_step=3)])
+
+    At on_train_begin (the Trainer has built the DeepSpeed engine by then) it attaches a probe to
+    the engine that wraps the Trainer's model, with attach()'s arguments; at on_train_end it writes
+    the file. Every other Trainer event does nothing. `probe` is the attached Probe (None before
+    training starts). Duck-typed: the Trainer calls each event by name, so transformers is not
+    imported here."""
+
+    def __init__(self, out="probe.json", digest_step=None, steps_kept=1000, audit_step=None, audit_out=None,
+                 audit_max_numel=AUDIT_MAX_NUMEL):
+        self.kw = {"out": out, "digest_step": digest_step, "steps_kept": steps_kept, "audit_step": audit_step,
+                   "audit_out": audit_out, "audit_max_numel": audit_max_numel}
+        self.probe = None
+
+    def __getattr__(self, name):
+        if name.startswith("on_"):
+            return lambda *a, **k: None
+        raise AttributeError(name)
+
+    def on_train_begin(self, args, state, control, model=None, **kw):
+        if self.probe is not None:
+            return None
+        engine = _engine_of(model) if model is not None else None
+        if engine is None:
+            raise TypeError("ratiolab_probe.TrainerCallback: the Trainer's model is not wrapped by a DeepSpeed "
+                            "engine (TrainingArguments(deepspeed=...) is needed)")
+        self.probe = attach(engine, **self.kw)
+        return None
+
+    def on_train_end(self, args, state, control, **kw):
+        if self.probe is not None:
+            self.probe.write()
+        return None
 
 
 if __name__ == "__main__":

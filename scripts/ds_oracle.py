@@ -45,13 +45,24 @@ STEPS = 3
 SEQ = 16
 
 
-def build_model(config_path):
+# The config keys of each family's dropout probabilities (a cell's "dropout" sets them all).
+DROPOUT_KEYS = ("resid_pdrop", "embd_pdrop", "attn_pdrop", "attention_dropout", "dropout_rate")
+
+
+def build_model(config_path, dropout=None):
+    """The model of a config file, randomly initialised with seed 1234; dropout (when given) set
+    on every dropout key of the family. T5 (encoder-decoder) is built as a seq2seq model."""
     import transformers
     with open(config_path) as f:
         cfg = json.load(f)
     cfg = {k: v for k, v in cfg.items() if k != "architectures"}
+    if dropout is not None:
+        for k in DROPOUT_KEYS:
+            cfg[k] = float(dropout)
     conf = transformers.AutoConfig.for_model(**cfg)
     torch.manual_seed(1234)
+    if cfg.get("model_type") == "t5":
+        return transformers.AutoModelForSeq2SeqLM.from_config(conf)
     return transformers.AutoModelForCausalLM.from_config(conf, attn_implementation="eager")
 
 
@@ -182,6 +193,62 @@ def wrong_lr_hook(engine, group, which):
     opt.step = step
 
 
+def skip_subgroup_hook(engine, sub_group, at_step):
+    """A deliberately wrong update, for the audit to find: sub-group `sub_group` is not stepped at
+    optimizer step `at_step` (its optimizer's step count is at_step - 1 when DeepSpeed calls
+    _optimizer_step for it; skipped once). Installed before the probe, so the probe's own
+    wrappers (audit, hyperparameters) see the skipped call as DeepSpeed made it."""
+    zo = engine.optimizer
+    orig = zo._optimizer_step
+    done = []
+
+    def optimizer_step(sub_group_id):
+        if sub_group_id == sub_group and not done:
+            fp32 = zo.fp32_partitioned_groups_flat[sub_group_id]
+            opt = zo.optimizer
+            if getattr(zo, "subgroup_to_device", None) and zo.subgroup_to_device[sub_group_id] != "cpu" and \
+                    getattr(zo, "backup_optimizer", None) is not None:
+                opt = zo.backup_optimizer
+            st = opt.state.get(fp32, {}).get("step", 0)
+            st = int(st.item()) if torch.is_tensor(st) else int(st)
+            if st == at_step - 1:
+                done.append(True)
+                return None
+        return orig(sub_group_id)
+
+    zo._optimizer_step = optimizer_step
+
+
+# The learning-rate schedules of the scheduler cells: DeepSpeed's own (the config's "scheduler"
+# block, built by the engine after the ZeRO optimizer) and a client one (a torch LambdaLR made by
+# transformers' get_linear_schedule_with_warmup, passed to deepspeed.initialize as a callable of
+# the optimizer, as the HF Trainer passes its own). Each changes the lr at every step, so a
+# sub-group stepped with a stale lr shows at step 3.
+SCHEDULERS = {
+    "warmup": {"type": "WarmupLR", "params": {"warmup_min_lr": 0.0, "warmup_max_lr": 1e-3,
+                                               "warmup_num_steps": 4, "warmup_type": "linear"}},
+    "warmupdecay": {"type": "WarmupDecayLR", "params": {"total_num_steps": 6, "warmup_min_lr": 0.0,
+                                                         "warmup_max_lr": 1e-3, "warmup_num_steps": 2,
+                                                         "warmup_type": "linear"}},
+}
+
+
+def scheduler_setup(cell, config):
+    """Puts a cell's DeepSpeed scheduler block into config, or returns the client scheduler's
+    callable for deepspeed.initialize(lr_scheduler=...) ("lambda"); None when the cell has none."""
+    kind = cell.get("scheduler")
+    if not kind:
+        return None
+    if kind in SCHEDULERS:
+        config["scheduler"] = SCHEDULERS[kind]
+        return None
+    if kind == "lambda":
+        import transformers
+        return lambda opt: transformers.get_linear_schedule_with_warmup(opt, num_warmup_steps=4,
+                                                                        num_training_steps=10)
+    raise ValueError("cell %s: scheduler %r (allowed: %s, lambda)" % (cell["id"], kind, ", ".join(SCHEDULERS)))
+
+
 def run_cell(cell, out, ds_ver):
     import deepspeed
     from deepspeed.accelerator import get_accelerator
@@ -196,7 +263,7 @@ def run_cell(cell, out, ds_ver):
     try:
         if cell["mode"] == "split":
             acc._name = "cpu:0"
-        model = build_model(cell["model_path"])
+        model = build_model(cell["model_path"], cell.get("dropout"))
         ph.mark("model")
         groups = param_groups(model, cell["param_groups"], 0.01)
         sgs = resolve_sgs(cell, model, groups, dist.get_world_size())
@@ -212,15 +279,26 @@ def run_cell(cell, out, ds_ver):
             "wall_clock_breakdown": bool(cell.get("wall_clock_breakdown", False)),
             "steps_per_print": 1000,
         }
+        client_sched = scheduler_setup(cell, config)
         with open(os.path.join(cdir, "ds_config.json"), "w") as f:
             json.dump(config, f, indent=1)
-        engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=groups, config=config)
+        engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=groups, config=config,
+                                               lr_scheduler=client_sched)
         ph.mark("initialize")
+        if cell.get("skip_subgroup") is not None:
+            skip_subgroup_hook(engine, cell["skip_subgroup"], cell.get("audit_step") or STEPS)
         use_probe = cell.get("probe", True)
         probe = ratiolab_probe.attach(engine, out=os.path.join(cdir, "probe.json"), digest_step=STEPS,
                                       audit_step=cell.get("audit_step")) if use_probe else None
         if cell.get("wrong_lr_group") is not None:
             wrong_lr_hook(engine, cell["wrong_lr_group"], cell.get("wrong_lr_optimizer", "backup"))
+        # DeepSpeed draws one random number (torch.randn(1), the backup optimizer's placeholder
+        # parameter, stage3.py) when the ratio is not 1: the global RNG after initialize depends on
+        # the ratio, and so would the dropout masks. Re-seeded here (unless the cell says
+        # "reseed": false), every cell's forward passes draw the same masks and the digests
+        # compare the optimizers' arithmetic only.
+        if cell.get("reseed", True):
+            torch.manual_seed(4321)
         ph.mark("probe_attach")
         gen = torch.Generator().manual_seed(1000 + rank)
         vocab = model.config.vocab_size
@@ -254,6 +332,8 @@ def run_cell(cell, out, ds_ver):
             "cell": cell["id"], "model": os.path.basename(cell["model_path"]),
             "param_groups": cell["param_groups"], "mode": cell["mode"], "ratio": cell["ratio"],
             "sub_group_size": sgs, "sub_groups_asked": cell["sub_group_size"], "losses": losses,
+            "scheduler": cell.get("scheduler"), "reseed": bool(cell.get("reseed", True)),
+            "dropout": cell.get("dropout"), "wrong": wrong_kind(cell), "expect": cell.get("expect", "PASS"),
             "losses_finite": losses_finite,
             "fp32_full_sha256": digest_full, "cell_seconds": round(time.perf_counter() - t0, 3),
             "phase_seconds": ph.seconds,
@@ -278,6 +358,98 @@ def run_cell(cell, out, ds_ver):
             log.close()
         gc.collect()
         gc.freeze()
+
+
+def run_trainer_cell(cell, out, ds_ver):
+    """A cell run by transformers.Trainer itself (TrainingArguments(deepspeed=config), the HF
+    integration filling the config's "auto" values), with ratiolab_probe.TrainerCallback: the
+    Trainer builds the optimizer (one flat group: the DeepSpeed config has an optimizer block)
+    and its own linear warmup schedule, a client scheduler DeepSpeed is given as a callable.
+    Writes what run_cell writes."""
+    import transformers
+    from deepspeed.accelerator import get_accelerator
+    rank = dist.get_rank()
+    cdir = os.path.join(out, cell["id"])
+    os.makedirs(cdir, exist_ok=True)
+    log = CellLog(os.path.join(cdir, "deepspeed.log")) if rank == 0 else None
+    acc = get_accelerator()
+    old_name = acc._name
+    t0 = time.perf_counter()
+    try:
+        if cell["mode"] == "split":
+            acc._name = "cpu:0"
+        model = build_model(cell["model_path"], cell.get("dropout"))
+        groups = [{"params": [p for p in model.parameters() if p.requires_grad]}]
+        sgs = resolve_sgs(cell, model, groups, dist.get_world_size())
+        config = {
+            "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+            "train_batch_size": "auto",
+            "optimizer": {"type": "AdamW", "params": {"lr": "auto", "betas": "auto", "eps": "auto",
+                                                        "weight_decay": "auto"}},
+            "bf16": {"enabled": "auto"},
+            "zero_optimization": {"stage": 3, "sub_group_size": sgs,
+                                  "offload_optimizer": {"device": "cpu", "pin_memory": True, "ratio": cell["ratio"]}},
+            "steps_per_print": 1000,
+        }
+        with open(os.path.join(cdir, "ds_config.json"), "w") as f:
+            json.dump(config, f, indent=1)
+        gen = torch.Generator().manual_seed(1000)
+        vocab = model.config.vocab_size
+        data = [{"input_ids": torch.randint(2, vocab, (SEQ,), generator=gen),
+                 "labels": torch.randint(2, vocab, (SEQ,), generator=gen)} for _ in range(16)]
+        args = transformers.TrainingArguments(
+            output_dir=os.path.join(cdir, "trainer"), per_device_train_batch_size=1, max_steps=STEPS,
+            learning_rate=1e-3, weight_decay=0.01, adam_beta1=0.9, adam_beta2=0.999, adam_epsilon=1e-8,
+            lr_scheduler_type="linear", warmup_steps=4, bf16=cell.get("dtype", "fp32") == "bf16",
+            deepspeed=config, save_strategy="no", report_to=[], logging_steps=1, seed=1234,
+            dataloader_num_workers=0, disable_tqdm=True)
+        cb = ratiolab_probe.TrainerCallback(out=os.path.join(cdir, "probe.json"), digest_step=STEPS,
+                                            audit_step=cell.get("audit_step"))
+        trainer = transformers.Trainer(model=model, args=args, train_dataset=data, callbacks=[cb])
+        trainer.train()
+        engine = trainer.model_wrapped
+        losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+        digest_full = full_fp32_digest(engine, model)
+        doc = cb.probe.document()
+        doc["oracle"] = {
+            "cell": cell["id"], "model": os.path.basename(cell["model_path"]),
+            "param_groups": cell["param_groups"], "mode": cell["mode"], "ratio": cell["ratio"],
+            "sub_group_size": sgs, "sub_groups_asked": cell["sub_group_size"], "losses": losses,
+            "losses_finite": all(math.isfinite(x) for x in losses), "scheduler": "trainer-linear",
+            "reseed": False, "dropout": cell.get("dropout"), "wrong": None, "trainer": True,
+            "expect": cell.get("expect", "PASS"),
+            "fp32_full_sha256": digest_full, "cell_seconds": round(time.perf_counter() - t0, 3),
+        }
+        path = ratiolab_probe._rank_path(os.path.join(cdir, "probe.json"), rank)
+        with open(path, "w") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+        cb.probe.out = None
+        if hasattr(engine, "destroy"):
+            engine.destroy()
+        del engine, trainer, model, cb
+        return None
+    except Exception as ex:  # noqa: BLE001 -- one failing cell is recorded, the others go on
+        import traceback
+        with open(os.path.join(cdir, "error.rank%d.txt" % rank), "w") as f:
+            f.write(traceback.format_exc())
+        return "%s: %s" % (type(ex).__name__, ex)
+    finally:
+        acc._name = old_name
+        if log:
+            log.close()
+        gc.collect()
+        gc.freeze()
+
+
+def wrong_kind(cell):
+    """The deliberate error a cell carries ("lr x2 on the backup optimizer, group 0", "skipped
+    sub-group 2 at step 3"), None for a true run."""
+    if cell.get("wrong_lr_group") is not None:
+        return "lr x2 on the %s optimizer, group %d" % (cell.get("wrong_lr_optimizer", "backup"), cell["wrong_lr_group"])
+    if cell.get("skip_subgroup") is not None:
+        return "skipped sub-group %d at step %d" % (cell["skip_subgroup"], cell.get("audit_step") or STEPS)
+    return None
 
 
 class Phases:
@@ -341,6 +513,7 @@ def main():
     import transformers  # noqa: F401 -- imported once here, timed with DeepSpeed
     import transformers.models.gpt2.modeling_gpt2  # noqa: F401 -- the lazy model modules, before the freeze
     import transformers.models.llama.modeling_llama  # noqa: F401
+    import transformers.models.t5.modeling_t5  # noqa: F401
     import deepspeed.ops.adam  # noqa: F401
     gc.collect()
     gc.freeze()
@@ -365,7 +538,7 @@ def main():
                                                    t_dist - t_import), flush=True)
     for k, cell in enumerate(cells):
         c0 = time.perf_counter()
-        err = run_cell(cell, a.out, deepspeed.__version__)
+        err = (run_trainer_cell if cell.get("trainer") else run_cell)(cell, a.out, deepspeed.__version__)
         c1 = time.perf_counter()
         dist.barrier()
         if err:

@@ -20,6 +20,7 @@
 #include "traces/dsconfig.h"
 #include "tests/util.h"
 #include "validation/ds_runs.h"
+#include "validation/hparams.h"
 #include "validation/probe.h"
 
 /* What the oracle checks saw, to show they were not vacuous. */
@@ -30,7 +31,90 @@ struct seen {
     int stock;          /* stock-mode cells */
     int rule_differs;   /* split cells where the other rule would have placed differently */
     int named;          /* cells whose probe named each group's parameters, held to the rule's grouping */
+    int hp_cells;       /* cells whose hyperparameter record was judged */
+    int hp_stale;       /* sub-groups found stepped with a stale lr (the scheduler-lr hazard) */
+    int hp_wrong;       /* sub-groups of the deliberately wrong cells found */
+    int edge_018;       /* 0.18-rule split cells at ratio 0.8 with N a multiple of 5 sub-groups */
+    char releases[8][16]; /* the DeepSpeed releases seen */
+    int n_releases;
+    int worlds;         /* bit w: a cell of world size w seen */
 };
+
+/* The finding validation/hparams.c must make for sub-group g of a cell, from what the cell was
+ * (its `oracle` block, written by the harness) and DeepSpeed's source: a schedule (DeepSpeed's
+ * or a client one, the Trainer's included) moves the lr of the engine's param groups, which are
+ * DeepSpeedCPUAdam's, while the backup optimizer's group 0 is a dict copied at initialisation
+ * (stage3.py: `torch.optim.AdamW([backup_gpu_param], lr=self.optimizer.param_groups[0]["lr"],
+ * ...)`; groups 1+ are added as the CPU optimizer's own dicts): so exactly the backup-optimizer
+ * sub-groups of group 0 are stepped with the initial lr, 1e-3 (the cells' optimizer block and the
+ * Trainer's learning_rate): the finding shows from the first step at which DeepSpeed's group 0
+ * held another lr (`first_moved`, read from the record's engine side: step 1 where the schedule
+ * sets its start at construction, step 2 for DeepSpeed 0.14.1's WarmupLR, which sets it at its
+ * first step). */
+static int first_moved;
+
+static enum val_hp_kind hp_expected(json_t *o, const struct val_probe_subgroup *g, int *step)
+{
+    const char *sched = json_string_value(json_object_get(o, "scheduler"));
+    const char *wrong = json_string_value(json_object_get(o, "wrong"));
+    bool backup = strcmp(g->optimizer, "backup_optimizer") == 0;
+    *step = 1;
+    if (wrong && strstr(wrong, "backup optimizer, group 0"))
+        return backup && g->param_group == 0 ? VAL_HP_HELD_OTHER : VAL_HP_OK;
+    if (wrong && strstr(wrong, "cpu optimizer, group 1"))
+        return !backup && g->param_group == 1 ? VAL_HP_HELD_OTHER : VAL_HP_OK;
+    if (wrong && strstr(wrong, "skipped sub-group 2 at step 3")) {
+        *step = 3;
+        return g->index == 2 ? VAL_HP_NOT_STEPPED : VAL_HP_OK;
+    }
+    ck_assert_msg(!wrong, "unknown wrong cell: %s", wrong);
+    if (sched && backup && g->param_group == 0 && first_moved > 0) {
+        *step = first_moved;
+        return VAL_HP_HELD_OTHER;
+    }
+    return VAL_HP_OK;
+}
+
+static void judge_hparams(const char *file, int line_no, const char *line, json_t *o, const struct val_probe *pr,
+                          struct seen *seen)
+{
+    struct val_hparams h;
+    struct rl_err e = {0};
+    ck_assert_msg(val_hparams_parse(line, strlen(line), file, &h, &e) == 0, "%s:%d: %s", file, line_no, e.msg);
+    if (!h.present) {
+        val_hparams_free(&h);
+        return;
+    }
+    struct val_hparams_result r;
+    ck_assert_int_eq(val_hparams_check(pr, &h, &r, &e), 0);
+    const char *cell = json_string_value(json_object_get(o, "cell"));
+    first_moved = 0;
+    for (int k = 0; k < h.n_steps && !first_moved && h.n_groups > 0; k++)
+        if (h.engine[(size_t)k * (size_t)h.n_groups].lr != 1e-3)
+            first_moved = k + 1;
+    int bad = 0;
+    for (int i = 0; i < pr->n_sub; i++) {
+        int step;
+        enum val_hp_kind want = hp_expected(o, &pr->sub[i], &step);
+        ck_assert_msg(r.sub[i].kind == want, "%s (%s line %d, DeepSpeed %s): sub-group %d: hparams finding %s, "
+                      "expected %s (%s)", cell, file, line_no, pr->ds_version_text, i, val_hp_kind_name(r.sub[i].kind),
+                      val_hp_kind_name(want), r.detail);
+        if (want == VAL_HP_OK)
+            continue;
+        bad++;
+        ck_assert_int_eq(r.sub[i].step, step);
+        if (want == VAL_HP_HELD_OTHER)
+            ck_assert_str_eq(r.sub[i].field, "lr");
+        if (json_string_value(json_object_get(o, "wrong")))
+            seen->hp_wrong++;
+        else
+            seen->hp_stale++;
+    }
+    ck_assert_int_eq(r.status, bad ? VAL_FAIL : VAL_PASS);
+    seen->hp_cells++;
+    val_hparams_result_free(&r);
+    val_hparams_free(&h);
+}
 
 static void judge(const char *file, int line_no, const char *line, struct seen *seen)
 {
@@ -93,6 +177,21 @@ static void judge(const char *file, int line_no, const char *line, struct seen *
         ck_assert_msg(r.checks[k].status != VAL_FAIL, "%s (%s line %d, DeepSpeed %s): %s: %s", cell, file, line_no,
                       pr.ds_version_text, r.checks[k].name, r.checks[k].detail);
     seen->cells++;
+    judge_hparams(file, line_no, line, o, &pr, seen);
+    int k;
+    for (k = 0; k < seen->n_releases && strcmp(seen->releases[k], pr.ds_version_text) != 0; k++)
+        ;
+    if (k == seen->n_releases && k < 8)
+        snprintf(seen->releases[seen->n_releases++], sizeof seen->releases[0], "%s", pr.ds_version_text);
+    if (pr.world_size < 31)
+        seen->worlds |= 1 << pr.world_size;
+    /* The 0.18 rule's floating-point edge: 1 - 0.8 is 0.19999999999999996 in double, so for N a
+     * multiple of 5, int((1 - 0.8) x N) is N/5 - 1, not N/5 (N = 5: 0, every sub-group on the CPU;
+     * N = 20: 3, 17 of 20). */
+    if (p.policy == PLAN_POLICY_DS018 && p.n_subgroups % 5 == 0 && pr.config.ratio == 0.8 && strcmp(mode, "split") == 0) {
+        ck_assert_int_eq(p.cpu_subgroups, p.n_subgroups - (p.n_subgroups / 5 - 1));
+        seen->edge_018++;
+    }
     if (strcmp(mode, "stock") == 0) {
         seen->stock++;
         ck_assert_msg(val_probe_stock_cpu(&pr), "%s: a stock-mode cell whose accelerator is '%s'", cell, pr.accelerator);
@@ -147,6 +246,133 @@ START_TEST(observed_placements_equal_the_plan)
     ck_assert_int_gt(seen.split_new, 0);
     ck_assert_int_gt(seen.rule_differs, 0);
     ck_assert_int_gt(seen.stock, 0);
+    /* Every pinned release, 1 to 3 ranks, the 0.18 rule's floating-point edge, and the
+     * hyperparameter record: the stale lr of the schedules and the wrong cells found. */
+    static const char *const want[] = {"0.14.1", "0.15.4", "0.16.9", "0.17.6", "0.18.9", "0.19.8"};
+    for (size_t i = 0; i < RL_COUNT(want); i++) {
+        int k;
+        for (k = 0; k < seen.n_releases && strcmp(seen.releases[k], want[i]) != 0; k++)
+            ;
+        ck_assert_msg(k < seen.n_releases, "no recorded cell of DeepSpeed %s", want[i]);
+    }
+    ck_assert_int_eq(seen.worlds & 0xe, 0xe);
+    ck_assert_int_gt(seen.edge_018, 0);
+    ck_assert_int_gt(seen.hp_cells, 0);
+    ck_assert_int_gt(seen.hp_stale, 0);
+    ck_assert_int_gt(seen.hp_wrong, 0);
+}
+END_TEST
+
+/* ---- the hyperparameter record (validation/hparams.h), by hand ------------------------------------ */
+
+/* A probe's "hparams" with two steps (the engine's group 0 lr 1e-3 then 5e-4; group 1 at 2e-3 both
+ * times) and one update per sub-group and step as `ups` lists them: "step sub opt group lr opt_step"
+ * (opt: o = DeepSpeed's own optimizer, b = the backup), separated by ';'. */
+static char *hp_doc(const char *ups)
+{
+    static char buf[8192];
+    size_t o = (size_t)snprintf(buf, sizeof buf, "{\"hparams\":{\"engine\":["
+                                "[{\"lr\":0.001,\"beta1\":0.9,\"beta2\":0.999,\"eps\":1e-8,\"weight_decay\":0.01},"
+                                "{\"lr\":0.002,\"beta1\":0.9,\"beta2\":0.999,\"eps\":1e-8,\"weight_decay\":0}],"
+                                "[{\"lr\":0.0005,\"beta1\":0.9,\"beta2\":0.999,\"eps\":1e-8,\"weight_decay\":0.01},"
+                                "{\"lr\":0.002,\"beta1\":0.9,\"beta2\":0.999,\"eps\":1e-8,\"weight_decay\":0}]],"
+                                "\"updates\":[");
+    const char *p = ups;
+    for (int k = 0; *p; k++) {
+        int step, sg, grp, os;
+        char opt;
+        double lr;
+        int used = 0;
+        ck_assert_int_eq(sscanf(p, " %d %d %c %d %lf %d%n", &step, &sg, &opt, &grp, &lr, &os, &used), 6);
+        o += (size_t)snprintf(buf + o, sizeof buf - o, "%s{\"step\":%d,\"sub_group\":%d,\"optimizer\":\"%s\","
+                              "\"param_group\":%d,\"lr\":%.17g,\"beta1\":0.9,\"beta2\":0.999,\"eps\":1e-8,"
+                              "\"weight_decay\":%g,\"opt_step\":%d}", k ? "," : "", step, sg,
+                              opt == 'b' ? "backup_optimizer" : "optimizer", grp, lr, grp == 0 ? 0.01 : 0.0, os);
+        p += used;
+        while (*p == ';' || *p == ' ')
+            p++;
+    }
+    snprintf(buf + o, sizeof buf - o, "]}}");
+    return buf;
+}
+
+static void hp_run(const char *ups, struct val_hparams_result *r)
+{
+    static struct val_probe_subgroup sub[3] = {{.index = 0, .param_group = 0, .optimizer = "backup_optimizer"},
+                                               {.index = 1, .param_group = 0, .optimizer = "optimizer"},
+                                               {.index = 2, .param_group = 1, .optimizer = "optimizer"}};
+    struct val_probe pr = {.sub = sub, .n_sub = 3};
+    struct val_hparams h;
+    struct rl_err e = {0};
+    const char *d = hp_doc(ups);
+    ck_assert_msg(val_hparams_parse(d, strlen(d), "p.json", &h, &e) == 0, "%s", e.msg);
+    ck_assert(h.present);
+    ck_assert_int_eq(val_hparams_check(&pr, &h, r, &e), 0);
+    val_hparams_free(&h);
+}
+
+#define HP_GOOD1 "1 0 b 0 0.001 1; 1 1 o 0 0.001 1; 1 2 o 1 0.002 1; "
+
+START_TEST(hparams_findings_by_hand)
+{
+    struct val_hparams_result r;
+    hp_run(HP_GOOD1 "2 0 b 0 0.0005 2; 2 1 o 0 0.0005 2; 2 2 o 1 0.002 2", &r);
+    ck_assert_int_eq(r.status, VAL_PASS);
+    ck_assert(r.lr_changed);
+    ck_assert_ptr_nonnull(strstr(r.detail, "3 sub-groups x 2 optimizer steps"));
+    val_hparams_result_free(&r);
+    /* The backup optimizer kept lr 1e-3 at step 2 (the scheduler-lr hazard). */
+    hp_run(HP_GOOD1 "2 0 b 0 0.001 2; 2 1 o 0 0.0005 2; 2 2 o 1 0.002 2", &r);
+    ck_assert_int_eq(r.status, VAL_FAIL);
+    ck_assert_int_eq(r.n_bad, 1);
+    ck_assert_int_eq(r.sub[0].kind, VAL_HP_HELD_OTHER);
+    ck_assert_int_eq(r.sub[0].step, 2);
+    ck_assert_str_eq(r.sub[0].field, "lr");
+    ck_assert(r.sub[0].held == 0.001 && r.sub[0].current == 0.0005);
+    ck_assert_ptr_nonnull(strstr(r.detail, "sub-group 0 (param group 0, backup_optimizer ?): step 2: lr 0.001 held, "
+                                           "its param group's 0.0005"));
+    val_hparams_result_free(&r);
+    /* Sub-group 1 not stepped at step 2; sub-group 2 stepped twice at step 2. */
+    hp_run(HP_GOOD1 "2 0 b 0 0.0005 2; 2 2 o 1 0.002 2; 2 2 o 1 0.002 3", &r);
+    ck_assert_int_eq(r.n_bad, 2);
+    ck_assert_int_eq(r.sub[1].kind, VAL_HP_NOT_STEPPED);
+    ck_assert_int_eq(r.sub[1].step, 2);
+    ck_assert_int_eq(r.sub[2].kind, VAL_HP_STEPPED_TWICE);
+    val_hparams_result_free(&r);
+    /* A step count off by one; an update by the optimizer that does not hold the sub-group's state. */
+    hp_run(HP_GOOD1 "2 0 b 0 0.0005 2; 2 1 b 0 0.0005 2; 2 2 o 1 0.002 3", &r);
+    ck_assert_int_eq(r.sub[1].kind, VAL_HP_OTHER_OPTIMIZER);
+    ck_assert_int_eq(r.sub[2].kind, VAL_HP_STEP_COUNT);
+    ck_assert(r.sub[2].held == 3 && r.sub[2].current == 2);
+    ck_assert_int_eq(r.sub[0].kind, VAL_HP_OK);
+    val_hparams_result_free(&r);
+}
+END_TEST
+
+START_TEST(hparams_bad_input)
+{
+    static const struct {
+        const char *doc, *msg;
+    } bad[] = {
+        {"{\"hparams\":[]}", "p.json: hparams: not an object"},
+        {"{\"hparams\":{\"engine\":[],\"updates\":[{\"step\":1,\"optimizer\":\"gpu\"}]}}",
+         "p.json: hparams.updates[0].optimizer: gpu; allowed: \"optimizer\" or \"backup_optimizer\""},
+        {"{\"hparams\":{\"engine\":[],\"updates\":[{\"step\":0,\"optimizer\":\"optimizer\"}]}}",
+         "p.json: hparams.updates[0].step: out of range or not an integer; allowed: an integer 1..100000"},
+        {"{\"hparams\":{\"engine\":[[{\"lr\":\"x\"}]],\"updates\":[]}}",
+         "p.json: hparams.engine[0][0].lr: not a finite number; allowed: a finite number"},
+    };
+    for (size_t i = 0; i < RL_COUNT(bad); i++) {
+        struct val_hparams h;
+        struct rl_err e = {0};
+        ck_assert_int_eq(val_hparams_parse(bad[i].doc, strlen(bad[i].doc), "p.json", &h, &e), RL_EINVAL);
+        ck_assert_str_eq(e.msg, bad[i].msg);
+        ck_assert_ptr_null(h.engine);
+    }
+    struct val_hparams h;
+    struct rl_err e = {0};
+    ck_assert_int_eq(val_hparams_parse("{}", 2, "p.json", &h, &e), 0);
+    ck_assert(!h.present);
 }
 END_TEST
 
@@ -581,6 +807,8 @@ Suite *TU_SUITE(void)
 {
     Suite *s = suite_create("deepspeed");
     TCase *t = tcase_create("oracle");
+    /* 807 recorded cells, each planned and judged: about 3.5 s on the loaded 2-core machine. */
+    tcase_set_timeout(t, 60);
     tcase_add_test(t, observed_placements_equal_the_plan);
     suite_add_tcase(s, t);
     t = tcase_create("probe");
@@ -591,6 +819,8 @@ Suite *TU_SUITE(void)
     tcase_add_test(t, probe_timers_shown);
     tcase_add_test(t, probe_bad_input);
     tcase_add_test(t, probe_file_name_is_not_a_format);
+    tcase_add_test(t, hparams_findings_by_hand);
+    tcase_add_test(t, hparams_bad_input);
     suite_add_tcase(s, t);
     t = tcase_create("log_config");
     tcase_add_test(t, log_config_read);

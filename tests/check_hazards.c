@@ -65,7 +65,14 @@ static const struct {
     {"stage 1 on 0.12.3", CFG("", "cpu", "1", ""), "0.12.3", 1, {"hazard  zero_optimization.stage 1", NULL, NULL, NULL}, NULL},
     /* The scheduler case is a warning: exit 0 without --strict. */
     {"scheduler", CFG("", "cpu", "3", ",\"optimizer\":{\"type\":\"AdamW\"},\"scheduler\":{\"type\":\"WarmupLR\"}"),
-     "0.12.4", 0, {"PASS", "warning scheduler type \"WarmupLR\"", "a reading of the code", "_optimizer_step"}, "hazard"},
+     "0.12.4", 0, {"PASS", "warning scheduler type \"WarmupLR\"", "observed with WarmupLR", "_optimizer_step"}, "hazard"},
+    /* An HF Trainer config (an "auto" value) has no scheduler block: the Trainer passes its own. */
+    {"hf trainer", CFG("", "cpu", "3", ",\"train_micro_batch_size_per_gpu\":\"auto\""), "0.19.8", 0,
+     {"PASS", "warning scheduler absent (the client's: an HF Trainer or Megatron run)", "on DeepSpeed 0.14.1", NULL},
+     "hazard"},
+    /* The same config without "auto" and without a block: a constant lr, nothing to warn about. */
+    {"no schedule", CFG("", "cpu", "3", ",\"train_micro_batch_size_per_gpu\":1"), "0.19.8", 0, {"PASS", NULL, NULL, NULL},
+     "scheduler"},
 };
 
 START_TEST(one_config_per_hazard)

@@ -392,6 +392,110 @@ START_TEST(recorded_cells)
 }
 END_TEST
 
+/* The audits of every short-set cell of every launch of `make ds-oracle` (tests/deepspeed/audit/cells/
+ * <release>-np<N>/<cell>.rla, every rank's records in one file, each sub-group trimmed to its
+ * first and last 4 elements): each record replays bit for bit, except what the cell was made to
+ * show, named from the cell's id (scripts/ds_oracle_cells.py):
+ * - "-wronglr": the backup optimizer stepped group 0 with twice its lr; "-wronglrcpu":
+ *   DeepSpeedCPUAdam stepped group 1 so: those records differ, with the lr named as the cause;
+ * - "-skip2": sub-group 2 was not stepped at step 3: its record is a skipped update;
+ * DeepSpeedCPUAdam's bias corrections as the release's IncrementStep makes them (0.14-0.18 recompute
+ * std::pow for every CPU sub-group of a step after the first: val_audit_set_release).
+ * - a split-mode schedule cell ("-split-...-sched-") and the Trainer cell: the backup optimizer's
+ *   group-0 sub-groups are bit-identical to the lr it held, which is not its param group's (the
+ *   scheduler-lr hazard); every other record matches its group. */
+START_TEST(recorded_oracle_cells)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/tests/deepspeed/audit/cells", tu_src());
+    DIR *d = opendir(dir);
+    ck_assert_msg(d, "%s: cannot open", dir);
+    int launches = 0, files = 0, ds = 0, torch = 0, wrong = 0, stale = 0, skipped = 0, ranks = 0;
+    struct dirent *ld;
+    while ((ld = readdir(d))) {
+        if (ld->d_name[0] == '.')
+            continue;
+        char sub[1300];
+        snprintf(sub, sizeof sub, "%s/%s", dir, ld->d_name);
+        DIR *c = opendir(sub);
+        if (!c)
+            continue;
+        launches++;
+        struct dirent *de;
+        while ((de = readdir(c))) {
+            size_t l = strlen(de->d_name);
+            if (l < 5 || strcmp(de->d_name + l - 4, ".rla") != 0)
+                continue;
+            files++;
+            char path[1600];
+            snprintf(path, sizeof path, "%s/%s", sub, de->d_name);
+            struct val_audit a;
+            struct rl_err e = {0};
+            ck_assert_msg(val_audit_read(path, &a, &e) == 0, "%s", e.msg);
+            /* The release, from the launch's folder ("0.17.6-np2"): its IncrementStep. */
+            char ver[64];
+            snprintf(ver, sizeof ver, "%s", ld->d_name);
+            char *dash = strchr(ver, '-');
+            if (dash)
+                *dash = 0;
+            struct rl_version v;
+            ck_assert_msg(rl_parse_version("launch", ver, &v, &e) == 0, "%s", e.msg);
+            ck_assert_int_eq(val_audit_set_release(&a, v, &e), 0);
+            const char *n = de->d_name;
+            bool wrongcpu = strstr(n, "-wronglrcpu") != NULL;
+            bool wronglr = !wrongcpu && strstr(n, "-wronglr") != NULL;
+            bool skip = strstr(n, "-skip2") != NULL;
+            bool sched = (strstr(n, "-split-") && strstr(n, "-sched-")) || strstr(n, "-trainer-");
+            struct val_audit_finding *f = calloc((size_t)a.n, sizeof *f);
+            ck_assert_int_eq(val_audit_replay(&a, f, &e), 0);
+            for (int i = 0; i < a.n; i++) {
+                const struct val_audit_rec *r = &a.rec[i];
+                ranks |= 1 << (r->rank < 8 ? r->rank : 7);
+                bool backup0 = r->optimizer_object == 1 && r->param_group == 0;
+                if ((wronglr && backup0) || (wrongcpu && r->optimizer_object == 0 && r->param_group == 1)) {
+                    wrong++;
+                    ck_assert_msg(f[i].status == VAL_AUDIT_DIFFERS && strstr(f[i].cause, "lr = 0.002's bit for bit"),
+                                  "%s/%s record %d: %s", ld->d_name, n, i, f[i].cause);
+                    continue;
+                }
+                if (skip && r->sub_group == 2) {
+                    skipped++;
+                    ck_assert_msg(f[i].status == VAL_AUDIT_DIFFERS && strstr(f[i].cause, "skipped update"),
+                                  "%s/%s record %d: %s", ld->d_name, n, i, f[i].cause);
+                    continue;
+                }
+                ck_assert_msg(f[i].status == VAL_AUDIT_IDENTICAL && f[i].formula_ok,
+                              "%s/%s record %d (rank %u sub-group %u, %s): %s, %lld differ, max %lld ulps: %s",
+                              ld->d_name, n, i, r->rank, r->sub_group, kern_replay_opt_name(r->optimizer),
+                              val_audit_status_name(f[i].status), (long long)f[i].n_diff, (long long)f[i].max_ulps,
+                              f[i].cause);
+                ck_assert_msg(f[i].hp_mismatch == (sched && backup0), "%s/%s record %d (rank %u sub-group %u): "
+                              "held lr %g, its group's %g", ld->d_name, n, i, r->rank, r->sub_group, r->held.lr,
+                              r->group.lr);
+                stale += f[i].hp_mismatch;
+                if (r->optimizer == KERN_REPLAY_DS_CPU_ADAM)
+                    ds++;
+                else
+                    torch++;
+            }
+            free(f);
+            val_audit_free(&a);
+        }
+        closedir(c);
+    }
+    closedir(d);
+    /* not vacuous: six releases at 1-3 ranks, both optimizers, every kind of finding */
+    ck_assert_int_ge(launches, 18);
+    ck_assert_int_gt(files, 18);
+    ck_assert_int_gt(ds, 0);
+    ck_assert_int_gt(torch, 0);
+    ck_assert_int_gt(wrong, 0);
+    ck_assert_int_gt(skipped, 0);
+    ck_assert_int_gt(stale, 0);
+    ck_assert_int_eq(ranks & 7, 7);
+}
+END_TEST
+
 START_TEST(slice_keeps_the_tail_boundary)
 {
     /* The hand case of ds_tail_fuses_the_other_product, as one element of a 9-element call on
@@ -476,6 +580,7 @@ Suite *replay_suite(void)
     tcase_add_test(tc, wrong_updates_are_named);
     tcase_add_test(tc, reader_refuses_bad_files);
     tcase_add_test(tc, recorded_cells);
+    tcase_add_test(tc, recorded_oracle_cells);
     tcase_add_test(tc, slice_keeps_the_tail_boundary);
     tcase_add_test(tc, validate_audit_needs_probe);
     tcase_add_test(tc, validate_probe_with_audit);

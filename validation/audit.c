@@ -231,9 +231,59 @@ static struct kern_replay_hparams hp_of(const struct val_audit_rec *r, const str
         .weight_decay = h->weight_decay, .adamw_mode = r->adamw_mode,
         .bias_correction = r->bias_correction, .step = step, .simd_width = r->simd_width,
         .tail_fma = r->tail_fma, .first_element = r->first_element,
-        .subgroup_numel = r->subgroup_numel,
+        .subgroup_numel = r->subgroup_numel, .ds_step_call = r->ds_step_call,
     };
     return k;
+}
+
+/* (rank, sub-group) of a DeepSpeedCPUAdam record, for val_audit_set_release. */
+struct rank_sg {
+    uint32_t rank, sub_group;
+};
+
+static int cmp_rank_sg(const void *x, const void *y)
+{
+    const struct rank_sg *a = x, *b = y;
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
+    return a->sub_group < b->sub_group ? -1 : a->sub_group > b->sub_group;
+}
+
+int val_audit_set_release(struct val_audit *a, struct rl_version v, struct rl_err *e)
+{
+    bool pow_steps = rl_version_cmp(v, (struct rl_version){0, 19, 0}) < 0;
+    struct rank_sg *k = calloc(a->n ? (size_t)a->n : 1, sizeof *k);
+    if (!k)
+        return rl_errf(e, RL_ENOMEM, "audit: out of memory");
+    int n = 0;
+    for (int i = 0; i < a->n; i++) {
+        a->rec[i].ds_step_call = KERN_REPLAY_DS_STEP_CHAIN;
+        if (a->rec[i].optimizer == KERN_REPLAY_DS_CPU_ADAM)
+            k[n++] = (struct rank_sg){a->rec[i].rank, a->rec[i].sub_group};
+    }
+    qsort(k, (size_t)n, sizeof *k, cmp_rank_sg);
+    for (int i = 0; pow_steps && i < a->n; i++) {
+        struct val_audit_rec *r = &a->rec[i];
+        if (r->optimizer != KERN_REPLAY_DS_CPU_ADAM)
+            continue;
+        /* Its rank's lowest and highest CPU sub-group (a trimmed file holds two records per
+         * sub-group): the first of several is the lowest. */
+        int lo = 0, hi = n;
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            if (k[mid].rank < r->rank)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        int first = lo, last = lo;
+        while (last + 1 < n && k[last + 1].rank == r->rank)
+            last++;
+        if (k[first].sub_group != k[last].sub_group)
+            r->ds_step_call = r->sub_group == k[first].sub_group ? KERN_REPLAY_DS_STEP_FIRST : KERN_REPLAY_DS_STEP_LATER;
+    }
+    free(k);
+    return 0;
 }
 
 /* Replays r from its "before" state with optimizer opt and hyperparameters k into s; then,
@@ -501,6 +551,12 @@ int val_audit_replay(const struct val_audit *a, struct val_audit_finding *f, str
         fi->n_diff = nd;
         fi->max_ulps = mu;
         fi->status = nd == 0 ? VAL_AUDIT_IDENTICAL : VAL_AUDIT_DIFFERS;
+        /* A run whose state already overflowed (a gradient of 1e21 gives v = inf) has no finite
+         * bound: the formula level cannot judge it, the bitwise one still does. */
+        if (nd == 0 && !isfinite(fi->formula_max)) {
+            fi->formula_ok = true;
+            fi->formula_na = true;
+        }
         /* What the other optimizer would have left from the same state: the per-step rounding
          * difference that moving this sub-group across the ratio's boundary makes. */
         fi->other_optimizer = r->optimizer == KERN_REPLAY_DS_CPU_ADAM ? KERN_REPLAY_TORCH_ADAMW

@@ -59,6 +59,8 @@ struct val_audit_rec {
     const float *param_after;        /* fp32 master after */
     const float *exp_avg_after;      /* m after */
     const float *exp_avg_sq_after;   /* v after */
+    int32_t ds_step_call;            /* not in the file: KERN_REPLAY_DS_STEP_* as the release's
+                                        IncrementStep reached it (val_audit_set_release; 0 until) */
 };
 
 /* A parsed audit file; owns rec and data. */
@@ -73,6 +75,12 @@ int val_audit_parse(const uint8_t *buf, size_t len, struct val_audit *a, struct 
 /* Reads (rl_read_bytes: a regular file, at most RL_INPUT_MAX_BYTES) and parses a file. */
 int val_audit_read(const char *path, struct val_audit *a, struct rl_err *e);
 void val_audit_free(struct val_audit *a);
+/* Tells the replay which DeepSpeed ran: for 0.14-0.18 (before 0.19.0; read in 0.14.1, 0.15.4,
+ * 0.16.9, 0.17.6, 0.18.9, and 0.19.8 for the new code) each DeepSpeedCPUAdam record gets its
+ * place among its rank's CPU sub-groups of the step (kernels/adam_replay.h
+ * KERN_REPLAY_DS_STEP_*): the lowest sub-group index is the first call (DeepSpeed steps them in
+ * index order), the rest later ones, a rank with one CPU sub-group the product chain. */
+int val_audit_set_release(struct val_audit *a, struct rl_version v, struct rl_err *e);
 
 /* The verdict on one record. */
 enum val_audit_status {
@@ -86,7 +94,9 @@ struct val_audit_finding {
     int64_t max_ulps;              /* largest distance in ulps over p, m, v (INT64_MAX: NaN) */
     int64_t n_sqrt_faithful;       /* torch: elements identical only with its faithful sqrt */
     double formula_max;            /* largest |p_after - p_formula| / bound over elements */
-    bool formula_ok;               /* formula_max <= 1: within the proven bound */
+    bool formula_ok;               /* formula_max <= 1: within the proven bound (or formula_na) */
+    bool formula_na;               /* bit-identical, but no finite bound: the state holds values that
+                                      overflow (inf or NaN in v after, from a gradient near 1e20) */
     bool hp_mismatch;              /* held != group (lr, betas, eps or weight decay) */
     int other_optimizer;           /* the other placement's optimizer (ds_cpu_adam <-> torch_adamw) */
     int64_t other_n_diff;          /* elements where its step from the same state differs (p, m, v) */
