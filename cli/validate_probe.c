@@ -565,6 +565,8 @@ int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli
     memset(&au, 0, sizeof au);
     memset(&bu, 0, sizeof bu);
     memset(&pb, 0, sizeof pb);
+    struct val_hparams_result hp;   /* freed at out: */
+    memset(&hp, 0, sizeof hp);
     memset(&c, 0, sizeof c);
     memset(&p, 0, sizeof p);
     int rc;
@@ -624,8 +626,6 @@ int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli
         overall = VAL_FAIL;
     /* Every rank's hyperparameter record (validation/hparams.h): rank 0's line, or the first rank
      * that fails. */
-    struct val_hparams_result hp;
-    memset(&hp, 0, sizeof hp);
     for (int i = 0; i < n; i++) {
         struct val_hparams h;
         struct val_hparams_result hr;
@@ -749,8 +749,8 @@ int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli
             printf("report     %s\n", cli_data(po->report));
     }
     rc = pass ? 0 : 1;
-    val_hparams_result_free(&hp);
 out:
+    val_hparams_result_free(&hp);
     free(af);
     free(bf);
     free(pairs);
