@@ -33,7 +33,7 @@ void sim__dep(struct builder *u, int from, int to)
         u->err = rc;
 }
 
-/* A memory change on rank memory at `task`'s end, recorded for the trace's counters. */
+/* A change of the rank's memory at `task`'s end, recorded for the trace's counters. */
 void sim__mem_event(struct builder *u, int task, int64_t delta)
 {
     struct sim__step *b = u->b;
