@@ -146,7 +146,6 @@ struct ex_run {
     int64_t t_origin_ns;              /* --trace: the run's time zero (after a barrier) */
 };
 
-int64_t ex__now_ns(void);
 /* ---- the segment map (segmap.c) ---- */
 /* The index in r->seg of the segment holding flat index f (f within the rank's flat range). */
 int ex__seg_find(const struct ex_run *r, int64_t f);
@@ -180,7 +179,13 @@ int ex__trace_write(struct ex_run *r, const char *path, struct rl_err *e);
  * the default) it asserts that a gather is never started into a buffer that another started and
  * not yet waited gather still fills (gather_buffers must exceed prefetch_depth). */
 int ex__gather_for(struct ex_run *r, bool forward, int i, int *next, struct rl_err *e);
-/* ---- the step's record (run.c) ---- */
+/* ---- the step's record (step_record.c): shared by run.c and the schedules, calls neither ---- */
+/* The monotonic clock in nanoseconds. */
+int64_t ex__now_ns(void);
+/* Keeps a trace record (phase < 0: a memory sample of `value` bytes). */
+void ex__trace_add(struct ex_run *r, int64_t t0, int64_t t1, int ph, int64_t value);
+/* Records the span [t0, t1) of phase ph and the bytes it moved. */
+void ex__span_add(struct ex_run *r, int ph, int64_t t0, int64_t t1, int64_t bytes);
 /* Records the span [t0, now) of phase ph and the bytes it moved. */
 void ex__phase_add(struct ex_run *r, int ph, int64_t t0, int64_t bytes);
 /* An asynchronous copy's bytes; its time comes from the backend (take_spans) when it has one,

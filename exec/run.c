@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 #include <zlib.h>   /* crc32, crc32_combine */
 
@@ -75,13 +74,6 @@ void ex_result_free(struct ex_result *r)
 {
     free(r->ranks);
     r->ranks = NULL;
-}
-
-int64_t ex__now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* ---- setup ----------------------------------------------------------------------------------- */
@@ -388,46 +380,6 @@ static int init_state(struct ex_run *r, struct rl_err *e)
 
 /* ---- the step -------------------------------------------------------------------------------- */
 
-/* Keeps a trace record (phase < 0: a memory sample of `value` bytes). */
-static void trace_add(struct ex_run *r, int64_t t0, int64_t t1, int ph, int64_t value)
-{
-    if (rl_grow(&r->tspans, &r->cap_tspans, sizeof *r->tspans, r->n_tspans + 1, 1024)) {
-        r->span_oom = true;
-        return;
-    }
-    r->tspans[r->n_tspans++] = (struct ex__tspan){.t0_ns = t0 - r->t_origin_ns, .t1_ns = t1 - r->t_origin_ns,
-                                                  .phase = ph, .rank = r->k, .value = value};
-}
-
-/* Records the span [t0, t1) of phase ph and the bytes it moved. */
-static void span_add(struct ex_run *r, int ph, int64_t t0, int64_t t1, int64_t bytes)
-{
-    r->ph_bytes[ph] += bytes;
-    if (rl_grow(&r->spans, &r->cap_spans, sizeof *r->spans, r->n_spans + 1, 256)) {
-        r->span_oom = true;
-        return;
-    }
-    r->spans[r->n_spans++] = (struct step_span){.start_ns = t0, .end_ns = t1, .phase = ph};
-    if (r->o->trace_path)
-        trace_add(r, t0, t1, ph, 0);
-}
-
-/* Records the span [t0, now) of phase ph and the bytes it moved. */
-void ex__phase_add(struct ex_run *r, int ph, int64_t t0, int64_t bytes)
-{
-    span_add(r, ph, t0, ex__now_ns(), bytes);
-}
-
-/* An asynchronous copy's bytes; its time comes from the backend (take_spans) when it has one,
- * else from the span [t0, now) the pipeline measured around it. */
-void ex__copy_done(struct ex_run *r, int ph, int64_t t0, int64_t bytes)
-{
-    if (r->be->take_spans)
-        r->ph_bytes[ph] += bytes;
-    else
-        ex__phase_add(r, ph, t0, bytes);
-}
-
 /* Moves the backend's finished copy spans into the step's spans (and the trace). */
 static void collect_copy_spans(struct ex_run *r, bool keep)
 {
@@ -443,7 +395,7 @@ static void collect_copy_spans(struct ex_run *r, bool keep)
             }
             r->spans[r->n_spans++] = buf[i];
             if (r->o->trace_path)
-                trace_add(r, buf[i].start_ns, buf[i].end_ns, buf[i].phase, 0);
+                ex__trace_add(r, buf[i].start_ns, buf[i].end_ns, buf[i].phase, 0);
         }
 }
 
@@ -527,7 +479,7 @@ static int gather_wait(struct ex_run *r, int b, struct rl_err *e)
     int64_t t0 = g->t0_ns, t1 = g->t1_ns ? g->t1_ns : ex__now_ns();
     if (r->be->allgather_times)   /* the device's own times (cuda: events on the comm stream) */
         RL_TRY(r->be->allgather_times(r->dev, g->req, &t0, &t1, e));
-    span_add(r, STEP_PH_ALLGATHER, t0, t1, g->bytes);
+    ex__span_add(r, STEP_PH_ALLGATHER, t0, t1, g->bytes);
     return 0;
 }
 
@@ -655,15 +607,6 @@ static int forward_backward(struct ex_run *r, int64_t it, struct rl_err *e)
     }
     return flush(r, it, e);
 }
-
-
-int ex__scalars(struct ex_run *r, int group, struct kern_adam_scalars *s, struct rl_err *e)
-{
-    struct kern_adam_hparams h = ex_hparams(r->o, group);
-    return kern_adam_scalars_make(&h, r->adam_step, s, e);
-}
-
-
 
 /* Any non-finite gradient on any rank (then the step is skipped): the schedule's scan of this
  * rank's gradients, then the count's maximum over the world. */
@@ -801,10 +744,10 @@ static int run_all(struct ex_run *r, struct ex_result *res, struct rl_err *e)
         r->skipped += skipped;
         if (o->trace_path) {
             struct ex_mem mm;
-            trace_add(r, t0, t1, s < o->warmup ? EX_TSPAN_WARMUP_STEP : EX_TSPAN_STEP, s + 1);
+            ex__trace_add(r, t0, t1, s < o->warmup ? EX_TSPAN_WARMUP_STEP : EX_TSPAN_STEP, s + 1);
             read_memory(r, &mm);
-            trace_add(r, t1, t1, EX_TSPAN_DEVICE_MEMORY, mm.device_used_bytes);
-            trace_add(r, t1, t1, EX_TSPAN_RSS, mm.rss_bytes);
+            ex__trace_add(r, t1, t1, EX_TSPAN_DEVICE_MEMORY, mm.device_used_bytes);
+            ex__trace_add(r, t1, t1, EX_TSPAN_RSS, mm.rss_bytes);
         }
         if (!rc && r->span_oom)
             rc = rl_errf(e, RL_ENOMEM, "out of host memory for the step's spans");

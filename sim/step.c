@@ -1,8 +1,9 @@
 /* sim/step.c — builds the task graph of one ZeRO-3 step for every GPU of a node, runs it on the
  * flow model and reduces the result to a step time, a per-phase breakdown and a memory
- * prediction. The machinery shared by both schedules lives here (blocks, resources, the task
- * constructors of sim/step_build.h, forward, backward, bucket flushes); each schedule's own tasks
- * are in its file: sim/step_ds.c (DeepSpeed's, per release) and sim/step_overlap.c. Cost: O(ranks x (blocks x min(grad_accum, 4) + buckets + sub-groups + chunks))
+ * prediction. The machinery shared by both schedules lives here (blocks, resources, forward,
+ * backward, bucket flushes); the task constructors of sim/step_build.h are sim/step_task.c, and
+ * each schedule's own tasks are in its file: sim/step_ds.c (DeepSpeed's, per release) and
+ * sim/step_overlap.c. Cost: O(ranks x (blocks x min(grad_accum, 4) + buckets + sub-groups + chunks))
  * tasks: a longer accumulation repeats the steady-state micro-step (sim/README.md). */
 #include <math.h>
 #include <stdlib.h>
@@ -456,225 +457,7 @@ int sim_step_memory(const struct plan *p, const struct hw_profile *hw, const str
     return step_setup(p, hw, in, gpu, &ranks, &t, r, e);
 }
 
-/* ---- graph construction: the task constructors (sim/step_build.h) -------------------------------- */
-int sim__add_task(struct builder *u, const char *name, int rank, int track, int phase, double work,
-                    int64_t lat_ns, double cap, int n, const int *res, const double *w, union sim_task_size size)
-{
-    struct sim_task t = {.name = name, .track = track, .phase = phase, .rank = rank, .latency_ns = lat_ns,
-                         .size = size};
-    t.req.work = work;
-    t.req.rate_cap = cap;
-    t.req.n_res = n;
-    for (int i = 0; i < n; i++) {
-        t.req.res[i] = res[i];
-        t.req.weight[i] = w[i];
-    }
-    int id = sim_graph_add(&u->b->g, &t);
-    if (id < 0 && !u->err)
-        u->err = id;
-    return id;
-}
-
-void sim__dep(struct builder *u, int from, int to)
-{
-    if (to < 0 || from < 0)
-        return;
-    int rc = sim_graph_dep(&u->b->g, from, to);
-    if (rc && !u->err)
-        u->err = rc;
-}
-
-static void mem_event(struct builder *u, int task, int64_t delta)
-{
-    struct sim__step *b = u->b;
-    if (!b->record_links || task < 0 || delta == 0)
-        return;
-    if (rl_grow(&b->mem, &b->cap_mem, sizeof *b->mem, b->n_mem + 1, 1024)) {
-        u->err = RL_ENOMEM;
-        return;
-    }
-    b->mem[b->n_mem++] = (struct sim__mem_ev){task, delta};
-}
-
-/* The DRAM a rank's host buffers live on: its socket's, or both halves with numa_interleave (the
- * inter-socket link then carries half the traffic). Appends to res/w; returns the count. */
-int sim__host_dram(const struct sim__step *b, int g, double bytes_per_unit, int *res, double *w, int n)
-{
-    if (b->t.numa_interleave && b->hw->n_sockets == 2 && b->r_isl >= 0) {
-        res[n] = b->r_dram[0], w[n++] = bytes_per_unit / 2;
-        res[n] = b->r_dram[1], w[n++] = bytes_per_unit / 2;
-        res[n] = b->r_isl, w[n++] = bytes_per_unit / 2;
-    } else {
-        res[n] = b->r_dram[sim__socket_of(b, g)], w[n++] = bytes_per_unit;
-    }
-    return n;
-}
-
-/* An emulated device (gpu.emulated: ratiolab's cpu backend) has no memory or cores of its own: its
- * memory traffic is the socket's DRAM and its work runs on the socket's cores, shared with the
- * host's share and with the other devices (its kernels on its stream threads, copies on a copy
- * thread). Its collectives run on the rank's thread once the stream that feeds them is done, and
- * the block's compute waits for them: nothing is gathered ahead or reduced behind the compute. */
-static bool emulated(const struct sim__step *b) { return b->hw->gpu_emulated != 0; }
-
-/* For an emulated device's activity on rank g: the socket's DRAM at `bytes_per_unit` and the
- * socket's cores, `threads` of them while it runs at its own full rate `rate` units/s (the cores
- * resource counts CPU-Adam elements per second per core). Appends to res/w; returns the count. */
-static int emulated_share(const struct sim__step *b, int g, double bytes_per_unit, int threads, double rate, int *res,
-                          double *w, int n)
-{
-    int k = sim__socket_of(b, g);
-    if (bytes_per_unit > 0)
-        res[n] = b->r_dram[k], w[n++] = bytes_per_unit;
-    if (rate > 0 && threads > 0)
-        res[n] = b->r_cores[k], w[n++] = threads * b->hw->cpu_adam_elems_per_core / rate;
-    return n;
-}
-
-/* Threads of one emulated device's kernels. */
-static int emulated_threads(const struct sim__step *b)
-{
-    return b->hw->gpu_emulated_cores > 0 ? b->hw->gpu_emulated_cores : 1;
-}
-
-/* A host copy of `bytes` for rank g: GPU link, switch uplink, DRAM of the host buffer's socket
- * (pageable: twice, the driver's staging copy, and capped at the profile's pageable rate), spread
- * over all sockets with numa_interleave. `calls` copies issued one after another (per parameter)
- * add their latencies. */
-int sim__host_copy(struct builder *u, const char *name, int g, bool h2d, bool pinned, double bytes, int phase,
-                     int64_t copied_bytes, int64_t calls)
-{
-    struct sim__step *b = u->b;
-    const struct hw_profile *hw = b->hw;
-    int res[SIM_MAX_RES], n = 0;
-    double w[SIM_MAX_RES];
-    int sw = hw->gpu_switch[b->gpu[g]];
-    res[n] = h2d ? b->r_h2d[g] : b->r_d2h[g], w[n++] = 1;
-    if (hw->n_switches > 0)
-        res[n] = h2d ? b->r_up_h2d[sw] : b->r_up_d2h[sw], w[n++] = 1;
-    if (emulated(b))   /* a memcpy on the copy thread: reads and writes the socket's DRAM, one core */
-        n = emulated_share(b, g, 2.0, 1, (h2d ? hw->h2d_pinned_gbps : hw->d2h_pinned_gbps) * 1e9, res, w, n);
-    else
-        n = sim__host_dram(b, g, pinned ? 1.0 : 2.0, res, w, n);
-    double cap = pinned ? 0 : sim_hw_pageable_gbps(hw, h2d) * 1e9;   /* the driver's bounce buffer */
-    int64_t lat = sim__us_to_ns(hw->lat_copy_us) * (calls > 0 ? calls : 1);
-    return sim__add_task(u, name, g, h2d ? SIM_TR_H2D : SIM_TR_D2H, phase, bytes, lat, cap, n, res, w,
-                    (union sim_task_size){.bytes = copied_bytes});
-}
-
-/* The CPU optimizer over `elems` for rank g: the socket's cores (the rank's share of them as its
- * own cap, at the chosen optimizer's per-core rate) and DRAM at dram_bytes_per_element. The cores
- * resource counts DeepSpeed-Adam elements, so a slower optimizer weighs more per element. */
-int sim__cpu_adam(struct builder *u, const char *name, int g, double elems, int64_t oversub_ns)
-{
-    struct sim__step *b = u->b;
-    const struct hw_profile *hw = b->hw;
-    int k = sim__socket_of(b, g);
-    int ranks_here = 0;
-    for (int i = 0; i < b->ranks; i++)
-        ranks_here += sim__socket_of(b, i) == k;
-    /* bound: the launcher's cores // ranks; unbound: the fair share of the time-sliced teams */
-    double cores = sim_cpu_rank_cores(hw, &b->t, b->ranks, hw->socket[k].cores, ranks_here);
-    double rate = b->t.cpu_optimizer == SIM_CPU_OPT_TORCH ? hw->torch_adam_elems_per_core : hw->cpu_adam_elems_per_core;
-    double cap = cores * rate;
-    if (oversub_ns > 0 && elems > 0)   /* the straggling regions stretch the call: its rate falls */
-        cap = elems / (elems / cap + (double)oversub_ns * 1e-9);
-    int res[SIM_MAX_RES], n = 0;
-    double w[SIM_MAX_RES];
-    res[n] = b->r_cores[k], w[n++] = hw->cpu_adam_elems_per_core / rate;
-    n = sim__host_dram(b, g, hw->cpu_adam_dram_bytes, res, w, n);
-    return sim__add_task(u, name, g, SIM_TR_CPU_ADAM, STEP_PH_CPU_ADAM, elems, 0, cap, n, res, w,
-                    (union sim_task_size){.elements = (int64_t)elems});
-}
-
-/* A pass of the rank's host thread over `elems` elements moving `bytes_per_elem` bytes of DRAM
- * each (a cast, the unscale multiply, the inf/nan scan): DRAM-bound, on the host thread's track.
- * `calls` per-parameter operations add a kernel-launch-sized host overhead each. */
-int sim__host_pass(struct builder *u, const char *name, int g, double elems, double bytes_per_elem, int phase,
-                     int64_t calls)
-{
-    struct sim__step *b = u->b;
-    int res[SIM_MAX_RES], n = 0;
-    double w[SIM_MAX_RES];
-    n = sim__host_dram(b, g, bytes_per_elem, res, w, n);
-    int64_t lat = sim__us_to_ns(b->hw->lat_launch_us) * (calls > 0 ? calls : 0);
-    return sim__add_task(u, name, g, SIM_TR_HOST, phase, elems, lat, 0, n, res, w,
-                    (union sim_task_size){.elements = (int64_t)elems});
-}
-
-/* PyTorch's intra-op threads of one rank: sim_train.intraop_threads, or PyTorch's default, the
- * node's physical cores (at::get_num_threads() without OMP_NUM_THREADS; DeepSpeed's launcher sets
- * it only with --bind_cores_to_rank). */
-int sim__intraop_threads(const struct sim__step *b)
-{
-    if (b->t.intraop_threads > 0)
-        return b->t.intraop_threads;
-    return sim_cpu_team_threads(b->hw, &b->t, b->ranks);   /* OMP_NUM_THREADS = cores // ranks when bound */
-}
-
-/* Fresh pageable memory first touched by `threads` threads of rank g: `bytes` of page faults and
- * zeroing beyond the write itself, at the profile's per-thread rate times the threads (their own
- * cap), on the socket's fault resource (its all-threads rate, shared by the ranks there) and its
- * DRAM (the kernel zeroes every page once). On the host thread's track, in `phase`. */
-int sim__host_fault(struct builder *u, const char *name, int g, double bytes, int threads, int phase)
-{
-    struct sim__step *b = u->b;
-    int res[SIM_MAX_RES], n = 0;
-    double w[SIM_MAX_RES];
-    res[n] = b->r_fault[sim__socket_of(b, g)], w[n++] = 1;
-    n = sim__host_dram(b, g, 1.0, res, w, n);
-    double cap = (threads > 0 ? threads : 1) * b->hw->host_fault_gbps_per_thread * 1e9;
-    return sim__add_task(u, name, g, SIM_TR_HOST, phase, bytes, 0, cap, n, res, w,
-                    (union sim_task_size){.bytes = (int64_t)bytes});
-}
-
-/* PyTorch's CPU dtype cast (the copy kernel, parallel over the intra-op threads) of `elems`
- * elements on rank g: `threads` threads at the profile's per-thread cast rate (their cap), on the
- * socket's cores (the cores resource counts CPU-Adam elements, so a cast element weighs
- * adam rate / cast rate: the ranks' casts and CPU Adams share the cores) and DRAM at
- * `bytes_per_elem`. `calls` per-parameter calls add a launch-sized host overhead each. */
-int sim__host_cast(struct builder *u, const char *name, int g, double elems, double bytes_per_elem, int threads,
-                     int phase, int64_t calls)
-{
-    struct sim__step *b = u->b;
-    const struct hw_profile *hw = b->hw;
-    int res[SIM_MAX_RES], n = 0;
-    double w[SIM_MAX_RES];
-    res[n] = b->r_cores[sim__socket_of(b, g)], w[n++] = hw->cpu_adam_elems_per_core / hw->host_cast_elems_per_thread;
-    n = sim__host_dram(b, g, bytes_per_elem, res, w, n);
-    double cap = (threads > 0 ? threads : 1) * hw->host_cast_elems_per_thread;
-    int64_t lat = sim__us_to_ns(hw->lat_launch_us) * (calls > 0 ? calls : 0);
-    return sim__add_task(u, name, g, SIM_TR_HOST, phase, elems, lat, cap, n, res, w,
-                    (union sim_task_size){.elements = (int64_t)elems});
-}
-
-/* A streaming GPU kernel over `elems` elements moving `bytes_per_elem` bytes of HBM each. */
-int sim__gpu_pass(struct builder *u, const char *name, int g, double elems, double bytes_per_elem, int phase,
-                    int track)
-{
-    struct sim__step *b = u->b;
-    int res[SIM_MAX_RES] = {b->r_hbm[g]}, n = 1;
-    double w[SIM_MAX_RES] = {bytes_per_elem};
-    if (emulated(b))   /* the device's own rate (hbm) on the socket's DRAM and cores */
-        n = emulated_share(b, g, bytes_per_elem, emulated_threads(b),
-                           b->f.res[b->r_hbm[g]].capacity / bytes_per_elem, res, w, n);
-    return sim__add_task(u, name, g, track, phase, elems, sim__us_to_ns(b->hw->lat_launch_us), 0, n, res, w,
-                    (union sim_task_size){.elements = (int64_t)elems});
-}
-
-/* A pure host delay (syncs, tiny collectives waited on): no resources, spans its latency. */
-int sim__host_delay(struct builder *u, const char *name, int g, int64_t ns, int phase)
-{
-    return sim__add_task(u, name, g, SIM_TR_HOST, phase, 0, ns, 0, 0, NULL, NULL, SIM__NO_SIZE);
-}
-
-/* GPU Adam over `elems`: HBM-bound, 30 bytes per element (read fp32 p, g, m, v; write p, m, v and
- * the 16-bit parameter). */
-int sim__gpu_adam(struct builder *u, const char *name, int g, double elems)
-{
-    return sim__gpu_pass(u, name, g, elems, 30.0, STEP_PH_GPU_ADAM, SIM_TR_COMPUTE);
-}
-
+/* ---- graph construction (the task constructors: sim/step_task.c) --------------------------------- */
 enum coll_kind { COLL_AG, COLL_RS, COLL_AR };
 _Static_assert((int)COLL_AG == (int)SIM_COLL_AG && (int)COLL_RS == (int)SIM_COLL_RS && (int)COLL_AR == (int)SIM_COLL_AR,
                "collective() passes its kind to sim_coll_cost");
@@ -707,8 +490,8 @@ static int collective(struct builder *u, const char *name, int g, enum coll_kind
         res[m] = b->r_d2h[g], w[m++] = share;
     }
     double cap = m == 0 ? busbw * 1e9 : 0;   /* a group on one GPU's NVLink share */
-    if (emulated(b))   /* MPI's shared-memory copies run on the rank's thread */
-        m = emulated_share(b, g, 0, 1, busbw * 1e9, res, w, m);
+    if (sim__emulated(b))   /* MPI's shared-memory copies run on the rank's thread */
+        m = sim__emulated_share(b, g, 0, 1, busbw * 1e9, res, w, m);
     double lat = inter ? hw->lat_coll_inter_us : hw->lat_coll_intra_us;
     if (inter && local > 0 && n % local == 0) {
         struct sim_coll_cost cc;
@@ -797,8 +580,9 @@ static int block_compute(struct builder *u, struct streams *st, const struct pas
     if (flops > 0) {
         int res[SIM_MAX_RES] = {u->b->r_sm[g]}, n = 1;
         double w[SIM_MAX_RES] = {1};
-        if (emulated(u->b))   /* the device's GEMMs on the socket's cores */
-            n = emulated_share(u->b, g, 0, emulated_threads(u->b), u->b->f.res[u->b->r_sm[g]].capacity, res, w, n);
+        if (sim__emulated(u->b))   /* the device's GEMMs on the socket's cores */
+            n = sim__emulated_share(u->b, g, 0, sim__emulated_threads(u->b), u->b->f.res[u->b->r_sm[g]].capacity, res,
+                                    w, n);
         int c = sim__add_task(u, name, g, SIM_TR_COMPUTE, phase, flops, pc->launch_ns, 0, n, res, w,
                          (union sim_task_size){.flops = (int64_t)flops});
         sim__dep(u, st->compute, c);
@@ -806,7 +590,7 @@ static int block_compute(struct builder *u, struct streams *st, const struct pas
         sim__dep(u, ag, c);
         st->compute = first = c;
         if (inner)
-            mem_event(u, c, act_delta);
+            sim__mem_event(u, c, act_delta);
         if (pc->tp > 1 && inner) {
             int ar = collective(u, "tp_allreduce", g, COLL_AR, pc->ar_bytes, pc->tp, pc->tp_local,
                                 STEP_PH_TP_ALLREDUCE, SIM_TR_COMPUTE);
@@ -820,7 +604,7 @@ static int block_compute(struct builder *u, struct streams *st, const struct pas
         st->compute = first = z;
     }
     if (ag >= 0) /* released after use */
-        mem_event(u, st->compute, -k->full_numel[i] * pc->dtype);
+        sim__mem_event(u, st->compute, -k->full_numel[i] * pc->dtype);
     return first;
 }
 
@@ -897,9 +681,9 @@ static int param_fetch(struct builder *u, struct graph_ctx *c, int g, int i, boo
     sim__dep(u, c->st[g].gather, t);
     if (!(c->dp > 1 && k->full_numel[i] > 0)) {
         c->st[g].gather = t;
-        mem_event(u, t, k->full_numel[i] * c->dtype);
+        sim__mem_event(u, t, k->full_numel[i] * c->dtype);
         *holds = true;
-    } else if (!emulated(u->b)) {
+    } else if (!sim__emulated(u->b)) {
         /* the hook that issues it: depth blocks earlier in this pass (forward: the first block at
          * most). The backward gathers the blocks its first depth + 1 blocks need each after the
          * previous block's compute (build_backward), so their fetches are their own blocks' */
@@ -925,7 +709,7 @@ static int param_fetch(struct builder *u, struct graph_ctx *c, int g, int i, boo
 static double prefetch_ahead_fraction(const struct builder *u, const struct graph_ctx *c, int i)
 {
     const struct sim__step *b = u->b;
-    if (!c->ds || emulated(b))
+    if (!c->ds || sim__emulated(b))
         return 1.0;
     if (b->t.zero3_prefetch_off)
         return 0.0;
@@ -947,7 +731,7 @@ static int gather_rest(struct builder *u, struct graph_ctx *c, int g, int i, int
     sim__dep(u, pf, rest);
     sim__dep(u, prev, rest);
     if (ag < 0)
-        mem_event(u, rest, u->k.full_numel[i] * c->dtype);
+        sim__mem_event(u, rest, u->k.full_numel[i] * c->dtype);
     c->st[g].gather = rest;
     return rest;
 }
@@ -975,10 +759,10 @@ static void build_forward(struct builder *u, struct graph_ctx *c)
                     sim__dep(u, pf, ag);
                     if (i - 1 - c->depth >= 0)
                         sim__dep(u, fwd[(i - 1 - c->depth) * G + g], ag);
-                    if (emulated(u->b))   /* gathered when the previous block is done */
+                    if (sim__emulated(u->b))   /* gathered when the previous block is done */
                         sim__dep(u, st[g].compute, ag);
                     st[g].gather = ag;
-                    mem_event(u, ag, k->full_numel[i] * dtype);
+                    sim__mem_event(u, ag, k->full_numel[i] * dtype);
                 }
                 ag = gather_rest(u, c, g, i, ag, pf, i > 0 ? fwd[(i - 1) * G + g] : -1);
             }
@@ -999,12 +783,12 @@ static void build_flush(struct builder *u, struct graph_ctx *c, const struct flu
     struct streams *st = c->st;
     int *flush_end = c->flush_end;
     for (int g = 0; g < G; g++) {
-        if (emulated(u->b) && u->b->hw->gpu_emulated_grad_per_s > 0) {
+        if (sim__emulated(u->b) && u->b->hw->gpu_emulated_grad_per_s > 0) {
             /* The executor's backward writes the bucket's gradients (its synthetic shares, 4 B
              * each) on the device's compute thread before the reduce-scatter. */
             int res[SIM_MAX_RES], n;
             double w[SIM_MAX_RES];
-            n = emulated_share(u->b, g, 4.0, 1, u->b->hw->gpu_emulated_grad_per_s, res, w, 0);
+            n = sim__emulated_share(u->b, g, 4.0, 1, u->b->hw->gpu_emulated_grad_per_s, res, w, 0);
             int sy = sim__add_task(u, "grad_shares", g, SIM_TR_COMPUTE, STEP_PH_BACKWARD, (double)fl->full, 0,
                               u->b->hw->gpu_emulated_grad_per_s, n, res, w, (union sim_task_size){.elements = fl->full});
             sim__dep(u, st[g].compute, sy);
@@ -1039,7 +823,7 @@ static void build_flush(struct builder *u, struct graph_ctx *c, const struct flu
             sim__ds_partition_grads(u, &st[g], c->dr, g, fl, last, boundary);
             flush_end[(n_flush % 3) * G + g] = st[g].reduce;
         }
-        if (emulated(u->b) && st[g].reduce >= 0) {   /* the flush is done before the next block's gather */
+        if (sim__emulated(u->b) && st[g].reduce >= 0) {   /* the flush is done before the next block's gather */
             int z = sim__add_task(u, "flushed", g, SIM_TR_COMPUTE, -1, 0, 0, 0, 0, NULL, NULL, SIM__NO_SIZE);
             sim__dep(u, st[g].compute, z);
             sim__dep(u, st[g].reduce, z);
@@ -1072,12 +856,12 @@ static void build_backward(struct builder *u, struct graph_ctx *c, bool boundary
                                     c->dp_local, STEP_PH_ALLGATHER, SIM_TR_GATHER);
                     sim__dep(u, st[g].gather, ag);
                     sim__dep(u, pf, ag);
-                    if (i + 1 + c->depth < k->n && !emulated(b))
+                    if (i + 1 + c->depth < k->n && !sim__emulated(b))
                         sim__dep(u, bwd[(i + 1 + c->depth) * G + g], ag);
                     else   /* not before the forward is done; an emulated device gathers no block ahead */
                         sim__dep(u, st[g].compute, ag);
                     st[g].gather = ag;
-                    mem_event(u, ag, k->full_numel[i] * dtype);
+                    sim__mem_event(u, ag, k->full_numel[i] * dtype);
                 }
                 ag = gather_rest(u, c, g, i, ag, pf, i + 1 < k->n ? bwd[(i + 1) * G + g] : st[g].compute);
             }

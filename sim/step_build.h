@@ -1,8 +1,9 @@
 /* sim/step_build.h — the task-graph builder of the step model, shared by the machinery
  * (sim/step.c: blocks, resources, forward, backward, flushes) and the two optimizer schedules
  * (sim/step_ds.c: DeepSpeed's step per release; sim/step_overlap.c: ratiolab's overlap schedule).
- * Each schedule adds its tasks through the constructors below, which put a task on its resources
- * (links, DRAM, cores, SMs) and its track; nothing here runs the graph. Internal to sim/. */
+ * Each schedule adds its tasks through the constructors below (sim/step_task.c), which put a task
+ * on its resources (links, DRAM, cores, SMs) and its track; nothing here runs the graph. Internal
+ * to sim/. */
 #ifndef RL_SIM_STEP_BUILD_H
 #define RL_SIM_STEP_BUILD_H
 
@@ -83,8 +84,21 @@ static inline void sim__set_latency(struct builder *u, int task, int64_t ns)
         u->b->g.task[task].latency_ns = ns;
 }
 
-/* ---- task constructors (step.c); each returns the task's index, or a negative RL_E* (sticky in
- * u->err) ---- */
+/* An emulated device (gpu.emulated: ratiolab's cpu backend) has no memory or cores of its own: its
+ * memory traffic is the socket's DRAM and its work runs on the socket's cores, shared with the
+ * host's share and with the other devices (its kernels on its stream threads, copies on a copy
+ * thread). Its collectives run on the rank's thread once the stream that feeds them is done, and
+ * the block's compute waits for them: nothing is gathered ahead or reduced behind the compute. */
+static inline bool sim__emulated(const struct sim__step *b) { return b->hw->gpu_emulated != 0; }
+
+/* Threads of one emulated device's kernels. */
+static inline int sim__emulated_threads(const struct sim__step *b)
+{
+    return b->hw->gpu_emulated_cores > 0 ? b->hw->gpu_emulated_cores : 1;
+}
+
+/* ---- task constructors (step_task.c); each returns the task's index, or a negative RL_E* (sticky
+ * in u->err) ---- */
 int sim__add_task(struct builder *u, const char *name, int rank, int track, int phase, double work,
                     int64_t lat_ns, double cap, int n, const int *res, const double *w, union sim_task_size size);
 void sim__dep(struct builder *u, int from, int to);
@@ -130,6 +144,14 @@ int sim__gpu_adam(struct builder *u, const char *name, int g, double elems);
 /* The DRAM a rank's host buffers live on: its socket's, or both halves with numa_interleave (the
  * inter-socket link then carries half the traffic). Appends to res/w; returns the count. */
 int sim__host_dram(const struct sim__step *b, int g, double bytes_per_unit, int *res, double *w, int n);
+/* For an emulated device's activity on rank g: the socket's DRAM at `bytes_per_unit` and the
+ * socket's cores, `threads` of them while it runs at its own full rate `rate` units/s (the cores
+ * resource counts CPU-Adam elements per second per core). Appends to res/w; returns the count. */
+int sim__emulated_share(const struct sim__step *b, int g, double bytes_per_unit, int threads, double rate,
+                        int *res, double *w, int n);
+/* Records a change of `delta` bytes of rank memory at the end of `task` for the trace's counters
+ * (only when the run records links; a failed allocation sets u->err). */
+void sim__mem_event(struct builder *u, int task, int64_t delta);
 
 /* ---- the schedules: each adds rank g's optimizer step after task `ready` ---- */
 /* DeepSpeed's partition_grads for one flushed bucket on rank g (step_ds.c). */
