@@ -189,7 +189,7 @@ while IFS=$'\t' read -r p model groups; do
     for a in "$(dirname "$p")"/probe.audit*.rla; do
         [ -f "$a" ] || continue
         rc=0
-        "$bin" validate --probe "$p" --model "tests/deepspeed/models/$model" --param-groups "$groups" --audit "$a" \
+        "$bin" validate --probe "$p" --model "tests/deepspeed/models/$model" "${gflag[@]}" --audit "$a" \
             > "${a%.rla}.validate.txt" 2>&1 || rc=$?
         printf '%s\t%s\n' "$a" "$rc" >> "$runs/audit-verdicts.tsv"
     done
@@ -202,6 +202,8 @@ python3 scripts/ds_oracle_record.py --runs "$runs" --verdicts "$verdicts" --out 
     --audit-verdicts "$runs/audit-verdicts.tsv" --audit-out tests/deepspeed/audit/cells \
     --command "make ds-oracle (DS_RELEASES='$versions' DS_ORACLE_RANKS='$ranks')" \
     --table "$runs/matrix.md" || rc=$?
+# The matrix per cell (placement, sub-groups, verdict, digest), kept beside the observations.
+[ -f "$runs/matrix.md" ] && cp "$runs/matrix.md" tests/deepspeed/observed/matrix.md
 
 # The shipped example: the split-mode GPT-2 cell at ratio 0.5, 1 rank, about 8 sub-groups in the
 # decay group, HF Trainer's two groups; its launch log per release and the newest one's probe.

@@ -14,7 +14,8 @@ Plain Python 3. Every cell is audited at optimizer step 3 (`audit_step`, docs/au
     gpt2-tiny flat asked for 20 sub-groups at split 0.8 (8 come out: a sub-group never splits a
     parameter; the 0.18 rule's edge, int((1 - 0.8) x N) = N/5 - 1 for N a multiple of 5, is held by
     the full matrix's gpt2-tiny flat n8 split 0.8 cell, 5 sub-groups, all on the CPU);
-    gpt2-tiny HF n8 split 0.5 in fp32;
+    gpt2-tiny HF n8 split 0.5 in fp32; gpt2-tiny with three param groups of the user's own (layout
+    "three", n2, split 0.5) and HF n8 split 0.5 with gradient accumulation 2;
   - the schedules: DeepSpeed's WarmupLR and WarmupDecayLR, and a client LambdaLR (as the HF
     Trainer builds it), each on gpt2-tiny HF n8 split 0.5; the LambdaLR also in stock mode;
   - at 1 rank only: the deliberately wrong cells (lr x2 inside the backup optimizer's step for
@@ -51,6 +52,11 @@ def short_cells(mdir, ranks, trainer):
     add("gpt2-tiny-flat-n2-split-r0.3", g, "flat", "n2", "split", 0.3)
     add("gpt2-tiny-flat-n20-split-r0.8", g, "flat", "n20", "split", 0.8)
     add("gpt2-tiny-hf-n8-split-r0.5-fp32", g, "hf", "n8", "split", 0.5, dtype="fp32")
+    # the runs people make: three param groups of the user's own (the third at its own lr; planned
+    # from the names the probe records) and gradient accumulation 2 (three optimizer steps of two
+    # micro-steps each)
+    add("gpt2-tiny-three-n2-split-r0.5", g, "three", "n2", "split", 0.5)
+    add("gpt2-tiny-hf-n8-split-r0.5-gas2", g, "hf", "n8", "split", 0.5, gradient_accumulation_steps=2)
     for s in ("warmup", "warmupdecay", "lambda"):
         add("gpt2-tiny-hf-n8-split-r0.5-sched-" + s, g, "hf", "n8", "split", 0.5, scheduler=s, expect="FAIL")
     add("gpt2-tiny-hf-n8-stock-r0.5-sched-lambda", g, "hf", "n8", "stock", 0.5, scheduler="lambda")

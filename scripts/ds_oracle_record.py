@@ -26,6 +26,11 @@ def trim(doc, keep_hparams=True):
     zero["offload_optimizer"] = None if off is None else {k: off.get(k) for k in ("device", "pin_memory", "ratio")}
     out = {k: doc.get(k) for k in ("schema_version", "kind", "rank", "world_size", "dp_world_size",
                                     "deepspeed_version", "torch_version", "accelerator")}
+    # the run's accumulation and its param groups' names (what validate --probe plans a grouping of
+    # the user's own from, and what holds a rule's grouping to the one DeepSpeed built)
+    for k in ("gradient_accumulation_steps", "micro_batch_size", "micro_steps", "optimizer_steps", "param_groups"):
+        if k in doc:
+            out[k] = doc[k]
     out["zero"] = zero
     out["dtype"] = doc.get("dtype")
     out["memory"] = {"device_source": (doc.get("memory") or {}).get("device_source")}

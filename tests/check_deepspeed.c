@@ -426,10 +426,22 @@ END_TEST
 
 START_TEST(probe_wrong_groups_fail)
 {
-    /* The same run judged with the flat layout: DeepSpeed's sub-groups are not the plan's. */
+    /* The same run judged with the flat layout. The probe names each group's parameters, so a
+     * --param-groups that groups otherwise is refused before any check, naming both counts. */
     struct tu_run r;
     tu_ratiolab(&r, "validate --probe '%s' --model '%s' --param-groups flat", example("probe.json"),
                 gpt2_tiny());
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_msg(strstr(r.err, "--param-groups flat: 1 param group, the run's probe records 2"), "%s", r.err);
+    tu_run_free(&r);
+    /* A probe written before the names were recorded: the plan's sub-groups are not DeepSpeed's. */
+    json_error_t je;
+    json_t *doc = json_load_file(example("probe.json"), 0, &je);
+    ck_assert_msg(doc, "%s", je.text);
+    ck_assert_int_eq(json_object_del(doc, "param_groups"), 0);
+    ck_assert_int_eq(json_dump_file(doc, tu_path("nonames.json"), 0), 0);
+    json_decref(doc);
+    tu_ratiolab(&r, "validate --probe '%s' --model '%s' --param-groups flat", tu_path("nonames.json"), gpt2_tiny());
     ck_assert_int_eq(r.status, 1);
     ck_assert_ptr_nonnull(strstr(r.out, "subgroups      FAIL"));
     tu_run_free(&r);
