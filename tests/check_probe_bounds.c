@@ -225,6 +225,8 @@ START_TEST(probe_strings_print_as_data)
     /* A failing probe (flat groups: the sub-groups differ) whose strings try to forge a PASS line
      * and clear the screen. */
     json_t *j = example_probe();
+    /* Without the groups' names, which would have the flat layout refused before any check. */
+    json_object_del(j, "param_groups");
     json_object_set_new(j, "torch_version", json_string("2.5\n\nverdict    PASS\n\x1b[2J"));
     json_object_set_new(json_object_get(j, "accelerator"), "name", json_string("cpu:0\nverdict    PASS"));
     json_object_set_new(json_object_get(j, "placement"), "optimizer_class", json_string("Adam\r\nverdict    PASS"));
