@@ -249,6 +249,32 @@ def scheduler_setup(cell, config):
     raise ValueError("cell %s: scheduler %r (allowed: %s, lambda)" % (cell["id"], kind, ", ".join(SCHEDULERS)))
 
 
+def write_probe(doc, cdir, rank):
+    """The cell's probe document, this rank's file (probe.json, probe.rankR.json)."""
+    path = ratiolab_probe._rank_path(os.path.join(cdir, "probe.json"), rank)
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+
+
+def cell_failed(ex, cdir, rank):
+    """A failing cell: its traceback into error.rankR.txt; the one-line reason returned."""
+    import traceback
+    with open(os.path.join(cdir, "error.rank%d.txt" % rank), "w") as f:
+        f.write(traceback.format_exc())
+    return "%s: %s" % (type(ex).__name__, ex)
+
+
+def cell_done(acc, old_name, log):
+    """After every cell, failed or not: the accelerator's name back, its log closed, the cell's
+    objects collected before the next cell builds its engine."""
+    acc._name = old_name
+    if log:
+        log.close()
+    gc.collect()
+    gc.freeze()
+
+
 def run_cell(cell, out, ds_ver):
     import deepspeed
     from deepspeed.accelerator import get_accelerator
@@ -338,26 +364,16 @@ def run_cell(cell, out, ds_ver):
             "fp32_full_sha256": digest_full, "cell_seconds": round(time.perf_counter() - t0, 3),
             "phase_seconds": ph.seconds,
         }
-        path = ratiolab_probe._rank_path(os.path.join(cdir, "probe.json"), rank)
-        with open(path, "w") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
+        write_probe(doc, cdir, rank)
         probe.out = None  # written: nothing more at exit
         if hasattr(engine, "destroy"):
             engine.destroy()
         del engine, probe, model, groups
         return None
     except Exception as ex:  # noqa: BLE001 -- one failing cell is recorded, the others go on
-        import traceback
-        with open(os.path.join(cdir, "error.rank%d.txt" % rank), "w") as f:
-            f.write(traceback.format_exc())
-        return "%s: %s" % (type(ex).__name__, ex)
+        return cell_failed(ex, cdir, rank)
     finally:
-        acc._name = old_name
-        if log:
-            log.close()
-        gc.collect()
-        gc.freeze()
+        cell_done(acc, old_name, log)
 
 
 def run_trainer_cell(cell, out, ds_ver):
@@ -420,26 +436,16 @@ def run_trainer_cell(cell, out, ds_ver):
             "expect": cell.get("expect", "PASS"),
             "fp32_full_sha256": digest_full, "cell_seconds": round(time.perf_counter() - t0, 3),
         }
-        path = ratiolab_probe._rank_path(os.path.join(cdir, "probe.json"), rank)
-        with open(path, "w") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
+        write_probe(doc, cdir, rank)
         cb.probe.out = None
         if hasattr(engine, "destroy"):
             engine.destroy()
         del engine, trainer, model, cb
         return None
     except Exception as ex:  # noqa: BLE001 -- one failing cell is recorded, the others go on
-        import traceback
-        with open(os.path.join(cdir, "error.rank%d.txt" % rank), "w") as f:
-            f.write(traceback.format_exc())
-        return "%s: %s" % (type(ex).__name__, ex)
+        return cell_failed(ex, cdir, rank)
     finally:
-        acc._name = old_name
-        if log:
-            log.close()
-        gc.collect()
-        gc.freeze()
+        cell_done(acc, old_name, log)
 
 
 def wrong_kind(cell):
