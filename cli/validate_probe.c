@@ -15,6 +15,7 @@
 #include "validation/audit.h"
 #include "validation/hparams.h"
 #include "validation/probe.h"
+#include "validation/probe_run.h"
 
 static double gib(int64_t b) { return (double)b / RL_GIB; }
 
@@ -182,58 +183,6 @@ static json_t *checks_json(const struct val_probe_result *r)
     return ch;
 }
 
-/* Rank 0's file and, for a run of several ranks, every rank's file beside it (val_probe_rank_path),
- * each checked to belong to rank 0's run. prs and paths get world_size entries (owned by the caller:
- * val_probe_free each, free the paths). */
-static int read_ranks(const char *path, struct val_probe **prs_out, char ***paths_out, int *n_out, struct rl_err *e)
-{
-    struct val_probe first;
-    int rc = val_probe_read(path, &first, e);
-    if (rc)
-        return rc;
-    int n = first.world_size;
-    if (first.rank != 0) {
-        char r0[4200];
-        snprintf(r0, sizeof r0, "%s", path);
-        val_probe_free(&first);
-        return rl_errf(e, RL_EINVAL, "%s: rank: %d; allowed: 0 (give rank 0's file: the files of ranks 1..%d are "
-                       "found beside it, named <stem>.rank<R>.json)", r0, first.rank, n - 1);
-    }
-    struct val_probe *prs = calloc((size_t)n, sizeof *prs);
-    char **paths = calloc((size_t)n, sizeof *paths);
-    if (!prs || !paths) {
-        free(prs);
-        free(paths);
-        val_probe_free(&first);
-        return rl_errf(e, RL_ENOMEM, "validate: out of memory");
-    }
-    prs[0] = first;
-    paths[0] = strdup(path);
-    *prs_out = prs;
-    *paths_out = paths;
-    *n_out = n;
-    if (!paths[0])
-        return rl_errf(e, RL_ENOMEM, "validate: out of memory");
-    for (int i = 1; i < n; i++) {
-        char rp[4200];
-        if ((rc = val_probe_rank_path(path, i, rp, sizeof rp, e)))
-            return rc;
-        if (!(paths[i] = strdup(rp)))
-            return rl_errf(e, RL_ENOMEM, "validate: out of memory");
-        struct rl_err re = {0};
-        if ((rc = val_probe_read(rp, &prs[i], &re))) {
-            if (rc == RL_ENOENT || strstr(re.msg, "No such file"))
-                return rl_errf(e, RL_EINVAL, "%s: rank %d of the run's %d: its file %s is missing (ratiolab_probe "
-                               "writes one per rank beside rank 0's; copy every rank's file together)", path, i, n, rp);
-            *e = re;
-            return rc;
-        }
-        if ((rc = val_probe_same_run(&prs[0], &prs[i], rp, i, e)))
-            return rc;
-    }
-    return 0;
-}
-
 /* One text line per audited sub-group (docs/audit-format.md). */
 static void print_audit(const char *path, const struct val_audit *a, const struct val_audit_finding *f)
 {
@@ -295,41 +244,6 @@ static json_t *audit_json(const char *path, const struct val_audit *a, const str
     }
     json_object_set_new(o, "sub_groups", arr);
     return o;
-}
-
-/* Reads and replays one audit file; flag names it in messages. */
-static int read_replay(const char *path, const char *field, const char *flag, struct rl_version release,
-                       struct val_audit *a, struct val_audit_finding **f, struct rl_err *e)
-{
-    int rc = val_audit_read(path, a, e);
-    if (rc)
-        return cli_err_flag(e, field, flag);
-    /* DeepSpeed's release, for its IncrementStep (validation/audit.h val_audit_set_release). */
-    RL_TRY(val_audit_set_release(a, release, e));
-    if (!(*f = calloc(a->n ? (size_t)a->n : 1, sizeof **f)))
-        return rl_errf(e, RL_ENOMEM, "%s: out of memory", flag);
-    return val_audit_replay(a, *f, e);
-}
-
-/* Whether b (read from b_path) is the same cell as a at another ratio: the same DeepSpeed, ranks,
- * sub_group_size and sub-groups (sizes and param groups). RL_EINVAL naming what differs. */
-static int same_cell(const struct val_probe *a, const struct val_probe *b, const char *b_path, struct rl_err *e)
-{
-    const char *pre = "--against-probe";
-    if (b->rank != 0)
-        return rl_errf(e, RL_EINVAL, "%s %s: rank %d; allowed: 0 (rank 0's file, as --probe)", pre, b_path, b->rank);
-    if (strcmp(a->ds_version_text, b->ds_version_text) != 0 || a->world_size != b->world_size || a->dp != b->dp ||
-        a->config.sub_group_size != b->config.sub_group_size || a->n_sub != b->n_sub)
-        return rl_errf(e, RL_EINVAL, "%s %s: DeepSpeed %s, world %d, sub_group_size %lld, %d sub-groups; --probe: %s, "
-                       "%d, %lld, %d: not the same cell at another ratio", pre, b_path, b->ds_version_text,
-                       b->world_size, (long long)b->config.sub_group_size, b->n_sub, a->ds_version_text, a->world_size,
-                       (long long)a->config.sub_group_size, a->n_sub);
-    for (int i = 0; i < a->n_sub; i++)
-        if (a->sub[i].numel != b->sub[i].numel || a->sub[i].param_group != b->sub[i].param_group)
-            return rl_errf(e, RL_EINVAL, "%s %s: sub-group %d holds %lld elements of param group %d, --probe's %lld of "
-                           "group %d: not the same cell", pre, b_path, i, (long long)b->sub[i].numel,
-                           b->sub[i].param_group, (long long)a->sub[i].numel, a->sub[i].param_group);
-    return 0;
 }
 
 static double ratio_of(const struct val_probe *p) { return p->config.have_ratio ? p->config.ratio : -1; }
@@ -544,6 +458,125 @@ static int probe_accumulation(const struct val_probe *pr, const struct plan_setu
     return 0;
 }
 
+/* The whole document of --json and --report: probe_json's, then the run's accumulation, every
+ * rank's checks, the gathered digest, the hparams, the audit and the two runs' pairing. */
+static json_t *run_json(const char *path, const struct plan_setup *c, const struct plan *p, const struct hw_profile *hw,
+                        const struct sim_step_result *sr, const struct sim_train *train, const struct val_probe_run *run,
+                        const struct cli_probe_opts *po)
+{
+    const struct val_probe *pr = &run->prs[0];
+    const struct val_hparams_result *hp = &run->hp;
+    json_t *j = probe_json(path, c, p, hw, pr, &run->r0);
+    json_object_set_new(j, "predicted_step_ns", json_integer(sr->step_ns));
+    json_object_set_new(j, "gradient_accumulation_steps", json_integer(train->grad_accum));
+    json_object_set_new(j, "num_param_groups", json_integer(p->n_groups));
+    json_object_set_new(j, "param_groups_from", json_string(pr->groups.n_groups > 0 ? "probe" : "command line"));
+    json_t *ranks = json_array();
+    for (int i = 0; i < run->n; i++) {
+        json_t *x = json_object();
+        json_object_set_new(x, "rank", json_integer(run->prs[i].rank));
+        json_object_set_new(x, "probe", json_string(run->paths[i]));
+        json_object_set_new(x, "checks", checks_json(&run->rs[i]));
+        json_object_set_new(x, "verdict", json_string(val_status_name(run->rs[i].overall)));
+        json_array_append_new(ranks, x);
+    }
+    json_object_set_new(j, "ranks", ranks);
+    json_t *g = json_object();
+    json_object_set_new(g, "status", json_string(val_status_name(run->digest)));
+    json_object_set_new(g, "detail", json_string(run->digest_detail));
+    json_object_set_new(j, "gathered_digest", g);
+    json_t *hj = json_object();
+    json_object_set_new(hj, "status", json_string(val_status_name(hp->status)));
+    json_object_set_new(hj, "detail", json_string(hp->detail));
+    json_object_set_new(hj, "sub_groups_with_a_finding", json_integer(hp->n_bad));
+    json_object_set_new(hj, "lr_changed", json_boolean(hp->lr_changed));
+    json_t *ha = json_array();
+    for (int i = 0; i < hp->n_sub; i++) {
+        json_t *x = json_object();
+        json_object_set_new(x, "sub_group", json_integer(pr->sub[i].index));
+        json_object_set_new(x, "finding", json_string(val_hp_kind_name(hp->sub[i].kind)));
+        json_object_set_new(x, "step", json_integer(hp->sub[i].step));
+        if (hp->sub[i].field) {
+            json_object_set_new(x, "field", json_string(hp->sub[i].field));
+            json_object_set_new(x, "held", json_real(hp->sub[i].held));
+            json_object_set_new(x, "current", json_real(hp->sub[i].current));
+        }
+        json_array_append_new(ha, x);
+    }
+    json_object_set_new(hj, "sub_groups", ha);
+    json_object_set_new(j, "hparams", hj);
+    if (po->audit) {
+        json_object_set_new(j, "audit", audit_json(po->audit, &run->au, run->af));
+        json_object_set_new(j, "verdict", json_string(run->pass ? "PASS" : "FAIL"));
+    }
+    if (run->pairs)
+        json_object_set_new(j, "digest_explanation", why_json(po, pr, &run->pb, &run->au, run->af, &run->bu, run->bf,
+                                                              run->pairs, run->why));
+    cli_json_versioned(j);
+    return j;
+}
+
+/* The flags of the inputs val_probe_run_judge's error is about (run->failed). */
+static int judge_err(const struct val_probe_run *run, const struct cli_probe_opts *po, struct rl_err *e)
+{
+    switch (run->failed) {
+    case VAL_RUN_HPARAMS: cli_err_flag(e, "probe", "--probe"); break;
+    case VAL_RUN_AUDIT_READ: cli_err_flag(e, "audit", "--audit"); break;
+    case VAL_RUN_AGAINST_AUDIT_READ: cli_err_flag(e, "audit", "--against-audit"); break;
+    case VAL_RUN_AGAINST: cli_err_flag(e, "against_probe", "--against-probe"); break;
+    case VAL_RUN_OK: case VAL_RUN_AUDIT: break;
+    }
+    if ((run->failed == VAL_RUN_AGAINST_AUDIT_READ || run->failed == VAL_RUN_AGAINST) && !strstr(e->msg, "--against"))
+        rl_err_prefix(e, "--against-probe %s / --against-audit %s", po->against_probe, po->against_audit);
+    return e->code;
+}
+
+/* The plan of the run rank 0's probe pr records, from the user's inputs s: the run's data-parallel
+ * degree unless the user gave a layout (then val_facts_apply compares), the run's param groups
+ * when the probe names them (a grouping the user gave must be the same, check_groups), its
+ * configuration, accumulation and micro-batch; then the hardware and the predicted step. */
+static int probe_plan(const char *path, const struct val_probe *pr, const struct plan_inputs *s, struct cli_sim *sim,
+                      struct plan_setup *c, struct sim_train *train, struct hw_profile *hw, struct plan *p,
+                      struct sim_step_result *sr, struct rl_err *e)
+{
+    char what[600];
+    snprintf(what, sizeof what, "--probe %s", path);
+    struct plan_inputs in = *s;
+    if (in.layout.dp <= 0 && in.layout.world <= 0 && in.layout.nodes <= 0)
+        in.layout.dp = pr->dp;
+    int rc;
+    if (pr->groups.n_groups > 0) {
+        if ((rc = check_groups(&in, pr, e)))
+            return rc;
+        in.group_spec = &pr->groups;
+    }
+    *train = sim->train;
+    if ((rc = cli_setup_resolve(&in, c, e)) || (rc = val_facts_apply(&pr->config, pr->dp, what, s, c, e)) ||
+        (rc = probe_accumulation(pr, c, train, e)) || (rc = cli_sim_load_hw(sim, c, hw, e)) ||
+        (rc = plan_setup_plan(c, -1, p, e)) || (rc = sim_step_run(p, hw, train, NULL, sr, e)))
+        return cli_sim_err(e);
+    return 0;
+}
+
+/* The text report: the probe's, the audit's, the two runs' pairing, the verdict. */
+static void print_run(const char *path, const struct plan_setup *c, const struct plan *p, const struct hw_profile *hw,
+                      const struct val_probe_run *run, const struct cli_probe_opts *po)
+{
+    const struct val_probe *pr = &run->prs[0];
+    print_probe(path, c, p, hw, pr, &run->r0, (const char *const *)run->paths, run->prs, run->rs, run->n, run->digest,
+                run->digest_detail, &run->hp);
+    if (po->audit) {
+        print_audit(po->audit, &run->au, run->af);
+        if (run->pairs)
+            print_why(po, pr, &run->pb, &run->au, run->af, &run->bu, run->bf, run->pairs, run->why);
+        printf("verdict    %s (the audit: %d of %d sub-groups with a finding%s)\n", run->pass ? "PASS" : "FAIL",
+               run->audit_bad - (run->why == VAL_WHY_NOT_EXACT), run->au.n,
+               run->why == VAL_WHY_NOT_EXACT ? "; the digests' difference not explained" : "");
+    }
+    if (po->report)
+        printf("report     %s\n", cli_data(po->report));
+}
+
 int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli_sim *sim, double tol_gib,
                        double tol_pct, bool json, const struct cli_probe_opts *po)
 {
@@ -551,178 +584,38 @@ int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli
     struct plan_setup c;
     struct hw_profile hw;
     struct plan p;
-    struct val_probe *prs = NULL;
-    char **paths = NULL;
-    int n = 0;
-    struct val_probe_result *rs = NULL;
     struct sim_step_result sr;
-    struct val_audit au, bu;
-    struct val_audit_finding *af = NULL, *bf = NULL;
-    struct val_probe pb;
-    struct val_audit_pair *pairs = NULL;
-    enum val_audit_why why = VAL_WHY_IDENTICAL;
-    const char *audit_path = po->audit;
-    memset(&au, 0, sizeof au);
-    memset(&bu, 0, sizeof bu);
-    memset(&pb, 0, sizeof pb);
-    struct val_hparams_result hp;   /* freed at out: */
-    memset(&hp, 0, sizeof hp);
+    struct sim_train train;
+    struct val_probe_run run;
     memset(&c, 0, sizeof c);
     memset(&p, 0, sizeof p);
+    memset(&run, 0, sizeof run);
     int rc;
-    char what[600];
-    snprintf(what, sizeof what, "--probe %s", path);
     if (po->report && (rc = rl_outfile_check(po->report, &e))) {   /* before any work */
         cli_err_flag(&e, "report", "--report");
         rc = cli_fail("validate", &e);
         goto out;
     }
-    if ((rc = read_ranks(path, &prs, &paths, &n, &e))) {
+    if ((rc = val_probe_run_read(path, &run, &e))) {
         cli_err_flag(&e, "probe", "--probe");
         rc = cli_fail("validate", &e);
         goto out;
     }
-    struct val_probe *pr = &prs[0];
-    /* The run's data-parallel degree, unless the user gave a layout (then val_facts_apply compares). */
-    struct plan_inputs in = *s;
-    if (in.layout.dp <= 0 && in.layout.world <= 0 && in.layout.nodes <= 0)
-        in.layout.dp = pr->dp;
-    /* The run's param groups, when the probe names them: a grouping the user gave must be the
-     * same (check_groups), and the plan takes the probe's. */
-    if (pr->groups.n_groups > 0) {
-        if ((rc = check_groups(&in, pr, &e))) {
-            rc = cli_fail("validate", &e);
-            goto out;
-        }
-        in.group_spec = &pr->groups;
-    }
-    struct sim_train train = sim->train;
-    if ((rc = cli_setup_resolve(&in, &c, &e)) || (rc = val_facts_apply(&pr->config, pr->dp, what, s, &c, &e)) ||
-        (rc = probe_accumulation(pr, &c, &train, &e)) ||
-        (rc = cli_sim_load_hw(sim, &c, &hw, &e)) || (rc = plan_setup_plan(&c, -1, &p, &e)) ||
-        (rc = sim_step_run(&p, &hw, &train, NULL, &sr, &e))) {
-        cli_sim_err(&e);
+    if ((rc = probe_plan(path, &run.prs[0], s, sim, &c, &train, &hw, &p, &sr, &e))) {
         rc = cli_fail("validate", &e);
         goto out;
     }
-    if (!(rs = calloc((size_t)n, sizeof *rs))) {
-        rl_errf(&e, RL_ENOMEM, "validate: out of memory");
-        rc = cli_fail("validate", &e);
-        goto out;
-    }
-    /* Every rank against the same plan: ZeRO-3 pads each parameter's partition to one size, so
-     * every rank holds the same sub-groups; each rank's own placement, memory and steps. */
     struct val_probe_opts o = {.tol_bytes = (int64_t)llround(tol_gib * RL_GIB), .tol_time_pct = tol_pct,
                                .predicted_step_ns = sr.step_ns};
-    enum val_status overall = VAL_PASS;
-    for (int i = 0; i < n; i++) {
-        val_probe_compare(&p, &prs[i], &o, &rs[i]);
-        if (rs[i].overall == VAL_FAIL)
-            overall = VAL_FAIL;
+    struct val_probe_run_files f = {.probe_name = "--probe", .audit = po->audit, .against_probe = po->against_probe,
+                                    .against_audit = po->against_audit};
+    if ((rc = val_probe_run_judge(&run, &p, &o, &f, &e))) {
+        judge_err(&run, po, &e);
+        rc = cli_fail("validate", &e);
+        goto out;
     }
-    char digest_detail[200];
-    enum val_status digest = val_probe_ranks_digest(prs, n, digest_detail, sizeof digest_detail);
-    if (digest == VAL_FAIL)
-        overall = VAL_FAIL;
-    /* Every rank's hyperparameter record (validation/hparams.h): rank 0's line, or the first rank
-     * that fails. */
-    for (int i = 0; i < n; i++) {
-        struct val_hparams h;
-        struct val_hparams_result hr;
-        if ((rc = val_hparams_read(paths[i], &h, &e)) || (rc = val_hparams_check(&prs[i], &h, &hr, &e))) {
-            val_hparams_free(&h);
-            cli_err_flag(&e, "probe", "--probe");
-            rc = cli_fail("validate", &e);
-            val_hparams_result_free(&hp);
-            goto out;
-        }
-        val_hparams_free(&h);
-        if (i == 0 || (hr.status == VAL_FAIL && hp.status != VAL_FAIL)) {
-            if (i > 0)
-                snprintf(hr.detail + strlen(hr.detail), sizeof hr.detail - strlen(hr.detail), " (rank %d)",
-                         prs[i].rank);
-            val_hparams_result_free(&hp);
-            hp = hr;
-        } else {
-            val_hparams_result_free(&hr);
-        }
-    }
-    if (hp.status == VAL_FAIL)
-        overall = VAL_FAIL;
-    struct val_probe_result r0 = rs[0];
-    r0.overall = overall;
-    int audit_bad = 0;
-    if (audit_path) {
-        if ((rc = read_replay(audit_path, "audit", "--audit", pr->config.version, &au, &af, &e))) {
-            rc = cli_fail("validate", &e);
-            goto out;
-        }
-        for (int i = 0; i < au.n; i++)
-            audit_bad += af[i].status != VAL_AUDIT_IDENTICAL || !af[i].formula_ok || af[i].hp_mismatch;
-    }
-    if (po->against_probe) {
-        struct rl_err re = {0};
-        if ((rc = val_probe_read(po->against_probe, &pb, &re)) == 0)
-            rc = same_cell(pr, &pb, po->against_probe, &re);
-        if (rc || (rc = read_replay(po->against_audit, "audit", "--against-audit", pb.config.version, &bu, &bf, &re)) ||
-            (rc = val_audit_compare(&au, af, &bu, bf, &pairs, &why, &re))) {
-            e = re;
-            if (!strstr(e.msg, "--against"))
-                rl_err_prefix(&e, "--against-probe %s / --against-audit %s", po->against_probe, po->against_audit);
-            rc = cli_fail("validate", &e);
-            goto out;
-        }
-        if (why == VAL_WHY_NOT_EXACT)
-            audit_bad++;
-    }
-    bool pass = overall == VAL_PASS && !audit_bad;
     if (json || po->report) {
-        json_t *j = probe_json(path, &c, &p, &hw, pr, &r0);
-        json_object_set_new(j, "predicted_step_ns", json_integer(sr.step_ns));
-        json_object_set_new(j, "gradient_accumulation_steps", json_integer(train.grad_accum));
-        json_object_set_new(j, "num_param_groups", json_integer(p.n_groups));
-        json_object_set_new(j, "param_groups_from", json_string(pr->groups.n_groups > 0 ? "probe" : "command line"));
-        json_t *ranks = json_array();
-        for (int i = 0; i < n; i++) {
-            json_t *x = json_object();
-            json_object_set_new(x, "rank", json_integer(prs[i].rank));
-            json_object_set_new(x, "probe", json_string(paths[i]));
-            json_object_set_new(x, "checks", checks_json(&rs[i]));
-            json_object_set_new(x, "verdict", json_string(val_status_name(rs[i].overall)));
-            json_array_append_new(ranks, x);
-        }
-        json_object_set_new(j, "ranks", ranks);
-        json_t *g = json_object();
-        json_object_set_new(g, "status", json_string(val_status_name(digest)));
-        json_object_set_new(g, "detail", json_string(digest_detail));
-        json_object_set_new(j, "gathered_digest", g);
-        json_t *hj = json_object();
-        json_object_set_new(hj, "status", json_string(val_status_name(hp.status)));
-        json_object_set_new(hj, "detail", json_string(hp.detail));
-        json_object_set_new(hj, "sub_groups_with_a_finding", json_integer(hp.n_bad));
-        json_object_set_new(hj, "lr_changed", json_boolean(hp.lr_changed));
-        json_t *ha = json_array();
-        for (int i = 0; i < hp.n_sub; i++) {
-            json_t *x = json_object();
-            json_object_set_new(x, "sub_group", json_integer(prs[0].sub[i].index));
-            json_object_set_new(x, "finding", json_string(val_hp_kind_name(hp.sub[i].kind)));
-            json_object_set_new(x, "step", json_integer(hp.sub[i].step));
-            if (hp.sub[i].field) {
-                json_object_set_new(x, "field", json_string(hp.sub[i].field));
-                json_object_set_new(x, "held", json_real(hp.sub[i].held));
-                json_object_set_new(x, "current", json_real(hp.sub[i].current));
-            }
-            json_array_append_new(ha, x);
-        }
-        json_object_set_new(hj, "sub_groups", ha);
-        json_object_set_new(j, "hparams", hj);
-        if (audit_path) {
-            json_object_set_new(j, "audit", audit_json(audit_path, &au, af));
-            json_object_set_new(j, "verdict", json_string(pass ? "PASS" : "FAIL"));
-        }
-        if (pairs)
-            json_object_set_new(j, "digest_explanation", why_json(po, pr, &pb, &au, af, &bu, bf, pairs, why));
-        cli_json_versioned(j);
+        json_t *j = run_json(path, &c, &p, &hw, &sr, &train, &run, po);
         if (po->report && (rc = write_report(po->report, j, &e))) {
             json_decref(j);
             rc = cli_fail("validate", &e);
@@ -735,35 +628,11 @@ int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli
         }
         json_decref(j);
     }
-    if (!json) {
-        print_probe(path, &c, &p, &hw, pr, &r0, (const char *const *)paths, prs, rs, n, digest, digest_detail, &hp);
-        if (audit_path) {
-            print_audit(audit_path, &au, af);
-            if (pairs)
-                print_why(po, pr, &pb, &au, af, &bu, bf, pairs, why);
-            printf("verdict    %s (the audit: %d of %d sub-groups with a finding%s)\n", pass ? "PASS" : "FAIL",
-                   audit_bad - (why == VAL_WHY_NOT_EXACT), au.n,
-                   why == VAL_WHY_NOT_EXACT ? "; the digests' difference not explained" : "");
-        }
-        if (po->report)
-            printf("report     %s\n", cli_data(po->report));
-    }
-    rc = pass ? 0 : 1;
+    if (!json)
+        print_run(path, &c, &p, &hw, &run, po);
+    rc = run.pass ? 0 : 1;
 out:
-    val_hparams_result_free(&hp);
-    free(af);
-    free(bf);
-    free(pairs);
-    val_audit_free(&au);
-    val_audit_free(&bu);
-    val_probe_free(&pb);
-    for (int i = 0; prs && i < n; i++)
-        val_probe_free(&prs[i]);
-    for (int i = 0; paths && i < n; i++)
-        free(paths[i]);
-    free(prs);
-    free(paths);
-    free(rs);
+    val_probe_run_free(&run);
     plan_free(&p);
     plan_setup_free(&c);
     return rc;

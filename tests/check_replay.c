@@ -18,7 +18,9 @@
 
 #include "kernels/adam_replay.h"
 #include "tests/util.h"
+#include "plan/inputs.h"
 #include "validation/audit.h"
+#include "validation/probe_run.h"
 
 static struct kern_replay_hparams hand_hp(void)
 {
@@ -567,6 +569,71 @@ START_TEST(validate_probe_with_audit)
 }
 END_TEST
 
+/* validation/probe_run.h in process: the ranks read, the audit replayed, and each error with the
+ * step that gave it and the field (not the flag) it names, which cli/validate_probe.c maps. */
+START_TEST(probe_run_names_the_step)
+{
+    char probe[1024], audit[1024], other[1024], model[1024];
+    snprintf(probe, sizeof probe, "%s/tests/deepspeed/audit/0.19.8-np1-audit.probe.json", tu_src());
+    snprintf(audit, sizeof audit, "%s/tests/deepspeed/audit/0.19.8-np1-audit.rla", tu_src());
+    snprintf(other, sizeof other, "%s/tests/deepspeed/cells/0.19.8-np2-three.probe.rank1.json", tu_src());
+    snprintf(model, sizeof model, "%s/tests/deepspeed/models/gpt2-tiny.json", tu_src());
+    struct rl_err e = {0};
+    struct val_probe_run run;
+    memset(&run, 0, sizeof run);
+    /* Rank 1's file is not where a run starts. */
+    ck_assert_int_eq(val_probe_run_read(other, &run, &e), RL_EINVAL);
+    ck_assert_msg(strstr(e.msg, ": rank: 1; allowed: 0"), "%s", e.msg);
+    val_probe_run_free(&run);
+    ck_assert_msg(val_probe_run_read(probe, &run, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(run.n, 1);
+    struct plan_inputs in;
+    plan_inputs_init(&in);
+    in.model = model;
+    in.catalog = tu_catalog();
+    in.layout.dp = run.prs[0].dp;
+    if (run.prs[0].groups.n_groups > 0)
+        in.group_spec = &run.prs[0].groups;
+    struct plan_setup c;
+    struct plan p;
+    ck_assert_msg(plan_inputs_resolve(&in, &c, &e) == 0, "%s", e.msg);
+    ck_assert_msg(val_facts_apply(&run.prs[0].config, run.prs[0].dp, "probe", &in, &c, &e) == 0, "%s", e.msg);
+    ck_assert_msg(plan_setup_plan(&c, -1, &p, &e) == 0, "%s", e.msg);
+    struct val_probe_opts o = {.tol_bytes = RL_GIB, .tol_time_pct = 10, .predicted_step_ns = 0};
+    /* A probe where the audit belongs: val_audit_read's message, field "audit". */
+    struct val_probe_run_files f = {.probe_name = "PROBE", .audit = probe};
+    ck_assert_int_eq(val_probe_run_judge(&run, &p, &o, &f, &e), RL_EINVAL);
+    ck_assert_int_eq(run.failed, VAL_RUN_AUDIT_READ);
+    ck_assert_msg(strstr(e.msg, "audit: magic is not") && !strstr(e.msg, "--"), "%s", e.msg);
+    /* Another run that is rank 1's file: the other probe's field, and this probe by the caller's word. */
+    struct val_probe_run again;
+    memset(&again, 0, sizeof again);
+    ck_assert_msg(val_probe_run_read(probe, &again, &e) == 0, "%s", e.msg);
+    f = (struct val_probe_run_files){.probe_name = "PROBE", .audit = audit, .against_probe = other,
+                                     .against_audit = audit};
+    ck_assert_int_eq(val_probe_run_judge(&again, &p, &o, &f, &e), RL_EINVAL);
+    ck_assert_int_eq(again.failed, VAL_RUN_AGAINST);
+    ck_assert_msg(strncmp(e.msg, "against_probe ", 14) == 0 &&
+                  strstr(e.msg, "rank 1; allowed: 0 (rank 0's file, as PROBE)"), "%s", e.msg);
+    /* The audit alone replays: one finding per record, none of them a difference for this run. */
+    struct val_probe_run ok;
+    memset(&ok, 0, sizeof ok);
+    ck_assert_msg(val_probe_run_read(probe, &ok, &e) == 0, "%s", e.msg);
+    f = (struct val_probe_run_files){.probe_name = "PROBE", .audit = audit};
+    ck_assert_msg(val_probe_run_judge(&ok, &p, &o, &f, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(ok.failed, VAL_RUN_OK);
+    ck_assert_int_gt(ok.au.n, 0);
+    ck_assert_ptr_nonnull(ok.af);
+    ck_assert_ptr_null(ok.pairs);
+    val_probe_run_free(&ok);
+    ck_assert_ptr_null(ok.prs);
+    val_probe_run_free(&again);
+    val_probe_run_free(&run);
+    plan_free(&p);
+    plan_setup_free(&c);
+}
+END_TEST
+
 Suite *replay_suite(void)
 {
     Suite *s = suite_create("replay");
@@ -584,6 +651,7 @@ Suite *replay_suite(void)
     tcase_add_test(tc, slice_keeps_the_tail_boundary);
     tcase_add_test(tc, validate_audit_needs_probe);
     tcase_add_test(tc, validate_probe_with_audit);
+    tcase_add_test(tc, probe_run_names_the_step);
     suite_add_tcase(s, tc);
     return s;
 }
