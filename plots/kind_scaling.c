@@ -203,12 +203,8 @@ static int gather(struct plot__fig *f, struct sc_fig *c, struct rl_err *e)
 static bool fill_panel(const struct plot__fig *f, void *ctx, int attempt, struct plot__occ *occ)
 {
     struct sc_fig *c = ctx;
-    double room = 1.15;
-    for (int a = 0; a < attempt; a++)
-        room += 0.25;
-    if (room >= 1.66)
+    if (!plot__room_top(c->ymax, c->tick, 1.15, 1.66, attempt, &c->ytop))
         return false;
-    c->ytop = ceil(c->ymax * room / c->tick) * c->tick;
     plot__occ_grid_panel(occ, f, &c->g, 0, 0, c->xr0, c->xr1, 0, c->ytop, c->spans, false);
     for (int k = 0; k < c->n_series; k++)
         for (int j = 0; j < c->n_drawn[k]; j++) {
@@ -271,10 +267,7 @@ static void place(const struct plot__fig *f, struct sc_fig *c)
     c->g = (struct plot__grid){1, 1, 0, 0.55, 0.15, 0.08, 0.36, f->o->title && *f->o->title ? 0.25 : 0, 0};
     c->g.height_in = (f->o->width == PLOT_DOUBLE ? 2.6 : 2.2) + c->g.title_in;
     int at = plot__key_place(f, &c->g, &c->key, fill_panel, c);
-    double room = 1.15;
-    for (int a = 0; a < at; a++)
-        room += 0.25;
-    c->ytop = ceil(c->ymax * room / c->tick) * c->tick;
+    plot__room_top(c->ymax, c->tick, 1.15, INFINITY, at, &c->ytop);
 }
 
 /* The x axis: model sizes on a log axis with round ticks, GPU counts with ticks at the values

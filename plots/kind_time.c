@@ -255,12 +255,9 @@ static int gather(struct plot__fig *f, struct tm_fig *c, struct rl_err *e)
 static bool fill_panels(const struct plot__fig *f, void *ctx, int attempt, struct plot__occ *occ)
 {
     struct tm_fig *c = ctx;
-    double room = 1.25;
-    for (int a = 0; a < attempt; a++)
-        room += 0.25;
-    if (room >= 2.01)
+    double top;
+    if (!plot__room_top(c->ymax, c->tick, 1.25, 2.01, attempt, &top))
         return false;
-    double top = ceil(c->ymax * room / c->tick) * c->tick;
     for (int i = c->ns - 1; i >= 0; i--) {
         const struct plot__sweep *s = &c->s[i];
         plot__occ_grid_panel(occ, f, &c->g, c->dbl ? 0 : i, c->dbl ? i : 0, -0.04, 1.04, 0, top, false, false);
@@ -344,10 +341,7 @@ static void place(const struct plot__fig *f, struct tm_fig *c)
     plot__key_title(&c->key, c->n_names, c->shade_title);
     plot__key_title(&c->key, c->n_names + 1, "ratio 0 (no offload)");
     int at = plot__key_place(f, &c->g, &c->key, fill_panels, c);
-    double room = 1.25;
-    for (int a = 0; a < at; a++)
-        room += 0.25;
-    c->top = ceil(c->ymax * room / c->tick) * c->tick;
+    plot__room_top(c->ymax, c->tick, 1.25, INFINITY, at, &c->top);
 }
 
 /* Panel i's title, no-offload line and --speedup axis (a right axis of the reference's step time

@@ -514,6 +514,17 @@ bool plot__key_settle(const struct plot__fig *f, struct plot__grid *g, struct pl
     return false;
 }
 
+bool plot__room_top(double ymax, double tick, double base, double limit, int attempt, double *top)
+{
+    double room = base;
+    for (int a = 0; a < attempt; a++)
+        room += 0.25;
+    if (room >= limit)
+        return false;
+    *top = ceil(ymax * room / tick) * tick;
+    return true;
+}
+
 int plot__key_place(const struct plot__fig *f, struct plot__grid *g, struct plot__key *k, plot__occ_fill_fn *fill,
                     void *ctx)
 {

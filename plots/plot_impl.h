@@ -168,6 +168,10 @@ typedef bool plot__occ_fill_fn(const struct plot__fig *f, void *ctx, int attempt
  * records per try (label spots) is that of the last try when the key is a strip. */
 int plot__key_place(const struct plot__fig *f, struct plot__grid *g, struct plot__key *k, plot__occ_fill_fn *fill,
                     void *ctx);
+/* The top of a panel's y range at layout try `attempt`: room above the data of base + attempt x 0.25
+ * times ymax (summed a quarter at a time), rounded up to a whole tick; false, *top untouched, once
+ * that room reaches limit (INFINITY: no limit). */
+bool plot__room_top(double ymax, double tick, double base, double limit, int attempt, double *top);
 /* A place for a text label beside its anchor: offset (inches from the anchor to the text's anchor)
  * and alignment (0 centred, > 0 right-aligned, < 0 left-aligned). */
 struct plot__spot {
