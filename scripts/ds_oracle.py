@@ -249,6 +249,18 @@ def scheduler_setup(cell, config):
     raise ValueError("cell %s: scheduler %r (allowed: %s, lambda)" % (cell["id"], kind, ", ".join(SCHEDULERS)))
 
 
+def cell_start(cell, out):
+    """A cell's folder, rank 0's DeepSpeed log in it, and the accelerator with the name it had (a
+    split cell renames it; cell_done puts it back)."""
+    from deepspeed.accelerator import get_accelerator
+    rank = dist.get_rank()
+    cdir = os.path.join(out, cell["id"])
+    os.makedirs(cdir, exist_ok=True)
+    log = CellLog(os.path.join(cdir, "deepspeed.log")) if rank == 0 else None
+    acc = get_accelerator()
+    return rank, cdir, log, acc, acc._name
+
+
 def write_probe(doc, cdir, rank):
     """The cell's probe document, this rank's file (probe.json, probe.rankR.json)."""
     path = ratiolab_probe._rank_path(os.path.join(cdir, "probe.json"), rank)
@@ -277,13 +289,7 @@ def cell_done(acc, old_name, log):
 
 def run_cell(cell, out, ds_ver):
     import deepspeed
-    from deepspeed.accelerator import get_accelerator
-    rank = dist.get_rank()
-    cdir = os.path.join(out, cell["id"])
-    os.makedirs(cdir, exist_ok=True)
-    log = CellLog(os.path.join(cdir, "deepspeed.log")) if rank == 0 else None
-    acc = get_accelerator()
-    old_name = acc._name
+    rank, cdir, log, acc, old_name = cell_start(cell, out)
     t0 = time.perf_counter()
     ph = Phases()
     try:
@@ -383,13 +389,7 @@ def run_trainer_cell(cell, out, ds_ver):
     and its own linear warmup schedule, a client scheduler DeepSpeed is given as a callable.
     Writes what run_cell writes."""
     import transformers
-    from deepspeed.accelerator import get_accelerator
-    rank = dist.get_rank()
-    cdir = os.path.join(out, cell["id"])
-    os.makedirs(cdir, exist_ok=True)
-    log = CellLog(os.path.join(cdir, "deepspeed.log")) if rank == 0 else None
-    acc = get_accelerator()
-    old_name = acc._name
+    rank, cdir, log, acc, old_name = cell_start(cell, out)
     t0 = time.perf_counter()
     try:
         if cell["mode"] == "split":
