@@ -15,7 +15,7 @@
  * "tree memory" (the per-sample sums), "system memory" (used_bytes = MemTotal - MemAvailable,
  * the machine-wide figure DeepSpeed logs), "gpu<i> memory" (NVML used per device) and the marks. */
 #include "monitor/monitor.h"
-#include "monitor/monitor_impl.h"   /* mon__read_stat */
+#include "monitor/monitor_impl.h"   /* mon__read_stat, mon__mono_ns */
 #include "traces/layout.h"          /* TRACE_COUNTER_* */
 
 #include <ctype.h>
@@ -96,7 +96,7 @@ struct mon {
     struct rl_err err_e;          /* its message */
 };
 
-static int64_t mono_ns(void)
+int64_t mon__mono_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -328,7 +328,7 @@ int mon_open(struct mon **mp, const struct mon_config *c, struct rl_err *e)
         fclose(up);
     }
     m->boot_ticks_at_open = (uint64_t)(up_s * (double)m->clk_tck);
-    m->mono_at_open_ns = mono_ns();
+    m->mono_at_open_ns = mon__mono_ns();
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
     m->real_at_open_ns = (int64_t)rt.tv_sec * 1000000000 + rt.tv_nsec;
@@ -510,7 +510,7 @@ static double proc_cpu_percent(struct mon *m, struct mon__proc *p, const struct 
     } else {
         /* First sample: the average since the process started. */
         uint64_t now_ticks = m->boot_ticks_at_open +
-            (uint64_t)((double)(mono_ns() - m->mono_at_open_ns) * 1e-9 * (double)m->clk_tck);
+            (uint64_t)((double)(mon__mono_ns() - m->mono_at_open_ns) * 1e-9 * (double)m->clk_tck);
         uint64_t age = now_ticks > s->start_ticks ? now_ticks - s->start_ticks : 0;
         cpu = age > 0 ? (double)s->cpu_ticks / (double)age * 100.0 : 0.0;
     }
@@ -682,7 +682,7 @@ static void sample_system(struct mon *m, const struct sample *sm)
 
 int mon_sample(struct mon *m, int64_t t_ns, struct rl_err *e)
 {
-    int64_t t_start = mono_ns();
+    int64_t t_start = mon__mono_ns();
     int rc = read_all_procs(m, m->sum.n_samples % MON__FULL_EVERY == 0, e);
     if (rc)
         return rc;
@@ -717,7 +717,7 @@ int mon_sample(struct mon *m, int64_t t_ns, struct rl_err *e)
     sample_system(m, &sm);
     m->sum.n_samples++;
     m->sum.last_t_ns = t_ns;
-    m->sum.sample_cost_ns += mono_ns() - t_start;
+    m->sum.sample_cost_ns += mon__mono_ns() - t_start;
     if (m->csv.fp && ferror(m->csv.fp))
         csv_failed(m);
     return sm.alive;   /* an output error is reported by mon_close; the other output goes on */

@@ -6,8 +6,8 @@
  * Each call to mon_sample reads /proc/<pid>/status for every live followed process, /proc/meminfo
  * for the system and, when NVML can be loaded, per-GPU and per-process GPU memory; it streams
  * the figures to the outputs and keeps per-process and whole-tree peaks, so memory does not grow
- * with the run length. The library never prints and never handles signals: cli/cmd_monitor.c
- * does. */
+ * with the run length. The library never prints and never installs signal handlers:
+ * cli/cmd_monitor.c does, and monitor/session.h runs a whole monitor session around struct mon. */
 #ifndef RL_MONITOR_MONITOR_H
 #define RL_MONITOR_MONITOR_H
 

@@ -1,6 +1,7 @@
 /* tests/check_monitor.c — `ratiolab monitor` and monitor/: peaks against known allocations,
  * descendants, the trace read back with the project's reader, vanished PIDs, Ctrl-C, --mark,
- * bad input, and the NVML path (skipped without a GPU).
+ * bad input, the NVML path (skipped without a GPU), and monitor/session.c in process (output
+ * passed through and marked, the command's status, a stop by signal, refused starts).
  *
  * Tolerance for every memory comparison: 4 MiB + 5 % of the expected amount. It covers page
  * granularity, the per-CPU batching of the kernel's RSS counters, libc and loader pages, and
@@ -9,12 +10,14 @@
  * program's own start-up memory does not count. */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -22,6 +25,7 @@
 
 #include "common/rl.h"
 #include "monitor/monitor.h"
+#include "monitor/session.h"
 #include "tests/util.h"
 #include "traces/trace.h"
 
@@ -653,6 +657,139 @@ START_TEST(lingering_zombie_is_followed_once)
 }
 END_TEST
 
+/* A session over `sh -c script` with marks, the command's stdout and stderr passed through into
+ * files of the scratch folder, and a trace. */
+static struct mon_session *start_sh(const char *script, const char *regex, struct mon_signals *sig, int fds[2])
+{
+    static char *argv[4];
+    argv[0] = "sh";
+    argv[1] = "-c";
+    argv[2] = (char *)script;
+    argv[3] = NULL;
+    fds[0] = open(tu_path("sess.out"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    fds[1] = open(tu_path("sess.err"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ck_assert(fds[0] >= 0 && fds[1] >= 0);
+    struct mon_session_config c = {
+        .mon = {NULL, 0, 20000000, tu_path("sess.json"), NULL, true, NULL},
+        .argv = argv, .mark_regex = regex, .out_fd = fds[0], .err_fd = fds[1],
+    };
+    struct mon_session *s;
+    struct rl_err e = {0};
+    ck_assert_msg(mon_session_start(&s, &c, sig, &e) == 0, "%s", e.msg);
+    ck_assert_int_gt(sig->cmd_pid, 0);
+    return s;
+}
+
+START_TEST(session_passes_output_through_and_marks)
+{
+    /* Two of the three complete lines match; the CR of a CRLF line is not part of it; the last,
+     * unfinished line does not match. The exit status is the script's. */
+    struct mon_signals sig = {0};
+    int fds[2];
+    struct mon_session *s = start_sh("printf 'keep1\\nskip\\n'; printf 'keep2\\r\\n' >&2; printf tail; exit 3",
+                                     "^keep[0-9]$", &sig, fds);
+    struct rl_err e = {0};
+    ck_assert_msg(mon_session_sample(s, &e) == 0, "%s", e.msg);
+    ck_assert_msg(mon_session_close(s, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(mon_session_summary(s)->n_marks, 2);
+    mon_session_wait_command(s);
+    const struct mon_session_end *end = mon_session_end(s);
+    ck_assert_int_eq(end->stop_sig, 0);
+    ck_assert(end->cmd_reaped && WIFEXITED(end->cmd_wait_status));
+    ck_assert_int_eq(WEXITSTATUS(end->cmd_wait_status), 3);
+    mon_session_free(s);
+    close(fds[0]);
+    close(fds[1]);
+    char *out = tu_slurp("sess.out"), *err = tu_slurp("sess.err");
+    ck_assert_str_eq(out, "keep1\nskip\ntail");
+    ck_assert_str_eq(err, "keep2\r\n");
+    free(out);
+    free(err);
+    struct trace_doc d;
+    ck_assert_msg(trace_read(tu_path("sess.json"), &d, &e) == 0, "%s", e.msg);
+    ck_assert_int_ge(mark_ns(&d, "keep1"), 0);
+    ck_assert_int_ge(mark_ns(&d, "keep2"), 0);
+    ck_assert_int_lt(mark_ns(&d, "skip"), 0);
+    ck_assert_int_lt(mark_ns(&d, "tail"), 0);
+    ck_assert_int_ge(mark_ns(&d, "monitor end"), 0);
+    trace_doc_free(&d);
+}
+END_TEST
+
+START_TEST(session_stopped_by_a_signal_waits_for_the_command)
+{
+    /* A signal recorded before sampling: no sample, complete files, and the command (held on a
+     * FIFO until the files are written) is then waited for, its output passed through but no
+     * longer marked. A second signal stops the waiting: the command is left running. */
+    ck_assert_int_eq(mkfifo(tu_path("sess.go"), 0600), 0);
+    char script[512];
+    snprintf(script, sizeof script, "read x < '%s'; echo late; exit 5", tu_path("sess.go"));
+    struct mon_signals sig = {.stop_sig = SIGTERM, .n_sig = 1};
+    int fds[2];
+    struct mon_session *s = start_sh(script, "late", &sig, fds);
+    struct rl_err e = {0};
+    ck_assert_msg(mon_session_sample(s, &e) == 0, "%s", e.msg);
+    ck_assert_msg(mon_session_close(s, &e) == 0, "%s", e.msg);
+    ck_assert(tu_exists(tu_path("sess.json")));
+    ck_assert_int_eq(mon_session_summary(s)->n_samples, 0);
+    int go = open(tu_path("sess.go"), O_WRONLY);   /* the command has it open for reading */
+    ck_assert(go >= 0 && write(go, "go\n", 3) == 3);
+    close(go);
+    mon_session_wait_command(s);
+    const struct mon_session_end *end = mon_session_end(s);
+    ck_assert_int_eq(end->stop_sig, SIGTERM);
+    ck_assert(end->cmd_reaped && WIFEXITED(end->cmd_wait_status));
+    ck_assert_int_eq(WEXITSTATUS(end->cmd_wait_status), 5);
+    ck_assert_int_eq(mon_session_summary(s)->n_marks, 0);
+    mon_session_free(s);
+    close(fds[0]);
+    close(fds[1]);
+    char *out = tu_slurp("sess.out");
+    ck_assert_str_eq(out, "late\n");
+    free(out);
+    /* The second signal: waiting stops at once, the command still holds on the FIFO. */
+    struct mon_signals sig2 = {.stop_sig = SIGINT, .n_sig = 2};
+    s = start_sh(script, NULL, &sig2, fds);
+    ck_assert_int_eq(mon_session_sample(s, &e), 0);
+    ck_assert_int_eq(mon_session_close(s, &e), 0);
+    mon_session_wait_command(s);
+    ck_assert(!mon_session_end(s)->cmd_reaped);
+    ck_assert_int_eq(mon_session_end(s)->stop_sig, SIGINT);
+    mon_session_free(s);
+    ck_assert_int_eq(kill(sig2.cmd_pid, SIGKILL), 0);
+    int wst;
+    ck_assert_int_eq(waitpid(sig2.cmd_pid, &wst, 0), sig2.cmd_pid);
+    ck_assert(WIFSIGNALED(wst) && WTERMSIG(wst) == SIGKILL);
+    close(fds[0]);
+    close(fds[1]);
+}
+END_TEST
+
+START_TEST(session_refused_starts_leave_nothing)
+{
+    /* A command that cannot run and a regex that does not compile: RL_EINVAL naming what, no
+     * session, no output file. */
+    int before = tu_count_files();
+    char *argv[] = {"/nonexistent-command-xyz", NULL};
+    struct mon_session_config c = {
+        .mon = {NULL, 0, 20000000, tu_path("refused.json"), tu_path("refused.csv"), true, NULL},
+        .argv = argv, .out_fd = 1, .err_fd = 2,
+    };
+    struct mon_signals sig = {0};
+    struct mon_session *s = (struct mon_session *)&sig;   /* must be reset */
+    struct rl_err e = {0};
+    ck_assert_int_eq(mon_session_start(&s, &c, &sig, &e), RL_EINVAL);
+    ck_assert_ptr_null(s);
+    ck_assert_str_eq(e.msg, "command: cannot run '/nonexistent-command-xyz' (No such file or directory)");
+    ck_assert_int_eq(sig.cmd_pid, 0);
+    c.mark_regex = "(";
+    ck_assert_int_eq(mon_session_start(&s, &c, &sig, &e), RL_EINVAL);
+    ck_assert_ptr_null(s);
+    ck_assert_msg(strncmp(e.msg, "mark_regex: '(' is not a POSIX extended regular expression (", 60) == 0, "%s", e.msg);
+    ck_assert_int_eq(tu_count_files(), before);
+}
+END_TEST
+
 Suite *monitor_suite(void)
 {
     Suite *s = suite_create("monitor");
@@ -666,6 +803,9 @@ Suite *monitor_suite(void)
     tcase_add_test(tc, ctrl_c_still_writes_a_complete_file);
     tcase_add_test(tc, mark_passes_output_through);
     tcase_add_test(tc, bad_input_exits_2_without_files);
+    tcase_add_test(tc, session_passes_output_through_and_marks);
+    tcase_add_test(tc, session_stopped_by_a_signal_waits_for_the_command);
+    tcase_add_test(tc, session_refused_starts_leave_nothing);
     struct mon_gpu *g;
     struct rl_err why = {0};
     if (mon_gpu_open(&g, &why) == 0) {
