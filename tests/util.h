@@ -72,6 +72,9 @@ const char *tu_shared_example(const char *name, bool *found);
 /* True when RL_TEST_LONG=1 (`make test-long`, `make mutate`): the long loop tests run at their
  * full length; `make test` runs their shorter form, chosen to kill the same mutants. */
 bool tu_long(void);
+/* A shell fragment that waits until `[ COND ]` holds, polling every 10 ms for at most 60 s (then
+ * goes on, and the test's own checks fail): a test waits on a condition, never a fixed time. */
+#define TU_WAIT_FOR(cond) "n=0; until [ " cond " ] || [ $n -ge 6000 ]; do sleep 0.01; n=$((n+1)); done; "
 /* The executor tests' small run: gpt-2.7b (TP 8 shard) shrunk 10000 x, 220,418 elements, sub-groups
  * of 1e8 / 1e4 elements, on the cpu backend (named: a GPU machine must not pick cuda for these). */
 #define TU_EXEC_SMALL "--backend cpu --scale 10000 --sub-group-size 1e8 --warmup 0"
