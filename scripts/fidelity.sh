@@ -71,9 +71,11 @@ err() { awk -v p="$1" -v m="$2" 'BEGIN { if (m == "-" || m == "" || p == "") pri
     echo "oldest whose rules ratiolab models (the ThetaGPU BERT runs of 2021), cannot be predicted, and a"
     echo "run on hardware without a sourced profile in \`catalog/hardware/\` is not configured rather than"
     echo "guessed."
-    echo "One error is not a median: the target is not met. The rows above are every run found; adding"
+    if [ "$n" -ge 20 ]; then echo "The target is 20 configured runs: there are $n."; else echo "$n configured runs are fewer than the 20 the target asks for: it is not met."; fi
+    echo "The rows above are every run found; adding"
     echo "one is a line in \`docs/fidelity-runs.tsv\` and a rerun of this script. \"Other errors\" are"
     echo "the forward's, the backward's and the whole iteration's (DeepSpeed's timers leave out the"
-    echo "framework's work between them)."
+    echo "framework's work between them). A run without DeepSpeed's timers (only an iteration time) is"
+    echo "compared on the iteration: its \"step error\" is the iteration's."
 } > "$tmp" || exit 3
 mv -f "$tmp" "$out" && trap - EXIT
