@@ -372,3 +372,19 @@ void sim_tune_micro_batches(const struct plan_zero *z, const int64_t *listed, in
             mb[k++] = mb[i];
     *n = k;
 }
+
+int sim_tune_profile(const struct sim_tune_request *base, int64_t headroom_bytes, struct sim_tune_run *t,
+                     struct rl_err *e)
+{
+    t->headroom_given = headroom_bytes >= 0;
+    t->headroom_bytes = t->headroom_given ? headroom_bytes
+                                          : (int64_t)(SIM_TUNE_HEADROOM_FRACTION * (double)t->hw.gpu_mem_bytes);
+    struct sim_tune_request q = *base;
+    q.hw = &t->hw;
+    q.headroom_bytes = t->headroom_bytes;
+    int rc = sim_tune(&q, &t->res, e);
+    if (rc)
+        return rc;
+    sim_tune_fixes(&q, &t->res, t->headroom_given, t->fix);
+    return 0;
+}
