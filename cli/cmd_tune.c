@@ -50,25 +50,6 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 #define MAX_MBS SIM_TUNE_MAX_MICRO_BATCHES
 #define MAX_HW 8
 
-/* The micro-batch candidates (sim_tune_micro_batches) with --micro-batches read into the list
- * they start from (at most MAX_MBS - 1 values); not read when --micro-batch fixes one. */
-static int micro_batches(const struct tune_args *a, const struct plan_zero *z, int64_t *mb, int *n, struct rl_err *e)
-{
-    int64_t listed[MAX_MBS];
-    int n_listed = 0;
-    for (const char *p = a->mbs; p && *p && z->src_micro_batch != PLAN_SRC_CLI;) {
-        char *end;
-        long long v = strtoll(p, &end, 10);
-        if (end == p || v < 1 || v > 1 << 20 || (*end && *end != ',') || n_listed >= MAX_MBS - 1)
-            return rl_errf(e, RL_EINVAL, "--micro-batches: '%s' is not allowed; expected up to %d integers "
-                           ">= 1 separated by commas, e.g. 1,2,4", a->mbs, MAX_MBS - 1);
-        listed[n_listed++] = v;
-        p = *end ? end + 1 : end;
-    }
-    sim_tune_micro_batches(z, a->mbs ? listed : NULL, n_listed, mb, n);
-    return 0;
-}
-
 /* bytes rounded up to the 0.01 GiB the text prints, so that the printed figure fits. */
 static int64_t gib_up(int64_t bytes)
 {
@@ -95,10 +76,11 @@ static void print_modelled(const struct hw_profile *hw, int gpn)
     printf(" (their PCIe switches, DRAM and cores)\n");
 }
 
-static void print_one(const struct plan_setup *c, const struct sim_tune_run *t, const struct tune_args *a,
-                      const struct sim_tune_request *q)
+/* What was searched, on what, and the ratios skipped. */
+static void print_search(const struct plan_setup *c, const struct sim_tune_run *t, const struct tune_args *a,
+                         const struct sim_tune_request *q)
 {
-    char g[6][32], head[512];
+    char g[2][32], head[512];
     printf("model      %s\n", cli_model_head(c, head, sizeof head));
     printf("hardware   %s: %d of %d x %s per node, %s GiB per GPU; headroom %s GiB left free (%s)\n", t->hw.name,
            c->layout.gpus_per_node, t->hw.gpus, t->hw.gpu_model, cli_gib(g[0], sizeof g[0], t->hw.gpu_mem_bytes),
@@ -133,8 +115,14 @@ static void print_one(const struct plan_setup *c, const struct sim_tune_run *t, 
             printf("%s%.2f", i ? ", " : "", t->res.unhonored[i]);
         printf("%s)\n", t->res.n_unhonored > (int)(sizeof t->res.unhonored / sizeof t->res.unhonored[0]) ? ", ..." : "");
     }
-    if (!t->res.found)
-        return;
+}
+
+/* The answer (t found one): the choice, its speed and memory, the config block that runs it, and
+ * the asides (the best with offload when the answer needs none, the exact policy's best). */
+static void print_answer(const struct plan_setup *c, const struct sim_tune_run *t)
+{
+    char g[6][32];
+    const bool ds = c->popt.policy != PLAN_POLICY_EXACT;
     const struct sim_tune_choice *k = &t->res.ans.best;
     char off[400];
     if (!k->offload)
@@ -213,12 +201,10 @@ static const char *binding(const struct sim_tune_run *t, char *buf, size_t n)
         int w = snprintf(buf, n, "GPU memory binds: the smallest prediction is %s GiB per GPU, above %s GiB less the "
                          "%s GiB headroom", cli_gib(g[0], sizeof g[0], gib_up(b->min_gpu_bytes)),
                          cli_gib(g[1], sizeof g[1], t->hw.gpu_mem_bytes), cli_gib(g[2], sizeof g[2], t->headroom_bytes));
-        if (b->min_gpu_bytes_host_ok != INT64_MAX && w > 0 && (size_t)w < n) {
-            int64_t need = gib_up(sim_tune_gpu_mem_for(b->min_gpu_bytes_host_ok, t->headroom_bytes, t->headroom_given,
-                                                        t->hw.gpu_mem_bytes));
-            snprintf(buf + w, n - (size_t)w, "; GPUs with %s GiB each would fit%s", cli_gib(g[3], sizeof g[3], need),
+        if (t->fix[SIM_TUNE_N_CLASSES].gpu_mem_bytes && w > 0 && (size_t)w < n)   /* sim_tune_fixes' figure */
+            snprintf(buf + w, n - (size_t)w, "; GPUs with %s GiB each would fit%s",
+                     cli_gib(g[3], sizeof g[3], gib_up(t->fix[SIM_TUNE_N_CLASSES].gpu_mem_bytes)),
                      b->host_fit < b->evaluated ? " (with the host RAM given)" : "");
-        }
         return buf;
     }
     snprintf(buf, n, "host RAM binds: %d candidate%s fit the GPU, the one needing the least host RAM needs %s GiB per "
@@ -252,13 +238,13 @@ static void print_table(const struct plan_setup *c, const struct sim_train *trai
     }
 }
 
-/* "N GPUs (--gpus N: DP D on K nodes, T tokens/s per GPU)" for f into buf, or "" when none. */
-static const char *gpus_text(const struct sim_tune_fix *f, char *buf, size_t n)
+/* "N GPUs<verb> (--gpus N: DP D on K nodes, T tokens/s per GPU)" for f into buf, or "" when none. */
+static const char *gpus_text(const struct sim_tune_fix *f, const char *verb, char *buf, size_t n)
 {
     buf[0] = 0;
     if (f->gpus)
-        snprintf(buf, n, "%d GPUs (--gpus %d: DP %d on %d node%s, %.0f tokens/s per GPU)", f->gpus, f->gpus, f->dp,
-                 f->nodes, f->nodes == 1 ? "" : "s", f->gpus_tokens_per_s_gpu);
+        snprintf(buf, n, "%d GPUs%s (--gpus %d: DP %d on %d node%s, %.0f tokens/s per GPU)", f->gpus, verb, f->gpus,
+                 f->dp, f->nodes, f->nodes == 1 ? "" : "s", f->gpus_tokens_per_s_gpu);
     return buf;
 }
 
@@ -327,7 +313,7 @@ static void print_classes(const struct plan_setup *c, const struct sim_tune_run 
                      "%sGiB --host-mem %sGiB)", g[4], g[5], g[4], g[5]);
         }
         if (f->gpus)
-            gpus_text(f, alt[n++], sizeof alt[0]);
+            gpus_text(f, "", alt[n++], sizeof alt[0]);
         if (n == 0) {
             printf("; neither more GPU memory, more host RAM nor up to %d GPUs makes it fit\n", c->layout.world * 64);
             continue;
@@ -339,6 +325,62 @@ static void print_classes(const struct plan_setup *c, const struct sim_tune_run 
             printf(" (more GPUs alone do not: none up to %d)", c->layout.world * 64);
         printf("\n");
     }
+}
+
+/* --hw's comma-separated profile names, split in buf (n bytes) into names[0..*n_hw). */
+static int hw_names(const char *list, char *buf, size_t n, char **names, int *n_hw, struct rl_err *e)
+{
+    snprintf(buf, n, "%s", list);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (*n_hw == MAX_HW)
+            return rl_errf(e, RL_EINVAL, "--hw: '%s' names more than %d profiles", list, MAX_HW);
+        names[(*n_hw)++] = tok;
+    }
+    return *n_hw == 0 ? rl_errf(e, RL_EINVAL, "--hw: '%s' names no profile", list) : 0;
+}
+
+/* The searches' output (JSON, one profile's text, or the table of several), the warnings once
+ * something fits, and when nothing does, what binds on standard error. Returns 0, or 1 when
+ * nothing fits. */
+static int report(const struct plan_setup *c, const struct sim_train *train, const struct tune_args *a,
+                  const struct sim_tune_request *q, const struct sim_tune_run *runs, int n_hw)
+{
+    int found = 0;
+    for (int i = 0; i < n_hw; i++)
+        found += runs[i].res.found;
+    if (a->json) {
+        const struct sim_tune_json_text x = {
+            .dtype_origin = cli_dtype_source(c), .attention = cli_sim_attention(train, &c->model.arch),
+            .attention_origin = cli_sim_attention_origin(train, &c->model.arch),
+            .reserve_origin = train->gpu_reserve_bytes >= 0 ? "--reserve" : "profile"};
+        json_t *o = sim_tune_json(c, runs, n_hw, train, &x);
+        char *text = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+        printf("%s\n", text);
+        free(text);
+        json_decref(o);
+    } else if (n_hw == 1) {
+        print_search(c, &runs[0], a, q);
+        if (runs[0].res.found)
+            print_answer(c, &runs[0]);
+        else
+            print_classes(c, &runs[0]);
+    } else {
+        print_table(c, train, runs, n_hw);
+    }
+    if (found)
+        cli_sim_warn_layout(&c->layout);
+    for (int i = 0; found && i < n_hw; i++)   /* after the answer: a refusal stays one line */
+        cli_sim_warn_defaults(&runs[i].hw, &c->layout);
+    if (found)
+        return 0;
+    char why[512], more[256] = "; ";
+    if (n_hw == 1 && runs[0].fix[SIM_TUNE_N_CLASSES].gpus)
+        gpus_text(&runs[0].fix[SIM_TUNE_N_CLASSES], " would fit", more + 2, sizeof more - 2);
+    else
+        more[0] = 0;
+    fprintf(stderr, "ratiolab tune: no ratio fits: %s%s; or a shorter --seq-len (now %lld)\n",
+            binding(&runs[0], why, sizeof why), more, (long long)c->model.arch.seq_len);
+    return 1;
 }
 
 static int run(int argc, char **argv)
@@ -381,21 +423,10 @@ static int run(int argc, char **argv)
         return cli_fail("tune", &e);
     }
     int64_t mbs[MAX_MBS];
-    int n_mbs;
+    int n_mbs = 0, n_hw = 0;
     char hwlist[1024], *names[MAX_HW];
-    int n_hw = 0;
-    snprintf(hwlist, sizeof hwlist, "%s", sim.hw);
-    for (char *save = NULL, *tok = strtok_r(hwlist, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (n_hw == MAX_HW) {
-            rc = rl_errf(&e, RL_EINVAL, "--hw: '%s' names more than %d profiles", sim.hw, MAX_HW);
-            break;
-        }
-        names[n_hw++] = tok;
-    }
-    if (!rc && n_hw == 0)
-        rc = rl_errf(&e, RL_EINVAL, "--hw: '%s' names no profile", sim.hw);
-    if (!rc)
-        rc = micro_batches(&a, &c.zero, mbs, &n_mbs, &e);
+    if (!(rc = hw_names(sim.hw, hwlist, sizeof hwlist, names, &n_hw, &e)))
+        rc = sim_tune_micro_batches_parse(a.mbs, &c.zero, mbs, &n_mbs, &e) ? cli_err_flag(&e, "micro_batches", "--micro-batches") : 0;
     struct sim_tune_run *runs = calloc((size_t)(n_hw > 0 ? n_hw : 1), sizeof *runs);
     if (!rc && !runs)
         rc = rl_errf(&e, RL_ENOMEM, "tune: out of memory");
@@ -414,42 +445,8 @@ static int run(int argc, char **argv)
             rl_err_prefix(&e, "--hw %s", names[i]);
         }
     }
-    int found = 0;
-    if (!rc) {
-        for (int i = 0; i < n_hw; i++)
-            found += runs[i].res.found;
-        if (a.json) {
-            const struct sim_tune_json_text x = {
-                .dtype_origin = cli_dtype_source(&c), .attention = cli_sim_attention(&sim.train, &c.model.arch),
-                .attention_origin = cli_sim_attention_origin(&sim.train, &c.model.arch),
-                .reserve_origin = sim.train.gpu_reserve_bytes >= 0 ? "--reserve" : "profile"};
-            json_t *o = sim_tune_json(&c, runs, n_hw, &sim.train, &x);
-            char *text = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
-            printf("%s\n", text);
-            free(text);
-            json_decref(o);
-        } else if (n_hw == 1) {
-            print_one(&c, &runs[0], &a, &q);
-            if (!runs[0].res.found)
-                print_classes(&c, &runs[0]);
-        } else {
-            print_table(&c, &sim.train, runs, n_hw);
-        }
-        if (found)
-            cli_sim_warn_layout(&c.layout);
-        for (int i = 0; found && i < n_hw; i++)   /* after the answer: a refusal stays one line */
-            cli_sim_warn_defaults(&runs[i].hw, &c.layout);
-        if (!found) {
-            char why[512], more[256] = "";
-            const struct sim_tune_fix *f = &runs[0].fix[SIM_TUNE_N_CLASSES];
-            if (n_hw == 1 && f->gpus)
-                snprintf(more, sizeof more, "; %d GPUs would fit (--gpus %d: DP %d on %d node%s, %.0f tokens/s per GPU)",
-                         f->gpus, f->gpus, f->dp, f->nodes, f->nodes == 1 ? "" : "s", f->gpus_tokens_per_s_gpu);
-            fprintf(stderr, "ratiolab tune: no ratio fits: %s%s; or a shorter --seq-len (now %lld)\n",
-                    binding(&runs[0], why, sizeof why), more, (long long)c.model.arch.seq_len);
-            rc = 1;
-        }
-    }
+    if (!rc)
+        rc = report(&c, &sim.train, &a, &q, runs, n_hw);
     free(runs);
     free(ratios);
     plan_setup_free(&c);

@@ -63,6 +63,10 @@ struct sim_tune_request {
  * (PLAN_SRC_CONFIG), ascending, each once. */
 #define SIM_TUNE_MAX_MICRO_BATCHES 16
 void sim_tune_micro_batches(const struct plan_zero *z, const int64_t *listed, int n_listed, int64_t *mb, int *n);
+/* The same with the listed candidates read from list ("1,2,4": at most SIM_TUNE_MAX_MICRO_BATCHES - 1
+ * integers in [1, 2^20], separated by commas; NULL: the default set). The list is not read when
+ * z fixes the micro-batch. RL_EINVAL naming micro_batches, the list and what is allowed otherwise. */
+int sim_tune_micro_batches_parse(const char *list, const struct plan_zero *z, int64_t *mb, int *n, struct rl_err *e);
 
 struct sim_tune_choice {
     bool offload;                    /* optimizer offload on; false: device "none", ratio meaningless */
