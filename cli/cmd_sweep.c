@@ -1,8 +1,8 @@
 /* cli/cmd_sweep.c — `ratiolab sweep`: one simulated step per ratio: requested and honored ratio,
- * GPU and host memory, step time, and whether it fits. The CSV starts with '#' comment lines
- * (version, model, hardware, policy, DeepSpeed version, offload device, schedule, micro-batch,
- * attention), then the column header. The runs and both file formats are sim/sweep.c; this file
- * parses, calls, prints the human table and writes where it is told. */
+ * GPU and host memory, step time, and whether it fits. The runs, the CSV (its '#' comment lines:
+ * version, model, hardware, policy, DeepSpeed version, offload device, schedule, micro-batch,
+ * attention; then the column header) and the JSON document are sim/sweep.c; this file parses,
+ * calls, prints the human table and the JSON's layout, and writes where it is told. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,6 +148,11 @@ static int run(int argc, char **argv)
                                      .settings = set};
     if (a.json) {
         json_t *doc = sim_sweep_json(&q, &t, &x);
+        if (!doc) {
+            rc = rl_errf(&e, RL_ENOMEM, "sweep: out of memory for the JSON document");
+            rl_outfile_abort(&of);
+            goto done;
+        }
         print_json(of.fp, doc);
         json_decref(doc);
     } else if (a.csv) {
