@@ -54,47 +54,84 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     return RL_EINTERNAL;
 }
 
-/* The human table: the header, then a row per ratio. */
-static void print_table(FILE *out, const struct plan_setup *c, const struct sim_sweep_request *q,
-                        const struct sim_sweep_table *t, const char *set)
+/* Where and how the rows go as sim_sweep_run computes them. */
+struct sweep_out {
+    const struct sweep_args *a;      /* the format and --out */
+    FILE *out;                       /* the output file (standard output without --out) */
+    const struct plan_setup *c;      /* the setup swept */
+    const struct sim_sweep_request *q; /* the sweep */
+    char set[256], seq[512];         /* the simulator's settings and the sequence length's text */
+};
+
+/* The human table's header, from the first row. */
+static void print_head(const struct sweep_out *o, const struct sim_sweep_table *t)
 {
-    char g1[32], g2[32], head[512];
-    const struct hw_profile *hw = q->hw;
-    fprintf(out, "model      %s\nhardware   %s: %d x %s per node, %s GiB each\nschedule   %s\npolicy     %s\n"
+    char g1[32], head[512];
+    const struct hw_profile *hw = o->q->hw;
+    fprintf(o->out, "model      %s\nhardware   %s: %d x %s per node, %s GiB each\nschedule   %s\npolicy     %s\n"
             "attention  %s (%s)\n\n",
-            cli_model_head(c, head, sizeof head), hw->name, hw->gpus, hw->gpu_model, cli_gib(g1, sizeof g1, hw->gpu_mem_bytes), set,
-            plan_policy_name(t->policy), plan_attention_name(t->rows[0].r.attention),
-            cli_sim_attention_origin(q->train, &c->model.arch));
-    fprintf(out, "%9s %9s %10s %14s %10s %10s  %s\n", "requested", "honored", "GPU GiB", "host GiB/node",
+            cli_model_head(o->c, head, sizeof head), hw->name, hw->gpus, hw->gpu_model,
+            cli_gib(g1, sizeof g1, hw->gpu_mem_bytes), o->set, plan_policy_name(t->policy),
+            plan_attention_name(t->rows[0].r.attention), cli_sim_attention_origin(o->q->train, &o->c->model.arch));
+    fprintf(o->out, "%9s %9s %10s %14s %10s %10s  %s\n", "requested", "honored", "GPU GiB", "host GiB/node",
             "step s", "tok/s/GPU", "fits");
-    for (size_t i = 0; i < t->n_rows; i++) {
-        const struct sim_step_result *r = &t->rows[i].r;
-        fprintf(out, "%9.4f %9.4f %10s %14s %10.4f %10.0f  %s\n", t->rows[i].requested, t->rows[i].honored,
+}
+
+/* The JSON's top level, indented, without its closing brace, then the "rows" array opened. */
+static int print_json_head(FILE *out, json_t *head, struct rl_err *e)
+{
+    char *text = head ? cli_json_dumps(cli_json_versioned(head), JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(head);
+    if (!text)
+        return rl_errf(e, RL_ENOMEM, "sweep: out of memory for the JSON document");
+    size_t tl = strlen(text);
+    while (tl > 0 && text[tl - 1] != '}')
+        tl--;
+    fprintf(out, "%.*s,\n  \"%s\": [", (int)(tl > 0 ? tl - 2 : 0), text, trace_sweep_keys[TRACE_SWEEP_K_ROWS]);
+    free(text);
+    return 0;
+}
+
+/* sim_sweep_row_fn: the header with the first row, then the row, in the format asked; flushed to
+ * standard output so a long sweep shows its rows as they come. */
+static int on_row(void *ctx, const struct sim_sweep_table *t, size_t i, struct rl_err *e)
+{
+    struct sweep_out *o = ctx;
+    const struct sim_sweep_row *w = &t->rows[t->n_rows - 1];
+    const struct sim_step_result *r = &w->r;
+    const struct sim_sweep_text x = {.version = RL_VERSION_STRING, .seq = o->seq + 4,
+                                     .attention_origin = cli_sim_attention_origin(o->q->train, &o->c->model.arch),
+                                     .settings = o->set};
+    if (i == 0) {
+        cli_sim_settings(r, o->q->train, o->set, sizeof o->set);
+        cli_seq_text(o->c, o->seq, sizeof o->seq);
+        if (o->a->json && print_json_head(o->out, sim_sweep_json_head(o->q, t, &x), e))
+            return e->code;
+        if (o->a->csv)
+            sim_sweep_csv_head(o->out, o->q, t, &x);
+        else if (!o->a->json)
+            print_head(o, t);
+    }
+    if (o->a->json) {
+        json_t *row = sim_sweep_json_row(w);
+        char *text = row ? cli_json_dumps(row, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        json_decref(row);
+        if (!text)
+            return rl_errf(e, RL_ENOMEM, "sweep: out of memory for a JSON row");
+        fprintf(o->out, "%s\n    %s", i ? "," : "", text);
+        free(text);
+    } else if (o->a->csv) {
+        sim_sweep_csv_row(o->out, w);
+    } else {
+        char g1[32], g2[32];
+        fprintf(o->out, "%9.4f %9.4f %10s %14s %10.4f %10.0f  %s\n", w->requested, w->honored,
                 cli_gib(g1, sizeof g1, r->gpu_total_bytes), cli_gib(g2, sizeof g2, r->host_node_bytes),
                 (double)r->step_ns * 1e-9, r->tokens_per_s,
                 r->fits_gpu ? (r->fits_host ? "yes" : "no (host)") : "no (GPU)");
     }
-}
-
-/* The JSON document of sim_sweep_json, its header indented and each row on a line of its own. */
-static void print_json(FILE *out, json_t *doc)
-{
-    json_t *rows = json_incref(json_object_get(doc, trace_sweep_keys[TRACE_SWEEP_K_ROWS]));
-    json_object_del(doc, trace_sweep_keys[TRACE_SWEEP_K_ROWS]);
-    char *text = cli_json_dumps(cli_json_versioned(doc), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    /* the object without its closing brace, then "rows" */
-    size_t tl = text ? strlen(text) : 0;
-    while (tl > 0 && text[tl - 1] != '}')
-        tl--;
-    fprintf(out, "%.*s,\n  \"%s\": [", (int)(tl > 0 ? tl - 2 : 0), text ? text : "", trace_sweep_keys[TRACE_SWEEP_K_ROWS]);
-    free(text);
-    for (size_t i = 0; i < json_array_size(rows); i++) {
-        char *row = cli_json_dumps(json_array_get(rows, i), JSON_COMPACT | JSON_PRESERVE_ORDER);
-        fprintf(out, "%s\n    %s", i ? "," : "", row ? row : "{}");
-        free(row);
-    }
-    fprintf(out, "\n  ]\n}\n");
-    json_decref(rows);
+    if (!o->a->out)
+        fflush(o->out);
+    return 0;
 }
 
 static int run(int argc, char **argv)
@@ -135,31 +172,18 @@ static int run(int argc, char **argv)
         rl_err_prefix(&e, "--out");
         goto done;
     }
-    const struct sim_sweep_request q = {.setup = &c, .hw = &hw, .train = &sim.train, .ratios = ratios, .n_ratios = n};
+    /* Rows are written as they are computed (memory stays one plan and one row, whatever the count). */
+    struct sweep_out o = {.a = &a, .out = of.fp, .c = &c};
+    const struct sim_sweep_request q = {.setup = &c, .hw = &hw, .train = &sim.train, .ratios = ratios, .n_ratios = n,
+                                        .on_row = on_row, .ctx = &o, .stream_only = true};
+    o.q = &q;
     if ((rc = sim_sweep_run(&q, &t, &e))) {
         cli_sim_err(&e);
         rl_outfile_abort(&of);
         goto done;
     }
-    char set[256], seq[512];
-    cli_sim_settings(&t.rows[0].r, &sim.train, set, sizeof set);
-    const struct sim_sweep_text x = {.version = RL_VERSION_STRING, .seq = cli_seq_text(&c, seq, sizeof seq) + 4,
-                                     .attention_origin = cli_sim_attention_origin(&sim.train, &c.model.arch),
-                                     .settings = set};
-    if (a.json) {
-        json_t *doc = sim_sweep_json(&q, &t, &x);
-        if (!doc) {
-            rc = rl_errf(&e, RL_ENOMEM, "sweep: out of memory for the JSON document");
-            rl_outfile_abort(&of);
-            goto done;
-        }
-        print_json(of.fp, doc);
-        json_decref(doc);
-    } else if (a.csv) {
-        sim_sweep_write_csv(of.fp, &q, &t, &x);
-    } else {
-        print_table(of.fp, &c, &q, &t, set);
-    }
+    if (a.json)
+        fprintf(of.fp, "\n  ]\n}\n");
     if ((rc = rl_outfile_commit(&of, &e)))
         rl_err_prefix(&e, "--out");
     if (!rc) {   /* once the rows are written: a refused input stays one line */

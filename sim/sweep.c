@@ -1,4 +1,4 @@
-/* sim/sweep.c — a sweep's runs, its CSV and its JSON (sweep.h). */
+/* sim/sweep.c — a sweep's runs, its CSV and its JSON, row by row (sweep.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,12 +12,12 @@
 int sim_sweep_run(const struct sim_sweep_request *q, struct sim_sweep_table *t, struct rl_err *e)
 {
     memset(t, 0, sizeof *t);
-    t->rows = calloc(q->n_ratios ? q->n_ratios : 1, sizeof *t->rows);
+    t->rows = calloc(q->n_ratios && !q->stream_only ? q->n_ratios : 1, sizeof *t->rows);
     if (!t->rows)
         return rl_errf(e, RL_ENOMEM, "sweep: out of memory for %zu rows", q->n_ratios);
     for (size_t i = 0; i < q->n_ratios; i++) {
         struct plan p;
-        struct sim_sweep_row *w = &t->rows[i];
+        struct sim_sweep_row *w = &t->rows[q->stream_only ? 0 : i];
         memset(&p, 0, sizeof p);
         int rc = plan_setup_plan(q->setup, q->ratios[i], &p, e);
         if (!rc)
@@ -35,8 +35,10 @@ int sim_sweep_run(const struct sim_sweep_request *q, struct sim_sweep_table *t, 
         w->requested = q->ratios[i];
         w->honored = p.honored_ratio;
         w->cpu_numel = p.cpu_numel;
-        t->n_rows = i + 1;
+        t->n_rows = q->stream_only ? 1 : i + 1;
         plan_free(&p);
+        if (q->on_row && (rc = q->on_row(q->ctx, t, i, e)))
+            return rc;
     }
     return 0;
 }
@@ -53,8 +55,8 @@ const char *sim_sweep_offload_name(enum plan_offload o)
     return o == PLAN_OFFLOAD_CPU ? "cpu" : o == PLAN_OFFLOAD_NVME ? "nvme" : "none";
 }
 
-void sim_sweep_write_csv(FILE *f, const struct sim_sweep_request *q, const struct sim_sweep_table *t,
-                         const struct sim_sweep_text *x)
+void sim_sweep_csv_head(FILE *f, const struct sim_sweep_request *q, const struct sim_sweep_table *t,
+                        const struct sim_sweep_text *x)
 {
     const struct hw_profile *hw = q->hw;
     const struct sim_step_result *r0 = &t->rows[0].r;
@@ -81,32 +83,30 @@ void sim_sweep_write_csv(FILE *f, const struct sim_sweep_request *q, const struc
         fprintf(f, "," TRACE_SWEEP_PHASE_EXPOSED, sim_phase_name(ph));
     }
     fprintf(f, ",%s\n", TRACE_SWEEP_IDLE);
-    for (size_t i = 0; i < t->n_rows; i++) {
-        const struct sim_sweep_row *w = &t->rows[i];
-        const struct sim_step_result *r = &w->r;
-        fprintf(f, "%.4f,%.6f,%lld,%.2f,%lld,%.2f,%.6f,%s,%.1f", w->requested, w->honored,
-                (long long)r->gpu_total_bytes, (double)r->gpu_total_bytes / RL_GIB,
-                (long long)r->host_node_bytes, (double)r->host_node_bytes / RL_GIB,
-                (double)r->step_ns * 1e-9, r->fits_gpu && r->fits_host ? "yes" : "no", r->tokens_per_s);
-        /* Per phase of the critical GPU: busy and exposed seconds (predict's breakdown). */
-        for (int ph = 0; ph < STEP_PH_COUNT; ph++)
-            fprintf(f, ",%.6f,%.6f", (double)r->phase[ph].busy_ns * 1e-9, (double)r->phase[ph].exposed_ns * 1e-9);
-        fprintf(f, ",%.6f\n", (double)r->idle_ns * 1e-9);
-    }
 }
 
-json_t *sim_sweep_json(const struct sim_sweep_request *q, const struct sim_sweep_table *t,
-                       const struct sim_sweep_text *x)
+void sim_sweep_csv_row(FILE *f, const struct sim_sweep_row *w)
+{
+    const struct sim_step_result *r = &w->r;
+    fprintf(f, "%.4f,%.6f,%lld,%.2f,%lld,%.2f,%.6f,%s,%.1f", w->requested, w->honored,
+            (long long)r->gpu_total_bytes, (double)r->gpu_total_bytes / RL_GIB,
+            (long long)r->host_node_bytes, (double)r->host_node_bytes / RL_GIB,
+            (double)r->step_ns * 1e-9, r->fits_gpu && r->fits_host ? "yes" : "no", r->tokens_per_s);
+    /* Per phase of the critical GPU: busy and exposed seconds (predict's breakdown). */
+    for (int ph = 0; ph < STEP_PH_COUNT; ph++)
+        fprintf(f, ",%.6f,%.6f", (double)r->phase[ph].busy_ns * 1e-9, (double)r->phase[ph].exposed_ns * 1e-9);
+    fprintf(f, ",%.6f\n", (double)r->idle_ns * 1e-9);
+}
+
+json_t *sim_sweep_json_head(const struct sim_sweep_request *q, const struct sim_sweep_table *t,
+                            const struct sim_sweep_text *x)
 {
     const struct plan_setup *c = q->setup;
     char dsv[RL_VERSION_STR_MAX];
     rl_version_str(t->ds_version, dsv, sizeof dsv);
-    json_t *o = json_object(), *rows = json_array();
-    if (!o || !rows) {
-        json_decref(o);
-        json_decref(rows);
+    json_t *o = json_object();
+    if (!o)
         return NULL;
-    }
     json_object_set_new(o, K(MODEL), json_string(c->model_desc));
     json_object_set_new(o, K(HARDWARE), json_string(q->hw->name));
     json_object_set_new(o, K(SCHEDULE), json_string(sim_schedule_name(q->train->schedule)));
@@ -120,15 +120,17 @@ json_t *sim_sweep_json(const struct sim_sweep_request *q, const struct sim_sweep
     json_object_set_new(o, K(TP), json_integer(c->layout.tp));
     json_object_set_new(o, K(PP), json_integer(c->layout.pp));
     json_object_set_new(o, K(RANK_NUMEL), json_integer(c->model.total_numel));
-    for (size_t i = 0; i < t->n_rows; i++) {
-        const struct sim_sweep_row *w = &t->rows[i];
-        json_t *row = json_object();
-        json_object_set_new(row, K(REQUESTED), json_real(w->requested));
-        json_object_set_new(row, K(HONORED), json_real(w->honored));
-        json_object_set_new(row, K(CPU_NUMEL), json_integer(w->cpu_numel));
-        json_object_set_new(row, K(PREDICTION), sim_step_result_json(&w->r));
-        json_array_append_new(rows, row);
-    }
-    json_object_set_new(o, K(ROWS), rows);
     return o;
+}
+
+json_t *sim_sweep_json_row(const struct sim_sweep_row *w)
+{
+    json_t *row = json_object();
+    if (!row)
+        return NULL;
+    json_object_set_new(row, K(REQUESTED), json_real(w->requested));
+    json_object_set_new(row, K(HONORED), json_real(w->honored));
+    json_object_set_new(row, K(CPU_NUMEL), json_integer(w->cpu_numel));
+    json_object_set_new(row, K(PREDICTION), sim_step_result_json(&w->r));
+    return row;
 }

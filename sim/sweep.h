@@ -3,12 +3,15 @@
  * (a '#' comment header naming what the rows are of, then one row per ratio) and JSON, both
  * through the sweep's one key table in traces/schema.h (plots/ reads them by the same table).
  *
- * Cost: one plan (plan_setup_plan) and one step simulation (sim_step_run) per ratio; the plans are
- * freed as they are used, so memory is one plan and one row per ratio. */
+ * The rows are handed to the caller as they are computed (sim_sweep_row_fn), so a long sweep shows
+ * its first rows at once. Cost: one plan (plan_setup_plan) and one step simulation (sim_step_run)
+ * per ratio; the plans are freed as they are used, so memory is one plan and one row (640 bytes)
+ * per ratio (one row in all with stream_only). */
 #ifndef RL_SIM_SWEEP_H
 #define RL_SIM_SWEEP_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,12 +21,22 @@
 #include "sim/hw.h"
 #include "sim/step.h"
 
+struct sim_sweep_table;
+/* Called by sim_sweep_run after the row of ratio i is added (it is t->rows[t->n_rows - 1]), so a
+ * caller can write the rows as they are computed; a nonzero return (a negative RL_E* with e
+ * filled) stops the sweep with that code. */
+typedef int sim_sweep_row_fn(void *ctx, const struct sim_sweep_table *t, size_t i, struct rl_err *e);
+
 struct sim_sweep_request {
     const struct plan_setup *setup;  /* model, layout, DeepSpeed config and policy: a plan per ratio */
     const struct hw_profile *hw;     /* the node simulated */
     const struct sim_train *train;   /* the simulator's settings, the same for every ratio */
     const double *ratios;            /* the requested ratios, in the rows' order */
     size_t n_ratios;                 /* of ratios, at least 1 */
+    sim_sweep_row_fn *on_row;        /* after each row; NULL: none */
+    void *ctx;                       /* on_row's */
+    bool stream_only;                /* on_row takes each row and the table keeps only the newest
+                                        (rows[0], n_rows 1): memory is one row whatever the count */
 };
 
 /* One ratio's plan and step. */
@@ -42,7 +55,8 @@ struct sim_sweep_table {
     enum plan_offload offload;       /* where offload_optimizer sends the states (none, cpu, nvme);
                                         says whether offload was configured, which ratio 0 does not */
     struct sim_sweep_row *rows;      /* n_rows, malloc'd; owned by the table (sim_sweep_free) */
-    size_t n_rows;                   /* == the request's n_ratios once sim_sweep_run succeeded */
+    size_t n_rows;                   /* rows computed (1 with stream_only); the request's n_ratios once
+                                        sim_sweep_run succeeded */
 };
 
 /* Plans and simulates every ratio of q into *t (a table of its own, freed with sim_sweep_free also
@@ -60,15 +74,21 @@ struct sim_sweep_text {
 
 /* "offload_optimizer"'s value in the headers: "none", "cpu" or "nvme". */
 const char *sim_sweep_offload_name(enum plan_offload o);
-/* The CSV to f: the '#' comment lines (readers skip them; no time stamp, so the same inputs give
- * the same bytes), the column header of traces/schema.h (two columns per phase, then idle), then a
- * row per ratio. Write errors show in f's error flag. */
-void sim_sweep_write_csv(FILE *f, const struct sim_sweep_request *q, const struct sim_sweep_table *t,
-                         const struct sim_sweep_text *x);
-/* The JSON document (docs/json-output.md): the header's keys, then "rows", each row's requested and
- * honored ratio, host elements and "prediction" (sim_step_result_json). The caller owns it; writing
- * it (schema_version, shortest reals, layout) is the caller's. NULL when out of memory. */
-json_t *sim_sweep_json(const struct sim_sweep_request *q, const struct sim_sweep_table *t,
-                       const struct sim_sweep_text *x);
+/* The CSV's head to f: the '#' comment lines (readers skip them; no time stamp, so the same inputs
+ * give the same bytes), then the column header of traces/schema.h (two columns per phase, then
+ * idle). Reads rows[0], the first row (its micro-batch and attention; with stream_only, call it at
+ * the first row). Write errors show in f's error flag. */
+void sim_sweep_csv_head(FILE *f, const struct sim_sweep_request *q, const struct sim_sweep_table *t,
+                        const struct sim_sweep_text *x);
+/* One row of the CSV to f. */
+void sim_sweep_csv_row(FILE *f, const struct sim_sweep_row *w);
+/* The JSON document's top level (docs/json-output.md) without its "rows": what the rows are of,
+ * from rows[0] as sim_sweep_csv_head. The caller owns it; writing it (schema_version, shortest reals, layout, the
+ * "rows" array after it) is the caller's. NULL when out of memory. */
+json_t *sim_sweep_json_head(const struct sim_sweep_request *q, const struct sim_sweep_table *t,
+                            const struct sim_sweep_text *x);
+/* One member of "rows": the requested and honored ratio, the host elements and the "prediction"
+ * (sim_step_result_json). NULL when out of memory. */
+json_t *sim_sweep_json_row(const struct sim_sweep_row *w);
 
 #endif

@@ -521,11 +521,30 @@ START_TEST(predict_bad_input_exits_2_without_files)
 }
 END_TEST
 
+/* What the row callback of the in-process sweep saw: the rows' count at each call, and a row at
+ * which it stops the sweep (0: none). */
+struct sweep_seen {
+    size_t calls[8];                 /* t->n_rows at each call */
+    int n_calls;                     /* of calls */
+    size_t stop_at;                  /* return RL_EINVAL when this many rows are in, 0: never */
+    const double *ratios;            /* the sweep's */
+};
+
+static int sweep_seen_row(void *ctx, const struct sim_sweep_table *t, size_t i, struct rl_err *e)
+{
+    struct sweep_seen *v = ctx;
+    ck_assert(t->rows[t->n_rows - 1].requested == v->ratios[i]);   /* the new row is ratio i's */
+    if (v->n_calls < 8)
+        v->calls[v->n_calls++] = t->n_rows;
+    return t->n_rows == v->stop_at ? rl_errf(e, RL_EINVAL, "stopped at %zu", t->n_rows) : 0;
+}
+
 /* sim/sweep.c in process: the table is one plan and one step per ratio, in the order asked (each
- * row what plan_setup_plan and sim_step_run give for its ratio alone); a ratio the plan refuses
- * names itself and leaves no table; the CSV has the eleven comment lines, the columns of the
- * sweep's table and per row the bytes, their GiB to 2 decimals and the fit; the JSON a row per
- * ratio, each with its requested ratio and host elements. */
+ * row what plan_setup_plan and sim_step_run give for its ratio alone), handed to the callback as
+ * each row comes (which can stop the sweep); a ratio the plan refuses names itself; the CSV has
+ * the eleven comment lines, the columns of the sweep's table and per row the bytes, their GiB to 2
+ * decimals and the fit; the JSON's head names the origin given and each row its requested ratio
+ * and host elements. */
 START_TEST(sweep_table_csv_and_json_in_process)
 {
     struct plan_inputs in;
@@ -538,10 +557,13 @@ START_TEST(sweep_table_csv_and_json_in_process)
     struct sim_train t;
     sim_train_defaults(&t);
     const double ratios[] = {1, 0, 0.5};
-    struct sim_sweep_request q = {.setup = &c, .hw = &hw, .train = &t, .ratios = ratios, .n_ratios = 3};
+    struct sweep_seen seen = {.ratios = ratios};
+    struct sim_sweep_request q = {.setup = &c, .hw = &hw, .train = &t, .ratios = ratios, .n_ratios = 3,
+                                  .on_row = sweep_seen_row, .ctx = &seen};
     struct sim_sweep_table tab;
     ck_assert_msg(sim_sweep_run(&q, &tab, &e) == 0, "%s", e.msg);
     ck_assert_int_eq(tab.n_rows, 3);
+    ck_assert(seen.n_calls == 3 && seen.calls[0] == 1 && seen.calls[1] == 2 && seen.calls[2] == 3);
     for (int i = 0; i < 3; i++) {
         struct plan p;
         struct sim_step_result r;
@@ -559,7 +581,9 @@ START_TEST(sweep_table_csv_and_json_in_process)
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
-    sim_sweep_write_csv(f, &q, &tab, &x);
+    sim_sweep_csv_head(f, &q, &tab, &x);
+    for (int i = 0; i < 3; i++)
+        sim_sweep_csv_row(f, &tab.rows[i]);
     fclose(f);
     ck_assert_msg(strncmp(buf, "# ratiolab 9.9 sweep\n# model: ", 30) == 0, "%s", buf);
     ck_assert_ptr_nonnull(strstr(buf, "\n# seq_len: 2048 (given)\n"));
@@ -591,17 +615,31 @@ START_TEST(sweep_table_csv_and_json_in_process)
         ck_assert_str_eq(v[TRACE_SWEEP_FITS], r->fits_gpu && r->fits_host ? "yes" : "no");
     }
     free(buf);
-    json_t *j = sim_sweep_json(&q, &tab, &x), *jr = json_object_get(j, trace_sweep_keys[TRACE_SWEEP_K_ROWS]);
-    ck_assert_int_eq(json_array_size(jr), 3);
+    json_t *j = sim_sweep_json_head(&q, &tab, &x);
+    ck_assert_str_eq(json_string_value(json_object_get(j, trace_sweep_keys[TRACE_SWEEP_K_ATTENTION_ORIGIN])), "origin");
+    ck_assert_int_eq(json_integer_value(json_object_get(j, trace_sweep_keys[TRACE_SWEEP_K_GPUS])), 8);
+    ck_assert_ptr_null(json_object_get(j, trace_sweep_keys[TRACE_SWEEP_K_ROWS]));
+    json_decref(j);
     for (int i = 0; i < 3; i++) {
-        json_t *row = json_array_get(jr, i);
+        json_t *row = sim_sweep_json_row(&tab.rows[i]);
         ck_assert(json_real_value(json_object_get(row, trace_sweep_keys[TRACE_SWEEP_K_REQUESTED])) == ratios[i]);
         ck_assert_int_eq(json_integer_value(json_object_get(row, trace_sweep_keys[TRACE_SWEEP_K_CPU_NUMEL])),
                          tab.rows[i].cpu_numel);
+        json_decref(row);
     }
-    ck_assert_str_eq(json_string_value(json_object_get(j, trace_sweep_keys[TRACE_SWEEP_K_ATTENTION_ORIGIN])), "origin");
-    json_decref(j);
     sim_sweep_free(&tab);
+    seen = (struct sweep_seen){.stop_at = 2, .ratios = ratios};
+    ck_assert_int_eq(sim_sweep_run(&q, &tab, &e), RL_EINVAL);
+    ck_assert(seen.n_calls == 2 && tab.n_rows == 2);
+    ck_assert_str_eq(e.msg, "stopped at 2");
+    sim_sweep_free(&tab);
+    seen = (struct sweep_seen){.ratios = ratios};   /* streamed: one row kept, the newest */
+    q.stream_only = true;
+    ck_assert_msg(sim_sweep_run(&q, &tab, &e) == 0, "%s", e.msg);
+    ck_assert(seen.n_calls == 3 && seen.calls[2] == 1 && tab.n_rows == 1 && tab.rows[0].requested == ratios[2]);
+    sim_sweep_free(&tab);
+    q.on_row = NULL;
+    q.stream_only = false;
     const double bad[] = {0.5, 1.5};
     q.ratios = bad;
     q.n_ratios = 2;
