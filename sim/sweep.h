@@ -1,5 +1,5 @@
 /* sim/sweep.h — `ratiolab sweep`'s runs: one plan and one simulated step per requested ratio, the
- * ratio its policy honors and the prediction, kept as a table; and the table as the sweep's CSV
+ * ratio its policy honors and the prediction, kept as a table; and its rows as the sweep's CSV
  * (a '#' comment header naming what the rows are of, then one row per ratio) and JSON, both
  * through the sweep's one key table in traces/schema.h (plots/ reads them by the same table).
  *
@@ -55,8 +55,8 @@ struct sim_sweep_table {
     enum plan_offload offload;       /* where offload_optimizer sends the states (none, cpu, nvme);
                                         says whether offload was configured, which ratio 0 does not */
     struct sim_sweep_row *rows;      /* n_rows, malloc'd; owned by the table (sim_sweep_free) */
-    size_t n_rows;                   /* rows computed (1 with stream_only); the request's n_ratios once
-                                        sim_sweep_run succeeded */
+    size_t n_rows;                   /* rows held: those computed so far (the request's n_ratios once
+                                        sim_sweep_run succeeded), or 1, the newest, with stream_only */
 };
 
 /* Plans and simulates every ratio of q into *t (a table of its own, freed with sim_sweep_free also

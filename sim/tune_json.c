@@ -8,6 +8,7 @@
 /* A key of tune --json's table (traces/schema.h). */
 #define K(x) trace_tune_keys[TRACE_TUNE_##x]
 
+/* A choice ("answer", "best_with_offload", "best_exact"): its settings, speed, memory and prediction. */
 static json_t *choice_json(const struct sim_tune_choice *k)
 {
     json_t *o = json_object();
@@ -28,6 +29,7 @@ static json_t *choice_json(const struct sim_tune_choice *k)
     return o;
 }
 
+/* A byte figure, or null where none qualifies (0 or INT64_MAX). */
 static json_t *bytes_or_null(int64_t v)
 {
     return v > 0 && v != INT64_MAX ? json_integer(v) : json_null();
