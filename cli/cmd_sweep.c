@@ -1,7 +1,8 @@
 /* cli/cmd_sweep.c — `ratiolab sweep`: one simulated step per ratio: requested and honored ratio,
- * GPU and host memory, step time, and whether it fits. The CSV starts with '#' comment lines
- * (version, model, hardware, policy, DeepSpeed version, offload device, schedule, micro-batch,
- * attention), then the column header. */
+ * GPU and host memory, step time, and whether it fits. The runs, the CSV (its '#' comment lines:
+ * version, model, hardware, policy, DeepSpeed version, offload device, schedule, micro-batch,
+ * attention; then the column header) and the JSON document are sim/sweep.c; this file parses,
+ * calls, prints the human table and the JSON's layout, and writes where it is told. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,10 +11,8 @@
 #include "cli/json_out.h"
 #include "cli/sim_opts.h"
 #include "plan/ds_rules.h"   /* PLAN_DS_DEFAULT_VERSION_STR */
-#include "traces/schema.h"   /* the sweep's columns and keys: one table for this writer and plots/' reader */
-
-/* A key of the sweep's table (traces/schema.h). */
-#define K(x) trace_sweep_keys[TRACE_SWEEP_K_##x]
+#include "sim/sweep.h"
+#include "traces/schema.h"   /* the "rows" key of the sweep's JSON */
 
 enum { W_RATIOS = 1, W_CSV, W_JSON, W_OUT };
 static const struct cli_opt opts[] = {
@@ -55,6 +54,86 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     return RL_EINTERNAL;
 }
 
+/* Where and how the rows go as sim_sweep_run computes them. */
+struct sweep_out {
+    const struct sweep_args *a;      /* the format and --out */
+    FILE *out;                       /* the output file (standard output without --out) */
+    const struct plan_setup *c;      /* the setup swept */
+    const struct sim_sweep_request *q; /* the sweep */
+    char set[256], seq[512];         /* the simulator's settings and the sequence length's text */
+};
+
+/* The human table's header, from the first row. */
+static void print_head(const struct sweep_out *o, const struct sim_sweep_table *t)
+{
+    char g1[32], head[512];
+    const struct hw_profile *hw = o->q->hw;
+    fprintf(o->out, "model      %s\nhardware   %s: %d x %s per node, %s GiB each\nschedule   %s\npolicy     %s\n"
+            "attention  %s (%s)\n\n",
+            cli_model_head(o->c, head, sizeof head), hw->name, hw->gpus, hw->gpu_model,
+            cli_gib(g1, sizeof g1, hw->gpu_mem_bytes), o->set, plan_policy_name(t->policy),
+            plan_attention_name(t->rows[0].r.attention), cli_sim_attention_origin(o->q->train, &o->c->model.arch));
+    fprintf(o->out, "%9s %9s %10s %14s %10s %10s  %s\n", "requested", "honored", "GPU GiB", "host GiB/node",
+            "step s", "tok/s/GPU", "fits");
+}
+
+/* The JSON's top level, indented, without its closing brace, then the "rows" array opened. */
+static int print_json_head(FILE *out, json_t *head, struct rl_err *e)
+{
+    char *text = head ? cli_json_dumps(cli_json_versioned(head), JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(head);
+    if (!text)
+        return rl_errf(e, RL_ENOMEM, "sweep: out of memory for the JSON document");
+    size_t tl = strlen(text);
+    while (tl > 0 && text[tl - 1] != '}')
+        tl--;
+    fprintf(out, "%.*s,\n  \"%s\": [", (int)(tl > 0 ? tl - 2 : 0), text, trace_sweep_keys[TRACE_SWEEP_K_ROWS]);
+    free(text);
+    return 0;
+}
+
+/* sim_sweep_row_fn: the header with the first row, then the row, in the format asked; flushed to
+ * standard output so a long sweep shows its rows as they come. */
+static int on_row(void *ctx, const struct sim_sweep_table *t, size_t i, struct rl_err *e)
+{
+    struct sweep_out *o = ctx;
+    const struct sim_sweep_row *w = &t->rows[t->n_rows - 1];
+    const struct sim_step_result *r = &w->r;
+    const struct sim_sweep_text x = {.version = RL_VERSION_STRING, .seq = o->seq + 4,
+                                     .attention_origin = cli_sim_attention_origin(o->q->train, &o->c->model.arch),
+                                     .settings = o->set};
+    if (i == 0) {
+        cli_sim_settings(r, o->q->train, o->set, sizeof o->set);
+        cli_seq_text(o->c, o->seq, sizeof o->seq);
+        if (o->a->json && print_json_head(o->out, sim_sweep_json_head(o->q, t, &x), e))
+            return e->code;
+        if (o->a->csv)
+            sim_sweep_csv_head(o->out, o->q, t, &x);
+        else if (!o->a->json)
+            print_head(o, t);
+    }
+    if (o->a->json) {
+        json_t *row = sim_sweep_json_row(w);
+        char *text = row ? cli_json_dumps(row, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        json_decref(row);
+        if (!text)
+            return rl_errf(e, RL_ENOMEM, "sweep: out of memory for a JSON row");
+        fprintf(o->out, "%s\n    %s", i ? "," : "", text);
+        free(text);
+    } else if (o->a->csv) {
+        sim_sweep_csv_row(o->out, w);
+    } else {
+        char g1[32], g2[32];
+        fprintf(o->out, "%9.4f %9.4f %10s %14s %10.4f %10.0f  %s\n", w->requested, w->honored,
+                cli_gib(g1, sizeof g1, r->gpu_total_bytes), cli_gib(g2, sizeof g2, r->host_node_bytes),
+                (double)r->step_ns * 1e-9, r->tokens_per_s,
+                r->fits_gpu ? (r->fits_host ? "yes" : "no (host)") : "no (GPU)");
+    }
+    if (!o->a->out)
+        fflush(o->out);
+    return 0;
+}
+
 static int run(int argc, char **argv)
 {
     struct plan_inputs s;
@@ -85,137 +164,34 @@ static int run(int argc, char **argv)
         return cli_fail("sweep", &e);
     struct plan_setup c;
     struct hw_profile hw;
-    if ((rc = cli_setup_resolve(&s, &c, &e)) || (rc = cli_sim_load_hw(&sim, &c, &hw, &e))) {
-        free(ratios);
-        plan_setup_free(&c);
-        return cli_fail("sweep", &e);
-    }
+    struct sim_sweep_table t = {0};
     struct rl_outfile of = {0};
+    if ((rc = cli_setup_resolve(&s, &c, &e)) || (rc = cli_sim_load_hw(&sim, &c, &hw, &e)))
+        goto done;
     if ((rc = rl_outfile_open(&of, a.out ? a.out : "-", &e))) {
         rl_err_prefix(&e, "--out");
-        free(ratios);
-        plan_setup_free(&c);
-        return cli_fail("sweep", &e);
+        goto done;
     }
-    /* Rows are written as they are computed (memory stays one plan, whatever the count). */
-    FILE *out = of.fp;
-    for (size_t i = 0; !rc && i < n; i++) {
-        struct plan p;
-        struct sim_step_result r;
-        memset(&p, 0, sizeof p);
-        if ((rc = plan_setup_plan(&c, ratios[i], &p, &e)) || (rc = sim_step_run(&p, &hw, &sim.train, NULL, &r, &e))) {
-            cli_sim_err(&e);
-            rl_err_prefix(&e, "ratio %g", ratios[i]);
-            plan_free(&p);
-            break;
-        }
-        if (i == 0) {
-            char set[256], g1[32], head[512], dsv[48];
-            cli_sim_settings(&r, &sim.train, set, sizeof set);
-            /* The DeepSpeed whose rules applied, and where offload_optimizer sends the states
-             * (whether offload was configured at all, which ratio 0 alone does not say). */
-            rl_version_str(p.zero.ds_version, dsv, sizeof dsv);
-            const char *offload = p.zero.offload == PLAN_OFFLOAD_CPU    ? "cpu"
-                                  : p.zero.offload == PLAN_OFFLOAD_NVME ? "nvme"
-                                                                        : "none";
-            if (a.json) {
-                json_t *o = json_object();
-                json_object_set_new(o, K(MODEL), json_string(c.model_desc));
-                json_object_set_new(o, K(HARDWARE), json_string(hw.name));
-                json_object_set_new(o, K(SCHEDULE), json_string(sim_schedule_name(sim.train.schedule)));
-                json_object_set_new(o, K(POLICY), json_string(plan_policy_name(p.policy)));
-                json_object_set_new(o, K(DS_VERSION), json_string(dsv));
-                json_object_set_new(o, K(OFFLOAD), json_string(offload));
-                json_object_set_new(o, K(ATTENTION), json_string(plan_attention_name(r.attention)));
-                json_object_set_new(o, K(ATTENTION_ORIGIN), json_string(cli_sim_attention_origin(&sim.train, &c.model.arch)));
-                /* Layout and size, for plots across sweeps (ratiolab plot scaling). */
-                json_object_set_new(o, K(GPUS), json_integer(c.layout.world));
-                json_object_set_new(o, K(TP), json_integer(c.layout.tp));
-                json_object_set_new(o, K(PP), json_integer(c.layout.pp));
-                json_object_set_new(o, K(RANK_NUMEL), json_integer(c.model.total_numel));
-                char *text = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-                /* the object without its closing brace, then "rows" streamed */
-                size_t tl = text ? strlen(text) : 0;
-                while (tl > 0 && text[tl - 1] != '}')
-                    tl--;
-                fprintf(out, "%.*s,\n  \"%s\": [", (int)(tl > 0 ? tl - 2 : 0), text ? text : "", K(ROWS));
-                free(text);
-                json_decref(o);
-            } else if (a.csv) {
-                /* A comment header (readers skip lines starting with '#'): what the rows are of.
-                 * No time stamp: the same inputs give the same bytes. */
-                fprintf(out, "# ratiolab %s sweep\n", RL_VERSION_STRING);
-                fprintf(out, TRACE_SWEEP_COMMENT "%s\n", K(MODEL), c.model_desc);
-                fprintf(out, TRACE_SWEEP_COMMENT "%s\n", K(SEQ_LEN), cli_seq_text(&c, head, sizeof head) + 4);
-                fprintf(out, TRACE_SWEEP_COMMENT "%s: %d x %s per node, %s GiB each\n", K(HARDWARE), hw.name, hw.gpus,
-                        hw.gpu_model, cli_gib(g1, sizeof g1, hw.gpu_mem_bytes));
-                fprintf(out, TRACE_SWEEP_COMMENT "%s\n", K(POLICY), plan_policy_name(p.policy));
-                fprintf(out, TRACE_SWEEP_COMMENT "%s\n", K(DS_VERSION), dsv);
-                fprintf(out, TRACE_SWEEP_COMMENT "%s\n", K(OFFLOAD), offload);
-                fprintf(out, TRACE_SWEEP_COMMENT "%s\n", K(SCHEDULE), sim_schedule_name(sim.train.schedule));
-                fprintf(out, TRACE_SWEEP_COMMENT "%lld\n", K(MICRO_BATCH), (long long)r.micro_batch);
-                fprintf(out, TRACE_SWEEP_COMMENT "%s (%s)\n", K(ATTENTION), plan_attention_name(r.attention),
-                        cli_sim_attention_origin(&sim.train, &c.model.arch));
-                fprintf(out, TRACE_SWEEP_COMMENT "%s\n", K(SETTINGS), set);
-                /* The columns of traces/schema.h, then two per phase, then idle. */
-                for (int k = 0; k < TRACE_SWEEP_N; k++)
-                    fprintf(out, "%s%s", k ? "," : "", trace_sweep_cols[k]);
-                for (int ph = 0; ph < STEP_PH_COUNT; ph++) {
-                    fprintf(out, "," TRACE_SWEEP_PHASE_BUSY, sim_phase_name(ph));
-                    fprintf(out, "," TRACE_SWEEP_PHASE_EXPOSED, sim_phase_name(ph));
-                }
-                fprintf(out, ",%s\n", TRACE_SWEEP_IDLE);
-            } else {
-                fprintf(out, "model      %s\nhardware   %s: %d x %s per node, %s GiB each\nschedule   %s\npolicy     %s\n"
-                        "attention  %s (%s)\n\n",
-                        cli_model_head(&c, head, sizeof head), hw.name, hw.gpus, hw.gpu_model, cli_gib(g1, sizeof g1, hw.gpu_mem_bytes), set,
-                        plan_policy_name(p.policy), plan_attention_name(r.attention),
-                        cli_sim_attention_origin(&sim.train, &c.model.arch));
-                fprintf(out, "%9s %9s %10s %14s %10s %10s  %s\n", "requested", "honored", "GPU GiB", "host GiB/node",
-                        "step s", "tok/s/GPU", "fits");
-            }
-        }
-        if (a.json) {
-            json_t *row = json_object();
-            json_object_set_new(row, K(REQUESTED), json_real(ratios[i]));
-            json_object_set_new(row, K(HONORED), json_real(p.honored_ratio));
-            json_object_set_new(row, K(CPU_NUMEL), json_integer(p.cpu_numel));
-            json_object_set_new(row, K(PREDICTION), sim_step_result_json(&r));
-            char *text = cli_json_dumps(row, JSON_COMPACT | JSON_PRESERVE_ORDER);
-            fprintf(out, "%s\n    %s", i ? "," : "", text ? text : "{}");
-            free(text);
-            json_decref(row);
-        } else if (a.csv) {
-            fprintf(out, "%.4f,%.6f,%lld,%.2f,%lld,%.2f,%.6f,%s,%.1f", ratios[i], p.honored_ratio,
-                    (long long)r.gpu_total_bytes, (double)r.gpu_total_bytes / RL_GIB,
-                    (long long)r.host_node_bytes, (double)r.host_node_bytes / RL_GIB,
-                    (double)r.step_ns * 1e-9, r.fits_gpu && r.fits_host ? "yes" : "no",
-                    r.tokens_per_s);
-            /* Per phase of the critical GPU: busy and exposed seconds (predict's breakdown). */
-            for (int ph = 0; ph < STEP_PH_COUNT; ph++)
-                fprintf(out, ",%.6f,%.6f", (double)r.phase[ph].busy_ns * 1e-9, (double)r.phase[ph].exposed_ns * 1e-9);
-            fprintf(out, ",%.6f\n", (double)r.idle_ns * 1e-9);
-        } else {
-            char g1[32], g2[32];
-            fprintf(out, "%9.4f %9.4f %10s %14s %10.4f %10.0f  %s\n", ratios[i], p.honored_ratio,
-                    cli_gib(g1, sizeof g1, r.gpu_total_bytes), cli_gib(g2, sizeof g2, r.host_node_bytes),
-                    (double)r.step_ns * 1e-9, r.tokens_per_s,
-                    r.fits_gpu ? (r.fits_host ? "yes" : "no (host)") : "no (GPU)");
-        }
-        if (!a.out)
-            fflush(out);
-        plan_free(&p);
-    }
-    if (!rc && a.json)
-        fprintf(out, "\n  ]\n}\n");
-    if (rc)
+    /* Rows are written as they are computed (memory stays one plan and one row, whatever the count). */
+    struct sweep_out o = {.a = &a, .out = of.fp, .c = &c};
+    const struct sim_sweep_request q = {.setup = &c, .hw = &hw, .train = &sim.train, .ratios = ratios, .n_ratios = n,
+                                        .on_row = on_row, .ctx = &o, .stream_only = true};
+    o.q = &q;
+    if ((rc = sim_sweep_run(&q, &t, &e))) {
+        cli_sim_err(&e);
         rl_outfile_abort(&of);
-    else if ((rc = rl_outfile_commit(&of, &e)))
+        goto done;
+    }
+    if (a.json)
+        fprintf(of.fp, "\n  ]\n}\n");
+    if ((rc = rl_outfile_commit(&of, &e)))
         rl_err_prefix(&e, "--out");
     if (!rc) {   /* once the rows are written: a refused input stays one line */
         cli_sim_warn_layout(&c.layout);
         cli_sim_warn_defaults(&hw, &c.layout);
     }
+done:
+    sim_sweep_free(&t);
     free(ratios);
     plan_setup_free(&c);
     return rc ? cli_fail("sweep", &e) : 0;

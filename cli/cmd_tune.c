@@ -1,6 +1,7 @@
 /* cli/cmd_tune.c — `ratiolab tune`: the micro-batch, activation checkpointing and offload ratio
  * with the most tokens/s per GPU that fit with a headroom, the host RAM a node needs, and the
- * DeepSpeed settings that get it. The search is sim/tune.c; this file parses, calls and prints. */
+ * DeepSpeed settings that get it. The search, one profile's run of it and its analysis are
+ * sim/tune.c, the JSON and the config block sim/tune_json.c; this file parses, calls and prints. */
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -10,10 +11,7 @@
 #include "cli/json_out.h"
 #include "cli/sim_opts.h"
 #include "sim/tune.h"
-#include "traces/schema.h"   /* tune --json's keys: one table for this writer and its readers */
-
-/* A key of tune --json's table (traces/schema.h). */
-#define K(x) trace_tune_keys[TRACE_TUNE_##x]
+#include "sim/tune_json.h"
 
 enum { T_RATIOS = 1, T_TOL, T_JSON, T_HEADROOM, T_GLOBAL, T_MBS };
 static const struct cli_opt opts[] = {
@@ -52,178 +50,11 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
 #define MAX_MBS SIM_TUNE_MAX_MICRO_BATCHES
 #define MAX_HW 8
 
-/* The micro-batch candidates (sim_tune_micro_batches) with --micro-batches read into the list
- * they start from (at most MAX_MBS - 1 values); not read when --micro-batch fixes one. */
-static int micro_batches(const struct tune_args *a, const struct plan_zero *z, int64_t *mb, int *n, struct rl_err *e)
-{
-    int64_t listed[MAX_MBS];
-    int n_listed = 0;
-    for (const char *p = a->mbs; p && *p && z->src_micro_batch != PLAN_SRC_CLI;) {
-        char *end;
-        long long v = strtoll(p, &end, 10);
-        if (end == p || v < 1 || v > 1 << 20 || (*end && *end != ',') || n_listed >= MAX_MBS - 1)
-            return rl_errf(e, RL_EINVAL, "--micro-batches: '%s' is not allowed; expected up to %d integers "
-                           ">= 1 separated by commas, e.g. 1,2,4", a->mbs, MAX_MBS - 1);
-        listed[n_listed++] = v;
-        p = *end ? end + 1 : end;
-    }
-    sim_tune_micro_batches(z, a->mbs ? listed : NULL, n_listed, mb, n);
-    return 0;
-}
-
-static json_t *choice_json(const struct sim_tune_choice *k)
-{
-    json_t *o = json_object();
-    json_object_set_new(o, K(C_OFFLOAD), json_string(k->offload ? "cpu" : "none"));
-    json_object_set_new(o, K(C_REQUESTED), json_real(k->ratio));
-    json_object_set_new(o, K(C_HONORED), json_real(k->honored));
-    json_object_set_new(o, K(C_MICRO_BATCH), json_integer(k->micro_batch));
-    json_object_set_new(o, K(C_GRAD_ACCUM), json_integer(k->grad_accum));
-    json_object_set_new(o, K(C_CKPT), json_boolean(k->ckpt));
-    json_object_set_new(o, K(C_SUB_GROUP_SIZE), json_integer(k->sub_group_size));
-    json_object_set_new(o, K(C_SUB_GROUPS), json_integer(k->n_subgroups));
-    json_object_set_new(o, K(C_TOKENS_GPU), json_real(k->tokens_per_s_gpu));
-    json_object_set_new(o, K(C_TOKENS_NODE), json_real(k->tokens_per_s_node));
-    json_object_set_new(o, K(C_FREE_GPU_BYTES), json_integer(k->free_gpu_bytes));
-    json_object_set_new(o, K(C_HOST_NODE_BYTES), json_integer(k->r.host_node_bytes));
-    json_object_set_new(o, K(C_HOST_TOTAL_NODE_BYTES), json_integer(k->r.host_total_node_bytes));
-    json_object_set_new(o, K(C_PREDICTION), sim_step_result_json(&k->r));
-    return o;
-}
-
-/* One profile's search: inputs and result. */
-struct tune_run {
-    struct hw_profile hw;         /* the profile, with --gpu-mem applied */
-    int64_t headroom;             /* bytes */
-    bool headroom_given;          /* --headroom (bytes, kept on a larger GPU); else a share of GPU memory */
-    struct sim_tune_result res;   /* what sim_tune found */
-    struct sim_tune_fix fix[SIM_TUNE_N_CLASSES + 1]; /* when nothing fits: per class, then for any */
-};
-
 /* bytes rounded up to the 0.01 GiB the text prints, so that the printed figure fits. */
 static int64_t gib_up(int64_t bytes)
 {
     const double step = (double)RL_GIB / 100.0;
     return (int64_t)ceil(ceil((double)bytes / step) * step);
-}
-
-static json_t *bytes_or_null(int64_t v)
-{
-    return v > 0 && v != INT64_MAX ? json_integer(v) : json_null();
-}
-
-/* The per-class facts (docs/json-tune.md "classes"). */
-static json_t *classes_json(const struct tune_run *t)
-{
-    static const char *const keys[] = {"no_offload", "partial_offload", "full_offload"};
-    json_t *a = json_array();
-    for (int c = 0; c < SIM_TUNE_N_CLASSES; c++) {
-        const struct sim_tune_class_stats *k = &t->res.ans.cls[c];
-        const struct sim_tune_fix *f = &t->fix[c];
-        json_t *o = json_object();
-        json_object_set_new(o, K(K_CLASS), json_string(keys[c]));
-        json_object_set_new(o, K(K_CANDIDATES), json_integer(k->evaluated));
-        json_object_set_new(o, K(K_RATIO_MIN), k->evaluated ? json_real(k->ratio_lo) : json_null());
-        json_object_set_new(o, K(K_RATIO_MAX), k->evaluated ? json_real(k->ratio_hi) : json_null());
-        json_object_set_new(o, K(K_GPU_FIT), json_integer(k->gpu_fit));
-        json_object_set_new(o, K(K_HOST_FIT), json_integer(k->host_fit));
-        json_object_set_new(o, K(K_FIT), json_integer(k->fit));
-        json_object_set_new(o, K(K_BINDS), json_string(sim_tune_binds(k)));
-        json_object_set_new(o, K(K_MIN_GPU_BYTES), bytes_or_null(k->min_gpu_bytes));
-        json_object_set_new(o, K(K_MIN_GPU_BYTES_HOST_FITS), bytes_or_null(k->min_gpu_bytes_host_ok));
-        json_object_set_new(o, K(K_MIN_HOST_TOTAL), bytes_or_null(k->min_host_any_bytes));
-        json_object_set_new(o, K(K_MIN_HOST_TOTAL_GPU_FITS), bytes_or_null(k->min_host_node_bytes));
-        json_object_set_new(o, K(K_BEST_TOKENS), k->fit ? json_real(k->best_tokens_per_s_gpu) : json_null());
-        if (t->res.found || k->evaluated == 0) {
-            json_object_set_new(o, K(K_FITS_WITH), json_null());
-        } else {
-            json_t *w = json_object();
-            json_object_set_new(w, K(F_GPU_MEM_BYTES), bytes_or_null(f->gpu_mem_bytes));
-            json_object_set_new(w, K(F_HOST_MEM_BYTES), bytes_or_null(f->host_mem_bytes));
-            if (f->both_gpu_mem_bytes) {
-                json_t *b = json_object();
-                json_object_set_new(b, K(F_GPU_MEM_BYTES), json_integer(f->both_gpu_mem_bytes));
-                json_object_set_new(b, K(F_HOST_MEM_BYTES), json_integer(f->both_host_mem_bytes));
-                json_object_set_new(w, K(F_BOTH), b);
-            } else {
-                json_object_set_new(w, K(F_BOTH), json_null());
-            }
-            json_object_set_new(w, K(F_GPUS), f->gpus ? json_integer(f->gpus) : json_null());
-            json_object_set_new(w, K(F_DP), f->gpus ? json_integer(f->dp) : json_null());
-            json_object_set_new(w, K(F_NODES), f->gpus ? json_integer(f->nodes) : json_null());
-            json_object_set_new(o, K(K_FITS_WITH), w);
-        }
-        json_array_append_new(a, o);
-    }
-    return a;
-}
-
-/* The answer: the fastest candidate that fits under the request's policy (under a DeepSpeed
- * policy, a (ratio, sub_group_size) pair DeepSpeed honors). */
-static const struct sim_tune_choice *answer(const struct tune_run *t)
-{
-    return &t->res.ans.best;
-}
-
-/* The DeepSpeed config block that runs choice k: what to paste into the user's config. */
-static json_t *ds_block(const struct sim_tune_choice *k, bool with_sgs, enum plan_dtype dtype)
-{
-    json_t *o = json_object(), *z = json_object();
-    if (dtype != PLAN_FP32) {   /* the precision planned: DeepSpeed runs fp32 without its block */
-        json_t *d = json_object();
-        json_object_set_new(d, "enabled", json_true());
-        json_object_set_new(o, dtype == PLAN_BF16 ? "bf16" : "fp16", d);
-    }
-    json_object_set_new(o, "train_micro_batch_size_per_gpu", json_integer(k->micro_batch));
-    json_object_set_new(o, "gradient_accumulation_steps", json_integer(k->grad_accum));
-    json_object_set_new(z, "stage", json_integer(3));
-    if (k->offload) {
-        json_t *off = json_object();
-        if (with_sgs)
-            json_object_set_new(z, "sub_group_size", json_integer(k->sub_group_size));
-        json_object_set_new(off, "device", json_string("cpu"));
-        json_object_set_new(off, "pin_memory", json_true());
-        json_object_set_new(off, "ratio", json_real(round(k->ratio * 1e6) / 1e6));
-        json_object_set_new(z, "offload_optimizer", off);
-    }
-    json_object_set_new(o, "zero_optimization", z);
-    return o;
-}
-
-static json_t *run_json(const struct plan_setup *c, const struct tune_run *t, const struct sim_train *train)
-{
-    const bool ds = c->popt.policy != PLAN_POLICY_EXACT;
-    json_t *o = json_object();
-    json_object_set_new(o, K(MODEL), json_string(c->model_desc));
-    json_object_set_new(o, K(SEQ_LEN), json_integer(c->model.arch.seq_len));
-    json_object_set_new(o, K(DTYPE), json_string(plan_dtype_name(c->zero.dtype)));
-    json_object_set_new(o, K(DTYPE_ORIGIN), json_string(cli_dtype_source(c)));
-    json_object_set_new(o, K(HARDWARE), json_string(t->hw.name));
-    json_object_set_new(o, K(GPUS_PER_NODE), json_integer(c->layout.gpus_per_node));
-    json_object_set_new(o, K(GPU_MEM_BYTES), json_integer(t->hw.gpu_mem_bytes));
-    json_object_set_new(o, K(HEADROOM_BYTES), json_integer(t->headroom));
-    json_object_set_new(o, K(RESERVE), json_string(train->gpu_reserve_bytes >= 0 ? "--reserve" : "profile"));
-    json_object_set_new(o, K(SCHEDULE), json_string(sim_schedule_name(train->schedule)));
-    json_object_set_new(o, K(POLICY), json_string(plan_policy_name(c->popt.policy)));
-    json_object_set_new(o, K(ATTENTION), json_string(plan_attention_name(cli_sim_attention(train, &c->model.arch))));
-    json_object_set_new(o, K(ATTENTION_ORIGIN), json_string(cli_sim_attention_origin(train, &c->model.arch)));
-    json_object_set_new(o, K(CANDIDATES), json_integer(t->res.ans.evaluated));
-    json_object_set_new(o, K(SIMULATED), json_integer(t->res.ans.simulated));
-    const struct sim_tune_best *a = &t->res.ans;
-    json_object_set_new(o, K(ANSWER), a->found ? choice_json(&a->best) : json_null());
-    json_object_set_new(o, K(DS_CONFIG), a->found ? ds_block(&a->best, ds, c->zero.dtype) : json_null());
-    json_object_set_new(o, K(BEST_WITH_OFFLOAD), a->offload_found ? choice_json(&a->best_offload) : json_null());
-    json_object_set_new(o, K(BEST_EXACT), t->res.exact.found ? choice_json(&t->res.exact.best) : json_null());
-    if (ds) {
-        json_t *u = json_array();
-        for (int i = 0; i < t->res.n_unhonored && i < (int)(sizeof t->res.unhonored / sizeof t->res.unhonored[0]); i++)
-            json_array_append_new(u, json_real(t->res.unhonored[i]));
-        json_object_set_new(o, K(UNHONORED), u);
-    }
-    json_object_set_new(o, K(MIN_GPU_BYTES), json_integer(a->min_gpu_bytes == INT64_MAX ? 0 : a->min_gpu_bytes));
-    json_object_set_new(o, K(HOST_MEM_BYTES), json_integer(t->hw.host_mem_bytes));
-    json_object_set_new(o, K(CLASSES), classes_json(t));
-    return o;
 }
 
 /* With fewer GPUs than the profile has, the simulator models GPUs 0..n-1: say which, and on
@@ -245,14 +76,15 @@ static void print_modelled(const struct hw_profile *hw, int gpn)
     printf(" (their PCIe switches, DRAM and cores)\n");
 }
 
-static void print_one(const struct plan_setup *c, const struct tune_run *t, const struct tune_args *a,
-                      const struct sim_tune_request *q)
+/* What was searched, on what, and the ratios skipped. */
+static void print_search(const struct plan_setup *c, const struct sim_tune_run *t, const struct tune_args *a,
+                         const struct sim_tune_request *q)
 {
-    char g[6][32], head[512];
+    char g[2][32], head[512];
     printf("model      %s\n", cli_model_head(c, head, sizeof head));
     printf("hardware   %s: %d of %d x %s per node, %s GiB per GPU; headroom %s GiB left free (%s)\n", t->hw.name,
            c->layout.gpus_per_node, t->hw.gpus, t->hw.gpu_model, cli_gib(g[0], sizeof g[0], t->hw.gpu_mem_bytes),
-           cli_gib(g[1], sizeof g[1], t->headroom),
+           cli_gib(g[1], sizeof g[1], t->headroom_bytes),
            a->headroom >= 0 ? "--headroom" : "default: 5% of GPU memory, see sim/tune.h");
     print_modelled(&t->hw, c->layout.gpus_per_node);
     printf("searched   no offload and %zu ratios (%s) x %d micro-batch%s (", q->n_ratios, a->ratios, q->n_micro_batches,
@@ -283,9 +115,15 @@ static void print_one(const struct plan_setup *c, const struct tune_run *t, cons
             printf("%s%.2f", i ? ", " : "", t->res.unhonored[i]);
         printf("%s)\n", t->res.n_unhonored > (int)(sizeof t->res.unhonored / sizeof t->res.unhonored[0]) ? ", ..." : "");
     }
-    if (!t->res.found)
-        return;
-    const struct sim_tune_choice *k = answer(t);
+}
+
+/* The answer (t found one): the choice, its speed and memory, the config block that runs it, and
+ * the asides (the best with offload when the answer needs none, the exact policy's best). */
+static void print_answer(const struct plan_setup *c, const struct sim_tune_run *t)
+{
+    char g[6][32];
+    const bool ds = c->popt.policy != PLAN_POLICY_EXACT;
+    const struct sim_tune_choice *k = &t->res.ans.best;
     char off[400];
     if (!k->offload)
         snprintf(off, sizeof off, "no optimizer offload");
@@ -327,7 +165,7 @@ static void print_one(const struct plan_setup *c, const struct tune_run *t, cons
     if (!ds && k->offload)
         printf("policy     exact: the ratio honored at element granularity, which DeepSpeed does not implement "
                "(--policy auto for an answer DeepSpeed runs)\n");
-    json_t *blk = ds_block(k, ds, c->zero.dtype);
+    json_t *blk = sim_tune_ds_config_json(k, ds, c->zero.dtype);
     char *text = json_dumps(blk, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
     json_decref(blk);
     printf("%s %s:\n", ds ? "DeepSpeed " : "config    ", ds ? "the config block that runs it (these keys into your DeepSpeed config)"
@@ -351,7 +189,7 @@ static void print_one(const struct plan_setup *c, const struct tune_run *t, cons
 
 /* What binds when nothing fits, and the smallest GPU or host memory that would make something
  * fit (everything else unchanged). Returns buf. */
-static const char *binding(const struct tune_run *t, char *buf, size_t n)
+static const char *binding(const struct sim_tune_run *t, char *buf, size_t n)
 {
     const struct sim_tune_best *b = &t->res.ans;
     char g[4][32];
@@ -362,13 +200,11 @@ static const char *binding(const struct tune_run *t, char *buf, size_t n)
     if (b->gpu_fit == 0) {
         int w = snprintf(buf, n, "GPU memory binds: the smallest prediction is %s GiB per GPU, above %s GiB less the "
                          "%s GiB headroom", cli_gib(g[0], sizeof g[0], gib_up(b->min_gpu_bytes)),
-                         cli_gib(g[1], sizeof g[1], t->hw.gpu_mem_bytes), cli_gib(g[2], sizeof g[2], t->headroom));
-        if (b->min_gpu_bytes_host_ok != INT64_MAX && w > 0 && (size_t)w < n) {
-            int64_t need = gib_up(sim_tune_gpu_mem_for(b->min_gpu_bytes_host_ok, t->headroom, t->headroom_given,
-                                                        t->hw.gpu_mem_bytes));
-            snprintf(buf + w, n - (size_t)w, "; GPUs with %s GiB each would fit%s", cli_gib(g[3], sizeof g[3], need),
+                         cli_gib(g[1], sizeof g[1], t->hw.gpu_mem_bytes), cli_gib(g[2], sizeof g[2], t->headroom_bytes));
+        if (t->fix[SIM_TUNE_N_CLASSES].gpu_mem_bytes && w > 0 && (size_t)w < n)   /* sim_tune_fixes' figure */
+            snprintf(buf + w, n - (size_t)w, "; GPUs with %s GiB each would fit%s",
+                     cli_gib(g[3], sizeof g[3], gib_up(t->fix[SIM_TUNE_N_CLASSES].gpu_mem_bytes)),
                      b->host_fit < b->evaluated ? " (with the host RAM given)" : "");
-        }
         return buf;
     }
     snprintf(buf, n, "host RAM binds: %d candidate%s fit the GPU, the one needing the least host RAM needs %s GiB per "
@@ -378,7 +214,7 @@ static const char *binding(const struct tune_run *t, char *buf, size_t n)
     return buf;
 }
 
-static void print_table(const struct plan_setup *c, const struct sim_train *train, const struct tune_run *runs, int n)
+static void print_table(const struct plan_setup *c, const struct sim_train *train, const struct sim_tune_run *runs, int n)
 {
     char g[3][32], head[512];
     printf("model      %s\nattention  %s (%s)\n\n", cli_model_head(c, head, sizeof head), plan_attention_name(cli_sim_attention(train, &c->model.arch)),
@@ -386,13 +222,13 @@ static void print_table(const struct plan_setup *c, const struct sim_train *trai
     printf("%-14s %5s %6s %5s %6s %8s %10s %11s %8s %9s %13s\n", "hardware", "GPUs", "micro", "accum", "ckpt", "ratio",
            "tok/s/GPU", "tok/s/node", "step s", "GPU GiB", "host GiB/node");
     for (int i = 0; i < n; i++) {
-        const struct tune_run *t = &runs[i];
+        const struct sim_tune_run *t = &runs[i];
         if (!t->res.found) {
             char why[512];
             printf("%-14s %5d  nothing fits: %s\n", t->hw.name, c->layout.gpus_per_node, binding(t, why, sizeof why));
             continue;
         }
-        const struct sim_tune_choice *k = answer(t);
+        const struct sim_tune_choice *k = &t->res.ans.best;
         char ratio[16];
         snprintf(ratio, sizeof ratio, k->offload ? "%.2f" : "none", k->ratio);
         printf("%-14s %5d %6lld %5lld %6s %8s %10.0f %11.0f %8.4f %9s %13s\n", t->hw.name, c->layout.gpus_per_node,
@@ -402,27 +238,27 @@ static void print_table(const struct plan_setup *c, const struct sim_train *trai
     }
 }
 
-/* "N GPUs (--gpus N: DP D on K nodes, T tokens/s per GPU)" for f into buf, or "" when none. */
-static const char *gpus_text(const struct sim_tune_fix *f, char *buf, size_t n)
+/* "N GPUs<verb> (--gpus N: DP D on K nodes, T tokens/s per GPU)" for f into buf, or "" when none. */
+static const char *gpus_text(const struct sim_tune_fix *f, const char *verb, char *buf, size_t n)
 {
     buf[0] = 0;
     if (f->gpus)
-        snprintf(buf, n, "%d GPUs (--gpus %d: DP %d on %d node%s, %.0f tokens/s per GPU)", f->gpus, f->gpus, f->dp,
-                 f->nodes, f->nodes == 1 ? "" : "s", f->gpus_tokens_per_s_gpu);
+        snprintf(buf, n, "%d GPUs%s (--gpus %d: DP %d on %d node%s, %.0f tokens/s per GPU)", f->gpus, verb, f->gpus,
+                 f->dp, f->nodes, f->nodes == 1 ? "" : "s", f->gpus_tokens_per_s_gpu);
     return buf;
 }
 
 /* When nothing fits: per class of candidates, what binds and what alone would make it fit. Host
  * RAM figures are node totals (the tensors, the ranks' processes and the OS reserve). */
-static void print_classes(const struct plan_setup *c, const struct tune_run *t)
+static void print_classes(const struct plan_setup *c, const struct sim_tune_run *t)
 {
     char g[6][32], usable[32], host[32];
-    cli_gib(usable, sizeof usable, t->hw.gpu_mem_bytes - t->headroom);
+    cli_gib(usable, sizeof usable, t->hw.gpu_mem_bytes - t->headroom_bytes);
     cli_gib(host, sizeof host, t->hw.host_mem_bytes);
     printf("\nno fit     nothing fits %d GPU%s of %s GiB (%s GiB usable: %s GiB headroom) with %s GiB of host RAM per "
            "node; host RAM counts the tensors, the ranks' processes and the OS reserve. By class of candidate:\n",
            c->layout.world, c->layout.world == 1 ? "" : "s", cli_gib(g[0], sizeof g[0], t->hw.gpu_mem_bytes), usable,
-           cli_gib(g[1], sizeof g[1], t->headroom), host);
+           cli_gib(g[1], sizeof g[1], t->headroom_bytes), host);
     for (int cl = 0; cl < SIM_TUNE_N_CLASSES; cl++) {
         const struct sim_tune_class_stats *k = &t->res.ans.cls[cl];
         const struct sim_tune_fix *f = &t->fix[cl];
@@ -477,7 +313,7 @@ static void print_classes(const struct plan_setup *c, const struct tune_run *t)
                      "%sGiB --host-mem %sGiB)", g[4], g[5], g[4], g[5]);
         }
         if (f->gpus)
-            gpus_text(f, alt[n++], sizeof alt[0]);
+            gpus_text(f, "", alt[n++], sizeof alt[0]);
         if (n == 0) {
             printf("; neither more GPU memory, more host RAM nor up to %d GPUs makes it fit\n", c->layout.world * 64);
             continue;
@@ -489,6 +325,62 @@ static void print_classes(const struct plan_setup *c, const struct tune_run *t)
             printf(" (more GPUs alone do not: none up to %d)", c->layout.world * 64);
         printf("\n");
     }
+}
+
+/* --hw's comma-separated profile names, split in buf (n bytes) into names[0..*n_hw). */
+static int hw_names(const char *list, char *buf, size_t n, char **names, int *n_hw, struct rl_err *e)
+{
+    snprintf(buf, n, "%s", list);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (*n_hw == MAX_HW)
+            return rl_errf(e, RL_EINVAL, "--hw: '%s' names more than %d profiles", list, MAX_HW);
+        names[(*n_hw)++] = tok;
+    }
+    return *n_hw == 0 ? rl_errf(e, RL_EINVAL, "--hw: '%s' names no profile", list) : 0;
+}
+
+/* The searches' output (JSON, one profile's text, or the table of several), the warnings once
+ * something fits, and when nothing does, what binds on standard error. Returns 0, or 1 when
+ * nothing fits. */
+static int report(const struct plan_setup *c, const struct sim_train *train, const struct tune_args *a,
+                  const struct sim_tune_request *q, const struct sim_tune_run *runs, int n_hw)
+{
+    int found = 0;
+    for (int i = 0; i < n_hw; i++)
+        found += runs[i].res.found;
+    if (a->json) {
+        const struct sim_tune_json_text x = {
+            .dtype_origin = cli_dtype_source(c), .attention = cli_sim_attention(train, &c->model.arch),
+            .attention_origin = cli_sim_attention_origin(train, &c->model.arch),
+            .reserve_origin = train->gpu_reserve_bytes >= 0 ? "--reserve" : "profile"};
+        json_t *o = sim_tune_json(c, runs, n_hw, train, &x);
+        char *text = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+        printf("%s\n", text);
+        free(text);
+        json_decref(o);
+    } else if (n_hw == 1) {
+        print_search(c, &runs[0], a, q);
+        if (runs[0].res.found)
+            print_answer(c, &runs[0]);
+        else
+            print_classes(c, &runs[0]);
+    } else {
+        print_table(c, train, runs, n_hw);
+    }
+    if (found)
+        cli_sim_warn_layout(&c->layout);
+    for (int i = 0; found && i < n_hw; i++)   /* after the answer: a refusal stays one line */
+        cli_sim_warn_defaults(&runs[i].hw, &c->layout);
+    if (found)
+        return 0;
+    char why[512], more[256] = "; ";
+    if (n_hw == 1 && runs[0].fix[SIM_TUNE_N_CLASSES].gpus)
+        gpus_text(&runs[0].fix[SIM_TUNE_N_CLASSES], " would fit", more + 2, sizeof more - 2);
+    else
+        more[0] = 0;
+    fprintf(stderr, "ratiolab tune: no ratio fits: %s%s; or a shorter --seq-len (now %lld)\n",
+            binding(&runs[0], why, sizeof why), more, (long long)c->model.arch.seq_len);
+    return 1;
 }
 
 static int run(int argc, char **argv)
@@ -531,86 +423,30 @@ static int run(int argc, char **argv)
         return cli_fail("tune", &e);
     }
     int64_t mbs[MAX_MBS];
-    int n_mbs;
+    int n_mbs = 0, n_hw = 0;
     char hwlist[1024], *names[MAX_HW];
-    int n_hw = 0;
-    snprintf(hwlist, sizeof hwlist, "%s", sim.hw);
-    for (char *save = NULL, *tok = strtok_r(hwlist, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (n_hw == MAX_HW) {
-            rc = rl_errf(&e, RL_EINVAL, "--hw: '%s' names more than %d profiles", sim.hw, MAX_HW);
-            break;
-        }
-        names[n_hw++] = tok;
-    }
-    if (!rc && n_hw == 0)
-        rc = rl_errf(&e, RL_EINVAL, "--hw: '%s' names no profile", sim.hw);
-    if (!rc)
-        rc = micro_batches(&a, &c.zero, mbs, &n_mbs, &e);
-    struct tune_run *runs = calloc((size_t)(n_hw > 0 ? n_hw : 1), sizeof *runs);
+    if (!(rc = hw_names(sim.hw, hwlist, sizeof hwlist, names, &n_hw, &e)))
+        rc = sim_tune_micro_batches_parse(a.mbs, &c.zero, mbs, &n_mbs, &e) ? cli_err_flag(&e, "micro_batches", "--micro-batches") : 0;
+    struct sim_tune_run *runs = calloc((size_t)(n_hw > 0 ? n_hw : 1), sizeof *runs);
     if (!rc && !runs)
         rc = rl_errf(&e, RL_ENOMEM, "tune: out of memory");
-    struct sim_tune_request q = {0};
+    const struct sim_tune_request q = {
+        .model = &c.model, .layout = &c.layout, .zero = &c.zero, .popt = c.popt, .train = sim.train,
+        .ratios = ratios, .n_ratios = n_ratios, .micro_batches = mbs, .n_micro_batches = n_mbs,
+        .ckpt_off = !sim.train.checkpoint_activations, .ckpt_on = true, .no_offload = true,
+        .global_batch = a.global_batch > 0 ? a.global_batch : c.zero.src_train_batch == PLAN_SRC_CONFIG ? c.zero.train_batch : 0,
+        .tol = a.tol, .more_policies = c.more_policies, .n_more = c.n_more};
     for (int i = 0; i < n_hw && !rc; i++) {
-        struct tune_run *t = &runs[i];
         sim.hw = names[i];
-        if ((rc = cli_sim_load_hw(&sim, &c, &t->hw, &e)))
+        if ((rc = cli_sim_load_hw(&sim, &c, &runs[i].hw, &e)))
             break;
-        t->headroom = a.headroom >= 0 ? a.headroom : (int64_t)(SIM_TUNE_HEADROOM_FRACTION * (double)t->hw.gpu_mem_bytes);
-        t->headroom_given = a.headroom >= 0;
-        q = (struct sim_tune_request){
-            .model = &c.model, .layout = &c.layout, .zero = &c.zero, .popt = c.popt, .hw = &t->hw, .train = sim.train,
-            .ratios = ratios, .n_ratios = n_ratios, .micro_batches = mbs, .n_micro_batches = n_mbs,
-            .ckpt_off = !sim.train.checkpoint_activations, .ckpt_on = true, .no_offload = true,
-            .global_batch = a.global_batch > 0 ? a.global_batch : c.zero.src_train_batch == PLAN_SRC_CONFIG ? c.zero.train_batch : 0,
-            .headroom_bytes = t->headroom, .tol = a.tol, .more_policies = c.more_policies, .n_more = c.n_more};
-        if ((rc = sim_tune(&q, &t->res, &e))) {
+        if ((rc = sim_tune_profile(&q, a.headroom, &runs[i], &e))) {
             cli_sim_err(&e);
             rl_err_prefix(&e, "--hw %s", names[i]);
-            break;
-        }
-        sim_tune_fixes(&q, &t->res, t->headroom_given, t->fix);
-    }
-    int found = 0;
-    if (!rc) {
-        for (int i = 0; i < n_hw; i++)
-            found += runs[i].res.found;
-        if (a.json) {
-            json_t *o;
-            if (n_hw == 1) {
-                o = run_json(&c, &runs[0], &sim.train);
-            } else {
-                o = json_object();
-                json_t *arr = json_array();
-                for (int i = 0; i < n_hw; i++)
-                    json_array_append_new(arr, run_json(&c, &runs[i], &sim.train));
-                json_object_set_new(o, K(PROFILES), arr);
-            }
-            char *text = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
-            printf("%s\n", text);
-            free(text);
-            json_decref(o);
-        } else if (n_hw == 1) {
-            print_one(&c, &runs[0], &a, &q);
-            if (!runs[0].res.found)
-                print_classes(&c, &runs[0]);
-        } else {
-            print_table(&c, &sim.train, runs, n_hw);
-        }
-        if (found)
-            cli_sim_warn_layout(&c.layout);
-        for (int i = 0; found && i < n_hw; i++)   /* after the answer: a refusal stays one line */
-            cli_sim_warn_defaults(&runs[i].hw, &c.layout);
-        if (!found) {
-            char why[512], more[256] = "";
-            const struct sim_tune_fix *f = &runs[0].fix[SIM_TUNE_N_CLASSES];
-            if (n_hw == 1 && f->gpus)
-                snprintf(more, sizeof more, "; %d GPUs would fit (--gpus %d: DP %d on %d node%s, %.0f tokens/s per GPU)",
-                         f->gpus, f->gpus, f->dp, f->nodes, f->nodes == 1 ? "" : "s", f->gpus_tokens_per_s_gpu);
-            fprintf(stderr, "ratiolab tune: no ratio fits: %s%s; or a shorter --seq-len (now %lld)\n",
-                    binding(&runs[0], why, sizeof why), more, (long long)c.model.arch.seq_len);
-            rc = 1;
         }
     }
+    if (!rc)
+        rc = report(&c, &sim.train, &a, &q, runs, n_hw);
     free(runs);
     free(ratios);
     plan_setup_free(&c);

@@ -372,3 +372,36 @@ void sim_tune_micro_batches(const struct plan_zero *z, const int64_t *listed, in
             mb[k++] = mb[i];
     *n = k;
 }
+
+int sim_tune_micro_batches_parse(const char *list, const struct plan_zero *z, int64_t *mb, int *n, struct rl_err *e)
+{
+    int64_t listed[SIM_TUNE_MAX_MICRO_BATCHES];
+    int n_listed = 0;
+    for (const char *p = list; p && *p && z->src_micro_batch != PLAN_SRC_CLI;) {
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || v < 1 || v > 1 << 20 || (*end && *end != ',') || n_listed >= SIM_TUNE_MAX_MICRO_BATCHES - 1)
+            return rl_errf(e, RL_EINVAL, "micro_batches: '%s' is not allowed; expected up to %d integers "
+                           ">= 1 separated by commas, e.g. 1,2,4", list, SIM_TUNE_MAX_MICRO_BATCHES - 1);
+        listed[n_listed++] = v;
+        p = *end ? end + 1 : end;
+    }
+    sim_tune_micro_batches(z, list ? listed : NULL, n_listed, mb, n);
+    return 0;
+}
+
+int sim_tune_profile(const struct sim_tune_request *base, int64_t headroom_bytes, struct sim_tune_run *t,
+                     struct rl_err *e)
+{
+    t->headroom_given = headroom_bytes >= 0;
+    t->headroom_bytes = t->headroom_given ? headroom_bytes
+                                          : (int64_t)(SIM_TUNE_HEADROOM_FRACTION * (double)t->hw.gpu_mem_bytes);
+    struct sim_tune_request q = *base;
+    q.hw = &t->hw;
+    q.headroom_bytes = t->headroom_bytes;
+    int rc = sim_tune(&q, &t->res, e);
+    if (rc)
+        return rc;
+    sim_tune_fixes(&q, &t->res, t->headroom_given, t->fix);
+    return 0;
+}

@@ -63,6 +63,10 @@ struct sim_tune_request {
  * (PLAN_SRC_CONFIG), ascending, each once. */
 #define SIM_TUNE_MAX_MICRO_BATCHES 16
 void sim_tune_micro_batches(const struct plan_zero *z, const int64_t *listed, int n_listed, int64_t *mb, int *n);
+/* The same with the listed candidates read from list ("1,2,4": at most SIM_TUNE_MAX_MICRO_BATCHES - 1
+ * integers in [1, 2^20], separated by commas; NULL: the default set). The list is not read when
+ * z fixes the micro-batch. RL_EINVAL naming micro_batches, the list and what is allowed otherwise. */
+int sim_tune_micro_batches_parse(const char *list, const struct plan_zero *z, int64_t *mb, int *n, struct rl_err *e);
 
 struct sim_tune_choice {
     bool offload;                    /* optimizer offload on; false: device "none", ratio meaningless */
@@ -163,5 +167,20 @@ struct sim_tune_fix {
  * (a layout or search that fails leaves the counts 0). Cost: up to 6 searches (sim_tune). */
 void sim_tune_fixes(const struct sim_tune_request *q, const struct sim_tune_result *r, bool headroom_given,
                     struct sim_tune_fix fix[SIM_TUNE_N_CLASSES + 1]);
+
+/* ---- one profile's search and its analysis, as `ratiolab tune` runs each --hw ---------------- */
+struct sim_tune_run {
+    struct hw_profile hw;            /* the profile (the caller's overrides applied) */
+    int64_t headroom_bytes;          /* GPU memory left free beyond the prediction */
+    bool headroom_given;             /* given in bytes (kept on a larger GPU); else a share of GPU memory */
+    struct sim_tune_result res;      /* what sim_tune found */
+    struct sim_tune_fix fix[SIM_TUNE_N_CLASSES + 1]; /* when nothing fits: per class, then for any */
+};
+/* Searches base on t->hw (the caller loads it): the headroom headroom_bytes, or when it is < 0
+ * SIM_TUNE_HEADROOM_FRACTION of the profile's GPU memory (base's hw and headroom are replaced),
+ * then the analysis sim_tune_fixes. Errors are sim_tune's. Cost: sim_tune, and up to 6 more
+ * searches when nothing fits. */
+int sim_tune_profile(const struct sim_tune_request *base, int64_t headroom_bytes, struct sim_tune_run *t,
+                     struct rl_err *e);
 
 #endif

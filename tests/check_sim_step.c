@@ -14,8 +14,10 @@
 #include "plan/plan.h"
 #include "sim/hw.h"
 #include "sim/step.h"
+#include "sim/sweep.h"
 #include "tests/sim_tiny.h"
 #include "tests/util.h"
+#include "traces/schema.h"
 #include "traces/trace.h"
 
 static char catalog[4096];
@@ -516,6 +518,135 @@ START_TEST(predict_bad_input_exits_2_without_files)
     ck_assert_int_eq(r.status, 0);
     ck_assert_ptr_nonnull(strstr(r.out, "--hw"));
     tu_run_free(&r);
+}
+END_TEST
+
+/* What the row callback of the in-process sweep saw: the rows' count at each call, and a row at
+ * which it stops the sweep (0: none). */
+struct sweep_seen {
+    size_t calls[8];                 /* t->n_rows at each call */
+    int n_calls;                     /* of calls */
+    size_t stop_at;                  /* return RL_EINVAL when this many rows are in, 0: never */
+    const double *ratios;            /* the sweep's */
+};
+
+static int sweep_seen_row(void *ctx, const struct sim_sweep_table *t, size_t i, struct rl_err *e)
+{
+    struct sweep_seen *v = ctx;
+    ck_assert(t->rows[t->n_rows - 1].requested == v->ratios[i]);   /* the new row is ratio i's */
+    if (v->n_calls < 8)
+        v->calls[v->n_calls++] = t->n_rows;
+    return t->n_rows == v->stop_at ? rl_errf(e, RL_EINVAL, "stopped at %zu", t->n_rows) : 0;
+}
+
+/* sim/sweep.c in process: the table is one plan and one step per ratio, in the order asked (each
+ * row what plan_setup_plan and sim_step_run give for its ratio alone), handed to the callback as
+ * each row comes (which can stop the sweep); a ratio the plan refuses names itself; the CSV has
+ * the eleven comment lines, the columns of the sweep's table and per row the bytes, their GiB to 2
+ * decimals and the fit; the JSON's head names the origin given and each row its requested ratio
+ * and host elements. */
+START_TEST(sweep_table_csv_and_json_in_process)
+{
+    struct plan_inputs in;
+    plan_inputs_init(&in);
+    in.catalog = cat();
+    struct plan_setup c;
+    struct rl_err e = {0};
+    ck_assert_msg(plan_inputs_resolve(&in, &c, &e) == 0, "%s", e.msg);
+    struct hw_profile hw = load_hw("dgx1-v100");
+    struct sim_train t;
+    sim_train_defaults(&t);
+    const double ratios[] = {1, 0, 0.5};
+    struct sweep_seen seen = {.ratios = ratios};
+    struct sim_sweep_request q = {.setup = &c, .hw = &hw, .train = &t, .ratios = ratios, .n_ratios = 3,
+                                  .on_row = sweep_seen_row, .ctx = &seen};
+    struct sim_sweep_table tab;
+    ck_assert_msg(sim_sweep_run(&q, &tab, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(tab.n_rows, 3);
+    ck_assert(seen.n_calls == 3 && seen.calls[0] == 1 && seen.calls[1] == 2 && seen.calls[2] == 3);
+    for (int i = 0; i < 3; i++) {
+        struct plan p;
+        struct sim_step_result r;
+        memset(&p, 0, sizeof p);
+        ck_assert(plan_setup_plan(&c, ratios[i], &p, &e) == 0 && sim_step_run(&p, &hw, &t, NULL, &r, &e) == 0);
+        const struct sim_sweep_row *w = &tab.rows[i];
+        ck_assert(w->requested == ratios[i] && w->honored == p.honored_ratio && w->cpu_numel == p.cpu_numel);
+        ck_assert(w->r.step_ns == r.step_ns && w->r.gpu_total_bytes == r.gpu_total_bytes);
+        ck_assert_int_eq(tab.offload, p.zero.offload);
+        plan_free(&p);
+    }
+    ck_assert(tab.rows[1].cpu_numel == 0 && tab.rows[0].cpu_numel > tab.rows[2].cpu_numel);
+    const struct sim_sweep_text x = {.version = "9.9", .seq = "2048 (given)", .attention_origin = "origin",
+                                     .settings = "settings"};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    sim_sweep_csv_head(f, &q, &tab, &x);
+    for (int i = 0; i < 3; i++)
+        sim_sweep_csv_row(f, &tab.rows[i]);
+    fclose(f);
+    ck_assert_msg(strncmp(buf, "# ratiolab 9.9 sweep\n# model: ", 30) == 0, "%s", buf);
+    ck_assert_ptr_nonnull(strstr(buf, "\n# seq_len: 2048 (given)\n"));
+    ck_assert_ptr_nonnull(strstr(buf, "\n# attention: materialized (origin)\n# settings: settings\n"));
+    char *line = buf, *rows[8];
+    int n_comments = 0, n_lines = 0;
+    for (char *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+        *nl = 0;
+        if (*line == '#')
+            n_comments++;
+        else if (n_lines < 8)
+            rows[n_lines++] = line;
+    }
+    ck_assert_int_eq(n_comments, 11);
+    ck_assert_int_eq(n_lines, 4);   /* the column header and a row per ratio */
+    char *cols[64];
+    ck_assert_int_eq(trace_csv_split(rows[0], cols, 64), TRACE_SWEEP_N + 2 * STEP_PH_COUNT + 1);
+    for (int k = 0; k < TRACE_SWEEP_N; k++)
+        ck_assert_str_eq(cols[k], trace_sweep_cols[k]);
+    for (int i = 0; i < 3; i++) {
+        char *v[64];
+        ck_assert_int_eq(trace_csv_split(rows[i + 1], v, 64), TRACE_SWEEP_N + 2 * STEP_PH_COUNT + 1);
+        const struct sim_step_result *r = &tab.rows[i].r;
+        char want[32];
+        snprintf(want, sizeof want, "%.2f", (double)r->gpu_total_bytes / 1073741824.0);
+        ck_assert(strtod(v[TRACE_SWEEP_REQUESTED], NULL) == ratios[i]);
+        ck_assert_int_eq(strtoll(v[TRACE_SWEEP_GPU_BYTES], NULL, 10), r->gpu_total_bytes);
+        ck_assert_str_eq(v[TRACE_SWEEP_GPU_GIB], want);
+        ck_assert_str_eq(v[TRACE_SWEEP_FITS], r->fits_gpu && r->fits_host ? "yes" : "no");
+    }
+    free(buf);
+    json_t *j = sim_sweep_json_head(&q, &tab, &x);
+    ck_assert_str_eq(json_string_value(json_object_get(j, trace_sweep_keys[TRACE_SWEEP_K_ATTENTION_ORIGIN])), "origin");
+    ck_assert_int_eq(json_integer_value(json_object_get(j, trace_sweep_keys[TRACE_SWEEP_K_GPUS])), 8);
+    ck_assert_ptr_null(json_object_get(j, trace_sweep_keys[TRACE_SWEEP_K_ROWS]));
+    json_decref(j);
+    for (int i = 0; i < 3; i++) {
+        json_t *row = sim_sweep_json_row(&tab.rows[i]);
+        ck_assert(json_real_value(json_object_get(row, trace_sweep_keys[TRACE_SWEEP_K_REQUESTED])) == ratios[i]);
+        ck_assert_int_eq(json_integer_value(json_object_get(row, trace_sweep_keys[TRACE_SWEEP_K_CPU_NUMEL])),
+                         tab.rows[i].cpu_numel);
+        json_decref(row);
+    }
+    sim_sweep_free(&tab);
+    seen = (struct sweep_seen){.stop_at = 2, .ratios = ratios};
+    ck_assert_int_eq(sim_sweep_run(&q, &tab, &e), RL_EINVAL);
+    ck_assert(seen.n_calls == 2 && tab.n_rows == 2);
+    ck_assert_str_eq(e.msg, "stopped at 2");
+    sim_sweep_free(&tab);
+    seen = (struct sweep_seen){.ratios = ratios};   /* streamed: one row kept, the newest */
+    q.stream_only = true;
+    ck_assert_msg(sim_sweep_run(&q, &tab, &e) == 0, "%s", e.msg);
+    ck_assert(seen.n_calls == 3 && seen.calls[2] == 1 && tab.n_rows == 1 && tab.rows[0].requested == ratios[2]);
+    sim_sweep_free(&tab);
+    q.on_row = NULL;
+    q.stream_only = false;
+    const double bad[] = {0.5, 1.5};
+    q.ratios = bad;
+    q.n_ratios = 2;
+    ck_assert_int_ne(sim_sweep_run(&q, &tab, &e), 0);
+    ck_assert_msg(strncmp(e.msg, "ratio 1.5: ", 11) == 0, "%s", e.msg);
+    sim_sweep_free(&tab);
+    plan_setup_free(&c);
 }
 END_TEST
 
@@ -1534,6 +1665,7 @@ Suite *sim_step_suite(void)
     tcase_add_test(c, predict_bad_input_exits_2_without_files);
     tcase_add_test(c, predict_shows_gpus_reserve_and_repeats_micro_steps);
     tcase_add_test(c, sweep_rows_and_formats);
+    tcase_add_test(c, sweep_table_csv_and_json_in_process);
     tcase_add_test(c, sweep_csv_reads_back_with_its_comments);
     tcase_add_test(c, tune_finds_ratio_and_sub_group_size);
     tcase_add_test(c, trace_streams_are_serial_and_memory_returns);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "sim/tune.h"
+#include "sim/tune_json.h"
 #include "traces/schema.h"
 #include "tests/util.h"
 
@@ -321,6 +322,112 @@ START_TEST(micro_batch_candidates)
 }
 END_TEST
 
+/* --micro-batches read by the library (sim_tune_micro_batches_parse): the list merged and sorted
+ * as sim_tune_micro_batches does, written out by hand; each refusal names micro_batches and the
+ * list (a trailing comma is accepted, as before); a micro-batch the user fixed leaves the list unread. */
+START_TEST(micro_batch_list_is_read_or_refused)
+{
+    struct plan_zero z;
+    plan_zero_defaults(&z);
+    int64_t mb[SIM_TUNE_MAX_MICRO_BATCHES];
+    int n = 0;
+    struct rl_err e = {0};
+    ck_assert_int_eq(sim_tune_micro_batches_parse("4,1,4", &z, mb, &n, &e), 0);
+    ck_assert(n == 2 && mb[0] == 1 && mb[1] == 4);
+    ck_assert_int_eq(sim_tune_micro_batches_parse(NULL, &z, mb, &n, &e), 0);
+    ck_assert(n == 7 && mb[6] == 64);
+    const char *bad[] = {"1,x", "0", ",2", "1048577", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_msg(sim_tune_micro_batches_parse(bad[i], &z, mb, &n, &e) == RL_EINVAL, "%s accepted", bad[i]);
+        char want[128];
+        snprintf(want, sizeof want, "micro_batches: '%s' is not allowed; expected up to 15 integers", bad[i]);
+        ck_assert_msg(strncmp(e.msg, want, strlen(want)) == 0, "%s", e.msg);
+    }
+    ck_assert_int_eq(sim_tune_micro_batches_parse("1,2,3,4,5,6,7,8,9,10,11,12,13,14,15", &z, mb, &n, &e), 0);
+    ck_assert_int_eq(n, 15);
+    z.src_micro_batch = PLAN_SRC_CLI;
+    z.micro_batch = 3;
+    ck_assert_int_eq(sim_tune_micro_batches_parse("x", &z, mb, &n, &e), 0);
+    ck_assert(n == 1 && mb[0] == 3);
+}
+END_TEST
+
+/* The config block of a choice (sim_tune_ds_config_json), written out by hand: bf16 gets its block,
+ * fp32 none; offload carries the ratio to 6 decimals, and the sub_group_size only when asked; no
+ * offload is stage 3 alone. */
+START_TEST(config_block_of_a_choice)
+{
+    struct sim_tune_choice k = {.offload = true, .ratio = 0.123456789, .micro_batch = 4, .grad_accum = 2,
+                                .sub_group_size = 1000};
+    json_t *o = sim_tune_ds_config_json(&k, true, PLAN_BF16);
+    char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+    ck_assert_str_eq(text, "{\"bf16\":{\"enabled\":true},\"train_micro_batch_size_per_gpu\":4,"
+                           "\"gradient_accumulation_steps\":2,\"zero_optimization\":{\"stage\":3,\"sub_group_size\":1000,"
+                           "\"offload_optimizer\":{\"device\":\"cpu\",\"pin_memory\":true,\"ratio\":0.123457}}}");
+    free(text);
+    json_decref(o);
+    k.offload = false;
+    o = sim_tune_ds_config_json(&k, true, PLAN_FP32);
+    text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    ck_assert_str_eq(text, "{\"train_micro_batch_size_per_gpu\":4,\"gradient_accumulation_steps\":2,"
+                           "\"zero_optimization\":{\"stage\":3}}");
+    free(text);
+    json_decref(o);
+}
+END_TEST
+
+/* One profile's search (sim_tune_profile) in process on the default case (gpt-2.7b, TP 8 on a
+ * 16 GiB V100 node): the default headroom is 5 % of 17179869184 bytes, 858993459 (by hand); the
+ * result is sim_tune's with that headroom; a headroom that leaves no room finds nothing and the
+ * analysis names a larger GPU; the JSON of two profiles is a "profiles" array of both. */
+START_TEST(one_profile_search_and_its_json)
+{
+    struct plan_inputs in;
+    plan_inputs_init(&in);
+    in.catalog = tu_catalog();
+    struct plan_setup c;
+    struct rl_err e = {0};
+    ck_assert_msg(plan_inputs_resolve(&in, &c, &e) == 0, "%s", e.msg);
+    struct sim_tune_run runs[2];
+    memset(runs, 0, sizeof runs);
+    ck_assert_msg(sim_hw_load(&runs[0].hw, tu_catalog(), "dgx1-v100", &e) == 0, "%s", e.msg);
+    runs[1].hw = runs[0].hw;
+    const double ratios[] = {0, 1};
+    const int64_t mbs[] = {1};
+    struct sim_tune_request q = {.model = &c.model, .layout = &c.layout, .zero = &c.zero, .popt = c.popt,
+                                 .ratios = ratios, .n_ratios = 2, .micro_batches = mbs, .n_micro_batches = 1,
+                                 .ckpt_off = true, .no_offload = true, .tol = PLAN_RATIO_TOLERANCE};
+    sim_train_defaults(&q.train);
+    ck_assert_msg(sim_tune_profile(&q, -1, &runs[0], &e) == 0, "%s", e.msg);
+    ck_assert(!runs[0].headroom_given);
+    ck_assert_int_eq(runs[0].headroom_bytes, INT64_C(858993459));
+    struct sim_tune_request q2 = q;
+    q2.hw = &runs[0].hw;
+    q2.headroom_bytes = INT64_C(858993459);
+    struct sim_tune_result r;
+    ck_assert_msg(sim_tune(&q2, &r, &e) == 0, "%s", e.msg);
+    ck_assert(runs[0].res.found && r.found);
+    ck_assert(runs[0].res.ans.best.r.step_ns == r.ans.best.r.step_ns && runs[0].res.ans.evaluated == r.ans.evaluated);
+    const int64_t G = INT64_C(1) << 30;
+    ck_assert_msg(sim_tune_profile(&q, 15 * G, &runs[1], &e) == 0, "%s", e.msg);
+    ck_assert(runs[1].headroom_given && runs[1].headroom_bytes == 15 * G && !runs[1].res.found);
+    const struct sim_tune_fix *f = &runs[1].fix[SIM_TUNE_N_CLASSES];
+    ck_assert_int_eq(f->gpu_mem_bytes, runs[1].res.ans.min_gpu_bytes_host_ok + 15 * G);   /* the same bytes free */
+    const struct sim_tune_json_text x = {.dtype_origin = "d", .attention = PLAN_ATTN_MATERIALIZED,
+                                         .attention_origin = "a", .reserve_origin = "profile"};
+    json_t *j = sim_tune_json(&c, runs, 2, &q.train, &x), *p = json_object_get(j, "profiles");
+    ck_assert_int_eq(json_array_size(p), 2);
+    ck_assert_int_eq(jint(json_array_get(p, 0), "headroom_bytes"), INT64_C(858993459));
+    ck_assert(json_is_null(json_object_get(json_array_get(p, 1), "answer")));
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(p, 0), "dtype_origin")), "d");
+    json_decref(j);
+    j = sim_tune_json(&c, runs, 1, &q.train, &x);
+    ck_assert(json_object_get(j, "profiles") == NULL && json_is_object(json_object_get(j, "answer")));
+    json_decref(j);
+    plan_setup_free(&c);
+}
+END_TEST
+
 Suite *tune_suite(void)
 {
     Suite *s = suite_create("tune");
@@ -336,6 +443,9 @@ Suite *tune_suite(void)
     tcase_add_test(t, tokens_per_gpu_share_the_replica_over_tp);
     tcase_add_test(t, what_binds_and_the_gpu_that_fits);
     tcase_add_test(t, micro_batch_candidates);
+    tcase_add_test(t, micro_batch_list_is_read_or_refused);
+    tcase_add_test(t, config_block_of_a_choice);
+    tcase_add_test(t, one_profile_search_and_its_json);
     suite_add_tcase(s, t);
     return s;
 }
