@@ -179,6 +179,33 @@ int val_probe_run_judge(struct val_probe_run *r, const struct plan *p, const str
     return 0;
 }
 
+void val_probe_run_why_totals(const struct val_probe_run *r, struct val_probe_why_totals *t)
+{
+    memset(t, 0, sizeof *t);
+    t->step = r->au.n ? r->au.rec[0].step : 0;
+    for (int i = 0; r->pairs && i < r->au.n; i++) {
+        const struct val_audit_pair *q = &r->pairs[i];
+        const struct val_audit_finding *f = &r->af[q->a];
+        t->numel += q->numel;
+        t->n_diff_after += q->n_diff_after;
+        t->n_diff_grad += q->n_diff_grad;
+        if (q->max_abs_after > t->max_abs_after)
+            t->max_abs_after = q->max_abs_after;
+        if (q->same_optimizer)
+            continue;
+        if (q->max_abs_after > t->moved_max_abs)
+            t->moved_max_abs = q->max_abs_after;
+        t->moved_numel += q->numel;
+        t->moved_n_diff_after += q->n_diff_after;
+        if (q->max_ulps_after > t->moved_max_ulps)
+            t->moved_max_ulps = q->max_ulps_after;
+        if (f->other_n_diff > 0)
+            t->other_n_diff += f->other_n_diff;
+        if (f->other_max_ulps > t->other_max_ulps)
+            t->other_max_ulps = f->other_max_ulps;
+    }
+}
+
 void val_probe_run_free(struct val_probe_run *r)
 {
     val_hparams_result_free(&r->hp);

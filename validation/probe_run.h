@@ -72,6 +72,24 @@ int val_probe_run_read(const char *path, struct val_probe_run *r, struct rl_err 
 int val_probe_run_judge(struct val_probe_run *r, const struct plan *p, const struct val_probe_opts *o,
                         const struct val_probe_run_files *f, struct rl_err *e);
 
+/* The two runs' pairing (r->pairs) summed over the audit's records: what the verdict's sentence
+ * says. The records that moved between the optimizers are also summed apart. */
+struct val_probe_why_totals {
+    int64_t step;                  /* the audits' optimizer step (0 without a record) */
+    int64_t numel;                 /* elements audited */
+    int64_t n_diff_after;          /* of them, those whose fp32 master differs between the runs after step */
+    int64_t n_diff_grad;           /* those whose gradient at step differs */
+    double max_abs_after;          /* the largest difference after step, in value */
+    int64_t moved_numel;           /* elements of the records stepped by another optimizer in each run */
+    int64_t moved_n_diff_after;    /* of them, those that differ after step */
+    int64_t moved_max_ulps;        /* their largest difference after step, ulps */
+    double moved_max_abs;          /* and in value */
+    int64_t other_n_diff;          /* the moved records' elements one step of the other optimizer from
+                                      this run's state would leave with other bits */
+    int64_t other_max_ulps;        /* the largest such difference, ulps */
+};
+void val_probe_run_why_totals(const struct val_probe_run *r, struct val_probe_why_totals *t);
+
 /* Frees what r holds and zeroes it. */
 void val_probe_run_free(struct val_probe_run *r);
 #endif
