@@ -254,66 +254,6 @@ static int write_report(const char *path, const json_t *j, struct rl_err *e)
     return rl_outfile_commit(&o, e);
 }
 
-/* The grouping the user gave (--param-groups RULE or FILE) against the probe's recorded one:
- * RL_EINVAL saying both group counts and the first parameter they place apart. Nothing given:
- * 0 (the probe's is taken). */
-static int check_groups(const struct plan_inputs *in, const struct val_probe *pr, struct rl_err *e)
-{
-    if (in->groups == PLAN_GROUPS_AUTO && !in->groups_file)
-        return 0;
-    struct plan_setup mine, run;
-    memset(&mine, 0, sizeof mine);
-    memset(&run, 0, sizeof run);
-    struct plan_inputs rin = *in;
-    rin.group_spec = &pr->groups;
-    int rc = cli_setup_resolve(in, &mine, e);
-    if (!rc && (rc = cli_setup_resolve(&rin, &run, e)) == 0) {
-        const struct plan_model *a = &mine.model, *b = &run.model;
-        int t = 0;
-        while (t < a->n_tensors && t < b->n_tensors && a->tensors[t].group == b->tensors[t].group)
-            t++;
-        char given[200];
-        snprintf(given, sizeof given, "%s", in->groups_file ? in->groups_file : plan_group_rule_name(in->groups));
-        if (a->n_groups != b->n_groups || t < a->n_tensors)
-            rc = rl_errf(e, RL_EINVAL, "--param-groups %s: %d param group%s, the run's probe records %d (%s: "
-                         "group %d there, group %d in the run); leave --param-groups out to take the probe's",
-                         given, a->n_groups, a->n_groups == 1 ? "" : "s", b->n_groups,
-                         t < a->n_tensors ? a->tensors[t].name : "every parameter",
-                         t < a->n_tensors ? a->tensors[t].group : 0, t < b->n_tensors ? b->tensors[t].group : 0);
-    }
-    plan_setup_free(&mine);
-    plan_setup_free(&run);
-    return rc;
-}
-
-/* The run's gradient accumulation and micro-batch from the probe: the step predict models is the
- * step the run made (an optimizer step of grad_accum micro-steps). A --grad-accum, --micro-batch
- * or DeepSpeed config that says otherwise is RL_EINVAL. */
-static int probe_accumulation(const struct val_probe *pr, const struct plan_setup *c, struct sim_train *t,
-                              struct rl_err *e)
-{
-    if (t->grad_accum > 0 && t->grad_accum != pr->grad_accum)
-        return rl_errf(e, RL_EINVAL, "--grad-accum: %lld; the run (--probe) took %d micro-step%s per optimizer step "
-                       "(gradient_accumulation_steps); give the run's or none", (long long)t->grad_accum,
-                       pr->grad_accum, pr->grad_accum == 1 ? "" : "s");
-    if (t->grad_accum <= 0 && c->zero.src_grad_accum == PLAN_SRC_CONFIG && c->zero.grad_accum != pr->grad_accum)
-        return rl_errf(e, RL_EINVAL, "--ds-config: gradient_accumulation_steps: %lld; the run (--probe) used %d; give "
-                       "the run's own config", (long long)c->zero.grad_accum, pr->grad_accum);
-    t->grad_accum = pr->grad_accum;
-    if (pr->micro_batch > 0) {
-        if (t->micro_batch > 0 && t->micro_batch != pr->micro_batch)
-            return rl_errf(e, RL_EINVAL, "--micro-batch: %lld; the run (--probe) used %lld; give the run's or none",
-                           (long long)t->micro_batch, (long long)pr->micro_batch);
-        if (t->micro_batch <= 0 && (c->zero.src_micro_batch == PLAN_SRC_CONFIG || c->zero.src_micro_batch == PLAN_SRC_CLI) &&
-            c->zero.micro_batch != pr->micro_batch)
-            return rl_errf(e, RL_EINVAL, "micro_batch: %lld (%s); the run (--probe) used %lld; give the run's or none",
-                           (long long)c->zero.micro_batch, c->zero.src_micro_batch == PLAN_SRC_CONFIG ? "--ds-config"
-                           : "--micro-batch", (long long)pr->micro_batch);
-        t->micro_batch = pr->micro_batch;
-    }
-    return 0;
-}
-
 /* The flags of the inputs val_probe_run_judge's error is about (run->failed). */
 static int judge_err(const struct val_probe_run *run, const struct cli_probe_opts *po, struct rl_err *e)
 {
@@ -329,31 +269,24 @@ static int judge_err(const struct val_probe_run *run, const struct cli_probe_opt
     return e->code;
 }
 
-/* The plan of the run rank 0's probe pr records, from the user's inputs s: the run's data-parallel
- * degree unless the user gave a layout (then val_facts_apply compares), the run's param groups
- * when the probe names them (a grouping the user gave must be the same, check_groups), its
- * configuration, accumulation and micro-batch; then the hardware and the predicted step. */
-static int probe_plan(const char *path, const struct val_probe *pr, const struct plan_inputs *s, struct cli_sim *sim,
-                      struct plan_setup *c, struct sim_train *train, struct hw_profile *hw, struct plan *p,
-                      struct sim_step_result *sr, struct rl_err *e)
+/* --hw's options (--gpu-mem, --pcie-gen, ...) over the profile of the probe's run. */
+static int probe_load_hw(void *ctx, const struct plan_setup *c, struct hw_profile *hw, struct rl_err *e)
 {
-    char what[600];
-    snprintf(what, sizeof what, "--probe %s", path);
-    struct plan_inputs in = *s;
-    if (in.layout.dp <= 0 && in.layout.world <= 0 && in.layout.nodes <= 0)
-        in.layout.dp = pr->dp;
-    int rc;
-    if (pr->groups.n_groups > 0) {
-        if ((rc = check_groups(&in, pr, e)))
-            return rc;
-        in.group_spec = &pr->groups;
+    return cli_sim_load_hw(ctx, c, hw, e);
+}
+
+/* The flags of the inputs val_probe_run_plan's error is about (pl->failed). */
+static int plan_err(const struct val_probe_plan *pl, struct rl_err *e)
+{
+    if (pl->failed == VAL_PLAN_GROUPS) {
+        cli_err_flag(e, "param_groups", "--param-groups");
+        return cli_err_word(e, "leave param_groups out", "leave --param-groups out");
     }
-    *train = sim->train;
-    if ((rc = cli_setup_resolve(&in, c, e)) || (rc = val_facts_apply(&pr->config, pr->dp, what, s, c, e)) ||
-        (rc = probe_accumulation(pr, c, train, e)) || (rc = cli_sim_load_hw(sim, c, hw, e)) ||
-        (rc = plan_setup_plan(c, -1, p, e)) || (rc = sim_step_run(p, hw, train, NULL, sr, e)))
-        return cli_sim_err(e);
-    return 0;
+    if (pl->failed == VAL_PLAN_ACCUM) {
+        cli_err_word(e, "ds_config", "--ds-config");
+        cli_err_word(e, "the run (probe)", "the run (--probe)");
+    }
+    return cli_sim_err(e);
 }
 
 /* The text report: the probe's, the audit's, the two runs' pairing, the verdict. */
@@ -377,14 +310,9 @@ int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli
                        double tol_pct, bool json, const struct cli_probe_opts *po)
 {
     struct rl_err e = {0};
-    struct plan_setup c;
-    struct hw_profile hw;
-    struct plan p;
-    struct sim_step_result sr;
-    struct sim_train train;
+    struct val_probe_plan pl;
     struct val_probe_run run;
-    memset(&c, 0, sizeof c);
-    memset(&p, 0, sizeof p);
+    memset(&pl, 0, sizeof pl);
     memset(&run, 0, sizeof run);
     int rc;
     if (po->report && (rc = rl_outfile_check(po->report, &e))) {   /* before any work */
@@ -397,22 +325,27 @@ int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli
         rc = cli_fail("validate", &e);
         goto out;
     }
-    if ((rc = probe_plan(path, &run.prs[0], s, sim, &c, &train, &hw, &p, &sr, &e))) {
+    char what[600];
+    snprintf(what, sizeof what, "--probe %s", path);
+    const struct val_probe_plan_in pi = {.in = s, .what = what, .train = &sim->train, .resolve = cli_setup_resolve,
+                                         .load_hw = probe_load_hw, .ctx = sim};
+    if ((rc = val_probe_run_plan(&run.prs[0], &pi, &pl, &e))) {
+        plan_err(&pl, &e);
         rc = cli_fail("validate", &e);
         goto out;
     }
     struct val_probe_opts o = {.tol_bytes = (int64_t)llround(tol_gib * RL_GIB), .tol_time_pct = tol_pct,
-                               .predicted_step_ns = sr.step_ns};
+                               .predicted_step_ns = pl.sr.step_ns};
     struct val_probe_run_files f = {.probe_name = "--probe", .audit = po->audit, .against_probe = po->against_probe,
                                     .against_audit = po->against_audit};
-    if ((rc = val_probe_run_judge(&run, &p, &o, &f, &e))) {
+    if ((rc = val_probe_run_judge(&run, &pl.p, &o, &f, &e))) {
         judge_err(&run, po, &e);
         rc = cli_fail("validate", &e);
         goto out;
     }
     if (json || po->report) {
-        struct val_probe_json_in ji = {.probe = path, .model_desc = c.model_desc, .hw_name = hw.name, .p = &p,
-                                       .predicted_step_ns = sr.step_ns, .grad_accum = train.grad_accum, .f = &f};
+        struct val_probe_json_in ji = {.probe = path, .model_desc = pl.c.model_desc, .hw_name = pl.hw.name, .p = &pl.p,
+                                       .predicted_step_ns = pl.sr.step_ns, .grad_accum = pl.train.grad_accum, .f = &f};
         json_t *j = cli_json_versioned(val_probe_run_json(&run, &ji));
         if (po->report && (rc = write_report(po->report, j, &e))) {
             json_decref(j);
@@ -427,11 +360,10 @@ int cli_validate_probe(const char *path, const struct plan_inputs *s, struct cli
         json_decref(j);
     }
     if (!json)
-        print_run(path, &c, &p, &hw, &run, po);
+        print_run(path, &pl.c, &pl.p, &pl.hw, &run, po);
     rc = run.pass ? 0 : 1;
 out:
     val_probe_run_free(&run);
-    plan_free(&p);
-    plan_setup_free(&c);
+    val_probe_plan_free(&pl);
     return rc;
 }

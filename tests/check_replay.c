@@ -17,6 +17,7 @@
 #include <zlib.h>
 
 #include "kernels/adam_replay.h"
+#include "sim/hw.h"
 #include "tests/util.h"
 #include "plan/inputs.h"
 #include "validation/audit.h"
@@ -742,6 +743,82 @@ START_TEST(probe_run_sums_and_documents_two_runs)
 }
 END_TEST
 
+static int plan_load_hw(void *ctx, const struct plan_setup *c, struct hw_profile *hw, struct rl_err *e)
+{
+    (void)ctx;
+    return sim_hw_load(hw, c->catalog, "hgx-h200", e);
+}
+
+/* A JSON file's integer at key, or the size of the array there (a second reading of the probe,
+ * beside val_probe_read's). */
+static long long json_file_int(const char *path, const char *key)
+{
+    json_t *j = json_load_file(path, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    json_t *v = json_object_get(j, key);
+    long long n = json_is_array(v) ? (long long)json_array_size(v) : (long long)json_integer_value(v);
+    json_decref(j);
+    return n;
+}
+
+/* validation/probe_run.h's plan of the run: the run's accumulation, micro-batch and param groups
+ * taken, the user's other values refused with the step and the field (cli/validate_probe.c maps
+ * the flags). */
+START_TEST(probe_run_plan_takes_the_runs_step)
+{
+    char gas[1024], three[1024], model[1024];
+    snprintf(gas, sizeof gas, "%s/tests/deepspeed/cells/0.19.8-np1-gas2.probe.json", tu_src());
+    snprintf(three, sizeof three, "%s/tests/deepspeed/cells/0.19.8-np1-three.probe.json", tu_src());
+    snprintf(model, sizeof model, "%s/tests/deepspeed/models/gpt2-tiny.json", tu_src());
+    struct rl_err e = {0};
+    struct val_probe_run run;
+    memset(&run, 0, sizeof run);
+    ck_assert_msg(val_probe_run_read(gas, &run, &e) == 0, "%s", e.msg);
+    struct plan_inputs in;
+    plan_inputs_init(&in);
+    in.model = model;
+    in.catalog = tu_catalog();
+    struct sim_train t;
+    sim_train_defaults(&t);
+    struct val_probe_plan_in pi = {.in = &in, .what = "PROBE", .train = &t, .resolve = plan_inputs_resolve,
+                                   .load_hw = plan_load_hw};
+    struct val_probe_plan pl;
+    memset(&pl, 0, sizeof pl);
+    ck_assert_msg(val_probe_run_plan(&run.prs[0], &pi, &pl, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(pl.failed, VAL_PLAN_OK);
+    ck_assert_int_eq(pl.train.grad_accum, json_file_int(gas, "gradient_accumulation_steps"));   /* 2 */
+    ck_assert_int_eq(pl.train.micro_batch, json_file_int(gas, "micro_batch_size"));
+    ck_assert_int_eq(pl.p.layout.dp, json_file_int(gas, "dp_world_size"));
+    ck_assert_int_gt(pl.sr.step_ns, 0);
+    ck_assert_str_eq(pl.hw.name, "hgx-h200");
+    val_probe_plan_free(&pl);
+    t.grad_accum = 3;   /* not the run's */
+    ck_assert_int_eq(val_probe_run_plan(&run.prs[0], &pi, &pl, &e), RL_EINVAL);
+    ck_assert_int_eq(pl.failed, VAL_PLAN_ACCUM);
+    const char *accum = "grad_accum: 3; the run (probe) took 2 micro-steps";
+    ck_assert_msg(strncmp(e.msg, accum, strlen(accum)) == 0 && !strstr(e.msg, "--"), "%s", e.msg);
+    val_probe_plan_free(&pl);
+    val_probe_run_free(&run);
+
+    /* The run recorded three param groups; the HF Trainer's rule makes two. */
+    ck_assert_msg(val_probe_run_read(three, &run, &e) == 0, "%s", e.msg);
+    t.grad_accum = 0;
+    in.groups = PLAN_GROUPS_HF_TWO;
+    ck_assert_int_eq(val_probe_run_plan(&run.prs[0], &pi, &pl, &e), RL_EINVAL);
+    ck_assert_int_eq(pl.failed, VAL_PLAN_GROUPS);
+    char want[128];
+    snprintf(want, sizeof want, "param_groups hf-two: 2 param groups, the run's probe records %lld (",
+             json_file_int(three, "param_groups"));
+    ck_assert_msg(strncmp(e.msg, want, strlen(want)) == 0 && !strstr(e.msg, "--"), "%s", e.msg);
+    val_probe_plan_free(&pl);
+    in.groups = PLAN_GROUPS_AUTO;   /* the probe's are taken */
+    ck_assert_msg(val_probe_run_plan(&run.prs[0], &pi, &pl, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(pl.p.n_groups, json_file_int(three, "param_groups"));
+    val_probe_plan_free(&pl);
+    val_probe_run_free(&run);
+}
+END_TEST
+
 Suite *replay_suite(void)
 {
     Suite *s = suite_create("replay");
@@ -761,6 +838,7 @@ Suite *replay_suite(void)
     tcase_add_test(tc, validate_probe_with_audit);
     tcase_add_test(tc, probe_run_names_the_step);
     tcase_add_test(tc, probe_run_sums_and_documents_two_runs);
+    tcase_add_test(tc, probe_run_plan_takes_the_runs_step);
     suite_add_tcase(s, tc);
     return s;
 }

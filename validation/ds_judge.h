@@ -18,23 +18,18 @@
 #include "validation/ds_runs.h"
 #include "validation/val.h"
 
-/* The setup resolved from the user's inputs (cli/: plan_inputs_resolve with the flags named). */
-typedef int val_ds_resolve_fn(const struct plan_inputs *in, struct plan_setup *c, struct rl_err *e);
-/* The hardware profile for the setup c (cli/: --hw with its overrides); may change *train as
- * given in val_ds_judge_in (a setup with activation checkpointing sets it there). */
-typedef int val_ds_load_hw_fn(void *ctx, const struct plan_setup *c, struct hw_profile *hw, struct rl_err *e);
-
 /* What is judged, and how. */
 struct val_ds_judge_in {
     const char *const *logs;       /* the logs given, in order (the caller's) */
     int n_logs;                    /* entries */
     const char *monitor;           /* a `ratiolab monitor --csv` of the same run, NULL when absent */
     const struct plan_inputs *in;  /* the user's inputs, over which each group's configuration goes */
-    const struct sim_train *train; /* the training settings of the predicted step, read after load_hw */
+    const struct sim_train *train; /* the training settings of the predicted step, read after load_hw
+                                      (which may change them: val_load_hw_fn) */
     double tol_gib;                /* memory tolerance, GiB (val_ds_opts.tol_bytes, rounded) */
     double tol_pct;                /* step-time tolerance, percent */
-    val_ds_resolve_fn *resolve;    /* resolves in into a setup, once per group */
-    val_ds_load_hw_fn *load_hw;    /* loads the profile, once per group */
+    val_resolve_fn *resolve;       /* resolves in into a setup, once per group */
+    val_load_hw_fn *load_hw;       /* loads the profile, once per group */
     void *ctx;                     /* load_hw's */
 };
 
