@@ -1,5 +1,5 @@
 /* validation/ds_json.c — the JSON document of `validate --deepspeed-log` (validation/ds_judge.h,
- * docs/json-output.md). */
+ * docs/json-validate.md). */
 #include <math.h>
 
 #include "validation/ds_judge.h"

@@ -1,5 +1,5 @@
 /* validation/probe_json.h — the JSON document of `validate --probe` (--json and --report,
- * docs/json-probe.md's "validate" part): the probe's checks against the plan, every rank's, the
+ * docs/json-validate.md): the probe's checks against the plan, every rank's, the
  * gathered digest, the hyperparameter records, the audit and the two runs' pairing, built from a
  * judged val_probe_run. cli/validate_probe.c adds "schema_version" and writes it. */
 #ifndef RL_VALIDATION_PROBE_JSON_H
