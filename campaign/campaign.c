@@ -443,6 +443,15 @@ int camp_run(struct camp *k, const struct plan_setup *c, struct sim_train *t, co
     return write_report(k, e);
 }
 
+int camp_validate(struct camp **k, const struct camp_opts *o, const struct camp_hooks *h, struct plan_inputs *s,
+                  struct plan_setup *c, struct sim_train *t, const char *const *fwd, int n_fwd, struct rl_err *e)
+{
+    RL_TRY(camp_open(k, o, h, e));
+    camp_exec_inputs(*k, s);
+    RL_TRY(h->resolve(h->ctx, s, c, e));
+    return camp_run(*k, c, t, fwd, n_fwd, e);
+}
+
 const struct val_report *camp_report(const struct camp *k)
 {
     return k->rank0 ? k->rep : NULL;

@@ -61,8 +61,12 @@ typedef int camp_exec_err_fn(void *ctx, struct rl_err *e);
  * says for the simulator; used for hw (or the calibrated profile), then also_hw. */
 typedef int camp_load_hw_fn(void *ctx, const char *name_or_path, const struct plan_setup *c, struct hw_profile *hw,
                             struct rl_err *e);
+/* The setup resolved from the inputs s (the caller's names in its messages). */
+typedef int camp_resolve_fn(void *ctx, const struct plan_inputs *s, struct plan_setup *c, struct rl_err *e);
+
 struct camp_hooks {
     camp_say_fn *say;              /* progress; NULL: silent */
+    camp_resolve_fn *resolve;      /* required by camp_validate */
     camp_exec_err_fn *exec_err;    /* NULL: executor messages as they are */
     camp_load_hw_fn *load_hw;      /* required */
     camp_rank_failed_fn *rank_failed; /* required under mpirun */
@@ -87,6 +91,12 @@ void camp_exec_inputs(const struct camp *k, struct plan_inputs *s);
  * and every row, and on rank 0 writes the report. */
 int camp_run(struct camp *k, const struct plan_setup *c, struct sim_train *t, const char *const *fwd, int n_fwd,
              struct rl_err *e);
+/* The whole campaign, in order: camp_open, the executor's layout in s (camp_exec_inputs), the setup
+ * *c resolved from s through h->resolve (the caller frees it after camp_close: the campaign reads
+ * it to the end), camp_run. *k is set whenever it returns (camp_close frees it, even after an
+ * error); an error of h->resolve comes back as it gave it. */
+int camp_validate(struct camp **k, const struct camp_opts *o, const struct camp_hooks *h, struct plan_inputs *s,
+                  struct plan_setup *c, struct sim_train *t, const char *const *fwd, int n_fwd, struct rl_err *e);
 /* The finished report on the rank that writes it (rank 0), NULL on the others. */
 const struct val_report *camp_report(const struct camp *k);
 /* Ends the world under mpirun, releases the folder's lock, frees k (NULL: nothing). */

@@ -16,8 +16,7 @@
 #include "cli/validate_probe.h"
 #include "plan/ds_rules.h"
 #include "traces/dslog.h"
-#include "validation/ds_runs.h"
-#include "validation/probe.h"
+#include "validation/ds_judge.h"
 #include "validation/val.h"
 
 enum { V_DSLOG = 1, V_MONITOR, V_TOL, V_JSON, V_PROBE, V_AUDIT, V_AGAINST_PROBE, V_AGAINST_AUDIT, V_REPORT };
@@ -213,77 +212,11 @@ static void print_ds(const struct validate_args *a, const struct plan_setup *c, 
     printf("\nverdict    %s (run %s)\n", r->overall == VAL_PASS ? "PASS" : "FAIL", run);
 }
 
-static json_t *ds_json(const struct validate_args *a, const struct plan_setup *c, const struct plan *p,
-                       const struct hw_profile *hw, const struct val_ds_result *r, const struct val_ds_timers *vt)
+/* --hw's options (--gpu-mem, --pcie-gen, ...) over the profile of each group judged. */
+static int ds_load_hw(void *ctx, const struct plan_setup *c, struct hw_profile *hw, struct rl_err *e)
 {
-    json_t *o = json_object();
-    json_object_set_new(o, "kind", json_string("ratiolab-validate-deepspeed-log"));
-    json_object_set_new(o, "model", json_string(c->model_desc));
-    json_object_set_new(o, "hardware", json_string(hw->name));
-    json_object_set_new(o, "deepspeed_version", json_string(RL_VERSION_S(p->zero.ds_version)));
-    json_object_set_new(o, "ledger", json_string(plan_ledger_name(p->ledger_kind)));
-    json_object_set_new(o, "subgroups", json_integer(p->n_subgroups));
-    json_object_set_new(o, "tolerance_bytes", json_integer((json_int_t)llround(a->tol_gib * RL_GIB)));
-    json_object_set_new(o, "tolerance_time_pct", json_real(a->tol_pct));
-    json_t *logs = json_array();
-    for (int i = 0; i < a->n_logs; i++)
-        json_array_append_new(logs, json_string(a->logs[i]));
-    json_object_set_new(o, "logs", logs);
-    json_t *st = json_array();
-    for (int i = 0; i < r->n_stages; i++) {
-        const struct val_ds_stage *s = &r->stages[i];
-        json_t *x = json_object();
-        json_object_set_new(x, "message", json_string(s->message));
-        json_object_set_new(x, "log", json_integer(s->file));
-        json_object_set_new(x, "line", json_integer(s->line));
-        json_object_set_new(x, "ledger_stage", s->plan_stage >= 0 ? json_string(plan_stage_name(s->plan_stage)) : json_null());
-        json_object_set_new(x, "logged_ma_bytes", s->logged_ma_bytes >= 0 ? json_integer(s->logged_ma_bytes) : json_null());
-        json_object_set_new(x, "predicted_gpu_bytes", s->predicted_gpu_bytes >= 0 ? json_integer(s->predicted_gpu_bytes) : json_null());
-        json_object_set_new(x, "diff_bytes", s->status != VAL_INFO ? json_integer(s->diff_bytes) : json_null());
-        json_object_set_new(x, "logged_subgroups", s->logged_subgroups >= 0 ? json_integer(s->logged_subgroups) : json_null());
-        json_object_set_new(x, "machine_cpu_used_bytes", s->logged_cpu_used_bytes >= 0 ? json_integer(s->logged_cpu_used_bytes) : json_null());
-        json_object_set_new(x, "predicted_host_bytes", s->predicted_host_bytes >= 0 ? json_integer(s->predicted_host_bytes) : json_null());
-        json_object_set_new(x, "status", json_string(val_status_name(s->status)));
-        json_array_append_new(st, x);
-    }
-    json_object_set_new(o, "stages", st);
-    json_t *t = json_object();
-    json_object_set_new(t, "iterations", json_integer(r->n_iterations));
-    json_object_set_new(t, "measured_step_ms", r->n_iterations ? json_real(r->measured_step_ms) : json_null());
-    json_object_set_new(t, "predicted_step_ns", json_integer(r->predicted_step_ns));
-    json_object_set_new(t, "step_error_pct", r->n_iterations ? json_real(r->step_error_pct) : json_null());
-    json_object_set_new(t, "status", json_string(val_status_name(r->time_status)));
-    json_object_set_new(o, "time", t);
-    json_t *tm = json_array();
-    for (int i = 0; i < vt->n_rows; i++) {
-        const struct val_ds_timer_row *w = &vt->row[i];
-        json_t *x = json_object();
-        json_object_set_new(x, "timer", json_string(trace_ds_timer_name(w->timer)));
-        json_object_set_new(x, "values", json_integer(w->n));
-        json_object_set_new(x, "measured_ms", json_real(w->measured_ms));
-        json_object_set_new(x, "predicted_ms", json_real(w->predicted_ms));
-        json_object_set_new(x, "error_pct", json_real(w->error_pct));
-        json_object_set_new(x, "predicted_as", json_string(w->predicted_as));
-        json_array_append_new(tm, x);
-    }
-    json_object_set_new(o, "timers", tm);
-    json_object_set_new(o, "outside_timers_ms", vt->have_outside ? json_real(vt->outside_ms) : json_null());
-    json_t *h = json_object();
-    json_object_set_new(h, "note", json_string("DeepSpeed's CPU Virtual Memory figure is system-wide; per-process "
-                                               "figures come from a ratiolab monitor CSV"));
-    json_object_set_new(h, "predicted_peak_bytes", json_integer(r->predicted_host_peak_bytes));
-    if (r->have_monitor) {
-        json_object_set_new(h, "monitor_pid", json_integer(r->monitor_pid));
-        json_object_set_new(h, "baseline_bytes", json_integer(r->monitor_baseline_bytes));
-        json_object_set_new(h, "peak_bytes", json_integer(r->monitor_peak_bytes));
-    }
-    json_object_set_new(h, "status", json_string(val_status_name(r->host_status)));
-    json_object_set_new(o, "host", h);
-    json_object_set_new(o, "verdict", json_string(val_status_name(r->overall)));
-    return o;
+    return cli_sim_load_hw(ctx, c, hw, e);
 }
-
-/* ---- --deepspeed-log: the logs split into runs (validation/ds_runs.h), each group judged ---------- */
 
 static bool rows_log_stages(const struct plan_ds_rules *r) { return r->logs_stages; }
 static bool rows_no_stages(const struct plan_ds_rules *r) { return !r->logs_stages; }
@@ -315,166 +248,70 @@ static void no_stages_in_log(const struct trace_ds_config *f, struct rl_err *e)
             RL_VERSION_S(f->version), f->version_line);
 }
 
-/* Judges one group: the setup from the user's flags and the runs' configuration, the plan, the
- * prediction and the comparison; prints (or adds to *json_runs) and sets *verdict. A
- * contradiction between a run and the user's settings is RL_EINVAL in *e (nothing printed). */
-static int judge_group(struct validate_args *a, struct plan_inputs *s, struct cli_sim *sim,
-                       const struct val_ds_runs *runs, const struct val_ds_group *g, bool several, json_t *json_runs,
-                       enum val_status *verdict, struct rl_err *e)
+/* The flags of the inputs an error of val_ds_judge_run's step names; logged: what the log or the
+ * group the error is about printed of its configuration (no_stages_in_log's advice). */
+static int ds_err(enum val_ds_judge_stage failed, const struct trace_ds_config *logged, struct rl_err *e)
 {
-    struct plan_setup c;
-    struct hw_profile hw;
-    struct plan p;
-    memset(&p, 0, sizeof p);
-    memset(&c, 0, sizeof c);
-    struct trace_ds_log logs[VAL_DS_GROUP_MAX];
-    double *ms = NULL;
-    int n_ms = 0, rc;
-    struct val_monitor mon = {0};
-    struct val_ds_result r = {0};
-    struct sim_step_result sr;
-    struct trace_ds_timers tm = {0};
-    struct val_ds_timers vt;
-    struct trace_ds_config logged;
-    memset(&logged, 0, sizeof logged);
-    if ((rc = cli_setup_resolve(s, &c, e)))
-        goto out;
-    if ((rc = val_ds_group_facts(runs, g, s, &c, &logged, e))) {
-        cli_err_flag(e, "deepspeed_log", "--deepspeed-log");
-        goto out;
-    }
-    if ((rc = val_ds_group_join(runs, g, logs, &ms, &n_ms, &tm, e)))
-        goto out;
-    if ((rc = cli_sim_load_hw(sim, &c, &hw, e)) || (rc = plan_setup_plan(&c, -1, &p, e)) ||
-        (rc = sim_step_run(&p, &hw, &sim->train, NULL, &sr, e)) ||
-        (a->monitor && (rc = val_monitor_read(a->monitor, &mon, e)))) {
+    if (failed == VAL_DSJ_PREDICT) {
         cli_sim_err(e);
         cli_err_flag(e, "monitor_csv", "--monitor");
-        no_stages_in_log(&logged, e);
-        rc = rc ? rc : RL_EINVAL;
-        goto out;
     }
-    struct val_ds_opts o = {.tol_bytes = (int64_t)llround(a->tol_gib * RL_GIB), .tol_time_pct = a->tol_pct,
-                            .ma_is_rss = strcmp(logged.accelerator, "cpu") == 0};
-    if ((rc = val_ds_compare(&p, logs, g->n, ms, n_ms, sr.step_ns, a->monitor ? &mon : NULL, &o, &r, e))) {
+    if (failed == VAL_DSJ_MONITOR)
+        cli_err_flag(e, "monitor_csv", "--monitor");
+    if (failed == VAL_DSJ_READ || failed == VAL_DSJ_FACTS || failed == VAL_DSJ_COMPARE)
         cli_err_flag(e, "deepspeed_log", "--deepspeed-log");
-        no_stages_in_log(&logged, e);
-        goto out;
-    }
-    for (int i = 0; i < r.n_stages; i++)   /* the stage's log among those given, not among the group's */
-        r.stages[i].file = val_ds_group_file(runs, g, r.stages[i].file);
-    val_ds_timers_compare(&tm, &sr, r.n_iterations ? r.measured_step_ms : -1, &vt);
-    if (a->json) {
-        json_t *j = ds_json(a, &c, &p, &hw, &r, &vt);
-        json_t *jr = json_array();
-        for (int i = 0; i < g->n; i++) {
-            const struct val_ds_unit *x = &runs->u[g->units[i]];
-            json_array_append_new(jr, json_pack("{s:s,s:i}", "log", a->logs[x->file], "line", x->first_line));
-        }
-        json_object_set_new(j, "runs", jr);
-        json_array_append_new(json_runs, j);
-    } else {
-        if (several)
-            printf("run        %s\n", g->name);
-        print_ds(a, &c, &p, &hw, &r, &vt, g->name);
-        if (o.ma_is_rss)
-            printf("\nCPU accelerator (the log says \"Setting ds_accelerator to cpu\"): its MA is the process RSS,\n"
-                   "interpreter and torch included, so MA is shown against the GPU ledger but not gated; the\n"
-                   "sub-group count N still is.\n");
-        if (several)
-            printf("\n");
-    }
-    *verdict = r.overall;
-out:
-    val_ds_result_free(&r);
-    trace_ds_timers_free(&tm);
-    val_monitor_free(&mon);
-    free(ms);
-    plan_free(&p);
-    plan_setup_free(&c);
-    return rc;
+    if (logged && (failed == VAL_DSJ_READ || failed == VAL_DSJ_PREDICT || failed == VAL_DSJ_COMPARE))
+        no_stages_in_log(logged, e);
+    return e->code;
 }
 
-/* --deepspeed-log: the logs split into runs (trace_ds_split_runs). When every run printed one
- * configuration (or only one did), they are judged together as one run, stages from one log and
- * iterations from another as before. When they differ (two logs of two ratios, a log with two runs
- * appended), each run is judged against its own configuration, named by its log and first line;
- * a run that contradicts a setting the user gave (--ratio, --ds-config) is not judged, and said
- * so, unless every run does (then that is the error, exit 2). Logs with no configuration at all
- * cannot be told which run they belong to: refused. */
+/* --deepspeed-log: the logs' runs judged (validation/ds_judge.h); each group printed, or a run
+ * that contradicts the user's settings said to be not judged, in order, then the error that ended
+ * the judgement or, with several runs, the overall verdict. */
 static int run_ds(struct validate_args *a, struct plan_inputs *s, struct cli_sim *sim)
 {
     struct rl_err e = {0};
-    struct val_ds_runs runs = {0};
-    int rc;
-    static struct val_ds_group groups[VAL_DS_GROUP_MAX];
-    int n_groups = 0;
-    bool differ = false;
-    json_t *json_runs = json_array();
-    if ((rc = val_ds_runs_read(&runs, a->logs, a->n_logs, &e)) ||
-        (rc = val_ds_runs_group(&runs, groups, VAL_DS_GROUP_MAX, &n_groups, &differ, &e))) {
-        cli_err_flag(&e, "deepspeed_log", "--deepspeed-log");
-        if (runs.empty)   /* a release that logs no stages says so (no_stages_in_log) */
-            no_stages_in_log(&runs.empty_cfg, &e);
-        rc = cli_fail("validate", &e);
-        goto out;
-    }
-    if (differ && a->monitor) {
-        rl_errf(&e, RL_EINVAL, "--monitor: the logs hold %d runs of different configurations; a monitor CSV is "
-                "of one run: validate that run's log with it alone", n_groups);
-        rc = cli_fail("validate", &e);
-        goto out;
-    }
-    enum val_status overall = VAL_PASS;
-    int judged = 0;
-    struct rl_err first_skip = {0};
-    for (int k = 0; k < n_groups; k++) {
-        enum val_status v = VAL_FAIL;
-        struct rl_err ge = {0};
-        int grc = judge_group(a, s, sim, &runs, &groups[k], n_groups > 1, json_runs, &v, &ge);
-        /* With several runs, one whose configuration contradicts the user's is left out (said
-         * below); any other error ends the command. */
-        if (grc && n_groups > 1 && grc == RL_EINVAL && strstr(ge.msg, ": the run used ")) {
-            if (!first_skip.code)
-                first_skip = ge;
-            if (!a->json)
-                printf("run        %s: not judged: %s\n\n", groups[k].name, ge.msg);
+    struct val_ds_judge k;
+    memset(&k, 0, sizeof k);
+    const struct val_ds_judge_in in = {.logs = a->logs, .n_logs = a->n_logs, .monitor = a->monitor, .in = s,
+                                       .train = &sim->train, .tol_gib = a->tol_gib, .tol_pct = a->tol_pct,
+                                       .resolve = cli_setup_resolve, .load_hw = ds_load_hw, .ctx = sim};
+    int rc = val_ds_judge_run(&in, &k, &e);
+    for (int i = 0; !a->json && i < k.n_done; i++) {
+        struct val_ds_judged *x = &k.j[i];
+        if (x->skipped) {
+            ds_err(x->failed, &x->logged, &x->err);
+            printf("run        %s: not judged: %s\n\n", x->g->name, x->err.msg);
             continue;
         }
-        if (grc) {
-            rc = cli_fail("validate", &ge);
-            goto out;
-        }
-        judged++;
-        if (v != VAL_PASS)
-            overall = VAL_FAIL;
+        if (k.n_groups > 1)
+            printf("run        %s\n", x->g->name);
+        print_ds(a, &x->c, &x->p, &x->hw, &x->r, &x->vt, x->g->name);
+        if (x->ma_is_rss)
+            printf("\nCPU accelerator (the log says \"Setting ds_accelerator to cpu\"): its MA is the process RSS,\n"
+                   "interpreter and torch included, so MA is shown against the GPU ledger but not gated; the\n"
+                   "sub-group count N still is.\n");
+        if (k.n_groups > 1)
+            printf("\n");
     }
-    if (!judged) {
-        rc = cli_fail("validate", &first_skip);
-        goto out;
-    }
-    if (a->json) {
-        json_t *j;
-        if (n_groups == 1) {
-            j = json_incref(json_array_get(json_runs, 0));
-        } else {
-            j = json_object();
-            json_object_set_new(j, "kind", json_string("ratiolab-validate-deepspeed-log"));
-            json_object_set_new(j, "runs", json_incref(json_runs));
-            json_object_set_new(j, "verdict", json_string(val_status_name(overall)));
-        }
-        char *text = cli_json_dumps(cli_json_versioned(j), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (rc) {
+        const struct trace_ds_config *logged = k.failed == VAL_DSJ_READ ? (k.runs.empty ? &k.runs.empty_cfg : NULL)
+                                               : k.j && k.n_done < k.n_groups ? &k.j[k.n_done].logged : NULL;
+        ds_err(k.failed, logged, &e);
+        rc = cli_fail("validate", &e);
+    } else if (a->json) {
+        json_t *j = cli_json_versioned(val_ds_judge_json(&in, &k));
+        char *text = cli_json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         printf("%s\n", text);
         free(text);
         json_decref(j);
-    } else if (n_groups > 1) {
+    } else if (k.n_groups > 1) {
         printf("verdict    %s (%d of %d runs judged, each against its own configuration)\n",
-               overall == VAL_PASS ? "PASS" : "FAIL", judged, n_groups);
+               k.overall == VAL_PASS ? "PASS" : "FAIL", k.judged, k.n_groups);
     }
-    rc = overall == VAL_PASS ? 0 : 1;
-out:
-    json_decref(json_runs);
-    val_ds_runs_free(&runs);
+    if (!rc)
+        rc = k.overall == VAL_PASS ? 0 : 1;
+    val_ds_judge_free(&k);
     return rc;
 }
 

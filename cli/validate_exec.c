@@ -176,6 +176,13 @@ static int check_backend(const struct camp_opts *x, const struct cli_sim *sim, s
 }
 
 /* ---- the campaign's hooks: what it has to say, printed here ------------------------------------- */
+/* The hooks' context: the simulator options, and whether the setup failed to resolve (its
+ * message then names the flags already). */
+struct exec_ctx {
+    struct cli_sim *sim;           /* --hw and its overrides, the training settings */
+    bool resolve_failed;           /* on_resolve returned an error */
+};
+
 static void on_say(void *ctx, const char *line)
 {
     (void)ctx;
@@ -195,11 +202,18 @@ static int on_rank_failed(void *ctx, int rank, const struct rl_err *e)
     return e->code == RL_EINVAL ? 2 : e->code == RL_ECHECK ? 1 : 3;
 }
 
+static int on_resolve(void *ctx, const struct plan_inputs *s, struct plan_setup *c, struct rl_err *e)
+{
+    int rc = cli_setup_resolve(s, c, e);
+    ((struct exec_ctx *)ctx)->resolve_failed = rc != 0;
+    return rc;
+}
+
 /* --hw's options (--gpu-mem, --pcie-gen, ...) over the profile the campaign names. */
 static int on_load_hw(void *ctx, const char *name_or_path, const struct plan_setup *c, struct hw_profile *hw,
                       struct rl_err *e)
 {
-    struct cli_sim *sim = ctx;
+    struct cli_sim *sim = ((struct exec_ctx *)ctx)->sim;
     const char *given = sim->hw;
     sim->hw = name_or_path;
     int rc = cli_sim_load_hw(sim, c, hw, e);
@@ -218,7 +232,7 @@ static int campaign_err(struct rl_err *e)
     return e->code;
 }
 
-/* The options checked, the setup resolved in the executor's layout, the campaign, the report. */
+/* The options checked, the campaign (the setup resolved in the executor's layout), the report. */
 int cli_validate_exec_run(struct cli_validate_exec *x, struct plan_inputs *s, struct cli_sim *sim,
                           const char *const *fwd, int n_fwd, bool schedule_given, bool json)
 {
@@ -233,20 +247,14 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct plan_inputs *s, st
     if (rl_parse_ratio_list("--ratios", x->ratios, 0, 1, &ratios, &n_ratios, &e))
         return cli_fail("validate", &e);
     int n_pol = o->n_policies > 0 ? o->n_policies : 1, n_sch = o->n_schedules > 0 ? o->n_schedules : 1;
-    if (n_ratios * (size_t)n_pol * (size_t)n_sch > VAL_MAX_ROWS) {
-        free(ratios);
+    if (n_ratios * (size_t)n_pol * (size_t)n_sch > VAL_MAX_ROWS)
         rl_errf(&e, RL_EINVAL, "--ratios: %zu ratios x %d policies x %d schedules; allowed: at most %d runs", n_ratios,
                 n_pol, n_sch, VAL_MAX_ROWS);
-        return cli_fail("validate", &e);
-    }
-    if (check_backend(o, sim, &e)) {
-        free(ratios);
-        return cli_fail("validate", &e);
-    }
-    if (s->n_more_versions > 0) {   /* one executor run per row: one release's step */
-        free(ratios);
+    else if (!check_backend(o, sim, &e) && s->n_more_versions > 0)   /* one executor run per row: one release's step */
         rl_errf(&e, RL_EINVAL, "--deepspeed-version: validate --ratios runs one DeepSpeed release's step, the list "
                 "names %d; allowed: one X.Y.Z", s->n_more_versions + 1);
+    if (e.code) {
+        free(ratios);
         return cli_fail("validate", &e);
     }
     o->ratios = ratios;
@@ -256,20 +264,15 @@ int cli_validate_exec_run(struct cli_validate_exec *x, struct plan_inputs *s, st
     o->seq_len = s->seq_len;
     if (!schedule_given)   /* the executor's schedule */
         sim->train.schedule = STEP_SCHED_OVERLAP;
-    const struct camp_hooks hooks = {.say = on_say, .exec_err = on_exec_err, .load_hw = on_load_hw,
-                                     .rank_failed = on_rank_failed, .ctx = sim};
+    struct exec_ctx ctx = {.sim = sim};
+    const struct camp_hooks hooks = {.say = on_say, .resolve = on_resolve, .exec_err = on_exec_err,
+                                     .load_hw = on_load_hw, .rank_failed = on_rank_failed, .ctx = &ctx};
     struct camp *k = NULL;
     struct plan_setup c;
     memset(&c, 0, sizeof c);
     int code = 0;
-    int rc = camp_open(&k, o, &hooks, &e);
-    if (rc) {
-        campaign_err(&e);
-    } else {
-        camp_exec_inputs(k, s);
-        rc = cli_setup_resolve(s, &c, &e);
-    }
-    if (!rc && (rc = camp_run(k, &c, &sim->train, fwd, n_fwd, &e)))
+    int rc = camp_validate(&k, o, &hooks, s, &c, &sim->train, fwd, n_fwd, &e);
+    if (rc && !ctx.resolve_failed)
         campaign_err(&e);
     const struct val_report *rep = rc ? NULL : camp_report(k);
     if (rc) {

@@ -17,9 +17,11 @@
 #include <zlib.h>
 
 #include "kernels/adam_replay.h"
+#include "sim/hw.h"
 #include "tests/util.h"
 #include "plan/inputs.h"
 #include "validation/audit.h"
+#include "validation/probe_json.h"
 #include "validation/probe_run.h"
 
 static struct kern_replay_hparams hand_hp(void)
@@ -634,6 +636,189 @@ START_TEST(probe_run_names_the_step)
 }
 END_TEST
 
+/* Two recorded runs of one cell (tests/deepspeed/audit/0.19.8-np1-<kind>-r<ratio>), judged in
+ * process and paired: the sums val_probe_run_why_totals gives, each against a second count (the
+ * audit's own records, each looked up in the other run's audit by its place, not through the
+ * pairing), and val_probe_run_json's document of the same run. */
+static void judge_pair(const char *kind, const char *ra, const char *rb, struct val_probe_run *run, struct plan_setup *c,
+                       struct plan *p)
+{
+    char pa[1024], aa[1024], pb[1024], ab[1024], model[1024];
+    const char *dir = "tests/deepspeed/audit/0.19.8-np1";
+    snprintf(pa, sizeof pa, "%s/%s-%s-r%s.probe.json", tu_src(), dir, kind, ra);
+    snprintf(aa, sizeof aa, "%s/%s-%s-r%s.rla", tu_src(), dir, kind, ra);
+    snprintf(pb, sizeof pb, "%s/%s-%s-r%s.probe.json", tu_src(), dir, kind, rb);
+    snprintf(ab, sizeof ab, "%s/%s-%s-r%s.rla", tu_src(), dir, kind, rb);
+    snprintf(model, sizeof model, "%s/tests/deepspeed/models/gpt2-tiny.json", tu_src());
+    struct rl_err e = {0};
+    memset(run, 0, sizeof *run);
+    ck_assert_msg(val_probe_run_read(pa, run, &e) == 0, "%s", e.msg);
+    struct plan_inputs in;
+    plan_inputs_init(&in);
+    in.model = model;
+    in.catalog = tu_catalog();
+    in.layout.dp = run->prs[0].dp;
+    if (run->prs[0].groups.n_groups > 0)
+        in.group_spec = &run->prs[0].groups;
+    ck_assert_msg(plan_inputs_resolve(&in, c, &e) == 0, "%s", e.msg);
+    ck_assert_msg(val_facts_apply(&run->prs[0].config, run->prs[0].dp, "probe", &in, c, &e) == 0, "%s", e.msg);
+    ck_assert_msg(plan_setup_plan(c, -1, p, &e) == 0, "%s", e.msg);
+    struct val_probe_opts o = {.tol_bytes = RL_GIB, .tol_time_pct = 10, .predicted_step_ns = 0};
+    struct val_probe_run_files f = {.probe_name = "PROBE", .audit = strdup(aa), .against_probe = strdup(pb),
+                                    .against_audit = strdup(ab)};
+    ck_assert_msg(val_probe_run_judge(run, p, &o, &f, &e) == 0, "%s", e.msg);
+    ck_assert_ptr_nonnull(run->pairs);
+    free((char *)f.audit);
+    free((char *)f.against_probe);
+    free((char *)f.against_audit);
+}
+
+START_TEST(probe_run_sums_and_documents_two_runs)
+{
+    struct val_probe_run run;
+    struct plan_setup c;
+    struct plan p;
+    judge_pair("split", "0.5", "0.8", &run, &c, &p);
+    ck_assert_int_eq(run.why, VAL_WHY_OPTIMIZERS);
+    struct val_probe_why_totals t;
+    val_probe_run_why_totals(&run, &t);
+    int64_t numel = 0, moved = 0;
+    for (int i = 0; i < run.au.n; i++) {
+        const struct val_audit_rec *x = &run.au.rec[i];
+        numel += x->numel;
+        for (int j = 0; j < run.bu.n; j++) {
+            const struct val_audit_rec *y = &run.bu.rec[j];
+            if (y->rank == x->rank && y->sub_group == x->sub_group && y->first_element == x->first_element &&
+                y->optimizer != x->optimizer)
+                moved += x->numel;
+        }
+    }
+    ck_assert_int_eq(t.step, run.au.rec[0].step);
+    ck_assert_int_eq(t.numel, numel);
+    ck_assert_int_gt(moved, 0);   /* the ratio moved some sub-groups between the optimizers */
+    ck_assert_int_lt(moved, numel);
+    ck_assert_int_eq(t.moved_numel, moved);
+    ck_assert_int_le(t.moved_n_diff_after, t.n_diff_after);
+    ck_assert(t.moved_max_abs <= t.max_abs_after);
+    ck_assert(fabs(val_probe_ratio(&run.prs[0]) - 0.5) < 1e-12 && fabs(val_probe_ratio(&run.pb) - 0.8) < 1e-12);
+    ck_assert(!val_probe_rng_shift(&run.prs[0], &run.pb));   /* both below 1: both drew */
+
+    /* The document: what was given, and the same records the sums are over. */
+    struct val_probe_run_files f = {.audit = "A.rla", .against_probe = "B.json", .against_audit = "B.rla"};
+    struct val_probe_json_in ji = {.probe = "P.json", .model_desc = "M", .hw_name = "H", .p = &p,
+                                   .predicted_step_ns = 1234, .grad_accum = 2, .f = &f};
+    json_t *j = val_probe_run_json(&run, &ji);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_ptr_null(json_object_get(j, "schema_version"));   /* cli/ puts it first */
+    ck_assert_str_eq(json_string_value(json_object_get(j, "kind")), "ratiolab-validate-probe");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "probe")), "P.json");
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "predicted_step_ns")), 1234);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "gradient_accumulation_steps")), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "audit"), "file")), "A.rla");
+    ck_assert_int_eq(json_array_size(json_object_get(json_object_get(j, "audit"), "sub_groups")), run.au.n);
+    json_t *why = json_object_get(j, "digest_explanation");
+    ck_assert_str_eq(json_string_value(json_object_get(why, "against_audit")), "B.rla");
+    ck_assert_str_eq(json_string_value(json_object_get(why, "verdict")), "optimizers");
+    json_t *recs = json_object_get(why, "records");
+    ck_assert_int_eq(json_array_size(recs), run.au.n);
+    int64_t after = 0;
+    for (size_t i = 0; i < json_array_size(recs); i++)
+        after += json_integer_value(json_object_get(json_array_get(recs, i), "n_diff_after"));
+    ck_assert_int_eq(t.n_diff_after, after);
+    json_decref(j);
+    val_probe_run_free(&run);
+    plan_free(&p);
+    plan_setup_free(&c);
+
+    /* Ratio 0.5 against 1: no sub-group moved, DeepSpeed drew its random number in one run only. */
+    judge_pair("stock", "0.5", "1", &run, &c, &p);
+    ck_assert_int_eq(run.why, VAL_WHY_INPUTS);
+    val_probe_run_why_totals(&run, &t);
+    ck_assert_int_eq(t.moved_numel, 0);
+    ck_assert_int_gt(t.n_diff_grad, 0);
+    ck_assert(val_probe_rng_shift(&run.prs[0], &run.pb));
+    val_probe_run_free(&run);
+    plan_free(&p);
+    plan_setup_free(&c);
+}
+END_TEST
+
+static int plan_load_hw(void *ctx, const struct plan_setup *c, struct hw_profile *hw, struct rl_err *e)
+{
+    (void)ctx;
+    return sim_hw_load(hw, c->catalog, "hgx-h200", e);
+}
+
+/* A JSON file's integer at key, or the size of the array there (a second reading of the probe,
+ * beside val_probe_read's). */
+static long long json_file_int(const char *path, const char *key)
+{
+    json_t *j = json_load_file(path, 0, NULL);
+    ck_assert_ptr_nonnull(j);
+    json_t *v = json_object_get(j, key);
+    long long n = json_is_array(v) ? (long long)json_array_size(v) : (long long)json_integer_value(v);
+    json_decref(j);
+    return n;
+}
+
+/* validation/probe_run.h's plan of the run: the run's accumulation, micro-batch and param groups
+ * taken, the user's other values refused with the step and the field (cli/validate_probe.c maps
+ * the flags). */
+START_TEST(probe_run_plan_takes_the_runs_step)
+{
+    char gas[1024], three[1024], model[1024];
+    snprintf(gas, sizeof gas, "%s/tests/deepspeed/cells/0.19.8-np1-gas2.probe.json", tu_src());
+    snprintf(three, sizeof three, "%s/tests/deepspeed/cells/0.19.8-np1-three.probe.json", tu_src());
+    snprintf(model, sizeof model, "%s/tests/deepspeed/models/gpt2-tiny.json", tu_src());
+    struct rl_err e = {0};
+    struct val_probe_run run;
+    memset(&run, 0, sizeof run);
+    ck_assert_msg(val_probe_run_read(gas, &run, &e) == 0, "%s", e.msg);
+    struct plan_inputs in;
+    plan_inputs_init(&in);
+    in.model = model;
+    in.catalog = tu_catalog();
+    struct sim_train t;
+    sim_train_defaults(&t);
+    struct val_probe_plan_in pi = {.in = &in, .what = "PROBE", .train = &t, .resolve = plan_inputs_resolve,
+                                   .load_hw = plan_load_hw};
+    struct val_probe_plan pl;
+    memset(&pl, 0, sizeof pl);
+    ck_assert_msg(val_probe_run_plan(&run.prs[0], &pi, &pl, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(pl.failed, VAL_PLAN_OK);
+    ck_assert_int_eq(pl.train.grad_accum, json_file_int(gas, "gradient_accumulation_steps"));   /* 2 */
+    ck_assert_int_eq(pl.train.micro_batch, json_file_int(gas, "micro_batch_size"));
+    ck_assert_int_eq(pl.p.layout.dp, json_file_int(gas, "dp_world_size"));
+    ck_assert_int_gt(pl.sr.step_ns, 0);
+    ck_assert_str_eq(pl.hw.name, "hgx-h200");
+    val_probe_plan_free(&pl);
+    t.grad_accum = 3;   /* not the run's */
+    ck_assert_int_eq(val_probe_run_plan(&run.prs[0], &pi, &pl, &e), RL_EINVAL);
+    ck_assert_int_eq(pl.failed, VAL_PLAN_ACCUM);
+    const char *accum = "grad_accum: 3; the run (probe) took 2 micro-steps";
+    ck_assert_msg(strncmp(e.msg, accum, strlen(accum)) == 0 && !strstr(e.msg, "--"), "%s", e.msg);
+    val_probe_plan_free(&pl);
+    val_probe_run_free(&run);
+
+    /* The run recorded three param groups; the HF Trainer's rule makes two. */
+    ck_assert_msg(val_probe_run_read(three, &run, &e) == 0, "%s", e.msg);
+    t.grad_accum = 0;
+    in.groups = PLAN_GROUPS_HF_TWO;
+    ck_assert_int_eq(val_probe_run_plan(&run.prs[0], &pi, &pl, &e), RL_EINVAL);
+    ck_assert_int_eq(pl.failed, VAL_PLAN_GROUPS);
+    char want[128];
+    snprintf(want, sizeof want, "param_groups hf-two: 2 param groups, the run's probe records %lld (",
+             json_file_int(three, "param_groups"));
+    ck_assert_msg(strncmp(e.msg, want, strlen(want)) == 0 && !strstr(e.msg, "--"), "%s", e.msg);
+    val_probe_plan_free(&pl);
+    in.groups = PLAN_GROUPS_AUTO;   /* the probe's are taken */
+    ck_assert_msg(val_probe_run_plan(&run.prs[0], &pi, &pl, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(pl.p.n_groups, json_file_int(three, "param_groups"));
+    val_probe_plan_free(&pl);
+    val_probe_run_free(&run);
+}
+END_TEST
+
 Suite *replay_suite(void)
 {
     Suite *s = suite_create("replay");
@@ -652,6 +837,8 @@ Suite *replay_suite(void)
     tcase_add_test(tc, validate_audit_needs_probe);
     tcase_add_test(tc, validate_probe_with_audit);
     tcase_add_test(tc, probe_run_names_the_step);
+    tcase_add_test(tc, probe_run_sums_and_documents_two_runs);
+    tcase_add_test(tc, probe_run_plan_takes_the_runs_step);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -19,6 +19,7 @@
 #include "tests/util.h"
 #include "traces/dslog.h"
 #include "traces/trace.h"
+#include "validation/ds_judge.h"
 #include "validation/exec_row.h"
 #include "validation/val.h"
 
@@ -1344,6 +1345,114 @@ START_TEST(report_names_the_deepspeed_release_each_side_ran)
 }
 END_TEST
 
+/* ---- validation/ds_judge.h in process ------------------------------------------------------------ */
+
+static int judge_load_hw(void *ctx, const struct plan_setup *c, struct hw_profile *hw, struct rl_err *e)
+{
+    return sim_hw_load(hw, c->catalog, ctx, e);
+}
+
+/* The example 0.14.1 log (ratio 0.5) with a second run appended, name: that log's text again, with
+ * its ratio replaced by ratio (or, with other set, the example log of that release). Returns the
+ * path; *second_line: the line the appended run starts at (the first log's lines plus one). */
+static const char *two_runs(const char *name, const char *ratio, const char *other, int *second_line)
+{
+    char *a = tu_read(tu_src_path("tests/deepspeed/example/deepspeed-0.14.1.log"), NULL);
+    char path[1024];
+    snprintf(path, sizeof path, "tests/deepspeed/example/deepspeed-%s.log", other ? other : "0.14.1");
+    char *b = tu_read(tu_src_path(path), NULL);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    *second_line = 1;
+    for (const char *q = a; *q; q++)
+        *second_line += *q == '\n';
+    size_t n = strlen(a) + strlen(b) + 1;
+    char *both = malloc(n);
+    snprintf(both, n, "%s%s", a, b);
+    for (char *q = both + strlen(a); !other && (q = strstr(q, "ratio")); q++)   /* "ratio": 0.5 and ratio=0.5 */
+        if (!strncmp(q + 5, "\": 0.5", 6) || !strncmp(q + 5, "=0.5", 4))
+            memcpy(strstr(q, "0.5"), ratio, 3);
+    const char *f = tu_write(name, both);
+    free(a);
+    free(b);
+    free(both);
+    return f;
+}
+
+/* Runs of two configurations: one that contradicts the user's ratio is left out and the other
+ * judged; every run contradicting it is the first one's error; an error at the second run keeps
+ * the first one judged; a monitor CSV beside runs of two configurations is refused, by field. */
+START_TEST(ds_judge_groups_skips_and_stops)
+{
+    int second = 0;
+    const char *logs[1] = {two_runs("mixed.log", "0.3", NULL, &second)};
+    struct plan_inputs in;
+    plan_inputs_init(&in);
+    in.catalog = tu_catalog();
+    char model[1024];
+    snprintf(model, sizeof model, "%s", tu_src_path("tests/deepspeed/models/gpt2-tiny.json"));
+    in.model = model;
+    in.groups = PLAN_GROUPS_HF_TWO;
+    in.layout.world = 1;
+    in.layout.tp = 1;
+    in.ratio = 0.3;
+    in.ratio_set = true;
+    struct sim_train t;
+    sim_train_defaults(&t);
+    struct val_ds_judge_in ji = {.logs = logs, .n_logs = 1, .in = &in, .train = &t, .tol_gib = 0.1, .tol_pct = 10,
+                                 .resolve = plan_inputs_resolve, .load_hw = judge_load_hw, .ctx = "hgx-h200"};
+    struct val_ds_judge k;
+    memset(&k, 0, sizeof k);
+    struct rl_err e = {0};
+    ck_assert_msg(val_ds_judge_run(&ji, &k, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(k.n_groups, 2);
+    ck_assert(k.differ);
+    ck_assert_int_eq(k.n_done, 2);
+    ck_assert_int_eq(k.judged, 1);
+    ck_assert(k.j[0].skipped && !k.j[1].skipped);
+    ck_assert_int_eq(k.j[0].failed, VAL_DSJ_FACTS);
+    ck_assert_msg(strstr(k.j[0].err.msg, "the run used 0.5") && !strstr(k.j[0].err.msg, "--"), "%s", k.j[0].err.msg);
+    ck_assert(fabs(k.j[1].p.requested_ratio - 0.3) < 1e-12);
+    ck_assert(k.j[1].ma_is_rss);   /* the example ran on DeepSpeed's CPU accelerator */
+    json_t *j = val_ds_judge_json(&ji, &k);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "kind")), "ratiolab-validate-deepspeed-log");
+    json_t *runs = json_object_get(j, "runs");
+    ck_assert_int_eq(json_array_size(runs), 1);   /* the judged run only */
+    json_t *r1 = json_array_get(runs, 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(r1, "tolerance_bytes")), 107374182);   /* 0.1 x 2^30 */
+    json_t *unit = json_array_get(json_object_get(r1, "runs"), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(unit, "line")), second);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")), val_status_name(k.overall));
+    json_decref(j);
+    val_ds_judge_free(&k);
+    ck_assert_ptr_null(k.j);
+
+    in.ratio = 0.7;   /* neither run's */
+    ck_assert_int_eq(val_ds_judge_run(&ji, &k, &e), RL_EINVAL);
+    ck_assert_int_eq(k.failed, VAL_DSJ_FACTS);
+    ck_assert_int_eq(k.n_done, 2);
+    ck_assert_int_eq(k.judged, 0);
+    ck_assert_msg(strstr(e.msg, "the run used 0.5, the command line says 0.7"), "%s", e.msg);
+    val_ds_judge_free(&k);
+
+    in.ratio_set = false;
+    logs[0] = two_runs("late.log", NULL, "0.19.8", &second);   /* a release that logs no stages after it */
+    ck_assert_int_eq(val_ds_judge_run(&ji, &k, &e), RL_EINVAL);
+    ck_assert_int_eq(k.failed, VAL_DSJ_COMPARE);
+    ck_assert_int_eq(k.n_done, 1);   /* the first run judged before the error */
+    ck_assert_int_eq(k.judged, 1);
+    ck_assert(k.j[1].logged.have_version && k.j[1].logged.version.minor == 19);
+    ck_assert_msg(strncmp(e.msg, "deepspeed_log: no allocation stage", 34) == 0, "%s", e.msg);
+    val_ds_judge_free(&k);
+
+    ji.monitor = "m.csv";   /* not read: refused first */
+    ck_assert_int_eq(val_ds_judge_run(&ji, &k, &e), RL_EINVAL);
+    ck_assert_int_eq(k.failed, VAL_DSJ_MONITOR);
+    ck_assert_msg(strncmp(e.msg, "monitor_csv: the logs hold 2 runs", 33) == 0, "%s", e.msg);
+    val_ds_judge_free(&k);
+}
+END_TEST
+
 Suite *validation_suite(void)
 {
     Suite *s = suite_create("validation");
@@ -1364,6 +1473,7 @@ Suite *validation_suite(void)
     tcase_add_test(tc, iteration_lines_are_parsed);
     tcase_add_test(tc, time_verdict_uses_median_without_first);
     tcase_add_test(tc, deepspeed_log_matching_the_ledger_passes);
+    tcase_add_test(tc, ds_judge_groups_skips_and_stops);
     tcase_add_test(tc, wrong_subgroup_count_or_memory_fails);
     tcase_add_test(tc, memory_below_the_ledger_fails_too);
     tcase_add_test(tc, iteration_time_against_predict);

@@ -123,6 +123,102 @@ static int judge_hparams(struct val_probe_run *r, struct rl_err *e)
     return 0;
 }
 
+/* The grouping the user gave (a rule or a group file) against the probe's recorded one: RL_EINVAL
+ * saying both group counts and the first parameter they place apart. Nothing given: 0 (the probe's
+ * is taken). */
+static int check_groups(const struct val_probe_plan_in *pi, const struct plan_inputs *in, const struct val_probe *pr,
+                        struct rl_err *e)
+{
+    if (in->groups == PLAN_GROUPS_AUTO && !in->groups_file)
+        return 0;
+    struct plan_setup mine, run;
+    memset(&mine, 0, sizeof mine);
+    memset(&run, 0, sizeof run);
+    struct plan_inputs rin = *in;
+    rin.group_spec = &pr->groups;
+    int rc = pi->resolve(in, &mine, e);
+    if (!rc && (rc = pi->resolve(&rin, &run, e)) == 0) {
+        const struct plan_model *a = &mine.model, *b = &run.model;
+        int t = 0;
+        while (t < a->n_tensors && t < b->n_tensors && a->tensors[t].group == b->tensors[t].group)
+            t++;
+        char given[200];
+        snprintf(given, sizeof given, "%s", in->groups_file ? in->groups_file : plan_group_rule_name(in->groups));
+        if (a->n_groups != b->n_groups || t < a->n_tensors)
+            rc = rl_errf(e, RL_EINVAL, "param_groups %s: %d param group%s, the run's probe records %d (%s: "
+                         "group %d there, group %d in the run); leave param_groups out to take the probe's",
+                         given, a->n_groups, a->n_groups == 1 ? "" : "s", b->n_groups,
+                         t < a->n_tensors ? a->tensors[t].name : "every parameter",
+                         t < a->n_tensors ? a->tensors[t].group : 0, t < b->n_tensors ? b->tensors[t].group : 0);
+    }
+    plan_setup_free(&mine);
+    plan_setup_free(&run);
+    return rc;
+}
+
+/* The run's gradient accumulation and micro-batch from the probe: the step predict models is the
+ * step the run made (an optimizer step of grad_accum micro-steps). A grad_accum, micro_batch or
+ * DeepSpeed config that says otherwise is RL_EINVAL. */
+static int probe_accumulation(const struct val_probe *pr, const struct plan_setup *c, struct sim_train *t,
+                              struct rl_err *e)
+{
+    if (t->grad_accum > 0 && t->grad_accum != pr->grad_accum)
+        return rl_errf(e, RL_EINVAL, "grad_accum: %lld; the run (probe) took %d micro-step%s per optimizer step "
+                       "(gradient_accumulation_steps); give the run's or none", (long long)t->grad_accum,
+                       pr->grad_accum, pr->grad_accum == 1 ? "" : "s");
+    if (t->grad_accum <= 0 && c->zero.src_grad_accum == PLAN_SRC_CONFIG && c->zero.grad_accum != pr->grad_accum)
+        return rl_errf(e, RL_EINVAL, "ds_config: gradient_accumulation_steps: %lld; the run (probe) used %d; give "
+                       "the run's own config", (long long)c->zero.grad_accum, pr->grad_accum);
+    t->grad_accum = pr->grad_accum;
+    if (pr->micro_batch > 0) {
+        if (t->micro_batch > 0 && t->micro_batch != pr->micro_batch)
+            return rl_errf(e, RL_EINVAL, "micro_batch: %lld; the run (probe) used %lld; give the run's or none",
+                           (long long)t->micro_batch, (long long)pr->micro_batch);
+        if (t->micro_batch <= 0 && (c->zero.src_micro_batch == PLAN_SRC_CONFIG || c->zero.src_micro_batch == PLAN_SRC_CLI) &&
+            c->zero.micro_batch != pr->micro_batch)
+            return rl_errf(e, RL_EINVAL, "micro_batch: %lld (%s); the run (probe) used %lld; give the run's or none",
+                           (long long)c->zero.micro_batch, c->zero.src_micro_batch == PLAN_SRC_CONFIG ? "ds_config"
+                           : "micro_batch", (long long)pr->micro_batch);
+        t->micro_batch = pr->micro_batch;
+    }
+    return 0;
+}
+
+int val_probe_run_plan(const struct val_probe *pr, const struct val_probe_plan_in *pi, struct val_probe_plan *pl,
+                       struct rl_err *e)
+{
+    struct plan_inputs in = *pi->in;
+    if (in.layout.dp <= 0 && in.layout.world <= 0 && in.layout.nodes <= 0)
+        in.layout.dp = pr->dp;
+    int rc;
+    pl->failed = VAL_PLAN_GROUPS;
+    if (pr->groups.n_groups > 0) {
+        if ((rc = check_groups(pi, &in, pr, e)))
+            return rc;
+        in.group_spec = &pr->groups;
+    }
+    pl->train = *pi->train;
+    pl->failed = VAL_PLAN_OTHER;
+    if ((rc = pi->resolve(&in, &pl->c, e)) || (rc = val_facts_apply(&pr->config, pr->dp, pi->what, pi->in, &pl->c, e)))
+        return rc;
+    pl->failed = VAL_PLAN_ACCUM;
+    if ((rc = probe_accumulation(pr, &pl->c, &pl->train, e)))
+        return rc;
+    pl->failed = VAL_PLAN_OTHER;
+    if ((rc = pi->load_hw(pi->ctx, &pl->c, &pl->hw, e)) || (rc = plan_setup_plan(&pl->c, -1, &pl->p, e)) ||
+        (rc = sim_step_run(&pl->p, &pl->hw, &pl->train, NULL, &pl->sr, e)))
+        return rc;
+    pl->failed = VAL_PLAN_OK;
+    return 0;
+}
+
+void val_probe_plan_free(struct val_probe_plan *pl)
+{
+    plan_free(&pl->p);
+    plan_setup_free(&pl->c);
+    memset(pl, 0, sizeof *pl);
+}
+
 int val_probe_run_judge(struct val_probe_run *r, const struct plan *p, const struct val_probe_opts *o,
                         const struct val_probe_run_files *f, struct rl_err *e)
 {
@@ -177,6 +273,33 @@ int val_probe_run_judge(struct val_probe_run *r, const struct plan *p, const str
     }
     r->pass = overall == VAL_PASS && !r->audit_bad;
     return 0;
+}
+
+void val_probe_run_why_totals(const struct val_probe_run *r, struct val_probe_why_totals *t)
+{
+    memset(t, 0, sizeof *t);
+    t->step = r->au.n ? r->au.rec[0].step : 0;
+    for (int i = 0; r->pairs && i < r->au.n; i++) {
+        const struct val_audit_pair *q = &r->pairs[i];
+        const struct val_audit_finding *f = &r->af[q->a];
+        t->numel += q->numel;
+        t->n_diff_after += q->n_diff_after;
+        t->n_diff_grad += q->n_diff_grad;
+        if (q->max_abs_after > t->max_abs_after)
+            t->max_abs_after = q->max_abs_after;
+        if (q->same_optimizer)
+            continue;
+        if (q->max_abs_after > t->moved_max_abs)
+            t->moved_max_abs = q->max_abs_after;
+        t->moved_numel += q->numel;
+        t->moved_n_diff_after += q->n_diff_after;
+        if (q->max_ulps_after > t->moved_max_ulps)
+            t->moved_max_ulps = q->max_ulps_after;
+        if (f->other_n_diff > 0)
+            t->other_n_diff += f->other_n_diff;
+        if (f->other_max_ulps > t->other_max_ulps)
+            t->other_max_ulps = f->other_max_ulps;
+    }
 }
 
 void val_probe_run_free(struct val_probe_run *r)

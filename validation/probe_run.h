@@ -9,6 +9,8 @@
 #include <stdbool.h>
 
 #include "common/rl.h"
+#include "plan/inputs.h"
+#include "sim/step.h"
 #include "validation/audit.h"
 #include "validation/hparams.h"
 #include "validation/probe.h"
@@ -65,12 +67,72 @@ struct val_probe_run {
  * val_probe_run_free it either way. */
 int val_probe_run_read(const char *path, struct val_probe_run *r, struct rl_err *e);
 
+/* What the plan of the run is made from beside rank 0's probe. */
+struct val_probe_plan_in {
+    const struct plan_inputs *in;  /* the user's inputs */
+    const char *what;              /* the caller's words for the probe in a contradiction ("--probe PATH") */
+    const struct sim_train *train; /* the user's training settings (copied before load_hw) */
+    val_resolve_fn *resolve;       /* resolves inputs into a setup (twice more to compare groupings) */
+    val_load_hw_fn *load_hw;       /* loads the profile */
+    void *ctx;                     /* load_hw's */
+};
+
+/* Which step of val_probe_run_plan an error came from, so the caller can name the input. */
+enum val_probe_plan_stage {
+    VAL_PLAN_OK,                   /* no error */
+    VAL_PLAN_GROUPS,               /* the user's grouping against the probe's ("param_groups ...: ...;
+                                      leave param_groups out ...") */
+    VAL_PLAN_ACCUM,                /* the user's accumulation or micro-batch against the run's (the fields
+                                      grad_accum, micro_batch, ds_config; the probe is "the run (probe)") */
+    VAL_PLAN_OTHER,                /* the resolve hook, the run's configuration (val_facts_apply), the
+                                      profile, the plan or the predicted step */
+};
+
+/* The plan of the run rank 0's probe records; owns what it holds (val_probe_plan_free). */
+struct val_probe_plan {
+    struct plan_setup c;           /* the setup: the user's inputs with the run's configuration over them */
+    struct sim_train train;        /* the predicted step's settings: the user's, with the run's gradient
+                                      accumulation and micro-batch */
+    struct hw_profile hw;          /* the profile of the predicted step */
+    struct plan p;                 /* the plan every rank is judged against */
+    struct sim_step_result sr;     /* the predicted step */
+    enum val_probe_plan_stage failed; /* where val_probe_run_plan's error came from */
+};
+
+/* The plan of pr's run from the user's inputs: the run's data-parallel degree unless the user gave
+ * a layout (then val_facts_apply compares), the run's param groups when the probe names them (a
+ * grouping the user gave must be the same: RL_EINVAL naming both counts and the first parameter
+ * they place apart), its configuration, its accumulation and micro-batch (a step of the probe is
+ * an optimizer step of grad_accum micro-steps: a user's other value is RL_EINVAL); then the
+ * profile and the predicted step. Zero *pl first; free it either way. */
+int val_probe_run_plan(const struct val_probe *pr, const struct val_probe_plan_in *in, struct val_probe_plan *pl,
+                       struct rl_err *e);
+void val_probe_plan_free(struct val_probe_plan *pl);
+
 /* Judges the ranks read against the plan p (o's tolerances and predicted step), reads every
  * rank's hparams record, replays f->audit and pairs it with f->against_probe's run. An error is
  * returned with r->failed saying which step gave it (the caller names the input); the other run's
  * probe is the field "against_probe" in the messages of val_probe_run_judge's own that name it. */
 int val_probe_run_judge(struct val_probe_run *r, const struct plan *p, const struct val_probe_opts *o,
                         const struct val_probe_run_files *f, struct rl_err *e);
+
+/* The two runs' pairing (r->pairs) summed over the audit's records: what the verdict's sentence
+ * says. The records that moved between the optimizers are also summed apart. */
+struct val_probe_why_totals {
+    int64_t step;                  /* the audits' optimizer step (0 without a record) */
+    int64_t numel;                 /* elements audited */
+    int64_t n_diff_after;          /* of them, those whose fp32 master differs between the runs after step */
+    int64_t n_diff_grad;           /* those whose gradient at step differs */
+    double max_abs_after;          /* the largest difference after step, in value */
+    int64_t moved_numel;           /* elements of the records stepped by another optimizer in each run */
+    int64_t moved_n_diff_after;    /* of them, those that differ after step */
+    int64_t moved_max_ulps;        /* their largest difference after step, ulps */
+    double moved_max_abs;          /* and in value */
+    int64_t other_n_diff;          /* the moved records' elements one step of the other optimizer from
+                                      this run's state would leave with other bits */
+    int64_t other_max_ulps;        /* the largest such difference, ulps */
+};
+void val_probe_run_why_totals(const struct val_probe_run *r, struct val_probe_why_totals *t);
 
 /* Frees what r holds and zeroes it. */
 void val_probe_run_free(struct val_probe_run *r);

@@ -14,6 +14,16 @@
 #include "traces/dslog.h"
 #include "traces/trace.h"
 
+/* How a caller that judges a real run resolves the setup from the user's inputs and loads the
+ * hardware profile (cli/: plan_inputs_resolve with the flags named in its messages, and --hw with
+ * its overrides), so that the setup's notes and the profile's overrides stay the command line's.
+ * load_hw may change the caller's training settings (a setup with activation checkpointing). */
+struct plan_inputs;
+struct plan_setup;
+struct hw_profile;
+typedef int val_resolve_fn(const struct plan_inputs *in, struct plan_setup *c, struct rl_err *e);
+typedef int val_load_hw_fn(void *ctx, const struct plan_setup *c, struct hw_profile *hw, struct rl_err *e);
+
 /* A verdict. INFO: shown, not gated (nothing to compare, or a figure that cannot be compared). */
 enum val_status { VAL_PASS, VAL_FAIL, VAL_INFO };
 const char *val_status_name(enum val_status s);   /* "PASS", "FAIL", "info" */
