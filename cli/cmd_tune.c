@@ -59,14 +59,26 @@ static int64_t gib_up(int64_t bytes)
 
 /* With fewer GPUs than the profile has, the simulator models GPUs 0..n-1: say which, and on
  * which sockets they sit. */
-static void print_modelled(const struct hw_profile *hw, int gpn)
+static void print_modelled(const struct hw_profile *hw, int gpn, const struct sim_train *tr)
 {
     if (gpn >= hw->gpus)
         return;
     bool on[HW_MAX_SOCKETS] = {false};
-    for (int g = 0; g < gpn; g++)
-        on[hw->sw[hw->gpu_switch[g]].socket] = true;
-    printf("modelled   GPUs 0-%d of the profile's %d, on socket%s", gpn - 1, hw->gpus,
+    char ids[128];
+    snprintf(ids, sizeof ids, "0-%d", gpn - 1);
+    for (int g = 0; g < gpn; g++) {
+        /* The GPUs the step runs on: --gpu-ids' (sim_step checks each against the profile), else
+         * the first ones, as a launcher. */
+        int id = tr->n_gpu_ids > 0 ? tr->gpu_ids[g] : g;
+        if (id < 0 || id >= hw->gpus)
+            continue;
+        on[hw->sw[hw->gpu_switch[id]].socket] = true;
+        if (tr->n_gpu_ids > 0) {
+            size_t l = g ? strlen(ids) : 0;
+            snprintf(ids + l, sizeof ids - l, "%s%d", g ? "," : "", id);
+        }
+    }
+    printf("modelled   GPUs %s of the profile's %d, on socket%s", ids, hw->gpus,
            on[0] + on[1] + on[2] + on[3] + on[4] + on[5] + on[6] + on[7] > 1 ? "s" : "");
     for (int k = 0, first = 1; k < hw->n_sockets; k++)
         if (on[k]) {
@@ -86,7 +98,7 @@ static void print_search(const struct plan_setup *c, const struct sim_tune_run *
            c->layout.gpus_per_node, t->hw.gpus, t->hw.gpu_model, cli_gib(g[0], sizeof g[0], t->hw.gpu_mem_bytes),
            cli_gib(g[1], sizeof g[1], t->headroom_bytes),
            a->headroom >= 0 ? "--headroom" : "default: 5% of GPU memory, see sim/tune.h");
-    print_modelled(&t->hw, c->layout.gpus_per_node);
+    print_modelled(&t->hw, c->layout.gpus_per_node, &q->train);
     printf("searched   no offload and %zu ratios (%s) x %d micro-batch%s (", q->n_ratios, a->ratios, q->n_micro_batches,
            q->n_micro_batches == 1 ? "" : "es");
     for (int i = 0; i < q->n_micro_batches; i++)

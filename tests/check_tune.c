@@ -295,6 +295,25 @@ START_TEST(what_binds_and_the_gpu_that_fits)
 }
 END_TEST
 
+/* The GPUs tune says it modelled are the ones the step ran on: --gpu-ids' when given. In
+ * catalog/hardware/dgx1-v100.json GPUs 0-3 hang off socket 0's switches and 4-7 off socket 1's. */
+START_TEST(modelled_gpus_follow_gpu_ids)
+{
+    static const char *const want[][2] = {
+        {"", "modelled   GPUs 0-3 of the profile's 8, on socket 0 ("},
+        {"--gpu-ids 4-7", "modelled   GPUs 4,5,6,7 of the profile's 8, on socket 1 ("},
+        {"--gpu-ids 0,2,4,6", "modelled   GPUs 0,2,4,6 of the profile's 8, on sockets 0, 1 ("},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        struct tu_run r;
+        tu_ratiolab(&r, "tune --hw dgx1-v100 --gpus 4 --tp 4 --micro-batches 1 %s", want[i][0]);
+        ck_assert_int_eq(r.status, 0);
+        ck_assert_msg(strstr(r.out, want[i][1]) != NULL, "%s: %.600s", want[i][0], r.out);
+        tu_run_free(&r);
+    }
+}
+END_TEST
+
 /* The micro-batch candidates (sim_tune_micro_batches), written out by hand: the powers of two 1..64
  * by default; a list with the config's own value merged in, sorted, each once; the one the user
  * fixed alone. */
@@ -446,6 +465,7 @@ Suite *tune_suite(void)
     tcase_add_test(t, micro_batch_list_is_read_or_refused);
     tcase_add_test(t, config_block_of_a_choice);
     tcase_add_test(t, one_profile_search_and_its_json);
+    tcase_add_test(t, modelled_gpus_follow_gpu_ids);
     suite_add_tcase(s, t);
     return s;
 }
