@@ -9,7 +9,7 @@
 #include "cli/hazard_report.h"
 #include "plan/ds_fix.h"   /* plan_fix_config */
 #include "cli/sim_opts.h"   /* --hw, --checkpoint-activations, --reserve: the memory the simulator predicts */
-#include "sim/check.h"
+#include "sim/check_json.h"
 
 enum { O_TOL = 1, O_GPU_MEM, O_FIX_TO, O_JSON, O_QUIET, O_STATES_ONLY, O_STRICT };
 static const struct cli_opt opts[] = {
@@ -98,7 +98,7 @@ static void report_text(const struct plan_setup *c, const struct check_args *a, 
     if (v->hz.n_repaired)
         printf("  note    the lines below describe the config with the hazard fixes above applied\n");
     /* Each version's line carries its own verdict; the overall one is the first line's. */
-    const bool ok_0 = plan_ratio_within(v->j.honored, v->j.requested, a->tol);
+    const bool ok_0 = v->j.version_ok[0];
     char under[96] = "";
     if (c->n_more)
         snprintf(under, sizeof under, " under DeepSpeed %d.%d.%d (%s)", c->zero.ds_version.major, c->zero.ds_version.minor,
@@ -108,8 +108,7 @@ static void report_text(const struct plan_setup *c, const struct check_args *a, 
                ok_0 ? "ok  " : "FAIL", v->j.requested, v->j.honored, v->j.n_subgroups, v->j.n_subgroups == 1 ? "" : "s",
                (long long)v->j.sub_group_size, a->tol, under);
     for (int i = 0; i < c->n_more && (!a->quiet || !v->j.ratio_ok); i++) {
-        bool ok_i = plan_ratio_within(v->j.more_honored[i], v->j.requested, a->tol);
-        printf("  ratio   %s requested %.4f, honored %.4f under DeepSpeed %s (%s)\n", ok_i ? "ok  " : "FAIL",
+        printf("  ratio   %s requested %.4f, honored %.4f under DeepSpeed %s (%s)\n", v->j.version_ok[1 + i] ? "ok  " : "FAIL",
                v->j.requested, v->j.more_honored[i], RL_VERSION_S(c->more_versions[i]),
                plan_policy_name(c->more_policies[i]));
     }
@@ -163,65 +162,6 @@ static void report_text(const struct plan_setup *c, const struct check_args *a, 
                    cli_gib(g2, sizeof g2, a->gpu_mem), a->states_only ? " for the model states" : "");
         }
     }
-}
-
-static void report_json(const struct plan_setup *c, const struct check_args *a, const struct verdict *v)
-{
-    json_t *o = json_object();
-    json_object_set_new(o, "ok", json_boolean(v->j.ratio_ok && v->j.memory_ok && v->hz.n_fail == 0));
-    json_object_set_new(o, "hazards", plan_hazards_json(&v->hz, &v->written, a->strict));
-    json_object_set_new(o, "model", json_string(c->model.name));
-    json_object_set_new(o, "policy", json_string(plan_policy_name(c->popt.policy)));
-    json_object_set_new(o, "ratio_ok", json_boolean(v->j.ratio_ok));
-    json_object_set_new(o, RL_KEY_REQUESTED_RATIO, json_real(v->j.requested));
-    json_object_set_new(o, RL_KEY_HONORED_RATIO, json_real(v->j.honored));
-    if (c->n_more > 0) {
-        json_t *vs = json_array();
-        for (int i = -1; i < c->n_more; i++) {
-            json_t *x = json_object();
-            struct rl_version ver = i < 0 ? c->zero.ds_version : c->more_versions[i];
-            json_object_set_new(x, "deepspeed_version", json_string(RL_VERSION_S(ver)));
-            json_object_set_new(x, "policy", json_string(plan_policy_name(i < 0 ? c->popt.policy : c->more_policies[i])));
-            json_object_set_new(x, RL_KEY_HONORED_RATIO, json_real(i < 0 ? v->j.honored : v->j.more_honored[i]));
-            json_object_set_new(x, "ratio_ok", json_boolean(plan_ratio_within(i < 0 ? v->j.honored : v->j.more_honored[i],
-                                                                              v->j.requested, a->tol)));
-            if (v->j.fix_sgs > 0 && !v->j.ratio_ok)
-                json_object_set_new(x, "fix_" RL_KEY_HONORED_RATIO, json_real(v->j.fix_honored[1 + i]));
-            json_array_append_new(vs, x);
-        }
-        json_object_set_new(o, "versions", vs);
-    }
-    json_object_set_new(o, "tolerance", json_real(a->tol));
-    json_object_set_new(o, "num_subgroups", json_integer(v->j.n_subgroups));
-    json_object_set_new(o, "sub_group_size", json_integer(v->j.sub_group_size));
-    json_object_set_new(o, "memory_checked", json_boolean(a->gpu_mem > 0));
-    json_object_set_new(o, "memory_ok", json_boolean(v->j.memory_ok));
-    json_object_set_new(o, "dtype", json_string(plan_dtype_name(c->zero.dtype)));
-    json_object_set_new(o, "dtype_source", json_string(cli_dtype_source(c)));
-    json_object_set_new(o, "gpu_bytes", json_integer(v->j.gpu_bytes));
-    json_object_set_new(o, "gpu_bytes_counts", json_string(a->states_only || !a->gpu_mem ? "model states" : "model states, activations, gathered parameters, context/NCCL/allocator"));
-    if (a->gpu_mem && !a->states_only) {
-        json_object_set_new(o, "model_states_bytes", json_integer(v->j.mem.gpu_ledger_bytes));
-        json_object_set_new(o, "activation_bytes", json_integer(v->j.mem.gpu_activation_bytes));
-        json_object_set_new(o, "attention", json_string(plan_attention_name(v->j.mem.attention)));
-        json_object_set_new(o, "live_param_bytes", json_integer(v->j.mem.gpu_live_param_bytes));
-        json_object_set_new(o, "reserve_bytes", json_integer(v->j.mem.gpu_reserve_bytes));
-    }
-    if (a->gpu_mem)
-        json_object_set_new(o, "gpu_mem_bytes", json_integer(a->gpu_mem));
-    json_t *fix = json_object();
-    if (v->j.fix_sgs > 0)
-        json_object_set_new(fix, "sub_group_size", json_integer(v->j.fix_sgs));
-    if (v->j.fix_ratio >= 0) {
-        json_object_set_new(fix, "ratio", json_real(v->j.fix_ratio));
-        json_object_set_new(fix, "gpu_bytes", json_integer(v->j.fix_gpu_bytes));
-    }
-    if ((!v->j.ratio_ok && v->j.fix_sgs_none) || (!v->j.memory_ok && !v->j.fix_fits))
-        json_object_set_new(fix, "possible", json_false());
-    json_object_set_new(o, "fix", fix);
-    cli_json_dumpf(cli_json_versioned(o), stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
-    fputc('\n', stdout);
-    json_decref(o);
 }
 
 static int run(int argc, char **argv)
@@ -296,9 +236,14 @@ static int run(int argc, char **argv)
             return cli_fail("check", &e);
         }
     }
-    if (a.json)
-        report_json(&c, &a, &v);
-    else
+    if (a.json) {
+        const struct sim_check_report r = {.setup = &c, .q = &q, .v = &v.j, .hz = &v.hz, .written = &v.written,
+                                           .strict = a.strict, .dtype_source = cli_dtype_source(&c)};
+        json_t *o = sim_check_json(&r);
+        cli_json_dumpf(cli_json_versioned(o), stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+        fputc('\n', stdout);
+        json_decref(o);
+    } else
         report_text(&c, &a, &v, sim.train.checkpoint_activations, s.verbose);
     if (a.fix_to && !a.json && !ok) {
         if (fixes && plan_hazards_fixable(&hz) < hz.n_fail)
