@@ -1,7 +1,6 @@
 /* cli/cmd_run.c — `ratiolab run`: the real ratio-split ZeRO-3 step on this machine (exec/),
  * one MPI rank per process (`mpirun -np N ratiolab run ...`; without mpirun: one rank). */
 #include <jansson.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,7 +9,6 @@
 #include "cli/json_out.h"
 #include "exec/exec.h"
 #include "exec/result_json.h"
-#include "plan/plan_json.h"
 
 enum {
     R_SCHEDULE = 1, R_BACKEND, R_COMPUTE, R_STEPS, R_WARMUP, R_SEED, R_SCALE, R_NAN, R_DEVMEM, R_THREADS,
@@ -140,41 +138,10 @@ static const char *human_bytes(char *buf, size_t n, int64_t v)
     return buf;
 }
 
-static int64_t idle_ns(const struct ex_rank_result *x)
-{
-    int64_t s = 0;
-    for (int i = 0; i < STEP_PH_COUNT; i++)
-        s += x->phase[i].exposed_ns;
-    return x->step_ns > s ? x->step_ns - s : 0;
-}
-
 static char *digest_hex(uint32_t d, char buf[9])
 {
     snprintf(buf, 9, "%08x", d);
     return buf;
-}
-
-static void print_json(const struct plan_setup *c, const struct plan *p, const struct run_args *a,
-                       const struct ex_result *r)
-{
-    const struct ex_rank_result *cr = &r->ranks[r->critical_rank];
-    json_t *o = json_object();
-    json_object_set_new(o, "model", json_string(c->model_desc));
-    json_object_set_new(o, "scale", json_real(a->scale));
-    json_object_set_new(o, "schedule", json_string(step_schedule_name(a->o.schedule)));
-    json_object_set_new(o, "compute", json_string(a->o.compute == EX_COMPUTE_GEMM ? "gemm" : "none"));
-    json_object_set_new(o, "comm_dtype", json_string(kern_dtype_name(a->o.comm_dtype)));
-    json_object_set_new(o, "policy", json_string(plan_policy_name(p->policy)));
-    plan_json_ratio(o, p);
-    json_object_set_new(o, "measured_ratio", json_real(cr->per_rank_numel ? (double)cr->host_placed_numel /
-                                                                             (double)cr->per_rank_numel : 0.0));
-    json_object_set_new(o, "per_rank_numel", json_integer(p->per_rank_numel));
-    json_object_set_new(o, "cpu_numel", json_integer(p->cpu_numel));
-    ex_result_json_put(o, r);
-    char *text = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    printf("%s\n", text);
-    free(text);
-    json_decref(o);
 }
 
 static void print_human(const struct plan_setup *c, const struct plan *p, const struct run_args *a,
@@ -219,7 +186,7 @@ static void print_human(const struct plan_setup *c, const struct plan *p, const 
         printf("  %-16s %10.6f %10.6f %10.6f %10s\n", step_phase_name(i), sec(x->busy_ns), sec(x->exposed_ns),
                sec(x->busy_ns - x->exposed_ns), gb);
     }
-    printf("  %-16s %10s %10.6f\n", "other", "", sec(idle_ns(cr)));
+    printf("  %-16s %10s %10.6f\n", "other", "", sec(ex_rank_idle_ns(cr)));
     printf("\nbuffers of rank %d (ledger check: %s)\n", r->critical_rank, r->ledger_ok ? "equal to the plan, to the byte" : "MISMATCH");
     printf("  %-26s %-14s %14s %14s\n", "buffer", "device", "bytes", "ledger");
     for (int i = 0; i < cr->n_bufs; i++) {
@@ -288,9 +255,13 @@ static void print_run(void *ctx, const struct plan *p, const struct ex_opts *o, 
         printf("ratio %.4f policy %s schedule %s honored %.4f world %d digest %s\n", p->requested_ratio,
                plan_policy_name(p->policy), step_schedule_name(o->schedule), p->honored_ratio, r->world,
                digest_hex(r->digest, hex));
-    else if (s->a->json)
-        print_json(s->c, p, &shown, r);
-    else
+    else if (s->a->json) {
+        json_t *j = ex_run_json(s->c->model_desc, s->a->scale, o, p, r);
+        char *text = cli_json_dumps(cli_json_versioned(j), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        printf("%s\n", text);
+        free(text);
+        json_decref(j);
+    } else
         print_human(s->c, p, &shown, r);
 }
 
