@@ -203,6 +203,15 @@ int calib_read_collectives(const char *json_text, struct calib *c, struct rl_err
  * Adam rates, and collectives from MPI or, without it, estimated from the copy bandwidth (said so
  * in the source). *out is malloc'd. */
 int calib_profile(const struct calib *c, const char *name, char **out, struct rl_err *e);
+/* The profile's name and file when --name and --out are not given (NULL): calibrated-<host>, and
+ * <name>.json; each copied (truncated) into its buffer. */
+void calib_profile_names(const char *name, const char *out, const char *host, char *name_buf, size_t name_size,
+                         char *out_buf, size_t out_size);
+/* What `ratiolab calibrate --json` prints (without the schema version): the host, every figure
+ * measured with its spread (DRAM triad and CPU Adam per thread count, copies, the emulated
+ * device's Adam, GEMM and launch, the host costs per thread count with the THP modes and the load
+ * around them) and "profile": out, where the profile was written. The caller owns the object. */
+json_t *calib_report_json(const struct calib *c, const char *out);
 
 /* ---- GPUs (--backend cuda; built with CUDA, run by scripts/gpu-check.sh) --------------------- */
 #define CALIB_MAX_GPUS 16
@@ -287,6 +296,11 @@ char *calib_nccl_rs_recv(char *buf, int rank, int64_t bytes_per_rank);
  * measured (tensor rate, collectives, topology), whose sources are kept for those. */
 int calib_gpu_profile(const struct calib *c, const struct calib_gpu *g, const char *base_text,
                           const char *name, char **out, struct rl_err *e);
+/* calib_gpu_profile over the file of `base` (--base: a path when it holds '/' or ends in ".json",
+ * else <catalog_dir>/hardware/<base>.json, which sim_hw_load checked to load); a file that cannot
+ * be read is an error beginning "base: ". */
+int calib_gpu_profile_over(const struct calib *c, const struct calib_gpu *g, const char *catalog_dir,
+                           const char *base, const char *name, char **out, struct rl_err *e);
 
 struct plan;
 /* What one rank of the run of plan p does, as the simulator charges it and the executor's
