@@ -283,6 +283,20 @@ int calib_measure_nccl(const struct ex_backend *be, struct ex_comm *comm, bool t
  * failed (agreed on first). */
 int calib_measure_gpu_world(const struct ex_backend *be, struct ex_comm *comm, const struct calib_opts *o,
                             const struct calib_run *run, struct calib *c, struct calib_gpu *g, struct rl_err *e);
+/* One `ratiolab calibrate` in this process, across the ranks mpirun started. */
+struct calib_world_request {
+    const struct calib_opts *o;    /* the options; progress is reported by rank 0 only */
+    const struct calib_run *run;   /* what one rank of a run does (--gemm, ...); NULL: none */
+    bool collectives_only;         /* the collectives (and run) only, not the node (cpu) */
+    bool cuda;                     /* the GPUs (calib_measure_gpu_world through the cuda backend, RL_EENV
+                                      when this build has none) instead of the emulated device */
+};
+/* Opens the ranks (ex_comm_init; one rank without mpirun), measures (calib_measure_gpu_world with
+ * cuda, else calib_measure_world, whose o->devices left at the default 2 becomes the ranks under
+ * mpirun, at most HW_MAX_GPUS) and closes them. *rank0: this process is rank 0, whose *c and *g
+ * hold the figures; the other ranks return 0 with it false. A rank's failure is its return. */
+int calib_calibrate(const struct calib_world_request *q, struct calib *c, struct calib_gpu *g, bool *rank0,
+                    struct rl_err *e);
 /* One copy of `bytes` on device d's copy stream, timed by the backend (CUDA events on cuda, the
  * copy thread's clock on cpu), as GB/s; for anyone measuring copies at other sizes. */
 int calib_copy_gbps(const struct ex_backend *be, struct ex_dev *d, void *dst, const void *src, int64_t bytes,

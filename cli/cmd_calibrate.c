@@ -101,6 +101,22 @@ static void on_progress(void *ctx, const char *what, int done, int total)
     fflush(stderr);
 }
 
+/* The measurements across the ranks (calib_calibrate: rank 0 the node or the GPUs, then all ranks
+ * the collectives and, with --gemm, --adam-numel, ..., what one rank of the run does). Returns
+ * false with *code the exit status when this process ends here (an error, or a rank other than 0). */
+static bool measure(struct calib_args *a, struct calib *c, struct calib_gpu *g, int *code)
+{
+    struct rl_err e = {0};
+    if (!a->quiet)
+        a->o.progress = on_progress;   /* rank 0 reports it */
+    const struct calib_world_request q = {.o = &a->o, .run = a->have_run ? &a->run : NULL,
+                                          .collectives_only = a->coll_only, .cuda = a->cuda};
+    bool rank0;
+    int rc = calib_calibrate(&q, c, g, &rank0, &e);
+    *code = rc ? calib_fail(&e) : 0;
+    return !rc && rank0;
+}
+
 /* --backend cuda: the GPUs (copies, D2D, Adam, cuBLAS at the --gemm shapes) and the host on rank
  * 0, then NCCL on every rank under mpirun; written over the --base profile. */
 static int run_cuda(struct calib_args *a)
@@ -116,25 +132,14 @@ static int run_cuda(struct calib_args *a)
         rl_err_prefix(&e, "--base");
         return calib_fail(&e);
     }
-    struct ex_comm comm;
-    if (ex_comm_init(&comm, &e))
-        return calib_fail(&e);
-    if (!a->quiet && comm.rank == 0)
-        a->o.progress = on_progress;
     a->o.devices = hw.gpus;
     a->o.gpu_host = true;   /* the host side only: no emulated-device sweeps on a GPU machine */
     static struct calib c;
     static struct calib_gpu g;
     char *text = NULL;
-    int rc = 0;
-    const struct ex_backend *gpu = ex_backend_named(ex_backend_name(EX_BACKEND_CUDA));   /* NULL: built without it */
-    rc = calib_measure_gpu_world(gpu, &comm, &a->o, a->have_run ? &a->run : NULL, &c, &g, &e);
-    if (rc || comm.rank != 0) {
-        int code = rc ? calib_fail(&e) : 0;
-        ex_comm_finalize(&comm);
-        return code;
-    }
-    ex_comm_finalize(&comm);
+    int rc;
+    if (!measure(a, &c, &g, &rc))
+        return rc;
     char name[128], out[300];
     calib_profile_names(a->name, a->out, c.host, name, sizeof name, out, sizeof out);
     if ((rc = calib_gpu_profile_over(&c, &g, rl_catalog_dir(), a->base, name, &text, &e)) == 0)
@@ -172,32 +177,6 @@ static int run_cuda(struct calib_args *a)
     printf("  not measured (taken from %s): topology, peak rates\n", a->base);
     printf("\nprofile    %s (use: --hw %s)\n", out, out);
     return 0;
-}
-
-/* The measurements across the ranks (calib_measure_world: rank 0 the node, then all ranks the
- * collectives and, with --gemm, --adam-numel, ..., what one rank of the run does). Returns false
- * with *code the exit status when this process ends here (an error, or a rank other than 0). */
-static bool measure(struct calib_args *a, struct calib *c, int *code)
-{
-    struct rl_err e = {0};
-    struct ex_comm comm;
-    int rc;
-    if ((rc = ex_comm_init(&comm, &e))) {
-        *code = calib_fail(&e);
-        return false;
-    }
-    if (!a->quiet && comm.rank == 0)
-        a->o.progress = on_progress;
-    if (comm.size > 1 && a->o.devices == 2)
-        a->o.devices = comm.size > HW_MAX_GPUS ? HW_MAX_GPUS : comm.size;
-    rc = calib_measure_world(&comm, &a->o, a->have_run ? &a->run : NULL, a->coll_only, c, &e);
-    if (rc || comm.rank != 0) {
-        *code = rc ? calib_fail(&e) : 0;
-        ex_comm_finalize(&comm);
-        return false;
-    }
-    ex_comm_finalize(&comm);
-    return true;
 }
 
 /* --collectives-only: the collectives and the run's figures as JSON, no profile. */
@@ -452,7 +431,7 @@ static int run(int argc, char **argv)
         return run_cuda(&a);
     struct calib c;
     int code;
-    if (!measure(&a, &c, &code))
+    if (!measure(&a, &c, NULL, &code))
         return code;
     if (a.coll_only)
         return print_collectives(&c);
