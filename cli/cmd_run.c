@@ -109,20 +109,11 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
         return rl_parse_ratio_list("--ratios", v, 0, 1, &a->ratios, &a->n_ratios, e);
     case R_POLICIES: return cli_parse_names(v, "--policies", MAX_LIST, &a->n_policies, a->policies, true, e);
     case R_SCHEDULES: return cli_parse_names(v, "--schedules", MAX_LIST, &a->n_schedules, a->schedules, false, e);
-    case R_FAIL: {
-        char rank[32];
-        const char *colon = strchr(v, ':');
-        size_t n = colon ? (size_t)(colon - v) : strlen(v);
-        snprintf(rank, sizeof rank, "%.*s", (int)(n < sizeof rank ? n : sizeof rank - 1), v);
-        if (n >= sizeof rank)
-            return rl_errf(e, RL_EINVAL, "--fail-rank: '%s'; allowed: R or R:PHASE", v);
-        a->o.fail_phase = EX_FAIL_STEP;
-        if ((rc = rl_parse_int("--fail-rank", rank, 0, EX_MAX_WORLD - 1, &a->o.fail_rank, e)))
-            return rc;
-        if (colon && ex_fail_phase_parse(colon + 1, &a->o.fail_phase, e))
-            return cli_err_flag(e, "fail_phase", "--fail-rank's PHASE");
-        return 0;
-    }
+    case R_FAIL:
+        if (ex_fail_spec_parse(v, &a->o.fail_rank, &a->o.fail_phase, e) == 0)
+            return 0;
+        cli_err_flag(e, "fail_phase", "--fail-rank's PHASE");
+        return cli_err_flag(e, "fail_rank", "--fail-rank");
     }
     return rl_errf(e, RL_EINTERNAL, "option id %d not handled", id);
 }
@@ -310,15 +301,8 @@ static int run(int argc, char **argv)
         code = cli_fail("run", &e);
         goto out;
     }
-    if (c.layout.pp > 1) {
-        rl_errf(&e, RL_EINVAL, "--pp: %d; the executor runs the data-parallel ZeRO-3 dimension only, pipeline "
-                "parallelism is refused (plan and predict support it)", c.layout.pp);
-        code = cli_fail("run", &e);
-        goto out;
-    }
-    if (a.o.fail_rank >= comm.size) {
-        rl_errf(&e, RL_EINVAL, "--fail-rank: %d; allowed: 0 to %d (the ranks mpirun started)", a.o.fail_rank,
-                comm.size - 1);
+    if ((rc = ex_launch_check(&c, &a.o, &comm, &e))) {
+        cli_run_err(&e);
         code = cli_fail("run", &e);
         goto out;
     }
