@@ -207,6 +207,9 @@ int calib_profile(const struct calib *c, const char *name, char **out, struct rl
  * <name>.json; each copied (truncated) into its buffer. */
 void calib_profile_names(const char *name, const char *out, const char *host, char *name_buf, size_t name_size,
                          char *out_buf, size_t out_size);
+/* A profile name given (--name): printable (no control character) and not empty; RL_EINVAL naming
+ * the field "name", the byte and what is allowed. */
+int calib_profile_name_check(const char *name, struct rl_err *e);
 /* What `ratiolab calibrate --json` prints (without the schema version): the host, every figure
  * measured with its spread (DRAM triad and CPU Adam per thread count, copies, the emulated
  * device's Adam, GEMM and launch, the host costs per thread count with the THP modes and the load

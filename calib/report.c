@@ -1,5 +1,5 @@
 /* calib/report.c — what `ratiolab calibrate` hands back besides the measurements: the profile's
- * default name and file, every measured figure as the JSON `calibrate --json` prints, and the GPU
+ * default name and file and the check of a given name, every measured figure as the JSON `calibrate --json` prints, and the GPU
  * profile assembled over the --base profile's file (see calib.h). */
 #include <jansson.h>
 #include <stdio.h>
@@ -19,6 +19,17 @@ void calib_profile_names(const char *name, const char *out, const char *host, ch
         snprintf(out_buf, out_size, "%s", out);
     else
         snprintf(out_buf, out_size, "%s.json", name_buf);
+}
+
+int calib_profile_name_check(const char *name, struct rl_err *e)
+{
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return rl_errf(e, RL_EINVAL, "name: a control character (0x%02x) at byte %d; allowed: printable text (it is "
+                           "the profile's name, printed in predict's tables)", *p, (int)(p - (const unsigned char *)name));
+    if (!name[0])
+        return rl_errf(e, RL_EINVAL, "name: empty; allowed: printable text");
+    return 0;
 }
 
 json_t *calib_report_json(const struct calib *c, const char *out)

@@ -403,17 +403,9 @@ static int run(int argc, char **argv)
                 "whole); allowed: leave it out, or add --backend cuda", a.base);
         return cli_fail("calibrate", &e);
     }
-    if (a.name) {
-        for (const unsigned char *p = (const unsigned char *)a.name; *p; p++)
-            if (*p < 0x20 || *p == 0x7f) {
-                rl_errf(&e, RL_EINVAL, "--name: a control character (0x%02x) at byte %d; allowed: printable text (it is "
-                        "the profile's name, printed in predict's tables)", *p, (int)(p - (const unsigned char *)a.name));
-                return cli_fail("calibrate", &e);
-            }
-        if (!a.name[0]) {
-            rl_errf(&e, RL_EINVAL, "--name: empty; allowed: printable text");
-            return cli_fail("calibrate", &e);
-        }
+    if (a.name && calib_profile_name_check(a.name, &e)) {
+        cli_err_flag(&e, "name", "--name");
+        return cli_fail("calibrate", &e);
     }
     if (!a.coll_only) {
         char host[64] = "unknown", out[300];

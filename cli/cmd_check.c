@@ -56,7 +56,7 @@ static void report_text(const struct check_args *a, const struct sim_check_repor
     const struct plan_setup *c = r->setup;
     const struct sim_check_verdict *j = r->v;
     char g1[32], g2[32], g3[32];
-    bool ok = j->ratio_ok && j->memory_ok && r->hz->n_fail == 0;
+    bool ok = sim_check_passed(r);
     if (!a->quiet || !ok)
     {
         printf("%s  %s, %s", ok ? "PASS" : "FAIL", c->model_desc, plan_policy_name(c->popt.policy));
@@ -141,6 +141,15 @@ static void report_text(const struct check_args *a, const struct sim_check_repor
     }
 }
 
+/* --json: the verdict's object (sim/check_json.c), as every --json output is written. */
+static void report_json(const struct sim_check_report *r)
+{
+    json_t *o = sim_check_json(r);
+    cli_json_dumpf(cli_json_versioned(o), stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+    fputc('\n', stdout);
+    json_decref(o);
+}
+
 static int run(int argc, char **argv)
 {
     struct plan_inputs s;
@@ -181,15 +190,11 @@ static int run(int argc, char **argv)
     }
     struct plan_setup c;
     s.report_hazards = true;
-    if ((rc = cli_setup_resolve(&s, &c, &e))) {
-        plan_setup_free(&c);
-        return cli_fail("check", &e);
-    }
+    if ((rc = cli_setup_resolve(&s, &c, &e)))
+        goto fail;
     struct hw_profile hw;
-    if (a.gpu_mem && !a.states_only && (rc = cli_sim_load_hw(&sim, &c, &hw, &e))) {
-        plan_setup_free(&c);
-        return cli_fail("check", &e);
-    }
+    if (a.gpu_mem && !a.states_only && (rc = cli_sim_load_hw(&sim, &c, &hw, &e)))
+        goto fail;
     if (a.gpu_mem && !a.states_only)
         hw.gpu_mem_bytes = a.gpu_mem;
     struct sim_check_request q = {.tol = a.tol, .gpu_mem_bytes = a.gpu_mem, .states_only = a.states_only,
@@ -200,28 +205,22 @@ static int run(int argc, char **argv)
     struct sim_check_verdict v;
     if ((rc = sim_check(&c, &q, &v, &e))) {
         cli_sim_err(&e);
-        plan_setup_free(&c);
-        return cli_fail("check", &e);
+        goto fail;
     }
     const struct sim_check_report r = {.setup = &c, .q = &q, .v = &v, .hz = &hz, .written = &written,
                                        .strict = a.strict, .dtype_source = cli_dtype_source(&c)};
-    bool ok = v.ratio_ok && v.memory_ok && hz.n_fail == 0;
+    bool ok = sim_check_passed(&r);
     bool fixes = (!v.ratio_ok && v.fix_sgs > 0) || (!v.memory_ok && v.fix_fits) || plan_hazards_fixable(&hz) > 0;
     if (a.fix_to && !ok && fixes &&
         (rc = plan_fix_write(c.ds_text, s.ds_config, &hz, v.fix_sgs, v.fix_ratio, a.fix_to, &e))) {
         cli_err_flag(&e, "fix", "--fix-to");
         cli_err_flag(&e, "fix_to", "--fix-to");
-        plan_setup_free(&c);
-        return cli_fail("check", &e);
+        goto fail;
     }
-    if (a.json) {
-        json_t *o = sim_check_json(&r);
-        cli_json_dumpf(cli_json_versioned(o), stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
-        fputc('\n', stdout);
-        json_decref(o);
-    } else {
+    if (a.json)
+        report_json(&r);
+    else
         report_text(&a, &r, sim.train.checkpoint_activations, s.verbose);
-    }
     if (a.fix_to && !a.json && !ok) {
         if (fixes && plan_hazards_fixable(&hz) < hz.n_fail)
             printf("  wrote   %s (device, stage and torch_adam fixed; the other hazards above need an edit by hand)\n",
@@ -234,6 +233,9 @@ static int run(int argc, char **argv)
     }
     plan_setup_free(&c);
     return ok ? 0 : 1;
+fail:
+    plan_setup_free(&c);
+    return cli_fail("check", &e);
 }
 
 const struct cli_cmd cli_cmd_check = {"check", "CI gate: fail when a config will not honor its ratio or fit", run};

@@ -1,8 +1,13 @@
-/* sim/check_json.c — `ratiolab check --json`: the verdict and the hazards as one object (see
- * check_json.h). */
+/* sim/check_json.c — `ratiolab check`'s overall verdict, and `check --json`: the verdict and the
+ * hazards as one object (see check_json.h). */
 #include "sim/check_json.h"
 
 #include "plan/plan.h"
+
+bool sim_check_passed(const struct sim_check_report *r)
+{
+    return r->v->ratio_ok && r->v->memory_ok && r->hz->n_fail == 0;
+}
 
 json_t *sim_check_json(const struct sim_check_report *r)
 {
@@ -10,7 +15,7 @@ json_t *sim_check_json(const struct sim_check_report *r)
     const struct sim_check_verdict *v = r->v;
     const struct sim_check_request *q = r->q;
     json_t *o = json_object();
-    json_object_set_new(o, "ok", json_boolean(v->ratio_ok && v->memory_ok && r->hz->n_fail == 0));
+    json_object_set_new(o, "ok", json_boolean(sim_check_passed(r)));
     json_object_set_new(o, "hazards", plan_hazards_json(r->hz, r->written, r->strict));
     json_object_set_new(o, "model", json_string(c->model.name));
     json_object_set_new(o, "policy", json_string(plan_policy_name(c->popt.policy)));

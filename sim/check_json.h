@@ -20,7 +20,10 @@ struct sim_check_report {
     const char *dtype_source;              /* where the dtype came from, as the text report says it */
 };
 
-/* "ok" (ratio, memory and no failing hazard), "hazards", the ratio (with "versions" when several
+/* The overall verdict: the ratio honored under every version, the memory fits and no hazard fails
+ * (check exits 0 exactly then). */
+bool sim_check_passed(const struct sim_check_report *r);
+/* "ok" (sim_check_passed), "hazards", the ratio (with "versions" when several
  * DeepSpeed versions were judged), the memory ("model_states_bytes" and its parts for the whole
  * prediction) and "fix" ({"possible": false} when no fix exists). The caller owns the object. */
 json_t *sim_check_json(const struct sim_check_report *r);

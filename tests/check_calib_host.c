@@ -175,7 +175,8 @@ START_TEST(measure_world_on_one_rank)
 END_TEST
 
 /* calibrate's names and --json (calib/report.c) from figures set by hand: the default name is
- * calibrated-<host> and the file <name>.json, --name and --out win; the JSON has one entry per
+ * calibrated-<host> and the file <name>.json, --name and --out win, a name with a control
+ * character or none is refused naming the field and the byte; the JSON has one entry per
  * thread count, numbered from 1, each figure's median, and "profile" last. */
 START_TEST(report_names_and_json_from_hand_figures)
 {
@@ -188,6 +189,13 @@ START_TEST(report_names_and_json_from_hand_figures)
     calib_profile_names(NULL, "p/x.json", "box", name, sizeof name, out, sizeof out);
     ck_assert_str_eq(name, "calibrated-box");
     ck_assert_str_eq(out, "p/x.json");
+    struct rl_err e = {0};
+    ck_assert_int_eq(calib_profile_name_check("my box", &e), 0);
+    ck_assert_int_eq(calib_profile_name_check("ab\tc", &e), RL_EINVAL);   /* the tab is byte 2 */
+    const char *want = "name: a control character (0x09) at byte 2;";
+    ck_assert_msg(strncmp(e.msg, want, strlen(want)) == 0, "%s", e.msg);
+    ck_assert_int_eq(calib_profile_name_check("", &e), RL_EINVAL);
+    ck_assert_msg(strncmp(e.msg, "name: empty;", 12) == 0, "%s", e.msg);
 
     static struct calib c;
     snprintf(c.host, sizeof c.host, "box");
