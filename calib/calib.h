@@ -203,6 +203,18 @@ int calib_read_collectives(const char *json_text, struct calib *c, struct rl_err
  * Adam rates, and collectives from MPI or, without it, estimated from the copy bandwidth (said so
  * in the source). *out is malloc'd. */
 int calib_profile(const struct calib *c, const char *name, char **out, struct rl_err *e);
+/* The profile's name and file when --name and --out are not given (NULL): calibrated-<host>, and
+ * <name>.json; each copied (truncated) into its buffer. */
+void calib_profile_names(const char *name, const char *out, const char *host, char *name_buf, size_t name_size,
+                         char *out_buf, size_t out_size);
+/* A profile name given (--name): printable (no control character) and not empty; RL_EINVAL naming
+ * the field "name", the byte and what is allowed. */
+int calib_profile_name_check(const char *name, struct rl_err *e);
+/* What `ratiolab calibrate --json` prints (without the schema version): the host, every figure
+ * measured with its spread (DRAM triad and CPU Adam per thread count, copies, the emulated
+ * device's Adam, GEMM and launch, the host costs per thread count with the THP modes and the load
+ * around them) and "profile": out, where the profile was written. The caller owns the object. */
+json_t *calib_report_json(const struct calib *c, const char *out);
 
 /* ---- GPUs (--backend cuda; built with CUDA, run by scripts/gpu-check.sh) --------------------- */
 #define CALIB_MAX_GPUS 16
@@ -274,6 +286,20 @@ int calib_measure_nccl(const struct ex_backend *be, struct ex_comm *comm, bool t
  * failed (agreed on first). */
 int calib_measure_gpu_world(const struct ex_backend *be, struct ex_comm *comm, const struct calib_opts *o,
                             const struct calib_run *run, struct calib *c, struct calib_gpu *g, struct rl_err *e);
+/* One `ratiolab calibrate` in this process, across the ranks mpirun started. */
+struct calib_world_request {
+    const struct calib_opts *o;    /* the options; progress is reported by rank 0 only */
+    const struct calib_run *run;   /* what one rank of a run does (--gemm, ...); NULL: none */
+    bool collectives_only;         /* the collectives (and run) only, not the node (cpu) */
+    bool cuda;                     /* the GPUs (calib_measure_gpu_world through the cuda backend, RL_EENV
+                                      when this build has none) instead of the emulated device */
+};
+/* Opens the ranks (ex_comm_init; one rank without mpirun), measures (calib_measure_gpu_world with
+ * cuda, else calib_measure_world, whose o->devices left at the default 2 becomes the ranks under
+ * mpirun, at most HW_MAX_GPUS) and closes them. *rank0: this process is rank 0, whose *c and *g
+ * hold the figures; the other ranks return 0 with it false. A rank's failure is its return. */
+int calib_calibrate(const struct calib_world_request *q, struct calib *c, struct calib_gpu *g, bool *rank0,
+                    struct rl_err *e);
 /* One copy of `bytes` on device d's copy stream, timed by the backend (CUDA events on cuda, the
  * copy thread's clock on cpu), as GB/s; for anyone measuring copies at other sizes. */
 int calib_copy_gbps(const struct ex_backend *be, struct ex_dev *d, void *dst, const void *src, int64_t bytes,
@@ -287,6 +313,11 @@ char *calib_nccl_rs_recv(char *buf, int rank, int64_t bytes_per_rank);
  * measured (tensor rate, collectives, topology), whose sources are kept for those. */
 int calib_gpu_profile(const struct calib *c, const struct calib_gpu *g, const char *base_text,
                           const char *name, char **out, struct rl_err *e);
+/* calib_gpu_profile over the file of `base` (--base: a path when it holds '/' or ends in ".json",
+ * else <catalog_dir>/hardware/<base>.json, which sim_hw_load checked to load); a file that cannot
+ * be read is an error beginning "base: ". */
+int calib_gpu_profile_over(const struct calib *c, const struct calib_gpu *g, const char *catalog_dir,
+                           const char *base, const char *name, char **out, struct rl_err *e);
 
 struct plan;
 /* What one rank of the run of plan p does, as the simulator charges it and the executor's

@@ -56,3 +56,24 @@ int calib_measure_gpu_world(const struct ex_backend *be, struct ex_comm *comm, c
     }
     return rc;
 }
+
+int calib_calibrate(const struct calib_world_request *q, struct calib *c, struct calib_gpu *g, bool *rank0,
+                    struct rl_err *e)
+{
+    *rank0 = false;
+    struct ex_comm comm;
+    RL_TRY(ex_comm_init(&comm, e));
+    struct calib_opts o = *q->o;
+    int rc;
+    if (q->cuda) {
+        const struct ex_backend *gpu = ex_backend_named(ex_backend_name(EX_BACKEND_CUDA));   /* NULL: built without it */
+        rc = calib_measure_gpu_world(gpu, &comm, &o, q->run, c, g, e);
+    } else {
+        if (comm.size > 1 && o.devices == 2)
+            o.devices = comm.size > HW_MAX_GPUS ? HW_MAX_GPUS : comm.size;
+        rc = calib_measure_world(&comm, &o, q->run, q->collectives_only, c, e);
+    }
+    *rank0 = comm.rank == 0;
+    ex_comm_finalize(&comm);
+    return rc;
+}

@@ -5,13 +5,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/calib_baseline.h"
 #include "cli/cli.h"
 #include "cli/flag_values.h"
 #include "cli/json_out.h"
 #include "exec/exec.h"
 #include "sim/hw.h"
 #include "calib/calib.h"
+#include "campaign/calib_out.h"
 
 enum { C_OUT = 1, C_NAME, C_THOROUGH, C_DEVICES, C_DEVTHREADS, C_MAXTHREADS, C_BACKEND, C_JSON, C_QUIET, C_COLL, C_BASE, C_GEMM, C_GEMM_LAST, C_LAYERS, C_ADAMN, C_CHUNKN, C_AGB, C_RSB, C_WSET, C_BASELINE };
 /* Fails with --backend in place of the field a calib/ message begins with ("backend cuda: ..."). */
@@ -87,7 +87,7 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     case C_AGB: a->have_run = true; return rl_parse_i64("--allgather-bytes", v, 1, INT64_C(1) << 32, &a->run.allgather_bytes, e);
     case C_RSB: a->have_run = true; return rl_parse_i64("--reduce-scatter-bytes", v, 4, INT64_C(1) << 32, &a->run.reduce_scatter_bytes, e);
     case C_WSET: a->have_run = true; return rl_parse_i64("--working-set", v, 12, INT64_C(1) << 36, &a->run.working_set_bytes, e);
-    case C_BASELINE: return 0;   /* run() hands such a command line to cli/calib_baseline.c first */
+    case C_BASELINE: return 0;   /* run() hands such a command line to run_baseline first */
     }
     return rl_errf(e, RL_EINTERNAL, "option id %d not handled", id);
 }
@@ -101,7 +101,21 @@ static void on_progress(void *ctx, const char *what, int done, int total)
     fflush(stderr);
 }
 
-static json_t *fig(const struct calib_figure *f) { return calib_figure_json(f); }
+/* The measurements across the ranks (calib_calibrate: rank 0 the node or the GPUs, then all ranks
+ * the collectives and, with --gemm, --adam-numel, ..., what one rank of the run does). Returns
+ * false with *code the exit status when this process ends here (an error, or a rank other than 0). */
+static bool measure(struct calib_args *a, struct calib *c, struct calib_gpu *g, int *code)
+{
+    struct rl_err e = {0};
+    if (!a->quiet)
+        a->o.progress = on_progress;   /* rank 0 reports it */
+    const struct calib_world_request q = {.o = &a->o, .run = a->have_run ? &a->run : NULL,
+                                          .collectives_only = a->coll_only, .cuda = a->cuda};
+    bool rank0;
+    int rc = calib_calibrate(&q, c, g, &rank0, &e);
+    *code = rc ? calib_fail(&e) : 0;
+    return !rc && rank0;
+}
 
 /* --backend cuda: the GPUs (copies, D2D, Adam, cuBLAS at the --gemm shapes) and the host on rank
  * 0, then NCCL on every rank under mpirun; written over the --base profile. */
@@ -113,60 +127,29 @@ static int run_cuda(struct calib_args *a)
                 "tensor rate, collectives and topology are taken from it)");
         return calib_fail(&e);
     }
-    char path[4096];
-    size_t n = strlen(a->base);
-    if (strchr(a->base, '/') || (n > 5 && strcmp(a->base + n - 5, ".json") == 0))
-        snprintf(path, sizeof path, "%s", a->base);
-    else
-        snprintf(path, sizeof path, "%s/hardware/%s.json", rl_catalog_dir(), a->base);
-    char *base = NULL;
-    size_t len;
     struct hw_profile hw;
-    if (sim_hw_load(&hw, rl_catalog_dir(), a->base, &e) || rl_read_file(path, &base, &len, &e)) {
+    if (sim_hw_load(&hw, rl_catalog_dir(), a->base, &e)) {
         rl_err_prefix(&e, "--base");
         return calib_fail(&e);
     }
-    struct ex_comm comm;
-    if (ex_comm_init(&comm, &e)) {
-        free(base);
-        return calib_fail(&e);
-    }
-    if (!a->quiet && comm.rank == 0)
-        a->o.progress = on_progress;
     a->o.devices = hw.gpus;
     a->o.gpu_host = true;   /* the host side only: no emulated-device sweeps on a GPU machine */
     static struct calib c;
     static struct calib_gpu g;
     char *text = NULL;
-    int rc = 0;
-    const struct ex_backend *gpu = ex_backend_named(ex_backend_name(EX_BACKEND_CUDA));   /* NULL: built without it */
-    rc = calib_measure_gpu_world(gpu, &comm, &a->o, a->have_run ? &a->run : NULL, &c, &g, &e);
-    if (rc || comm.rank != 0) {
-        free(base);
-        int code = rc ? calib_fail(&e) : 0;
-        ex_comm_finalize(&comm);
-        return code;
-    }
-    ex_comm_finalize(&comm);
+    int rc;
+    if (!measure(a, &c, &g, &rc))
+        return rc;
     char name[128], out[300];
-    snprintf(name, sizeof name, "%s", a->name ? a->name : "");
-    if (!a->name)
-        snprintf(name, sizeof name, "calibrated-%s", c.host);
-    snprintf(out, sizeof out, "%s", a->out ? a->out : "");
-    if (!a->out)
-        snprintf(out, sizeof out, "%s.json", name);
-    if ((rc = calib_gpu_profile(&c, &g, base, name, &text, &e)))
+    calib_profile_names(a->name, a->out, c.host, name, sizeof name, out, sizeof out);
+    if ((rc = calib_gpu_profile_over(&c, &g, rl_catalog_dir(), a->base, name, &text, &e)) == 0)
+        rc = camp_profile_write(text, out, &e);
+    free(text);
+    if (rc) {
         cli_err_flag(&e, "base_profile", "--base");
-    free(base);
-    struct rl_outfile of;
-    if (rc || (rc = sim_hw_parse(&hw, text, out, &e)) || (rc = rl_outfile_open(&of, out, &e))) {
-        free(text);
+        cli_err_flag(&e, "base", "--base");
         return calib_fail(&e);
     }
-    fprintf(of.fp, "%s\n", text);
-    free(text);
-    if ((rc = rl_outfile_commit(&of, &e)))
-        return calib_fail(&e);
     printf("host       %s (%s, %d cores), %s; %d x %s\n", c.host, c.cpu_model, c.cores, c.date, g.n_gpus, g.model);
     printf("  %-5s %22s %22s %22s %22s\n", "GPU", "H2D pinned GB/s", "D2H pinned GB/s", "H2D pageable GB/s",
            "D2H pageable GB/s");
@@ -196,32 +179,6 @@ static int run_cuda(struct calib_args *a)
     return 0;
 }
 
-/* The measurements across the ranks (calib_measure_world: rank 0 the node, then all ranks the
- * collectives and, with --gemm, --adam-numel, ..., what one rank of the run does). Returns false
- * with *code the exit status when this process ends here (an error, or a rank other than 0). */
-static bool measure(struct calib_args *a, struct calib *c, int *code)
-{
-    struct rl_err e = {0};
-    struct ex_comm comm;
-    int rc;
-    if ((rc = ex_comm_init(&comm, &e))) {
-        *code = calib_fail(&e);
-        return false;
-    }
-    if (!a->quiet && comm.rank == 0)
-        a->o.progress = on_progress;
-    if (comm.size > 1 && a->o.devices == 2)
-        a->o.devices = comm.size > HW_MAX_GPUS ? HW_MAX_GPUS : comm.size;
-    rc = calib_measure_world(&comm, &a->o, a->have_run ? &a->run : NULL, a->coll_only, c, &e);
-    if (rc || comm.rank != 0) {
-        *code = rc ? calib_fail(&e) : 0;
-        ex_comm_finalize(&comm);
-        return false;
-    }
-    ex_comm_finalize(&comm);
-    return true;
-}
-
 /* --collectives-only: the collectives and the run's figures as JSON, no profile. */
 static int print_collectives(const struct calib *c)
 {
@@ -245,81 +202,13 @@ static int write_profile(const struct calib_args *a, const struct calib *c, char
 {
     struct rl_err e = {0};
     char name[128];
-    snprintf(name, sizeof name, "%s", a->name ? a->name : "");
-    if (!a->name)
-        snprintf(name, sizeof name, "calibrated-%s", c->host);
-    snprintf(out, out_size, "%s", a->out ? a->out : "");
-    if (!a->out)
-        snprintf(out, out_size, "%s.json", name);
+    calib_profile_names(a->name, a->out, c->host, name, sizeof name, out, out_size);
     char *text;
     if (calib_profile(c, name, &text, &e))
         return calib_fail(&e);
-    /* The profile must load as it will be used (--hw FILE). */
-    struct hw_profile hw;
-    if (sim_hw_parse(&hw, text, out, &e)) {
-        free(text);
-        rl_err_prefix(&e, "calibrate: the written profile does not load");
-        return calib_fail(&e);
-    }
-    struct rl_outfile of;
-    if (rl_outfile_open(&of, out, &e)) {
-        free(text);
-        return calib_fail(&e);
-    }
-    fprintf(of.fp, "%s\n", text);
+    int rc = camp_profile_write(text, out, &e);
     free(text);
-    if (rl_outfile_commit(&of, &e))
-        return calib_fail(&e);
-    return 0;
-}
-
-/* --json: every measured figure and where the profile went. */
-static void print_json(const struct calib *c, const char *out)
-{
-    json_t *o = json_object();
-    json_object_set_new(o, "host", json_string(c->host));
-    json_object_set_new(o, "date", json_string(c->date));
-    json_object_set_new(o, "cpu", json_string(c->cpu_model));
-    json_object_set_new(o, "cores", json_integer(c->cores));
-    json_t *d = json_array(), *ad = json_array();
-    for (int t = 0; t < c->n_threads; t++) {
-        json_t *x = fig(&c->dram_gbps[t]);
-        json_object_set_new(x, "threads", json_integer(t + 1));
-        json_array_append_new(d, x);
-        x = fig(&c->adam_elems_per_s[t]);
-        json_object_set_new(x, "threads", json_integer(t + 1));
-        json_array_append_new(ad, x);
-    }
-    json_object_set_new(o, "dram_triad_gbps", d);
-    json_object_set_new(o, "cpu_adam_elements_per_s", ad);
-    json_object_set_new(o, "copy_gbps", fig(&c->copy_gbps));
-    json_object_set_new(o, "copy_all_devices_gbps", fig(&c->copy_all_gbps));
-    json_object_set_new(o, "device_threads", json_integer(c->device_threads));
-    json_object_set_new(o, "device_adam_elements_per_s", fig(&c->device_adam_elems_per_s));
-    json_object_set_new(o, "device_gemm_flops", fig(&c->gemm_flops));
-    json_object_set_new(o, "launch_us", fig(&c->launch_us));
-    const struct calib_host *h = &c->host_costs;
-    json_t *hf = json_array();
-    for (int t = 0; t < h->n_threads; t++) {
-        json_t *x = json_object();
-        json_object_set_new(x, "threads", json_integer(t + 1));
-        json_object_set_new(x, "first_touch_gbps", fig(&h->fault_gbps[t]));
-        json_object_set_new(x, "memcpy_gbps", fig(&h->memcpy_gbps[t]));
-        json_object_set_new(x, "bf16_to_fp32_elements_per_s", fig(&h->cast_elems_per_s[t]));
-        json_array_append_new(hf, x);
-    }
-    json_object_set_new(o, "host_costs", hf);
-    json_object_set_new(o, "transparent_hugepages", json_string(h->thp));
-    json_object_set_new(o, "transparent_hugepages_defrag", json_string(h->thp_defrag));
-    json_object_set_new(o, "host_costs_faults_per_block", json_integer(h->faults_per_block));
-    json_object_set_new(o, "host_costs_load_average", json_pack("{s:f,s:f}", "before", h->load_before[0], "after",
-                                                                h->load_after[0]));
-    json_object_set_new(o, "host_costs_wall_s", json_real(h->wall_s));
-    json_object_set_new(o, "profile", json_string(out));
-    char *t = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    printf("%s\n", t);
-    free(t);
-    json_decref(o);
+    return rc ? calib_fail(&e) : 0;
 }
 
 /* The table: every figure with its spread, and where the profile went. */
@@ -364,10 +253,118 @@ static void print_table(const struct calib *c, const char *out)
     printf("\nprofile    %s (use: --hw %s)\n", out, out);
 }
 
+/* ---- calibrate --host-baseline-from RUN.csv -------------------------------------------------- */
+enum { B_FROM = 1, B_HW, B_OUT, B_NAME };
+static const struct cli_opt baseline_opts[] = {
+    {"host-baseline-from", "FILE.csv", "a ratiolab monitor --csv file of a real run of --model with --ds-config", B_FROM},
+    {"hw", "NAME|FILE", "the profile to write the baseline into (catalog name or file; default dgx1-v100)", B_HW},
+    {"out", "FILE", "write the profile here (default: <name>.json)", B_OUT},
+    {"name", "NAME", "profile name (default: the --hw profile's name with -baseline)", B_NAME},
+    {NULL, NULL, NULL, 0},
+};
+
+struct baseline_args {
+    const char *csv;   /* --host-baseline-from */
+    const char *hw;    /* --hw */
+    const char *out;   /* --out */
+    const char *name;  /* --name */
+};
+
+static int on_baseline_opt(void *ctx, int id, const char *v, struct rl_err *e)
+{
+    struct baseline_args *a = ctx;
+    switch (id) {
+    case B_FROM: a->csv = v; return 0;
+    case B_HW: a->hw = v; return 0;
+    case B_OUT: a->out = v; return 0;
+    case B_NAME: a->name = v; return 0;
+    }
+    return rl_errf(e, RL_EINTERNAL, "option id %d not handled", id);
+}
+
+/* argv (a calibrate command line) asks for --host-baseline-from. */
+static bool baseline_asked(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--host-baseline-from") == 0 || strncmp(argv[i], "--host-baseline-from=", 21) == 0)
+            return true;
+    return false;
+}
+
+/* calibrate --host-baseline-from: its own options (the run's model and config, which the measuring
+ * calibrate does not take), one call to campaign/calib_out.c, the lines. */
+static int run_baseline(int argc, char **argv)
+{
+    struct baseline_args a = {.hw = "dgx1-v100"};
+    struct plan_inputs s;
+    plan_inputs_init(&s);
+    struct cli_optset sets[] = {
+        {"host baseline options", baseline_opts, on_baseline_opt, &a},
+        {"the run's model, layout and DeepSpeed config", cli_setup_opts, cli_setup_opt, &s},
+    };
+    int rc = cli_command_parse("calibrate", argc, argv,
+        "ratiolab calibrate --host-baseline-from RUN.csv --model NAME --ds-config FILE [--gpus N] [--hw NAME|FILE] [--out FILE]",
+        "Writes a profile whose node.host_baseline_bytes_per_rank (the host memory of one training\n"
+        "process beyond its model states: PyTorch, the CUDA runtime, NCCL, DeepSpeed, data-loader\n"
+        "workers) is taken from a real run that `ratiolab monitor --csv RUN.csv -- <launcher> ...`\n"
+        "followed: per rank, the peak resident set of its processes (the rank and the workers it\n"
+        "forks, which carry its RANK), less the host tensors the ledger puts on a rank for that\n"
+        "run's --model and --ds-config (and layout); the largest over the ranks. Everything else is\n"
+        "the --hw profile's, and the figure is sourced with the file, the rank and the arithmetic.\n"
+        "Use the profile with --hw FILE in predict, tune and check.", sets, 2);
+    if (rc != CLI_GO_ON)
+        return rc;
+    struct rl_err e = {0};
+    if (!a.csv || !a.csv[0]) {
+        rl_errf(&e, RL_EINVAL, "--host-baseline-from: empty; allowed: a ratiolab monitor --csv file");
+        return cli_fail("calibrate", &e);
+    }
+    if (!s.model && !s.megatron_args && !s.megatron_args_file) {
+        rl_errf(&e, RL_EINVAL, "--host-baseline-from: needs the run's --model (or --megatron-args) and --ds-config: "
+                "the host tensors the ledger puts on a rank are taken out of the measured peak");
+        return cli_fail("calibrate", &e);
+    }
+    if (!s.ds_config) {
+        rl_errf(&e, RL_EINVAL, "--host-baseline-from: needs the run's --ds-config (its offload settings decide the "
+                "host tensors taken out of the measured peak)");
+        return cli_fail("calibrate", &e);
+    }
+    struct plan_setup c;
+    memset(&c, 0, sizeof c);
+    struct camp_baseline r;
+    const struct camp_baseline_request q = {.csv = a.csv, .setup = &c, .hw = a.hw, .name = a.name, .out = a.out};
+    if ((rc = cli_setup_resolve(&s, &c, &e)) || (rc = camp_host_baseline(&q, &r, &e))) {
+        static const char *const flags[][2] = {
+            {"hw", "--hw"}, {"name", "--name"}, {"output", "--out"}, {"monitor_csv", "--host-baseline-from"},
+        };
+        for (size_t i = 0; i < RL_COUNT(flags); i++)
+            cli_err_flag(&e, flags[i][0], flags[i][1]);
+        plan_setup_free(&c);
+        return cli_fail("calibrate", &e);
+    }
+    const struct calib_baseline *b = &r.b;
+    char g[4][32];
+    if (b->rank < 0)
+        printf("run        %s: no process carries RANK; its largest process peaked at %s GiB resident\n", a.csv,
+               cli_gib(g[0], sizeof g[0], b->rss_bytes));
+    else
+        printf("run        %s: %d rank%s; rank %d peaked highest, at %s GiB resident over its %d process%s\n", a.csv,
+               b->n_ranks, b->n_ranks == 1 ? "" : "s", b->rank, cli_gib(g[0], sizeof g[0], b->rss_bytes), b->n_procs,
+               b->n_procs == 1 ? "" : "es");
+    printf("tensors    %s GiB of host tensors per rank in the ledger (%s)\n", cli_gib(g[1], sizeof g[1], r.tensor_bytes),
+           r.what);
+    printf("baseline   %s GiB per rank (over the ranks %s-%s GiB); --hw %s had %s GiB\n",
+           cli_gib(g[2], sizeof g[2], b->bytes_per_rank), cli_gib(g[3], sizeof g[3], b->min_bytes_per_rank), g[2],
+           r.hw_name, cli_gib(g[0], sizeof g[0], r.hw_baseline_bytes));
+    printf("profile    %s (use: --hw %s)\n", r.out, r.out);
+    plan_setup_free(&c);
+    return 0;
+}
+
 static int run(int argc, char **argv)
 {
-    if (cli_calib_baseline_asked(argc, argv))   /* its own options (the run's model and config) */
-        return cli_calib_baseline(argc, argv);
+    if (baseline_asked(argc, argv))   /* its own options (the run's model and config) */
+        return run_baseline(argc, argv);
     struct calib_args a = {0};
     calib_opts_default(&a.o);
     struct cli_optset sets[] = {{"calibrate options", opts, on_opt, &a}};
@@ -406,27 +403,17 @@ static int run(int argc, char **argv)
                 "whole); allowed: leave it out, or add --backend cuda", a.base);
         return cli_fail("calibrate", &e);
     }
-    if (a.name) {
-        for (const unsigned char *p = (const unsigned char *)a.name; *p; p++)
-            if (*p < 0x20 || *p == 0x7f) {
-                rl_errf(&e, RL_EINVAL, "--name: a control character (0x%02x) at byte %d; allowed: printable text (it is "
-                        "the profile's name, printed in predict's tables)", *p, (int)(p - (const unsigned char *)a.name));
-                return cli_fail("calibrate", &e);
-            }
-        if (!a.name[0]) {
-            rl_errf(&e, RL_EINVAL, "--name: empty; allowed: printable text");
-            return cli_fail("calibrate", &e);
-        }
+    if (a.name && calib_profile_name_check(a.name, &e)) {
+        cli_err_flag(&e, "name", "--name");
+        return cli_fail("calibrate", &e);
     }
     if (!a.coll_only) {
         char host[64] = "unknown", out[300];
         if (gethostname(host, sizeof host) != 0)
             snprintf(host, sizeof host, "unknown");
         host[sizeof host - 1] = 0;
-        if (a.out)
-            snprintf(out, sizeof out, "%s", a.out);
-        else
-            snprintf(out, sizeof out, "%s%s.json", a.name ? "" : "calibrated-", a.name ? a.name : host);
+        char name[128];
+        calib_profile_names(a.name, a.out, host, name, sizeof name, out, sizeof out);
         if (rl_outfile_check(out, &e)) {
             cli_err_flag(&e, "output", "--out");
             return cli_fail("calibrate", &e);
@@ -436,16 +423,20 @@ static int run(int argc, char **argv)
         return run_cuda(&a);
     struct calib c;
     int code;
-    if (!measure(&a, &c, &code))
+    if (!measure(&a, &c, NULL, &code))
         return code;
     if (a.coll_only)
         return print_collectives(&c);
     char out[300];
     if ((code = write_profile(&a, &c, out, sizeof out)) != 0)
         return code;
-    if (a.json)
-        print_json(&c, out);
-    else
+    if (a.json) {
+        json_t *o = calib_report_json(&c, out);
+        char *t = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        printf("%s\n", t);
+        free(t);
+        json_decref(o);
+    } else
         print_table(&c, out);
     return 0;
 }

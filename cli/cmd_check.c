@@ -7,9 +7,9 @@
 #include "cli/cli.h"
 #include "cli/json_out.h"
 #include "cli/hazard_report.h"
-#include "plan/ds_fix.h"   /* plan_fix_config */
+#include "plan/ds_fix.h"   /* plan_fix_write, plan_hazards_find */
 #include "cli/sim_opts.h"   /* --hw, --checkpoint-activations, --reserve: the memory the simulator predicts */
-#include "sim/check.h"
+#include "sim/check_json.h"
 
 enum { O_TOL = 1, O_GPU_MEM, O_FIX_TO, O_JSON, O_QUIET, O_STATES_ONLY, O_STRICT };
 static const struct cli_opt opts[] = {
@@ -50,36 +50,13 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     return RL_EINTERNAL;
 }
 
-/* The verdict and the fix (sim/check.h), and the DeepSpeed hazards judged beside them. */
-struct verdict {
-    struct sim_check_verdict j; /* ratio, memory and their fixes */
-    struct plan_hazard_set hz;  /* DeepSpeed hazards of the config (plan/ds_fix.h) */
-    struct plan_zero written;   /* the config as written, before the hazards' repairs */
-};
-
-/* Applies the fix to the text that was judged (not the file as it may read now). */
-static int write_fix(const char *src, const char *text, const char *dst, const struct verdict *v,
-                     struct rl_err *e)
+/* The verdict, the fix and the DeepSpeed hazards judged beside them, as lines (--quiet: failures only). */
+static void report_text(const struct check_args *a, const struct sim_check_report *r, bool checkpointing, bool verbose)
 {
-    char *fixed = NULL;
-    if (plan_fix_config(text, src, &v->hz, v->j.fix_sgs, v->j.fix_ratio, &fixed, e))
-        return cli_err_flag(e, "fix", "--fix-to");
-    struct rl_outfile o;
-    int rc = rl_outfile_open(&o, dst, e);
-    if (!rc) {
-        fputs(fixed, o.fp);
-        rc = rl_outfile_commit(&o, e);
-    }
-    free(fixed);
-    return rc ? rl_err_prefix(e, "--fix-to") : 0;
-}
-
-
-static void report_text(const struct plan_setup *c, const struct check_args *a, const struct verdict *v,
-                        bool checkpointing, bool verbose)
-{
+    const struct plan_setup *c = r->setup;
+    const struct sim_check_verdict *j = r->v;
     char g1[32], g2[32], g3[32];
-    bool ok = v->j.ratio_ok && v->j.memory_ok && v->hz.n_fail == 0;
+    bool ok = sim_check_passed(r);
     if (!a->quiet || !ok)
     {
         printf("%s  %s, %s", ok ? "PASS" : "FAIL", c->model_desc, plan_policy_name(c->popt.policy));
@@ -94,69 +71,68 @@ static void report_text(const struct plan_setup *c, const struct check_args *a, 
         printf("  dtype   %s (%s)\n  seq     %s\n", plan_dtype_name(c->zero.dtype), cli_dtype_source(c), cli_seq_text(c, seq, sizeof seq) + 4);
     for (int i = 0; verbose && i < c->n_notes; i++)
         printf("  note    %s\n", c->notes[i]);
-    cli_hazards_print(stdout, &v->hz, &v->written, a->strict, "  hazard  ", a->quiet ? NULL : "  warning ");
-    if (v->hz.n_repaired)
+    cli_hazards_print(stdout, r->hz, r->written, a->strict, "  hazard  ", a->quiet ? NULL : "  warning ");
+    if (r->hz->n_repaired)
         printf("  note    the lines below describe the config with the hazard fixes above applied\n");
     /* Each version's line carries its own verdict; the overall one is the first line's. */
-    const bool ok_0 = plan_ratio_within(v->j.honored, v->j.requested, a->tol);
+    const bool ok_0 = j->version_ok[0];
     char under[96] = "";
     if (c->n_more)
         snprintf(under, sizeof under, " under DeepSpeed %d.%d.%d (%s)", c->zero.ds_version.major, c->zero.ds_version.minor,
                  c->zero.ds_version.patch, plan_policy_name(c->popt.policy));
-    if (!a->quiet || !v->j.ratio_ok)
+    if (!a->quiet || !j->ratio_ok)
         printf("  ratio   %s requested %.4f, honored %.4f (%d sub-group%s of sub_group_size %lld, tolerance %.4f)%s\n",
-               ok_0 ? "ok  " : "FAIL", v->j.requested, v->j.honored, v->j.n_subgroups, v->j.n_subgroups == 1 ? "" : "s",
-               (long long)v->j.sub_group_size, a->tol, under);
-    for (int i = 0; i < c->n_more && (!a->quiet || !v->j.ratio_ok); i++) {
-        bool ok_i = plan_ratio_within(v->j.more_honored[i], v->j.requested, a->tol);
-        printf("  ratio   %s requested %.4f, honored %.4f under DeepSpeed %s (%s)\n", ok_i ? "ok  " : "FAIL",
-               v->j.requested, v->j.more_honored[i], RL_VERSION_S(c->more_versions[i]),
+               ok_0 ? "ok  " : "FAIL", j->requested, j->honored, j->n_subgroups, j->n_subgroups == 1 ? "" : "s",
+               (long long)j->sub_group_size, a->tol, under);
+    for (int i = 0; i < c->n_more && (!a->quiet || !j->ratio_ok); i++) {
+        printf("  ratio   %s requested %.4f, honored %.4f under DeepSpeed %s (%s)\n", j->version_ok[1 + i] ? "ok  " : "FAIL",
+               j->requested, j->more_honored[i], RL_VERSION_S(c->more_versions[i]),
                plan_policy_name(c->more_policies[i]));
     }
-    if (a->gpu_mem && (!a->quiet || !v->j.memory_ok)) {
+    if (a->gpu_mem && (!a->quiet || !j->memory_ok)) {
         if (a->states_only) {
             printf("  memory  %s model states need %s GiB per rank of %s GiB (--model-states-only: activations, "
                    "gathered parameters and CUDA context not counted)\n",
-                   v->j.memory_ok ? "ok  " : "FAIL", cli_gib(g1, sizeof g1, v->j.gpu_bytes), cli_gib(g2, sizeof g2, a->gpu_mem));
+                   j->memory_ok ? "ok  " : "FAIL", cli_gib(g1, sizeof g1, j->gpu_bytes), cli_gib(g2, sizeof g2, a->gpu_mem));
         } else {
             char p1[32], p2[32], p3[32], p4[32];
             printf("  memory  %s %s GiB per rank of %s GiB: model states %s + activations %s + gathered "
                    "parameters %s + context/NCCL/allocator %s (micro-batch %lld, seq %lld, activation "
                    "checkpointing %s, attention %s; as ratiolab predict)\n",
-                   v->j.memory_ok ? "ok  " : "FAIL", cli_gib(g1, sizeof g1, v->j.gpu_bytes), cli_gib(g2, sizeof g2, a->gpu_mem),
-                   cli_gib(p1, sizeof p1, v->j.mem.gpu_ledger_bytes), cli_gib(p2, sizeof p2, v->j.mem.gpu_activation_bytes),
-                   cli_gib(p3, sizeof p3, v->j.mem.gpu_live_param_bytes), cli_gib(p4, sizeof p4, v->j.mem.gpu_reserve_bytes),
-                   (long long)v->j.mem.micro_batch, (long long)v->j.mem.seq_len, checkpointing ? "on" : "off",
-                   plan_attention_name(v->j.mem.attention));
+                   j->memory_ok ? "ok  " : "FAIL", cli_gib(g1, sizeof g1, j->gpu_bytes), cli_gib(g2, sizeof g2, a->gpu_mem),
+                   cli_gib(p1, sizeof p1, j->mem.gpu_ledger_bytes), cli_gib(p2, sizeof p2, j->mem.gpu_activation_bytes),
+                   cli_gib(p3, sizeof p3, j->mem.gpu_live_param_bytes), cli_gib(p4, sizeof p4, j->mem.gpu_reserve_bytes),
+                   (long long)j->mem.micro_batch, (long long)j->mem.seq_len, checkpointing ? "on" : "off",
+                   plan_attention_name(j->mem.attention));
         }
     }
-    if (!v->j.ratio_ok) {
-        if (v->j.fix_sgs_none && c->n_more > 0)
+    if (!j->ratio_ok) {
+        if (j->fix_sgs_none && c->n_more > 0)
             printf("  fix     no sub_group_size honors %.4f within %.4f under every listed version (the rules count "
                    "sub-groups, not elements, and differ); check each version alone for its own fix, or another ratio\n",
-                   v->j.requested, a->tol);
-        else if (v->j.fix_sgs_none)
+                   j->requested, a->tol);
+        else if (j->fix_sgs_none)
             printf("  fix     no sub_group_size honors %.4f within %.4f (the rule counts sub-groups, not elements, "
                    "and tensors are never split); the closest is sub_group_size %lld (honored %.4f)\n",
-                   v->j.requested, a->tol, (long long)v->j.closest_sgs, v->j.closest_honored);
-        else if ((v->j.memory_ok || !v->j.fix_fits) && c->n_more == 0)
+                   j->requested, a->tol, (long long)j->closest_sgs, j->closest_honored);
+        else if ((j->memory_ok || !j->fix_fits) && c->n_more == 0)
             printf("  fix     set zero_optimization.sub_group_size to %lld (the largest that honors the ratio)\n",
-                   (long long)v->j.fix_sgs);
-        else if (v->j.memory_ok || !v->j.fix_fits) {
+                   (long long)j->fix_sgs);
+        else if (j->memory_ok || !j->fix_fits) {
             printf("  fix     set zero_optimization.sub_group_size to %lld (the largest that every listed version honors "
-                   "the ratio with: %s %.4f", (long long)v->j.fix_sgs, plan_policy_name(c->popt.policy), v->j.fix_honored[0]);
+                   "the ratio with: %s %.4f", (long long)j->fix_sgs, plan_policy_name(c->popt.policy), j->fix_honored[0]);
             for (int i = 0; i < c->n_more; i++)
-                printf(", %s %.4f", plan_policy_name(c->more_policies[i]), v->j.fix_honored[1 + i]);
+                printf(", %s %.4f", plan_policy_name(c->more_policies[i]), j->fix_honored[1 + i]);
             printf(")\n");
         }
     }
-    if (!v->j.memory_ok) {
-        if (v->j.fix_fits) {
-            printf("  fix     set zero_optimization.offload_optimizer.ratio to %.2f", v->j.fix_ratio);
-            if (v->j.fix_sgs > 0)
-                printf(" and zero_optimization.sub_group_size to %lld", (long long)v->j.fix_sgs);
+    if (!j->memory_ok) {
+        if (j->fix_fits) {
+            printf("  fix     set zero_optimization.offload_optimizer.ratio to %.2f", j->fix_ratio);
+            if (j->fix_sgs > 0)
+                printf(" and zero_optimization.sub_group_size to %lld", (long long)j->fix_sgs);
             printf(" (%s %s GiB per rank)\n", a->states_only ? "model states" : "GPU memory",
-                   cli_gib(g3, sizeof g3, v->j.fix_gpu_bytes));
+                   cli_gib(g3, sizeof g3, j->fix_gpu_bytes));
         } else {
             printf("  fix     none: even ratio 1.0 needs more than %s GiB per rank%s; more GPUs (--dp), "
                    "a smaller micro-batch, activation checkpointing or a smaller model\n",
@@ -165,60 +141,10 @@ static void report_text(const struct plan_setup *c, const struct check_args *a, 
     }
 }
 
-static void report_json(const struct plan_setup *c, const struct check_args *a, const struct verdict *v)
+/* --json: the verdict's object (sim/check_json.c), as every --json output is written. */
+static void report_json(const struct sim_check_report *r)
 {
-    json_t *o = json_object();
-    json_object_set_new(o, "ok", json_boolean(v->j.ratio_ok && v->j.memory_ok && v->hz.n_fail == 0));
-    json_object_set_new(o, "hazards", plan_hazards_json(&v->hz, &v->written, a->strict));
-    json_object_set_new(o, "model", json_string(c->model.name));
-    json_object_set_new(o, "policy", json_string(plan_policy_name(c->popt.policy)));
-    json_object_set_new(o, "ratio_ok", json_boolean(v->j.ratio_ok));
-    json_object_set_new(o, RL_KEY_REQUESTED_RATIO, json_real(v->j.requested));
-    json_object_set_new(o, RL_KEY_HONORED_RATIO, json_real(v->j.honored));
-    if (c->n_more > 0) {
-        json_t *vs = json_array();
-        for (int i = -1; i < c->n_more; i++) {
-            json_t *x = json_object();
-            struct rl_version ver = i < 0 ? c->zero.ds_version : c->more_versions[i];
-            json_object_set_new(x, "deepspeed_version", json_string(RL_VERSION_S(ver)));
-            json_object_set_new(x, "policy", json_string(plan_policy_name(i < 0 ? c->popt.policy : c->more_policies[i])));
-            json_object_set_new(x, RL_KEY_HONORED_RATIO, json_real(i < 0 ? v->j.honored : v->j.more_honored[i]));
-            json_object_set_new(x, "ratio_ok", json_boolean(plan_ratio_within(i < 0 ? v->j.honored : v->j.more_honored[i],
-                                                                              v->j.requested, a->tol)));
-            if (v->j.fix_sgs > 0 && !v->j.ratio_ok)
-                json_object_set_new(x, "fix_" RL_KEY_HONORED_RATIO, json_real(v->j.fix_honored[1 + i]));
-            json_array_append_new(vs, x);
-        }
-        json_object_set_new(o, "versions", vs);
-    }
-    json_object_set_new(o, "tolerance", json_real(a->tol));
-    json_object_set_new(o, "num_subgroups", json_integer(v->j.n_subgroups));
-    json_object_set_new(o, "sub_group_size", json_integer(v->j.sub_group_size));
-    json_object_set_new(o, "memory_checked", json_boolean(a->gpu_mem > 0));
-    json_object_set_new(o, "memory_ok", json_boolean(v->j.memory_ok));
-    json_object_set_new(o, "dtype", json_string(plan_dtype_name(c->zero.dtype)));
-    json_object_set_new(o, "dtype_source", json_string(cli_dtype_source(c)));
-    json_object_set_new(o, "gpu_bytes", json_integer(v->j.gpu_bytes));
-    json_object_set_new(o, "gpu_bytes_counts", json_string(a->states_only || !a->gpu_mem ? "model states" : "model states, activations, gathered parameters, context/NCCL/allocator"));
-    if (a->gpu_mem && !a->states_only) {
-        json_object_set_new(o, "model_states_bytes", json_integer(v->j.mem.gpu_ledger_bytes));
-        json_object_set_new(o, "activation_bytes", json_integer(v->j.mem.gpu_activation_bytes));
-        json_object_set_new(o, "attention", json_string(plan_attention_name(v->j.mem.attention)));
-        json_object_set_new(o, "live_param_bytes", json_integer(v->j.mem.gpu_live_param_bytes));
-        json_object_set_new(o, "reserve_bytes", json_integer(v->j.mem.gpu_reserve_bytes));
-    }
-    if (a->gpu_mem)
-        json_object_set_new(o, "gpu_mem_bytes", json_integer(a->gpu_mem));
-    json_t *fix = json_object();
-    if (v->j.fix_sgs > 0)
-        json_object_set_new(fix, "sub_group_size", json_integer(v->j.fix_sgs));
-    if (v->j.fix_ratio >= 0) {
-        json_object_set_new(fix, "ratio", json_real(v->j.fix_ratio));
-        json_object_set_new(fix, "gpu_bytes", json_integer(v->j.fix_gpu_bytes));
-    }
-    if ((!v->j.ratio_ok && v->j.fix_sgs_none) || (!v->j.memory_ok && !v->j.fix_fits))
-        json_object_set_new(fix, "possible", json_false());
-    json_object_set_new(o, "fix", fix);
+    json_t *o = sim_check_json(r);
     cli_json_dumpf(cli_json_versioned(o), stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
     fputc('\n', stdout);
     json_decref(o);
@@ -264,15 +190,11 @@ static int run(int argc, char **argv)
     }
     struct plan_setup c;
     s.report_hazards = true;
-    if ((rc = cli_setup_resolve(&s, &c, &e))) {
-        plan_setup_free(&c);
-        return cli_fail("check", &e);
-    }
+    if ((rc = cli_setup_resolve(&s, &c, &e)))
+        goto fail;
     struct hw_profile hw;
-    if (a.gpu_mem && !a.states_only && (rc = cli_sim_load_hw(&sim, &c, &hw, &e))) {
-        plan_setup_free(&c);
-        return cli_fail("check", &e);
-    }
+    if (a.gpu_mem && !a.states_only && (rc = cli_sim_load_hw(&sim, &c, &hw, &e)))
+        goto fail;
     if (a.gpu_mem && !a.states_only)
         hw.gpu_mem_bytes = a.gpu_mem;
     struct sim_check_request q = {.tol = a.tol, .gpu_mem_bytes = a.gpu_mem, .states_only = a.states_only,
@@ -280,26 +202,25 @@ static int run(int argc, char **argv)
     const struct plan_zero written = c.zero;
     struct plan_hazard_set hz;
     plan_hazards_find(&hz, &c.zero, a.strict);
-    struct verdict v;
-    if ((rc = sim_check(&c, &q, &v.j, &e))) {
+    struct sim_check_verdict v;
+    if ((rc = sim_check(&c, &q, &v, &e))) {
         cli_sim_err(&e);
-        plan_setup_free(&c);
-        return cli_fail("check", &e);
+        goto fail;
     }
-    v.hz = hz;
-    v.written = written;
-    bool ok = v.j.ratio_ok && v.j.memory_ok && hz.n_fail == 0;
-    bool fixes = (!v.j.ratio_ok && v.j.fix_sgs > 0) || (!v.j.memory_ok && v.j.fix_fits) || plan_hazards_fixable(&hz) > 0;
-    if (a.fix_to && !ok && fixes) {
-        if ((rc = write_fix(s.ds_config, c.ds_text, a.fix_to, &v, &e))) {
-            plan_setup_free(&c);
-            return cli_fail("check", &e);
-        }
+    const struct sim_check_report r = {.setup = &c, .q = &q, .v = &v, .hz = &hz, .written = &written,
+                                       .strict = a.strict, .dtype_source = cli_dtype_source(&c)};
+    bool ok = sim_check_passed(&r);
+    bool fixes = (!v.ratio_ok && v.fix_sgs > 0) || (!v.memory_ok && v.fix_fits) || plan_hazards_fixable(&hz) > 0;
+    if (a.fix_to && !ok && fixes &&
+        (rc = plan_fix_write(c.ds_text, s.ds_config, &hz, v.fix_sgs, v.fix_ratio, a.fix_to, &e))) {
+        cli_err_flag(&e, "fix", "--fix-to");
+        cli_err_flag(&e, "fix_to", "--fix-to");
+        goto fail;
     }
     if (a.json)
-        report_json(&c, &a, &v);
+        report_json(&r);
     else
-        report_text(&c, &a, &v, sim.train.checkpoint_activations, s.verbose);
+        report_text(&a, &r, sim.train.checkpoint_activations, s.verbose);
     if (a.fix_to && !a.json && !ok) {
         if (fixes && plan_hazards_fixable(&hz) < hz.n_fail)
             printf("  wrote   %s (device, stage and torch_adam fixed; the other hazards above need an edit by hand)\n",
@@ -308,10 +229,13 @@ static int run(int argc, char **argv)
             printf("  wrote   %s\n", a.fix_to);
         else
             printf("  wrote   nothing to %s: %s\n", a.fix_to,
-                   v.j.ratio_ok && v.j.memory_ok ? "the hazards above need an edit by hand" : "no fix exists");
+                   v.ratio_ok && v.memory_ok ? "the hazards above need an edit by hand" : "no fix exists");
     }
     plan_setup_free(&c);
     return ok ? 0 : 1;
+fail:
+    plan_setup_free(&c);
+    return cli_fail("check", &e);
 }
 
 const struct cli_cmd cli_cmd_check = {"check", "CI gate: fail when a config will not honor its ratio or fit", run};

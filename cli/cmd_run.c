@@ -1,7 +1,6 @@
 /* cli/cmd_run.c — `ratiolab run`: the real ratio-split ZeRO-3 step on this machine (exec/),
  * one MPI rank per process (`mpirun -np N ratiolab run ...`; without mpirun: one rank). */
 #include <jansson.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,7 +9,6 @@
 #include "cli/json_out.h"
 #include "exec/exec.h"
 #include "exec/result_json.h"
-#include "plan/plan_json.h"
 
 enum {
     R_SCHEDULE = 1, R_BACKEND, R_COMPUTE, R_STEPS, R_WARMUP, R_SEED, R_SCALE, R_NAN, R_DEVMEM, R_THREADS,
@@ -111,20 +109,11 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
         return rl_parse_ratio_list("--ratios", v, 0, 1, &a->ratios, &a->n_ratios, e);
     case R_POLICIES: return cli_parse_names(v, "--policies", MAX_LIST, &a->n_policies, a->policies, true, e);
     case R_SCHEDULES: return cli_parse_names(v, "--schedules", MAX_LIST, &a->n_schedules, a->schedules, false, e);
-    case R_FAIL: {
-        char rank[32];
-        const char *colon = strchr(v, ':');
-        size_t n = colon ? (size_t)(colon - v) : strlen(v);
-        snprintf(rank, sizeof rank, "%.*s", (int)(n < sizeof rank ? n : sizeof rank - 1), v);
-        if (n >= sizeof rank)
-            return rl_errf(e, RL_EINVAL, "--fail-rank: '%s'; allowed: R or R:PHASE", v);
-        a->o.fail_phase = EX_FAIL_STEP;
-        if ((rc = rl_parse_int("--fail-rank", rank, 0, EX_MAX_WORLD - 1, &a->o.fail_rank, e)))
-            return rc;
-        if (colon && ex_fail_phase_parse(colon + 1, &a->o.fail_phase, e))
-            return cli_err_flag(e, "fail_phase", "--fail-rank's PHASE");
-        return 0;
-    }
+    case R_FAIL:
+        if (ex_fail_spec_parse(v, &a->o.fail_rank, &a->o.fail_phase, e) == 0)
+            return 0;
+        cli_err_flag(e, "fail_phase", "--fail-rank's PHASE");
+        return cli_err_flag(e, "fail_rank", "--fail-rank");
     }
     return rl_errf(e, RL_EINTERNAL, "option id %d not handled", id);
 }
@@ -140,41 +129,10 @@ static const char *human_bytes(char *buf, size_t n, int64_t v)
     return buf;
 }
 
-static int64_t idle_ns(const struct ex_rank_result *x)
-{
-    int64_t s = 0;
-    for (int i = 0; i < STEP_PH_COUNT; i++)
-        s += x->phase[i].exposed_ns;
-    return x->step_ns > s ? x->step_ns - s : 0;
-}
-
 static char *digest_hex(uint32_t d, char buf[9])
 {
     snprintf(buf, 9, "%08x", d);
     return buf;
-}
-
-static void print_json(const struct plan_setup *c, const struct plan *p, const struct run_args *a,
-                       const struct ex_result *r)
-{
-    const struct ex_rank_result *cr = &r->ranks[r->critical_rank];
-    json_t *o = json_object();
-    json_object_set_new(o, "model", json_string(c->model_desc));
-    json_object_set_new(o, "scale", json_real(a->scale));
-    json_object_set_new(o, "schedule", json_string(step_schedule_name(a->o.schedule)));
-    json_object_set_new(o, "compute", json_string(a->o.compute == EX_COMPUTE_GEMM ? "gemm" : "none"));
-    json_object_set_new(o, "comm_dtype", json_string(kern_dtype_name(a->o.comm_dtype)));
-    json_object_set_new(o, "policy", json_string(plan_policy_name(p->policy)));
-    plan_json_ratio(o, p);
-    json_object_set_new(o, "measured_ratio", json_real(cr->per_rank_numel ? (double)cr->host_placed_numel /
-                                                                             (double)cr->per_rank_numel : 0.0));
-    json_object_set_new(o, "per_rank_numel", json_integer(p->per_rank_numel));
-    json_object_set_new(o, "cpu_numel", json_integer(p->cpu_numel));
-    ex_result_json_put(o, r);
-    char *text = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    printf("%s\n", text);
-    free(text);
-    json_decref(o);
 }
 
 static void print_human(const struct plan_setup *c, const struct plan *p, const struct run_args *a,
@@ -219,7 +177,7 @@ static void print_human(const struct plan_setup *c, const struct plan *p, const 
         printf("  %-16s %10.6f %10.6f %10.6f %10s\n", step_phase_name(i), sec(x->busy_ns), sec(x->exposed_ns),
                sec(x->busy_ns - x->exposed_ns), gb);
     }
-    printf("  %-16s %10s %10.6f\n", "other", "", sec(idle_ns(cr)));
+    printf("  %-16s %10s %10.6f\n", "other", "", sec(ex_rank_idle_ns(cr)));
     printf("\nbuffers of rank %d (ledger check: %s)\n", r->critical_rank, r->ledger_ok ? "equal to the plan, to the byte" : "MISMATCH");
     printf("  %-26s %-14s %14s %14s\n", "buffer", "device", "bytes", "ledger");
     for (int i = 0; i < cr->n_bufs; i++) {
@@ -288,9 +246,13 @@ static void print_run(void *ctx, const struct plan *p, const struct ex_opts *o, 
         printf("ratio %.4f policy %s schedule %s honored %.4f world %d digest %s\n", p->requested_ratio,
                plan_policy_name(p->policy), step_schedule_name(o->schedule), p->honored_ratio, r->world,
                digest_hex(r->digest, hex));
-    else if (s->a->json)
-        print_json(s->c, p, &shown, r);
-    else
+    else if (s->a->json) {
+        json_t *j = ex_run_json(s->c->model_desc, s->a->scale, o, p, r);
+        char *text = cli_json_dumps(cli_json_versioned(j), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        printf("%s\n", text);
+        free(text);
+        json_decref(j);
+    } else
         print_human(s->c, p, &shown, r);
 }
 
@@ -339,15 +301,8 @@ static int run(int argc, char **argv)
         code = cli_fail("run", &e);
         goto out;
     }
-    if (c.layout.pp > 1) {
-        rl_errf(&e, RL_EINVAL, "--pp: %d; the executor runs the data-parallel ZeRO-3 dimension only, pipeline "
-                "parallelism is refused (plan and predict support it)", c.layout.pp);
-        code = cli_fail("run", &e);
-        goto out;
-    }
-    if (a.o.fail_rank >= comm.size) {
-        rl_errf(&e, RL_EINVAL, "--fail-rank: %d; allowed: 0 to %d (the ranks mpirun started)", a.o.fail_rank,
-                comm.size - 1);
+    if ((rc = ex_launch_check(&c, &a.o, &comm, &e))) {
+        cli_run_err(&e);
         code = cli_fail("run", &e);
         goto out;
     }

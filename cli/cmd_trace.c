@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "cli/json_out.h"
 #include "sim/step.h"
+#include "validation/tdiff_json.h"
 #include "validation/val.h"
 
 enum { T_JSON = 1 };
@@ -24,41 +25,7 @@ static int on_opt(void *ctx, int id, const char *v, struct rl_err *e)
     return 0;
 }
 
-static json_t *side_json(const struct val_rank_times *r)
-{
-    if (!r)
-        return json_null();
-    json_t *o = json_object();
-    json_object_set_new(o, "extent_ns", json_integer(r->extent_ns));
-    json_object_set_new(o, "idle_ns", json_integer(r->idle_ns));
-    json_t *ph = json_object();
-    for (int p = 0; p < STEP_PH_COUNT; p++) {
-        json_t *x = json_object();
-        json_object_set_new(x, "busy_ns", json_integer(r->busy_ns[p]));
-        json_object_set_new(x, "exposed_ns", json_integer(r->exposed_ns[p]));
-        json_object_set_new(ph, sim_phase_name(p), x);
-    }
-    json_object_set_new(o, "phases", ph);
-    return o;
-}
-
 static double ms(int64_t ns) { return (double)ns * 1e-6; }
-
-static int load(const char *path, struct val_trace_times *t, struct rl_err *e)
-{
-    struct trace_doc d;
-    int rc = trace_read(path, &d, e);
-    if (rc)
-        return rc;
-    rc = val_trace_times(&d, t, e);
-    trace_doc_free(&d);
-    if (!rc && t->n_ranks == 0) {
-        val_trace_times_free(t);
-        rc = rl_errf(e, RL_EINVAL, "%s: no span with a phase category (cat one of forward, backward, "
-                     "gpu_adam, ...: the layout ratiolab predict --trace and ratiolab run write)", path);
-    }
-    return rc;
-}
 
 static int run(int argc, char **argv)
 {
@@ -87,47 +54,19 @@ static int run(int argc, char **argv)
     }
     const char *pa = rest.pos[1], *pb = rest.pos[2];
     struct val_trace_times a = {0}, b = {0};
-    if ((rc = load(pa, &a, &e)) || (rc = load(pb, &b, &e))) {
+    if ((rc = val_trace_times_read(pa, &a, &e)) || (rc = val_trace_times_read(pb, &b, &e))) {
         val_trace_times_free(&a);
         return cli_fail("trace", &e);
     }
-    int *ranks, nr;
-    val_trace_ranks_union(&a, &b, &ranks, &nr);   /* ranks of either side, in order */
     if (json) {
-        json_t *o = json_object();
-        json_object_set_new(o, "a", json_string(pa));
-        json_object_set_new(o, "b", json_string(pb));
-        json_t *arr = json_array();
-        for (int k = 0; k < nr; k++) {
-            const struct val_rank_times *x = val_trace_rank(&a, ranks[k]), *y = val_trace_rank(&b, ranks[k]);
-            json_t *r = json_object();
-            json_object_set_new(r, "rank", json_integer(ranks[k]));
-            json_object_set_new(r, "a", side_json(x));
-            json_object_set_new(r, "b", side_json(y));
-            if (x && y) {
-                json_t *df = json_object();
-                json_object_set_new(df, "extent_ns", json_integer(y->extent_ns - x->extent_ns));
-                json_object_set_new(df, "idle_ns", json_integer(y->idle_ns - x->idle_ns));
-                json_t *ph = json_object();
-                for (int p = 0; p < STEP_PH_COUNT; p++) {
-                    json_t *z = json_object();
-                    json_object_set_new(z, "busy_ns", json_integer(y->busy_ns[p] - x->busy_ns[p]));
-                    json_object_set_new(z, "exposed_ns", json_integer(y->exposed_ns[p] - x->exposed_ns[p]));
-                    json_object_set_new(ph, sim_phase_name(p), z);
-                }
-                json_object_set_new(df, "phases", ph);
-                json_object_set_new(r, "diff", df);
-            } else {
-                json_object_set_new(r, "diff", json_null());
-            }
-            json_array_append_new(arr, r);
-        }
-        json_object_set_new(o, "ranks", arr);
+        json_t *o = val_trace_diff_json(pa, pb, &a, &b);
         char *text = cli_json_dumps(cli_json_versioned(o), JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         printf("%s\n", text);
         free(text);
         json_decref(o);
     } else {
+        int *ranks, nr;
+        val_trace_ranks_union(&a, &b, &ranks, &nr);   /* ranks of either side, in order */
         printf("A  %s\nB  %s\n(milliseconds; exposed: the highest-priority phase running; diff = B - A)\n", pa, pb);
         for (int k = 0; k < nr; k++) {
             const struct val_rank_times *x = val_trace_rank(&a, ranks[k]), *y = val_trace_rank(&b, ranks[k]);
@@ -148,8 +87,8 @@ static int run(int argc, char **argv)
             printf("  %-16s %10s %10.3f %10s %10.3f %10s %+10.3f\n", "extent", "", ms(xa->extent_ns), "",
                    ms(yb->extent_ns), "", ms(yb->extent_ns - xa->extent_ns));
         }
+        free(ranks);
     }
-    free(ranks);
     val_trace_times_free(&a);
     val_trace_times_free(&b);
     return 0;

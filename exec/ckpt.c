@@ -47,6 +47,19 @@ int ex_fail_phase_parse(const char *s, enum ex_fail_phase *p, struct rl_err *e)
                    "save-switch, save-switched", s);
 }
 
+int ex_fail_spec_parse(const char *v, int *rank, enum ex_fail_phase *phase, struct rl_err *e)
+{
+    char r[32];
+    const char *colon = strchr(v, ':');
+    size_t n = colon ? (size_t)(colon - v) : strlen(v);
+    snprintf(r, sizeof r, "%.*s", (int)(n < sizeof r ? n : sizeof r - 1), v);
+    if (n >= sizeof r)
+        return rl_errf(e, RL_EINVAL, "fail_rank: '%s'; allowed: R or R:PHASE", v);
+    *phase = EX_FAIL_STEP;
+    RL_TRY(rl_parse_int("fail_rank", r, 0, EX_MAX_WORLD - 1, rank, e));
+    return colon ? ex_fail_phase_parse(colon + 1, phase, e) : 0;
+}
+
 /* The injected failure of --fail-rank at phase ph: an error, returned before any cleanup. */
 static bool fails_at(const struct ex_run *r, enum ex_fail_phase ph)
 {

@@ -103,6 +103,10 @@ enum ex_fail_phase {
 };
 const char *ex_fail_phase_name(enum ex_fail_phase p);
 int ex_fail_phase_parse(const char *s, enum ex_fail_phase *p, struct rl_err *e);
+/* A failure to inject, "R" or "R:PHASE": rank R (0 .. EX_MAX_WORLD - 1) fails at PHASE
+ * (ex_fail_phase_parse; default EX_FAIL_STEP, its first step). Errors name the field "fail_rank",
+ * or "fail_phase" for the phase. */
+int ex_fail_spec_parse(const char *v, int *rank, enum ex_fail_phase *phase, struct rl_err *e);
 
 struct ex_opts {
     enum step_schedule schedule;     /* deepspeed-0.12 or overlap */
@@ -215,6 +219,11 @@ struct ex_matrix {
     const enum step_schedule *schedules; /* each run's schedule (o->schedule is replaced) */
     int n_schedules;                     /* entries */
 };
+/* What the executor refuses of a setup before it runs anything: pipeline parallelism (field "pp":
+ * it runs the data-parallel ZeRO-3 dimension only) and a failure injected on a rank the launch
+ * does not have ("fail_rank"). */
+int ex_launch_check(const struct plan_setup *c, const struct ex_opts *o, const struct ex_comm *comm,
+                    struct rl_err *e);
 /* One run's plan, options and result (rank 0's figures of every rank), before the next starts. */
 typedef void ex_matrix_fn(void *ctx, const struct plan *p, const struct ex_opts *o, const struct ex_result *r);
 /* Runs the matrix; stops at the first run that fails (its error in *e: the caller ends the world,

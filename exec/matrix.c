@@ -1,10 +1,23 @@
 /* exec/matrix.c — `ratiolab run`'s runs of one launch (exec.h, ex_run_matrix): every ratio x
  * policy x schedule in that order, each the executor's plan of the setup (plan_exec_plan) run on
- * every rank, its result handed to the caller before the next starts. */
+ * every rank, its result handed to the caller before the next starts; and what the launch must
+ * satisfy before any of them (ex_launch_check). */
 #include <string.h>
 
 #include "exec/exec.h"
 #include "plan/inputs.h"   /* plan_exec_plan */
+
+int ex_launch_check(const struct plan_setup *c, const struct ex_opts *o, const struct ex_comm *comm,
+                    struct rl_err *e)
+{
+    if (c->layout.pp > 1)
+        return rl_errf(e, RL_EINVAL, "pp: %d; the executor runs the data-parallel ZeRO-3 dimension only, pipeline "
+                       "parallelism is refused (plan and predict support it)", c->layout.pp);
+    if (o->fail_rank >= comm->size)
+        return rl_errf(e, RL_EINVAL, "fail_rank: %d; allowed: 0 to %d (the ranks mpirun started)", o->fail_rank,
+                       comm->size - 1);
+    return 0;
+}
 
 int ex_run_matrix(const struct ex_matrix *m, const struct ex_opts *o, struct ex_comm *comm, ex_matrix_fn *each,
                   void *ctx, struct rl_err *e)

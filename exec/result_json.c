@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "exec/result_json.h"
+#include "plan/plan_json.h"
 
 /* One JSON key of a struct: its field's offset and width. A memory reading (NULLABLE) is written
  * as null when negative and read back as -1 from null. */
@@ -106,8 +107,7 @@ static int get_keys(const json_t *o, void *base, const struct key *k, size_t n, 
     return 0;
 }
 
-/* Time of the step no phase accounts for as exposed. */
-static int64_t idle_ns(const struct ex_rank_result *x)
+int64_t ex_rank_idle_ns(const struct ex_rank_result *x)
 {
     int64_t s = 0;
     for (int i = 0; i < STEP_PH_COUNT; i++)
@@ -133,7 +133,7 @@ static json_t *rank_json(const struct ex_rank_result *x)
     json_t *o = json_object();
     put_keys(o, x, rank_keys, 2);
     json_object_set_new(o, "phases", phases_json(x));
-    json_object_set_new(o, "idle_ns", json_integer(idle_ns(x)));
+    json_object_set_new(o, "idle_ns", json_integer(ex_rank_idle_ns(x)));
     put_keys(o, x, rank_keys + 2, RL_COUNT(rank_keys) - 2);
     json_t *bufs = json_array();
     for (int i = 0; i < x->n_bufs; i++) {
@@ -166,7 +166,7 @@ void ex_result_json_put(json_t *o, const struct ex_result *r)
     json_object_set_new(m, "step_ns", json_integer(cr->step_ns));
     json_object_set_new(m, "critical_rank", json_integer(r->critical_rank));
     json_object_set_new(m, "phases", phases_json(cr));
-    json_object_set_new(m, "idle_ns", json_integer(idle_ns(cr)));
+    json_object_set_new(m, "idle_ns", json_integer(ex_rank_idle_ns(cr)));
     json_t *g = json_object();
     json_object_set_new(g, "ledger_bytes", json_integer(cr->ledger_device_bytes));
     json_object_set_new(g, "used_bytes", cr->mem.device_used_bytes < 0 ? json_null()
@@ -267,4 +267,24 @@ int ex_result_from_json(const char *text, struct ex_result *r, struct rl_err *e)
     if (rc)
         ex_result_free(r);
     return rc;
+}
+
+json_t *ex_run_json(const char *model_desc, double scale, const struct ex_opts *o, const struct plan *p,
+                    const struct ex_result *r)
+{
+    const struct ex_rank_result *cr = &r->ranks[r->critical_rank];
+    json_t *j = json_object();
+    json_object_set_new(j, "model", json_string(model_desc));
+    json_object_set_new(j, "scale", json_real(scale));
+    json_object_set_new(j, "schedule", json_string(step_schedule_name(o->schedule)));
+    json_object_set_new(j, "compute", json_string(o->compute == EX_COMPUTE_GEMM ? "gemm" : "none"));
+    json_object_set_new(j, "comm_dtype", json_string(kern_dtype_name(o->comm_dtype)));
+    json_object_set_new(j, "policy", json_string(plan_policy_name(p->policy)));
+    plan_json_ratio(j, p);
+    json_object_set_new(j, "measured_ratio", json_real(cr->per_rank_numel ? (double)cr->host_placed_numel /
+                                                                             (double)cr->per_rank_numel : 0.0));
+    json_object_set_new(j, "per_rank_numel", json_integer(p->per_rank_numel));
+    json_object_set_new(j, "cpu_numel", json_integer(p->cpu_numel));
+    ex_result_json_put(j, r);
+    return j;
 }

@@ -15,6 +15,15 @@
  * r->ranks must hold r->world entries (rank 0's result). */
 void ex_result_json_put(json_t *o, const struct ex_result *r);
 
+/* The whole object `ratiolab run --json` prints for one run (docs/json-run.md): the model (as the
+ * setup describes it), --scale, the options the run took (schedule, compute, comm dtype), the
+ * plan's policy and ratios with the ratio the critical rank measured (host-placed over per-rank
+ * elements), then ex_result_json_put's fields. The caller owns the object. */
+json_t *ex_run_json(const char *model_desc, double scale, const struct ex_opts *o, const struct plan *p,
+                    const struct ex_result *r);
+/* Time of a rank's step no phase accounts for as exposed (its "idle_ns"; never negative). */
+int64_t ex_rank_idle_ns(const struct ex_rank_result *x);
+
 /* Reads the text `ratiolab run --json` printed (or the object ex_result_json_put wrote) into r:
  * r->ranks is malloc'd (ex_result_free releases it). A memory reading written as null reads as -1;
  * a missing key reads as 0 (-1 for memory readings). RL_EINVAL "run record: ..." when the text is

@@ -221,3 +221,18 @@ int plan_fix_config(const char *text, const char *what, const struct plan_hazard
         return rl_errf(e, RL_EINTERNAL, "fix: %s: the fixed JSON could not be encoded", what);
     return 0;
 }
+
+int plan_fix_write(const char *text, const char *what, const struct plan_hazard_set *hz, int64_t sub_group_size,
+                   double ratio, const char *dst, struct rl_err *e)
+{
+    char *fixed = NULL;
+    RL_TRY(plan_fix_config(text, what, hz, sub_group_size, ratio, &fixed, e));
+    struct rl_outfile o;
+    int rc = rl_outfile_open(&o, dst, e);
+    if (!rc) {
+        fputs(fixed, o.fp);
+        rc = rl_outfile_commit(&o, e);
+    }
+    free(fixed);
+    return rc ? rl_err_prefix(e, "fix_to") : 0;
+}

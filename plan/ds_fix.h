@@ -46,5 +46,9 @@ int plan_fix_text(const char *text, const struct plan_hazard_set *hz, int64_t su
  * parse is RL_EINVAL ("fix: WHAT cannot be rewritten: line N: ..."; what names the config). */
 int plan_fix_config(const char *text, const char *what, const struct plan_hazard_set *hz, int64_t sub_group_size,
                     double ratio, char **out, struct rl_err *e);
+/* plan_fix_config's text written to dst atomically (rl_outfile: nothing is left there on an error);
+ * an error writing it begins "fix_to: ". */
+int plan_fix_write(const char *text, const char *what, const struct plan_hazard_set *hz, int64_t sub_group_size,
+                   double ratio, const char *dst, struct rl_err *e);
 
 #endif

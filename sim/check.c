@@ -104,10 +104,11 @@ int sim_check(const struct plan_setup *c, const struct sim_check_request *q, str
     }
     if (!q->gpu_mem_bytes)
         v->gpu_bytes = plan_peak_gpu_bytes(&p);
-    v->ratio_ok = plan_honors(&p, q->tol);
+    v->ratio_ok = v->version_ok[0] = plan_honors(&p, q->tol);
     for (int i = 0; i < c->n_more; i++) {
         v->more_honored[i] = honored_under(&p, c->more_policies[i], v->sub_group_size);
-        v->ratio_ok = v->ratio_ok && plan_ratio_within(v->more_honored[i], v->requested, q->tol);
+        v->version_ok[1 + i] = plan_ratio_within(v->more_honored[i], v->requested, q->tol);
+        v->ratio_ok = v->ratio_ok && v->version_ok[1 + i];
     }
     v->memory_ok = q->gpu_mem_bytes == 0 || v->gpu_bytes <= q->gpu_mem_bytes;
     if (!v->ratio_ok) {

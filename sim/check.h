@@ -43,6 +43,8 @@ struct sim_check_verdict {
      * setup's version and each further one; honored above is the first version's. */
     double more_honored[PLAN_MAX_MORE_VERSIONS]; /* what each further version honors with the config */
     double fix_honored[1 + PLAN_MAX_MORE_VERSIONS]; /* with fix_sgs: the first version's, then each further */
+    bool version_ok[1 + PLAN_MAX_MORE_VERSIONS];    /* honored within tol: the first version, then each
+                                                       further (ratio_ok is all of them) */
 };
 
 /* Judges the setup's config. Cost: one plan and one sub_group_size search; when the memory does

@@ -174,6 +174,57 @@ START_TEST(measure_world_on_one_rank)
 }
 END_TEST
 
+/* calibrate's names and --json (calib/report.c) from figures set by hand: the default name is
+ * calibrated-<host> and the file <name>.json, --name and --out win, a name with a control
+ * character or none is refused naming the field and the byte; the JSON has one entry per
+ * thread count, numbered from 1, each figure's median, and "profile" last. */
+START_TEST(report_names_and_json_from_hand_figures)
+{
+    char name[128], out[300];
+    calib_profile_names(NULL, NULL, "box", name, sizeof name, out, sizeof out);
+    ck_assert_str_eq(name, "calibrated-box");
+    ck_assert_str_eq(out, "calibrated-box.json");
+    calib_profile_names("mine", NULL, "box", name, sizeof name, out, sizeof out);
+    ck_assert_str_eq(out, "mine.json");
+    calib_profile_names(NULL, "p/x.json", "box", name, sizeof name, out, sizeof out);
+    ck_assert_str_eq(name, "calibrated-box");
+    ck_assert_str_eq(out, "p/x.json");
+    struct rl_err e = {0};
+    ck_assert_int_eq(calib_profile_name_check("my box", &e), 0);
+    ck_assert_int_eq(calib_profile_name_check("ab\tc", &e), RL_EINVAL);   /* the tab is byte 2 */
+    const char *want = "name: a control character (0x09) at byte 2;";
+    ck_assert_msg(strncmp(e.msg, want, strlen(want)) == 0, "%s", e.msg);
+    ck_assert_int_eq(calib_profile_name_check("", &e), RL_EINVAL);
+    ck_assert_msg(strncmp(e.msg, "name: empty;", 12) == 0, "%s", e.msg);
+
+    static struct calib c;
+    snprintf(c.host, sizeof c.host, "box");
+    c.cores = 2;
+    c.n_threads = 2;
+    c.dram_gbps[1].median = 7.5;
+    c.adam_elems_per_s[0].median = 1e9;
+    c.host_costs.n_threads = 1;
+    c.host_costs.memcpy_gbps[0].median = 4.25;
+    json_t *o = calib_report_json(&c, "prof.json");
+    json_t *d = json_object_get(o, "dram_triad_gbps");
+    ck_assert_int_eq(json_array_size(d), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(d, 1), "threads")), 2);
+    ck_assert(json_real_value(json_object_get(json_array_get(d, 1), "median")) == 7.5);
+    json_t *a = json_array_get(json_object_get(o, "cpu_adam_elements_per_s"), 0);
+    ck_assert(json_real_value(json_object_get(a, "median")) == 1e9);
+    json_t *h = json_object_get(o, "host_costs");
+    ck_assert_int_eq(json_array_size(h), 1);
+    ck_assert(json_real_value(json_object_get(json_object_get(json_array_get(h, 0), "memcpy_gbps"), "median")) == 4.25);
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "cores")), 2);
+    const char *last = NULL;
+    for (void *it = json_object_iter(o); it; it = json_object_iter_next(o, it))
+        last = json_object_iter_key(it);
+    ck_assert_str_eq(last, "profile");
+    ck_assert_str_eq(json_string_value(json_object_get(o, "profile")), "prof.json");
+    json_decref(o);
+}
+END_TEST
+
 Suite *calib_host_suite(void)
 {
     Suite *s = suite_create("calib_host");
@@ -184,6 +235,7 @@ Suite *calib_host_suite(void)
     tcase_add_test(c, best_of_refuses_what_it_cannot_count);
     tcase_add_test(c, profile_takes_the_best_figure);
     tcase_add_test(c, measure_world_on_one_rank);
+    tcase_add_test(c, report_names_and_json_from_hand_figures);
     suite_add_tcase(s, c);
     return s;
 }

@@ -6,8 +6,12 @@
 #include <check.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include "campaign/calib_out.h"
 #include "campaign/campaign.h"
 #include "plan/inputs.h"
+#include "sim/hw.h"
 #include "tests/util.h"
 
 static int no_load(void *ctx, const char *name_or_path, const struct plan_setup *c, struct hw_profile *hw,
@@ -137,6 +141,75 @@ START_TEST(validate_resolves_the_executors_inputs_after_taking_the_folder)
 }
 END_TEST
 
+/* calibrate --host-baseline-from in process (campaign/calib_out.c): two ranks of a run without
+ * optimizer offload (the ledger puts no host tensors on a rank, so the baseline is the peak
+ * itself); rank 0's one process peaks at 3 GiB, rank 1's two at 1 + 1.5 GiB at one sample: the
+ * baseline is 3 GiB from rank 0, the spread 2.5-3 GiB, and the profile written loads with it. Each
+ * refused input names its field, no flag, and writes nothing. */
+START_TEST(host_baseline_from_a_monitor_csv_in_process)
+{
+    const int64_t g = INT64_C(1) << 30;
+    char csv[2048];
+    snprintf(csv, sizeof csv, "t_ns,time_utc,pid,ppid,comm,rank,rss_bytes,anon_bytes,file_bytes,shmem_bytes,hwm_bytes,"
+             "locked_bytes,pinned_bytes,swap_bytes,gpu_bytes,cpu_percent,threads,system_used_bytes,status\n"
+             "0,2026-12-01T15:00:00.000Z,11,10,python,0,%lld,1,1,1,%lld,0,0,0,,1.0,9,100,\n"
+             "0,2026-12-01T15:00:00.000Z,12,10,python,1,%lld,1,1,1,%lld,0,0,0,,1.0,9,100,\n"
+             "0,2026-12-01T15:00:00.000Z,13,12,pt_data_worker,1,%lld,1,1,1,%lld,0,0,0,,1.0,9,100,\n",
+             (long long)(3 * g), (long long)(3 * g), (long long)g, (long long)g, (long long)(g + g / 2),
+             (long long)(g + g / 2));
+    const char *run = tu_write("bl-run.csv", csv);
+    struct plan_inputs in;
+    plan_inputs_init(&in);
+    in.model = "gpt2";
+    in.catalog = tu_catalog();
+    in.ds_config = tu_write("bl-ds.json", "{\"zero_optimization\": {\"stage\": 3}, \"bf16\": {\"enabled\": true}}");
+    in.layout.world = 2;
+    struct plan_setup c;
+    struct rl_err e = {0};
+    ck_assert_msg(plan_inputs_resolve(&in, &c, &e) == 0, "%s", e.msg);
+    const char *out = tu_path("bl-profile.json");
+    remove(out);
+    struct camp_baseline_request q = {.csv = run, .setup = &c, .hw = "dgx1-v100", .out = out};
+    struct camp_baseline r;
+    ck_assert_msg(camp_host_baseline(&q, &r, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(r.tensor_bytes, 0);
+    ck_assert_int_eq(r.b.bytes_per_rank, 3 * g);
+    ck_assert_int_eq(r.b.min_bytes_per_rank, g + g + g / 2);
+    ck_assert_int_eq(r.b.rank, 0);
+    ck_assert_int_eq(r.b.n_ranks, 2);
+    ck_assert_str_eq(r.out, out);
+    ck_assert_str_eq(r.hw_name, "dgx1-v100");
+    struct hw_profile base, written;
+    ck_assert_msg(sim_hw_load(&base, tu_catalog(), "dgx1-v100", &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(r.hw_baseline_bytes, base.host_baseline_bytes);
+    ck_assert_msg(sim_hw_load(&written, tu_catalog(), out, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(written.host_baseline_bytes, 3 * g);
+    ck_assert_str_eq(written.name, "dgx1-v100-baseline");
+    ck_assert_int_eq(written.gpus, base.gpus);
+
+    const char *bad_csv = tu_write("bl-bad.csv", "t_ns,pid,comm\n0,1,python\n");
+    struct { const char *hw, *name, *out, *csv, *field; } bad[] = {
+        {"no-such-profile", NULL, tu_path("bl-x.json"), run, "hw: "},
+        {"dgx1-v100", "a\tb", tu_path("bl-x.json"), run, "name: "},
+        {"dgx1-v100", NULL, tu_tmpdir(), run, "output "},
+        {"dgx1-v100", NULL, tu_path("bl-x.json"), bad_csv, "monitor_csv "},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        remove(tu_path("bl-x.json"));
+        struct camp_baseline_request b = {.csv = bad[i].csv, .setup = &c, .hw = bad[i].hw, .name = bad[i].name,
+                                          .out = bad[i].out};
+        memset(&e, 0, sizeof e);
+        ck_assert_int_eq(rl_exit_code(camp_host_baseline(&b, &r, &e)), 2);
+        const char *quoted = strstr(e.msg, "ratiolab monitor --csv");   /* another command's format, not a flag */
+        const char *flag = strstr(e.msg, "--");
+        ck_assert_msg(strncmp(e.msg, bad[i].field, strlen(bad[i].field)) == 0 && (!flag || flag == quoted + 17),
+                      "case %zu: %s", i, e.msg);
+        ck_assert_msg(access(tu_path("bl-x.json"), F_OK) != 0, "case %zu: a profile was written", i);
+    }
+    plan_setup_free(&c);
+}
+END_TEST
+
 Suite *campaign_suite(void)
 {
     Suite *s = suite_create("campaign");
@@ -144,6 +217,7 @@ Suite *campaign_suite(void)
     tcase_add_test(tc, its_messages_name_fields_not_flags);
     tcase_add_test(tc, the_executors_layout_goes_into_the_inputs);
     tcase_add_test(tc, validate_resolves_the_executors_inputs_after_taking_the_folder);
+    tcase_add_test(tc, host_baseline_from_a_monitor_csv_in_process);
     suite_add_tcase(s, tc);
     return s;
 }

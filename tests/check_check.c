@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/check_json.h"
 #include "tests/util.h"
 
 /* A user's config with keys ratiolab does not know, in an order of the user's. */
@@ -259,6 +260,57 @@ START_TEST(check_warnings_say_what_check_does)
 }
 END_TEST
 
+/* check --json's object (sim/check_json.c) from a verdict made by hand: two DeepSpeed versions of
+ * which only the second honors the ratio, no sub_group_size that honors it under both, memory not
+ * judged: "ok" and "ratio_ok" false, one "versions" entry per version with its own "ratio_ok",
+ * "fix" {"possible": false} and no memory breakdown or "gpu_mem_bytes". */
+START_TEST(check_json_reflects_a_hand_made_verdict)
+{
+    static struct plan_setup c;
+    snprintf(c.model.name, sizeof c.model.name, "m");
+    c.popt.policy = PLAN_POLICY_DS012;
+    c.zero.dtype = PLAN_BF16;
+    c.zero.ds_version = (struct rl_version){0, 16, 1};
+    c.n_more = 1;
+    c.more_versions[0] = (struct rl_version){0, 18, 0};
+    c.more_policies[0] = PLAN_POLICY_DS018;
+    struct sim_check_request q = {.tol = 0.01};
+    static struct sim_check_verdict v;
+    v.requested = 0.3;
+    v.honored = 0.25;
+    v.more_honored[0] = 0.305;
+    v.version_ok[0] = false;
+    v.version_ok[1] = true;
+    v.memory_ok = true;
+    v.n_subgroups = 4;
+    v.sub_group_size = 1000;
+    v.gpu_bytes = 123;
+    v.fix_sgs_none = true;
+    v.fix_ratio = -1;
+    struct plan_hazard_set hz = {0};
+    struct plan_zero written = c.zero;
+    const struct sim_check_report r = {.setup = &c, .q = &q, .v = &v, .hz = &hz, .written = &written,
+                                       .dtype_source = "the DeepSpeed config"};
+    json_t *o = sim_check_json(&r);
+    ck_assert(json_is_false(json_object_get(o, "ok")) && json_is_false(json_object_get(o, "ratio_ok")));
+    ck_assert(json_is_true(json_object_get(o, "memory_ok")) && json_is_false(json_object_get(o, "memory_checked")));
+    ck_assert_str_eq(json_string_value(json_object_get(o, "policy")), "deepspeed-0.12");
+    ck_assert_str_eq(json_string_value(json_object_get(o, "dtype_source")), "the DeepSpeed config");
+    ck_assert_str_eq(json_string_value(json_object_get(o, "gpu_bytes_counts")), "model states");
+    ck_assert(json_object_get(o, "gpu_mem_bytes") == NULL && json_object_get(o, "model_states_bytes") == NULL);
+    ck_assert(json_real_value(json_object_get(o, "requested_ratio")) == 0.3);
+    json_t *vs = json_object_get(o, "versions");
+    ck_assert_int_eq(json_array_size(vs), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(vs, 0), "deepspeed_version")), "0.16.1");
+    ck_assert(json_is_false(json_object_get(json_array_get(vs, 0), "ratio_ok")));
+    ck_assert(json_is_true(json_object_get(json_array_get(vs, 1), "ratio_ok")));
+    ck_assert(json_real_value(json_object_get(json_array_get(vs, 1), "honored_ratio")) == 0.305);
+    json_t *fix = json_object_get(o, "fix");
+    ck_assert(json_is_false(json_object_get(fix, "possible")) && json_object_get(fix, "sub_group_size") == NULL);
+    json_decref(o);
+}
+END_TEST
+
 Suite *check_suite(void)
 {
     Suite *s = suite_create("check");
@@ -274,6 +326,7 @@ Suite *check_suite(void)
     tcase_add_test(tc, each_version_has_its_own_verdict);
     tcase_add_test(tc, check_fix_does_not_make_plan_warn);
     tcase_add_test(tc, check_warnings_say_what_check_does);
+    tcase_add_test(tc, check_json_reflects_a_hand_made_verdict);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -17,6 +17,7 @@
 #include "exec/exec.h"
 #include "exec/exec_impl.h"   /* struct ex_seg, ex__next_piece */
 #include "exec/result_json.h"
+#include "plan/inputs.h"   /* struct plan_setup: ex_launch_check */
 #include "tests/util.h"
 #include "traces/layout.h"
 #include "traces/trace.h"
@@ -822,6 +823,63 @@ START_TEST(bad_input_and_help)
 }
 END_TEST
 
+/* run's library pieces in process: --fail-rank's spec (rank, phase, the fields its errors name),
+ * the launch checks (a pipeline, a failing rank the launch lacks) and run --json's head: the
+ * measured ratio is the critical rank's host-placed over its per-rank elements (3 / 12 = 0.25). */
+START_TEST(fail_spec_launch_check_and_run_json)
+{
+    struct rl_err e = {0};
+    int rank = -1;
+    enum ex_fail_phase ph = EX_FAIL_PHASE_COUNT;
+    ck_assert_int_eq(ex_fail_spec_parse("2", &rank, &ph, &e), 0);
+    ck_assert(rank == 2 && ph == EX_FAIL_STEP);
+    ck_assert_int_eq(ex_fail_spec_parse("1:save-write", &rank, &ph, &e), 0);
+    ck_assert(rank == 1 && ph == EX_FAIL_SAVE_WRITE);
+    ck_assert_int_eq(ex_fail_spec_parse("0:lunch", &rank, &ph, &e), RL_EINVAL);
+    ck_assert_msg(strncmp(e.msg, "fail_phase: 'lunch'", 19) == 0, "%s", e.msg);
+    ck_assert_int_eq(ex_fail_spec_parse("x", &rank, &ph, &e), RL_EINVAL);
+    ck_assert_msg(strncmp(e.msg, "fail_rank: 'x'", 14) == 0, "%s", e.msg);
+    ck_assert_int_eq(ex_fail_spec_parse("123456789012345678901234567890123:step", &rank, &ph, &e), RL_EINVAL);
+    ck_assert_msg(strstr(e.msg, "allowed: R or R:PHASE") != NULL, "%s", e.msg);
+
+    static struct plan_setup c;
+    c.layout.pp = 1;
+    c.layout.dp = 2;
+    struct ex_comm comm = {.rank = 0, .size = 2};
+    struct ex_opts o;
+    ex_opts_default(&o);
+    o.fail_rank = 1;
+    ck_assert_int_eq(ex_launch_check(&c, &o, &comm, &e), 0);
+    o.fail_rank = 2;
+    ck_assert_int_eq(ex_launch_check(&c, &o, &comm, &e), RL_EINVAL);
+    ck_assert_msg(strcmp(e.msg, "fail_rank: 2; allowed: 0 to 1 (the ranks mpirun started)") == 0, "%s", e.msg);
+    c.layout.pp = 2;
+    ck_assert_int_eq(ex_launch_check(&c, &o, &comm, &e), RL_EINVAL);
+    ck_assert_msg(strncmp(e.msg, "pp: 2; ", 7) == 0, "%s", e.msg);
+
+    struct ex_rank_result ranks[2] = {{.rank = 0, .per_rank_numel = 12, .host_placed_numel = 6},
+                                      {.rank = 1, .per_rank_numel = 12, .host_placed_numel = 3}};
+    struct ex_result r = {.backend = EX_BACKEND_CPU, .world = 2, .critical_rank = 1, .ranks = ranks};
+    static struct plan p;
+    p.policy = PLAN_POLICY_EXACT;
+    p.requested_ratio = 0.25;
+    p.honored_ratio = 0.25;
+    p.per_rank_numel = 12;
+    p.cpu_numel = 3;
+    o.schedule = STEP_SCHED_OVERLAP;
+    json_t *j = ex_run_json("tiny", 4, &o, &p, &r);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "model")), "tiny");
+    ck_assert(json_real_value(json_object_get(j, "scale")) == 4);
+    ck_assert(json_real_value(json_object_get(j, "measured_ratio")) == 0.25);
+    ck_assert_str_eq(json_string_value(json_object_get(j, "policy")), "exact");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "compute")), "none");
+    ck_assert_str_eq(json_string_value(json_object_get(j, "comm_dtype")), "fp32");
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "cpu_numel")), 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, "world")), 2);   /* ex_result_json_put's, after */
+    json_decref(j);
+}
+END_TEST
+
 Suite *exec_suite(void)
 {
     Suite *s = suite_create("exec");
@@ -854,6 +912,7 @@ Suite *exec_suite(void)
     tcase_add_test(t, failing_rank_ends_every_rank);
     tcase_add_test(t, world_size_and_pipeline_refused);
     tcase_add_test(t, bad_input_and_help);
+    tcase_add_test(t, fail_spec_launch_check_and_run_json);
     suite_add_tcase(s, t);
     return s;
 }

@@ -13,6 +13,7 @@
 #include "traces/layout.h"
 #include "traces/trace.h"
 #include "tests/util.h"
+#include "validation/tdiff_json.h"
 #include "validation/val.h"   /* val_trace_ranks_union */
 
 #define RUN_CASE "--ratio 0.5 --policy exact"
@@ -203,6 +204,55 @@ START_TEST(diff_lines_up_the_ranks_of_either_trace)
 }
 END_TEST
 
+/* trace diff --json (validation/tdiff.c, in process): rank 0 on both sides gets each side and
+ * diff = b - a per phase, rank 2 only in a gets b and diff null; and a trace file with no span of
+ * a phase category is refused naming the file, while one with a forward span reads back its busy
+ * time (values chosen by hand: 7 - 3 = 4, 20 - 12 = 8, ...). */
+START_TEST(diff_json_is_b_minus_a_per_rank_and_phase)
+{
+    struct val_rank_times ra[2] = {{.rank = 0, .extent_ns = 12, .idle_ns = 2}, {.rank = 2, .extent_ns = 5}};
+    struct val_rank_times rb[1] = {{.rank = 0, .extent_ns = 20, .idle_ns = 1}};
+    ra[0].busy_ns[STEP_PH_FORWARD] = 3;
+    rb[0].busy_ns[STEP_PH_FORWARD] = 7;
+    ra[0].exposed_ns[STEP_PH_FORWARD] = 3;
+    rb[0].exposed_ns[STEP_PH_FORWARD] = 5;
+    struct val_trace_times a = {.ranks = ra, .n_ranks = 2}, b = {.ranks = rb, .n_ranks = 1};
+    json_t *o = val_trace_diff_json("A.json", "B.json", &a, &b);
+    ck_assert_str_eq(json_string_value(json_object_get(o, "a")), "A.json");
+    json_t *ranks = json_object_get(o, "ranks");
+    ck_assert_int_eq(json_array_size(ranks), 2);
+    json_t *r0 = json_array_get(ranks, 0), *r2 = json_array_get(ranks, 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(r2, "rank")), 2);
+    ck_assert(json_is_null(json_object_get(r2, "b")) && json_is_null(json_object_get(r2, "diff")));
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(r2, "a"), "extent_ns")), 5);
+    json_t *d = json_object_get(r0, "diff");
+    ck_assert_int_eq(json_integer_value(json_object_get(d, "extent_ns")), 8);
+    ck_assert_int_eq(json_integer_value(json_object_get(d, "idle_ns")), -1);
+    json_t *fwd = json_object_get(json_object_get(d, "phases"), step_phase_name(STEP_PH_FORWARD));
+    ck_assert_int_eq(json_integer_value(json_object_get(fwd, "busy_ns")), 4);
+    ck_assert_int_eq(json_integer_value(json_object_get(fwd, "exposed_ns")), 2);
+    json_t *fa = json_object_get(json_object_get(json_object_get(r0, "a"), "phases"), step_phase_name(STEP_PH_FORWARD));
+    ck_assert_int_eq(json_integer_value(json_object_get(fa, "busy_ns")), 3);
+    ck_assert_int_eq(json_object_size(json_object_get(d, "phases")), STEP_PH_COUNT);
+    json_decref(o);
+
+    struct val_trace_times t;
+    struct rl_err e = {0};
+    const char *none = tu_write("tdiff-none.json", "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 1, \"tid\": 1, "
+                                "\"name\": \"x\", \"cat\": \"other\", \"ts\": 0, \"dur\": 1}]}");
+    ck_assert_int_eq(val_trace_times_read(none, &t, &e), RL_EINVAL);
+    ck_assert_msg(strncmp(e.msg, none, strlen(none)) == 0 && strstr(e.msg, "no span with a phase category"), "%s", e.msg);
+    char text[512];
+    snprintf(text, sizeof text, "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 1, \"tid\": 1, \"name\": \"f\", "
+             "\"cat\": \"%s\", \"ts\": 1.000, \"dur\": 2.500}]}", step_phase_name(STEP_PH_FORWARD));
+    ck_assert_msg(val_trace_times_read(tu_write("tdiff-one.json", text), &t, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(t.n_ranks, 1);
+    ck_assert_int_eq(t.ranks[0].rank, 0);   /* pid 1: rank 0 */
+    ck_assert_int_eq(t.ranks[0].busy_ns[STEP_PH_FORWARD], 2500);
+    val_trace_times_free(&t);
+}
+END_TEST
+
 Suite *trace_layout_suite(void)
 {
     Suite *s = suite_create("trace_layout");
@@ -211,6 +261,7 @@ Suite *trace_layout_suite(void)
     tcase_add_test(tc, phase_table_matches_the_step_phases);
     tcase_add_test(tc, run_and_predict_write_the_same_categories);
     tcase_add_test(tc, diff_lines_up_the_ranks_of_either_trace);
+    tcase_add_test(tc, diff_json_is_b_minus_a_per_rank_and_phase);
     if (tu_have_program("gnuplot")) {
         tcase_add_test(tc, timeline_draws_one_step_of_each);
         tcase_add_test(tc, pids_select_the_same_ranks);

@@ -1,11 +1,13 @@
 /* validation/tdiff.c — per-rank, per-phase busy and exposed time of a trace in the shared layout
- * (see val.h). */
+ * (see val.h), and two traces lined up by rank and phase as `trace diff --json` prints them
+ * (tdiff_json.h). */
 #include <jansson.h>   /* json_loads: args.rank */
 #include <stdlib.h>
 #include <string.h>
 
 #include "plan/step.h"
 #include "traces/layout.h"
+#include "validation/tdiff_json.h"
 #include "validation/val.h"
 
 static int phase_of(const char *cat)
@@ -137,4 +139,65 @@ void val_trace_ranks_union(const struct val_trace_times *a, const struct val_tra
         i += ra == r;
         j += rb == r;
     }
+}
+
+int val_trace_times_read(const char *path, struct val_trace_times *t, struct rl_err *e)
+{
+    struct trace_doc d;
+    int rc = trace_read(path, &d, e);
+    if (rc)
+        return rc;
+    rc = val_trace_times(&d, t, e);
+    trace_doc_free(&d);
+    if (!rc && t->n_ranks == 0) {
+        val_trace_times_free(t);
+        rc = rl_errf(e, RL_EINVAL, "%s: no span with a phase category (cat one of forward, backward, "
+                     "gpu_adam, ...: the layout ratiolab predict --trace and ratiolab run write)", path);
+    }
+    return rc;
+}
+
+/* One side of a rank ({"extent_ns","idle_ns","phases":{phase:{"busy_ns","exposed_ns"}}}), or the
+ * difference b - a of two sides when both are given; null when the trace has no such rank. */
+static json_t *side_json(const struct val_rank_times *a, const struct val_rank_times *b)
+{
+    if (!a)
+        return json_null();
+    static const struct val_rank_times zero;
+    const struct val_rank_times *x = b ? a : &zero, *y = b ? b : a;   /* the figure is y - x */
+    json_t *o = json_object();
+    json_object_set_new(o, "extent_ns", json_integer(y->extent_ns - x->extent_ns));
+    json_object_set_new(o, "idle_ns", json_integer(y->idle_ns - x->idle_ns));
+    json_t *ph = json_object();
+    for (int p = 0; p < STEP_PH_COUNT; p++) {
+        json_t *z = json_object();
+        json_object_set_new(z, "busy_ns", json_integer(y->busy_ns[p] - x->busy_ns[p]));
+        json_object_set_new(z, "exposed_ns", json_integer(y->exposed_ns[p] - x->exposed_ns[p]));
+        json_object_set_new(ph, step_phase_name(p), z);
+    }
+    json_object_set_new(o, "phases", ph);
+    return o;
+}
+
+json_t *val_trace_diff_json(const char *path_a, const char *path_b, const struct val_trace_times *a,
+                            const struct val_trace_times *b)
+{
+    int *ranks, nr;
+    val_trace_ranks_union(a, b, &ranks, &nr);
+    json_t *o = json_object();
+    json_object_set_new(o, "a", json_string(path_a));
+    json_object_set_new(o, "b", json_string(path_b));
+    json_t *arr = json_array();
+    for (int k = 0; k < nr; k++) {
+        const struct val_rank_times *x = val_trace_rank(a, ranks[k]), *y = val_trace_rank(b, ranks[k]);
+        json_t *r = json_object();
+        json_object_set_new(r, "rank", json_integer(ranks[k]));
+        json_object_set_new(r, "a", side_json(x, NULL));
+        json_object_set_new(r, "b", side_json(y, NULL));
+        json_object_set_new(r, "diff", x && y ? side_json(x, y) : json_null());
+        json_array_append_new(arr, r);
+    }
+    json_object_set_new(o, "ranks", arr);
+    free(ranks);
+    return o;
 }

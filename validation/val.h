@@ -183,6 +183,10 @@ const struct val_rank_times *val_trace_rank(const struct val_trace_times *t, int
 /* The ranks of either trace, ascending, each once (`trace diff` lines them up): *ranks malloc'd
  * (NULL and *n 0 when out of memory or both are empty). O(ranks of a + ranks of b). */
 void val_trace_ranks_union(const struct val_trace_times *a, const struct val_trace_times *b, int **ranks, int *n);
+/* The per-rank times of the trace file at path (trace_read, then val_trace_times): a trace with no
+ * span of a phase category is RL_EINVAL naming the file and the categories looked for (`trace
+ * diff` has nothing to line up); t holds nothing to free on an error. */
+int val_trace_times_read(const char *path, struct val_trace_times *t, struct rl_err *e);
 
 /* ---- the executor against the simulator (ratiolab validate --ratios) ---------------------------
  * One row per (ratio, schedule, policy): what the simulator predicted and the executor measured,
