@@ -437,6 +437,11 @@ static int step_setup(const struct plan *p, const struct hw_profile *hw, const s
                       struct rl_err *e)
 {
     memset(r, 0, sizeof *r);
+    /* The step simulated is ZeRO-3's (parameters, gradients and optimizer states partitioned, the
+     * parameters gathered per module); a stage 0-2 config would get ZeRO-3's memory and time. */
+    if (p->zero.stage != 3)
+        return rl_errf(e, RL_EINVAL, "zero_optimization.stage: %d is not simulated; allowed: 3 (the simulator "
+                       "models ZeRO-3's step only)", p->zero.stage);
     int rc = place_ranks(p, hw, in, gpu, ranks, r, e);
     if (rc)
         return rc;

@@ -61,6 +61,14 @@ static const struct bad_case cases[] = {
      "plan --ds-config c.json --out o.txt", 2, "offload_optimizer.ratio", NULL},
     {"ratio below stage 3", W("c.json", "{\"zero_optimization\":{\"stage\":2,\"offload_optimizer\":{\"device\":\"cpu\",\"ratio\":0.3}}}"),
      "predict --ds-config c.json --trace o.json", 2, "zero_optimization.stage", "ignored"},
+    /* The simulator models ZeRO-3's step only: a stage 0-2 config (no ratio, so no hazard) would get
+     * ZeRO-3's memory and time, so predict, sweep and tune refuse it (plan and check still read it). */
+    {"predict of a stage 1 config", W("c.json", "{\"zero_optimization\":{\"stage\":1,\"offload_optimizer\":{\"device\":\"cpu\"}}}"),
+     "predict --ds-config c.json --trace o.json", 2, "zero_optimization.stage: 1", "allowed: 3"},
+    {"sweep of a config without a stage", W("c.json", "{\"zero_optimization\":{\"offload_optimizer\":{\"device\":\"cpu\"}}}"),
+     "sweep --ds-config c.json --ratios 0,1 --out o.csv", 2, "zero_optimization.stage: 0", "allowed: 3"},
+    {"tune of a stage 2 config", W("c.json", "{\"zero_optimization\":{\"stage\":2}}"),
+     "tune --ds-config c.json --micro-batches 1 --json", 2, "zero_optimization.stage: 2", "allowed: 3"},
     {"offload device gpu", W("c.json", "{\"zero_optimization\":{\"stage\":3,\"offload_optimizer\":{\"device\":\"gpu\"}}}"),
      "plan --ds-config c.json --out o.txt", 2, "offload_optimizer.device", "\"cpu\""},
     {"pin_memory a word", W("c.json", "{\"zero_optimization\":{\"stage\":3,\"offload_optimizer\":{\"device\":\"cpu\",\"pin_memory\":\"maybe\"}}}"),
