@@ -326,6 +326,67 @@ static int fill_random(const struct ex_backend *be, struct ex_dev *d, void *dst,
     return rc;
 }
 
+/* FLOPs of shape q's calls in one pass of run (its layer blocks' times over unless `last`). */
+static double gemm_shape_flop(const struct calib_run *run, const struct calib_gemm_shape *q)
+{
+    return 2.0 * (double)q->m * (double)q->n * (double)q->k * (double)q->count *
+           (double)(run->layers > 0 && !q->last ? run->layers : 1);
+}
+
+/* The list's largest operands (elements of A, B and C over its shapes, at least 1 each), its
+ * FLOPs per pass in *flop, and the list as --gemm takes it in g->gemm_shapes. */
+static void gemm_list(const struct calib_run *run, int64_t *ma, int64_t *mb, int64_t *mc, double *flop,
+                      struct calib_gpu *g)
+{
+    *ma = *mb = *mc = 1;
+    *flop = 0;
+    g->gemm_shapes[0] = 0;
+    for (int i = 0; i < run->n_gemm; i++) {
+        const struct calib_gemm_shape *q = &run->gemm[i];
+        *ma = q->m * q->k > *ma ? q->m * q->k : *ma;
+        *mb = q->k * q->n > *mb ? q->k * q->n : *mb;
+        *mc = q->m * q->n > *mc ? q->m * q->n : *mc;
+        *flop += gemm_shape_flop(run, q);
+        size_t l = strlen(g->gemm_shapes);
+        snprintf(g->gemm_shapes + l, sizeof g->gemm_shapes - l, "%s%lldx%lldx%lldx%lld", i ? "," : "",
+                 (long long)q->m, (long long)q->n, (long long)q->k, (long long)q->count);
+    }
+}
+
+/* One kind of GEMM (0: fp32, the executor's; 1: bf16 in, fp32 accumulate, the buffers reread as
+ * bf16) over a, b, c: the whole pass of `flop` FLOPs, then each of the first g->n_gemm_shapes
+ * shapes alone (its calls of one pass); reps counted repeats after a warm-up. */
+static int gemm_kind(const struct ex_backend *be, struct ex_dev *d, const struct calib_run *run, int kind,
+                     double flop, int reps, void *a, void *b, void *c, struct calib_gpu *g, struct rl_err *e)
+{
+    double v[64];   /* per repeat: FLOP/s */
+    int rc = 0;
+    for (int r = 0; r <= reps && !rc; r++) {
+        double sec = 0;
+        rc = gemm_pass(be, d, run, kind == 1, a, b, c, &sec, e);
+        if (!rc && r > 0)
+            v[r - 1] = sec > 0 ? flop / sec : 0;
+    }
+    if (!rc)
+        calib_figure_of(kind ? &g->bf16_flops : &g->sgemm_flops, v, reps);
+    for (int i = 0; i < g->n_gemm_shapes && !rc; i++) {
+        struct calib_run one = {.n_gemm = 1, .layers = run->layers};
+        one.gemm[0] = run->gemm[i];
+        g->gemm_shape[i] = run->gemm[i];
+        double f1 = gemm_shape_flop(run, &run->gemm[i]);
+        double w[64];
+        for (int r = 0; r <= reps && !rc; r++) {
+            double sec = 0;
+            rc = gemm_pass(be, d, &one, kind == 1, a, b, c, &sec, e);
+            if (!rc && r > 0)
+                w[r - 1] = sec > 0 ? f1 / sec : 0;
+        }
+        if (!rc)
+            calib_figure_of(&g->gemm_shape_flops[kind][i], w, reps);
+    }
+    return rc;
+}
+
 int calib_measure_gpu_gemm(const struct ex_backend *be, const struct calib_run *run, bool thorough,
                            struct calib_gpu *g, struct rl_err *e)
 {
@@ -338,24 +399,12 @@ int calib_measure_gpu_gemm(const struct ex_backend *be, const struct calib_run *
         def.gemm[0] = (struct calib_gemm_shape){4096, 4096, 4096, 1, false};
         run = &def;
     }
-    int64_t ma = 1, mb = 1, mc = 1;
-    double flop = 0;
-    g->gemm_shapes[0] = 0;
-    for (int i = 0; i < run->n_gemm; i++) {
-        const struct calib_gemm_shape *q = &run->gemm[i];
-        ma = q->m * q->k > ma ? q->m * q->k : ma;
-        mb = q->k * q->n > mb ? q->k * q->n : mb;
-        mc = q->m * q->n > mc ? q->m * q->n : mc;
-        flop += 2.0 * (double)q->m * (double)q->n * (double)q->k * (double)q->count *
-                (double)(run->layers > 0 && !q->last ? run->layers : 1);
-        size_t l = strlen(g->gemm_shapes);
-        snprintf(g->gemm_shapes + l, sizeof g->gemm_shapes - l, "%s%lldx%lldx%lldx%lld", i ? "," : "",
-                 (long long)q->m, (long long)q->n, (long long)q->k, (long long)q->count);
-    }
+    int64_t ma, mb, mc;
+    double flop;
+    gemm_list(run, &ma, &mb, &mc, &flop, g);
     static struct ex_comm solo = {.size = 1};
     struct ex_dev *d = NULL;
     void *a = NULL, *b = NULL, *c = NULL;
-    double v[2][64];   /* per kind, per repeat: FLOP/s */
     int reps = thorough ? 15 : 7;
     int rc = be->open(&d, &solo, 0, 0, e);
     if (!rc)
@@ -369,38 +418,10 @@ int calib_measure_gpu_gemm(const struct ex_backend *be, const struct calib_run *
         rc = fill_random(be, d, a, ma * 4, e);
     if (!rc)
         rc = fill_random(be, d, b, mb * 4, e);
-    /* 0: fp32 (the executor's), 1: bf16 in, fp32 accumulate (the buffers reread as bf16) */
+    /* 0: fp32 (the executor's), 1: bf16 in, fp32 accumulate (where the backend has it) */
     g->n_gemm_shapes = run->n_gemm < 16 ? run->n_gemm : 16;
-    for (int kind = 0; kind < 2 && !rc; kind++) {
-        if (kind == 1 && !be->gemm_lowp)
-            break;
-        for (int r = 0; r <= reps && !rc; r++) {
-            double sec = 0;
-            rc = gemm_pass(be, d, run, kind == 1, a, b, c, &sec, e);
-            if (!rc && r > 0)
-                v[kind][r - 1] = sec > 0 ? flop / sec : 0;
-        }
-        if (!rc)
-            calib_figure_of(kind ? &g->bf16_flops : &g->sgemm_flops, v[kind], reps);
-        /* Then each shape alone: its calls of one pass. */
-        for (int i = 0; i < g->n_gemm_shapes && !rc; i++) {
-            struct calib_run one = {.n_gemm = 1, .layers = run->layers};
-            one.gemm[0] = run->gemm[i];
-            g->gemm_shape[i] = run->gemm[i];
-            const struct calib_gemm_shape *q = &run->gemm[i];
-            double f1 = 2.0 * (double)q->m * (double)q->n * (double)q->k * (double)q->count *
-                        (double)(run->layers > 0 && !q->last ? run->layers : 1);
-            double w[64];
-            for (int r = 0; r <= reps && !rc; r++) {
-                double sec = 0;
-                rc = gemm_pass(be, d, &one, kind == 1, a, b, c, &sec, e);
-                if (!rc && r > 0)
-                    w[r - 1] = sec > 0 ? f1 / sec : 0;
-            }
-            if (!rc)
-                calib_figure_of(&g->gemm_shape_flops[kind][i], w, reps);
-        }
-    }
+    for (int kind = 0; kind < 2 && !rc && (kind == 0 || be->gemm_lowp); kind++)
+        rc = gemm_kind(be, d, run, kind, flop, reps, a, b, c, g, e);
     if (!rc) {
         g->gemm_flop = flop;
         g->have_gemm = true;
