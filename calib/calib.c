@@ -204,21 +204,12 @@ static void host_facts(struct calib *c)
     snprintf(c->isa, sizeof c->isa, "%s", kern_isa_resolve(KERN_ISA_AUTO, &isa, &ie) == 0 ? kern_isa_name(isa) : "?");
 }
 
-int calib_measure(const struct calib_opts *o, struct calib *c, struct rl_err *e)
+/* DRAM: triad over three arrays far larger than the caches, `reps` repeats after a warm-up per
+ * thread count (a GPU profile: one thread and all of them, which bound the best). Progress counts
+ * on from *done. RL_ENOMEM when the arrays cannot be allocated. */
+static int measure_dram(const struct calib_opts *o, int reps, int total, int *done, struct calib *c,
+                        struct rl_err *e)
 {
-    memset(c, 0, sizeof *c);
-    host_facts(c);
-    c->devices = o->devices > 0 ? o->devices : 1;
-    c->n_threads = o->max_threads > 0 ? o->max_threads : c->cores;
-    if (c->n_threads > CALIB_MAX_THREADS)
-        c->n_threads = CALIB_MAX_THREADS;
-    c->device_threads = o->device_threads > 0 ? o->device_threads : c->cores / c->devices;
-    if (c->device_threads < 1)
-        c->device_threads = 1;
-    int reps = o->thorough ? 15 : 9;
-    int total = 2 * c->n_threads + 4, done = 0;
-
-    /* DRAM: triad over three arrays far larger than the caches. */
     c->dram_array_bytes = (int64_t)(o->thorough ? 256 : 64) << 20;
     int64_t n = c->dram_array_bytes / 4;
     float *a = malloc((size_t)c->dram_array_bytes), *b = malloc((size_t)c->dram_array_bytes),
@@ -241,7 +232,7 @@ int calib_measure(const struct calib_opts *o, struct calib *c, struct rl_err *e)
             continue;   /* a GPU profile takes the best triad; one thread and all of them bound it */
         char what[64];
         snprintf(what, sizeof what, "DRAM triad, %d thread%s", t, t == 1 ? "" : "s");
-        progress(o, what, done++, total);
+        progress(o, what, (*done)++, total);
         double x[64];
         triad_gbps(a, b, cc, n, t);   /* warm-up */
         for (int r = 0; r < reps; r++)
@@ -251,37 +242,28 @@ int calib_measure(const struct calib_opts *o, struct calib *c, struct rl_err *e)
     free(a);
     free(b);
     free(cc);
+    return 0;
+}
 
-    /* CPU Adam (kernels/, the executor's host kernel) against threads. */
-    c->adam_numel = (int64_t)(o->thorough ? 16 : 4) << 20;
+/* The emulated device: copy threads (one alone, then one per device at once), its Adam and GEMM
+ * on device_threads threads, and its launch cost. Progress counts on from *done. */
+static int measure_emulated_device(const struct calib_opts *o, int reps, int total, int *done, struct calib *c,
+                                   struct rl_err *e)
+{
     int rc;
-    for (int t = 1; t <= (o->gpu_host ? 1 : c->n_threads); t++) {   /* a GPU profile: per core */
-        char what[64];
-        snprintf(what, sizeof what, "CPU Adam, %d thread%s", t, t == 1 ? "" : "s");
-        progress(o, what, done++, total);
-        if ((rc = adam_run(c->adam_numel, t, reps, &c->adam_elems_per_s[t - 1], e)))
-            return rc;
-    }
-    if (o->gpu_host) {   /* no emulated device on a GPU machine: its copies, Adam, GEMM, launch */
-        rc = calib_measure_host(o, c->n_threads, &c->host_costs, e);
-        progress(o, "done", total, total);
-        return rc;
-    }
-    /* Copy threads: one alone, then one per device at once. */
     c->copy_bytes = (int64_t)(o->thorough ? 256 : 64) << 20;
-    progress(o, "copy threads", done++, total);
+    progress(o, "copy threads", (*done)++, total);
     if ((rc = copy_run(c->copy_bytes, 1, reps, &c->copy_gbps, e)) ||
         (rc = copy_run(c->copy_bytes, c->devices, reps, &c->copy_all_gbps, e)))
         return rc;
-    /* The emulated device: its Adam and GEMM on device_threads threads, and its launch cost. */
-    progress(o, "device Adam", done++, total);
+    progress(o, "device Adam", (*done)++, total);
     if ((rc = adam_run(c->adam_numel, c->device_threads, reps, &c->device_adam_elems_per_s, e)))
         return rc;
-    progress(o, "device GEMM (OpenBLAS sgemm)", done++, total);
+    progress(o, "device GEMM (OpenBLAS sgemm)", (*done)++, total);
     c->gemm_n = o->thorough ? 2048 : 1024;
     if ((rc = gemm_run(c->gemm_n, c->device_threads, o->thorough ? 5 : 3, &c->gemm_flops, e)))
         return rc;
-    progress(o, "launch latency", done++, total);
+    progress(o, "launch latency", (*done)++, total);
     double x[64];
     for (int r = 0; r < reps; r++) {
         double t0 = now_s();
@@ -294,7 +276,42 @@ int calib_measure(const struct calib_opts *o, struct calib *c, struct rl_err *e)
         x[r] = (now_s() - t0) * 1e6 / 1000;
     }
     calib_figure_of(&c->launch_us, x, reps);
-    if ((rc = calib_measure_host(o, c->n_threads, &c->host_costs, e)))
+    return 0;
+}
+
+int calib_measure(const struct calib_opts *o, struct calib *c, struct rl_err *e)
+{
+    memset(c, 0, sizeof *c);
+    host_facts(c);
+    c->devices = o->devices > 0 ? o->devices : 1;
+    c->n_threads = o->max_threads > 0 ? o->max_threads : c->cores;
+    if (c->n_threads > CALIB_MAX_THREADS)
+        c->n_threads = CALIB_MAX_THREADS;
+    c->device_threads = o->device_threads > 0 ? o->device_threads : c->cores / c->devices;
+    if (c->device_threads < 1)
+        c->device_threads = 1;
+    int reps = o->thorough ? 15 : 9;
+    int total = 2 * c->n_threads + 4, done = 0;
+    int rc = measure_dram(o, reps, total, &done, c, e);
+    if (rc)
+        return rc;
+
+    /* CPU Adam (kernels/, the executor's host kernel) against threads. */
+    c->adam_numel = (int64_t)(o->thorough ? 16 : 4) << 20;
+    for (int t = 1; t <= (o->gpu_host ? 1 : c->n_threads); t++) {   /* a GPU profile: per core */
+        char what[64];
+        snprintf(what, sizeof what, "CPU Adam, %d thread%s", t, t == 1 ? "" : "s");
+        progress(o, what, done++, total);
+        if ((rc = adam_run(c->adam_numel, t, reps, &c->adam_elems_per_s[t - 1], e)))
+            return rc;
+    }
+    if (o->gpu_host) {   /* no emulated device on a GPU machine: its copies, Adam, GEMM, launch */
+        rc = calib_measure_host(o, c->n_threads, &c->host_costs, e);
+        progress(o, "done", total, total);
+        return rc;
+    }
+    if ((rc = measure_emulated_device(o, reps, total, &done, c, e)) ||
+        (rc = calib_measure_host(o, c->n_threads, &c->host_costs, e)))
         return rc;
     progress(o, "done", total, total);
     return 0;
