@@ -204,21 +204,12 @@ static void host_facts(struct calib *c)
     snprintf(c->isa, sizeof c->isa, "%s", kern_isa_resolve(KERN_ISA_AUTO, &isa, &ie) == 0 ? kern_isa_name(isa) : "?");
 }
 
-int calib_measure(const struct calib_opts *o, struct calib *c, struct rl_err *e)
+/* DRAM: triad over three arrays far larger than the caches, `reps` repeats after a warm-up per
+ * thread count (a GPU profile: one thread and all of them, which bound the best). Progress counts
+ * on from *done. RL_ENOMEM when the arrays cannot be allocated. */
+static int measure_dram(const struct calib_opts *o, int reps, int total, int *done, struct calib *c,
+                        struct rl_err *e)
 {
-    memset(c, 0, sizeof *c);
-    host_facts(c);
-    c->devices = o->devices > 0 ? o->devices : 1;
-    c->n_threads = o->max_threads > 0 ? o->max_threads : c->cores;
-    if (c->n_threads > CALIB_MAX_THREADS)
-        c->n_threads = CALIB_MAX_THREADS;
-    c->device_threads = o->device_threads > 0 ? o->device_threads : c->cores / c->devices;
-    if (c->device_threads < 1)
-        c->device_threads = 1;
-    int reps = o->thorough ? 15 : 9;
-    int total = 2 * c->n_threads + 4, done = 0;
-
-    /* DRAM: triad over three arrays far larger than the caches. */
     c->dram_array_bytes = (int64_t)(o->thorough ? 256 : 64) << 20;
     int64_t n = c->dram_array_bytes / 4;
     float *a = malloc((size_t)c->dram_array_bytes), *b = malloc((size_t)c->dram_array_bytes),
@@ -241,7 +232,7 @@ int calib_measure(const struct calib_opts *o, struct calib *c, struct rl_err *e)
             continue;   /* a GPU profile takes the best triad; one thread and all of them bound it */
         char what[64];
         snprintf(what, sizeof what, "DRAM triad, %d thread%s", t, t == 1 ? "" : "s");
-        progress(o, what, done++, total);
+        progress(o, what, (*done)++, total);
         double x[64];
         triad_gbps(a, b, cc, n, t);   /* warm-up */
         for (int r = 0; r < reps; r++)
@@ -251,37 +242,28 @@ int calib_measure(const struct calib_opts *o, struct calib *c, struct rl_err *e)
     free(a);
     free(b);
     free(cc);
+    return 0;
+}
 
-    /* CPU Adam (kernels/, the executor's host kernel) against threads. */
-    c->adam_numel = (int64_t)(o->thorough ? 16 : 4) << 20;
+/* The emulated device: copy threads (one alone, then one per device at once), its Adam and GEMM
+ * on device_threads threads, and its launch cost. Progress counts on from *done. */
+static int measure_emulated_device(const struct calib_opts *o, int reps, int total, int *done, struct calib *c,
+                                   struct rl_err *e)
+{
     int rc;
-    for (int t = 1; t <= (o->gpu_host ? 1 : c->n_threads); t++) {   /* a GPU profile: per core */
-        char what[64];
-        snprintf(what, sizeof what, "CPU Adam, %d thread%s", t, t == 1 ? "" : "s");
-        progress(o, what, done++, total);
-        if ((rc = adam_run(c->adam_numel, t, reps, &c->adam_elems_per_s[t - 1], e)))
-            return rc;
-    }
-    if (o->gpu_host) {   /* no emulated device on a GPU machine: its copies, Adam, GEMM, launch */
-        rc = calib_measure_host(o, c->n_threads, &c->host_costs, e);
-        progress(o, "done", total, total);
-        return rc;
-    }
-    /* Copy threads: one alone, then one per device at once. */
     c->copy_bytes = (int64_t)(o->thorough ? 256 : 64) << 20;
-    progress(o, "copy threads", done++, total);
+    progress(o, "copy threads", (*done)++, total);
     if ((rc = copy_run(c->copy_bytes, 1, reps, &c->copy_gbps, e)) ||
         (rc = copy_run(c->copy_bytes, c->devices, reps, &c->copy_all_gbps, e)))
         return rc;
-    /* The emulated device: its Adam and GEMM on device_threads threads, and its launch cost. */
-    progress(o, "device Adam", done++, total);
+    progress(o, "device Adam", (*done)++, total);
     if ((rc = adam_run(c->adam_numel, c->device_threads, reps, &c->device_adam_elems_per_s, e)))
         return rc;
-    progress(o, "device GEMM (OpenBLAS sgemm)", done++, total);
+    progress(o, "device GEMM (OpenBLAS sgemm)", (*done)++, total);
     c->gemm_n = o->thorough ? 2048 : 1024;
     if ((rc = gemm_run(c->gemm_n, c->device_threads, o->thorough ? 5 : 3, &c->gemm_flops, e)))
         return rc;
-    progress(o, "launch latency", done++, total);
+    progress(o, "launch latency", (*done)++, total);
     double x[64];
     for (int r = 0; r < reps; r++) {
         double t0 = now_s();
@@ -294,7 +276,42 @@ int calib_measure(const struct calib_opts *o, struct calib *c, struct rl_err *e)
         x[r] = (now_s() - t0) * 1e6 / 1000;
     }
     calib_figure_of(&c->launch_us, x, reps);
-    if ((rc = calib_measure_host(o, c->n_threads, &c->host_costs, e)))
+    return 0;
+}
+
+int calib_measure(const struct calib_opts *o, struct calib *c, struct rl_err *e)
+{
+    memset(c, 0, sizeof *c);
+    host_facts(c);
+    c->devices = o->devices > 0 ? o->devices : 1;
+    c->n_threads = o->max_threads > 0 ? o->max_threads : c->cores;
+    if (c->n_threads > CALIB_MAX_THREADS)
+        c->n_threads = CALIB_MAX_THREADS;
+    c->device_threads = o->device_threads > 0 ? o->device_threads : c->cores / c->devices;
+    if (c->device_threads < 1)
+        c->device_threads = 1;
+    int reps = o->thorough ? 15 : 9;
+    int total = 2 * c->n_threads + 4, done = 0;
+    int rc = measure_dram(o, reps, total, &done, c, e);
+    if (rc)
+        return rc;
+
+    /* CPU Adam (kernels/, the executor's host kernel) against threads. */
+    c->adam_numel = (int64_t)(o->thorough ? 16 : 4) << 20;
+    for (int t = 1; t <= (o->gpu_host ? 1 : c->n_threads); t++) {   /* a GPU profile: per core */
+        char what[64];
+        snprintf(what, sizeof what, "CPU Adam, %d thread%s", t, t == 1 ? "" : "s");
+        progress(o, what, done++, total);
+        if ((rc = adam_run(c->adam_numel, t, reps, &c->adam_elems_per_s[t - 1], e)))
+            return rc;
+    }
+    if (o->gpu_host) {   /* no emulated device on a GPU machine: its copies, Adam, GEMM, launch */
+        rc = calib_measure_host(o, c->n_threads, &c->host_costs, e);
+        progress(o, "done", total, total);
+        return rc;
+    }
+    if ((rc = measure_emulated_device(o, reps, total, &done, c, e)) ||
+        (rc = calib_measure_host(o, c->n_threads, &c->host_costs, e)))
         return rc;
     progress(o, "done", total, total);
     return 0;
@@ -837,15 +854,15 @@ static void fig_span(const struct calib_figure *f, double scale, char *buf, size
              f->repeats);
 }
 
-/* The figures of one rank of the run (measured on every rank at once, under the run's launch)
- * replace the node-wide ones they correspond to: the device's GEMM rate at the model's shapes,
- * its memory rate as its Adam at the rank's size achieves it, host Adam and copies at the chunk
- * size, the memory all ranks share at their working sets, the collectives at the run's sizes. */
-static void run_figures(const struct calib *c, struct hw_writer *w)
+/* What every run figure's source ends with: how the ranks measured it. */
+static const char run_all_ranks[] = "every rank at once under the validated run's mpirun, the slowest rank's time "
+                                    "per repeat";
+
+/* The device's GEMM rate at the model's shapes and its synthetic gradient shares. */
+static void run_figures_device(const struct calib *c, struct hw_writer *w)
 {
     char sp[160];
-    int W = c->run_ranks > 0 ? c->run_ranks : 1;
-    const char *all = "every rank at once under the validated run's mpirun, the slowest rank's time per repeat";
+    const char *all = run_all_ranks;
     if (c->run_gemm_flop > 0 && c->run_gemm_flops.median > 0) {
         hw_put(w, "gpu.tensor_tflops", c->run_gemm_flops.median * 1e-12);
         hw_put(w, "gpu.fp32_tflops", c->run_gemm_flops.median * 1e-12);
@@ -869,6 +886,13 @@ static void run_figures(const struct calib *c, struct hw_writer *w)
             "bucket of %lld fp32 elements written on the cpu backend's compute stream, as its backward does before "
             "each reduce-scatter, %s: elements/s %s", (long long)c->run_grad_elements, all, sp);
     }
+}
+
+/* The device's memory rate as its Adam at the rank's size achieves it, and host Adam at the chunk size. */
+static void run_figures_adam(const struct calib *c, struct hw_writer *w)
+{
+    char sp[160];
+    const char *all = run_all_ranks;
     if (c->run_device_adam_numel > 0 && c->run_device_adam_elems_per_s.median > 0) {
         hw_put(w, "gpu.hbm_gbps", c->run_device_adam_elems_per_s.median * 30 * 1e-9);
         hw_put(w, "gpu.hbm_efficiency", 1.0);
@@ -885,6 +909,14 @@ static void run_figures(const struct calib *c, struct hw_writer *w)
             "the rank's %lld elements in calls of %lld (the run's chunk), %s: elements/s %s", c->isa,
             (long long)c->run_device_adam_numel, (long long)c->run_host_adam_numel, all, sp);
     }
+}
+
+/* Copies at the chunk size (and W ranks' of them at once, the uplink), the memory all W ranks
+ * share at their working sets. */
+static void run_figures_memory(const struct calib *c, int W, struct hw_writer *w)
+{
+    char sp[160];
+    const char *all = run_all_ranks;
     if (c->run_copy_bytes > 0 && c->run_copy_gbps.median > 0) {
         double g = c->run_copy_gbps.median;
         fig_span(&c->run_copy_gbps, 1, sp, sizeof sp);
@@ -906,6 +938,13 @@ static void run_figures(const struct calib *c, struct hw_writer *w)
             "%lld bytes per rank (the rank's model states), on all %d ranks at once, the sum of their rates: GB/s %s",
             (long long)c->run_triad_bytes, W, sp);
     }
+}
+
+/* The collectives at the run's sizes on W > 1 ranks, by alpha-beta over MPI's latency. */
+static void run_figures_collectives(const struct calib *c, int W, struct hw_writer *w)
+{
+    char sp[160];
+    const char *all = run_all_ranks;
     double alpha = c->have_mpi ? c->collective_latency_us.median : 0;
     const struct {
         const char *key;           /* collectives.* */
@@ -934,27 +973,50 @@ static void run_figures(const struct calib *c, struct hw_writer *w)
     }
 }
 
-int calib_profile(const struct calib *c, const char *name, char **out, struct rl_err *e)
+/* The figures of one rank of the run (measured on every rank at once, under the run's launch)
+ * replace the node-wide ones they correspond to: the device's GEMM rate at the model's shapes,
+ * its memory rate as its Adam at the rank's size achieves it, host Adam and copies at the chunk
+ * size, the memory all ranks share at their working sets, the collectives at the run's sizes. */
+static void run_figures(const struct calib *c, struct hw_writer *w)
 {
-    int at = 1;
-    double dram = best_dram(c, &at);
-    const struct calib_figure *dr = &c->dram_gbps[at - 1];
-    const struct calib_figure *a1 = &c->adam_elems_per_s[0];
-    double adam_bytes = 30;   /* fp32 p, m, v, grad read (16), p, m, v written (12), bf16 copy written (2) */
-    double dev_adam = c->device_adam_elems_per_s.median;
-    double gemm_tflops = c->gemm_flops.median * 1e-12;
-    bool have_gemm = gemm_tflops > 0;
-    if (!have_gemm)   /* without OpenBLAS: a nominal figure, said so in the source */
-        gemm_tflops = 0.01;
-    /* The estimates below start from figures as the profile holds them (within their keys' ranges). */
-    double copy1 = hw_clamp("gpu.h2d_pinned_gbps", c->copy_gbps.median);
-    double coll = c->have_mpi ? c->allgather_busbw_gbps.median : copy1 / 2;
-    double coll_rs = c->have_mpi ? c->reduce_scatter_busbw_gbps.median : copy1 / 2;
+    int W = c->run_ranks > 0 ? c->run_ranks : 1;
+    run_figures_device(c, w);
+    run_figures_adam(c, w);
+    run_figures_memory(c, W, w);
+    run_figures_collectives(c, W, w);
+}
 
-    struct hw_writer wr, *w = &wr;
-    int rc = hw_writer_open(w, NULL, e);
-    if (rc)
-        return rc;
+/* The emulated device's figures as the profile holds them, derived once from the measurements;
+ * every section of calib_profile writes from these. */
+struct emu_figures {
+    int dram_threads;              /* thread count of the best triad (1 when none beats 0) */
+    double dram_gbps;              /* that triad's median, GB/s: the socket's and the device's memory rate */
+    double adam_bytes;             /* bytes the measured Adam moves per element */
+    double gemm_tflops;            /* the device GEMM's median, TFLOP/s, or the nominal 0.01 without OpenBLAS */
+    bool have_gemm;                /* gemm_tflops was measured */
+    double copy1_gbps;             /* one copy thread, within gpu.h2d_pinned_gbps's range */
+    double allgather_gbps;         /* MPI's all-gather bus bandwidth, or half copy1_gbps without MPI */
+    double reduce_scatter_gbps;    /* MPI's reduce-scatter bus bandwidth, or half copy1_gbps without MPI */
+};
+
+static void emu_derive(const struct calib *c, struct emu_figures *f)
+{
+    f->dram_threads = 1;
+    f->dram_gbps = best_dram(c, &f->dram_threads);
+    f->adam_bytes = 30;   /* fp32 p, m, v, grad read (16), p, m, v written (12), bf16 copy written (2) */
+    f->gemm_tflops = c->gemm_flops.median * 1e-12;
+    f->have_gemm = f->gemm_tflops > 0;
+    if (!f->have_gemm)   /* without OpenBLAS: a nominal figure, said so in the source */
+        f->gemm_tflops = 0.01;
+    /* The estimates below start from figures as the profile holds them (within their keys' ranges). */
+    f->copy1_gbps = hw_clamp("gpu.h2d_pinned_gbps", c->copy_gbps.median);
+    f->allgather_gbps = c->have_mpi ? c->allgather_busbw_gbps.median : f->copy1_gbps / 2;
+    f->reduce_scatter_gbps = c->have_mpi ? c->reduce_scatter_busbw_gbps.median : f->copy1_gbps / 2;
+}
+
+/* The name, the description and node.*: one socket, one "switch" holding every device. */
+static void emu_put_node(const struct calib *c, const struct emu_figures *f, const char *name, struct hw_writer *w)
+{
     hw_put_str(w, "name", name);
     char desc[512];
     snprintf(desc, sizeof desc, "emulated devices (ratiolab cpu backend) on %s: %s, %d cores, %d devices of %d "
@@ -964,22 +1026,27 @@ int calib_profile(const struct calib *c, const char *name, char **out, struct rl
     hw_put(w, "node.gpus", c->devices);
     hw_put(w, "node.host_memory_bytes", (double)c->host_mem_bytes);
     hw_put_at(w, "node.sockets[].cores", 0, c->cores);
-    hw_put_at(w, "node.sockets[].dram_gbps", 0, dram);
-    hw_put(w, "node.inter_socket_gbps", dram);
+    hw_put_at(w, "node.sockets[].dram_gbps", 0, f->dram_gbps);
+    hw_put(w, "node.inter_socket_gbps", f->dram_gbps);
     int gl[HW_MAX_GPUS];
     for (int g = 0; g < c->devices && g < HW_MAX_GPUS; g++)
         gl[g] = g;
     hw_put_at(w, "node.pcie_switches[].socket", 0, 0);
     hw_put_at(w, "node.pcie_switches[].uplink_gbps", 0, c->copy_all_gbps.median);
     hw_put_list(w, "node.pcie_switches[].gpus", 0, gl, c->devices < HW_MAX_GPUS ? c->devices : HW_MAX_GPUS);
+}
 
+/* gpu.*, collectives.*, network.*, latency_us.* and cpu_adam.*: the device is host DRAM and cores. */
+static void emu_put_device(const struct calib *c, const struct emu_figures *f, struct hw_writer *w)
+{
+    double copy1 = f->copy1_gbps;
     hw_put_str(w, "gpu.model", "emulated (host DRAM and cores)");
     hw_put(w, "gpu.memory_bytes", (double)(c->host_mem_bytes / c->devices));
-    hw_put(w, "gpu.hbm_gbps", dram);
-    hw_put(w, "gpu.hbm_efficiency", dev_adam * adam_bytes / (dram * 1e9));
-    hw_put(w, "gpu.tensor_tflops", gemm_tflops);
+    hw_put(w, "gpu.hbm_gbps", f->dram_gbps);
+    hw_put(w, "gpu.hbm_efficiency", c->device_adam_elems_per_s.median * f->adam_bytes / (f->dram_gbps * 1e9));
+    hw_put(w, "gpu.tensor_tflops", f->gemm_tflops);
     hw_put(w, "gpu.tensor_efficiency", 1.0);
-    hw_put(w, "gpu.fp32_tflops", gemm_tflops);
+    hw_put(w, "gpu.fp32_tflops", f->gemm_tflops);
     hw_put(w, "gpu.fp32_efficiency", 1.0);
     hw_put(w, "gpu.h2d_pinned_gbps", copy1);
     hw_put(w, "gpu.d2h_pinned_gbps", copy1);
@@ -989,23 +1056,27 @@ int calib_profile(const struct calib *c, const char *name, char **out, struct rl
     hw_put(w, "gpu.allocator_overhead", 0);
     hw_put(w, "gpu.emulated", 1);
     hw_put(w, "gpu.emulated_cores", c->device_threads);
-    hw_put(w, "collectives.allgather_busbw_gbps", coll);
-    hw_put(w, "collectives.reduce_scatter_busbw_gbps", coll_rs);
-    hw_put(w, "collectives.allreduce_busbw_gbps", coll_rs);
+    hw_put(w, "collectives.allgather_busbw_gbps", f->allgather_gbps);
+    hw_put(w, "collectives.reduce_scatter_busbw_gbps", f->reduce_scatter_gbps);
+    hw_put(w, "collectives.allreduce_busbw_gbps", f->reduce_scatter_gbps);
     hw_put(w, "network.node_gbps", copy1);
     hw_put(w, "latency_us.kernel_launch", c->launch_us.median);
     hw_put(w, "latency_us.pcie_copy", 0);
     hw_put(w, "latency_us.collective_intra", c->have_mpi ? c->collective_latency_us.median : 0);
     hw_put(w, "latency_us.collective_inter", 0);
-    hw_put(w, "cpu_adam.elements_per_s_per_core", a1->median);
-    hw_put(w, "cpu_adam.dram_bytes_per_element", adam_bytes);
+    hw_put(w, "cpu_adam.elements_per_s_per_core", c->adam_elems_per_s[0].median);
+    hw_put(w, "cpu_adam.dram_bytes_per_element", f->adam_bytes);
+}
 
-    /* Sources: method, host, date and spread for every number. */
-    char curve[600] = "", acurve[600] = "";
+/* The sources of node.*: the triad's curve by threads, the copy threads at once. */
+static void emu_src_node(const struct calib *c, const struct emu_figures *f, struct hw_writer *w)
+{
+    const struct calib_figure *dr = &c->dram_gbps[f->dram_threads - 1];
+    int at = f->dram_threads;
+    char curve[600] = "";
     for (int t = 0; t < c->n_threads; t++) {
-        size_t l = strlen(curve), l2 = strlen(acurve);
+        size_t l = strlen(curve);
         snprintf(curve + l, sizeof curve - l, "%s%d: %.1f", t ? ", " : "", t + 1, c->dram_gbps[t].median);
-        snprintf(acurve + l2, sizeof acurve - l2, "%s%d: %.3g", t ? ", " : "", t + 1, c->adam_elems_per_s[t].median);
     }
     src(w, "node.gpus", c, "the emulated devices (ranks) the profile is for (--devices)");
     src(w, "node.host_memory_bytes", c, "MemTotal (sysconf)");
@@ -1021,14 +1092,19 @@ int calib_profile(const struct calib *c, const char *name, char **out, struct rl
         "rates: median %.2f GB/s, spread %.2f..%.2f, %d repeats (the copies of all devices share DRAM)", c->devices,
         (long long)(c->copy_bytes >> 20), c->copy_all_gbps.median, c->copy_all_gbps.min, c->copy_all_gbps.max,
         c->copy_all_gbps.repeats);
+}
+
+/* The sources of gpu.*: device Adam over the triad, the GEMM (or its nominal figure), the copies. */
+static void emu_src_gpu(const struct calib *c, const struct emu_figures *f, struct hw_writer *w)
+{
     src(w, "gpu.memory_bytes", c, "host memory divided among the emulated devices");
     src(w, "gpu.hbm_gbps", c, "device memory is host DRAM: the triad bandwidth above");
     src(w, "gpu.hbm_efficiency", c, "device Adam (%d thread%s, %lld elements, kernels/ CPU Adam, %s): median %.3g "
         "elements/s (spread %.3g..%.3g, %d repeats) x %.0f B per element over the DRAM bandwidth",
         c->device_threads, c->device_threads == 1 ? "" : "s", (long long)c->adam_numel, c->isa,
         c->device_adam_elems_per_s.median, c->device_adam_elems_per_s.min, c->device_adam_elems_per_s.max,
-        c->device_adam_elems_per_s.repeats, adam_bytes);
-    if (have_gemm) {
+        c->device_adam_elems_per_s.repeats, f->adam_bytes);
+    if (f->have_gemm) {
         char g[400];
         snprintf(g, sizeof g, "OpenBLAS cblas_sgemm %dx%dx%d on %d thread%s (the device's): median %.3g TFLOP/s, "
                  "spread %.3g..%.3g, %d repeats; the emulated device computes in fp32 whatever the model dtype",
@@ -1051,16 +1127,20 @@ int calib_profile(const struct calib *c, const char *name, char **out, struct rl
     src(w, "gpu.allocator_overhead", c, "the emulated device pool allocates exactly");
     src(w, "gpu.emulated", c, "ratiolab cpu backend: device memory and kernels are host DRAM and cores");
     src(w, "gpu.emulated_cores", c, "threads of one emulated device's kernels (--device-threads)");
+}
+
+/* The sources of collectives.*, network.*, latency_us.* and cpu_adam.*: MPI's figures or, without
+ * mpirun, the estimates said so; CPU Adam's curve by threads. */
+static void emu_src_links(const struct calib *c, struct hw_writer *w)
+{
     const char *cn[3] = {"collectives.allgather_busbw_gbps", "collectives.reduce_scatter_busbw_gbps",
                          "collectives.allreduce_busbw_gbps"};
     for (int i = 0; i < 3; i++) {
+        const struct calib_figure *bw = i == 0 ? &c->allgather_busbw_gbps : &c->reduce_scatter_busbw_gbps;
         if (c->have_mpi)
             src(w, cn[i], c, "MPI %s under mpirun, %d ranks, %lld MiB per rank, bus bandwidth (nccl-tests convention): "
                 "median %.2f GB/s, spread %.2f..%.2f%s", i == 0 ? "all-gather" : "reduce-scatter", c->coll_ranks,
-                (long long)(c->coll_max_bytes >> 20),
-                (i == 0 ? &c->allgather_busbw_gbps : &c->reduce_scatter_busbw_gbps)->median,
-                (i == 0 ? &c->allgather_busbw_gbps : &c->reduce_scatter_busbw_gbps)->min,
-                (i == 0 ? &c->allgather_busbw_gbps : &c->reduce_scatter_busbw_gbps)->max,
+                (long long)(c->coll_max_bytes >> 20), bw->median, bw->min, bw->max,
                 i == 2 ? " (all-reduce taken as reduce-scatter; unverified)" : "");
         else
             src(w, cn[i], c, "not measured (not run under mpirun): estimated as half the one-thread copy bandwidth "
@@ -1078,11 +1158,34 @@ int calib_profile(const struct calib *c, const char *name, char **out, struct rl
     else
         src(w, "latency_us.collective_intra", c, "not measured (not run under mpirun): 0; unverified");
     src(w, "latency_us.collective_inter", c, "one node: unused");
+    const struct calib_figure *a1 = &c->adam_elems_per_s[0];
+    char acurve[600] = "";
+    for (int t = 0; t < c->n_threads; t++) {
+        size_t l = strlen(acurve);
+        snprintf(acurve + l, sizeof acurve - l, "%s%d: %.3g", t ? ", " : "", t + 1, c->adam_elems_per_s[t].median);
+    }
     src(w, "cpu_adam.elements_per_s_per_core", c, "kernels/ CPU Adam (%s, AdamW, fp32 grad, bf16 copy) on one "
         "thread, %lld elements: median %.3g elements/s, spread %.3g..%.3g, %d repeats; elements/s by threads: %s",
         c->isa, (long long)c->adam_numel, a1->median, a1->min, a1->max, a1->repeats, acurve);
     src(w, "cpu_adam.dram_bytes_per_element", c, "what the measured kernel moves: fp32 param, m, v, grad read, "
         "param, m, v written, bf16 copy written = 30 B");
+}
+
+int calib_profile(const struct calib *c, const char *name, char **out, struct rl_err *e)
+{
+    struct emu_figures f;
+    emu_derive(c, &f);
+    struct hw_writer wr, *w = &wr;
+    int rc = hw_writer_open(w, NULL, e);
+    if (rc)
+        return rc;
+    /* The figures first, then their sources (the writer keeps the order of the calls). */
+    emu_put_node(c, &f, name, w);
+    emu_put_device(c, &f, w);
+    /* Sources: method, host, date and spread for every number. */
+    emu_src_node(c, &f, w);
+    emu_src_gpu(c, &f, w);
+    emu_src_links(c, w);
     if (c->have_run)
         run_figures(c, w);
     calib_host_json(&c->host_costs, c->host, c->date, w);

@@ -326,6 +326,67 @@ static int fill_random(const struct ex_backend *be, struct ex_dev *d, void *dst,
     return rc;
 }
 
+/* FLOPs of shape q's calls in one pass of run (its layer blocks' times over unless `last`). */
+static double gemm_shape_flop(const struct calib_run *run, const struct calib_gemm_shape *q)
+{
+    return 2.0 * (double)q->m * (double)q->n * (double)q->k * (double)q->count *
+           (double)(run->layers > 0 && !q->last ? run->layers : 1);
+}
+
+/* The list's largest operands (elements of A, B and C over its shapes, at least 1 each), its
+ * FLOPs per pass in *flop, and the list as --gemm takes it in g->gemm_shapes. */
+static void gemm_list(const struct calib_run *run, int64_t *ma, int64_t *mb, int64_t *mc, double *flop,
+                      struct calib_gpu *g)
+{
+    *ma = *mb = *mc = 1;
+    *flop = 0;
+    g->gemm_shapes[0] = 0;
+    for (int i = 0; i < run->n_gemm; i++) {
+        const struct calib_gemm_shape *q = &run->gemm[i];
+        *ma = q->m * q->k > *ma ? q->m * q->k : *ma;
+        *mb = q->k * q->n > *mb ? q->k * q->n : *mb;
+        *mc = q->m * q->n > *mc ? q->m * q->n : *mc;
+        *flop += gemm_shape_flop(run, q);
+        size_t l = strlen(g->gemm_shapes);
+        snprintf(g->gemm_shapes + l, sizeof g->gemm_shapes - l, "%s%lldx%lldx%lldx%lld", i ? "," : "",
+                 (long long)q->m, (long long)q->n, (long long)q->k, (long long)q->count);
+    }
+}
+
+/* One kind of GEMM (0: fp32, the executor's; 1: bf16 in, fp32 accumulate, the buffers reread as
+ * bf16) over a, b, c: the whole pass of `flop` FLOPs, then each of the first g->n_gemm_shapes
+ * shapes alone (its calls of one pass); reps counted repeats after a warm-up. */
+static int gemm_kind(const struct ex_backend *be, struct ex_dev *d, const struct calib_run *run, int kind,
+                     double flop, int reps, void *a, void *b, void *c, struct calib_gpu *g, struct rl_err *e)
+{
+    double v[64];   /* per repeat: FLOP/s */
+    int rc = 0;
+    for (int r = 0; r <= reps && !rc; r++) {
+        double sec = 0;
+        rc = gemm_pass(be, d, run, kind == 1, a, b, c, &sec, e);
+        if (!rc && r > 0)
+            v[r - 1] = sec > 0 ? flop / sec : 0;
+    }
+    if (!rc)
+        calib_figure_of(kind ? &g->bf16_flops : &g->sgemm_flops, v, reps);
+    for (int i = 0; i < g->n_gemm_shapes && !rc; i++) {
+        struct calib_run one = {.n_gemm = 1, .layers = run->layers};
+        one.gemm[0] = run->gemm[i];
+        g->gemm_shape[i] = run->gemm[i];
+        double f1 = gemm_shape_flop(run, &run->gemm[i]);
+        double w[64];
+        for (int r = 0; r <= reps && !rc; r++) {
+            double sec = 0;
+            rc = gemm_pass(be, d, &one, kind == 1, a, b, c, &sec, e);
+            if (!rc && r > 0)
+                w[r - 1] = sec > 0 ? f1 / sec : 0;
+        }
+        if (!rc)
+            calib_figure_of(&g->gemm_shape_flops[kind][i], w, reps);
+    }
+    return rc;
+}
+
 int calib_measure_gpu_gemm(const struct ex_backend *be, const struct calib_run *run, bool thorough,
                            struct calib_gpu *g, struct rl_err *e)
 {
@@ -338,24 +399,12 @@ int calib_measure_gpu_gemm(const struct ex_backend *be, const struct calib_run *
         def.gemm[0] = (struct calib_gemm_shape){4096, 4096, 4096, 1, false};
         run = &def;
     }
-    int64_t ma = 1, mb = 1, mc = 1;
-    double flop = 0;
-    g->gemm_shapes[0] = 0;
-    for (int i = 0; i < run->n_gemm; i++) {
-        const struct calib_gemm_shape *q = &run->gemm[i];
-        ma = q->m * q->k > ma ? q->m * q->k : ma;
-        mb = q->k * q->n > mb ? q->k * q->n : mb;
-        mc = q->m * q->n > mc ? q->m * q->n : mc;
-        flop += 2.0 * (double)q->m * (double)q->n * (double)q->k * (double)q->count *
-                (double)(run->layers > 0 && !q->last ? run->layers : 1);
-        size_t l = strlen(g->gemm_shapes);
-        snprintf(g->gemm_shapes + l, sizeof g->gemm_shapes - l, "%s%lldx%lldx%lldx%lld", i ? "," : "",
-                 (long long)q->m, (long long)q->n, (long long)q->k, (long long)q->count);
-    }
+    int64_t ma, mb, mc;
+    double flop;
+    gemm_list(run, &ma, &mb, &mc, &flop, g);
     static struct ex_comm solo = {.size = 1};
     struct ex_dev *d = NULL;
     void *a = NULL, *b = NULL, *c = NULL;
-    double v[2][64];   /* per kind, per repeat: FLOP/s */
     int reps = thorough ? 15 : 7;
     int rc = be->open(&d, &solo, 0, 0, e);
     if (!rc)
@@ -369,38 +418,10 @@ int calib_measure_gpu_gemm(const struct ex_backend *be, const struct calib_run *
         rc = fill_random(be, d, a, ma * 4, e);
     if (!rc)
         rc = fill_random(be, d, b, mb * 4, e);
-    /* 0: fp32 (the executor's), 1: bf16 in, fp32 accumulate (the buffers reread as bf16) */
+    /* 0: fp32 (the executor's), 1: bf16 in, fp32 accumulate (where the backend has it) */
     g->n_gemm_shapes = run->n_gemm < 16 ? run->n_gemm : 16;
-    for (int kind = 0; kind < 2 && !rc; kind++) {
-        if (kind == 1 && !be->gemm_lowp)
-            break;
-        for (int r = 0; r <= reps && !rc; r++) {
-            double sec = 0;
-            rc = gemm_pass(be, d, run, kind == 1, a, b, c, &sec, e);
-            if (!rc && r > 0)
-                v[kind][r - 1] = sec > 0 ? flop / sec : 0;
-        }
-        if (!rc)
-            calib_figure_of(kind ? &g->bf16_flops : &g->sgemm_flops, v[kind], reps);
-        /* Then each shape alone: its calls of one pass. */
-        for (int i = 0; i < g->n_gemm_shapes && !rc; i++) {
-            struct calib_run one = {.n_gemm = 1, .layers = run->layers};
-            one.gemm[0] = run->gemm[i];
-            g->gemm_shape[i] = run->gemm[i];
-            const struct calib_gemm_shape *q = &run->gemm[i];
-            double f1 = 2.0 * (double)q->m * (double)q->n * (double)q->k * (double)q->count *
-                        (double)(run->layers > 0 && !q->last ? run->layers : 1);
-            double w[64];
-            for (int r = 0; r <= reps && !rc; r++) {
-                double sec = 0;
-                rc = gemm_pass(be, d, &one, kind == 1, a, b, c, &sec, e);
-                if (!rc && r > 0)
-                    w[r - 1] = sec > 0 ? f1 / sec : 0;
-            }
-            if (!rc)
-                calib_figure_of(&g->gemm_shape_flops[kind][i], w, reps);
-        }
-    }
+    for (int kind = 0; kind < 2 && !rc && (kind == 0 || be->gemm_lowp); kind++)
+        rc = gemm_kind(be, d, run, kind, flop, reps, a, b, c, g, e);
     if (!rc) {
         g->gemm_flop = flop;
         g->have_gemm = true;
@@ -508,58 +529,60 @@ static void setsrc(struct hw_writer *w, const char *key, const char *host, const
     hw_source(w, key, all);
 }
 
-int calib_gpu_profile(const struct calib *c, const struct calib_gpu *g, const char *base_text,
-                          const char *name, char **out, struct rl_err *e)
+/* The base profile read through the profile's table (what is kept of it: the topology, the
+ * peaks) into *base (malloc'd; free it); RL_EINVAL naming base_profile when it is not one. */
+static int gpu_profile_base(const char *base_text, struct hw_profile **base, struct rl_err *e)
 {
-    /* The base is read through the profile's table (what is kept of it: the topology, the peaks),
-       and the measured figures are written over it through the same table. */
-    struct hw_profile *base = malloc(sizeof *base);
+    *base = malloc(sizeof **base);
     struct rl_err be;
-    int rc = base ? hw_parse(base, base_text, "base_profile", NULL, &be) : RL_ENOMEM;
+    int rc = *base ? hw_parse(*base, base_text, "base_profile", NULL, &be) : RL_ENOMEM;
     if (rc) {
-        free(base);
+        free(*base);
+        *base = NULL;
         return rc == RL_ENOMEM ? rl_errf(e, RL_ENOMEM, "calibrate: out of memory")
                                : rl_errf(e, RL_EINVAL, "base_profile: not a hardware profile (%s)", be.msg);
     }
-    struct hw_writer wr, *src = &wr;
-    if ((rc = hw_writer_open(src, base_text, e))) {
-        free(base);
-        return rc;
-    }
-    hw_put_str(src, "name", name);
-    hw_put_str(src, "gpu.model", g->model);
-    hw_put(src, "gpu.memory_bytes", (double)g->memory_bytes);
-    setsrc(src, "gpu.memory_bytes", c->host, c->date, "cudaDeviceProp.totalGlobalMem of GPU 0");
-    /* Copies: the slowest GPU's median (the step waits for the slowest). */
+    return 0;
+}
+
+/* One kind of copy (k: h2d pinned, d2h pinned, h2d pageable, d2h pageable): the slowest GPU's
+ * median (the step waits for the slowest), with every GPU's and GPU 0's by size in the source. */
+static void gpu_profile_copy(const struct calib *c, const struct calib_gpu *g, int k, struct hw_writer *src)
+{
     const char *keys[4] = {"h2d_pinned_gbps", "d2h_pinned_gbps", "h2d_pageable_gbps", "d2h_pageable_gbps"};
     const struct calib_figure *arr[4] = {g->h2d_pinned_gbps, g->d2h_pinned_gbps, g->h2d_pageable_gbps, g->d2h_pageable_gbps};
-    for (int k = 0; k < 4; k++) {
-        double lo = arr[k][0].median;
-        char per[400] = "";
-        for (int d = 0; d < g->n_gpus; d++) {
-            lo = arr[k][d].median < lo ? arr[k][d].median : lo;
-            size_t l = strlen(per);
-            snprintf(per + l, sizeof per - l, "%sGPU %d %.2f (%.2f..%.2f)", d ? ", " : "", d, arr[k][d].median,
-                     arr[k][d].min, arr[k][d].max);
-        }
-        char key[64];
-        snprintf(key, sizeof key, "gpu.%s", keys[k]);
-        hw_put(src, key, lo);
-        char bysize[900] = "";
-        for (int z = 0; z < g->n_copy_sizes; z++) {
-            size_t l = strlen(bysize);
-            const struct calib_figure *f = &g->copy_size_gbps[k][z];
-            snprintf(bysize + l, sizeof bysize - l, "%s%lld B %.2f (%.2f..%.2f)", z ? ", " : "",
-                     (long long)g->copy_size_bytes[z], f->median, f->min, f->max);
-        }
-        const struct calib_figure *lt = &g->copy_latency_us[k];
-        setsrc(src, key, c->host, c->date, "cudaMemcpyAsync of %lld MiB, one GPU at a time, %d repeats, slowest GPU's "
-               "median; GB/s per GPU: %s; GPU 0 at the flush's sizes (median of %d, min..max): %s; a %lld B copy "
-               "%.2f us (%.2f..%.2f); each timed by CUDA events around the copy", (long long)(g->copy_bytes >> 20),
-               arr[k][0].repeats, per, g->copy_size_gbps[k][0].repeats, g->n_copy_sizes ? bysize : "not measured",
-               (long long)g->latency_bytes, lt->median, lt->min, lt->max);
+    double lo = arr[k][0].median;
+    char per[400] = "";
+    for (int d = 0; d < g->n_gpus; d++) {
+        lo = arr[k][d].median < lo ? arr[k][d].median : lo;
+        size_t l = strlen(per);
+        snprintf(per + l, sizeof per - l, "%sGPU %d %.2f (%.2f..%.2f)", d ? ", " : "", d, arr[k][d].median,
+                 arr[k][d].min, arr[k][d].max);
     }
-    /* A copy's latency: the larger of the pinned small copies' times (device side, CUDA events). */
+    char key[64];
+    snprintf(key, sizeof key, "gpu.%s", keys[k]);
+    hw_put(src, key, lo);
+    char bysize[900] = "";
+    for (int z = 0; z < g->n_copy_sizes; z++) {
+        size_t l = strlen(bysize);
+        const struct calib_figure *f = &g->copy_size_gbps[k][z];
+        snprintf(bysize + l, sizeof bysize - l, "%s%lld B %.2f (%.2f..%.2f)", z ? ", " : "",
+                 (long long)g->copy_size_bytes[z], f->median, f->min, f->max);
+    }
+    const struct calib_figure *lt = &g->copy_latency_us[k];
+    setsrc(src, key, c->host, c->date, "cudaMemcpyAsync of %lld MiB, one GPU at a time, %d repeats, slowest GPU's "
+           "median; GB/s per GPU: %s; GPU 0 at the flush's sizes (median of %d, min..max): %s; a %lld B copy "
+           "%.2f us (%.2f..%.2f); each timed by CUDA events around the copy", (long long)(g->copy_bytes >> 20),
+           arr[k][0].repeats, per, g->copy_size_gbps[k][0].repeats, g->n_copy_sizes ? bysize : "not measured",
+           (long long)g->latency_bytes, lt->median, lt->min, lt->max);
+}
+
+/* The copies: each kind's rate, then a copy's latency, the larger of the pinned small copies'
+ * times (device side, CUDA events), when measured. */
+static void gpu_profile_copies(const struct calib *c, const struct calib_gpu *g, struct hw_writer *src)
+{
+    for (int k = 0; k < 4; k++)
+        gpu_profile_copy(c, g, k, src);
     if (g->copy_latency_us[0].repeats > 0) {
         const struct calib_figure *lh = &g->copy_latency_us[0], *ld = &g->copy_latency_us[1];
         const struct calib_figure *lm = ld->median > lh->median ? ld : lh;
@@ -569,8 +592,14 @@ int calib_gpu_profile(const struct calib *c, const struct calib_gpu *g, const ch
                "D2H %.2f us (%.2f..%.2f), median of %d; the larger taken", (long long)g->latency_bytes, lh->median,
                lh->min, lh->max, ld->median, ld->min, ld->max, lh->repeats);
     }
-    /* The all-at-once figure went through the switches of the GPUs measured (0 .. n - 1), not
-     * through every switch of the profile: one GPU's measurement is one switch's uplink. */
+}
+
+/* The switches' uplinks and the device memory: the all-at-once figure went through the switches
+ * of the GPUs measured (0 .. n - 1), not through every switch of the profile: one GPU's
+ * measurement is one switch's uplink. HBM is the D2D copy, GPU Adam its efficiency. */
+static void gpu_profile_links(const struct calib *c, const struct calib_gpu *g, const struct hw_profile *base,
+                              struct hw_writer *src)
+{
     int used = 0;
     for (int i = 0; i < base->n_switches; i++) {
         bool mine = false;
@@ -594,7 +623,12 @@ int calib_gpu_profile(const struct calib *c, const struct calib_gpu *g, const ch
     setsrc(src, "gpu.hbm_efficiency", c->host, c->date, "kernels/ CUDA Adam on GPU 0, %lld elements, fp32 gradient: "
            "%.3g elements/s (%.3g..%.3g) x 28 B over the D2D bandwidth", (long long)g->adam_numel,
            g->adam_elems_per_s.median, g->adam_elems_per_s.min, g->adam_elems_per_s.max);
-    /* Host side from the CPU measurements. */
+}
+
+/* Host side from the CPU measurements: the best triad divided over the base's sockets, CPU Adam on
+ * one thread, and the host's first touch, memcpy and cast rates (calib_measure with gpu_host). */
+static void gpu_profile_host(const struct calib *c, const struct hw_profile *base, struct hw_writer *src)
+{
     double best = 0;
     int bt = 0;
     for (int t = 0; t < c->n_threads; t++)
@@ -611,44 +645,46 @@ int calib_gpu_profile(const struct calib *c, const struct calib_gpu *g, const ch
            "elements: %.3g elements/s (median of %d, %.3g..%.3g)", c->isa, (long long)c->adam_numel,
            c->adam_elems_per_s[0].median, c->adam_elems_per_s[0].repeats, c->adam_elems_per_s[0].min,
            c->adam_elems_per_s[0].max);
-    /* The host's first touch, memcpy and cast rates (calib_measure with gpu_host). */
     calib_host_json(&c->host_costs, c->host, c->date, src);
-    /* GEMMs at the model's shapes: the achieved rate over the base profile's peak. */
-    if (g->have_gemm) {
-        const struct {
-            double peak;                   /* the base's peak, TFLOP/s */
-            const char *eff;               /* its gpu.* efficiency key */
-            const struct calib_figure *f;    /* measured FLOP/s */
-            const char *what;              /* the call */
-        } k[2] = {{base->tensor_tflops, "tensor_efficiency", &g->bf16_flops, "cublasGemmEx bf16 in, fp32 accumulate"},
-                  {base->fp32_tflops, "fp32_efficiency", &g->sgemm_flops, "cublasSgemm (fp32, as the executor)"}};
-        for (int q = 0; q < 2; q++) {
-            double peak = k[q].peak;
-            if (!(peak > 0) || !(k[q].f->median > 0))
-                continue;
-            double ge = k[q].f->median * 1e-12 / peak;
-            char key[64], shapes[1200] = "";
-            snprintf(key, sizeof key, "gpu.%s", k[q].eff);
-            hw_put(src, key, ge);
-            const int kind = q == 0 ? 1 : 0;   /* gemm_shape_flops: 0 fp32, 1 bf16 */
-            for (int si = 0; si < g->n_gemm_shapes; si++) {
-                size_t l = strlen(shapes);
-                const struct calib_gemm_shape *sh = &g->gemm_shape[si];
-                const struct calib_figure *f = &g->gemm_shape_flops[kind][si];
-                snprintf(shapes + l, sizeof shapes - l, "%s%lldx%lldx%lld %.4g (%.4g..%.4g)", si ? ", " : "",
-                         (long long)sh->m, (long long)sh->n, (long long)sh->k, f->median * 1e-12, f->min * 1e-12,
-                         f->max * 1e-12);
-            }
-            setsrc(src, key, c->host, c->date, "%s on GPU 0, inputs random (two bf16 in [-1, 1) per 32-bit word, "
-                   "not zeros), over the GEMMs %s (%.4g GFLOP per pass): %.4g TFLOP/s (%.4g..%.4g, %d repeats) over "
-                   "the profile's %.4g TFLOP/s peak; TFLOP/s by shape MxNxK alone (median, min..max): %s",
-                   k[q].what, g->gemm_shapes, g->gemm_flop * 1e-9, k[q].f->median * 1e-12, k[q].f->min * 1e-12,
-                   k[q].f->max * 1e-12, k[q].f->repeats, peak, g->n_gemm_shapes ? shapes : "not measured");
+}
+
+/* GEMMs at the model's shapes: the achieved rate over the base profile's peak, per kind (tensor:
+ * bf16, fp32) whose peak and rate are both known. Then the CUDA context with cuBLAS loaded:
+ * ratiolab's own process, so a lower bound for a PyTorch rank, which loads more kernels. */
+static void gpu_profile_gemms(const struct calib *c, const struct calib_gpu *g, const struct hw_profile *base,
+                              struct hw_writer *src)
+{
+    const struct {
+        double peak;                   /* the base's peak, TFLOP/s */
+        const char *eff;               /* its gpu.* efficiency key */
+        const struct calib_figure *f;    /* measured FLOP/s */
+        const char *what;              /* the call */
+    } k[2] = {{base->tensor_tflops, "tensor_efficiency", &g->bf16_flops, "cublasGemmEx bf16 in, fp32 accumulate"},
+              {base->fp32_tflops, "fp32_efficiency", &g->sgemm_flops, "cublasSgemm (fp32, as the executor)"}};
+    for (int q = 0; q < 2; q++) {
+        double peak = k[q].peak;
+        if (!(peak > 0) || !(k[q].f->median > 0))
+            continue;
+        double ge = k[q].f->median * 1e-12 / peak;
+        char key[64], shapes[1200] = "";
+        snprintf(key, sizeof key, "gpu.%s", k[q].eff);
+        hw_put(src, key, ge);
+        const int kind = q == 0 ? 1 : 0;   /* gemm_shape_flops: 0 fp32, 1 bf16 */
+        for (int si = 0; si < g->n_gemm_shapes; si++) {
+            size_t l = strlen(shapes);
+            const struct calib_gemm_shape *sh = &g->gemm_shape[si];
+            const struct calib_figure *f = &g->gemm_shape_flops[kind][si];
+            snprintf(shapes + l, sizeof shapes - l, "%s%lldx%lldx%lld %.4g (%.4g..%.4g)", si ? ", " : "",
+                     (long long)sh->m, (long long)sh->n, (long long)sh->k, f->median * 1e-12, f->min * 1e-12,
+                     f->max * 1e-12);
         }
+        setsrc(src, key, c->host, c->date, "%s on GPU 0, inputs random (two bf16 in [-1, 1) per 32-bit word, "
+               "not zeros), over the GEMMs %s (%.4g GFLOP per pass): %.4g TFLOP/s (%.4g..%.4g, %d repeats) over "
+               "the profile's %.4g TFLOP/s peak; TFLOP/s by shape MxNxK alone (median, min..max): %s",
+               k[q].what, g->gemm_shapes, g->gemm_flop * 1e-9, k[q].f->median * 1e-12, k[q].f->min * 1e-12,
+               k[q].f->max * 1e-12, k[q].f->repeats, peak, g->n_gemm_shapes ? shapes : "not measured");
     }
-    /* The CUDA context with cuBLAS loaded: ratiolab's own process, so a lower bound for a PyTorch
-     * rank, which loads more kernels. */
-    if (g->have_gemm && g->context_bytes > 0 && g->cublas_bytes >= 0) {
+    if (g->context_bytes > 0 && g->cublas_bytes >= 0) {
         hw_put(src, "gpu.context_bytes", (double)(g->context_bytes + g->cublas_bytes));
         setsrc(src, "gpu.context_bytes", c->host, c->date, "GPU 0 opened alone by ratiolab's cuda backend: "
                "cudaMemGetInfo's used bytes when open finished, %lld (the CUDA context; other processes' memory "
@@ -657,34 +693,59 @@ int calib_gpu_profile(const struct calib *c, const struct calib_gpu *g, const ch
                "reading, no spread; a PyTorch rank loads more kernels, so this is a lower bound for one",
                (long long)g->context_bytes, (long long)g->cublas_bytes);
     }
-    /* NCCL bus bandwidth at the largest size, latency at the smallest. */
-    if (g->have_nccl && g->n_nccl_sizes > 0) {
-        int last = g->n_nccl_sizes - 1;
-        char ag[600] = "", rs[600] = "";
-        for (int k = 0; k < g->n_nccl_sizes; k++) {
-            size_t la = strlen(ag), lr = strlen(rs);
-            snprintf(ag + la, sizeof ag - la, "%s%lld B: %.3g", k ? ", " : "", (long long)g->nccl_bytes[k],
-                     g->nccl_allgather_busbw_gbps[k].median);
-            snprintf(rs + lr, sizeof rs - lr, "%s%lld B: %.3g", k ? ", " : "", (long long)g->nccl_bytes[k],
-                     g->nccl_reduce_scatter_busbw_gbps[k].median);
-        }
-        {
-            hw_put(src, "collectives.allgather_busbw_gbps", g->nccl_allgather_busbw_gbps[last].median);
-            hw_put(src, "collectives.reduce_scatter_busbw_gbps", g->nccl_reduce_scatter_busbw_gbps[last].median);
-            setsrc(src, "collectives.allgather_busbw_gbps", c->host, c->date, "ncclAllGather under mpirun, %d ranks "
-                   "(one GPU each), bus bandwidth (nccl-tests convention) of the slowest rank at %lld B per rank; "
-                   "GB/s by size: %s", g->nccl_ranks, (long long)g->nccl_bytes[last], ag);
-            setsrc(src, "collectives.reduce_scatter_busbw_gbps", c->host, c->date, "ncclReduceScatter (fp32) under "
-                   "mpirun, %d ranks, bus bandwidth of the slowest rank at %lld B per rank; GB/s by size: %s",
-                   g->nccl_ranks, (long long)g->nccl_bytes[last], rs);
-        }
-        {
-            hw_put(src, "latency_us.collective_intra", g->nccl_latency_us.median);
-            setsrc(src, "latency_us.collective_intra", c->host, c->date, "ncclAllGather of %lld B per rank, %d "
-                   "ranks: %.1f us (%.1f..%.1f)", (long long)g->nccl_bytes[0], g->nccl_ranks,
-                   g->nccl_latency_us.median, g->nccl_latency_us.min, g->nccl_latency_us.max);
-        }
+}
+
+/* NCCL: bus bandwidth at the largest size (the curve by size in the source), latency at the smallest. */
+static void gpu_profile_nccl(const struct calib *c, const struct calib_gpu *g, struct hw_writer *src)
+{
+    int last = g->n_nccl_sizes - 1;
+    char ag[600] = "", rs[600] = "";
+    for (int k = 0; k < g->n_nccl_sizes; k++) {
+        size_t la = strlen(ag), lr = strlen(rs);
+        snprintf(ag + la, sizeof ag - la, "%s%lld B: %.3g", k ? ", " : "", (long long)g->nccl_bytes[k],
+                 g->nccl_allgather_busbw_gbps[k].median);
+        snprintf(rs + lr, sizeof rs - lr, "%s%lld B: %.3g", k ? ", " : "", (long long)g->nccl_bytes[k],
+                 g->nccl_reduce_scatter_busbw_gbps[k].median);
     }
+    hw_put(src, "collectives.allgather_busbw_gbps", g->nccl_allgather_busbw_gbps[last].median);
+    hw_put(src, "collectives.reduce_scatter_busbw_gbps", g->nccl_reduce_scatter_busbw_gbps[last].median);
+    setsrc(src, "collectives.allgather_busbw_gbps", c->host, c->date, "ncclAllGather under mpirun, %d ranks "
+           "(one GPU each), bus bandwidth (nccl-tests convention) of the slowest rank at %lld B per rank; "
+           "GB/s by size: %s", g->nccl_ranks, (long long)g->nccl_bytes[last], ag);
+    setsrc(src, "collectives.reduce_scatter_busbw_gbps", c->host, c->date, "ncclReduceScatter (fp32) under "
+           "mpirun, %d ranks, bus bandwidth of the slowest rank at %lld B per rank; GB/s by size: %s",
+           g->nccl_ranks, (long long)g->nccl_bytes[last], rs);
+    hw_put(src, "latency_us.collective_intra", g->nccl_latency_us.median);
+    setsrc(src, "latency_us.collective_intra", c->host, c->date, "ncclAllGather of %lld B per rank, %d "
+           "ranks: %.1f us (%.1f..%.1f)", (long long)g->nccl_bytes[0], g->nccl_ranks,
+           g->nccl_latency_us.median, g->nccl_latency_us.min, g->nccl_latency_us.max);
+}
+
+int calib_gpu_profile(const struct calib *c, const struct calib_gpu *g, const char *base_text,
+                          const char *name, char **out, struct rl_err *e)
+{
+    /* The base is read through the profile's table (what is kept of it: the topology, the peaks),
+       and the measured figures are written over it through the same table. */
+    struct hw_profile *base;
+    int rc = gpu_profile_base(base_text, &base, e);
+    if (rc)
+        return rc;
+    struct hw_writer wr, *src = &wr;
+    if ((rc = hw_writer_open(src, base_text, e))) {
+        free(base);
+        return rc;
+    }
+    hw_put_str(src, "name", name);
+    hw_put_str(src, "gpu.model", g->model);
+    hw_put(src, "gpu.memory_bytes", (double)g->memory_bytes);
+    setsrc(src, "gpu.memory_bytes", c->host, c->date, "cudaDeviceProp.totalGlobalMem of GPU 0");
+    gpu_profile_copies(c, g, src);
+    gpu_profile_links(c, g, base, src);
+    gpu_profile_host(c, base, src);
+    if (g->have_gemm)
+        gpu_profile_gemms(c, g, base, src);
+    if (g->have_nccl && g->n_nccl_sizes > 0)
+        gpu_profile_nccl(c, g, src);
     free(base);
     return hw_writer_close(src, 6, out, e);
 }

@@ -384,6 +384,125 @@ START_TEST(calibrate_writes_through_the_table)
 }
 END_TEST
 
+/* Profile value at a dotted path ("node.sockets.0.dram_gbps": a number index is an array member). */
+static double at_path(json_t *j, const char *path)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *save = NULL, *p = strtok_r(buf, ".", &save); p && j; p = strtok_r(NULL, ".", &save))
+        j = json_is_array(j) ? json_array_get(j, (size_t)atoi(p)) : json_object_get(j, p);
+    ck_assert_msg(json_is_number(j), "%s: no number", path);
+    return json_number_value(j);
+}
+/* The profile's figure at `path` is `want` (the writer keeps 6 significant digits). */
+static void ck_figure(json_t *j, const char *path, double want)
+{
+    double got = at_path(j, path);
+    ck_assert_msg(fabs(got - want) <= 1e-5 * fabs(want), "%s: %.9g, want %.9g", path, got, want);
+}
+/* The source of `key` is `want` exactly. */
+static void ck_source(json_t *j, const char *key, const char *want)
+{
+    const char *got = json_string_value(json_object_get(json_object_get(j, "sources"), key));
+    ck_assert_msg(got && strcmp(got, want) == 0, "%s: [%s]\nwant [%s]", key, got ? got : "(none)", want);
+}
+
+/* calibrate's derived figures, each worked out by hand from made-up measurements, with a source
+ * sentence each: the emulated device's best triad (2 of 3 threads), its Adam over the triad, the
+ * collectives estimated without mpirun; a run's collectives by alpha-beta (one at the 10 % floor)
+ * and its uplink as 4 ranks' copies; a GPU profile's uplink over the 2 of hgx-h200's 4 switches
+ * that GPUs 0-2 sit behind, the slowest GPU's copy, Adam over D2D, bf16 GEMM over the base's peak
+ * (989 TFLOP/s) and the triad over its 2 sockets. */
+START_TEST(calibrate_figures_by_hand)
+{
+    struct rl_err e = {0};
+    char *out = NULL;
+    static struct calib c;
+    made_up(&c, false);
+    c.n_threads = 3;
+    c.dram_array_bytes = 64 << 20;
+    c.dram_gbps[0] = fig(10), c.dram_gbps[1] = fig(14), c.dram_gbps[2] = fig(12);
+    c.device_adam_elems_per_s = fig(2.1e8);
+    ck_assert_msg(calib_profile(&c, "cal", &out, &e) == 0, "%s", e.msg);
+    json_t *j = json_loads(out, 0, NULL);
+    ck_figure(j, "node.sockets.0.dram_gbps", 14);
+    ck_figure(j, "gpu.hbm_gbps", 14);
+    ck_figure(j, "gpu.hbm_efficiency", 2.1e8 * 30 / 14e9);   /* 0.45 */
+    ck_figure(j, "gpu.memory_bytes", 8.0 * (1 << 30));      /* 16 GiB over 2 devices */
+    ck_figure(j, "collectives.allgather_busbw_gbps", 3.5);  /* half the 7 GB/s copy */
+    ck_source(j, "node.sockets[].dram_gbps", "measured by ratiolab calibrate on h, d: STREAM-style triad a = b + 3c "
+              "over 3 x 64 MiB float arrays, 12 B per element, OpenMP static chunks; best over thread counts (2 "
+              "threads: median 14.00 GB/s, spread 12.60..15.40, 9 repeats); GB/s by threads: 1: 10.0, 2: 14.0, "
+              "3: 12.0");
+    ck_source(j, "collectives.allgather_busbw_gbps", "measured by ratiolab calibrate on h, d: not measured (not run "
+              "under mpirun): estimated as half the one-thread copy bandwidth (7.00 GB/s; shared-memory MPI copies "
+              "through a buffer; unverified)");
+    json_decref(j);
+    free(out);
+
+    made_up(&c, true);
+    c.run_ranks = 4;
+    c.have_mpi = true;
+    c.collective_latency_us = fig(10);
+    c.run_allgather_bytes = 1 << 20;         /* 110 us - 10 us latency: 3 x 1 MiB of bus bytes in 100 us */
+    c.run_allgather_us = fig(110);
+    c.run_reduce_scatter_bytes = 65536;      /* 11 us - 10 us is below 10 % of 11 us: 1.1 us taken */
+    c.run_reduce_scatter_us = fig(11);
+    ck_assert_msg(calib_profile(&c, "cal", &out, &e) == 0, "%s", e.msg);
+    j = json_loads(out, 0, NULL);
+    ck_figure(j, "collectives.allgather_busbw_gbps", 3.0 * 1048576 / 100e-6 * 1e-9);   /* 31.46 */
+    ck_figure(j, "collectives.reduce_scatter_busbw_gbps", 3.0 * 65536 / 1.1e-6 * 1e-9);   /* 178.7 */
+    ck_figure(j, "collectives.allreduce_busbw_gbps", 3.0 * 65536 / 1.1e-6 * 1e-9);
+    ck_figure(j, "node.pcie_switches.0.uplink_gbps", 4 * 6);
+    ck_source(j, "collectives.allgather_busbw_gbps", "measured by ratiolab calibrate on h, d: MPI_Allgather of "
+              "1048576 bytes per rank on 4 ranks, every rank at once under the validated run's mpirun, the slowest "
+              "rank's time per repeat: us median 110, spread 99..121, 9 repeats; bus bytes 3145728 over the time "
+              "beyond the 10.00 us latency");
+    json_decref(j);
+    free(out);
+
+    char path[4096];
+    snprintf(path, sizeof path, "%s/hardware/hgx-h200.json", tu_catalog());
+    char *base = tu_read(path, NULL);
+    made_up(&c, false);
+    c.dram_gbps[1] = fig(14);
+    static struct calib_gpu g;
+    memset(&g, 0, sizeof g);
+    g.n_gpus = 3;
+    g.copy_bytes = 256 << 20;
+    const double h2d[3] = {50, 45, 52};
+    for (int d = 0; d < 3; d++)
+        g.h2d_pinned_gbps[d] = fig(h2d[d]), g.d2h_pinned_gbps[d] = g.h2d_pageable_gbps[d] = fig(40),
+        g.d2h_pageable_gbps[d] = fig(40);
+    g.h2d_all_gbps = fig(120);
+    g.d2d_gbps = fig(4000);
+    g.adam_numel = 1 << 28;
+    g.adam_elems_per_s = fig(1e11);
+    g.have_gemm = true;
+    g.bf16_flops = fig(494.5e12);
+    ck_assert_msg(calib_gpu_profile(&c, &g, base, "gpu", &out, &e) == 0, "%s", e.msg);
+    j = json_loads(out, 0, NULL);
+    for (int i = 0; i < 4; i++) {
+        char p[64];
+        snprintf(p, sizeof p, "node.pcie_switches.%d.uplink_gbps", i);
+        ck_figure(j, p, 120.0 / 2);
+    }
+    ck_source(j, "node.pcie_switches[].uplink_gbps", "measured by ratiolab calibrate on h, d: all 3 GPUs at once, "
+              "pinned H2D of 256 MiB each: sum 120.00 GB/s (108.00..132.00), divided over the 2 switches of the "
+              "profile's 4 those GPUs sit behind");
+    ck_figure(j, "gpu.h2d_pinned_gbps", 45);
+    ck_figure(j, "gpu.hbm_efficiency", 1e11 * 28 / 4000e9);   /* 0.7 */
+    ck_source(j, "gpu.hbm_efficiency", "measured by ratiolab calibrate on h, d: kernels/ CUDA Adam on GPU 0, "
+              "268435456 elements, fp32 gradient: 1e+11 elements/s (9e+10..1.1e+11) x 28 B over the D2D bandwidth");
+    ck_figure(j, "gpu.tensor_efficiency", 494.5 / 989);      /* 0.5 */
+    ck_figure(j, "node.sockets.0.dram_gbps", 14.0 / 2);
+    ck_figure(j, "node.sockets.1.dram_gbps", 14.0 / 2);
+    json_decref(j);
+    free(out);
+    free(base);
+}
+END_TEST
+
 /* Every catalog profile, parsed against the table as calibrate's are: the catalog and the writer
  * keep to one schema. */
 START_TEST(catalog_profiles_keep_to_the_table)
@@ -414,6 +533,7 @@ Suite *hw_suite(void)
     tcase_add_test(c, optional_keys_take_their_defaults);
     tcase_add_test(c, writer_keeps_to_the_table);
     tcase_add_test(c, calibrate_writes_through_the_table);
+    tcase_add_test(c, calibrate_figures_by_hand);
     tcase_add_test(c, catalog_profiles_keep_to_the_table);
     suite_add_tcase(s, c);
     return s;
