@@ -78,8 +78,8 @@ static void report_text(const struct check_args *a, const struct sim_check_repor
     const bool ok_0 = j->version_ok[0];
     char under[96] = "";
     if (c->n_more)
-        snprintf(under, sizeof under, " under DeepSpeed %d.%d.%d (%s)", c->zero.ds_version.major, c->zero.ds_version.minor,
-                 c->zero.ds_version.patch, plan_policy_name(c->popt.policy));
+        snprintf(under, sizeof under, " under DeepSpeed %s (%s)", RL_VERSION_S(c->zero.ds_version),
+                 plan_policy_name(c->popt.policy));
     if (!a->quiet || !j->ratio_ok)
         printf("  ratio   %s requested %.4f, honored %.4f (%d sub-group%s of sub_group_size %lld, tolerance %.4f)%s\n",
                ok_0 ? "ok  " : "FAIL", j->requested, j->honored, j->n_subgroups, j->n_subgroups == 1 ? "" : "s",

@@ -708,9 +708,8 @@ static int read_key(struct zero_read *rd, const struct zero_key *k, json_t *root
     if (json_is_null(v) && (k->null_ok || (k->reader == ZR_PRECISION && !model)))
         return 0;   /* an Optional block, or a dict.get key: null is the default */
     if (json_is_null(v))
-        return rl_errf(e, RL_EINVAL, "%s: null is not allowed (DeepSpeed %d.%d.%d's config model takes null only "
-                       "for an optional block); remove the key for the default", path, rd->r.v.major, rd->r.v.minor,
-                       rd->r.v.patch);
+        return rl_errf(e, RL_EINVAL, "%s: null is not allowed (DeepSpeed %s's config model takes null only "
+                       "for an optional block); remove the key for the default", path, RL_VERSION_S(rd->r.v));
     if (model && k->auto_ok && is_auto(v) && k->kind != ZK_INT && k->kind != ZK_BOOL) {
         return 0;   /* "auto" dropped: the default */
     }
@@ -743,8 +742,8 @@ static int read_key(struct zero_read *rd, const struct zero_key *k, json_t *root
             x = *(int *)(base + k->off);
         if (model && !rd->r.pydantic2 && !strcmp(k->path, "zero_optimization.stage") && json_is_string(v) && !is_auto(v)) {
             show(v, buf, sizeof buf);   /* pydantic 1 looks an enum's value up as given: "3" is not 3 */
-            return rl_errf(e, RL_EINVAL, "%s: %s is not allowed in DeepSpeed %d.%d.%d; expected 0, 1, 2 or 3 as a number",
-                           path, buf, rd->r.v.major, rd->r.v.minor, rd->r.v.patch);
+            return rl_errf(e, RL_EINVAL, "%s: %s is not allowed in DeepSpeed %s; expected 0, 1, 2 or 3 as a number",
+                           path, buf, RL_VERSION_S(rd->r.v));
         }
         if (model && !rd->r.pydantic2 && !strcmp(k->path, "zero_optimization.stage") && json_is_real(v) &&
             json_real_value(v) != floor(json_real_value(v))) {
@@ -774,8 +773,8 @@ static int read_key(struct zero_read *rd, const struct zero_key *k, json_t *root
             *(bool *)(base + k->off) = t;
             show(v, buf, sizeof buf);
             char what[120];
-            snprintf(what, sizeof what, "%s (DeepSpeed %d.%d.%d reads the value as written and takes its Python truth)",
-                     t ? "true" : "false", rd->r.v.major, rd->r.v.minor, rd->r.v.patch);
+            snprintf(what, sizeof what, "%s (DeepSpeed %s reads the value as written and takes its Python truth)",
+                     t ? "true" : "false", RL_VERSION_S(rd->r.v));
             char msg[200];
             snprintf(msg, sizeof msg, "%s: %s", path, buf);
             note(&rd->z, "%s is read as %s", msg, what);
@@ -835,8 +834,8 @@ static int read_deprecated(json_t *root, struct zero_read *rd, struct rl_err *e)
             continue;
         if (json_object_get(zo, dep[i].new_key))
             return rl_errf(e, RL_EINVAL, "zero_optimization.%s: given with zero_optimization.%s, which replaces it; "
-                           "DeepSpeed %d.%d.%d refuses the config; remove %s", dep[i].old_key, dep[i].new_key, v.major,
-                           v.minor, v.patch, dep[i].old_key);
+                           "DeepSpeed %s refuses the config; remove %s", dep[i].old_key, dep[i].new_key, RL_VERSION_S(v),
+                           dep[i].old_key);
         if (json_is_null(val))
             continue;
         bool on;
@@ -911,9 +910,9 @@ static int check_keys(json_t *root, struct zero_read *rd, struct rl_err *e)
             const char *alias = strict ? plan_ds_key_alias(strict_blocks[b], key) : NULL;
             json_t *other = alias ? json_object_get(o, alias) : NULL;
             if (other && !is_auto(other) && !is_auto(val))
-                return rl_errf(e, RL_EINVAL, "%s.%s: given with %s, the same field; DeepSpeed %d.%d.%d refuses the "
+                return rl_errf(e, RL_EINVAL, "%s.%s: given with %s, the same field; DeepSpeed %s refuses the "
                                "config (pydantic reads the field under %s and forbids %s as an extra field); give one",
-                               strict_blocks[b], key, alias, v.major, v.minor, v.patch, alias, key);
+                               strict_blocks[b], key, alias, RL_VERSION_S(v), alias, key);
             if (plan_ds_key_known(strict_blocks[b], key, v) || (!strict && rl_nearest(key, cand, n) == NULL))
                 continue;
             if (strict && is_auto(val))
@@ -923,8 +922,8 @@ static int check_keys(json_t *root, struct zero_read *rd, struct rl_err *e)
             if (near)
                 snprintf(hint, sizeof hint, "; did you mean \"%s\"?", near);
             if (strict)
-                return rl_errf(e, RL_EINVAL, "%s.%s: unknown key; DeepSpeed %d.%d.%d refuses the config (its config "
-                               "model forbids extra fields)%s", strict_blocks[b], key, v.major, v.minor, v.patch, hint);
+                return rl_errf(e, RL_EINVAL, "%s.%s: unknown key; DeepSpeed %s refuses the config (its config "
+                               "model forbids extra fields)%s", strict_blocks[b], key, RL_VERSION_S(v), hint);
             snprintf(msg, sizeof msg, "%s.%s", strict_blocks[b], key);
             note(&rd->z, "%s: not a key DeepSpeed reads there (ignored)%s", msg, hint);
         }

@@ -160,6 +160,21 @@ START_TEST(files_calling_around_a_loop_are_caught)
 }
 END_TEST
 
+/* A version is printed by one formatter (rl_version_str, RL_VERSION_S): no file of a module (a
+ * folder with a README.md, tests/ left out: tests may spell a version to check the formatter)
+ * writes the "%d.%d.%d" of a struct rl_version by hand. */
+START_TEST(version_printed_by_one_formatter)
+{
+    struct tu_run r;
+    tu_sh(&r, "cd '%s' && for d in */; do [ -f \"$d/README.md\" ] && [ \"$d\" != tests/ ] && echo \"$d\"; done | "
+              "xargs grep -rlF --include='*.c' --include='*.h' --include='*.cu' '%%d.%%d.%%d' | "
+              "grep -v -x 'common/rl.c' || true", tu_src());
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_msg(r.out[0] == '\0', "versions printed by hand in:\n%s", r.out);
+    tu_run_free(&r);
+}
+END_TEST
+
 Suite *layers_suite(void)
 {
     Suite *s = suite_create("layers");
@@ -173,6 +188,7 @@ Suite *layers_suite(void)
     tcase_add_test(tc, private_header_of_another_module_is_caught);
     tcase_add_test(tc, library_message_naming_a_flag_is_caught);
     tcase_add_test(tc, flag_inside_a_library_message_is_caught);
+    tcase_add_test(tc, version_printed_by_one_formatter);
     suite_add_tcase(s, tc);
     return s;
 }
