@@ -56,7 +56,7 @@ static void print_header(const struct plan_setup *c, const struct plan *p, bool 
            "sub_group_size %lld\n",
            RL_VERSION_S(z->ds_version), plan_policy_name(p->policy),
            plan_ledger_name(p->ledger_kind), z->stage,
-           z->offload == PLAN_OFFLOAD_CPU ? "cpu" : z->offload == PLAN_OFFLOAD_NVME ? "nvme" : "none",
+           plan_offload_name(z->offload),
            z->offload == PLAN_OFFLOAD_CPU ? (z->pin_memory ? " (pinned)" : " (pageable)") : "",
            plan_dtype_name(z->dtype), (long long)z->sub_group_size);
     fprintf(out, "partition  %lld optimizer elements per rank in %d param group%s (%s %s), %d sub-group%s\n",

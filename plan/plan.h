@@ -194,6 +194,8 @@ void plan_model_free(struct plan_model *m);
 
 /* ---- DeepSpeed config ------------------------------------------------------------------------ */
 enum plan_offload { PLAN_OFFLOAD_NONE, PLAN_OFFLOAD_CPU, PLAN_OFFLOAD_NVME };
+/* The device as a DeepSpeed config names it: "none", "cpu" or "nvme" (what offload_*.device reads). */
+const char *plan_offload_name(enum plan_offload o);
 
 /* Where a value came from, for reporting ("auto" resolved to a default is said so). */
 enum plan_src { PLAN_SRC_DEFAULT, PLAN_SRC_CONFIG, PLAN_SRC_AUTO, PLAN_SRC_CLI, PLAN_SRC_MODEL };

@@ -603,14 +603,21 @@ static json_t *parent_of(const struct zero_key *k, json_t *root, json_t *const *
     return dot ? object_at(objects, k->path, (size_t)(dot - k->path)) : root;
 }
 
+/* The offload devices by their config names: read_device reads them, plan_offload_name writes them. */
+static const char *const offload_names[] = {[PLAN_OFFLOAD_NONE] = "none", [PLAN_OFFLOAD_CPU] = "cpu",
+                                            [PLAN_OFFLOAD_NVME] = "nvme"};
+
+const char *plan_offload_name(enum plan_offload o)
+{
+    return (unsigned)o < sizeof offload_names / sizeof offload_names[0] ? offload_names[o] : "?";
+}
+
 /* offload_optimizer.device / offload_param.device: "cpu", "nvme" or "none" exactly (the enum). */
 static int read_device(const json_t *dev, const char *path, enum plan_offload *out, struct rl_err *e)
 {
-    static const char *const names[] = {[PLAN_OFFLOAD_NONE] = "none", [PLAN_OFFLOAD_CPU] = "cpu",
-                                        [PLAN_OFFLOAD_NVME] = "nvme"};
     const char *d = json_is_string(dev) ? json_string_value(dev) : NULL;
-    for (int i = 0; d && i < (int)(sizeof names / sizeof names[0]); i++)
-        if (strcmp(d, names[i]) == 0) {
+    for (int i = 0; d && i < (int)(sizeof offload_names / sizeof offload_names[0]); i++)
+        if (strcmp(d, offload_names[i]) == 0) {
             *out = (enum plan_offload)i;
             return 0;
         }

@@ -50,11 +50,6 @@ void sim_sweep_free(struct sim_sweep_table *t)
     t->n_rows = 0;
 }
 
-const char *sim_sweep_offload_name(enum plan_offload o)
-{
-    return o == PLAN_OFFLOAD_CPU ? "cpu" : o == PLAN_OFFLOAD_NVME ? "nvme" : "none";
-}
-
 void sim_sweep_csv_head(FILE *f, const struct sim_sweep_request *q, const struct sim_sweep_table *t,
                         const struct sim_sweep_text *x)
 {
@@ -70,7 +65,7 @@ void sim_sweep_csv_head(FILE *f, const struct sim_sweep_request *q, const struct
             hw->gpu_model, (double)hw->gpu_mem_bytes / RL_GIB);
     fprintf(f, TRACE_SWEEP_COMMENT "%s\n", K(POLICY), plan_policy_name(t->policy));
     fprintf(f, TRACE_SWEEP_COMMENT "%s\n", K(DS_VERSION), dsv);
-    fprintf(f, TRACE_SWEEP_COMMENT "%s\n", K(OFFLOAD), sim_sweep_offload_name(t->offload));
+    fprintf(f, TRACE_SWEEP_COMMENT "%s\n", K(OFFLOAD), plan_offload_name(t->offload));
     fprintf(f, TRACE_SWEEP_COMMENT "%s\n", K(SCHEDULE), sim_schedule_name(q->train->schedule));
     fprintf(f, TRACE_SWEEP_COMMENT "%lld\n", K(MICRO_BATCH), (long long)r0->micro_batch);
     fprintf(f, TRACE_SWEEP_COMMENT "%s (%s)\n", K(ATTENTION), plan_attention_name(r0->attention), x->attention_origin);
@@ -112,7 +107,7 @@ json_t *sim_sweep_json_head(const struct sim_sweep_request *q, const struct sim_
     json_object_set_new(o, K(SCHEDULE), json_string(sim_schedule_name(q->train->schedule)));
     json_object_set_new(o, K(POLICY), json_string(plan_policy_name(t->policy)));
     json_object_set_new(o, K(DS_VERSION), json_string(dsv));
-    json_object_set_new(o, K(OFFLOAD), json_string(sim_sweep_offload_name(t->offload)));
+    json_object_set_new(o, K(OFFLOAD), json_string(plan_offload_name(t->offload)));
     json_object_set_new(o, K(ATTENTION), json_string(plan_attention_name(t->rows[0].r.attention)));
     json_object_set_new(o, K(ATTENTION_ORIGIN), json_string(x->attention_origin));
     /* Layout and size, for plots across sweeps (ratiolab plot scaling). */

@@ -72,8 +72,6 @@ struct sim_sweep_text {
     const char *settings;            /* the simulator's settings in one line (the CSV's "settings") */
 };
 
-/* "offload_optimizer"'s value in the headers: "none", "cpu" or "nvme". */
-const char *sim_sweep_offload_name(enum plan_offload o);
 /* The CSV's head to f: the '#' comment lines (readers skip them; no time stamp, so the same inputs
  * give the same bytes), then the column header of traces/schema.h (two columns per phase, then
  * idle). Reads rows[0], the first row (its micro-batch and attention; with stream_only, call it at

@@ -467,11 +467,30 @@ START_TEST(numbers_in_e_notation_and_versions)
 }
 END_TEST
 
+/* The offload device's name is the config's: each of "none", "cpu", "nvme" read from
+ * offload_optimizer.device is written back as the same word by plan_offload_name. */
+START_TEST(offload_device_names_read_back)
+{
+    static const char *const dev[] = {"none", "cpu", "nvme"};
+    for (int i = 0; i < 3; i++) {
+        char json[160];
+        snprintf(json, sizeof json, "{\"zero_optimization\":{\"stage\":3,\"offload_optimizer\":{\"device\":\"%s\"}}}",
+                 dev[i]);
+        struct plan_zero z;
+        struct rl_err e = {0};
+        ck_assert_msg(plan_zero_parse(&z, json, "cfg.json", &e) == 0, "%s: %s", dev[i], e.msg);
+        ck_assert_str_eq(plan_offload_name(z.offload), dev[i]);
+    }
+    ck_assert_str_eq(plan_offload_name((enum plan_offload)7), "?");
+}
+END_TEST
+
 Suite *plan_suite(void)
 {
     Suite *s = suite_create("plan");
     TCase *tc = tcase_create("partition");
     tcase_add_test(tc, partition_is_ceil_per_tensor);
+    tcase_add_test(tc, offload_device_names_read_back);
     tcase_add_test(tc, group_at_or_below_sgs_is_one_subgroup);
     tcase_add_test(tc, group_above_sgs_closes_at_threshold);
     tcase_add_test(tc, tensor_larger_than_sgs_is_never_split);
