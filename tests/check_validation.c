@@ -1420,6 +1420,7 @@ START_TEST(ds_judge_groups_skips_and_stops)
     ck_assert_int_eq(json_array_size(runs), 1);   /* the judged run only */
     json_t *r1 = json_array_get(runs, 0);
     ck_assert_int_eq(json_integer_value(json_object_get(r1, "tolerance_bytes")), 107374182);   /* 0.1 x 2^30 */
+    ck_assert(json_real_value(json_object_get(r1, "tolerance_time_pct")) == 10);
     json_t *unit = json_array_get(json_object_get(r1, "runs"), 0);
     ck_assert_int_eq(json_integer_value(json_object_get(unit, "line")), second);
     ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")), val_status_name(k.overall));
