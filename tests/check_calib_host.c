@@ -194,6 +194,9 @@ START_TEST(report_names_and_json_from_hand_figures)
     ck_assert_int_eq(calib_profile_name_check("ab\tc", &e), RL_EINVAL);   /* the tab is byte 2 */
     const char *want = "name: a control character (0x09) at byte 2;";
     ck_assert_msg(strncmp(e.msg, want, strlen(want)) == 0, "%s", e.msg);
+    ck_assert_int_eq(calib_profile_name_check("ab\x7f", &e), RL_EINVAL);   /* DEL is a control character too */
+    want = "name: a control character (0x7f) at byte 2;";
+    ck_assert_msg(strncmp(e.msg, want, strlen(want)) == 0, "%s", e.msg);
     ck_assert_int_eq(calib_profile_name_check("", &e), RL_EINVAL);
     ck_assert_msg(strncmp(e.msg, "name: empty;", 12) == 0, "%s", e.msg);
 

@@ -308,6 +308,16 @@ START_TEST(check_json_reflects_a_hand_made_verdict)
     json_t *fix = json_object_get(o, "fix");
     ck_assert(json_is_false(json_object_get(fix, "possible")) && json_object_get(fix, "sub_group_size") == NULL);
     json_decref(o);
+
+    /* The overall verdict needs the ratio, the memory and no failing hazard: with the ratio
+     * honored by both versions it passes, and one failing hazard makes it fail. */
+    v.ratio_ok = v.version_ok[0] = v.version_ok[1] = true;
+    ck_assert(sim_check_passed(&r));
+    hz.n_fail = 1;
+    ck_assert(!sim_check_passed(&r));
+    hz.n_fail = 0;
+    v.memory_ok = false;
+    ck_assert(!sim_check_passed(&r));
 }
 END_TEST
 

@@ -877,6 +877,17 @@ START_TEST(fail_spec_launch_check_and_run_json)
     ck_assert_int_eq(json_integer_value(json_object_get(j, "cpu_numel")), 3);
     ck_assert_int_eq(json_integer_value(json_object_get(j, "world")), 2);   /* ex_result_json_put's, after */
     json_decref(j);
+
+    /* A rank's idle time is its step less the phases' exposed (not busy) time: phases exposed
+     * 3 + 4 + 2 ns of a 20 ns step leave 11 ns idle (busy 5 + 4 + 6 would leave 5); exposed time
+     * past the step is clamped to 0 idle, not negative. */
+    struct ex_rank_result x = {.step_ns = 20};
+    x.phase[0] = (struct ex_phase_stat){.busy_ns = 5, .exposed_ns = 3};
+    x.phase[1] = (struct ex_phase_stat){.busy_ns = 4, .exposed_ns = 4};
+    x.phase[STEP_PH_COUNT - 1] = (struct ex_phase_stat){.busy_ns = 6, .exposed_ns = 2};
+    ck_assert_int_eq(ex_rank_idle_ns(&x), 11);
+    x.step_ns = 8;
+    ck_assert_int_eq(ex_rank_idle_ns(&x), 0);
 }
 END_TEST
 

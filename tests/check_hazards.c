@@ -276,6 +276,19 @@ START_TEST(fix_config_falls_back_to_the_whole_document)
     ck_assert_int_eq(plan_fix_config("{\"a\": ", "c.json", &none, 1000, 0.5, &out, &e), RL_EINVAL);
     ck_assert_msg(strncmp(e.msg, "fix: c.json cannot be rewritten: line ", 38) == 0, "%s", e.msg);
     ck_assert_ptr_null(out);
+
+    /* --fix-to's file (plan_fix_write): the same fixed text, or, where the file cannot be made (its
+     * folder does not exist), an error naming the field fix_to, and no file. */
+    ck_assert_msg(plan_fix_write(text, "c.json", &none, 1000, 0.5, tu_path("fixed.json"), &e) == 0, "%s", e.msg);
+    char *written = tu_slurp("fixed.json");
+    ck_assert_msg(plan_fix_config(text, "c.json", &none, 1000, 0.5, &out, &e) == 0, "%s", e.msg);
+    ck_assert_str_eq(written, out);
+    free(written);
+    free(out);
+    const char *bad = tu_path("no-such-folder/fixed.json");
+    ck_assert_int_ne(plan_fix_write(text, "c.json", &none, 1000, 0.5, bad, &e), 0);
+    ck_assert_msg(strncmp(e.msg, "fix_to: ", 8) == 0, "%s", e.msg);
+    ck_assert(!tu_exists(bad));
 }
 END_TEST
 

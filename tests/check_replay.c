@@ -682,15 +682,18 @@ START_TEST(probe_run_sums_and_documents_two_runs)
     ck_assert_int_eq(run.why, VAL_WHY_OPTIMIZERS);
     struct val_probe_why_totals t;
     val_probe_run_why_totals(&run, &t);
-    int64_t numel = 0, moved = 0;
+    int64_t numel = 0, moved = 0, moved_diff = 0;
     for (int i = 0; i < run.au.n; i++) {
         const struct val_audit_rec *x = &run.au.rec[i];
         numel += x->numel;
         for (int j = 0; j < run.bu.n; j++) {
             const struct val_audit_rec *y = &run.bu.rec[j];
             if (y->rank == x->rank && y->sub_group == x->sub_group && y->first_element == x->first_element &&
-                y->optimizer != x->optimizer)
+                y->optimizer != x->optimizer) {
                 moved += x->numel;
+                for (int64_t k = 0; k < x->numel; k++)   /* the fp32 masters after the step, bit by bit */
+                    moved_diff += memcmp(&x->param_after[k], &y->param_after[k], sizeof(float)) != 0;
+            }
         }
     }
     ck_assert_int_eq(t.step, run.au.rec[0].step);
@@ -699,6 +702,8 @@ START_TEST(probe_run_sums_and_documents_two_runs)
     ck_assert_int_lt(moved, numel);
     ck_assert_int_eq(t.moved_numel, moved);
     ck_assert_int_le(t.moved_n_diff_after, t.n_diff_after);
+    ck_assert_int_gt(moved_diff, 0);
+    ck_assert_int_eq(t.moved_n_diff_after, moved_diff);
     ck_assert(t.moved_max_abs <= t.max_abs_after);
     ck_assert(fabs(val_probe_ratio(&run.prs[0]) - 0.5) < 1e-12 && fabs(val_probe_ratio(&run.pb) - 0.8) < 1e-12);
     ck_assert(!val_probe_rng_shift(&run.prs[0], &run.pb));   /* both below 1: both drew */

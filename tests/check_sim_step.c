@@ -615,9 +615,31 @@ START_TEST(sweep_table_csv_and_json_in_process)
         ck_assert_str_eq(v[TRACE_SWEEP_FITS], r->fits_gpu && r->fits_host ? "yes" : "no");
     }
     free(buf);
-    json_t *j = sim_sweep_json_head(&q, &tab, &x);
+    /* A row fits only when both the GPU and the host memory do: a hand-made row that fits the GPU
+     * but not the host says "no". */
+    struct sim_sweep_row host_short = tab.rows[0];
+    host_short.r.fits_gpu = true;
+    host_short.r.fits_host = false;
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    sim_sweep_csv_row(f, &host_short);
+    fclose(f);
+    char *hv[64];
+    ck_assert_int_eq(trace_csv_split(buf, hv, 64), TRACE_SWEEP_N + 2 * STEP_PH_COUNT + 1);
+    ck_assert_str_eq(hv[TRACE_SWEEP_FITS], "no");
+    free(buf);
+    /* The head's layout is the setup's, each key from its own field (tp 2 and pp 4 set by hand). */
+    static struct plan_setup c2;
+    c2 = c;
+    c2.layout.tp = 2;
+    c2.layout.pp = 4;
+    struct sim_sweep_request q2 = q;
+    q2.setup = &c2;
+    json_t *j = sim_sweep_json_head(&q2, &tab, &x);
     ck_assert_str_eq(json_string_value(json_object_get(j, trace_sweep_keys[TRACE_SWEEP_K_ATTENTION_ORIGIN])), "origin");
     ck_assert_int_eq(json_integer_value(json_object_get(j, trace_sweep_keys[TRACE_SWEEP_K_GPUS])), 8);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, trace_sweep_keys[TRACE_SWEEP_K_TP])), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(j, trace_sweep_keys[TRACE_SWEEP_K_PP])), 4);
     ck_assert_ptr_null(json_object_get(j, trace_sweep_keys[TRACE_SWEEP_K_ROWS]));
     json_decref(j);
     for (int i = 0; i < 3; i++) {

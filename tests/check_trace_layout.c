@@ -253,6 +253,33 @@ START_TEST(diff_json_is_b_minus_a_per_rank_and_phase)
 }
 END_TEST
 
+/* A trace that marks its steps is timed over its first timed step, [start, end): after a warmup
+ * step [0, 10) ns (its forward span [3, 8) left out), steps [10, 20) and [20, 30) ns; a forward
+ * span [12, 16) is in the first and one starting at 20 ns, the second step's first instant, is
+ * not (busy 4 ns, not 4 + 3). */
+START_TEST(diff_times_the_first_step_end_exclusive)
+{
+    char text[1024];
+    const char *fwd = step_phase_name(STEP_PH_FORWARD);
+    snprintf(text, sizeof text, "{\"traceEvents\": ["
+             "{\"ph\": \"X\", \"pid\": 1, \"tid\": 0, \"name\": \"w\", \"cat\": \"%s\", \"ts\": 0.000, "
+             "\"dur\": 0.010, \"args\": {\"warmup\": true}},"
+             "{\"ph\": \"X\", \"pid\": 1, \"tid\": 0, \"name\": \"s1\", \"cat\": \"%s\", \"ts\": 0.010, \"dur\": 0.010},"
+             "{\"ph\": \"X\", \"pid\": 1, \"tid\": 0, \"name\": \"s2\", \"cat\": \"%s\", \"ts\": 0.020, \"dur\": 0.010},"
+             "{\"ph\": \"X\", \"pid\": 1, \"tid\": 1, \"name\": \"w\", \"cat\": \"%s\", \"ts\": 0.003, \"dur\": 0.005},"
+             "{\"ph\": \"X\", \"pid\": 1, \"tid\": 1, \"name\": \"a\", \"cat\": \"%s\", \"ts\": 0.012, \"dur\": 0.004},"
+             "{\"ph\": \"X\", \"pid\": 1, \"tid\": 1, \"name\": \"b\", \"cat\": \"%s\", \"ts\": 0.020, \"dur\": 0.003}]}",
+             TRACE_CAT_STEP, TRACE_CAT_STEP, TRACE_CAT_STEP, fwd, fwd, fwd);
+    struct val_trace_times t;
+    struct rl_err e = {0};
+    ck_assert_msg(val_trace_times_read(tu_write("tdiff-steps.json", text), &t, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(t.n_ranks, 1);
+    ck_assert_int_eq(t.ranks[0].busy_ns[STEP_PH_FORWARD], 4);
+    ck_assert_int_eq(t.ranks[0].spans, 1);
+    val_trace_times_free(&t);
+}
+END_TEST
+
 Suite *trace_layout_suite(void)
 {
     Suite *s = suite_create("trace_layout");
@@ -262,6 +289,7 @@ Suite *trace_layout_suite(void)
     tcase_add_test(tc, run_and_predict_write_the_same_categories);
     tcase_add_test(tc, diff_lines_up_the_ranks_of_either_trace);
     tcase_add_test(tc, diff_json_is_b_minus_a_per_rank_and_phase);
+    tcase_add_test(tc, diff_times_the_first_step_end_exclusive);
     if (tu_have_program("gnuplot")) {
         tcase_add_test(tc, timeline_draws_one_step_of_each);
         tcase_add_test(tc, pids_select_the_same_ranks);

@@ -1420,6 +1420,7 @@ START_TEST(ds_judge_groups_skips_and_stops)
     ck_assert_int_eq(json_array_size(runs), 1);   /* the judged run only */
     json_t *r1 = json_array_get(runs, 0);
     ck_assert_int_eq(json_integer_value(json_object_get(r1, "tolerance_bytes")), 107374182);   /* 0.1 x 2^30 */
+    ck_assert(json_real_value(json_object_get(r1, "tolerance_time_pct")) == 10);
     json_t *unit = json_array_get(json_object_get(r1, "runs"), 0);
     ck_assert_int_eq(json_integer_value(json_object_get(unit, "line")), second);
     ck_assert_str_eq(json_string_value(json_object_get(j, "verdict")), val_status_name(k.overall));
@@ -1453,6 +1454,56 @@ START_TEST(ds_judge_groups_skips_and_stops)
 }
 END_TEST
 
+/* Several runs judged: the logs' verdict fails when any run's does, whichever run comes last. The
+ * example's CPU run at ratio 0.5 (passes: its MA is the RSS, not gated) comes after a copy
+ * relabelled ratio 0.3 on an xpu device (MA gated) with 9.5 GB allocated at each stage, where the
+ * run allocated 0.5 GB: far past a 0.1 GiB tolerance for GPT-2 tiny's plan, so the logs fail. */
+START_TEST(ds_judge_fails_when_an_earlier_run_fails)
+{
+    char *a = tu_read(tu_src_path("tests/deepspeed/example/deepspeed-0.14.1.log"), NULL);
+    ck_assert_ptr_nonnull(a);
+    char *b = strdup(a);
+    for (char *q = b; (q = strstr(q, "ratio")); q++)   /* "ratio": 0.5 and ratio=0.5 */
+        if (!strncmp(q + 5, "\": 0.5", 6) || !strncmp(q + 5, "=0.5", 4))
+            memcpy(strstr(q, "0.5"), "0.3", 3);
+    for (char *q = b; (q = strstr(q, "MA 0.5 GB")); q++)   /* and 9 GiB more allocated at each stage */
+        q[3] = '9';
+    char *acc = strstr(b, "ds_accelerator to cpu");   /* on a device whose MA is gated (not the CPU's RSS) */
+    ck_assert_ptr_nonnull(acc);
+    acc[18] = 'x';
+    size_t n = strlen(a) + strlen(b) + 1;
+    char *both = malloc(n);
+    snprintf(both, n, "%s%s", b, a);
+    const char *logs[1] = {tu_write("relabelled-first.log", both)};
+    free(a);
+    free(b);
+    free(both);
+    struct plan_inputs in;
+    plan_inputs_init(&in);
+    in.catalog = tu_catalog();
+    char model[1024];
+    snprintf(model, sizeof model, "%s", tu_src_path("tests/deepspeed/models/gpt2-tiny.json"));
+    in.model = model;
+    in.groups = PLAN_GROUPS_HF_TWO;
+    in.layout.world = 1;
+    in.layout.tp = 1;
+    struct sim_train t;
+    sim_train_defaults(&t);
+    struct val_ds_judge_in ji = {.logs = logs, .n_logs = 1, .in = &in, .train = &t, .tol_gib = 0.1, .tol_pct = 10,
+                                 .resolve = plan_inputs_resolve, .load_hw = judge_load_hw, .ctx = "hgx-h200"};
+    struct val_ds_judge k;
+    memset(&k, 0, sizeof k);
+    struct rl_err e = {0};
+    ck_assert_msg(val_ds_judge_run(&ji, &k, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(k.judged, 2);
+    ck_assert(!k.j[0].ma_is_rss && k.j[1].ma_is_rss);
+    ck_assert_int_eq(k.j[0].r.overall, VAL_FAIL);   /* 9.5 GB logged where 0.5 GB ran */
+    ck_assert_int_eq(k.j[1].r.overall, VAL_PASS);   /* the example's own run */
+    ck_assert_int_eq(k.overall, VAL_FAIL);
+    val_ds_judge_free(&k);
+}
+END_TEST
+
 Suite *validation_suite(void)
 {
     Suite *s = suite_create("validation");
@@ -1470,6 +1521,7 @@ Suite *validation_suite(void)
 #endif
         tcase_add_test(tc, validate_cuda_without_gpu_is_an_environment_error);
     tcase_add_test(tc, median_skips_nothing_itself);
+    tcase_add_test(tc, ds_judge_fails_when_an_earlier_run_fails);
     tcase_add_test(tc, iteration_lines_are_parsed);
     tcase_add_test(tc, time_verdict_uses_median_without_first);
     tcase_add_test(tc, deepspeed_log_matching_the_ledger_passes);
