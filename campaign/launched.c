@@ -228,7 +228,6 @@ static int launched_measure(struct camp *k, struct val_row *w, const char *mtrac
     return 0;
 }
 
-
 const struct camp__mode camp__launched = {
     .name = "launched",
     .prepare = launched_prepare,

@@ -1352,6 +1352,19 @@ static int judge_load_hw(void *ctx, const struct plan_setup *c, struct hw_profil
     return sim_hw_load(hw, c->catalog, ctx, e);
 }
 
+/* The inputs both in-process judge tests give: gpt2-tiny under the HF two-group rule, one rank,
+ * TP 1; model holds the model's path (it must outlive in). */
+static void judge_inputs(struct plan_inputs *in, char *model, size_t n)
+{
+    plan_inputs_init(in);
+    in->catalog = tu_catalog();
+    snprintf(model, n, "%s", tu_src_path("tests/deepspeed/models/gpt2-tiny.json"));
+    in->model = model;
+    in->groups = PLAN_GROUPS_HF_TWO;
+    in->layout.world = 1;
+    in->layout.tp = 1;
+}
+
 /* The example 0.14.1 log (ratio 0.5) with a second run appended, name: that log's text again, with
  * its ratio replaced by ratio (or, with other set, the example log of that release). Returns the
  * path; *second_line: the line the appended run starts at (the first log's lines plus one). */
@@ -1387,14 +1400,8 @@ START_TEST(ds_judge_groups_skips_and_stops)
     int second = 0;
     const char *logs[1] = {two_runs("mixed.log", "0.3", NULL, &second)};
     struct plan_inputs in;
-    plan_inputs_init(&in);
-    in.catalog = tu_catalog();
     char model[1024];
-    snprintf(model, sizeof model, "%s", tu_src_path("tests/deepspeed/models/gpt2-tiny.json"));
-    in.model = model;
-    in.groups = PLAN_GROUPS_HF_TWO;
-    in.layout.world = 1;
-    in.layout.tp = 1;
+    judge_inputs(&in, model, sizeof model);
     in.ratio = 0.3;
     in.ratio_set = true;
     struct sim_train t;
@@ -1479,14 +1486,8 @@ START_TEST(ds_judge_fails_when_an_earlier_run_fails)
     free(b);
     free(both);
     struct plan_inputs in;
-    plan_inputs_init(&in);
-    in.catalog = tu_catalog();
     char model[1024];
-    snprintf(model, sizeof model, "%s", tu_src_path("tests/deepspeed/models/gpt2-tiny.json"));
-    in.model = model;
-    in.groups = PLAN_GROUPS_HF_TWO;
-    in.layout.world = 1;
-    in.layout.tp = 1;
+    judge_inputs(&in, model, sizeof model);
     struct sim_train t;
     sim_train_defaults(&t);
     struct val_ds_judge_in ji = {.logs = logs, .n_logs = 1, .in = &in, .train = &t, .tol_gib = 0.1, .tol_pct = 10,
