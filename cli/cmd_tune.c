@@ -61,27 +61,20 @@ static int64_t gib_up(int64_t bytes)
  * which sockets they sit. */
 static void print_modelled(const struct hw_profile *hw, int gpn, const struct sim_train *tr)
 {
-    if (gpn >= hw->gpus)
-        return;
-    bool on[HW_MAX_SOCKETS] = {false};
+    int gpu[HW_MAX_GPUS];
+    unsigned on;
+    struct rl_err e;
+    if (gpn >= hw->gpus || sim_place_gpus(hw, tr, gpn, gpu, &on, &e) != 0)
+        return;   /* every GPU, or a list the search already refused */
     char ids[128];
     snprintf(ids, sizeof ids, "0-%d", gpn - 1);
-    for (int g = 0; g < gpn; g++) {
-        /* The GPUs the step runs on: --gpu-ids' (sim_step checks each against the profile), else
-         * the first ones, as a launcher. */
-        int id = tr->n_gpu_ids > 0 ? tr->gpu_ids[g] : g;
-        if (id < 0 || id >= hw->gpus)
-            continue;
-        on[hw->sw[hw->gpu_switch[id]].socket] = true;
-        if (tr->n_gpu_ids > 0) {
-            size_t l = g ? strlen(ids) : 0;
-            snprintf(ids + l, sizeof ids - l, "%s%d", g ? "," : "", id);
-        }
+    for (int g = 0; tr->n_gpu_ids > 0 && g < gpn; g++) {
+        size_t l = g ? strlen(ids) : 0;
+        snprintf(ids + l, sizeof ids - l, "%s%d", g ? "," : "", gpu[g]);
     }
-    printf("modelled   GPUs %s of the profile's %d, on socket%s", ids, hw->gpus,
-           on[0] + on[1] + on[2] + on[3] + on[4] + on[5] + on[6] + on[7] > 1 ? "s" : "");
+    printf("modelled   GPUs %s of the profile's %d, on socket%s", ids, hw->gpus, __builtin_popcount(on) > 1 ? "s" : "");
     for (int k = 0, first = 1; k < hw->n_sockets; k++)
-        if (on[k]) {
+        if (on & 1u << k) {
             printf("%s%d", first ? " " : ", ", k);
             first = 0;
         }

@@ -410,23 +410,31 @@ static int place_ranks(const struct plan *p, const struct hw_profile *hw, const 
     int ranks = gpn;
     if (ranks > p->layout.world && p->layout.world > 0)
         ranks = p->layout.world;
+    int rc = sim_place_gpus(hw, t, ranks, gpu, &r->socket_mask, e);
+    if (rc)
+        return rc;
+    *ranks_out = ranks;
+    r->ranks = ranks;
+    for (int g = 0; g < ranks; g++)
+        r->gpu_ids[g] = gpu[g];
+    r->sockets_used = __builtin_popcount(r->socket_mask);
+    return 0;
+}
+
+int sim_place_gpus(const struct hw_profile *hw, const struct sim_train *t, int ranks, int *gpu,
+                   unsigned *socket_mask, struct rl_err *e)
+{
     if (t->n_gpu_ids > 0 && t->n_gpu_ids != ranks)
         return rl_errf(e, RL_EINVAL, "gpu_ids: %d GPUs given for %d ranks per node; allowed: exactly %d "
                        "distinct indices", t->n_gpu_ids, ranks, ranks);
+    *socket_mask = 0;
     for (int g = 0; g < ranks; g++) {
         gpu[g] = t->n_gpu_ids > 0 ? t->gpu_ids[g] : g;
         if (gpu[g] < 0 || gpu[g] >= hw->gpus)
             return rl_errf(e, RL_EINVAL, "gpu_ids: GPU %d is not in hardware profile %s; allowed: 0..%d", gpu[g],
                            hw->name, hw->gpus - 1);
+        *socket_mask |= 1u << hw->sw[hw->gpu_switch[gpu[g]]].socket;
     }
-    *ranks_out = ranks;
-    r->ranks = ranks;
-    r->socket_mask = 0;
-    for (int g = 0; g < ranks; g++) {
-        r->gpu_ids[g] = gpu[g];
-        r->socket_mask |= 1u << hw->sw[hw->gpu_switch[gpu[g]]].socket;
-    }
-    r->sockets_used = __builtin_popcount(r->socket_mask);
     return 0;
 }
 

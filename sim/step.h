@@ -76,6 +76,12 @@ int sim_cpu_optimizer_parse(const char *s, enum sim_cpu_optimizer *out, struct r
 
 /* GPU ids of the node: "0,2,5" or ranges "0-3"; RL_EINVAL naming --gpu-ids otherwise. */
 int sim_gpu_ids_parse(const char *s, int *ids, int *n, struct rl_err *e);
+/* The node's GPU of each of `ranks` ranks (t's gpu_ids when given, else the first ones, as a
+ * launcher) into gpu[ranks], and the sockets they sit on as a mask (bit k: socket k); RL_EINVAL
+ * naming gpu_ids when the list has another length or names a GPU the profile lacks. What a step
+ * is simulated on, so a caller can say which GPUs it modelled without simulating one. */
+int sim_place_gpus(const struct hw_profile *hw, const struct sim_train *t, int ranks, int *gpu,
+                   unsigned *socket_mask, struct rl_err *e);
 
 /* Micro-steps simulated in full; a longer accumulation repeats the steady-state micro-step. */
 #define SIM_MAX_SIMULATED_MICRO_STEPS 8
