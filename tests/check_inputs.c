@@ -125,11 +125,13 @@ START_TEST(accumulation_from_train_batch_size)
     in.micro_batch = 0;
     in.layout.world = 8;   /* 16 / (4 x 8): not whole */
     ck_assert_int_eq(plan_inputs_resolve(&in, &s, &e), RL_EINVAL);
+    plan_setup_free(&s);
     ck_assert_msg(strstr(e.msg, "train_batch_size: 16") && strstr(e.msg, "multiple of 32"), "%s", e.msg);
     in.layout.world = 1;
     in.ds_config = tu_write("tb3.json", "{\"train_batch_size\": 16, \"train_micro_batch_size_per_gpu\": 4, "
                                         "\"gradient_accumulation_steps\": 2, \"zero_optimization\": {\"stage\": 3}}");
     ck_assert_int_eq(plan_inputs_resolve(&in, &s, &e), RL_EINVAL);   /* 4 x 2 x 1 = 8, not 16 */
+    plan_setup_free(&s);
     ck_assert_msg(strstr(e.msg, "train_batch_size: 16") && strstr(e.msg, "(= 8)"), "%s", e.msg);
     in.layout.world = 2;   /* 4 x 2 x 2 = 16: agrees */
     ck_assert_msg(plan_inputs_resolve(&in, &s, &e) == 0, "%s", e.msg);
