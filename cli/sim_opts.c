@@ -9,7 +9,7 @@ const struct cli_opt cli_sim_opts[] = {
     {"hw", "NAME|FILE", "hardware profile (ratiolab catalog) or a profile file (default dgx1-v100)", M_HW},
     {"schedule", "S", "optimizer step: deepspeed (the --deepspeed-version's step, default) or overlap (ratiolab's pipeline)", M_SCHEDULE},
     {"checkpoint-activations", NULL, "full activation checkpointing (recompute in backward)", M_CKPT},
-    {"grad-accum", "N", "micro-steps per step, overrides the config (default 1)", M_GA},
+    {"grad-accum", "N", "micro-steps per step, overrides the config (default: its gradient_accumulation_steps, else train_batch_size / micro-batch / DP as DeepSpeed derives it, else 1)", M_GA},
     {"numa", "M", "host buffers and CPU Adam threads: local (bound to the GPU's socket, default) or interleave", M_NUMA},
     {"reserve", "BYTES", "GPU memory outside the allocator (default: the profile's CUDA context + NCCL + allocator model)", M_RESERVE},
     {"cpu-optimizer", "O", "what updates the CPU share: deepspeed (DeepSpeedCPUAdam, default) or torch (torch.optim.AdamW)", M_CPU_OPT},

@@ -253,6 +253,23 @@ static int resolve_layout(const struct plan_inputs *in, const struct plan_megatr
     return 0;
 }
 
+/* DeepSpeed's batch rule over the resolved layout (plan_zero_resolve_batch), with a note when it
+ * makes the accumulation more than one micro-step. */
+static int resolve_batch(struct plan_setup *c, struct rl_err *e)
+{
+    struct plan_zero *z = &c->zero;
+    const bool derived = z->src_train_batch == PLAN_SRC_CONFIG && z->src_grad_accum != PLAN_SRC_CONFIG;
+    RL_TRY(plan_zero_resolve_batch(z, c->layout.dp, e));
+    if (derived && z->grad_accum > 1) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "gradient_accumulation_steps %lld: train_batch_size %lld / micro-batch %lld / DP %d, "
+                 "as DeepSpeed derives it", (long long)z->grad_accum, (long long)z->train_batch,
+                 (long long)z->micro_batch, c->layout.dp);
+        setup_note(c, msg);
+    }
+    return 0;
+}
+
 /* Groups m by a list: the spec a caller gives (a probe's names), else the group file. A path
  * that cannot be read is reported as what it also is not: a rule name. */
 static int group_list(const struct plan_inputs *in, struct plan_model *m, struct rl_err *e)
@@ -345,6 +362,7 @@ int plan_inputs_resolve(const struct plan_inputs *in, struct plan_setup *c, stru
         RL_TRY(apply_launch(in, launch, c, e));
     RL_TRY(apply_settings(in, c, e));
     RL_TRY(resolve_layout(in, launch, n_model_sources == 0, c, e));
+    RL_TRY(resolve_batch(c, e));
     RL_TRY(resolve_model(in, launch, c, e));
     /* An HF model's "auto" buckets are the HF Trainer's to fill, from its hidden size; under a
      * Megatron launch line DeepSpeed drops "auto" to its defaults. */

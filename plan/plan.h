@@ -285,6 +285,10 @@ void plan_zero_resolve_hf_dtype(struct plan_zero *z, enum plan_dtype trainer);
 /* Cross-field checks (offload device none with a ratio, batch sizes, ...). A ratio with stage < 3
  * or device "nvme" parses: plan/ds_hazards.h names what DeepSpeed does with it. */
 int plan_zero_validate(const struct plan_zero *z, struct rl_err *e);
+/* DeepSpeed's batch rule for dp_ranks data-parallel ranks: the accumulation from train_batch_size
+ * and the micro-batch when the config leaves it out; RL_EINVAL when the three disagree or the
+ * quotient is not whole (plan/zero_config.c). */
+int plan_zero_resolve_batch(struct plan_zero *z, int dp_ranks, struct rl_err *e);
 
 /* ---- layout ------------------------------------------------------------------------------------ */
 struct plan_layout {

@@ -1127,3 +1127,44 @@ void plan_zero_resolve_hf_dtype(struct plan_zero *z, enum plan_dtype trainer)
     else
         z->dtype = PLAN_FP32;
 }
+
+/* DeepSpeed's batch rule (runtime/config.py: _set_batch_related_parameters, then _batch_assertion;
+ * the same from 0.12 to 0.19): train_batch_size = train_micro_batch_size_per_gpu x
+ * gradient_accumulation_steps x the data-parallel world size. With train_batch_size set, the one
+ * of the other two left out follows from it (the accumulation when the micro-batch is known: the
+ * config's, the launch line's or --micro-batch; the micro-batch when only the accumulation is
+ * given); with neither, the accumulation is 1 and the micro-batch train_batch_size / DP; all three
+ * must satisfy the rule, and a quotient must be whole, or DeepSpeed refuses the config. */
+int plan_zero_resolve_batch(struct plan_zero *z, int dp_ranks, struct rl_err *e)
+{
+    if (z->src_train_batch != PLAN_SRC_CONFIG || z->train_batch <= 0)
+        return 0;
+    const int64_t dp = dp_ranks > 0 ? dp_ranks : 1, tb = z->train_batch;
+    const bool mb_known = z->src_micro_batch != PLAN_SRC_DEFAULT, ga_known = z->src_grad_accum == PLAN_SRC_CONFIG;
+    if (mb_known && ga_known) {
+        if (tb != z->micro_batch * z->grad_accum * dp)
+            return rl_errf(e, RL_EINVAL, "train_batch_size: %lld is not the micro-batch %lld x "
+                           "gradient_accumulation_steps %lld x %lld data-parallel rank%s (= %lld); allowed: %lld, "
+                           "as DeepSpeed checks", (long long)tb, (long long)z->micro_batch, (long long)z->grad_accum,
+                           (long long)dp, dp == 1 ? "" : "s", (long long)(z->micro_batch * z->grad_accum * dp),
+                           (long long)(z->micro_batch * z->grad_accum * dp));
+        return 0;
+    }
+    const int64_t per = mb_known ? z->micro_batch * dp : ga_known ? z->grad_accum * dp : dp;
+    if (tb % per != 0)
+        return rl_errf(e, RL_EINVAL, "train_batch_size: %lld is not a multiple of %s%lld x %lld data-parallel rank%s; "
+                       "allowed: a multiple of %lld (DeepSpeed derives the %s as their quotient)", (long long)tb,
+                       mb_known ? "micro-batch " : ga_known ? "gradient_accumulation_steps " : "",
+                       (long long)(per / dp), (long long)dp, dp == 1 ? "" : "s", (long long)per,
+                       mb_known ? "accumulation" : "micro-batch");
+    if (mb_known) {
+        z->grad_accum = tb / per;
+        z->src_grad_accum = PLAN_SRC_AUTO;
+    } else {
+        z->micro_batch = tb / per;
+        z->src_micro_batch = PLAN_SRC_AUTO;
+        if (!ga_known)
+            z->grad_accum = 1;
+    }
+    return 0;
+}

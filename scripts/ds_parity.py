@@ -134,13 +134,13 @@ def observe(row, corpus):
         vals = [int(zc.stage), dev(oo.device), num(float(oo.ratio)), num(bool(oo.pin_memory)), num(zc.sub_group_size),
                 num(zc.reduce_bucket_size), num(zc.prefetch_bucket_size), num(zc.param_persistence_threshold),
                 num(zc.max_live_parameters), dtype, dev(op.device), num(bool(op.pin_memory)),
-                num(ds.train_micro_batch_size_per_gpu)]
+                num(ds.train_micro_batch_size_per_gpu), num(ds.gradient_accumulation_steps)]
         return [ident, "accept"] + [str(v) for v in vals] + ["-"]
     except BaseException as e:  # noqa: B902 - an assertion or a TypeError refuses the config too
         if isinstance(e, KeyboardInterrupt):
             raise
         msg = (type(e).__name__ + ": " + str(e)).replace("\t", " ").replace("\n", " | ")
-        return [ident, "refuse"] + ["-"] * 13 + [msg[:160]]
+        return [ident, "refuse"] + ["-"] * 14 + [msg[:160]]
 
 
 def main():
@@ -152,7 +152,7 @@ def main():
                 transformers.__version__),
              "# id\tverdict\tstage\tdevice\tratio\tpin_memory\tsub_group_size\treduce_bucket_size\t"
              "prefetch_bucket_size\tparam_persistence_threshold\tmax_live_parameters\tdtype\tparam_device\t"
-             "param_pin_memory\tmicro_batch\treason"]
+             "param_pin_memory\tmicro_batch\tgrad_accum\treason"]
     for row in rows:
         lines.append("\t".join(observe(row, corpus)))
     with open(out, "w") as f:

@@ -399,6 +399,22 @@ add("hf-stage2-auto-prefetch", {"train_micro_batch_size_per_gpu": "auto", "bf16"
     "an HF config at stage 2 with the stage-3 buckets \"auto\"", mode="hf", hidden=5120, flag="bf16")
 add("mistake-zero-bool", {"train_micro_batch_size_per_gpu": 1, "zero_optimization": True}, "zero_optimization true")
 
+# ---- the accumulation from train_batch_size (one rank: DeepSpeedConfig without a process group) ----
+for tb, mb, ga, about in [(16, 4, None, "train_batch_size 16, micro 4: accumulation 4"),
+                          (16, 4, 4, "train_batch_size 16, micro 4, accumulation 4: agree"),
+                          (16, 4, 2, "train_batch_size 16, micro 4, accumulation 2: 4 x 2 is not 16"),
+                          (10, 4, None, "train_batch_size 10, micro 4: not a multiple"),
+                          (12, None, 3, "train_batch_size 12, accumulation 3, no micro-batch: micro 4")]:
+    c = base()
+    c["train_batch_size"] = tb
+    if mb is None:
+        del c["train_micro_batch_size_per_gpu"]
+    else:
+        c["train_micro_batch_size_per_gpu"] = mb
+    if ga is not None:
+        c["gradient_accumulation_steps"] = ga
+    add("accum-%d-%s-%s" % (tb, mb, ga), c, about)
+
 os.makedirs(os.path.join(OUT, "configs"), exist_ok=True)
 for f in os.listdir(os.path.join(OUT, "configs")):
     os.remove(os.path.join(OUT, "configs", f))

@@ -81,6 +81,11 @@ static const struct bad_case cases[] = {
      "plan --ds-config c.json --out o.txt", 2, "fp16.enabled", "bf16.enabled"},
     {"train batch not a multiple of the micro-batch", W("c.json", "{\"train_batch_size\":10,\"train_micro_batch_size_per_gpu\":4}"),
      "plan --ds-config c.json --out o.txt", 2, "train_batch_size", NULL},
+    {"train batch not micro-batch x accumulation x DP", W("c.json", "{\"train_batch_size\":16,\"train_micro_batch_size_per_gpu\":4,"
+     "\"gradient_accumulation_steps\":2," Z3 "}"), "predict --model gpt2 --tp 1 --gpus 1 --ds-config c.json --trace o.json", 2,
+     "train_batch_size: 16", "(= 8)"},
+    {"train batch not a multiple of micro-batch x DP", W("c.json", "{\"train_batch_size\":16,\"train_micro_batch_size_per_gpu\":4," Z3 "}"),
+     "predict --model gpt2 --tp 1 --gpus 8 --ds-config c.json --trace o.json", 2, "train_batch_size: 16", "multiple of 32"},
     {"micro-batch negative", W("c.json", "{\"train_micro_batch_size_per_gpu\":-1}"), "plan --ds-config c.json --out o.txt", 2,
      "train_micro_batch_size_per_gpu", NULL},
     {"optimizer type a number", W("c.json", "{\"optimizer\":{\"type\":5}}"), "plan --ds-config c.json --out o.txt", 2,

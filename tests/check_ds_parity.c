@@ -28,10 +28,11 @@
 static const char *const releases[] = {"0.14.1", "0.19.8"};
 
 /* The observed columns after id and verdict, in observed-*.tsv order. */
-enum { C_STAGE, C_DEVICE, C_RATIO, C_PIN, C_SGS, C_RBS, C_PBS, C_PPT, C_MLP, C_DTYPE, C_PDEV, C_PPIN, C_MICRO, N_COLS };
+enum { C_STAGE, C_DEVICE, C_RATIO, C_PIN, C_SGS, C_RBS, C_PBS, C_PPT, C_MLP, C_DTYPE, C_PDEV, C_PPIN, C_MICRO, C_GA, N_COLS };
 static const char *const col_names[N_COLS] = {
     "stage", "device", "ratio", "pin_memory", "sub_group_size", "reduce_bucket_size", "prefetch_bucket_size",
     "param_persistence_threshold", "max_live_parameters", "dtype", "param_device", "param_pin_memory", "micro_batch",
+    "grad_accum",
 };
 
 /* <RATIOLAB_SRC>/tests/deepspeed/parity/<name> (one of 4 static buffers used in turn). */
@@ -80,6 +81,10 @@ static bool ratiolab_reads(const char *file, const char *mode, int64_t hidden, c
         plan_zero_resolve_hf_dtype(&z, !strcmp(flag, "bf16") ? PLAN_BF16 : !strcmp(flag, "fp16") ? PLAN_FP16 : PLAN_FP32);
     }
     plan_zero_resolve_pin(&z);
+    if (plan_zero_resolve_batch(&z, 1, &e)) {   /* one rank, as DeepSpeedConfig without a process group */
+        snprintf(err, errn, "%s", e.msg);
+        return false;
+    }
     const struct plan_hazard *hz[PLAN_HAZARDS_MAX];
     int n = plan_ds_hazards(&z, hz, PLAN_HAZARDS_MAX);
     for (int i = 0; i < n; i++)
@@ -102,6 +107,7 @@ static bool ratiolab_reads(const char *file, const char *mode, int64_t hidden, c
     snprintf(cols[C_PDEV], 32, "%s", dev[z.offload_param]);
     snprintf(cols[C_PPIN], 32, "%d", plan_zero_param_pin(&z));
     snprintf(cols[C_MICRO], 32, "%lld", (long long)z.micro_batch);
+    snprintf(cols[C_GA], 32, "%lld", (long long)z.grad_accum);
     return true;
 }
 

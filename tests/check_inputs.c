@@ -94,6 +94,57 @@ START_TEST(mpi_world_is_the_dp_degree_unless_the_layout_says)
 }
 END_TEST
 
+/* DeepSpeed's batch rule (runtime/config.py _set_batch_related_parameters, _batch_assertion):
+ * train_batch_size = micro-batch x accumulation x DP. Given train_batch_size 16 and micro-batch 4,
+ * the accumulation is 16 / 4 / DP; all three given must agree; a remainder is refused. */
+START_TEST(accumulation_from_train_batch_size)
+{
+    const char *cfg = tu_write("tb.json", "{\"train_batch_size\": 16, \"train_micro_batch_size_per_gpu\": 4, "
+                                          "\"zero_optimization\": {\"stage\": 3}}");
+    struct plan_inputs in;
+    init(&in);
+    in.ds_config = cfg;
+    in.model = "gpt-350m";
+    in.layout.tp = 1;
+    in.layout.world = 1;
+    struct plan_setup s;
+    struct rl_err e = {0};
+    ck_assert_msg(plan_inputs_resolve(&in, &s, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(s.zero.grad_accum, 4);   /* 16 / 4 / 1 */
+    ck_assert_int_eq(s.zero.src_grad_accum, PLAN_SRC_AUTO);
+    plan_setup_free(&s);
+    in.layout.world = 2;   /* DP 2: 16 / 4 / 2 */
+    ck_assert_msg(plan_inputs_resolve(&in, &s, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(s.zero.grad_accum, 2);
+    plan_setup_free(&s);
+    in.layout.world = 1;
+    in.micro_batch = 8;   /* a micro-batch given over the config's re-derives the accumulation */
+    ck_assert_msg(plan_inputs_resolve(&in, &s, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(s.zero.grad_accum, 2);
+    plan_setup_free(&s);
+    in.micro_batch = 0;
+    in.layout.world = 8;   /* 16 / (4 x 8): not whole */
+    ck_assert_int_eq(plan_inputs_resolve(&in, &s, &e), RL_EINVAL);
+    plan_setup_free(&s);
+    ck_assert_msg(strstr(e.msg, "train_batch_size: 16") && strstr(e.msg, "multiple of 32"), "%s", e.msg);
+    in.layout.world = 1;
+    in.ds_config = tu_write("tb3.json", "{\"train_batch_size\": 16, \"train_micro_batch_size_per_gpu\": 4, "
+                                        "\"gradient_accumulation_steps\": 2, \"zero_optimization\": {\"stage\": 3}}");
+    ck_assert_int_eq(plan_inputs_resolve(&in, &s, &e), RL_EINVAL);   /* 4 x 2 x 1 = 8, not 16 */
+    plan_setup_free(&s);
+    ck_assert_msg(strstr(e.msg, "train_batch_size: 16") && strstr(e.msg, "(= 8)"), "%s", e.msg);
+    in.layout.world = 2;   /* 4 x 2 x 2 = 16: agrees */
+    ck_assert_msg(plan_inputs_resolve(&in, &s, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(s.zero.grad_accum, 2);
+    ck_assert_int_eq(s.zero.src_grad_accum, PLAN_SRC_CONFIG);
+    plan_setup_free(&s);
+    in.ds_config = tu_write("tb0.json", "{\"train_micro_batch_size_per_gpu\": 4, \"zero_optimization\": {\"stage\": 3}}");
+    ck_assert_msg(plan_inputs_resolve(&in, &s, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(s.zero.grad_accum, 1);   /* no train_batch_size: DeepSpeed's default 1 */
+    plan_setup_free(&s);
+}
+END_TEST
+
 START_TEST(messages_name_fields)
 {
     struct plan_inputs in;
@@ -326,6 +377,7 @@ Suite *inputs_suite(void)
     tcase_add_test(tc, builtin_default_case);
     tcase_add_test(tc, config_then_explicit_settings);
     tcase_add_test(tc, mpi_world_is_the_dp_degree_unless_the_layout_says);
+    tcase_add_test(tc, accumulation_from_train_batch_size);
     tcase_add_test(tc, messages_name_fields);
     tcase_add_test(tc, cli_names_the_flags_typed);
     tcase_add_test(tc, honored_within_tolerance);
