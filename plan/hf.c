@@ -178,6 +178,17 @@ static int decoder(struct plan_model *m, const json_t *root, const char *what,
                        (long long)hd, (long long)heads, (long long)kv, (long long)h);
     struct plan_arch *a = &m->arch;
     a->kind = PLAN_ARCH_HF_LLAMA;
+    /* transformers' LlamaDecoderLayer adds its residuals without dropout; the attention
+     * probabilities' dropout is attention_dropout (default 0.0) */
+    a->dropout_known = true;
+    a->hidden_dropout = 0;
+    a->attention_dropout = 0;
+    const json_t *ad = json_object_get(root, "attention_dropout");
+    if (ad && !json_is_null(ad)) {
+        if (!json_is_number(ad) || !(json_number_value(ad) >= 0 && json_number_value(ad) <= 1))
+            return rl_errf(e, RL_EINVAL, "%s: attention_dropout: not a probability; allowed: a number in [0, 1]", what);
+        a->attention_dropout = json_number_value(ad);
+    }
     a->layers = a->layers_here = (int)layers;
     a->hidden = h;
     a->ffn_hidden = ffn;
@@ -186,6 +197,7 @@ static int decoder(struct plan_model *m, const json_t *root, const char *what,
     a->head_dim = hd;
     a->vocab = a->vocab_padded = vocab;
     a->max_pos = 0;   /* rotary */
+    a->rotary = true;
     a->swiglu = true;
     a->tied_embeddings = tied;
     /* A preset's seq_len_default: max_position_embeddings of today's models is a context limit

@@ -30,6 +30,8 @@ void plan_megatron_defaults(struct plan_megatron_cfg *c)
     memset(c, 0, sizeof *c);
     c->vocab = 50257;          /* GPT-2 BPE, the vocabulary of the Megatron GPT examples */
     c->vocab_divisor = 128;    /* --make-vocab-size-divisible-by default */
+    c->attention_dropout = 0.1;   /* --attention-dropout and --hidden-dropout defaults (megatron/arguments.py) */
+    c->hidden_dropout = 0.1;
     c->tp = 1;
     c->pp = 1;
 }
@@ -128,11 +130,15 @@ static int build(struct plan_model *m, const struct plan_megatron_cfg *c, struct
     a->seq_key = "seq_length";
     a->max_pos = c->rotary ? 0 : max_pos;
     a->swiglu = c->swiglu;
+    a->rotary = c->rotary;
     a->tied_embeddings = !c->untie;
     a->tp = c->tp;
     a->pp = c->pp;
     a->pp_stage = c->pp_stage;
     a->attention = c->flash_attn ? PLAN_ATTN_FLASH : PLAN_ATTN_MATERIALIZED;   /* plan_attention_origin */
+    a->dropout_known = true;
+    a->attention_dropout = c->attention_dropout;
+    a->hidden_dropout = c->hidden_dropout;
 
     const bool first = c->pp_stage == 0, last = c->pp_stage == c->pp - 1;
     const int first_layer = c->pp_stage * a->layers_here;

@@ -192,7 +192,7 @@ enum flag_id {
     F_TP, F_MP, F_PP, F_MICRO, F_BATCH, F_GLOBAL, F_ZERO, F_DS_CONFIG, F_RECOMPUTE_GRAN,
     /* flags without a value */
     F_SWIGLU, F_NO_BIAS, F_UNTIE, F_ROTARY, F_NO_POS, F_NO_PP, F_BF16, F_FP16, F_CKPT, F_RECOMPUTE,
-    F_CPU_OPT, F_FLASH_ATTN,
+    F_CPU_OPT, F_FLASH_ATTN, F_ATTN_DROPOUT, F_HIDDEN_DROPOUT,
 };
 
 struct flag {
@@ -236,6 +236,8 @@ static const struct flag flags[] = {
     {"checkpoint-activations", F_CKPT, false},
     {"recompute-activations", F_RECOMPUTE, false},
     {"cpu-optimizer", F_CPU_OPT, false},
+    {"attention-dropout", F_ATTN_DROPOUT, true},
+    {"hidden-dropout", F_HIDDEN_DROPOUT, true},
     {"use-flash-attn", F_FLASH_ATTN, false},          /* Megatron-DeepSpeed: alias of -v1 */
     {"use-flash-attn-v1", F_FLASH_ATTN, false},
     {"use-flash-attn-v2", F_FLASH_ATTN, false},
@@ -428,6 +430,8 @@ static int apply(const struct flag *f, const char *v, struct plan_megatron_launc
     case F_RECOMPUTE: o->checkpoint_activations = true; break;
     case F_CPU_OPT: o->cpu_optimizer = true; break;
     case F_FLASH_ATTN: c->flash_attn = true; break;
+    case F_ATTN_DROPOUT: rc = rl_parse_double("--attention-dropout", v, 0, 1, &c->attention_dropout, e); break;
+    case F_HIDDEN_DROPOUT: rc = rl_parse_double("--hidden-dropout", v, 0, 1, &c->hidden_dropout, e); break;
     }
     return rc;
 }

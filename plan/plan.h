@@ -104,6 +104,7 @@ struct plan_arch {
     int64_t seq_len;             /* training sequence length */
     int64_t max_pos;             /* learned position table rows (0 with rotary / relative) */
     bool swiglu;                 /* gated MLP (LLaMA, --swiglu) */
+    bool rotary;                 /* rotary position embeddings applied to q and k in every layer */
     bool tied_embeddings;        /* output layer shares the word embeddings */
     int tp;                      /* tensor-parallel degree the tensor list was built for */
     int pp;                      /* pipeline-parallel degree */
@@ -114,6 +115,10 @@ struct plan_arch {
     enum plan_seq_origin seq_origin; /* where seq_len comes from (PLAN_SEQ_UNKNOWN in a hand-built arch) */
     const char *seq_key;             /* the config key it was read from (a string literal), or NULL */
     int64_t seq_config;              /* that key's value when PLAN_SEQ_CAPPED lowered it, else 0 */
+    bool dropout_known;              /* the two probabilities below are the model's (a hand-built arch:
+                                        not known, the simulator assumes Megatron's defaults) */
+    double attention_dropout;        /* dropout on the attention probabilities in training */
+    double hidden_dropout;           /* dropout before each residual add in training */
     bool has_torch_dtype;            /* an HF config.json states the checkpoint's precision */
     enum plan_dtype torch_dtype;     /* its torch_dtype (bfloat16, float16, float32) when it does */
 };
@@ -156,6 +161,8 @@ struct plan_megatron_cfg {
     int64_t seq_len, max_pos;    /* max_pos 0 -> seq_len */
     bool swiglu, rmsnorm, no_bias, untie, rotary;
     bool flash_attn;             /* --use-flash-attn (-v1, -v2, -triton): fused attention kernels */
+    double attention_dropout;    /* --attention-dropout, default 0.1 (Megatron's) */
+    double hidden_dropout;       /* --hidden-dropout, default 0.1 (Megatron's) */
     int tp, pp, pp_stage;
 };
 void plan_megatron_defaults(struct plan_megatron_cfg *c);

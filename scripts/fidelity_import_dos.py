@@ -32,7 +32,8 @@ logs = [f for f in files if f.endswith(".log") and "-prefetch0" in f and "flush_
 KEEP = {"--tensor-model-parallel-size", "--num-layers", "--hidden-size", "--num-attention-heads",
         "--micro-batch-size", "--global-batch-size", "--seq-length", "--max-position-embeddings",
         "--ffn-hidden-size", "--num-key-value-heads", "--pipeline-model-parallel-size",
-        "--tokenizer-type", "--make-vocab-size-divisible-by", "--normalization"}
+        "--tokenizer-type", "--make-vocab-size-divisible-by", "--normalization",
+        "--attention-dropout", "--hidden-dropout"}
 FLAGS = {"--bf16", "--fp16", "--use-rotary-position-embeddings", "--untie-embeddings-and-output-weights",
          "--swiglu", "--disable-bias-linear", "--no-pipeline-parallel", "--cpu-optimizer",
          "--checkpoint-activations", "--deepspeed-activation-checkpointing", "--no-query-key-layer-scaling"}

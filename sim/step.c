@@ -190,10 +190,9 @@ static int blocks_build(struct blocks *k, const struct plan *p, int64_t b, int64
  *   the logits as tokens x vocab / tp x hidden;
  * * attention per micro-batch and local head: Q K^T (s x s x d) and scores x V (s x d x s), their
  *   outputs in HBM when materialized; FlashAttention keeps the s x s scores on chip;
- * * the memory-bound kernels of a GPT layer over their HBM traffic (each reads its input and
- *   writes its output, 16-bit): two LayerNorms 8 s b h, two dropout + residual adds 14 s b h, GeLU
- *   16 s b h / t; materialized attention's softmax and dropout 9 a s^2 b / t (the tensors of
- *   Korthikanti et al. 2022, section 4.1). */
+ * * the memory-bound kernels of a GPT layer over their HBM traffic (sim_layer_elementwise_bytes:
+ *   norms, residual adds, the MLP activation, materialized attention's softmax; the dropouts only
+ *   where the model's probability is above 0). */
 static void gemm_block_flops(struct blocks *k, const struct plan *p, const struct hw_profile *hw, const struct sim_train *t)
 {
     if (!sim_gemm_model_on(hw) || p->zero.dtype == PLAN_FP32)
@@ -221,7 +220,7 @@ static void gemm_block_flops(struct blocks *k, const struct plan *p, const struc
             sec[1 + (x->layer - lo)] += sim_gemm_time_s(hw, 1, tokens, (double)x->shape[0], (double)x->shape[1], true);
     }
     double attn = sim_gemm_time_s(hw, b * lheads, s, s, d, !flash) + sim_gemm_time_s(hw, b * lheads, s, d, s, true);
-    double elem = tokens * h * 2.0 * (8.0 + 14.0 + 16.0 / tp) + (flash ? 0.0 : 9.0 * lheads * s * s * b * 2.0);
+    double elem = sim_layer_elementwise_bytes(a, s, b, !flash);
     for (int i = 1; i <= L; i++)
         sec[i] += attn + sim_gemm_hbm_time_s(hw, elem);
     if (logits) {

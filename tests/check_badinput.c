@@ -117,6 +117,12 @@ static const struct bad_case cases[] = {
     {"launch line quote left open across a newline", NULL,
      "plan --megatron-args \"--num-layers 2 --load 'a\nb\" --out o.txt", 2, "--megatron-args", "unterminated single quote"},
     {"launch line without --num-layers", NULL, "plan --megatron-args '--hidden-size 64' --out o.txt", 2, "--num-layers", NULL},
+    {"launch line with a dropout above 1", NULL, "predict --megatron-args '--num-layers 2 --hidden-size 64 "
+     "--num-attention-heads 4 --seq-length 64 --attention-dropout 1.5' --trace o.json", 2, "--attention-dropout", "1.5"},
+    {"HF config with a dropout that is not a probability", W("m.json", "{\"model_type\": \"llama\", \"hidden_size\": 64, "
+     "\"intermediate_size\": 128, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"vocab_size\": 100, "
+     "\"max_position_embeddings\": 64, \"attention_dropout\": \"high\"}"), "predict --model m.json --trace o.json", 2,
+     "attention_dropout", "[0, 1]"},
     {"launch line with an unexpanded variable", NULL, "plan --megatron-args '--num-layers $L' --out o.txt", 2, "--num-layers",
      "unexpanded"},
     {"launch file with a NUL byte dropping later flags", "printf -- '--num-layers 2\\000 --hidden-size 64' > l.txt",

@@ -137,6 +137,8 @@ START_TEST(llama_style_gqa_swiglu)
     ck_assert_int_eq(l.dtype, PLAN_BF16);
     ck_assert_int_eq(l.zero_stage, 0);
     ck_assert_str_eq(l.ds_config, "./tmp/deepspeed.json");
+    /* --attention-dropout 0 given, --hidden-dropout not: Megatron's default 0.1 */
+    ck_assert(l.model.attention_dropout == 0 && l.model.hidden_dropout == 0.1);
 
     /* Hand count at TP 1, PP 1: head_dim 2048 / 16 = 128; fused QKV rows 2048 + 2 x 4 x 128 =
      * 3072; SwiGLU up-projection 2 x 5504 rows; RMSNorm weight only; no biases; no position
@@ -152,6 +154,7 @@ START_TEST(llama_style_gqa_swiglu)
     ck_assert_int_eq(hand, 32000LL * 2048 * 2 + 24 * (2LL * 2048 + 3072LL * 2048 + 2048LL * 2048 +
                                                       3LL * 5504 * 2048) + 2048);
     ck_assert_int_eq(m.total_numel, hand);
+    ck_assert(m.arch.dropout_known && m.arch.attention_dropout == 0 && m.arch.hidden_dropout == 0.1 && m.arch.rotary);
     ck_assert_str_eq(m.tensors[m.n_tensors - 1].name, "language_model.output_layer.weight");
     ck_assert_str_eq(m.tensors[m.n_tensors - 2].name, "language_model.encoder.final_layernorm.weight");
     /* Module order within a layer: input norm, QKV, attention out, post norm, MLP up, MLP down. */
@@ -227,6 +230,10 @@ START_TEST(bad_lines_name_the_argument)
     parse_fails(buf, "backslash followed by blanks", "'4'");
     snprintf(buf, sizeof buf, "%s \"--num-layers 4 --swiglu\"", base);
     parse_fails(buf, "several arguments", NULL);
+    snprintf(buf, sizeof buf, "%s --num-layers 4 --attention-dropout 1.5", base);
+    parse_fails(buf, "--attention-dropout", "1.5");
+    snprintf(buf, sizeof buf, "%s --num-layers 4 --hidden-dropout nan", base);
+    parse_fails(buf, "--hidden-dropout", "nan");
     snprintf(buf, sizeof buf, "%s --num-layers 4k", base);
     parse_fails(buf, "--num-layers", "'4k'");
     snprintf(buf, sizeof buf, "%s --num-layers", base);

@@ -102,6 +102,12 @@ START_TEST(llama_attention_and_mlp_bias)
     ck_assert_int_eq(m.total_numel, base);
     ck_assert(!m.arch.tied_embeddings);
     ck_assert(!has(&m, "model.layers.0.self_attn.q_proj.bias"));
+    /* transformers' Llama: rotary, no dropout on the residual path, attention_dropout 0.0 unless set */
+    ck_assert(m.arch.rotary && m.arch.dropout_known);
+    ck_assert(m.arch.hidden_dropout == 0 && m.arch.attention_dropout == 0);
+    plan_model_free(&m);
+    load_file(&m, tu_write("llama_ad.json", llama_json(", \"attention_dropout\": 0.25")));
+    ck_assert(m.arch.attention_dropout == 0.25);
     plan_model_free(&m);
     /* attention_bias: q, k, v, o biases of heads x 16, 2 x 16, 2 x 16 and 64 per layer. */
     load_file(&m, tu_write("llama_ab.json", llama_json(", \"attention_bias\": true")));

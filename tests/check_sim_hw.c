@@ -376,6 +376,66 @@ START_TEST(hw_gemm_rate_depends_on_the_shape)
 }
 END_TEST
 
+/* The memory-bound kernels around a layer's GEMMs, counted by hand from the frameworks' code
+ * (sim/gemm.h). A Megatron-DeepSpeed Llama-like layer: h 4096, FFN 11008, 32 heads, 4 KV heads,
+ * rotary, SwiGLU, dropouts 0, TP 1, seq 2048, micro-batch 4 (s b = 8192 tokens), materialized:
+ * per token in units of h: norms 2 x 4 = 8, adds 2 x 6 = 12, SwiGLU 10 x 11008 / 4096 = 26.875,
+ * the GQA repeat 2 (2 + 2 x 4 / 32) = 4.5, rotary of q and the repeated k 20 x 2 = 40, q's split 4
+ * and the context permute 4: 99.375 x 4096 B x 8192 tokens = 3,334,471,680 B; the fused softmax
+ * 4 B x 32 heads x 2048^2 x 4 = 2,147,483,648 B. With both dropouts at 0.1: the adds' masks
+ * 2 x 4096 x 8192 = 67,108,864 B more, the attention dropout 5 B per score 2,684,354,560 B more.
+ * The same shape in transformers (LlamaRMSNorm unfused, rotary before the repeat, sdpa's flash):
+ * norms 72, adds 12, SwiGLU 26.875, repeat 4.5, rotary 20 x (1 + 4 / 32) = 22.5, the context
+ * transpose 4: 141.875 x 4096 x 8192 = 4,760,535,040 B. */
+START_TEST(hw_layer_elementwise_bytes_by_hand)
+{
+    struct plan_arch a = {.kind = PLAN_ARCH_MEGATRON_GPT, .hidden = 4096, .ffn_hidden = 11008, .heads = 32,
+                          .kv_heads = 4, .head_dim = 128, .swiglu = true, .rotary = true, .tp = 1,
+                          .dropout_known = true, .attention_dropout = 0, .hidden_dropout = 0};
+    ck_assert_double_eq(sim_layer_elementwise_bytes(&a, 2048, 4, true), 3334471680.0 + 2147483648.0);
+    /* with --use-flash-attn: no scores, Megatron's rearranges of q, k, v and the context 16
+       instead of the permute's 4: 12 x 4096 x 8192 = 402,653,184 B more per token */
+    ck_assert_double_eq(sim_layer_elementwise_bytes(&a, 2048, 4, false), 3334471680.0 + 402653184.0);
+    a.attention_dropout = a.hidden_dropout = 0.1;
+    ck_assert_double_eq(sim_layer_elementwise_bytes(&a, 2048, 4, true),
+                        3334471680.0 + 67108864.0 + 2147483648.0 + 2684354560.0);
+    a.dropout_known = false;   /* a hand-built arch: both dropouts on */
+    a.attention_dropout = a.hidden_dropout = 0;
+    ck_assert_double_eq(sim_layer_elementwise_bytes(&a, 2048, 4, true),
+                        3334471680.0 + 67108864.0 + 2147483648.0 + 2684354560.0);
+    struct plan_arch f = a;
+    f.kind = PLAN_ARCH_HF_LLAMA, f.dropout_known = true;
+    ck_assert_double_eq(sim_layer_elementwise_bytes(&f, 2048, 4, false), 4760535040.0);
+}
+END_TEST
+
+/* Each profile with the per-shape model gives the measured rates it was solved from (the rates as
+ * the sources print them, not the model's output): dgx-h100 OpenXLA's sm_90 table's largest and
+ * smallest bf16 entries, 783.33 TFLOP/s at 4096^3 and 11.46 TFLOP/s at 512 x 256 x 256; the A100
+ * profiles ml-engineering's Maximum Achievable Matmul FLOPS table's A100 SXM entry, 271.2 TFLOP/s at
+ * 1024 x 10240 x 5120. The profiles round their efficiency to 4 digits, hence 0.05 %. */
+START_TEST(hw_gemm_profiles_give_their_sourced_rates)
+{
+    static const struct { const char *hw; double m, n, k, tflops; } cases[] = {
+        {"dgx-h100", 4096, 4096, 4096, 783.33},
+        {"dgx-h100", 512, 256, 256, 11.46},
+        {"dgx-a100-40g", 1024, 10240, 5120, 271.2},
+        {"dgx-a100-80g", 1024, 10240, 5120, 271.2},
+        {"polaris-a100-40g", 1024, 10240, 5120, 271.2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct hw_profile hw;
+        struct rl_err e;
+        ck_assert_msg(sim_hw_load(&hw, tu_catalog(), cases[i].hw, &e) == 0, "%s", e.msg);
+        ck_assert_msg(sim_gemm_model_on(&hw), "%s has no per-shape GEMM model", cases[i].hw);
+        double m = cases[i].m, n = cases[i].n, k = cases[i].k;
+        double tflops = 2.0 * m * n * k / sim_gemm_time_s(&hw, 1, m, n, k, true) / 1e12;
+        ck_assert_msg(fabs(tflops / cases[i].tflops - 1) < 5e-4, "%s %g x %g x %g: %.3f TFLOP/s, measured %.2f",
+                      cases[i].hw, m, n, k, tflops, cases[i].tflops);
+    }
+}
+END_TEST
+
 Suite *sim_hw_suite(void)
 {
     Suite *s = suite_create("sim_hw");
@@ -387,6 +447,8 @@ Suite *sim_hw_suite(void)
     tcase_add_test(c, hw_first_touch_faults_per_page);
     tcase_add_test(c, hw_pageable_copy_is_a_bounce_buffer);
     tcase_add_test(c, hw_gemm_rate_depends_on_the_shape);
+    tcase_add_test(c, hw_layer_elementwise_bytes_by_hand);
+    tcase_add_test(c, hw_gemm_profiles_give_their_sourced_rates);
     tcase_add_test(c, hw_nccl_ring_and_tree_across_nodes);
     suite_add_tcase(s, c);
     return s;
