@@ -53,6 +53,19 @@ double sim_cpu_rank_cores(const struct hw_profile *hw, const struct sim_train *t
     return (double)socket_cores / (ranks_on_socket > 0 ? ranks_on_socket : 1);
 }
 
+int64_t sim_cpu_intraop_oversub_ns(const struct hw_profile *hw, const struct sim_train *t, int ranks, int threads,
+                                   int64_t elems)
+{
+    if (t->cpu_binding == SIM_BIND_PER_RANK || elems <= SIM_TORCH_GRAIN_SIZE)
+        return 0;
+    int64_t chunks = (elems + SIM_TORCH_GRAIN_SIZE - 1) / SIM_TORCH_GRAIN_SIZE;
+    int64_t used = threads > 0 ? (chunks < threads ? chunks : threads) : 1;
+    double o = (double)ranks * (double)used / sim_cpu_node_cores(hw, t);
+    if (o <= 1.0)
+        return 0;
+    return (int64_t)((o - 1.0) * (double)SIM_SCHED_SLICE_NS + 0.5);
+}
+
 int64_t sim_cpu_oversub_ns(const struct hw_profile *hw, const struct sim_train *t, int ranks, int64_t elems)
 {
     if (t->cpu_binding == SIM_BIND_PER_RANK || elems <= 0)

@@ -71,6 +71,16 @@ double sim_cpu_rank_cores(const struct hw_profile *hw, const struct sim_train *t
  * o - 1 other threads of its core for a slice each while its team's finished threads spin at the
  * barrier: (o - 1) x SIM_SCHED_SLICE_NS per region. 0 when bound or not oversubscribed. */
 int64_t sim_cpu_oversub_ns(const struct hw_profile *hw, const struct sim_train *t, int ranks, int64_t elems);
+/* PyTorch's smallest parallel chunk (at::internal::GRAIN_SIZE, ATen/Parallel.h): a CPU tensor op
+ * over fewer elements runs on the calling thread alone, a longer one in min(threads, ceil(n /
+ * grain)) chunks of one at::parallel_for region. */
+#define SIM_TORCH_GRAIN_SIZE INT64_C(32768)
+/* The same wait for one CPU tensor op of `elems` elements on PyTorch's intra-op pool (`threads` per
+ * rank): none below SIM_TORCH_GRAIN_SIZE (no region); otherwise, when the ranks' pools, each
+ * running its min(threads, ceil(elems / grain)) chunks, oversubscribe the node's cores, (o - 1) x
+ * SIM_SCHED_SLICE_NS, o = ranks x those threads / cores. 0 when bound or not oversubscribed. */
+int64_t sim_cpu_intraop_oversub_ns(const struct hw_profile *hw, const struct sim_train *t, int ranks, int threads,
+                                   int64_t elems);
 const char *sim_cpu_optimizer_name(enum sim_cpu_optimizer o);
 int sim_cpu_optimizer_parse(const char *s, enum sim_cpu_optimizer *out, struct rl_err *e);
 

@@ -141,6 +141,17 @@ static void param_writeback_gpu(struct builder *u, int g, int64_t n, int *host, 
  * pinned buffer (no temporary, no H2D); a GPU sub-group's copy_ is blocking, and PyTorch converts
  * on the CPU (Copy.cu copy_kernel_cuda): a fresh pageable fp32 temporary, a synchronous D2H of
  * 4 bytes per element into it behind the sub-group's Adam, then the cast on the host. */
+/* The wait of an oversubscribed intra-op region after `task` (sim_cpu_intraop_oversub_ns), in its
+ * phase; `task` itself when there is none. */
+static int region_wait(struct builder *u, const char *name, int g, int task, int64_t ns, int phase)
+{
+    if (ns <= 0)
+        return task;
+    int w = sim__host_delay(u, name, g, ns, phase);
+    sim__dep(u, task, w);
+    return w;
+}
+
 void sim__ds_optimizer(struct builder *u, const struct plan_ds_rules *dr, int g, int ready)
 {
     struct sim__step *b = u->b;
@@ -179,8 +190,13 @@ void sim__ds_optimizer(struct builder *u, const struct plan_ds_rules *dr, int g,
         const struct plan_subgroup *sg = &p->subgroups[s];
         if (sg->cpu_numel > 0) {
             double c = (double)sg->cpu_numel;
+            /* grad.mul_ (unscale_and_clip_grads) and, below, the 16-bit cast (copy_'s src.to) are
+               one intra-op fork-join region each, waiting like CPU Adam's when the pools
+               oversubscribe the cores */
+            const int64_t region_ns = sim_cpu_intraop_oversub_ns(b->hw, &b->t, b->ranks, threads, sg->cpu_numel);
             int un = sim__host_pass(u, "unscale_host", g, c, 8.0, STEP_PH_UNSCALE, 0);
             sim__dep(u, host, un);
+            un = region_wait(u, "unscale_region_wait", g, un, region_ns, STEP_PH_UNSCALE);
             /* DeepSpeedCPUAdam's call over the sub-group: its tiles' fork-join regions wait for
                their last thread when unbound teams oversubscribe the cores */
             int ad = sim__cpu_adam(u, "cpu_adam", g, c, sim_cpu_oversub_ns(b->hw, &b->t, b->ranks, sg->cpu_numel));
@@ -190,7 +206,7 @@ void sim__ds_optimizer(struct builder *u, const struct plan_ds_rules *dr, int g,
                 sim__dep(u, ad, ca);
                 if (dr->adam_stream_sync)
                     sim__dep(u, stream, ca);   /* SynchronizeStreams after the sub-group's Adam */
-                host = ca;
+                host = region_wait(u, "param_cast_region_wait", g, ca, region_ns, STEP_PH_PARAM_CAST);
             } else {
                 /* copy_(fp32 host -> 16-bit GPU), blocking: src.to(16-bit) on the host into a fresh
                  * pageable temporary (first touched by the intra-op threads that cast into it),
@@ -205,6 +221,7 @@ void sim__ds_optimizer(struct builder *u, const struct plan_ds_rules *dr, int g,
                 sim__dep(u, fa, ca);
                 if (dr->adam_stream_sync)
                     sim__dep(u, stream, ca);   /* SynchronizeStreams after the sub-group's Adam */
+                ca = region_wait(u, "param_cast_region_wait", g, ca, region_ns, STEP_PH_PARAM_CAST);
                 int h = sim__host_copy(u, "param_h2d", g, true, false, c * dtype, STEP_PH_PARAM_H2D,
                                   sg->cpu_numel * dtype, 0);
                 sim__set_latency(u, h, sync_ns);

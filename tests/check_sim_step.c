@@ -1248,6 +1248,34 @@ START_TEST(step_ds_cpu_adam_bound_and_oversubscribed)
     ck_assert_int_eq(few.phase[STEP_PH_CPU_ADAM].busy_ns, want_f);
     ck_assert_int_eq(unbound.phase[STEP_PH_CPU_ADAM].busy_ns, want_u);
     ck_assert_int_gt(unbound.step_ns, bound.step_ns);
+    /* The intra-op pools: 1 thread per rank leaves the 4 cores undersubscribed; 4 per rank make
+       o = 2 x 4 / 4 = 2, so each CPU sub-group's unscale (grad.mul_) and 16-bit cast, one region
+       each, wait (o - 1) x 3 ms more; the unscale's DRAM-bound pass is the same with 1 or 4
+       threads, so its phase grows by exactly 3 ms per CPU sub-group. Bound, nothing is added. */
+    struct sim_step_result pools, pools_bound;
+    t.intraop_threads = 4;
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &pools, &e) == 0, "%s", e.msg);
+    int64_t cpu_sgs = 0;
+    for (int s = 0; s < f.p.n_subgroups; s++)
+        cpu_sgs += f.p.subgroups[s].cpu_numel > 0;
+    ck_assert_int_gt(cpu_sgs, 0);
+    ck_assert_int_eq(pools.phase[STEP_PH_UNSCALE].busy_ns - unbound.phase[STEP_PH_UNSCALE].busy_ns, cpu_sgs * 3000000);
+    t.cpu_binding = SIM_BIND_PER_RANK;
+    t.intraop_threads = 2;   /* the launcher's cores // ranks */
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &pools_bound, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(pools_bound.phase[STEP_PH_UNSCALE].busy_ns, bound.phase[STEP_PH_UNSCALE].busy_ns);
+    /* One op by hand, 2 ranks with pools of 4 on the 4 cores: up to PyTorch's grain (32768) no
+       region; 32769 elements are 2 chunks (o = 2 x 2 / 4 = 1, no wait); 4 x 32768 + 1 are 5
+       chunks on the 4 threads (o = 2: one 3 ms slice); bound, nothing. */
+    t.cpu_binding = SIM_BIND_NONE;
+    ck_assert_int_eq(sim_cpu_intraop_oversub_ns(&hw, &t, 2, 4, 32768), 0);
+    ck_assert_int_eq(sim_cpu_intraop_oversub_ns(&hw, &t, 8, 4, 32768), 0);   /* no region, even for 8 ranks */
+    ck_assert_int_eq(sim_cpu_intraop_oversub_ns(&hw, &t, 8, 4, 32769), 9000000);   /* 2 chunks: o = 8 x 2 / 4 */
+    ck_assert_int_eq(sim_cpu_intraop_oversub_ns(&hw, &t, 2, 4, 32769), 0);
+    ck_assert_int_eq(sim_cpu_intraop_oversub_ns(&hw, &t, 2, 4, 4 * 32768 + 1), 3000000);
+    ck_assert_int_eq(sim_cpu_intraop_oversub_ns(&hw, &t, 4, 4, 4 * 32768 + 1), 9000000);   /* o = 4 */
+    t.cpu_binding = SIM_BIND_PER_RANK;
+    ck_assert_int_eq(sim_cpu_intraop_oversub_ns(&hw, &t, 2, 4, 4 * 32768 + 1), 0);
     fx_free(&f);
 }
 END_TEST
