@@ -53,6 +53,18 @@ double sim_cpu_rank_cores(const struct hw_profile *hw, const struct sim_train *t
     return (double)socket_cores / (ranks_on_socket > 0 ? ranks_on_socket : 1);
 }
 
+/* The fork-join wait of `regions` regions whose teams of `threads` per rank, over the node's
+ * `ranks`, run o = ranks x threads / cores threads per core: (o - 1) scheduler slices each, 0 when
+ * o <= 1 (sim/step.h sim_cpu_oversub_ns). */
+static int64_t regions_wait_ns(const struct hw_profile *hw, const struct sim_train *t, int ranks, int64_t threads,
+                               int64_t regions)
+{
+    double o = (double)ranks * (double)threads / sim_cpu_node_cores(hw, t);
+    if (o <= 1.0)
+        return 0;
+    return (int64_t)((double)regions * (o - 1.0) * (double)SIM_SCHED_SLICE_NS + 0.5);
+}
+
 int64_t sim_cpu_intraop_oversub_ns(const struct hw_profile *hw, const struct sim_train *t, int ranks, int threads,
                                    int64_t elems)
 {
@@ -60,19 +72,13 @@ int64_t sim_cpu_intraop_oversub_ns(const struct hw_profile *hw, const struct sim
         return 0;
     int64_t chunks = (elems + SIM_TORCH_GRAIN_SIZE - 1) / SIM_TORCH_GRAIN_SIZE;
     int64_t used = threads > 0 ? (chunks < threads ? chunks : threads) : 1;
-    double o = (double)ranks * (double)used / sim_cpu_node_cores(hw, t);
-    if (o <= 1.0)
-        return 0;
-    return (int64_t)((o - 1.0) * (double)SIM_SCHED_SLICE_NS + 0.5);
+    return regions_wait_ns(hw, t, ranks, used, 1);
 }
 
 int64_t sim_cpu_oversub_ns(const struct hw_profile *hw, const struct sim_train *t, int ranks, int64_t elems)
 {
     if (t->cpu_binding == SIM_BIND_PER_RANK || elems <= 0)
         return 0;
-    double o = (double)ranks * sim_cpu_team_threads(hw, t, ranks) / sim_cpu_node_cores(hw, t);
-    if (o <= 1.0)
-        return 0;
-    int64_t regions = (elems + SIM_CPU_ADAM_TILE - 1) / SIM_CPU_ADAM_TILE;
-    return (int64_t)((double)regions * (o - 1.0) * (double)SIM_SCHED_SLICE_NS + 0.5);
+    return regions_wait_ns(hw, t, ranks, sim_cpu_team_threads(hw, t, ranks),
+                           (elems + SIM_CPU_ADAM_TILE - 1) / SIM_CPU_ADAM_TILE);
 }
