@@ -8,7 +8,7 @@ static const char *const schedule_names[] = {"deepspeed", "overlap"};
 static const char *const phase_names[] = {
     "forward", "backward", "gpu_adam", "cpu_adam", "tp_allreduce", "allgather", "reduce_scatter",
     "grad_d2h", "grad_h2d", "param_h2d", "pipeline_bubble", "grad_norm", "grad_cast", "unscale", "param_cast",
-    "overflow_check", "page_fault"};
+    "overflow_check", "page_fault", "zero3_hooks"};
 _Static_assert(RL_COUNT(schedule_names) == STEP_SCHED_COUNT, "a name per enum step_schedule");
 _Static_assert(RL_COUNT(phase_names) == STEP_PH_COUNT, "a name per phase");
 

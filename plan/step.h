@@ -45,6 +45,8 @@ enum step_phase {
     STEP_PH_PARAM_CAST,       /* fp32 master to the 16-bit parameter (GPU cast or host cast) */
     STEP_PH_OVERFLOW_CHECK,   /* fp16: the host's inf/nan scan of the flat gradient buffer */
     STEP_PH_PAGE_FAULT,       /* first touch of fresh pageable host memory (PyTorch's temporaries) */
+    STEP_PH_ZERO3_HOOKS,      /* the host issuing a block under DeepSpeed ZeRO-3: its submodules'
+                                 hooks and eager dispatch */
     STEP_PH_COUNT
 };
 /* The phase's name ("forward", "grad_d2h", ...); "?" outside the enum. */

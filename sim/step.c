@@ -748,6 +748,63 @@ static int gather_rest(struct builder *u, struct graph_ctx *c, int g, int i, int
     return rest;
 }
 
+/* ---- ZeRO-3's host time per submodule -----------------------------------------------------------
+ * DeepSpeed's ZeRO-3 runs Python hooks around every submodule's forward and backward
+ * (parameter_offload.py _register_hooks_recursively: fetch_sub_module before, release_sub_module
+ * after, and their backward counterparts; every release read, 0.12.4-0.19.8), on top of the
+ * eager dispatch of the submodule's own operators. The host issues block i's kernels only after
+ * those have run, so each block and pass gets one host task of (its submodules) x
+ * host.zero3_us_per_module_forward (backward), on the host thread after its previous blocking
+ * operation, and the block's compute waits for it. Where the GPU's share of a block is shorter,
+ * the pass is bound by the host; where the host blocks (the backward's flush throttle, a blocking
+ * copy), the hooks after it wait too. Submodules called per layer (forward pre-hooks counted on
+ * transformers 4.46.3's models by scripts/ds_hook_cost.py; Megatron-DeepSpeed's
+ * ParallelTransformerLayer read from its megatron/model/transformer.py): */
+static int block_modules(const struct plan_arch *a, int i, int n, bool materialized)
+{
+    if (i == 0)   /* the embedding side: the model, its embedding, the position or rotary module */
+        return a->pp <= 1 || a->pp_stage == 0 ? 3 : 0;
+    if (i == n - 1)   /* the final norm, the head and the model that wraps it */
+        return a->pp <= 1 || a->pp_stage == a->pp - 1 ? 3 : 0;
+    switch (a->kind) {
+    case PLAN_ARCH_MEGATRON_GPT:   /* the layer, 2 norms, self_attention, query_key_value, the core
+                                      attention (flash) or CoreAttention with its softmax and
+                                      dropout, dense, mlp, dense_h_to_4h, dense_4h_to_h */
+        return materialized ? 12 : 10;
+    case PLAN_ARCH_HF_LLAMA:   /* LlamaDecoderLayer: the layer, 2 norms, self_attn, q/k/v/o, mlp,
+                                  gate/up/down, act_fn */
+        return 13;
+    case PLAN_ARCH_HF_GPT2:   /* GPT2Block: the block, ln_1, attn, c_attn, c_proj, resid_dropout,
+                                 ln_2, mlp, c_fc, act, c_proj, dropout */
+        return 12;
+    case PLAN_ARCH_HF_OPT:   /* OPTDecoderLayer: the layer, self_attn, q/k/v/out_proj,
+                                self_attn_layer_norm, activation_fn, fc1, fc2, final_layer_norm */
+        return 11;
+    case PLAN_ARCH_HF_T5:   /* T5Block, encoder 17 and decoder 25 (cross-attention): their mean */
+        return 21;
+    default:
+        return 13;
+    }
+}
+
+/* Block i's host task of one pass (see above); -1 when none: ratiolab's own schedule, an emulated
+ * device (the executor runs no hooks) or a profile without the figure. */
+static int zero3_hooks(struct builder *u, const struct graph_ctx *c, struct streams *st, int g, int i, bool backward)
+{
+    const struct sim__step *b = u->b;
+    double us = backward ? b->hw->host_zero3_us_bwd : b->hw->host_zero3_us_fwd;
+    if (!c->ds || sim__emulated(b) || us <= 0)
+        return -1;
+    int m = block_modules(&b->p->model->arch, i, u->k.n, b->t.attention == PLAN_ATTN_MATERIALIZED);
+    if (m <= 0)
+        return -1;
+    int h = sim__add_task(u, "zero3_hooks", g, SIM_TR_HOST, STEP_PH_ZERO3_HOOKS, 0, sim__us_to_ns(m * us), 0, 0, NULL,
+                          NULL, SIM__NO_SIZE);
+    sim__dep(u, st->host, h);
+    st->host = h;
+    return h;
+}
+
 /* Forward: gather block i (prefetched up to `depth` blocks ahead), compute, TP all-reduce. */
 static void build_forward(struct builder *u, struct graph_ctx *c)
 {
@@ -778,6 +835,7 @@ static void build_forward(struct builder *u, struct graph_ctx *c)
                 }
                 ag = gather_rest(u, c, g, i, ag, pf, i > 0 ? fwd[(i - 1) * G + g] : -1);
             }
+            zero3_hooks(u, c, &st[g], g, i, false);
             c->first[i * G + g] = block_compute(u, &st[g], &c->pc, g, i, ag, k->fwd_flops[i],
                                                 i == k->n - 1 ? "logits" : "forward", STEP_PH_FORWARD, c->act_per_block);
             fwd[i * G + g] = st[g].compute;
@@ -879,6 +937,7 @@ static void build_backward(struct builder *u, struct graph_ctx *c, bool boundary
             }
             /* backward is twice the forward, three times with recomputation of an inner block */
             double f = k->fwd_flops[i] * (b->t.checkpoint_activations && i >= 1 && i < k->n - 1 ? 3.0 : 2.0);
+            zero3_hooks(u, c, &st[g], g, i, true);
             c->first[i * G + g] = block_compute(u, &st[g], &c->pc, g, i, ag, f, "backward", STEP_PH_BACKWARD,
                                                 -c->act_per_block);
             bwd[i * G + g] = st[g].compute;

@@ -1455,9 +1455,51 @@ END_TEST
 /* 0.18 steps the sub-groups in index order with the CPU ones last: the GPU sub-groups' kernels,
  * launched first, run while the host runs CPU Adam. Before 0.18 the CPU ones come first and
  * nothing overlaps. */
+/* ZeRO-3's host time per submodule (sim/step.c zero3_hooks), by hand on the tiny node, whose host
+ * otherwise issues at once: gpt-350m (Megatron-DeepSpeed, materialized attention: 12 submodules
+ * a layer, 3 on either side of the layers), one GPU, one micro-step. Each block of each pass is
+ * one host task of its submodules x the per-module time, one after another on the host thread,
+ * so the phase is busy their sum exactly. At 100 / 200 us the hooks hide behind the GPU's work
+ * (the block's compute runs while the host issues the next); at 50 ms a module the passes are
+ * the host's: the forward window is at least the forward hooks' sum. ratiolab's own schedule
+ * runs no hooks. */
+START_TEST(step_ds_zero3_hooks_by_hand)
+{
+    struct hw_profile hw = tu_sim_tiny_hw();
+    struct fixture f;
+    one_gpu(&f, 1.0, 18, 0);
+    ck_assert_int_eq(f.m.arch.kind, PLAN_ARCH_MEGATRON_GPT);
+    struct sim_train t;
+    sim_train_defaults(&t);
+    t.attention = PLAN_ATTN_MATERIALIZED;
+    struct sim_step_result r, none;
+    struct rl_err e;
+    int64_t modules = 3 + 12 * (int64_t)f.m.arch.layers_here + 3;
+    hw.host_zero3_us_fwd = 100, hw.host_zero3_us_bwd = 200;
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(r.phase[STEP_PH_ZERO3_HOOKS].busy_ns, modules * (100 + 200) * 1000);
+    ck_assert_int_lt(r.phase[STEP_PH_ZERO3_HOOKS].exposed_ns, r.phase[STEP_PH_ZERO3_HOOKS].busy_ns);
+    struct hw_profile off = hw;
+    off.host_zero3_us_fwd = off.host_zero3_us_bwd = 0;
+    ck_assert_msg(sim_step_run(&f.p, &off, &t, NULL, &none, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(none.phase[STEP_PH_ZERO3_HOOKS].busy_ns, 0);
+    ck_assert_int_ge(r.step_ns, none.step_ns);
+    hw.host_zero3_us_fwd = 50000, hw.host_zero3_us_bwd = 50000;
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(r.phase[STEP_PH_ZERO3_HOOKS].busy_ns, modules * 2 * 50000 * INT64_C(1000));
+    ck_assert_int_ge(r.window_forward_ns, modules * 50000 * INT64_C(1000));
+    ck_assert_int_ge(r.step_ns, r.phase[STEP_PH_ZERO3_HOOKS].busy_ns);
+    t.schedule = STEP_SCHED_OVERLAP;
+    ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(r.phase[STEP_PH_ZERO3_HOOKS].busy_ns, 0);
+    fx_free(&f);
+}
+END_TEST
+
 START_TEST(step_ds_018_overlaps_gpu_and_cpu_subgroups)
 {
     struct hw_profile hw = load_hw("dgx1-v100");
+    hw.host_zero3_us_fwd = hw.host_zero3_us_bwd = 0;   /* the host issues at once: the step's own overlap */
     struct sim_train t;
     sim_train_defaults(&t);
     struct rl_err e;
@@ -1655,6 +1697,7 @@ static int count_stalls(const char *path, int64_t launch_ns, int *started_before
 START_TEST(step_ds_blocking_copy_stall_in_the_trace)
 {
     struct hw_profile hw = load_hw("dgx1-v100");
+    hw.host_zero3_us_fwd = hw.host_zero3_us_bwd = 0;   /* the host issues at once: the stall alone */
     struct sim_train t;
     sim_train_defaults(&t);
     struct rl_err e;
@@ -1698,6 +1741,7 @@ Suite *sim_step_suite(void)
     tcase_add_test(c, step_ds_blocking_copy_stalls_backward);
     tcase_add_test(c, step_ds_blocking_copy_stall_in_the_trace);
     tcase_add_test(c, step_ds_018_overlaps_gpu_and_cpu_subgroups);
+    tcase_add_test(c, step_ds_zero3_hooks_by_hand);
     tcase_add_test(c, step_grad_accum_repeats_the_steady_state);
     tcase_add_test(c, step_gpu_ids_choose_switches_and_sockets);
     tcase_add_test(c, megatron_gqa_split_query_key_value);

@@ -36,6 +36,7 @@ const struct trace_phase trace_phases[TRACE_N_PHASES] = {
     {"param_cast", TRACE_GROUP_CAST, 5},
     {"overflow_check", TRACE_GROUP_CAST, 2},
     {"page_fault", TRACE_GROUP_PCIE, 2},
+    {"zero3_hooks", TRACE_GROUP_CAST, 1},
     {"idle", TRACE_GROUP_IDLE, 5},
 };
 

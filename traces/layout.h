@@ -69,7 +69,7 @@ struct trace_phase {
     enum trace_group group;     /* its group */
     int pattern;                /* gnuplot fill: 0 solid, else `fs pattern N` in the group's colour */
 };
-#define TRACE_N_PHASES 18       /* plan/step.h's 17 phases, then "idle" */
+#define TRACE_N_PHASES 19       /* plan/step.h's 18 phases, then "idle" */
 extern const struct trace_phase trace_phases[TRACE_N_PHASES];
 
 /* The row of a phase name, NULL for any other name. */
