@@ -400,6 +400,7 @@ START_TEST(checkpointed_step_on_one_gpu_closed_form)
      * forwards (not recomputed); then the overflow scan and GPU Adam at 30 bytes per element
      * from HBM. Per layer the forward is 2 x tokens x weights + 4 b s^2 x heads x head_dim FLOPs. */
     struct hw_profile hw = load_hw("gh200");
+    hw.gemm_efficiency = 0;   /* the constant tensor rate (the per-shape model: sim_hw's tests) */
     struct fixture f;
     fx_init(&f, "gpt-350m", 1, 1, 1, 1, 0.0);
     struct sim_train t;

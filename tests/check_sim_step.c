@@ -80,6 +80,7 @@ START_TEST(step_single_gpu_equals_closed_form)
     struct fixture f;
     fx_init(&f, "gpt-350m", 1, 1, 1, 0.0, PLAN_POLICY_DS012);
     struct hw_profile hw = load_hw("gh200");
+    hw.gemm_efficiency = 0;   /* the constant tensor rate (the per-shape model: sim_hw's tests) */
     struct sim_train t;
     sim_train_defaults(&t);
     t.schedule = STEP_SCHED_OVERLAP;
