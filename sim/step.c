@@ -787,22 +787,21 @@ static int block_modules(const struct plan_arch *a, int i, int n, bool materiali
     }
 }
 
-/* Block i's host task of one pass (see above); -1 when none: ratiolab's own schedule, an emulated
- * device (the executor runs no hooks) or a profile without the figure. */
-static int zero3_hooks(struct builder *u, const struct graph_ctx *c, struct streams *st, int g, int i, bool backward)
+/* Block i's host task of one pass (see above); none for ratiolab's own schedule, an emulated device
+ * (the executor runs no hooks) or a profile without the figure. */
+static void zero3_hooks(struct builder *u, const struct graph_ctx *c, struct streams *st, int g, int i, bool backward)
 {
     const struct sim__step *b = u->b;
     double us = backward ? b->hw->host_zero3_us_bwd : b->hw->host_zero3_us_fwd;
     if (!c->ds || sim__emulated(b) || us <= 0)
-        return -1;
+        return;
     int m = block_modules(&b->p->model->arch, i, u->k.n, b->t.attention == PLAN_ATTN_MATERIALIZED);
     if (m <= 0)
-        return -1;
+        return;
     int h = sim__add_task(u, "zero3_hooks", g, SIM_TR_HOST, STEP_PH_ZERO3_HOOKS, 0, sim__us_to_ns(m * us), 0, 0, NULL,
                           NULL, SIM__NO_SIZE);
     sim__dep(u, st->host, h);
     st->host = h;
-    return h;
 }
 
 /* Forward: gather block i (prefetched up to `depth` blocks ahead), compute, TP all-reduce. */
