@@ -203,8 +203,7 @@ void cli_sim_warn_defaults(const struct hw_profile *hw, const struct plan_layout
     for (const char *p = coll; *p; p++)
         fputs(*p == ',' ? ", " : (char[]){*p, 0}, stderr);
     fprintf(stderr, " (measure them with ratiolab calibrate%s or source them in the profile)\n",
-            strstr(hw->defaulted, "host.zero3_us_per_module") ? "; the host.zero3_* figures with scripts/ds_hook_cost.py"
-                                                               : "");
+            strstr(hw->defaulted, "host.zero3_") ? "; the host.zero3_* figures with scripts/ds_hook_cost.py" : "");
 }
 
 void cli_sim_settings(const struct sim_step_result *r, const struct sim_train *t, char *buf, size_t n)

@@ -76,6 +76,8 @@ const struct hw_key hw_keys[] = {
     O("host.cast_elements_per_s_per_thread", 'd', host_cast_elems_per_thread, 1e6, 1e12, HW_DEFAULT_CAST_ELEMS_PER_THREAD),
     O("host.zero3_us_per_module_forward", 'd', host_zero3_us_fwd, 0, 1e5, HW_DEFAULT_ZERO3_US_FWD),
     O("host.zero3_us_per_module_backward", 'd', host_zero3_us_bwd, 0, 1e5, HW_DEFAULT_ZERO3_US_BWD),
+    O("host.zero3_partitioned_us_per_module_forward", 'd', host_zero3_part_us_fwd, 0, 1e5, HW_DEFAULT_ZERO3_PART_US_FWD),
+    O("host.zero3_partitioned_us_per_module_backward", 'd', host_zero3_part_us_bwd, 0, 1e5, HW_DEFAULT_ZERO3_PART_US_BWD),
     Q("host.thp_mode", 's', host_thp_mode, 0, 0, 0),
     Q("host.page_bytes", 'b', host_page_bytes, 4096, 1 << 30, 0),
     Q("host.fault_us_per_4k_page", 'd', host_fault_us_per_4k_page, 0.001, 1e4, 0),

@@ -128,8 +128,12 @@ struct hw_profile {
     double host_cast_elems_per_thread;   /* PyTorch's CPU dtype cast (bf16/fp16 <-> fp32), elements
                                             per second per intra-op thread */
     double host_zero3_us_fwd;      /* host time of one submodule's forward under DeepSpeed ZeRO-3 (its
-                                      hooks and eager dispatch), us (0: not modelled) */
+                                      hooks and eager dispatch) with the parameters on one rank, us
+                                      (0: not modelled) */
     double host_zero3_us_bwd;      /* the same for its backward, us */
+    double host_zero3_part_us_fwd; /* what the all-gather path adds to it when the parameters are
+                                      partitioned over two or more ranks, us */
+    double host_zero3_part_us_bwd; /* the same for the backward (all-gather and reduce-scatter paths), us */
     /* first touch per page (optional keys; sim/README.md "Host costs of PyTorch's copies"):
        host_fault_gbps_per_thread is resolved from them at load, as page / time per page */
     char host_thp_mode[64];        /* transparent huge pages mode: "always", "madvise" or "never"
@@ -150,10 +154,13 @@ struct hw_profile {
  * copies"). */
 #define HW_DEFAULT_FAULT_GBPS_PER_THREAD 2.1
 #define HW_DEFAULT_CAST_ELEMS_PER_THREAD 1e9
-/* Defaults of ZeRO-3's host time per submodule and pass: real DeepSpeed 0.18.9 measured on the
- * development VM by scripts/ds_hook_cost.py (sim/README.md "ZeRO-3's host time per submodule"). */
-#define HW_DEFAULT_ZERO3_US_FWD 262.0
-#define HW_DEFAULT_ZERO3_US_BWD 357.0
+/* Defaults of ZeRO-3's host time per submodule and pass, on one rank and what two or more ranks
+ * add: real DeepSpeed 0.18.9 measured on the development VM by scripts/ds_hook_cost.py (sim/README.md
+ * "ZeRO-3's host time per submodule"). */
+#define HW_DEFAULT_ZERO3_US_FWD 330.0
+#define HW_DEFAULT_ZERO3_US_BWD 424.0
+#define HW_DEFAULT_ZERO3_PART_US_FWD 36.0
+#define HW_DEFAULT_ZERO3_PART_US_BWD 14.0
 /* Defaults of the per-page first-touch figures (sim/README.md "Host costs of PyTorch's copies"):
  * a 4 KiB page at the 2.1 GB/s above (4096 B / 2.1 GB/s), a 2 MiB page at the 5.5 GB/s one thread
  * of the development VM first-touched 2 MiB pages at (calib/README.md, ratiolab calibrate). */

@@ -754,8 +754,10 @@ static int gather_rest(struct builder *u, struct graph_ctx *c, int g, int i, int
  * after, and their backward counterparts; every release read, 0.12.4-0.19.8), on top of the
  * eager dispatch of the submodule's own operators. The host issues block i's kernels only after
  * those have run, so each block and pass gets one host task of (its submodules) x
- * host.zero3_us_per_module_forward (backward), on the host thread after its previous blocking
- * operation, and the block's compute waits for it. Where the GPU's share of a block is shorter,
+ * host.zero3_us_per_module_forward (backward), plus host.zero3_partitioned_us_per_module_forward
+ * (backward) when the parameters are partitioned over DP > 1 ranks (on one, DeepSpeed's fetch takes
+ * the gather-free path: partition_parameters.py, num_partitions == 1 returns _no_gather_coalesced),
+ * on the host thread after its previous blocking operation, and the block's compute waits for it. Where the GPU's share of a block is shorter,
  * the pass is bound by the host; where the host blocks (the backward's flush throttle, a blocking
  * copy), the hooks after it wait too. Submodules called per layer (forward pre-hooks counted on
  * transformers 4.46.3's models by scripts/ds_hook_cost.py; Megatron-DeepSpeed's
@@ -795,6 +797,8 @@ static void zero3_hooks(struct builder *u, const struct graph_ctx *c, struct str
     double us = backward ? b->hw->host_zero3_us_bwd : b->hw->host_zero3_us_fwd;
     if (!c->ds || sim__emulated(b) || us <= 0)
         return;
+    if (c->dp > 1)
+        us += backward ? b->hw->host_zero3_part_us_bwd : b->hw->host_zero3_part_us_fwd;
     int m = block_modules(&b->p->model->arch, i, u->k.n, b->t.attention == PLAN_ATTN_MATERIALIZED);
     if (m <= 0)
         return;

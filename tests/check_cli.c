@@ -196,7 +196,9 @@ START_TEST(nccl_defaults_are_named_only_across_nodes)
     ck_assert_ptr_null(strstr(r.err, "latency_us.nccl_ring_step_inter"));
     /* ZeRO-3's host time per submodule is a default of every catalog profile; calibrate does not
      * measure it, so the warning says what does. */
-    ck_assert_ptr_nonnull(strstr(r.err, "host.zero3_us_per_module_forward, host.zero3_us_per_module_backward"));
+    ck_assert_ptr_nonnull(strstr(r.err, "host.zero3_us_per_module_forward, host.zero3_us_per_module_backward, "
+                                         "host.zero3_partitioned_us_per_module_forward, "
+                                         "host.zero3_partitioned_us_per_module_backward"));
     ck_assert_ptr_nonnull(strstr(r.err, "the host.zero3_* figures with scripts/ds_hook_cost.py"));
     tu_run_free(&r);
     tu_ratiolab(&r, "predict --hw polaris-a100-40g --gpus 8 --gpus-per-node 4 --megatron-args \"%s\"", line);

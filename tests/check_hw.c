@@ -139,8 +139,10 @@ START_TEST(optional_keys_take_their_defaults)
     ck_assert_int_eq(hw.bf16_tensor_cores, 1);
     ck_assert_double_eq(hw.torch_adam_elems_per_core, 1e8);   /* a sixth of 6e8 */
     ck_assert_double_eq(hw.host_cast_elems_per_thread, 1e9);
-    ck_assert_double_eq(hw.host_zero3_us_fwd, 262);   /* DeepSpeed 0.18.9 on the development VM */
-    ck_assert_double_eq(hw.host_zero3_us_bwd, 357);
+    ck_assert_double_eq(hw.host_zero3_us_fwd, 330);   /* DeepSpeed 0.18.9 on the development VM */
+    ck_assert_double_eq(hw.host_zero3_us_bwd, 424);
+    ck_assert_double_eq(hw.host_zero3_part_us_fwd, 36);
+    ck_assert_double_eq(hw.host_zero3_part_us_bwd, 14);
     ck_assert_double_eq(hw.host_fault_gbps_per_socket, 0);
     ck_assert_double_eq(hw.host_memcpy_gbps_per_thread, 0);
     ck_assert_int_eq(hw.gpu_emulated, 0);
@@ -156,7 +158,9 @@ START_TEST(optional_keys_take_their_defaults)
                            "gpu.nccl_bytes_per_communicator", "cpu_adam.torch_elements_per_s_per_core",
                            "host.fault_gbps_per_thread", "host.fault_gbps_per_socket", "host.memcpy_gbps_per_thread",
                            "host.cast_elements_per_s_per_thread", "host.zero3_us_per_module_forward",
-                           "host.zero3_us_per_module_backward", "host.thp_mode", "host.fault_us_per_4k_page"};
+                           "host.zero3_us_per_module_backward", "host.zero3_partitioned_us_per_module_forward",
+                           "host.zero3_partitioned_us_per_module_backward", "host.thp_mode",
+                           "host.fault_us_per_4k_page"};
     char list[sizeof hw.defaulted + 2];
     snprintf(list, sizeof list, ",%s,", hw.defaulted);
     int count = 1;

@@ -1463,7 +1463,9 @@ END_TEST
  * so the phase is busy their sum exactly. At 100 / 200 us the hooks hide behind the GPU's work
  * (the block's compute runs while the host issues the next); at 50 ms a module the passes are
  * the host's: the forward window is at least the forward hooks' sum. ratiolab's own schedule
- * runs no hooks. */
+ * runs no hooks. On one rank the parameters are not partitioned and DeepSpeed's fetch takes its
+ * gather-free path, so the partitioned figures add nothing; over DP 2 (two GPUs of dgx1-v100) each
+ * submodule costs them on top, the forward's in the forward. */
 START_TEST(step_ds_zero3_hooks_by_hand)
 {
     struct hw_profile hw = tu_sim_tiny_hw();
@@ -1477,6 +1479,8 @@ START_TEST(step_ds_zero3_hooks_by_hand)
     struct rl_err e;
     int64_t modules = 3 + 12 * (int64_t)f.m.arch.layers_here + 3;
     hw.host_zero3_us_fwd = 100, hw.host_zero3_us_bwd = 200;
+    hw.host_zero3_part_us_fwd = 7, hw.host_zero3_part_us_bwd = 11;
+    ck_assert_int_eq(f.p.layout.dp, 1);
     ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
     ck_assert_int_eq(r.phase[STEP_PH_ZERO3_HOOKS].busy_ns, modules * (100 + 200) * 1000);
     ck_assert_int_lt(r.phase[STEP_PH_ZERO3_HOOKS].exposed_ns, r.phase[STEP_PH_ZERO3_HOOKS].busy_ns);
@@ -1493,6 +1497,19 @@ START_TEST(step_ds_zero3_hooks_by_hand)
     t.schedule = STEP_SCHED_OVERLAP;
     ck_assert_msg(sim_step_run(&f.p, &hw, &t, NULL, &r, &e) == 0, "%s", e.msg);
     ck_assert_int_eq(r.phase[STEP_PH_ZERO3_HOOKS].busy_ns, 0);
+    fx_free(&f);
+    struct hw_profile node = load_hw("dgx1-v100");
+    node.host_zero3_us_fwd = 100, node.host_zero3_us_bwd = 200;
+    node.host_zero3_part_us_fwd = 7, node.host_zero3_part_us_bwd = 11;
+    fx_init(&f, "gpt-350m", 1, 2, 2, 1.0, PLAN_POLICY_DS012);
+    ck_assert_int_eq(f.p.layout.dp, 2);
+    sim_train_defaults(&t);
+    t.attention = PLAN_ATTN_MATERIALIZED;
+    ck_assert_msg(sim_step_run(&f.p, &node, &t, NULL, &r, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(r.phase[STEP_PH_ZERO3_HOOKS].busy_ns, modules * (100 + 7 + 200 + 11) * 1000);
+    node.host_zero3_part_us_fwd = 50000, node.host_zero3_part_us_bwd = 0;   /* the forward's, not the backward's */
+    ck_assert_msg(sim_step_run(&f.p, &node, &t, NULL, &r, &e) == 0, "%s", e.msg);
+    ck_assert_int_ge(r.window_forward_ns, modules * (100 + 50000) * INT64_C(1000));
     fx_free(&f);
 }
 END_TEST

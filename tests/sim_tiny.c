@@ -26,6 +26,7 @@ struct hw_profile tu_sim_tiny_hw(void)
     hw.host_memcpy_gbps_per_thread = 5;
     hw.host_cast_elems_per_thread = 1e9;
     hw.host_zero3_us_fwd = hw.host_zero3_us_bwd = 0;   /* the host issues every block at once */
+    hw.host_zero3_part_us_fwd = hw.host_zero3_part_us_bwd = 0;
     return hw;
 }
 
