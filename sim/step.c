@@ -757,9 +757,9 @@ static int gather_rest(struct builder *u, struct graph_ctx *c, int g, int i, int
  * host.zero3_us_per_module_forward (backward), plus host.zero3_partitioned_us_per_module_forward
  * (backward) when the parameters are partitioned over DP > 1 ranks (on one, DeepSpeed's fetch takes
  * the gather-free path: partition_parameters.py, num_partitions == 1 returns _no_gather_coalesced),
- * on the host thread after its previous blocking operation, and the block's compute waits for it. Where the GPU's share of a block is shorter,
- * the pass is bound by the host; where the host blocks (the backward's flush throttle, a blocking
- * copy), the hooks after it wait too. Submodules called per layer (forward pre-hooks counted on
+ * on the host thread after its previous blocking operation, and the block's compute waits for it.
+ * Where the GPU's share of a block is shorter, the pass is bound by the host; where the host blocks
+ * (the backward's flush throttle, a blocking copy), the hooks after it wait too. Submodules called per layer (forward pre-hooks counted on
  * transformers 4.46.3's models by scripts/ds_hook_cost.py; Megatron-DeepSpeed's
  * ParallelTransformerLayer read from its megatron/model/transformer.py): */
 static int block_modules(const struct plan_arch *a, int i, int n, bool materialized)
