@@ -42,6 +42,8 @@ import time
 LAYERS, TOKENS, PASSES, WARMUP = 32, 16, 20, 6
 BIG_LAYER = 218112000   # one Llama-3-8B layer's parameters: the proportions the knobs are scaled to
 KINDS = ('llama', 'gpt2')
+FIRST_LAYER = ('model.layers.0', 'transformer.h.0')   # the first layer's module name in each kind
+FIRST_LAYER_PREFIX = tuple(n + '.' for n in FIRST_LAYER)
 
 
 def make(transformers, kind):
@@ -130,10 +132,9 @@ def worker():
         for h in hooks:
             h.remove()
         n = len(seen)
-        per_layer = sum(1 for s in seen if s.startswith(('model.layers.0.', 'transformer.h.0.'))
-                        or s in ('model.layers.0', 'transformer.h.0'))
+        per_layer = sum(1 for s in seen if s.startswith(FIRST_LAYER_PREFIX) or s in FIRST_LAYER)
         layer = sum(p.numel() for name, p in plain.named_parameters()
-                    if name.startswith(('model.layers.0.', 'transformer.h.0.')))
+                    if name.startswith(FIRST_LAYER_PREFIX))
         scale = layer / BIG_LAYER
         zero = {'stage': 3, 'offload_optimizer': {'device': 'cpu'},
                 'stage3_prefetch_bucket_size': int(5e7 * scale), 'stage3_max_live_parameters': int(1e9 * scale),
